@@ -1,0 +1,110 @@
+package cpu
+
+import (
+	"strings"
+
+	"strata/core/tensor"
+)
+
+// live returns t's buffer when t is a live cpu tensor.
+func live(op, name string, t *tensor.Tensor) (*buffer, error) {
+	if t == nil {
+		return nil, errf(op, "%s is nil", name)
+	}
+	if t.Buffer() == nil {
+		return nil, errf(op, "%s has no storage", name)
+	}
+	bf, ok := t.Buffer().(*buffer)
+	if !ok {
+		return nil, errf(op, "%s is not a cpu tensor (it lives in tier %q)", name, t.Tier())
+	}
+	if bf.released {
+		return nil, errf(op, "%s was released", name)
+	}
+	return bf, nil
+}
+
+// floatArgs checks that every tensor is live and that all share one float
+// dtype, which it returns. names lists the tensors' names, space-separated.
+func floatArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
+	ns := strings.Fields(names)
+	var dt tensor.DType
+	for i, t := range ts {
+		if _, err := live(op, ns[i], t); err != nil {
+			return 0, err
+		}
+		if !t.DType().IsFloat() {
+			return 0, errf(op, "%s is %v, want float32 or float64", ns[i], t.DType())
+		}
+		if i == 0 {
+			dt = t.DType()
+		} else if t.DType() != dt {
+			return 0, errf(op, "%s is %v but %s is %v", ns[i], t.DType(), ns[0], dt)
+		}
+	}
+	return dt, nil
+}
+
+// intArg checks that t is a live Int32 or Int64 tensor.
+func intArg(op, name string, t *tensor.Tensor) error {
+	if _, err := live(op, name, t); err != nil {
+		return err
+	}
+	if dt := t.DType(); dt != tensor.Int32 && dt != tensor.Int64 {
+		return errf(op, "%s is %v, want int32 or int64", name, dt)
+	}
+	return nil
+}
+
+// dims checks that t is rows×cols (a rank-1 tensor counts as n×1).
+func dims(op, name string, t *tensor.Tensor, rows, cols int) error {
+	if t.Rows() != rows || t.Cols() != cols {
+		return errf(op, "%s has shape %v, want [%d,%d]", name, t.Shape(), rows, cols)
+	}
+	return nil
+}
+
+// numel checks that t holds n elements.
+func numel(op, name string, t *tensor.Tensor, n int) error {
+	if t.Numel() != n {
+		return errf(op, "%s has shape %v (%d elements), want %d elements", name, t.Shape(), t.Numel(), n)
+	}
+	return nil
+}
+
+// dtCode and itCode are the C kernels' type codes (see kernels.h).
+func dtCode(dt tensor.DType) int {
+	if dt == tensor.Float64 {
+		return 1
+	}
+	return 0
+}
+
+func itCode(dt tensor.DType) int {
+	if dt == tensor.Int64 {
+		return 1
+	}
+	return 0
+}
+
+// checkRange reports the first index outside [lo, hi) in an Int32 or Int64 tensor.
+func checkRange(op, name string, t *tensor.Tensor, lo, hi int64) error {
+	bf := t.Buffer().(*buffer)
+	bad := func(i int, v int64) error {
+		return errf(op, "%s[%d] = %d is outside [%d,%d)", name, i, v, lo, hi)
+	}
+	for i, v := range bf.i32 {
+		if int64(v) < lo || int64(v) >= hi {
+			return bad(i, int64(v))
+		}
+	}
+	for i, v := range bf.i64 {
+		if v < lo || v >= hi {
+			return bad(i, v)
+		}
+	}
+	return nil
+}
+
+// splitName returns the i-th of the space-separated names.
+func splitName(names string, i int) string { return strings.Fields(names)[i] }

@@ -1,0 +1,66 @@
+package cpu
+
+/*
+#cgo CFLAGS: -O3 -mavx2
+#cgo LDFLAGS: -lm
+#include "kernels.h"
+*/
+import "C"
+
+import "unsafe"
+
+// Thin wrappers over the C kernels of kernels.h; one call covers one chunk.
+
+func i64p(p *int64) *C.int64_t { return (*C.int64_t)(unsafe.Pointer(p)) }
+
+func cSpMM(dt, it int, r0, r1 int64, indptr *int64, idx unsafe.Pointer, perm *int64, w unsafe.Pointer, h, c int64, x unsafe.Pointer, beta float64, y unsafe.Pointer) {
+	C.k_spmm(C.int(dt), C.int(it), C.int64_t(r0), C.int64_t(r1), i64p(indptr), idx, i64p(perm), w, C.int64_t(h), C.int64_t(c), x, C.double(beta), y)
+}
+
+func cSpMMMax(dt, it, at int, r0, r1 int64, indptr *int64, idx, x unsafe.Pointer, f int64, y, am unsafe.Pointer) {
+	C.k_spmm_max(C.int(dt), C.int(it), C.int(at), C.int64_t(r0), C.int64_t(r1), i64p(indptr), idx, x, C.int64_t(f), y, am)
+}
+
+func cSDDMM(dt, it int, r0, r1 int64, indptr *int64, idx, x, y unsafe.Pointer, h, c int64, out unsafe.Pointer) {
+	C.k_sddmm(C.int(dt), C.int(it), C.int64_t(r0), C.int64_t(r1), i64p(indptr), idx, x, y, C.int64_t(h), C.int64_t(c), out)
+}
+
+func cUAddV(dt, it int, r0, r1 int64, indptr *int64, idx, u, v unsafe.Pointer, h int64, out unsafe.Pointer) {
+	C.k_uaddv(C.int(dt), C.int(it), C.int64_t(r0), C.int64_t(r1), i64p(indptr), idx, u, v, C.int64_t(h), out)
+}
+
+func cScatterAdd(dt, it int, n int64, idx, x unsafe.Pointer, f, c0, c1 int64, y unsafe.Pointer) {
+	C.k_scatter_add(C.int(dt), C.int(it), C.int64_t(n), idx, x, C.int64_t(f), C.int64_t(c0), C.int64_t(c1), y)
+}
+
+func cScatterArgmax(dt, it int, n int64, am, dy unsafe.Pointer, f, c0, c1 int64, dx unsafe.Pointer) {
+	C.k_scatter_argmax(C.int(dt), C.int(it), C.int64_t(n), am, dy, C.int64_t(f), C.int64_t(c0), C.int64_t(c1), dx)
+}
+
+func cEdgeReduce(dt int, r0, r1 int64, indptr, perm *int64, e unsafe.Pointer, h int64, out unsafe.Pointer) {
+	C.k_edge_reduce(C.int(dt), C.int64_t(r0), C.int64_t(r1), i64p(indptr), i64p(perm), e, C.int64_t(h), out)
+}
+
+func cEdgeSoftmax(dt int, r0, r1 int64, indptr *int64, s unsafe.Pointer, h int64, out unsafe.Pointer) {
+	C.k_edge_softmax(C.int(dt), C.int64_t(r0), C.int64_t(r1), i64p(indptr), s, C.int64_t(h), out)
+}
+
+func cEdgeSoftmaxBwd(dt int, r0, r1 int64, indptr *int64, out, dout unsafe.Pointer, h int64, ds unsafe.Pointer) {
+	C.k_edge_softmax_bwd(C.int(dt), C.int64_t(r0), C.int64_t(r1), i64p(indptr), out, dout, C.int64_t(h), ds)
+}
+
+func cHeadDot(dt int, r0, r1 int64, x, a unsafe.Pointer, h, c int64, y unsafe.Pointer) {
+	C.k_headdot(C.int(dt), C.int64_t(r0), C.int64_t(r1), x, a, C.int64_t(h), C.int64_t(c), y)
+}
+
+func cHeadDotDx(dt int, r0, r1 int64, a, dy unsafe.Pointer, h, c int64, dx unsafe.Pointer) {
+	C.k_headdot_dx(C.int(dt), C.int64_t(r0), C.int64_t(r1), a, dy, C.int64_t(h), C.int64_t(c), dx)
+}
+
+func cHeadDotDa(dt int, r0, r1 int64, x, dy unsafe.Pointer, h, c int64, part *float64) {
+	C.k_headdot_da(C.int(dt), C.int64_t(r0), C.int64_t(r1), x, dy, C.int64_t(h), C.int64_t(c), (*C.double)(unsafe.Pointer(part)))
+}
+
+func cGather(it int, r0, r1 int64, idx, x unsafe.Pointer, rowBytes int64, y unsafe.Pointer) {
+	C.k_gather(C.int(it), C.int64_t(r0), C.int64_t(r1), idx, x, C.int64_t(rowBytes), y)
+}

@@ -1,0 +1,32 @@
+// kernels.h: entry points of the C kernels. dt selects the float type
+// (0 float32, 1 float64) and it the integer type (0 int32, 1 int64) of the
+// column ids, indices or argmax ids. Each call handles one chunk of rows.
+#include <stdint.h>
+
+void k_spmm(int dt, int it, int64_t r0, int64_t r1, const int64_t *indptr, const void *idx,
+	    const int64_t *perm, const void *w, int64_t H, int64_t C, const void *x, double beta,
+	    void *y);
+void k_spmm_max(int dt, int it, int at, int64_t r0, int64_t r1, const int64_t *indptr,
+		const void *idx, const void *x, int64_t F, void *y, void *am);
+void k_sddmm(int dt, int it, int64_t r0, int64_t r1, const int64_t *indptr, const void *idx,
+	     const void *x, const void *y, int64_t H, int64_t C, void *out);
+void k_uaddv(int dt, int it, int64_t r0, int64_t r1, const int64_t *indptr, const void *idx,
+	     const void *u, const void *v, int64_t H, void *out);
+void k_scatter_add(int dt, int it, int64_t n, const void *idx, const void *x, int64_t F,
+		   int64_t c0, int64_t c1, void *y);
+void k_scatter_argmax(int dt, int it, int64_t n, const void *am, const void *dy, int64_t F,
+		      int64_t c0, int64_t c1, void *dx);
+void k_edge_reduce(int dt, int64_t r0, int64_t r1, const int64_t *indptr, const int64_t *perm,
+		   const void *e, int64_t H, void *out);
+void k_edge_softmax(int dt, int64_t r0, int64_t r1, const int64_t *indptr, const void *s,
+		    int64_t H, void *out);
+void k_edge_softmax_bwd(int dt, int64_t r0, int64_t r1, const int64_t *indptr, const void *out,
+			const void *dout, int64_t H, void *ds);
+void k_headdot(int dt, int64_t r0, int64_t r1, const void *x, const void *a, int64_t H,
+	       int64_t C, void *y);
+void k_headdot_dx(int dt, int64_t r0, int64_t r1, const void *a, const void *dy, int64_t H,
+		  int64_t C, void *dx);
+void k_headdot_da(int dt, int64_t r0, int64_t r1, const void *x, const void *dy, int64_t H,
+		  int64_t C, double *part);
+void k_gather(int it, int64_t r0, int64_t r1, const void *idx, const void *x, int64_t rowbytes,
+	      void *y);

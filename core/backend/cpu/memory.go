@@ -1,0 +1,247 @@
+package cpu
+
+import (
+	"fmt"
+	"unsafe"
+
+	"strata/core/backend"
+	"strata/core/tensor"
+)
+
+// maxElems bounds one allocation (2^40 elements) so absurd shapes are errors.
+const maxElems = 1 << 40
+
+// buffer is host storage; exactly one of the slices is set.
+type buffer struct {
+	f32      []float32
+	f64      []float64
+	i32      []int32
+	i64      []int64
+	owner    *Backend
+	bytes    int64
+	released bool
+}
+
+// Tier returns tensor.Host.
+func (*buffer) Tier() tensor.Tier { return tensor.Host }
+
+// ptr returns the address of the first element, or nil when empty.
+func (bf *buffer) ptr() unsafe.Pointer {
+	switch {
+	case len(bf.f32) > 0:
+		return unsafe.Pointer(&bf.f32[0])
+	case len(bf.f64) > 0:
+		return unsafe.Pointer(&bf.f64[0])
+	case len(bf.i32) > 0:
+		return unsafe.Pointer(&bf.i32[0])
+	case len(bf.i64) > 0:
+		return unsafe.Pointer(&bf.i64[0])
+	}
+	return nil
+}
+
+func hostBuf(t *tensor.Tensor) *buffer {
+	if t == nil {
+		return nil
+	}
+	bf, _ := t.Buffer().(*buffer)
+	if bf == nil || bf.released {
+		return nil
+	}
+	return bf
+}
+
+// F32 returns the storage of a live cpu Float32 tensor, or nil. It is for
+// other backends and tests; engine code never touches raw slices.
+func F32(t *tensor.Tensor) []float32 {
+	if bf := hostBuf(t); bf != nil {
+		return bf.f32
+	}
+	return nil
+}
+
+// F64 returns the storage of a live cpu Float64 tensor, or nil.
+func F64(t *tensor.Tensor) []float64 {
+	if bf := hostBuf(t); bf != nil {
+		return bf.f64
+	}
+	return nil
+}
+
+// I32 returns the storage of a live cpu Int32 tensor, or nil.
+func I32(t *tensor.Tensor) []int32 {
+	if bf := hostBuf(t); bf != nil {
+		return bf.i32
+	}
+	return nil
+}
+
+// I64 returns the storage of a live cpu Int64 tensor, or nil.
+func I64(t *tensor.Tensor) []int64 {
+	if bf := hostBuf(t); bf != nil {
+		return bf.i64
+	}
+	return nil
+}
+
+// Alloc returns a zero-filled host tensor of rank 1 or 2.
+func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
+	if tier != tensor.Host {
+		return nil, errf("Alloc", "tier %q is not available (only %q)", tier, tensor.Host)
+	}
+	if len(shape) < 1 || len(shape) > 2 {
+		return nil, errf("Alloc", "rank %d shape %v, want rank 1 or 2", len(shape), shape)
+	}
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return nil, errf("Alloc", "negative dimension in shape %v", shape)
+		}
+		n *= int64(d)
+		if n > maxElems {
+			return nil, errf("Alloc", "shape %v has more than 2^40 elements", shape)
+		}
+	}
+	bf := &buffer{owner: b, bytes: n * int64(dt.Size())}
+	switch dt {
+	case tensor.Float32:
+		bf.f32 = make([]float32, n)
+	case tensor.Float64:
+		bf.f64 = make([]float64, n)
+	case tensor.Int32:
+		bf.i32 = make([]int32, n)
+	case tensor.Int64:
+		bf.i64 = make([]int64, n)
+	default:
+		return nil, errf("Alloc", "unknown dtype %v", dt)
+	}
+	b.account(bf.bytes)
+	return tensor.New(dt, shape, bf), nil
+}
+
+// account adds delta bytes to the host tier's use and updates the peak.
+func (b *Backend) account(delta int64) {
+	b.mu.Lock()
+	b.inUse += delta
+	b.peak = max(b.peak, b.inUse)
+	b.mu.Unlock()
+}
+
+// Release frees t's storage. Releasing twice, nil or a foreign tensor is a no-op.
+func (b *Backend) Release(t *tensor.Tensor) {
+	bf := hostBuf(t)
+	if bf == nil {
+		return
+	}
+	bf.released = true
+	bf.f32, bf.f64, bf.i32, bf.i64 = nil, nil, nil, nil
+	if bf.owner != nil {
+		bf.owner.account(-bf.bytes)
+	}
+}
+
+// Stats reports host memory in use and its peak, tensors and graphs together.
+func (b *Backend) Stats() backend.Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return backend.Stats{
+		InUse: map[tensor.Tier]int64{tensor.Host: b.inUse},
+		Peak:  map[tensor.Tier]int64{tensor.Host: b.peak},
+	}
+}
+
+// Upload copies a host slice of matching type and length into t.
+func (b *Backend) Upload(t *tensor.Tensor, src any) error {
+	bf, err := live("Upload", "t", t)
+	if err != nil {
+		return err
+	}
+	switch s := src.(type) {
+	case []float32:
+		if t.DType() == tensor.Float32 && len(s) == len(bf.f32) {
+			copy(bf.f32, s)
+			return nil
+		}
+	case []float64:
+		if t.DType() == tensor.Float64 && len(s) == len(bf.f64) {
+			copy(bf.f64, s)
+			return nil
+		}
+	case []int32:
+		if t.DType() == tensor.Int32 && len(s) == len(bf.i32) {
+			copy(bf.i32, s)
+			return nil
+		}
+	case []int64:
+		if t.DType() == tensor.Int64 && len(s) == len(bf.i64) {
+			copy(bf.i64, s)
+			return nil
+		}
+	}
+	return errf("Upload", "source %s does not match %v", describe(src), t)
+}
+
+// Download copies t into a host slice of matching type and length.
+func (b *Backend) Download(t *tensor.Tensor, dst any) error {
+	bf, err := live("Download", "t", t)
+	if err != nil {
+		return err
+	}
+	switch d := dst.(type) {
+	case []float32:
+		if t.DType() == tensor.Float32 && len(d) == len(bf.f32) {
+			copy(d, bf.f32)
+			return nil
+		}
+	case []float64:
+		if t.DType() == tensor.Float64 && len(d) == len(bf.f64) {
+			copy(d, bf.f64)
+			return nil
+		}
+	case []int32:
+		if t.DType() == tensor.Int32 && len(d) == len(bf.i32) {
+			copy(d, bf.i32)
+			return nil
+		}
+	case []int64:
+		if t.DType() == tensor.Int64 && len(d) == len(bf.i64) {
+			copy(d, bf.i64)
+			return nil
+		}
+	}
+	return errf("Download", "destination %s does not match %v", describe(dst), t)
+}
+
+// Copy copies src into dst; both must have the same dtype and element count.
+func (b *Backend) Copy(dst, src *tensor.Tensor) error {
+	db, err := live("Copy", "dst", dst)
+	if err != nil {
+		return err
+	}
+	sb, err := live("Copy", "src", src)
+	if err != nil {
+		return err
+	}
+	if dst.DType() != src.DType() || dst.Numel() != src.Numel() {
+		return errf("Copy", "dst %v and src %v differ in dtype or size", dst, src)
+	}
+	copy(db.f32, sb.f32)
+	copy(db.f64, sb.f64)
+	copy(db.i32, sb.i32)
+	copy(db.i64, sb.i64)
+	return nil
+}
+
+func describe(v any) string {
+	switch s := v.(type) {
+	case []float32:
+		return fmt.Sprintf("[]float32 of length %d", len(s))
+	case []float64:
+		return fmt.Sprintf("[]float64 of length %d", len(s))
+	case []int32:
+		return fmt.Sprintf("[]int32 of length %d", len(s))
+	case []int64:
+		return fmt.Sprintf("[]int64 of length %d", len(s))
+	}
+	return fmt.Sprintf("%T", v)
+}

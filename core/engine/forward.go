@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"strata/core/backend"
+	"strata/core/ir"
+	"strata/core/tensor"
+)
+
+// Mode selects training (dropout on, batch statistics) or evaluation.
+type Mode struct {
+	Train bool
+	Seed  uint64 // dropout stream; vary it per step
+}
+
+// unaries maps IR activations to backend functions.
+var unaries = map[ir.Kind]backend.Unary{
+	ir.OpReLU: backend.ReLU, ir.OpLeakyReLU: backend.LeakyReLU, ir.OpELU: backend.ELU,
+	ir.OpSigmoid: backend.Sigmoid, ir.OpTanh: backend.Tanh,
+}
+
+var binaries = map[ir.Kind]backend.Binary{ir.OpAdd: backend.Add, ir.OpSub: backend.Sub, ir.OpMul: backend.Mul}
+
+// val returns the current value of op i (an alias in evaluation for dropout).
+func (p *Program) val(i int32) *tensor.Tensor { return p.cur[i] }
+
+// Forward runs the graph on the bound input.
+func (p *Program) Forward(ctx context.Context, m Mode) error {
+	p.mode = m
+	for i := range p.g.Ops {
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		if err := p.forwardOp(ctx, int32(i), m); err != nil {
+			return fmt.Errorf("forward op #%d %s: %w", i, p.g.Ops[i].Kind, err)
+		}
+	}
+	return nil
+}
+
+func (p *Program) adj(h int32) *Graph { return p.env.Graphs[p.g.Ops[h].Name] }
+
+func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
+	op := &p.g.Ops[i]
+	be := p.be
+	p.cur[i] = p.vals[i]
+	y := p.vals[i]
+	arg := func(k int) *tensor.Tensor { return p.val(op.Args[k]) }
+	switch op.Kind {
+	case ir.OpInput, ir.OpParam, ir.OpGraph:
+		return nil
+	case ir.OpAggregate:
+		g := p.adj(op.Args[0])
+		switch op.Reducer {
+		case "sum":
+			return be.SpMM(ctx, g.Adj, false, nil, arg(1), 0, y)
+		case "mean":
+			return be.SpMM(ctx, g.Adj, false, g.MeanNorm, arg(1), 0, y)
+		case "gcn":
+			return be.SpMM(ctx, g.Adj, false, g.GCNNorm, arg(1), 0, y)
+		case "max":
+			return be.SpMMMax(ctx, g.Adj, arg(1), y, p.aux[i].argmax)
+		}
+		return fmt.Errorf("unknown reducer %q", op.Reducer)
+	case ir.OpSpMMEdge:
+		return be.SpMM(ctx, p.adj(op.Args[0]).Adj, false, arg(1), arg(2), 0, y)
+	case ir.OpMatMul:
+		return be.GEMM(false, false, 1, arg(0), arg(1), 0, y)
+	case ir.OpBias:
+		return be.Elementwise(backend.Add, arg(0), arg(1), y)
+	case ir.OpAdd, ir.OpSub, ir.OpMul:
+		return be.Elementwise(binaries[op.Kind], arg(0), arg(1), y)
+	case ir.OpScale:
+		if err := be.Fill(y, 0); err != nil {
+			return err
+		}
+		return be.Axpby(op.Alpha, arg(0), 0, y)
+	case ir.OpReLU, ir.OpLeakyReLU, ir.OpELU, ir.OpSigmoid, ir.OpTanh:
+		return be.Apply(unaries[op.Kind], op.Alpha, arg(0), y)
+	case ir.OpConcat:
+		a, b := arg(0), arg(1)
+		if err := be.CopyCols(y, 0, a, 0, a.Cols()); err != nil {
+			return err
+		}
+		return be.CopyCols(y, a.Cols(), b, 0, b.Cols())
+	case ir.OpDropout:
+		if !m.Train || op.Alpha == 0 {
+			p.cur[i] = arg(0)
+			return nil
+		}
+		mask := p.aux[i].mask
+		if err := be.DropoutMask(mixSeed(m.Seed, uint64(i)), op.Alpha, mask); err != nil {
+			return err
+		}
+		return be.Elementwise(backend.Mul, arg(0), mask, y)
+	case ir.OpBatchNorm:
+		a := &p.aux[i]
+		if !m.Train {
+			return be.BatchNormInfer(arg(0), arg(1), arg(2), a.runMean, a.runVar, y, op.Alpha)
+		}
+		if err := be.BatchNorm(arg(0), arg(1), arg(2), y, a.mean, a.invStd, op.Alpha); err != nil {
+			return err
+		}
+		return p.updateRunningStats(a, op.Alpha, arg(0).Rows())
+	case ir.OpHeadDot:
+		return be.HeadDot(arg(0), arg(1), y)
+	case ir.OpUAddV:
+		return be.UAddV(ctx, p.adj(op.Args[0]).Adj, arg(1), arg(2), y)
+	case ir.OpUDotV:
+		return be.SDDMM(ctx, p.adj(op.Args[0]).Adj, arg(1), arg(2), y)
+	case ir.OpEdgeSoftmax:
+		return be.EdgeSoftmax(ctx, p.adj(op.Args[0]).Adj, arg(1), y)
+	case ir.OpHeadMean:
+		return be.GEMM(false, false, 1, arg(0), p.aux[i].headMean, 0, y)
+	}
+	return fmt.Errorf("op kind %q is not supported by the engine", op.Kind)
+}
+
+// updateRunningStats folds the batch statistics into the running estimates
+// with momentum 0.1 and the unbiased variance, as PyTorch does.
+func (p *Program) updateRunningStats(a *opAux, eps float64, rows int) error {
+	mean, err := p.downloadFloats(a.mean)
+	if err != nil {
+		return err
+	}
+	inv, err := p.downloadFloats(a.invStd)
+	if err != nil {
+		return err
+	}
+	rm, err := p.downloadFloats(a.runMean)
+	if err != nil {
+		return err
+	}
+	rv, err := p.downloadFloats(a.runVar)
+	if err != nil {
+		return err
+	}
+	unbias := 1.0
+	if rows > 1 {
+		unbias = float64(rows) / float64(rows-1)
+	}
+	for c := range mean {
+		v := math.Max(1/(inv[c]*inv[c])-eps, 0) * unbias
+		rm[c] = 0.9*rm[c] + 0.1*mean[c]
+		rv[c] = 0.9*rv[c] + 0.1*v
+	}
+	if err := p.uploadFloats(a.runMean, rm); err != nil {
+		return err
+	}
+	return p.uploadFloats(a.runVar, rv)
+}
+
+// mixSeed derives an independent stream per (step seed, op).
+func mixSeed(seed, op uint64) uint64 {
+	r := newSplitMix(seed ^ (op * 0xd1b54a32d192ed03))
+	return r.next()
+}

@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/backend/cpu"
+	"strata/core/graph"
+	"strata/core/ir"
+	"strata/core/tensor"
+)
+
+// testGraph is a small directed graph with an isolated node and varied degrees.
+func testGraph() *graph.CSR {
+	edges := [][2]int64{{0, 1}, {1, 0}, {1, 2}, {2, 1}, {2, 3}, {3, 2}, {0, 3}, {3, 0}, {4, 0}, {0, 4}, {4, 2}, {2, 4}, {1, 3}}
+	return graph.FromEdges(6, edges)
+}
+
+const (
+	nNodes  = 6
+	inDim   = 5
+	width   = 4
+	classes = 3
+)
+
+type gradCase struct {
+	name  string
+	build func(b *ir.Builder, h, h2, g, gs int32) int32
+}
+
+func gradCases() []gradCase {
+	param := func(b *ir.Builder, name string, shape ...int64) int32 { return b.Param(name, shape, "glorot") }
+	edgeBack := func(b *ir.Builder, g, w, h int32) int32 { return b.SpMMEdge(g, w, h) }
+	return []gradCase{
+		{"aggregate_sum", func(b *ir.Builder, h, _, g, _ int32) int32 { return b.Aggregate(g, h, "sum") }},
+		{"aggregate_mean", func(b *ir.Builder, h, _, g, _ int32) int32 { return b.Aggregate(g, h, "mean") }},
+		{"aggregate_gcn", func(b *ir.Builder, h, _, _, gs int32) int32 { return b.Aggregate(gs, h, "gcn") }},
+		{"aggregate_max", func(b *ir.Builder, h, _, g, _ int32) int32 { return b.Aggregate(g, h, "max") }},
+		{"matmul", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.MatMul(h, param(b, "M", width, 2)) }},
+		{"bias", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Bias(h, param(b, "c", width)) }},
+		{"add_same", func(b *ir.Builder, h, h2, _, _ int32) int32 { return b.Binary(ir.OpAdd, h, h2) }},
+		{"sub_row", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Binary(ir.OpSub, h, param(b, "r", width)) }},
+		{"mul_same", func(b *ir.Builder, h, h2, _, _ int32) int32 { return b.Binary(ir.OpMul, h, h2) }},
+		{"mul_row", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Binary(ir.OpMul, h, param(b, "r", width)) }},
+		{"mul_scalar", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Binary(ir.OpMul, h, param(b, "s", 1)) }},
+		{"scale", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpScale, h, -1.7) }},
+		{"relu", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpReLU, h, 0) }},
+		{"leaky_relu", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpLeakyReLU, h, 0.2) }},
+		{"elu", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpELU, h, 1) }},
+		{"sigmoid", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpSigmoid, h, 0) }},
+		{"tanh", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpTanh, h, 0) }},
+		{"concat", func(b *ir.Builder, h, h2, _, _ int32) int32 { return b.Concat(h, h2) }},
+		{"dropout", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpDropout, h, 0.4) }},
+		{"batchnorm", func(b *ir.Builder, h, _, _, _ int32) int32 {
+			return b.BatchNorm(h, param(b, "gamma", width), param(b, "beta", width), 1e-5)
+		}},
+		{"head_dot", func(b *ir.Builder, h, _, g, _ int32) int32 {
+			s := b.HeadDot(h, param(b, "a", 2, width/2))
+			return b.MatMul(s, param(b, "P", 2, width))
+		}},
+		{"u_add_v", func(b *ir.Builder, h, h2, g, _ int32) int32 {
+			u := b.MatMul(h, param(b, "U", width, 2))
+			v := b.MatMul(h2, param(b, "V", width, 2))
+			return edgeBack(b, g, b.UAddV(g, u, v), h)
+		}},
+		{"u_dot_v", func(b *ir.Builder, h, h2, g, _ int32) int32 {
+			return edgeBack(b, g, b.UDotV(g, h, h2, 2), h)
+		}},
+		{"edge_softmax", func(b *ir.Builder, h, h2, g, _ int32) int32 {
+			return edgeBack(b, g, b.EdgeSoftmax(g, b.UDotV(g, h, h2, 2)), h2)
+		}},
+		{"spmm_edge", func(b *ir.Builder, h, h2, _, gs int32) int32 {
+			w := b.UDotV(gs, h, h2, 1)
+			return edgeBack(b, gs, w, h)
+		}},
+		{"head_mean", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.HeadMean(h, 2) }},
+		{"gat_layer", func(b *ir.Builder, h, _, _, gs int32) int32 {
+			s := b.HeadDot(h, param(b, "as", 2, width/2))
+			d := b.HeadDot(h, param(b, "ad", 2, width/2))
+			e := b.Unary(ir.OpLeakyReLU, b.UAddV(gs, s, d), 0.2)
+			a := b.Unary(ir.OpDropout, b.EdgeSoftmax(gs, e), 0.3)
+			return b.Unary(ir.OpELU, b.HeadMean(b.SpMMEdge(gs, a, h), 2), 1)
+		}},
+	}
+}
+
+// buildCase wraps a case between an input projection and a classifier.
+func buildCase(t *testing.T, c gradCase) *ir.Graph {
+	b := ir.NewBuilder()
+	x := b.Input("x", inDim)
+	g, gs := b.Graph("adj"), b.Graph("adj_self")
+	h := b.MatMul(x, b.Param("W1", []int64{inDim, width}, "glorot"))
+	h2 := b.Unary(ir.OpTanh, b.MatMul(x, b.Param("W2", []int64{inDim, width}, "glorot")), 0)
+	v := c.build(b, h, h2, g, gs)
+	out := b.MatMul(v, b.Param("Wout", []int64{b.Shape(v)[1], classes}, "glorot"))
+	b.Output(out)
+	gr, err := b.Finish()
+	if err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	return gr
+}
+
+type harness struct {
+	be     backend.Backend
+	prog   *Program
+	labels *tensor.Tensor
+	idx    *tensor.Tensor
+}
+
+func newHarness(t *testing.T, gr *ir.Graph, dt tensor.DType) *harness {
+	be := cpu.New(cpu.Options{Threads: 2})
+	adj := graph.Symmetrize(testGraph())
+	adjSelf := graph.AddSelfLoops(adj)
+	graphs := map[string]*Graph{}
+	for name, csr := range map[string]*graph.CSR{"adj": adj, "adj_self": adjSelf} {
+		a, err := be.UploadGraph(csr, tensor.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eg := &Graph{Adj: a}
+		eg.GCNNorm = upload64(t, be, toF64(graph.GCNNorm(csr)), []int{int(csr.NNZ())}, dt)
+		eg.MeanNorm = upload64(t, be, toF64(graph.MeanNorm(csr)), []int{int(csr.NNZ())}, dt)
+		graphs[name] = eg
+	}
+	xs := make([]float64, nNodes*inDim)
+	r := newSplitMix(7)
+	for i := range xs {
+		xs[i] = r.normal()
+	}
+	x := upload64(t, be, xs, []int{nNodes, inDim}, dt)
+	prog, err := Compile(gr, Env{Backend: be, DType: dt, Tier: tensor.Host, Graphs: graphs, Input: x}, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, _ := be.Alloc(tensor.Int32, []int{nNodes}, tensor.Host)
+	idx, _ := be.Alloc(tensor.Int32, []int{nNodes}, tensor.Host)
+	if err := be.Upload(labels, []int32{0, 1, 2, 1, 0, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Upload(idx, []int32{0, 1, 2, 3, 4, 5}); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{be: be, prog: prog, labels: labels, idx: idx}
+}
+
+func toF64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+func upload64(t *testing.T, be backend.Backend, v []float64, shape []int, dt tensor.DType) *tensor.Tensor {
+	t.Helper()
+	tt, err := be.Alloc(dt, shape, tensor.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dt == tensor.Float64 {
+		err = be.Upload(tt, v)
+	} else {
+		f := make([]float32, len(v))
+		for i, x := range v {
+			f[i] = float32(x)
+		}
+		err = be.Upload(tt, f)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tt
+}
+
+// loss runs a training forward with a fixed dropout stream.
+func (h *harness) loss(t *testing.T, withGrad bool) float64 {
+	t.Helper()
+	ctx := context.Background()
+	if err := h.prog.Forward(ctx, Mode{Train: true, Seed: 99}); err != nil {
+		t.Fatal(err)
+	}
+	var dl *tensor.Tensor
+	if withGrad {
+		dl = h.prog.OutputGrad()
+	}
+	l, err := h.be.SoftmaxCrossEntropy(h.prog.Output(), h.labels, h.idx, dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withGrad {
+		if err := h.prog.Backward(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
+}
+
+// TestGradients checks every op's backward against central finite
+// differences on float64 inputs.
+func TestGradients(t *testing.T) {
+	const eps = 1e-6
+	for _, c := range gradCases() {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, buildCase(t, c), tensor.Float64)
+			h.loss(t, true)
+			for _, p := range h.prog.Params() {
+				analytic := make([]float64, p.Grad.Numel())
+				if err := h.be.Download(p.Grad, analytic); err != nil {
+					t.Fatal(err)
+				}
+				vals := make([]float64, p.Value.Numel())
+				if err := h.be.Download(p.Value, vals); err != nil {
+					t.Fatal(err)
+				}
+				var num2, diff2, ana2 float64
+				for i := range vals {
+					orig := vals[i]
+					vals[i] = orig + eps
+					h.upload(t, p.Value, vals)
+					lp := h.loss(t, false)
+					vals[i] = orig - eps
+					h.upload(t, p.Value, vals)
+					lm := h.loss(t, false)
+					vals[i] = orig
+					h.upload(t, p.Value, vals)
+					num := (lp - lm) / (2 * eps)
+					num2 += num * num
+					ana2 += analytic[i] * analytic[i]
+					diff2 += (num - analytic[i]) * (num - analytic[i])
+				}
+				scale := math.Max(math.Sqrt(num2), math.Sqrt(ana2))
+				if scale < 1e-9 {
+					continue
+				}
+				if rel := math.Sqrt(diff2) / scale; rel > 1e-4 {
+					t.Errorf("param %s: relative error %.3g between backward and finite differences", p.Name, rel)
+				}
+			}
+		})
+	}
+}
+
+func (h *harness) upload(t *testing.T, tt *tensor.Tensor, v []float64) {
+	t.Helper()
+	if err := h.be.Upload(tt, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFloat32MatchesFloat64 runs a GAT-like layer in both precisions.
+func TestFloat32MatchesFloat64(t *testing.T) {
+	cases := gradCases()
+	c := cases[len(cases)-1]
+	gr := buildCase(t, c)
+	l64 := newHarness(t, gr, tensor.Float64).loss(t, true)
+	l32 := newHarness(t, gr, tensor.Float32).loss(t, true)
+	if math.Abs(l64-l32) > 1e-5*math.Max(1, math.Abs(l64)) {
+		t.Fatalf("float32 loss %.8g differs from float64 loss %.8g", l32, l64)
+	}
+}

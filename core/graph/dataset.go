@@ -1,0 +1,194 @@
+package graph
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// Dataset is a node-classification dataset: a graph with node features,
+// labels and a train/valid/test split.
+type Dataset struct {
+	Name       string
+	NumNodes   int
+	Graph      *CSR      // directed edges as stored/loaded (dst row <- src col), before transforms
+	Features   []float32 // row-major NumNodes x FeatDim (may be backed by a read-only mmap)
+	FeatDim    int       // 0 when the dataset has no features
+	Labels     []int32   // -1 = unlabeled; nil for structure-only graphs
+	NumClasses int       // max label + 1 (0 without labels)
+	Train      []int32   // node ids, ascending
+	Valid      []int32   // node ids, ascending
+	Test       []int32   // node ids, ascending
+	Source     string    // path, "embedded:cora" or an rmat spec
+	Citation   string    // how to cite the data ("" if unknown)
+}
+
+// Validate checks the dataset invariants: graph shape and structure,
+// feature size, labels in [-1, NumClasses), and splits that are ascending,
+// in range, disjoint and labeled. Errors wrap ErrFormat, ErrRange or ErrSplit.
+func (d *Dataset) Validate() error {
+	name := d.Name
+	if name == "" {
+		name = "dataset"
+	}
+	if d.NumNodes < 0 {
+		return fmt.Errorf("%s: negative node count %d: %w", name, d.NumNodes, ErrRange)
+	}
+	if d.Graph == nil {
+		return fmt.Errorf("%s: no graph: %w", name, ErrFormat)
+	}
+	if d.Graph.NumRows != d.NumNodes || d.Graph.NumCols != d.NumNodes {
+		return fmt.Errorf("%s: graph is %d x %d but the dataset has %d nodes: %w",
+			name, d.Graph.NumRows, d.Graph.NumCols, d.NumNodes, ErrFormat)
+	}
+	if err := d.Graph.Validate(); err != nil {
+		return fmt.Errorf("%s: %v: %w", name, err, ErrFormat)
+	}
+	if d.FeatDim < 0 || len(d.Features) != d.NumNodes*d.FeatDim {
+		return fmt.Errorf("%s: %d feature values for %d nodes x %d features: %w",
+			name, len(d.Features), d.NumNodes, d.FeatDim, ErrFormat)
+	}
+	if d.Labels != nil && len(d.Labels) != d.NumNodes {
+		return fmt.Errorf("%s: %d labels for %d nodes: %w", name, len(d.Labels), d.NumNodes, ErrFormat)
+	}
+	for i, l := range d.Labels {
+		if l < -1 || int(l) >= d.NumClasses {
+			return fmt.Errorf("%s: node %d has label %d outside [-1,%d): %w", name, i, l, d.NumClasses, ErrRange)
+		}
+	}
+	owner := make([]int8, d.NumNodes)
+	for si, s := range [...]struct {
+		name string
+		ids  []int32
+	}{{"train", d.Train}, {"valid", d.Valid}, {"test", d.Test}} {
+		for k, id := range s.ids {
+			if id < 0 || int(id) >= d.NumNodes {
+				return fmt.Errorf("%s: %s split: node %d outside [0,%d): %w", name, s.name, id, d.NumNodes, ErrRange)
+			}
+			if k > 0 && id <= s.ids[k-1] {
+				if id == s.ids[k-1] {
+					return fmt.Errorf("%s: %s split: node %d listed twice: %w", name, s.name, id, ErrSplit)
+				}
+				return fmt.Errorf("%s: %s split is not ascending at position %d (%d after %d): %w",
+					name, s.name, k, id, s.ids[k-1], ErrSplit)
+			}
+			if o := owner[id]; o != 0 {
+				return fmt.Errorf("%s: node %d is in both the %s and the %s split: %w",
+					name, id, splitName(int(o)-1), s.name, ErrSplit)
+			}
+			owner[id] = int8(si + 1)
+			if d.Labels == nil || d.Labels[id] < 0 {
+				return fmt.Errorf("%s: %s split: node %d has no label: %w", name, s.name, id, ErrSplit)
+			}
+		}
+	}
+	return nil
+}
+
+// splitName returns the name of split i (0 train, 1 valid, 2 test).
+func splitName(i int) string { return [3]string{"train", "valid", "test"}[i] }
+
+// Component is one named part of a dataset's memory footprint.
+type Component struct {
+	Name  string
+	Bytes int64
+}
+
+// MemoryFootprint lists the size of each stored array (including the
+// parts that alias a mapped file), in a fixed order.
+func (d *Dataset) MemoryFootprint() []Component {
+	var out []Component
+	if g := d.Graph; g != nil {
+		out = append(out,
+			Component{"graph.indptr", int64(len(g.Indptr)) * 8},
+			Component{"graph.indices", int64(len(g.Idx32))*4 + int64(len(g.Idx64))*8})
+		if g.Values != nil {
+			out = append(out, Component{"graph.values", int64(len(g.Values)) * 4})
+		}
+	}
+	out = append(out,
+		Component{"features", int64(len(d.Features)) * 4},
+		Component{"labels", int64(len(d.Labels)) * 4},
+		Component{"splits", int64(len(d.Train)+len(d.Valid)+len(d.Test)) * 4})
+	return out
+}
+
+// TotalBytes sums a memory footprint.
+func TotalBytes(cs []Component) int64 {
+	var t int64
+	for _, c := range cs {
+		t += c.Bytes
+	}
+	return t
+}
+
+// DegreeSummary describes one degree distribution.
+type DegreeSummary struct {
+	Min, Max int64
+	Mean     float64
+	Median   float64
+	P99      float64 // 99th percentile (nearest rank)
+	// Hist is a log2 histogram: Hist[0] counts degree 0 and Hist[k]
+	// (k >= 1) counts degrees in [2^(k-1), 2^k).
+	Hist []int64
+}
+
+// DegreeStats describes the in- and out-degree distributions of a graph.
+// In-degree of node i is the length of row i (edges into i); out-degree is
+// the number of entries with column i.
+type DegreeStats struct {
+	Nodes    int
+	Edges    int64
+	In, Out  DegreeSummary
+	Isolated int // nodes with no in- and no out-edges
+}
+
+// DegreeStats returns the degree statistics of the stored graph.
+func (d *Dataset) DegreeStats() DegreeStats {
+	if d.Graph == nil {
+		return DegreeStats{Nodes: d.NumNodes}
+	}
+	return d.Graph.DegreeStats()
+}
+
+// DegreeStats returns the degree statistics of a square CSR.
+func (c *CSR) DegreeStats() DegreeStats {
+	in, out := Degrees(c)
+	st := DegreeStats{Nodes: c.NumRows, Edges: c.NNZ(), In: summarize(in), Out: summarize(out)}
+	for i := range in {
+		if in[i] == 0 && (i >= len(out) || out[i] == 0) {
+			st.Isolated++
+		}
+	}
+	return st
+}
+
+// summarize computes the summary of one degree sequence.
+func summarize(deg []int32) DegreeSummary {
+	if len(deg) == 0 {
+		return DegreeSummary{}
+	}
+	s := slices.Clone(deg)
+	slices.Sort(s)
+	n := len(s)
+	var sum int64
+	var hist []int64
+	for _, v := range s {
+		sum += int64(v)
+		b := bits.Len64(uint64(v)) // 0 -> 0, [2^(k-1), 2^k) -> k
+		for len(hist) <= b {
+			hist = append(hist, 0)
+		}
+		hist[b]++
+	}
+	p99 := int(math.Ceil(0.99*float64(n))) - 1
+	return DegreeSummary{
+		Min:    int64(s[0]),
+		Max:    int64(s[n-1]),
+		Mean:   float64(sum) / float64(n),
+		Median: (float64(s[(n-1)/2]) + float64(s[n/2])) / 2,
+		P99:    float64(s[max(p99, 0)]),
+		Hist:   hist,
+	}
+}

@@ -1,0 +1,71 @@
+// Package metrics holds run-time measurement helpers: a progress bar with an
+// ETA, peak resident memory, and per-epoch records.
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Progress draws a one-line bar with an ETA on a terminal-like writer.
+type Progress struct {
+	w       io.Writer
+	label   string
+	total   int
+	start   time.Time
+	last    time.Time
+	enabled bool
+}
+
+// NewProgress returns a bar over total steps; a nil writer disables it.
+func NewProgress(w io.Writer, label string, total int) *Progress {
+	now := time.Now()
+	return &Progress{w: w, label: label, total: total, start: now, enabled: w != nil && total > 0}
+}
+
+// IsTerminal reports whether f is a character device.
+func IsTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Update redraws the bar after done steps, with a short status text. Redraws
+// are throttled to ten per second, except for the final step.
+func (p *Progress) Update(done int, status string) {
+	if !p.enabled {
+		return
+	}
+	now := time.Now()
+	if done < p.total && now.Sub(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = now
+	const width = 24
+	frac := float64(done) / float64(p.total)
+	fill := int(frac * width)
+	elapsed := now.Sub(p.start)
+	eta := "?"
+	if done > 0 {
+		eta = fmtDur(time.Duration(float64(elapsed) / float64(done) * float64(p.total-done)))
+	}
+	fmt.Fprintf(p.w, "\r%s [%s%s] %d/%d %3.0f%% %s ETA %s %s\x1b[K", p.label,
+		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), done, p.total, 100*frac,
+		fmtDur(elapsed), eta, status)
+}
+
+// Done ends the bar's line.
+func (p *Progress) Done() {
+	if p.enabled {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func fmtDur(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}

@@ -1,0 +1,174 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"strata/core/backend"
+	"strata/core/engine"
+	"strata/core/graph"
+	"strata/core/ir"
+	"strata/core/tensor"
+)
+
+// resolveDataset makes a relative dataset path relative to the config file.
+func resolveDataset(spec, configPath string) string {
+	if spec == "" || configPath == "" || filepath.IsAbs(spec) || strings.Contains(spec, ":") || strings.HasPrefix(spec, "rmat-") {
+		return spec
+	}
+	return filepath.Join(filepath.Dir(configPath), spec)
+}
+
+// prepareFeatures returns the feature matrix to train on, after synthesis
+// (for datasets without features) and normalisation.
+func prepareFeatures(d *graph.Dataset, norm string, synth int, seed uint64) ([]float32, int, error) {
+	feats, dim := d.Features, d.FeatDim
+	if dim == 0 {
+		if synth <= 0 {
+			return nil, 0, fmt.Errorf("data: dataset %q has no node features; set data.synth_features = <width> to train on random features", d.Name)
+		}
+		feats, dim = randomFeatures(d.NumNodes, synth, seed), synth
+	}
+	switch norm {
+	case "none":
+		return feats, dim, nil
+	case "auto":
+		if !isBinary(feats) {
+			return feats, dim, nil
+		}
+	}
+	return rowNormalize(feats, dim), dim, nil
+}
+
+// isBinary reports whether every value is 0 or 1 (bag-of-words features,
+// which Kipf & Welling row-normalise).
+func isBinary(v []float32) bool {
+	for _, x := range v {
+		if x != 0 && x != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// rowNormalize divides each row by its sum (rows summing to 0 stay 0).
+func rowNormalize(v []float32, dim int) []float32 {
+	out := make([]float32, len(v))
+	for r := 0; r*dim < len(v); r++ {
+		row := v[r*dim : (r+1)*dim]
+		var s float64
+		for _, x := range row {
+			s += float64(x)
+		}
+		if s == 0 {
+			continue
+		}
+		inv := 1 / s
+		for j, x := range row {
+			out[r*dim+j] = float32(float64(x) * inv)
+		}
+	}
+	return out
+}
+
+func randomFeatures(n, dim int, seed uint64) []float32 {
+	out := make([]float32, n*dim)
+	s := seed ^ 0x5851f42d4c957f2d
+	for i := range out {
+		s += 0x9e3779b97f4a7c15
+		z := s
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		out[i] = float32(float64((z^(z>>31))>>40) / (1 << 24))
+	}
+	return out
+}
+
+// adjacencies builds the graph variants the model needs, with the edge
+// weights its reducers use, and uploads them.
+type adjacencies struct {
+	adj, adjSelf *graph.CSR
+}
+
+func buildAdjacencies(d *graph.Dataset, symmetrize bool) (*adjacencies, error) {
+	var base *graph.CSR
+	if symmetrize {
+		base = graph.Symmetrize(d.Graph)
+	} else {
+		base = graph.RemoveSelfLoops(d.Graph)
+	}
+	return &adjacencies{adj: base, adjSelf: graph.AddSelfLoops(base)}, nil
+}
+
+// bindGraphs uploads the adjacencies named by the model graph.
+func bindGraphs(g *ir.Graph, a *adjacencies, be backend.Backend, dt tensor.DType, tier tensor.Tier) (map[string]*engine.Graph, error) {
+	used := map[string]map[string]bool{}
+	for _, op := range g.Ops {
+		if op.Kind == ir.OpGraph && used[op.Name] == nil {
+			used[op.Name] = map[string]bool{}
+		}
+		if op.Kind == ir.OpAggregate {
+			used[g.Ops[op.Args[0]].Name][op.Reducer] = true
+		}
+	}
+	out := map[string]*engine.Graph{}
+	for name, reducers := range used {
+		csr := a.adj
+		if name == "adj_self" {
+			csr = a.adjSelf
+		}
+		adj, err := be.UploadGraph(csr, tier)
+		if err != nil {
+			return nil, fmt.Errorf("upload graph %q: %w", name, err)
+		}
+		eg := &engine.Graph{Adj: adj}
+		if reducers["gcn"] {
+			if eg.GCNNorm, err = uploadEdgeWeights(be, graph.GCNNorm(csr), dt, tier); err != nil {
+				return nil, err
+			}
+		}
+		if reducers["mean"] {
+			if eg.MeanNorm, err = uploadEdgeWeights(be, graph.MeanNorm(csr), dt, tier); err != nil {
+				return nil, err
+			}
+		}
+		out[name] = eg
+	}
+	return out, nil
+}
+
+func uploadEdgeWeights(be backend.Backend, w []float32, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
+	return uploadFloat32s(be, w, []int{len(w)}, dt, tier)
+}
+
+// uploadFloat32s places host float32 data on the backend in the run's dtype.
+func uploadFloat32s(be backend.Backend, v []float32, shape []int, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
+	t, err := be.Alloc(dt, shape, tier)
+	if err != nil {
+		return nil, err
+	}
+	if dt == tensor.Float32 {
+		return t, be.Upload(t, v)
+	}
+	f := make([]float64, len(v))
+	for i, x := range v {
+		f[i] = float64(x)
+	}
+	return t, be.Upload(t, f)
+}
+
+// accuracy returns the share of idx whose prediction equals the label.
+func accuracy(pred, labels, idx []int32) float64 {
+	if len(idx) == 0 {
+		return 0
+	}
+	hit := 0
+	for _, i := range idx {
+		if pred[i] == labels[i] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(idx))
+}

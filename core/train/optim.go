@@ -1,0 +1,94 @@
+package train
+
+import (
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/engine"
+	"strata/core/tensor"
+)
+
+// Optimizer updates parameters from their gradients.
+type Optimizer interface {
+	Step(params []*engine.Param) error
+}
+
+// NewOptimizer returns "adam" or "sgd" over the given backend.
+func NewOptimizer(name string, be backend.Backend, lr, weightDecay, momentum float64) (Optimizer, error) {
+	switch name {
+	case "adam":
+		return &adam{be: be, lr: lr, wd: weightDecay, beta1: 0.9, beta2: 0.999, eps: 1e-8, state: map[string][2]*tensor.Tensor{}}, nil
+	case "sgd":
+		return &sgd{be: be, lr: lr, wd: weightDecay, momentum: momentum, vel: map[string]*tensor.Tensor{}}, nil
+	}
+	return nil, fmt.Errorf("train.optimizer: unknown optimizer %q (allowed: adam, sgd)", name)
+}
+
+// adam is Adam with L2 weight decay added to the gradient (torch.optim.Adam).
+type adam struct {
+	be                        backend.Backend
+	lr, wd, beta1, beta2, eps float64
+	t                         int
+	state                     map[string][2]*tensor.Tensor
+}
+
+func (a *adam) Step(params []*engine.Param) error {
+	a.t++
+	for _, p := range params {
+		st, ok := a.state[p.Name]
+		if !ok {
+			m, err := a.be.Alloc(p.Value.DType(), p.Value.Shape(), p.Value.Tier())
+			if err != nil {
+				return fmt.Errorf("adam state for %s: %w", p.Name, err)
+			}
+			v, err := a.be.Alloc(p.Value.DType(), p.Value.Shape(), p.Value.Tier())
+			if err != nil {
+				return fmt.Errorf("adam state for %s: %w", p.Name, err)
+			}
+			st = [2]*tensor.Tensor{m, v}
+			a.state[p.Name] = st
+		}
+		if err := a.be.AdamStep(p.Value, p.Grad, st[0], st[1], a.lr, a.beta1, a.beta2, a.eps, a.wd, a.t); err != nil {
+			return fmt.Errorf("adam step for %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// sgd is SGD with optional momentum and L2 weight decay (torch.optim.SGD).
+type sgd struct {
+	be               backend.Backend
+	lr, wd, momentum float64
+	vel              map[string]*tensor.Tensor
+}
+
+func (s *sgd) Step(params []*engine.Param) error {
+	for _, p := range params {
+		if s.wd != 0 {
+			if err := s.be.Axpby(s.wd, p.Value, 1, p.Grad); err != nil {
+				return err
+			}
+		}
+		step := p.Grad
+		if s.momentum != 0 {
+			v, ok := s.vel[p.Name]
+			if !ok {
+				var err error
+				if v, err = s.be.Alloc(p.Value.DType(), p.Value.Shape(), p.Value.Tier()); err != nil {
+					return fmt.Errorf("sgd momentum for %s: %w", p.Name, err)
+				}
+				s.vel[p.Name] = v
+				if err := s.be.Axpby(1, p.Grad, 0, v); err != nil {
+					return err
+				}
+			} else if err := s.be.Axpby(1, p.Grad, s.momentum, v); err != nil {
+				return err
+			}
+			step = v
+		}
+		if err := s.be.Axpby(-s.lr, step, 1, p.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}

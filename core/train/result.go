@@ -1,0 +1,44 @@
+// Package train runs the full-graph training loop: data preparation, model
+// construction from layer modules, forward, loss, backward, optimizer steps,
+// evaluation and metrics.
+package train
+
+// EpochRecord is one line of the per-epoch metrics.
+type EpochRecord struct {
+	Epoch     int              `json:"epoch"`
+	TimeS     float64          `json:"time_s"`
+	Loss      float64          `json:"loss"`
+	TrainAcc  float64          `json:"train_acc"`
+	ValidAcc  float64          `json:"valid_acc"`
+	TestAcc   float64          `json:"test_acc"`
+	Evaluated bool             `json:"evaluated"`
+	PeakBytes map[string]int64 `json:"peak_bytes"`
+}
+
+// Result is the final machine-readable summary of a run (one JSON line).
+type Result struct {
+	Dataset          string           `json:"dataset"`
+	Model            string           `json:"model"`
+	Mode             string           `json:"mode"`
+	Backend          string           `json:"backend"`
+	Epochs           int              `json:"epochs"`
+	BestEpoch        int              `json:"best_epoch"`
+	BestValidAcc     float64          `json:"best_valid_acc"`
+	TrainAcc         float64          `json:"train_acc"`
+	TestAcc          float64          `json:"test_acc"`
+	FinalLoss        float64          `json:"final_loss"`
+	EpochTimeMedianS float64          `json:"epoch_time_median_s"`
+	EvalTimeMedianS  float64          `json:"eval_time_median_s"`
+	LoadTimeS        float64          `json:"load_time_s"`
+	Nodes            int              `json:"nodes"`
+	Edges            int64            `json:"edges"`
+	Features         int              `json:"features"`
+	Classes          int              `json:"classes"`
+	Params           int64            `json:"params"`
+	PeakRSSBytes     int64            `json:"peak_rss_bytes"`
+	PeakTierBytes    map[string]int64 `json:"peak_tier_bytes"`
+	Threads          int              `json:"threads"`
+	Seed             int64            `json:"seed"`
+	ConfigSHA256     string           `json:"config_sha256"`
+	Version          string           `json:"version"`
+}

@@ -1,0 +1,287 @@
+package train
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+
+	"strata/core/backend"
+	"strata/core/backend/cpu"
+	"strata/core/config"
+	"strata/core/engine"
+	"strata/core/graph"
+	"strata/core/metrics"
+	"strata/core/tensor"
+)
+
+// Options are run-time settings that are not part of the experiment config.
+type Options struct {
+	Progress io.Writer // progress bar destination; nil disables it
+	Version  string    // strata version for the result
+}
+
+// Run trains the configured model full-graph and returns the result summary.
+func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
+	start := time.Now()
+	ds, err := graph.Open(resolveDataset(cfg.Data.Dataset, cfg.Path))
+	if err != nil {
+		return nil, fmt.Errorf("data.dataset: %w", err)
+	}
+	if cfg.Data.Reorder == "degree" {
+		graph.ReorderByDegree(ds)
+	}
+	if ds.NumClasses < 2 {
+		return nil, fmt.Errorf("data: dataset %q has %d classes; node classification needs labels with at least 2 classes", ds.Name, ds.NumClasses)
+	}
+	if len(ds.Train) == 0 {
+		return nil, fmt.Errorf("data: dataset %q has no training nodes", ds.Name)
+	}
+	seed := uint64(cfg.Train.Seed)
+	feats, dim, err := prepareFeatures(ds, cfg.Data.FeatureNorm, cfg.Data.SynthFeatures, seed)
+	if err != nil {
+		return nil, err
+	}
+	be, err := newBackend(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dt := tensor.Float32
+	if cfg.Train.DType == "float64" {
+		dt = tensor.Float64
+	}
+	tier := tensor.Host
+	model, err := BuildModel(ctx, cfg.Model, cfg.Path, dim, ds.NumClasses)
+	if err != nil {
+		return nil, err
+	}
+	adjs, err := buildAdjacencies(ds, cfg.Data.Symmetrize)
+	if err != nil {
+		return nil, err
+	}
+	graphs, err := bindGraphs(model.Graph, adjs, be, dt, tier)
+	if err != nil {
+		return nil, err
+	}
+	x, err := uploadFloat32s(be, feats, []int{ds.NumNodes, dim}, dt, tier)
+	if err != nil {
+		return nil, fmt.Errorf("upload features: %w", err)
+	}
+	prog, err := engine.Compile(model.Graph, engine.Env{Backend: be, DType: dt, Tier: tier, Graphs: graphs, Input: x}, seed)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Release()
+	labels, trainIdx, err := uploadLabels(be, ds, tier)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := NewOptimizer(cfg.Train.Optimizer, be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Dataset: ds.Name, Model: model.Name, Mode: cfg.Train.Mode, Backend: be.Name(),
+		Nodes: ds.NumNodes, Edges: ds.Graph.NNZ(), Features: dim, Classes: ds.NumClasses,
+		Params: model.Graph.NumParams(), Seed: cfg.Train.Seed, Version: opts.Version,
+		Threads: threads(cfg), LoadTimeS: time.Since(start).Seconds(), BestEpoch: -1,
+	}
+	if res.ConfigSHA256, err = cfg.SHA256(); err != nil {
+		return nil, err
+	}
+	loop := &loop{cfg: cfg, be: be, prog: prog, opt: opt, ds: ds, labels: labels, trainIdx: trainIdx, res: res}
+	if err := loop.run(ctx, opts); err != nil {
+		return nil, err
+	}
+	res.PeakRSSBytes = metrics.PeakRSS()
+	res.PeakTierBytes = tierMap(be.Stats().Peak)
+	return res, nil
+}
+
+func threads(cfg *config.Config) int {
+	if cfg.Train.Threads > 0 {
+		return cfg.Train.Threads
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func newBackend(cfg *config.Config) (backend.Backend, error) {
+	switch cfg.Train.Backend {
+	case "cpu":
+		return cpu.New(cpu.Options{Threads: threads(cfg)}), nil
+	}
+	return nil, fmt.Errorf("train.backend = %q is not available in this build (available: \"cpu\")", cfg.Train.Backend)
+}
+
+func uploadLabels(be backend.Backend, ds *graph.Dataset, tier tensor.Tier) (*tensor.Tensor, *tensor.Tensor, error) {
+	labels, err := be.Alloc(tensor.Int32, []int{ds.NumNodes}, tier)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := be.Upload(labels, ds.Labels); err != nil {
+		return nil, nil, err
+	}
+	idx, err := be.Alloc(tensor.Int32, []int{len(ds.Train)}, tier)
+	if err != nil {
+		return nil, nil, err
+	}
+	return labels, idx, be.Upload(idx, ds.Train)
+}
+
+func tierMap(m map[tensor.Tier]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[string(k)] = v
+	}
+	return out
+}
+
+// loop holds the state of one training run.
+type loop struct {
+	cfg              *config.Config
+	be               backend.Backend
+	prog             *engine.Program
+	opt              Optimizer
+	ds               *graph.Dataset
+	labels, trainIdx *tensor.Tensor
+	res              *Result
+	pred             []int32
+}
+
+func (l *loop) run(ctx context.Context, opts Options) error {
+	epochs := l.cfg.Train.Epochs
+	bar := metrics.NewProgress(opts.Progress, "train", epochs)
+	defer bar.Done()
+	var csvw *csv.Writer
+	if path := l.cfg.Output.CSV; path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("output.csv: %w", err)
+		}
+		defer f.Close()
+		csvw = csv.NewWriter(f)
+		defer csvw.Flush()
+		if err := csvw.Write([]string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc"}); err != nil {
+			return fmt.Errorf("output.csv: %w", err)
+		}
+	}
+	var times, evalTimes []float64
+	var best map[string][]float64
+	sinceBest := 0
+	for ep := 0; ep < epochs; ep++ {
+		t0 := time.Now()
+		loss, err := l.step(ctx, ep)
+		if err != nil {
+			return fmt.Errorf("epoch %d: %w", ep, err)
+		}
+		dt := time.Since(t0).Seconds()
+		times = append(times, dt)
+		l.res.FinalLoss = loss
+		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss}
+		every := l.cfg.Train.EvalEvery
+		if every > 0 && (ep+1)%every == 0 || ep == epochs-1 {
+			t1 := time.Now()
+			tr, va, te, err := l.evaluate(ctx)
+			if err != nil {
+				return fmt.Errorf("epoch %d evaluation: %w", ep, err)
+			}
+			evalTimes = append(evalTimes, time.Since(t1).Seconds())
+			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
+			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
+				l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = ep, va, tr, te
+				if best, err = l.prog.Snapshot(); err != nil {
+					return err
+				}
+				sinceBest = 0
+			} else {
+				sinceBest += max(every, 1)
+			}
+		}
+		if csvw != nil {
+			if err := csvw.Write(recordRow(rec)); err != nil {
+				return fmt.Errorf("output.csv: %w", err)
+			}
+		}
+		l.res.Epochs = ep + 1
+		bar.Update(ep+1, fmt.Sprintf("loss %.4f valid %.3f", loss, l.res.BestValidAcc))
+		if p := l.cfg.Train.Patience; p > 0 && sinceBest >= p {
+			break
+		}
+	}
+	l.res.EpochTimeMedianS = median(times, 2)
+	l.res.EvalTimeMedianS = median(evalTimes, 0)
+	if best != nil {
+		return l.prog.Restore(best)
+	}
+	return nil
+}
+
+// step runs one training epoch and returns the loss.
+func (l *loop) step(ctx context.Context, epoch int) (float64, error) {
+	seed := uint64(l.cfg.Train.Seed)*1_000_003 + uint64(epoch)
+	if err := l.prog.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
+		return 0, err
+	}
+	loss, err := l.be.SoftmaxCrossEntropy(l.prog.Output(), l.labels, l.trainIdx, l.prog.OutputGrad())
+	if err != nil {
+		return 0, fmt.Errorf("loss: %w", err)
+	}
+	if err := l.prog.Backward(ctx); err != nil {
+		return 0, err
+	}
+	return loss, l.opt.Step(l.prog.Params())
+}
+
+// evaluate returns train, valid and test accuracy with dropout off.
+func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, error) {
+	if err := l.prog.Forward(ctx, engine.Mode{}); err != nil {
+		return 0, 0, 0, err
+	}
+	out := l.prog.Output()
+	predT, err := l.be.Alloc(tensor.Int32, []int{out.Rows()}, out.Tier())
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer l.be.Release(predT)
+	if err := l.be.ArgmaxRows(out, predT); err != nil {
+		return 0, 0, 0, err
+	}
+	if l.pred == nil {
+		l.pred = make([]int32, out.Rows())
+	}
+	if err := l.be.Download(predT, l.pred); err != nil {
+		return 0, 0, 0, err
+	}
+	d := l.ds
+	return accuracy(l.pred, d.Labels, d.Train), accuracy(l.pred, d.Labels, d.Valid), accuracy(l.pred, d.Labels, d.Test), nil
+}
+
+func recordRow(r EpochRecord) []string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	row := []string{strconv.Itoa(r.Epoch), f(r.TimeS), f(r.Loss), "", "", ""}
+	if r.Evaluated {
+		row[3], row[4], row[5] = f(r.TrainAcc), f(r.ValidAcc), f(r.TestAcc)
+	}
+	return row
+}
+
+// median of v after dropping the first warmup entries (if enough remain).
+func median(v []float64, warmup int) float64 {
+	if len(v) > warmup {
+		v = v[warmup:]
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

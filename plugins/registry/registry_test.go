@@ -1,0 +1,270 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+)
+
+// fake is a configurable test module.
+type fake struct {
+	id    string
+	Width int `toml:"width"`
+}
+
+func (f *fake) StrataModule() ModuleInfo {
+	id := f.id
+	return ModuleInfo{ID: id, New: func() Module { return &fake{id: id, Width: 3} }, Doc: "test module"}
+}
+
+// Run reports its width; fakes implement the runner test interface.
+func (f *fake) Run() int { return f.Width }
+
+type runner interface{ Run() int }
+type other interface{ Other() }
+
+// isolate gives a test an empty registry and restores the real one after.
+func isolate(t *testing.T) {
+	t.Helper()
+	mu.Lock()
+	saved := maps.Clone(modules)
+	modules = map[string]ModuleInfo{}
+	mu.Unlock()
+	t.Cleanup(func() {
+		mu.Lock()
+		modules = saved
+		mu.Unlock()
+	})
+}
+
+// badNew reports an ID but its New returns another module.
+type badNew struct{}
+
+func (badNew) StrataModule() ModuleInfo {
+	return ModuleInfo{ID: "sampler.bad", New: func() Module { return &fake{id: "sampler.other"} }}
+}
+
+type nilNew struct{}
+
+func (nilNew) StrataModule() ModuleInfo { return ModuleInfo{ID: "sampler.nonew"} }
+
+type nilInstance struct{}
+
+func (nilInstance) StrataModule() ModuleInfo {
+	return ModuleInfo{ID: "sampler.nilinst", New: func() Module { return (*fake)(nil) }}
+}
+
+func TestRegisterPanics(t *testing.T) {
+	tests := []struct {
+		name   string
+		mod    Module
+		substr string // in the panic message; "" = no panic
+	}{
+		{"ok", &fake{id: "sampler.ok"}, ""},
+		{"ok with digits and dash", &fake{id: "model.gat-v2_1"}, ""},
+		{"all namespaces: costmodel", &fake{id: "costmodel.roofline"}, ""},
+		{"all namespaces: placement", &fake{id: "placement.greedy"}, ""},
+		{"nil module", nil, "Register(nil)"},
+		{"no dot", &fake{id: "sampler"}, "not of the form"},
+		{"empty namespace", &fake{id: ".full"}, "not of the form"},
+		{"unknown namespace", &fake{id: "samplers.full"}, "unknown namespace"},
+		{"empty name", &fake{id: "cache."}, "empty name"},
+		{"uppercase", &fake{id: "cache.Degree"}, "lowercase"},
+		{"nested dot", &fake{id: "cache.a.b"}, "lowercase"},
+		{"leading dash", &fake{id: "cache.-x"}, "lowercase"},
+		{"nil New", nilNew{}, "no New function"},
+		{"New returns nil", nilInstance{}, "returned nil"},
+		{"New returns another ID", badNew{}, `whose ID is "sampler.other"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			msg := func() (msg string) {
+				defer func() {
+					if r := recover(); r != nil {
+						msg, _ = r.(string)
+						if msg == "" {
+							msg = "non-string panic"
+						}
+					}
+				}()
+				Register(tt.mod)
+				return ""
+			}()
+			if tt.substr == "" && msg != "" {
+				t.Fatalf("unexpected panic: %s", msg)
+			}
+			if tt.substr != "" && !strings.Contains(msg, tt.substr) {
+				t.Fatalf("panic %q, want it to contain %q", msg, tt.substr)
+			}
+		})
+	}
+}
+
+func TestRegisterDuplicate(t *testing.T) {
+	isolate(t)
+	Register(&fake{id: "cache.dup"})
+	defer func() {
+		r := recover()
+		if s, _ := r.(string); !strings.Contains(s, "registered twice") {
+			t.Fatalf("panic %v, want a duplicate error", r)
+		}
+	}()
+	Register(&fake{id: "cache.dup"})
+}
+
+func TestLookupAndNamespace(t *testing.T) {
+	isolate(t)
+	for _, id := range []string{"sampler.full", "sampler.khop", "cache.degree", "cache.none", "model.gcn"} {
+		Register(&fake{id: id})
+	}
+	tests := []struct {
+		id      string
+		wantErr []string // substrings; nil = success
+	}{
+		{"sampler.full", nil},
+		{"model.gcn", nil},
+		{"sampler.fulll", []string{`unknown module "sampler.fulll"`, `did you mean "sampler.full"`, `"sampler.full", "sampler.khop"`}},
+		{"cache.lru", []string{`"cache.degree", "cache.none"`}},
+		{"costmodel.x", []string{"no costmodel modules are registered"}},
+		{"bogus.x", []string{`"bogus" is not a namespace`, "partitioner, sampler, cache, model, costmodel, placement"}},
+		{"nodot", []string{"not a namespace"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			info, err := Lookup(tt.id)
+			if tt.wantErr == nil {
+				if err != nil || info.ID != tt.id {
+					t.Fatalf("Lookup(%q) = %v, %v", tt.id, info.ID, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Lookup(%q) succeeded", tt.id)
+			}
+			if !errors.Is(err, ErrNotFound) {
+				t.Errorf("error does not wrap ErrNotFound: %v", err)
+			}
+			for _, s := range tt.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
+		})
+	}
+	got := Namespace("sampler")
+	if len(got) != 2 || got[0].ID != "sampler.full" || got[1].ID != "sampler.khop" {
+		t.Fatalf("Namespace(sampler) = %v", got)
+	}
+	if got[0].Namespace() != "sampler" || got[0].Name() != "full" || got[0].Doc != "test module" {
+		t.Fatalf("info accessors: %q %q %q", got[0].Namespace(), got[0].Name(), got[0].Doc)
+	}
+	if n := Namespace("placement"); len(n) != 0 {
+		t.Fatalf("Namespace(placement) = %v", n)
+	}
+	// "cache" must not match a hypothetical "cachex" namespace prefix.
+	if n := Namespace("cach"); len(n) != 0 {
+		t.Fatalf("Namespace(cach) = %v", n)
+	}
+}
+
+func TestNamespacesFixed(t *testing.T) {
+	want := "partitioner,sampler,cache,model,costmodel,placement"
+	ns := Namespaces()
+	if got := strings.Join(ns, ","); got != want {
+		t.Fatalf("Namespaces() = %s", got)
+	}
+	ns[0] = "changed"
+	if Namespaces()[0] != "partitioner" {
+		t.Fatal("Namespaces returned the internal slice")
+	}
+}
+
+func TestNewTyped(t *testing.T) {
+	isolate(t)
+	Register(&fake{id: "sampler.full"})
+	r, err := New[runner]("sampler.full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Run() != 3 {
+		t.Fatalf("instance defaults not set: %d", r.Run())
+	}
+	r2, _ := New[runner]("sampler.full")
+	if r2.(*fake) == r.(*fake) {
+		t.Fatal("New returned a shared instance")
+	}
+	if _, err := New[other]("sampler.full"); err == nil || !strings.Contains(err.Error(), "does not implement registry.other") {
+		t.Fatalf("interface mismatch error = %v", err)
+	}
+	if _, err := New[runner]("sampler.none"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing module error = %v", err)
+	}
+}
+
+// provisioned records the calls Provision makes.
+type provisioned struct {
+	fake
+	validateErr error
+	calls       []string
+}
+
+func (p *provisioned) Validate() error { p.calls = append(p.calls, "validate"); return p.validateErr }
+func (p *provisioned) Provision(context.Context) error {
+	p.calls = append(p.calls, "provision")
+	return nil
+}
+
+func TestProvision(t *testing.T) {
+	p := &provisioned{fake: fake{id: "cache.p"}}
+	if err := Provision(context.Background(), p); err != nil || strings.Join(p.calls, ",") != "validate,provision" {
+		t.Fatalf("Provision: %v, calls %v", err, p.calls)
+	}
+	p = &provisioned{fake: fake{id: "cache.p"}, validateErr: errors.New("bad width")}
+	err := Provision(context.Background(), p)
+	if err == nil || err.Error() != "cache.p: bad width" || len(p.calls) != 1 {
+		t.Fatalf("Provision with invalid config: %v, calls %v", err, p.calls)
+	}
+	if err := Provision(context.Background(), &fake{id: "cache.plain"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	tests := []struct {
+		s    string
+		cand []string
+		want string
+	}{
+		{"epoch", []string{"epochs", "lr", "seed"}, "epochs"},
+		{"trian", []string{"train", "data", "model"}, "train"},
+		{"adamw", []string{"adam", "sgd"}, "adam"},
+		{"xyz", []string{"adam", "sgd"}, ""},
+		{"lr", []string{"l2"}, "l2"},
+		{"", []string{"a"}, "a"},
+		{"abc", nil, ""},
+		{"Hidden", []string{"hidden"}, "hidden"},
+	}
+	for _, tt := range tests {
+		if got := Suggest(tt.s, tt.cand); got != tt.want {
+			t.Errorf("Suggest(%q, %v) = %q, want %q", tt.s, tt.cand, got, tt.want)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"kitten", "sitting", 3},
+		{"epoch", "epochs", 1}, {"ab", "ba", 1}, {"trian", "train", 1}, {"same", "same", 0},
+	}
+	for _, tt := range tests {
+		if got := EditDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
