@@ -74,3 +74,11 @@ func quoteField(b []byte) string {
 	}
 	return strconv.Quote(string(b))
 }
+
+// plural formats a count with its noun: "1 value", "3 values".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -222,7 +222,7 @@ func readEdges(src ogbSource, n int, want int64, check bool) (*CSR, error) {
 			if !isBlank(line) {
 				f, nf := splitFields(line, ',', fb[:0])
 				if nf != 2 {
-					return ferr(ErrFormat, tf.name, ln, 0, "%d columns, expected 2 (src,dst); fix the line or regenerate the file", nf)
+					return ferr(ErrFormat, tf.name, ln, 0, "%s, expected 2 (src,dst); fix the line or regenerate the file", plural(nf, "column"))
 				}
 				var ids [2]int64
 				for k := 0; k < 2; k++ {
@@ -325,17 +325,17 @@ func readLabels(src ogbSource, n int) ([]int32, int, error) {
 				return ferr(ErrFormat, tf.name, ln, 0, "empty line; line k must hold the label of node k-1 (-1 if unlabeled)")
 			}
 			if k := splitCount(line, ','); k != 1 {
-				return ferr(ErrFormat, tf.name, ln, 0, "%d columns, expected 1 (one integer label per node)", k)
+				return ferr(ErrFormat, tf.name, ln, 0, "%s, expected 1 (one integer label per node)", plural(k, "column"))
 			}
 			v, ok := parseLabel(line)
 			if !ok {
-				return ferr(ErrFormat, tf.name, ln, 1, "%s is not an integer label; fix the value or regenerate the file", quoteField(line))
+				return ferr(ErrFormat, tf.name, ln, 0, "%s is not an integer label; fix the value or regenerate the file", quoteField(line))
 			}
 			if v < -1 {
-				return ferr(ErrRange, tf.name, ln, 1, "label %d is negative; use -1 for an unlabeled node", v)
+				return ferr(ErrRange, tf.name, ln, 0, "label %d is negative; use -1 for an unlabeled node", v)
 			}
 			if v >= int64(max(n, 2)) || v >= math.MaxInt32 {
-				return ferr(ErrRange, tf.name, ln, 1, "label %d is not below the node count %d; labels must be class indices 0..C-1", v, n)
+				return ferr(ErrRange, tf.name, ln, 0, "label %d is not below the node count %d; labels must be class indices 0..C-1", v, n)
 			}
 			labels[ln-1] = int32(v)
 			local = max(local, v)
@@ -431,8 +431,8 @@ func parseFeatureChunk(c *lineChunk, file string, n, dim int, feats []float32) e
 		i := 0
 		for {
 			if col == dim {
-				return ferr(ErrFormat, file, ln, 0, "%d values, expected %d like line 1; every feature row must have the same width",
-					col+splitCount(line[i:], ','), dim)
+				return ferr(ErrFormat, file, ln, 0, "%s, expected %d like line 1; every feature row must have the same width",
+					plural(col+splitCount(line[i:], ','), "value"), dim)
 			}
 			rest := line[i:]
 			if len(rest) >= 1 && rest[0] == '0' && (len(rest) == 1 || rest[1] == ',') {
@@ -466,13 +466,13 @@ func parseFeatureChunk(c *lineChunk, file string, n, dim int, feats []float32) e
 			if i == len(line) {
 				// Trailing comma: an empty last value.
 				if col == dim {
-					return ferr(ErrFormat, file, ln, 0, "%d values, expected %d like line 1 (trailing comma); every feature row must have the same width", col+1, dim)
+					return ferr(ErrFormat, file, ln, 0, "%s, expected %d like line 1 (trailing comma); every feature row must have the same width", plural(col+1, "value"), dim)
 				}
 				return ferr(ErrFormat, file, ln, col+1, "empty value; fix the line or regenerate the file")
 			}
 		}
 		if col != dim {
-			return ferr(ErrFormat, file, ln, 0, "%d values, expected %d like line 1; every feature row must have the same width", col, dim)
+			return ferr(ErrFormat, file, ln, 0, "%s, expected %d like line 1; every feature row must have the same width", plural(col, "value"), dim)
 		}
 		ln++
 	}
@@ -500,24 +500,24 @@ func readSplits(src ogbSource, dir string, d *Dataset) error {
 				line, data = nextLine(data)
 				if !isBlank(line) {
 					if k := splitCount(line, ','); k != 1 {
-						return ferr(ErrFormat, tf.name, ln, 0, "%d columns, expected 1 (one node id per line)", k)
+						return ferr(ErrFormat, tf.name, ln, 0, "%s, expected 1 (one node id per line)", plural(k, "column"))
 					}
 					v, ok := parseInt(line)
 					if !ok {
-						return ferr(ErrFormat, tf.name, ln, 1, "%s is not an integer node id; fix the value or regenerate the file", quoteField(line))
+						return ferr(ErrFormat, tf.name, ln, 0, "%s is not an integer node id; fix the value or regenerate the file", quoteField(line))
 					}
 					if v < 0 || v >= int64(n) {
-						return ferr(ErrRange, tf.name, ln, 1, "node id %d outside [0,%d)", v, n)
+						return ferr(ErrRange, tf.name, ln, 0, "node id %d outside [0,%d)", v, n)
 					}
 					if o := owner[v]; o != 0 {
 						if int(o) == si+1 {
-							return ferr(ErrSplit, tf.name, ln, 1, "node %d is listed twice (first at line %d); remove the duplicate", v, where[v])
+							return ferr(ErrSplit, tf.name, ln, 0, "node %d is listed twice (first at line %d); remove the duplicate", v, where[v])
 						}
-						return ferr(ErrSplit, tf.name, ln, 1, "node %d is also in the %s split (%s:%d); splits must be disjoint",
+						return ferr(ErrSplit, tf.name, ln, 0, "node %d is also in the %s split (%s:%d); splits must be disjoint",
 							v, splitName(int(o)-1), path.Base(src.label(dir+"/"+splitName(int(o)-1)+".csv.gz")), where[v])
 					}
 					if d.Labels[v] < 0 {
-						return ferr(ErrSplit, tf.name, ln, 1, "node %d has no label (-1); unlabeled nodes cannot be in a split", v)
+						return ferr(ErrSplit, tf.name, ln, 0, "node %d has no label (-1); unlabeled nodes cannot be in a split", v)
 					}
 					owner[v], where[v] = int8(si+1), int32(min(ln, math.MaxInt32))
 					ids = append(ids, int32(v))

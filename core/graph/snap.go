@@ -59,7 +59,7 @@ func LoadSNAP(path string) (*Dataset, error) {
 			default:
 				f, nf := splitSpace(t, fb[:0])
 				if nf != 2 {
-					return ferr(ErrFormat, tf.name, ln, 0, "%d columns, expected 2 (\"src dst\" separated by a space or tab)", nf)
+					return ferr(ErrFormat, tf.name, ln, 0, "%s, expected 2 (\"src dst\" separated by a space or tab)", plural(nf, "column"))
 				}
 				var ids [2]int64
 				for k := 0; k < 2; k++ {

@@ -53,33 +53,25 @@ func symmetrize[K index](g *CSR, idx []K) *CSR {
 // the union's length.
 func mergeRow[K index](a, b []K, skip K, dst []K) int {
 	n := 0
-	var last K
-	have := false
-	emit := func(v K) {
-		if v == skip || have && v == last {
-			return
+	last := K(-1) // ids are >= 0
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var v K
+		if j == len(b) || i < len(a) && a[i] <= b[j] {
+			v = a[i]
+			i++
+		} else {
+			v = b[j]
+			j++
+		}
+		if v == skip || v == last {
+			continue
 		}
 		if dst != nil {
 			dst[n] = v
 		}
 		n++
-		last, have = v, true
-	}
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		if a[i] <= b[j] {
-			emit(a[i])
-			i++
-		} else {
-			emit(b[j])
-			j++
-		}
-	}
-	for ; i < len(a); i++ {
-		emit(a[i])
-	}
-	for ; j < len(b); j++ {
-		emit(b[j])
+		last = v
 	}
 	return n
 }
@@ -466,7 +458,9 @@ func relabelRows[K index](g *CSR, idx []K, perm, inv []int32, indptr []int64, va
 func sortRows[K index](indptr []int64, idx []K) {
 	runRowParts(indptr, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			slices.Sort(idx[indptr[r]:indptr[r+1]])
+			if row := idx[indptr[r]:indptr[r+1]]; !slices.IsSorted(row) {
+				slices.Sort(row)
+			}
 		}
 	})
 }

@@ -3,17 +3,19 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"strata/core/graph"
 	"strata/core/tensor"
 )
 
-func TestMain(m *testing.M) {
-	// Tiny grains so that the small test inputs run in many chunks.
+// tinyGrains makes the small test inputs run in many chunks for the rest
+// of the test, so that the thread-count comparisons exercise the parallel
+// paths and the fixed reduction chunking.
+func tinyGrains(t *testing.T) {
+	g, e, r := grain, elemGrain, redElems
 	grain, elemGrain, redElems = 1, 1, 7
-	os.Exit(m.Run())
+	t.Cleanup(func() { grain, elemGrain, redElems = g, e, r })
 }
 
 var dtypes = []tensor.DType{tensor.Float32, tensor.Float64}
@@ -231,6 +233,7 @@ func (c *tc) graph(gc graphCase) *graph.CSR {
 // forAll runs fn for both dtypes with 1 and 4 threads and checks that the
 // outputs it returns are bitwise identical across thread counts.
 func forAll(t *testing.T, fn func(c *tc) []float64) {
+	tinyGrains(t)
 	for _, dt := range dtypes {
 		t.Run(dt.String(), func(t *testing.T) {
 			var ref []float64

@@ -406,7 +406,7 @@ func dropout[T float](seed uint64, p float64, scale T, s []T, lo, hi int) {
 func Uniform(seed, i uint64) float64 { return uniform(mix64(seed), i) }
 
 func uniform(base, i uint64) float64 {
-	return float64(mix64(base+(i+1)*0x9E3779B97F4A7C15)>>11) * (1.0 / (1 << 53))
+	return float64(int64(mix64(base+(i+1)*0x9E3779B97F4A7C15)>>11)) * (1.0 / (1 << 53))
 }
 
 // mix64 is the splitmix64 finaliser.

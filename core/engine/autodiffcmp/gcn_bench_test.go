@@ -45,13 +45,13 @@ var (
 func loadCora(tb testing.TB) *cora {
 	coraOnce.Do(func() { coraData, coraErr = readCora() })
 	if coraErr != nil {
-		tb.Skipf("cora: %v", coraErr)
+		tb.Fatalf("cora: %v", coraErr)
 	}
 	return coraData
 }
 
 func readCora() (*cora, error) {
-	ds, err := graph.LoadOGB("/work/shared/data/cora", "public")
+	ds, err := graph.LoadEmbedded("cora")
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +75,7 @@ func readCora() (*cora, error) {
 // initWeights returns glorot weights and zero biases from strata's initialiser.
 func initWeights(tb testing.TB, d *cora) map[string][]float64 {
 	m := newTape(tb, d, nil)
+	defer m.prog.Release()
 	w, err := m.prog.Snapshot()
 	if err != nil {
 		tb.Fatal(err)

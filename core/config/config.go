@@ -1,0 +1,200 @@
+// Package config parses strata's TOML experiment configs strictly.
+//
+// Every key of a config is declared by the structs below: their `toml` tag
+// is the key, and the other tags are the schema that the loader enforces
+// and `strata config explain` prints:
+//
+//	doc:"..."        one line of documentation
+//	enum:"a,b"       the allowed string values
+//	reserved:"c,d"   values that are named but not available yet
+//	range:"[lo,hi)"  the allowed numeric interval (either end may be open
+//	                 or missing: "[1,)", "(0,)", "[0,1)")
+//	special:"v:what" one value outside the range that is also allowed
+//	required:"true"  the key must be present and not empty
+//	example:"..."    a value for explain to show for a required key
+//
+// The defaults live in one place, Default, which both Parse and Explain
+// use. Plugin sections ([sampler], [cache], [partition]) name a module of
+// the plugin registry; the other keys of the section are decoded into that
+// module's own config struct with the same strict rules, then checked by
+// its Validate method.
+//
+// Errors name the file and line (or the --set override), the key path, the
+// expected type or allowed values and, for a misspelt key, the closest
+// valid one. Parse reports all the errors it finds, one per line.
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"strata/plugins/registry"
+)
+
+// Config is a whole experiment config.
+type Config struct {
+	// Path is the config file the config was read from ("" when parsed
+	// from memory without a name); relative paths in the config are
+	// relative to its directory.
+	Path      string  `toml:"-"`
+	Data      Data    `toml:"data" doc:"the dataset and how it is prepared"`
+	Model     Model   `toml:"model" doc:"the GNN: a layer module and its sizes"`
+	Train     Train   `toml:"train" doc:"the training loop"`
+	Sampler   Plugin  `toml:"sampler" ns:"sampler" doc:"neighbourhood sampler for mini-batch training (fullgraph training does not use it)"`
+	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy (fullgraph training does not use it)"`
+	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner (fullgraph training does not use it)"`
+	Devices   Devices `toml:"devices" doc:"the devices to train on (reserved: decoded and validated, not used yet)"`
+	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
+}
+
+// Data selects the dataset.
+type Data struct {
+	Dataset       string `toml:"dataset" required:"true" example:"embedded:cora" doc:"\"embedded:cora\", an OGB-layout directory \"path[@split]\", a .strata file, a SNAP edge list or \"rmat-<scale>-<avgdeg>-<features>-<classes>-<seed>\"; relative paths are relative to the config file"`
+	Symmetrize    bool   `toml:"symmetrize" doc:"add the reverse of every edge (train on the undirected graph)"`
+	FeatureNorm   string `toml:"feature_norm" enum:"auto,none,row" doc:"feature normalisation: row = divide each row by its sum, auto = row for 0/1 (bag-of-words) features, none otherwise"`
+	SynthFeatures int    `toml:"synth_features" range:"[0,)" doc:"for datasets without features: random features of this width (0 = error instead)"`
+	Reorder       string `toml:"reorder" enum:"none,degree" doc:"relabel the nodes before training: degree = by descending degree"`
+}
+
+// Model describes the GNN.
+type Model struct {
+	Name         string         `toml:"name" doc:"layer module, registry ID model.<name> (see strata list-plugins)"`
+	Module       string         `toml:"module" doc:"path to a .wasm layer module; overrides name (relative to the config file)"`
+	Layers       int            `toml:"layers" range:"[1,)" doc:"number of GNN layers"`
+	Hidden       int            `toml:"hidden" range:"[1,)" doc:"hidden width (per head for attention models)"`
+	Dropout      float64        `toml:"dropout" range:"[0,1)" doc:"dropout rate between layers"`
+	InputDropout float64        `toml:"input_dropout" range:"[0,1)" special:"-1:same as model.dropout" doc:"dropout rate on the input features"`
+	Options      map[string]any `toml:"options" doc:"extra settings passed to the layer module (integers, floats and booleans), e.g. heads = 8"`
+}
+
+// Train configures the training loop.
+type Train struct {
+	Mode         string  `toml:"mode" enum:"fullgraph" reserved:"minibatch,microbatch" doc:"training mode"`
+	Epochs       int     `toml:"epochs" range:"[1,)" doc:"number of training epochs"`
+	Optimizer    string  `toml:"optimizer" enum:"adam,sgd" doc:"optimizer"`
+	LR           float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
+	WeightDecay  float64 `toml:"weight_decay" range:"[0,)" doc:"L2 weight decay"`
+	Momentum     float64 `toml:"momentum" range:"[0,1)" doc:"momentum (sgd only)"`
+	Seed         int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
+	EvalEvery    int     `toml:"eval_every" range:"[0,)" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
+	Patience     int     `toml:"patience" range:"[0,)" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
+	Backend      string  `toml:"backend" enum:"cpu,cuda,sim" doc:"compute backend (a build may lack cuda and sim; the run then fails with a clear message)"`
+	Threads      int     `toml:"threads" range:"[0,)" doc:"CPU threads (0 = all cores)"`
+	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
+	MicroBatches int     `toml:"micro_batches" range:"[1,)" doc:"split each step into this many micro-batches with gradient accumulation"`
+}
+
+// Devices describes the devices to train on. Reserved for multi-device
+// training: decoded and validated, not used yet.
+type Devices struct {
+	Preset      string `toml:"preset" doc:"a named device preset (\"\" = the machine as found)"`
+	Count       int    `toml:"count" range:"[0,)" doc:"number of devices (0 = all)"`
+	MemoryBytes int64  `toml:"memory_bytes" range:"[0,)" doc:"memory per device in bytes (0 = as reported)"`
+}
+
+// Output configures what a run prints and writes.
+type Output struct {
+	JSON     bool   `toml:"json" doc:"print the result summary as one JSON line on stdout"`
+	Progress string `toml:"progress" enum:"auto,on,off" doc:"progress bar on stderr: auto = when stderr is a terminal"`
+	CSV      string `toml:"csv" doc:"write per-epoch metrics to this CSV file (\"\" = none)"`
+}
+
+// Plugin is a plugin section: it names a module of the section's registry
+// namespace and holds the module decoded from the section's other keys.
+type Plugin struct {
+	// Name is the module's name within the namespace ("full" for
+	// sampler.full); "" when the section is absent or names no plugin.
+	Name string
+	// ID is the full registry ID ("sampler.full"), or "".
+	ID string
+	// Options are the section's keys other than name, as decoded TOML
+	// (int64, float64, bool, string, []any, map[string]any).
+	Options map[string]any
+	// Module is the module instance with its options decoded and
+	// validated (not provisioned: see registry.Provision); nil when Name
+	// is "".
+	Module registry.Module
+}
+
+// Default returns the default config. It is the one place where defaults
+// are set. Data.Dataset has no default: a config must name its dataset.
+func Default() *Config {
+	return &Config{
+		Data: Data{
+			Symmetrize:  true,
+			FeatureNorm: "auto",
+			Reorder:     "none",
+		},
+		Model: Model{
+			Name:         "gcn",
+			Layers:       2,
+			Hidden:       16,
+			Dropout:      0.5,
+			InputDropout: -1,
+		},
+		Train: Train{
+			Mode:         "fullgraph",
+			Epochs:       200,
+			Optimizer:    "adam",
+			LR:           0.01,
+			WeightDecay:  5e-4,
+			EvalEvery:    1,
+			Backend:      "cpu",
+			DType:        "float32",
+			MicroBatches: 1,
+		},
+		Output: Output{
+			JSON:     true,
+			Progress: "auto",
+		},
+	}
+}
+
+// Load reads and parses a config file, then applies overrides of the form
+// "key.path=value" (see Parse).
+func Load(path string, overrides ...string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		msg := err.Error()
+		if pe, ok := err.(*os.PathError); ok {
+			msg = pe.Err.Error()
+		}
+		return nil, &Error{File: path, Msg: "cannot read config: " + msg}
+	}
+	return Parse(path, data, overrides...)
+}
+
+// InputDropoutRate returns the effective input dropout: InputDropout, or
+// Dropout when InputDropout is -1.
+func (m *Model) InputDropoutRate() float64 {
+	if m.InputDropout == -1 {
+		return m.Dropout
+	}
+	return m.InputDropout
+}
+
+// ResolvePath returns p relative to the config file's directory when p is
+// a relative file path; absolute paths, "scheme:..." specs (embedded:cora)
+// and generator specs (rmat-...) are returned as they are.
+func (c *Config) ResolvePath(p string) string {
+	if p == "" || c.Path == "" || filepath.IsAbs(p) || strings.Contains(p, ":") || strings.HasPrefix(p, "rmat-") {
+		return p
+	}
+	return filepath.Join(filepath.Dir(c.Path), p)
+}
+
+// DatasetSpec returns Data.Dataset resolved against the config's directory.
+func (c *Config) DatasetSpec() string { return c.ResolvePath(c.Data.Dataset) }
+
+// ModulePath returns Model.Module resolved against the config's directory
+// ("" when the model is chosen by name).
+func (c *Config) ModulePath() string { return c.ResolvePath(c.Model.Module) }
+
+// String describes the plugin for messages: its ID or "none".
+func (p Plugin) String() string {
+	if p.ID == "" {
+		return "none"
+	}
+	return p.ID
+}

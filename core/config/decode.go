@@ -1,0 +1,410 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"strata/plugins/registry"
+)
+
+// decoder decodes a generic TOML tree (as toml.Decode builds it into a
+// map[string]any) into a struct, strictly: every key must be declared,
+// every value must have the declared type and satisfy the field's enum and
+// range tags. It collects every error instead of stopping at the first.
+type decoder struct {
+	src  *source
+	errs []*Error
+	// elem is the array index suffix ("[1]") of the value being decoded,
+	// for messages.
+	elem string
+	// unknown reports undeclared keys of nested tables (the plugin's
+	// handler inside a plugin section); nil means unknownKey.
+	unknown unknownKeyFunc
+}
+
+// name is the display name of the key path being decoded.
+func (d *decoder) name(path []string) string { return toml.Key(path).String() + d.elem }
+
+func (d *decoder) errorf(path []string, format string, args ...any) {
+	d.errs = append(d.errs, d.src.errorAt(path, fmt.Sprintf(format, args...)))
+}
+
+// overrideValue is a value set with --set: the text as given and its
+// meaning as a TOML value (the text itself when it does not parse as one).
+// String keys take the text, so --set data.dataset=1e5 needs no quotes.
+type overrideValue struct {
+	raw    string
+	parsed any
+}
+
+// unwrap returns the value of an override for a field of kind k.
+func unwrap(v any, k reflect.Kind) any {
+	ov, ok := v.(overrideValue)
+	if !ok {
+		return v
+	}
+	if _, isString := ov.parsed.(string); k == reflect.String && !isString {
+		return ov.raw
+	}
+	return ov.parsed
+}
+
+// plain returns v with every override wrapper removed (their parsed form).
+func plain(v any) any {
+	switch x := v.(type) {
+	case overrideValue:
+		return plain(x.parsed)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = plain(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plain(e)
+		}
+		return out
+	}
+	return v
+}
+
+// sortedKeys returns the keys of m in source order (then by name).
+func (d *decoder) sortedKeys(path []string, m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	line := func(k string) int {
+		p := d.src.pos[toml.Key(append(slices.Clone(path), k)).String()]
+		if p.override != "" {
+			return math.MaxInt
+		}
+		return p.line
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if la, lb := line(a), line(b); la != lb {
+			if la < lb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return keys
+}
+
+// unknownKeyFunc reports an undeclared key of a table.
+type unknownKeyFunc func(path []string, known []string)
+
+// table decodes the keys of m into the struct rv described by fields.
+func (d *decoder) table(path []string, m map[string]any, rv reflect.Value, fields []field, unknown unknownKeyFunc) {
+	byKey := make(map[string]*field, len(fields))
+	for i := range fields {
+		byKey[fields[i].key] = &fields[i]
+	}
+	for _, k := range d.sortedKeys(path, m) {
+		kp := append(slices.Clone(path), k)
+		f, ok := byKey[k]
+		if !ok {
+			unknown(kp, keysOf(fields))
+			continue
+		}
+		d.value(kp, m[k], rv.FieldByIndex(f.index), f)
+	}
+	for i := range fields {
+		f := &fields[i]
+		if _, ok := m[f.key]; ok {
+			continue
+		}
+		kp := append(slices.Clone(path), f.key)
+		if f.typ.Kind() == reflect.Struct && f.typ != pluginType {
+			// An absent section: check its required keys.
+			d.table(kp, map[string]any{}, rv.FieldByIndex(f.index), fieldsOf(f.typ), unknown)
+			continue
+		}
+		if f.required {
+			hint := ""
+			if f.example != "" {
+				hint = fmt.Sprintf(": add %s = %s", f.key, strconv.Quote(f.example))
+				if len(path) > 0 {
+					hint += " under [" + toml.Key(path).String() + "]"
+				}
+			}
+			d.errorf(kp, "%s: required key is missing%s", toml.Key(kp), hint)
+		}
+	}
+}
+
+// value decodes one TOML value into rv, checking the field's constraints.
+func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
+	typ := rv.Type()
+	v = unwrap(v, typ.Kind())
+	name := d.name(path)
+	switch {
+	case typ == pluginType:
+		d.plugin(path, v, rv, f.ns)
+		return
+	case typ == anyMapType:
+		d.scalarMap(path, v, rv)
+		return
+	}
+	switch typ.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.typeError(path, f, v)
+			return
+		}
+		unknown := d.unknown
+		if unknown == nil {
+			unknown = d.unknownKey
+		}
+		d.table(path, m, rv, fieldsOf(typ), unknown)
+	case reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			d.typeError(path, f, v)
+			return
+		}
+		if f.required && s == "" {
+			d.errorf(path, "%s must not be empty", name)
+			return
+		}
+		if len(f.enum) > 0 && !slices.Contains(f.enum, s) {
+			d.enumError(path, f, s)
+			return
+		}
+		rv.SetString(s)
+	case reflect.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			d.typeError(path, f, v)
+			return
+		}
+		rv.SetBool(b)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := v.(int64)
+		if !ok {
+			d.typeError(path, f, v)
+			return
+		}
+		if rv.OverflowInt(n) {
+			d.errorf(path, "%s = %d: does not fit in %s", name, n, typ.Kind())
+			return
+		}
+		if !d.inRange(path, f, float64(n), strconv.FormatInt(n, 10)) {
+			return
+		}
+		rv.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, ok := v.(int64)
+		if !ok {
+			d.typeError(path, f, v)
+			return
+		}
+		if n < 0 || rv.OverflowUint(uint64(n)) {
+			d.errorf(path, "%s = %d: must be a non-negative integer that fits in %s", name, n, typ.Kind())
+			return
+		}
+		if !d.inRange(path, f, float64(n), strconv.FormatInt(n, 10)) {
+			return
+		}
+		rv.SetUint(uint64(n))
+	case reflect.Float32, reflect.Float64:
+		var x float64
+		switch n := v.(type) {
+		case float64:
+			x = n
+		case int64:
+			x = float64(n)
+		default:
+			d.typeError(path, f, v)
+			return
+		}
+		if !d.inRange(path, f, x, formatValue(v)) {
+			return
+		}
+		rv.SetFloat(x)
+	case reflect.Slice:
+		arr, ok := v.([]any)
+		if !ok {
+			d.typeError(path, f, v)
+			return
+		}
+		out := reflect.MakeSlice(typ, len(arr), len(arr))
+		elem := &field{key: f.key, typ: typ.Elem(), enum: f.enum, rng: f.rng, special: f.special}
+		before := len(d.errs)
+		saved := d.elem
+		for i, e := range arr {
+			d.elem = saved + "[" + strconv.Itoa(i) + "]"
+			d.value(path, e, out.Index(i), elem)
+		}
+		d.elem = saved
+		if len(d.errs) == before {
+			rv.Set(out)
+		}
+	default:
+		// A plugin struct with a field type the loader cannot fill.
+		d.errorf(path, "%s: cannot be set from a config (Go type %s)", name, typ)
+	}
+}
+
+// inRange checks a number against the field's range and special value.
+func (d *decoder) inRange(path []string, f *field, x float64, text string) bool {
+	if f.rng == nil || f.rng.contains(x) || f.special != nil && x == f.special.value {
+		return true
+	}
+	msg := "must be " + f.rng.String()
+	if f.special != nil {
+		msg += fmt.Sprintf(" or %s (%s)", f.special.text, f.special.meaning)
+	}
+	d.errorf(path, "%s = %s: %s", d.name(path), text, msg)
+	return false
+}
+
+func (d *decoder) typeError(path []string, f *field, v any) {
+	d.errorf(path, "%s: expected %s, got %s", d.name(path), typeName(f.typ), describeValue(v))
+}
+
+func (d *decoder) enumError(path []string, f *field, s string) {
+	name := d.name(path)
+	if slices.Contains(f.reserved, s) {
+		d.errorf(path, "%s = %q: reserved for a later version of strata; allowed values are %s", name, s, quoteList(f.enum))
+		return
+	}
+	msg := fmt.Sprintf("%s = %q: allowed values are %s", name, s, quoteList(f.enum))
+	if sug := registry.Suggest(s, f.enum); sug != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", sug)
+	}
+	d.errs = append(d.errs, d.src.errorAt(path, msg))
+}
+
+// unknownKey reports an undeclared key of a config section, suggesting the
+// closest key of the same table or the same key in another section.
+func (d *decoder) unknownKey(path []string, known []string) {
+	name := toml.Key(path).String()
+	last := path[len(path)-1]
+	parent := path[:len(path)-1]
+	if sug := registry.Suggest(last, known); sug != "" {
+		d.errorf(path, "unknown key %q (did you mean %q?)", name, toml.Key(append(slices.Clone(parent), sug)).String())
+		return
+	}
+	if other := findKey(last, parent); other != "" {
+		d.errorf(path, "unknown key %q (did you mean %q?)", name, other)
+		return
+	}
+	where := "the top level"
+	if len(parent) > 0 {
+		where = "[" + toml.Key(parent).String() + "]"
+	}
+	d.errorf(path, "unknown key %q; the keys of %s are %s", name, where, quoteList(known))
+}
+
+// findKey returns the full path of a config key named leaf outside the
+// table parent, or "".
+func findKey(leaf string, parent []string) string {
+	here := toml.Key(parent).String()
+	for _, sec := range fieldsOf(configType) {
+		if sec.typ.Kind() != reflect.Struct || sec.typ == pluginType || sec.key == here {
+			continue
+		}
+		for _, f := range fieldsOf(sec.typ) {
+			if f.key == leaf {
+				return sec.key + "." + f.key
+			}
+		}
+	}
+	return ""
+}
+
+// scalarMap decodes a table of integers, floats and booleans (model.options).
+func (d *decoder) scalarMap(path []string, v any, rv reflect.Value) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.errorf(path, "%s: expected table, got %s", toml.Key(path), describeValue(v))
+		return
+	}
+	out := make(map[string]any, len(m))
+	for _, k := range d.sortedKeys(path, m) {
+		kp := append(slices.Clone(path), k)
+		switch x := unwrap(m[k], reflect.Invalid).(type) {
+		case int64, float64, bool:
+			out[k] = x
+		default:
+			d.errorf(kp, "%s: expected integer, float or boolean, got %s", toml.Key(kp), describeValue(x))
+		}
+	}
+	rv.Set(reflect.ValueOf(out))
+}
+
+// describeValue names a TOML value's type and shows it: `string "200"`,
+// `float 0.5`, `table`.
+func describeValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "string " + strconv.Quote(x)
+	case int64:
+		return "integer " + strconv.FormatInt(x, 10)
+	case float64:
+		return "float " + formatValue(x)
+	case bool:
+		return "boolean " + strconv.FormatBool(x)
+	case map[string]any:
+		return "table"
+	case []map[string]any:
+		return "array of tables"
+	case []any:
+		return "array " + formatValue(x)
+	case time.Time:
+		return fmt.Sprintf("datetime %v", x)
+	case overrideValue:
+		return describeValue(x.parsed)
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// formatValue formats a scalar as TOML would write it.
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return "nan"
+		case math.IsInf(x, 1):
+			return "inf"
+		case math.IsInf(x, -1):
+			return "-inf"
+		}
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0"
+		}
+		return s
+	case bool:
+		return strconv.FormatBool(x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = formatValue(e)
+		}
+		s := "[" + strings.Join(parts, ", ") + "]"
+		if len(s) > 60 {
+			s = s[:57] + "..."
+		}
+		return s
+	}
+	return fmt.Sprintf("%v", v)
+}

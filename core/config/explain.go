@@ -1,0 +1,150 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"strata/plugins/registry"
+)
+
+// Explain returns the whole config schema as an annotated TOML file: every
+// section and key with its type, allowed values, default and a line of
+// documentation, and for the plugin sections the registered plugins with
+// their options and defaults. The uncommented part is a valid config that
+// holds the defaults (with an example dataset).
+func Explain() string {
+	var b strings.Builder
+	b.WriteString(`# strata config schema ("strata config explain").
+#
+# Every key is optional except data.dataset; the values shown are the
+# defaults. Unknown keys, wrong types and values outside the allowed ones
+# are errors. Relative paths are relative to the config file's directory.
+# Any key can be overridden on the command line: --set train.epochs=5.
+`)
+	def := reflect.ValueOf(Default()).Elem()
+	for _, sec := range fieldsOf(configType) {
+		fmt.Fprintf(&b, "\n[%s]\n", sec.key)
+		writeComment(&b, "", sec.doc)
+		if sec.typ == pluginType {
+			explainPlugin(&b, sec)
+			continue
+		}
+		explainFields(&b, "", def.FieldByIndex(sec.index), fieldsOf(sec.typ), sec.key)
+	}
+	return b.String()
+}
+
+// explainFields writes one key per field: a comment with its constraint
+// and doc, then `key = default`.
+func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []field, section string) {
+	for _, f := range fields {
+		b.WriteString("\n")
+		doc := f.constraint()
+		if f.required {
+			doc += ", required"
+		}
+		if f.doc != "" {
+			doc += ". " + f.doc
+		}
+		if section == "model" && f.key == "name" {
+			if names := pluginNames("model"); len(names) > 0 {
+				doc += "; registered: " + strings.Join(names, ", ")
+			}
+		}
+		writeComment(b, indent, doc)
+		fv := v.FieldByIndex(f.index)
+		switch {
+		case f.typ == anyMapType:
+			fmt.Fprintf(b, "%s# [%s.%s]   (empty by default)\n", indent, section, f.key)
+		case f.required && f.example != "" && fv.IsZero():
+			fmt.Fprintf(b, "%s%s = %s\n", indent, f.key, strconv.Quote(f.example))
+		default:
+			fmt.Fprintf(b, "%s%s = %s\n", indent, f.key, goValue(fv))
+		}
+	}
+}
+
+// explainPlugin lists the registered plugins of a plugin section.
+func explainPlugin(b *strings.Builder, sec field) {
+	mods := registry.Namespace(sec.ns)
+	b.WriteString("#\n")
+	if len(mods) == 0 {
+		writeComment(b, "", fmt.Sprintf("name: string, a %s plugin; none are registered in this build. Absent = none.", sec.ns))
+		return
+	}
+	writeComment(b, "", fmt.Sprintf("name: string, one of %s (registry IDs %s.<name>); absent = none. "+
+		"The section's other keys are the chosen plugin's options:", quoteList(pluginNames(sec.ns)), sec.ns))
+	for _, m := range mods {
+		fmt.Fprintf(b, "#\n#   name = %q\n", m.Name())
+		writeComment(b, "#     ", m.Doc)
+		fields, target := moduleFields(m.New())
+		if len(fields) == 0 {
+			b.WriteString("#     (no options)\n")
+			continue
+		}
+		for _, f := range fields {
+			line := fmt.Sprintf("#     %s = %s", f.key, goValue(target.FieldByIndex(f.index)))
+			doc := f.constraint()
+			if f.doc != "" {
+				doc += ". " + f.doc
+			}
+			fmt.Fprintf(b, "%-30s # %s\n", line, doc)
+		}
+	}
+}
+
+// writeComment writes text as comment lines of at most ~76 columns.
+func writeComment(b *strings.Builder, indent, text string) {
+	if text == "" {
+		return
+	}
+	line := indent + "#"
+	for _, w := range strings.Fields(text) {
+		if len(line)+1+len(w) > 76 && len(line) > len(indent)+1 {
+			b.WriteString(line + "\n")
+			line = indent + "#"
+		}
+		line += " " + w
+	}
+	b.WriteString(line + "\n")
+}
+
+// goValue formats a Go config value as a TOML value.
+func goValue(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.String:
+		return strconv.Quote(v.String())
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(v.Uint(), 10)
+	case reflect.Float32, reflect.Float64:
+		return formatValue(v.Float())
+	case reflect.Slice, reflect.Array:
+		parts := make([]string, v.Len())
+		for i := range parts {
+			parts[i] = goValue(v.Index(i))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return fmt.Sprintf("%v", v.Interface())
+}
+
+// PluginOptions describes the options of a module for `strata
+// list-plugins`: one "key = default  # constraint. doc" line per option.
+func PluginOptions(m registry.Module) []string {
+	fields, target := moduleFields(m)
+	var out []string
+	for _, f := range fields {
+		doc := f.constraint()
+		if f.doc != "" {
+			doc += ". " + f.doc
+		}
+		out = append(out, fmt.Sprintf("%s = %s  # %s", f.key, goValue(target.FieldByIndex(f.index)), doc))
+	}
+	return out
+}

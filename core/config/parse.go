@@ -1,0 +1,130 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"strata/plugins/registry"
+)
+
+// Parse parses a config from memory. name is used in error messages and
+// as Config.Path (relative paths in the config are relative to its
+// directory). overrides are "key.path=value" settings applied on top of
+// the file, as `strata train --set` passes them: the value is read as a
+// TOML value when it is one (5, 0.1, true, "text", [1, 2]) and as a plain
+// string otherwise (adam, embedded:cora); a string key always takes the
+// text as given. Overrides go through the same checks as the file, and
+// their errors name the override ("--set train.epochz=5: ...").
+//
+// Parse reports every problem it finds; the error is a single *Error or
+// several joined with errors.Join, one per line, sorted by line.
+func Parse(name string, data []byte, overrides ...string) (*Config, error) {
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		return nil, syntaxError(name, err)
+	}
+	if raw == nil {
+		raw = map[string]any{}
+	}
+	src := newSource(name, string(data))
+	d := &decoder{src: src}
+	for _, o := range overrides {
+		if e := applyOverride(raw, src, o); e != nil {
+			d.errs = append(d.errs, e)
+		}
+	}
+	cfg := Default()
+	cfg.Path = name
+	d.table(nil, raw, reflect.ValueOf(cfg).Elem(), fieldsOf(configType), d.unknownKey)
+	d.check(cfg)
+	if err := join(d.errs); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// syntaxError converts a TOML parse error to an *Error with the parser's
+// line and column.
+func syntaxError(file string, err error) error {
+	var pe toml.ParseError
+	if !errors.As(err, &pe) {
+		return &Error{File: file, Msg: "TOML: " + err.Error()}
+	}
+	msg := "TOML syntax error: " + strings.TrimSpace(pe.Message)
+	if pe.LastKey != "" {
+		msg += fmt.Sprintf(" (after key %q)", pe.LastKey)
+	}
+	return &Error{File: file, Line: pe.Position.Line, Col: pe.Position.Col, Key: pe.LastKey, Msg: msg}
+}
+
+// applyOverride sets "key.path=value" in the raw TOML tree.
+func applyOverride(raw map[string]any, src *source, arg string) *Error {
+	loc := "--set " + arg
+	keyText, val, ok := strings.Cut(arg, "=")
+	if !ok {
+		return &Error{Override: loc, Msg: "expected key=value, e.g. --set train.epochs=5"}
+	}
+	sc := &keyScanner{s: strings.TrimSpace(keyText), line: 1}
+	path := sc.key()
+	if !sc.eof() || len(path) == 0 || keyText == "" {
+		return &Error{Override: loc, Msg: fmt.Sprintf("malformed key %q: expected a dotted key such as train.epochs", keyText)}
+	}
+	for _, p := range path {
+		if p == "" {
+			return &Error{Override: loc, Msg: fmt.Sprintf("malformed key %q: expected a dotted key such as train.epochs", keyText)}
+		}
+	}
+	ov := overrideValue{raw: val, parsed: val}
+	var tmp map[string]any
+	if _, err := toml.Decode("v = "+val, &tmp); err == nil && len(tmp) == 1 {
+		ov.parsed = tmp["v"]
+	}
+	cur := raw
+	for i, p := range path[:len(path)-1] {
+		next, ok := cur[p]
+		if !ok {
+			m := map[string]any{}
+			cur[p], cur = m, m
+			src.setOverride(path[:i+1], loc)
+			continue
+		}
+		if o, isOv := next.(overrideValue); isOv {
+			next = o.parsed
+		}
+		m, isMap := next.(map[string]any)
+		if !isMap {
+			return &Error{Override: loc, Key: toml.Key(path).String(),
+				Msg: fmt.Sprintf("cannot set %q: %q is not a table", toml.Key(path).String(), toml.Key(path[:i+1]).String())}
+		}
+		cur = m
+	}
+	cur[path[len(path)-1]] = ov
+	src.setOverride(path, loc)
+	return nil
+}
+
+// check runs the checks that involve more than one key or the registry.
+func (d *decoder) check(c *Config) {
+	m := &c.Model
+	if m.Module == "" {
+		if m.Name == "" {
+			d.errorf([]string{"model", "name"}, "model.name must not be empty (or set model.module to a .wasm file)")
+		} else if models := pluginNames("model"); len(models) > 0 {
+			// Model modules are registered by the WASM host; without it
+			// (a build or test that does not link it) train checks the name.
+			if _, err := registry.Lookup("model." + m.Name); err != nil {
+				msg := fmt.Sprintf("model.name = %q: unknown model", m.Name)
+				if sug := registry.Suggest(m.Name, models); sug != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", sug)
+				}
+				d.errs = append(d.errs, d.src.errorAt([]string{"model", "name"}, msg+"; available: "+quoteList(models)+", or set model.module to a .wasm file"))
+			}
+		}
+	} else if !strings.HasSuffix(m.Module, ".wasm") {
+		d.errorf([]string{"model", "module"}, "model.module = %q: expected a path to a .wasm file", m.Module)
+	}
+}

@@ -1,0 +1,248 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+var (
+	configType = reflect.TypeFor[Config]()
+	pluginType = reflect.TypeFor[Plugin]()
+	anyMapType = reflect.TypeFor[map[string]any]()
+)
+
+// field is the schema of one key, read from a struct field's tags.
+type field struct {
+	key      string
+	name     string // Go field name
+	index    []int  // for reflect.Value.FieldByIndex (embedded structs flattened)
+	typ      reflect.Type
+	doc      string
+	enum     []string
+	reserved []string
+	rng      *interval
+	special  *special
+	required bool
+	example  string
+	ns       string // registry namespace of a Plugin field
+	nohash   bool   // hash:"-": left out of the canonical form
+}
+
+// special is one extra allowed value outside a field's range.
+type special struct {
+	value   float64
+	text    string // as written in the tag
+	meaning string
+}
+
+var fieldCache sync.Map // reflect.Type -> []field
+
+// fieldsOf returns the keys of a struct type: its exported fields with a
+// `toml` tag (other than "-"), with untagged embedded structs flattened.
+// It panics on a malformed schema tag (a programmer error in a config or
+// plugin struct).
+func fieldsOf(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field)
+	}
+	var out []field
+	var walk func(t reflect.Type, index []int)
+	walk = func(t reflect.Type, index []int) {
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			idx := append(append([]int(nil), index...), i)
+			tag, tagged := sf.Tag.Lookup("toml")
+			if sf.Anonymous && !tagged && sf.Type.Kind() == reflect.Struct {
+				walk(sf.Type, idx)
+				continue
+			}
+			name, _, _ := strings.Cut(tag, ",")
+			if !sf.IsExported() || !tagged || name == "-" || name == "" {
+				continue
+			}
+			f := field{
+				key: name, name: sf.Name, index: idx, typ: sf.Type,
+				doc:      sf.Tag.Get("doc"),
+				required: sf.Tag.Get("required") == "true",
+				example:  sf.Tag.Get("example"),
+				ns:       sf.Tag.Get("ns"),
+				nohash:   sf.Tag.Get("hash") == "-",
+			}
+			if e := sf.Tag.Get("enum"); e != "" {
+				f.enum = strings.Split(e, ",")
+			}
+			if r := sf.Tag.Get("reserved"); r != "" {
+				f.reserved = strings.Split(r, ",")
+			}
+			if r := sf.Tag.Get("range"); r != "" {
+				iv, err := parseInterval(r)
+				if err != nil {
+					panic(fmt.Sprintf("config: %s.%s: %v", t, sf.Name, err))
+				}
+				f.rng = &iv
+			}
+			if s := sf.Tag.Get("special"); s != "" {
+				v, meaning, _ := strings.Cut(s, ":")
+				x, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					panic(fmt.Sprintf("config: %s.%s: bad special tag %q", t, sf.Name, s))
+				}
+				f.special = &special{value: x, text: v, meaning: meaning}
+			}
+			out = append(out, f)
+		}
+	}
+	walk(t, nil)
+	fieldCache.Store(t, out)
+	return out
+}
+
+// keysOf returns the keys of a field list.
+func keysOf(fs []field) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.key
+	}
+	return out
+}
+
+// interval is a numeric range from a `range` tag.
+type interval struct {
+	lo, hi         float64
+	hasLo, hasHi   bool
+	loOpen, hiOpen bool
+	loText, hiText string
+}
+
+// parseInterval parses "[lo,hi)", "(lo,]", "[1,)" and the like.
+func parseInterval(s string) (interval, error) {
+	var iv interval
+	if len(s) < 3 || !strings.ContainsRune("[(", rune(s[0])) || !strings.ContainsRune("])", rune(s[len(s)-1])) {
+		return iv, fmt.Errorf("bad range tag %q", s)
+	}
+	lo, hi, ok := strings.Cut(s[1:len(s)-1], ",")
+	if !ok {
+		return iv, fmt.Errorf("bad range tag %q", s)
+	}
+	iv.loOpen, iv.hiOpen = s[0] == '(', s[len(s)-1] == ')'
+	var err error
+	if lo = strings.TrimSpace(lo); lo != "" {
+		if iv.lo, err = strconv.ParseFloat(lo, 64); err != nil {
+			return iv, fmt.Errorf("bad range tag %q", s)
+		}
+		iv.hasLo, iv.loText = true, lo
+	}
+	if hi = strings.TrimSpace(hi); hi != "" {
+		if iv.hi, err = strconv.ParseFloat(hi, 64); err != nil {
+			return iv, fmt.Errorf("bad range tag %q", s)
+		}
+		iv.hasHi, iv.hiText = true, hi
+	}
+	return iv, nil
+}
+
+// contains reports whether x lies in the interval (NaN never does).
+func (iv interval) contains(x float64) bool {
+	if x != x {
+		return false
+	}
+	if iv.hasLo && (x < iv.lo || iv.loOpen && x == iv.lo) {
+		return false
+	}
+	if iv.hasHi && (x > iv.hi || iv.hiOpen && x == iv.hi) {
+		return false
+	}
+	return true
+}
+
+// String describes the interval: ">= 1", "> 0", "in [0, 1)".
+func (iv interval) String() string {
+	switch {
+	case iv.hasLo && iv.hasHi:
+		l, r := "[", "]"
+		if iv.loOpen {
+			l = "("
+		}
+		if iv.hiOpen {
+			r = ")"
+		}
+		return fmt.Sprintf("in %s%s, %s%s", l, iv.loText, iv.hiText, r)
+	case iv.hasLo && iv.loOpen:
+		return "> " + iv.loText
+	case iv.hasLo:
+		return ">= " + iv.loText
+	case iv.hasHi && iv.hiOpen:
+		return "< " + iv.hiText
+	case iv.hasHi:
+		return "<= " + iv.hiText
+	}
+	return "any value"
+}
+
+// typeName names the TOML type a Go type decodes from.
+func typeName(t reflect.Type) string {
+	switch {
+	case t == pluginType:
+		return "table"
+	case t == anyMapType:
+		return "table of integers, floats and booleans"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "float"
+	case reflect.Slice, reflect.Array:
+		return "array of " + plural(typeName(t.Elem()))
+	case reflect.Struct, reflect.Map:
+		return "table"
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	}
+	return t.String()
+}
+
+func plural(s string) string {
+	if strings.HasSuffix(s, "s") || strings.HasPrefix(s, "array") || strings.HasPrefix(s, "table of") {
+		return s
+	}
+	return s + "s"
+}
+
+// constraint describes a field's allowed values for messages and explain:
+// `one of "adam", "sgd"`, "integer >= 1", "float in [0, 1) or -1 (same as
+// model.dropout)".
+func (f *field) constraint() string {
+	if len(f.enum) > 0 {
+		s := "one of " + quoteList(f.enum)
+		if len(f.reserved) > 0 {
+			s += " (reserved for later versions: " + quoteList(f.reserved) + ")"
+		}
+		return s
+	}
+	s := typeName(f.typ)
+	if f.rng != nil {
+		s += " " + f.rng.String()
+	}
+	if f.special != nil {
+		s += fmt.Sprintf(" or %s (%s)", f.special.text, f.special.meaning)
+	}
+	return s
+}
+
+// quoteList formats names as `"a", "b"`.
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,398 @@
+package graph
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"unsafe"
+)
+
+// Binary graph format ("STRATAG1"), all integers little-endian:
+//
+//	offset 0   magic "STRATAG1"
+//	offset 8   uint32 format version (binVersion)
+//	offset 12  uint32 header length H
+//	offset 16  uint32 CRC-32 (IEEE) of the header bytes
+//	offset 20  uint32 reserved (0)
+//	offset 24  header: H bytes of JSON (binHeader)
+//	then the sections, each at a 64-byte aligned offset listed in the header
+//
+// Sections hold raw little-endian arrays: indptr (int64), idx32 (int32) or
+// idx64 (int64), values (float32, optional), features (float32, row-major),
+// labels (int32), train, valid, test (int32).
+const (
+	binMagic    = "STRATAG1"
+	binVersion  = 1
+	binPrelude  = 24
+	binAlign    = 64
+	binMaxHead  = 16 << 20
+	convertHint = "re-run `strata convert` to regenerate it"
+)
+
+// binHeader is the JSON header of a binary graph file.
+type binHeader struct {
+	Name       string       `json:"name"`
+	Source     string       `json:"source"`
+	Citation   string       `json:"citation"`
+	NumNodes   int64        `json:"num_nodes"`
+	Rows       int64        `json:"rows"`
+	Cols       int64        `json:"cols"`
+	NNZ        int64        `json:"nnz"`
+	FeatDim    int64        `json:"feat_dim"`
+	NumClasses int64        `json:"num_classes"`
+	HasLabels  bool         `json:"has_labels"`
+	FileSize   int64        `json:"file_size"`
+	Sections   []binSection `json:"sections"`
+}
+
+// binSection locates one array in the file.
+type binSection struct {
+	Name   string `json:"name"`
+	DType  string `json:"dtype"` // "i4", "i8" or "f4"
+	Offset int64  `json:"offset"`
+	Count  int64  `json:"count"`
+}
+
+// dtypeSize returns the element size of a section dtype.
+func dtypeSize(dt string) int64 {
+	switch dt {
+	case "i4", "f4":
+		return 4
+	case "i8":
+		return 8
+	}
+	return 0
+}
+
+// binPayload is one section to write.
+type binPayload struct {
+	sec  binSection
+	data []byte
+}
+
+// byteView returns the bytes of a slice of fixed-size numbers.
+func byteView[T int32 | int64 | float32](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// WriteBinary writes d to path in the STRATAG1 binary format, which
+// OpenBinary maps back in milliseconds. The dataset is validated first. The
+// file is written to a temporary name and renamed, so a failed write never
+// leaves a truncated file behind.
+func WriteBinary(path string, d *Dataset) error {
+	if !littleEndianHost() {
+		return fmt.Errorf("%s: the binary graph format needs a little-endian host: %w", path, ErrFormat)
+	}
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("%s: not writing an invalid dataset: %w", path, err)
+	}
+	g := d.Graph
+	h := binHeader{
+		Name: d.Name, Source: d.Source, Citation: d.Citation,
+		NumNodes: int64(d.NumNodes), Rows: int64(g.NumRows), Cols: int64(g.NumCols), NNZ: g.NNZ(),
+		FeatDim: int64(d.FeatDim), NumClasses: int64(d.NumClasses), HasLabels: d.Labels != nil,
+	}
+	var parts []binPayload
+	add := func(name, dt string, count int, data []byte) {
+		parts = append(parts, binPayload{binSection{Name: name, DType: dt, Count: int64(count)}, data})
+	}
+	add("indptr", "i8", len(g.Indptr), byteView(g.Indptr))
+	if g.Idx64 != nil {
+		add("idx64", "i8", len(g.Idx64), byteView(g.Idx64))
+	} else {
+		add("idx32", "i4", len(g.Idx32), byteView(g.Idx32))
+	}
+	if g.Values != nil {
+		add("values", "f4", len(g.Values), byteView(g.Values))
+	}
+	add("features", "f4", len(d.Features), byteView(d.Features))
+	add("labels", "i4", len(d.Labels), byteView(d.Labels))
+	add("train", "i4", len(d.Train), byteView(d.Train))
+	add("valid", "i4", len(d.Valid), byteView(d.Valid))
+	add("test", "i4", len(d.Test), byteView(d.Test))
+
+	// The header size depends on the offsets it lists: iterate to a fixed point.
+	var head []byte
+	dataStart := int64(4096)
+	for {
+		off := dataStart
+		h.Sections = h.Sections[:0]
+		for i := range parts {
+			parts[i].sec.Offset = off
+			h.Sections = append(h.Sections, parts[i].sec)
+			off = alignUp(off+int64(len(parts[i].data)), binAlign)
+		}
+		h.FileSize = off
+		var err error
+		if head, err = json.Marshal(&h); err != nil {
+			return fmt.Errorf("%s: encode header: %w", path, err)
+		}
+		if need := alignUp(binPrelude+int64(len(head)), binAlign); need > dataStart {
+			dataStart = need
+			continue
+		}
+		break
+	}
+
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	var pre [binPrelude]byte
+	copy(pre[:], binMagic)
+	binary.LittleEndian.PutUint32(pre[8:], binVersion)
+	binary.LittleEndian.PutUint32(pre[12:], uint32(len(head)))
+	binary.LittleEndian.PutUint32(pre[16:], crc32.ChecksumIEEE(head))
+	w.Write(pre[:])
+	w.Write(head)
+	pos := int64(binPrelude + len(head))
+	zeros := make([]byte, binAlign)
+	for _, p := range parts {
+		w.Write(zeros[:p.sec.Offset-pos])
+		w.Write(p.data)
+		pos = p.sec.Offset + int64(len(p.data))
+		if pad := alignUp(pos, binAlign) - pos; pad > 0 {
+			w.Write(zeros[:pad])
+			pos += pad
+		}
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("%s: write: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("%s: write: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// alignUp rounds x up to a multiple of a (a power of two).
+func alignUp(x, a int64) int64 { return (x + a - 1) &^ (a - 1) }
+
+// OpenBinary maps a file written by WriteBinary and returns a dataset whose
+// arrays alias the read-only mapping (they must not be written to; the
+// transforms and ReorderByDegree make copies). Close the returned closer
+// when the dataset is no longer used; the arrays are invalid afterwards.
+// Opening checks the magic, the version, the header checksum, the section
+// table, indptr, column ids, labels and splits, but not feature values.
+func OpenBinary(path string) (*Dataset, io.Closer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil, ferr(ErrMissing, path, 0, 0, "file does not exist; create it with `strata convert`")
+		}
+		return nil, nil, ferr(ErrMissing, path, 0, 0, "cannot open: %v", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, ferr(ErrFormat, path, 0, 0, "cannot stat: %v", err)
+	}
+	size := st.Size()
+	h, err := readBinHeader(f, size, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !littleEndianHost() {
+		return nil, nil, ferr(ErrFormat, path, 0, 0, "the binary graph format needs a little-endian host")
+	}
+	if size > math.MaxInt {
+		return nil, nil, ferr(ErrRange, path, 0, 0, "file too large to map")
+	}
+	data, unmap, err := mapFile(f, size)
+	if err != nil {
+		return nil, nil, ferr(ErrFormat, path, 0, 0, "cannot map the file: %v", err)
+	}
+	d, err := datasetFromMapping(h, data, path)
+	if err != nil {
+		unmap()
+		return nil, nil, err
+	}
+	return d, closerFunc(unmap), nil
+}
+
+// closerFunc adapts a function to io.Closer; closing twice is harmless.
+type closerFunc func() error
+
+// Close calls the function.
+func (c closerFunc) Close() error { return c() }
+
+// readBinHeader reads and checks the prelude and the JSON header.
+func readBinHeader(f io.ReaderAt, size int64, path string) (*binHeader, error) {
+	bad := func(kind error, format string, args ...any) error {
+		return ferr(kind, path, 0, 0, "%s; %s", fmt.Sprintf(format, args...), convertHint)
+	}
+	if size == 0 {
+		return nil, bad(ErrTruncated, "empty file, not a strata binary graph")
+	}
+	var pre [binPrelude]byte
+	k, _ := f.ReadAt(pre[:], 0)
+	if k >= 8 && string(pre[:8]) != binMagic || k < 8 && string(pre[:k]) != binMagic[:k] {
+		return nil, bad(ErrFormat, "not a strata binary graph (magic %q, want %q)", pre[:min(k, 8)], binMagic)
+	}
+	if k < binPrelude {
+		return nil, bad(ErrTruncated, "file is %d bytes, shorter than the %d-byte preamble", size, binPrelude)
+	}
+	if v := binary.LittleEndian.Uint32(pre[8:]); v != binVersion {
+		return nil, bad(ErrVersion, "format version %d, this build reads version %d", v, binVersion)
+	}
+	hlen := int64(binary.LittleEndian.Uint32(pre[12:]))
+	if hlen > binMaxHead {
+		return nil, bad(ErrFormat, "header length %d is implausible (corrupt preamble)", hlen)
+	}
+	if binPrelude+hlen > size {
+		return nil, bad(ErrTruncated, "file is %d bytes but the header needs %d", size, binPrelude+hlen)
+	}
+	head := make([]byte, hlen)
+	if _, err := f.ReadAt(head, binPrelude); err != nil {
+		return nil, bad(ErrTruncated, "cannot read the header: %v", err)
+	}
+	if crc := crc32.ChecksumIEEE(head); crc != binary.LittleEndian.Uint32(pre[16:]) {
+		return nil, bad(ErrChecksum, "header checksum %08x does not match %08x (corrupt file)", crc, binary.LittleEndian.Uint32(pre[16:]))
+	}
+	h := &binHeader{}
+	if err := json.Unmarshal(head, h); err != nil {
+		return nil, bad(ErrFormat, "header is not valid JSON: %v", err)
+	}
+	if h.FileSize != size {
+		if size < h.FileSize {
+			return nil, bad(ErrTruncated, "file is %d bytes but the header says %d: the file is truncated", size, h.FileSize)
+		}
+		return nil, bad(ErrFormat, "file is %d bytes but the header says %d", size, h.FileSize)
+	}
+	return h, nil
+}
+
+// datasetFromMapping builds the dataset over the mapped file and checks it.
+func datasetFromMapping(h *binHeader, data []byte, path string) (*Dataset, error) {
+	bad := func(kind error, format string, args ...any) error {
+		return ferr(kind, path, 0, 0, "%s; %s", fmt.Sprintf(format, args...), convertHint)
+	}
+	if h.NumNodes < 0 || h.NumNodes > maxNodes || h.Rows != h.NumNodes || h.Cols != h.NumNodes ||
+		h.NNZ < 0 || h.FeatDim < 0 || h.NumClasses < 0 || h.NumClasses > math.MaxInt32 {
+		return nil, bad(ErrFormat, "inconsistent header (nodes %d, graph %d x %d, nnz %d, feat_dim %d, classes %d)",
+			h.NumNodes, h.Rows, h.Cols, h.NNZ, h.FeatDim, h.NumClasses)
+	}
+	secs := map[string]binSection{}
+	for _, s := range h.Sections {
+		sz := dtypeSize(s.DType)
+		if sz == 0 || s.Count < 0 || s.Offset < binPrelude || s.Offset%8 != 0 ||
+			s.Count > (math.MaxInt64-s.Offset)/sz || s.Offset+s.Count*sz > int64(len(data)) {
+			return nil, bad(ErrFormat, "section %q (dtype %q, offset %d, count %d) does not fit the %d-byte file",
+				s.Name, s.DType, s.Offset, s.Count, len(data))
+		}
+		if _, dup := secs[s.Name]; dup {
+			return nil, bad(ErrFormat, "section %q listed twice", s.Name)
+		}
+		secs[s.Name] = s
+	}
+	get := func(name, dt string, count int64, required bool) (binSection, bool, error) {
+		s, ok := secs[name]
+		if !ok {
+			if required {
+				return s, false, bad(ErrFormat, "section %q is missing", name)
+			}
+			return s, false, nil
+		}
+		if s.DType != dt || count >= 0 && s.Count != count {
+			return s, false, bad(ErrFormat, "section %q has dtype %s and %d elements, want %s and %d", name, s.DType, s.Count, dt, count)
+		}
+		return s, true, nil
+	}
+	n := h.NumNodes
+	d := &Dataset{Name: h.Name, NumNodes: int(n), FeatDim: int(h.FeatDim), NumClasses: int(h.NumClasses),
+		Source: path, Citation: h.Citation}
+	if h.Source != "" && h.Source != path {
+		d.Source = path + " (converted from " + h.Source + ")"
+	}
+	g := &CSR{NumRows: int(n), NumCols: int(n)}
+	s, _, err := get("indptr", "i8", n+1, true)
+	if err != nil {
+		return nil, err
+	}
+	g.Indptr = viewSlice[int64](data, s)
+	if s, ok, err := get("idx32", "i4", h.NNZ, false); err != nil {
+		return nil, err
+	} else if ok {
+		g.Idx32 = viewSlice[int32](data, s)
+	}
+	if s, ok, err := get("idx64", "i8", h.NNZ, false); err != nil {
+		return nil, err
+	} else if ok {
+		g.Idx64 = viewSlice[int64](data, s)
+	}
+	if (g.Idx32 == nil) == (g.Idx64 == nil) {
+		return nil, bad(ErrFormat, "exactly one of the sections \"idx32\" and \"idx64\" must be present")
+	}
+	if s, ok, err := get("values", "f4", h.NNZ, false); err != nil {
+		return nil, err
+	} else if ok {
+		g.Values = viewSlice[float32](data, s)
+	}
+	if h.FeatDim > 0 && n > 0 && h.FeatDim > math.MaxInt64/n {
+		return nil, bad(ErrFormat, "feature matrix %d x %d overflows", n, h.FeatDim)
+	}
+	if s, _, err = get("features", "f4", n*h.FeatDim, true); err != nil {
+		return nil, err
+	}
+	d.Features = viewSlice[float32](data, s)
+	nl := int64(0)
+	if h.HasLabels {
+		nl = n
+	}
+	if s, _, err = get("labels", "i4", nl, true); err != nil {
+		return nil, err
+	}
+	if h.HasLabels {
+		d.Labels = viewSlice[int32](data, s)
+	}
+	for i, dst := range []*[]int32{&d.Train, &d.Valid, &d.Test} {
+		s, _, err := get(splitName(i), "i4", -1, true)
+		if err != nil {
+			return nil, err
+		}
+		*dst = viewSlice[int32](data, s)
+	}
+	d.Graph = g
+	if g.Indptr[0] != 0 || g.Indptr[n] != h.NNZ {
+		return nil, bad(ErrFormat, "indptr runs from %d to %d, want 0 to %d", g.Indptr[0], g.Indptr[n], h.NNZ)
+	}
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w; %s", path, err, convertHint)
+	}
+	return d, nil
+}
+
+// viewSlice returns the section's elements as a slice aliasing data.
+func viewSlice[T int32 | int64 | float32](data []byte, s binSection) []T {
+	if s.Count == 0 {
+		return []T{}
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&data[s.Offset])), s.Count)
+}
+
+// IsBinary reports whether the file at path starts with the binary graph magic.
+func IsBinary(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [8]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && string(b[:]) == binMagic
+}

@@ -1,0 +1,182 @@
+//go:build wasip1
+
+// Package abi is the raw strata_v1 ABI for Go guests: one wrapper per host
+// import, taking Go strings and slices and passing them to the host as
+// (pointer, length) pairs. It also exports strata_abi_version, so every
+// module built on it (through strata/models/sdk or strata/models/sdk/cost)
+// declares ABI v1.
+//
+// Handles are op indices; a negative handle is poison: the host recorded an
+// error and every op given poison returns poison. Layer authors normally use
+// the typed wrappers in strata/models/sdk instead.
+package abi
+
+import "unsafe"
+
+// Version is the ABI this package speaks.
+const Version = 1
+
+//go:wasmexport strata_abi_version
+func abiVersion() int32 { return Version }
+
+// str returns the (ptr, len) pair of s.
+func str(s string) (unsafe.Pointer, int32) {
+	return unsafe.Pointer(unsafe.StringData(s)), int32(len(s))
+}
+
+//go:wasmimport strata_v1 cfg_i64
+func cfgI64(key unsafe.Pointer, keyLen int32, def int64) int64
+
+//go:wasmimport strata_v1 cfg_f64
+func cfgF64(key unsafe.Pointer, keyLen int32, def float64) float64
+
+//go:wasmimport strata_v1 input
+func input(name unsafe.Pointer, nameLen int32, cols int64) int32
+
+//go:wasmimport strata_v1 graph
+func graph(name unsafe.Pointer, nameLen int32) int32
+
+//go:wasmimport strata_v1 param
+func param(name unsafe.Pointer, nameLen int32, shape unsafe.Pointer, rank int32, init unsafe.Pointer, initLen int32) int32
+
+//go:wasmimport strata_v1 aggregate
+func aggregate(g, x int32, reducer unsafe.Pointer, reducerLen int32) int32
+
+//go:wasmimport strata_v1 spmm_edge
+func spmmEdge(g, w, x int32) int32
+
+//go:wasmimport strata_v1 matmul
+func matmul(a, b int32) int32
+
+//go:wasmimport strata_v1 bias
+func bias(x, b int32) int32
+
+//go:wasmimport strata_v1 binary
+func binary(kind unsafe.Pointer, kindLen int32, a, b int32) int32
+
+//go:wasmimport strata_v1 unary
+func unary(kind unsafe.Pointer, kindLen int32, x int32, alpha float64) int32
+
+//go:wasmimport strata_v1 concat
+func concat(a, b int32) int32
+
+//go:wasmimport strata_v1 batchnorm
+func batchnorm(x, gamma, beta int32, eps float64) int32
+
+//go:wasmimport strata_v1 head_dot
+func headDot(x, a int32) int32
+
+//go:wasmimport strata_v1 u_add_v
+func uAddV(g, u, v int32) int32
+
+//go:wasmimport strata_v1 u_dot_v
+func uDotV(g, x, y int32, heads int64) int32
+
+//go:wasmimport strata_v1 edge_softmax
+func edgeSoftmax(g, s int32) int32
+
+//go:wasmimport strata_v1 head_mean
+func headMean(x int32, heads int64) int32
+
+//go:wasmimport strata_v1 output
+func output(h int32) int32
+
+//go:wasmimport strata_v1 shape
+func shape(h int32, dst unsafe.Pointer, cap int32) int32
+
+//go:wasmimport strata_v1 fail
+func fail(msg unsafe.Pointer, msgLen int32)
+
+//go:wasmimport strata_v1 log
+func log(msg unsafe.Pointer, msgLen int32)
+
+// CfgI64 returns the integer option key, or def when the host has none.
+func CfgI64(key string, def int64) int64 { p, n := str(key); return cfgI64(p, n, def) }
+
+// CfgF64 returns the float option key, or def when the host has none.
+func CfgF64(key string, def float64) float64 { p, n := str(key); return cfgF64(p, n, def) }
+
+// Input declares the layer input (name "x") with cols columns: [N, cols].
+func Input(name string, cols int64) int32 { p, n := str(name); return input(p, n, cols) }
+
+// Graph requests an adjacency: "adj" or "adj_self" (with self loops).
+func Graph(name string) int32 { p, n := str(name); return graph(p, n) }
+
+// Param declares a learnable weight; init is zeros, ones, glorot, normal or uniform.
+func Param(name string, dims []int64, init string) int32 {
+	p, n := str(name)
+	ip, in := str(init)
+	var sp unsafe.Pointer
+	if len(dims) > 0 {
+		sp = unsafe.Pointer(&dims[0])
+	}
+	return param(p, n, sp, int32(len(dims)), ip, in)
+}
+
+// Aggregate reduces neighbour rows of x over g: sum, mean, max or gcn.
+func Aggregate(g, x int32, reducer string) int32 {
+	p, n := str(reducer)
+	return aggregate(g, x, p, n)
+}
+
+// SpMMEdge aggregates x[N,H*C] with per-edge, per-head weights w[E,H].
+func SpMMEdge(g, w, x int32) int32 { return spmmEdge(g, w, x) }
+
+// MatMul multiplies a[R,K] by b[K,M].
+func MatMul(a, b int32) int32 { return matmul(a, b) }
+
+// Bias adds b[C] to every row of x[R,C].
+func Bias(x, b int32) int32 { return bias(x, b) }
+
+// Binary records add, sub or mul; b matches a, is a row [C] or a scalar [1].
+func Binary(kind string, a, b int32) int32 { p, n := str(kind); return binary(p, n, a, b) }
+
+// Unary records scale, relu, leaky_relu, elu, sigmoid, tanh or dropout;
+// alpha is the scale, slope, ELU alpha or drop probability.
+func Unary(kind string, x int32, alpha float64) int32 {
+	p, n := str(kind)
+	return unary(p, n, x, alpha)
+}
+
+// Concat joins a and b column-wise.
+func Concat(a, b int32) int32 { return concat(a, b) }
+
+// BatchNorm normalises the columns of x with params gamma and beta.
+func BatchNorm(x, gamma, beta int32, eps float64) int32 { return batchnorm(x, gamma, beta, eps) }
+
+// HeadDot computes <x[r, head h], a[h]> for every row and head: [R,H].
+func HeadDot(x, a int32) int32 { return headDot(x, a) }
+
+// UAddV computes u[src(e)] + v[dst(e)] for every edge: [E,H].
+func UAddV(g, u, v int32) int32 { return uAddV(g, u, v) }
+
+// UDotV computes per-head <x[dst(e)], y[src(e)]> for every edge: [E,H].
+func UDotV(g, x, y int32, heads int64) int32 { return uDotV(g, x, y, heads) }
+
+// EdgeSoftmax normalises edge scores over each destination's in-edges.
+func EdgeSoftmax(g, s int32) int32 { return edgeSoftmax(g, s) }
+
+// HeadMean averages the heads column blocks of x.
+func HeadMean(x int32, heads int64) int32 { return headMean(x, heads) }
+
+// Output marks h as the layer's result.
+func Output(h int32) int32 { return output(h) }
+
+// Shape returns the inferred shape of h (nil for poison or a bad handle).
+// Symbolic dims are negative: -1 nodes, -2 and -3 the edges of adj and adj_self.
+func Shape(h int32) []int64 {
+	var buf [8]int64
+	r := shape(h, unsafe.Pointer(&buf[0]), int32(len(buf)))
+	if r < 0 {
+		return nil
+	}
+	return append([]int64(nil), buf[:min(int(r), len(buf))]...)
+}
+
+// Fail reports a guest-side error (a bad option, say). The layer spec then
+// fails with msg unless an earlier error was recorded.
+func Fail(msg string) { p, n := str(msg); fail(p, n) }
+
+// Log sends a line to the host; it is returned with the spec and shown with
+// trap reports.
+func Log(msg string) { p, n := str(msg); log(p, n) }

@@ -1,0 +1,191 @@
+//go:build wasip1
+
+package sdk
+
+import "strata/models/sdk/abi"
+
+// Value is a handle to a recorded value (tensor or graph). Negative values
+// are poison.
+type Value int32
+
+// Ok reports whether v is a real value rather than poison.
+func (v Value) Ok() bool { return v >= 0 }
+
+// Init names a parameter initialiser.
+type Init string
+
+// Initialisers (fans as PyTorch computes them).
+const (
+	Zeros   Init = "zeros"
+	Ones    Init = "ones"
+	Glorot  Init = "glorot"  // xavier_uniform_: U(±sqrt(6/(fan_in+fan_out)))
+	Normal  Init = "normal"  // N(0, 2/(fan_in+fan_out))
+	Uniform Init = "uniform" // U(±1/sqrt(fan_in))
+)
+
+// Reducer names an aggregation.
+type Reducer string
+
+// Reducers for Aggregate.
+const (
+	Sum  Reducer = "sum"
+	Mean Reducer = "mean" // D^-1 A
+	Max  Reducer = "max"
+	GCN  Reducer = "gcn" // D^-1/2 A D^-1/2 (use with AdjSelf for Kipf & Welling)
+)
+
+// Graphs the host provides.
+const (
+	Adj     = "adj"      // the dataset's edges
+	AdjSelf = "adj_self" // with one self loop per node
+)
+
+var layer func() Value
+
+// Register sets the function strata_layer_spec runs. Call it from init.
+func Register(f func() Value) { layer = f }
+
+//go:wasmexport strata_layer_spec
+func layerSpec() int32 {
+	if layer == nil {
+		Fail("the module registered no layer: call sdk.Register(layer) in func init")
+		return 1
+	}
+	Output(layer())
+	return 0
+}
+
+// Cfg returns the integer option key (in_dim, out_dim, layer, layers, last,
+// heads, ...), or def when it is not set.
+func Cfg(key string, def int64) int64 { return abi.CfgI64(key, def) }
+
+// CfgFloat returns the float option key (dropout, ...), or def.
+func CfgFloat(key string, def float64) float64 { return abi.CfgF64(key, def) }
+
+// CfgBool returns whether the integer option key is non-zero, or def.
+func CfgBool(key string, def bool) bool {
+	d := int64(0)
+	if def {
+		d = 1
+	}
+	return abi.CfgI64(key, d) != 0
+}
+
+// Dims returns the layer's in_dim and out_dim options.
+func Dims() (in, out int64) { return Cfg("in_dim", 0), Cfg("out_dim", 0) }
+
+// Last reports whether this is the model's last layer (option last).
+func Last() bool { return CfgBool("last", false) }
+
+// Input declares the layer input x: [N, cols].
+func Input(cols int64) Value { return Value(abi.Input("x", cols)) }
+
+// Graph requests an adjacency (Adj or AdjSelf).
+func Graph(name string) Value { return Value(abi.Graph(name)) }
+
+// Param declares a learnable weight with a concrete shape.
+func Param(name string, shape []int64, init Init) Value {
+	return Value(abi.Param(name, shape, string(init)))
+}
+
+// Aggregate reduces neighbour rows of x[N,C] over g.
+func Aggregate(g, x Value, r Reducer) Value {
+	return Value(abi.Aggregate(int32(g), int32(x), string(r)))
+}
+
+// SpMMEdge sums x[N,H*C] over in-edges weighted per edge and head by w[E,H].
+func SpMMEdge(g, w, x Value) Value { return Value(abi.SpMMEdge(int32(g), int32(w), int32(x))) }
+
+// MatMul multiplies a[R,K] by b[K,M].
+func MatMul(a, b Value) Value { return Value(abi.MatMul(int32(a), int32(b))) }
+
+// Bias adds the row b[C] to every row of x[R,C].
+func Bias(x, b Value) Value { return Value(abi.Bias(int32(x), int32(b))) }
+
+// Add, Sub and Mul are elementwise; b matches a, is a row [C] or a scalar [1].
+func Add(a, b Value) Value { return Value(abi.Binary("add", int32(a), int32(b))) }
+
+// Sub is a - b elementwise.
+func Sub(a, b Value) Value { return Value(abi.Binary("sub", int32(a), int32(b))) }
+
+// Mul is a * b elementwise.
+func Mul(a, b Value) Value { return Value(abi.Binary("mul", int32(a), int32(b))) }
+
+func unary(kind string, x Value, alpha float64) Value {
+	return Value(abi.Unary(kind, int32(x), alpha))
+}
+
+// Scale multiplies x by alpha.
+func Scale(x Value, alpha float64) Value { return unary("scale", x, alpha) }
+
+// ReLU is max(x, 0).
+func ReLU(x Value) Value { return unary("relu", x, 0) }
+
+// LeakyReLU is x for x > 0, slope*x otherwise.
+func LeakyReLU(x Value, slope float64) Value { return unary("leaky_relu", x, slope) }
+
+// ELU is x for x > 0, exp(x)-1 otherwise (alpha 1).
+func ELU(x Value) Value { return unary("elu", x, 1) }
+
+// Sigmoid is 1/(1+exp(-x)).
+func Sigmoid(x Value) Value { return unary("sigmoid", x, 0) }
+
+// Tanh is tanh(x).
+func Tanh(x Value) Value { return unary("tanh", x, 0) }
+
+// Dropout zeroes elements with probability p in training and scales the rest
+// by 1/(1-p). p == 0 records nothing.
+func Dropout(x Value, p float64) Value {
+	if p == 0 {
+		return x
+	}
+	return unary("dropout", x, p)
+}
+
+// Concat joins a[R,C1] and b[R,C2] into [R,C1+C2].
+func Concat(a, b Value) Value { return Value(abi.Concat(int32(a), int32(b))) }
+
+// BatchNorm normalises the columns of x with params gamma[C] and beta[C].
+func BatchNorm(x, gamma, beta Value, eps float64) Value {
+	return Value(abi.BatchNorm(int32(x), int32(gamma), int32(beta), eps))
+}
+
+// HeadDot computes one score per row and head: x[R,H*C], a[H,C] -> [R,H].
+func HeadDot(x, a Value) Value { return Value(abi.HeadDot(int32(x), int32(a))) }
+
+// UAddV computes u[src(e)] + v[dst(e)] on every edge of g: [E,H].
+func UAddV(g, u, v Value) Value { return Value(abi.UAddV(int32(g), int32(u), int32(v))) }
+
+// UDotV computes per-head <x[dst(e)], y[src(e)]> on every edge of g: [E,H].
+func UDotV(g, x, y Value, heads int64) Value {
+	return Value(abi.UDotV(int32(g), int32(x), int32(y), heads))
+}
+
+// EdgeSoftmax normalises edge scores s[E,H] over each destination's in-edges.
+func EdgeSoftmax(g, s Value) Value { return Value(abi.EdgeSoftmax(int32(g), int32(s))) }
+
+// HeadMean averages the heads column blocks of x[R,H*C] into [R,C].
+func HeadMean(x Value, heads int64) Value { return Value(abi.HeadMean(int32(x), heads)) }
+
+// Output marks h as the layer's result. Layers given to Register return
+// their result instead; Output is for modules that export
+// strata_layer_spec themselves.
+func Output(h Value) Value { return Value(abi.Output(int32(h))) }
+
+// Shape returns the inferred shape of v (nil for poison). Symbolic dims are
+// negative: -1 is N.
+func Shape(v Value) []int64 { return abi.Shape(int32(v)) }
+
+// Cols returns the column count of a matrix value, or 0 for poison.
+func Cols(v Value) int64 {
+	if s := Shape(v); len(s) == 2 {
+		return s[1]
+	}
+	return 0
+}
+
+// Fail makes the layer spec fail with msg (unless an op failed earlier).
+func Fail(msg string) { abi.Fail(msg) }
+
+// Log sends a line to the host's log for this spec.
+func Log(msg string) { abi.Log(msg) }

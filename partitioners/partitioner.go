@@ -1,0 +1,85 @@
+// Package partitioners holds graph partitioners: modules of the
+// "partitioner" registry namespace that split the nodes of a graph into k
+// parts.
+//
+// Registered modules:
+//
+//	partitioner.range   contiguous id ranges, balanced by node count (or node
+//	                    weights) or by edges (config balance = "edges")
+//	partitioner.random  a seeded, count-balanced random assignment
+//	partitioner.hash    node id modulo k
+package partitioners
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+
+	"strata/core/graph"
+	"strata/plugins/registry"
+)
+
+// Partitioner splits the g.NumRows nodes of g into k parts and returns the
+// part of every node, in [0, k). nodeWeights is optional (nil means every
+// node weighs 1); partitioners that balance a load use it, others document
+// that they ignore it. Errors: k <= 0, k > number of nodes, a nodeWeights
+// slice of the wrong length or with negative entries, a cancelled ctx.
+type Partitioner interface {
+	Partition(ctx context.Context, g *graph.CSR, k int, nodeWeights []int64) ([]int32, error)
+}
+
+// checkArgs validates the arguments common to every partitioner.
+func checkArgs(id string, g *graph.CSR, k int, nodeWeights []int64) error {
+	if g == nil {
+		return fmt.Errorf("%s: nil graph", id)
+	}
+	n := g.NumRows
+	if k <= 0 {
+		return fmt.Errorf("%s: k = %d parts: k must be >= 1", id, k)
+	}
+	if k > n {
+		return fmt.Errorf("%s: k = %d parts for a graph of %d nodes: k must be <= the number of nodes", id, k, n)
+	}
+	if k > 1<<31-1 {
+		return fmt.Errorf("%s: k = %d parts does not fit in int32", id, k)
+	}
+	if nodeWeights != nil {
+		if len(nodeWeights) != n {
+			return fmt.Errorf("%s: %d node weights for %d nodes", id, len(nodeWeights), n)
+		}
+		for i, w := range nodeWeights {
+			if w < 0 {
+				return fmt.Errorf("%s: node %d has negative weight %d", id, i, w)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEvery is how many nodes a loop processes between ctx checks.
+const checkEvery = 1 << 18
+
+// splitmix64 is a small, fully specified PRNG so that seeded results are
+// reproducible across Go versions.
+type splitmix64 uint64
+
+func (s *splitmix64) next() uint64 {
+	*s += 0x9e3779b97f4a7c15
+	z := uint64(*s)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// below returns a number in [0, n) (multiply-shift; the bias is below 2^-32
+// for n < 2^32).
+func (s *splitmix64) below(n uint64) uint64 {
+	hi, _ := bits.Mul64(s.next(), n)
+	return hi
+}
+
+func init() {
+	registry.Register(new(Range))
+	registry.Register(new(Random))
+	registry.Register(new(Hash))
+}

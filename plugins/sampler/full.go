@@ -1,0 +1,86 @@
+package sampler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"strata/core/graph"
+	"strata/plugins/registry"
+)
+
+// Full keeps every in-neighbour: its blocks are the exact `Layers`-hop
+// in-neighbourhood of the seeds, as full-graph training computes it.
+type Full struct {
+	Layers int `toml:"layers" range:"[1,)" doc:"number of hops (one block per GNN layer); match model.layers"`
+}
+
+// StrataModule registers sampler.full.
+func (*Full) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{
+		ID:  "sampler.full",
+		New: func() registry.Module { return &Full{Layers: 2} },
+		Doc: "full-neighbour blocks: every in-neighbour for `layers` hops",
+	}
+}
+
+// Validate checks the config.
+func (f *Full) Validate() error {
+	if f.Layers < 1 {
+		return fmt.Errorf("layers = %d: must be >= 1", f.Layers)
+	}
+	return nil
+}
+
+// Sample implements Sampler. rng is unused: full blocks are deterministic.
+func (f *Full) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
+	const id = "sampler.full"
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	if err := checkInput(id, g, seeds); err != nil {
+		return nil, err
+	}
+	// local maps a global id to its local id in the current Src list. Each
+	// block's Dst is the next block's Src prefix in the same order, so one
+	// map serves all layers.
+	local := make(map[int32]int32, len(seeds)*4)
+	for i, s := range seeds {
+		local[s] = int32(i)
+	}
+	blocks := make([]Block, f.Layers)
+	dst := slices.Clone(seeds)
+	for l := f.Layers - 1; l >= 0; l-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		src := slices.Clone(dst)
+		indptr := make([]int64, len(dst)+1)
+		idx := make([]int32, 0, len(dst))
+		for i, d := range dst {
+			if i%(1<<16) == 0 && i > 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			for e := g.Indptr[d]; e < g.Indptr[d+1]; e++ {
+				c := int32(g.Col(e))
+				li, ok := local[c]
+				if !ok {
+					li = int32(len(src))
+					local[c] = li
+					src = append(src, c)
+				}
+				idx = append(idx, li)
+			}
+			indptr[i+1] = int64(len(idx))
+		}
+		blocks[l] = Block{
+			Dst: dst,
+			Src: src,
+			Adj: &graph.CSR{NumRows: len(dst), NumCols: len(src), Indptr: indptr, Idx32: idx},
+		}
+		dst = src
+	}
+	return blocks, nil
+}

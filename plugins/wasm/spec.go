@@ -1,0 +1,77 @@
+package wasm
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"strata/core/ir"
+)
+
+// Spec is what one strata_layer_spec call recorded.
+type Spec struct {
+	Graph *ir.Graph
+	// KeysRead lists, sorted, every option the guest asked for with cfg_i64
+	// or cfg_f64, whether or not the Config had it.
+	KeysRead []string
+	// Log holds the guest's log(msg) lines.
+	Log []string
+}
+
+// Unread returns the keys of cfg the guest never read, sorted. A caller uses
+// it to reject user options a module does not understand (after removing
+// the keys the host always sets).
+func (s *Spec) Unread(cfg Config) []string {
+	var out []string
+	for _, k := range cfg.Keys() {
+		if !slices.Contains(s.KeysRead, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// LayerSpec records one layer: it instantiates a fresh instance (closed
+// afterwards) in the deadline runtime, calls strata_layer_spec with cfg, and
+// returns the checked graph and the options the guest read.
+//
+// Errors: a *CallError for traps, exits and the deadline; otherwise
+//
+//	model "gcn" layer spec: op #5 matmul: inner dims mismatch: a=[N,4] b=[5,3]
+func (m *Module) LayerSpec(ctx context.Context, cfg Config) (*Spec, error) {
+	if !m.layer {
+		return nil, fmt.Errorf("model %q is not a layer module (it does not export strata_layer_spec)", m.name)
+	}
+	st := newLayerState(cfg, &outBuf{})
+	var status int32
+	err := m.definitionCall(ctx, "model", st, func(ctx context.Context, inst api.Module) (string, error) {
+		res, err := inst.ExportedFunction("strata_layer_spec").Call(ctx)
+		if err != nil {
+			return "strata_layer_spec", err
+		}
+		status = int32(uint32(res[0]))
+		return "", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.firstErr(); err != nil {
+		return nil, fmt.Errorf("model %q layer spec: %w", m.name, err)
+	}
+	if status != 0 {
+		msg := fmt.Sprintf("model %q: strata_layer_spec returned status %d", m.name, status)
+		if s := stderrSummary(st.out.String()); s != "" {
+			msg += "; guest output: " + s
+		}
+		return nil, fmt.Errorf("%s", msg)
+	}
+	g, err := st.b.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("model %q layer spec: %w", m.name, err)
+	}
+	keys := slices.Sorted(maps.Keys(st.read))
+	return &Spec{Graph: g, KeysRead: keys, Log: st.logs}, nil
+}
