@@ -46,6 +46,8 @@ type Config struct {
 	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner (fullgraph training does not use it)"`
 	Devices   Devices `toml:"devices" doc:"the devices to train on (reserved: decoded and validated, not used yet)"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
+
+	src *source // key positions, for KeyError
 }
 
 // Data selects the dataset.
@@ -163,6 +165,16 @@ func Load(path string, overrides ...string) (*Config, error) {
 		return nil, &Error{File: path, Msg: "cannot read config: " + msg}
 	}
 	return Parse(path, data, overrides...)
+}
+
+// KeyError returns an *Error located where the key path was set (file:line
+// or the --set override), for checks made after parsing, such as a layer
+// module rejecting one of model.options.
+func (c *Config) KeyError(msg string, path ...string) error {
+	if c.src == nil {
+		return &Error{File: c.Path, Key: strings.Join(path, "."), Msg: msg}
+	}
+	return c.src.errorAt(path, msg)
 }
 
 // InputDropoutRate returns the effective input dropout: InputDropout, or

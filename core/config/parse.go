@@ -39,6 +39,7 @@ func Parse(name string, data []byte, overrides ...string) (*Config, error) {
 	}
 	cfg := Default()
 	cfg.Path = name
+	cfg.src = src
 	d.table(nil, raw, reflect.ValueOf(cfg).Elem(), fieldsOf(configType), d.unknownKey)
 	d.check(cfg)
 	if err := join(d.errs); err != nil {

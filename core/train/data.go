@@ -2,9 +2,6 @@ package train
 
 import (
 	"fmt"
-	"math"
-	"path/filepath"
-	"strings"
 
 	"strata/core/backend"
 	"strata/core/engine"
@@ -12,14 +9,6 @@ import (
 	"strata/core/ir"
 	"strata/core/tensor"
 )
-
-// resolveDataset makes a relative dataset path relative to the config file.
-func resolveDataset(spec, configPath string) string {
-	if spec == "" || configPath == "" || filepath.IsAbs(spec) || strings.Contains(spec, ":") || strings.HasPrefix(spec, "rmat-") {
-		return spec
-	}
-	return filepath.Join(filepath.Dir(configPath), spec)
-}
 
 // prepareFeatures returns the feature matrix to train on, after synthesis
 // (for datasets without features) and normalisation.

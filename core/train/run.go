@@ -18,35 +18,24 @@ import (
 	"strata/core/graph"
 	"strata/core/metrics"
 	"strata/core/tensor"
+	"strata/plugins/wasm"
 )
 
 // Options are run-time settings that are not part of the experiment config.
 type Options struct {
 	Progress io.Writer // progress bar destination; nil disables it
 	Version  string    // strata version for the result
+	Wasm     wasm.Options
 }
 
 // Run trains the configured model full-graph and returns the result summary.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
 	start := time.Now()
-	ds, err := graph.Open(resolveDataset(cfg.Data.Dataset, cfg.Path))
-	if err != nil {
-		return nil, fmt.Errorf("data.dataset: %w", err)
-	}
-	if cfg.Data.Reorder == "degree" {
-		graph.ReorderByDegree(ds)
-	}
-	if ds.NumClasses < 2 {
-		return nil, fmt.Errorf("data: dataset %q has %d classes; node classification needs labels with at least 2 classes", ds.Name, ds.NumClasses)
-	}
-	if len(ds.Train) == 0 {
-		return nil, fmt.Errorf("data: dataset %q has no training nodes", ds.Name)
-	}
-	seed := uint64(cfg.Train.Seed)
-	feats, dim, err := prepareFeatures(ds, cfg.Data.FeatureNorm, cfg.Data.SynthFeatures, seed)
+	ds, feats, dim, err := loadData(cfg)
 	if err != nil {
 		return nil, err
 	}
+	seed := uint64(cfg.Train.Seed)
 	be, err := newBackend(cfg)
 	if err != nil {
 		return nil, err
@@ -56,7 +45,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		dt = tensor.Float64
 	}
 	tier := tensor.Host
-	model, err := BuildModel(ctx, cfg.Model, cfg.Path, dim, ds.NumClasses)
+	model, err := BuildModel(ctx, cfg, opts.Wasm, dim, ds.NumClasses)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +90,45 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	res.PeakRSSBytes = metrics.PeakRSS()
 	res.PeakTierBytes = tierMap(be.Stats().Peak)
 	return res, nil
+}
+
+// loadData opens the dataset, checks that it can be trained on and returns
+// it with its prepared feature matrix.
+func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
+	ds, err := graph.Open(cfg.DatasetSpec())
+	if err != nil {
+		return nil, nil, 0, cfg.KeyError(err.Error(), "data", "dataset")
+	}
+	if cfg.Data.Reorder == "degree" {
+		graph.ReorderByDegree(ds)
+	}
+	if ds.NumClasses < 2 {
+		return nil, nil, 0, fmt.Errorf("data: dataset %q has %d classes; node classification needs labels with at least 2 classes", ds.Name, ds.NumClasses)
+	}
+	if len(ds.Train) == 0 {
+		return nil, nil, 0, fmt.Errorf("data: dataset %q has no training nodes", ds.Name)
+	}
+	feats, dim, err := prepareFeatures(ds, cfg.Data.FeatureNorm, cfg.Data.SynthFeatures, uint64(cfg.Train.Seed))
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return ds, feats, dim, nil
+}
+
+// Check does everything Run does before training: it opens the dataset,
+// prepares the features and builds the model from its module. With
+// skipData it only builds the model, with nominal sizes.
+func Check(ctx context.Context, cfg *config.Config, wopts wasm.Options, skipData bool) error {
+	dim, classes := 16, 2
+	if !skipData {
+		ds, _, d, err := loadData(cfg)
+		if err != nil {
+			return err
+		}
+		dim, classes = d, ds.NumClasses
+	}
+	_, err := BuildModel(ctx, cfg, wopts, dim, classes)
+	return err
 }
 
 func threads(cfg *config.Config) int {

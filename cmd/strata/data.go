@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"strata/core/graph"
+)
+
+// inspection is what `strata inspect --json` prints.
+type inspection struct {
+	Dataset    string             `json:"dataset"`
+	Source     string             `json:"source"`
+	Nodes      int                `json:"nodes"`
+	Edges      int64              `json:"edges"`
+	IDBits     int                `json:"id_bits"`
+	Features   int                `json:"features"`
+	Classes    int                `json:"classes"`
+	Train      int                `json:"train"`
+	Valid      int                `json:"valid"`
+	Test       int                `json:"test"`
+	Degrees    graph.DegreeStats  `json:"degrees"`
+	Memory     map[string]int64   `json:"memory_bytes"`
+	TotalBytes int64              `json:"total_bytes"`
+	LoadTimeS  float64            `json:"load_time_s"`
+	Citation   string             `json:"citation,omitempty"`
+	components []graph.Component
+}
+
+func cmdInspect(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("inspect", "-i DATASET [--json]", stderr)
+	in := fs.String("i", "", "dataset spec: embedded:cora, an OGB directory, a .strata file, a SNAP edge list or rmat-...")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *in == "" {
+		return usagef("inspect: -i DATASET is required (e.g. -i embedded:cora)")
+	}
+	t0 := time.Now()
+	ds, err := graph.Open(*in)
+	if err != nil {
+		return err
+	}
+	r := inspect(ds, time.Since(t0))
+	if *asJSON {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return &internalError{err}
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return nil
+	}
+	printInspection(stdout, r)
+	return nil
+}
+
+func inspect(ds *graph.Dataset, load time.Duration) *inspection {
+	r := &inspection{
+		Dataset: ds.Name, Source: ds.Source, Nodes: ds.NumNodes, Features: ds.FeatDim, Classes: ds.NumClasses,
+		Train: len(ds.Train), Valid: len(ds.Valid), Test: len(ds.Test),
+		Degrees: ds.DegreeStats(), Memory: map[string]int64{}, LoadTimeS: load.Seconds(),
+		Citation: ds.Citation, IDBits: 32,
+	}
+	if ds.Graph != nil {
+		r.Edges = ds.Graph.NNZ()
+		if ds.Graph.Wide() {
+			r.IDBits = 64
+		}
+	}
+	r.components = ds.MemoryFootprint()
+	for _, c := range r.components {
+		r.Memory[c.Name] = c.Bytes
+	}
+	r.TotalBytes = graph.TotalBytes(r.components)
+	return r
+}
+
+func printInspection(w io.Writer, r *inspection) {
+	fmt.Fprintf(w, "dataset   %s (%s), loaded in %.3fs\n", r.Dataset, r.Source, r.LoadTimeS)
+	fmt.Fprintf(w, "nodes     %d\n", r.Nodes)
+	fmt.Fprintf(w, "edges     %d (directed, as stored; %d-bit ids)\n", r.Edges, r.IDBits)
+	fmt.Fprintf(w, "features  %d\n", r.Features)
+	fmt.Fprintf(w, "classes   %d\n", r.Classes)
+	fmt.Fprintf(w, "splits    train %d, valid %d, test %d\n", r.Train, r.Valid, r.Test)
+	fmt.Fprintf(w, "isolated  %d nodes\n", r.Degrees.Isolated)
+	for _, d := range []struct {
+		name string
+		s    graph.DegreeSummary
+	}{{"in-degree", r.Degrees.In}, {"out-degree", r.Degrees.Out}} {
+		fmt.Fprintf(w, "%-10s min %d, median %g, mean %.2f, p99 %g, max %d\n", d.name, d.s.Min, d.s.Median, d.s.Mean, d.s.P99, d.s.Max)
+		printHist(w, d.s.Hist)
+	}
+	fmt.Fprintln(w, "memory")
+	for _, c := range r.components {
+		fmt.Fprintf(w, "  %-14s %s\n", c.Name, humanBytes(c.Bytes))
+	}
+	fmt.Fprintf(w, "  %-14s %s\n", "total", humanBytes(r.TotalBytes))
+	if r.Citation != "" {
+		fmt.Fprintf(w, "cite      %s\n", r.Citation)
+	}
+}
+
+// printHist draws a log2 degree histogram as bars.
+func printHist(w io.Writer, hist []int64) {
+	var peak int64
+	for _, c := range hist {
+		peak = max(peak, c)
+	}
+	for k, c := range hist {
+		if c == 0 {
+			continue
+		}
+		label := "0"
+		if k == 1 {
+			label = "1"
+		} else if k > 1 {
+			label = fmt.Sprintf("%d-%d", 1<<(k-1), 1<<k-1)
+		}
+		bar := int(40 * c / max(peak, 1))
+		fmt.Fprintf(w, "  %12s %10d %s\n", label, c, strings.Repeat("#", max(bar, 1)))
+	}
+}
+
+func humanBytes(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := int64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}
+
+func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("convert", "-i DATASET -o FILE", stderr)
+	in := fs.String("i", "", "dataset spec to read (as data.dataset)")
+	out := fs.String("o", "", "binary file to write (conventionally .strata)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *in == "" || *out == "" {
+		return usagef("convert: both -i DATASET and -o FILE are required")
+	}
+	t0 := time.Now()
+	ds, err := graph.Open(*in)
+	if err != nil {
+		return err
+	}
+	parsed := time.Since(t0)
+	if err := graph.WriteBinary(*out, ds); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	back, closer, err := graph.OpenBinary(*out)
+	if err != nil {
+		return fmt.Errorf("reopening %s: %w", *out, err)
+	}
+	reopen := time.Since(t1)
+	defer closer.Close()
+	fmt.Fprintf(stdout, "wrote %s: %d nodes, %d edges; parsed in %.3fs, reopens in %.4fs\n",
+		*out, back.NumNodes, back.Graph.NNZ(), parsed.Seconds(), reopen.Seconds())
+	return nil
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"strata/plugins/wasm"
+)
+
+// errHelp is returned when -h was asked for (exit 0).
+var errHelp = errors.New("help requested")
+
+// multi is a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, " ") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+// newFlags returns a flag set that reports its errors instead of exiting.
+func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: strata %s %s\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args and rejects positional arguments.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q (flags go before it? see `strata %s -h`)", fs.Name(), fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
+// wasmFlags are the WASM host settings shared by train and validate.
+type wasmFlags struct {
+	cacheDir string
+	deadline time.Duration
+	memPages uint
+}
+
+func (w *wasmFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&w.cacheDir, "wasm-cache", "", `directory of the compiled-module cache ("" = the user cache dir, "off" = none)`)
+	fs.DurationVar(&w.deadline, "wasm-deadline", wasm.DefaultDeadline, "time limit for a layer module to describe one layer")
+	fs.UintVar(&w.memPages, "wasm-memory-pages", wasm.DefaultMemoryLimitPages, "memory limit of a layer module, in 64 KiB pages")
+}
+
+func (w *wasmFlags) options() (wasm.Options, error) {
+	if w.deadline <= 0 {
+		return wasm.Options{}, usagef("-wasm-deadline must be positive, got %v", w.deadline)
+	}
+	if w.memPages == 0 || w.memPages > 65536 {
+		return wasm.Options{}, usagef("-wasm-memory-pages must be in [1,65536], got %d", w.memPages)
+	}
+	return wasm.Options{CacheDir: w.cacheDir, Deadline: w.deadline, MemoryLimitPages: uint32(w.memPages)}, nil
+}

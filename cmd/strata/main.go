@@ -1,0 +1,156 @@
+// Command strata trains graph neural networks whose layers are WebAssembly
+// modules, and inspects, converts and validates their inputs.
+//
+//	strata train -c configs/gcn-cora.toml [--set key=value ...]
+//	strata validate -c FILE
+//	strata config explain
+//	strata list-plugins
+//	strata inspect -i DATASET
+//	strata convert -i DATASET -o FILE.strata
+//	strata version
+//
+// Exit codes: 0 success, 2 bad input (config, dataset, module, usage),
+// 1 an internal failure, 130 interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	_ "strata/partitioners"
+	_ "strata/plugins/cache"
+	_ "strata/plugins/layers"
+	_ "strata/plugins/sampler"
+)
+
+// version is the strata release; the VCS revision is appended when known.
+const version = "0.1.0"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitInternal    = 1
+	exitUser        = 2
+	exitInterrupted = 130
+)
+
+// usageError is a mistake on the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// internalError marks a failure that is strata's fault, not the input's.
+type internalError struct{ err error }
+
+func (e *internalError) Error() string { return "internal error: " + e.err.Error() }
+func (e *internalError) Unwrap() error { return e.err }
+
+type command struct {
+	name, args, doc string
+	run             func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"train", "-c FILE [--set key=value]...", "train the model a config describes; the last stdout line is a JSON summary", cmdTrain},
+		{"validate", "-c FILE [--set key=value]...", "check a config, its dataset path and its layer module without training", cmdValidate},
+		{"config", "explain", "print every config key with its type, allowed values, default and meaning", cmdConfig},
+		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},
+		{"inspect", "-i DATASET [--json]", "print nodes, edges, degree distribution and memory footprint of a dataset", cmdInspect},
+		{"convert", "-i DATASET -o FILE", "write a dataset in strata's binary format, which reopens in milliseconds", cmdConvert},
+		{"version", "", "print the strata version", cmdVersion},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: strata <command> [flags]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-13s %-30s %s\n", c.name, c.args, c.doc)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run `strata <command> -h` for a command's flags.")
+}
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "strata: internal error: %v\n%s", r, debug.Stack())
+			code = exitInternal
+		}
+	}()
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUser
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return report(c.run(ctx, args[1:], stdout, stderr), stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "strata: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUser
+}
+
+// report prints err and maps it to an exit code.
+func report(err error, stderr io.Writer) int {
+	var ie *internalError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "strata: interrupted")
+		return exitInterrupted
+	case errors.As(err, &ie):
+		fmt.Fprintf(stderr, "strata: %v\n", err)
+		return exitInternal
+	}
+	fmt.Fprintf(stderr, "strata: %v\n", err)
+	return exitUser
+}
+
+func fullVersion() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+		}
+	}
+	return v
+}
+
+func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return usagef("version takes no arguments")
+	}
+	fmt.Fprintln(stdout, "strata", fullVersion())
+	return nil
+}

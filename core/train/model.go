@@ -1,0 +1,162 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	"strata/core/config"
+	"strata/core/ir"
+	"strata/models"
+	"strata/plugins/layers"
+	"strata/plugins/wasm"
+)
+
+// hostKeys are the layer options the host sets for every layer; a config
+// may not set them in model.options.
+var hostKeys = []string{"in_dim", "out_dim", "layer", "layers", "last", "dropout"}
+
+// Model is a linked model graph and where it came from.
+type Model struct {
+	Name   string    // the module's name ("gcn", or a file's base name)
+	SHA256 string    // of the module bytes
+	Graph  *ir.Graph // all layers, linked
+}
+
+// BuildModel loads the configured layer module (model.module, or the
+// registered model.<name>), asks it for each layer's op graph and links the
+// layers into one model from inDim input features to classes outputs.
+//
+// Hidden layers are model.hidden × model.options.heads wide (heads defaults
+// to 1), so attention models size hidden per head. Every key of
+// model.options must be read by the module; one that is not is an error
+// naming its line, since a misspelt option would otherwise be ignored.
+func BuildModel(ctx context.Context, cfg *config.Config, rtOpts wasm.Options, inDim, classes int) (*Model, error) {
+	m := cfg.Model
+	name, code, err := moduleBytes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	user, err := userOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := wasm.NewRuntime(ctx, rtOpts)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	mod, err := rt.Load(ctx, name, code)
+	if err != nil {
+		return nil, err
+	}
+	heads := int64(1)
+	if h, ok := user.Ints["heads"]; ok && h > 0 {
+		heads = h
+	}
+	read := map[string]bool{}
+	graphs := make([]*ir.Graph, 0, m.Layers)
+	in := int64(inDim)
+	for l := range m.Layers {
+		lc := user.Clone()
+		last := l == m.Layers-1
+		out := int64(m.Hidden) * heads
+		if last {
+			out = int64(classes)
+		}
+		drop := m.Dropout
+		if l == 0 {
+			drop = m.InputDropoutRate()
+		}
+		lc.SetInt("in_dim", in).SetInt("out_dim", out).SetInt("layer", int64(l)).
+			SetInt("layers", int64(m.Layers)).SetFloat("dropout", drop)
+		if last {
+			lc.SetInt("last", 1)
+		} else {
+			lc.SetInt("last", 0)
+		}
+		spec, err := mod.LayerSpec(ctx, lc)
+		if err != nil {
+			return nil, fmt.Errorf("layer %d of %d: %w", l, m.Layers, err)
+		}
+		for _, k := range spec.KeysRead {
+			read[k] = true
+		}
+		g := spec.Graph
+		if len(g.Outputs) != 1 {
+			return nil, fmt.Errorf("model %q layer %d has %d outputs, want 1", name, l, len(g.Outputs))
+		}
+		graphs = append(graphs, g)
+		in = g.Ops[g.Outputs[0]].Shape[1]
+	}
+	for _, k := range user.Keys() {
+		if !read[k] {
+			known := make([]string, 0, len(read))
+			for r := range read {
+				if !slices.Contains(hostKeys, r) {
+					known = append(known, r)
+				}
+			}
+			sort.Strings(known)
+			return nil, cfg.KeyError(fmt.Sprintf("model.options.%s: the %q module does not use option %q (it reads: %v); remove it or fix its spelling",
+				k, name, k, known), "model", "options", k)
+		}
+	}
+	linked, err := ir.Link(graphs)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", name, err)
+	}
+	if w := linked.Ops[linked.Outputs[0]].Shape[1]; w != int64(classes) {
+		return nil, fmt.Errorf("model %q produces %d outputs per node, but the dataset has %d classes", name, w, classes)
+	}
+	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked}, nil
+}
+
+// moduleBytes returns the module named by model.module (a file) or
+// model.name (a registered model.* plugin).
+func moduleBytes(cfg *config.Config) (string, []byte, error) {
+	if cfg.Model.Module != "" {
+		name, b, err := models.Resolve(cfg.ModulePath())
+		if err != nil {
+			return "", nil, cfg.KeyError(err.Error(), "model", "module")
+		}
+		return name, b, nil
+	}
+	b, err := layers.Lookup("model." + cfg.Model.Name)
+	if err != nil {
+		return "", nil, cfg.KeyError(fmt.Sprintf("model.name = %q: %v", cfg.Model.Name, err), "model", "name")
+	}
+	return cfg.Model.Name, b, nil
+}
+
+// userOptions converts model.options to a layer config, rejecting the keys
+// the host sets itself.
+func userOptions(cfg *config.Config) (wasm.Config, error) {
+	var c wasm.Config
+	keys := make([]string, 0, len(cfg.Model.Options))
+	for k := range cfg.Model.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if slices.Contains(hostKeys, k) {
+			return c, cfg.KeyError(fmt.Sprintf("model.options.%s is set by strata for every layer; use model.layers, model.hidden and model.dropout instead", k), "model", "options", k)
+		}
+		switch v := cfg.Model.Options[k].(type) {
+		case int64:
+			c.SetInt(k, v)
+		case float64:
+			c.SetFloat(k, v)
+		case bool:
+			b := int64(0)
+			if v {
+				b = 1
+			}
+			c.SetInt(k, b)
+		default:
+			return c, cfg.KeyError(fmt.Sprintf("model.options.%s: expected integer, float or boolean, got %T", k, v), "model", "options", k)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,73 @@
+// Package layers registers the WebAssembly modules that ship with strata as
+// plugins: each layer module as model.<name> and each cost model as
+// costmodel.<name>. Importing it (blank) makes them selectable by name in
+// a config's model.name.
+//
+// A user's own module needs no registration: model.module names its .wasm
+// file.
+package layers
+
+import (
+	"fmt"
+
+	"strata/models"
+	"strata/plugins/registry"
+)
+
+// Source is implemented by model.* and costmodel.* plugins: it returns the
+// module's WebAssembly bytes.
+type Source interface {
+	registry.Module
+	Wasm() ([]byte, error)
+}
+
+// docs describe the shipped modules for `strata list-plugins`.
+var docs = map[string]string{
+	"model.gcn":          "GCN (Kipf & Welling): D^-1/2 (A+I) D^-1/2 X W, as a WASM layer module",
+	"model.sage":         "GraphSAGE-mean (Hamilton et al.): X W_root + mean_j(x_j) W_nbr",
+	"model.gat":          "GAT (Velickovic et al.): multi-head attention; options heads, out_heads, attn_dropout, negative_slope",
+	"model.gin":          "GIN (Xu et al.): MLP((1+eps) x + sum_j x_j); options eps, train_eps",
+	"costmodel.roofline": "roofline cost model: max(flops/peak, bytes/bandwidth) + launch overhead per op",
+}
+
+// Layer is a shipped layer module (model.<name>).
+type Layer struct{ name string }
+
+// StrataModule implements registry.Module.
+func (l *Layer) StrataModule() registry.ModuleInfo {
+	id := "model." + l.name
+	return registry.ModuleInfo{ID: id, Doc: docs[id], New: func() registry.Module { return &Layer{name: l.name} }}
+}
+
+// Wasm returns the embedded module.
+func (l *Layer) Wasm() ([]byte, error) { return models.Layer(l.name) }
+
+// CostModel is a shipped cost model (costmodel.<name>).
+type CostModel struct{ name string }
+
+// StrataModule implements registry.Module.
+func (c *CostModel) StrataModule() registry.ModuleInfo {
+	id := "costmodel." + c.name
+	return registry.ModuleInfo{ID: id, Doc: docs[id], New: func() registry.Module { return &CostModel{name: c.name} }}
+}
+
+// Wasm returns the embedded module.
+func (c *CostModel) Wasm() ([]byte, error) { return models.CostModel(c.name) }
+
+// Lookup returns the bytes of a registered module by full ID.
+func Lookup(id string) ([]byte, error) {
+	src, err := registry.New[Source](id)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	return src.Wasm()
+}
+
+func init() {
+	for _, n := range models.LayerNames() {
+		registry.Register(&Layer{name: n})
+	}
+	for _, n := range models.CostModelNames() {
+		registry.Register(&CostModel{name: n})
+	}
+}
