@@ -13,21 +13,21 @@ import (
 
 // inspection is what `strata inspect --json` prints.
 type inspection struct {
-	Dataset    string             `json:"dataset"`
-	Source     string             `json:"source"`
-	Nodes      int                `json:"nodes"`
-	Edges      int64              `json:"edges"`
-	IDBits     int                `json:"id_bits"`
-	Features   int                `json:"features"`
-	Classes    int                `json:"classes"`
-	Train      int                `json:"train"`
-	Valid      int                `json:"valid"`
-	Test       int                `json:"test"`
-	Degrees    graph.DegreeStats  `json:"degrees"`
-	Memory     map[string]int64   `json:"memory_bytes"`
-	TotalBytes int64              `json:"total_bytes"`
-	LoadTimeS  float64            `json:"load_time_s"`
-	Citation   string             `json:"citation,omitempty"`
+	Dataset    string            `json:"dataset"`
+	Source     string            `json:"source"`
+	Nodes      int               `json:"nodes"`
+	Edges      int64             `json:"edges"`
+	IDBits     int               `json:"id_bits"`
+	Features   int               `json:"features"`
+	Classes    int               `json:"classes"`
+	Train      int               `json:"train"`
+	Valid      int               `json:"valid"`
+	Test       int               `json:"test"`
+	Degrees    graph.DegreeStats `json:"degrees"`
+	Memory     map[string]int64  `json:"memory_bytes"`
+	TotalBytes int64             `json:"total_bytes"`
+	LoadTimeS  float64           `json:"load_time_s"`
+	Citation   string            `json:"citation,omitempty"`
 	components []graph.Component
 }
 

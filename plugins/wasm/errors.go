@@ -41,7 +41,7 @@ func (e *CallError) Error() string {
 		if errors.As(e.Err, &exit) {
 			fmt.Fprintf(&b, "exited with code %d", exit.ExitCode())
 		} else {
-			fmt.Fprintf(&b, "trapped: %s", firstLine(e.Err.Error()))
+			fmt.Fprintf(&b, "trapped: %s", trapMessage(e.Err.Error()))
 		}
 	}
 	if s := stderrSummary(e.Stderr); s != "" {
@@ -54,6 +54,16 @@ func (e *CallError) Error() string {
 }
 
 func (e *CallError) Unwrap() error { return e.Err }
+
+// trapMessage drops wazero's "module[...] function[...] failed: " prefix,
+// which repeats what CallError already names.
+func trapMessage(msg string) string {
+	msg = firstLine(msg)
+	if i := strings.Index(msg, "wasm error: "); i > 0 {
+		return msg[i:]
+	}
+	return msg
+}
 
 // callError classifies an error returned by a guest call made under ctx.
 func callError(ctx context.Context, kind, module, export string, err error, out *outBuf, deadline time.Duration, limit uint32) error {

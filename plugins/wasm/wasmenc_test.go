@@ -20,14 +20,14 @@ type wfunc struct {
 }
 
 type wmod struct {
-	types    [][2][]byte
-	imports  [][3]any // module, name, type
-	funcs    []wfunc
-	memMin   int64 // -1: no memory
-	memExp   bool
-	exports  []wexport
-	data     []wdata
-	sealed   bool
+	types   [][2][]byte
+	imports [][3]any // module, name, type
+	funcs   []wfunc
+	memMin  int64 // -1: no memory
+	memExp  bool
+	exports []wexport
+	data    []wdata
+	sealed  bool
 }
 
 type wexport struct {
