@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"strata/core/config"
 	"strata/core/ir"
@@ -99,8 +100,8 @@ func BuildModel(ctx context.Context, cfg *config.Config, rtOpts wasm.Options, in
 				}
 			}
 			sort.Strings(known)
-			return nil, cfg.KeyError(fmt.Sprintf("model.options.%s: the %q module does not use option %q (it reads: %v); remove it or fix its spelling",
-				k, name, k, known), "model", "options", k)
+			return nil, cfg.KeyError(fmt.Sprintf("model.options.%s: the %q module does not use option %q (it reads: %s); remove it or fix its spelling",
+				k, name, k, strings.Join(known, ", ")), "model", "options", k)
 		}
 	}
 	linked, err := ir.Link(graphs)
@@ -119,7 +120,7 @@ func moduleBytes(cfg *config.Config) (string, []byte, error) {
 	if cfg.Model.Module != "" {
 		name, b, err := models.Resolve(cfg.ModulePath())
 		if err != nil {
-			return "", nil, cfg.KeyError(err.Error(), "model", "module")
+			return "", nil, cfg.KeyError("model.module: "+err.Error(), "model", "module")
 		}
 		return name, b, nil
 	}

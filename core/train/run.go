@@ -95,6 +95,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 // loadData opens the dataset, checks that it can be trained on and returns
 // it with its prepared feature matrix.
 func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
+	if err := checkSupported(cfg); err != nil {
+		return nil, nil, 0, err
+	}
 	ds, err := graph.Open(cfg.DatasetSpec())
 	if err != nil {
 		return nil, nil, 0, cfg.KeyError(err.Error(), "data", "dataset")
@@ -120,6 +123,9 @@ func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 // skipData it only builds the model, with nominal sizes.
 func Check(ctx context.Context, cfg *config.Config, wopts wasm.Options, skipData bool) error {
 	dim, classes := 16, 2
+	if err := checkSupported(cfg); err != nil {
+		return err
+	}
 	if !skipData {
 		ds, _, d, err := loadData(cfg)
 		if err != nil {

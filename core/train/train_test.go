@@ -1,0 +1,169 @@
+package train
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"strata/core/config"
+	"strata/plugins/wasm"
+
+	_ "strata/plugins/layers"
+)
+
+const coraBase = `
+[data]
+dataset = "embedded:cora"
+
+[model]
+name = "gcn"
+hidden = 16
+
+[train]
+epochs = 5
+`
+
+func mustParse(t *testing.T, text string, sets ...string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse("test.toml", []byte(text), sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Output.Progress = "off"
+	return cfg
+}
+
+func testWasm(t *testing.T) wasm.Options {
+	return wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}
+}
+
+func TestBuildModel(t *testing.T) {
+	const F, C = 1433, 7
+	cases := []struct {
+		name   string
+		extra  string
+		sets   []string
+		params int64
+		err    string // substring of the error; "" = success
+	}{
+		{"gcn", "", nil, F*16 + 16 + 16*C + C, ""},
+		{"gcn 3 layers", "", []string{"model.layers=3"}, F*16 + 16 + 16*16 + 16 + 16*C + C, ""},
+		{"sage", "", []string{`model.name="sage"`}, 2*F*16 + 16 + 2*16*C + C, ""},
+		{"gat hidden is per head", "[model.options]\nheads = 4\n", []string{`model.name="gat"`, "model.hidden=8"},
+			F*32 + 2*32 + 32 + 32*C + 2*C + C, ""},
+		{"unknown option", "[model.options]\nhedas = 4\n", nil, 0, `test.toml:12: model.options.hedas: the "gcn" module does not use option "hedas"`},
+		{"option of another model", "[model.options]\nheads = 4\n", nil, 0, `does not use option "heads"`},
+		{"host key", "[model.options]\nin_dim = 4\n", nil, 0, "model.options.in_dim is set by strata for every layer"},
+		{"missing module file", "", []string{`model.module="nope/missing.wasm"`}, 0, "model.module: model module "},
+		{"module not wasm", "", []string{`model.module="notwasm.wasm"`}, 0, "is not a WebAssembly binary"},
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notwasm.wasm"), []byte("hello, not wasm"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := mustParse(t, coraBase+c.extra, c.sets...)
+			cfg.Path = filepath.Join(dir, "test.toml")
+			m, err := BuildModel(context.Background(), cfg, testWasm(t), F, C)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want it to contain %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Graph.NumParams(); got != c.params {
+				t.Errorf("%d params, want %d", got, c.params)
+			}
+		})
+	}
+}
+
+func TestCheckSupported(t *testing.T) {
+	cases := []struct {
+		sets []string
+		err  string
+	}{
+		{nil, ""},
+		{[]string{`sampler.name="full"`}, "sampler.name: sampler.full is set"},
+		{[]string{"train.micro_batches=4"}, "train.micro_batches: micro-batching (4 micro-batches) is not available yet"},
+		{[]string{"devices.count=2"}, "devices.count: multi-device training"},
+	}
+	for _, c := range cases {
+		err := checkSupported(mustParse(t, coraBase, c.sets...))
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
+		}
+	}
+}
+
+// comparable returns a result with the timing and memory fields zeroed.
+func comparable(r *Result) Result {
+	c := *r
+	c.EpochTimeMedianS, c.EvalTimeMedianS, c.LoadTimeS, c.PeakRSSBytes = 0, 0, 0, 0
+	c.PeakTierBytes = nil
+	return c
+}
+
+func TestRunDeterministic(t *testing.T) {
+	ctx := context.Background()
+	for _, model := range []string{"gcn", "gat"} {
+		t.Run(model, func(t *testing.T) {
+			var res [2]Result
+			for i := range res {
+				cfg := mustParse(t, coraBase, `model.name="`+model+`"`)
+				r, err := Run(ctx, cfg, Options{Wasm: testWasm(t)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res[i] = comparable(r)
+			}
+			if !reflect.DeepEqual(res[0], res[1]) {
+				t.Errorf("two runs differ:\n%+v\n%+v", res[0], res[1])
+			}
+			if res[0].Epochs != 5 || res[0].FinalLoss <= 0 || math.IsNaN(res[0].FinalLoss) {
+				t.Errorf("implausible result %+v", res[0])
+			}
+		})
+	}
+}
+
+// TestFloat32MatchesFloat64 trains the same model in both precisions: the
+// float64 run is the reference for the float32 kernels over whole epochs.
+func TestFloat32MatchesFloat64(t *testing.T) {
+	ctx := context.Background()
+	for _, model := range []string{"gcn", "sage", "gat", "gin"} {
+		t.Run(model, func(t *testing.T) {
+			var loss [2]float64
+			for i, dt := range []string{"float32", "float64"} {
+				cfg := mustParse(t, coraBase, `model.name="`+model+`"`, `train.dtype="`+dt+`"`, "model.dropout=0.0")
+				r, err := Run(ctx, cfg, Options{Wasm: testWasm(t)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				loss[i] = r.FinalLoss
+			}
+			if d := math.Abs(loss[0]-loss[1]) / loss[1]; d > 1e-3 {
+				t.Errorf("float32 loss %.7f vs float64 %.7f: relative difference %.2g", loss[0], loss[1], d)
+			}
+		})
+	}
+}
+
+func TestTrainingLearns(t *testing.T) {
+	cfg := mustParse(t, coraBase, "train.epochs=60")
+	r, err := Run(context.Background(), cfg, Options{Wasm: testWasm(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TestAcc < 0.7 {
+		t.Errorf("GCN on Cora after 60 epochs: test accuracy %.3f, want >= 0.7", r.TestAcc)
+	}
+}
