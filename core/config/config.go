@@ -29,6 +29,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/BurntSushi/toml"
+
 	"strata/plugins/registry"
 )
 
@@ -52,7 +54,7 @@ type Config struct {
 
 // Data selects the dataset.
 type Data struct {
-	Dataset       string `toml:"dataset" required:"true" example:"embedded:cora" doc:"\"embedded:cora\", an OGB-layout directory \"path[@split]\", a .strata file, a SNAP edge list or \"rmat-<scale>-<avgdeg>-<features>-<classes>-<seed>\"; relative paths are relative to the config file"`
+	Dataset       string `toml:"dataset" required:"true" example:"embedded:cora" doc:"\"embedded:cora\", an OGB-layout directory \"path[@split]\", a .strata file, a SNAP edge list or \"rmat-<scale>-<avgdeg>-<features>-<classes>-<seed>\"; a relative path is relative to the config file (to the working directory when given with --set)"`
 	Symmetrize    bool   `toml:"symmetrize" doc:"add the reverse of every edge (train on the undirected graph)"`
 	FeatureNorm   string `toml:"feature_norm" enum:"auto,none,row" doc:"feature normalisation: row = divide each row by its sum, auto = row for 0/1 (bag-of-words) features, none otherwise"`
 	SynthFeatures int    `toml:"synth_features" range:"[0,)" doc:"for datasets without features: random features of this width (0 = error instead)"`
@@ -62,7 +64,7 @@ type Data struct {
 // Model describes the GNN.
 type Model struct {
 	Name         string         `toml:"name" doc:"layer module, registry ID model.<name> (see strata list-plugins)"`
-	Module       string         `toml:"module" doc:"path to a .wasm layer module; overrides name (relative to the config file)"`
+	Module       string         `toml:"module" doc:"path to a .wasm layer module; overrides name (relative like data.dataset)"`
 	Layers       int            `toml:"layers" range:"[1,)" doc:"number of GNN layers"`
 	Hidden       int            `toml:"hidden" range:"[1,)" doc:"hidden width (per head for attention models)"`
 	Dropout      float64        `toml:"dropout" range:"[0,1)" doc:"dropout rate between layers"`
@@ -196,12 +198,23 @@ func (c *Config) ResolvePath(p string) string {
 	return filepath.Join(filepath.Dir(c.Path), p)
 }
 
-// DatasetSpec returns Data.Dataset resolved against the config's directory.
-func (c *Config) DatasetSpec() string { return c.ResolvePath(c.Data.Dataset) }
+// DatasetSpec returns Data.Dataset resolved against the config's directory
+// (or, when a --set override gave it, the working directory).
+func (c *Config) DatasetSpec() string { return c.resolveKey(c.Data.Dataset, "data", "dataset") }
 
-// ModulePath returns Model.Module resolved against the config's directory
-// ("" when the model is chosen by name).
-func (c *Config) ModulePath() string { return c.ResolvePath(c.Model.Module) }
+// ModulePath returns Model.Module resolved like DatasetSpec ("" when the
+// model is chosen by name).
+func (c *Config) ModulePath() string { return c.resolveKey(c.Model.Module, "model", "module") }
+
+// resolveKey resolves the path value p of the key path: an override's
+// relative path is relative to the working directory, a file's to the
+// file's directory.
+func (c *Config) resolveKey(p string, path ...string) string {
+	if c.src != nil && c.src.pos[toml.Key(path).String()].override != "" {
+		return p
+	}
+	return c.ResolvePath(p)
+}
 
 // String describes the plugin for messages: its ID or "none".
 func (p Plugin) String() string {

@@ -639,3 +639,29 @@ func sameConfig(a, b *Config) bool {
 	x.src, y.src = nil, nil
 	return reflect.DeepEqual(&x, &y)
 }
+
+func TestResolvePaths(t *testing.T) {
+	text := "[data]\ndataset = \"data/cora\"\n[model]\nmodule = \"layers/x.wasm\"\n"
+	cases := []struct {
+		sets            []string
+		dataset, module string
+	}{
+		{nil, "conf/data/cora", "conf/layers/x.wasm"},
+		{[]string{`data.dataset="here/cora"`}, "here/cora", "conf/layers/x.wasm"},
+		{[]string{`model.module="mine.wasm"`}, "conf/data/cora", "mine.wasm"},
+		{[]string{`data.dataset="embedded:cora"`}, "embedded:cora", "conf/layers/x.wasm"},
+		{[]string{`data.dataset="/abs/cora"`}, "/abs/cora", "conf/layers/x.wasm"},
+	}
+	for _, c := range cases {
+		cfg, err := Parse("conf/x.toml", []byte(text), c.sets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.DatasetSpec(); got != c.dataset {
+			t.Errorf("%v: DatasetSpec = %q, want %q", c.sets, got, c.dataset)
+		}
+		if got := cfg.ModulePath(); got != c.module {
+			t.Errorf("%v: ModulePath = %q, want %q", c.sets, got, c.module)
+		}
+	}
+}

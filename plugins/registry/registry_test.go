@@ -65,7 +65,7 @@ func TestRegisterPanics(t *testing.T) {
 		{"ok", &fake{id: "sampler.ok"}, ""},
 		{"ok with digits and dash", &fake{id: "model.gat-v2_1"}, ""},
 		{"all namespaces: costmodel", &fake{id: "costmodel.roofline"}, ""},
-		{"unknown namespace", &fake{id: "placement.greedy"}, "not a namespace"},
+		{"unknown namespace", &fake{id: "placement.greedy"}, "unknown namespace"},
 		{"nil module", nil, "Register(nil)"},
 		{"no dot", &fake{id: "sampler"}, "not of the form"},
 		{"empty namespace", &fake{id: ".full"}, "not of the form"},
