@@ -1,0 +1,129 @@
+package ir
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestBuilderErrors records small bad layers; each must report the first
+// bad op by number and kind.
+func TestBuilderErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(b *Builder)
+		want  string
+	}{
+		{"matmul inner dims", func(b *Builder) {
+			x := b.Input("x", 4)
+			b.Output(b.MatMul(x, b.Param("w", []int64{5, 3}, "glorot")))
+		}, "op #2 matmul: inner dims mismatch: a=[N,4] b=[5,3]"},
+		{"unknown graph", func(b *Builder) {
+			b.Graph("adj2")
+		}, `op #0 graph: unknown graph "adj2"`},
+		{"bad reducer", func(b *Builder) {
+			x := b.Input("x", 4)
+			b.Output(b.Aggregate(b.Graph("adj"), x, "median"))
+		}, `op #2 aggregate: unknown reducer "median"`},
+		{"bad init", func(b *Builder) {
+			b.Param("w", []int64{2, 2}, "he")
+		}, `op #0 param: "w": unknown init "he"`},
+		{"bias width", func(b *Builder) {
+			x := b.Input("x", 4)
+			b.Output(b.Bias(x, b.Param("b", []int64{3}, "zeros")))
+		}, "op #2 bias"},
+		{"concat rows", func(b *Builder) {
+			x := b.Input("x", 4)
+			w := b.Param("w", []int64{4, 4}, "glorot")
+			b.Output(b.Concat(x, w))
+		}, "op #2 concat"},
+		{"dropout rate", func(b *Builder) {
+			b.Output(b.Unary(OpDropout, b.Input("x", 4), 1.5))
+		}, "op #1 dropout: drop probability 1.5 outside [0,1)"},
+		{"no output", func(b *Builder) {
+			b.Input("x", 4)
+		}, "layer recorded no output"},
+		{"poisoned argument", func(b *Builder) {
+			x := b.Input("x", 0)
+			b.Output(b.Unary(OpReLU, x, 0))
+		}, `op #0 input: input "x" needs a positive width, got 0`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := NewBuilder()
+			c.build(b)
+			_, err := b.Finish()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func layer(t *testing.T, in, out int64) *Graph {
+	t.Helper()
+	b := NewBuilder()
+	x := b.Input("x", in)
+	h := b.Aggregate(b.Graph("adj_self"), x, "gcn")
+	h = b.MatMul(h, b.Param("weight", []int64{in, out}, "glorot"))
+	b.Output(b.Bias(h, b.Param("bias", []int64{out}, "zeros")))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestLink(t *testing.T) {
+	g, err := Link([]*Graph{layer(t, 8, 4), layer(t, 4, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := g.NumParams(); n != 8*4+4+4*2+2 {
+		t.Errorf("NumParams = %d", n)
+	}
+	var names []string
+	graphs, inputs := 0, 0
+	for _, op := range g.Ops {
+		switch op.Kind {
+		case OpParam:
+			names = append(names, op.Name)
+		case OpGraph:
+			graphs++
+		case OpInput:
+			inputs++
+		}
+	}
+	if want := []string{"l0.weight", "l0.bias", "l1.weight", "l1.bias"}; !slices.Equal(names, want) {
+		t.Errorf("params %v, want %v", names, want)
+	}
+	if graphs != 1 || inputs != 1 {
+		t.Errorf("%d graph ops and %d inputs after linking, want 1 and 1 (shared)", graphs, inputs)
+	}
+	if s := g.Ops[g.Outputs[0]].Shape; !slices.Equal(s, []int64{N, 2}) {
+		t.Errorf("output shape %s", ShapeString(s))
+	}
+	for i, op := range g.Ops {
+		for _, a := range op.Args {
+			if a < 0 || int(a) >= i {
+				t.Fatalf("op %d (%s) refers to %d: not topologically ordered", i, op.Kind, a)
+			}
+		}
+	}
+}
+
+func TestLinkErrors(t *testing.T) {
+	cases := []struct {
+		layers []*Graph
+		want   string
+	}{
+		{nil, "model has no layers"},
+		{[]*Graph{layer(t, 8, 4), layer(t, 5, 2)}, "layer 1 takes input width 5 but layer 0 produces 4"},
+	}
+	for _, c := range cases {
+		_, err := Link(c.layers)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want %q", err, c.want)
+		}
+	}
+}
