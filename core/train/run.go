@@ -200,7 +200,11 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		defer f.Close()
 		csvw = csv.NewWriter(f)
 		defer csvw.Flush()
-		if err := csvw.Write([]string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc"}); err != nil {
+		header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc"}
+		for _, tier := range l.be.Tiers() {
+			header = append(header, "peak_"+string(tier)+"_bytes")
+		}
+		if err := csvw.Write(header); err != nil {
 			return fmt.Errorf("output.csv: %w", err)
 		}
 	}
@@ -216,7 +220,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		dt := time.Since(t0).Seconds()
 		times = append(times, dt)
 		l.res.FinalLoss = loss
-		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss}
+		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(l.be.Stats().Peak)}
 		every := l.cfg.Train.EvalEvery
 		if every > 0 && (ep+1)%every == 0 || ep == epochs-1 {
 			t1 := time.Now()
@@ -237,7 +241,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			}
 		}
 		if csvw != nil {
-			if err := csvw.Write(recordRow(rec)); err != nil {
+			if err := csvw.Write(recordRow(rec, l.be.Tiers())); err != nil {
 				return fmt.Errorf("output.csv: %w", err)
 			}
 		}
@@ -295,11 +299,14 @@ func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, error) 
 	return accuracy(l.pred, d.Labels, d.Train), accuracy(l.pred, d.Labels, d.Valid), accuracy(l.pred, d.Labels, d.Test), nil
 }
 
-func recordRow(r EpochRecord) []string {
+func recordRow(r EpochRecord, tiers []tensor.Tier) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	row := []string{strconv.Itoa(r.Epoch), f(r.TimeS), f(r.Loss), "", "", ""}
 	if r.Evaluated {
 		row[3], row[4], row[5] = f(r.TrainAcc), f(r.ValidAcc), f(r.TestAcc)
+	}
+	for _, tier := range tiers {
+		row = append(row, strconv.FormatInt(r.PeakBytes[string(tier)], 10))
 	}
 	return row
 }
