@@ -18,31 +18,18 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("validate", "-c FILE [--set key=value]...", stderr)
-	path := fs.String("c", "", "config file (TOML)")
-	var sets multi
-	fs.Var(&sets, "set", "override a config key (repeatable)")
+	fs := newFlags("validate", "-c FILE [--set key=value]... [--skip-data]", stderr)
+	var cf configFlags
+	cf.register(fs)
 	skipData := fs.Bool("skip-data", false, "check the config and the layer module only, without opening the dataset")
-	var wf wasmFlags
-	wf.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *path == "" {
-		return usagef("validate: -c FILE is required")
-	}
-	wopts, err := wf.options()
-	if err != nil {
-		return err
-	}
-	cfg, err := config.Load(*path, sets...)
+	cfg, wopts, err := cf.load(fs, args)
 	if err != nil {
 		return err
 	}
 	if err := train.Check(ctx, cfg, wopts, *skipData); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: ok (dataset %s, model %s, %d layers)\n", *path, cfg.Data.Dataset, modelLabel(cfg), cfg.Model.Layers)
+	fmt.Fprintf(stdout, "%s: ok (dataset %s, model %s, %d layers)\n", cf.path, cfg.Data.Dataset, modelLabel(cfg), cfg.Model.Layers)
 	return nil
 }
 

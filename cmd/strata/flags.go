@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"strata/core/config"
 	"strata/plugins/wasm"
 )
 
@@ -66,4 +67,33 @@ func (w *wasmFlags) options() (wasm.Options, error) {
 		return wasm.Options{}, usagef("-wasm-memory-pages must be in [1,65536], got %d", w.memPages)
 	}
 	return wasm.Options{CacheDir: w.cacheDir, Deadline: w.deadline, MemoryLimitPages: uint32(w.memPages)}, nil
+}
+
+// configFlags are the flags of the commands that read a config.
+type configFlags struct {
+	path string
+	sets multi
+	wasm wasmFlags
+}
+
+func (c *configFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.path, "c", "", "config file (TOML); see 'strata config explain'")
+	fs.Var(&c.sets, "set", "override a config key, e.g. --set train.epochs=50 (repeatable)")
+	c.wasm.register(fs)
+}
+
+// load parses the flags in args, then the config they name.
+func (c *configFlags) load(fs *flag.FlagSet, args []string) (*config.Config, wasm.Options, error) {
+	if err := parse(fs, args); err != nil {
+		return nil, wasm.Options{}, err
+	}
+	if c.path == "" {
+		return nil, wasm.Options{}, usagef("%s: -c FILE is required (try configs/gcn-cora.toml)", fs.Name())
+	}
+	wopts, err := c.wasm.options()
+	if err != nil {
+		return nil, wasm.Options{}, err
+	}
+	cfg, err := config.Load(c.path, c.sets...)
+	return cfg, wopts, err
 }

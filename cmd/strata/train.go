@@ -7,29 +7,15 @@ import (
 	"io"
 	"os"
 
-	"strata/core/config"
 	"strata/core/metrics"
 	"strata/core/train"
 )
 
 func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("train", "-c FILE [--set key=value]...", stderr)
-	path := fs.String("c", "", "config file (TOML); see `strata config explain`")
-	var sets multi
-	fs.Var(&sets, "set", "override a config key, e.g. --set train.epochs=50 (repeatable)")
-	var wf wasmFlags
-	wf.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *path == "" {
-		return usagef("train: -c FILE is required (try configs/gcn-cora.toml)")
-	}
-	wopts, err := wf.options()
-	if err != nil {
-		return err
-	}
-	cfg, err := config.Load(*path, sets...)
+	var cf configFlags
+	cf.register(fs)
+	cfg, wopts, err := cf.load(fs, args)
 	if err != nil {
 		return err
 	}
