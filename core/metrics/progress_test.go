@@ -1,0 +1,58 @@
+package metrics
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestProgress(t *testing.T) {
+	cases := []struct {
+		name    string
+		total   int
+		updates []int
+		want    []string // substrings of the output
+		empty   bool
+	}{
+		{"disabled without a writer", 10, []int{1, 10}, nil, true},
+		{"zero total", 0, []int{0}, nil, true},
+		{"final step always drawn", 4, []int{4}, []string{"4/4", "100%", "ETA 0.0s", "status"}, false},
+		{"first step has an ETA", 4, []int{1}, []string{"1/4", " 25%", "ETA "}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			var p *Progress
+			if c.empty && c.total > 0 {
+				p = NewProgress(nil, "train", c.total)
+			} else {
+				p = NewProgress(&buf, "train", c.total)
+			}
+			for _, u := range c.updates {
+				p.Update(u, "status")
+			}
+			p.Done()
+			out := buf.String()
+			if c.empty {
+				if out != "" {
+					t.Fatalf("output %q, want none", out)
+				}
+				return
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output %q lacks %q", out, w)
+				}
+			}
+			if !strings.HasSuffix(out, "\n") {
+				t.Errorf("Done did not end the line: %q", out)
+			}
+		})
+	}
+}
+
+func TestPeakRSS(t *testing.T) {
+	if PeakRSS() <= 0 {
+		t.Fatal("PeakRSS is not positive")
+	}
+}
