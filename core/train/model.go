@@ -50,6 +50,9 @@ func BuildModel(ctx context.Context, cfg *config.Config, rtOpts wasm.Options, in
 	defer rt.Close(context.WithoutCancel(ctx))
 	mod, err := rt.Load(ctx, name, code)
 	if err != nil {
+		if cfg.Model.Module != "" {
+			return nil, cfg.KeyError("model.module: "+err.Error(), "model", "module")
+		}
 		return nil, err
 	}
 	heads := int64(1)
@@ -102,6 +105,11 @@ func BuildModel(ctx context.Context, cfg *config.Config, rtOpts wasm.Options, in
 			sort.Strings(known)
 			return nil, cfg.KeyError(fmt.Sprintf("model.options.%s: the %q module does not use option %q (it reads: %s); remove it or fix its spelling",
 				k, name, k, strings.Join(known, ", ")), "model", "options", k)
+		}
+	}
+	for _, op := range graphs[0].Ops {
+		if op.Kind == ir.OpInput && op.Shape[1] != int64(inDim) {
+			return nil, fmt.Errorf("model %q: layer 0 takes input width %d but the dataset has %d features (read the width from in_dim)", name, op.Shape[1], inDim)
 		}
 	}
 	linked, err := ir.Link(graphs)

@@ -45,8 +45,8 @@ func TestMalformedLoad(t *testing.T) {
 		{"garbage", garbage, `module "garbage" is not a WebAssembly binary (it starts with`},
 		{"truncated", spec(1, nil, returns(0))[:30], `module "truncated" does not compile:`},
 		{"textfile", []byte("(module (func))"), `is not a WebAssembly binary`},
-		{"v2", spec(2, nil, returns(0)), `module v2 speaks strata ABI v2, host supports v1`},
-		{"v0", spec(0, nil, returns(0)), `module v0 speaks strata ABI v0, host supports v1`},
+		{"v2", spec(2, nil, returns(0)), `module "v2" speaks strata ABI v2, host supports v1`},
+		{"v0", spec(0, nil, returns(0)), `module "v0" speaks strata ABI v0, host supports v1`},
 		{"imports-v2", func() []byte {
 			m := layerMod()
 			m.imp("strata_v2", "matmul", ts(tI32, tI32), ts(tI32))

@@ -346,7 +346,7 @@ func (m *Module) checkVersion(ctx context.Context) error {
 		return err
 	}
 	if v != ABIVersion {
-		return fmt.Errorf("module %s speaks strata ABI v%d, host supports v%d", m.name, v, ABIVersion)
+		return fmt.Errorf("module %q speaks strata ABI v%d, host supports v%d", m.name, v, ABIVersion)
 	}
 	return nil
 }

@@ -31,9 +31,11 @@ func layer() sdk.Value {
 	last := sdk.Last()
 	k, d := heads, int64(0)
 	switch {
+	case heads <= 0 || outHeads <= 0:
+		sdk.Fail("gat: heads=" + strconv.FormatInt(heads, 10) + " and out_heads=" + strconv.FormatInt(outHeads, 10) + " must both be >= 1")
 	case last:
 		k, d = outHeads, out
-	case heads <= 0 || out%heads != 0:
+	case out%heads != 0:
 		sdk.Fail("gat: hidden size out_dim=" + strconv.FormatInt(out, 10) +
 			" must be divisible by heads=" + strconv.FormatInt(heads, 10))
 	default:

@@ -1,0 +1,567 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"strata/core/config"
+)
+
+// scratch holds what the tests share across cases: the compiled-module
+// cache and the Go guests built from source.
+var scratch string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "strata-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	scratch = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cli runs one command line in-process.
+func cli(t testing.TB, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// wasmCache is the compiled-module cache the tests pass with -wasm-cache, so
+// they never write to the user's cache directory.
+func wasmCache() string { return filepath.Join(scratch, "wasm-cache") }
+
+var (
+	guestMu    sync.Mutex
+	guestBuilt = map[string]string{}
+)
+
+// guest builds the Go guest in pkg (relative to the repository root) once
+// per test process and returns the path of the .wasm file.
+func guest(t testing.TB, pkg string) string {
+	t.Helper()
+	guestMu.Lock()
+	defer guestMu.Unlock()
+	if p, ok := guestBuilt[pkg]; ok {
+		return p
+	}
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	dir := filepath.Join(scratch, "guests", strings.ReplaceAll(pkg, "/", "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, filepath.Base(pkg)+".wasm")
+	cmd := exec.Command(goTool, "build", "-buildmode=c-shared", "-trimpath", "-o", out, "./"+pkg)
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building guest %s: %v\n%s", pkg, err, msg)
+	}
+	guestBuilt[pkg] = out
+	return out
+}
+
+// write writes content to dir/rel, creating directories, and returns the path.
+func write(t testing.TB, dir, rel, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tinyOGB writes a valid 5-node dataset in the OGB raw layout (plain .csv)
+// with one split "s", after applying the changes (relative path -> content;
+// "" removes the file), and returns the directory.
+func tinyOGB(t testing.TB, changes map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	files := map[string]string{
+		"raw/edge.csv":          "0,1\n1,2\n2,3\n3,4\n",
+		"raw/num-edge-list.csv": "4\n",
+		"raw/num-node-list.csv": "5\n",
+		"raw/node-label.csv":    "0\n1\n0\n1\n-1\n",
+		"raw/node-feat.csv":     "1,0\n0,1\n0.5,2\n0,0\n1e-3,-3\n",
+		"split/s/train.csv":     "1\n0\n",
+		"split/s/valid.csv":     "2\n",
+		"split/s/test.csv":      "3\n",
+	}
+	for k, v := range changes {
+		files[k] = v
+	}
+	for rel, content := range files {
+		if content != "" {
+			write(t, dir, rel, content)
+		}
+	}
+	return dir
+}
+
+const cora = "[data]\ndataset = \"embedded:cora\"\n"
+
+// conf writes a config file named bad.toml into a fresh directory.
+func conf(t testing.TB, text string) string {
+	t.Helper()
+	return write(t, t.TempDir(), "bad.toml", text)
+}
+
+// moduleConf writes a config whose model.module is module (line 4) and
+// whose [model.options] follow on line 6.
+func moduleConf(t testing.TB, module string, options string) string {
+	t.Helper()
+	text := cora + "[model]\nmodule = " + strconv.Quote(module) + "\n"
+	if options != "" {
+		text += "[model.options]\n" + options
+	}
+	return conf(t, text)
+}
+
+func testdata(t testing.TB, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// wasmArgs are the WASM host flags every model-loading case passes.
+func wasmArgs(extra ...string) []string {
+	return append([]string{"-wasm-cache", wasmCache()}, extra...)
+}
+
+// TestMalformedInputs runs malformed configs, datasets, modules and command
+// lines through run: each must exit 2 with a message that names the
+// problem and where it is, and without a Go stack trace.
+func TestMalformedInputs(t *testing.T) {
+	validate := func(cfg string, extra ...string) []string {
+		return append(append([]string{"validate", "-c", cfg}, wasmArgs()...), extra...)
+	}
+	misc := func(t testing.TB, mode string, extra ...string) []string {
+		return validate(moduleConf(t, guest(t, "plugins/wasm/testdata/guests/misc"), "mode = "+mode+"\n"), extra...)
+	}
+	cases := []struct {
+		name string
+		args func(t testing.TB) []string
+		want []string
+	}{
+		// Configs.
+		{"config/unknown-key", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[model]\nhiden = 16\n"))
+		}, []string{`bad.toml:4: unknown key "model.hiden" (did you mean "model.hidden"?)`}},
+		{"config/wrong-type", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[model]\nhidden = \"16\"\n"))
+		}, []string{`bad.toml:4: model.hidden: expected integer, got string "16"`}},
+		{"config/bad-enum", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[train]\noptimizer = \"adamw\"\n"))
+		}, []string{`bad.toml:4: train.optimizer = "adamw": allowed values are "adam", "sgd"`}},
+		{"config/missing-dataset", func(t testing.TB) []string {
+			return validate(conf(t, "[model]\nhidden = 16\n"))
+		}, []string{`bad.toml: data.dataset: required key is missing`}},
+		{"config/out-of-range", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[model]\ndropout = 1.5\n"))
+		}, []string{`bad.toml:4: model.dropout = 1.5: must be in [0, 1)`}},
+		{"config/out-of-range-epochs", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[train]\nepochs = 0\n"))
+		}, []string{`bad.toml:4: train.epochs = 0: must be`}},
+		{"config/toml-syntax", func(t testing.TB) []string {
+			return validate(conf(t, "[data]\ndataset = \"embedded:cora\n[model]\n"))
+		}, []string{`bad.toml:2:`, `TOML syntax error`}},
+		{"config/set-bad-value", func(t testing.TB) []string {
+			return validate(conf(t, cora), "--set", "train.epochs=abc")
+		}, []string{`--set train.epochs=abc: train.epochs: expected integer`}},
+		{"config/set-unknown-key", func(t testing.TB) []string {
+			return validate(conf(t, cora), "--set", "train.epoch=3")
+		}, []string{`--set train.epoch=3: unknown key "train.epoch" (did you mean "train.epochs"?)`}},
+		{"config/set-no-equals", func(t testing.TB) []string {
+			return validate(conf(t, cora), "--set", "trainepochs")
+		}, []string{`--set trainepochs: expected key=value`}},
+		{"config/unknown-model-name", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[model]\nname = \"gcnn\"\n"))
+		}, []string{`bad.toml:4: model.name = "gcnn": unknown model (did you mean "gcn"?)`}},
+		{"config/unknown-model-option", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[model]\nname = \"gcn\"\n[model.options]\nheadz = 4\n"))
+		}, []string{`bad.toml:6: model.options.headz: the "gcn" module does not use option "headz"`}},
+		{"config/host-reserved-option", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[model]\nname = \"gcn\"\n[model.options]\nin_dim = 4\n"))
+		}, []string{`bad.toml:6: model.options.in_dim is set by strata for every layer`}},
+		{"config/duplicate-key", func(t testing.TB) []string {
+			return validate(conf(t, cora+"dataset = \"embedded:cora\"\n"))
+		}, []string{`bad.toml:3:`, `'data.dataset' has already been defined`}},
+		{"config/option-wrong-type", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[model.options]\nheads = \"8\"\n"))
+		}, []string{`bad.toml:4: model.options.heads: expected integer, float or boolean, got string "8"`}},
+		{"config/module-not-wasm-path", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[model]\nmodule = \"layer.so\"\n"))
+		}, []string{`bad.toml:4: model.module = "layer.so": expected a path to a .wasm file`}},
+		{"config/unknown-section", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[trian]\nepochs = 1\n"))
+		}, []string{`bad.toml:3: unknown key "trian" (did you mean "train"?)`}},
+		{"config/missing-file", func(t testing.TB) []string {
+			return validate(filepath.Join(t.TempDir(), "nonexistent.toml"))
+		}, []string{`nonexistent.toml: cannot read config`}},
+		{"config/missing-dataset-path", func(t testing.TB) []string {
+			return validate(conf(t, "[data]\ndataset = \"nothere/ds\"\n"))
+		}, []string{`bad.toml:2: `, `nothere/ds: no such file or directory`}},
+
+		// Dataset files.
+		{"data/bad-number", func(t testing.TB) []string {
+			return []string{"inspect", "-i", tinyOGB(t, map[string]string{"raw/edge.csv": "0,1\n1,x2\n2,3\n3,4\n"})}
+		}, []string{`raw/edge.csv:2: column 2: "x2" is not an integer`}},
+		{"data/bad-feature", func(t testing.TB) []string {
+			return []string{"inspect", "-i", tinyOGB(t, map[string]string{"raw/node-feat.csv": "1,0\n0,1\n0.5,2\n0,zero\n1e-3,-3\n"})}
+		}, []string{`raw/node-feat.csv:4: column 2:`, `"zero"`}},
+		{"data/nan-feature", func(t testing.TB) []string {
+			return []string{"inspect", "-i", tinyOGB(t, map[string]string{"raw/node-feat.csv": "1,0\n0,1\n0.5,NaN\n0,0\n1e-3,-3\n"})}
+		}, []string{`raw/node-feat.csv:3: column 2: "NaN" is not a finite`}},
+		{"data/column-count", func(t testing.TB) []string {
+			return []string{"inspect", "-i", tinyOGB(t, map[string]string{"raw/edge.csv": "0,1\n1,2,5\n2,3\n3,4\n"})}
+		}, []string{`raw/edge.csv:2: 3 columns, expected 2`}},
+		{"data/node-id-out-of-range", func(t testing.TB) []string {
+			return []string{"inspect", "-i", tinyOGB(t, map[string]string{"raw/edge.csv": "0,1\n1,9\n2,3\n3,4\n"})}
+		}, []string{`raw/edge.csv:2: column 2: node id 9 outside [0,5)`}},
+		{"data/label-out-of-range", func(t testing.TB) []string {
+			return []string{"inspect", "-i", tinyOGB(t, map[string]string{"raw/node-label.csv": "0\n1\n0\n7\n-1\n"})}
+		}, []string{`raw/node-label.csv:4: label 7`}},
+		{"data/label-negative", func(t testing.TB) []string {
+			return []string{"inspect", "-i", tinyOGB(t, map[string]string{"raw/node-label.csv": "0\n1\n0\n-5\n-1\n"})}
+		}, []string{`raw/node-label.csv:4: label -5 is negative`}},
+		{"data/overlapping-splits", func(t testing.TB) []string {
+			return []string{"inspect", "-i", tinyOGB(t, map[string]string{"split/s/test.csv": "1\n"})}
+		}, []string{`split/s/test.csv:1: node 1 is also in the train split`}},
+		{"data/missing-file", func(t testing.TB) []string {
+			return []string{"inspect", "-i", tinyOGB(t, map[string]string{"raw/edge.csv": ""})}
+		}, []string{`raw/edge.csv.gz: file does not exist (nor edge.csv)`}},
+		{"data/via-config", func(t testing.TB) []string {
+			dir := tinyOGB(t, map[string]string{"raw/edge.csv": "0,1\n1,2\n2,-3\n3,4\n"})
+			return validate(write(t, filepath.Dir(dir), "bad.toml", "[data]\ndataset = \"tiny@s\"\n"))
+		}, []string{`raw/edge.csv:3: column 2:`, `-3`}},
+		{"data/snap-bad-id", func(t testing.TB) []string {
+			return []string{"inspect", "-i", write(t, t.TempDir(), "edges.txt", "# a SNAP edge list\n0\t1\n1\tfoo\n")}
+		}, []string{`edges.txt:3: column 2: "foo" is not an integer node id`}},
+		{"data/snap-columns", func(t testing.TB) []string {
+			return []string{"inspect", "-i", write(t, t.TempDir(), "edges.txt", "0 1\n1 2 3 4\n")}
+		}, []string{`edges.txt:2: 4 columns, expected 2`}},
+		{"data/strata-truncated", func(t testing.TB) []string {
+			dir := t.TempDir()
+			full := filepath.Join(dir, "full.strata")
+			if code, _, stderr := cli(t, "convert", "-i", tinyOGB(t, nil)+"@s", "-o", full); code != 0 {
+				t.Fatalf("convert: exit %d: %s", code, stderr)
+			}
+			b, err := os.ReadFile(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []string{"inspect", "-i", write(t, dir, "cut.strata", string(b[:len(b)/2]))}
+		}, []string{`cut.strata: file is `, `the file is truncated`}},
+		{"data/strata-empty", func(t testing.TB) []string {
+			return []string{"inspect", "-i", write(t, t.TempDir(), "empty.strata", "")}
+		}, []string{`empty.strata: empty file, not a strata binary graph`}},
+		{"data/strata-not-binary", func(t testing.TB) []string {
+			return []string{"inspect", "-i", write(t, t.TempDir(), "text.strata", "this is not a graph, just some text that is long enough\n")}
+		}, []string{`text.strata: `}},
+
+		// WASM modules.
+		{"wasm/guest-panic", func(t testing.TB) []string {
+			cfg := moduleConf(t, guest(t, "plugins/wasm/testdata/guests/misc"), "mode = 1\n")
+			return append([]string{"train", "-c", cfg, "--set", "train.epochs=1"}, wasmArgs()...)
+		}, []string{`model "misc": strata_layer_spec trapped: wasm error: unreachable`, `guest stderr: panic: assignment to entry in nil map`}},
+		{"wasm/infinite-loop", func(t testing.TB) []string {
+			return misc(t, "3", "-wasm-deadline", "300ms")
+		}, []string{`model "misc": strata_layer_spec exceeded the 300ms deadline (infinite loop?)`}},
+		{"wasm/out-of-memory", func(t testing.TB) []string {
+			return misc(t, "2", "-wasm-memory-pages", "200")
+		}, []string{`model "misc": strata_layer_spec trapped`, `out of memory`, `memory limit 200 pages`}},
+		{"wasm/shape-error", func(t testing.TB) []string {
+			return misc(t, "4")
+		}, []string{`layer 0 of 2: model "misc" layer spec: op #2 matmul: inner dims mismatch: a=[N,4] b=[5,3]`}},
+		{"wasm/sdk-fail", func(t testing.TB) []string {
+			return misc(t, "5")
+		}, []string{`model "misc" layer spec: option mode=5 is not supported`}},
+		{"wasm/abi-v2", func(t testing.TB) []string {
+			return validate(moduleConf(t, testdata(t, "abi-v2.wasm"), ""))
+		}, []string{`"abi-v2" speaks strata ABI v2, host supports v1`}},
+		{"wasm/abi-v2-imports", func(t testing.TB) []string {
+			return validate(moduleConf(t, testdata(t, "abi-v2-imports.wasm"), ""))
+		}, []string{`"abi-v2-imports" speaks strata ABI v2 (imports strata_v2.matmul), host supports v1`}},
+		{"wasm/wasi-command", func(t testing.TB) []string {
+			return validate(moduleConf(t, testdata(t, "wasi-command.wasm"), ""))
+		}, []string{`"wasi-command" is a WASI command (it exports _start, not _initialize)`}},
+		{"wasm/truncated", func(t testing.TB) []string {
+			b, err := os.ReadFile(testdata(t, "abi-v2.wasm"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			write(t, dir, "cut.wasm", string(b[:30]))
+			return validate(write(t, dir, "bad.toml", cora+"[model]\nmodule = \"cut.wasm\"\n"))
+		}, []string{`"cut" does not compile`}},
+		{"wasm/not-wasm", func(t testing.TB) []string {
+			dir := t.TempDir()
+			write(t, dir, "notwasm.wasm", "hello, I am text\n")
+			return validate(write(t, dir, "bad.toml", cora+"[model]\nmodule = \"notwasm.wasm\"\n"))
+		}, []string{`bad.toml:4: `, `notwasm.wasm is not a WebAssembly binary`}},
+		{"wasm/missing-module", func(t testing.TB) []string {
+			return validate(moduleConf(t, "gone.wasm", ""))
+		}, []string{`bad.toml:4: `, `gone.wasm: no such file`}},
+		{"wasm/unused-option", func(t testing.TB) []string {
+			return validate(moduleConf(t, guest(t, "plugins/wasm/testdata/guests/misc"), "mode = 0\nmoed = 1\n"))
+		}, []string{`bad.toml:7: model.options.moed: the "misc" module does not use option "moed"`, `mode`}},
+		{"wasm/fractional-option", func(t testing.TB) []string {
+			return validate(moduleConf(t, guest(t, "plugins/wasm/testdata/guests/misc"), "mode = 2.5\n"))
+		}, []string{`model "misc" layer spec: op #1 cfg_i64: option "mode" = 2.5 must be an integer`}},
+		{"wasm/cost-model-as-layer", func(t testing.TB) []string {
+			return validate(moduleConf(t, guest(t, "models/costmodels/roofline"), ""))
+		}, []string{`model "roofline" is not a layer module (it does not export strata_layer_spec)`}},
+		{"wasm/input-width", func(t testing.TB) []string {
+			return validate(moduleConf(t, guest(t, "plugins/wasm/testdata/guests/misc"), "mode = 0\n"))
+		}, []string{`model "misc": layer 0 takes input width 4 but the dataset has 1433 features`}},
+		{"wasm/bad-deadline-flag", func(t testing.TB) []string {
+			return validate(conf(t, cora), "-wasm-deadline", "0s")
+		}, []string{`-wasm-deadline must be positive`}},
+		{"wasm/bad-memory-flag", func(t testing.TB) []string {
+			return validate(conf(t, cora), "-wasm-memory-pages", "0")
+		}, []string{`-wasm-memory-pages must be in [1,65536]`}},
+
+		// Command line.
+		{"cli/no-command", func(testing.TB) []string { return nil }, []string{`usage: strata <command>`}},
+		{"cli/unknown-command", func(testing.TB) []string { return []string{"trian"} }, []string{`unknown command "trian"`}},
+		{"cli/missing-c", func(testing.TB) []string { return []string{"train"} }, []string{`train: -c FILE is required`}},
+		{"cli/validate-missing-c", func(testing.TB) []string { return []string{"validate"} }, []string{`validate: -c FILE is required`}},
+		{"cli/positional", func(t testing.TB) []string {
+			return []string{"train", "-c", conf(t, cora), "extra"}
+		}, []string{`train: unexpected argument "extra"`}},
+		{"cli/unknown-flag", func(testing.TB) []string { return []string{"train", "-bogus"} }, []string{`train: flag provided but not defined: -bogus`}},
+		{"cli/inspect-missing-i", func(testing.TB) []string { return []string{"inspect"} }, []string{`inspect: -i DATASET is required`}},
+		{"cli/convert-missing-o", func(testing.TB) []string {
+			return []string{"convert", "-i", "embedded:cora"}
+		}, []string{`convert: both -i DATASET and -o FILE are required`}},
+		{"cli/config-subcommand", func(testing.TB) []string { return []string{"config", "explian"} }, []string{`usage: strata config explain`}},
+		{"cli/version-args", func(testing.TB) []string { return []string{"version", "x"} }, []string{`version takes no arguments`}},
+		{"cli/unknown-dataset-spec", func(testing.TB) []string {
+			return []string{"inspect", "-i", "embedded:coraa"}
+		}, []string{`embedded:coraa`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args(t)
+			code, _, stderr := cli(t, args...)
+			t.Logf("exit %d: %s", code, strings.TrimSpace(stderr))
+			if code != exitUser {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitUser, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not contain %q; stderr:\n%s", w, stderr)
+				}
+			}
+			for _, bad := range []string{"goroutine ", "runtime/debug", "internal error", ".go:"} {
+				if strings.Contains(stderr, bad) {
+					t.Errorf("stderr contains %q (a stack trace?):\n%s", bad, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, stderr := cli(t, "version")
+	if code != 0 || !strings.HasPrefix(stdout, "strata "+version) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"train", "-h"}} {
+		if code, _, stderr := cli(t, args...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
+
+// inspectJSON runs inspect --json on spec and decodes the result.
+func inspectJSON(t *testing.T, spec string) map[string]any {
+	t.Helper()
+	code, stdout, stderr := cli(t, "inspect", "-i", spec, "--json")
+	if code != 0 {
+		t.Fatalf("inspect %s: exit %d: %s", spec, code, stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("inspect --json output does not parse: %v\n%s", err, stdout)
+	}
+	return r
+}
+
+func TestInspectJSON(t *testing.T) {
+	r := inspectJSON(t, "embedded:cora")
+	if r["nodes"] != float64(2708) {
+		t.Errorf("nodes = %v, want 2708", r["nodes"])
+	}
+	if r["classes"] != float64(7) || r["features"] != float64(1433) {
+		t.Errorf("classes %v, features %v; want 7, 1433", r["classes"], r["features"])
+	}
+}
+
+func TestConvertRoundTrip(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "cora.strata")
+	code, stdout, stderr := cli(t, "convert", "-i", "embedded:cora", "-o", out)
+	if code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "2708 nodes") {
+		t.Errorf("convert output %q does not mention 2708 nodes", stdout)
+	}
+	a, b := inspectJSON(t, "embedded:cora"), inspectJSON(t, out)
+	for _, k := range []string{"nodes", "edges", "id_bits", "features", "classes", "train", "valid", "test", "degrees", "memory_bytes", "total_bytes"} {
+		ja, _ := json.Marshal(a[k])
+		jb, _ := json.Marshal(b[k])
+		if !bytes.Equal(ja, jb) {
+			t.Errorf("%s: embedded %s, converted %s", k, ja, jb)
+		}
+	}
+}
+
+func TestValidateShippedConfig(t *testing.T) {
+	code, stdout, stderr := cli(t, append([]string{"validate", "-c", "../../configs/gcn-cora.toml"}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "ok") {
+		t.Errorf("stdout %q does not say ok", stdout)
+	}
+}
+
+func TestListPlugins(t *testing.T) {
+	code, stdout, stderr := cli(t, "list-plugins")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, w := range []string{"model.gcn", "costmodel.roofline"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("list-plugins does not list %s:\n%s", w, stdout)
+		}
+	}
+}
+
+func TestConfigExplainIsTOML(t *testing.T) {
+	code, stdout, stderr := cli(t, "config", "explain")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var m map[string]any
+	if _, err := toml.Decode(stdout, &m); err != nil {
+		t.Fatalf("config explain is not TOML: %v", err)
+	}
+	for _, section := range []string{"data", "model", "train"} {
+		if _, ok := m[section].(map[string]any); !ok {
+			t.Errorf("config explain has no [%s] table", section)
+		}
+	}
+	// It is also a valid strata config (every key with its default).
+	if _, err := config.Parse("explain.toml", []byte(stdout)); err != nil {
+		t.Errorf("config explain output is not a valid config: %v", err)
+	}
+}
+
+// trainCora trains GCN on embedded:cora for 3 epochs and returns the JSON
+// summary.
+func trainCora(t *testing.T) map[string]any {
+	t.Helper()
+	args := append([]string{"train", "-c", "../../configs/gcn-cora.toml", "--set", "train.epochs=3", "--set", "data.dataset=embedded:cora"}, wasmArgs()...)
+	code, stdout, stderr := cli(t, args...)
+	if code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("train printed %d lines on stdout, want 1:\n%s", len(lines), stdout)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil {
+		t.Fatalf("train output does not parse: %v\n%s", err, stdout)
+	}
+	return r
+}
+
+func TestTrainDeterministic(t *testing.T) {
+	a := trainCora(t)
+	for _, k := range []string{"dataset", "model", "mode", "epochs", "best_valid_acc", "test_acc",
+		"epoch_time_median_s", "peak_rss_bytes", "params", "config_sha256", "version"} {
+		if _, ok := a[k]; !ok {
+			t.Errorf("result has no key %q", k)
+		}
+	}
+	if a["dataset"] != "cora" || a["model"] != "gcn" || a["mode"] != "fullgraph" || a["epochs"] != float64(3) {
+		t.Errorf("dataset %v, model %v, mode %v, epochs %v", a["dataset"], a["model"], a["mode"], a["epochs"])
+	}
+	b := trainCora(t)
+	timing := map[string]bool{"epoch_time_median_s": true, "eval_time_median_s": true, "load_time_s": true, "peak_rss_bytes": true}
+	if len(a) != len(b) {
+		t.Errorf("runs have %d and %d keys", len(a), len(b))
+	}
+	for k, va := range a {
+		if timing[k] {
+			continue
+		}
+		ja, _ := json.Marshal(va)
+		jb, _ := json.Marshal(b[k])
+		if !bytes.Equal(ja, jb) {
+			t.Errorf("%s differs between identical runs: %s vs %s", k, ja, jb)
+		}
+	}
+}
+
+// TestDocsExample builds the example layer of docs/models.md and trains it
+// on Cora with its config.
+func TestDocsExample(t *testing.T) {
+	wasmPath := guest(t, "models/examples/mixagg")
+	text, err := os.ReadFile("../../models/examples/mixagg/mixagg-cora.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b, err := os.ReadFile(wasmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "mixagg.wasm", string(b))
+	cfg := write(t, dir, "mixagg-cora.toml", string(text))
+	args := append([]string{"train", "-c", cfg, "--set", "train.epochs=5"}, wasmArgs()...)
+	code, stdout, stderr := cli(t, args...)
+	if code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Model   string  `json:"model"`
+		Epochs  int     `json:"epochs"`
+		TestAcc float64 `json:"test_acc"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &r); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if r.Model != "mixagg" || r.Epochs != 5 || r.TestAcc <= 0.2 {
+		t.Errorf("model %q, epochs %d, test_acc %v", r.Model, r.Epochs, r.TestAcc)
+	}
+}
