@@ -159,7 +159,11 @@ func WriteBinary(path string, d *Dataset) error {
 	pos := int64(binPrelude + len(head))
 	zeros := make([]byte, binAlign)
 	for _, p := range parts {
-		w.Write(zeros[:p.sec.Offset-pos])
+		for gap := p.sec.Offset - pos; gap > 0; { // the first section starts up to 4 KiB after the header
+			k := min(gap, int64(len(zeros)))
+			w.Write(zeros[:k])
+			gap -= k
+		}
 		w.Write(p.data)
 		pos = p.sec.Offset + int64(len(p.data))
 		if pad := alignUp(pos, binAlign) - pos; pad > 0 {

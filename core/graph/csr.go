@@ -32,8 +32,14 @@ func (c *CSR) Wide() bool { return c.Idx64 != nil }
 
 // Validate checks the structural invariants of the matrix.
 func (c *CSR) Validate() error {
+	if c.NumRows < 0 || c.NumCols < 0 {
+		return fmt.Errorf("csr: negative shape %d x %d", c.NumRows, c.NumCols)
+	}
 	if len(c.Indptr) != c.NumRows+1 {
 		return fmt.Errorf("csr: indptr has %d entries, want %d", len(c.Indptr), c.NumRows+1)
+	}
+	if c.Indptr[0] != 0 {
+		return fmt.Errorf("csr: indptr starts at %d, want 0", c.Indptr[0])
 	}
 	if (c.Idx32 == nil) == (c.Idx64 == nil) && c.NNZ() > 0 {
 		return fmt.Errorf("csr: exactly one of Idx32 and Idx64 must be set")

@@ -3,9 +3,14 @@ package graph
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -157,4 +162,125 @@ func rowsOf(g *CSR) [][]int64 {
 		}
 	}
 	return out
+}
+
+// randEdges returns m random (src, dst) pairs over ids [0, n-isolated): the
+// last isolated ids are never used. About a tenth of the pairs are self
+// loops and about a tenth repeat an earlier pair.
+func randEdges(seed uint64, n, isolated, m int) [][2]int64 {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	k := n - isolated
+	if k <= 0 {
+		return nil
+	}
+	edges := make([][2]int64, 0, m)
+	for len(edges) < m {
+		switch x := r.IntN(10); {
+		case x == 0:
+			v := int64(r.IntN(k))
+			edges = append(edges, [2]int64{v, v})
+		case x == 1 && len(edges) > 0:
+			edges = append(edges, edges[r.IntN(len(edges))])
+		default:
+			edges = append(edges, [2]int64{int64(r.IntN(k)), int64(r.IntN(k))})
+		}
+	}
+	return edges
+}
+
+// randValues returns n random edge values.
+func randValues(seed uint64, n int64) []float32 {
+	r := rand.New(rand.NewPCG(seed, 0x7a1))
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = r.Float32()
+	}
+	return v
+}
+
+// widen returns a copy of g that stores its column ids in 64 bits.
+func widen(g *CSR) *CSR {
+	w := &CSR{NumRows: g.NumRows, NumCols: g.NumCols, Indptr: slices.Clone(g.Indptr),
+		Idx64: make([]int64, g.NNZ()), Values: slices.Clone(g.Values)}
+	for e := range w.Idx64 {
+		w.Idx64[e] = g.Col(int64(e))
+	}
+	return w
+}
+
+// cloneCSR returns a deep copy of g.
+func cloneCSR(g *CSR) *CSR {
+	return &CSR{NumRows: g.NumRows, NumCols: g.NumCols, Indptr: slices.Clone(g.Indptr),
+		Idx32: slices.Clone(g.Idx32), Idx64: slices.Clone(g.Idx64), Values: slices.Clone(g.Values)}
+}
+
+// dense returns the multiplicity matrix of g: m[r][c] counts the entries
+// (r, c).
+func dense(g *CSR) [][]int {
+	m := make([][]int, g.NumRows)
+	for r := range m {
+		m[r] = make([]int, g.NumCols)
+		for e := g.Indptr[r]; e < g.Indptr[r+1]; e++ {
+			m[r][g.Col(e)]++
+		}
+	}
+	return m
+}
+
+// npyFile encodes a .npy file of format version major with the given
+// header fields and raw data bytes.
+func npyFile(major byte, descr string, fortran bool, shape []int, data []byte) []byte {
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = strconv.Itoa(d)
+	}
+	tuple := "(" + strings.Join(dims, ", ") + ")"
+	if len(shape) == 1 {
+		tuple = "(" + dims[0] + ",)"
+	}
+	fo := "False"
+	if fortran {
+		fo = "True"
+	}
+	return npyRaw(major, fmt.Sprintf("{'descr': '%s', 'fortran_order': %s, 'shape': %s, }", descr, fo, tuple), data)
+}
+
+// npyRaw encodes a .npy file with a literal header dictionary, padded like
+// numpy does to a multiple of 64 bytes.
+func npyRaw(major byte, header string, data []byte) []byte {
+	pre := 10
+	if major >= 2 {
+		pre = 12
+	}
+	hlen := len(header) + 1
+	hlen += (64 - (pre+hlen)%64) % 64
+	header += strings.Repeat(" ", hlen-len(header)-1) + "\n"
+	var b bytes.Buffer
+	b.WriteString(npyMagic)
+	b.WriteByte(major)
+	b.WriteByte(0)
+	if major >= 2 {
+		binary.Write(&b, binary.LittleEndian, uint32(hlen))
+	} else {
+		binary.Write(&b, binary.LittleEndian, uint16(hlen))
+	}
+	b.WriteString(header)
+	b.Write(data)
+	return b.Bytes()
+}
+
+// leBytes returns the little-endian bytes of a slice of fixed-size values.
+func leBytes(v any) []byte {
+	var b bytes.Buffer
+	if err := binary.Write(&b, binary.LittleEndian, v); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// npyOf encodes a 1-version .npy file holding v (a []float32, []float64,
+// []int32, []int64 or []bool) with the given shape.
+func npyOf(v any, shape ...int) []byte {
+	descr := map[string]string{"[]float32": "<f4", "[]float64": "<f8", "[]int32": "<i4", "[]int64": "<i8", "[]bool": "|b1"}[fmt.Sprintf("%T", v)]
+	return npyFile(1, descr, false, shape, leBytes(v))
 }

@@ -453,6 +453,9 @@ func parseFeatureChunk(c *lineChunk, file string, n, dim int, feats []float32) e
 						}
 						return ferr(ErrFormat, file, ln, col+1, "%s is not a number; fix the value or regenerate the file", quoteField(rest[:end]))
 					}
+					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+						return ferr(ErrRange, file, ln, col+1, "%s is not a finite float32 (NaN and infinities would poison training); fix the value or regenerate the file", quoteField(rest[:end]))
+					}
 					k = end
 				}
 				row[col] = v

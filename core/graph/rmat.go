@@ -67,6 +67,9 @@ func ParseRMATName(spec string) (RMATOptions, error) {
 		case 0:
 			o.Scale = v
 		case 1:
+			if v == 0 { // RMATOptions reads 0 as the default: reject it here
+				return o, fmt.Errorf("rmat spec %q: edge factor 0 outside [1,4096]: %w", spec, ErrRange)
+			}
 			o.EdgeFactor = v
 		case 2:
 			o.FeatDim = v

@@ -101,6 +101,9 @@ func LoadSNAP(path string) (*Dataset, error) {
 	}
 	n := max(maxID+1, headerNodes, 0)
 	if n > maxSparseFactor*m+1<<20 || n > maxNodes {
+		if headerNodes > maxID+1 {
+			return nil, ferr(ErrRange, path, 0, 0, "the \"# Nodes: %d\" header declares far more nodes than the %d edges call for; fix or drop the header", headerNodes, m)
+		}
 		line := findID(parts, maxID)
 		return nil, ferr(ErrRange, path, 0, 0, "node id %d (edge %d) is far larger than the %d edges call for; "+
 			"SNAP ids must be dense 0..N-1: renumber the nodes", maxID, line, m)

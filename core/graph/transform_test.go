@@ -1,0 +1,739 @@
+package graph
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"runtime"
+	"slices"
+	"sort"
+	"testing"
+)
+
+// graphCase is a small random graph for the transform tests.
+type graphCase struct {
+	name string
+	g    *CSR
+}
+
+// smallGraphs returns small random graphs (self loops, duplicates,
+// isolated nodes, empty graphs) in 32- and 64-bit id variants, with and
+// without edge values.
+func smallGraphs() []graphCase {
+	var cases []graphCase
+	shapes := []struct{ n, iso, m int }{{0, 0, 0}, {1, 0, 0}, {1, 0, 3}, {5, 2, 0}, {7, 2, 15}, {12, 3, 40}, {20, 4, 90}, {33, 0, 300}}
+	for _, s := range shapes {
+		for seed := uint64(1); seed <= 3; seed++ {
+			g := FromEdges(s.n, randEdges(seed, s.n, s.iso, s.m))
+			base := fmt.Sprintf("n%d_m%d_seed%d", s.n, s.m, seed)
+			cases = append(cases, graphCase{base + "_i32", g}, graphCase{base + "_i64", widen(g)})
+			gv := cloneCSR(g)
+			gv.Values = randValues(seed, g.NNZ())
+			cases = append(cases, graphCase{base + "_i32_values", gv}, graphCase{base + "_i64_values", widen(gv)})
+		}
+	}
+	return cases
+}
+
+// checkCSR checks the structural invariants of a transform's output.
+func checkCSR(t *testing.T, g *CSR, rows, cols int) {
+	t.Helper()
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if g.NumRows != rows || g.NumCols != cols {
+		t.Fatalf("shape %d x %d, want %d x %d", g.NumRows, g.NumCols, rows, cols)
+	}
+	if g.Indptr[0] != 0 {
+		t.Fatalf("indptr starts at %d", g.Indptr[0])
+	}
+}
+
+// sortedRows reports whether the columns of every row are ascending
+// (strictly when strict).
+func sortedRows(g *CSR, strict bool) bool {
+	for r := 0; r < g.NumRows; r++ {
+		for e := g.Indptr[r] + 1; e < g.Indptr[r+1]; e++ {
+			if a, b := g.Col(e-1), g.Col(e); a > b || strict && a == b {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func denseEqual(a, b [][]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !slices.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// transformsKeepInput runs fn and fails if it modified g.
+func transformsKeepInput(t *testing.T, g *CSR, fn func()) {
+	t.Helper()
+	before := cloneCSR(g)
+	fn()
+	if !csrEqual(before, g) || before.Wide() != g.Wide() {
+		t.Fatal("transform modified its input")
+	}
+}
+
+func TestSymmetrizeDense(t *testing.T) {
+	for _, c := range smallGraphs() {
+		t.Run(c.name, func(t *testing.T) {
+			var s *CSR
+			transformsKeepInput(t, c.g, func() { s = Symmetrize(c.g) })
+			n := c.g.NumRows
+			checkCSR(t, s, n, n)
+			if s.Values != nil {
+				t.Error("values kept")
+			}
+			if !sortedRows(s, true) {
+				t.Error("rows not strictly ascending")
+			}
+			a := dense(c.g)
+			want := make([][]int, n)
+			for i := range want {
+				want[i] = make([]int, n)
+				for j := range want[i] {
+					if i != j && (a[i][j] > 0 || a[j][i] > 0) {
+						want[i][j] = 1
+					}
+				}
+			}
+			if got := dense(s); !denseEqual(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+			// Idempotent.
+			if !csrEqual(Symmetrize(s), s) {
+				t.Error("Symmetrize(Symmetrize(g)) != Symmetrize(g)")
+			}
+		})
+	}
+}
+
+// rectCSR returns a 3 x 5 CSR with a column beyond the rows.
+func rectCSR(wide bool) *CSR {
+	g := &CSR{NumRows: 3, NumCols: 5, Indptr: []int64{0, 2, 2, 5}, Idx32: []int32{4, 0, 1, 2, 2}}
+	if wide {
+		return widen(g)
+	}
+	return g
+}
+
+func TestSymmetrizeNonSquare(t *testing.T) {
+	for _, wide := range []bool{false, true} {
+		s := Symmetrize(rectCSR(wide))
+		checkCSR(t, s, 5, 5)
+		// Entries (0,4) (0,0) (2,1) (2,2) (2,2): loops dropped, union with
+		// the transpose.
+		want := "[[4] [2] [1] [] [0]]"
+		if got := fmt.Sprint(rowsOf(s)); got != want {
+			t.Errorf("wide=%v: rows %s, want %s", wide, got, want)
+		}
+	}
+}
+
+func TestAddSelfLoopsDense(t *testing.T) {
+	for _, c := range smallGraphs() {
+		t.Run(c.name, func(t *testing.T) {
+			var s *CSR
+			transformsKeepInput(t, c.g, func() { s = AddSelfLoops(c.g) })
+			checkCSR(t, s, c.g.NumRows, c.g.NumCols)
+			if s.Values != nil {
+				t.Error("values kept")
+			}
+			if !sortedRows(s, false) {
+				t.Error("rows not ascending")
+			}
+			want := dense(c.g)
+			for i := range want {
+				want[i][i] = 1
+			}
+			if got := dense(s); !denseEqual(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+			if !csrEqual(AddSelfLoops(s), s) {
+				t.Error("AddSelfLoops is not idempotent")
+			}
+		})
+	}
+	for _, wide := range []bool{false, true} {
+		// A 5 x 3 matrix gets loops in rows 0..2 only; old loops go.
+		g := Transposed(rectCSR(wide)) // rows [0] [2] [2 2] [] [0]
+		s := AddSelfLoops(g)
+		checkCSR(t, s, 5, 3)
+		if got, want := fmt.Sprint(rowsOf(s)), "[[0] [1 2] [2] [] [0]]"; got != want {
+			t.Errorf("wide=%v: rows %s, want %s", wide, got, want)
+		}
+	}
+}
+
+// Transposed returns the transpose of g (dropping the permutation).
+func Transposed(g *CSR) *CSR {
+	t, _ := Transpose(g)
+	return t
+}
+
+func TestRemoveSelfLoops(t *testing.T) {
+	for _, c := range smallGraphs() {
+		t.Run(c.name, func(t *testing.T) {
+			var s *CSR
+			transformsKeepInput(t, c.g, func() { s = RemoveSelfLoops(c.g) })
+			checkCSR(t, s, c.g.NumRows, c.g.NumCols)
+			if (s.Values == nil) != (c.g.Values == nil) {
+				t.Fatal("values not kept")
+			}
+			// Reference: every row filtered in order, values alongside.
+			for r := 0; r < c.g.NumRows; r++ {
+				var wantCols []int64
+				var wantVals []float32
+				for e := c.g.Indptr[r]; e < c.g.Indptr[r+1]; e++ {
+					if c.g.Col(e) != int64(r) {
+						wantCols = append(wantCols, c.g.Col(e))
+						if c.g.Values != nil {
+							wantVals = append(wantVals, c.g.Values[e])
+						}
+					}
+				}
+				var gotCols []int64
+				var gotVals []float32
+				for e := s.Indptr[r]; e < s.Indptr[r+1]; e++ {
+					gotCols = append(gotCols, s.Col(e))
+					if s.Values != nil {
+						gotVals = append(gotVals, s.Values[e])
+					}
+				}
+				if !slices.Equal(gotCols, wantCols) || !slices.Equal(gotVals, wantVals) {
+					t.Fatalf("row %d: %v %v, want %v %v", r, gotCols, gotVals, wantCols, wantVals)
+				}
+			}
+			// AddSelfLoops(RemoveSelfLoops(g)) == AddSelfLoops(g).
+			if !csrEqual(AddSelfLoops(s), AddSelfLoops(c.g)) {
+				t.Error("AddSelfLoops(RemoveSelfLoops(g)) != AddSelfLoops(g)")
+			}
+		})
+	}
+}
+
+func TestTransposeDense(t *testing.T) {
+	cases := smallGraphs()
+	for _, wide := range []bool{false, true} {
+		g := rectCSR(wide)
+		g.Values = []float32{1, 2, 3, 4, 5}
+		cases = append(cases, graphCase{fmt.Sprintf("rect_wide%v", wide), g})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := c.g
+			var tr *CSR
+			var perm []int64
+			transformsKeepInput(t, g, func() { tr, perm = Transpose(g) })
+			checkCSR(t, tr, g.NumCols, g.NumRows)
+			if !sortedRows(tr, false) {
+				t.Error("transposed rows not ascending")
+			}
+			a, b := dense(g), dense(tr)
+			for i := range a {
+				for j := range a[i] {
+					if a[i][j] != b[j][i] {
+						t.Fatalf("T[%d][%d] = %d, A[%d][%d] = %d", j, i, b[j][i], i, j, a[i][j])
+					}
+				}
+			}
+			// perm is a permutation of the entries, and entry e of the
+			// transpose is entry perm[e] of g with row and column swapped.
+			if int64(len(perm)) != g.NNZ() {
+				t.Fatalf("perm has %d entries, want %d", len(perm), g.NNZ())
+			}
+			rowOf := make([]int64, g.NNZ())
+			for r := 0; r < g.NumRows; r++ {
+				for e := g.Indptr[r]; e < g.Indptr[r+1]; e++ {
+					rowOf[e] = int64(r)
+				}
+			}
+			seen := make([]bool, g.NNZ())
+			for r := 0; r < tr.NumRows; r++ {
+				for e := tr.Indptr[r]; e < tr.Indptr[r+1]; e++ {
+					p := perm[e]
+					if p < 0 || p >= g.NNZ() || seen[p] {
+						t.Fatalf("perm[%d] = %d is not a permutation entry", e, p)
+					}
+					seen[p] = true
+					if g.Col(p) != int64(r) || rowOf[p] != tr.Col(e) {
+						t.Fatalf("entry %d (%d,%d) does not match source entry %d (%d,%d)", e, r, tr.Col(e), p, rowOf[p], g.Col(p))
+					}
+					if g.Values != nil && tr.Values[e] != g.Values[p] {
+						t.Fatalf("value %d = %g, want in[perm[e]] = %g", e, tr.Values[e], g.Values[p])
+					}
+					// Stable: equal columns keep the source order.
+					if e > tr.Indptr[r] && tr.Col(e) == tr.Col(e-1) && perm[e] < perm[e-1] {
+						t.Fatalf("entries %d and %d out of source order", e-1, e)
+					}
+				}
+			}
+			if g.Values == nil && tr.Values != nil {
+				t.Error("values invented")
+			}
+			// Transposing twice gives g with every row sorted (stably).
+			back := Transposed(tr)
+			if got, want := dense(back), dense(g); !denseEqual(got, want) {
+				t.Error("T(T(g)) != g")
+			}
+		})
+	}
+}
+
+func TestDegrees(t *testing.T) {
+	cases := smallGraphs()
+	cases = append(cases, graphCase{"rect", rectCSR(false)}, graphCase{"rect_wide", rectCSR(true)})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in, out := Degrees(c.g)
+			a := dense(c.g)
+			wantIn, wantOut := make([]int32, c.g.NumRows), make([]int32, c.g.NumCols)
+			for i := range a {
+				for j, k := range a[i] {
+					wantIn[i] += int32(k)
+					wantOut[j] += int32(k)
+				}
+			}
+			if !slices.Equal(in, wantIn) || !slices.Equal(out, wantOut) {
+				t.Errorf("degrees %v %v, want %v %v", in, out, wantIn, wantOut)
+			}
+		})
+	}
+}
+
+// refSummary computes a degree summary by brute force.
+func refSummary(deg []int32) DegreeSummary {
+	if len(deg) == 0 {
+		return DegreeSummary{}
+	}
+	s := slices.Clone(deg)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	n := len(s)
+	var sum int64
+	for _, v := range s {
+		sum += int64(v)
+	}
+	med := float64(s[n/2])
+	if n%2 == 0 {
+		med = (float64(s[n/2-1]) + float64(s[n/2])) / 2
+	}
+	// Nearest rank: the smallest value with at least 99% of the values
+	// at or below it.
+	var p99 float64
+	for _, v := range s {
+		atOrBelow := 0
+		for _, w := range s {
+			if w <= v {
+				atOrBelow++
+			}
+		}
+		if 100*atOrBelow >= 99*n {
+			p99 = float64(v)
+			break
+		}
+	}
+	hist := make([]int64, 1)
+	for _, v := range s {
+		b := 0
+		if v > 0 {
+			b = 1
+			for int64(1)<<b <= int64(v) {
+				b++
+			}
+		}
+		for len(hist) <= b {
+			hist = append(hist, 0)
+		}
+		hist[b]++
+	}
+	return DegreeSummary{Min: int64(s[0]), Max: int64(s[n-1]), Mean: float64(sum) / float64(n), Median: med, P99: p99, Hist: hist}
+}
+
+func summaryEqual(a, b DegreeSummary) bool {
+	return a.Min == b.Min && a.Max == b.Max && math.Abs(a.Mean-b.Mean) < 1e-9 &&
+		a.Median == b.Median && a.P99 == b.P99 && slices.Equal(a.Hist, b.Hist)
+}
+
+func TestDegreeStats(t *testing.T) {
+	// Hand-checked: 1->0, 2->0, 3->0, 0->0; node 4 isolated.
+	g := FromEdges(5, [][2]int64{{1, 0}, {2, 0}, {3, 0}, {0, 0}})
+	st := g.DegreeStats()
+	wantIn := DegreeSummary{Min: 0, Max: 4, Mean: 0.8, Median: 0, P99: 4, Hist: []int64{4, 0, 0, 1}}
+	wantOut := DegreeSummary{Min: 0, Max: 1, Mean: 0.8, Median: 1, P99: 1, Hist: []int64{1, 4}}
+	if st.Nodes != 5 || st.Edges != 4 || st.Isolated != 1 || !summaryEqual(st.In, wantIn) || !summaryEqual(st.Out, wantOut) {
+		t.Errorf("got %+v, want in %+v out %+v isolated 1", st, wantIn, wantOut)
+	}
+
+	cases := smallGraphs()
+	// A larger graph, so P99 differs from the maximum.
+	cases = append(cases, graphCase{"n500", FromEdges(500, randEdges(9, 500, 50, 3000))})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := c.g.DegreeStats()
+			// Count degrees straight from the dense matrix.
+			a := dense(c.g)
+			in, out := make([]int32, c.g.NumRows), make([]int32, c.g.NumCols)
+			isolated := 0
+			for i := range a {
+				for j, k := range a[i] {
+					in[i] += int32(k)
+					out[j] += int32(k)
+				}
+			}
+			for i := range in {
+				if in[i] == 0 && out[i] == 0 {
+					isolated++
+				}
+			}
+			if st.Nodes != c.g.NumRows || st.Edges != c.g.NNZ() || st.Isolated != isolated {
+				t.Errorf("nodes %d edges %d isolated %d, want %d %d %d", st.Nodes, st.Edges, st.Isolated, c.g.NumRows, c.g.NNZ(), isolated)
+			}
+			if w := refSummary(in); !summaryEqual(st.In, w) {
+				t.Errorf("in %+v, want %+v", st.In, w)
+			}
+			if w := refSummary(out); !summaryEqual(st.Out, w) {
+				t.Errorf("out %+v, want %+v", st.Out, w)
+			}
+			var total int64
+			for _, h := range st.In.Hist {
+				total += h
+			}
+			if total != int64(c.g.NumRows) {
+				t.Errorf("histogram counts %d nodes, want %d", total, c.g.NumRows)
+			}
+			if n := c.g.NumRows; n > 0 && len(st.In.Hist) != bits.Len64(uint64(st.In.Max))+1 {
+				t.Errorf("histogram has %d buckets for max %d", len(st.In.Hist), st.In.Max)
+			}
+		})
+	}
+	if st := (&Dataset{NumNodes: 3}).DegreeStats(); st.Nodes != 3 || st.Edges != 0 {
+		t.Errorf("no graph: %+v", st)
+	}
+}
+
+func TestGCNNorm(t *testing.T) {
+	for _, c := range smallGraphs() {
+		t.Run(c.name, func(t *testing.T) {
+			for _, prep := range []struct {
+				name string
+				g    *CSR
+			}{{"raw", c.g}, {"sym+loops", AddSelfLoops(Symmetrize(c.g))}} {
+				g := prep.g
+				var w []float32
+				transformsKeepInput(t, g, func() { w = GCNNorm(g) })
+				if int64(len(w)) != g.NNZ() {
+					t.Fatalf("%s: %d weights for %d entries", prep.name, len(w), g.NNZ())
+				}
+				deg := make([]float64, g.NumRows)
+				for i, row := range dense(g) {
+					for _, k := range row {
+						deg[i] += float64(k)
+					}
+				}
+				a := make([][]float64, g.NumRows) // the normalised matrix
+				for i := range a {
+					a[i] = make([]float64, g.NumCols)
+				}
+				for r := 0; r < g.NumRows; r++ {
+					for e := g.Indptr[r]; e < g.Indptr[r+1]; e++ {
+						col := g.Col(e)
+						want := 0.0
+						if deg[r] > 0 && deg[col] > 0 {
+							want = 1 / math.Sqrt(deg[r]*deg[col])
+						}
+						if math.Abs(float64(w[e])-want) > 1e-6*want {
+							t.Fatalf("%s: entry %d (%d,%d): %g, want %g", prep.name, e, r, col, w[e], want)
+						}
+						a[r][col] += float64(w[e])
+					}
+				}
+				if prep.name == "sym+loops" {
+					// D^-1/2 (A+I) D^-1/2 is symmetric with diagonal 1/deg.
+					for i := range a {
+						if math.Abs(a[i][i]-1/deg[i]) > 1e-6 {
+							t.Fatalf("diagonal %d: %g, want %g", i, a[i][i], 1/deg[i])
+						}
+						for j := range a[i] {
+							if math.Abs(a[i][j]-a[j][i]) > 1e-6 {
+								t.Fatalf("not symmetric at (%d,%d)", i, j)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+	// A column whose row is empty gets weight 0.
+	g := FromEdges(3, [][2]int64{{2, 0}, {0, 1}})
+	if w := GCNNorm(g); !slices.Equal(w, []float32{0, 1}) {
+		t.Errorf("weights %v, want [0 1]", w)
+	}
+	// Non-square: columns past the rows have no entries of their own.
+	for _, wide := range []bool{false, true} {
+		w := GCNNorm(rectCSR(wide)) // entries (0,4) (0,0) (2,1) (2,2) (2,2)
+		want := []float32{0, 0.5, 0, 1.0 / 3, 1.0 / 3}
+		for e := range want {
+			if math.Abs(float64(w[e]-want[e])) > 1e-7 {
+				t.Errorf("wide=%v: weights %v, want %v", wide, w, want)
+				break
+			}
+		}
+	}
+}
+
+func TestMeanNorm(t *testing.T) {
+	for _, c := range smallGraphs() {
+		t.Run(c.name, func(t *testing.T) {
+			var w []float32
+			transformsKeepInput(t, c.g, func() { w = MeanNorm(c.g) })
+			if int64(len(w)) != c.g.NNZ() {
+				t.Fatalf("%d weights for %d entries", len(w), c.g.NNZ())
+			}
+			for r := 0; r < c.g.NumRows; r++ {
+				deg := c.g.Indptr[r+1] - c.g.Indptr[r]
+				var sum float64
+				for e := c.g.Indptr[r]; e < c.g.Indptr[r+1]; e++ {
+					if want := float32(1 / float64(deg)); w[e] != want {
+						t.Fatalf("entry %d: %g, want %g", e, w[e], want)
+					}
+					sum += float64(w[e])
+				}
+				if deg > 0 && math.Abs(sum-1) > 1e-5 {
+					t.Fatalf("row %d sums to %g", r, sum)
+				}
+			}
+		})
+	}
+}
+
+// reorderDataset returns a dataset around g with features, labels and
+// splits derived from the node ids.
+func reorderDataset(g *CSR) *Dataset {
+	n := g.NumRows
+	d := &Dataset{Name: "r", NumNodes: n, Graph: g, FeatDim: 2, Features: make([]float32, 2*n), Labels: make([]int32, n), NumClasses: 3}
+	for i := 0; i < n; i++ {
+		d.Features[2*i], d.Features[2*i+1] = float32(i), float32(-i)
+		d.Labels[i] = int32(i % 3)
+		if i%5 == 4 {
+			d.Labels[i] = -1
+		}
+		switch {
+		case d.Labels[i] < 0:
+		case i%4 == 0:
+			d.Train = append(d.Train, int32(i))
+		case i%4 == 1:
+			d.Valid = append(d.Valid, int32(i))
+		case i%4 == 2:
+			d.Test = append(d.Test, int32(i))
+		}
+	}
+	return d
+}
+
+func TestReorderByDegree(t *testing.T) {
+	for _, c := range smallGraphs() {
+		t.Run(c.name, func(t *testing.T) {
+			d := reorderDataset(c.g)
+			if err := d.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			orig := *d
+			origG := cloneCSR(c.g)
+			origFeat, origLab := slices.Clone(d.Features), slices.Clone(d.Labels)
+			origSplits := [3][]int32{slices.Clone(d.Train), slices.Clone(d.Valid), slices.Clone(d.Test)}
+			perm := ReorderByDegree(d)
+			n := d.NumNodes
+
+			// The old arrays are untouched.
+			if !csrEqual(origG, c.g) || !slices.Equal(origFeat, orig.Features) || !slices.Equal(origLab, orig.Labels) ||
+				!slices.Equal(origSplits[0], orig.Train) || !slices.Equal(origSplits[1], orig.Valid) || !slices.Equal(origSplits[2], orig.Test) {
+				t.Fatal("ReorderByDegree modified the old arrays")
+			}
+			// perm is a permutation, sorted by descending total degree, ties by old id.
+			if len(perm) != n {
+				t.Fatalf("perm has %d entries for %d nodes", len(perm), n)
+			}
+			inv := make([]int32, n)
+			seen := make([]bool, n)
+			for newID, old := range perm {
+				if old < 0 || int(old) >= n || seen[old] {
+					t.Fatalf("perm %v is not a permutation", perm)
+				}
+				seen[old] = true
+				inv[old] = int32(newID)
+			}
+			a := dense(origG)
+			total := make([]int, n)
+			for i := range a {
+				for j, k := range a[i] {
+					total[i] += k
+					total[j] += k
+				}
+			}
+			for k := 1; k < n; k++ {
+				p, q := perm[k-1], perm[k]
+				if total[p] < total[q] || total[p] == total[q] && p > q {
+					t.Fatalf("perm %v not ordered by degree %v", perm, total)
+				}
+			}
+			// The relabelled graph is isomorphic under perm, with each row
+			// in the old column order and values alongside.
+			checkCSR(t, d.Graph, n, n)
+			b := dense(d.Graph)
+			for r := 0; r < n; r++ {
+				for j := 0; j < n; j++ {
+					if b[r][j] != a[perm[r]][perm[j]] {
+						t.Fatalf("new (%d,%d) = %d, old (%d,%d) = %d", r, j, b[r][j], perm[r], perm[j], a[perm[r]][perm[j]])
+					}
+				}
+				o := int(perm[r])
+				if d.Graph.rowLen(r) != origG.rowLen(o) {
+					t.Fatalf("row %d length changed", r)
+				}
+				for k := int64(0); k < origG.rowLen(o); k++ {
+					ne, oe := d.Graph.Indptr[r]+k, origG.Indptr[o]+k
+					if d.Graph.Col(ne) != int64(inv[origG.Col(oe)]) {
+						t.Fatalf("row %d: column order not kept", r)
+					}
+					if origG.Values != nil && d.Graph.Values[ne] != origG.Values[oe] {
+						t.Fatalf("row %d: value not carried", r)
+					}
+				}
+			}
+			if (d.Graph.Values == nil) != (origG.Values == nil) {
+				t.Error("values presence changed")
+			}
+			for r := 0; r < n; r++ {
+				o := perm[r]
+				if d.Features[2*r] != origFeat[2*o] || d.Features[2*r+1] != origFeat[2*o+1] || d.Labels[r] != origLab[o] {
+					t.Fatalf("node %d: features/labels not permuted with the graph", r)
+				}
+			}
+			for i, s := range [][]int32{d.Train, d.Valid, d.Test} {
+				want := make([]int32, 0, len(origSplits[i]))
+				for _, id := range origSplits[i] {
+					want = append(want, inv[id])
+				}
+				slices.Sort(want)
+				if !slices.Equal(s, want) {
+					t.Fatalf("%s split %v, want %v", splitName(i), s, want)
+				}
+			}
+			if err := d.Validate(); err != nil {
+				t.Errorf("reordered dataset invalid: %v", err)
+			}
+		})
+	}
+}
+
+func TestReorderByDegreeNoOp(t *testing.T) {
+	if p := ReorderByDegree(&Dataset{NumNodes: 3}); p != nil {
+		t.Errorf("no graph: perm %v", p)
+	}
+	g := rectCSR(false)
+	d := &Dataset{NumNodes: 3, Graph: g}
+	if p := ReorderByDegree(d); p != nil || d.Graph != g {
+		t.Errorf("non-square graph: perm %v", p)
+	}
+	// Structure-only dataset: no features, labels or splits appear.
+	d = &Dataset{NumNodes: 4, Graph: FromEdges(4, [][2]int64{{0, 3}, {1, 3}, {2, 3}})}
+	perm := ReorderByDegree(d)
+	if !slices.Equal(perm, []int32{3, 0, 1, 2}) {
+		t.Errorf("perm %v, want [3 0 1 2]", perm)
+	}
+	if d.Features != nil || d.Labels != nil || d.Train != nil || d.Valid != nil || d.Test != nil {
+		t.Error("arrays invented for a structure-only dataset")
+	}
+	if got := fmt.Sprint(rowsOf(d.Graph)); got != "[[1 2 3] [] [] []]" {
+		t.Errorf("rows %s", got)
+	}
+}
+
+// TestTransformsLargeDeterministic runs the transforms on a graph large
+// enough for their parallel paths and checks that the result does not
+// depend on GOMAXPROCS, and Symmetrize against a set-based reference.
+func TestTransformsLargeDeterministic(t *testing.T) {
+	const n = 2000 // 140000 edges: enough for every parallel path
+	g := FromEdges(n, randEdges(42, n, 100, 140000))
+	g.Values = randValues(42, g.NNZ())
+	type result struct {
+		sym, loops, noLoops, tr *CSR
+		perm                    []int64
+		gcn, mean               []float32
+		in, out                 []int32
+		stats                   DegreeStats
+		reorder                 []int32
+		rg                      *CSR
+	}
+	run := func(procs int, g *CSR) result {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		var r result
+		r.sym = Symmetrize(g)
+		r.loops = AddSelfLoops(g)
+		r.noLoops = RemoveSelfLoops(g)
+		r.tr, r.perm = Transpose(g)
+		r.gcn = GCNNorm(r.loops)
+		r.mean = MeanNorm(g)
+		r.in, r.out = Degrees(g)
+		r.stats = g.DegreeStats()
+		d := reorderDataset(g)
+		r.reorder = ReorderByDegree(d)
+		r.rg = d.Graph
+		return r
+	}
+	for _, gg := range []*CSR{g, widen(g)} {
+		a, b := run(1, gg), run(4, gg)
+		if !csrEqual(a.sym, b.sym) || !csrEqual(a.loops, b.loops) || !csrEqual(a.noLoops, b.noLoops) || !csrEqual(a.tr, b.tr) ||
+			!slices.Equal(a.perm, b.perm) || !slices.Equal(a.gcn, b.gcn) || !slices.Equal(a.mean, b.mean) ||
+			!slices.Equal(a.in, b.in) || !slices.Equal(a.out, b.out) || fmt.Sprint(a.stats) != fmt.Sprint(b.stats) ||
+			!slices.Equal(a.reorder, b.reorder) || !csrEqual(a.rg, b.rg) {
+			t.Fatalf("wide=%v: results depend on GOMAXPROCS", gg.Wide())
+		}
+		// Set-based reference for Symmetrize.
+		sets := make([]map[int64]bool, n)
+		for i := range sets {
+			sets[i] = map[int64]bool{}
+		}
+		var inDeg, outDeg [n]int32
+		for r := 0; r < n; r++ {
+			for e := gg.Indptr[r]; e < gg.Indptr[r+1]; e++ {
+				c := gg.Col(e)
+				inDeg[r]++
+				outDeg[c]++
+				if c != int64(r) {
+					sets[r][c], sets[c][int64(r)] = true, true
+				}
+			}
+		}
+		symRows := rowsOf(a.sym)
+		for r := 0; r < n; r++ {
+			want := make([]int64, 0, len(sets[r]))
+			for c := range sets[r] {
+				want = append(want, c)
+			}
+			slices.Sort(want)
+			if got := symRows[r]; !slices.Equal(got, want) {
+				t.Fatalf("Symmetrize row %d: %v, want %v", r, got, want)
+			}
+		}
+		if !slices.Equal(a.in, inDeg[:]) || !slices.Equal(a.out, outDeg[:]) {
+			t.Fatal("Degrees differ from the reference count")
+		}
+		// Transpose perm and values on the parallel path.
+		for e := range a.perm {
+			if a.tr.Values[e] != gg.Values[a.perm[e]] || a.tr.Idx32 == nil && a.tr.Idx64 == nil {
+				t.Fatalf("transpose value %d not in[perm[e]]", e)
+			}
+		}
+	}
+}
