@@ -3,7 +3,7 @@
 GO        ?= go
 BIN       := bin/strata
 CONFIG    ?= configs/gcn-cora.toml
-APT_PKGS  := libopenblas-dev libmetis-dev pkg-config
+APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config
 GOFLAGS_T ?=
 
 .PHONY: all deps models build run test bench lint clean

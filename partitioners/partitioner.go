@@ -8,6 +8,18 @@
 //	                    weights) or by edges (config balance = "edges")
 //	partitioner.random  a seeded, count-balanced random assignment
 //	partitioner.hash    node id modulo k
+//	partitioner.metis   METIS 5.1 (cgo, Debian's libmetis) k-way or recursive
+//	                    min-edge-cut partitioning of the symmetrised graph
+//	partitioner.hongtu-2level
+//	                    HongTu's 2-level partitioning: METIS into m
+//	                    partitions, each cut into k/m edge-balanced chunks
+//	partitioner.betty-reg
+//	                    Betty's redundancy-embedded-graph partitioning of a
+//	                    batch's output nodes (also bipartite blocks)
+//
+// Quality measures a partition (edge cut, balance, HongTu's neighbour
+// replication factor, Betty's input redundancy) and RedundancyGraph builds
+// Betty's REG of a bipartite block.
 package partitioners
 
 import (

@@ -23,6 +23,12 @@ func skewed(n int) *graph.CSR {
 	return graph.FromEdges(n, edges)
 }
 
+// allIDs lists every partitioner of the package.
+var allIDs = []string{
+	"partitioner.range", "partitioner.random", "partitioner.hash",
+	"partitioner.metis", "partitioner.hongtu-2level", "partitioner.betty-reg",
+}
+
 func newPart(t *testing.T, id string) Partitioner {
 	t.Helper()
 	p, err := registry.New[Partitioner](id)
@@ -56,7 +62,7 @@ func TestPartitionErrors(t *testing.T) {
 		{"short weights", g, 2, []int64{1, 2}, "2 node weights for 10 nodes"},
 		{"negative weight", g, 2, []int64{1, 1, 1, -1, 1, 1, 1, 1, 1, 1}, "node 3 has negative weight -1"},
 	}
-	for _, id := range []string{"partitioner.range", "partitioner.random", "partitioner.hash"} {
+	for _, id := range allIDs {
 		p := newPart(t, id)
 		for _, tt := range tests {
 			t.Run(id+"/"+tt.name, func(t *testing.T) {
@@ -79,7 +85,7 @@ func TestPartitionErrors(t *testing.T) {
 // TestPartitionCommon checks the invariants every partitioner keeps: one
 // part per node, parts in [0,k), no empty part, the same result twice.
 func TestPartitionCommon(t *testing.T) {
-	for _, id := range []string{"partitioner.range", "partitioner.random", "partitioner.hash"} {
+	for _, id := range allIDs {
 		for _, n := range []int{1, 2, 7, 100, 1001} {
 			for _, k := range []int{1, 2, 3, 7, n} {
 				if k > n {
@@ -257,7 +263,7 @@ func TestRegistered(t *testing.T) {
 			t.Errorf("%s has no doc", m.ID)
 		}
 	}
-	for _, want := range []string{"partitioner.hash", "partitioner.random", "partitioner.range"} {
+	for _, want := range allIDs {
 		if !slices.Contains(ids, want) {
 			t.Errorf("%s not registered (have %v)", want, ids)
 		}

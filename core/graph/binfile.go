@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"unsafe"
 )
 
@@ -95,9 +96,13 @@ func WriteBinary(path string, d *Dataset) error {
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("%s: not writing an invalid dataset: %w", path, err)
 	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory; give the output file's name, e.g. %s: %w",
+			path, filepath.Join(path, d.Name+".strata"), ErrFormat)
+	}
 	g := d.Graph
 	h := binHeader{
-		Name: d.Name, Source: d.Source, Citation: d.Citation,
+		Name: d.Name, Source: originalSource(d.Source), Citation: d.Citation,
 		NumNodes: int64(d.NumNodes), Rows: int64(g.NumRows), Cols: int64(g.NumCols), NNZ: g.NNZ(),
 		FeatDim: int64(d.FeatDim), NumClasses: int64(d.NumClasses), HasLabels: d.Labels != nil,
 	}
@@ -175,6 +180,10 @@ func WriteBinary(path string, d *Dataset) error {
 		tmp.Close()
 		return fmt.Errorf("%s: write: %w", path, err)
 	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("%s: write: %w", path, err)
 	}
@@ -185,6 +194,18 @@ func WriteBinary(path string, d *Dataset) error {
 }
 
 // alignUp rounds x up to a multiple of a (a power of two).
+// convertedFrom joins a binary file's path to the source it was made from.
+const convertedFrom = " (converted from "
+
+// originalSource returns the source a dataset was first loaded from, so a
+// re-converted file does not stack "(converted from ...)" notes.
+func originalSource(src string) string {
+	if i := strings.Index(src, convertedFrom); i >= 0 && strings.HasSuffix(src, ")") {
+		return src[i+len(convertedFrom) : len(src)-1]
+	}
+	return src
+}
+
 func alignUp(x, a int64) int64 { return (x + a - 1) &^ (a - 1) }
 
 // OpenBinary maps a file written by WriteBinary and returns a dataset whose
@@ -321,7 +342,7 @@ func datasetFromMapping(h *binHeader, data []byte, path string) (*Dataset, error
 	d := &Dataset{Name: h.Name, NumNodes: int(n), FeatDim: int(h.FeatDim), NumClasses: int(h.NumClasses),
 		Source: path, Citation: h.Citation}
 	if h.Source != "" && h.Source != path {
-		d.Source = path + " (converted from " + h.Source + ")"
+		d.Source = path + convertedFrom + h.Source + ")"
 	}
 	g := &CSR{NumRows: int(n), NumCols: int(n)}
 	s, _, err := get("indptr", "i8", n+1, true)

@@ -335,7 +335,7 @@ func readLabels(src ogbSource, n int) ([]int32, int, error) {
 				return ferr(ErrRange, tf.name, ln, 0, "label %d is negative; use -1 for an unlabeled node", v)
 			}
 			if v >= int64(max(n, 2)) || v >= math.MaxInt32 {
-				return ferr(ErrRange, tf.name, ln, 0, "label %d is not below the node count %d; labels must be class indices 0..C-1", v, n)
+				return ferr(ErrRange, tf.name, ln, 0, "label %d is out of range: labels are class indices 0..C-1, and there cannot be more classes than the %d nodes", v, n)
 			}
 			labels[ln-1] = int32(v)
 			local = max(local, v)
