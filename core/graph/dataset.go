@@ -125,23 +125,25 @@ func TotalBytes(cs []Component) int64 {
 
 // DegreeSummary describes one degree distribution.
 type DegreeSummary struct {
-	Min, Max int64
-	Mean     float64
-	Median   float64
-	P99      float64 // 99th percentile (nearest rank)
+	Min    int64   `json:"min"`
+	Max    int64   `json:"max"`
+	Mean   float64 `json:"mean"`
+	Median float64 `json:"median"`
+	P99    float64 `json:"p99"` // 99th percentile (nearest rank)
 	// Hist is a log2 histogram: Hist[0] counts degree 0 and Hist[k]
 	// (k >= 1) counts degrees in [2^(k-1), 2^k).
-	Hist []int64
+	Hist []int64 `json:"log2_hist"`
 }
 
 // DegreeStats describes the in- and out-degree distributions of a graph.
 // In-degree of node i is the length of row i (edges into i); out-degree is
 // the number of entries with column i.
 type DegreeStats struct {
-	Nodes    int
-	Edges    int64
-	In, Out  DegreeSummary
-	Isolated int // nodes with no in- and no out-edges
+	Nodes    int           `json:"nodes"`
+	Edges    int64         `json:"edges"`
+	In       DegreeSummary `json:"in"`
+	Out      DegreeSummary `json:"out"`
+	Isolated int           `json:"isolated"` // nodes with no in- and no out-edges
 }
 
 // DegreeStats returns the degree statistics of the stored graph.
