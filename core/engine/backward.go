@@ -10,13 +10,14 @@ import (
 )
 
 // Backward propagates the output gradient (filled by the loss, see
-// OutputGrad) to every parameter. Parameter gradients are overwritten.
+// OutputGrad) to every parameter. Parameter gradients are overwritten, or
+// added to when the forward's Mode set AccumulateGrads.
 func (p *Program) Backward(ctx context.Context) error {
 	if !p.mode.Train {
 		return fmt.Errorf("engine: Backward after an evaluation forward")
 	}
 	for i := range p.gradInit {
-		p.gradInit[i] = false
+		p.gradInit[i] = p.mode.AccumulateGrads && p.g.Ops[i].Kind == ir.OpParam
 	}
 	out := p.g.Outputs[0]
 	p.gradInit[out] = true
@@ -31,9 +32,12 @@ func (p *Program) Backward(ctx context.Context) error {
 			return fmt.Errorf("backward op #%d %s: %w", i, p.g.Ops[i].Kind, err)
 		}
 	}
-	for _, pr := range p.params {
-		if !p.gradInit[pr.Op] {
-			if err := p.be.Fill(pr.Grad, 0); err != nil {
+	if p.mode.AccumulateGrads {
+		return nil
+	}
+	for i, op := range p.g.Ops {
+		if op.Kind == ir.OpParam && !p.gradInit[i] {
+			if err := p.be.Fill(p.grads[i], 0); err != nil {
 				return err
 			}
 		}
@@ -222,6 +226,15 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 		return p.accumulateBeta(args[0], func(out *tensor.Tensor, beta float64) error {
 			return be.GEMM(false, true, 1, dy, p.aux[i].headMean, beta, out)
 		})
+	case opNarrow:
+		if !need(0) {
+			return nil
+		}
+		dx, err := p.zeroed(args[0])
+		if err != nil {
+			return err
+		}
+		return be.ScatterAdd(dy, p.aux[i].rows, dx)
 	}
 	return fmt.Errorf("op kind %q has no backward", op.Kind)
 }

@@ -14,6 +14,9 @@ import (
 type Mode struct {
 	Train bool
 	Seed  uint64 // dropout stream; vary it per step
+	// AccumulateGrads makes Backward add to the parameter gradients
+	// instead of overwriting them (micro-batches of one step).
+	AccumulateGrads bool
 }
 
 // unaries maps IR activations to backend functions.
@@ -41,7 +44,12 @@ func (p *Program) Forward(ctx context.Context, m Mode) error {
 	return nil
 }
 
-func (p *Program) adj(h int32) *Graph { return p.env.Graphs[p.g.Ops[h].Name] }
+// adj returns the graph bound to graph op h (plan checked it exists).
+func (p *Program) adj(h int32) *Graph {
+	op := &p.g.Ops[h]
+	gr, _ := p.env.graph(op.Layer, op.Name)
+	return gr
+}
 
 func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	op := &p.g.Ops[i]
@@ -92,7 +100,13 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 			return nil
 		}
 		mask := p.aux[i].mask
-		if err := be.DropoutMask(mixSeed(m.Seed, uint64(i)), op.Alpha, mask); err != nil {
+		if da, ok := be.(dropoutApplier); ok {
+			if !p.needGrad[op.Args[0]] {
+				mask = nil // only the backward pass reads it (its pages stay untouched)
+			}
+			return da.DropoutApply(mixSeed(m.Seed, uint64(i)), op.Alpha, arg(0), mask, y)
+		}
+		if err := be.DropoutMask(mixSeed(m.Seed, uint64(p.plan.orig[i])), op.Alpha, mask); err != nil {
 			return err
 		}
 		return be.Elementwise(backend.Mul, arg(0), mask, y)
@@ -115,8 +129,18 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 		return be.EdgeSoftmax(ctx, p.adj(op.Args[0]).Adj, arg(1), y)
 	case ir.OpHeadMean:
 		return be.GEMM(false, false, 1, arg(0), p.aux[i].headMean, 0, y)
+	case opNarrow:
+		return be.Gather(arg(0), p.aux[i].rows, y)
 	}
 	return fmt.Errorf("op kind %q is not supported by the engine", op.Kind)
+}
+
+// dropoutApplier is implemented by backends that build the dropout mask
+// and apply it in one pass (the cpu backend): y = x·mask, with the same mask
+// as DropoutMask followed by Mul. mask may be nil when no backward pass
+// needs it (the dropout of an input that takes no gradient).
+type dropoutApplier interface {
+	DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error
 }
 
 // updateRunningStats folds the batch statistics into the running estimates

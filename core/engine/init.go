@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"strata/core/backend"
 	"strata/core/ir"
 	"strata/core/tensor"
 )
@@ -39,7 +40,7 @@ func fans(shape []int64) (float64, float64) {
 }
 
 // initParam fills a parameter according to its init rule.
-func (p *Program) initParam(op *ir.Op, t *tensor.Tensor, rng *splitMix) error {
+func initParam(be backend.Backend, op *ir.Op, t *tensor.Tensor, rng *splitMix) error {
 	n := t.Numel()
 	v := make([]float64, n)
 	fanIn, fanOut := fans(op.Shape)
@@ -67,32 +68,5 @@ func (p *Program) initParam(op *ir.Op, t *tensor.Tensor, rng *splitMix) error {
 	default:
 		return fmt.Errorf("engine: param %q: unknown init %q", op.Name, op.Init)
 	}
-	return p.uploadFloats(t, v)
-}
-
-// Snapshot copies every parameter to host memory.
-func (p *Program) Snapshot() (map[string][]float64, error) {
-	out := make(map[string][]float64, len(p.params))
-	for _, pr := range p.params {
-		v, err := p.downloadFloats(pr.Value)
-		if err != nil {
-			return nil, err
-		}
-		out[pr.Name] = v
-	}
-	return out, nil
-}
-
-// Restore loads parameters from a snapshot taken by Snapshot.
-func (p *Program) Restore(s map[string][]float64) error {
-	for _, pr := range p.params {
-		v, ok := s[pr.Name]
-		if !ok || len(v) != pr.Value.Numel() {
-			return fmt.Errorf("engine: snapshot lacks parameter %q or has the wrong size", pr.Name)
-		}
-		if err := p.uploadFloats(pr.Value, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return uploadFloats(be, t, v)
 }

@@ -20,13 +20,21 @@ type Graph struct {
 	MeanNorm *tensor.Tensor // [E] 1/deg_i, or nil if unused
 }
 
-// Env binds the symbolic parts of a graph: node count, adjacencies and the input.
+// Env binds the symbolic parts of a graph: node counts, adjacencies and the
+// input.
+//
+// Full-graph training sets Graphs: every layer uses the same adjacencies.
+// Mini-batch and micro-batch training set Blocks instead: Blocks[l] holds
+// layer l's graphs (each "adj" and "adj_self" a destinations × sources
+// CSR whose destinations are the first rows of its sources), and Input has
+// one row per source of block 0.
 type Env struct {
 	Backend backend.Backend
 	DType   tensor.DType
 	Tier    tensor.Tier
 	Graphs  map[string]*Graph
-	Input   *tensor.Tensor // [N, in_dim]
+	Blocks  []map[string]*Graph
+	Input   *tensor.Tensor // [sources, in_dim]
 }
 
 // Param is a learnable tensor with its gradient.
@@ -37,23 +45,25 @@ type Param struct {
 	Grad  *tensor.Tensor
 }
 
-// Program is a compiled graph: every activation and gradient buffer is
-// allocated once, so an epoch allocates nothing.
+// Program is a model graph bound to one set of graphs and one input: every
+// activation and gradient buffer is allocated once, so an epoch allocates
+// nothing. Parameters live in a Params that programs may share.
 type Program struct {
-	g        *ir.Graph
-	env      Env
-	be       backend.Backend
-	vals     []*tensor.Tensor // forward buffers
-	cur      []*tensor.Tensor // values of the last forward (aliases in eval)
-	mode     Mode
-	grads    []*tensor.Tensor // gradient buffers for values that need them
-	needGrad []bool
-	gradInit []bool
-	aux      []opAux
-	params   []*Param
-	scratch  map[string]*tensor.Tensor
-	owned    []*tensor.Tensor
-	numNodes int
+	g         *ir.Graph // the planned graph (narrow ops inserted)
+	plan      *plan
+	env       Env
+	be        backend.Backend
+	vals      []*tensor.Tensor // forward buffers
+	cur       []*tensor.Tensor // values of the last forward (aliases in eval)
+	mode      Mode
+	grads     []*tensor.Tensor // gradient buffers for values that need them
+	needGrad  []bool
+	gradInit  []bool
+	aux       []opAux
+	params    *Params
+	ownParams bool
+	scratch   map[string]*tensor.Tensor
+	owned     []*tensor.Tensor
 }
 
 // opAux holds per-op state: dropout masks, argmax indices, batch statistics.
@@ -61,49 +71,68 @@ type opAux struct {
 	mask, argmax, mean, invStd *tensor.Tensor
 	runMean, runVar            *tensor.Tensor
 	headMean                   *tensor.Tensor
-	seeded                     bool
+	rows                       *tensor.Tensor // narrow: the row ids 0..n-1
 }
 
-// Compile binds g to env, allocating buffers and initialising parameters
-// from seed. The graph must come from ir.Builder or ir.Link.
+// Compile binds g to env with fresh parameters initialised from seed; the
+// program owns them. The graph must come from ir.Builder or ir.Link.
 func Compile(g *ir.Graph, env Env, seed uint64) (*Program, error) {
+	ps, err := NewParams(g, env.Backend, env.DType, env.Tier, seed)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Bind(g, env, ps)
+	if err != nil {
+		ps.Release()
+		return nil, err
+	}
+	p.ownParams = true
+	return p, nil
+}
+
+// Bind binds g to env with the given parameters (from NewParams on the same
+// graph). Release the program when the batch is done; ps stays.
+func Bind(g *ir.Graph, env Env, ps *Params) (*Program, error) {
 	if env.Input == nil {
 		return nil, fmt.Errorf("engine: no input tensor")
 	}
-	p := &Program{
-		g: g, env: env, be: env.Backend,
-		vals:     make([]*tensor.Tensor, len(g.Ops)),
-		cur:      make([]*tensor.Tensor, len(g.Ops)),
-		grads:    make([]*tensor.Tensor, len(g.Ops)),
-		needGrad: make([]bool, len(g.Ops)),
-		gradInit: make([]bool, len(g.Ops)),
-		aux:      make([]opAux, len(g.Ops)),
-		scratch:  map[string]*tensor.Tensor{},
-		numNodes: env.Input.Rows(),
+	if env.Graphs == nil && env.Blocks == nil {
+		return nil, fmt.Errorf("engine: no graphs bound")
 	}
-	if err := p.bind(seed); err != nil {
+	pl, err := makePlan(g, env)
+	if err != nil {
+		return nil, err
+	}
+	n := len(pl.g.Ops)
+	p := &Program{
+		g: pl.g, plan: pl, env: env, be: env.Backend, params: ps,
+		vals:     make([]*tensor.Tensor, n),
+		cur:      make([]*tensor.Tensor, n),
+		grads:    make([]*tensor.Tensor, n),
+		needGrad: make([]bool, n),
+		gradInit: make([]bool, n),
+		aux:      make([]opAux, n),
+		scratch:  map[string]*tensor.Tensor{},
+	}
+	if err := p.bind(); err != nil {
 		p.Release()
 		return nil, err
 	}
 	return p, nil
 }
 
-// dims resolves a symbolic shape.
-func (p *Program) dims(op *ir.Op, s []int64) ([]int, error) {
+// dims resolves a symbolic shape: the first dimension of a node or edge
+// value is its planned row count.
+func (p *Program) dims(i int, op *ir.Op, s []int64) ([]int, error) {
 	out := make([]int, len(s))
-	for i, d := range s {
+	for k, d := range s {
 		switch {
 		case d > 0:
-			out[i] = int(d)
-		case d == ir.N:
-			out[i] = p.numNodes
+			out[k] = int(d)
+		case k == 0 && p.plan.rows[i] >= 0:
+			out[k] = p.plan.rows[i]
 		default:
-			name := map[int64]string{ir.EAdj: "adj", ir.EAdjSelf: "adj_self"}[d]
-			gr, ok := p.env.Graphs[name]
-			if !ok {
-				return nil, fmt.Errorf("engine: %s needs graph %q, which is not bound", op.Kind, name)
-			}
-			out[i] = int(gr.Adj.NNZ())
+			return nil, fmt.Errorf("engine: op #%d %s: cannot resolve dimension %s", i, op.Kind, ir.DimString(d))
 		}
 	}
 	return out, nil
@@ -123,8 +152,7 @@ func (p *Program) allocT(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 }
 
 // bind allocates values, gradients and per-op state.
-func (p *Program) bind(seed uint64) error {
-	rng := newSplitMix(seed)
+func (p *Program) bind() error {
 	for i := range p.g.Ops {
 		op := &p.g.Ops[i]
 		for _, a := range op.Args {
@@ -134,9 +162,6 @@ func (p *Program) bind(seed uint64) error {
 		}
 		switch op.Kind {
 		case ir.OpGraph:
-			if _, ok := p.env.Graphs[op.Name]; !ok {
-				return fmt.Errorf("engine: graph %q is not bound", op.Name)
-			}
 			continue
 		case ir.OpInput:
 			if p.env.Input.Cols() != int(op.Shape[1]) {
@@ -145,9 +170,15 @@ func (p *Program) bind(seed uint64) error {
 			p.vals[i] = p.env.Input
 			continue
 		case ir.OpParam:
+			pr, ok := p.params.named[op.Name]
+			if !ok || !sameDims(pr.Value.Shape(), op.Shape) {
+				return fmt.Errorf("engine: parameter %q is not in the parameter set (or has another shape)", op.Name)
+			}
 			p.needGrad[i] = true
+			p.vals[i], p.grads[i] = pr.Value, pr.Grad
+			continue
 		}
-		shape, err := p.dims(op, op.Shape)
+		shape, err := p.dims(i, op, op.Shape)
 		if err != nil {
 			return err
 		}
@@ -157,31 +188,32 @@ func (p *Program) bind(seed uint64) error {
 		if err := p.bindAux(i, op, shape); err != nil {
 			return fmt.Errorf("engine: op #%d %s: %w", i, op.Kind, err)
 		}
-		if op.Kind == ir.OpParam {
-			if err := p.initParam(op, p.vals[i], rng); err != nil {
-				return err
-			}
-		}
 	}
 	for i, op := range p.g.Ops {
-		if !p.needGrad[i] {
+		if !p.needGrad[i] || op.Kind == ir.OpParam {
 			continue
 		}
-		shape, err := p.dims(&op, op.Shape)
+		shape, err := p.dims(i, &op, op.Shape)
 		if err != nil {
 			return err
 		}
 		if p.grads[i], err = p.alloc(shape); err != nil {
 			return fmt.Errorf("engine: gradient of op #%d %s: %w", i, op.Kind, err)
 		}
-		if op.Kind == ir.OpParam {
-			p.params = append(p.params, &Param{Name: op.Name, Op: int32(i), Value: p.vals[i], Grad: p.grads[i]})
+	}
+	return p.checkAggregates()
+}
+
+func sameDims(a []int, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if int64(a[i]) != b[i] {
+			return false
 		}
 	}
-	if err := p.checkAggregates(); err != nil {
-		return err
-	}
-	return nil
+	return true
 }
 
 func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
@@ -196,19 +228,32 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 		}
 	case ir.OpBatchNorm:
 		c := []int{shape[1]}
-		for _, t := range []**tensor.Tensor{&a.mean, &a.invStd, &a.runMean, &a.runVar} {
+		for _, t := range []**tensor.Tensor{&a.mean, &a.invStd} {
 			if *t, err = p.alloc(c); err != nil {
 				return err
 			}
 		}
-		err = p.be.Fill(a.runVar, 1)
+		key := p.g.Ops[op.Args[1]].Name
+		a.runMean, a.runVar = p.params.state[key+":running_mean"], p.params.state[key+":running_var"]
+		if a.runMean == nil || a.runVar == nil {
+			return fmt.Errorf("no running statistics for %q in the parameter set", key)
+		}
+	case opNarrow:
+		if a.rows, err = p.allocT(tensor.Int32, []int{shape[0]}); err != nil {
+			return err
+		}
+		ids := make([]int32, shape[0])
+		for r := range ids {
+			ids[r] = int32(r)
+		}
+		err = p.be.Upload(a.rows, ids)
 	case ir.OpHeadMean:
 		heads := int(op.Heads)
 		c := shape[1]
 		if a.headMean, err = p.alloc([]int{heads * c, c}); err != nil {
 			return err
 		}
-		err = p.uploadFloats(a.headMean, headMeanMatrix(heads, c))
+		err = uploadFloats(p.be, a.headMean, headMeanMatrix(heads, c))
 	}
 	return err
 }
@@ -230,7 +275,7 @@ func (p *Program) checkAggregates() error {
 		if op.Kind != ir.OpAggregate {
 			continue
 		}
-		gr := p.env.Graphs[p.g.Ops[op.Args[0]].Name]
+		gr := p.adj(op.Args[0])
 		if op.Reducer == "gcn" && gr.GCNNorm == nil || op.Reducer == "mean" && gr.MeanNorm == nil {
 			return fmt.Errorf("engine: op #%d aggregate %s: graph %q has no %s weights bound", i, op.Reducer, p.g.Ops[op.Args[0]].Name, op.Reducer)
 		}
@@ -239,7 +284,16 @@ func (p *Program) checkAggregates() error {
 }
 
 // Params returns the learnable parameters in graph order.
-func (p *Program) Params() []*Param { return p.params }
+func (p *Program) Params() []*Param { return p.params.list }
+
+// ParamSet returns the parameter set the program runs with.
+func (p *Program) ParamSet() *Params { return p.params }
+
+// Snapshot copies every parameter to host memory.
+func (p *Program) Snapshot() (map[string][]float64, error) { return p.params.Snapshot() }
+
+// Restore loads parameters from a snapshot taken by Snapshot.
+func (p *Program) Restore(s map[string][]float64) error { return p.params.Restore(s) }
 
 // Output returns the model output tensor of the last Forward.
 func (p *Program) Output() *tensor.Tensor { return p.vals[p.g.Outputs[0]] }
@@ -247,12 +301,16 @@ func (p *Program) Output() *tensor.Tensor { return p.vals[p.g.Outputs[0]] }
 // OutputGrad returns the gradient buffer of the output, which the loss fills.
 func (p *Program) OutputGrad() *tensor.Tensor { return p.grads[p.g.Outputs[0]] }
 
-// Release frees every buffer the program allocated.
+// Release frees every buffer the program allocated, and its parameters if
+// Compile made them.
 func (p *Program) Release() {
 	for _, t := range p.owned {
 		p.be.Release(t)
 	}
 	p.owned = nil
+	if p.ownParams {
+		p.params.Release()
+	}
 }
 
 // scratchFor returns a reusable temporary of the given shape and dtype.
@@ -269,24 +327,24 @@ func (p *Program) scratchFor(dt tensor.DType, shape []int, slot int) (*tensor.Te
 	return t, nil
 }
 
-func (p *Program) uploadFloats(t *tensor.Tensor, v []float64) error {
+func uploadFloats(be backend.Backend, t *tensor.Tensor, v []float64) error {
 	if t.DType() == tensor.Float64 {
-		return p.be.Upload(t, v)
+		return be.Upload(t, v)
 	}
 	f := make([]float32, len(v))
 	for i, x := range v {
 		f[i] = float32(x)
 	}
-	return p.be.Upload(t, f)
+	return be.Upload(t, f)
 }
 
-func (p *Program) downloadFloats(t *tensor.Tensor) ([]float64, error) {
+func downloadFloats(be backend.Backend, t *tensor.Tensor) ([]float64, error) {
 	if t.DType() == tensor.Float64 {
 		v := make([]float64, t.Numel())
-		return v, p.be.Download(t, v)
+		return v, be.Download(t, v)
 	}
 	f := make([]float32, t.Numel())
-	if err := p.be.Download(t, f); err != nil {
+	if err := be.Download(t, f); err != nil {
 		return nil, err
 	}
 	v := make([]float64, len(f))
@@ -295,6 +353,10 @@ func (p *Program) downloadFloats(t *tensor.Tensor) ([]float64, error) {
 	}
 	return v, nil
 }
+
+func (p *Program) uploadFloats(t *tensor.Tensor, v []float64) error { return uploadFloats(p.be, t, v) }
+
+func (p *Program) downloadFloats(t *tensor.Tensor) ([]float64, error) { return downloadFloats(p.be, t) }
 
 // ctxErr is a helper for long loops.
 func ctxErr(ctx context.Context) error {

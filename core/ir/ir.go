@@ -71,6 +71,7 @@ type Op struct {
 	Reducer string  // aggregate reducer
 	Alpha   float64 // slope, scale, dropout p or eps
 	Heads   int64   // head_mean head count
+	Layer   int32   // the model layer the op belongs to (set by Link)
 }
 
 // Graph is a checked op list. Outputs name the values the layer returns.

@@ -97,8 +97,18 @@ func TestLink(t *testing.T) {
 	if want := []string{"l0.weight", "l0.bias", "l1.weight", "l1.bias"}; !slices.Equal(names, want) {
 		t.Errorf("params %v, want %v", names, want)
 	}
-	if graphs != 1 || inputs != 1 {
-		t.Errorf("%d graph ops and %d inputs after linking, want 1 and 1 (shared)", graphs, inputs)
+	if graphs != 2 || inputs != 1 {
+		t.Errorf("%d graph ops and %d inputs after linking, want 2 (one per layer) and 1", graphs, inputs)
+	}
+	first := len(layer(t, 8, 4).Ops) // layer 1's ops follow layer 0's
+	for i, op := range g.Ops {
+		want := int32(0)
+		if i >= first {
+			want = 1
+		}
+		if op.Layer != want {
+			t.Errorf("op %d (%s) has layer %d, want %d", i, op.Kind, op.Layer, want)
+		}
 	}
 	if s := g.Ops[g.Outputs[0]].Shape; !slices.Equal(s, []int64{N, 2}) {
 		t.Errorf("output shape %s", ShapeString(s))

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/ir"
+	"strata/core/tensor"
+)
+
+// Params holds a model's learnable tensors with their gradients, and its
+// non-learnable state (batch-norm running statistics). It outlives any one
+// Program: the programs bound for different mini-batches or micro-batches
+// of one model share it, so an optimizer step sees every batch's gradient.
+type Params struct {
+	be    backend.Backend
+	list  []*Param
+	named map[string]*Param
+	state map[string]*tensor.Tensor
+	owned []*tensor.Tensor
+}
+
+// NewParams allocates and initialises the parameters of g from seed (in
+// graph order, so the same seed gives the same values).
+func NewParams(g *ir.Graph, be backend.Backend, dt tensor.DType, tier tensor.Tier, seed uint64) (*Params, error) {
+	ps := &Params{be: be, named: map[string]*Param{}, state: map[string]*tensor.Tensor{}}
+	alloc := func(shape []int) (*tensor.Tensor, error) {
+		t, err := be.Alloc(dt, shape, tier)
+		if err == nil {
+			ps.owned = append(ps.owned, t)
+		}
+		return t, err
+	}
+	rng := newSplitMix(seed)
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		switch op.Kind {
+		case ir.OpParam:
+			if _, dup := ps.named[op.Name]; dup {
+				ps.Release()
+				return nil, fmt.Errorf("engine: parameter %q is declared twice", op.Name)
+			}
+			shape := make([]int, len(op.Shape))
+			for k, d := range op.Shape {
+				shape[k] = int(d)
+			}
+			v, err := alloc(shape)
+			if err != nil {
+				ps.Release()
+				return nil, fmt.Errorf("engine: parameter %q: %w", op.Name, err)
+			}
+			gr, err := alloc(shape)
+			if err != nil {
+				ps.Release()
+				return nil, fmt.Errorf("engine: gradient of %q: %w", op.Name, err)
+			}
+			if err := initParam(be, op, v, rng); err != nil {
+				ps.Release()
+				return nil, err
+			}
+			p := &Param{Name: op.Name, Op: int32(i), Value: v, Grad: gr}
+			ps.list = append(ps.list, p)
+			ps.named[op.Name] = p
+		case ir.OpBatchNorm:
+			key := g.Ops[op.Args[1]].Name // the gamma parameter names the layer
+			c := []int{int(op.Shape[1])}
+			mean, err := alloc(c)
+			if err != nil {
+				ps.Release()
+				return nil, err
+			}
+			variance, err := alloc(c)
+			if err == nil {
+				err = be.Fill(variance, 1)
+			}
+			if err != nil {
+				ps.Release()
+				return nil, err
+			}
+			ps.state[key+":running_mean"], ps.state[key+":running_var"] = mean, variance
+		}
+	}
+	return ps, nil
+}
+
+// List returns the learnable parameters in graph order.
+func (ps *Params) List() []*Param { return ps.list }
+
+// ZeroGrads clears every gradient (before accumulating micro-batches).
+func (ps *Params) ZeroGrads() error {
+	for _, p := range ps.list {
+		if err := ps.be.Fill(p.Grad, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ScaleGrads multiplies every gradient by s.
+func (ps *Params) ScaleGrads(s float64) error {
+	for _, p := range ps.list {
+		if err := ps.be.Axpby(0, p.Grad, s, p.Grad); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Snapshot copies every parameter to host memory.
+func (ps *Params) Snapshot() (map[string][]float64, error) {
+	out := make(map[string][]float64, len(ps.list))
+	for _, p := range ps.list {
+		v, err := downloadFloats(ps.be, p.Value)
+		if err != nil {
+			return nil, err
+		}
+		out[p.Name] = v
+	}
+	return out, nil
+}
+
+// Restore loads parameters from a snapshot taken by Snapshot.
+func (ps *Params) Restore(s map[string][]float64) error {
+	for _, p := range ps.list {
+		v, ok := s[p.Name]
+		if !ok || len(v) != p.Value.Numel() {
+			return fmt.Errorf("engine: snapshot lacks parameter %q or has the wrong size", p.Name)
+		}
+		if err := uploadFloats(ps.be, p.Value, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Release frees the parameters, their gradients and the state.
+func (ps *Params) Release() {
+	for _, t := range ps.owned {
+		ps.be.Release(t)
+	}
+	ps.owned = nil
+}
