@@ -80,6 +80,9 @@ type Backend interface {
 	// UploadGraph places an adjacency in a tier. Its own edge values are the
 	// CSR's Values, or ones when it has none.
 	UploadGraph(g *graph.CSR, tier tensor.Tier) (Adj, error)
+	// ReleaseGraph frees an adjacency from UploadGraph; it must not be used
+	// again.
+	ReleaseGraph(a Adj)
 	// Stats reports memory in use and peak per tier.
 	Stats() Stats
 

@@ -45,7 +45,7 @@ type Config struct {
 	Train     Train   `toml:"train" doc:"the training loop"`
 	Sampler   Plugin  `toml:"sampler" ns:"sampler" doc:"neighbourhood sampler for mini-batch training (fullgraph training does not use it)"`
 	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy (fullgraph training does not use it)"`
-	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner (fullgraph training does not use it)"`
+	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (betty-reg is Betty's redundancy-aware split)"`
 	Devices   Devices `toml:"devices" doc:"the devices to train on (reserved: decoded and validated, not used yet)"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 
@@ -86,7 +86,7 @@ type Train struct {
 	Backend      string  `toml:"backend" enum:"cpu,cuda,sim" doc:"compute backend (a build may lack cuda and sim; the run then fails with a clear message)"`
 	Threads      int     `toml:"threads" range:"[0,)" doc:"CPU threads (0 = all cores)"`
 	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
-	MicroBatches int     `toml:"micro_batches" range:"[1,)" doc:"split each step into this many micro-batches with gradient accumulation"`
+	MicroBatches int     `toml:"micro_batches" range:"[1,)" doc:"split each step into this many micro-batches (Betty): each runs over the full-neighbour blocks of its training nodes and their gradients accumulate into one optimizer step; needs [partition]"`
 }
 
 // Devices describes the devices to train on. Reserved for multi-device

@@ -144,7 +144,7 @@ func TestMalformed(t *testing.T) {
 		{"plugin name type", minimal + "[cache]\nname = 3\n", nil,
 			[]string{`x.toml:4: cache.name: expected string, got integer 3`}},
 		{"plugin options without name", minimal + "[partition]\nbalance = \"edges\"\n", nil,
-			[]string{`x.toml:3: partition.name: required key is missing`, `available: "hash", "random", "range"`}},
+			[]string{`x.toml:3: partition.name: required key is missing`, `available: "betty-reg", "hash", "hongtu-2level", "metis", "random", "range"`}},
 		{"unknown plugin option", minimal + "[sampler]\nname = \"full\"\nfanout = [10, 25]\n", nil,
 			[]string{`x.toml:5: unknown key "sampler.fanout" for sampler "full"; its options are "layers"`}},
 		{"misspelt plugin option", minimal + "[sampler]\nname = \"full\"\nlayer = 3\n", nil,

@@ -298,6 +298,10 @@ func (p *Program) Restore(s map[string][]float64) error { return p.params.Restor
 // Output returns the model output tensor of the last Forward.
 func (p *Program) Output() *tensor.Tensor { return p.vals[p.g.Outputs[0]] }
 
+// InputRows returns the number of input rows (block 0's sources in a
+// mini-batch, every node in full-graph training).
+func (p *Program) InputRows() int { return p.env.Input.Rows() }
+
 // OutputGrad returns the gradient buffer of the output, which the loss fills.
 func (p *Program) OutputGrad() *tensor.Tensor { return p.grads[p.g.Outputs[0]] }
 

@@ -37,8 +37,13 @@ type Result struct {
 	Params           int64            `json:"params"`
 	PeakRSSBytes     int64            `json:"peak_rss_bytes"`
 	PeakTierBytes    map[string]int64 `json:"peak_tier_bytes"`
-	Threads          int              `json:"threads"`
-	Seed             int64            `json:"seed"`
-	ConfigSHA256     string           `json:"config_sha256"`
-	Version          string           `json:"version"`
+	MicroBatches     int              `json:"micro_batches"`
+	Partitioner      string           `json:"partitioner,omitempty"`
+	// Redundancy is, for micro-batches, their input rows summed over a
+	// step divided by the input rows of the whole batch (Betty's measure).
+	Redundancy   float64 `json:"redundancy,omitempty"`
+	Threads      int     `json:"threads"`
+	Seed         int64   `json:"seed"`
+	ConfigSHA256 string  `json:"config_sha256"`
+	Version      string  `json:"version"`
 }

@@ -14,7 +14,6 @@ import (
 	"strata/core/backend"
 	"strata/core/backend/cpu"
 	"strata/core/config"
-	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/metrics"
 	"strata/core/tensor"
@@ -53,23 +52,17 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	graphs, err := bindGraphs(model.Graph, adjs, be, dt, tier)
+	env := stepEnv{be: be, dt: dt, tier: tier, model: model.Graph, ds: ds, feats: feats, dim: dim, adjs: adjs, seed: seed}
+	var st stepper
+	if cfg.Train.MicroBatches > 1 {
+		st, err = newMicroBatches(ctx, cfg, env)
+	} else {
+		st, err = newFullGraph(env)
+	}
 	if err != nil {
 		return nil, err
 	}
-	x, err := uploadFloat32s(be, feats, []int{ds.NumNodes, dim}, dt, tier)
-	if err != nil {
-		return nil, fmt.Errorf("upload features: %w", err)
-	}
-	prog, err := engine.Compile(model.Graph, engine.Env{Backend: be, DType: dt, Tier: tier, Graphs: graphs, Input: x}, seed)
-	if err != nil {
-		return nil, err
-	}
-	defer prog.Release()
-	labels, trainIdx, err := uploadLabels(be, ds, tier)
-	if err != nil {
-		return nil, err
-	}
+	defer st.release()
 	opt, err := NewOptimizer(cfg.Train.Optimizer, be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
 	if err != nil {
 		return nil, err
@@ -83,9 +76,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if res.ConfigSHA256, err = cfg.SHA256(); err != nil {
 		return nil, err
 	}
-	loop := &loop{cfg: cfg, be: be, prog: prog, opt: opt, ds: ds, labels: labels, trainIdx: trainIdx, res: res}
+	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res}
 	if err := loop.run(ctx, opts); err != nil {
 		return nil, err
+	}
+	res.MicroBatches = cfg.Train.MicroBatches
+	if mb, ok := st.(*microBatches); ok {
+		res.Partitioner, res.Redundancy = cfg.Partition.ID, mb.redundancy()
 	}
 	res.PeakRSSBytes = metrics.PeakRSS()
 	res.PeakTierBytes = tierMap(be.Stats().Peak)
@@ -152,21 +149,6 @@ func newBackend(cfg *config.Config) (backend.Backend, error) {
 	return nil, fmt.Errorf("train.backend = %q is not available in this build (available: \"cpu\")", cfg.Train.Backend)
 }
 
-func uploadLabels(be backend.Backend, ds *graph.Dataset, tier tensor.Tier) (*tensor.Tensor, *tensor.Tensor, error) {
-	labels, err := be.Alloc(tensor.Int32, []int{ds.NumNodes}, tier)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := be.Upload(labels, ds.Labels); err != nil {
-		return nil, nil, err
-	}
-	idx, err := be.Alloc(tensor.Int32, []int{len(ds.Train)}, tier)
-	if err != nil {
-		return nil, nil, err
-	}
-	return labels, idx, be.Upload(idx, ds.Train)
-}
-
 func tierMap(m map[tensor.Tier]int64) map[string]int64 {
 	out := make(map[string]int64, len(m))
 	for k, v := range m {
@@ -177,14 +159,13 @@ func tierMap(m map[tensor.Tier]int64) map[string]int64 {
 
 // loop holds the state of one training run.
 type loop struct {
-	cfg              *config.Config
-	be               backend.Backend
-	prog             *engine.Program
-	opt              Optimizer
-	ds               *graph.Dataset
-	labels, trainIdx *tensor.Tensor
-	res              *Result
-	pred             []int32
+	cfg  *config.Config
+	be   backend.Backend
+	st   stepper
+	opt  Optimizer
+	ds   *graph.Dataset
+	res  *Result
+	pred []int32
 }
 
 func (l *loop) run(ctx context.Context, opts Options) error {
@@ -232,7 +213,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
 			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
 				l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = ep, va, tr, te
-				if best, err = l.prog.Snapshot(); err != nil {
+				if best, err = l.st.params().Snapshot(); err != nil {
 					return err
 				}
 				sinceBest = 0
@@ -254,7 +235,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	l.res.EpochTimeMedianS = median(times, 2)
 	l.res.EvalTimeMedianS = median(evalTimes, 0)
 	if best != nil {
-		return l.prog.Restore(best)
+		return l.st.params().Restore(best)
 	}
 	return nil
 }
@@ -262,37 +243,19 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 // step runs one training epoch and returns the loss.
 func (l *loop) step(ctx context.Context, epoch int) (float64, error) {
 	seed := uint64(l.cfg.Train.Seed)*1_000_003 + uint64(epoch)
-	if err := l.prog.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
-		return 0, err
-	}
-	loss, err := l.be.SoftmaxCrossEntropy(l.prog.Output(), l.labels, l.trainIdx, l.prog.OutputGrad())
+	loss, err := l.st.gradients(ctx, seed)
 	if err != nil {
-		return 0, fmt.Errorf("loss: %w", err)
-	}
-	if err := l.prog.Backward(ctx); err != nil {
 		return 0, err
 	}
-	return loss, l.opt.Step(l.prog.Params())
+	return loss, l.opt.Step(l.st.params().List())
 }
 
 // evaluate returns train, valid and test accuracy with dropout off.
 func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, error) {
-	if err := l.prog.Forward(ctx, engine.Mode{}); err != nil {
-		return 0, 0, 0, err
-	}
-	out := l.prog.Output()
-	predT, err := l.be.Alloc(tensor.Int32, []int{out.Rows()}, out.Tier())
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	defer l.be.Release(predT)
-	if err := l.be.ArgmaxRows(out, predT); err != nil {
-		return 0, 0, 0, err
-	}
 	if l.pred == nil {
-		l.pred = make([]int32, out.Rows())
+		l.pred = make([]int32, l.ds.NumNodes)
 	}
-	if err := l.be.Download(predT, l.pred); err != nil {
+	if err := l.st.predict(ctx, l.pred); err != nil {
 		return 0, 0, 0, err
 	}
 	d := l.ds

@@ -17,13 +17,13 @@ func checkSupported(cfg *config.Config) error {
 	for _, p := range []struct {
 		key string
 		p   config.Plugin
-	}{{"sampler", cfg.Sampler}, {"cache", cfg.Cache}, {"partition", cfg.Partition}} {
+	}{{"sampler", cfg.Sampler}, {"cache", cfg.Cache}} {
 		if p.p.Name != "" {
 			return unused([]string{p.key, "name"}, fmt.Sprintf("%s is set", p.p.ID))
 		}
 	}
-	if cfg.Train.MicroBatches != 1 {
-		return unused([]string{"train", "micro_batches"}, fmt.Sprintf("micro-batching (%d micro-batches) is not available yet", cfg.Train.MicroBatches))
+	if cfg.Partition.Name != "" && cfg.Train.MicroBatches == 1 {
+		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
 	}
 	d := cfg.Devices
 	switch {

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -93,7 +94,8 @@ func TestCheckSupported(t *testing.T) {
 	}{
 		{nil, ""},
 		{[]string{`sampler.name="full"`}, "sampler.name: sampler.full is set"},
-		{[]string{"train.micro_batches=4"}, "train.micro_batches: micro-batching (4 micro-batches) is not available yet"},
+		{[]string{`partition.name="range"`}, "partition.name: partitioner.range is set, but only micro-batching"},
+		{[]string{`cache.name="degree"`}, "cache.name: cache.degree is set"},
 		{[]string{"devices.count=2"}, "devices.count: multi-device training"},
 	}
 	for _, c := range cases {
@@ -165,5 +167,58 @@ func TestTrainingLearns(t *testing.T) {
 	}
 	if r.TestAcc < 0.7 {
 		t.Errorf("GCN on Cora after 60 epochs: test accuracy %.3f, want >= 0.7", r.TestAcc)
+	}
+}
+
+// TestMicroBatchesMatchFullGraph trains each model for a few epochs with
+// dropout off in float64, whole-graph and in micro-batches: the losses of
+// every epoch, hence the gradients of every step, must agree.
+func TestMicroBatchesMatchFullGraph(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		model, partitioner string
+		k                  int
+	}{
+		{"gcn", "range", 3},
+		{"sage", "random", 4},
+		{"gat", "betty-reg", 3},
+		{"gin", "hash", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.model+"/"+c.partitioner, func(t *testing.T) {
+			sets := []string{`model.name="` + c.model + `"`, `train.dtype="float64"`, "model.dropout=0.0", "train.epochs=3"}
+			full, err := Run(ctx, mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			micro, err := Run(ctx, mustParse(t, coraBase, append(sets, fmt.Sprintf("train.micro_batches=%d", c.k), `partition.name="`+c.partitioner+`"`)...), Options{Wasm: testWasm(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := math.Abs(full.FinalLoss-micro.FinalLoss) / full.FinalLoss; d > 1e-9 {
+				t.Errorf("final loss: full graph %.12f, %d micro-batches %.12f (relative difference %.2g)", full.FinalLoss, c.k, micro.FinalLoss, d)
+			}
+			if micro.MicroBatches != c.k || micro.Redundancy < 1 {
+				t.Errorf("micro-batch report: %d micro-batches, redundancy %.3f", micro.MicroBatches, micro.Redundancy)
+			}
+		})
+	}
+}
+
+func TestMicroBatchErrors(t *testing.T) {
+	cases := []struct {
+		sets []string
+		err  string
+	}{
+		{[]string{"train.micro_batches=4"}, "train.micro_batches = 4 needs a partitioner"},
+		{[]string{"train.micro_batches=1000", `partition.name="range"`}, "more than the 140 training nodes"},
+		{[]string{`partition.name="range"`}, "only micro-batching (train.micro_batches > 1) uses a partitioner"},
+		{[]string{"train.micro_batches=2", `partition.name="metis"`}, "METIS partitions square graphs"},
+	}
+	for _, c := range cases {
+		_, err := Run(context.Background(), mustParse(t, coraBase, c.sets...), Options{Wasm: testWasm(t)})
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
+		}
 	}
 }

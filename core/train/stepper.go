@@ -1,0 +1,116 @@
+package train
+
+import (
+	"context"
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/engine"
+	"strata/core/graph"
+	"strata/core/ir"
+	"strata/core/tensor"
+)
+
+// stepper computes the gradients of one optimizer step and the predictions
+// of every node; the loop owns the optimizer, evaluation and bookkeeping.
+type stepper interface {
+	// gradients runs forward and backward for one step, leaving the
+	// parameter gradients in params(), and returns the loss.
+	gradients(ctx context.Context, seed uint64) (float64, error)
+	// predict writes the predicted class of every node (dropout off).
+	predict(ctx context.Context, pred []int32) error
+	params() *engine.Params
+	release()
+}
+
+// stepEnv is what every stepper is built from.
+type stepEnv struct {
+	be    backend.Backend
+	dt    tensor.DType
+	tier  tensor.Tier
+	model *ir.Graph
+	ds    *graph.Dataset
+	feats []float32
+	dim   int
+	adjs  *adjacencies
+	seed  uint64
+}
+
+// fullGraph runs every step over the whole graph with one program.
+type fullGraph struct {
+	be               backend.Backend
+	prog             *engine.Program
+	labels, trainIdx *tensor.Tensor
+	predT            *tensor.Tensor
+}
+
+func newFullGraph(e stepEnv) (*fullGraph, error) {
+	graphs, err := bindGraphs(e.model, e.adjs, e.be, e.dt, e.tier)
+	if err != nil {
+		return nil, err
+	}
+	x, err := uploadFloat32s(e.be, e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
+	if err != nil {
+		return nil, fmt.Errorf("upload features: %w", err)
+	}
+	prog, err := engine.Compile(e.model, engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Graphs: graphs, Input: x}, e.seed)
+	if err != nil {
+		return nil, err
+	}
+	f := &fullGraph{be: e.be, prog: prog}
+	if f.labels, err = uploadInt32s(e.be, e.ds.Labels, e.tier); err != nil {
+		prog.Release()
+		return nil, err
+	}
+	if f.trainIdx, err = uploadInt32s(e.be, e.ds.Train, e.tier); err != nil {
+		prog.Release()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *fullGraph) gradients(ctx context.Context, seed uint64) (float64, error) {
+	if err := f.prog.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
+		return 0, err
+	}
+	loss, err := f.be.SoftmaxCrossEntropy(f.prog.Output(), f.labels, f.trainIdx, f.prog.OutputGrad())
+	if err != nil {
+		return 0, fmt.Errorf("loss: %w", err)
+	}
+	return loss, f.prog.Backward(ctx)
+}
+
+func (f *fullGraph) predict(ctx context.Context, pred []int32) error {
+	if err := f.prog.Forward(ctx, engine.Mode{}); err != nil {
+		return err
+	}
+	return argmaxInto(f.be, f.prog.Output(), pred)
+}
+
+func (f *fullGraph) params() *engine.Params { return f.prog.ParamSet() }
+
+func (f *fullGraph) release() { f.prog.Release() }
+
+// argmaxInto writes the argmax of every row of out into pred.
+func argmaxInto(be backend.Backend, out *tensor.Tensor, pred []int32) error {
+	if len(pred) != out.Rows() {
+		return fmt.Errorf("predictions for %d rows, want %d", out.Rows(), len(pred))
+	}
+	t, err := be.Alloc(tensor.Int32, []int{out.Rows()}, out.Tier())
+	if err != nil {
+		return err
+	}
+	defer be.Release(t)
+	if err := be.ArgmaxRows(out, t); err != nil {
+		return err
+	}
+	return be.Download(t, pred)
+}
+
+func uploadInt32s(be backend.Backend, v []int32, tier tensor.Tier) (*tensor.Tensor, error) {
+	t, err := be.Alloc(tensor.Int32, []int{len(v)}, tier)
+	if err != nil {
+		return nil, err
+	}
+	return t, be.Upload(t, v)
+}
