@@ -10,9 +10,9 @@ import (
 // Metrics describes the quality of a partition of the rows of a CSR; see
 // Quality. Timing is left to the caller.
 type Metrics struct {
-	K     int   // number of parts
-	Nodes int   // rows (destination / output nodes) partitioned
-	Edges int64 // stored entries of the graph
+	K     int   `json:"k"`     // number of parts
+	Nodes int   `json:"nodes"` // rows (destination / output nodes) partitioned
+	Edges int64 `json:"edges"` // stored entries of the graph
 
 	// EdgeCut counts the stored entries (i <- j) whose endpoints lie in
 	// different parts; every stored entry counts once, so the graph is read
@@ -21,26 +21,27 @@ type Metrics struct {
 	// gpmetis's) edge cut of the symmetrised graph is half the EdgeCut of
 	// that symmetrised graph. Self loops are never cut. -1 when the graph
 	// is not square (the columns then have no parts).
-	EdgeCut int64
+	EdgeCut int64 `json:"edge_cut"`
 	// CutFraction is EdgeCut / Edges (0 for an edgeless graph, -1 when
 	// EdgeCut is -1).
-	CutFraction float64
+	CutFraction float64 `json:"cut_fraction"`
 
-	PartNodes  []int64 // nodes per part
-	PartEdges  []int64 // stored entries per part: the in-edges of its rows
-	EmptyParts int     // parts without nodes
+	PartNodes  []int64 `json:"part_nodes"`  // nodes per part
+	PartEdges  []int64 `json:"part_edges"`  // stored entries per part: the in-edges of its rows
+	EmptyParts int     `json:"empty_parts"` // parts without nodes
 
 	// NodeBalance and EdgeBalance are max part size / mean part size
 	// (mean = total / K), in nodes and in in-edges; 1 is perfect balance.
 	// They are 1 when the total is 0.
-	NodeBalance, EdgeBalance float64
+	NodeBalance float64 `json:"node_balance"`
+	EdgeBalance float64 `json:"edge_balance"`
 
 	// PartInputs[p] is |N_p|, the number of distinct columns (source or
 	// input nodes) that the in-edges of the rows of part p read, whether
 	// they lie in p or not: the neighbour data part p must load.
-	PartInputs []int64
+	PartInputs []int64 `json:"part_inputs"`
 	// Inputs is the number of distinct columns read by the whole graph.
-	Inputs int64
+	Inputs int64 `json:"inputs"`
 
 	// ReplicationFactor is HongTu's neighbour replication factor α
 	// (Wang et al., SIGMOD 2023, §2 "Limitation 2" and Table 3): "the
@@ -50,13 +51,13 @@ type Metrics struct {
 	// NumCols (the number of nodes of a square graph). Columns read by no
 	// row count in |V| but have no replica, so α can be below 1 for graphs
 	// with nodes without out-edges.
-	ReplicationFactor float64
+	ReplicationFactor float64 `json:"replication_factor"`
 	// Redundancy is Betty's input redundancy of a batch split into
 	// micro-batches: Σ_p |N_p| / Inputs, the input nodes loaded by all
 	// parts over the distinct input nodes of the whole block (1 = no input
 	// is loaded twice; 0 for an edgeless graph). For a bipartite block,
 	// rows are the output nodes and columns the input nodes.
-	Redundancy float64
+	Redundancy float64 `json:"redundancy"`
 }
 
 // String formats the scalar metrics on one line.

@@ -97,3 +97,10 @@ func (c *configFlags) load(fs *flag.FlagSet, args []string) (*config.Config, was
 	cfg, err := config.Load(c.path, c.sets...)
 	return cfg, wopts, err
 }
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

@@ -74,6 +74,7 @@ func commands() []command {
 		{"config", "explain", "print every config key with its type, allowed values, default and meaning", cmdConfig},
 		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},
 		{"inspect", "-i DATASET [--json]", "print nodes, edges, degree distribution and memory footprint of a dataset", cmdInspect},
+		{"partition", "-c FILE [-k K] [--batch]", "partition a config's graph (or its training batch) with its [partition] plugin and print the quality metrics", cmdPartition},
 		{"convert", "-i DATASET -o FILE", "write a dataset in strata's binary format, which reopens in milliseconds", cmdConvert},
 		{"version", "", "print the strata version", cmdVersion},
 	}

@@ -95,12 +95,9 @@ func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, nil, 0, err
 	}
-	ds, err := graph.Open(cfg.DatasetSpec())
+	ds, err := loadDataset(cfg)
 	if err != nil {
-		return nil, nil, 0, cfg.KeyError(err.Error(), "data", "dataset")
-	}
-	if cfg.Data.Reorder == "degree" {
-		graph.ReorderByDegree(ds)
+		return nil, nil, 0, err
 	}
 	if ds.NumClasses < 2 {
 		return nil, nil, 0, fmt.Errorf("data: dataset %q has %d classes; node classification needs labels with at least 2 classes", ds.Name, ds.NumClasses)
@@ -113,6 +110,18 @@ func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 		return nil, nil, 0, err
 	}
 	return ds, feats, dim, nil
+}
+
+// loadDataset opens data.dataset and applies data.reorder.
+func loadDataset(cfg *config.Config) (*graph.Dataset, error) {
+	ds, err := graph.Open(cfg.DatasetSpec())
+	if err != nil {
+		return nil, cfg.KeyError(err.Error(), "data", "dataset")
+	}
+	if cfg.Data.Reorder == "degree" {
+		graph.ReorderByDegree(ds)
+	}
+	return ds, nil
 }
 
 // Check does everything Run does before training: it opens the dataset,

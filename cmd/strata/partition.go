@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"strata/core/train"
+)
+
+func cmdPartition(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("partition", "-c FILE [-k K] [--batch] [--set key=value]...", stderr)
+	var cf configFlags
+	cf.register(fs)
+	k := fs.Int("k", 0, "number of parts (default: train.micro_batches)")
+	batch := fs.Bool("batch", false, "split the training nodes into micro-batches (as train.micro_batches does) instead of partitioning the graph")
+	cfg, _, err := cf.load(fs, args)
+	if err != nil {
+		return err
+	}
+	if *k == 0 {
+		*k = cfg.Train.MicroBatches
+	}
+	if *k < 1 || *k == 1 && cfg.Train.MicroBatches == 1 && !flagSet(fs, "k") {
+		return usagef("partition: give the number of parts with -k K (or set train.micro_batches)")
+	}
+	rep, err := train.Partition(ctx, cfg, *k, *batch)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s %s of %s: %s in %.3fs\n", rep.Partitioner, rep.Target, rep.Dataset, rep.Metrics, rep.TimeS)
+	if len(rep.LayerRedundancy) > 0 {
+		fmt.Fprintf(stderr, "redundancy per layer (input first): %.3f\n", rep.LayerRedundancy)
+	}
+	line, err := json.Marshal(rep)
+	if err != nil {
+		return &internalError{err}
+	}
+	fmt.Fprintf(stdout, "%s\n", line)
+	return nil
+}
