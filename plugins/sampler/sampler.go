@@ -4,7 +4,25 @@
 //
 // Registered modules:
 //
-//	sampler.full  every in-neighbour, for `layers` hops
+//	sampler.full        every in-neighbour, for `layers` hops
+//	sampler.uniform     uniform neighbour sampling with per-layer `fanouts`,
+//	                    with or without `replace`
+//	sampler.khop        XGNN's KHop: uniform without replacement, sampled
+//	                    positions deduplicated, then one batched read per layer
+//	sampler.randomwalk  PinSAGE: the `top_k` nodes most visited by `walks`
+//	                    random walks of `walk_length` hops, optional weights
+//
+// Fanouts are listed FIRST LAYER FIRST, DGL's convention: fanouts[0]
+// belongs to blocks[0], the first GNN layer, the hop FARTHEST from the
+// seeds; the last fanout is the seeds' own. PyG's NeighborLoader and the
+// peer's minibatch.py list them seeds first ("25,10" there is
+// fanouts = [10, 25] here).
+//
+// The random samplers run rows in parallel on GOMAXPROCS goroutines and
+// are deterministic: the blocks depend only on the graph, the seeds, rng
+// and the config (each destination row draws from a stream derived from
+// rng, the block index and its node id), not on GOMAXPROCS. They are safe
+// for concurrent calls.
 package sampler
 
 import (
@@ -41,8 +59,31 @@ type Block struct {
 	Src []int32
 	// Adj holds the edges in local ids: len(Dst) rows, len(Src) columns;
 	// row i lists the local source ids of the in-edges of Dst[i]. Values is
-	// nil (normalisation weights are up to the consumer).
+	// nil (normalisation weights are up to the consumer), except for
+	// sampler.randomwalk with weights = true, where it holds each edge's
+	// normalised visit count (every row sums to 1).
 	Adj *graph.CSR
+}
+
+// Layered is implemented by samplers whose block count is set by their
+// config (sampler.uniform, sampler.khop, sampler.randomwalk), so that a
+// trainer can check it against the model's layer count.
+type Layered interface {
+	// Layers returns the number of blocks Sample returns.
+	Layers() int
+}
+
+// NumLayers returns the number of blocks s returns: Layers() for a
+// Layered sampler, the layers field of sampler.full (whose exported
+// Layers field rules out a method of that name), or 0 if unknown.
+func NumLayers(s Sampler) int {
+	switch x := s.(type) {
+	case Layered:
+		return x.Layers()
+	case *Full:
+		return x.Layers
+	}
+	return 0
 }
 
 // NumEdges returns the number of edges of the block.
@@ -74,4 +115,7 @@ func checkInput(id string, g *graph.CSR, seeds []int32) error {
 
 func init() {
 	registry.Register(new(Full))
+	registry.Register(new(Uniform))
+	registry.Register(new(KHop))
+	registry.Register(new(RandomWalk))
 }

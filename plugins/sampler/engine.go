@@ -1,0 +1,508 @@
+package sampler
+
+import (
+	"context"
+	"math/bits"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"strata/core/graph"
+)
+
+// This file holds the machinery shared by the random samplers: per-row RNG
+// streams, the parallel row loop, the global→local id map and the layer
+// loop that relabels sampled neighbours into blocks.
+//
+// Determinism: every random decision about destination row v in layer l
+// comes from the stream newRNG(rng, l, v), so the blocks depend only on
+// (graph, seeds, rng, config), never on GOMAXPROCS or on how rows are
+// split among goroutines. Local ids are assigned by one ordered pass over
+// the edges, in row order, exactly as sampler.full does.
+
+// rngStream is a SplitMix64 generator: every (seed, layer, node) triple
+// gets an independent sequence.
+type rngStream struct{ s uint64 }
+
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// newRNG returns the stream of destination node v in layer l (layer
+// indices count blocks, blocks[0] first) for the call's rng.
+func newRNG(rng uint64, layer int, v int32) rngStream {
+	s := mix64(rng + 0x9e3779b97f4a7c15)
+	s = mix64(s ^ (uint64(layer) + 0x632be59bd9b4e019))
+	return rngStream{s: mix64(s ^ (uint64(uint32(v)) + 0x85ebca6b))}
+}
+
+func (r *rngStream) next() uint64 {
+	r.s += 0x9e3779b97f4a7c15
+	return mix64(r.s)
+}
+
+// below returns an integer in [0, n) by Lemire's multiply-shift (the
+// bias, below n/2^64, is immaterial for degrees).
+func (r *rngStream) below(n int64) int64 {
+	hi, _ := bits.Mul64(r.next(), uint64(n))
+	return int64(hi)
+}
+
+// workers returns how many goroutines to use for n units of work.
+func workers(n, grain int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), (n+grain-1)/grain))
+}
+
+// parallel calls fn on contiguous chunks [lo,hi) of [0,n) from up to
+// GOMAXPROCS goroutines (at most one per worker scratch of s). cost, when
+// non-nil, is a prefix sum of per-row work (len n+1) used to balance the
+// chunks. fn gets the id of its worker (0..w-1) for per-worker scratch.
+// The split does not affect the result: callers derive all randomness
+// from the row.
+func (s *scratch) parallel(n int, cost []int64, fn func(w, lo, hi int)) {
+	const grain = 256
+	w := max(1, min(workers(n, grain), len(s.wk)))
+	if w == 1 {
+		fn(0, 0, n)
+		return
+	}
+	// More chunks than workers for load balance; chunks are handed out in
+	// order from a shared counter.
+	chunks := min(w*4, (n+grain-1)/grain)
+	bounds := make([]int, chunks+1)
+	for c := 1; c < chunks; c++ {
+		if cost != nil {
+			target := cost[0] + (cost[n]-cost[0])*int64(c)/int64(chunks)
+			b, _ := slices.BinarySearch(cost[:n+1], target)
+			bounds[c] = max(bounds[c-1], min(b, n))
+		} else {
+			bounds[c] = n * c / chunks
+		}
+	}
+	bounds[chunks] = n
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for id := 0; id < w; id++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
+					return
+				}
+				if bounds[c] < bounds[c+1] {
+					fn(id, bounds[c], bounds[c+1])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// denseMapLimit is the largest node count for which the global→local map
+// is a slice indexed by node id (4 bytes per node, at most 64 MiB, kept
+// between calls); larger graphs use an open-addressing hash map sized by
+// the batch. A variable so that tests can exercise the hash map.
+var denseMapLimit = 1 << 24
+
+// localMap maps global node ids to local ids + 1 (0 = absent).
+type localMap struct {
+	dense []int32 // len >= NumNodes when used; all zero between calls
+
+	// open addressing, linear probing; keys hold node+1 (0 = empty)
+	keys, vals []int32
+	mask       uint64
+	count      int
+}
+
+// scratch is the per-call state, recycled through a small free list so
+// that the dense map is not reallocated (and re-zeroed) for every batch.
+type scratch struct {
+	m   localMap
+	pos []int64   // khop: sampled edge positions of a layer
+	row []int32   // randomwalk: fixed-stride row slots
+	val []float32 // randomwalk: fixed-stride weights
+	cnt []int64   // per-row counts
+	wk  []*workerScratch
+}
+
+// workerScratch is the per-goroutine state of one call.
+type workerScratch struct {
+	sel    []int64  // picked positions of one row
+	bits   []uint64 // bitmap over a row's positions; all zero between rows
+	set    posSet
+	walk   []int32 // randomwalk: current node of each walk
+	visits []int32
+	pairs  []visitCount
+}
+
+var freeScratch struct {
+	sync.Mutex
+	list []*scratch
+}
+
+func getScratch() *scratch {
+	freeScratch.Lock()
+	defer freeScratch.Unlock()
+	if n := len(freeScratch.list); n > 0 {
+		s := freeScratch.list[n-1]
+		freeScratch.list = freeScratch.list[:n-1]
+		return s
+	}
+	return &scratch{}
+}
+
+func putScratch(s *scratch) {
+	freeScratch.Lock()
+	defer freeScratch.Unlock()
+	if len(freeScratch.list) < 4 {
+		freeScratch.list = append(freeScratch.list, s)
+	}
+}
+
+// worker returns the scratch of worker w (see ensureWorkers).
+func (s *scratch) worker(w int) *workerScratch {
+	return s.wk[w]
+}
+
+// ensureWorkers makes one worker scratch per GOMAXPROCS.
+func (s *scratch) ensureWorkers() {
+	for len(s.wk) < runtime.GOMAXPROCS(0) {
+		s.wk = append(s.wk, &workerScratch{})
+	}
+}
+
+// posSet is an open-addressing set of int64 positions cleared in O(1) by
+// bumping a generation stamp.
+type posSet struct {
+	keys  []int64
+	stamp []uint32
+	gen   uint32
+	mask  int64
+}
+
+// reset empties the set and makes room for n insertions at load <= 1/2.
+func (p *posSet) reset(n int) {
+	size := 16
+	for size < 2*n {
+		size <<= 1
+	}
+	if len(p.keys) < size {
+		p.keys = make([]int64, size)
+		p.stamp = make([]uint32, size)
+		p.gen = 0
+	}
+	p.mask = int64(len(p.keys) - 1)
+	p.gen++
+	if p.gen == 0 { // wrapped: clear the stamps
+		clear(p.stamp)
+		p.gen = 1
+	}
+}
+
+// insert adds x and reports whether it was absent.
+func (p *posSet) insert(x int64) bool {
+	h := int64(mix64(uint64(x)) & uint64(p.mask))
+	for {
+		if p.stamp[h] != p.gen {
+			p.stamp[h] = p.gen
+			p.keys[h] = x
+			return true
+		}
+		if p.keys[h] == x {
+			return false
+		}
+		h = (h + 1) & p.mask
+	}
+}
+
+// layerFunc samples the in-neighbours of the destinations of block l. It
+// returns the row pointers, the neighbours as GLOBAL ids (relabelled in
+// place by the caller) and optional per-edge values.
+type layerFunc func(ctx context.Context, s *scratch, l int, dst []int32) (indptr []int64, nbr []int32, vals []float32, err error)
+
+// buildBlocks runs the layer loop common to the samplers: from the seeds
+// (the Dst of the last block) towards the inputs, sample each layer's
+// neighbours with sample, then relabel them to local ids, appending the
+// nodes not seen yet to Src after the destinations.
+func buildBlocks(ctx context.Context, g *graph.CSR, seeds []int32, layers int, sample layerFunc) ([]Block, error) {
+	s := getScratch()
+	s.ensureWorkers()
+	m := &s.m
+	useDense := g.NumRows <= denseMapLimit
+	if useDense {
+		if len(m.dense) < g.NumRows {
+			m.dense = make([]int32, g.NumRows)
+		}
+	} else {
+		m.hashInit(len(seeds) * 8)
+	}
+	dst := slices.Clone(seeds)
+	// inserted tracks the nodes in the map, for the reset below.
+	inserted := dst
+	defer func() {
+		if useDense {
+			d := m.dense
+			for _, v := range inserted {
+				d[v] = 0
+			}
+		}
+		putScratch(s)
+	}()
+	for i, v := range dst {
+		if useDense {
+			m.dense[v] = int32(i + 1)
+		} else {
+			m.hashPut(v, int32(i+1))
+		}
+	}
+	blocks := make([]Block, layers)
+	for l := layers - 1; l >= 0; l-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		indptr, nbr, vals, err := sample(ctx, s, l, dst)
+		if err != nil {
+			return nil, err
+		}
+		src := make([]int32, len(dst), len(dst)+len(nbr)/2+16)
+		copy(src, dst)
+		if useDense {
+			src = relabelDense(m.dense, nbr, src)
+		} else {
+			src = m.relabelHash(nbr, src)
+		}
+		inserted = src
+		blocks[l] = Block{
+			Dst: dst,
+			Src: src,
+			Adj: &graph.CSR{NumRows: len(dst), NumCols: len(src), Indptr: indptr, Idx32: nbr, Values: vals},
+		}
+		dst = src
+	}
+	return blocks, nil
+}
+
+// relabelDense rewrites nbr from global to local ids, appending unseen
+// nodes to src.
+func relabelDense(local []int32, nbr []int32, src []int32) []int32 {
+	for e, v := range nbr {
+		li := local[v]
+		if li == 0 {
+			src = append(src, v)
+			li = int32(len(src))
+			local[v] = li
+		}
+		nbr[e] = li - 1
+	}
+	return src
+}
+
+func (m *localMap) hashInit(n int) {
+	size := 1024
+	for size < 2*n {
+		size <<= 1
+	}
+	if len(m.keys) != size {
+		m.keys = make([]int32, size)
+		m.vals = make([]int32, size)
+	} else {
+		clear(m.keys)
+	}
+	m.mask = uint64(size - 1)
+	m.count = 0
+}
+
+func (m *localMap) hashGrow() {
+	oldK, oldV := m.keys, m.vals
+	m.keys = make([]int32, 2*len(oldK))
+	m.vals = make([]int32, 2*len(oldK))
+	m.mask = uint64(len(m.keys) - 1)
+	for i, k := range oldK {
+		if k != 0 {
+			h := mix64(uint64(k)) & m.mask
+			for m.keys[h] != 0 {
+				h = (h + 1) & m.mask
+			}
+			m.keys[h], m.vals[h] = k, oldV[i]
+		}
+	}
+}
+
+// hashGet returns the value of node v, or 0.
+func (m *localMap) hashGet(v int32) int32 {
+	k := v + 1
+	h := mix64(uint64(k)) & m.mask
+	for {
+		switch m.keys[h] {
+		case k:
+			return m.vals[h]
+		case 0:
+			return 0
+		}
+		h = (h + 1) & m.mask
+	}
+}
+
+// hashPut sets the value of node v (absent before).
+func (m *localMap) hashPut(v, val int32) {
+	if 2*(m.count+1) > len(m.keys) {
+		m.hashGrow()
+	}
+	k := v + 1
+	h := mix64(uint64(k)) & m.mask
+	for m.keys[h] != 0 && m.keys[h] != k {
+		h = (h + 1) & m.mask
+	}
+	if m.keys[h] == 0 {
+		m.count++
+	}
+	m.keys[h], m.vals[h] = k, val
+}
+
+func (m *localMap) relabelHash(nbr []int32, src []int32) []int32 {
+	for e, v := range nbr {
+		li := m.hashGet(v)
+		if li == 0 {
+			src = append(src, v)
+			li = int32(len(src))
+			m.hashPut(v, li)
+		}
+		nbr[e] = li - 1
+	}
+	return src
+}
+
+// prefixCounts returns the row pointers (len(dst)+1) of per-row counts.
+func prefixCounts(dst []int32, count func(v int32) int64) []int64 {
+	indptr := make([]int64, len(dst)+1)
+	var t int64
+	for i, v := range dst {
+		t += count(v)
+		indptr[i+1] = t
+	}
+	return indptr
+}
+
+// insertionSort sorts a short slice of positions.
+func insertionSort(a []int64) {
+	for i := 1; i < len(a); i++ {
+		x := a[i]
+		j := i - 1
+		for j >= 0 && a[j] > x {
+			a[j+1] = a[j]
+			j--
+		}
+		a[j+1] = x
+	}
+}
+
+// sortPositions sorts picked positions so that a row is read in address
+// order.
+func sortPositions(a []int64) {
+	if len(a) <= 32 {
+		insertionSort(a)
+		return
+	}
+	slices.Sort(a)
+}
+
+// col reads column e of g (either width).
+func col(g *graph.CSR, e int64) int32 {
+	if g.Idx32 != nil {
+		return g.Idx32[e]
+	}
+	return int32(g.Idx64[e])
+}
+
+// bitmapMax is the largest degree whose picked positions are deduplicated
+// in a bitmap (64 words at most) rather than a hash set; the bitmap also
+// yields the picks in ascending order without sorting.
+const bitmapMax = 4096
+
+// pickSorted returns k distinct positions of [0, deg) (k < deg), chosen
+// uniformly, in ascending order, in ws.sel. With rejection = false it runs
+// Floyd's algorithm (exactly k draws: for j = deg-k .. deg-1 draw t in
+// [0, j], take t unless already taken, then take j); with rejection = true
+// it draws t in [0, deg) until k distinct positions are held (XGNN's
+// KHop). Both choose a uniformly random k-subset.
+func pickSorted(r *rngStream, deg, k int64, rejection bool, ws *workerScratch) []int64 {
+	sel := ws.sel[:0]
+	switch {
+	case deg <= 64:
+		var m uint64
+		if rejection {
+			for n := int64(0); n < k; {
+				t := uint64(1) << r.below(deg)
+				if m&t == 0 {
+					m |= t
+					n++
+				}
+			}
+		} else {
+			for j := deg - k; j < deg; j++ {
+				t := uint64(1) << r.below(j+1)
+				if m&t != 0 {
+					t = uint64(1) << j
+				}
+				m |= t
+			}
+		}
+		for m != 0 {
+			sel = append(sel, int64(bits.TrailingZeros64(m)))
+			m &= m - 1
+		}
+	case deg <= bitmapMax:
+		nw := int((deg + 63) >> 6)
+		if len(ws.bits) < nw {
+			ws.bits = make([]uint64, bitmapMax/64)
+		}
+		words := ws.bits[:nw]
+		set := func(t int64) bool {
+			w, b := t>>6, uint64(1)<<(t&63)
+			if words[w]&b != 0 {
+				return false
+			}
+			words[w] |= b
+			return true
+		}
+		if rejection {
+			for n := int64(0); n < k; {
+				if set(r.below(deg)) {
+					n++
+				}
+			}
+		} else {
+			for j := deg - k; j < deg; j++ {
+				if !set(r.below(j + 1)) {
+					set(j)
+				}
+			}
+		}
+		for wi, w := range words {
+			for w != 0 {
+				sel = append(sel, int64(wi)<<6+int64(bits.TrailingZeros64(w)))
+				w &= w - 1
+			}
+			words[wi] = 0
+		}
+	default:
+		if rejection {
+			ws.set.reset(int(k))
+			for int64(len(sel)) < k {
+				if t := r.below(deg); ws.set.insert(t) {
+					sel = append(sel, t)
+				}
+			}
+		} else {
+			sel = floyd(r, deg, k, sel, &ws.set)
+		}
+		sortPositions(sel)
+	}
+	ws.sel = sel
+	return sel
+}

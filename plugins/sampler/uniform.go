@@ -1,0 +1,177 @@
+package sampler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"strata/core/graph"
+	"strata/plugins/registry"
+)
+
+// Uniform is GraphSAGE's uniform neighbour sampler (DGL's
+// MultiLayerNeighborSampler): each destination of a block draws
+// Fanouts[l] of its in-neighbours uniformly at random.
+//
+// Fanouts are listed FIRST LAYER FIRST, as in DGL: Fanouts[0] is the fanout
+// of blocks[0], the first GNN layer, i.e. the hop FARTHEST from the seeds;
+// the last entry is the fanout of the seeds themselves. (PyG's
+// NeighborLoader and the peer's minibatch.py list them seeds first: their
+// "25,10" is fanouts = [10, 25] here.)
+//
+// Without replacement a node of in-degree <= fanout keeps all its
+// in-neighbours (in CSR order); the others get a uniform random subset of
+// fanout distinct neighbour positions (Floyd's algorithm: exactly fanout
+// draws, deduplicated in a bitmap or, for rows over 4096 neighbours, a
+// hash set), read in CSR order. With replacement a node with at least one
+// in-neighbour gets exactly fanout independent draws (duplicate edges
+// possible), in draw order. A fanout of -1 keeps every in-neighbour.
+//
+// Randomness: row v of block l uses its own stream derived from (rng, l,
+// v), so the result is independent of GOMAXPROCS. Rows are sampled in
+// parallel; relabelling to local ids is one ordered pass per layer.
+type Uniform struct {
+	Fanouts []int `toml:"fanouts" range:"[1,)" special:"-1:all neighbours" doc:"neighbours per destination, first layer (farthest from the seeds) first, as DGL; one entry per model layer"`
+	Replace bool  `toml:"replace" doc:"sample with replacement (exactly fanout draws per node with neighbours)"`
+}
+
+// StrataModule registers sampler.uniform.
+func (*Uniform) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{
+		ID:  "sampler.uniform",
+		New: func() registry.Module { return &Uniform{Fanouts: []int{10, 25}} },
+		Doc: "uniform neighbour sampling (GraphSAGE/DGL), per-layer fanouts",
+	}
+}
+
+// Layers returns the number of blocks (GNN layers): len(Fanouts).
+func (u *Uniform) Layers() int { return len(u.Fanouts) }
+
+// Validate checks the config.
+func (u *Uniform) Validate() error { return checkFanouts(u.Fanouts) }
+
+// checkFanouts validates a fanouts list.
+func checkFanouts(f []int) error {
+	if len(f) == 0 {
+		return fmt.Errorf("fanouts is empty: give one fanout per GNN layer, first layer first, e.g. fanouts = [10, 25]")
+	}
+	for i, k := range f {
+		if k == 0 || k < -1 {
+			return fmt.Errorf("fanouts[%d] = %d: must be >= 1, or -1 for all neighbours", i, k)
+		}
+	}
+	return nil
+}
+
+// uniformCount is the number of neighbours a node of in-degree deg gets.
+func uniformCount(deg, k int64, replace bool) int64 {
+	switch {
+	case k < 0:
+		return deg
+	case replace:
+		if deg == 0 {
+			return 0
+		}
+		return k
+	default:
+		return min(deg, k)
+	}
+}
+
+// Sample implements Sampler.
+func (u *Uniform) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
+	const id = "sampler.uniform"
+	if err := u.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	if err := checkInput(id, g, seeds); err != nil {
+		return nil, err
+	}
+	fanouts, replace := slices.Clone(u.Fanouts), u.Replace
+	return buildBlocks(ctx, g, seeds, len(fanouts), func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
+		k := int64(fanouts[l])
+		ip := g.Indptr
+		indptr := prefixCounts(dst, func(v int32) int64 { return uniformCount(ip[v+1]-ip[v], k, replace) })
+		nbr := make([]int32, indptr[len(dst)])
+		s.parallel(len(dst), indptr, func(w, lo, hi int) {
+			ws := s.worker(w)
+			for i := lo; i < hi; i++ {
+				v := dst[i]
+				start, deg := ip[v], ip[v+1]-ip[v]
+				out := nbr[indptr[i]:indptr[i+1]]
+				if len(out) == 0 {
+					continue
+				}
+				if k < 0 || !replace && deg <= k {
+					copyRow(g, start, out)
+					continue
+				}
+				r := newRNG(rng, l, v)
+				var sel []int64
+				if replace {
+					sel = ws.sel[:0]
+					for range k {
+						sel = append(sel, r.below(deg))
+					}
+					ws.sel = sel
+				} else {
+					sel = pickSorted(&r, deg, k, false, ws)
+				}
+				readRow(g, start, sel, out)
+			}
+		})
+		return indptr, nbr, nil, nil
+	})
+}
+
+// floyd appends k distinct positions drawn uniformly from [0, deg) (k <
+// deg) to sel with Floyd's algorithm: for j = deg-k .. deg-1 draw t in
+// [0, j]; take t unless it was taken already, then take j.
+func floyd(r *rngStream, deg, k int64, sel []int64, set *posSet) []int64 {
+	if k <= 32 { // linear membership test beats hashing for short rows
+		for j := deg - k; j < deg; j++ {
+			t := r.below(j + 1)
+			if slices.Contains(sel, t) {
+				t = j
+			}
+			sel = append(sel, t)
+		}
+		return sel
+	}
+	set.reset(int(k))
+	for j := deg - k; j < deg; j++ {
+		t := r.below(j + 1)
+		if !set.insert(t) {
+			t = j
+			set.insert(j)
+		}
+		sel = append(sel, t)
+	}
+	return sel
+}
+
+// copyRow copies the whole row starting at edge start into out.
+func copyRow(g *graph.CSR, start int64, out []int32) {
+	if g.Idx32 != nil {
+		copy(out, g.Idx32[start:start+int64(len(out))])
+		return
+	}
+	for q := range out {
+		out[q] = int32(g.Idx64[start+int64(q)])
+	}
+}
+
+// readRow reads the neighbours at positions sel of the row starting at
+// edge start.
+func readRow(g *graph.CSR, start int64, sel []int64, out []int32) {
+	if c := g.Idx32; c != nil {
+		row := c[start:]
+		for q, p := range sel {
+			out[q] = row[p]
+		}
+		return
+	}
+	for q, p := range sel {
+		out[q] = int32(g.Idx64[start+p])
+	}
+}
