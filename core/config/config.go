@@ -46,7 +46,7 @@ type Config struct {
 	Sampler   Plugin  `toml:"sampler" ns:"sampler" doc:"neighbourhood sampler for mini-batch training (fullgraph training does not use it)"`
 	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy (fullgraph training does not use it)"`
 	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (betty-reg is Betty's redundancy-aware split)"`
-	Devices   Devices `toml:"devices" doc:"the devices to train on (reserved: decoded and validated, not used yet)"`
+	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 
 	src *source // key positions, for KeyError
@@ -83,18 +83,17 @@ type Train struct {
 	Seed         int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
 	EvalEvery    int     `toml:"eval_every" range:"[0,)" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
 	Patience     int     `toml:"patience" range:"[0,)" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
-	Backend      string  `toml:"backend" enum:"cpu,cuda,sim" doc:"compute backend (a build may lack cuda and sim; the run then fails with a clear message)"`
+	Backend      string  `toml:"backend" enum:"cpu,cuda,sim" doc:"compute backend: cpu, or sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda is not in this build"`
 	Threads      int     `toml:"threads" range:"[0,)" doc:"CPU threads (0 = all cores)"`
 	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
 	MicroBatches int     `toml:"micro_batches" range:"[1,)" doc:"split each step into this many micro-batches (Betty): each runs over the full-neighbour blocks of its training nodes and their gradients accumulate into one optimizer step; needs [partition]"`
 }
 
-// Devices describes the devices to train on. Reserved for multi-device
-// training: decoded and validated, not used yet.
+// Devices describes the simulated machine (train.backend = "sim").
 type Devices struct {
-	Preset      string `toml:"preset" doc:"a named device preset (\"\" = the machine as found)"`
-	Count       int    `toml:"count" range:"[0,)" doc:"number of devices (0 = all)"`
-	MemoryBytes int64  `toml:"memory_bytes" range:"[0,)" doc:"memory per device in bytes (0 = as reported)"`
+	Preset      string `toml:"preset" enum:",pcie-only,nvlink-clique-4,nvlink-ring-4,dgx1-v100-8" doc:"simulated topology (\"\" = pcie-only); training uses its first device"`
+	Count       int    `toml:"count" range:"[0,)" doc:"devices of a pcie-only machine (0 = 1)"`
+	MemoryBytes int64  `toml:"memory_bytes" range:"[0,)" doc:"capacity of each simulated device in bytes (0 = unlimited); an allocation beyond it fails"`
 }
 
 // Output configures what a run prints and writes.

@@ -32,6 +32,9 @@ func (p *Program) val(i int32) *tensor.Tensor { return p.cur[i] }
 
 // Forward runs the graph on the bound input.
 func (p *Program) Forward(ctx context.Context, m Mode) error {
+	if m.Train && p.env.Inference {
+		return fmt.Errorf("engine: a training forward on a program bound for inference")
+	}
 	p.mode = m
 	for i := range p.g.Ops {
 		if err := ctxErr(ctx); err != nil {

@@ -35,6 +35,10 @@ type Env struct {
 	Graphs  map[string]*Graph
 	Blocks  []map[string]*Graph
 	Input   *tensor.Tensor // [sources, in_dim]
+	// Inference binds a program for evaluation only: no gradient buffers
+	// and no dropout masks, so it needs about half the memory. Forward
+	// with Mode.Train and Backward are errors on it.
+	Inference bool
 }
 
 // Param is a learnable tensor with its gradient.
@@ -174,7 +178,7 @@ func (p *Program) bind() error {
 			if !ok || !sameDims(pr.Value.Shape(), op.Shape) {
 				return fmt.Errorf("engine: parameter %q is not in the parameter set (or has another shape)", op.Name)
 			}
-			p.needGrad[i] = true
+			p.needGrad[i] = !p.env.Inference
 			p.vals[i], p.grads[i] = pr.Value, pr.Grad
 			continue
 		}
@@ -221,7 +225,9 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 	var err error
 	switch op.Kind {
 	case ir.OpDropout:
-		a.mask, err = p.alloc(shape)
+		if !p.env.Inference {
+			a.mask, err = p.alloc(shape)
+		}
 	case ir.OpAggregate:
 		if op.Reducer == "max" {
 			a.argmax, err = p.allocT(tensor.Int32, shape)

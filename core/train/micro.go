@@ -98,9 +98,11 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*micro
 		}
 		slices.Sort(mb)
 	}
-	n := e.ds.NumNodes
-	for c := 0; c < k; c++ {
-		lo, hi := c*n/k, (c+1)*n/k
+	// Evaluation reads every node: it runs in twice as many chunks, bound
+	// for inference (no gradients), so it fits wherever training does.
+	n, chunks := e.ds.NumNodes, min(2*k, e.ds.NumNodes)
+	for c := 0; c < chunks; c++ {
+		lo, hi := c*n/chunks, (c+1)*n/chunks
 		ids := make([]int32, hi-lo)
 		for i := range ids {
 			ids[i] = int32(lo + i)
@@ -148,8 +150,9 @@ type microProgram struct {
 	graphs  []*engine.Graph
 }
 
-// bind uploads the blocks that compute nodes and binds the model to them.
-func (m *microBatches) bind(ctx context.Context, nodes []int32) (*microProgram, error) {
+// bind uploads the blocks that compute nodes and binds the model to them
+// (for evaluation only when infer is set).
+func (m *microBatches) bind(ctx context.Context, nodes []int32, infer bool) (*microProgram, error) {
 	e := m.e
 	blocks, err := m.hops.Sample(ctx, e.adjs.adj, nodes, 0)
 	if err != nil {
@@ -160,7 +163,7 @@ func (m *microBatches) bind(ctx context.Context, nodes []int32) (*microProgram, 
 		mp.release(e)
 		return nil, err
 	}
-	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: make([]map[string]*engine.Graph, len(blocks))}
+	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: make([]map[string]*engine.Graph, len(blocks)), Inference: infer}
 	for l, b := range blocks {
 		env.Blocks[l] = map[string]*engine.Graph{}
 		for name := range m.layers[l] {
@@ -262,7 +265,7 @@ func (m *microBatches) gradients(ctx context.Context, seed uint64) (float64, err
 	m.inputs = m.inputs[:0]
 	var loss float64
 	for i, nodes := range m.train {
-		mp, err := m.bind(ctx, nodes)
+		mp, err := m.bind(ctx, nodes, false)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", i, err)
 		}
@@ -312,7 +315,7 @@ func (m *microBatches) run(ctx context.Context, mp *microProgram, nodes []int32,
 
 func (m *microBatches) predict(ctx context.Context, pred []int32) error {
 	for _, nodes := range m.eval {
-		mp, err := m.bind(ctx, nodes)
+		mp, err := m.bind(ctx, nodes, true)
 		if err != nil {
 			return err
 		}

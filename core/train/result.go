@@ -3,6 +3,8 @@
 // evaluation and metrics.
 package train
 
+import "strata/core/backend/sim"
+
 // EpochRecord is one line of the per-epoch metrics.
 type EpochRecord struct {
 	Epoch     int              `json:"epoch"`
@@ -41,9 +43,14 @@ type Result struct {
 	Partitioner      string           `json:"partitioner,omitempty"`
 	// Redundancy is, for micro-batches, their input rows summed over a
 	// step divided by the input rows of the whole batch (Betty's measure).
-	Redundancy   float64 `json:"redundancy,omitempty"`
-	Threads      int     `json:"threads"`
-	Seed         int64   `json:"seed"`
-	ConfigSHA256 string  `json:"config_sha256"`
-	Version      string  `json:"version"`
+	Redundancy float64 `json:"redundancy,omitempty"`
+	// Traffic is, on simulated devices, the bytes that crossed each link
+	// and the time the link bandwidths predict for them; TransferTimeS is
+	// their sum (links are not assumed to overlap).
+	Traffic       []sim.LinkTraffic `json:"traffic,omitempty"`
+	TransferTimeS float64           `json:"transfer_time_s,omitempty"`
+	Threads       int               `json:"threads"`
+	Seed          int64             `json:"seed"`
+	ConfigSHA256  string            `json:"config_sha256"`
+	Version       string            `json:"version"`
 }

@@ -13,6 +13,7 @@ import (
 
 	"strata/core/backend"
 	"strata/core/backend/cpu"
+	"strata/core/backend/sim"
 	"strata/core/config"
 	"strata/core/graph"
 	"strata/core/metrics"
@@ -44,6 +45,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		dt = tensor.Float64
 	}
 	tier := tensor.Host
+	if _, ok := be.(*sim.Backend); ok {
+		tier = sim.DeviceTier(0) // the model trains on the first simulated device
+	}
 	model, err := BuildModel(ctx, cfg, opts.Wasm, dim, ds.NumClasses)
 	if err != nil {
 		return nil, err
@@ -83,6 +87,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	res.MicroBatches = cfg.Train.MicroBatches
 	if mb, ok := st.(*microBatches); ok {
 		res.Partitioner, res.Redundancy = cfg.Partition.ID, mb.redundancy()
+	}
+	if sb, ok := be.(*sim.Backend); ok {
+		res.Traffic = sb.Traffic()
+		for _, l := range res.Traffic {
+			res.TransferTimeS += l.Seconds
+		}
 	}
 	res.PeakRSSBytes = metrics.PeakRSS()
 	res.PeakTierBytes = tierMap(be.Stats().Peak)
@@ -154,8 +164,19 @@ func newBackend(cfg *config.Config) (backend.Backend, error) {
 	switch cfg.Train.Backend {
 	case "cpu":
 		return cpu.New(cpu.Options{Threads: threads(cfg)}), nil
+	case "sim":
+		d := cfg.Devices
+		preset := d.Preset
+		if preset == "" {
+			preset = "pcie-only"
+		}
+		topo, err := sim.Preset(preset, d.Count, d.MemoryBytes)
+		if err != nil {
+			return nil, cfg.KeyError("devices.preset: "+err.Error(), "devices", "preset")
+		}
+		return sim.New(topo, threads(cfg))
 	}
-	return nil, fmt.Errorf("train.backend = %q is not available in this build (available: \"cpu\")", cfg.Train.Backend)
+	return nil, cfg.KeyError(fmt.Sprintf("train.backend = %q is not available in this build (available: \"cpu\", \"sim\")", cfg.Train.Backend), "train", "backend")
 }
 
 func tierMap(m map[tensor.Tier]int64) map[string]int64 {

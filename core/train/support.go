@@ -26,13 +26,19 @@ func checkSupported(cfg *config.Config) error {
 		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
 	}
 	d := cfg.Devices
-	switch {
-	case d.Preset != "":
-		return unused([]string{"devices", "preset"}, "device presets are not available yet")
-	case d.Count != 0:
-		return unused([]string{"devices", "count"}, "multi-device training is not available yet")
-	case d.MemoryBytes != 0:
-		return unused([]string{"devices", "memory_bytes"}, "device memory limits are not available yet")
+	if cfg.Train.Backend != "sim" {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"preset", d.Preset != ""}, {"count", d.Count != 0}, {"memory_bytes", d.MemoryBytes != 0}} {
+			if k.set {
+				return cfg.KeyError(fmt.Sprintf("devices.%s describes simulated devices, which train.backend = %q does not use; set train.backend = \"sim\" or remove it", k.key, cfg.Train.Backend), "devices", k.key)
+			}
+		}
+		return nil
+	}
+	if d.Count > 1 || d.Preset != "" && d.Preset != "pcie-only" {
+		return cfg.KeyError("devices: training on more than one device is not available yet; the simulated machine may have one device (preset \"pcie-only\", count 0 or 1)", "devices")
 	}
 	return nil
 }

@@ -96,7 +96,9 @@ func TestCheckSupported(t *testing.T) {
 		{[]string{`sampler.name="full"`}, "sampler.name: sampler.full is set"},
 		{[]string{`partition.name="range"`}, "partition.name: partitioner.range is set, but only micro-batching"},
 		{[]string{`cache.name="degree"`}, "cache.name: cache.degree is set"},
-		{[]string{"devices.count=2"}, "devices.count: multi-device training"},
+		{[]string{"devices.count=2"}, "devices.count describes simulated devices"},
+		{[]string{`train.backend="sim"`, "devices.count=2"}, "training on more than one device is not available yet"},
+		{[]string{`train.backend="sim"`, `devices.preset="dgx1-v100-8"`}, "training on more than one device"},
 	}
 	for _, c := range cases {
 		err := checkSupported(mustParse(t, coraBase, c.sets...))
@@ -220,5 +222,53 @@ func TestMicroBatchErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
 		}
+	}
+}
+
+// TestSimulatedDevice trains on one simulated device: the numbers equal the
+// CPU's, the traffic is counted, and a device too small for the whole graph
+// fails with an out-of-memory error that micro-batches avoid.
+func TestSimulatedDevice(t *testing.T) {
+	ctx := context.Background()
+	opts := Options{Wasm: testWasm(t)}
+	cpuRes, err := Run(ctx, mustParse(t, coraBase), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simRes, err := Run(ctx, mustParse(t, coraBase, `train.backend="sim"`), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpuRes.FinalLoss != simRes.FinalLoss || cpuRes.TestAcc != simRes.TestAcc {
+		t.Errorf("sim loss %v acc %v, cpu loss %v acc %v", simRes.FinalLoss, simRes.TestAcc, cpuRes.FinalLoss, cpuRes.TestAcc)
+	}
+	var up int64
+	for _, l := range simRes.Traffic {
+		if l.Link == "host->device0" {
+			up = l.Bytes
+		}
+	}
+	// At least the features (2708 x 1433 float32) crossed to the device.
+	if up < 2708*1433*4 || simRes.TransferTimeS <= 0 {
+		t.Errorf("traffic %+v, transfer time %v", simRes.Traffic, simRes.TransferTimeS)
+	}
+	if simRes.PeakTierBytes["device0"] != cpuRes.PeakTierBytes["host"] {
+		t.Errorf("device peak %d, cpu host peak %d", simRes.PeakTierBytes["device0"], cpuRes.PeakTierBytes["host"])
+	}
+
+	small := []string{`train.backend="sim"`, "devices.memory_bytes=40000000"}
+	if _, err := Run(ctx, mustParse(t, coraBase, small...), opts); err == nil || !strings.Contains(err.Error(), "device0 out of memory") {
+		t.Fatalf("whole graph on a 40 MB device: error %v, want out of memory", err)
+	}
+	var peaks []int64
+	for _, k := range []string{"2", "8"} {
+		r, err := Run(ctx, mustParse(t, coraBase, append(small, "train.micro_batches="+k, `partition.name="betty-reg"`)...), opts)
+		if err != nil {
+			t.Fatalf("%s micro-batches: %v", k, err)
+		}
+		peaks = append(peaks, r.PeakTierBytes["device0"])
+	}
+	if !(peaks[1] < peaks[0] && peaks[0] <= 40000000) {
+		t.Errorf("device peaks %v for 2 and 8 micro-batches: want them under capacity and falling", peaks)
 	}
 }

@@ -21,16 +21,34 @@ type Options struct {
 	// Threads is the number of goroutines used by one call; 0 means
 	// GOMAXPROCS. OpenBLAS itself runs single-threaded (see gemm.go).
 	Threads int
+	// Tiers adds memory tiers beside the host, all held in host memory: a
+	// simulated device is such a tier with a capacity (see backend/sim).
+	// Operands of one kernel must share a tier; Copy moves data between
+	// tiers.
+	Tiers []Tier
+	// Transfer, when set, is told of every byte that crosses between two
+	// tiers: Upload and UploadGraph (host to the tier), Download (the tier
+	// to host) and Copy between different tiers.
+	Transfer func(from, to tensor.Tier, bytes int64)
+}
+
+// Tier is an extra memory tier.
+type Tier struct {
+	Name     tensor.Tier
+	Capacity int64 // bytes; 0 = unlimited
 }
 
 // Backend is the host backend. Like every backend it serves one goroutine at
 // a time and parallelises internally.
 type Backend struct {
-	threads int
+	threads  int
+	tiers    []tensor.Tier
+	capacity map[tensor.Tier]int64
+	transfer func(from, to tensor.Tier, bytes int64)
 
 	mu    sync.Mutex // guards inUse and peak (graph cleanups may run concurrently)
-	inUse int64
-	peak  int64
+	inUse map[tensor.Tier]int64
+	peak  map[tensor.Tier]int64
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -42,7 +60,15 @@ func New(opts Options) *Backend {
 		n = runtime.GOMAXPROCS(0)
 	}
 	initBLAS()
-	return &Backend{threads: n}
+	b := &Backend{threads: n, tiers: []tensor.Tier{tensor.Host}, capacity: map[tensor.Tier]int64{},
+		transfer: opts.Transfer, inUse: map[tensor.Tier]int64{}, peak: map[tensor.Tier]int64{}}
+	for _, t := range opts.Tiers {
+		if t.Name != tensor.Host {
+			b.tiers = append(b.tiers, t.Name)
+		}
+		b.capacity[t.Name] = t.Capacity
+	}
+	return b
 }
 
 // Threads returns the number of goroutines a call may use.
@@ -51,8 +77,25 @@ func (b *Backend) Threads() int { return b.threads }
 // Name returns "cpu".
 func (b *Backend) Name() string { return "cpu" }
 
-// Tiers returns the host tier only.
-func (b *Backend) Tiers() []tensor.Tier { return []tensor.Tier{tensor.Host} }
+// Tiers returns the host tier and the configured extra tiers.
+func (b *Backend) Tiers() []tensor.Tier { return append([]tensor.Tier(nil), b.tiers...) }
+
+// hasTier reports whether t is one of the backend's tiers.
+func (b *Backend) hasTier(t tensor.Tier) bool {
+	for _, x := range b.tiers {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// moved reports bytes that crossed from one tier to another.
+func (b *Backend) moved(from, to tensor.Tier, bytes int64) {
+	if b.transfer != nil && from != to && bytes > 0 {
+		b.transfer(from, to, bytes)
+	}
+}
 
 func errf(op, format string, args ...any) error {
 	return fmt.Errorf("cpu: "+op+": "+format, args...)

@@ -40,6 +40,8 @@ func floatArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
 			dt = t.DType()
 		} else if t.DType() != dt {
 			return 0, errf(op, "%s is %v but %s is %v", ns[i], t.DType(), ns[0], dt)
+		} else if t.Tier() != ts[0].Tier() {
+			return 0, errf(op, "%s is in tier %q but %s is in %q; operands must share a tier (Copy moves data)", ns[i], t.Tier(), ns[0], ts[0].Tier())
 		}
 	}
 	return dt, nil

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"unsafe"
@@ -58,6 +59,7 @@ func (c *csr) chunks(f int) []int64 {
 // Aᵀ products and reductions into sources run row-parallel without atomics.
 type Graph struct {
 	owner      *Backend
+	tier       tensor.Tier
 	rows, cols int
 	nnz        int64
 	fwd, bwd   csr
@@ -81,13 +83,13 @@ func (g *Graph) Cols() int { return g.cols }
 func (g *Graph) NNZ() int64 { return g.nnz }
 
 // Tier returns tensor.Host.
-func (g *Graph) Tier() tensor.Tier { return tensor.Host }
+func (g *Graph) Tier() tensor.Tier { return g.tier }
 
 // UploadGraph copies g into host memory and builds its transpose in parallel.
 func (b *Backend) UploadGraph(g *graph.CSR, tier tensor.Tier) (backend.Adj, error) {
 	const op = "UploadGraph"
-	if tier != tensor.Host {
-		return nil, errf(op, "tier %q is not available (only %q)", tier, tensor.Host)
+	if !b.hasTier(tier) {
+		return nil, errf(op, "tier %q is not available (tiers: %v)", tier, b.tiers)
 	}
 	if g == nil {
 		return nil, errf(op, "graph is nil")
@@ -101,7 +103,7 @@ func (b *Backend) UploadGraph(g *graph.CSR, tier tensor.Tier) (backend.Adj, erro
 	if err := g.Validate(); err != nil {
 		return nil, errf(op, "%v", err)
 	}
-	a := &Graph{owner: b, rows: g.NumRows, cols: g.NumCols, nnz: g.NNZ()}
+	a := &Graph{owner: b, tier: tier, rows: g.NumRows, cols: g.NumCols, nnz: g.NNZ()}
 	a.fwd = csr{rows: g.NumRows, indptr: append([]int64(nil), g.Indptr...)}
 	if g.Idx64 != nil {
 		a.fwd.idx64 = append([]int64(nil), g.Idx64...)
@@ -118,7 +120,12 @@ func (b *Backend) UploadGraph(g *graph.CSR, tier tensor.Tier) (backend.Adj, erro
 		}
 	}
 	a.bytes = csrBytes(&a.fwd) + csrBytes(&a.bwd) + 4*int64(len(a.vals32)+len(a.tvals32))
-	b.account(a.bytes)
+	if err := b.reserve(tier, a.bytes, fmt.Sprintf("a %d×%d graph with %d edges", g.NumRows, g.NumCols, a.nnz)); err != nil {
+		return nil, err
+	}
+	// What crosses is the CSR (and its values); the transpose is built on
+	// the device.
+	b.moved(tensor.Host, tier, csrBytes(&a.fwd)+4*int64(len(a.vals32)))
 	return a, nil
 }
 
@@ -136,7 +143,7 @@ func (b *Backend) ReleaseGraph(a backend.Adj) {
 	g.released = true
 	g.fwd, g.bwd = csr{}, csr{}
 	g.vals32, g.tvals32, g.vals64, g.tvals64 = nil, nil, nil, nil
-	g.owner.account(-g.bytes)
+	g.owner.account(g.tier, -g.bytes)
 }
 
 // graphArg returns a as a live cpu adjacency.
@@ -171,7 +178,7 @@ func (g *Graph) values(dt tensor.DType, trans bool) unsafe.Pointer {
 			g.tvals64[k] = float64(g.tvals32[k])
 		}
 		g.bytes += 16 * g.nnz
-		g.owner.account(16 * g.nnz)
+		g.owner.account(g.tier, 16*g.nnz)
 	}
 	if trans {
 		return unsafe.Pointer(&g.tvals64[0])

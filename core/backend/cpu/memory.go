@@ -18,12 +18,13 @@ type buffer struct {
 	i32      []int32
 	i64      []int64
 	owner    *Backend
+	tier     tensor.Tier
 	bytes    int64
 	released bool
 }
 
-// Tier returns tensor.Host.
-func (*buffer) Tier() tensor.Tier { return tensor.Host }
+// Tier returns the tier the buffer was allocated in.
+func (bf *buffer) Tier() tensor.Tier { return bf.tier }
 
 // ptr returns the address of the first element, or nil when empty.
 func (bf *buffer) ptr() unsafe.Pointer {
@@ -84,10 +85,10 @@ func I64(t *tensor.Tensor) []int64 {
 	return nil
 }
 
-// Alloc returns a zero-filled host tensor of rank 1 or 2.
+// Alloc returns a zero-filled tensor of rank 1 or 2 in a tier.
 func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
-	if tier != tensor.Host {
-		return nil, errf("Alloc", "tier %q is not available (only %q)", tier, tensor.Host)
+	if !b.hasTier(tier) {
+		return nil, errf("Alloc", "tier %q is not available (tiers: %v)", tier, b.tiers)
 	}
 	if len(shape) < 1 || len(shape) > 2 {
 		return nil, errf("Alloc", "rank %d shape %v, want rank 1 or 2", len(shape), shape)
@@ -102,7 +103,10 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 			return nil, errf("Alloc", "shape %v has more than 2^40 elements", shape)
 		}
 	}
-	bf := &buffer{owner: b, bytes: n * int64(dt.Size())}
+	bf := &buffer{owner: b, tier: tier, bytes: n * int64(dt.Size())}
+	if err := b.reserve(tier, bf.bytes, fmt.Sprintf("a %v tensor of shape %v", dt, shape)); err != nil {
+		return nil, err
+	}
 	switch dt {
 	case tensor.Float32:
 		bf.f32 = make([]float32, n)
@@ -113,17 +117,44 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 	case tensor.Int64:
 		bf.i64 = make([]int64, n)
 	default:
+		b.account(tier, -bf.bytes)
 		return nil, errf("Alloc", "unknown dtype %v", dt)
 	}
-	b.account(bf.bytes)
 	return tensor.New(dt, shape, bf), nil
 }
 
-// account adds delta bytes to the host tier's use and updates the peak.
-func (b *Backend) account(delta int64) {
+// OutOfMemoryError is returned when an allocation would exceed a tier's
+// capacity.
+type OutOfMemoryError struct {
+	Tier                   tensor.Tier
+	What                   string
+	Bytes, InUse, Capacity int64
+}
+
+func (e *OutOfMemoryError) Error() string {
+	return fmt.Sprintf("cpu: %s out of memory: %s needs %s with %s of %s in use; split the work (more micro-batches, smaller batches) or give the device more memory (devices.memory_bytes)",
+		e.Tier, e.What, mib(e.Bytes), mib(e.InUse), mib(e.Capacity))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// reserve accounts bytes in a tier, failing when they exceed its capacity.
+func (b *Backend) reserve(tier tensor.Tier, bytes int64, what string) error {
 	b.mu.Lock()
-	b.inUse += delta
-	b.peak = max(b.peak, b.inUse)
+	defer b.mu.Unlock()
+	if c := b.capacity[tier]; c > 0 && b.inUse[tier]+bytes > c {
+		return &OutOfMemoryError{Tier: tier, What: what, Bytes: bytes, InUse: b.inUse[tier], Capacity: c}
+	}
+	b.inUse[tier] += bytes
+	b.peak[tier] = max(b.peak[tier], b.inUse[tier])
+	return nil
+}
+
+// account adds delta bytes to a tier's use and updates its peak.
+func (b *Backend) account(tier tensor.Tier, delta int64) {
+	b.mu.Lock()
+	b.inUse[tier] += delta
+	b.peak[tier] = max(b.peak[tier], b.inUse[tier])
 	b.mu.Unlock()
 }
 
@@ -136,18 +167,20 @@ func (b *Backend) Release(t *tensor.Tensor) {
 	bf.released = true
 	bf.f32, bf.f64, bf.i32, bf.i64 = nil, nil, nil, nil
 	if bf.owner != nil {
-		bf.owner.account(-bf.bytes)
+		bf.owner.account(bf.tier, -bf.bytes)
 	}
 }
 
-// Stats reports host memory in use and its peak, tensors and graphs together.
+// Stats reports the memory in use and its peak per tier, tensors and
+// graphs together.
 func (b *Backend) Stats() backend.Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return backend.Stats{
-		InUse: map[tensor.Tier]int64{tensor.Host: b.inUse},
-		Peak:  map[tensor.Tier]int64{tensor.Host: b.peak},
+	st := backend.Stats{InUse: map[tensor.Tier]int64{}, Peak: map[tensor.Tier]int64{}}
+	for _, t := range b.tiers {
+		st.InUse[t], st.Peak[t] = b.inUse[t], b.peak[t]
 	}
+	return st
 }
 
 // Upload copies a host slice of matching type and length into t.
@@ -156,6 +189,7 @@ func (b *Backend) Upload(t *tensor.Tensor, src any) error {
 	if err != nil {
 		return err
 	}
+	b.moved(tensor.Host, bf.tier, bf.bytes)
 	switch s := src.(type) {
 	case []float32:
 		if t.DType() == tensor.Float32 && len(s) == len(bf.f32) {
@@ -187,6 +221,7 @@ func (b *Backend) Download(t *tensor.Tensor, dst any) error {
 	if err != nil {
 		return err
 	}
+	b.moved(bf.tier, tensor.Host, bf.bytes)
 	switch d := dst.(type) {
 	case []float32:
 		if t.DType() == tensor.Float32 && len(d) == len(bf.f32) {
@@ -225,6 +260,7 @@ func (b *Backend) Copy(dst, src *tensor.Tensor) error {
 	if dst.DType() != src.DType() || dst.Numel() != src.Numel() {
 		return errf("Copy", "dst %v and src %v differ in dtype or size", dst, src)
 	}
+	b.moved(sb.tier, db.tier, sb.bytes)
 	copy(db.f32, sb.f32)
 	copy(db.f64, sb.f64)
 	copy(db.i32, sb.i32)

@@ -1,0 +1,190 @@
+package sim
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/backend/cpu"
+	"strata/core/tensor"
+)
+
+func TestPresets(t *testing.T) {
+	cases := []struct {
+		name       string
+		devices    int
+		wantN      int
+		neighbours map[int][]int
+		err        string
+	}{
+		{"pcie-only", 0, 1, map[int][]int{0: nil}, ""},
+		{"pcie-only", 3, 3, map[int][]int{2: nil}, ""},
+		{"nvlink-clique-4", 0, 4, map[int][]int{0: {1, 2, 3}, 3: {0, 1, 2}}, ""},
+		{"nvlink-ring-4", 4, 4, map[int][]int{0: {1, 3}, 2: {1, 3}}, ""},
+		// XGNN Fig. 7: GPU 0 cannot reach GPUs 4, 5 and 7 directly.
+		{"dgx1-v100-8", 0, 8, map[int][]int{0: {1, 2, 3, 6}, 4: {2, 5, 6, 7}, 7: {1, 4, 5, 6}}, ""},
+		{"dgx1-v100-8", 4, 0, nil, `preset "dgx1-v100-8" has 8 devices, but 4 were asked for`},
+		{"nvswitch", 0, 0, nil, `unknown device preset "nvswitch" (known: pcie-only, nvlink-clique-4, nvlink-ring-4, dgx1-v100-8)`},
+	}
+	for _, c := range cases {
+		topo, err := Preset(c.name, c.devices, 1<<30)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%s/%d: error %v, want %q", c.name, c.devices, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := topo.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if topo.Devices != c.wantN {
+			t.Errorf("%s: %d devices, want %d", c.name, topo.Devices, c.wantN)
+		}
+		for d, want := range c.neighbours {
+			if got := topo.Neighbours(d); !slices.Equal(got, want) {
+				t.Errorf("%s: device %d neighbours %v, want %v", c.name, d, got, want)
+			}
+		}
+		for i := range topo.Devices { // links are symmetric
+			for j := range topo.Devices {
+				if topo.PeerGBps[i][j] != topo.PeerGBps[j][i] {
+					t.Errorf("%s: bandwidth %d->%d differs from %d->%d", c.name, i, j, j, i)
+				}
+			}
+		}
+	}
+	// Every DGX-1 GPU has six NVLinks.
+	topo, _ := Preset("dgx1-v100-8", 0, 0)
+	for i := range 8 {
+		links := 0.0
+		for _, bw := range topo.PeerGBps[i] {
+			links += bw / NVLinkGBps
+		}
+		if links != 6 {
+			t.Errorf("dgx1 GPU %d has %v NVLinks, want 6", i, links)
+		}
+	}
+}
+
+func newSim(t *testing.T, preset string, capacity int64) *Backend {
+	t.Helper()
+	topo, err := Preset(preset, 0, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(topo, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func traffic(b *Backend) map[string]int64 {
+	out := map[string]int64{}
+	for _, l := range b.Traffic() {
+		out[l.Link] = l.Bytes
+	}
+	return out
+}
+
+func TestTrafficCounting(t *testing.T) {
+	b := newSim(t, "dgx1-v100-8", 0)
+	var _ backend.Backend = b
+	d0, d1, d4 := DeviceTier(0), DeviceTier(1), DeviceTier(4)
+	x, err := b.Alloc(tensor.Float32, []int{10, 4}, d0) // 160 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Upload(x, make([]float32, 40)); err != nil {
+		t.Fatal(err)
+	}
+	y, _ := b.Alloc(tensor.Float32, []int{10, 4}, d1)
+	z, _ := b.Alloc(tensor.Float32, []int{10, 4}, d4)
+	h, _ := b.Alloc(tensor.Float32, []int{10, 4}, tensor.Host)
+	for _, step := range []struct{ dst, src *tensor.Tensor }{{y, x}, {z, x}, {h, y}, {x, x}} {
+		if err := b.Copy(step.dst, step.src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Download(z, make([]float32, 40)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{
+		"host->device0":    160, // upload
+		"device0->device1": 160, // NVLink
+		"device0->host":    160, // device0 -> device4 has no link: via the host
+		"host->device4":    160, //
+		"device1->host":    160, // copy to a host tensor
+		"device4->host":    160, // download
+	}
+	if got := traffic(b); !mapsEqual(got, want) {
+		t.Errorf("traffic %v, want %v", got, want)
+	}
+	for _, l := range b.Traffic() {
+		if l.Seconds <= 0 || l.GBps <= 0 {
+			t.Errorf("link %s: %v GB/s, %v s", l.Link, l.GBps, l.Seconds)
+		}
+	}
+	b.ResetTraffic()
+	if len(b.Traffic()) != 0 {
+		t.Error("ResetTraffic left counters")
+	}
+}
+
+func mapsEqual(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCapacity(t *testing.T) {
+	b := newSim(t, "pcie-only", 1000)
+	d0 := DeviceTier(0)
+	a, err := b.Alloc(tensor.Float32, []int{200}, d0) // 800 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Alloc(tensor.Float32, []int{100}, d0) // 400 more: over
+	var oom *cpu.OutOfMemoryError
+	if !errors.As(err, &oom) || oom.Tier != d0 || oom.InUse != 800 || oom.Capacity != 1000 {
+		t.Fatalf("error %v, want an OutOfMemoryError on device0", err)
+	}
+	if !strings.Contains(err.Error(), "device0 out of memory") || !strings.Contains(err.Error(), "micro-batches") {
+		t.Errorf("message %q does not say what ran out and what to do", err)
+	}
+	// The host is not limited, and freeing makes room.
+	if _, err := b.Alloc(tensor.Float32, []int{1 << 20}, tensor.Host); err != nil {
+		t.Fatal(err)
+	}
+	b.Release(a)
+	if _, err := b.Alloc(tensor.Float32, []int{250}, d0); err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+	if st := b.Stats(); st.Peak[d0] != 1000 || st.InUse[d0] != 1000 {
+		t.Errorf("device0 stats in use %d peak %d, want 1000 and 1000", st.InUse[d0], st.Peak[d0])
+	}
+}
+
+func TestOperandsShareATier(t *testing.T) {
+	b := newSim(t, "pcie-only", 0)
+	x, _ := b.Alloc(tensor.Float32, []int{4}, tensor.Host)
+	y, _ := b.Alloc(tensor.Float32, []int{4}, DeviceTier(0))
+	err := b.Axpby(1, x, 0, y)
+	if err == nil || !strings.Contains(err.Error(), "must share a tier") {
+		t.Fatalf("error %v, want a tier mismatch", err)
+	}
+	if _, err := b.Alloc(tensor.Float32, []int{4}, DeviceTier(3)); err == nil {
+		t.Fatal("allocating on a device the topology lacks succeeded")
+	}
+}

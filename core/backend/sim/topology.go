@@ -1,0 +1,133 @@
+// Package sim is strata's simulated device tier: a host plus N devices
+// whose memory is host memory. Each device's capacity is enforced, every
+// byte that crosses a link is counted, and the math runs on the CPU
+// backend, so traffic, hit rates and peak memory come out exactly while
+// transfer times are predicted from the link bandwidths.
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Topology is a host with devices and the links between them.
+type Topology struct {
+	Name     string
+	Devices  int
+	Capacity int64 // bytes per device (0 = unlimited)
+	// HostGBps[i] is the bandwidth of the host↔device i link (PCIe), GB/s.
+	HostGBps []float64
+	// PeerGBps[i][j] is the bandwidth of the direct device i → device j
+	// link (NVLink), GB/s; 0 means no direct link, and such transfers go
+	// through the host.
+	PeerGBps [][]float64
+}
+
+// Bandwidths used by the presets: PCIe 3.0 x16 and one NVLink 2.0 link,
+// per direction.
+const (
+	PCIeGBps   = 16.0
+	NVLinkGBps = 25.0
+)
+
+// PresetNames lists the named topologies.
+func PresetNames() []string {
+	return []string{"pcie-only", "nvlink-clique-4", "nvlink-ring-4", "dgx1-v100-8"}
+}
+
+// Preset returns a named topology. devices is used by pcie-only (0 means
+// 1); the others have a fixed device count, and a different non-zero
+// devices is an error.
+func Preset(name string, devices int, capacity int64) (Topology, error) {
+	fixed := map[string]int{"nvlink-clique-4": 4, "nvlink-ring-4": 4, "dgx1-v100-8": 8}
+	n := devices
+	if want, ok := fixed[name]; ok {
+		if devices != 0 && devices != want {
+			return Topology{}, fmt.Errorf("preset %q has %d devices, but %d were asked for", name, want, devices)
+		}
+		n = want
+	} else if name != "pcie-only" {
+		return Topology{}, fmt.Errorf("unknown device preset %q (known: %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	if n == 0 {
+		n = 1
+	}
+	if n < 0 {
+		return Topology{}, fmt.Errorf("%d devices: want at least 1", n)
+	}
+	t := Topology{Name: name, Devices: n, Capacity: capacity, HostGBps: make([]float64, n), PeerGBps: make([][]float64, n)}
+	for i := range t.HostGBps {
+		t.HostGBps[i] = PCIeGBps
+		t.PeerGBps[i] = make([]float64, n)
+	}
+	link := func(i, j int, links float64) {
+		t.PeerGBps[i][j], t.PeerGBps[j][i] = links*NVLinkGBps, links*NVLinkGBps
+	}
+	switch name {
+	case "nvlink-clique-4":
+		for i := 0; i < 4; i++ {
+			for j := i + 1; j < 4; j++ {
+				link(i, j, 2)
+			}
+		}
+	case "nvlink-ring-4":
+		for i := 0; i < 4; i++ {
+			link(i, (i+1)%4, 2)
+		}
+	case "dgx1-v100-8":
+		// The hybrid cube-mesh of XGNN Fig. 7: two fully connected quads
+		// {0,1,2,3} and {4,5,6,7} joined by 0-6, 1-7, 2-4 and 3-5 (so GPU 0
+		// reaches neither 4, 5 nor 7). Every GPU has six NVLinks: its
+		// cross link and one quad link are doubled.
+		for _, q := range [][4]int{{0, 1, 2, 3}, {4, 5, 6, 7}} {
+			for a := 0; a < 4; a++ {
+				for b := a + 1; b < 4; b++ {
+					link(q[a], q[b], 1)
+				}
+			}
+		}
+		for _, d := range [][2]int{{0, 3}, {1, 2}, {4, 7}, {5, 6}, {0, 6}, {1, 7}, {2, 4}, {3, 5}} {
+			link(d[0], d[1], 2)
+		}
+	}
+	return t, nil
+}
+
+// Validate checks the topology's shape.
+func (t Topology) Validate() error {
+	if t.Devices < 1 {
+		return fmt.Errorf("topology %q has %d devices, want at least 1", t.Name, t.Devices)
+	}
+	if t.Capacity < 0 {
+		return fmt.Errorf("topology %q: negative capacity %d", t.Name, t.Capacity)
+	}
+	if len(t.HostGBps) != t.Devices || len(t.PeerGBps) != t.Devices {
+		return fmt.Errorf("topology %q: %d host links and %d peer rows for %d devices", t.Name, len(t.HostGBps), len(t.PeerGBps), t.Devices)
+	}
+	for i, bw := range t.HostGBps {
+		if !(bw > 0) {
+			return fmt.Errorf("topology %q: host link of device %d has bandwidth %v GB/s, want > 0", t.Name, i, bw)
+		}
+		if len(t.PeerGBps[i]) != t.Devices {
+			return fmt.Errorf("topology %q: peer row %d has %d entries, want %d", t.Name, i, len(t.PeerGBps[i]), t.Devices)
+		}
+		for j, p := range t.PeerGBps[i] {
+			if p < 0 || i == j && p != 0 {
+				return fmt.Errorf("topology %q: peer bandwidth [%d][%d] = %v", t.Name, i, j, p)
+			}
+		}
+	}
+	return nil
+}
+
+// Neighbours returns the devices device i reaches over a direct link.
+func (t Topology) Neighbours(i int) []int {
+	var out []int
+	for j, bw := range t.PeerGBps[i] {
+		if bw > 0 {
+			out = append(out, j)
+		}
+	}
+	return slices.Clip(out)
+}
