@@ -74,7 +74,7 @@ type Model struct {
 
 // Train configures the training loop.
 type Train struct {
-	Mode         string  `toml:"mode" enum:"fullgraph" reserved:"minibatch,microbatch" doc:"training mode"`
+	Mode         string  `toml:"mode" enum:"fullgraph,minibatch" doc:"training mode: fullgraph (optionally split into micro-batches) or minibatch (sampled batches, see [sampler])"`
 	Epochs       int     `toml:"epochs" range:"[1,)" doc:"number of training epochs"`
 	Optimizer    string  `toml:"optimizer" enum:"adam,sgd" doc:"optimizer"`
 	LR           float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
@@ -86,6 +86,8 @@ type Train struct {
 	Backend      string  `toml:"backend" enum:"cpu,cuda,sim" doc:"compute backend: cpu, or sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda is not in this build"`
 	Threads      int     `toml:"threads" range:"[0,)" doc:"CPU threads (0 = all cores)"`
 	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
+	BatchSize    int     `toml:"batch_size" range:"[1,)" doc:"training nodes per mini-batch (minibatch mode)"`
+	Prefetch     int     `toml:"prefetch" range:"[1,)" doc:"mini-batches sampled and extracted ahead of training (the pipeline queue depth)"`
 	MicroBatches int     `toml:"micro_batches" range:"[1,)" doc:"split each step into this many micro-batches (Betty): each runs over the full-neighbour blocks of its training nodes and their gradients accumulate into one optimizer step; needs [partition]"`
 }
 
@@ -145,6 +147,8 @@ func Default() *Config {
 			EvalEvery:    1,
 			Backend:      "cpu",
 			DType:        "float32",
+			BatchSize:    1024,
+			Prefetch:     2,
 			MicroBatches: 1,
 		},
 		Output: Output{

@@ -44,6 +44,12 @@ type Result struct {
 	// Redundancy is, for micro-batches, their input rows summed over a
 	// step divided by the input rows of the whole batch (Betty's measure).
 	Redundancy float64 `json:"redundancy,omitempty"`
+	// Mini-batch stages of the last epoch, in seconds: sampling and
+	// feature extraction run ahead of training and overlap with it.
+	SampleTimeS      float64 `json:"sample_time_s,omitempty"`
+	ExtractTimeS     float64 `json:"extract_time_s,omitempty"`
+	TrainTimeS       float64 `json:"train_time_s,omitempty"`
+	SampledEdgesPerS float64 `json:"sampled_edges_per_s,omitempty"`
 	// Traffic is, on simulated devices, the bytes that crossed each link
 	// and the time the link bandwidths predict for them; TransferTimeS is
 	// their sum (links are not assumed to overlap).

@@ -58,9 +58,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	}
 	env := stepEnv{be: be, dt: dt, tier: tier, model: model.Graph, ds: ds, feats: feats, dim: dim, adjs: adjs, seed: seed}
 	var st stepper
-	if cfg.Train.MicroBatches > 1 {
+	switch {
+	case cfg.Train.Mode == "minibatch":
+		st, err = newMiniBatches(ctx, cfg, env)
+	case cfg.Train.MicroBatches > 1:
 		st, err = newMicroBatches(ctx, cfg, env)
-	} else {
+	default:
 		st, err = newFullGraph(env)
 	}
 	if err != nil {
@@ -87,6 +90,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	res.MicroBatches = cfg.Train.MicroBatches
 	if mb, ok := st.(*microBatches); ok {
 		res.Partitioner, res.Redundancy = cfg.Partition.ID, mb.redundancy()
+	}
+	if mb, ok := st.(*miniBatches); ok {
+		res.SampleTimeS, res.ExtractTimeS, res.TrainTimeS = mb.sampleS, mb.extractS, mb.trainS
+		if mb.sampleS > 0 {
+			res.SampledEdgesPerS = float64(mb.sampledEdges) / mb.sampleS
+		}
 	}
 	if sb, ok := be.(*sim.Backend); ok {
 		res.Traffic = sb.Traffic()
@@ -273,11 +282,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 // step runs one training epoch and returns the loss.
 func (l *loop) step(ctx context.Context, epoch int) (float64, error) {
 	seed := uint64(l.cfg.Train.Seed)*1_000_003 + uint64(epoch)
-	loss, err := l.st.gradients(ctx, seed)
-	if err != nil {
-		return 0, err
-	}
-	return loss, l.opt.Step(l.st.params().List())
+	return l.st.epoch(ctx, seed, func() error { return l.opt.Step(l.st.params().List()) })
 }
 
 // evaluate returns train, valid and test accuracy with dropout off.

@@ -14,9 +14,10 @@ import (
 // stepper computes the gradients of one optimizer step and the predictions
 // of every node; the loop owns the optimizer, evaluation and bookkeeping.
 type stepper interface {
-	// gradients runs forward and backward for one step, leaving the
-	// parameter gradients in params(), and returns the loss.
-	gradients(ctx context.Context, seed uint64) (float64, error)
+	// epoch runs one epoch: for every batch it leaves the batch's
+	// gradients in params() and calls update (the optimizer step). It
+	// returns the epoch's loss (the mean over its batches).
+	epoch(ctx context.Context, seed uint64, update func() error) (float64, error)
 	// predict writes the predicted class of every node (dropout off).
 	predict(ctx context.Context, pred []int32) error
 	params() *engine.Params
@@ -69,7 +70,7 @@ func newFullGraph(e stepEnv) (*fullGraph, error) {
 	return f, nil
 }
 
-func (f *fullGraph) gradients(ctx context.Context, seed uint64) (float64, error) {
+func (f *fullGraph) epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	if err := f.prog.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
 		return 0, err
 	}
@@ -77,7 +78,10 @@ func (f *fullGraph) gradients(ctx context.Context, seed uint64) (float64, error)
 	if err != nil {
 		return 0, fmt.Errorf("loss: %w", err)
 	}
-	return loss, f.prog.Backward(ctx)
+	if err := f.prog.Backward(ctx); err != nil {
+		return 0, err
+	}
+	return loss, update()
 }
 
 func (f *fullGraph) predict(ctx context.Context, pred []int32) error {

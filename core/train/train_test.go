@@ -112,6 +112,7 @@ func TestCheckSupported(t *testing.T) {
 func comparable(r *Result) Result {
 	c := *r
 	c.EpochTimeMedianS, c.EvalTimeMedianS, c.LoadTimeS, c.PeakRSSBytes = 0, 0, 0, 0
+	c.SampleTimeS, c.ExtractTimeS, c.TrainTimeS, c.SampledEdgesPerS = 0, 0, 0, 0
 	c.PeakTierBytes = nil
 	return c
 }
@@ -270,5 +271,60 @@ func TestSimulatedDevice(t *testing.T) {
 	}
 	if !(peaks[1] < peaks[0] && peaks[0] <= 40000000) {
 		t.Errorf("device peaks %v for 2 and 8 micro-batches: want them under capacity and falling", peaks)
+	}
+}
+
+// TestMiniBatchFullNeighbourMatchesFullGraph: one mini-batch holding every
+// training node over full-neighbour blocks is full-graph training.
+func TestMiniBatchFullNeighbourMatchesFullGraph(t *testing.T) {
+	ctx := context.Background()
+	for _, model := range []string{"gcn", "sage", "gat"} {
+		t.Run(model, func(t *testing.T) {
+			sets := []string{`model.name="` + model + `"`, `train.dtype="float64"`, "model.dropout=0.0", "train.epochs=3"}
+			full, err := Run(ctx, mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mini, err := Run(ctx, mustParse(t, coraBase, append(sets, `train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2", "train.batch_size=140")...), Options{Wasm: testWasm(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := math.Abs(full.FinalLoss-mini.FinalLoss) / full.FinalLoss; d > 1e-9 {
+				t.Errorf("final loss: full graph %.12f, mini-batch %.12f", full.FinalLoss, mini.FinalLoss)
+			}
+			if full.TestAcc != mini.TestAcc {
+				t.Errorf("test accuracy: full graph %v, mini-batch %v", full.TestAcc, mini.TestAcc)
+			}
+		})
+	}
+}
+
+func TestMiniBatchSampled(t *testing.T) {
+	sets := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[10, 25]", "train.batch_size=32", "train.epochs=20"}
+	var res [2]*Result
+	for i := range res {
+		r, err := Run(context.Background(), mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res[i] = r
+	}
+	if res[0].TestAcc < 0.7 || res[0].SampledEdgesPerS <= 0 || res[0].SampleTimeS <= 0 {
+		t.Errorf("mini-batch SAGE on Cora: %+v", res[0])
+	}
+	if !reflect.DeepEqual(comparable(res[0]), comparable(res[1])) {
+		t.Errorf("two seeded mini-batch runs differ: loss %v vs %v", res[0].FinalLoss, res[1].FinalLoss)
+	}
+	for _, c := range []struct {
+		sets []string
+		err  string
+	}{
+		{[]string{`train.mode="minibatch"`}, `train.mode = "minibatch" needs a neighbour sampler`},
+		{[]string{`train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[10]"}, "samples 1 layers but model.layers = 2"},
+	} {
+		_, err := Run(context.Background(), mustParse(t, coraBase, c.sets...), Options{Wasm: testWasm(t)})
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
+		}
 	}
 }

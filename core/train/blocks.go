@@ -1,0 +1,254 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"strata/core/engine"
+	"strata/core/graph"
+	"strata/core/tensor"
+	"strata/plugins/sampler"
+)
+
+// blockRunner runs the model over message-flow blocks: the shared machinery
+// of micro-batch and mini-batch training and of chunked evaluation.
+//
+// Block edges carry GCN weights from the full graph's degrees and mean
+// weights from the block's own rows (a sampled neighbourhood's mean).
+type blockRunner struct {
+	e       stepEnv
+	ps      *engine.Params
+	layers  []map[string]bool // the graph names each layer reads
+	isqBase []float64         // 1/sqrt(row length) of adj, for GCN weights
+	isqSelf []float64         // the same for adj_self
+	full    *sampler.Full     // every neighbour, for evaluation
+	eval    [][]int32         // chunks of all nodes, for prediction
+}
+
+func newBlockRunner(e stepEnv, evalChunks int) (*blockRunner, error) {
+	r := &blockRunner{e: e}
+	for _, op := range e.model.Ops {
+		for int(op.Layer) >= len(r.layers) {
+			r.layers = append(r.layers, map[string]bool{})
+		}
+		if op.Kind == "graph" {
+			r.layers[op.Layer][op.Name] = true
+		}
+	}
+	r.full = &sampler.Full{Layers: len(r.layers)}
+	r.isqBase, r.isqSelf = invSqrtRowLengths(e.adjs.adj, 0), invSqrtRowLengths(e.adjs.adj, 1)
+	n := e.ds.NumNodes
+	chunks := max(1, min(evalChunks, n))
+	for c := 0; c < chunks; c++ {
+		lo, hi := c*n/chunks, (c+1)*n/chunks
+		ids := make([]int32, hi-lo)
+		for i := range ids {
+			ids[i] = int32(lo + i)
+		}
+		r.eval = append(r.eval, ids)
+	}
+	var err error
+	r.ps, err = engine.NewParams(e.model, e.be, e.dt, e.tier, e.seed)
+	return r, err
+}
+
+// invSqrtRowLengths returns 1/sqrt(row length + extra) per row (0 for an
+// empty row), the GCN normalisation of g (extra=0) or of g with self loops
+// (extra=1).
+func invSqrtRowLengths(g *graph.CSR, extra int64) []float64 {
+	out := make([]float64, g.NumRows)
+	for r := range out {
+		if d := g.Indptr[r+1] - g.Indptr[r] + extra; d > 0 {
+			out[r] = 1 / math.Sqrt(float64(d))
+		}
+	}
+	return out
+}
+
+// boundBlocks is one batch bound for execution, with what it uploaded.
+type boundBlocks struct {
+	prog    *engine.Program
+	tensors []*tensor.Tensor
+	graphs  []*engine.Graph
+}
+
+// bind uploads blocks and the features of their inputs (given, or gathered
+// from the host when x is nil) and binds the model to them; infer binds
+// for evaluation only.
+func (r *blockRunner) bind(blocks []sampler.Block, x []float32, infer bool) (*boundBlocks, error) {
+	e := r.e
+	if len(blocks) != len(r.layers) {
+		return nil, fmt.Errorf("%d blocks for a %d-layer model", len(blocks), len(r.layers))
+	}
+	bb := &boundBlocks{}
+	fail := func(err error) (*boundBlocks, error) {
+		bb.release(e)
+		return nil, err
+	}
+	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: make([]map[string]*engine.Graph, len(blocks)), Inference: infer}
+	for l, b := range blocks {
+		env.Blocks[l] = map[string]*engine.Graph{}
+		for name := range r.layers[l] {
+			adj, isq := b.Adj, r.isqBase
+			if name == "adj_self" {
+				adj, isq = withLocalSelfLoops(b.Adj), r.isqSelf
+			}
+			eg, err := r.upload(bb, adj, b, isq)
+			if err != nil {
+				return fail(fmt.Errorf("block %d %s: %w", l, name, err))
+			}
+			env.Blocks[l][name] = eg
+		}
+	}
+	src := blocks[0].Src
+	if x == nil {
+		x = gatherRows(e.feats, e.dim, src)
+	}
+	var err error
+	if env.Input, err = uploadFloat32s(e.be, x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
+		return fail(err)
+	}
+	bb.tensors = append(bb.tensors, env.Input)
+	if bb.prog, err = engine.Bind(e.model, env, r.ps); err != nil {
+		return fail(err)
+	}
+	return bb, nil
+}
+
+// gatherRows copies the feature rows of ids.
+func gatherRows(feats []float32, dim int, ids []int32) []float32 {
+	x := make([]float32, 0, len(ids)*dim)
+	for _, v := range ids {
+		x = append(x, feats[int(v)*dim:(int(v)+1)*dim]...)
+	}
+	return x
+}
+
+// upload places one block graph with its GCN and mean weights.
+func (r *blockRunner) upload(bb *boundBlocks, adj *graph.CSR, b sampler.Block, isq []float64) (*engine.Graph, error) {
+	e := r.e
+	a, err := e.be.UploadGraph(adj, e.tier)
+	if err != nil {
+		return nil, err
+	}
+	eg := &engine.Graph{Adj: a}
+	bb.graphs = append(bb.graphs, eg)
+	gcn := make([]float32, adj.NNZ())
+	for row := 0; row < adj.NumRows; row++ {
+		for k := adj.Indptr[row]; k < adj.Indptr[row+1]; k++ {
+			gcn[k] = float32(isq[b.Dst[row]] * isq[b.Src[adj.Col(k)]])
+		}
+	}
+	for _, w := range []struct {
+		v   []float32
+		dst **tensor.Tensor
+	}{{gcn, &eg.GCNNorm}, {graph.MeanNorm(adj), &eg.MeanNorm}} {
+		t, err := uploadFloat32s(e.be, w.v, []int{len(w.v)}, e.dt, e.tier)
+		if err != nil {
+			return nil, err
+		}
+		bb.tensors = append(bb.tensors, t)
+		*w.dst = t
+	}
+	return eg, nil
+}
+
+func (bb *boundBlocks) release(e stepEnv) {
+	if bb.prog != nil {
+		bb.prog.Release()
+	}
+	for _, t := range bb.tensors {
+		e.be.Release(t)
+	}
+	for _, g := range bb.graphs {
+		e.be.ReleaseGraph(g.Adj)
+	}
+}
+
+// withLocalSelfLoops adds the self loop of every destination: destination
+// i is source i (the block convention). Rows stay sorted by local id.
+func withLocalSelfLoops(a *graph.CSR) *graph.CSR {
+	out := &graph.CSR{NumRows: a.NumRows, NumCols: a.NumCols, Indptr: make([]int64, a.NumRows+1), Idx32: make([]int32, 0, a.NNZ()+int64(a.NumRows))}
+	for r := 0; r < a.NumRows; r++ {
+		row := make([]int32, 0, a.Indptr[r+1]-a.Indptr[r]+1)
+		self := false
+		for k := a.Indptr[r]; k < a.Indptr[r+1]; k++ {
+			c := int32(a.Col(k))
+			self = self || int(c) == r
+			row = append(row, c)
+		}
+		if !self {
+			row = append(row, int32(r))
+		}
+		slices.Sort(row)
+		out.Idx32 = append(out.Idx32, row...)
+		out.Indptr[r+1] = int64(len(out.Idx32))
+	}
+	return out
+}
+
+// trainBatch runs forward, the batch's loss weighed by share, and backward
+// (accumulating into the parameter gradients when accumulate is set). The
+// last block's destinations are the batch's nodes. It returns the weighed
+// loss.
+func (r *blockRunner) trainBatch(ctx context.Context, bb *boundBlocks, nodes []int32, seed uint64, share float64, accumulate bool) (float64, error) {
+	e, p := r.e, bb.prog
+	if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed, AccumulateGrads: accumulate}); err != nil {
+		return 0, err
+	}
+	labels := make([]int32, len(nodes))
+	rows := make([]int32, len(nodes))
+	for i, v := range nodes {
+		labels[i], rows[i] = e.ds.Labels[v], int32(i)
+	}
+	lt, err := uploadInt32s(e.be, labels, e.tier)
+	if err != nil {
+		return 0, err
+	}
+	defer e.be.Release(lt)
+	it, err := uploadInt32s(e.be, rows, e.tier)
+	if err != nil {
+		return 0, err
+	}
+	defer e.be.Release(it)
+	loss, err := e.be.SoftmaxCrossEntropy(p.Output(), lt, it, p.OutputGrad())
+	if err != nil {
+		return 0, fmt.Errorf("loss: %w", err)
+	}
+	if share != 1 {
+		if err := e.be.Axpby(0, p.OutputGrad(), share, p.OutputGrad()); err != nil {
+			return 0, err
+		}
+	}
+	return loss * share, p.Backward(ctx)
+}
+
+// predict writes the class of every node, chunk by chunk over full
+// neighbourhoods, with programs bound for inference.
+func (r *blockRunner) predict(ctx context.Context, pred []int32) error {
+	for _, nodes := range r.eval {
+		blocks, err := r.full.Sample(ctx, r.e.adjs.adj, nodes, 0)
+		if err != nil {
+			return err
+		}
+		bb, err := r.bind(blocks, nil, true)
+		if err != nil {
+			return err
+		}
+		err = bb.prog.Forward(ctx, engine.Mode{})
+		if err == nil {
+			err = argmaxInto(r.e.be, bb.prog.Output(), pred[nodes[0]:nodes[0]+int32(len(nodes))])
+		}
+		bb.release(r.e)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *blockRunner) params() *engine.Params { return r.ps }
+
+func (r *blockRunner) release() { r.ps.Release() }
