@@ -83,7 +83,7 @@ type Train struct {
 	Seed         int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
 	EvalEvery    int     `toml:"eval_every" range:"[0,)" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
 	Patience     int     `toml:"patience" range:"[0,)" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
-	Backend      string  `toml:"backend" enum:"cpu,cuda,sim" doc:"compute backend: cpu, or sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda is not in this build"`
+	Backend      string  `toml:"backend" enum:"cpu,sim" reserved:"cuda" doc:"compute backend: cpu, or sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted"`
 	Threads      int     `toml:"threads" range:"[0,)" doc:"CPU threads (0 = all cores)"`
 	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
 	BatchSize    int     `toml:"batch_size" range:"[1,)" doc:"training nodes per mini-batch (minibatch mode)"`
