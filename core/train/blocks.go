@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"strata/core/backend/sim"
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/tensor"
@@ -50,6 +51,7 @@ func newBlockRunner(e stepEnv, evalChunks int) (*blockRunner, error) {
 		r.eval = append(r.eval, ids)
 	}
 	var err error
+	setPurpose(e.be, sim.PurposeParameters)
 	r.ps, err = engine.NewParams(e.model, e.be, e.dt, e.tier, e.seed)
 	return r, err
 }
@@ -88,6 +90,7 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, infer bool) (*bo
 		return nil, err
 	}
 	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: make([]map[string]*engine.Graph, len(blocks)), Inference: infer}
+	setPurpose(e.be, sim.PurposeTopology)
 	for l, b := range blocks {
 		env.Blocks[l] = map[string]*engine.Graph{}
 		for name := range r.layers[l] {
@@ -107,6 +110,7 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, infer bool) (*bo
 		x = gatherRows(e.feats, e.dim, src)
 	}
 	var err error
+	setPurpose(e.be, sim.PurposeFeatures)
 	if env.Input, err = uploadFloat32s(e.be, x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
 		return fail(err)
 	}
@@ -203,6 +207,7 @@ func (r *blockRunner) trainBatch(ctx context.Context, bb *boundBlocks, nodes []i
 	for i, v := range nodes {
 		labels[i], rows[i] = e.ds.Labels[v], int32(i)
 	}
+	setPurpose(e.be, sim.PurposeLabels)
 	lt, err := uploadInt32s(e.be, labels, e.tier)
 	if err != nil {
 		return 0, err

@@ -55,8 +55,11 @@ type Result struct {
 	// their sum (links are not assumed to overlap).
 	Traffic       []sim.LinkTraffic `json:"traffic,omitempty"`
 	TransferTimeS float64           `json:"transfer_time_s,omitempty"`
-	Threads       int               `json:"threads"`
-	Seed          int64             `json:"seed"`
-	ConfigSHA256  string            `json:"config_sha256"`
-	Version       string            `json:"version"`
+	// TrafficByPurpose splits the same bytes by what they carried
+	// (features, topology, labels, parameters, activations).
+	TrafficByPurpose map[string]int64 `json:"traffic_by_purpose,omitempty"`
+	Threads          int              `json:"threads"`
+	Seed             int64            `json:"seed"`
+	ConfigSHA256     string           `json:"config_sha256"`
+	Version          string           `json:"version"`
 }

@@ -98,7 +98,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		}
 	}
 	if sb, ok := be.(*sim.Backend); ok {
-		res.Traffic = sb.Traffic()
+		res.Traffic, res.TrafficByPurpose = sb.Traffic(), sb.TrafficByPurpose()
 		for _, l := range res.Traffic {
 			res.TransferTimeS += l.Seconds
 		}
@@ -252,6 +252,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
 			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
 				l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = ep, va, tr, te
+				setPurpose(l.be, sim.PurposeParameters)
 				if best, err = l.st.params().Snapshot(); err != nil {
 					return err
 				}
@@ -274,6 +275,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	l.res.EpochTimeMedianS = median(times, 2)
 	l.res.EvalTimeMedianS = median(evalTimes, 0)
 	if best != nil {
+		setPurpose(l.be, sim.PurposeParameters)
 		return l.st.params().Restore(best)
 	}
 	return nil

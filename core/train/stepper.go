@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"strata/core/backend"
+	"strata/core/backend/sim"
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/ir"
@@ -46,19 +47,23 @@ type fullGraph struct {
 }
 
 func newFullGraph(e stepEnv) (*fullGraph, error) {
+	setPurpose(e.be, sim.PurposeTopology)
 	graphs, err := bindGraphs(e.model, e.adjs, e.be, e.dt, e.tier)
 	if err != nil {
 		return nil, err
 	}
+	setPurpose(e.be, sim.PurposeFeatures)
 	x, err := uploadFloat32s(e.be, e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
 	if err != nil {
 		return nil, fmt.Errorf("upload features: %w", err)
 	}
+	setPurpose(e.be, sim.PurposeParameters)
 	prog, err := engine.Compile(e.model, engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Graphs: graphs, Input: x}, e.seed)
 	if err != nil {
 		return nil, err
 	}
 	f := &fullGraph{be: e.be, prog: prog}
+	setPurpose(e.be, sim.PurposeLabels)
 	if f.labels, err = uploadInt32s(e.be, e.ds.Labels, e.tier); err != nil {
 		prog.Release()
 		return nil, err
@@ -95,6 +100,13 @@ func (f *fullGraph) params() *engine.Params { return f.prog.ParamSet() }
 
 func (f *fullGraph) release() { f.prog.Release() }
 
+// setPurpose labels the transfers that follow on a simulated backend.
+func setPurpose(be backend.Backend, p string) {
+	if sb, ok := be.(*sim.Backend); ok {
+		sb.SetPurpose(p)
+	}
+}
+
 // argmaxInto writes the argmax of every row of out into pred.
 func argmaxInto(be backend.Backend, out *tensor.Tensor, pred []int32) error {
 	if len(pred) != out.Rows() {
@@ -108,6 +120,7 @@ func argmaxInto(be backend.Backend, out *tensor.Tensor, pred []int32) error {
 	if err := be.ArgmaxRows(out, t); err != nil {
 		return err
 	}
+	setPurpose(be, sim.PurposeActivations)
 	return be.Download(t, pred)
 }
 

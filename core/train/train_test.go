@@ -253,6 +253,18 @@ func TestSimulatedDevice(t *testing.T) {
 	if up < 2708*1433*4 || simRes.TransferTimeS <= 0 {
 		t.Errorf("traffic %+v, transfer time %v", simRes.Traffic, simRes.TransferTimeS)
 	}
+	// Every byte is counted under exactly one purpose, and the features
+	// crossed once.
+	var total, byPurpose int64
+	for _, l := range simRes.Traffic {
+		total += l.Bytes
+	}
+	for _, n := range simRes.TrafficByPurpose {
+		byPurpose += n
+	}
+	if total != byPurpose || simRes.TrafficByPurpose["features"] != 2708*1433*4 {
+		t.Errorf("traffic %d bytes over links, %d by purpose %v", total, byPurpose, simRes.TrafficByPurpose)
+	}
 	if simRes.PeakTierBytes["device0"] != cpuRes.PeakTierBytes["host"] {
 		t.Errorf("device peak %d, cpu host peak %d", simRes.PeakTierBytes["device0"], cpuRes.PeakTierBytes["host"])
 	}

@@ -20,8 +20,44 @@ type Backend struct {
 	*cpu.Backend
 	topo Topology
 
-	mu    sync.Mutex
-	bytes map[Link]int64
+	mu      sync.Mutex
+	bytes   map[Link]int64
+	purpose string
+	byUse   map[string]int64
+}
+
+// Purposes under which transfers are counted (SetPurpose).
+const (
+	PurposeFeatures    = "features"
+	PurposeTopology    = "topology"
+	PurposeActivations = "activations"
+	PurposeGradients   = "gradients"
+	PurposeParameters  = "parameters"
+	PurposeLabels      = "labels"
+	PurposeOther       = "other"
+)
+
+// SetPurpose labels the transfers that follow (until the next call) for
+// the per-purpose counters, e.g. PurposeFeatures before uploading a
+// batch's input rows. It returns the previous purpose.
+func (b *Backend) SetPurpose(p string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.purpose
+	b.purpose = p
+	return old
+}
+
+// TrafficByPurpose returns the bytes moved under each purpose, over all
+// links (a transfer routed through the host counts once).
+func (b *Backend) TrafficByPurpose() map[string]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]int64, len(b.byUse))
+	for k, v := range b.byUse {
+		out[k] = v
+	}
+	return out
 }
 
 // Link is one direction of a physical link: host→device, device→host or
@@ -35,7 +71,7 @@ func New(topo Topology, threads int) (*Backend, error) {
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{topo: topo, bytes: map[Link]int64{}}
+	b := &Backend{topo: topo, bytes: map[Link]int64{}, byUse: map[string]int64{}, purpose: PurposeOther}
 	tiers := make([]cpu.Tier, topo.Devices)
 	for i := range tiers {
 		tiers[i] = cpu.Tier{Name: DeviceTier(i), Capacity: topo.Capacity}
@@ -55,6 +91,7 @@ func (b *Backend) Topology() Topology { return b.topo }
 func (b *Backend) count(from, to tensor.Tier, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.byUse[b.purpose] += n
 	fi, ti := b.device(from), b.device(to)
 	if fi >= 0 && ti >= 0 && b.topo.PeerGBps[fi][ti] == 0 {
 		b.bytes[Link{from, tensor.Host}] += n
@@ -116,7 +153,7 @@ func (b *Backend) Traffic() []LinkTraffic {
 // ResetTraffic clears the counters (e.g. between epochs).
 func (b *Backend) ResetTraffic() {
 	b.mu.Lock()
-	b.bytes = map[Link]int64{}
+	b.bytes, b.byUse = map[Link]int64{}, map[string]int64{}
 	b.mu.Unlock()
 }
 

@@ -100,9 +100,11 @@ func TestTrafficCounting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.SetPurpose(PurposeFeatures)
 	if err := b.Upload(x, make([]float32, 40)); err != nil {
 		t.Fatal(err)
 	}
+	b.SetPurpose(PurposeActivations)
 	y, _ := b.Alloc(tensor.Float32, []int{10, 4}, d1)
 	z, _ := b.Alloc(tensor.Float32, []int{10, 4}, d4)
 	h, _ := b.Alloc(tensor.Float32, []int{10, 4}, tensor.Host)
@@ -124,6 +126,9 @@ func TestTrafficCounting(t *testing.T) {
 	}
 	if got := traffic(b); !mapsEqual(got, want) {
 		t.Errorf("traffic %v, want %v", got, want)
+	}
+	if got := b.TrafficByPurpose(); got[PurposeFeatures] != 160 || got[PurposeActivations] != 4*160 {
+		t.Errorf("traffic by purpose %v, want features 160 and activations 640", got)
 	}
 	for _, l := range b.Traffic() {
 		if l.Seconds <= 0 || l.GBps <= 0 {
