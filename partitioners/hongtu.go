@@ -33,6 +33,9 @@ type HongTu2Level struct {
 	MetisOptions
 }
 
+// SquareOnly reports that the 2-level partitioner needs a square graph.
+func (*HongTu2Level) SquareOnly() bool { return true }
+
 // StrataModule registers partitioner.hongtu-2level.
 func (*HongTu2Level) StrataModule() registry.ModuleInfo {
 	return registry.ModuleInfo{

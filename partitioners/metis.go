@@ -337,6 +337,9 @@ type Metis struct {
 	MetisOptions
 }
 
+// SquareOnly reports that METIS partitions square graphs only.
+func (*Metis) SquareOnly() bool { return true }
+
 // StrataModule registers partitioner.metis.
 func (*Metis) StrataModule() registry.ModuleInfo {
 	return registry.ModuleInfo{

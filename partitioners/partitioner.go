@@ -40,6 +40,13 @@ type Partitioner interface {
 	Partition(ctx context.Context, g *graph.CSR, k int, nodeWeights []int64) ([]int32, error)
 }
 
+// SquareOnly is implemented by partitioners that split square graphs only
+// (METIS needs an undirected graph); the others also split the rows of a
+// bipartite block, such as a batch's output nodes.
+type SquareOnly interface {
+	SquareOnly() bool
+}
+
 // checkArgs validates the arguments common to every partitioner.
 func checkArgs(id string, g *graph.CSR, k int, nodeWeights []int64) error {
 	if g == nil {

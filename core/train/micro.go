@@ -63,7 +63,11 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*micro
 	if err != nil {
 		return nil, err
 	}
-	parts, err := part.Partition(ctx, last[0].Adj, k, nil)
+	g := last[0].Adj
+	if sq, ok := part.(partitioners.SquareOnly); ok && sq.SquareOnly() {
+		g = induced(e.adjs.adj, train) // METIS: the graph among the training nodes
+	}
+	parts, err := part.Partition(ctx, g, k, nil)
 	if err != nil {
 		return nil, fmt.Errorf("partition: splitting %d training nodes into %d micro-batches: %w", len(train), k, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"strata/core/config"
+	"strata/core/graph"
 	"strata/partitioners"
 	"strata/plugins/registry"
 	"strata/plugins/sampler"
@@ -16,18 +17,27 @@ import (
 type PartitionReport struct {
 	Dataset     string  `json:"dataset"`
 	Partitioner string  `json:"partitioner"`
-	Target      string  `json:"target"` // "graph" or "batch"
+	Target      string  `json:"target"`            // "graph" or "batch"
+	Sampler     string  `json:"sampler,omitempty"` // how the batch's blocks were built
 	TimeS       float64 `json:"time_s"`
 	partitioners.Metrics
-	// LayerRedundancy is, for a batch split into micro-batches, the input
-	// rows of every layer's blocks summed over the micro-batches, divided
-	// by those of the whole batch; the first entry is the model's input.
+	// LayerRedundancy is, for a batch split into micro-batches, the source
+	// nodes of every layer's blocks summed over the micro-batches, divided
+	// by those of the whole batch; the first entry is the model's input
+	// (Betty's redundancy).
 	LayerRedundancy []float64 `json:"layer_redundancy,omitempty"`
 }
 
 // Partition splits, with the config's [partition] plugin, either the whole
-// (symmetrised) graph into k parts, or with batch the training nodes into
-// k micro-batches as train.micro_batches does, and measures the result.
+// (symmetrised) graph into k parts or, with batch, the training nodes into
+// k micro-batches, and measures the result.
+//
+// The batch is every training node with its blocks: full neighbourhoods, or
+// the config's [sampler] when it names one (sampled once, with train.seed);
+// micro-batches then take their share of those same blocks, as Betty
+// splits a sampled batch. Partitioners that need a square graph (metis,
+// hongtu-2level) split the training nodes by the graph induced on them; the
+// others by the batch's last block.
 func Partition(ctx context.Context, cfg *config.Config, k int, batch bool) (*PartitionReport, error) {
 	if cfg.Partition.Name == "" {
 		return nil, cfg.KeyError(fmt.Sprintf("partition.name: the config names no partitioner; add [partition] with name = one of %s", registry.QuoteList(partitionerNames())), "partition", "name")
@@ -48,17 +58,41 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool) (*Par
 		return nil, err
 	}
 	rep := &PartitionReport{Dataset: ds.Name, Partitioner: cfg.Partition.ID, Target: "graph"}
-	g := adjs.adj
-	if batch {
-		rep.Target = "batch"
-		if len(ds.Train) == 0 {
-			return nil, fmt.Errorf("data: dataset %q has no training nodes to split", ds.Name)
-		}
-		blocks, err := (&sampler.Full{Layers: 1}).Sample(ctx, g, ds.Train, 0)
+	if !batch {
+		t0 := time.Now()
+		parts, err := part.Partition(ctx, adjs.adj, k, nil)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", cfg.Partition.ID, err)
 		}
-		g = blocks[0].Adj
+		rep.TimeS = time.Since(t0).Seconds()
+		rep.Metrics = partitioners.Quality(adjs.adj, parts, k)
+		return rep, nil
+	}
+	rep.Target = "batch"
+	train := ds.Train
+	if len(train) == 0 {
+		return nil, fmt.Errorf("data: dataset %q has no training nodes to split", ds.Name)
+	}
+	var smp sampler.Sampler = &sampler.Full{Layers: cfg.Model.Layers}
+	rep.Sampler = "sampler.full"
+	if cfg.Sampler.Name != "" {
+		s, ok := cfg.Sampler.Module.(sampler.Sampler)
+		if !ok {
+			return nil, fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
+		}
+		if err := registry.Provision(ctx, cfg.Sampler.Module); err != nil {
+			return nil, fmt.Errorf("sampler: %w", err)
+		}
+		smp, rep.Sampler = s, cfg.Sampler.ID
+	}
+	blocks, err := smp.Sample(ctx, adjs.adj, train, uint64(cfg.Train.Seed))
+	if err != nil {
+		return nil, err
+	}
+	last := blocks[len(blocks)-1].Adj
+	g := last
+	if sq, ok := cfg.Partition.Module.(partitioners.SquareOnly); ok && sq.SquareOnly() {
+		g = induced(adjs.adj, train)
 	}
 	t0 := time.Now()
 	parts, err := part.Partition(ctx, g, k, nil)
@@ -66,43 +100,67 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool) (*Par
 		return nil, fmt.Errorf("%s: %w", cfg.Partition.ID, err)
 	}
 	rep.TimeS = time.Since(t0).Seconds()
-	rep.Metrics = partitioners.Quality(g, parts, k)
-	if batch {
-		if rep.LayerRedundancy, err = layerRedundancy(ctx, adjs, ds.Train, parts, k, cfg.Model.Layers); err != nil {
-			return nil, err
-		}
-	}
+	rep.Metrics = partitioners.Quality(last, parts, k)
+	rep.LayerRedundancy = splitRedundancy(blocks, parts, k)
 	return rep, nil
 }
 
-// layerRedundancy compares the full-neighbour blocks of each micro-batch
-// with those of the whole batch, layer by layer.
-func layerRedundancy(ctx context.Context, adjs *adjacencies, train []int32, parts []int32, k, layers int) ([]float64, error) {
-	hops := &sampler.Full{Layers: layers}
-	whole, err := hops.Sample(ctx, adjs.adj, train, 0)
-	if err != nil {
-		return nil, err
+// induced returns the subgraph of g on nodes, in local ids (position in
+// nodes).
+func induced(g *graph.CSR, nodes []int32) *graph.CSR {
+	local := make(map[int64]int64, len(nodes))
+	for i, v := range nodes {
+		local[int64(v)] = int64(i)
 	}
-	groups := make([][]int32, k)
-	for i, p := range parts {
-		groups[p] = append(groups[p], train[i])
-	}
-	sum := make([]int, layers)
-	for _, grp := range groups {
-		if len(grp) == 0 {
-			continue
-		}
-		bs, err := hops.Sample(ctx, adjs.adj, grp, 0)
-		if err != nil {
-			return nil, err
-		}
-		for l, b := range bs {
-			sum[l] += len(b.Src)
+	var edges [][2]int64
+	for i, v := range nodes {
+		for e := g.Indptr[v]; e < g.Indptr[v+1]; e++ {
+			if j, ok := local[g.Col(e)]; ok {
+				edges = append(edges, [2]int64{int64(i), j})
+			}
 		}
 	}
-	out := make([]float64, layers)
+	// FromEdges takes (dst, src) pairs: row i lists its in-neighbours.
+	return graph.FromEdges(len(nodes), edges)
+}
+
+// splitRedundancy walks the batch's blocks down from each micro-batch's
+// outputs and compares the sources each micro-batch needs, layer by layer,
+// with the whole batch's.
+func splitRedundancy(blocks []sampler.Block, parts []int32, k int) []float64 {
+	L := len(blocks)
+	sum := make([]int, L)
+	for p := 0; p < k; p++ {
+		// need: local destination rows of the current block.
+		var need []int32
+		for i, q := range parts {
+			if int(q) == p {
+				need = append(need, int32(i))
+			}
+		}
+		for l := L - 1; l >= 0 && len(need) > 0; l-- {
+			b := blocks[l]
+			seen := make(map[int32]bool, len(need))
+			var src []int32
+			add := func(c int32) {
+				if !seen[c] {
+					seen[c] = true
+					src = append(src, c)
+				}
+			}
+			for _, r := range need {
+				add(r) // a destination is also its own source (local id r)
+				for e := b.Adj.Indptr[r]; e < b.Adj.Indptr[r+1]; e++ {
+					add(int32(b.Adj.Col(e)))
+				}
+			}
+			sum[l] += len(src)
+			need = src // sources of block l are destinations of block l-1
+		}
+	}
+	out := make([]float64, L)
 	for l := range out {
-		out[l] = float64(sum[l]) / float64(len(whole[l].Src))
+		out[l] = float64(sum[l]) / float64(len(blocks[l].Src))
 	}
-	return out, nil
+	return out
 }

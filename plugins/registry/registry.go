@@ -1,6 +1,6 @@
 // Package registry is strata's plugin registry, in the style of Caddy's
 // modules. Every plugin (partitioner, sampler, cache policy, model, cost
-// model) is a Module with a namespaced ID such as
+// model, placement solver) is a Module with a namespaced ID such as
 // "sampler.full"; packages register their modules from init, and configs
 // pick them by name.
 //
@@ -76,7 +76,7 @@ type Provisioner interface {
 var ErrNotFound = errors.New("module not found")
 
 // namespaces is the fixed list of namespaces, in display order.
-var namespaces = []string{"partitioner", "sampler", "cache", "model", "costmodel"}
+var namespaces = []string{"partitioner", "sampler", "cache", "model", "costmodel", "placement"}
 
 var (
 	mu      sync.RWMutex
@@ -84,7 +84,7 @@ var (
 )
 
 // Namespaces returns the fixed list of module namespaces: partitioner,
-// sampler, cache, model, costmodel.
+// sampler, cache, model, costmodel, placement.
 func Namespaces() []string { return slices.Clone(namespaces) }
 
 // Register adds a module. It is meant to be called from init and panics on

@@ -65,7 +65,8 @@ func TestRegisterPanics(t *testing.T) {
 		{"ok", &fake{id: "sampler.ok"}, ""},
 		{"ok with digits and dash", &fake{id: "model.gat-v2_1"}, ""},
 		{"all namespaces: costmodel", &fake{id: "costmodel.roofline"}, ""},
-		{"unknown namespace", &fake{id: "placement.greedy"}, "unknown namespace"},
+		{"all namespaces: placement", &fake{id: "placement.greedy"}, ""},
+		{"unknown namespace", &fake{id: "placements.greedy"}, "unknown namespace"},
 		{"nil module", nil, "Register(nil)"},
 		{"no dot", &fake{id: "sampler"}, "not of the form"},
 		{"empty namespace", &fake{id: ".full"}, "not of the form"},
@@ -129,7 +130,7 @@ func TestLookupAndNamespace(t *testing.T) {
 		{"sampler.fulll", []string{`unknown module "sampler.fulll"`, `did you mean "sampler.full"`, `"sampler.full", "sampler.khop"`}},
 		{"cache.lru", []string{`"cache.degree", "cache.none"`}},
 		{"costmodel.x", []string{"no costmodel modules are registered"}},
-		{"bogus.x", []string{`"bogus" is not a namespace`, "partitioner, sampler, cache, model, costmodel"}},
+		{"bogus.x", []string{`"bogus" is not a namespace`, "partitioner, sampler, cache, model, costmodel, placement"}},
 		{"nodot", []string{"not a namespace"}},
 	}
 	for _, tt := range tests {
@@ -171,7 +172,7 @@ func TestLookupAndNamespace(t *testing.T) {
 }
 
 func TestNamespacesFixed(t *testing.T) {
-	want := "partitioner,sampler,cache,model,costmodel"
+	want := "partitioner,sampler,cache,model,costmodel,placement"
 	ns := Namespaces()
 	if got := strings.Join(ns, ","); got != want {
 		t.Fatalf("Namespaces() = %s", got)
