@@ -71,9 +71,14 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*micro
 	if err != nil {
 		return nil, fmt.Errorf("partition: splitting %d training nodes into %d micro-batches: %w", len(train), k, err)
 	}
-	// Evaluation reads every node: it runs in twice as many chunks, bound
-	// for inference (no gradients), so it fits wherever training does.
-	r, err := newBlockRunner(e, 2*k)
+	// Evaluation reads every node, bound for inference (no gradients): on
+	// a device with a capacity in twice as many chunks as training, so it
+	// fits wherever training does, otherwise in one piece.
+	evalChunks := 1
+	if cfg.Devices.MemoryBytes > 0 {
+		evalChunks = 2 * k
+	}
+	r, err := newBlockRunner(e, evalChunks)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,12 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBa
 	if cfg.Train.MicroBatches > 1 {
 		return nil, cfg.KeyError("train.micro_batches > 1 with train.mode = \"minibatch\" is not available yet; micro-batches split full-graph steps", "train", "micro_batches")
 	}
-	evalChunks := max(1, e.ds.NumNodes/max(cfg.Train.BatchSize, 1))
+	// Evaluation runs over full neighbourhoods: in one piece, or, on a
+	// device with a capacity, in chunks of batch_size nodes.
+	evalChunks := 1
+	if cfg.Devices.MemoryBytes > 0 {
+		evalChunks = max(1, e.ds.NumNodes/max(cfg.Train.BatchSize, 1))
+	}
 	r, err := newBlockRunner(e, evalChunks)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"strata/core/config"
+	"strata/plugins/sampler"
 	"strata/plugins/wasm"
 
 	_ "strata/plugins/layers"
@@ -337,6 +338,58 @@ func TestMiniBatchSampled(t *testing.T) {
 		_, err := Run(context.Background(), mustParse(t, coraBase, c.sets...), Options{Wasm: testWasm(t)})
 		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
+		}
+	}
+}
+
+// TestSplitRedundancy checks the walk down a batch's blocks against
+// sampling each micro-batch's full neighbourhood afresh.
+func TestSplitRedundancy(t *testing.T) {
+	ctx := context.Background()
+	cfg := mustParse(t, coraBase)
+	ds, err := loadDataset(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adjs, err := buildAdjacencies(ds, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := &sampler.Full{Layers: 2}
+	whole, err := full.Sample(ctx, adjs.adj, ds.Train, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{1, 3, 7} {
+		parts := make([]int32, len(ds.Train))
+		for i := range parts {
+			parts[i] = int32((i * 7919) % k)
+		}
+		got := splitRedundancy(whole, parts, k)
+		sum := make([]int, 2)
+		for p := 0; p < k; p++ {
+			var grp []int32
+			for i, q := range parts {
+				if int(q) == p {
+					grp = append(grp, ds.Train[i])
+				}
+			}
+			bs, err := full.Sample(ctx, adjs.adj, grp, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for l, b := range bs {
+				sum[l] += len(b.Src)
+			}
+		}
+		for l := range sum {
+			want := float64(sum[l]) / float64(len(whole[l].Src))
+			if math.Abs(got[l]-want) > 1e-12 {
+				t.Errorf("k=%d layer %d: redundancy %v, resampled %v", k, l, got[l], want)
+			}
+		}
+		if k == 1 && (got[0] != 1 || got[1] != 1) {
+			t.Errorf("one micro-batch has redundancy %v, want 1", got)
 		}
 	}
 }
