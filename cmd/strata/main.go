@@ -26,6 +26,7 @@ import (
 	_ "strata/partitioners"
 	_ "strata/plugins/cache"
 	_ "strata/plugins/layers"
+	_ "strata/plugins/placement"
 	_ "strata/plugins/sampler"
 )
 
@@ -70,6 +71,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"train", "-c FILE [--set key=value]...", "train the model a config describes; the last stdout line is a JSON summary", cmdTrain},
+		{"experiment", "-c FILE [--jobs N] [--dry-run]", "run an experiment file: a sweep of configs over axes and seeds, resumable, with tables and plots", cmdExperiment},
 		{"validate", "-c FILE [--set key=value]...", "check a config, its dataset path and its layer module without training", cmdValidate},
 		{"config", "explain", "print every config key with its type, allowed values, default and meaning", cmdConfig},
 		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},

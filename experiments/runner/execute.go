@@ -1,0 +1,326 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"strata/core/config"
+	"strata/core/train"
+)
+
+// TrainFunc trains one config (train.Run in the CLI; tests count calls).
+type TrainFunc func(ctx context.Context, cfg *config.Config) (*train.Result, error)
+
+// Options are the run-time settings of an experiment.
+type Options struct {
+	OutDir   string    // results directory; "" = DefaultOutDir
+	Jobs     int       // runs at a time (<= 1: in sequence)
+	Train    TrainFunc // required
+	Progress io.Writer // one line per run; nil = none
+}
+
+// DefaultOutDir is results/<name> next to the experiment file
+// (experiments/results/<name> for experiments/<name>.toml).
+func DefaultOutDir(e *Experiment) string {
+	return filepath.Join(filepath.Dir(e.File), "results", e.Name)
+}
+
+// Record is the stored outcome of one run, runs/<run_id>.json in the
+// results directory.
+type Record struct {
+	RunID      string         `json:"run_id"`
+	Experiment string         `json:"experiment"`
+	Axes       map[string]any `json:"axes"`
+	Seed       int64          `json:"seed"`
+	Status     string         `json:"status"` // ok, failed
+	Error      string         `json:"error,omitempty"`
+	Started    time.Time      `json:"started"`
+	DurationS  float64        `json:"duration_s"`
+	Threads    int            `json:"threads"`
+	Version    string         `json:"version"`
+	Config     string         `json:"config"` // canonical TOML, before the thread split
+	Result     *train.Result  `json:"result,omitempty"`
+
+	// Skipped is true when the record was found in the results directory
+	// (a finished run of an earlier invocation) instead of being run now.
+	Skipped bool `json:"-"`
+}
+
+// Summary is what Execute did, printed by the CLI as its last line.
+type Summary struct {
+	Experiment string `json:"experiment"`
+	Runs       int    `json:"runs"`
+	Executed   int    `json:"executed"`
+	Skipped    int    `json:"skipped"`
+	Failed     int    `json:"failed"`
+	Out        string `json:"out"`
+	DryRun     bool   `json:"dry_run,omitempty"`
+}
+
+// Done reports, per run of the plan, whether out holds its result.
+func Done(p *Plan, out string) []bool {
+	done := make([]bool, len(p.Runs))
+	for _, r := range p.Runs {
+		done[r.Index] = loadRecord(out, r) != nil
+	}
+	return done
+}
+
+// Execute runs the plan's runs that have no stored result yet, then writes
+// the reports. Failed runs are recorded and do not stop the others (they
+// run again on the next invocation). On cancellation the runs in flight
+// are abandoned, the reports are written for the finished ones and the
+// context's error is returned.
+func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, error) {
+	if opts.Train == nil {
+		return nil, nil, errors.New("runner: Options.Train is not set")
+	}
+	started := time.Now()
+	out := opts.OutDir
+	if out == "" {
+		out = DefaultOutDir(p.Exp)
+	}
+	if err := os.MkdirAll(filepath.Join(out, "runs"), 0o755); err != nil {
+		return nil, nil, err
+	}
+	removeStaleTemps(out)
+	records := make([]*Record, len(p.Runs))
+	var pending []*Run
+	for _, r := range p.Runs {
+		if rec := loadRecord(out, r); rec != nil {
+			records[r.Index] = rec
+		} else {
+			pending = append(pending, r)
+		}
+	}
+	sum := &Summary{Experiment: p.Exp.Name, Runs: len(p.Runs), Skipped: len(p.Runs) - len(pending), Out: out}
+	prog := &progress{w: opts.Progress, total: len(p.Runs), done: sum.Skipped, start: time.Now()}
+	if sum.Skipped > 0 {
+		prog.printf("experiment %s: %d of %d runs already done in %s, skipped", p.Exp.Name, sum.Skipped, len(p.Runs), out)
+	}
+
+	jobs := max(opts.Jobs, 1)
+	threads := 0
+	if jobs > 1 {
+		threads = max(1, runtime.NumCPU()/jobs)
+	}
+	work := make(chan *Run)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var writeErr error
+	for range min(jobs, max(len(pending), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				rec := execute(ctx, p, r, opts, threads)
+				if rec == nil { // cancelled
+					continue
+				}
+				if rec.Status == "ok" {
+					if err := writeJSON(filepath.Join(out, "runs", r.ID+".json"), rec); err != nil {
+						mu.Lock()
+						writeErr = err
+						mu.Unlock()
+					}
+				}
+				mu.Lock()
+				records[r.Index] = rec
+				prog.run(r, rec, p.Exp.Metrics)
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, r := range pending {
+		select {
+		case work <- r:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	for _, rec := range records {
+		switch {
+		case rec == nil:
+		case rec.Status != "ok":
+			sum.Failed++
+		case !rec.Skipped:
+			sum.Executed++
+		}
+	}
+	if writeErr != nil {
+		return sum, records, fmt.Errorf("storing a run result: %w", writeErr)
+	}
+	if err := WriteReports(p, records, out, started, time.Now()); err != nil {
+		return sum, records, err
+	}
+	return sum, records, ctx.Err()
+}
+
+// execute trains one run; nil when the context was cancelled.
+func execute(ctx context.Context, p *Plan, r *Run, opts Options, threads int) *Record {
+	if ctx.Err() != nil {
+		return nil
+	}
+	canon, _ := r.Config.Canonical()
+	rec := &Record{RunID: r.ID, Experiment: p.Exp.Name, Axes: axisMap(r.Cell), Seed: r.Seed,
+		Version: p.build(), Config: string(canon), Started: time.Now().UTC()}
+	cfg := *r.Config // the plan keeps its config as validated
+	if threads > 0 && cfg.Train.Threads == 0 {
+		cfg.Train.Threads = threads
+	}
+	rec.Threads = cfg.Train.Threads
+	if max(opts.Jobs, 1) == 1 {
+		resetPeakRSS()
+	}
+	res, err := runSafely(ctx, opts.Train, &cfg)
+	rec.DurationS = time.Since(rec.Started).Seconds()
+	if err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
+		return nil
+	}
+	if err != nil {
+		rec.Status, rec.Error = "failed", err.Error()
+		return rec
+	}
+	rec.Status, rec.Result = "ok", res
+	if res != nil && res.Threads > 0 {
+		rec.Threads = res.Threads
+	}
+	return rec
+}
+
+// runSafely turns a panic of a run into its error, so one run cannot take
+// the others down.
+func runSafely(ctx context.Context, f TrainFunc, cfg *config.Config) (res *train.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return f(ctx, cfg)
+}
+
+func axisMap(c *Cell) map[string]any {
+	m := make(map[string]any, len(c.Values))
+	for i, v := range c.Values {
+		m[c.axes[i].Key] = v
+	}
+	return m
+}
+
+// loadRecord returns the stored successful result of r, or nil.
+func loadRecord(out string, r *Run) *Record {
+	b, err := os.ReadFile(filepath.Join(out, "runs", r.ID+".json"))
+	if err != nil {
+		return nil
+	}
+	var rec Record
+	if json.Unmarshal(b, &rec) != nil || rec.RunID != r.ID || rec.Status != "ok" || rec.Result == nil {
+		return nil
+	}
+	rec.Skipped = true
+	return &rec
+}
+
+// removeStaleTemps deletes the temporary files that an invocation killed
+// in the middle of a write left in out, so that a results directory holds
+// only finished files.
+func removeStaleTemps(out string) {
+	for _, dir := range []string{out, filepath.Join(out, "runs")} {
+		tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
+		for _, t := range tmps {
+			os.Remove(t)
+		}
+	}
+}
+
+// writeJSON writes v as indented JSON, atomically.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFile(path, append(b, '\n'))
+}
+
+// writeFile writes data to path atomically: a temporary file in the same
+// directory, synced, then renamed over path.
+func writeFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// progress prints one line per finished run with an ETA.
+type progress struct {
+	w           io.Writer
+	total, done int
+	ran         int
+	start       time.Time
+}
+
+func (p *progress) printf(format string, args ...any) {
+	if p.w != nil {
+		fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+func (p *progress) run(r *Run, rec *Record, metrics []string) {
+	p.done++
+	p.ran++
+	elapsed := time.Since(p.start)
+	left := p.total - p.done
+	eta := time.Duration(float64(elapsed) / float64(p.ran) * float64(left))
+	var b strings.Builder
+	if rec.Status == "ok" {
+		b.WriteString("ok")
+		for _, m := range metrics {
+			if v, ok := metricValue(rec.Result, m); ok {
+				fmt.Fprintf(&b, " %s=%.4g", m, v)
+			}
+		}
+	} else {
+		b.WriteString("FAILED: " + rec.Error)
+	}
+	p.printf("[%d/%d] %s: %s (%.1fs; ETA %s)", p.done, p.total, r.Label(), b.String(), rec.DurationS, eta.Round(time.Second))
+}
+
+// resetPeakRSS returns the memory of earlier runs to the OS and resets the
+// process's peak RSS to its current RSS (Linux 4.0+; best effort), so that
+// the peak_rss_bytes of a run in sequence is its own and not the largest
+// of the runs before it. Runs in parallel share one peak.
+func resetPeakRSS() {
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
