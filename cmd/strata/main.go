@@ -77,6 +77,7 @@ func commands() []command {
 		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},
 		{"inspect", "-i DATASET [--json]", "print nodes, edges, degree distribution and memory footprint of a dataset", cmdInspect},
 		{"partition", "-c FILE [-k K] [--batch]", "partition a config's graph (or its training batch) with its [partition] plugin and print the quality metrics", cmdPartition},
+		{"hitratio", "-i DATASET [-o DIR] [--traffic]", "tiering Fig. 7 hit-ratio curves per cache score and host->device feature traffic", cmdHitRatio},
 		{"convert", "-i DATASET -o FILE", "write a dataset in strata's binary format, which reopens in milliseconds", cmdConvert},
 		{"version", "", "print the strata version", cmdVersion},
 	}

@@ -4,9 +4,25 @@
 //
 // Registered modules:
 //
-//	cache.none    cache nothing
-//	cache.degree  the nodes of highest out-degree
-//	cache.random  a seeded random sample of nodes
+//	cache.none                cache nothing
+//	cache.degree              the nodes of highest out-degree
+//	cache.random              a seeded random sample of nodes
+//	cache.rpagerank           reverse PageRank (Bar-Yossef & Mashiach)
+//	cache.weighted-rpagerank  data tiering's Alg. 1: reverse PageRank
+//	                          seeded on the training nodes, 5 iterations
+//	cache.presample           GNNLab: access counts of presampled epochs
+//	cache.lru, cache.clock    dynamic caches (the Dynamic interface), for
+//	                          comparison with the static rankings
+//
+// The static policies implement Policy; rpagerank, weighted-rpagerank and
+// presample also implement Scorer (one score per node, higher is hotter),
+// and their Rank is the scores sorted descending, ties by ascending id.
+// Every policy is deterministic: the same dataset and config give the same
+// ranking whatever GOMAXPROCS.
+//
+// A capacity is a fraction of the nodes (capacity) or, when capacity_bytes
+// is > 0, a byte budget per device: capacity_bytes / (FeatDim × 4) rows of
+// float32 features.
 package cache
 
 import (
@@ -28,15 +44,34 @@ type Policy interface {
 
 // Capacity is the option shared by the policies that cache something.
 type Capacity struct {
-	Capacity float64 `toml:"capacity" range:"[0,1]" doc:"fraction of the nodes to cache, in [0,1]"`
+	Capacity      float64 `toml:"capacity" range:"[0,1]" doc:"fraction of the nodes to cache, in [0,1]"`
+	CapacityBytes int64   `toml:"capacity_bytes" range:"[0,)" doc:"feature bytes to cache per device; when > 0 it wins over capacity"`
 }
 
-// Validate checks that the capacity is a fraction.
+// Validate checks that the capacity is a fraction and the byte budget is
+// not negative.
 func (c *Capacity) Validate() error {
 	if !(c.Capacity >= 0 && c.Capacity <= 1) { // also rejects NaN
 		return fmt.Errorf("capacity = %v: must be in [0, 1]", c.Capacity)
 	}
+	if c.CapacityBytes < 0 {
+		return fmt.Errorf("capacity_bytes = %d: must be >= 0", c.CapacityBytes)
+	}
 	return nil
+}
+
+// Rows returns how many of d's nodes the capacity holds: with
+// capacity_bytes > 0, capacity_bytes / (FeatDim × 4) (float32 rows; an
+// error when d has no features), else floor(capacity × NumNodes). The
+// result is at most NumNodes.
+func (c *Capacity) Rows(d *graph.Dataset) (int, error) {
+	if c.CapacityBytes > 0 {
+		if d.FeatDim <= 0 {
+			return 0, fmt.Errorf("capacity_bytes = %d: the dataset has no features to size rows by; use capacity (a fraction) instead", c.CapacityBytes)
+		}
+		return int(min(int64(d.NumNodes), c.CapacityBytes/(int64(d.FeatDim)*4))), nil
+	}
+	return c.Count(d.NumNodes), nil
 }
 
 // Count returns how many of n nodes the capacity holds: floor(capacity*n).
@@ -62,4 +97,9 @@ func init() {
 	registry.Register(new(None))
 	registry.Register(new(Degree))
 	registry.Register(new(Random))
+	registry.Register(new(RPageRank))
+	registry.Register(new(WeightedRPageRank))
+	registry.Register(new(Presample))
+	registry.Register(new(LRU))
+	registry.Register(new(Clock))
 }

@@ -96,19 +96,19 @@ func TestRandomPolicy(t *testing.T) {
 
 func TestCapacityValidate(t *testing.T) {
 	for _, c := range []float64{-0.1, 1.5, math.NaN(), math.Inf(1)} {
-		err := (&Capacity{c}).Validate()
+		err := (&Capacity{Capacity: c}).Validate()
 		if err == nil || !strings.Contains(err.Error(), "must be in [0, 1]") {
 			t.Errorf("capacity %v: %v", c, err)
 		}
-		if _, err := (&Degree{Capacity{c}}).Rank(context.Background(), dataset()); err == nil || !strings.HasPrefix(err.Error(), "cache.degree: capacity") {
+		if _, err := (&Degree{Capacity{Capacity: c}}).Rank(context.Background(), dataset()); err == nil || !strings.HasPrefix(err.Error(), "cache.degree: capacity") {
 			t.Errorf("Degree.Rank with capacity %v: %v", c, err)
 		}
-		if _, err := (&Random{Capacity: Capacity{c}}).Rank(context.Background(), dataset()); err == nil {
+		if _, err := (&Random{Capacity: Capacity{Capacity: c}}).Rank(context.Background(), dataset()); err == nil {
 			t.Errorf("Random.Rank accepted capacity %v", c)
 		}
 	}
 	for _, c := range []float64{0, 0.5, 1} {
-		if err := (&Capacity{c}).Validate(); err != nil {
+		if err := (&Capacity{Capacity: c}).Validate(); err != nil {
 			t.Errorf("capacity %v: %v", c, err)
 		}
 	}
@@ -131,7 +131,7 @@ func TestRegistered(t *testing.T) {
 	for _, m := range registry.Namespace("cache") {
 		ids = append(ids, m.ID)
 	}
-	for _, want := range []string{"cache.degree", "cache.none", "cache.random"} {
+	for _, want := range []string{"cache.degree", "cache.none", "cache.random", "cache.rpagerank", "cache.weighted-rpagerank", "cache.presample", "cache.lru", "cache.clock"} {
 		if !slices.Contains(ids, want) {
 			t.Errorf("%s not registered (have %v)", want, ids)
 		}

@@ -41,7 +41,7 @@ type Degree struct {
 func (*Degree) StrataModule() registry.ModuleInfo {
 	return registry.ModuleInfo{
 		ID:  "cache.degree",
-		New: func() registry.Module { return &Degree{Capacity{defaultCapacity}} },
+		New: func() registry.Module { return &Degree{Capacity{Capacity: defaultCapacity}} },
 		Doc: "cache the nodes of highest out-degree (ties by id)",
 	}
 }
@@ -69,7 +69,11 @@ func (p *Degree) Rank(ctx context.Context, d *graph.Dataset) ([]int32, error) {
 		}
 		return cmp.Compare(a, b)
 	})
-	return slices.Clip(ids[:p.Count(len(ids))]), ctx.Err()
+	k, err := p.Rows(d)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	return slices.Clip(ids[:k]), ctx.Err()
 }
 
 // Random caches a seeded random sample of the nodes (a uniformly random
@@ -83,7 +87,7 @@ type Random struct {
 func (*Random) StrataModule() registry.ModuleInfo {
 	return registry.ModuleInfo{
 		ID:  "cache.random",
-		New: func() registry.Module { return &Random{Capacity: Capacity{defaultCapacity}} },
+		New: func() registry.Module { return &Random{Capacity: Capacity{Capacity: defaultCapacity}} },
 		Doc: "cache a seeded random sample of the nodes",
 	}
 }
@@ -105,7 +109,10 @@ func (p *Random) Rank(ctx context.Context, d *graph.Dataset) ([]int32, error) {
 	// A partial Fisher-Yates shuffle: position i gets a uniform pick among
 	// the nodes not placed yet, so the first k entries are a random sample
 	// in random order.
-	k := p.Count(n)
+	k, err := p.Rows(d)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
 	s := uint64(p.Seed) ^ 0x13198a2e03707344
 	for i := 0; i < k; i++ {
 		if i%(1<<18) == 0 {

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"strata/core/backend/sim"
+	"strata/core/graph"
+	"strata/core/store"
+	"strata/core/tensor"
+	"strata/plugins/cache"
+	"strata/plugins/sampler"
+)
+
+// hitScores are the score functions of tiering Fig. 7, in plot order.
+var hitScores = []string{"degree", "rpagerank", "weighted-rpagerank", "presample", "random"}
+
+// cmdHitRatio measures tiering Fig. 7 (the share of feature reads served
+// by the top X% of nodes under each score) and the host->device feature
+// traffic of one epoch with 0/5/10/25% of the rows cached on one simulated
+// device.
+func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("hitratio", "-i DATASET [-o DIR] [--name NAME] [--traffic]", stderr)
+	in := fs.String("i", "", "dataset spec (an OGB directory, rmat-18, ...)")
+	outDir := fs.String("o", "docs/figures", "directory for NAME-hitratio.csv/.svg and NAME-traffic.csv")
+	name := fs.String("name", "", "file name prefix (default: the dataset name)")
+	fanoutsS := fs.String("fanouts", "10,10,10", "sampler.uniform fanouts, first layer first")
+	batch := fs.Int("batch", 1024, "seed nodes per mini-batch")
+	seed := fs.Uint64("seed", 1, "seed of the measured epoch (presample uses seed+1000)")
+	preEpochs := fs.Int("presample-epochs", 1, "epochs cache.presample runs")
+	epochs := fs.Int("epochs", 1, "measured epochs whose reads the curves count (the traffic table uses the first)")
+	traffic := fs.Bool("traffic", true, "also measure the host->device feature bytes through the tiered store")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *in == "" {
+		return usagef("hitratio: -i DATASET is required (e.g. -i rmat-18)")
+	}
+	fanouts, err := parseInts(*fanoutsS)
+	if err != nil {
+		return usagef("hitratio: --fanouts: %v", err)
+	}
+	d, err := graph.Open(*in)
+	if err != nil {
+		return err
+	}
+	if *name == "" {
+		*name = d.Name
+	}
+	seeds := d.Train
+	if len(seeds) == 0 {
+		return fmt.Errorf("hitratio: %s has no training split", d.Name)
+	}
+	smp := &sampler.Uniform{Fanouts: fanouts}
+	if err := smp.Validate(); err != nil {
+		return usagef("hitratio: %v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %d nodes, %d edges, %d training nodes, %d features; fanouts %v, batch %d\n",
+		d.Name, d.NumNodes, d.Graph.NNZ(), len(seeds), d.FeatDim, fanouts, *batch)
+
+	t0 := time.Now()
+	if *epochs < 1 {
+		return usagef("hitratio: --epochs %d: must be >= 1", *epochs)
+	}
+	counts, err := cache.AccessCounts(ctx, d.Graph, seeds, smp, *batch, *epochs, *seed)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d measured epoch(s) sampled in %.1fs\n", *epochs, time.Since(t0).Seconds())
+
+	ranks := map[string][]int32{}
+	for _, s := range hitScores {
+		t0 := time.Now()
+		r, err := fullRanking(ctx, s, d, fanouts, *batch, *preEpochs, int64(*seed)+1000)
+		if err != nil {
+			return err
+		}
+		ranks[s] = r
+		fmt.Fprintf(stdout, "%-20s ranked in %.2fs\n", s, time.Since(t0).Seconds())
+	}
+	ranks["oracle"] = cache.RankByScore(counts, d.NumNodes)
+	series := append(append([]string{}, hitScores...), "oracle")
+
+	pcts := make([]float64, 50)
+	for i := range pcts {
+		pcts[i] = float64(i + 1)
+	}
+	curves := map[string][]float64{}
+	for _, s := range series {
+		curves[s] = cache.HitCurve(counts, ranks[s], pcts)
+	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return err
+	}
+	var csv strings.Builder
+	csv.WriteString("top_pct," + strings.Join(series, ",") + "\n")
+	for i, p := range pcts {
+		csv.WriteString(strconv.Itoa(int(p)))
+		for _, s := range series {
+			fmt.Fprintf(&csv, ",%.4f", curves[s][i])
+		}
+		csv.WriteString("\n")
+	}
+	base := filepath.Join(*outDir, *name)
+	if err := os.WriteFile(base+"-hitratio.csv", []byte(csv.String()), 0o644); err != nil {
+		return err
+	}
+	if err := hitPlot(base+"-hitratio.svg", fmt.Sprintf("%s: feature reads served by the top X%% (fanouts %v)", *name, fanouts), series, pcts, curves); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nshare of feature reads served by the top X%% of nodes (%s-hitratio.csv/.svg)\n", base)
+	fmt.Fprintf(stdout, "%-20s %7s %7s %7s %7s %7s\n", "score", "1%", "5%", "10%", "25%", "50%")
+	for _, s := range series {
+		c := curves[s]
+		fmt.Fprintf(stdout, "%-20s %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", s, 100*c[0], 100*c[4], 100*c[9], 100*c[24], 100*c[49])
+	}
+	if !*traffic {
+		return nil
+	}
+	if d.FeatDim == 0 {
+		return fmt.Errorf("hitratio: %s has no features to move", d.Name)
+	}
+	return trafficTable(ctx, stdout, base+"-traffic.csv", d, seeds, smp, *batch, *seed, ranks)
+}
+
+// fullRanking returns the full ranking (capacity 1) of a score.
+func fullRanking(ctx context.Context, score string, d *graph.Dataset, fanouts []int, batch, epochs int, seed int64) ([]int32, error) {
+	all := cache.Capacity{Capacity: 1}
+	var p cache.Policy
+	switch score {
+	case "degree":
+		p = &cache.Degree{Capacity: all}
+	case "rpagerank":
+		p = &cache.RPageRank{Capacity: all, PageRankOptions: cache.PageRankOptions{Iterations: 20, Damping: 0.85}}
+	case "weighted-rpagerank":
+		p = &cache.WeightedRPageRank{Capacity: all, PageRankOptions: cache.PageRankOptions{Iterations: 5, Damping: 0.85}}
+	case "presample":
+		p = &cache.Presample{Capacity: all, Epochs: epochs, Fanouts: fanouts, BatchSize: batch, Seed: seed}
+	case "random":
+		p = &cache.Random{Capacity: all, Seed: seed}
+	default:
+		return nil, fmt.Errorf("unknown score %q", score)
+	}
+	return p.Rank(ctx, d)
+}
+
+// trafficTable runs the measured epoch again through a tiered store on one
+// simulated pcie-only device for each score and hot capacity, gathering
+// every batch's blocks[0].Src to the device, and reports the host->device
+// feature bytes (checked against the sim backend's link counter).
+func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.Dataset, seeds []int32, smp sampler.Sampler, batch int, seed uint64, ranks map[string][]int32) error {
+	caps := []float64{0, 5, 10, 25}
+	rowBytes := int64(d.FeatDim) * 4
+	topo, err := sim.Preset("pcie-only", 1, 0)
+	if err != nil {
+		return err
+	}
+	dev := sim.DeviceTier(0)
+	var batches [][]int32
+	err = cache.Epoch(ctx, d.Graph, seeds, smp, batch, seed, 0, func(_ int, b []sampler.Block) error {
+		batches = append(batches, b[0].Src)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var csv strings.Builder
+	csv.WriteString("score,hot_pct,hot_rows,host_to_device_feature_bytes,hit_rate,reduction_vs_0\n")
+	fmt.Fprintf(stdout, "\nhost->device feature bytes per epoch, one simulated pcie-only device (%s)\n", path)
+	fmt.Fprintf(stdout, "%-20s %14s %14s %14s %14s   reduction at 5/10/25%%\n", "score", "0%", "5%", "10%", "25%")
+	var zero int64
+	for _, s := range append(append([]string{}, hitScores...), "lru", "clock") {
+		bytes := make([]int64, len(caps))
+		hits := make([]float64, len(caps))
+		for ci, c := range caps {
+			k := int(c / 100 * float64(d.NumNodes))
+			var err error
+			if s == "lru" || s == "clock" {
+				bytes[ci], hits[ci], err = dynamicTraffic(s, d, k, batches)
+			} else {
+				bytes[ci], hits[ci], err = storeTraffic(ctx, d, topo, dev, ranks[s], k, rowBytes, batches)
+			}
+			if err != nil {
+				return fmt.Errorf("%s at %v%%: %w", s, c, err)
+			}
+			if ci == 0 && zero == 0 {
+				zero = bytes[0]
+			}
+		}
+		fmt.Fprintf(stdout, "%-20s", s)
+		for _, b := range bytes {
+			fmt.Fprintf(stdout, " %14d", b)
+		}
+		fmt.Fprintf(stdout, "   %5.1f%% %5.1f%% %5.1f%%\n", red(zero, bytes[1]), red(zero, bytes[2]), red(zero, bytes[3]))
+		for ci, c := range caps {
+			fmt.Fprintf(&csv, "%s,%g,%d,%d,%.4f,%.4f\n", s, c, int(c/100*float64(d.NumNodes)), bytes[ci], hits[ci], red(zero, bytes[ci])/100)
+		}
+	}
+	return os.WriteFile(path, []byte(csv.String()), 0o644)
+}
+
+func red(zero, b int64) float64 {
+	if zero == 0 {
+		return 0
+	}
+	return 100 * (1 - float64(b)/float64(zero))
+}
+
+// storeTraffic gathers every batch through a store whose device caches the
+// first k rows of rank; it returns the host->device feature bytes and the
+// device hit rate, and checks them against the sim link counter.
+func storeTraffic(ctx context.Context, d *graph.Dataset, topo sim.Topology, dev tensor.Tier, rank []int32, k int, rowBytes int64, batches [][]int32) (int64, float64, error) {
+	b, err := sim.New(topo, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	s, err := store.New(b, d.Features, d.FeatDim, rank[:min(k, len(rank))], store.Options{
+		Placement: store.Interleaved, Devices: []tensor.Tier{dev}, Capacity: []int64{int64(k) * rowBytes}})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { s.Close(); debug.FreeOSMemory() }()
+	b.ResetTraffic()
+	var feat, idx int64
+	var hits, reads int
+	for _, ids := range batches {
+		out, st, err := s.Gather(ctx, ids, dev)
+		if err != nil {
+			return 0, 0, err
+		}
+		b.Release(out)
+		feat += st.FeatureBytes[store.Link{From: tensor.Host, To: dev}]
+		idx += st.IndexBytes[store.Link{From: tensor.Host, To: dev}]
+		hits += st.Local
+		reads += st.Rows
+		if want := int64(st.Host) * rowBytes; st.FeatureBytes[store.Link{From: tensor.Host, To: dev}] != want {
+			return 0, 0, fmt.Errorf("store counted %d feature bytes for %d host rows", st.FeatureBytes[store.Link{From: tensor.Host, To: dev}], st.Host)
+		}
+	}
+	var link int64
+	for _, l := range b.Traffic() {
+		if l.Link == string(tensor.Host)+"->"+string(dev) {
+			link = l.Bytes
+		}
+	}
+	if link != feat+idx {
+		return 0, 0, fmt.Errorf("sim counted %d host->device bytes, store %d feature + %d index", link, feat, idx)
+	}
+	return feat, float64(hits) / float64(max(reads, 1)), nil
+}
+
+// dynamicTraffic replays the epoch's reads through cache.lru or
+// cache.clock holding k rows (cold start) and returns the missed rows'
+// bytes and the hit rate.
+func dynamicTraffic(name string, d *graph.Dataset, k int, batches [][]int32) (int64, float64, error) {
+	var c cache.Dynamic
+	capa := cache.Capacity{CapacityBytes: int64(k) * int64(d.FeatDim) * 4}
+	if k == 0 {
+		capa = cache.Capacity{}
+	}
+	if name == "lru" {
+		c = &cache.LRU{Capacity: capa}
+	} else {
+		c = &cache.Clock{Capacity: capa}
+	}
+	if err := c.Init(d); err != nil {
+		return 0, 0, err
+	}
+	var hits, reads int
+	for _, ids := range batches {
+		hits += c.Access(ids)
+		reads += len(ids)
+	}
+	return int64(reads-hits) * int64(d.FeatDim) * 4, float64(hits) / float64(max(reads, 1)), nil
+}
+
+// hitPlot writes the hit-ratio curves as SVG.
+func hitPlot(path, title string, series []string, pcts []float64, curves map[string][]float64) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "top X% of nodes (by score)"
+	p.Y.Label.Text = "share of feature reads served"
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 50, 0, 1
+	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(5), vg.Points(40)
+	for i, s := range series {
+		xy := make(plotter.XYs, len(pcts))
+		for j := range pcts {
+			xy[j].X, xy[j].Y = pcts[j], curves[s][j]
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(s, l)
+	}
+	w, err := p.WriterTo(7*vg.Inch, 4.5*vg.Inch, "svg")
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a list of integers", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

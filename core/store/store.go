@@ -1,0 +1,506 @@
+// Package store is strata's tiered feature store: one logical float32
+// feature matrix whose hottest rows live in device tiers and the rest in
+// host memory, read in mini-batch gathers through a backend.Backend, so
+// that a simulated backend (core/backend/sim) counts every byte per link.
+//
+// Rows are ranked by a cache policy (plugins/cache: the ranking lists node
+// ids hottest first). New places the ranking's prefix on the devices, up to
+// each device's feature budget, with one of three placements:
+//
+//   - Interleaved (data tiering §4.2): the r-th hottest row goes to device
+//     r mod D (round-robin over the devices that still have room), so D
+//     devices cache D times as many distinct rows and read each other's
+//     over the peer links.
+//   - Replicated: every device holds the same hottest rows (as many as the
+//     smallest budget allows); reads are local or from the host.
+//   - Modulo (XGNN §4.3): like Interleaved, but the hottest GraphRatio of
+//     the nodes' topology (row pointer and in-neighbour ids) is first placed
+//     modulo D in the same order, and only "the rest of the GPU memory" goes
+//     to features. The topology bytes are reserved on the devices (so the
+//     backend enforces them) but this store serves only features.
+//
+// Gather returns bitwise the rows of a plain host gather, on any tier, and
+// reports where each row came from and the bytes it moved per link.
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"strata/core/backend"
+	"strata/core/graph"
+	"strata/core/tensor"
+)
+
+// Placement says how the hot rows are spread over the devices.
+type Placement string
+
+// Placements.
+const (
+	Interleaved Placement = "interleaved"
+	Replicated  Placement = "replicated"
+	Modulo      Placement = "modulo"
+)
+
+// Placements lists the placements.
+func Placements() []Placement { return []Placement{Interleaved, Replicated, Modulo} }
+
+// Options configure a store.
+type Options struct {
+	Placement Placement
+	// Devices are the device tiers that cache rows, in device order
+	// (sim.DeviceTier(i) for the sim backend). None: everything on host.
+	Devices []tensor.Tier
+	// Capacity is each device's budget in bytes (one entry per device, or
+	// a single entry for all). Gather's output and staging buffers are
+	// allocated outside this budget, so leave the device some headroom.
+	Capacity []int64
+	// Graph and GraphRatio configure Modulo: the topology of the hottest
+	// floor(GraphRatio·N) nodes of the ranking is reserved first.
+	Graph      *graph.CSR
+	GraphRatio float64
+}
+
+// Link is one direction of a transfer between two tiers.
+type Link struct{ From, To tensor.Tier }
+
+func (l Link) String() string { return string(l.From) + "->" + string(l.To) }
+
+// GatherStats describes one Gather.
+type GatherStats struct {
+	Rows int // ids gathered
+	// Local rows were read in the destination tier itself, Peer rows from
+	// another device, Host rows from host memory (when the destination is
+	// the host, its rows count as Local).
+	Local, Peer, Host int
+	// Tier counts the rows served by each source tier.
+	Tier map[tensor.Tier]int
+	// FeatureBytes are the feature bytes copied per link (rows × dim × 4;
+	// a device-to-device copy is listed as such even when the backend
+	// routes it through the host).
+	FeatureBytes map[Link]int64
+	// IndexBytes are the int32 row and position indices uploaded from the
+	// host to device tiers (4 bytes an index; a real device would hold the
+	// sampler's ids already).
+	IndexBytes map[Link]int64
+}
+
+// Store is a tiered feature matrix. It is not safe for concurrent use (the
+// backends are not).
+type Store struct {
+	b         backend.Backend
+	n, dim    int
+	placement Placement
+	devices   []tensor.Tier
+	host      *tensor.Tensor
+	dev       []*tensor.Tensor // hot rows per device
+	reserved  []*tensor.Tensor // Modulo's topology reservation per device
+	where     []int16          // per node: hostLoc, allDevices, or a device index
+	slot      []int32          // the node's row in its device tensor
+	perDevice []int            // rows cached per device
+}
+
+const (
+	hostLoc    = -1
+	allDevices = -2
+)
+
+// New builds a store over features (n × dim, row-major, host memory) on b:
+// it uploads the whole matrix to the host tier and the placed hot rows to
+// their devices (that set-up traffic is counted by the backend like any
+// other; snapshot the counters after New to see only the gathers). rank
+// lists node ids hottest first (any length; distinct ids in [0,n)).
+func New(b backend.Backend, features []float32, dim int, rank []int32, opts Options) (*Store, error) {
+	if dim <= 0 || len(features)%dim != 0 {
+		return nil, fmt.Errorf("store: %d feature values are not rows of %d", len(features), dim)
+	}
+	n := len(features) / dim
+	if n > math.MaxInt32 {
+		return nil, fmt.Errorf("store: %d rows do not fit int32 ids", n)
+	}
+	D := len(opts.Devices)
+	if D > math.MaxInt16 {
+		return nil, fmt.Errorf("store: %d devices: at most %d", D, math.MaxInt16)
+	}
+	switch opts.Placement {
+	case Interleaved, Replicated, Modulo:
+	case "":
+		opts.Placement = Interleaved
+	default:
+		return nil, fmt.Errorf("store: unknown placement %q (known: %v)", opts.Placement, Placements())
+	}
+	caps := make([]int64, D)
+	switch {
+	case D == 0:
+	case len(opts.Capacity) == 1:
+		for i := range caps {
+			caps[i] = opts.Capacity[0]
+		}
+	case len(opts.Capacity) == D:
+		copy(caps, opts.Capacity)
+	default:
+		return nil, fmt.Errorf("store: %d capacities for %d devices (give one, or one per device)", len(opts.Capacity), D)
+	}
+	for i, c := range caps {
+		if c < 0 {
+			return nil, fmt.Errorf("store: device %s capacity %d bytes: must be >= 0", opts.Devices[i], c)
+		}
+	}
+	s := &Store{b: b, n: n, dim: dim, placement: opts.Placement, devices: slices.Clone(opts.Devices),
+		where: make([]int16, n), slot: make([]int32, n), perDevice: make([]int, D)}
+	for i := range s.where {
+		s.where[i] = hostLoc
+	}
+	seen := make([]bool, n)
+	for i, v := range rank {
+		if v < 0 || int(v) >= n {
+			return nil, fmt.Errorf("store: rank[%d] = %d outside [0,%d)", i, v, n)
+		}
+		if seen[v] {
+			return nil, fmt.Errorf("store: node %d is ranked twice", v)
+		}
+		seen[v] = true
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+
+	rowBytes := int64(dim) * 4
+	if opts.Placement == Modulo && D > 0 {
+		topo, err := moduloTopology(opts.Graph, opts.GraphRatio, n, rank, D)
+		if err != nil {
+			return nil, err
+		}
+		s.reserved = make([]*tensor.Tensor, D)
+		for i, tb := range topo {
+			if tb > caps[i] {
+				return nil, fmt.Errorf("store: the hottest topology (graph_ratio %v) needs %d bytes on %s, more than its %d-byte budget; lower the graph ratio or raise the capacity", opts.GraphRatio, tb, opts.Devices[i], caps[i])
+			}
+			caps[i] -= tb
+			if tb > 0 {
+				t, err := b.Alloc(tensor.Int32, []int{int((tb + 3) / 4)}, opts.Devices[i])
+				if err != nil {
+					return nil, fmt.Errorf("store: reserving topology on %s: %w", opts.Devices[i], err)
+				}
+				s.reserved[i] = t
+			}
+		}
+	}
+	// Decide where each hot row goes.
+	rows := make([][]int32, D) // node ids per device, in slot order
+	switch {
+	case D == 0:
+	case opts.Placement == Replicated:
+		k := len(rank)
+		for _, c := range caps {
+			k = min(k, int(c/rowBytes))
+		}
+		for i, v := range rank[:k] {
+			s.where[v], s.slot[v] = allDevices, int32(i)
+		}
+		for d := range rows {
+			rows[d] = rank[:k]
+		}
+	default: // Interleaved, Modulo: round-robin over devices with room
+		room := make([]int, D)
+		for d, c := range caps {
+			room[d] = int(min(int64(n), c/rowBytes))
+		}
+		d := 0
+		for _, v := range rank {
+			tries := 0
+			for room[d] == 0 && tries < D {
+				d, tries = (d+1)%D, tries+1
+			}
+			if room[d] == 0 {
+				break
+			}
+			s.where[v], s.slot[v] = int16(d), int32(len(rows[d]))
+			rows[d] = append(rows[d], v)
+			room[d]--
+			d = (d + 1) % D
+		}
+	}
+	// Upload the host matrix and the device rows.
+	host, err := b.Alloc(tensor.Float32, []int{n, dim}, tensor.Host)
+	if err != nil {
+		return nil, fmt.Errorf("store: host matrix: %w", err)
+	}
+	s.host = host
+	if err := b.Upload(host, features); err != nil {
+		return nil, fmt.Errorf("store: host matrix: %w", err)
+	}
+	s.dev = make([]*tensor.Tensor, D)
+	for d, ids := range rows {
+		s.perDevice[d] = len(ids)
+		if len(ids) == 0 {
+			continue
+		}
+		t, err := b.Alloc(tensor.Float32, []int{len(ids), dim}, opts.Devices[d])
+		if err != nil {
+			return nil, fmt.Errorf("store: hot rows on %s: %w", opts.Devices[d], err)
+		}
+		s.dev[d] = t
+		buf := make([]float32, len(ids)*dim)
+		for i, v := range ids {
+			copy(buf[i*dim:(i+1)*dim], features[int(v)*dim:(int(v)+1)*dim])
+		}
+		if err := b.Upload(t, buf); err != nil {
+			return nil, fmt.Errorf("store: hot rows on %s: %w", opts.Devices[d], err)
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+// moduloTopology returns the topology bytes XGNN places on each device:
+// the hottest floor(ratio·n) nodes of rank, node i of them on device
+// i mod D, each costing its row pointer (8 bytes) and in-neighbour ids (4
+// bytes each).
+func moduloTopology(g *graph.CSR, ratio float64, n int, rank []int32, D int) ([]int64, error) {
+	out := make([]int64, D)
+	if !(ratio >= 0 && ratio <= 1) {
+		return nil, fmt.Errorf("store: graph ratio %v: must be in [0, 1]", ratio)
+	}
+	if ratio == 0 {
+		return out, nil
+	}
+	if g == nil || g.NumRows != n {
+		return nil, fmt.Errorf("store: modulo placement with graph ratio %v needs the graph of the %d nodes", ratio, n)
+	}
+	k := min(len(rank), int(ratio*float64(n)))
+	for i, v := range rank[:k] {
+		out[i%D] += 8 + 4*(g.Indptr[v+1]-g.Indptr[v])
+	}
+	return out, nil
+}
+
+// Dim returns the feature dimension.
+func (s *Store) Dim() int { return s.dim }
+
+// NumRows returns the number of rows.
+func (s *Store) NumRows() int { return s.n }
+
+// Cached returns the number of rows cached on each device.
+func (s *Store) Cached() []int { return slices.Clone(s.perDevice) }
+
+// Location returns the tiers that hold node v's row: the host always, plus
+// the device(s) that cache it.
+func (s *Store) Location(v int32) []tensor.Tier {
+	switch w := s.where[v]; w {
+	case hostLoc:
+		return []tensor.Tier{tensor.Host}
+	case allDevices:
+		return append(slices.Clone(s.devices), tensor.Host)
+	default:
+		return []tensor.Tier{s.devices[w], tensor.Host}
+	}
+}
+
+// Source returns the tier Gather reads node v's row from when the
+// destination is dst: dst itself when it caches v, else the device that
+// caches v (for Replicated, the first device), else the host.
+func (s *Store) Source(v int32, dst tensor.Tier) tensor.Tier {
+	switch w := s.where[v]; w {
+	case hostLoc:
+		return tensor.Host
+	case allDevices:
+		if slices.Contains(s.devices, dst) {
+			return dst
+		}
+		return s.devices[0]
+	default:
+		return s.devices[w]
+	}
+}
+
+// source returns the index of the tier in s.tiers() that serves v for dst
+// (0 = host, d+1 = device d) and the row within it.
+func (s *Store) source(v int32, dstDev int) (int, int32) {
+	switch w := s.where[v]; w {
+	case hostLoc:
+		return 0, v
+	case allDevices:
+		if dstDev >= 0 {
+			return dstDev + 1, s.slot[v]
+		}
+		return 1, s.slot[v]
+	default:
+		return int(w) + 1, s.slot[v]
+	}
+}
+
+// Close releases the store's tensors.
+func (s *Store) Close() {
+	if s.host != nil {
+		s.b.Release(s.host)
+		s.host = nil
+	}
+	for i, t := range s.dev {
+		if t != nil {
+			s.b.Release(t)
+			s.dev[i] = nil
+		}
+	}
+	for i, t := range s.reserved {
+		if t != nil {
+			s.b.Release(t)
+			s.reserved[i] = nil
+		}
+	}
+}
+
+// Gather returns the rows of ids, in order, as a new [len(ids), dim]
+// Float32 tensor in tier dst (the host or one of the store's devices; the
+// caller releases it). For each source tier it gathers the rows there,
+// copies them to dst (the backend counts the bytes on that link) and
+// scatter-adds them into an output filled with -0.0, which makes the sum
+// bitwise the row for every value, signed zeros included (-0 + x = x).
+func (s *Store) Gather(ctx context.Context, ids []int32, dst tensor.Tier) (*tensor.Tensor, GatherStats, error) {
+	st := GatherStats{Rows: len(ids), Tier: map[tensor.Tier]int{}, FeatureBytes: map[Link]int64{}, IndexBytes: map[Link]int64{}}
+	if s.host == nil {
+		return nil, st, fmt.Errorf("store: Gather on a closed store")
+	}
+	dstDev := slices.Index(s.devices, dst)
+	if dst != tensor.Host && dstDev < 0 {
+		return nil, st, fmt.Errorf("store: destination tier %q is neither the host nor a store device (%v)", dst, s.devices)
+	}
+	tiers := append([]tensor.Tier{tensor.Host}, s.devices...)
+	srcT := append([]*tensor.Tensor{s.host}, s.dev...)
+	rows := make([][]int32, len(tiers))
+	pos := make([][]int32, len(tiers))
+	for i, v := range ids {
+		if v < 0 || int(v) >= s.n {
+			return nil, st, fmt.Errorf("store: id %d (position %d) outside [0,%d)", v, i, s.n)
+		}
+		t, r := s.source(v, dstDev)
+		rows[t] = append(rows[t], r)
+		pos[t] = append(pos[t], int32(i))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, st, err
+	}
+	out, err := s.b.Alloc(tensor.Float32, []int{len(ids), s.dim}, dst)
+	if err != nil {
+		return nil, st, fmt.Errorf("store: gather output: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.b.Release(out)
+		}
+	}()
+	groups := 0
+	for _, r := range rows {
+		if len(r) > 0 {
+			groups++
+		}
+	}
+	if groups > 1 {
+		if err := s.b.Fill(out, math.Copysign(0, -1)); err != nil {
+			return nil, st, err
+		}
+	}
+	rowBytes := int64(s.dim) * 4
+	for t, r := range rows {
+		k := len(r)
+		if k == 0 {
+			continue
+		}
+		st.Tier[tiers[t]] += k
+		switch {
+		case tiers[t] == dst:
+			st.Local += k
+		case t == 0:
+			st.Host += k
+		default:
+			st.Peer += k
+		}
+		// Gather the rows in their own tier; straight into out when it
+		// is the only group in dst.
+		direct := groups == 1 && tiers[t] == dst
+		var staged *tensor.Tensor
+		if direct {
+			staged = out
+		} else if staged, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, tiers[t]); err != nil {
+			return nil, st, fmt.Errorf("store: staging on %s: %w", tiers[t], err)
+		}
+		if err := s.gatherIn(tiers[t], srcT[t], r, staged, &st); err != nil {
+			return nil, st, err
+		}
+		if direct {
+			break
+		}
+		moved := staged
+		if tiers[t] != dst {
+			if groups == 1 {
+				moved = out
+			} else if moved, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, dst); err != nil {
+				s.b.Release(staged)
+				return nil, st, fmt.Errorf("store: staging on %s: %w", dst, err)
+			}
+			if err := s.b.Copy(moved, staged); err != nil {
+				s.b.Release(staged)
+				return nil, st, err
+			}
+			st.FeatureBytes[Link{tiers[t], dst}] += int64(k) * rowBytes
+			s.b.Release(staged)
+		}
+		if groups == 1 {
+			break
+		}
+		pidx, err := s.index(dst, pos[t], &st)
+		if err != nil {
+			return nil, st, err
+		}
+		err = s.b.ScatterAdd(moved, pidx, out)
+		s.b.Release(pidx)
+		s.b.Release(moved)
+		if err != nil {
+			return nil, st, err
+		}
+	}
+	ok = true
+	return out, st, ctx.Err()
+}
+
+// gatherIn gathers rows r of x (in tier) into y.
+func (s *Store) gatherIn(tier tensor.Tier, x *tensor.Tensor, r []int32, y *tensor.Tensor, st *GatherStats) error {
+	idx, err := s.index(tier, r, st)
+	if err != nil {
+		return err
+	}
+	defer s.b.Release(idx)
+	return s.b.Gather(x, idx, y)
+}
+
+// index uploads an int32 index vector to tier.
+func (s *Store) index(tier tensor.Tier, v []int32, st *GatherStats) (*tensor.Tensor, error) {
+	t, err := s.b.Alloc(tensor.Int32, []int{len(v)}, tier)
+	if err != nil {
+		return nil, fmt.Errorf("store: index on %s: %w", tier, err)
+	}
+	if err := s.b.Upload(t, v); err != nil {
+		s.b.Release(t)
+		return nil, err
+	}
+	if tier != tensor.Host {
+		st.IndexBytes[Link{tensor.Host, tier}] += 4 * int64(len(v))
+	}
+	return t, nil
+}
+
+// HostGather is the reference gather: the rows of ids copied from a host
+// feature matrix.
+func HostGather(features []float32, dim int, ids []int32) []float32 {
+	out := make([]float32, len(ids)*dim)
+	for i, v := range ids {
+		copy(out[i*dim:(i+1)*dim], features[int(v)*dim:(int(v)+1)*dim])
+	}
+	return out
+}
