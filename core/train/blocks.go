@@ -76,10 +76,11 @@ type boundBlocks struct {
 	graphs  []*engine.Graph
 }
 
-// bind uploads blocks and the features of their inputs (given, or gathered
-// from the host when x is nil) and binds the model to them; infer binds
-// for evaluation only.
-func (r *blockRunner) bind(blocks []sampler.Block, x []float32, infer bool) (*boundBlocks, error) {
+// bind uploads blocks and the features of their inputs and binds the model
+// to them; infer binds for evaluation only. The features are input (a
+// tensor already on the device, which bind then owns), or x, or when both
+// are nil gathered from the host.
+func (r *blockRunner) bind(blocks []sampler.Block, x []float32, input *tensor.Tensor, infer bool) (*boundBlocks, error) {
 	e := r.e
 	if len(blocks) != len(r.layers) {
 		return nil, fmt.Errorf("%d blocks for a %d-layer model", len(blocks), len(r.layers))
@@ -106,13 +107,17 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, infer bool) (*bo
 		}
 	}
 	src := blocks[0].Src
-	if x == nil {
-		x = gatherRows(e.feats, e.dim, src)
-	}
 	var err error
-	setPurpose(e.be, sim.PurposeFeatures)
-	if env.Input, err = uploadFloat32s(e.be, x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
-		return fail(err)
+	if input != nil {
+		env.Input = input
+	} else {
+		if x == nil {
+			x = gatherRows(e.feats, e.dim, src)
+		}
+		setPurpose(e.be, sim.PurposeFeatures)
+		if env.Input, err = uploadFloat32s(e.be, x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
+			return fail(err)
+		}
 	}
 	bb.tensors = append(bb.tensors, env.Input)
 	if bb.prog, err = engine.Bind(e.model, env, r.ps); err != nil {
@@ -238,7 +243,7 @@ func (r *blockRunner) predict(ctx context.Context, pred []int32) error {
 		if err != nil {
 			return err
 		}
-		bb, err := r.bind(blocks, nil, true)
+		bb, err := r.bind(blocks, nil, nil, true)
 		if err != nil {
 			return err
 		}

@@ -122,7 +122,7 @@ func (m *microBatches) epoch(ctx context.Context, seed uint64, update func() err
 		if err != nil {
 			return 0, err
 		}
-		bb, err := m.bind(blocks, nil, false)
+		bb, err := m.bind(blocks, nil, nil, false)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", i, err)
 		}

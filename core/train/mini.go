@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"strata/core/backend/sim"
 	"strata/core/config"
+	"strata/core/store"
+	"strata/core/tensor"
+	"strata/plugins/cache"
 	"strata/plugins/registry"
 	"strata/plugins/sampler"
 )
@@ -27,6 +31,38 @@ type miniBatches struct {
 	// extraction overlap with training).
 	sampleS, extractS, trainS float64
 	sampledEdges              int64
+	// store, when a cache policy is configured, holds the hot feature rows
+	// on the device; hits and rows count the last epoch's gathers.
+	store      *store.Store
+	hits, rows int64
+}
+
+// newFeatureStore ranks the nodes with the [cache] policy and places the
+// hot rows on the training device.
+func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv) (*store.Store, error) {
+	pol, ok := cfg.Cache.Module.(cache.Policy)
+	if !ok {
+		return nil, cfg.KeyError(fmt.Sprintf("cache.name = %q decides online; mini-batch training takes a static policy that ranks the nodes (degree, rpagerank, weighted-rpagerank, presample, random, none)", cfg.Cache.Name), "cache", "name")
+	}
+	if e.tier == tensor.Host {
+		return nil, cfg.KeyError("cache: a feature cache needs a device to cache on; set train.backend = \"sim\"", "cache", "name")
+	}
+	if e.dt != tensor.Float32 {
+		return nil, cfg.KeyError("cache: the feature store holds float32 rows; set train.dtype = \"float32\"", "train", "dtype")
+	}
+	if err := registry.Provision(ctx, cfg.Cache.Module); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	rank, err := pol.Rank(ctx, e.ds)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
+	}
+	setPurpose(e.be, sim.PurposeFeatures)
+	return store.New(e.be, e.feats, e.dim, rank, store.Options{
+		Placement: store.Interleaved,
+		Devices:   []tensor.Tier{e.tier},
+		Capacity:  []int64{int64(len(rank)) * int64(e.dim) * 4},
+	})
 }
 
 func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBatches, error) {
@@ -56,7 +92,30 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBa
 	if err != nil {
 		return nil, err
 	}
-	return &miniBatches{blockRunner: r, sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch, seed: e.seed}, nil
+	m := &miniBatches{blockRunner: r, sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch, seed: e.seed}
+	if cfg.Cache.Name != "" {
+		if m.store, err = newFeatureStore(ctx, cfg, e); err != nil {
+			r.release()
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *miniBatches) release() {
+	if m.store != nil {
+		m.store.Close()
+	}
+	m.blockRunner.release()
+}
+
+// hitRate returns the share of the last epoch's feature rows that the
+// device cache served.
+func (m *miniBatches) hitRate() float64 {
+	if m.rows == 0 {
+		return 0
+	}
+	return float64(m.hits) / float64(m.rows)
 }
 
 // sampled is one batch made ready by the producer.
@@ -86,7 +145,9 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 			t1 := time.Now()
 			var x []float32
 			if err == nil {
-				x = gatherRows(m.e.feats, m.e.dim, blocks[0].Src)
+				if m.store == nil {
+					x = gatherRows(m.e.feats, m.e.dim, blocks[0].Src)
+				}
 				for _, b := range blocks {
 					edges += b.NumEdges()
 				}
@@ -104,13 +165,27 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 		}
 	}()
 	var loss, trainS float64
+	var hits, rows int64
 	n := 0
 	for b := range queue {
 		if b.err != nil {
 			return 0, fmt.Errorf("sampling batch %d: %w", n, b.err)
 		}
 		t0 := time.Now()
-		bb, err := m.bind(b.blocks, b.x, false)
+		var input *tensor.Tensor
+		if m.store != nil {
+			t1 := time.Now()
+			setPurpose(m.e.be, sim.PurposeFeatures)
+			in, st, err := m.store.Gather(ctx, b.blocks[0].Src, m.e.tier)
+			if err != nil {
+				return 0, fmt.Errorf("batch %d: gathering features: %w", n, err)
+			}
+			input = in
+			hits += int64(st.Local)
+			rows += int64(st.Rows)
+			extractS += time.Since(t1).Seconds()
+		}
+		bb, err := m.bind(b.blocks, b.x, input, false)
 		if err != nil {
 			return 0, fmt.Errorf("batch %d: %w", n, err)
 		}
@@ -130,6 +205,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 		return 0, err
 	}
 	m.sampleS, m.extractS, m.trainS, m.sampledEdges = sampleS, extractS, trainS, edges
+	m.hits, m.rows = hits, rows
 	return loss / float64(max(n, 1)), nil
 }
 

@@ -50,6 +50,9 @@ type Result struct {
 	ExtractTimeS     float64 `json:"extract_time_s,omitempty"`
 	TrainTimeS       float64 `json:"train_time_s,omitempty"`
 	SampledEdgesPerS float64 `json:"sampled_edges_per_s,omitempty"`
+	// CacheHitRate is the share of the last epoch's feature rows served by
+	// the device's feature cache ([cache], mini-batch on sim).
+	CacheHitRate float64 `json:"cache_hit_rate,omitempty"`
 	// Traffic is, on simulated devices, the bytes that crossed each link
 	// and the time the link bandwidths predict for them; TransferTimeS is
 	// their sum (links are not assumed to overlap).

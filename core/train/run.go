@@ -93,6 +93,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	}
 	if mb, ok := st.(*miniBatches); ok {
 		res.SampleTimeS, res.ExtractTimeS, res.TrainTimeS = mb.sampleS, mb.extractS, mb.trainS
+		res.CacheHitRate = mb.hitRate()
 		if mb.sampleS > 0 {
 			res.SampledEdgesPerS = float64(mb.sampledEdges) / mb.sampleS
 		}

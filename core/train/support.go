@@ -18,8 +18,8 @@ func checkSupported(cfg *config.Config) error {
 		key string
 		p   config.Plugin
 	}{{"sampler", cfg.Sampler}, {"cache", cfg.Cache}} {
-		if p.key == "sampler" && cfg.Train.Mode == "minibatch" {
-			continue
+		if cfg.Train.Mode == "minibatch" {
+			continue // the sampler builds the batches, the cache feeds them
 		}
 		if p.p.Name != "" {
 			return unused([]string{p.key, "name"}, fmt.Sprintf("%s is set", p.p.ID))

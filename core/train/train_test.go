@@ -393,3 +393,38 @@ func TestSplitRedundancy(t *testing.T) {
 		}
 	}
 }
+
+// TestMiniBatchFeatureCache trains on a simulated device with a degree
+// cache of growing capacity: the numbers do not change (gathers are
+// exact), the hit rate grows and fewer feature bytes cross the link.
+func TestMiniBatchFeatureCache(t *testing.T) {
+	base := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]",
+		"train.batch_size=70", "train.epochs=3", `train.backend="sim"`}
+	var prev *Result
+	for _, capacity := range []string{"", "0.1", "0.5"} {
+		sets := base
+		if capacity != "" {
+			sets = append(append([]string(nil), base...), `cache.name="degree"`, "cache.capacity="+capacity)
+		}
+		r, err := Run(context.Background(), mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+		if err != nil {
+			t.Fatalf("capacity %q: %v", capacity, err)
+		}
+		if prev != nil {
+			if r.FinalLoss != prev.FinalLoss {
+				t.Errorf("capacity %s: loss %v differs from %v", capacity, r.FinalLoss, prev.FinalLoss)
+			}
+			if capacity != "0.1" && r.CacheHitRate <= prev.CacheHitRate {
+				t.Errorf("capacity %s: hit rate %v not above %v", capacity, r.CacheHitRate, prev.CacheHitRate)
+			}
+			if r.TrafficByPurpose["features"] >= prev.TrafficByPurpose["features"] && capacity == "0.5" {
+				t.Errorf("capacity %s: %d feature bytes, not fewer than %d", capacity, r.TrafficByPurpose["features"], prev.TrafficByPurpose["features"])
+			}
+		}
+		prev = r
+	}
+	_, err := Run(context.Background(), mustParse(t, coraBase, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]", `cache.name="degree"`), Options{Wasm: testWasm(t)})
+	if err == nil || !strings.Contains(err.Error(), "a feature cache needs a device") {
+		t.Errorf("cache on the cpu backend: error %v", err)
+	}
+}
