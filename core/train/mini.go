@@ -7,6 +7,7 @@ import (
 
 	"strata/core/backend/sim"
 	"strata/core/config"
+	"strata/core/engine"
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/plugins/cache"
@@ -18,51 +19,30 @@ import (
 // training nodes into batches of train.batch_size, the configured sampler
 // builds each batch's blocks, and each batch is one optimizer step.
 //
-// Sampling and feature extraction (the host gather of the input rows) run
-// ahead of training on a goroutine, through a queue of train.prefetch
-// batches; uploading and computing happen on the training goroutine.
+// On a simulated machine with several devices it trains data-parallel, as
+// synchronous SGD: each batch is split into one shard per device, every
+// device has a replica of the parameters and computes its shard's
+// gradient, the gradients are all-reduced over the links (counted like any
+// transfer) and every replica takes the same step.
+//
+// Sampling and host feature extraction run ahead of training on a
+// goroutine, through a queue of train.prefetch batches; uploading,
+// gathering from the feature store and computing happen on the training
+// goroutine.
 type miniBatches struct {
-	*blockRunner
+	replicas []*blockRunner // one per device; replicas[0] is the loop's
+	opts     []Optimizer    // the optimizers of replicas[1:]
 	sampler  sampler.Sampler
 	batch    int
 	prefetch int
-	seed     uint64
 	// Time spent per stage in the last epoch, in seconds (sampling and
 	// extraction overlap with training).
 	sampleS, extractS, trainS float64
 	sampledEdges              int64
 	// store, when a cache policy is configured, holds the hot feature rows
-	// on the device; hits and rows count the last epoch's gathers.
+	// on the devices; hits and rows count the last epoch's gathers.
 	store      *store.Store
 	hits, rows int64
-}
-
-// newFeatureStore ranks the nodes with the [cache] policy and places the
-// hot rows on the training device.
-func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv) (*store.Store, error) {
-	pol, ok := cfg.Cache.Module.(cache.Policy)
-	if !ok {
-		return nil, cfg.KeyError(fmt.Sprintf("cache.name = %q decides online; mini-batch training takes a static policy that ranks the nodes (degree, rpagerank, weighted-rpagerank, presample, random, none)", cfg.Cache.Name), "cache", "name")
-	}
-	if e.tier == tensor.Host {
-		return nil, cfg.KeyError("cache: a feature cache needs a device to cache on; set train.backend = \"sim\"", "cache", "name")
-	}
-	if e.dt != tensor.Float32 {
-		return nil, cfg.KeyError("cache: the feature store holds float32 rows; set train.dtype = \"float32\"", "train", "dtype")
-	}
-	if err := registry.Provision(ctx, cfg.Cache.Module); err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
-	}
-	rank, err := pol.Rank(ctx, e.ds)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
-	}
-	setPurpose(e.be, sim.PurposeFeatures)
-	return store.New(e.be, e.feats, e.dim, rank, store.Options{
-		Placement: store.Interleaved,
-		Devices:   []tensor.Tier{e.tier},
-		Capacity:  []int64{int64(len(rank)) * int64(e.dim) * 4},
-	})
 }
 
 func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBatches, error) {
@@ -88,29 +68,88 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBa
 	if cfg.Devices.MemoryBytes > 0 {
 		evalChunks = max(1, e.ds.NumNodes/max(cfg.Train.BatchSize, 1))
 	}
-	r, err := newBlockRunner(e, evalChunks)
-	if err != nil {
-		return nil, err
+	m := &miniBatches{sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch}
+	devices := []tensor.Tier{e.tier}
+	if sb, ok := e.be.(*sim.Backend); ok {
+		devices = devices[:0]
+		for i := range sb.Topology().Devices {
+			devices = append(devices, sim.DeviceTier(i))
+		}
 	}
-	m := &miniBatches{blockRunner: r, sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch, seed: e.seed}
+	for i, tier := range devices {
+		re := e
+		re.tier = tier
+		r, err := newBlockRunner(re, evalChunks) // same seed: identical replicas
+		if err != nil {
+			m.release()
+			return nil, err
+		}
+		m.replicas = append(m.replicas, r)
+		if i > 0 {
+			opt, err := NewOptimizer(cfg.Train.Optimizer, e.be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+			if err != nil {
+				m.release()
+				return nil, err
+			}
+			m.opts = append(m.opts, opt)
+		}
+	}
 	if cfg.Cache.Name != "" {
-		if m.store, err = newFeatureStore(ctx, cfg, e); err != nil {
-			r.release()
+		var err error
+		if m.store, err = newFeatureStore(ctx, cfg, e, devices); err != nil {
+			m.release()
 			return nil, err
 		}
 	}
 	return m, nil
 }
 
+// newFeatureStore ranks the nodes with the [cache] policy and places the
+// hot rows on the training devices, interleaved.
+func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices []tensor.Tier) (*store.Store, error) {
+	pol, ok := cfg.Cache.Module.(cache.Policy)
+	if !ok {
+		return nil, cfg.KeyError(fmt.Sprintf("cache.name = %q decides online; mini-batch training takes a static policy that ranks the nodes (degree, rpagerank, weighted-rpagerank, presample, random, none)", cfg.Cache.Name), "cache", "name")
+	}
+	if e.tier == tensor.Host {
+		return nil, cfg.KeyError("cache: a feature cache needs a device to cache on; set train.backend = \"sim\"", "cache", "name")
+	}
+	if e.dt != tensor.Float32 {
+		return nil, cfg.KeyError("cache: the feature store holds float32 rows; set train.dtype = \"float32\"", "train", "dtype")
+	}
+	if err := registry.Provision(ctx, cfg.Cache.Module); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	rank, err := pol.Rank(ctx, e.ds)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
+	}
+	perDevice := (int64(len(rank)) + int64(len(devices)) - 1) / int64(len(devices))
+	setPurpose(e.be, sim.PurposeFeatures)
+	return store.New(e.be, e.feats, e.dim, rank, store.Options{
+		Placement: store.Interleaved,
+		Devices:   devices,
+		Capacity:  []int64{perDevice * int64(e.dim) * 4},
+	})
+}
+
 func (m *miniBatches) release() {
 	if m.store != nil {
 		m.store.Close()
 	}
-	m.blockRunner.release()
+	for _, r := range m.replicas {
+		r.release()
+	}
 }
 
+func (m *miniBatches) predict(ctx context.Context, pred []int32) error {
+	return m.replicas[0].predict(ctx, pred)
+}
+
+func (m *miniBatches) params() *engine.Params { return m.replicas[0].ps }
+
 // hitRate returns the share of the last epoch's feature rows that the
-// device cache served.
+// training device's own cache served.
 func (m *miniBatches) hitRate() float64 {
 	if m.rows == 0 {
 		return 0
@@ -118,16 +157,22 @@ func (m *miniBatches) hitRate() float64 {
 	return float64(m.hits) / float64(m.rows)
 }
 
-// sampled is one batch made ready by the producer.
-type sampled struct {
+// shard is one device's part of a batch, made ready by the producer.
+type shard struct {
 	nodes  []int32
 	blocks []sampler.Block
-	x      []float32
+	x      []float32 // host-gathered input rows (nil with a store)
+}
+
+// sampled is one batch made ready by the producer.
+type sampled struct {
+	shards []shard
 	err    error
 }
 
 func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
-	train := shuffled(m.e.ds.Train, seed)
+	e := m.replicas[0].e
+	train := shuffled(e.ds.Train, seed)
 	var batches [][]int32
 	for lo := 0; lo < len(train); lo += m.batch {
 		batches = append(batches, train[lo:min(lo+m.batch, len(train))])
@@ -135,36 +180,49 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	queue := make(chan sampled, m.prefetch)
-	var sampleS, extractS float64
+	var sampleS, hostExtractS float64
 	var edges int64
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		defer close(queue)
 		for i, nodes := range batches {
-			t0 := time.Now()
-			blocks, err := m.sampler.Sample(ctx, m.e.adjs.adj, nodes, seed*0x9e3779b97f4a7c15+uint64(i))
-			t1 := time.Now()
-			var x []float32
-			if err == nil {
+			var b sampled
+			d := len(m.replicas)
+			for k := 0; k < d && b.err == nil; k++ {
+				part := nodes[k*len(nodes)/d : (k+1)*len(nodes)/d]
+				if len(part) == 0 {
+					continue
+				}
+				t0 := time.Now()
+				blocks, err := m.sampler.Sample(ctx, e.adjs.adj, part, seed*0x9e3779b97f4a7c15+uint64(i*d+k))
+				t1 := time.Now()
+				sampleS += t1.Sub(t0).Seconds()
+				if err != nil {
+					b.err = err
+					break
+				}
+				sh := shard{nodes: part, blocks: blocks}
 				if m.store == nil {
-					x = gatherRows(m.e.feats, m.e.dim, blocks[0].Src)
+					sh.x = gatherRows(e.feats, e.dim, blocks[0].Src)
 				}
-				for _, b := range blocks {
-					edges += b.NumEdges()
+				for _, bl := range blocks {
+					edges += bl.NumEdges()
 				}
+				hostExtractS += time.Since(t1).Seconds()
+				b.shards = append(b.shards, sh)
 			}
-			sampleS += t1.Sub(t0).Seconds()
-			extractS += time.Since(t1).Seconds()
 			select {
-			case queue <- sampled{nodes: nodes, blocks: blocks, x: x, err: err}:
+			case queue <- b:
 			case <-ctx.Done():
 				return
 			}
-			if err != nil {
+			if b.err != nil {
 				return
 			}
 		}
 	}()
-	var loss, trainS float64
+	var loss, trainS, gatherS float64
 	var hits, rows int64
 	n := 0
 	for b := range queue {
@@ -172,41 +230,92 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 			return 0, fmt.Errorf("sampling batch %d: %w", n, b.err)
 		}
 		t0 := time.Now()
-		var input *tensor.Tensor
-		if m.store != nil {
-			t1 := time.Now()
-			setPurpose(m.e.be, sim.PurposeFeatures)
-			in, st, err := m.store.Gather(ctx, b.blocks[0].Src, m.e.tier)
-			if err != nil {
-				return 0, fmt.Errorf("batch %d: gathering features: %w", n, err)
+		total := 0
+		for _, sh := range b.shards {
+			total += len(sh.nodes)
+		}
+		for k, sh := range b.shards {
+			r := m.replicas[k]
+			var input *tensor.Tensor
+			if m.store != nil {
+				t1 := time.Now()
+				setPurpose(e.be, sim.PurposeFeatures)
+				in, st, err := m.store.Gather(ctx, sh.blocks[0].Src, r.e.tier)
+				if err != nil {
+					return 0, fmt.Errorf("batch %d: gathering features: %w", n, err)
+				}
+				input = in
+				hits += int64(st.Local)
+				rows += int64(st.Rows)
+				gatherS += time.Since(t1).Seconds()
 			}
-			input = in
-			hits += int64(st.Local)
-			rows += int64(st.Rows)
-			extractS += time.Since(t1).Seconds()
+			bb, err := r.bind(sh.blocks, sh.x, input, false)
+			if err != nil {
+				return 0, fmt.Errorf("batch %d on %s: %w", n, r.e.tier, err)
+			}
+			l, err := r.trainBatch(ctx, bb, sh.nodes, seed^uint64(n+1)*0xbf58476d1ce4e5b9^uint64(k), float64(len(sh.nodes))/float64(total), false)
+			bb.release(r.e)
+			if err != nil {
+				return 0, fmt.Errorf("batch %d on %s: %w", n, r.e.tier, err)
+			}
+			loss += l
 		}
-		bb, err := m.bind(b.blocks, b.x, input, false)
-		if err != nil {
+		if err := m.allReduce(len(b.shards)); err != nil {
+			return 0, fmt.Errorf("batch %d: all-reduce: %w", n, err)
+		}
+		if err := update(); err != nil {
 			return 0, fmt.Errorf("batch %d: %w", n, err)
 		}
-		l, err := m.trainBatch(ctx, bb, b.nodes, seed^uint64(n+1)*0xbf58476d1ce4e5b9, 1, false)
-		bb.release(m.e)
-		if err == nil {
-			err = update()
-		}
-		if err != nil {
-			return 0, fmt.Errorf("batch %d: %w", n, err)
+		for k := 1; k < len(b.shards); k++ {
+			if err := m.opts[k-1].Step(m.replicas[k].ps.List()); err != nil {
+				return 0, fmt.Errorf("batch %d: step on %s: %w", n, m.replicas[k].e.tier, err)
+			}
 		}
 		trainS += time.Since(t0).Seconds()
-		loss += l
 		n++
 	}
+	<-done
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	m.sampleS, m.extractS, m.trainS, m.sampledEdges = sampleS, extractS, trainS, edges
+	m.sampleS, m.extractS, m.trainS, m.sampledEdges = sampleS, hostExtractS+gatherS, trainS, edges
 	m.hits, m.rows = hits, rows
 	return loss / float64(max(n, 1)), nil
+}
+
+// allReduce sums the gradients of the first n replicas and gives every one
+// the sum: a reduce onto replica 0 and a broadcast back, each a Copy over
+// the links (which the simulated backend counts as gradients).
+func (m *miniBatches) allReduce(n int) error {
+	if n < 2 {
+		return nil
+	}
+	be := m.replicas[0].e.be
+	setPurpose(be, sim.PurposeGradients)
+	root := m.replicas[0].ps.List()
+	for i, p := range root {
+		tmp, err := be.Alloc(p.Grad.DType(), p.Grad.Shape(), p.Grad.Tier())
+		if err != nil {
+			return err
+		}
+		for k := 1; k < n; k++ {
+			if err := be.Copy(tmp, m.replicas[k].ps.List()[i].Grad); err != nil {
+				be.Release(tmp)
+				return err
+			}
+			if err := be.Axpby(1, tmp, 1, p.Grad); err != nil {
+				be.Release(tmp)
+				return err
+			}
+		}
+		be.Release(tmp)
+		for k := 1; k < n; k++ {
+			if err := be.Copy(m.replicas[k].ps.List()[i].Grad, p.Grad); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // shuffled returns a seeded permutation of ids (Fisher-Yates, splitmix64).

@@ -40,8 +40,8 @@ func checkSupported(cfg *config.Config) error {
 		}
 		return nil
 	}
-	if d.Count > 1 || d.Preset != "" && d.Preset != "pcie-only" {
-		return cfg.KeyError("devices: training on more than one device is not available yet; the simulated machine may have one device (preset \"pcie-only\", count 0 or 1)", "devices")
+	if (d.Count > 1 || d.Preset != "" && d.Preset != "pcie-only") && cfg.Train.Mode != "minibatch" {
+		return cfg.KeyError(fmt.Sprintf("devices: train.mode = %q trains on one device; several devices train data-parallel in minibatch mode (or use preset \"pcie-only\" with count 0 or 1)", cfg.Train.Mode), "devices")
 	}
 	return nil
 }

@@ -98,8 +98,8 @@ func TestCheckSupported(t *testing.T) {
 		{[]string{`partition.name="range"`}, "partition.name: partitioner.range is set, but only micro-batching"},
 		{[]string{`cache.name="degree"`}, "cache.name: cache.degree is set"},
 		{[]string{"devices.count=2"}, "devices.count describes simulated devices"},
-		{[]string{`train.backend="sim"`, "devices.count=2"}, "training on more than one device is not available yet"},
-		{[]string{`train.backend="sim"`, `devices.preset="dgx1-v100-8"`}, "training on more than one device"},
+		{[]string{`train.backend="sim"`, "devices.count=2"}, "trains on one device; several devices train data-parallel in minibatch mode"},
+		{[]string{`train.backend="sim"`, `devices.preset="dgx1-v100-8"`}, "several devices train data-parallel"},
 	}
 	for _, c := range cases {
 		err := checkSupported(mustParse(t, coraBase, c.sets...))
@@ -426,5 +426,32 @@ func TestMiniBatchFeatureCache(t *testing.T) {
 	_, err := Run(context.Background(), mustParse(t, coraBase, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]", `cache.name="degree"`), Options{Wasm: testWasm(t)})
 	if err == nil || !strings.Contains(err.Error(), "a feature cache needs a device") {
 		t.Errorf("cache on the cpu backend: error %v", err)
+	}
+}
+
+// TestDataParallel trains one full-neighbour batch on 1, 2 and 4 simulated
+// devices: synchronous SGD with all-reduced gradients follows the same
+// trajectory, and the gradients cross the links.
+func TestDataParallel(t *testing.T) {
+	base := []string{`model.name="sage"`, `train.dtype="float64"`, "model.dropout=0.0", "train.epochs=3",
+		`train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2", "train.batch_size=140", `train.backend="sim"`}
+	var losses []float64
+	for _, devices := range [][]string{{}, {"devices.count=2"}, {`devices.preset="nvlink-clique-4"`}} {
+		r, err := Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), devices...)...), Options{Wasm: testWasm(t)})
+		if err != nil {
+			t.Fatalf("%v: %v", devices, err)
+		}
+		losses = append(losses, r.FinalLoss)
+		if len(devices) > 0 && r.TrafficByPurpose["gradients"] == 0 {
+			t.Errorf("%v: no gradient traffic: %v", devices, r.TrafficByPurpose)
+		}
+		if len(devices) > 0 && r.PeakTierBytes["device1"] == 0 {
+			t.Errorf("%v: device1 was not used: %v", devices, r.PeakTierBytes)
+		}
+	}
+	for i, l := range losses[1:] {
+		if d := math.Abs(l-losses[0]) / losses[0]; d > 1e-9 {
+			t.Errorf("run %d: loss %.12f, one device %.12f", i+1, l, losses[0])
+		}
 	}
 }
