@@ -96,6 +96,9 @@ type Devices struct {
 	Preset      string `toml:"preset" enum:",pcie-only,nvlink-clique-4,nvlink-ring-4,dgx1-v100-8" doc:"simulated topology (\"\" = pcie-only); training uses its first device"`
 	Count       int    `toml:"count" range:"[0,)" doc:"devices of a pcie-only machine (0 = 1)"`
 	MemoryBytes int64  `toml:"memory_bytes" range:"[0,)" doc:"capacity of each simulated device in bytes (0 = unlimited); an allocation beyond it fails"`
+	// A custom topology instead of a preset.
+	HostGBps []float64   `toml:"host_gbps" range:"(0,)" doc:"custom topology: the host<->device bandwidth of each device in GB/s (its length is the device count; leave preset and count unset)"`
+	PeerGBps [][]float64 `toml:"peer_gbps" range:"[0,)" doc:"custom topology: NVLink bandwidth from device i to device j in GB/s, a symmetric matrix with zeros on the diagonal (0 = no direct link; transfers then go through the host)"`
 }
 
 // Output configures what a run prints and writes.

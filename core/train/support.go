@@ -33,14 +33,14 @@ func checkSupported(cfg *config.Config) error {
 		for _, k := range []struct {
 			key string
 			set bool
-		}{{"preset", d.Preset != ""}, {"count", d.Count != 0}, {"memory_bytes", d.MemoryBytes != 0}} {
+		}{{"preset", d.Preset != ""}, {"count", d.Count != 0}, {"memory_bytes", d.MemoryBytes != 0}, {"host_gbps", len(d.HostGBps) > 0}, {"peer_gbps", len(d.PeerGBps) > 0}} {
 			if k.set {
 				return cfg.KeyError(fmt.Sprintf("devices.%s describes simulated devices, which train.backend = %q does not use; set train.backend = \"sim\" or remove it", k.key, cfg.Train.Backend), "devices", k.key)
 			}
 		}
 		return nil
 	}
-	if (d.Count > 1 || d.Preset != "" && d.Preset != "pcie-only") && cfg.Train.Mode != "minibatch" {
+	if (d.Count > 1 || d.Preset != "" && d.Preset != "pcie-only" || len(d.HostGBps) > 1) && cfg.Train.Mode != "minibatch" {
 		return cfg.KeyError(fmt.Sprintf("devices: train.mode = %q trains on one device; several devices train data-parallel in minibatch mode (or use preset \"pcie-only\" with count 0 or 1)", cfg.Train.Mode), "devices")
 	}
 	return nil

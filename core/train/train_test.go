@@ -455,3 +455,31 @@ func TestDataParallel(t *testing.T) {
 		}
 	}
 }
+
+func TestCustomTopology(t *testing.T) {
+	mb := []string{`train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]", "train.epochs=1", `train.backend="sim"`}
+	cases := []struct {
+		sets []string
+		err  string
+	}{
+		{[]string{"devices.host_gbps=[16.0, 16.0, 16.0]", "devices.peer_gbps=[[0.0, 50.0, 0.0], [50.0, 0.0, 25.0], [0.0, 25.0, 0.0]]"}, ""},
+		{[]string{"devices.host_gbps=[16.0, 16.0]", "devices.peer_gbps=[[0.0, 50.0], [0.0, 0.0]]"}, "peer_gbps[0][1] = 50 but peer_gbps[1][0] = 0: NVLink links are bidirectional"},
+		{[]string{"devices.host_gbps=[16.0, 16.0, 16.0]", "devices.peer_gbps=[[0.0, 50.0], [50.0, 0.0]]"}, "devices.peer_gbps has 2 rows for the 3 devices"},
+		{[]string{"devices.host_gbps=[16.0, 16.0]", "devices.peer_gbps=[[0.0, 50.0, 0.0], [50.0, 0.0]]"}, "devices.peer_gbps[0] has 3 entries, want 2"},
+		{[]string{"devices.host_gbps=[16.0, 16.0]", "devices.peer_gbps=[[9.0, 1.0], [1.0, 0.0]]"}, "a device has no link to itself"},
+		{[]string{"devices.peer_gbps=[[0.0]]"}, "peer_gbps is set without devices.host_gbps"},
+		{[]string{"devices.host_gbps=[16.0]", `devices.preset="pcie-only"`}, "remove devices.preset"},
+		{[]string{"devices.host_gbps=[0.0]"}, "devices.host_gbps[0] = 0"},
+	}
+	for _, c := range cases {
+		// A bad value is a config error; a bad shape is found by Run.
+		cfg, err := config.Parse("test.toml", []byte(coraBase), append(append([]string(nil), mb...), c.sets...)...)
+		if err == nil {
+			cfg.Output.Progress = "off"
+			_, err = Run(context.Background(), cfg, Options{Wasm: testWasm(t)})
+		}
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
+		}
+	}
+}
