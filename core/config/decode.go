@@ -240,6 +240,10 @@ func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
 			d.typeError(path, f, v)
 			return
 		}
+		if len(arr) == 0 {
+			rv.Set(reflect.Zero(typ)) // an empty list is the same as none
+			return
+		}
 		out := reflect.MakeSlice(typ, len(arr), len(arr))
 		elem := &field{key: f.key, typ: typ.Elem(), enum: f.enum, rng: f.rng, special: f.special}
 		before := len(d.errs)
