@@ -53,6 +53,14 @@ func (b *Backend) Apply(f backend.Unary, alpha float64, x, y *tensor.Tensor) err
 	}
 	if dt == tensor.Float32 {
 		xs, ys := fl[float32](x), fl[float32](y)
+		switch f {
+		case backend.ReLU:
+			b.each(len(xs), func(lo, hi int) { cReLU(xs[lo:hi], ys[lo:hi]) })
+			return nil
+		case backend.LeakyReLU:
+			b.each(len(xs), func(lo, hi int) { cLeaky(float32(alpha), xs[lo:hi], ys[lo:hi]) })
+			return nil
+		}
 		b.each(len(xs), func(lo, hi int) { apply(f, float32(alpha), xs[lo:hi], ys[lo:hi]) })
 	} else {
 		xs, ys := fl[float64](x), fl[float64](y)
@@ -151,6 +159,17 @@ func (b *Backend) ApplyBackward(f backend.Unary, alpha float64, x, y, dy, dx *te
 	}
 	if dt == tensor.Float32 {
 		xs, ys, gs, ds := fl[float32](x), fl[float32](y), fl[float32](dy), fl[float32](dx)
+		switch f {
+		case backend.ReLU:
+			b.each(len(gs), func(lo, hi int) { cReLUBwd(xs[lo:hi], gs[lo:hi], ds[lo:hi]) })
+			return nil
+		case backend.LeakyReLU, backend.ELU:
+			elu := f == backend.ELU
+			b.each(len(gs), func(lo, hi int) {
+				cActBwd(elu, float32(alpha), xs[lo:hi], part(ys, lo, hi), gs[lo:hi], ds[lo:hi])
+			})
+			return nil
+		}
 		b.each(len(gs), func(lo, hi int) {
 			applyBackward(f, float32(alpha), part(xs, lo, hi), part(ys, lo, hi), gs[lo:hi], ds[lo:hi])
 		})
@@ -256,8 +275,20 @@ func elementwise[T float](be *Backend, op backend.Binary, a, b, y []T, cols int)
 		s := b[0]
 		be.each(len(a), func(lo, hi int) { binScalar(op, a[lo:hi], s, y[lo:hi]) })
 	case cols == len(a):
+		if a32, ok := any(a).([]float32); ok && op == backend.Mul {
+			b32, y32 := any(b).([]float32), any(y).([]float32)
+			be.each(len(a), func(lo, hi int) { cMul(a32[lo:hi], b32[lo:hi], y32[lo:hi]) })
+			return
+		}
 		be.each(len(a), func(lo, hi int) { binary(op, a[lo:hi], b[lo:hi], y[lo:hi]) })
 	default:
+		if a32, ok := any(a).([]float32); ok && (op == backend.Add || op == backend.Mul) {
+			b32, y32 := any(b).([]float32), any(y).([]float32)
+			be.eachRow(len(a)/cols, cols, func(lo, hi int) {
+				cRowsOp(op == backend.Mul, a32[lo*cols:hi*cols], b32, y32[lo*cols:hi*cols], cols)
+			})
+			return
+		}
 		be.eachRow(len(a)/cols, cols, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				binary(op, a[r*cols:(r+1)*cols], b, y[r*cols:(r+1)*cols])
@@ -332,6 +363,10 @@ func (b *Backend) Axpby(alpha float64, x *tensor.Tensor, beta float64, y *tensor
 
 func axpby[T float](alpha T, x []T, beta T, y []T) {
 	y = y[:len(x)]
+	if beta == 0 && alpha == 1 {
+		copy(y, x) // 1·v is v, bit for bit
+		return
+	}
 	if beta == 0 {
 		for i, v := range x {
 			y[i] = alpha * v

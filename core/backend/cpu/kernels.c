@@ -139,3 +139,152 @@ void k_gather(int it, int64_t r0, int64_t r1, const void *idx, const void *x, in
 		memcpy(ys + i * rowbytes, xs + j * rowbytes, (size_t)rowbytes);
 	}
 }
+
+// Dropout. Element i is kept when uniform(base, i) >= p, where uniform is
+// (splitmix64(base + (i+1)·G) >> 11)·2^-53 (see Uniform in nn.go). The 53
+// bits k compare exactly: k·2^-53 >= p ⇔ k >= thr = ceil(p·2^53), so the
+// mask is bit-for-bit the Go one. AVX2 has no 64-bit multiply; mul64c
+// builds the low 64 bits of z·c from three 32×32→64 products.
+static inline __attribute__((always_inline)) __m256i mul64c(__m256i z, uint64_t c) {
+	const __m256i cl = _mm256_set1_epi64x((int64_t)(c & 0xffffffffu));
+	const __m256i ch = _mm256_set1_epi64x((int64_t)(c >> 32));
+	__m256i lo = _mm256_mul_epu32(z, cl);
+	__m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(z, 32), cl),
+					 _mm256_mul_epu32(z, ch));
+	return _mm256_add_epi64(lo, _mm256_slli_epi64(cross, 32));
+}
+
+static inline __attribute__((always_inline)) __m256i mix64v(__m256i z) {
+	z = _mm256_xor_si256(z, _mm256_srli_epi64(z, 30));
+	z = mul64c(z, 0xBF58476D1CE4E5B9ull);
+	z = _mm256_xor_si256(z, _mm256_srli_epi64(z, 27));
+	z = mul64c(z, 0x94D049BB133111EBull);
+	return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+}
+
+static inline uint64_t mix64s(uint64_t z) {
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+// k_dropout_f32 handles elements [lo, hi): mask[i] = keep ? scale : 0 (when
+// mask is set) and y[i] = x[i]·mask[i] (when y is set).
+void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
+		   const float *x, float *y) {
+	const uint64_t G = 0x9E3779B97F4A7C15ull;
+	int64_t i = lo;
+	if (hi - lo >= 8) {
+		const uint64_t z0 = base + (uint64_t)(i + 1) * G;
+		__m256i za = _mm256_setr_epi64x((int64_t)z0, (int64_t)(z0 + G), (int64_t)(z0 + 2 * G),
+						(int64_t)(z0 + 3 * G));
+		__m256i zb = _mm256_add_epi64(za, _mm256_set1_epi64x((int64_t)(4 * G)));
+		const __m256i step = _mm256_set1_epi64x((int64_t)(8 * G));
+		const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
+		const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+		const __m256 vs = _mm256_set1_ps(scale);
+		for (; i + 8 <= hi; i += 8) {
+			__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
+			__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
+			__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
+						       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
+			__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
+			if (mask)
+				_mm256_storeu_ps(mask + i, m);
+			if (y)
+				_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), m));
+			za = _mm256_add_epi64(za, step);
+			zb = _mm256_add_epi64(zb, step);
+		}
+	}
+	for (; i < hi; i++) {
+		const float m = (mix64s(base + (uint64_t)(i + 1) * G) >> 11) >= thr ? scale : 0.0f;
+		if (mask)
+			mask[i] = m;
+		if (y)
+			y[i] = x[i] * m;
+	}
+}
+
+// k_relu_f32: y = x > 0 ? x : 0 (NaN and -0 give 0), as apply in Go.
+void k_relu_f32(int64_t n, const float *x, float *y) {
+	const __m256 z = _mm256_setzero_ps();
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		_mm256_storeu_ps(y + i, _mm256_and_ps(_mm256_cmp_ps(v, z, _CMP_GT_OQ), v));
+	}
+	for (; i < n; i++)
+		y[i] = x[i] > 0 ? x[i] : 0.0f;
+}
+
+// k_relu_bwd_f32: dx = x > 0 ? dy : 0, as applyBackward in Go.
+void k_relu_bwd_f32(int64_t n, const float *x, const float *dy, float *dx) {
+	const __m256 z = _mm256_setzero_ps();
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 m = _mm256_cmp_ps(_mm256_loadu_ps(x + i), z, _CMP_GT_OQ);
+		_mm256_storeu_ps(dx + i, _mm256_and_ps(m, _mm256_loadu_ps(dy + i)));
+	}
+	for (; i < n; i++)
+		dx[i] = x[i] > 0 ? dy[i] : 0.0f;
+}
+
+// k_mul_f32: y = a·b elementwise (one rounding, as binary in Go).
+void k_mul_f32(int64_t n, const float *a, const float *b, float *y) {
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+	for (; i < n; i++)
+		y[i] = a[i] * b[i];
+}
+
+// k_rows_f32: y[r,:] = a[r,:] + b (mul = 0) or a[r,:]·b (mul = 1) for the
+// rows of an n×c matrix (one rounding per element, as binary in Go).
+void k_rows_f32(int mul, int64_t rows, int64_t c, const float *a, const float *b, float *y) {
+	for (int64_t r = 0; r < rows; r++) {
+		const float *ar = a + r * c;
+		float *yr = y + r * c;
+		int64_t j = 0;
+		if (mul) {
+			for (; j + 8 <= c; j += 8)
+				_mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(ar + j), _mm256_loadu_ps(b + j)));
+			for (; j < c; j++)
+				yr[j] = ar[j] * b[j];
+		} else {
+			for (; j + 8 <= c; j += 8)
+				_mm256_storeu_ps(yr + j, _mm256_add_ps(_mm256_loadu_ps(ar + j), _mm256_loadu_ps(b + j)));
+			for (; j < c; j++)
+				yr[j] = ar[j] + b[j];
+		}
+	}
+}
+
+// k_leaky_f32: y = x > 0 ? x : alpha·x, as apply in Go.
+void k_leaky_f32(float alpha, int64_t n, const float *x, float *y) {
+	const __m256 z = _mm256_setzero_ps(), va = _mm256_set1_ps(alpha);
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		_mm256_storeu_ps(y + i, _mm256_blendv_ps(_mm256_mul_ps(va, v), v, _mm256_cmp_ps(v, z, _CMP_GT_OQ)));
+	}
+	for (; i < n; i++)
+		y[i] = x[i] > 0 ? x[i] : alpha * x[i];
+}
+
+// k_act_bwd_f32: dx from dy for LeakyReLU (elu = 0: x > 0 ? dy : alpha·dy)
+// or ELU (elu = 1: x > 0 ? dy : dy·(y + alpha)), as applyBackward in Go.
+void k_act_bwd_f32(int elu, float alpha, int64_t n, const float *x, const float *y,
+		   const float *dy, float *dx) {
+	const __m256 z = _mm256_setzero_ps(), va = _mm256_set1_ps(alpha);
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 g = _mm256_loadu_ps(dy + i);
+		__m256 m = _mm256_cmp_ps(_mm256_loadu_ps(x + i), z, _CMP_GT_OQ);
+		__m256 neg = elu ? _mm256_mul_ps(g, _mm256_add_ps(_mm256_loadu_ps(y + i), va))
+				 : _mm256_mul_ps(va, g);
+		_mm256_storeu_ps(dx + i, _mm256_blendv_ps(neg, g, m));
+	}
+	for (; i < n; i++)
+		dx[i] = x[i] > 0 ? dy[i] : (elu ? dy[i] * (y[i] + alpha) : alpha * dy[i]);
+}

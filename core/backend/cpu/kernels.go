@@ -64,3 +64,67 @@ func cHeadDotDa(dt int, r0, r1 int64, x, dy unsafe.Pointer, h, c int64, part *fl
 func cGather(it int, r0, r1 int64, idx, x unsafe.Pointer, rowBytes int64, y unsafe.Pointer) {
 	C.k_gather(C.int(it), C.int64_t(r0), C.int64_t(r1), idx, x, C.int64_t(rowBytes), y)
 }
+
+func f32p(s []float32, off int) *C.float {
+	if s == nil {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(unsafe.SliceData(s[off:])))
+}
+
+// cDropout runs k_dropout_f32 over [lo, hi); mask or y (with x) may be nil.
+func cDropout(base, thr uint64, scale float32, lo, hi int, mask, x, y []float32) {
+	var xp, yp *C.float
+	if y != nil {
+		xp, yp = f32p(x, 0), f32p(y, 0)
+	}
+	C.k_dropout_f32(C.uint64_t(base), C.uint64_t(thr), C.float(scale), C.int64_t(lo), C.int64_t(hi), f32p(mask, 0), xp, yp)
+}
+
+func cReLU(x, y []float32) {
+	if len(x) > 0 {
+		C.k_relu_f32(C.int64_t(len(x)), f32p(x, 0), f32p(y, 0))
+	}
+}
+
+func cReLUBwd(x, dy, dx []float32) {
+	if len(dy) > 0 {
+		C.k_relu_bwd_f32(C.int64_t(len(dy)), f32p(x, 0), f32p(dy, 0), f32p(dx, 0))
+	}
+}
+
+func cMul(a, b, y []float32) {
+	if len(a) > 0 {
+		C.k_mul_f32(C.int64_t(len(a)), f32p(a, 0), f32p(b, 0), f32p(y, 0))
+	}
+}
+
+// cRowsOp computes y = a + b or a·b with b broadcast over rows of c elements.
+func cRowsOp(mul bool, a, b, y []float32, c int) {
+	if len(a) == 0 || c == 0 {
+		return
+	}
+	m := 0
+	if mul {
+		m = 1
+	}
+	C.k_rows_f32(C.int(m), C.int64_t(len(a)/c), C.int64_t(c), f32p(a, 0), f32p(b, 0), f32p(y, 0))
+}
+
+func cLeaky(alpha float32, x, y []float32) {
+	if len(x) > 0 {
+		C.k_leaky_f32(C.float(alpha), C.int64_t(len(x)), f32p(x, 0), f32p(y, 0))
+	}
+}
+
+// cActBwd is the LeakyReLU (elu false) or ELU backward; y is only read for ELU.
+func cActBwd(elu bool, alpha float32, x, y, dy, dx []float32) {
+	if len(dy) == 0 {
+		return
+	}
+	e := 0
+	if elu {
+		e = 1
+	}
+	C.k_act_bwd_f32(C.int(e), C.float(alpha), C.int64_t(len(dy)), f32p(x, 0), f32p(y, 0), f32p(dy, 0), f32p(dx, 0))
+}

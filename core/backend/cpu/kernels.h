@@ -30,3 +30,12 @@ void k_headdot_da(int dt, int64_t r0, int64_t r1, const void *x, const void *dy,
 		  int64_t C, double *part);
 void k_gather(int it, int64_t r0, int64_t r1, const void *idx, const void *x, int64_t rowbytes,
 	      void *y);
+void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
+		   const float *x, float *y);
+void k_relu_f32(int64_t n, const float *x, float *y);
+void k_relu_bwd_f32(int64_t n, const float *x, const float *dy, float *dx);
+void k_mul_f32(int64_t n, const float *a, const float *b, float *y);
+void k_rows_f32(int mul, int64_t rows, int64_t c, const float *a, const float *b, float *y);
+void k_leaky_f32(float alpha, int64_t n, const float *x, float *y);
+void k_act_bwd_f32(int elu, float alpha, int64_t n, const float *x, const float *y,
+		   const float *dy, float *dx);

@@ -382,12 +382,66 @@ func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error
 	scale := 1 / (1 - p)
 	if dt == tensor.Float32 {
 		s := fl[float32](mask)
-		b.each(len(s), func(lo, hi int) { dropout(seed, p, float32(scale), s, lo, hi) })
+		base, thr := mix64(seed), dropThreshold(p)
+		b.each(len(s), func(lo, hi int) { cDropout(base, thr, float32(scale), lo, hi, s, nil, nil) })
 	} else {
 		s := fl[float64](mask)
 		b.each(len(s), func(lo, hi int) { dropout(seed, p, scale, s, lo, hi) })
 	}
 	return nil
+}
+
+// DropoutApply computes y = x·m in one pass, m being the mask DropoutMask
+// makes for (seed, p); it also stores m into mask unless mask is nil (a
+// caller that needs no backward pass skips that write). x and y may be the
+// same tensor. The engine uses it through an optional interface.
+func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error {
+	const op = "DropoutApply"
+	names, ts := "x y", []*tensor.Tensor{x, y}
+	if mask != nil {
+		names, ts = names+" mask", append(ts, mask)
+	}
+	dt, err := floatArgs(op, names, ts...)
+	if err != nil {
+		return err
+	}
+	for i, t := range ts[1:] {
+		if err := numel(op, splitName(names, i+1), t, x.Numel()); err != nil {
+			return err
+		}
+	}
+	if !(p >= 0 && p <= 1) {
+		return errf(op, "probability %v outside [0,1]", p)
+	}
+	scale := 1 / (1 - p)
+	if dt == tensor.Float32 {
+		xs, ys, ms := fl[float32](x), fl[float32](y), fl[float32](mask)
+		base, thr := mix64(seed), dropThreshold(p)
+		b.each(len(xs), func(lo, hi int) { cDropout(base, thr, float32(scale), lo, hi, ms, xs, ys) })
+	} else {
+		xs, ys, ms := fl[float64](x), fl[float64](y), fl[float64](mask)
+		base := mix64(seed)
+		b.each(len(xs), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				m := 0.0
+				if uniform(base, uint64(i)) >= p {
+					m = scale
+				}
+				if ms != nil {
+					ms[i] = m
+				}
+				ys[i] = xs[i] * m
+			}
+		})
+	}
+	return nil
+}
+
+// dropThreshold is the integer form of "uniform ≥ p": uniform(base, i) is
+// k·2^-53 for the 53-bit k = mix64(...)>>11, and k·2^-53 ≥ p exactly when
+// k ≥ ceil(p·2^53) (both scalings by 2^53 are exact).
+func dropThreshold(p float64) uint64 {
+	return uint64(math.Ceil(p * (1 << 53)))
 }
 
 func dropout[T float](seed uint64, p float64, scale T, s []T, lo, hi int) {

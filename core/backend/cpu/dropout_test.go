@@ -1,0 +1,116 @@
+package cpu
+
+import (
+	"math"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/tensor"
+)
+
+// TestDropoutExact checks the AVX2 float32 dropout kernel bit for bit
+// against the scalar definition (Uniform), over chunk boundaries that are
+// not multiples of the vector width, and DropoutApply against DropoutMask
+// followed by Mul, with and without a stored mask.
+func TestDropoutExact(t *testing.T) {
+	for _, grains := range []bool{false, true} {
+		if grains {
+			tinyGrains(t)
+		}
+		for _, dt := range dtypes {
+			for _, p := range []float64{0, 0.1, 0.5, 0.6, 1 - 1e-9, 1} {
+				for _, n := range []int{1, 7, 8, 13, 333, 4099} {
+					c := newTC(t, 3, dt, 5)
+					mask := c.zeros(n, 1)
+					c.ok(c.be.DropoutMask(1234, p, mask))
+					scale := round(dt, 1/(1-p))
+					for i, v := range get(mask) {
+						want := 0.0
+						if Uniform(1234, uint64(i)) >= p {
+							want = scale
+						}
+						if v != want && !(math.IsInf(want, 1) && math.IsInf(v, 1)) {
+							t.Fatalf("%v p=%v n=%d: mask[%d] = %v, want %v", dt, p, n, i, v, want)
+						}
+					}
+					x, _ := c.rand(n, 1)
+					y0 := c.zeros(n, 1)
+					c.ok(c.be.Elementwise(backend.Mul, x, mask, y0))
+					for _, withMask := range []bool{true, false} {
+						var m2 *tensor.Tensor
+						if withMask {
+							m2 = c.zeros(n, 1)
+						}
+						y := c.zeros(n, 1)
+						c.ok(c.be.DropoutApply(1234, p, x, m2, y))
+						a, b := get(y0), get(y)
+						for i := range a {
+							if math.Float64bits(a[i]) != math.Float64bits(b[i]) && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
+								t.Fatalf("%v p=%v n=%d: DropoutApply y[%d] = %v, want %v", dt, p, n, i, b[i], a[i])
+							}
+						}
+						if withMask {
+							a, b := get(mask), get(m2)
+							for i := range a {
+								if a[i] != b[i] && !(math.IsInf(a[i], 1) && math.IsInf(b[i], 1)) {
+									t.Fatalf("%v p=%v n=%d: DropoutApply mask[%d] = %v, want %v", dt, p, n, i, b[i], a[i])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestActivationKernelsExact checks the float32 C activation and
+// elementwise kernels bit for bit against the Go loops they replace.
+func TestActivationKernelsExact(t *testing.T) {
+	n := 1003
+	x, y, dy := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i)*0.37)) * 3
+		y[i] = float32(math.Cos(float64(i) * 0.11))
+		dy[i] = float32(math.Sin(float64(i)*1.3)) * 2
+	}
+	x[5], x[6], x[7] = 0, float32(math.Copysign(0, -1)), float32(math.NaN())
+	x[11] = float32(math.Inf(-1))
+	same := func(name string, a, b []float32) {
+		t.Helper()
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) && !(a[i] != a[i] && b[i] != b[i]) {
+				t.Fatalf("%s[%d] = %v, want %v", name, i, b[i], a[i])
+			}
+		}
+	}
+	const alpha = 0.2
+	want, got := make([]float32, n), make([]float32, n)
+	apply(backend.ReLU, alpha, x, want)
+	cReLU(x, got)
+	same("relu", want, got)
+	apply(backend.LeakyReLU, alpha, x, want)
+	cLeaky(alpha, x, got)
+	same("leaky", want, got)
+	applyBackward(backend.ReLU, alpha, x, nil, dy, want)
+	cReLUBwd(x, dy, got)
+	same("relu bwd", want, got)
+	applyBackward(backend.LeakyReLU, alpha, x, nil, dy, want)
+	cActBwd(false, alpha, x, nil, dy, got)
+	same("leaky bwd", want, got)
+	applyBackward(backend.ELU, 1, x, y, dy, want)
+	cActBwd(true, 1, x, y, dy, got)
+	same("elu bwd", want, got)
+	binary(backend.Mul, x, dy, want)
+	cMul(x, dy, got)
+	same("mul", want, got)
+	for _, op := range []backend.Binary{backend.Add, backend.Mul} {
+		c := 17
+		rows := n / c
+		for r := 0; r < rows; r++ {
+			binary(op, x[r*c:(r+1)*c], y[:c], want[r*c:(r+1)*c])
+		}
+		cRowsOp(op == backend.Mul, x[:rows*c], y[:c], got[:rows*c], c)
+		same("rows", want[:rows*c], got[:rows*c])
+	}
+}
