@@ -376,39 +376,12 @@ func describeValue(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// formatValue formats a scalar as TOML would write it.
+// formatValue formats a value as TOML would write it, shortening long
+// arrays for messages.
 func formatValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return strconv.Quote(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		switch {
-		case math.IsNaN(x):
-			return "nan"
-		case math.IsInf(x, 1):
-			return "inf"
-		case math.IsInf(x, -1):
-			return "-inf"
-		}
-		s := strconv.FormatFloat(x, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".eE") {
-			s += ".0"
-		}
-		return s
-	case bool:
-		return strconv.FormatBool(x)
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = formatValue(e)
-		}
-		s := "[" + strings.Join(parts, ", ") + "]"
-		if len(s) > 60 {
-			s = s[:57] + "..."
-		}
-		return s
+	s := TOMLValue(v)
+	if _, isArray := v.([]any); isArray && len(s) > 60 {
+		s = s[:57] + "..."
 	}
-	return fmt.Sprintf("%v", v)
+	return s
 }

@@ -151,7 +151,7 @@ func NewPlan(ctx context.Context, e *Experiment, version string, check CheckFunc
 		where := map[string]*Axis{}
 		for i := range e.Axes {
 			a := &e.Axes[i]
-			s := a.Key + "=" + tomlValue(e.resolveValue(*a, c.Values[i]))
+			s := a.Key + "=" + config.TOMLValue(e.resolveValue(*a, c.Values[i]))
 			sets = append(sets, s)
 			where["--set "+s] = a
 		}

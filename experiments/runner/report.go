@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"strata/core/config"
 )
 
 // Stat is a metric over the seeds of a cell: mean, sample standard
@@ -134,7 +136,7 @@ func (p *Plan) baselineCell(c *Cell, d Derived) *Cell {
 		if ai < 0 {
 			return nil
 		}
-		vi := slices.IndexFunc(p.Exp.Axes[ai].Values, func(v any) bool { return tomlValue(v) == tomlValue(val) })
+		vi := slices.IndexFunc(p.Exp.Axes[ai].Values, func(v any) bool { return config.TOMLValue(v) == config.TOMLValue(val) })
 		j := slices.IndexFunc(p.dims, func(d dim) bool { return slices.Contains(d.axes, ai) })
 		if vi < 0 || j < 0 {
 			return nil

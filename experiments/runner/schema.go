@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -224,7 +223,7 @@ func Parse(file string, data []byte) (*Experiment, error) {
 			}
 			seen := map[string]bool{}
 			for _, x := range v {
-				t := tomlValue(x)
+				t := config.TOMLValue(x)
 				if seen[t] {
 					el.add(vln, "axis.values", "axis %q: value %s is listed twice", a.Key, t)
 				}
@@ -352,8 +351,8 @@ func Parse(file string, data []byte) (*Experiment, error) {
 					el.add(bln, "derived.baseline", "derived column %q: baseline key %q is not an axis; the axes are %s", d.Name, k, quoteList(axisNames(e.Axes)))
 					continue
 				}
-				if !slices.ContainsFunc(e.Axes[ai].Values, func(v any) bool { return tomlValue(v) == tomlValue(b[k]) }) {
-					el.add(bln, "derived.baseline", "derived column %q: baseline %s = %s is not one of the axis values %s", d.Name, k, tomlValue(b[k]), tomlValue(e.Axes[ai].Values))
+				if !slices.ContainsFunc(e.Axes[ai].Values, func(v any) bool { return config.TOMLValue(v) == config.TOMLValue(b[k]) }) {
+					el.add(bln, "derived.baseline", "derived column %q: baseline %s = %s is not one of the axis values %s", d.Name, k, config.TOMLValue(b[k]), config.TOMLValue(e.Axes[ai].Values))
 				}
 			}
 		case nil:
@@ -556,7 +555,7 @@ func describe(v any) string {
 	case int64:
 		return "integer " + strconv.FormatInt(x, 10)
 	case float64:
-		return "float " + tomlValue(x)
+		return "float " + config.TOMLValue(x)
 	case bool:
 		return "boolean " + strconv.FormatBool(x)
 	case map[string]any:
@@ -564,57 +563,9 @@ func describe(v any) string {
 	case []map[string]any:
 		return "array of tables"
 	case []any:
-		return "array " + tomlValue(x)
+		return "array " + config.TOMLValue(x)
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// tomlValue formats a decoded TOML value as TOML text (inline tables with
-// sorted keys): the form that --set-style overrides read and that run
-// identities compare.
-func tomlValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return strconv.Quote(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		switch {
-		case math.IsNaN(x):
-			return "nan"
-		case math.IsInf(x, 1):
-			return "inf"
-		case math.IsInf(x, -1):
-			return "-inf"
-		}
-		s := strconv.FormatFloat(x, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".eEn") {
-			s += ".0"
-		}
-		return s
-	case bool:
-		return strconv.FormatBool(x)
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = tomlValue(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case []map[string]any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = tomlValue(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case map[string]any:
-		keys := sortedKeys(x, nil, "")
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = toml.Key{k}.String() + " = " + tomlValue(x[k])
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
-	return fmt.Sprintf("%v", v)
 }
 
 // display formats an axis value for people: strings without quotes.
@@ -622,7 +573,7 @@ func display(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return tomlValue(v)
+	return config.TOMLValue(v)
 }
 
 // tableLines finds the lines of the entries of arrays of tables ([[axis]])
