@@ -21,7 +21,7 @@ func cmdListPlugins(_ context.Context, args []string, stdout, stderr io.Writer) 
 			fmt.Fprintln(stdout, "  (none registered yet)")
 		}
 		for _, m := range mods {
-			fmt.Fprintf(stdout, "  %-22s %s\n", m.ID, m.Doc)
+			fmt.Fprintf(stdout, "  %-26s %s\n", m.ID, m.Doc)
 			for _, opt := range config.PluginOptions(m.New()) {
 				fmt.Fprintf(stdout, "      %s\n", opt)
 			}
