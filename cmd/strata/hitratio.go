@@ -42,6 +42,9 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	preEpochs := fs.Int("presample-epochs", 1, "epochs cache.presample runs")
 	epochs := fs.Int("epochs", 1, "measured epochs whose reads the curves count (the traffic table uses the first)")
 	traffic := fs.Bool("traffic", true, "also measure the host->device feature bytes through the tiered store")
+	symmetrize := fs.Bool("symmetrize", true, "sample the undirected graph (add reverse edges), as training does with data.symmetrize")
+	synthTrain := fs.Float64("synth-train", 0, "for a dataset without a training split: a seeded random fraction of the nodes as training nodes")
+	synthFeatures := fs.Int("synth-features", 0, "for a dataset without features: random features of this width (sizes the traffic table)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -59,9 +62,25 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *name == "" {
 		*name = d.Name
 	}
+	if *symmetrize {
+		d.Graph = graph.Symmetrize(d.Graph)
+	}
+	if len(d.Train) == 0 && *synthTrain > 0 {
+		if *synthTrain > 1 {
+			return usagef("hitratio: --synth-train %v: want a fraction in (0,1]", *synthTrain)
+		}
+		d.Train = syntheticTrain(d.NumNodes, *synthTrain, *seed)
+	}
+	if d.FeatDim == 0 && *synthFeatures > 0 {
+		d.FeatDim = *synthFeatures
+		d.Features = make([]float32, d.NumNodes*d.FeatDim)
+		for i := range d.Features {
+			d.Features[i] = float32(i%7) / 7
+		}
+	}
 	seeds := d.Train
 	if len(seeds) == 0 {
-		return fmt.Errorf("hitratio: %s has no training split", d.Name)
+		return fmt.Errorf("hitratio: %s has no training split; give --synth-train FRACTION to draw one", d.Name)
 	}
 	smp := &sampler.Uniform{Fanouts: fanouts}
 	if err := smp.Validate(); err != nil {
@@ -336,4 +355,20 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// syntheticTrain draws a seeded random fraction of the nodes, ascending.
+func syntheticTrain(n int, frac float64, seed uint64) []int32 {
+	var out []int32
+	s := seed ^ 0x6a09e667f3bcc909
+	for v := 0; v < n; v++ {
+		s += 0x9e3779b97f4a7c15
+		z := (s ^ (s >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+		if float64(z>>11)/(1<<53) < frac {
+			out = append(out, int32(v))
+		}
+	}
+	return out
 }

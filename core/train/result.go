@@ -15,6 +15,14 @@ type EpochRecord struct {
 	TestAcc   float64          `json:"test_acc"`
 	Evaluated bool             `json:"evaluated"`
 	PeakBytes map[string]int64 `json:"peak_bytes"`
+	// Mini-batch stages of the epoch and the device cache's hit rate.
+	SampleS      float64 `json:"sample_s"`
+	ExtractS     float64 `json:"extract_s"`
+	TrainS       float64 `json:"train_s"`
+	CacheHitRate float64 `json:"cache_hit_rate"`
+	// TransferBytes crossed the simulated links since the previous record
+	// (the first record includes the set-up: parameters, cached rows).
+	TransferBytes int64 `json:"transfer_bytes"`
 }
 
 // Result is the final machine-readable summary of a run (one JSON line).

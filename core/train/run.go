@@ -216,7 +216,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		defer f.Close()
 		csvw = csv.NewWriter(f)
 		defer csvw.Flush()
-		header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc"}
+		header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc", "sample_s", "extract_s", "train_s", "cache_hit_rate", "transfer_bytes"}
 		for _, tier := range l.be.Tiers() {
 			header = append(header, "peak_"+string(tier)+"_bytes")
 		}
@@ -225,6 +225,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		}
 	}
 	var times, evalTimes []float64
+	var transferred int64 // link bytes counted before this epoch
 	var best map[string][]float64
 	sinceBest := 0
 	for ep := 0; ep < epochs; ep++ {
@@ -237,6 +238,9 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		times = append(times, dt)
 		l.res.FinalLoss = loss
 		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(l.be.Stats().Peak)}
+		if mb, ok := l.st.(*miniBatches); ok {
+			rec.SampleS, rec.ExtractS, rec.TrainS, rec.CacheHitRate = mb.sampleS, mb.extractS, mb.trainS, mb.hitRate()
+		}
 		every := l.cfg.Train.EvalEvery
 		if every > 0 && (ep+1)%every == 0 || ep == epochs-1 {
 			t1 := time.Now()
@@ -256,6 +260,13 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			} else {
 				sinceBest += max(every, 1)
 			}
+		}
+		if sb, ok := l.be.(*sim.Backend); ok {
+			total := int64(0)
+			for _, t := range sb.Traffic() {
+				total += t.Bytes
+			}
+			rec.TransferBytes, transferred = total-transferred, total
 		}
 		if csvw != nil {
 			if err := csvw.Write(recordRow(rec, l.be.Tiers())); err != nil {
@@ -297,7 +308,8 @@ func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, error) 
 
 func recordRow(r EpochRecord, tiers []tensor.Tier) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
-	row := []string{strconv.Itoa(r.Epoch), f(r.TimeS), f(r.Loss), "", "", ""}
+	row := []string{strconv.Itoa(r.Epoch), f(r.TimeS), f(r.Loss), "", "", "",
+		f(r.SampleS), f(r.ExtractS), f(r.TrainS), f(r.CacheHitRate), strconv.FormatInt(r.TransferBytes, 10)}
 	if r.Evaluated {
 		row[3], row[4], row[5] = f(r.TrainAcc), f(r.ValidAcc), f(r.TestAcc)
 	}
