@@ -226,14 +226,17 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 			d = (d + 1) % D
 		}
 	}
-	// Upload the host matrix and the device rows.
-	host, err := b.Alloc(tensor.Float32, []int{n, dim}, tensor.Host)
-	if err != nil {
-		return nil, fmt.Errorf("store: host matrix: %w", err)
-	}
-	s.host = host
-	if err := b.Upload(host, features); err != nil {
-		return nil, fmt.Errorf("store: host matrix: %w", err)
+	// The host matrix: wrapped in place when the backend can (a CPU
+	// backend can, so features mapped from a .strata file stay in the page
+	// cache, and data larger than RAM works), else uploaded.
+	if w, ok := b.(HostWrapper); ok {
+		host, err := w.WrapHost(features, []int{n, dim})
+		if err != nil {
+			return nil, fmt.Errorf("store: host matrix: %w", err)
+		}
+		s.host = host
+	} else if err := s.uploadHost(features, n, dim); err != nil {
+		return nil, err
 	}
 	s.dev = make([]*tensor.Tensor, D)
 	for d, ids := range rows {
@@ -493,6 +496,25 @@ func (s *Store) index(tier tensor.Tier, v []int32, st *GatherStats) (*tensor.Ten
 		st.IndexBytes[Link{tensor.Host, tier}] += 4 * int64(len(v))
 	}
 	return t, nil
+}
+
+// HostWrapper is implemented by backends that can use host memory in
+// place as a host-tier tensor (the CPU backend and sim).
+type HostWrapper interface {
+	WrapHost(v []float32, shape []int) (*tensor.Tensor, error)
+}
+
+// uploadHost copies the feature matrix into a host-tier tensor.
+func (s *Store) uploadHost(features []float32, n, dim int) error {
+	host, err := s.b.Alloc(tensor.Float32, []int{n, dim}, tensor.Host)
+	if err != nil {
+		return fmt.Errorf("store: host matrix: %w", err)
+	}
+	s.host = host
+	if err := s.b.Upload(host, features); err != nil {
+		return fmt.Errorf("store: host matrix: %w", err)
+	}
+	return nil
 }
 
 // HostGather is the reference gather: the rows of ids copied from a host

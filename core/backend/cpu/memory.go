@@ -123,6 +123,22 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 	return tensor.New(dt, shape, bf), nil
 }
 
+// WrapHost returns a host-tier Float32 tensor that uses v in place, without
+// copying or counting it (the caller owns the memory: a slice, or features
+// mapped from a file, which then stay in the page cache). Kernels may read
+// it; nothing strata runs writes to a wrapped tensor, and Release leaves v
+// alone.
+func (b *Backend) WrapHost(v []float32, shape []int) (*tensor.Tensor, error) {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	if len(shape) < 1 || len(shape) > 2 || n != len(v) {
+		return nil, errf("WrapHost", "%d values for shape %v", len(v), shape)
+	}
+	return tensor.New(tensor.Float32, shape, &buffer{f32: v, owner: b, tier: tensor.Host}), nil
+}
+
 // OutOfMemoryError is returned when an allocation would exceed a tier's
 // capacity.
 type OutOfMemoryError struct {
