@@ -94,7 +94,7 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		return &internalError{err}
 	case sum.Failed > 0:
-		return &internalError{fmt.Errorf("%d of %d runs failed (their errors are in %s/summary.md); rerunning retries them", sum.Failed, sum.Runs, sum.Out)}
+		return &failedError{fmt.Errorf("%d of %d runs failed (their errors are in %s/summary.md); rerunning retries them", sum.Failed, sum.Runs, sum.Out)}
 	}
 	return nil
 }

@@ -10,7 +10,7 @@
 //	strata version
 //
 // Exit codes: 0 success, 2 bad input (config, dataset, module, usage),
-// 1 an internal failure, 130 interrupted.
+// 1 an internal failure or failed experiment runs, 130 interrupted.
 package main
 
 import (
@@ -62,6 +62,13 @@ type internalError struct{ err error }
 
 func (e *internalError) Error() string { return "internal error: " + e.err.Error() }
 func (e *internalError) Unwrap() error { return e.err }
+
+// failedError is a command that ran but did not fully succeed, such as an
+// experiment with failed runs: exit code 1, without the "internal" label.
+type failedError struct{ err error }
+
+func (e *failedError) Error() string { return e.err.Error() }
+func (e *failedError) Unwrap() error { return e.err }
 
 type command struct {
 	name, args, doc string
@@ -132,6 +139,11 @@ func report(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "strata: interrupted")
 		return exitInterrupted
 	case errors.As(err, &ie):
+		fmt.Fprintf(stderr, "strata: %v\n", err)
+		return exitInternal
+	}
+	var fe *failedError
+	if errors.As(err, &fe) {
 		fmt.Fprintf(stderr, "strata: %v\n", err)
 		return exitInternal
 	}
