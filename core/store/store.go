@@ -42,10 +42,24 @@ const (
 	Interleaved Placement = "interleaved"
 	Replicated  Placement = "replicated"
 	Modulo      Placement = "modulo"
+	// Planned follows a placement plan (XGNN's solver): the hot rows form
+	// one logical partition per device (hot row r in partition r mod D),
+	// each device stores the partitions the plan gives it, and each device
+	// reads a partition from where the plan says.
+	Planned Placement = "planned"
 )
 
+// Plan is a partition placement over the store's devices (indices into
+// Options.Devices): Stores[i] lists the partitions device i holds, and
+// Reads[i][p] the device that device i reads partition p from, or -1 for
+// the host. placement.Plan converts to it.
+type Plan struct {
+	Stores [][]int
+	Reads  [][]int
+}
+
 // Placements lists the placements.
-func Placements() []Placement { return []Placement{Interleaved, Replicated, Modulo} }
+func Placements() []Placement { return []Placement{Interleaved, Replicated, Modulo, Planned} }
 
 // Options configure a store.
 type Options struct {
@@ -61,6 +75,8 @@ type Options struct {
 	// floor(GraphRatio·N) nodes of the ranking is reserved first.
 	Graph      *graph.CSR
 	GraphRatio float64
+	// Plan is required by Planned.
+	Plan *Plan
 }
 
 // Link is one direction of a transfer between two tiers.
@@ -100,11 +116,17 @@ type Store struct {
 	where     []int16          // per node: hostLoc, allDevices, or a device index
 	slot      []int32          // the node's row in its device tensor
 	perDevice []int            // rows cached per device
+	// Planned: the partition and position of a hot row, where partition
+	// p starts in each device's tensor (-1 when not stored), and the plan.
+	part     []int32
+	blockOff [][]int32
+	plan     *Plan
 }
 
 const (
 	hostLoc    = -1
 	allDevices = -2
+	planned    = -3 // a hot row of a Planned store: see part and slot
 )
 
 // New builds a store over features (n × dim, row-major, host memory) on b:
@@ -126,6 +148,10 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	}
 	switch opts.Placement {
 	case Interleaved, Replicated, Modulo:
+	case Planned:
+		if err := checkPlan(opts.Plan, len(opts.Devices)); err != nil {
+			return nil, err
+		}
 	case "":
 		opts.Placement = Interleaved
 	default:
@@ -195,6 +221,8 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	rows := make([][]int32, D) // node ids per device, in slot order
 	switch {
 	case D == 0:
+	case opts.Placement == Planned:
+		s.placePlanned(rank, caps, rowBytes, rows, opts.Plan)
 	case opts.Placement == Replicated:
 		k := len(rank)
 		for _, c := range caps {
@@ -296,6 +324,14 @@ func (s *Store) Cached() []int { return slices.Clone(s.perDevice) }
 // the device(s) that cache it.
 func (s *Store) Location(v int32) []tensor.Tier {
 	switch w := s.where[v]; w {
+	case planned:
+		var out []tensor.Tier
+		for d := range s.devices {
+			if s.blockOff[d][s.part[v]] >= 0 {
+				out = append(out, s.devices[d])
+			}
+		}
+		return append(out, tensor.Host)
 	case hostLoc:
 		return []tensor.Tier{tensor.Host}
 	case allDevices:
@@ -309,6 +345,13 @@ func (s *Store) Location(v int32) []tensor.Tier {
 // destination is dst: dst itself when it caches v, else the device that
 // caches v (for Replicated, the first device), else the host.
 func (s *Store) Source(v int32, dst tensor.Tier) tensor.Tier {
+	if s.where[v] == planned {
+		t, _ := s.source(v, slices.Index(s.devices, dst))
+		if t == 0 {
+			return tensor.Host
+		}
+		return s.devices[t-1]
+	}
 	switch w := s.where[v]; w {
 	case hostLoc:
 		return tensor.Host
@@ -326,6 +369,16 @@ func (s *Store) Source(v int32, dst tensor.Tier) tensor.Tier {
 // (0 = host, d+1 = device d) and the row within it.
 func (s *Store) source(v int32, dstDev int) (int, int32) {
 	switch w := s.where[v]; w {
+	case planned:
+		if dstDev < 0 {
+			return 0, v
+		}
+		p := s.part[v]
+		src := s.plan.Reads[dstDev][p]
+		if src < 0 {
+			return 0, v
+		}
+		return src + 1, s.blockOff[src][p] + s.slot[v]
 	case hostLoc:
 		return 0, v
 	case allDevices:
@@ -525,4 +578,65 @@ func HostGather(features []float32, dim int, ids []int32) []float32 {
 		copy(out[i*dim:(i+1)*dim], features[int(v)*dim:(int(v)+1)*dim])
 	}
 	return out
+}
+
+// checkPlan validates a Planned store's plan for D devices.
+func checkPlan(p *Plan, D int) error {
+	switch {
+	case p == nil:
+		return fmt.Errorf("store: placement %q needs a plan", Planned)
+	case len(p.Stores) != D || len(p.Reads) != D:
+		return fmt.Errorf("store: a plan for %d and %d devices, but the store has %d", len(p.Stores), len(p.Reads), D)
+	}
+	for i := range D {
+		if len(p.Reads[i]) != D {
+			return fmt.Errorf("store: plan: device %d reads %d partitions, want %d", i, len(p.Reads[i]), D)
+		}
+		for _, q := range p.Stores[i] {
+			if q < 0 || q >= D {
+				return fmt.Errorf("store: plan: device %d stores partition %d, outside [0,%d)", i, q, D)
+			}
+		}
+		for q, src := range p.Reads[i] {
+			if src >= D || src < -1 {
+				return fmt.Errorf("store: plan: device %d reads partition %d from device %d, outside [-1,%d)", i, q, src, D)
+			}
+			if src >= 0 && !slices.Contains(p.Stores[src], q) {
+				return fmt.Errorf("store: plan: device %d reads partition %d from device %d, which does not store it", i, q, src)
+			}
+		}
+	}
+	return nil
+}
+
+// placePlanned splits the hottest rows into one partition per device and
+// lays out each device's partitions as the plan says; the number of hot
+// rows is what the fullest device can hold.
+func (s *Store) placePlanned(rank []int32, caps []int64, rowBytes int64, rows [][]int32, p *Plan) {
+	D := len(caps)
+	perPart := int64(len(rank)+D-1) / int64(D)
+	for d, c := range caps {
+		if n := len(p.Stores[d]); n > 0 {
+			perPart = min(perPart, c/rowBytes/int64(n))
+		}
+	}
+	k := min(len(rank), int(perPart)*D)
+	s.plan, s.part = p, make([]int32, s.n)
+	parts := make([][]int32, D)
+	for r, v := range rank[:k] {
+		q := r % D
+		s.where[v], s.part[v], s.slot[v] = planned, int32(q), int32(len(parts[q]))
+		parts[q] = append(parts[q], v)
+	}
+	s.blockOff = make([][]int32, D)
+	for d := range D {
+		s.blockOff[d] = make([]int32, D)
+		for q := range s.blockOff[d] {
+			s.blockOff[d][q] = -1
+		}
+		for _, q := range p.Stores[d] {
+			s.blockOff[d][q] = int32(len(rows[d]))
+			rows[d] = append(rows[d], parts[q]...)
+		}
+	}
 }

@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"strata/core/backend/sim"
+	"strata/core/store"
 	"strata/plugins/registry"
 )
 
@@ -520,4 +521,27 @@ func checkLocal(gbps float64) error {
 func init() {
 	registry.Register(new(XGNN))
 	registry.Register(new(Clique))
+}
+
+// StorePlan converts the plan for the tiered feature store, whose devices
+// are the plan's Devices in order: device and read indices become
+// positions in Devices (reads from the host stay -1).
+func (p *Plan) StorePlan() *store.Plan {
+	pos := make(map[int]int, len(p.Devices))
+	for i, d := range p.Devices {
+		pos[d] = i
+	}
+	sp := &store.Plan{Stores: make([][]int, len(p.Devices)), Reads: make([][]int, len(p.Devices))}
+	for i := range p.Devices {
+		sp.Stores[i] = append([]int(nil), p.Stores[i]...)
+		sp.Reads[i] = make([]int, len(p.Reads[i]))
+		for q, src := range p.Reads[i] {
+			if src == Host {
+				sp.Reads[i][q] = -1
+			} else {
+				sp.Reads[i][q] = pos[src]
+			}
+		}
+	}
+	return sp
 }
