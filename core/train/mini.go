@@ -11,6 +11,7 @@ import (
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/plugins/cache"
+	"strata/plugins/placement"
 	"strata/plugins/registry"
 	"strata/plugins/sampler"
 )
@@ -125,12 +126,30 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices
 		return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
 	}
 	perDevice := (int64(len(rank)) + int64(len(devices)) - 1) / int64(len(devices))
+	opts := store.Options{Placement: store.Interleaved, Devices: devices, Capacity: []int64{perDevice * int64(e.dim) * 4}}
+	if cfg.Placement.Name != "" {
+		solver, ok := cfg.Placement.Module.(placement.Solver)
+		sb, isSim := e.be.(*sim.Backend)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("placement.name = %q is not a placement solver", cfg.Placement.Name)
+		case !isSim:
+			return nil, cfg.KeyError("placement: placing partitions needs simulated devices; set train.backend = \"sim\"", "placement", "name")
+		}
+		if err := registry.Provision(ctx, cfg.Placement.Module); err != nil {
+			return nil, fmt.Errorf("placement: %w", err)
+		}
+		plan, err := solver.Place(ctx, sb.Topology(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Placement.ID, err)
+		}
+		// Each device holds as many partitions as the fullest one, so the
+		// same capacity covers MaxStored partitions of len(rank)/D rows.
+		opts.Placement, opts.Plan = store.Planned, plan.StorePlan()
+		opts.Capacity = []int64{perDevice * int64(plan.MaxStored()) * int64(e.dim) * 4}
+	}
 	setPurpose(e.be, sim.PurposeFeatures)
-	return store.New(e.be, e.feats, e.dim, rank, store.Options{
-		Placement: store.Interleaved,
-		Devices:   devices,
-		Capacity:  []int64{perDevice * int64(e.dim) * 4},
-	})
+	return store.New(e.be, e.feats, e.dim, rank, opts)
 }
 
 func (m *miniBatches) release() {

@@ -25,6 +25,9 @@ func checkSupported(cfg *config.Config) error {
 			return unused([]string{p.key, "name"}, fmt.Sprintf("%s is set", p.p.ID))
 		}
 	}
+	if cfg.Placement.Name != "" && (cfg.Train.Mode != "minibatch" || cfg.Cache.Name == "") {
+		return cfg.KeyError(fmt.Sprintf("placement.name: %s places cached feature partitions, which only minibatch training with a [cache] uses; add them or remove [placement]", cfg.Placement.ID), "placement", "name")
+	}
 	if cfg.Partition.Name != "" && cfg.Train.MicroBatches == 1 {
 		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
 	}

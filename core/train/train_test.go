@@ -483,3 +483,36 @@ func TestCustomTopology(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacedFeatureCache trains data-parallel on the simulated DGX-1 with a
+// degree cache placed by XGNN's solver: the numbers equal those of the
+// interleaved cache (gathers are exact), and devices read peers' rows.
+func TestPlacedFeatureCache(t *testing.T) {
+	base := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]",
+		"train.batch_size=70", "train.epochs=2", `train.backend="sim"`, `devices.preset="nvlink-ring-4"`,
+		`cache.name="degree"`, "cache.capacity=0.3"}
+	var losses []float64
+	for _, extra := range [][]string{nil, {`placement.name="xgnn"`}, {`placement.name="clique"`}} {
+		r, err := Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), extra...)...), Options{Wasm: testWasm(t)})
+		if err != nil {
+			t.Fatalf("%v: %v", extra, err)
+		}
+		losses = append(losses, r.FinalLoss)
+		peer := int64(0)
+		for _, l := range r.Traffic {
+			if strings.HasPrefix(l.Link, "device") && !strings.HasSuffix(l.Link, "host") {
+				peer += l.Bytes
+			}
+		}
+		if peer == 0 {
+			t.Errorf("%v: no device-to-device traffic", extra)
+		}
+	}
+	if losses[1] != losses[0] || losses[2] != losses[0] {
+		t.Errorf("losses %v differ between placements", losses)
+	}
+	_, err := Run(context.Background(), mustParse(t, coraBase, `placement.name="xgnn"`), Options{Wasm: testWasm(t)})
+	if err == nil || !strings.Contains(err.Error(), "only minibatch training with a [cache] uses") {
+		t.Errorf("placement without a cache: error %v", err)
+	}
+}
