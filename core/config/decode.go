@@ -276,7 +276,7 @@ func (d *decoder) inRange(path []string, f *field, x float64, text string) bool 
 }
 
 func (d *decoder) typeError(path []string, f *field, v any) {
-	d.errorf(path, "%s: expected %s, got %s", d.name(path), typeName(f.typ), describeValue(v))
+	d.errorf(path, "%s: expected %s, got %s", d.name(path), typeName(f.typ), DescribeValue(v))
 }
 
 func (d *decoder) enumError(path []string, f *field, s string) {
@@ -334,7 +334,7 @@ func findKey(leaf string, parent []string) string {
 func (d *decoder) scalarMap(path []string, v any, rv reflect.Value) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.errorf(path, "%s: expected table, got %s", toml.Key(path), describeValue(v))
+		d.errorf(path, "%s: expected table, got %s", toml.Key(path), DescribeValue(v))
 		return
 	}
 	out := make(map[string]any, len(m))
@@ -344,15 +344,15 @@ func (d *decoder) scalarMap(path []string, v any, rv reflect.Value) {
 		case int64, float64, bool:
 			out[k] = x
 		default:
-			d.errorf(kp, "%s: expected integer, float or boolean, got %s", toml.Key(kp), describeValue(x))
+			d.errorf(kp, "%s: expected integer, float or boolean, got %s", toml.Key(kp), DescribeValue(x))
 		}
 	}
 	rv.Set(reflect.ValueOf(out))
 }
 
-// describeValue names a TOML value's type and shows it: `string "200"`,
+// DescribeValue names a TOML value's type and shows it: `string "200"`,
 // `float 0.5`, `table`.
-func describeValue(v any) string {
+func DescribeValue(v any) string {
 	switch x := v.(type) {
 	case string:
 		return "string " + strconv.Quote(x)
@@ -371,7 +371,7 @@ func describeValue(v any) string {
 	case time.Time:
 		return fmt.Sprintf("datetime %v", x)
 	case overrideValue:
-		return describeValue(x.parsed)
+		return DescribeValue(x.parsed)
 	}
 	return fmt.Sprintf("%T", v)
 }

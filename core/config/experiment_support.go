@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -40,19 +39,5 @@ func ParseTable(file string, data []byte, table string, overrides ...string) (*C
 			src.pos[rest] = position{line: line}
 		}
 	}
-	d := &decoder{src: src}
-	for _, o := range overrides {
-		if e := applyOverride(raw, src, o); e != nil {
-			d.errs = append(d.errs, e)
-		}
-	}
-	cfg := Default()
-	cfg.Path = file
-	cfg.src = src
-	d.table(nil, raw, reflect.ValueOf(cfg).Elem(), fieldsOf(configType), d.unknownKey)
-	d.check(cfg)
-	if err := join(d.errs); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return decodeRaw(raw, src, file, overrides)
 }

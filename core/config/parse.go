@@ -30,7 +30,12 @@ func Parse(name string, data []byte, overrides ...string) (*Config, error) {
 	if raw == nil {
 		raw = map[string]any{}
 	}
-	src := newSource(name, string(data))
+	return decodeRaw(raw, newSource(name, string(data)), name, overrides)
+}
+
+// decodeRaw applies the overrides to a decoded TOML document and checks it
+// into a Config named name; src locates the keys for errors.
+func decodeRaw(raw map[string]any, src *source, name string, overrides []string) (*Config, error) {
 	d := &decoder{src: src}
 	for _, o := range overrides {
 		if e := applyOverride(raw, src, o); e != nil {

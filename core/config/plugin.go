@@ -41,7 +41,7 @@ func (d *decoder) plugin(path []string, v any, rv reflect.Value, ns string) {
 	namePath := append(slices.Clone(path), "name")
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.errorf(path, "%s: expected table, got %s", section, describeValue(v))
+		d.errorf(path, "%s: expected table, got %s", section, DescribeValue(v))
 		return
 	}
 	opts := make(map[string]any, len(m))
@@ -59,7 +59,7 @@ func (d *decoder) plugin(path []string, v any, rv reflect.Value, ns string) {
 	}
 	name, ok := unwrap(raw, reflect.String).(string)
 	if !ok {
-		d.errorf(namePath, "%s.name: expected string, got %s", section, describeValue(raw))
+		d.errorf(namePath, "%s.name: expected string, got %s", section, DescribeValue(raw))
 		return
 	}
 	if name == "" {

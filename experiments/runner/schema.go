@@ -147,7 +147,7 @@ func Parse(file string, data []byte) (*Experiment, error) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			el.add(ln, full, "%s: expected string, got %s", full, describe(v))
+			el.add(ln, full, "%s: expected string, got %s", full, config.DescribeValue(v))
 		}
 		return s
 	}
@@ -185,7 +185,7 @@ func Parse(file string, data []byte) (*Experiment, error) {
 	case map[string]any:
 		// decoded by config.ParseTable in Plan
 	default:
-		el.add(e.BaseLine, "base", "base: expected a config path (string) or a [base] table, got %s", describe(b))
+		el.add(e.BaseLine, "base", "base: expected a config path (string) or a [base] table, got %s", config.DescribeValue(b))
 	}
 
 	// axes
@@ -231,7 +231,7 @@ func Parse(file string, data []byte) (*Experiment, error) {
 			}
 			a.Values = v
 		default:
-			el.add(vln, "axis.values", "axis %q: values: expected an array, got %s", a.Key, describe(v))
+			el.add(vln, "axis.values", "axis %q: values: expected an array, got %s", a.Key, config.DescribeValue(v))
 		}
 		for _, prev := range e.Axes {
 			if prev.Key == a.Key && a.Key != "" {
@@ -261,13 +261,13 @@ func Parse(file string, data []byte) (*Experiment, error) {
 	if v, ok := raw["seeds"]; ok {
 		arr, isArr := v.([]any)
 		if !isArr || len(arr) == 0 {
-			el.add(e.seedsLine, "seeds", "seeds: expected a non-empty array of integers, got %s", describe(v))
+			el.add(e.seedsLine, "seeds", "seeds: expected a non-empty array of integers, got %s", config.DescribeValue(v))
 		}
 		seen := map[int64]bool{}
 		for _, x := range arr {
 			s, ok := x.(int64)
 			if !ok {
-				el.add(e.seedsLine, "seeds", "seeds: expected integers, got %s", describe(x))
+				el.add(e.seedsLine, "seeds", "seeds: expected integers, got %s", config.DescribeValue(x))
 				continue
 			}
 			if seen[s] {
@@ -296,7 +296,7 @@ func Parse(file string, data []byte) (*Experiment, error) {
 		for _, x := range v {
 			s, ok := x.(string)
 			if !ok {
-				el.add(mln, "metrics", "metrics: expected strings, got %s", describe(x))
+				el.add(mln, "metrics", "metrics: expected strings, got %s", config.DescribeValue(x))
 				continue
 			}
 			if !slices.Contains(valid, s) {
@@ -310,7 +310,7 @@ func Parse(file string, data []byte) (*Experiment, error) {
 			e.Metrics = append(e.Metrics, s)
 		}
 	default:
-		el.add(mln, "metrics", "metrics: expected an array of strings, got %s", describe(v))
+		el.add(mln, "metrics", "metrics: expected an array of strings, got %s", config.DescribeValue(v))
 	}
 
 	// derived
@@ -358,7 +358,7 @@ func Parse(file string, data []byte) (*Experiment, error) {
 		case nil:
 			el.add(ln, "derived.baseline", `derived column %q: baseline is required, e.g. baseline = { "model.name" = "gcn" }`, d.Name)
 		default:
-			el.add(bln, "derived.baseline", "derived column %q: baseline: expected a table, got %s", d.Name, describe(b))
+			el.add(bln, "derived.baseline", "derived column %q: baseline: expected a table, got %s", d.Name, config.DescribeValue(b))
 		}
 		e.Derived = append(e.Derived, d)
 	}
@@ -382,14 +382,14 @@ func tableArray(el *errorList, raw map[string]any, key string, ln int) []map[str
 		for _, x := range v {
 			m, ok := x.(map[string]any)
 			if !ok {
-				el.add(ln, key, "%s: expected an array of tables ([[%s]]), got %s", key, key, describe(x))
+				el.add(ln, key, "%s: expected an array of tables ([[%s]]), got %s", key, key, config.DescribeValue(x))
 				continue
 			}
 			out = append(out, m)
 		}
 		return out
 	default:
-		el.add(ln, key, "%s: expected an array of tables ([[%s]]), got %s", key, key, describe(v))
+		el.add(ln, key, "%s: expected an array of tables ([[%s]]), got %s", key, key, config.DescribeValue(v))
 		return nil
 	}
 }
@@ -545,27 +545,6 @@ func sortedKeys(m map[string]any, lines map[string]int, prefix string) []string 
 		return strings.Compare(a, b)
 	})
 	return keys
-}
-
-// describe names a TOML value's type and shows it.
-func describe(v any) string {
-	switch x := v.(type) {
-	case string:
-		return "string " + strconv.Quote(x)
-	case int64:
-		return "integer " + strconv.FormatInt(x, 10)
-	case float64:
-		return "float " + config.TOMLValue(x)
-	case bool:
-		return "boolean " + strconv.FormatBool(x)
-	case map[string]any:
-		return "table"
-	case []map[string]any:
-		return "array of tables"
-	case []any:
-		return "array " + config.TOMLValue(x)
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // display formats an axis value for people: strings without quotes.
