@@ -76,6 +76,11 @@ func convertIdx[A, B index](in []A) []B {
 
 // parallelFor splits [0,n) into at most GOMAXPROCS ranges of at least grain
 // elements and runs fn on them concurrently.
+// ParallelFor runs fn over [0,n) in contiguous chunks of at least grain
+// items on up to GOMAXPROCS goroutines and waits for them. fn must write
+// only its own chunk's outputs.
+func ParallelFor(n, grain int, fn func(lo, hi int)) { parallelFor(n, grain, fn) }
+
 func parallelFor(n, grain int, fn func(lo, hi int)) {
 	parts := numWorkers()
 	if grain < 1 {

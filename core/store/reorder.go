@@ -2,8 +2,6 @@ package store
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 
 	"strata/core/graph"
 )
@@ -43,7 +41,7 @@ func Reorder(g *graph.CSR, features []float32, dim int, rank []int32) (*graph.CS
 	}
 	// New row pointer: lengths in new order, then a prefix sum.
 	indptr := make([]int64, n+1)
-	par(n, func(lo, hi int) {
+	graph.ParallelFor(n, 1024, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			o := rank[i]
 			indptr[i+1] = g.Indptr[o+1] - g.Indptr[o]
@@ -62,7 +60,7 @@ func Reorder(g *graph.CSR, features []float32, dim int, rank []int32) (*graph.CS
 	if g.Values != nil {
 		out.Values = make([]float32, m)
 	}
-	par(n, func(lo, hi int) {
+	graph.ParallelFor(n, 1024, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			o := rank[i]
 			src, dst := g.Indptr[o], indptr[i]
@@ -82,7 +80,7 @@ func Reorder(g *graph.CSR, features []float32, dim int, rank []int32) (*graph.CS
 	var feat []float32
 	if features != nil {
 		feat = make([]float32, len(features))
-		par(n, func(lo, hi int) {
+		graph.ParallelFor(n, 1024, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				o := int(rank[i])
 				copy(feat[i*dim:(i+1)*dim], features[o*dim:(o+1)*dim])
@@ -92,21 +90,3 @@ func Reorder(g *graph.CSR, features []float32, dim int, rank []int32) (*graph.CS
 	return out, feat, newID, nil
 }
 
-// par runs fn over [0,n) in GOMAXPROCS contiguous chunks.
-func par(n int, fn func(lo, hi int)) {
-	w := min(runtime.GOMAXPROCS(0), (n+1023)/1024)
-	if w <= 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	chunk := (n + w - 1) / w
-	for lo := 0; lo < n; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(n, lo+chunk))
-	}
-	wg.Wait()
-}

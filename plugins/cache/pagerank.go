@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
-	"sync"
 
 	"strata/core/graph"
 	"strata/plugins/registry"
@@ -64,7 +62,7 @@ func ReversePageRank(ctx context.Context, g *graph.CSR, init []float64, iters in
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		parallelFor(n, func(lo, hi int) {
+		graph.ParallelFor(n, 4096, func(lo, hi int) {
 			for v := lo; v < hi; v++ {
 				if deg := g.Indptr[v+1] - g.Indptr[v]; deg > 0 {
 					x[v] = score[v] / float64(deg)
@@ -73,7 +71,7 @@ func ReversePageRank(ctx context.Context, g *graph.CSR, init []float64, iters in
 				}
 			}
 		})
-		parallelFor(n, func(lo, hi int) {
+		graph.ParallelFor(n, 4096, func(lo, hi int) {
 			for u := lo; u < hi; u++ {
 				var s float64
 				for e := t.Indptr[u]; e < t.Indptr[u+1]; e++ {
@@ -86,25 +84,6 @@ func ReversePageRank(ctx context.Context, g *graph.CSR, init []float64, iters in
 	return score, nil
 }
 
-// parallelFor runs fn over [0,n) in contiguous chunks on GOMAXPROCS
-// goroutines. fn must write only its own chunk's outputs.
-func parallelFor(n int, fn func(lo, hi int)) {
-	w := min(runtime.GOMAXPROCS(0), (n+4095)/4096)
-	if w <= 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	chunk := (n + w - 1) / w
-	for lo := 0; lo < n; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(n, lo+chunk))
-	}
-	wg.Wait()
-}
 
 // RankByScore returns the k node ids of highest score, highest first, ties
 // by ascending id.
