@@ -89,4 +89,3 @@ func Reorder(g *graph.CSR, features []float32, dim int, rank []int32) (*graph.CS
 	}
 	return out, feat, newID, nil
 }
-

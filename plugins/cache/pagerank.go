@@ -84,7 +84,6 @@ func ReversePageRank(ctx context.Context, g *graph.CSR, init []float64, iters in
 	return score, nil
 }
 
-
 // RankByScore returns the k node ids of highest score, highest first, ties
 // by ascending id.
 func RankByScore[T cmp.Ordered](score []T, k int) []int32 {
