@@ -51,8 +51,7 @@ func newBlockRunner(e stepEnv, evalChunks int) (*blockRunner, error) {
 		r.eval = append(r.eval, ids)
 	}
 	var err error
-	setPurpose(e.be, sim.PurposeParameters)
-	r.ps, err = engine.NewParams(e.model, e.be, e.dt, e.tier, e.seed)
+	r.ps, err = engine.NewParams(e.model, forPurpose(e.be, sim.PurposeParameters), e.dt, e.tier, e.seed)
 	return r, err
 }
 
@@ -91,7 +90,6 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, input *tensor.Te
 		return nil, err
 	}
 	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: make([]map[string]*engine.Graph, len(blocks)), Inference: infer}
-	setPurpose(e.be, sim.PurposeTopology)
 	for l, b := range blocks {
 		env.Blocks[l] = map[string]*engine.Graph{}
 		for name := range r.layers[l] {
@@ -114,8 +112,7 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, input *tensor.Te
 		if x == nil {
 			x = gatherRows(e.feats, e.dim, src)
 		}
-		setPurpose(e.be, sim.PurposeFeatures)
-		if env.Input, err = uploadFloat32s(e.be, x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
+		if env.Input, err = uploadFloat32s(forPurpose(e.be, sim.PurposeFeatures), x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
 			return fail(err)
 		}
 	}
@@ -138,7 +135,8 @@ func gatherRows(feats []float32, dim int, ids []int32) []float32 {
 // upload places one block graph with its GCN and mean weights.
 func (r *blockRunner) upload(bb *boundBlocks, adj *graph.CSR, b sampler.Block, isq []float64) (*engine.Graph, error) {
 	e := r.e
-	a, err := e.be.UploadGraph(adj, e.tier)
+	be := forPurpose(e.be, sim.PurposeTopology)
+	a, err := be.UploadGraph(adj, e.tier)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +152,7 @@ func (r *blockRunner) upload(bb *boundBlocks, adj *graph.CSR, b sampler.Block, i
 		v   []float32
 		dst **tensor.Tensor
 	}{{gcn, &eg.GCNNorm}, {graph.MeanNorm(adj), &eg.MeanNorm}} {
-		t, err := uploadFloat32s(e.be, w.v, []int{len(w.v)}, e.dt, e.tier)
+		t, err := uploadFloat32s(be, w.v, []int{len(w.v)}, e.dt, e.tier)
 		if err != nil {
 			return nil, err
 		}
@@ -212,13 +210,12 @@ func (r *blockRunner) trainBatch(ctx context.Context, bb *boundBlocks, nodes []i
 	for i, v := range nodes {
 		labels[i], rows[i] = e.ds.Labels[v], int32(i)
 	}
-	setPurpose(e.be, sim.PurposeLabels)
-	lt, err := uploadInt32s(e.be, labels, e.tier)
+	lt, err := uploadInt32s(forPurpose(e.be, sim.PurposeLabels), labels, e.tier)
 	if err != nil {
 		return 0, err
 	}
 	defer e.be.Release(lt)
-	it, err := uploadInt32s(e.be, rows, e.tier)
+	it, err := uploadInt32s(forPurpose(e.be, sim.PurposeLabels), rows, e.tier)
 	if err != nil {
 		return 0, err
 	}

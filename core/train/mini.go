@@ -148,8 +148,7 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices
 		opts.Placement, opts.Plan = store.Planned, plan.StorePlan()
 		opts.Capacity = []int64{perDevice * int64(plan.MaxStored()) * int64(e.dim) * 4}
 	}
-	setPurpose(e.be, sim.PurposeFeatures)
-	return store.New(e.be, e.feats, e.dim, rank, opts)
+	return store.New(forPurpose(e.be, sim.PurposeFeatures), e.feats, e.dim, rank, opts)
 }
 
 func (m *miniBatches) release() {
@@ -258,7 +257,6 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 			var input *tensor.Tensor
 			if m.store != nil {
 				t1 := time.Now()
-				setPurpose(e.be, sim.PurposeFeatures)
 				in, st, err := m.store.Gather(ctx, sh.blocks[0].Src, r.e.tier)
 				if err != nil {
 					return 0, fmt.Errorf("batch %d: gathering features: %w", n, err)
@@ -309,8 +307,7 @@ func (m *miniBatches) allReduce(n int) error {
 	if n < 2 {
 		return nil
 	}
-	be := m.replicas[0].e.be
-	setPurpose(be, sim.PurposeGradients)
+	be := forPurpose(m.replicas[0].e.be, sim.PurposeGradients)
 	root := m.replicas[0].ps.List()
 	for i, p := range root {
 		tmp, err := be.Alloc(p.Grad.DType(), p.Grad.Shape(), p.Grad.Tier())

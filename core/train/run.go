@@ -252,7 +252,6 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
 			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
 				l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = ep, va, tr, te
-				setPurpose(l.be, sim.PurposeParameters)
 				if best, err = l.st.params().Snapshot(); err != nil {
 					return err
 				}
@@ -282,8 +281,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	l.res.EpochTimeMedianS = median(times, 2)
 	l.res.EvalTimeMedianS = median(evalTimes, 0)
 	if best != nil {
-		setPurpose(l.be, sim.PurposeParameters)
-		return l.st.params().Restore(best)
+		return l.st.params().Restore(best) // through the parameters' view: counted as parameters
 	}
 	return nil
 }

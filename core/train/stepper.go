@@ -47,28 +47,27 @@ type fullGraph struct {
 }
 
 func newFullGraph(e stepEnv) (*fullGraph, error) {
-	setPurpose(e.be, sim.PurposeTopology)
-	graphs, err := bindGraphs(e.model, e.adjs, e.be, e.dt, e.tier)
+	graphs, err := bindGraphs(e.model, e.adjs, forPurpose(e.be, sim.PurposeTopology), e.dt, e.tier)
 	if err != nil {
 		return nil, err
 	}
-	setPurpose(e.be, sim.PurposeFeatures)
-	x, err := uploadFloat32s(e.be, e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
+	x, err := uploadFloat32s(forPurpose(e.be, sim.PurposeFeatures), e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
 	if err != nil {
 		return nil, fmt.Errorf("upload features: %w", err)
 	}
-	setPurpose(e.be, sim.PurposeParameters)
-	prog, err := engine.Compile(e.model, engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Graphs: graphs, Input: x}, e.seed)
+	// The program's own transfers are its parameters' upload (and
+	// snapshots); activations never leave the device.
+	prog, err := engine.Compile(e.model, engine.Env{Backend: forPurpose(e.be, sim.PurposeParameters), DType: e.dt, Tier: e.tier, Graphs: graphs, Input: x}, e.seed)
 	if err != nil {
 		return nil, err
 	}
 	f := &fullGraph{be: e.be, prog: prog}
-	setPurpose(e.be, sim.PurposeLabels)
-	if f.labels, err = uploadInt32s(e.be, e.ds.Labels, e.tier); err != nil {
+	labels := forPurpose(e.be, sim.PurposeLabels)
+	if f.labels, err = uploadInt32s(labels, e.ds.Labels, e.tier); err != nil {
 		prog.Release()
 		return nil, err
 	}
-	if f.trainIdx, err = uploadInt32s(e.be, e.ds.Train, e.tier); err != nil {
+	if f.trainIdx, err = uploadInt32s(labels, e.ds.Train, e.tier); err != nil {
 		prog.Release()
 		return nil, err
 	}
@@ -100,11 +99,13 @@ func (f *fullGraph) params() *engine.Params { return f.prog.ParamSet() }
 
 func (f *fullGraph) release() { f.prog.Release() }
 
-// setPurpose labels the transfers that follow on a simulated backend.
-func setPurpose(be backend.Backend, p string) {
+// forPurpose returns a view of be whose transfers a simulated backend
+// counts under purpose p; other backends are returned as they are.
+func forPurpose(be backend.Backend, p string) backend.Backend {
 	if sb, ok := be.(*sim.Backend); ok {
-		sb.SetPurpose(p)
+		return sb.ForPurpose(p)
 	}
+	return be
 }
 
 // argmaxInto writes the argmax of every row of out into pred.
@@ -120,8 +121,7 @@ func argmaxInto(be backend.Backend, out *tensor.Tensor, pred []int32) error {
 	if err := be.ArgmaxRows(out, t); err != nil {
 		return err
 	}
-	setPurpose(be, sim.PurposeActivations)
-	return be.Download(t, pred)
+	return forPurpose(be, sim.PurposeActivations).Download(t, pred)
 }
 
 func uploadInt32s(be backend.Backend, v []int32, tier tensor.Tier) (*tensor.Tensor, error) {

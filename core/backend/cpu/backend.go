@@ -28,8 +28,9 @@ type Options struct {
 	Tiers []Tier
 	// Transfer, when set, is told of every byte that crosses between two
 	// tiers: Upload and UploadGraph (host to the tier), Download (the tier
-	// to host) and Copy between different tiers.
-	Transfer func(from, to tensor.Tier, bytes int64)
+	// to host) and Copy between different tiers. tag is the tag of the
+	// view that moved them (see WithTag; "" for the backend itself).
+	Transfer func(from, to tensor.Tier, bytes int64, tag string)
 }
 
 // Tier is an extra memory tier.
@@ -38,18 +39,38 @@ type Tier struct {
 	Capacity int64 // bytes; 0 = unlimited
 }
 
-// Backend is the host backend. Like every backend it serves one goroutine at
-// a time and parallelises internally.
+// Backend is the host backend. It parallelises every call internally. Its
+// memory accounting is shared by all its views (WithTag) and safe for
+// concurrent use, so two goroutines may drive it at once as long as they
+// work on different tensors: a transfer stage filling the next batch while
+// the training goroutine computes the current one.
 type Backend struct {
 	threads  int
 	tiers    []tensor.Tier
 	capacity map[tensor.Tier]int64
-	transfer func(from, to tensor.Tier, bytes int64)
+	transfer func(from, to tensor.Tier, bytes int64, tag string)
+	tag      string // passed to transfer; set by WithTag
+	mem      *memory
+}
 
-	mu    sync.Mutex // guards inUse and peak (graph cleanups may run concurrently)
+// memory is the use and peak per tier, shared by a backend's views.
+type memory struct {
+	mu    sync.Mutex
 	inUse map[tensor.Tier]int64
 	peak  map[tensor.Tier]int64
 }
+
+// WithTag returns a view of the backend that shares its tiers, memory and
+// tensors and reports its transfers under tag: a simulated device counts
+// bytes per purpose this way, without state shared between goroutines.
+func (b *Backend) WithTag(tag string) *Backend {
+	v := *b
+	v.tag = tag
+	return &v
+}
+
+// Tag returns the view's tag ("" for the backend itself).
+func (b *Backend) Tag() string { return b.tag }
 
 var _ backend.Backend = (*Backend)(nil)
 
@@ -61,7 +82,7 @@ func New(opts Options) *Backend {
 	}
 	initBLAS()
 	b := &Backend{threads: n, tiers: []tensor.Tier{tensor.Host}, capacity: map[tensor.Tier]int64{},
-		transfer: opts.Transfer, inUse: map[tensor.Tier]int64{}, peak: map[tensor.Tier]int64{}}
+		transfer: opts.Transfer, mem: &memory{inUse: map[tensor.Tier]int64{}, peak: map[tensor.Tier]int64{}}}
 	for _, t := range opts.Tiers {
 		if t.Name != tensor.Host {
 			b.tiers = append(b.tiers, t.Name)
@@ -93,7 +114,7 @@ func (b *Backend) hasTier(t tensor.Tier) bool {
 // moved reports bytes that crossed from one tier to another.
 func (b *Backend) moved(from, to tensor.Tier, bytes int64) {
 	if b.transfer != nil && from != to && bytes > 0 {
-		b.transfer(from, to, bytes)
+		b.transfer(from, to, bytes, b.tag)
 	}
 }
 

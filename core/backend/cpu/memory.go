@@ -156,22 +156,24 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // reserve accounts bytes in a tier, failing when they exceed its capacity.
 func (b *Backend) reserve(tier tensor.Tier, bytes int64, what string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if c := b.capacity[tier]; c > 0 && b.inUse[tier]+bytes > c {
-		return &OutOfMemoryError{Tier: tier, What: what, Bytes: bytes, InUse: b.inUse[tier], Capacity: c}
+	m := b.mem
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := b.capacity[tier]; c > 0 && m.inUse[tier]+bytes > c {
+		return &OutOfMemoryError{Tier: tier, What: what, Bytes: bytes, InUse: m.inUse[tier], Capacity: c}
 	}
-	b.inUse[tier] += bytes
-	b.peak[tier] = max(b.peak[tier], b.inUse[tier])
+	m.inUse[tier] += bytes
+	m.peak[tier] = max(m.peak[tier], m.inUse[tier])
 	return nil
 }
 
 // account adds delta bytes to a tier's use and updates its peak.
 func (b *Backend) account(tier tensor.Tier, delta int64) {
-	b.mu.Lock()
-	b.inUse[tier] += delta
-	b.peak[tier] = max(b.peak[tier], b.inUse[tier])
-	b.mu.Unlock()
+	m := b.mem
+	m.mu.Lock()
+	m.inUse[tier] += delta
+	m.peak[tier] = max(m.peak[tier], m.inUse[tier])
+	m.mu.Unlock()
 }
 
 // Release frees t's storage. Releasing twice, nil or a foreign tensor is a no-op.
@@ -190,11 +192,12 @@ func (b *Backend) Release(t *tensor.Tensor) {
 // Stats reports the memory in use and its peak per tier, tensors and
 // graphs together.
 func (b *Backend) Stats() backend.Stats {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	m := b.mem
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	st := backend.Stats{InUse: map[tensor.Tier]int64{}, Peak: map[tensor.Tier]int64{}}
 	for _, t := range b.tiers {
-		st.InUse[t], st.Peak[t] = b.inUse[t], b.peak[t]
+		st.InUse[t], st.Peak[t] = m.inUse[t], m.peak[t]
 	}
 	return st
 }

@@ -15,18 +15,22 @@ import (
 func DeviceTier(i int) tensor.Tier { return tensor.Tier("device" + strconv.Itoa(i)) }
 
 // Backend is a CPU backend with one capacity-limited tier per simulated
-// device, which counts the bytes crossing every link.
+// device, which counts the bytes crossing every link. Views made by
+// ForPurpose share its memory, tensors and counters.
 type Backend struct {
 	*cpu.Backend
-	topo Topology
-
-	mu      sync.Mutex
-	bytes   map[Link]int64
-	purpose string
-	byUse   map[string]int64
+	topo    Topology
+	traffic *counters
 }
 
-// Purposes under which transfers are counted (SetPurpose).
+// counters are the bytes moved, shared by a backend's views.
+type counters struct {
+	mu    sync.Mutex
+	bytes map[Link]int64
+	byUse map[string]int64
+}
+
+// Purposes under which transfers are counted (ForPurpose).
 const (
 	PurposeFeatures    = "features"
 	PurposeTopology    = "topology"
@@ -37,24 +41,31 @@ const (
 	PurposeOther       = "other"
 )
 
-// SetPurpose labels the transfers that follow (until the next call) for
-// the per-purpose counters, e.g. PurposeFeatures before uploading a
-// batch's input rows. It returns the previous purpose.
-func (b *Backend) SetPurpose(p string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	old := b.purpose
-	b.purpose = p
-	return old
+// ForPurpose returns a view of the backend whose transfers count under
+// purpose p (e.g. PurposeFeatures for a batch's input rows). Transfers
+// through the backend itself count as PurposeOther. Views carry their
+// label with them, so a transfer stage and the training loop can run at
+// once without mislabelling each other's bytes.
+func (b *Backend) ForPurpose(p string) *Backend {
+	return &Backend{Backend: b.Backend.WithTag(p), topo: b.topo, traffic: b.traffic}
+}
+
+// Purpose returns the purpose the view's transfers count under.
+func (b *Backend) Purpose() string {
+	if p := b.Backend.Tag(); p != "" {
+		return p
+	}
+	return PurposeOther
 }
 
 // TrafficByPurpose returns the bytes moved under each purpose, over all
 // links (a transfer routed through the host counts once).
 func (b *Backend) TrafficByPurpose() map[string]int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make(map[string]int64, len(b.byUse))
-	for k, v := range b.byUse {
+	t := b.traffic
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int64, len(t.byUse))
+	for k, v := range t.byUse {
 		out[k] = v
 	}
 	return out
@@ -71,7 +82,7 @@ func New(topo Topology, threads int) (*Backend, error) {
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{topo: topo, bytes: map[Link]int64{}, byUse: map[string]int64{}, purpose: PurposeOther}
+	b := &Backend{topo: topo, traffic: &counters{bytes: map[Link]int64{}, byUse: map[string]int64{}}}
 	tiers := make([]cpu.Tier, topo.Devices)
 	for i := range tiers {
 		tiers[i] = cpu.Tier{Name: DeviceTier(i), Capacity: topo.Capacity}
@@ -86,19 +97,23 @@ func (b *Backend) Name() string { return "sim" }
 // Topology returns the simulated machine.
 func (b *Backend) Topology() Topology { return b.topo }
 
-// count records a transfer, routing device↔device copies without a direct
-// link through the host.
-func (b *Backend) count(from, to tensor.Tier, n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.byUse[b.purpose] += n
+// count records a transfer under the purpose of the view that made it,
+// routing device↔device copies without a direct link through the host.
+func (b *Backend) count(from, to tensor.Tier, n int64, purpose string) {
+	if purpose == "" {
+		purpose = PurposeOther
+	}
+	t := b.traffic
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.byUse[purpose] += n
 	fi, ti := b.device(from), b.device(to)
 	if fi >= 0 && ti >= 0 && b.topo.PeerGBps[fi][ti] == 0 {
-		b.bytes[Link{from, tensor.Host}] += n
-		b.bytes[Link{tensor.Host, to}] += n
+		t.bytes[Link{from, tensor.Host}] += n
+		t.bytes[Link{tensor.Host, to}] += n
 		return
 	}
-	b.bytes[Link{from, to}] += n
+	t.bytes[Link{from, to}] += n
 }
 
 // device returns the index of a device tier, or -1 for the host.
@@ -139,10 +154,11 @@ type LinkTraffic struct {
 
 // Traffic returns the traffic of every link used so far, sorted by link.
 func (b *Backend) Traffic() []LinkTraffic {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make([]LinkTraffic, 0, len(b.bytes))
-	for l, n := range b.bytes {
+	t := b.traffic
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]LinkTraffic, 0, len(t.bytes))
+	for l, n := range t.bytes {
 		bw := b.bandwidth(l)
 		out = append(out, LinkTraffic{Link: l.String(), Bytes: n, GBps: bw, Seconds: float64(n) / (bw * 1e9)})
 	}
@@ -152,9 +168,10 @@ func (b *Backend) Traffic() []LinkTraffic {
 
 // ResetTraffic clears the counters (e.g. between epochs).
 func (b *Backend) ResetTraffic() {
-	b.mu.Lock()
-	b.bytes, b.byUse = map[Link]int64{}, map[string]int64{}
-	b.mu.Unlock()
+	t := b.traffic
+	t.mu.Lock()
+	t.bytes, t.byUse = map[Link]int64{}, map[string]int64{}
+	t.mu.Unlock()
 }
 
 // String describes the machine.
