@@ -22,8 +22,8 @@ var files embed.FS
 // The modules this tree ships (directories of models/layers and
 // models/costmodels; a test keeps the lists in sync).
 var (
-	shippedLayers     = []string{"gat", "gcn", "gin", "sage"}
-	shippedCostModels = []string{"roofline"}
+	shippedLayers     = []string{"gat", "gcn", "gin", "sage", "sage-lstm"}
+	shippedCostModels = []string{"betty-memory", "roofline"}
 )
 
 const costPrefix = "costmodel-"

@@ -23,6 +23,9 @@ func cmdPartition(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		*k = cfg.Train.MicroBatches
 	}
 	if *k < 1 || *k == 1 && cfg.Train.MicroBatches == 1 && !flagSet(fs, "k") {
+		if cfg.Train.AutoMicroBatches() {
+			return usagef("partition: train.micro_batches = \"auto\" picks K when training; give the number of parts with -k K")
+		}
 		return usagef("partition: give the number of parts with -k K (or set train.micro_batches)")
 	}
 	rep, err := train.Partition(ctx, cfg, *k, *batch)

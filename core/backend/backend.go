@@ -113,6 +113,20 @@ type Backend interface {
 	// EdgeSoftmaxBackward computes dscores from the softmax output and its gradient.
 	EdgeSoftmaxBackward(ctx context.Context, a Adj, out, dout, dscores *tensor.Tensor) error
 
+	// LSTMAggregate runs an LSTM over the sources of each destination row
+	// of a, in CSR order, from a zero state, and writes the last hidden
+	// state to out [R,H] (zeros for a row without sources). xw [S,4H] is
+	// x·W_ih over the S sources; whh is [H,4H] and bias [4H]; gate blocks
+	// are i, f, g, o as in PyTorch. gates [E,4H], cells [E,H] and hprev
+	// [E,H] receive, in the backend's layout, what LSTMAggregateBackward
+	// needs; all three nil (inference) saves nothing.
+	LSTMAggregate(ctx context.Context, a Adj, xw, whh, bias, out, gates, cells, hprev *tensor.Tensor) error
+	// LSTMAggregateBackward computes dxw [S,4H] and dwhh [H,4H]
+	// (overwritten) from dout [R,H] and the state a training LSTMAggregate
+	// saved. It consumes gates, which then hold the gradients of the gate
+	// pre-activations; the bias gradient is the column sum of dxw.
+	LSTMAggregateBackward(ctx context.Context, a Adj, whh, gates, cells, hprev, dout, dxw, dwhh *tensor.Tensor) error
+
 	// Gather copies rows: y[i,:] = x[idx[i],:].
 	Gather(x, idx, y *tensor.Tensor) error
 	// ScatterAdd accumulates rows: y[idx[i],:] += x[i,:] (y is not cleared).

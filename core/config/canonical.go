@@ -64,6 +64,8 @@ func structMap(rv reflect.Value, fields []field, hashOnly bool) map[string]any {
 			}
 		case f.typ.Kind() == reflect.Struct:
 			m[f.key] = structMap(fv, fieldsOf(f.typ), hashOnly)
+		case f.word != nil && fv.CanInt() && fv.Int() == f.word.value:
+			m[f.key] = f.word.text
 		default:
 			m[f.key] = fv.Interface()
 		}

@@ -10,6 +10,9 @@
 //	range:"[lo,hi)"  the allowed numeric interval (either end may be open
 //	                 or missing: "[1,)", "(0,)", "[0,1)")
 //	special:"v:what" one value outside the range that is also allowed
+//	word:"w:v:what"  a string an integer key also takes, stored as the
+//	                 integer v outside the range ("auto" for
+//	                 train.micro_batches)
 //	required:"true"  the key must be present and not empty
 //	example:"..."    a value for explain to show for a required key
 //
@@ -45,7 +48,7 @@ type Config struct {
 	Train     Train   `toml:"train" doc:"the training loop"`
 	Sampler   Plugin  `toml:"sampler" ns:"sampler" doc:"neighbourhood sampler for mini-batch training (fullgraph training does not use it)"`
 	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy (fullgraph training does not use it)"`
-	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (betty-reg is Betty's redundancy-aware split)"`
+	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (fullgraph) or each mini-batch's output nodes (minibatch); betty-reg is Betty's redundancy-aware split"`
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
@@ -89,7 +92,8 @@ type Train struct {
 	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
 	BatchSize    int     `toml:"batch_size" range:"[1,)" doc:"training nodes per mini-batch (minibatch mode)"`
 	Prefetch     int     `toml:"prefetch" range:"[1,)" doc:"mini-batches sampled and extracted ahead of training (the pipeline queue depth)"`
-	MicroBatches int     `toml:"micro_batches" range:"[1,)" doc:"split each step into this many micro-batches (Betty): each runs over the full-neighbour blocks of its training nodes and their gradients accumulate into one optimizer step; needs [partition]"`
+	Overlap      bool    `toml:"overlap" doc:"minibatch mode: move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing"`
+	MicroBatches int     `toml:"micro_batches" range:"[1,)" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty): in fullgraph mode the training nodes, each micro-batch running over the full-neighbour blocks of its nodes; in minibatch mode each sampled batch's output nodes, each micro-batch running over its share of the batch's blocks; their gradients accumulate into one optimizer step; needs [partition]. \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md"`
 }
 
 // Devices describes the simulated machine (train.backend = "sim").
@@ -100,6 +104,11 @@ type Devices struct {
 	// A custom topology instead of a preset.
 	HostGBps []float64   `toml:"host_gbps" range:"(0,)" doc:"custom topology: the host<->device bandwidth of each device in GB/s (its length is the device count; leave preset and count unset)"`
 	PeerGBps [][]float64 `toml:"peer_gbps" range:"[0,)" doc:"custom topology: NVLink bandwidth from device i to device j in GB/s, a symmetric matrix with zeros on the diagonal (0 = no direct link; transfers then go through the host)"`
+	// What the devices compute at, for the predicted times.
+	CostModel  string  `toml:"cost_model" example:"roofline" doc:"cost model that predicts every device kernel's time, registry ID costmodel.<name> (\"\" = roofline; \"none\" = predict transfer time only)"`
+	PeakGFLOPS float64 `toml:"peak_gflops" range:"[0,)" doc:"device float32 throughput in GFLOP/s for the cost model (0 = a V100's 15700)"`
+	MemGBps    float64 `toml:"mem_gbps" range:"[0,)" doc:"device memory bandwidth in GB/s for the cost model (0 = a V100's 900)"`
+	LaunchUS   float64 `toml:"launch_us" range:"[0,)" special:"-1:a V100's 5 µs" doc:"fixed cost of a kernel launch in µs for the cost model (-1 = a V100's 5)"`
 }
 
 // Output configures what a run prints and writes.
@@ -155,6 +164,7 @@ func Default() *Config {
 			Prefetch:     2,
 			MicroBatches: 1,
 		},
+		Devices: Devices{LaunchUS: -1},
 		Output: Output{
 			JSON:     true,
 			Progress: "auto",
@@ -185,6 +195,18 @@ func (c *Config) KeyError(msg string, path ...string) error {
 	}
 	return c.src.errorAt(path, msg)
 }
+
+// MicroBatchesAuto is the value of Train.MicroBatches when the config says
+// micro_batches = "auto".
+const MicroBatchesAuto = 0
+
+// AutoMicroBatches reports whether micro_batches = "auto": the trainer
+// picks the number of micro-batches from the memory estimate.
+func (t *Train) AutoMicroBatches() bool { return t.MicroBatches == MicroBatchesAuto }
+
+// Micro reports whether steps are split into micro-batches: a fixed K > 1,
+// or "auto".
+func (t *Train) Micro() bool { return t.MicroBatches > 1 || t.AutoMicroBatches() }
 
 // InputDropoutRate returns the effective input dropout: InputDropout, or
 // Dropout when InputDropout is -1.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,7 +50,7 @@ func (c *testCache) Validate() error {
 }
 
 func init() {
-	for _, id := range []string{"model.gcn", "model.gat", "model.sage", "model.gin"} {
+	for _, id := range []string{"model.gcn", "model.gat", "model.sage", "model.gin", "model.sage-lstm"} {
 		registry.Register(&testModel{id: id})
 	}
 	registry.Register(new(testCache))
@@ -134,7 +135,7 @@ func TestMalformed(t *testing.T) {
 		{"model option table", minimal + "[model]\noptions = { a = { b = 1 } }\n", nil,
 			[]string{`x.toml:4: model.options.a: expected integer, float or boolean, got table`}},
 		{"unknown model", minimal + "[model]\nname = \"gcnn\"\n", nil,
-			[]string{`x.toml:4: model.name = "gcnn": unknown model (did you mean "gcn"?); available: "gat", "gcn", "gin", "sage"`}},
+			[]string{`x.toml:4: model.name = "gcnn": unknown model (did you mean "gcn"?); available: "gat", "gcn", "gin", "sage", "sage-lstm"`}},
 		{"module not wasm", minimal + "[model]\nmodule = \"layer.so\"\n", nil,
 			[]string{`x.toml:4: model.module = "layer.so": expected a path to a .wasm file`}},
 		{"unknown plugin", minimal + "[sampler]\nname = \"fulll\"\n", nil,
@@ -189,6 +190,18 @@ func TestMalformed(t *testing.T) {
 			[]string{`--set model.hidden.x=3: model.hidden: expected integer, got table`}},
 		{"override out of range", minimal, []string{"model.dropout=2"},
 			[]string{`--set model.dropout=2: model.dropout = 2: must be in [0, 1)`}},
+		{"micro_batches zero", minimal + "[train]\nmicro_batches = 0\n", nil,
+			[]string{`x.toml:4: train.micro_batches = 0: must be >= 1`}},
+		{"micro_batches other string", minimal + "[train]\nmicro_batches = \"Auto\"\n", nil,
+			[]string{`x.toml:4: train.micro_batches = "Auto": the only string train.micro_batches takes is "auto"`, `otherwise give an integer >= 1 (did you mean "auto"?)`}},
+		{"micro_batches word", minimal + "[train]\nmicro_batches = \"four\"\n", nil,
+			[]string{`x.toml:4: train.micro_batches = "four": the only string train.micro_batches takes is "auto"`}},
+		{"micro_batches float", minimal + "[train]\nmicro_batches = 2.5\n", nil,
+			[]string{`x.toml:4: train.micro_batches: expected integer or "auto", got float 2.5`}},
+		{"micro_batches override", minimal, []string{"train.micro_batches=autoo"},
+			[]string{`--set train.micro_batches=autoo: train.micro_batches = "autoo": the only string`, `(did you mean "auto"?)`}},
+		{"word on a string key", minimal + "[train]\nepochs = \"auto\"\n", nil,
+			[]string{`x.toml:4: train.epochs: expected integer, got string "auto"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -337,6 +350,69 @@ name = "range"
 	c, err = Parse("p.toml", []byte(minimal+"[sampler]\n[cache]\nname = \"\"\n"))
 	if err != nil || c.Sampler.ID != "" || c.Cache.Module != nil {
 		t.Fatalf("empty sections: %v %+v %+v", err, c.Sampler, c.Cache)
+	}
+}
+
+// TestMicroBatchesAuto checks train.micro_batches = "auto": it parses
+// from the file and from --set, round-trips through TOML, hashes apart
+// from integers, and explain documents it.
+func TestMicroBatchesAuto(t *testing.T) {
+	cases := []struct {
+		name      string
+		src       string
+		overrides []string
+		want      int
+	}{
+		{"default", minimal, nil, 1},
+		{"integer", minimal + "[train]\nmicro_batches = 4\n", nil, 4},
+		{"auto", minimal + "[train]\nmicro_batches = \"auto\"\n", nil, MicroBatchesAuto},
+		{"override bare", minimal, []string{"train.micro_batches=auto"}, MicroBatchesAuto},
+		{"override quoted", minimal, []string{`train.micro_batches="auto"`}, MicroBatchesAuto},
+		{"override integer over auto", minimal + "[train]\nmicro_batches = \"auto\"\n", []string{"train.micro_batches=3"}, 3},
+	}
+	hashes := map[string]string{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse("m.toml", []byte(c.src), c.overrides...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Train.MicroBatches != c.want {
+				t.Fatalf("micro_batches = %d, want %d", cfg.Train.MicroBatches, c.want)
+			}
+			if auto := c.want == MicroBatchesAuto; cfg.Train.AutoMicroBatches() != auto || cfg.Train.Micro() != (auto || c.want > 1) {
+				t.Errorf("AutoMicroBatches %v Micro %v", cfg.Train.AutoMicroBatches(), cfg.Train.Micro())
+			}
+			text, err := cfg.TOML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want == MicroBatchesAuto && !strings.Contains(string(text), `micro_batches = "auto"`) {
+				t.Errorf("TOML does not write auto:\n%s", text)
+			}
+			back, err := Parse("m.toml", text)
+			if err != nil {
+				t.Fatalf("re-parse: %v", err)
+			}
+			if !sameConfig(cfg, back) {
+				t.Errorf("round trip changed the config")
+			}
+			h, err := cfg.SHA256()
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := strconv.Itoa(c.want)
+			if prev, ok := hashes[k]; ok && prev != h {
+				t.Errorf("micro_batches %s hashes as %s and %s", k, prev, h)
+			}
+			hashes[k] = h
+		})
+	}
+	if len(hashes) != 4 { // 1, 4, auto, 3
+		t.Errorf("hashes %v: want one per distinct value", hashes)
+	}
+	if ex := Explain(); !strings.Contains(ex, `integer >= 1 or "auto" (the smallest K whose estimated peak`) {
+		t.Errorf("explain does not document \"auto\"")
 	}
 }
 

@@ -192,6 +192,10 @@ func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
 		}
 		rv.SetBool(b)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if s, isString := v.(string); isString && f.word != nil {
+			d.word(path, f, s, rv)
+			return
+		}
 		n, ok := v.(int64)
 		if !ok {
 			d.typeError(path, f, v)
@@ -276,7 +280,29 @@ func (d *decoder) inRange(path []string, f *field, x float64, text string) bool 
 }
 
 func (d *decoder) typeError(path []string, f *field, v any) {
-	d.errorf(path, "%s: expected %s, got %s", d.name(path), typeName(f.typ), DescribeValue(v))
+	want := typeName(f.typ)
+	if f.word != nil {
+		want += fmt.Sprintf(" or %q", f.word.text)
+	}
+	d.errorf(path, "%s: expected %s, got %s", d.name(path), want, DescribeValue(v))
+}
+
+// word sets an integer key given as a string: its word ("auto"), or an
+// error naming the key and the values it takes.
+func (d *decoder) word(path []string, f *field, s string, rv reflect.Value) {
+	if s == f.word.text {
+		rv.SetInt(f.word.value)
+		return
+	}
+	name := d.name(path)
+	msg := fmt.Sprintf("%s = %q: the only string %s takes is %q (%s); otherwise give an integer", name, s, name, f.word.text, f.word.meaning)
+	if f.rng != nil {
+		msg += " " + f.rng.String()
+	}
+	if sug := registry.Suggest(s, []string{f.word.text}); sug != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", sug)
+	}
+	d.errs = append(d.errs, d.src.errorAt(path, msg))
 }
 
 func (d *decoder) enumError(path []string, f *field, s string) {

@@ -25,6 +25,7 @@ type field struct {
 	reserved []string
 	rng      *interval
 	special  *special
+	word     *word
 	required bool
 	example  string
 	ns       string // registry namespace of a Plugin field
@@ -35,6 +36,14 @@ type field struct {
 type special struct {
 	value   float64
 	text    string // as written in the tag
+	meaning string
+}
+
+// word is a string that an integer key also takes, standing for a value
+// outside its range (train.micro_batches = "auto").
+type word struct {
+	text    string
+	value   int64
 	meaning string
 }
 
@@ -91,6 +100,15 @@ func fieldsOf(t reflect.Type) []field {
 					panic(fmt.Sprintf("config: %s.%s: bad special tag %q", t, sf.Name, s))
 				}
 				f.special = &special{value: x, text: v, meaning: meaning}
+			}
+			if w := sf.Tag.Get("word"); w != "" {
+				text, rest, _ := strings.Cut(w, ":")
+				v, meaning, _ := strings.Cut(rest, ":")
+				x, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || text == "" {
+					panic(fmt.Sprintf("config: %s.%s: bad word tag %q", t, sf.Name, w))
+				}
+				f.word = &word{text: text, value: x, meaning: meaning}
 			}
 			out = append(out, f)
 		}
@@ -234,6 +252,9 @@ func (f *field) constraint() string {
 	}
 	if f.special != nil {
 		s += fmt.Sprintf(" or %s (%s)", f.special.text, f.special.meaning)
+	}
+	if f.word != nil {
+		s += fmt.Sprintf(" or %q (%s)", f.word.text, f.word.meaning)
 	}
 	return s
 }

@@ -16,6 +16,10 @@ func (p *Program) Backward(ctx context.Context) error {
 	if !p.mode.Train {
 		return fmt.Errorf("engine: Backward after an evaluation forward")
 	}
+	if p.consumes && !p.saved {
+		return fmt.Errorf("engine: a second Backward after one Forward (the LSTM aggregation's backward consumes its saved state)")
+	}
+	p.saved = false
 	for i := range p.gradInit {
 		p.gradInit[i] = p.mode.AccumulateGrads && p.g.Ops[i].Kind == ir.OpParam
 	}
@@ -226,6 +230,8 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 		return p.accumulateBeta(args[0], func(out *tensor.Tensor, beta float64) error {
 			return be.GEMM(false, true, 1, dy, p.aux[i].headMean, beta, out)
 		})
+	case ir.OpLSTMAggregate:
+		return p.backwardLSTM(ctx, i, dy)
 	case opNarrow:
 		if !need(0) {
 			return nil
@@ -313,4 +319,35 @@ func (p *Program) backwardBinary(op *ir.Op, dy *tensor.Tensor) error {
 			return nil
 		})
 	}
+}
+
+// backwardLSTM differentiates lstm_aggregate(g, x, w_ih, w_hh, b): the
+// backend returns d(x·W_ih) (into the scratch that held x·W_ih) and dW_hh;
+// dx, dW_ih and db follow from d(x·W_ih).
+func (p *Program) backwardLSTM(ctx context.Context, i int32, dy *tensor.Tensor) error {
+	op, a, be := &p.g.Ops[i], &p.aux[i], p.be
+	args := op.Args
+	x, wih, whh := p.val(args[1]), p.val(args[2]), p.val(args[3])
+	dwhh, err := p.scratchFor(whh.DType(), whh.Shape(), 8)
+	if err != nil {
+		return err
+	}
+	dxw := a.xw
+	if err := be.LSTMAggregateBackward(ctx, p.adj(args[0]).Adj, whh, a.gates, a.cells, a.hprev, dy, dxw, dwhh); err != nil {
+		return err
+	}
+	if err := p.accumulateBeta(args[1], func(out *tensor.Tensor, beta float64) error {
+		return be.GEMM(false, true, 1, dxw, wih, beta, out)
+	}); err != nil {
+		return err
+	}
+	if err := p.accumulateBeta(args[2], func(out *tensor.Tensor, beta float64) error {
+		return be.GEMM(true, false, 1, x, dxw, beta, out)
+	}); err != nil {
+		return err
+	}
+	if err := p.accumulate(args[3], func(out *tensor.Tensor) error { return be.Axpby(1, dwhh, 0, out) }); err != nil {
+		return err
+	}
+	return p.accumulate(args[4], func(out *tensor.Tensor) error { return be.SumRows(dxw, out) })
 }

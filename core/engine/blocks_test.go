@@ -47,6 +47,17 @@ var blockModels = map[string]func(b *ir.Builder, in, out int64, last bool) int32
 		}
 		return h
 	},
+	"sage-lstm": func(b *ir.Builder, in, out int64, last bool) int32 {
+		x := b.Input("x", in)
+		root := b.MatMul(x, b.Param("wr", []int64{in, out}, "glorot"))
+		agg := b.LSTMAggregate(b.Graph("adj"), x, b.Param("wih", []int64{in, 4 * in}, "uniform"),
+			b.Param("whh", []int64{in, 4 * in}, "uniform"), b.Param("b", []int64{4 * in}, "glorot"))
+		h := b.Binary(ir.OpAdd, root, b.MatMul(agg, b.Param("wn", []int64{in, out}, "glorot")))
+		if !last {
+			h = b.Unary(ir.OpTanh, h, 0)
+		}
+		return h
+	},
 	"gin-max": func(b *ir.Builder, in, out int64, last bool) int32 {
 		x := b.Input("x", in)
 		h := b.Binary(ir.OpAdd, x, b.Aggregate(b.Graph("adj"), x, "max"))

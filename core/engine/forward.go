@@ -36,6 +36,7 @@ func (p *Program) Forward(ctx context.Context, m Mode) error {
 		return fmt.Errorf("engine: a training forward on a program bound for inference")
 	}
 	p.mode = m
+	p.saved = m.Train
 	for i := range p.g.Ops {
 		if err := ctxErr(ctx); err != nil {
 			return err
@@ -132,6 +133,12 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 		return be.EdgeSoftmax(ctx, p.adj(op.Args[0]).Adj, arg(1), y)
 	case ir.OpHeadMean:
 		return be.GEMM(false, false, 1, arg(0), p.aux[i].headMean, 0, y)
+	case ir.OpLSTMAggregate:
+		a := &p.aux[i]
+		if err := be.GEMM(false, false, 1, arg(1), arg(2), 0, a.xw); err != nil {
+			return err
+		}
+		return be.LSTMAggregate(ctx, p.adj(op.Args[0]).Adj, a.xw, arg(3), arg(4), y, a.gates, a.cells, a.hprev)
 	case opNarrow:
 		return be.Gather(arg(0), p.aux[i].rows, y)
 	}

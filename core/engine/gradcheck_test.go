@@ -76,6 +76,9 @@ func gradCases() []gradCase {
 			return edgeBack(b, gs, w, h)
 		}},
 		{"head_mean", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.HeadMean(h, 2) }},
+		{"lstm_aggregate", func(b *ir.Builder, h, _, g, _ int32) int32 {
+			return b.LSTMAggregate(g, h, param(b, "Wih", width, 8), param(b, "Whh", 2, 8), param(b, "bl", 8))
+		}},
 		{"gat_layer", func(b *ir.Builder, h, _, _, gs int32) int32 {
 			s := b.HeadDot(h, param(b, "as", 2, width/2))
 			d := b.HeadDot(h, param(b, "ad", 2, width/2))

@@ -68,6 +68,10 @@ type Program struct {
 	ownParams bool
 	scratch   map[string]*tensor.Tensor
 	owned     []*tensor.Tensor
+	// saved: a training Forward ran since the last Backward. consumes: an
+	// op's backward consumes its saved state (LSTM gates), so a second
+	// Backward after one Forward is an error.
+	saved, consumes bool
 }
 
 // opAux holds per-op state: dropout masks, argmax indices, batch statistics.
@@ -76,6 +80,8 @@ type opAux struct {
 	runMean, runVar            *tensor.Tensor
 	headMean                   *tensor.Tensor
 	rows                       *tensor.Tensor // narrow: the row ids 0..n-1
+	xw                         *tensor.Tensor // lstm_aggregate: x·W_ih, then its gradient (scratch)
+	gates, cells, hprev        *tensor.Tensor // lstm_aggregate: saved state (training)
 }
 
 // Compile binds g to env with fresh parameters initialised from seed; the
@@ -260,6 +266,20 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 			return err
 		}
 		err = uploadFloats(p.be, a.headMean, headMeanMatrix(heads, c))
+	case ir.OpLSTMAggregate:
+		adj := p.adj(op.Args[0]).Adj
+		h, e := shape[1], int(adj.NNZ())
+		if a.xw, err = p.scratchFor(p.env.DType, []int{adj.Cols(), 4 * h}, 7); err != nil || p.env.Inference {
+			return err
+		}
+		p.consumes = true
+		if a.gates, err = p.alloc([]int{e, 4 * h}); err != nil {
+			return err
+		}
+		if a.cells, err = p.alloc([]int{e, h}); err != nil {
+			return err
+		}
+		a.hprev, err = p.alloc([]int{e, h})
 	}
 	return err
 }

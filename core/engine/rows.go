@@ -89,7 +89,7 @@ func makePlan(g *ir.Graph, env Env) (*plan, error) {
 			}
 		case ir.OpInput:
 			rows, sp = env.Input.Rows(), spaceNode
-		case ir.OpAggregate, ir.OpSpMMEdge, ir.OpUAddV, ir.OpUDotV, ir.OpEdgeSoftmax:
+		case ir.OpAggregate, ir.OpSpMMEdge, ir.OpUAddV, ir.OpUDotV, ir.OpEdgeSoftmax, ir.OpLSTMAggregate:
 			gr, err := env.graph(op.Layer, g.Ops[g.Ops[i].Args[0]].Name)
 			if err != nil {
 				return nil, fail("%v", err)
@@ -110,7 +110,7 @@ func makePlan(g *ir.Graph, env Env) (*plan, error) {
 			}
 			var errs []error
 			switch op.Kind {
-			case ir.OpAggregate:
+			case ir.OpAggregate, ir.OpLSTMAggregate:
 				errs = append(errs, want(1, srcs, false))
 				rows, sp = dst, spaceNode
 			case ir.OpSpMMEdge:

@@ -72,7 +72,7 @@ func (b *Builder) vals(kind Kind, hs ...int32) ([]*Op, bool) {
 
 func takesGraph(kind Kind, arg int) bool {
 	switch kind {
-	case OpAggregate, OpSpMMEdge, OpUAddV, OpUDotV, OpEdgeSoftmax:
+	case OpAggregate, OpSpMMEdge, OpUAddV, OpUDotV, OpEdgeSoftmax, OpLSTMAggregate:
 		return arg == 0
 	}
 	return false
@@ -370,6 +370,28 @@ func (b *Builder) HeadMean(x int32, heads int64) int32 {
 		return b.fail(OpHeadMean, "x must be [R,H*C] with H=%d, got %s", heads, ShapeString(xs))
 	}
 	return b.add(Op{Kind: OpHeadMean, Args: []int32{x}, Heads: heads, Shape: []int64{xs[0], xs[1] / heads}})
+}
+
+// LSTMAggregate runs an LSTM (gates i, f, g, o as PyTorch, zero initial
+// state) over the sources of each node in the graph's CSR order and returns
+// the last hidden state, zeros for a node without sources.
+func (b *Builder) LSTMAggregate(g, x, wih, whh, bias int32) int32 {
+	v, ok := b.vals(OpLSTMAggregate, g, x, wih, whh, bias)
+	if !ok {
+		return -1
+	}
+	if v[0].Kind != OpGraph {
+		return b.fail(OpLSTMAggregate, "argument 0 must be a graph, got %s", v[0].Kind)
+	}
+	xs, is, hs, bs := v[1].Shape, v[2].Shape, v[3].Shape, v[4].Shape
+	concrete := func(s []int64) bool { return !slices.ContainsFunc(s, func(d int64) bool { return d <= 0 }) }
+	if !rank2(xs) || xs[0] != N || !rank2(is) || !rank2(hs) || len(bs) != 1 ||
+		!concrete(is) || !concrete(hs) || !concrete(bs) ||
+		is[0] != xs[1] || hs[1] != 4*hs[0] || is[1] != hs[1] || bs[0] != hs[1] {
+		return b.fail(OpLSTMAggregate, "want x [N,C], w_ih [C,4H], w_hh [H,4H] and b [4H], got x=%s w_ih=%s w_hh=%s b=%s",
+			ShapeString(xs), ShapeString(is), ShapeString(hs), ShapeString(bs))
+	}
+	return b.add(Op{Kind: OpLSTMAggregate, Args: []int32{g, x, wih, whh, bias}, Shape: []int64{N, hs[0]}})
 }
 
 // Output marks a value as the layer's result.

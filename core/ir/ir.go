@@ -53,6 +53,9 @@ const (
 	OpUDotV       Kind = "u_dot_v"      // (g, x[N,H*C], y[N,H*C]) -> [E,H], <x[dst], y[src]>
 	OpEdgeSoftmax Kind = "edge_softmax" // (g, s[E,H]) -> [E,H] over each destination
 	OpHeadMean    Kind = "head_mean"    // (x[R,H*C]) Heads -> [R,C]
+	// (g, x[N,C], w_ih[C,4H], w_hh[H,4H], b[4H]) -> [N,H]: an LSTM over
+	// each destination's sources in CSR order; the last hidden state.
+	OpLSTMAggregate Kind = "lstm_aggregate"
 )
 
 // Reducers accepted by OpAggregate.

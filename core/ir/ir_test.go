@@ -40,6 +40,17 @@ func TestBuilderErrors(t *testing.T) {
 		{"dropout rate", func(b *Builder) {
 			b.Output(b.Unary(OpDropout, b.Input("x", 4), 1.5))
 		}, "op #1 dropout: drop probability 1.5 outside [0,1)"},
+		{"lstm shapes", func(b *Builder) {
+			x := b.Input("x", 4)
+			wih := b.Param("wih", []int64{4, 12}, "uniform")
+			whh := b.Param("whh", []int64{3, 12}, "uniform")
+			b.Output(b.LSTMAggregate(b.Graph("adj"), x, wih, whh, b.Param("b", []int64{8}, "zeros")))
+		}, "op #5 lstm_aggregate: want x [N,C], w_ih [C,4H], w_hh [H,4H] and b [4H], got x=[N,4] w_ih=[4,12] w_hh=[3,12] b=[8]"},
+		{"lstm graph", func(b *Builder) {
+			x := b.Input("x", 4)
+			w := b.Param("w", []int64{4, 4}, "uniform")
+			b.Output(b.LSTMAggregate(x, x, w, w, w))
+		}, "op #2 lstm_aggregate: argument 0 must be a graph, got input"},
 		{"no output", func(b *Builder) {
 			b.Input("x", 4)
 		}, "layer recorded no output"},

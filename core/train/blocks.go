@@ -40,19 +40,21 @@ func newBlockRunner(e stepEnv, evalChunks int) (*blockRunner, error) {
 	}
 	r.full = &sampler.Full{Layers: len(r.layers)}
 	r.isqBase, r.isqSelf = invSqrtRowLengths(e.adjs.adj, 0), invSqrtRowLengths(e.adjs.adj, 1)
-	n := e.ds.NumNodes
-	chunks := max(1, min(evalChunks, n))
-	for c := 0; c < chunks; c++ {
-		lo, hi := c*n/chunks, (c+1)*n/chunks
-		ids := make([]int32, hi-lo)
-		for i := range ids {
-			ids[i] = int32(lo + i)
-		}
-		r.eval = append(r.eval, ids)
-	}
+	r.eval = evalChunkList(e.ds.NumNodes, evalChunks)
 	var err error
 	r.ps, err = engine.NewParams(e.model, forPurpose(e.be, sim.PurposeParameters), e.dt, e.tier, e.seed)
 	return r, err
+}
+
+// evalChunkList splits the nodes [0, n) into chunks contiguous ranges of
+// about equal size (at least 1, at most n).
+func evalChunkList(n, chunks int) [][]int32 {
+	chunks = max(1, min(chunks, n))
+	out := make([][]int32, 0, chunks)
+	for c := 0; c < chunks; c++ {
+		out = append(out, iota32From(c*n/chunks, (c+1)*n/chunks))
+	}
+	return out
 }
 
 // invSqrtRowLengths returns 1/sqrt(row length + extra) per row (0 for an
@@ -163,6 +165,9 @@ func (r *blockRunner) upload(bb *boundBlocks, adj *graph.CSR, b sampler.Block, i
 }
 
 func (bb *boundBlocks) release(e stepEnv) {
+	if bb == nil {
+		return
+	}
 	if bb.prog != nil {
 		bb.prog.Release()
 	}

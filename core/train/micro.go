@@ -2,11 +2,12 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 
+	"strata/core/backend/sim"
 	"strata/core/config"
-	"strata/partitioners"
+	"strata/core/tensor"
 	"strata/plugins/registry"
 	"strata/plugins/sampler"
 )
@@ -20,14 +21,20 @@ import (
 // mean loss is weighed by its share of the training nodes, and block edges
 // carry the full graph's normalisation weights. (Dropout draws differ, and
 // batch norm sees each micro-batch's statistics.)
+//
+// With train.micro_batches = "auto" K is the smallest number whose largest
+// micro-batch fits the simulated device by Betty's memory estimate
+// (costmodel.betty-memory), and evaluation chunks are sized the same way.
 type microBatches struct {
 	*blockRunner
-	train  [][]int32 // micro-batches of training nodes, ascending
-	total  int       // training nodes
-	inputs []int     // input rows (block 0 sources) per micro-batch, last step
+	batches []microBatch // the micro-batches, with their blocks
+	total   int          // training nodes
+	inputs  []int        // input rows (block 0 sources) per micro-batch, last step
 	// wholeInputs is the input rows of the whole batch (all training
 	// nodes at once), the denominator of the redundancy.
 	wholeInputs int
+	auto        bool
+	estPeak     int64 // the largest micro-batch's estimated peak (0: not estimated)
 }
 
 // redundancy returns Betty's redundancy of the last step: the micro-batches'
@@ -40,66 +47,153 @@ func (m *microBatches) redundancy() float64 {
 	return float64(s) / float64(m.wholeInputs)
 }
 
+// checkAutoMicro checks that train.micro_batches = "auto" has a device
+// capacity to fit.
+func checkAutoMicro(cfg *config.Config) error {
+	if cfg.Train.Backend != "sim" {
+		return cfg.KeyError(fmt.Sprintf("train.micro_batches = \"auto\" sizes the micro-batches to a simulated device's memory, but train.backend = %q; set train.backend = \"sim\" and devices.memory_bytes, or give micro_batches a number", cfg.Train.Backend), "train", "micro_batches")
+	}
+	if cfg.Devices.MemoryBytes <= 0 {
+		return cfg.KeyError("train.micro_batches = \"auto\" sizes the micro-batches to the device's memory, but devices.memory_bytes is 0 (unlimited); set devices.memory_bytes, or give micro_batches a number", "train", "micro_batches")
+	}
+	return nil
+}
+
 func newMicroBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*microBatches, error) {
-	k := cfg.Train.MicroBatches
+	k, auto := cfg.Train.MicroBatches, cfg.Train.AutoMicroBatches()
 	train := e.ds.Train
-	if k > len(train) {
+	if !auto && k > len(train) {
 		return nil, cfg.KeyError(fmt.Sprintf("train.micro_batches = %d is more than the %d training nodes", k, len(train)), "train", "micro_batches")
 	}
-	if cfg.Partition.Name == "" {
-		return nil, cfg.KeyError(fmt.Sprintf("train.micro_batches = %d needs a partitioner to split the training nodes: add [partition] with name = \"betty-reg\" (or %s)",
-			k, registry.QuoteList(partitionerNames())), "train", "micro_batches")
+	if auto {
+		if err := checkAutoMicro(cfg); err != nil {
+			return nil, err
+		}
 	}
-	part, ok := cfg.Partition.Module.(partitioners.Partitioner)
-	if !ok {
-		return nil, fmt.Errorf("partition.name = %q is not a partitioner", cfg.Partition.Name)
-	}
-	if err := registry.Provision(ctx, cfg.Partition.Module); err != nil {
-		return nil, fmt.Errorf("partition: %w", err)
-	}
-	// Split the training nodes by their last-layer block: rows are the
-	// training nodes, columns the nodes they read.
-	last, err := (&sampler.Full{Layers: 1}).Sample(ctx, e.adjs.adj, train, 0)
+	s, err := newSplitter(ctx, cfg, "training nodes")
 	if err != nil {
 		return nil, err
 	}
-	g := last[0].Adj
-	if sq, ok := part.(partitioners.SquareOnly); ok && sq.SquareOnly() {
-		g = induced(e.adjs.adj, train) // METIS: the graph among the training nodes
-	}
-	parts, err := part.Partition(ctx, g, k, nil)
+	full := &sampler.Full{Layers: len(graphsPerLayer(e.model))}
+	whole, err := full.Sample(ctx, e.adjs.adj, train, 0)
 	if err != nil {
-		return nil, fmt.Errorf("partition: splitting %d training nodes into %d micro-batches: %w", len(train), k, err)
+		return nil, err
+	}
+	// On a simulated device every micro-batch's peak is estimated (and
+	// reported); "auto" searches K with it.
+	if _, isSim := e.be.(*sim.Backend); isSim {
+		if s.est, err = newMemEstimator(ctx, e, cfg.Train.Optimizer, cfg.Train.Momentum, true); err != nil {
+			return nil, err
+		}
+		defer s.est.Close()
+		s.capacity = cfg.Devices.MemoryBytes
+	}
+	var mbs []microBatch
+	var worst memEstimate
+	if auto {
+		mbs, worst, err = s.auto(ctx, whole)
+	} else {
+		mbs, worst, err = s.split(ctx, whole, k)
+	}
+	var inf *InfeasibleError
+	if errors.As(err, &inf) {
+		// The run also evaluates: the capacity it needs is the larger.
+		if inf.EvalCapacity, err = evalMinCapacity(ctx, e, s.est); err != nil {
+			return nil, err
+		}
+		return nil, inf
+	}
+	if err != nil {
+		return nil, err
 	}
 	// Evaluation reads every node, bound for inference (no gradients): on
-	// a device with a capacity in twice as many chunks as training, so it
-	// fits wherever training does, otherwise in one piece.
+	// a device with a capacity in twice as many chunks as training (with
+	// "auto", as many as its estimate needs), otherwise in one piece.
 	evalChunks := 1
 	if cfg.Devices.MemoryBytes > 0 {
-		evalChunks = 2 * k
+		evalChunks = 2 * len(mbs)
+		if auto {
+			if evalChunks, err = fitEvalChunks(ctx, e, s.est, s.capacity, evalChunks); err != nil {
+				return nil, err
+			}
+		}
 	}
 	r, err := newBlockRunner(e, evalChunks)
 	if err != nil {
 		return nil, err
 	}
-	m := &microBatches{blockRunner: r, total: len(train), train: make([][]int32, k)}
-	for i, p := range parts {
-		m.train[p] = append(m.train[p], train[i])
-	}
-	for i, mb := range m.train {
-		if len(mb) == 0 {
-			r.release()
-			return nil, fmt.Errorf("partition: %s left micro-batch %d of %d empty", cfg.Partition.ID, i, k)
+	return &microBatches{blockRunner: r, batches: mbs, total: len(train), wholeInputs: len(whole[0].Src), auto: auto, estPeak: worst.Peak}, nil
+}
+
+// fitEvalChunks returns the smallest number of evaluation chunks, from
+// start and doubling, whose full-neighbour inference fits capacity by the
+// estimate; when not even one node at a time fits, an *EvalInfeasibleError.
+func fitEvalChunks(ctx context.Context, e stepEnv, est *memEstimator, capacity int64, start int) (int, error) {
+	n := e.ds.NumNodes
+	full := &sampler.Full{Layers: len(graphsPerLayer(e.model))}
+	for chunks := max(1, min(start, n)); chunks < n; chunks = min(n, 2*chunks) {
+		fits := true
+		for c := 0; c < chunks && fits; c++ {
+			blocks, err := full.Sample(ctx, e.adjs.adj, iota32From(c*n/chunks, (c+1)*n/chunks), 0)
+			if err != nil {
+				return 0, err
+			}
+			m, err := est.infer(blocks)
+			if err != nil {
+				return 0, err
+			}
+			fits = m.Peak <= capacity
 		}
-		slices.Sort(mb)
+		if fits {
+			return chunks, nil
+		}
 	}
-	whole, err := r.full.Sample(ctx, e.adjs.adj, train, 0)
+	worst, err := evalMinCapacity(ctx, e, est)
 	if err != nil {
-		r.release()
-		return nil, err
+		return 0, err
 	}
-	m.wholeInputs = len(whole[0].Src)
-	return m, nil
+	if worst > capacity {
+		return 0, &EvalInfeasibleError{Capacity: capacity, MinCapacity: worst}
+	}
+	return n, nil
+}
+
+// evalMinCapacity returns the smallest capacity evaluation fits in: the
+// largest estimated inference peak of one node's full neighbourhood.
+func evalMinCapacity(ctx context.Context, e stepEnv, est *memEstimator) (int64, error) {
+	full := &sampler.Full{Layers: len(graphsPerLayer(e.model))}
+	var worst int64
+	for v := range e.ds.NumNodes {
+		blocks, err := full.Sample(ctx, e.adjs.adj, []int32{int32(v)}, 0)
+		if err != nil {
+			return 0, err
+		}
+		m, err := est.infer(blocks)
+		if err != nil {
+			return 0, err
+		}
+		worst = max(worst, m.Peak)
+	}
+	return worst, nil
+}
+
+// EvalInfeasibleError says that evaluation does not fit the device even
+// one node at a time.
+type EvalInfeasibleError struct {
+	Capacity, MinCapacity int64
+}
+
+func (e *EvalInfeasibleError) Error() string {
+	return fmt.Sprintf("train.micro_batches = \"auto\": evaluation does not fit devices.memory_bytes = %d (%s) even one node at a time: "+
+		"the smallest feasible capacity is devices.memory_bytes = %d (%s)", e.Capacity, mib(e.Capacity), e.MinCapacity, mib(e.MinCapacity))
+}
+
+func iota32From(lo, hi int) []int32 {
+	out := make([]int32, hi-lo)
+	for i := range out {
+		out[i] = int32(lo + i)
+	}
+	return out
 }
 
 func partitionerNames() []string {
@@ -117,17 +211,13 @@ func (m *microBatches) epoch(ctx context.Context, seed uint64, update func() err
 	}
 	m.inputs = m.inputs[:0]
 	var loss float64
-	for i, nodes := range m.train {
-		blocks, err := m.full.Sample(ctx, m.e.adjs.adj, nodes, 0)
-		if err != nil {
-			return 0, err
-		}
-		bb, err := m.bind(blocks, nil, nil, false)
+	for i, mb := range m.batches {
+		bb, err := m.bind(mb.blocks, nil, nil, false)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", i, err)
 		}
-		l, err := m.trainBatch(ctx, bb, nodes, seed^uint64(i+1)*0x9e3779b97f4a7c15, float64(len(nodes))/float64(m.total), true)
-		m.inputs = append(m.inputs, len(blocks[0].Src))
+		l, err := m.trainBatch(ctx, bb, mb.nodes, seed^uint64(i+1)*0x9e3779b97f4a7c15, float64(len(mb.nodes))/float64(m.total), true)
+		m.inputs = append(m.inputs, len(mb.blocks[0].Src))
 		bb.release(m.e)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", i, err)
@@ -135,4 +225,176 @@ func (m *microBatches) epoch(ctx context.Context, seed uint64, update func() err
 		loss += l
 	}
 	return loss, update()
+}
+
+// miniMicro splits sampled mini-batches into micro-batches (Betty on a
+// sampled batch): each shard's output nodes are split by the [partition]
+// plugin, each micro-batch runs over its share of the shard's sampled
+// blocks (the same neighbours, so the gradient is the shard's), and their
+// gradients accumulate into the batch's one step. With "auto" every shard
+// gets the smallest K whose largest micro-batch fits the device by the
+// memory estimate. Micro-batches are bound one at a time by the training
+// goroutine (the transfer stage does not stage them: two at once would
+// double the peak the split bounds).
+type miniMicro struct {
+	split *splitter
+	k     int
+	auto  bool
+	// microK and estPeak are the largest K and estimated micro-batch peak
+	// of the last epoch (written by the producer, read after it is done).
+	microK, curK     int
+	estPeak, curPeak int64
+	// Feature-store gathers made while training micro-batches.
+	hits, rows, peer int64
+}
+
+// newMiniMicro returns the micro-batching of a minibatch config, or nil
+// when train.micro_batches is 1.
+func newMiniMicro(ctx context.Context, cfg *config.Config, e stepEnv) (*miniMicro, error) {
+	if !cfg.Train.Micro() {
+		return nil, nil
+	}
+	if err := checkMiniMicro(cfg, len(e.ds.Train)); err != nil {
+		return nil, err
+	}
+	s, err := newSplitter(ctx, cfg, "output nodes of each mini-batch")
+	if err != nil {
+		return nil, err
+	}
+	mm := &miniMicro{split: s, k: cfg.Train.MicroBatches, auto: cfg.Train.AutoMicroBatches()}
+	if _, isSim := e.be.(*sim.Backend); isSim {
+		if s.est, err = newMemEstimator(ctx, e, cfg.Train.Optimizer, cfg.Train.Momentum, true); err != nil {
+			return nil, err
+		}
+		s.capacity = cfg.Devices.MemoryBytes
+	}
+	return mm, nil
+}
+
+// checkMiniMicro checks train.micro_batches against mini-batches of
+// train.batch_size output nodes.
+func checkMiniMicro(cfg *config.Config, train int) error {
+	if cfg.Train.AutoMicroBatches() {
+		return checkAutoMicro(cfg)
+	}
+	k, n := cfg.Train.MicroBatches, min(cfg.Train.BatchSize, train)
+	if k > n {
+		what := fmt.Sprintf("train.batch_size = %d output nodes of a mini-batch", cfg.Train.BatchSize)
+		if train < cfg.Train.BatchSize {
+			what = fmt.Sprintf("%d training nodes", train)
+		}
+		return cfg.KeyError(fmt.Sprintf("train.micro_batches = %d is more than the %s; a micro-batch needs at least one output node", k, what), "train", "micro_batches")
+	}
+	return nil
+}
+
+// evalChunks returns the evaluation chunks to use on a device with a
+// capacity: start, or with "auto" as many as the memory estimate needs.
+func (mm *miniMicro) evalChunks(ctx context.Context, e stepEnv, start int) (int, error) {
+	if mm == nil || !mm.auto {
+		return start, nil
+	}
+	return fitEvalChunks(ctx, e, mm.split.est, mm.split.capacity, start)
+}
+
+// settle records what else lives on the training device once the stepper
+// is set up (a feature cache), for the estimate: what is in use beyond the
+// model's parameters, gradients and state. With "auto" and such bytes the
+// evaluation chunks of the replicas are sized again, around them.
+func (mm *miniMicro) settle(ctx context.Context, e stepEnv, m *miniBatches) error {
+	if mm == nil || mm.split.est == nil {
+		return nil
+	}
+	est := mm.split.est
+	model := int64((2*est.params + est.state) * est.elt)
+	est.resident = float64(max(0, e.be.Stats().InUse[e.tier]-model))
+	est.gathered = m.store != nil
+	if !mm.auto || est.resident == 0 || len(m.replicas) == 0 {
+		return nil
+	}
+	chunks, err := fitEvalChunks(ctx, e, est, mm.split.capacity, len(m.replicas[0].eval))
+	if err != nil {
+		return err
+	}
+	for _, r := range m.replicas {
+		r.eval = evalChunkList(e.ds.NumNodes, chunks)
+	}
+	return nil
+}
+
+// splitShard splits a sampled shard into its micro-batches and, when
+// gather is set, extracts their input rows on the host. It runs on the
+// producer goroutine.
+func (mm *miniMicro) splitShard(ctx context.Context, e stepEnv, sh *shard, gather bool) error {
+	var worst memEstimate
+	var err error
+	if mm.auto {
+		sh.micro, worst, err = mm.split.auto(ctx, sh.blocks)
+	} else {
+		sh.micro, worst, err = mm.split.split(ctx, sh.blocks, min(mm.k, len(sh.nodes)))
+	}
+	if err != nil {
+		var inf *InfeasibleError
+		if errors.As(err, &inf) {
+			inf.Sampled = true
+		}
+		return fmt.Errorf("splitting into micro-batches: %w", err)
+	}
+	mm.curK, mm.curPeak = max(mm.curK, len(sh.micro)), max(mm.curPeak, worst.Peak)
+	if gather {
+		for j := range sh.micro {
+			sh.micro[j].x = gatherRows(e.feats, e.dim, sh.micro[j].blocks[0].Src)
+		}
+	}
+	return nil
+}
+
+// endEpoch publishes the epoch's largest K and estimate and adds the
+// micro-batches' feature-store gathers to the epoch's.
+func (mm *miniMicro) endEpoch(m *miniBatches) {
+	if mm == nil {
+		return
+	}
+	mm.microK, mm.estPeak, mm.curK, mm.curPeak = mm.curK, mm.curPeak, 0, 0
+	m.hits, m.rows, m.peer = m.hits+mm.hits, m.rows+mm.rows, m.peer+mm.peer
+	mm.hits, mm.rows, mm.peer = 0, 0, 0
+}
+
+// train runs one shard's micro-batches on replica r, accumulating their
+// gradients; each micro-batch's loss is weighed by its share of the
+// batch's total output nodes. It returns the weighed loss.
+func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *blockRunner, sh shard, total int, seed uint64) (float64, error) {
+	if err := r.ps.ZeroGrads(); err != nil {
+		return 0, err
+	}
+	var loss float64
+	for j, mb := range sh.micro {
+		var input *tensor.Tensor
+		if m.store != nil {
+			in, gs, err := m.store.Gather(ctx, mb.blocks[0].Src, r.e.tier)
+			if err != nil {
+				return 0, fmt.Errorf("micro-batch %d: gathering features: %w", j, err)
+			}
+			input = in
+			mm.hits, mm.rows, mm.peer = mm.hits+int64(gs.Local), mm.rows+int64(gs.Rows), mm.peer+int64(gs.Peer)
+		}
+		bb, err := r.bind(mb.blocks, mb.x, input, false)
+		if err != nil {
+			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
+		}
+		l, err := r.trainBatch(ctx, bb, mb.nodes, seed^uint64(j+1)*0x94d049bb133111eb, float64(len(mb.nodes))/float64(total), true)
+		bb.release(r.e)
+		if err != nil {
+			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
+		}
+		loss += l
+	}
+	return loss, nil
+}
+
+// close releases the memory estimator.
+func (mm *miniMicro) close() {
+	if mm != nil && mm.split.est != nil {
+		mm.split.est.Close()
+	}
 }

@@ -26,24 +26,37 @@ import (
 // gradient, the gradients are all-reduced over the links (counted like any
 // transfer) and every replica takes the same step.
 //
-// Sampling and host feature extraction run ahead of training on a
-// goroutine, through a queue of train.prefetch batches; uploading,
-// gathering from the feature store and computing happen on the training
-// goroutine.
+// The epoch is a pipeline of three stages joined by bounded queues:
+// sampling and host feature extraction run ahead on a goroutine, through a
+// queue of train.prefetch batches; the transfer stage gathers each batch's
+// input rows from the feature store and uploads its blocks and rows to the
+// devices; the training goroutine computes. With train.overlap the
+// transfer stage runs on its own goroutine, one batch ahead of training
+// (double buffering); otherwise the training goroutine runs it before
+// each batch.
 type miniBatches struct {
 	replicas []*blockRunner // one per device; replicas[0] is the loop's
 	opts     []Optimizer    // the optimizers of replicas[1:]
 	sampler  sampler.Sampler
 	batch    int
 	prefetch int
+	overlap  bool
 	// Time spent per stage in the last epoch, in seconds (sampling and
-	// extraction overlap with training).
-	sampleS, extractS, trainS float64
-	sampledEdges              int64
+	// extraction overlap with training, and so does the transfer stage
+	// with overlap).
+	sampleS, extractS, stageS, trainS float64
+	sampledEdges                      int64
+	// predicted is the simulated machine's predicted time of the last
+	// epoch, pipelined (0 off the simulated backend).
+	predicted float64
 	// store, when a cache policy is configured, holds the hot feature rows
 	// on the devices; hits and rows count the last epoch's gathers.
 	store      *store.Store
 	hits, rows int64
+	peer       int64 // rows served by another device's cache
+	// micro, with train.micro_batches, splits every shard into
+	// micro-batches (see miniMicro); nil otherwise.
+	micro *miniMicro
 }
 
 func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBatches, error) {
@@ -60,16 +73,22 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBa
 	if n := sampler.NumLayers(s); n != cfg.Model.Layers {
 		return nil, cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, n, cfg.Model.Layers), "sampler")
 	}
-	if cfg.Train.MicroBatches > 1 {
-		return nil, cfg.KeyError("train.micro_batches > 1 with train.mode = \"minibatch\" is not available yet; micro-batches split full-graph steps", "train", "micro_batches")
+	micro, err := newMiniMicro(ctx, cfg, e)
+	if err != nil {
+		return nil, err
 	}
 	// Evaluation runs over full neighbourhoods: in one piece, or, on a
-	// device with a capacity, in chunks of batch_size nodes.
+	// device with a capacity, in chunks of batch_size nodes (with
+	// micro_batches = "auto", as many as the memory estimate needs).
 	evalChunks := 1
 	if cfg.Devices.MemoryBytes > 0 {
-		evalChunks = max(1, e.ds.NumNodes/max(cfg.Train.BatchSize, 1))
+		if evalChunks, err = micro.evalChunks(ctx, e, max(1, e.ds.NumNodes/max(cfg.Train.BatchSize, 1))); err != nil {
+			micro.close()
+			return nil, err
+		}
 	}
-	m := &miniBatches{sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch}
+	m := &miniBatches{sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch, overlap: cfg.Train.Overlap}
+	m.micro = micro
 	devices := []tensor.Tier{e.tier}
 	if sb, ok := e.be.(*sim.Backend); ok {
 		devices = devices[:0]
@@ -101,6 +120,10 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBa
 			m.release()
 			return nil, err
 		}
+	}
+	if err := m.micro.settle(ctx, e, m); err != nil {
+		m.release()
+		return nil, err
 	}
 	return m, nil
 }
@@ -155,6 +178,7 @@ func (m *miniBatches) release() {
 	if m.store != nil {
 		m.store.Close()
 	}
+	m.micro.close()
 	for _, r := range m.replicas {
 		r.release()
 	}
@@ -175,11 +199,24 @@ func (m *miniBatches) hitRate() float64 {
 	return float64(m.hits) / float64(m.rows)
 }
 
+// hitRates returns the share of the last epoch's feature rows served by
+// each level of the hierarchy: the training device's own cache ("local"),
+// another device's over a link ("peer") and host memory ("host"); nil
+// without a feature store.
+func (m *miniBatches) hitRates() map[string]float64 {
+	if m.rows == 0 {
+		return nil
+	}
+	r := float64(m.rows)
+	return map[string]float64{"local": float64(m.hits) / r, "peer": float64(m.peer) / r, "host": float64(m.rows-m.hits-m.peer) / r}
+}
+
 // shard is one device's part of a batch, made ready by the producer.
 type shard struct {
 	nodes  []int32
 	blocks []sampler.Block
-	x      []float32 // host-gathered input rows (nil with a store)
+	x      []float32    // host-gathered input rows (nil with a store or micro-batches)
+	micro  []microBatch // its micro-batches, when micro-batching
 }
 
 // sampled is one batch made ready by the producer.
@@ -221,7 +258,12 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 					break
 				}
 				sh := shard{nodes: part, blocks: blocks}
-				if m.store == nil {
+				if m.micro != nil {
+					if b.err = m.micro.splitShard(ctx, e, &sh, m.store == nil); b.err != nil {
+						break
+					}
+				}
+				if m.store == nil && sh.micro == nil {
 					sh.x = gatherRows(e.feats, e.dim, blocks[0].Src)
 				}
 				for _, bl := range blocks {
@@ -240,64 +282,211 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 			}
 		}
 	}()
-	var loss, trainS, gatherS float64
-	var hits, rows int64
+	// The transfer stage: inline, or a goroutine one batch ahead.
+	sb, _ := e.be.(*sim.Backend)
+	stageOne := func(b sampled, n int) *staged {
+		var before prediction
+		if sb != nil {
+			before = predictionNow(sb)
+		}
+		st := m.stage(ctx, b, n)
+		if sb != nil {
+			st.predictedS, _ = predictionNow(sb).since(before).split()
+		}
+		return st
+	}
+	var stages chan *staged
+	stageDone := make(chan struct{})
+	if m.overlap {
+		stages = make(chan *staged) // unbuffered: one batch staged while one trains
+		go func() {
+			defer close(stageDone)
+			defer close(stages)
+			n := 0
+			for b := range queue {
+				st := stageOne(b, n)
+				select {
+				case stages <- st:
+				case <-ctx.Done():
+					st.release(m)
+					return
+				}
+				if st.err != nil {
+					return
+				}
+				n++
+			}
+		}()
+	} else {
+		close(stageDone)
+	}
+	defer func() {
+		cancel()
+		if stages != nil {
+			for st := range stages { // drain what the stage made after an early return
+				st.release(m)
+			}
+		}
+		<-stageDone
+	}()
+	next := func(n int) (*staged, bool) {
+		if stages != nil {
+			st, ok := <-stages
+			return st, ok
+		}
+		b, ok := <-queue
+		if !ok {
+			return nil, false
+		}
+		return stageOne(b, n), true
+	}
+	var loss, trainS, stageS float64
+	var hits, peer, rows int64
+	var stagePred, computePred []float64
 	n := 0
-	for b := range queue {
-		if b.err != nil {
-			return 0, fmt.Errorf("sampling batch %d: %w", n, b.err)
+	for {
+		st, ok := next(n)
+		if !ok {
+			break
+		}
+		if st.err != nil {
+			st.release(m)
+			return 0, st.err
+		}
+		stageS += st.seconds
+		hits, peer, rows = hits+st.hits, peer+st.peer, rows+st.rows
+		var before prediction
+		if sb != nil {
+			before = predictionNow(sb)
 		}
 		t0 := time.Now()
-		total := 0
-		for _, sh := range b.shards {
-			total += len(sh.nodes)
+		l, err := m.train(ctx, st, seed, n, update)
+		st.release(m)
+		if err != nil {
+			return 0, err
 		}
-		for k, sh := range b.shards {
-			r := m.replicas[k]
-			var input *tensor.Tensor
-			if m.store != nil {
-				t1 := time.Now()
-				in, st, err := m.store.Gather(ctx, sh.blocks[0].Src, r.e.tier)
-				if err != nil {
-					return 0, fmt.Errorf("batch %d: gathering features: %w", n, err)
-				}
-				input = in
-				hits += int64(st.Local)
-				rows += int64(st.Rows)
-				gatherS += time.Since(t1).Seconds()
-			}
-			bb, err := r.bind(sh.blocks, sh.x, input, false)
-			if err != nil {
-				return 0, fmt.Errorf("batch %d on %s: %w", n, r.e.tier, err)
-			}
-			l, err := r.trainBatch(ctx, bb, sh.nodes, seed^uint64(n+1)*0xbf58476d1ce4e5b9^uint64(k), float64(len(sh.nodes))/float64(total), false)
-			bb.release(r.e)
-			if err != nil {
-				return 0, fmt.Errorf("batch %d on %s: %w", n, r.e.tier, err)
-			}
-			loss += l
-		}
-		if err := m.allReduce(len(b.shards)); err != nil {
-			return 0, fmt.Errorf("batch %d: all-reduce: %w", n, err)
-		}
-		if err := update(); err != nil {
-			return 0, fmt.Errorf("batch %d: %w", n, err)
-		}
-		for k := 1; k < len(b.shards); k++ {
-			if err := m.opts[k-1].Step(m.replicas[k].ps.List()); err != nil {
-				return 0, fmt.Errorf("batch %d: step on %s: %w", n, m.replicas[k].e.tier, err)
-			}
-		}
+		loss += l
 		trainS += time.Since(t0).Seconds()
+		if sb != nil {
+			_, c := predictionNow(sb).since(before).split()
+			stagePred, computePred = append(stagePred, st.predictedS), append(computePred, c)
+		}
 		n++
 	}
 	<-done
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	m.sampleS, m.extractS, m.trainS, m.sampledEdges = sampleS, hostExtractS+gatherS, trainS, edges
-	m.hits, m.rows = hits, rows
+	m.sampleS, m.extractS, m.stageS, m.trainS, m.sampledEdges = sampleS, hostExtractS, stageS, trainS, edges
+	m.hits, m.peer, m.rows = hits, peer, rows
+	m.micro.endEpoch(m)
+	m.predicted = 0
+	for i := range stagePred {
+		m.predicted += stagePred[i] + computePred[i]
+	}
+	if m.overlap {
+		m.predicted = pipelinedS(stagePred, computePred)
+	}
 	return loss / float64(max(n, 1)), nil
+}
+
+// predictedS implements pipelined.
+func (m *miniBatches) predictedS() float64 { return m.predicted }
+
+// staged is one batch on the devices: each shard's blocks and input rows
+// bound for training.
+type staged struct {
+	shards     []shard
+	bound      []*boundBlocks
+	hits, rows int64   // feature rows the devices' own caches served, of all gathered
+	peer       int64   // feature rows other devices' caches served
+	seconds    float64 // wall time of the stage
+	predictedS float64 // the stage's predicted time on the simulated machine
+	err        error
+}
+
+// stage gathers batch n's input rows from the feature store (or uploads
+// the host-extracted rows) and uploads its blocks, on every device.
+func (m *miniBatches) stage(ctx context.Context, b sampled, n int) *staged {
+	t0 := time.Now()
+	st := &staged{shards: b.shards}
+	defer func() { st.seconds = time.Since(t0).Seconds() }()
+	if b.err != nil {
+		st.err = fmt.Errorf("sampling batch %d: %w", n, b.err)
+		return st
+	}
+	for k, sh := range b.shards {
+		r := m.replicas[k]
+		if sh.micro != nil {
+			st.bound = append(st.bound, nil) // bound one at a time by train
+			continue
+		}
+		var input *tensor.Tensor
+		if m.store != nil {
+			in, gs, err := m.store.Gather(ctx, sh.blocks[0].Src, r.e.tier)
+			if err != nil {
+				st.err = fmt.Errorf("batch %d: gathering features: %w", n, err)
+				return st
+			}
+			input = in
+			st.hits += int64(gs.Local)
+			st.rows += int64(gs.Rows)
+			st.peer += int64(gs.Peer)
+		}
+		bb, err := r.bind(sh.blocks, sh.x, input, false)
+		if err != nil {
+			st.err = fmt.Errorf("batch %d on %s: %w", n, r.e.tier, err)
+			return st
+		}
+		st.bound = append(st.bound, bb)
+	}
+	return st
+}
+
+// release frees what the stage put on the devices.
+func (st *staged) release(m *miniBatches) {
+	for k, bb := range st.bound {
+		bb.release(m.replicas[k].e)
+	}
+	st.bound = nil
+}
+
+// train runs one staged batch: every device's shard, the all-reduce and
+// the optimizer steps.
+func (m *miniBatches) train(ctx context.Context, st *staged, seed uint64, n int, update func() error) (float64, error) {
+	total := 0
+	for _, sh := range st.shards {
+		total += len(sh.nodes)
+	}
+	var loss float64
+	for k, sh := range st.shards {
+		r := m.replicas[k]
+		if sh.micro != nil {
+			l, err := m.micro.train(ctx, m, r, sh, total, seed^uint64(n+1)*0xbf58476d1ce4e5b9^uint64(k))
+			if err != nil {
+				return 0, fmt.Errorf("batch %d on %s: %w", n, r.e.tier, err)
+			}
+			loss += l
+			continue
+		}
+		l, err := r.trainBatch(ctx, st.bound[k], sh.nodes, seed^uint64(n+1)*0xbf58476d1ce4e5b9^uint64(k), float64(len(sh.nodes))/float64(total), false)
+		if err != nil {
+			return 0, fmt.Errorf("batch %d on %s: %w", n, r.e.tier, err)
+		}
+		loss += l
+	}
+	if err := m.allReduce(len(st.shards)); err != nil {
+		return 0, fmt.Errorf("batch %d: all-reduce: %w", n, err)
+	}
+	if err := update(); err != nil {
+		return 0, fmt.Errorf("batch %d: %w", n, err)
+	}
+	for k := 1; k < len(st.shards); k++ {
+		if err := m.opts[k-1].Step(m.replicas[k].ps.List()); err != nil {
+			return 0, fmt.Errorf("batch %d: step on %s: %w", n, m.replicas[k].e.tier, err)
+		}
+	}
+	return loss, nil
 }
 
 // allReduce sums the gradients of the first n replicas and gives every one

@@ -18,11 +18,15 @@ type EpochRecord struct {
 	// Mini-batch stages of the epoch and the device cache's hit rate.
 	SampleS      float64 `json:"sample_s"`
 	ExtractS     float64 `json:"extract_s"`
+	StageS       float64 `json:"stage_s"` // moving batches to the devices
 	TrainS       float64 `json:"train_s"`
 	CacheHitRate float64 `json:"cache_hit_rate"`
 	// TransferBytes crossed the simulated links since the previous record
 	// (the first record includes the set-up: parameters, cached rows).
 	TransferBytes int64 `json:"transfer_bytes"`
+	// PredictedS is, on simulated devices, the epoch's training time that
+	// the cost model and link bandwidths predict for the simulated machine.
+	PredictedS float64 `json:"predicted_s,omitempty"`
 }
 
 // Result is the final machine-readable summary of a run (one JSON line).
@@ -48,7 +52,13 @@ type Result struct {
 	PeakRSSBytes     int64            `json:"peak_rss_bytes"`
 	PeakTierBytes    map[string]int64 `json:"peak_tier_bytes"`
 	MicroBatches     int              `json:"micro_batches"`
-	Partitioner      string           `json:"partitioner,omitempty"`
+	// MicroBatchesAuto says micro_batches = "auto" chose MicroBatches (in
+	// minibatch mode, the largest K of the last epoch) from Betty's memory
+	// estimate; EstimatedPeakBytes is that estimate for the largest
+	// micro-batch (on a simulated device).
+	MicroBatchesAuto   bool   `json:"micro_batches_auto,omitempty"`
+	EstimatedPeakBytes int64  `json:"estimated_peak_bytes,omitempty"`
+	Partitioner        string `json:"partitioner,omitempty"`
 	// Redundancy is, for micro-batches, their input rows summed over a
 	// step divided by the input rows of the whole batch (Betty's measure).
 	Redundancy float64 `json:"redundancy,omitempty"`
@@ -56,11 +66,16 @@ type Result struct {
 	// feature extraction run ahead of training and overlap with it.
 	SampleTimeS      float64 `json:"sample_time_s,omitempty"`
 	ExtractTimeS     float64 `json:"extract_time_s,omitempty"`
+	StageTimeS       float64 `json:"stage_time_s,omitempty"` // gathering from the feature store and uploading batches
 	TrainTimeS       float64 `json:"train_time_s,omitempty"`
 	SampledEdgesPerS float64 `json:"sampled_edges_per_s,omitempty"`
 	// CacheHitRate is the share of the last epoch's feature rows served by
 	// the device's feature cache ([cache], mini-batch on sim).
 	CacheHitRate float64 `json:"cache_hit_rate,omitempty"`
+	// TierHitRates splits those rows by where they came from: "local"
+	// (the training device's own cache), "peer" (another device's, over a
+	// link) and "host".
+	TierHitRates map[string]float64 `json:"tier_hit_rates,omitempty"`
 	// Traffic is, on simulated devices, the bytes that crossed each link
 	// and the time the link bandwidths predict for them; TransferTimeS is
 	// their sum (links are not assumed to overlap).
@@ -69,8 +84,16 @@ type Result struct {
 	// TrafficByPurpose splits the same bytes by what they carried
 	// (features, topology, labels, parameters, activations).
 	TrafficByPurpose map[string]int64 `json:"traffic_by_purpose,omitempty"`
-	Threads          int              `json:"threads"`
-	Seed             int64            `json:"seed"`
-	ConfigSHA256     string           `json:"config_sha256"`
-	Version          string           `json:"version"`
+	// PredictedEpochS is, on simulated devices, the median epoch training
+	// time predicted for the simulated machine: kernel times from
+	// devices.cost_model, transfer times from the link bandwidths, and
+	// the overlap of the mini-batch pipeline (train.overlap).
+	// PredictedComputeS is each device's predicted kernel time in the
+	// last epoch.
+	PredictedEpochS   float64            `json:"predicted_epoch_s,omitempty"`
+	PredictedComputeS map[string]float64 `json:"predicted_compute_s,omitempty"`
+	Threads           int                `json:"threads"`
+	Seed              int64              `json:"seed"`
+	ConfigSHA256      string             `json:"config_sha256"`
+	Version           string             `json:"version"`
 }

@@ -40,6 +40,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	if sb, ok := be.(*sim.Backend); ok {
+		release, err := attachKernelCost(ctx, cfg, sb, opts.Wasm)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	dt := tensor.Float32
 	if cfg.Train.DType == "float64" {
 		dt = tensor.Float64
@@ -56,12 +63,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	env := stepEnv{be: be, dt: dt, tier: tier, model: model.Graph, ds: ds, feats: feats, dim: dim, adjs: adjs, seed: seed}
+	env := stepEnv{be: be, dt: dt, tier: tier, model: model.Graph, ds: ds, feats: feats, dim: dim, adjs: adjs, seed: seed, wasm: opts.Wasm}
 	var st stepper
 	switch {
 	case cfg.Train.Mode == "minibatch":
 		st, err = newMiniBatches(ctx, cfg, env)
-	case cfg.Train.MicroBatches > 1:
+	case cfg.Train.Micro():
 		st, err = newMicroBatches(ctx, cfg, env)
 	default:
 		st, err = newFullGraph(env)
@@ -70,6 +77,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		return nil, err
 	}
 	defer st.release()
+	if mb, ok := st.(*microBatches); ok && mb.auto && opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "train.micro_batches = \"auto\": K = %d micro-batches, the largest estimated at %d bytes of devices.memory_bytes = %d\n",
+			len(mb.batches), mb.estPeak, cfg.Devices.MemoryBytes)
+	}
 	opt, err := NewOptimizer(cfg.Train.Optimizer, be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
 	if err != nil {
 		return nil, err
@@ -90,10 +101,14 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	res.MicroBatches = cfg.Train.MicroBatches
 	if mb, ok := st.(*microBatches); ok {
 		res.Partitioner, res.Redundancy = cfg.Partition.ID, mb.redundancy()
+		res.MicroBatches, res.MicroBatchesAuto, res.EstimatedPeakBytes = len(mb.batches), mb.auto, mb.estPeak
 	}
 	if mb, ok := st.(*miniBatches); ok {
-		res.SampleTimeS, res.ExtractTimeS, res.TrainTimeS = mb.sampleS, mb.extractS, mb.trainS
-		res.CacheHitRate = mb.hitRate()
+		if mm := mb.micro; mm != nil {
+			res.Partitioner, res.MicroBatches, res.MicroBatchesAuto, res.EstimatedPeakBytes = cfg.Partition.ID, mm.microK, mm.auto, mm.estPeak
+		}
+		res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = mb.sampleS, mb.extractS, mb.stageS, mb.trainS
+		res.CacheHitRate, res.TierHitRates = mb.hitRate(), mb.hitRates()
 		if mb.sampleS > 0 {
 			res.SampledEdgesPerS = float64(mb.sampledEdges) / mb.sampleS
 		}
@@ -179,6 +194,7 @@ func newBackend(cfg *config.Config) (backend.Backend, error) {
 		if err != nil {
 			return nil, err
 		}
+		topo.Compute = deviceSpec(cfg)
 		return sim.New(topo, threads(cfg))
 	}
 	return nil, cfg.KeyError(fmt.Sprintf("train.backend = %q is not available in this build (available: \"cpu\", \"sim\")", cfg.Train.Backend), "train", "backend")
@@ -216,7 +232,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		defer f.Close()
 		csvw = csv.NewWriter(f)
 		defer csvw.Flush()
-		header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc", "sample_s", "extract_s", "train_s", "cache_hit_rate", "transfer_bytes"}
+		header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc", "sample_s", "extract_s", "stage_s", "train_s", "cache_hit_rate", "transfer_bytes", "predicted_s"}
 		for _, tier := range l.be.Tiers() {
 			header = append(header, "peak_"+string(tier)+"_bytes")
 		}
@@ -224,12 +240,17 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("output.csv: %w", err)
 		}
 	}
-	var times, evalTimes []float64
+	var times, evalTimes, predicted []float64
 	var transferred int64 // link bytes counted before this epoch
+	sb, simulated := l.be.(*sim.Backend)
 	var best map[string][]float64
 	sinceBest := 0
 	for ep := 0; ep < epochs; ep++ {
 		t0 := time.Now()
+		var before prediction
+		if simulated {
+			before = predictionNow(sb)
+		}
 		loss, err := l.step(ctx, ep)
 		if err != nil {
 			return fmt.Errorf("epoch %d: %w", ep, err)
@@ -238,8 +259,17 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		times = append(times, dt)
 		l.res.FinalLoss = loss
 		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(l.be.Stats().Peak)}
+		if simulated {
+			work := predictionNow(sb).since(before)
+			rec.PredictedS = work.sequentialS()
+			if p, ok := l.st.(pipelined); ok {
+				rec.PredictedS = p.predictedS()
+			}
+			predicted = append(predicted, rec.PredictedS)
+			l.res.PredictedComputeS = work.computeSeconds()
+		}
 		if mb, ok := l.st.(*miniBatches); ok {
-			rec.SampleS, rec.ExtractS, rec.TrainS, rec.CacheHitRate = mb.sampleS, mb.extractS, mb.trainS, mb.hitRate()
+			rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS, rec.CacheHitRate = mb.sampleS, mb.extractS, mb.stageS, mb.trainS, mb.hitRate()
 		}
 		every := l.cfg.Train.EvalEvery
 		if every > 0 && (ep+1)%every == 0 || ep == epochs-1 {
@@ -279,6 +309,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		}
 	}
 	l.res.EpochTimeMedianS = median(times, 2)
+	l.res.PredictedEpochS = median(predicted, 0)
 	l.res.EvalTimeMedianS = median(evalTimes, 0)
 	if best != nil {
 		return l.st.params().Restore(best) // through the parameters' view: counted as parameters
@@ -307,7 +338,7 @@ func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, error) 
 func recordRow(r EpochRecord, tiers []tensor.Tier) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	row := []string{strconv.Itoa(r.Epoch), f(r.TimeS), f(r.Loss), "", "", "",
-		f(r.SampleS), f(r.ExtractS), f(r.TrainS), f(r.CacheHitRate), strconv.FormatInt(r.TransferBytes, 10)}
+		f(r.SampleS), f(r.ExtractS), f(r.StageS), f(r.TrainS), f(r.CacheHitRate), strconv.FormatInt(r.TransferBytes, 10), f(r.PredictedS)}
 	if r.Evaluated {
 		row[3], row[4], row[5] = f(r.TrainAcc), f(r.ValidAcc), f(r.TestAcc)
 	}

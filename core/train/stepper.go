@@ -10,6 +10,7 @@ import (
 	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/tensor"
+	"strata/plugins/wasm"
 )
 
 // stepper computes the gradients of one optimizer step and the predictions
@@ -36,6 +37,7 @@ type stepEnv struct {
 	dim   int
 	adjs  *adjacencies
 	seed  uint64
+	wasm  wasm.Options // for the cost models (memory estimate)
 }
 
 // fullGraph runs every step over the whole graph with one program.

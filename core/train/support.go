@@ -31,12 +31,16 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Partition.Name != "" && cfg.Train.MicroBatches == 1 {
 		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
 	}
+	if cfg.Train.Overlap && cfg.Train.Mode != "minibatch" {
+		return cfg.KeyError(fmt.Sprintf("train.overlap pipelines the transfers of sampled mini-batches, which train.mode = %q does not have; set train.mode = \"minibatch\" or remove it", cfg.Train.Mode), "train", "overlap")
+	}
 	d := cfg.Devices
 	if cfg.Train.Backend != "sim" {
 		for _, k := range []struct {
 			key string
 			set bool
-		}{{"preset", d.Preset != ""}, {"count", d.Count != 0}, {"memory_bytes", d.MemoryBytes != 0}, {"host_gbps", len(d.HostGBps) > 0}, {"peer_gbps", len(d.PeerGBps) > 0}} {
+		}{{"preset", d.Preset != ""}, {"count", d.Count != 0}, {"memory_bytes", d.MemoryBytes != 0}, {"host_gbps", len(d.HostGBps) > 0}, {"peer_gbps", len(d.PeerGBps) > 0},
+			{"cost_model", d.CostModel != ""}, {"peak_gflops", d.PeakGFLOPS != 0}, {"mem_gbps", d.MemGBps != 0}, {"launch_us", d.LaunchUS != -1}} {
 			if k.set {
 				return cfg.KeyError(fmt.Sprintf("devices.%s describes simulated devices, which train.backend = %q does not use; set train.backend = \"sim\" or remove it", k.key, cfg.Train.Backend), "devices", k.key)
 			}

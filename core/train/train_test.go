@@ -113,7 +113,7 @@ func TestCheckSupported(t *testing.T) {
 func comparable(r *Result) Result {
 	c := *r
 	c.EpochTimeMedianS, c.EvalTimeMedianS, c.LoadTimeS, c.PeakRSSBytes = 0, 0, 0, 0
-	c.SampleTimeS, c.ExtractTimeS, c.TrainTimeS, c.SampledEdgesPerS = 0, 0, 0, 0
+	c.SampleTimeS, c.ExtractTimeS, c.StageTimeS, c.TrainTimeS, c.SampledEdgesPerS = 0, 0, 0, 0, 0
 	c.PeakTierBytes = nil
 	return c
 }

@@ -26,6 +26,21 @@ func NarrowAggregate(g, x, w Value, r Reducer) Value {
 	return MatMul(Aggregate(g, x, r), w)
 }
 
+// LSTMAggregation is DGL's and PyG's LSTM neighbour aggregator:
+// LSTMAggregate(g, x, ...) with input size in and hidden size hidden, the
+// weights "<name>.weight_ih" [in,4·hidden] and "<name>.weight_hh"
+// [hidden,4·hidden] (PyTorch's, transposed) and one bias "<name>.bias"
+// [4·hidden] (b_ih + b_hh). The weights are U(±1/sqrt(rows)), which is
+// PyTorch's U(±1/sqrt(hidden)) for weight_hh, and for weight_ih when
+// in = hidden (DGL's choice); the bias starts at zero (a vector's uniform
+// init has bound 1 here, PyTorch draws U(±1/sqrt(hidden))).
+func LSTMAggregation(name string, g, x Value, in, hidden int64) Value {
+	wih := Param(name+".weight_ih", []int64{in, 4 * hidden}, Uniform)
+	whh := Param(name+".weight_hh", []int64{hidden, 4 * hidden}, Uniform)
+	b := Param(name+".bias", []int64{4 * hidden}, Zeros)
+	return LSTMAggregate(g, x, wih, whh, b)
+}
+
 // BatchNorm1d normalises x's cols columns with learnable "<name>.weight"
 // (ones) and "<name>.bias" (zeros) and eps 1e-5, as torch.nn.BatchNorm1d.
 func BatchNorm1d(name string, x Value, cols int64) Value {

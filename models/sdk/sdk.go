@@ -167,6 +167,14 @@ func EdgeSoftmax(g, s Value) Value { return Value(abi.EdgeSoftmax(int32(g), int3
 // HeadMean averages the heads column blocks of x[R,H*C] into [R,C].
 func HeadMean(x Value, heads int64) Value { return Value(abi.HeadMean(int32(x), heads)) }
 
+// LSTMAggregate feeds the sources of every node of g, in the graph's CSR
+// order, through an LSTM (gates i, f, g, o as PyTorch; zero initial state)
+// and returns the last hidden state, zeros for a node without sources:
+// x[N,C], wih[C,4H], whh[H,4H], b[4H] -> [N,H]. See LSTMAggregation.
+func LSTMAggregate(g, x, wih, whh, b Value) Value {
+	return Value(abi.LSTMAggregate(int32(g), int32(x), int32(wih), int32(whh), int32(b)))
+}
+
 // Output marks h as the layer's result. Layers given to Register return
 // their result instead; Output is for modules that export
 // strata_layer_spec themselves.

@@ -27,7 +27,10 @@ var docs = map[string]string{
 	"model.sage":         "GraphSAGE-mean (Hamilton et al.): X W_root + mean_j(x_j) W_nbr",
 	"model.gat":          "GAT (Velickovic et al.): multi-head attention; options heads, out_heads, attn_dropout, negative_slope",
 	"model.gin":          "GIN (Xu et al.): MLP((1+eps) x + sum_j x_j); options eps, train_eps",
+	"model.sage-lstm":    "GraphSAGE-LSTM (DGL's lstm aggregator): X W_root + LSTM(x_j in CSR order) W_nbr; option lstm_hidden",
 	"costmodel.roofline": "roofline cost model: max(flops/peak, bytes/bandwidth) + launch overhead per op",
+
+	"costmodel.betty-memory": "Betty memory estimate (ASPLOS 2023 §4.4): peak device bytes of one micro-batch training step from its sizes; picks train.micro_batches = \"auto\"",
 }
 
 // Layer is a shipped layer module (model.<name>).

@@ -315,6 +315,9 @@ var hostFuncs = []*hostFunc{
 	{name: "head_mean", params: vt(i32, i64), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		s[0] = st.handle(st.b.HeadMean(h32(s[0]), int64(s[1])))
 	}},
+	{name: "lstm_aggregate", params: vt(i32, i32, i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
+		s[0] = st.handle(st.b.LSTMAggregate(h32(s[0]), h32(s[1]), h32(s[2]), h32(s[3]), h32(s[4])))
+	}},
 	{name: "output", params: vt(i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		s[0] = api.EncodeI32(st.b.Output(h32(s[0])))
 	}},

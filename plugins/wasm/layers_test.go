@@ -118,6 +118,38 @@ func TestLayerSpecs(t *testing.T) {
 			"matmul %7 %5 [N,8]",
 			"add %4 %8 [N,8]",
 		}, 2*4*8 + 8, nil},
+		{"sage-lstm", "hidden, LSTM as wide as the input", cfg("in_dim", 8, "out_dim", 4, "dropout", 0.5), []string{
+			"input:x [N,8]",
+			"dropout(0.5) %0 [N,8]",
+			"param:root.weight:glorot [8,4]",
+			"matmul %1 %2 [N,4]",
+			"param:root.bias:zeros [4]",
+			"bias %3 %4 [N,4]",
+			"graph:adj [N,N]",
+			"param:lstm.weight_ih:uniform [8,32]",
+			"param:lstm.weight_hh:uniform [8,32]",
+			"param:lstm.bias:zeros [32]",
+			"lstm_aggregate %6 %1 %7 %8 %9 [N,8]",
+			"param:nbr.weight:glorot [8,4]",
+			"matmul %10 %11 [N,4]",
+			"add %5 %12 [N,4]",
+			"relu %13 [N,4]",
+		}, 8*4 + 4 + 2*8*32 + 32 + 8*4, []string{"in_dim", "out_dim", "dropout", "last", "batchnorm", "lstm_hidden"}},
+		{"sage-lstm", "last, lstm_hidden 3", cfg("in_dim", 8, "out_dim", 4, "lstm_hidden", 3, "last", 1), []string{
+			"input:x [N,8]",
+			"param:root.weight:glorot [8,4]",
+			"matmul %0 %1 [N,4]",
+			"param:root.bias:zeros [4]",
+			"bias %2 %3 [N,4]",
+			"graph:adj [N,N]",
+			"param:lstm.weight_ih:uniform [8,12]",
+			"param:lstm.weight_hh:uniform [3,12]",
+			"param:lstm.bias:zeros [12]",
+			"lstm_aggregate %5 %0 %6 %7 %8 [N,3]",
+			"param:nbr.weight:glorot [3,4]",
+			"matmul %9 %10 [N,4]",
+			"add %4 %11 [N,4]",
+		}, 8*4 + 4 + 8*12 + 3*12 + 12 + 3*4, nil},
 		{"gat", "hidden, 8 heads", cfg("in_dim", 1433, "out_dim", 64, "heads", 8, "dropout", 0.6, "attn_dropout", 0.6), []string{
 			"input:x [N,1433]",
 			"dropout(0.6) %0 [N,1433]",
@@ -237,6 +269,7 @@ func TestModels(t *testing.T) {
 		{"gcn", []int64{F, H, C}, Config{}, 23063}, // 1433*16+16+16*7+7
 		{"gcn", []int64{F, 64, 64, C}, Config{}, F*64 + 64 + 64*64 + 64 + 64*C + C},
 		{"sage", []int64{F, H, C}, Config{}, 2*F*H + H + 2*H*C + C},
+		{"sage-lstm", []int64{F, H, C}, Config{}, 2*F*H + H + 8*F*F + 4*F + 2*H*C + C + 8*H*H + 4*H}, // DGL: LSTM hidden = in
 		{"gat", []int64{F, 64, C}, cfg("heads", 8), F*64 + 2*64 + 64 + 64*C + 2*C + C},
 		{"gin", []int64{F, H, C}, cfg("train_eps", 1), F*H + H + H*H + H + 1 + H*C + C + C*C + C + 1},
 	}
@@ -282,6 +315,7 @@ func TestLayerOptionErrors(t *testing.T) {
 		want  string
 	}{
 		{"gat", cfg("in_dim", 8, "out_dim", 10, "heads", 3), `model "gat" layer spec: gat: hidden size out_dim=10 must be divisible by heads=3`},
+		{"sage-lstm", cfg("in_dim", 4, "out_dim", 2, "lstm_hidden", -1), `model "sage-lstm" layer spec: sage-lstm: lstm_hidden must be positive (0: in_dim)`},
 		{"gcn", cfg("out_dim", 4), `model "gcn" layer spec: op #0 input: input "x" needs a positive width, got 0`},
 		{"gcn", cfg("in_dim", 4, "out_dim", 4, "dropout", 1.0), `op #1 dropout: drop probability 1 outside [0,1)`},
 		{"gcn", cfg("in_dim", 4.5, "out_dim", 4), `op #0 cfg_i64: option "in_dim" = 4.5 must be an integer`},

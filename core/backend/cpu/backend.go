@@ -29,8 +29,8 @@ type Options struct {
 	// Transfer, when set, is told of every byte that crosses between two
 	// tiers: Upload and UploadGraph (host to the tier), Download (the tier
 	// to host) and Copy between different tiers. tag is the tag of the
-	// view that moved them (see WithTag; "" for the backend itself).
-	Transfer func(from, to tensor.Tier, bytes int64, tag string)
+	// view that moved them (see WithTag; nil for the backend itself).
+	Transfer func(from, to tensor.Tier, bytes int64, tag any)
 }
 
 // Tier is an extra memory tier.
@@ -48,8 +48,8 @@ type Backend struct {
 	threads  int
 	tiers    []tensor.Tier
 	capacity map[tensor.Tier]int64
-	transfer func(from, to tensor.Tier, bytes int64, tag string)
-	tag      string // passed to transfer; set by WithTag
+	transfer func(from, to tensor.Tier, bytes int64, tag any)
+	tag      any // passed to transfer; set by WithTag
 	mem      *memory
 }
 
@@ -63,14 +63,14 @@ type memory struct {
 // WithTag returns a view of the backend that shares its tiers, memory and
 // tensors and reports its transfers under tag: a simulated device counts
 // bytes per purpose this way, without state shared between goroutines.
-func (b *Backend) WithTag(tag string) *Backend {
+func (b *Backend) WithTag(tag any) *Backend {
 	v := *b
 	v.tag = tag
 	return &v
 }
 
-// Tag returns the view's tag ("" for the backend itself).
-func (b *Backend) Tag() string { return b.tag }
+// Tag returns the view's tag (nil for the backend itself).
+func (b *Backend) Tag() any { return b.tag }
 
 var _ backend.Backend = (*Backend)(nil)
 

@@ -67,6 +67,8 @@ type Graph struct {
 	tvals32    []float32 // vals32 in transposed order
 	vals64     []float64 // float64 copies, made on first use
 	tvals64    []float64
+	schedMu    sync.Mutex
+	sched      *lstmSchedule // made on the first LSTMAggregate
 	bytes      int64
 	released   bool
 }
@@ -143,6 +145,7 @@ func (b *Backend) ReleaseGraph(a backend.Adj) {
 	g.released = true
 	g.fwd, g.bwd = csr{}, csr{}
 	g.vals32, g.tvals32, g.vals64, g.tvals64 = nil, nil, nil, nil
+	g.sched = nil
 	g.owner.account(g.tier, -g.bytes)
 }
 

@@ -10,6 +10,7 @@
 #define TBITS 32
 #include "kern.h"
 #include "kern_t.h"
+#include "kern_lstm.h"
 #define IBITS 32
 #include "kern_ti.h"
 #undef IBITS
@@ -22,6 +23,7 @@
 #define TBITS 64
 #include "kern.h"
 #include "kern_t.h"
+#include "kern_lstm.h"
 #define IBITS 32
 #include "kern_ti.h"
 #undef IBITS
@@ -123,6 +125,30 @@ void k_headdot_dx(int dt, int64_t r0, int64_t r1, const void *a, const void *dy,
 void k_headdot_da(int dt, int64_t r0, int64_t r1, const void *x, const void *dy, int64_t H,
 		  int64_t C, double *part) {
 	PICK2(k_headdot_da, dt, r0, r1, x, dy, H, C, part);
+}
+
+void k_lstm_gather(int dt, int64_t r0, int64_t r1, int64_t t, int it, const int64_t *indptr,
+		   const void *idx, const int64_t *order, const void *xw, const void *bias,
+		   int64_t G4, void *g) {
+	PICK2(k_lstm_gather, dt, r0, r1, t, it, indptr, idx, order, xw, bias, G4, g);
+}
+
+void k_lstm_cell(int dt, int64_t r0, int64_t r1, int64_t H, int64_t nnext, void *g,
+		 const void *cprev, void *cout, void *hnext, void *out, const int64_t *order) {
+	PICK2(k_lstm_cell, dt, r0, r1, H, nnext, g, cprev, cout, hnext, out, order);
+}
+
+void k_lstm_cell_bwd(int dt, int64_t r0, int64_t r1, int64_t H, int64_t nnext, void *g,
+		     const void *c, const void *cprev, const void *dhp, const void *dout,
+		     const int64_t *order, void *dcs) {
+	PICK2(k_lstm_cell_bwd, dt, r0, r1, H, nnext, g, c, cprev, dhp, dout, order, dcs);
+}
+
+void k_lstm_scatter(int dt, int64_t s0, int64_t s1, int it, const int64_t *bindptr,
+		    const void *bidx, const int64_t *perm, const int64_t *indptr,
+		    const int64_t *rank, const int64_t *off, int64_t G4, const void *dg,
+		    void *dxw) {
+	PICK2(k_lstm_scatter, dt, s0, s1, it, bindptr, bidx, perm, indptr, rank, off, G4, dg, dxw);
 }
 
 // k_gather copies rows: y[i] = x[idx[i]] for i in [r0, r1), rowbytes each.

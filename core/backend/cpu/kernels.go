@@ -128,3 +128,19 @@ func cActBwd(elu bool, alpha float32, x, y, dy, dx []float32) {
 	}
 	C.k_act_bwd_f32(C.int(e), C.float(alpha), C.int64_t(len(dy)), f32p(x, 0), f32p(y, 0), f32p(dy, 0), f32p(dx, 0))
 }
+
+func cLSTMGather(dt int, r0, r1, t int64, it int, indptr *int64, idx unsafe.Pointer, order *int64, xw, bias unsafe.Pointer, g4 int64, g unsafe.Pointer) {
+	C.k_lstm_gather(C.int(dt), C.int64_t(r0), C.int64_t(r1), C.int64_t(t), C.int(it), i64p(indptr), idx, i64p(order), xw, bias, C.int64_t(g4), g)
+}
+
+func cLSTMCell(dt int, r0, r1, h, nnext int64, g, cprev, cout, hnext, out unsafe.Pointer, order *int64) {
+	C.k_lstm_cell(C.int(dt), C.int64_t(r0), C.int64_t(r1), C.int64_t(h), C.int64_t(nnext), g, cprev, cout, hnext, out, i64p(order))
+}
+
+func cLSTMCellBwd(dt int, r0, r1, h, nnext int64, g, c, cprev, dhp, dout unsafe.Pointer, order *int64, dcs unsafe.Pointer) {
+	C.k_lstm_cell_bwd(C.int(dt), C.int64_t(r0), C.int64_t(r1), C.int64_t(h), C.int64_t(nnext), g, c, cprev, dhp, dout, i64p(order), dcs)
+}
+
+func cLSTMScatter(dt int, s0, s1 int64, it int, bindptr *int64, bidx unsafe.Pointer, perm, indptr, rank, off *int64, g4 int64, dg, dxw unsafe.Pointer) {
+	C.k_lstm_scatter(C.int(dt), C.int64_t(s0), C.int64_t(s1), C.int(it), i64p(bindptr), bidx, i64p(perm), i64p(indptr), i64p(rank), i64p(off), C.int64_t(g4), dg, dxw)
+}

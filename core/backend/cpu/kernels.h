@@ -28,6 +28,18 @@ void k_headdot_dx(int dt, int64_t r0, int64_t r1, const void *a, const void *dy,
 		  int64_t C, void *dx);
 void k_headdot_da(int dt, int64_t r0, int64_t r1, const void *x, const void *dy, int64_t H,
 		  int64_t C, double *part);
+void k_lstm_gather(int dt, int64_t r0, int64_t r1, int64_t t, int it, const int64_t *indptr,
+		   const void *idx, const int64_t *order, const void *xw, const void *bias,
+		   int64_t G4, void *g);
+void k_lstm_cell(int dt, int64_t r0, int64_t r1, int64_t H, int64_t nnext, void *g,
+		 const void *cprev, void *cout, void *hnext, void *out, const int64_t *order);
+void k_lstm_cell_bwd(int dt, int64_t r0, int64_t r1, int64_t H, int64_t nnext, void *g,
+		     const void *c, const void *cprev, const void *dhp, const void *dout,
+		     const int64_t *order, void *dcs);
+void k_lstm_scatter(int dt, int64_t s0, int64_t s1, int it, const int64_t *bindptr,
+		    const void *bidx, const int64_t *perm, const int64_t *indptr,
+		    const int64_t *rank, const int64_t *off, int64_t G4, const void *dg,
+		    void *dxw);
 void k_gather(int it, int64_t r0, int64_t r1, const void *idx, const void *x, int64_t rowbytes,
 	      void *y);
 void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,

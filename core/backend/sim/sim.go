@@ -21,13 +21,22 @@ type Backend struct {
 	*cpu.Backend
 	topo    Topology
 	traffic *counters
+	purpose string // of this view's transfers and kernels
 }
 
-// counters are the bytes moved, shared by a backend's views.
+// counters are the bytes moved and the time predicted, shared by a
+// backend's views.
 type counters struct {
-	mu    sync.Mutex
-	bytes map[Link]int64
-	byUse map[string]int64
+	mu      sync.Mutex
+	bytes   map[Link]int64
+	byUse   map[string]int64
+	linkS   map[string]float64 // by purpose
+	cost    KernelCost
+	kernelS map[tensor.Tier]map[string]float64
+}
+
+func newCounters() *counters {
+	return &counters{bytes: map[Link]int64{}, byUse: map[string]int64{}, linkS: map[string]float64{}, kernelS: map[tensor.Tier]map[string]float64{}}
 }
 
 // Purposes under which transfers are counted (ForPurpose).
@@ -47,13 +56,13 @@ const (
 // label with them, so a transfer stage and the training loop can run at
 // once without mislabelling each other's bytes.
 func (b *Backend) ForPurpose(p string) *Backend {
-	return &Backend{Backend: b.Backend.WithTag(p), topo: b.topo, traffic: b.traffic}
+	return &Backend{Backend: b.Backend.WithTag(p), topo: b.topo, traffic: b.traffic, purpose: p}
 }
 
-// Purpose returns the purpose the view's transfers count under.
+// Purpose returns the purpose the view's transfers and kernels count under.
 func (b *Backend) Purpose() string {
-	if p := b.Backend.Tag(); p != "" {
-		return p
+	if b.purpose != "" {
+		return b.purpose
 	}
 	return PurposeOther
 }
@@ -82,7 +91,7 @@ func New(topo Topology, threads int) (*Backend, error) {
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{topo: topo, traffic: &counters{bytes: map[Link]int64{}, byUse: map[string]int64{}}}
+	b := &Backend{topo: topo, traffic: newCounters()}
 	tiers := make([]cpu.Tier, topo.Devices)
 	for i := range tiers {
 		tiers[i] = cpu.Tier{Name: DeviceTier(i), Capacity: topo.Capacity}
@@ -97,23 +106,26 @@ func (b *Backend) Name() string { return "sim" }
 // Topology returns the simulated machine.
 func (b *Backend) Topology() Topology { return b.topo }
 
-// count records a transfer under the purpose of the view that made it,
-// routing device↔device copies without a direct link through the host.
-func (b *Backend) count(from, to tensor.Tier, n int64, purpose string) {
+// count records a transfer under the purpose of the view that made it (its
+// tag), routing device↔device copies without a direct link through the
+// host.
+func (b *Backend) count(from, to tensor.Tier, n int64, tag any) {
+	purpose, _ := tag.(string)
 	if purpose == "" {
 		purpose = PurposeOther
+	}
+	links := []Link{{from, to}}
+	if fi, ti := b.device(from), b.device(to); fi >= 0 && ti >= 0 && b.topo.PeerGBps[fi][ti] == 0 {
+		links = []Link{{from, tensor.Host}, {tensor.Host, to}}
 	}
 	t := b.traffic
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.byUse[purpose] += n
-	fi, ti := b.device(from), b.device(to)
-	if fi >= 0 && ti >= 0 && b.topo.PeerGBps[fi][ti] == 0 {
-		t.bytes[Link{from, tensor.Host}] += n
-		t.bytes[Link{tensor.Host, to}] += n
-		return
+	for _, l := range links {
+		t.bytes[l] += n
+		t.linkS[purpose] += float64(n) / (b.bandwidth(l) * 1e9)
 	}
-	t.bytes[Link{from, to}] += n
 }
 
 // device returns the index of a device tier, or -1 for the host.
@@ -166,11 +178,12 @@ func (b *Backend) Traffic() []LinkTraffic {
 	return out
 }
 
-// ResetTraffic clears the counters (e.g. between epochs).
+// ResetTraffic clears the traffic and compute counters (e.g. between epochs).
 func (b *Backend) ResetTraffic() {
 	t := b.traffic
 	t.mu.Lock()
-	t.bytes, t.byUse = map[Link]int64{}, map[string]int64{}
+	fresh := newCounters()
+	t.bytes, t.byUse, t.linkS, t.kernelS = fresh.bytes, fresh.byUse, fresh.linkS, fresh.kernelS
 	t.mu.Unlock()
 }
 

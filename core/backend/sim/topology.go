@@ -22,7 +22,23 @@ type Topology struct {
 	// link (NVLink), GB/s; 0 means no direct link, and such transfers go
 	// through the host.
 	PeerGBps [][]float64
+	// Compute is what every device's kernels run at, for the cost model
+	// that predicts their time (see WithKernelCost).
+	Compute DeviceSpec
 }
+
+// DeviceSpec is a device's roofline: peak float throughput, memory
+// bandwidth and the fixed cost of launching a kernel.
+type DeviceSpec struct {
+	PeakGFLOPS float64 // float32 GFLOP/s
+	MemGBps    float64 // device memory bandwidth, GB/s
+	LaunchUS   float64 // per-kernel overhead, µs
+}
+
+// V100 is the device of every preset: an NVIDIA V100 SXM2 (15.7 TFLOP/s
+// float32, 900 GB/s HBM2), the GPU of XGNN's and the tiering paper's
+// DGX-1, with a 5 µs launch overhead.
+var V100 = DeviceSpec{PeakGFLOPS: 15700, MemGBps: 900, LaunchUS: 5}
 
 // Bandwidths used by the presets: PCIe 3.0 x16 and one NVLink 2.0 link,
 // per direction.
@@ -56,7 +72,7 @@ func Preset(name string, devices int, capacity int64) (Topology, error) {
 	if n < 0 {
 		return Topology{}, fmt.Errorf("%d devices: want at least 1", n)
 	}
-	t := Topology{Name: name, Devices: n, Capacity: capacity, HostGBps: make([]float64, n), PeerGBps: make([][]float64, n)}
+	t := Topology{Name: name, Devices: n, Capacity: capacity, HostGBps: make([]float64, n), PeerGBps: make([][]float64, n), Compute: V100}
 	for i := range t.HostGBps {
 		t.HostGBps[i] = PCIeGBps
 		t.PeerGBps[i] = make([]float64, n)
@@ -101,6 +117,9 @@ func (t Topology) Validate() error {
 	}
 	if t.Capacity < 0 {
 		return fmt.Errorf("topology %q: negative capacity %d", t.Name, t.Capacity)
+	}
+	if c := t.Compute; c != (DeviceSpec{}) && !(c.PeakGFLOPS > 0 && c.MemGBps > 0 && c.LaunchUS >= 0) {
+		return fmt.Errorf("topology %q: device compute %v GFLOP/s, %v GB/s, %v µs launch: want positive throughput and bandwidth", t.Name, c.PeakGFLOPS, c.MemGBps, c.LaunchUS)
 	}
 	if len(t.HostGBps) != t.Devices || len(t.PeerGBps) != t.Devices {
 		return fmt.Errorf("topology %q: %d host links and %d peer rows for %d devices", t.Name, len(t.HostGBps), len(t.PeerGBps), t.Devices)

@@ -78,6 +78,9 @@ func edgeSoftmax(g, s int32) int32
 //go:wasmimport strata_v1 head_mean
 func headMean(x int32, heads int64) int32
 
+//go:wasmimport strata_v1 lstm_aggregate
+func lstmAggregate(g, x, wih, whh, b int32) int32
+
 //go:wasmimport strata_v1 output
 func output(h int32) int32
 
@@ -158,6 +161,11 @@ func EdgeSoftmax(g, s int32) int32 { return edgeSoftmax(g, s) }
 
 // HeadMean averages the heads column blocks of x.
 func HeadMean(x int32, heads int64) int32 { return headMean(x, heads) }
+
+// LSTMAggregate runs an LSTM over each node's sources of g in CSR order
+// and returns the last hidden state: x[N,C], wih[C,4H], whh[H,4H], b[4H]
+// -> [N,H].
+func LSTMAggregate(g, x, wih, whh, b int32) int32 { return lstmAggregate(g, x, wih, whh, b) }
 
 // Output marks h as the layer's result.
 func Output(h int32) int32 { return output(h) }

@@ -1,0 +1,129 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"math"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/graph"
+	"strata/core/tensor"
+)
+
+// notKernels are the Backend methods that move or manage memory rather
+// than compute; every other method must be timed by the simulated backend.
+var notKernels = map[string]bool{
+	"Name": true, "Tiers": true, "Alloc": true, "Release": true, "Upload": true,
+	"Download": true, "UploadGraph": true, "ReleaseGraph": true, "Stats": true,
+}
+
+// TestEveryKernelIsTimed fails when backend.Backend gains a kernel that
+// *sim.Backend only inherits from the CPU backend, untimed.
+func TestEveryKernelIsTimed(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || len(fn.Recv.List) != 1 {
+				continue
+			}
+			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok {
+				if id, ok := star.X.(*ast.Ident); ok && id.Name == "Backend" {
+					declared[fn.Name.Name] = true
+				}
+			}
+		}
+	}
+	iface := reflect.TypeFor[backend.Backend]()
+	for i := range iface.NumMethod() {
+		name := iface.Method(i).Name
+		if !notKernels[name] && !declared[name] {
+			t.Errorf("backend.Backend.%s is not timed by the simulated backend: add it to cost.go", name)
+		}
+	}
+}
+
+// fixedCost predicts op+1 seconds for every kernel and records the inputs.
+type fixedCost struct{ calls [][]float64 }
+
+func (c *fixedCost) Predict(op int32, in []float64) ([4]float64, error) {
+	c.calls = append(c.calls, append([]float64{float64(op)}, in...))
+	return [4]float64{float64(op) + 1}, nil
+}
+
+type failingCost struct{}
+
+func (failingCost) Predict(int32, []float64) ([4]float64, error) {
+	return [4]float64{}, errors.New("trapped")
+}
+
+func TestKernelTiming(t *testing.T) {
+	b := newSim(t, "pcie-only", 0)
+	cost := &fixedCost{}
+	b.WithKernelCost(cost)
+	dev := DeviceTier(0)
+	alloc := func(tier tensor.Tier, r, c int) *tensor.Tensor {
+		x, err := b.Alloc(tensor.Float32, []int{r, c}, tier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	v := b.ForPurpose(PurposeFeatures)
+	a, x, c := alloc(dev, 4, 3), alloc(dev, 3, 5), alloc(dev, 4, 5)
+	if err := v.GEMM(false, false, 1, a, x, 0, c); err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{costGEMM, V100.PeakGFLOPS, V100.MemGBps, V100.LaunchUS, 4, 4, 3, 5}
+	if len(cost.calls) != 1 || !reflect.DeepEqual(cost.calls[0], want) {
+		t.Fatalf("cost model saw %v, want %v", cost.calls, want)
+	}
+	g, err := v.UploadGraph(graph.NewCSR(4, []int64{0, 1, 2, 3, 3}, []int64{1, 2, 3}), dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := alloc(dev, 4, 5)
+	if err := b.SpMM(context.Background(), g, false, nil, c, 0, y); err != nil { // purpose other
+		t.Fatal(err)
+	}
+	// A host kernel is not a device's time.
+	h1, h2, h3 := alloc(tensor.Host, 4, 3), alloc(tensor.Host, 3, 5), alloc(tensor.Host, 4, 5)
+	if err := b.GEMM(false, false, 1, h1, h2, 0, h3); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Upload(a, make([]float32, 12)); err != nil {
+		t.Fatal(err)
+	}
+	p := b.Predicted()
+	wantKernels := map[tensor.Tier]map[string]float64{dev: {PurposeFeatures: costGEMM + 1, PurposeOther: costSpMM + 1}}
+	if !reflect.DeepEqual(p.KernelS, wantKernels) {
+		t.Errorf("kernel seconds %v, want %v", p.KernelS, wantKernels)
+	}
+	moved := b.TrafficByPurpose()[PurposeFeatures]
+	if len(p.TransferS) != 1 || math.Abs(p.TransferS[PurposeFeatures]-float64(moved)/(PCIeGBps*1e9)) > 1e-18 || moved <= 48 {
+		t.Errorf("transfer seconds %v for %d feature bytes at %v GB/s", p.TransferS, moved, PCIeGBps)
+	}
+	b.ResetTraffic()
+	if p := b.Predicted(); len(p.TransferS)+len(p.KernelS) != 0 {
+		t.Errorf("ResetTraffic left predictions %+v", p)
+	}
+	b.WithKernelCost(failingCost{})
+	if err := b.GEMM(false, false, 1, a, x, 0, c); err == nil {
+		t.Error("a failing cost model did not fail the kernel")
+	}
+}

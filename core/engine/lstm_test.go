@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"strata/core/backend/cpu"
+	"strata/core/graph"
+	"strata/core/ir"
+	"strata/core/tensor"
+)
+
+const lstmHidden = 3
+
+// lstmModel records x·W1 -> lstm_aggregate over graph -> ·Wout.
+func lstmModel(t *testing.T, graphName string) *ir.Graph {
+	t.Helper()
+	b := ir.NewBuilder()
+	x := b.Input("x", inDim)
+	g := b.Graph(graphName)
+	h := b.MatMul(x, b.Param("W1", []int64{inDim, width}, "glorot"))
+	a := b.LSTMAggregate(g, h,
+		b.Param("Wih", []int64{width, 4 * lstmHidden}, "uniform"),
+		b.Param("Whh", []int64{lstmHidden, 4 * lstmHidden}, "uniform"),
+		b.Param("b", []int64{4 * lstmHidden}, "glorot"))
+	b.Output(b.MatMul(a, b.Param("Wout", []int64{lstmHidden, classes}, "glorot")))
+	gr, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gr
+}
+
+// lstmBlock is a bipartite block: 4 destinations (the first 4 of its 7
+// sources), one without sources, one reading a source twice.
+func lstmBlock() *graph.CSR {
+	rows := [][]int32{{4, 1, 5, 4, 6}, {}, {0}, {6, 2, 3}}
+	g := &graph.CSR{NumRows: len(rows), NumCols: 7, Indptr: []int64{0}, Idx32: []int32{}}
+	for _, r := range rows {
+		g.Idx32 = append(g.Idx32, r...)
+		g.Indptr = append(g.Indptr, int64(len(g.Idx32)))
+	}
+	return g
+}
+
+type lstmCase struct {
+	name  string
+	graph string // the graph the model aggregates over
+	block bool   // bind lstmBlock as a one-layer mini-batch
+}
+
+var lstmCases = []lstmCase{
+	{name: "full/adj", graph: "adj"}, // node 5 has no neighbour
+	{name: "full/adj_self", graph: "adj_self"},
+	{name: "block", graph: "adj", block: true},
+}
+
+// csr returns the adjacency the case aggregates over.
+func (c lstmCase) csr() *graph.CSR {
+	switch {
+	case c.block:
+		return lstmBlock()
+	case c.graph == "adj_self":
+		return graph.AddSelfLoops(graph.Symmetrize(testGraph()))
+	}
+	return graph.Symmetrize(testGraph())
+}
+
+// harness binds the case's model with labels over every output row.
+func (c lstmCase) harness(t *testing.T, dt tensor.DType) *harness {
+	t.Helper()
+	gr := lstmModel(t, c.graph)
+	if !c.block {
+		return newHarness(t, gr, dt)
+	}
+	be := cpu.New(cpu.Options{Threads: 2})
+	blk := c.csr()
+	a, err := be.UploadGraph(blk, tensor.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := make([]float64, blk.NumCols*inDim)
+	r := newSplitMix(7)
+	for i := range xs {
+		xs[i] = r.normal()
+	}
+	env := Env{Backend: be, DType: dt, Tier: tensor.Host, Blocks: []map[string]*Graph{{"adj": {Adj: a}}},
+		Input: upload64(t, be, xs, []int{blk.NumCols, inDim}, dt)}
+	prog, err := Compile(gr, env, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, idx := upload32(t, be, []int32{0, 2, 1, 2}), upload32(t, be, []int32{0, 1, 2, 3})
+	return &harness{be: be, prog: prog, labels: labels, idx: idx}
+}
+
+// TestLSTMAggregateGradients checks the backward of lstm_aggregate (into
+// x through W1, W_ih, W_hh, b) against central finite differences in
+// float64, on the whole graph and on a bipartite block.
+func TestLSTMAggregateGradients(t *testing.T) {
+	const eps = 1e-6
+	for _, c := range lstmCases {
+		t.Run(c.name, func(t *testing.T) {
+			h := c.harness(t, tensor.Float64)
+			h.loss(t, true)
+			for _, p := range h.prog.Params() {
+				analytic := download(t, h, p.Grad)
+				vals := download(t, h, p.Value)
+				var num2, diff2 float64
+				for i := range vals {
+					orig := vals[i]
+					vals[i] = orig + eps
+					h.upload(t, p.Value, vals)
+					lp := h.loss(t, false)
+					vals[i] = orig - eps
+					h.upload(t, p.Value, vals)
+					lm := h.loss(t, false)
+					vals[i] = orig
+					h.upload(t, p.Value, vals)
+					num := (lp - lm) / (2 * eps)
+					num2 += num * num
+					diff2 += (num - analytic[i]) * (num - analytic[i])
+				}
+				if num2 < 1e-18 {
+					t.Errorf("param %s: zero gradient, the check is vacuous", p.Name)
+					continue
+				}
+				if rel := math.Sqrt(diff2 / num2); rel > 1e-6 {
+					t.Errorf("param %s: relative error %.3g between backward and finite differences", p.Name, rel)
+				}
+			}
+		})
+	}
+}
+
+// lstmDense is the reference: for every row, its sources in CSR order
+// through a PyTorch-style LSTM cell from a zero state; the last h.
+func lstmDense(g *graph.CSR, x, wih, whh, b []float64, c, hd int) []float64 {
+	sig := func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
+	out := make([]float64, g.NumRows*hd)
+	for i := range g.NumRows {
+		h, cell := make([]float64, hd), make([]float64, hd)
+		for e := g.Indptr[i]; e < g.Indptr[i+1]; e++ {
+			xj := x[int(g.Col(e))*c:][:c]
+			z := append([]float64(nil), b...)
+			for k := range 4 * hd {
+				for l := range c {
+					z[k] += xj[l] * wih[l*4*hd+k]
+				}
+				for l := range hd {
+					z[k] += h[l] * whh[l*4*hd+k]
+				}
+			}
+			for k := range hd {
+				cell[k] = sig(z[hd+k])*cell[k] + sig(z[k])*math.Tanh(z[2*hd+k])
+				h[k] = sig(z[3*hd+k]) * math.Tanh(cell[k])
+			}
+		}
+		copy(out[i*hd:], h)
+	}
+	return out
+}
+
+// TestLSTMAggregateMatchesDense compares the model's output with the dense
+// reference in both precisions, and checks that a program bound for
+// inference (no saved state) computes the same bits.
+func TestLSTMAggregateMatchesDense(t *testing.T) {
+	for _, c := range lstmCases {
+		for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
+				h := c.harness(t, dt)
+				ctx := context.Background()
+				if err := h.prog.Forward(ctx, Mode{}); err != nil {
+					t.Fatal(err)
+				}
+				got := download(t, h, h.prog.Output())
+				s, err := h.prog.Snapshot()
+				if err != nil {
+					t.Fatal(err)
+				}
+				xs := download(t, h, h.prog.env.Input)
+				g := c.csr()
+				hid := matmul(xs, s["W1"], g.NumCols, inDim, width)
+				agg := lstmDense(g, hid, s["Wih"], s["Whh"], s["b"], width, lstmHidden)
+				want := matmul(agg, s["Wout"], g.NumRows, lstmHidden, classes)
+				tol := 1e-12
+				if dt == tensor.Float32 {
+					tol = 1e-5
+				}
+				for i := range want {
+					if math.Abs(got[i]-want[i]) > tol*math.Max(1, math.Abs(want[i])) {
+						t.Fatalf("output[%d] = %g, dense reference %g", i, got[i], want[i])
+					}
+				}
+				env := h.prog.env
+				env.Inference = true
+				inf, err := Bind(lstmModel(t, c.graph), env, h.prog.ParamSet())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer inf.Release()
+				if err := inf.Forward(ctx, Mode{}); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range download(t, h, inf.Output()) {
+					if math.Float64bits(v) != math.Float64bits(got[i]) {
+						t.Fatalf("inference output[%d] = %v, training binding %v", i, v, got[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestLSTMAggregateBackwardTwice: the backward consumes the saved gates,
+// so a second Backward without a Forward is an error.
+func TestLSTMAggregateBackwardTwice(t *testing.T) {
+	h := lstmCases[0].harness(t, tensor.Float64)
+	h.loss(t, true)
+	err := h.prog.Backward(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "second Backward") {
+		t.Fatalf("second Backward: error %v, want one about a second Backward", err)
+	}
+	h.loss(t, true) // a new Forward makes Backward valid again
+}

@@ -1,0 +1,424 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"strata/core/config"
+	"strata/core/engine"
+	"strata/plugins/layers"
+	"strata/plugins/sampler"
+)
+
+// models lists the shipped models to check, with sage-lstm when it is
+// registered.
+func bettyModels() []string {
+	out := []string{"gcn", "sage", "gat", "gin"}
+	if _, err := layers.Lookup("model.sage-lstm"); err == nil {
+		out = append(out, "sage-lstm")
+	}
+	return out
+}
+
+// gradients returns a copy of every parameter gradient.
+func gradients(t *testing.T, e stepEnv, ps *engine.Params) map[string][]float64 {
+	t.Helper()
+	out := map[string][]float64{}
+	for _, p := range ps.List() {
+		v := make([]float64, p.Grad.Numel())
+		if err := e.be.Download(p.Grad, v); err != nil {
+			t.Fatal(err)
+		}
+		out[p.Name] = v
+	}
+	return out
+}
+
+// TestSplitBlocks checks the sub-blocks of a micro-batch against sampling
+// its nodes' full neighbourhoods afresh: the same nodes and edges.
+func TestSplitBlocks(t *testing.T) {
+	ctx := context.Background()
+	e := testEnv(t)
+	full := &sampler.Full{Layers: 2}
+	whole, err := full.Sample(ctx, e.adjs.adj, e.ds.Train, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range [][]int32{{0}, {3, 1, 7}, iota32(len(e.ds.Train))} {
+		sub := splitBlocks(whole, rows)
+		nodes := make([]int32, len(rows))
+		for i, r := range rows {
+			nodes[i] = e.ds.Train[r]
+		}
+		fresh, err := full.Sample(ctx, e.adjs.adj, nodes, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range sub {
+			if err := sub[l].Adj.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(sub[l].Dst) != fmt.Sprint(fresh[l].Dst) || fmt.Sprint(sub[l].Src) != fmt.Sprint(fresh[l].Src) ||
+				fmt.Sprint(sub[l].Adj.Indptr) != fmt.Sprint(fresh[l].Adj.Indptr) || fmt.Sprint(sub[l].Adj.Idx32) != fmt.Sprint(fresh[l].Adj.Idx32) {
+				t.Errorf("rows %v layer %d: split block differs from a fresh sample", rows, l)
+			}
+		}
+	}
+}
+
+// TestMicroGradientsMatchWholeBatch accumulates the gradients of a batch's
+// micro-batches and compares them with the whole batch's, for every model,
+// over full-neighbour blocks (full-graph micro-batching) and over sampled
+// blocks (micro-batches of a mini-batch), with dropout off.
+func TestMicroGradientsMatchWholeBatch(t *testing.T) {
+	ctx := context.Background()
+	for _, model := range bettyModels() {
+		for _, mode := range []string{"fullgraph", "minibatch"} {
+			t.Run(model+"/"+mode, func(t *testing.T) {
+				e := testEnv(t, append(modelSets(model), `train.dtype="float64"`, "model.dropout=0.0")...)
+				r, err := newBlockRunner(e, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.release()
+				nodes := e.ds.Train
+				var smp sampler.Sampler = &sampler.Full{Layers: 2}
+				if mode == "minibatch" {
+					nodes = shuffled(e.ds.Train, 7)[:64]
+					smp = &sampler.Uniform{Fanouts: []int{5, 10}}
+				}
+				blocks, err := smp.Sample(ctx, e.adjs.adj, nodes, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run := func(bl []sampler.Block, out []int32, share float64, acc bool) {
+					bb, err := r.bind(bl, nil, nil, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer bb.release(e)
+					if _, err := r.trainBatch(ctx, bb, out, 1, share, acc); err != nil {
+						t.Fatal(err)
+					}
+				}
+				run(blocks, blocks[1].Dst, 1, false)
+				want := gradients(t, e, r.ps)
+				s, err := newSplitter(ctx, mustParse(t, coraBase, "train.micro_batches=5", `partition.name="betty-reg"`), "nodes")
+				if err != nil {
+					t.Fatal(err)
+				}
+				mbs, _, err := s.split(ctx, blocks, 5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.ps.ZeroGrads(); err != nil {
+					t.Fatal(err)
+				}
+				for _, mb := range mbs {
+					run(mb.blocks, mb.nodes, float64(len(mb.nodes))/float64(len(nodes)), true)
+				}
+				got := gradients(t, e, r.ps)
+				worst := 0.0
+				for name, w := range want {
+					for i := range w {
+						worst = max(worst, math.Abs(got[name][i]-w[i])/max(1, math.Abs(w[i])))
+					}
+				}
+				if worst > 1e-5 {
+					t.Errorf("accumulated gradients differ from the whole batch's by %.3g", worst)
+				}
+				t.Logf("%d micro-batches: largest gradient difference %.2g", len(mbs), worst)
+			})
+		}
+	}
+}
+
+// TestAutoMicroBatches trains full-graph with micro_batches = "auto" on
+// simulated devices too small for the whole batch: the chosen K fits by
+// the estimate and by the measured peak, and a smaller device needs more
+// micro-batches.
+func TestAutoMicroBatches(t *testing.T) {
+	ctx := context.Background()
+	prevK := 0
+	for _, capacity := range []int64{20_000_000, 12_000_000, 8_000_000} {
+		t.Run(fmt.Sprint(capacity), func(t *testing.T) {
+			cfg := mustParse(t, coraBase, `model.name="sage"`, `train.backend="sim"`, fmt.Sprintf("devices.memory_bytes=%d", capacity),
+				`train.micro_batches="auto"`, `partition.name="betty-reg"`, "train.epochs=2")
+			r, err := Run(ctx, cfg, Options{Wasm: testWasm(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.MicroBatchesAuto || r.MicroBatches < 2 || r.EstimatedPeakBytes > capacity || r.PeakTierBytes["device0"] > capacity {
+				t.Errorf("auto: K=%d, estimated peak %d, measured %d for a %d-byte device", r.MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes["device0"], capacity)
+			}
+			if r.MicroBatches <= prevK {
+				t.Errorf("K=%d on %d bytes, not more than %d on a larger device", r.MicroBatches, capacity, prevK)
+			}
+			prevK = r.MicroBatches
+			t.Logf("%d bytes: K=%d, estimated peak %d, measured %d, redundancy %.2f", capacity, r.MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes["device0"], r.Redundancy)
+		})
+	}
+}
+
+// TestMicroBatchBadInput checks the errors of micro-batching: each names
+// the key and the fix.
+func TestMicroBatchBadInput(t *testing.T) {
+	ctx := context.Background()
+	auto := []string{`model.name="sage"`, `train.micro_batches="auto"`, `partition.name="betty-reg"`, "train.epochs=1"}
+	sim := append([]string{`train.backend="sim"`}, auto...)
+	mini := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]", "train.batch_size=32", `partition.name="betty-reg"`, "train.epochs=1"}
+	cases := []struct {
+		name string
+		sets []string
+		err  []string
+	}{
+		{"zero", []string{"train.micro_batches=0"}, []string{"train.micro_batches = 0: must be >= 1"}},
+		{"other string", []string{`train.micro_batches="max"`}, []string{`train.micro_batches = "max": the only string train.micro_batches takes is "auto"`}},
+		{"more than the training nodes", []string{"train.micro_batches=141", `partition.name="range"`}, []string{"train.micro_batches = 141 is more than the 140 training nodes"}},
+		{"more than a mini-batch", append(mini, "train.micro_batches=33"), []string{"train.micro_batches = 33 is more than the train.batch_size = 32 output nodes of a mini-batch"}},
+		{"more than the training nodes of a mini-batch", append(mini, "train.micro_batches=150", "train.batch_size=1024"), []string{"train.micro_batches = 150 is more than the 140 training nodes"}},
+		{"auto on the cpu", auto, []string{`train.micro_batches = "auto" sizes the micro-batches to a simulated device's memory, but train.backend = "cpu"`}},
+		{"auto without a capacity", sim, []string{"devices.memory_bytes is 0 (unlimited); set devices.memory_bytes"}},
+		{"auto without a partitioner", []string{`train.backend="sim"`, "devices.memory_bytes=10000000", `train.micro_batches="auto"`}, []string{`train.micro_batches = "auto" needs a partitioner to split the training nodes: add [partition]`}},
+		{"auto minibatch without a capacity", append(mini, `train.micro_batches="auto"`, `train.backend="sim"`), []string{"devices.memory_bytes is 0"}},
+		{"parameters alone do not fit", append(sim, "devices.memory_bytes=600000"), []string{"the parameters, their gradients and the optimizer state alone need", "the smallest feasible capacity is devices.memory_bytes = "}},
+		{"one node does not fit", append(sim, "devices.memory_bytes=3000000"), []string{"even a micro-batch of one output node", "the smallest feasible capacity is devices.memory_bytes = "}},
+		{"evaluation does not fit", append(mini, `train.micro_batches="auto"`, `train.backend="sim"`, "devices.memory_bytes=1000000"), []string{"evaluation does not fit devices.memory_bytes = 1000000 (1.0 MiB) even one node at a time", "the smallest feasible capacity is devices.memory_bytes = "}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := config.Parse("test.toml", []byte(coraBase), c.sets...)
+			if err == nil {
+				cfg.Output.Progress = "off"
+				_, err = Run(ctx, cfg, Options{Wasm: testWasm(t)})
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.err {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nlacks %q", err, w)
+				}
+			}
+			// The capacity an infeasible run names is enough.
+			var inf *InfeasibleError
+			var evalInf *EvalInfeasibleError
+			least := int64(0)
+			switch {
+			case errors.As(err, &inf):
+				least = max(inf.MinCapacity, inf.EvalCapacity)
+			case errors.As(err, &evalInf):
+				least = evalInf.MinCapacity
+			}
+			if least > 0 {
+				cfg := mustParse(t, coraBase, append(slices.Clone(c.sets), fmt.Sprintf("devices.memory_bytes=%d", least))...)
+				if _, err := Run(ctx, cfg, Options{Wasm: testWasm(t)}); err != nil {
+					t.Errorf("the smallest feasible capacity %d does not fit: %v", least, err)
+				}
+			}
+		})
+	}
+}
+
+// TestMicroBatchDisconnected splits the training nodes of a graph that
+// falls apart (an R-MAT graph with one edge per node: most training nodes
+// are isolated, so Betty's REG has more components than parts): every
+// micro-batch gets nodes, and training runs.
+func TestMicroBatchDisconnected(t *testing.T) {
+	ctx := context.Background()
+	base := []string{`data.dataset="rmat-10-1-16-4-0"`, `model.name="sage"`, "train.epochs=2", `train.backend="sim"`}
+	cases := []struct {
+		name string
+		sets []string
+		k    int // 0: auto, more than 1
+	}{
+		{"betty-reg", []string{"train.micro_batches=16", `partition.name="betty-reg"`}, 16},
+		{"metis", []string{"train.micro_batches=16", `partition.name="metis"`}, 16},
+		{"auto", []string{`train.micro_batches="auto"`, `partition.name="betty-reg"`, "devices.memory_bytes=300000"}, 0},
+		{"minibatch", []string{`train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]", "train.batch_size=40", "train.micro_batches=8", `partition.name="metis"`}, 8},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Run(ctx, mustParse(t, coraBase, append(slices.Clone(base), c.sets...)...), Options{Wasm: testWasm(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.k > 0 && r.MicroBatches != c.k || c.k == 0 && r.MicroBatches < 2 {
+				t.Errorf("%d micro-batches", r.MicroBatches)
+			}
+		})
+	}
+	// fillEmpty on its own: parts a partitioner left empty get a row each.
+	rows := [][]int32{{0, 1, 2, 3, 4}, nil, {5}, nil}
+	fillEmpty(rows)
+	for p, r := range rows {
+		if len(r) == 0 || !slices.IsSorted(r) {
+			t.Errorf("part %d: %v", p, r)
+		}
+	}
+}
+
+// TestMiniBatchMicro trains sampled mini-batches whole and split into
+// micro-batches (fixed K with two partitioners, "auto", and data-parallel
+// on two devices): the same sampled blocks, so the same losses.
+func TestMiniBatchMicro(t *testing.T) {
+	ctx := context.Background()
+	base := []string{`model.name="sage"`, `train.dtype="float64"`, "model.dropout=0.0", "train.epochs=3", `train.mode="minibatch"`,
+		`sampler.name="uniform"`, "sampler.fanouts=[5, 10]", "train.batch_size=64", `train.backend="sim"`}
+	cases := []struct {
+		name string
+		sets []string
+		k    int // reported K (the largest of the last epoch)
+	}{
+		{"whole", nil, 1},
+		{"betty-reg", []string{"train.micro_batches=4", `partition.name="betty-reg"`}, 4},
+		{"metis", []string{"train.micro_batches=3", `partition.name="metis"`}, 3},
+		{"auto", []string{`train.micro_batches="auto"`, `partition.name="betty-reg"`, "devices.memory_bytes=8000000"}, -1},
+		{"two devices whole", []string{"devices.count=2"}, 1},
+		{"two devices", []string{"train.micro_batches=2", `partition.name="range"`, "devices.count=2"}, 2},
+	}
+	var want float64
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Run(ctx, mustParse(t, coraBase, append(slices.Clone(base), c.sets...)...), Options{Wasm: testWasm(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(c.name, "whole") { // data-parallel shards sample their own blocks
+				want = r.FinalLoss
+			} else if d := math.Abs(r.FinalLoss-want) / want; d > 1e-9 {
+				t.Errorf("final loss %.12f, whole batches %.12f", r.FinalLoss, want)
+			}
+			switch {
+			case c.k > 0 && r.MicroBatches != c.k:
+				t.Errorf("%d micro-batches, want %d", r.MicroBatches, c.k)
+			case c.k < 0 && (!r.MicroBatchesAuto || r.MicroBatches < 2 || r.EstimatedPeakBytes > 8_000_000 || r.PeakTierBytes["device0"] > 8_000_000):
+				t.Errorf("auto: K=%d, estimated %d, peak %v", r.MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes)
+			}
+			t.Logf("K=%d loss %.12f peak %v estimated %d", r.MicroBatches, r.FinalLoss, r.PeakTierBytes, r.EstimatedPeakBytes)
+		})
+	}
+}
+
+// TestMiniBatchMicroPipeline runs micro-batches of sampled batches in
+// float32 through the feature cache and the overlapped transfer stage:
+// the losses stay those of whole batches.
+func TestMiniBatchMicroPipeline(t *testing.T) {
+	ctx := context.Background()
+	base := []string{`model.name="sage"`, "model.dropout=0.0", "train.epochs=3", `train.mode="minibatch"`, `sampler.name="uniform"`,
+		"sampler.fanouts=[5, 10]", "train.batch_size=64", `train.backend="sim"`, `cache.name="degree"`, "cache.capacity=0.3"}
+	cases := []struct {
+		name string
+		sets []string
+	}{
+		{"whole", nil},
+		{"cache", []string{"train.micro_batches=4", `partition.name="betty-reg"`}},
+		{"overlap", []string{"train.micro_batches=4", `partition.name="betty-reg"`, "train.overlap=true"}},
+		{"auto", []string{`train.micro_batches="auto"`, `partition.name="betty-reg"`, "devices.memory_bytes=11000000", "train.batch_size=140"}},
+	}
+	var want *Result
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Run(ctx, mustParse(t, coraBase, append(slices.Clone(base), c.sets...)...), Options{Wasm: testWasm(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want == nil {
+				want = r
+				return
+			}
+			if d := math.Abs(r.FinalLoss-want.FinalLoss) / want.FinalLoss; d > 1e-5 && !r.MicroBatchesAuto { // auto: other batches
+				t.Errorf("final loss %.9f, whole batches %.9f", r.FinalLoss, want.FinalLoss)
+			}
+			if r.CacheHitRate <= 0 || !r.MicroBatchesAuto && r.MicroBatches != 4 {
+				t.Errorf("hit rate %v, %d micro-batches", r.CacheHitRate, r.MicroBatches)
+			}
+			if r.MicroBatchesAuto && (r.MicroBatches < 2 || r.PeakTierBytes["device0"] > 11000000) {
+				t.Errorf("auto beside the cache: K=%d, peak %d, estimated %d", r.MicroBatches, r.PeakTierBytes["device0"], r.EstimatedPeakBytes)
+			}
+			t.Logf("K=%d, peak %d, estimated %d, hit rate %.2f", r.MicroBatches, r.PeakTierBytes["device0"], r.EstimatedPeakBytes, r.CacheHitRate)
+		})
+	}
+}
+
+// TestBettyAutoConfig trains the shipped configs/betty-auto-cora.toml: its
+// whole batch does not fit the simulated device, "auto" picks K from the
+// estimate, the peak stays under the capacity, and the test accuracy is
+// within 0.5 points of the same run on an unconstrained device (full
+// graph, one piece). With -short it trains 10 epochs and skips the
+// accuracy check.
+func TestBettyAutoConfig(t *testing.T) {
+	ctx := context.Background()
+	const path = "../../configs/betty-auto-cora.toml"
+	var sets []string
+	if testing.Short() {
+		sets = []string{"train.epochs=10"}
+	}
+	load := func(extra ...string) *config.Config {
+		cfg, err := config.Load(path, append(slices.Clone(sets), extra...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Output.Progress = "off"
+		return cfg
+	}
+	cfg := load()
+	capacity := cfg.Devices.MemoryBytes
+	auto, err := Run(ctx, cfg, Options{Wasm: testWasm(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := Run(ctx, load("train.micro_batches=1", "devices.memory_bytes=0", `partition.name=""`), Options{Wasm: testWasm(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("auto: K=%d, estimated peak %d, measured %d of %d; test accuracy %.3f; unconstrained: peak %d, test accuracy %.3f",
+		auto.MicroBatches, auto.EstimatedPeakBytes, auto.PeakTierBytes["device0"], capacity, auto.TestAcc, ref.PeakTierBytes["device0"], ref.TestAcc)
+	if !auto.MicroBatchesAuto || auto.MicroBatches < 2 || auto.PeakTierBytes["device0"] > capacity || ref.PeakTierBytes["device0"] <= capacity {
+		t.Errorf("auto K=%d peak %d, unconstrained peak %d, capacity %d", auto.MicroBatches, auto.PeakTierBytes["device0"], ref.PeakTierBytes["device0"], capacity)
+	}
+	if !testing.Short() && math.Abs(auto.TestAcc-ref.TestAcc) > 0.005 {
+		t.Errorf("test accuracy %.3f with micro-batches, %.3f unconstrained: more than 0.5 points apart", auto.TestAcc, ref.TestAcc)
+	}
+}
+
+// TestSplitShardInfeasible splits a sampled shard for a device too small
+// for one output node: the error names the capacity this batch needs at
+// least, and the estimate's search stops at one node per micro-batch.
+func TestSplitShardInfeasible(t *testing.T) {
+	ctx := context.Background()
+	sets := []string{`model.name="sage"`, `train.backend="sim"`, "devices.memory_bytes=800000", `train.mode="minibatch"`, `sampler.name="uniform"`,
+		"sampler.fanouts=[5, 10]", "train.batch_size=32", `train.micro_batches="auto"`, `partition.name="betty-reg"`}
+	e := testEnv(t, sets...)
+	mm, err := newMiniMicro(ctx, mustParse(t, coraBase, sets...), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mm.close()
+	nodes := e.ds.Train[:32]
+	blocks, err := (&sampler.Uniform{Fanouts: []int{5, 10}}).Sample(ctx, e.adjs.adj, nodes, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := shard{nodes: nodes, blocks: blocks}
+	err = mm.splitShard(ctx, e, &sh, true)
+	var inf *InfeasibleError
+	if !errors.As(err, &inf) || !inf.Sampled || inf.MinCapacity <= 800000 || !strings.Contains(err.Error(), "the smallest feasible capacity is at least devices.memory_bytes = ") {
+		t.Fatalf("error %v", err)
+	}
+	// At the capacity it names, the shard splits and every micro-batch fits.
+	mm.split.capacity = inf.MinCapacity
+	if err := mm.splitShard(ctx, e, &sh, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, mb := range sh.micro {
+		if mb.est.Peak > inf.MinCapacity || len(mb.x) != len(mb.blocks[0].Src)*e.dim {
+			t.Errorf("micro-batch of %d nodes: estimated %d, %d input values", len(mb.nodes), mb.est.Peak, len(mb.x))
+		}
+	}
+}

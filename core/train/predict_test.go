@@ -1,0 +1,106 @@
+package train
+
+import (
+	"context"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestPipelinedS(t *testing.T) {
+	cases := []struct {
+		name              string
+		transfer, compute []float64
+		want              float64
+	}{
+		{"empty", nil, nil, 0},
+		{"one batch", []float64{2}, []float64{3}, 5},
+		{"compute bound", []float64{1, 1, 1}, []float64{3, 3, 3}, 1 + 3 + 3 + 3},
+		{"transfer bound", []float64{4, 4, 4}, []float64{1, 1, 1}, 4 + 4 + 4 + 1},
+		{"mixed", []float64{1, 5, 1}, []float64{2, 2, 2}, 1 + 5 + 2 + 2},
+	}
+	for _, c := range cases {
+		if got := pipelinedS(c.transfer, c.compute); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// simMiniBatch trains 2 epochs of mini-batch SAGE on a simulated device
+// with a feature cache.
+func simMiniBatch(t *testing.T, sets ...string) *Result {
+	t.Helper()
+	base := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]",
+		"train.batch_size=70", "train.epochs=2", `train.backend="sim"`, `cache.name="degree"`, "cache.capacity=0.1"}
+	r, err := Run(context.Background(), mustParse(t, coraBase, append(base, sets...)...), Options{Wasm: testWasm(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestPredictedTimes checks that the kernel times come from the cost model:
+// with no launch overhead the roofline is inversely proportional to the
+// device's throughput and bandwidth, so doubling both halves every
+// device's predicted compute time exactly.
+func TestPredictedTimes(t *testing.T) {
+	base := simMiniBatch(t, "devices.launch_us=0")
+	fast := simMiniBatch(t, "devices.launch_us=0", "devices.peak_gflops=31400", "devices.mem_gbps=1800")
+	none := simMiniBatch(t, `devices.cost_model="none"`)
+	if base.PredictedEpochS <= 0 || len(base.PredictedComputeS) != 1 || base.PredictedComputeS["device0"] <= 0 {
+		t.Fatalf("no prediction: epoch %v, compute %v", base.PredictedEpochS, base.PredictedComputeS)
+	}
+	if r := base.PredictedComputeS["device0"] / fast.PredictedComputeS["device0"]; math.Abs(r-2) > 1e-9 {
+		t.Errorf("twice the device: compute time ratio %v, want 2", r)
+	}
+	if len(none.PredictedComputeS) != 0 || none.PredictedEpochS <= 0 || none.PredictedEpochS >= base.PredictedEpochS {
+		t.Errorf("cost_model none: epoch %v (with kernels %v), compute %v", none.PredictedEpochS, base.PredictedEpochS, none.PredictedComputeS)
+	}
+	again := simMiniBatch(t, "devices.launch_us=0")
+	if again.PredictedEpochS != base.PredictedEpochS || !reflect.DeepEqual(again.PredictedComputeS, base.PredictedComputeS) {
+		t.Errorf("predictions differ between identical runs: %v %v vs %v %v", again.PredictedEpochS, again.PredictedComputeS, base.PredictedEpochS, base.PredictedComputeS)
+	}
+}
+
+func TestPredictionErrors(t *testing.T) {
+	cases := []struct {
+		sets []string
+		err  string
+	}{
+		{[]string{`train.backend="sim"`, `devices.cost_model="tpu"`}, `devices.cost_model = "tpu" is not a registered cost model`},
+		{[]string{`train.backend="sim"`, `devices.cost_model="betty-memory"`}, `estimates a batch's memory, not a kernel's time`},
+		{[]string{`devices.peak_gflops=100`}, "devices.peak_gflops describes simulated devices"},
+		{[]string{`train.overlap=true`}, "train.overlap pipelines the transfers of sampled mini-batches"},
+	}
+	for _, c := range cases {
+		_, err := Run(context.Background(), mustParse(t, coraBase, c.sets...), Options{Wasm: testWasm(t)})
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
+		}
+	}
+}
+
+// TestOverlap trains with the transfer stage on its own goroutine and
+// inline: the same losses, accuracies and bytes, and a predicted epoch no
+// longer than the sequential one.
+func TestOverlap(t *testing.T) {
+	for _, devices := range [][]string{nil, {`devices.preset="nvlink-clique-4"`}} {
+		seq := simMiniBatch(t, devices...)
+		ovl := simMiniBatch(t, append([]string{"train.overlap=true"}, devices...)...)
+		if ovl.FinalLoss != seq.FinalLoss || ovl.TestAcc != seq.TestAcc || !reflect.DeepEqual(ovl.TrafficByPurpose, seq.TrafficByPurpose) {
+			t.Errorf("%v: overlap changed the run: loss %v vs %v, acc %v vs %v, bytes %v vs %v", devices,
+				ovl.FinalLoss, seq.FinalLoss, ovl.TestAcc, seq.TestAcc, ovl.TrafficByPurpose, seq.TrafficByPurpose)
+		}
+		if !(ovl.PredictedEpochS < seq.PredictedEpochS) || ovl.StageTimeS <= 0 {
+			t.Errorf("%v: predicted epoch %v with overlap, %v without; stage %v s", devices, ovl.PredictedEpochS, seq.PredictedEpochS, ovl.StageTimeS)
+		}
+		h := ovl.TierHitRates
+		if math.Abs(h["local"]+h["peer"]+h["host"]-1) > 1e-12 || h["local"] != ovl.CacheHitRate || (len(devices) > 0) != (h["peer"] > 0) {
+			t.Errorf("%v: hit rates per tier %v, cache hit rate %v", devices, h, ovl.CacheHitRate)
+		}
+		if !reflect.DeepEqual(ovl.PredictedComputeS, seq.PredictedComputeS) {
+			t.Errorf("%v: kernel times differ: %v vs %v", devices, ovl.PredictedComputeS, seq.PredictedComputeS)
+		}
+	}
+}
