@@ -11,18 +11,21 @@ import (
 	"strata/experiments/runner"
 )
 
-const experimentArgs = "-c FILE [--jobs N] [--out DIR] [--dry-run]"
+const experimentArgs = "-c FILE [--jobs N] [--out DIR] [--fresh] [--dry-run]"
 
 // cmdExperiment runs an experiment file (docs/experiments.md): it expands
-// and validates every run first (exit 2 on any problem, before training),
-// runs those without a stored result, writes the reports and prints a JSON
-// summary as the last stdout line. A failed run makes the exit code 1.
+// and validates every run first (exit 2 on any problem, before anything
+// runs), runs those without a stored result (each trains, partitions or
+// measures its config, by the experiment's kind), writes the reports and
+// prints a JSON summary as the last stdout line. A failed run makes the
+// exit code 1.
 func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("experiment", experimentArgs, stderr)
 	path := fs.String("c", "", "experiment file (TOML), e.g. experiments/cora-hidden.toml")
 	jobs := fs.Int("jobs", 1, "runs to train at a time (each gets cores/N threads unless train.threads is set)")
 	out := fs.String("out", "", "results directory (default: results/<name> next to the experiment file)")
 	dry := fs.Bool("dry-run", false, "validate every run and list them, with what is already done, without training")
+	fresh := fs.Bool("fresh", false, "rerun every run: delete the stored results (runs/) of the results directory first")
 	var wf wasmFlags
 	wf.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -56,16 +59,17 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if *dry {
 		done := runner.Done(plan, dir)
+		fmt.Fprintf(stdout, "experiment %s: kind %s (%s), %d runs\n", exp.Name, exp.Kind.Name, exp.Kind.Command, len(plan.Runs))
 		for _, r := range plan.Runs {
 			state := "to run"
-			if done[r.Index] {
+			if done[r.Index] && !*fresh {
 				state = "done"
 			}
 			fmt.Fprintf(stdout, "[%d/%d] %s  %s  %s\n", r.Index+1, len(plan.Runs), r.Label(), r.ID[:12], state)
 		}
 		skipped := 0
 		for _, d := range done {
-			if d {
+			if d && !*fresh {
 				skipped++
 			}
 		}
@@ -74,6 +78,7 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	sum, _, err := runner.Execute(ctx, plan, runner.Options{
 		OutDir:   dir,
 		Jobs:     *jobs,
+		Fresh:    *fresh,
 		Progress: stderr,
 		Train: func(ctx context.Context, cfg *config.Config) (*train.Result, error) {
 			return train.Run(ctx, cfg, train.Options{Version: fullVersion(), Wasm: wopts})

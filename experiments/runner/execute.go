@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -21,12 +22,21 @@ import (
 // TrainFunc trains one config (train.Run in the CLI; tests count calls).
 type TrainFunc func(ctx context.Context, cfg *config.Config) (*train.Result, error)
 
+// RunFunc runs one config and returns its result, a JSON object whose
+// numeric fields are the metrics.
+type RunFunc func(ctx context.Context, cfg *config.Config) (any, error)
+
 // Options are the run-time settings of an experiment.
 type Options struct {
 	OutDir   string    // results directory; "" = DefaultOutDir
 	Jobs     int       // runs at a time (<= 1: in sequence)
-	Train    TrainFunc // required
+	Train    TrainFunc // runs of kind train (required for them)
 	Progress io.Writer // one line per run; nil = none
+	// Run, when set, runs every run instead of the kind's own function
+	// (tests, other drivers).
+	Run RunFunc
+	// Fresh ignores and replaces the stored results: every run runs again.
+	Fresh bool
 }
 
 // DefaultOutDir is results/<name> next to the experiment file
@@ -49,11 +59,33 @@ type Record struct {
 	Threads    int            `json:"threads"`
 	Version    string         `json:"version"`
 	Config     string         `json:"config"` // canonical TOML, before the thread split
-	Result     *train.Result  `json:"result,omitempty"`
+	// Result is the run's result: *train.Result for kind train (the JSON
+	// line of strata train), the kind's result type for the others, and
+	// decoded JSON for a stored record.
+	Result any `json:"result,omitempty"`
 
 	// Skipped is true when the record was found in the results directory
 	// (a finished run of an earlier invocation) instead of being run now.
 	Skipped bool `json:"-"`
+
+	values map[string]float64 // flattened Result, by metric name
+}
+
+// Metric returns a metric of the run's result: a numeric field
+// ("test_acc") or an entry of a map or list ("peak_tier_bytes.device0").
+func (r *Record) Metric(name string) (float64, bool) {
+	if r == nil || r.Result == nil {
+		return 0, false
+	}
+	if r.values == nil {
+		v, err := flatten(r.Result)
+		if err != nil {
+			return 0, false
+		}
+		r.values = v
+	}
+	v, ok := r.values[name]
+	return v, ok
 }
 
 // Summary is what Execute did, printed by the CLI as its last line.
@@ -82,13 +114,19 @@ func Done(p *Plan, out string) []bool {
 // are abandoned, the reports are written for the finished ones and the
 // context's error is returned.
 func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, error) {
-	if opts.Train == nil {
+	if opts.Train == nil && opts.Run == nil && p.Exp.Kind.Name == "train" {
 		return nil, nil, errors.New("runner: Options.Train is not set")
 	}
 	started := time.Now()
+	env := &runEnv{exp: p.Exp, opts: opts, memo: &memo{}, version: p.build()}
 	out := opts.OutDir
 	if out == "" {
 		out = DefaultOutDir(p.Exp)
+	}
+	if opts.Fresh {
+		if err := os.RemoveAll(filepath.Join(out, "runs")); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(out, "runs"), 0o755); err != nil {
 		return nil, nil, err
@@ -123,7 +161,7 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 		go func() {
 			defer wg.Done()
 			for r := range work {
-				rec := execute(ctx, p, r, opts, threads)
+				rec := execute(ctx, p, r, env, threads)
 				if rec == nil { // cancelled
 					continue
 				}
@@ -163,14 +201,15 @@ feed:
 	if writeErr != nil {
 		return sum, records, fmt.Errorf("storing a run result: %w", writeErr)
 	}
-	if err := WriteReports(p, records, out, started, time.Now()); err != nil {
+	if err := writeReports(p, records, out, started, time.Now(), env.memo); err != nil {
 		return sum, records, err
 	}
 	return sum, records, ctx.Err()
 }
 
-// execute trains one run; nil when the context was cancelled.
-func execute(ctx context.Context, p *Plan, r *Run, opts Options, threads int) *Record {
+// execute runs one run; nil when the context was cancelled.
+func execute(ctx context.Context, p *Plan, r *Run, env *runEnv, threads int) *Record {
+	opts := env.opts
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -185,7 +224,11 @@ func execute(ctx context.Context, p *Plan, r *Run, opts Options, threads int) *R
 	if max(opts.Jobs, 1) == 1 {
 		resetPeakRSS()
 	}
-	res, err := runSafely(ctx, opts.Train, &cfg)
+	run := opts.Run
+	if run == nil {
+		run = func(ctx context.Context, cfg *config.Config) (any, error) { return p.Exp.Kind.run(ctx, env, cfg) }
+	}
+	res, err := runSafely(ctx, run, &cfg)
 	rec.DurationS = time.Since(rec.Started).Seconds()
 	if err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
 		return nil
@@ -194,16 +237,20 @@ func execute(ctx context.Context, p *Plan, r *Run, opts Options, threads int) *R
 		rec.Status, rec.Error = "failed", err.Error()
 		return rec
 	}
+	if res == nil || reflect.ValueOf(res).Kind() == reflect.Pointer && reflect.ValueOf(res).IsNil() {
+		rec.Status, rec.Error = "failed", "the run returned no result"
+		return rec
+	}
 	rec.Status, rec.Result = "ok", res
-	if res != nil && res.Threads > 0 {
-		rec.Threads = res.Threads
+	if tr, ok := res.(*train.Result); ok && tr.Threads > 0 {
+		rec.Threads = tr.Threads
 	}
 	return rec
 }
 
 // runSafely turns a panic of a run into its error, so one run cannot take
 // the others down.
-func runSafely(ctx context.Context, f TrainFunc, cfg *config.Config) (res *train.Result, err error) {
+func runSafely(ctx context.Context, f RunFunc, cfg *config.Config) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			res, err = nil, fmt.Errorf("panic: %v", r)
@@ -306,7 +353,7 @@ func (p *progress) run(r *Run, rec *Record, metrics []string) {
 	if rec.Status == "ok" {
 		b.WriteString("ok")
 		for _, m := range metrics {
-			if v, ok := metricValue(rec.Result, m); ok {
+			if v, ok := rec.Metric(m); ok {
 				fmt.Fprintf(&b, " %s=%.4g", m, v)
 			}
 		}

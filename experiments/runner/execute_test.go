@@ -95,7 +95,7 @@ func TestExecuteAndResumeFake(t *testing.T) {
 	if sum.Runs != 4 || sum.Executed != 4 || sum.Skipped != 0 || sum.Failed != 0 || f.total() != 4 {
 		t.Fatalf("summary %+v, %d calls", sum, f.total())
 	}
-	if len(recs) != 4 || recs[3].Status != "ok" || recs[3].Result.TestAcc != 0.161 {
+	if len(recs) != 4 || recs[3].Status != "ok" || recs[3].Result.(*train.Result).TestAcc != 0.161 {
 		t.Errorf("records: %+v", recs[3])
 	}
 	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
@@ -271,7 +271,7 @@ values = ["gcn", "sage"]
 		t.Fatalf("first invocation: %+v, %d calls, %v", sum, calls.Load(), err)
 	}
 	for _, r := range recs {
-		if r.Status != "ok" || r.Result.Epochs != 2 || r.Result.TestAcc <= 0 {
+		if res, _ := r.Result.(*train.Result); r.Status != "ok" || res.Epochs != 2 || res.TestAcc <= 0 {
 			t.Fatalf("record %+v", r)
 		}
 	}

@@ -40,8 +40,9 @@ func (r *Run) Label() string {
 // Cell is one point of the axes: a summary row, repeated over the seeds.
 type Cell struct {
 	Index  int
-	Coord  []int // index into each dimension
-	Values []any // the value of each axis (Experiment.Axes order)
+	Coord  []int    // index into each dimension
+	Values []any    // the value of each axis (Experiment.Axes order)
+	Labels []string // how each value is shown (Axis.Label)
 	Runs   []*Run
 	axes   []Axis
 }
@@ -49,8 +50,8 @@ type Cell struct {
 // Label is "key=value ..." over the axes.
 func (c *Cell) Label() string {
 	parts := make([]string, len(c.Values))
-	for i, v := range c.Values {
-		parts[i] = c.axes[i].Key + "=" + display(v)
+	for i := range c.Values {
+		parts[i] = c.axes[i].Key + "=" + c.Labels[i]
 	}
 	return strings.Join(parts, " ")
 }
@@ -120,10 +121,11 @@ func (e *Experiment) Expand() []*Cell {
 			coord[j] = rem % dims[j].n
 			rem /= dims[j].n
 		}
-		c := &Cell{Index: i, Coord: slices.Clone(coord), Values: make([]any, len(e.Axes)), axes: e.Axes}
+		c := &Cell{Index: i, Coord: slices.Clone(coord), Values: make([]any, len(e.Axes)), Labels: make([]string, len(e.Axes)), axes: e.Axes}
 		for j, d := range dims {
 			for _, a := range d.axes {
 				c.Values[a] = e.Axes[a].Values[coord[j]]
+				c.Labels[a] = e.Axes[a].Label(coord[j])
 			}
 		}
 		cells = append(cells, c)
@@ -173,6 +175,9 @@ func NewPlan(ctx context.Context, e *Experiment, version string, check CheckFunc
 			} else {
 				cfg, err = config.ParseTable(e.File, e.Text, "base", runSets...)
 			}
+			if err == nil && si == 0 && e.Kind.check != nil {
+				err = e.Kind.check(cfg)
+			}
 			if err == nil && si == 0 && check != nil {
 				// Seeds change no setting that a check looks at: check
 				// each point once.
@@ -187,7 +192,7 @@ func NewPlan(ctx context.Context, e *Experiment, version string, check CheckFunc
 			}
 			cfg.Output.Progress = "off"
 			cfg.Output.CSV = ""
-			id, err := runID(cfg, version)
+			id, err := e.runID(cfg, version)
 			if err != nil {
 				return nil, err
 			}
@@ -223,8 +228,10 @@ func (e *Experiment) resolveValue(a Axis, v any) any {
 	return filepath.Join(filepath.Dir(e.File), s)
 }
 
-// runID hashes the canonical config and the strata version.
-func runID(cfg *config.Config, version string) (string, error) {
+// runID hashes the canonical config and the strata version, and for a
+// kind other than train the kind and its options: a run's identity is
+// what it computes.
+func (e *Experiment) runID(cfg *config.Config, version string) (string, error) {
 	b, err := cfg.Canonical()
 	if err != nil {
 		return "", err
@@ -232,6 +239,12 @@ func runID(cfg *config.Config, version string) (string, error) {
 	h := sha256.New()
 	h.Write(b)
 	fmt.Fprintf(h, "\n# strata %s\n", version)
+	if e.Kind != nil && e.Kind.Name != "train" {
+		fmt.Fprintf(h, "# kind %s\n", e.Kind.Name)
+		if e.Kind.Name == "hitratio" {
+			fmt.Fprintf(h, "# hitratio.synth_train %v traffic %v\n", e.HitRatio.SynthTrain, e.measuresTraffic())
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,18 +15,128 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// PlotFile is the name of the SVG plot of a metric in the results
-// directory.
-func PlotFile(metric string) string { return metric + ".svg" }
+// PlotFile is the name of the default SVG plot of a metric in the results
+// directory (experiments without [[plot]]).
+func PlotFile(metric string) string { return safeFileName(metric) + ".svg" }
 
-// errPoints are the means of a series with their standard deviations.
-type errPoints struct {
-	plotter.XYs
-	plotter.YErrors
+// renderedPlot is one SVG plot of the results.
+type renderedPlot struct {
+	name    string // what it shows, for links ("test_acc", "hit_ratio by cache.capacity")
+	file    string
+	title   string
+	caption string // how to read it: what the points and bars are
+	svg     []byte
 }
 
-// series is one line of a plot: the cells that share the values of the
-// dimensions other than the x dimension.
+// chart is a plot to draw: series of points (mean ± std) over a numeric
+// or categorical x.
+type chart struct {
+	title, xLabel, yLabel string
+	cats                  []string    // categorical x labels; nil for a numeric x
+	xTicks                []plot.Tick // numeric x: a tick at every value
+	xLog, yLog, bar       bool
+	series                []chartSeries
+}
+
+type chartSeries struct {
+	label string
+	pts   []chartPoint
+}
+
+type chartPoint struct {
+	x, mean, std float64
+}
+
+// renderPlots draws the experiment's [[plot]]s, or without any, one plot
+// per metric against the first axis. A plot without any value is left
+// out.
+func renderPlots(p *Plan, rows []*Row, records []*Record) ([]*renderedPlot, error) {
+	var out []*renderedPlot
+	if len(p.Exp.Plots) == 0 {
+		for m, name := range p.Exp.Metrics {
+			c := p.defaultChart(rows, m)
+			b, err := c.draw("svg")
+			if err != nil {
+				return nil, fmt.Errorf("plot of %s: %w", name, err)
+			}
+			if b == nil {
+				continue
+			}
+			out = append(out, &renderedPlot{name: name, file: PlotFile(name), title: c.title, svg: b,
+				caption: "Mean over the seeds, error bars of one standard deviation; one line per combination of the other axes."})
+		}
+		return out, nil
+	}
+	for _, spec := range p.Exp.Plots {
+		c, caption := p.specChart(spec, rows, records)
+		b, err := c.draw("svg")
+		if err != nil {
+			return nil, fmt.Errorf("[[plot]] on line %d: %w", spec.Line, err)
+		}
+		if b == nil {
+			continue
+		}
+		out = append(out, &renderedPlot{name: spec.Y + " by " + spec.X, file: spec.File, title: c.title, caption: caption, svg: b})
+	}
+	return out, nil
+}
+
+// yLabel is a metric's axis label: its name, in MiB for _bytes metrics.
+func yLabel(metric string) (string, float64) {
+	if strings.HasSuffix(metric, "_bytes") || strings.Contains(metric, "_bytes.") || strings.HasSuffix(metric, ".bytes") {
+		return metric + " (MiB)", 1 << 20
+	}
+	return metric, 1
+}
+
+// defaultChart is metric m against the first axis (and the axes zipped
+// with it), one series per combination of the other axes.
+func (p *Plan) defaultChart(rows []*Row, m int) *chart {
+	e := p.Exp
+	xdim, xs, numeric, list := p.plotLayout()
+	label, scale := yLabel(e.Metrics[m])
+	c := &chart{title: e.Name + ": " + e.Metrics[m] + " (mean ± std over seeds)", yLabel: label}
+	if xdim >= 0 {
+		var keys []string
+		for _, a := range p.dims[xdim].axes {
+			keys = append(keys, e.Axes[a].Key)
+		}
+		c.xLabel = strings.Join(keys, " / ")
+	}
+	if numeric == nil {
+		c.cats = xs
+	} else {
+		for i, x := range numeric {
+			c.xTicks = append(c.xTicks, plot.Tick{Value: x, Label: xs[i]})
+		}
+	}
+	for _, s := range list {
+		cs := chartSeries{label: s.label}
+		for _, cell := range s.cells {
+			st := rows[cell.Index].Stats[m]
+			if st.N == 0 || math.IsNaN(st.Mean) {
+				continue
+			}
+			x := 0.0
+			if xdim >= 0 {
+				x = float64(cell.Coord[xdim])
+				if numeric != nil {
+					x = numeric[cell.Coord[xdim]]
+				}
+			}
+			sd := st.Std
+			if math.IsNaN(sd) {
+				sd = 0
+			}
+			cs.pts = append(cs.pts, chartPoint{x: x, mean: st.Mean / scale, std: sd / scale})
+		}
+		c.series = append(c.series, cs)
+	}
+	return c
+}
+
+// series is one line of a default plot: the cells that share the values
+// of the dimensions other than the x dimension.
 type series struct {
 	label string
 	cells []*Cell // in x order
@@ -46,19 +155,12 @@ func (p *Plan) plotLayout() (xdim int, xs []string, numeric []float64, list []se
 	for i := range d.n {
 		parts := make([]string, len(d.axes))
 		for j, a := range d.axes {
-			parts[j] = display(e.Axes[a].Values[i])
+			parts[j] = e.Axes[a].Label(i)
 		}
 		xs = append(xs, strings.Join(parts, " / "))
-		switch v := e.Axes[d.axes[0]].Values[i].(type) {
-		case int64:
-			if numeric != nil {
-				numeric[i] = float64(v)
-			}
-		case float64:
-			if numeric != nil {
-				numeric[i] = v
-			}
-		default:
+		if f, ok := number(e.Axes[d.axes[0]].Values[i]); ok && numeric != nil {
+			numeric[i] = f
+		} else {
 			numeric = nil // categorical x
 		}
 	}
@@ -70,7 +172,7 @@ func (p *Plan) plotLayout() (xdim int, xs []string, numeric []float64, list []se
 				continue
 			}
 			for _, a := range dd.axes {
-				parts = append(parts, e.Axes[a].Key+"="+display(c.Values[a]))
+				parts = append(parts, e.Axes[a].Key+"="+c.Labels[a])
 			}
 		}
 		key := strings.Join(parts, " ")
@@ -88,109 +190,345 @@ func (p *Plan) plotLayout() (xdim int, xs []string, numeric []float64, list []se
 	return xdim, xs, numeric, list
 }
 
-// writePlots writes one SVG per metric: the metric's mean against the
-// first axis, one series per combination of the other axes, error bars of
-// one standard deviation.
-func writePlots(p *Plan, rows []*Row, out string) error {
-	for m, name := range p.Exp.Metrics {
-		b, err := plotImage(p, rows, m, "svg")
-		if err != nil {
-			return fmt.Errorf("plot of %s: %w", name, err)
-		}
-		if b == nil {
-			continue
-		}
-		if err := writeFile(filepath.Join(out, PlotFile(name)), b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// plotImage renders the plot of metric m in format ("svg", "png"); nil
-// when no cell has a value.
-func plotImage(p *Plan, rows []*Row, m int, format string) ([]byte, error) {
+// specChart builds the chart of a [[plot]]: the cells that the where
+// table keeps, grouped by the series axes (and any axis the plot does
+// not name, which then splits the series too), y over x.
+func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, string) {
 	e := p.Exp
-	xdim, xs, numeric, list := p.plotLayout()
-	pl := plot.New()
-	pl.Title.Text = e.Name + ": " + e.Metrics[m] + " (mean ± std over seeds)"
-	pl.Y.Label.Text = e.Metrics[m]
-	pl.Y.Tick.Marker = ticks{}
-	scale := 1.0
-	if strings.HasSuffix(e.Metrics[m], "_bytes") {
-		scale = 1 << 20
-		pl.Y.Label.Text += " (MiB)"
+	c := &chart{bar: spec.Kind == "bar", xLog: spec.XLog, yLog: spec.YLog}
+	label, scale := yLabel(spec.Y)
+	c.yLabel = label
+	if e.isDerived(spec.Y) {
+		c.yLabel, scale = spec.Y, 1
 	}
-	if xdim >= 0 {
-		var keys []string
-		for _, a := range p.dims[xdim].axes {
-			keys = append(keys, e.Axes[a].Key)
+	if spec.YLabel != "" {
+		c.yLabel = spec.YLabel
+		if scale != 1 && !strings.Contains(spec.YLabel, "MiB") {
+			c.yLabel += " (MiB)"
 		}
-		pl.X.Label.Text = strings.Join(keys, " / ")
 	}
-	leg := plot.NewLegend()
-	leg.Top, leg.Left = true, true
-	entries := 0
-	pl.Add(plotter.NewGrid())
-	if numeric == nil {
-		pl.NominalX(xs...)
+	c.xLabel = spec.X
+	if spec.XLabel != "" {
+		c.xLabel = spec.XLabel
+	}
+
+	// x values
+	var xLabels []string
+	var xNum []float64
+	if spec.X == "seed" {
+		for _, s := range e.Seeds {
+			xLabels = append(xLabels, strconv.FormatInt(s, 10))
+			xNum = append(xNum, float64(s))
+		}
 	} else {
-		ticks := make([]plot.Tick, len(numeric))
-		for i, x := range numeric {
-			ticks[i] = plot.Tick{Value: x, Label: xs[i]}
+		a := e.Axes[e.axisIndex(spec.X)]
+		numeric := true
+		for i, v := range a.Values {
+			xLabels = append(xLabels, a.Label(i))
+			f, ok := number(v)
+			numeric = numeric && ok
+			xNum = append(xNum, f)
 		}
-		pl.X.Tick.Marker = plot.ConstantTicks(ticks)
+		if !numeric {
+			xNum = nil
+		}
 	}
-	drawn := false
-	for si, s := range list {
-		var pts errPoints
-		for _, c := range s.cells {
-			st := rows[c.Index].Stats[m]
-			if st.N == 0 || math.IsNaN(st.Mean) {
-				continue
-			}
-			x := 0.0
-			if xdim >= 0 {
-				x = float64(c.Coord[xdim])
-				if numeric != nil {
-					x = numeric[c.Coord[xdim]]
+	if xNum == nil || c.bar {
+		c.cats = xLabels
+	} else {
+		for i, x := range xNum {
+			c.xTicks = append(c.xTicks, plot.Tick{Value: x, Label: xLabels[i]})
+		}
+	}
+	xPos := func(i int) float64 {
+		if c.cats != nil {
+			return float64(i)
+		}
+		return xNum[i]
+	}
+
+	// Which axes split the series: the named ones, then the dimensions
+	// neither x, series nor where determine.
+	determined := map[int]bool{}
+	mark := func(key string) {
+		if ai := e.axisIndex(key); ai >= 0 {
+			for j, d := range p.dims {
+				if slices.Contains(d.axes, ai) {
+					determined[j] = true
 				}
 			}
-			sd := st.Std
-			if math.IsNaN(sd) {
-				sd = 0
-			}
-			pts.XYs = append(pts.XYs, plotter.XY{X: x, Y: st.Mean / scale})
-			pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{sd / scale, sd / scale})
 		}
-		if len(pts.XYs) == 0 {
+	}
+	mark(spec.X)
+	for _, s := range spec.Series {
+		mark(s)
+	}
+	for k := range spec.Where {
+		mark(k)
+	}
+	splitKeys := slices.Clone(spec.Series)
+	for j, d := range p.dims {
+		if !determined[j] {
+			splitKeys = append(splitKeys, e.Axes[d.axes[0]].Key)
+		}
+	}
+	keep := func(cell *Cell) bool {
+		for k, v := range spec.Where {
+			ai := e.axisIndex(k)
+			if vi := e.Axes[ai].index(v); vi < 0 || cell.Labels[ai] != e.Axes[ai].Label(vi) {
+				return false
+			}
+		}
+		return true
+	}
+	xIndex := func(cell *Cell, r *Run) int {
+		if spec.X == "seed" {
+			return slices.Index(e.Seeds, r.Seed)
+		}
+		ai := e.axisIndex(spec.X)
+		for j, d := range p.dims {
+			if slices.Contains(d.axes, ai) {
+				return cell.Coord[j]
+			}
+		}
+		return 0
+	}
+	seriesLabel := func(cell *Cell, r *Run) string {
+		var parts []string
+		for _, k := range splitKeys {
+			v := ""
+			if k == "seed" {
+				v = strconv.FormatInt(r.Seed, 10)
+			} else {
+				v = cell.Labels[e.axisIndex(k)]
+			}
+			if len(splitKeys) == 1 {
+				parts = append(parts, v)
+			} else {
+				parts = append(parts, k+"="+v)
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+
+	type group struct {
+		label string
+		vals  map[int][]float64 // x index -> values
+	}
+	var groups []*group
+	byLabel := map[string]*group{}
+	add := func(label string, xi int, v float64) {
+		g, ok := byLabel[label]
+		if !ok {
+			g = &group{label: label, vals: map[int][]float64{}}
+			byLabel[label] = g
+			groups = append(groups, g)
+		}
+		g.vals[xi] = append(g.vals[xi], v)
+	}
+	di := slices.IndexFunc(e.Derived, func(d Derived) bool { return d.Name == spec.Y })
+	for _, cell := range p.Cells {
+		if !keep(cell) {
 			continue
 		}
-		drawn = true
-		line, points, err := plotter.NewLinePoints(pts.XYs)
-		if err != nil {
-			return nil, err
+		if di >= 0 {
+			if len(cell.Runs) == 0 {
+				continue
+			}
+			if v := rows[cell.Index].Derived[di]; !math.IsNaN(v) {
+				add(seriesLabel(cell, cell.Runs[0]), xIndex(cell, cell.Runs[0]), v)
+			}
+			continue
 		}
-		line.Color = plotutil.Color(si)
-		line.Dashes = plotutil.Dashes(si)
-		points.Color = plotutil.Color(si)
-		points.Shape = plotutil.Shape(si)
-		bars, err := plotter.NewYErrorBars(pts)
-		if err != nil {
-			return nil, err
+		for _, r := range cell.Runs {
+			rec := records[r.Index]
+			if rec == nil || rec.Status != "ok" {
+				continue
+			}
+			if v, ok := rec.Metric(spec.Y); ok {
+				add(seriesLabel(cell, r), xIndex(cell, r), v)
+			}
 		}
-		bars.Color = plotutil.Color(si)
-		pl.Add(line, points, bars)
-		if s.label != "" {
-			leg.Add(s.label, line, points)
-			entries++
+	}
+	for _, g := range groups {
+		cs := chartSeries{label: g.label}
+		idx := make([]int, 0, len(g.vals))
+		for xi := range g.vals {
+			idx = append(idx, xi)
+		}
+		slices.Sort(idx)
+		for _, xi := range idx {
+			st := NewStat(g.vals[xi])
+			cs.pts = append(cs.pts, chartPoint{x: xPos(xi), mean: st.Mean / scale, std: st.Std / scale})
+		}
+		c.series = append(c.series, cs)
+	}
+
+	// Title and caption.
+	c.title = spec.Title
+	if c.title == "" {
+		c.title = e.Name + ": " + spec.Y + " by " + spec.X
+		if len(spec.Series) > 0 {
+			c.title += " and " + strings.Join(spec.Series, ", ")
+		}
+	}
+	var where []string
+	for _, k := range sortedKeys(spec.Where, nil, "") {
+		ai := e.axisIndex(k)
+		where = append(where, k+" = "+e.Axes[ai].Label(e.Axes[ai].index(spec.Where[k])))
+	}
+	if spec.Title == "" && len(where) > 0 {
+		c.title += " (" + strings.Join(where, ", ") + ")"
+	}
+	caption := "Mean over the seeds, error bars of one standard deviation"
+	switch {
+	case di >= 0:
+		d := e.Derived[di]
+		caption = fmt.Sprintf("%s: %s of the mean %s against %s (%s)", d.Name, d.Kind, d.Metric, baselineText(e, d), derivedFormula[d.Kind])
+	case spec.X == "seed" || slices.Contains(spec.Series, "seed"):
+		caption = "One point per run"
+	case e.Seeds == nil || len(e.Seeds) == 1:
+		caption = "One run per point"
+	}
+	if len(splitKeys) > 0 {
+		caption += "; one " + map[bool]string{true: "bar", false: "line"}[c.bar] + " per " + strings.Join(splitKeys, " × ")
+	}
+	if len(where) > 0 {
+		caption += "; only the runs with " + strings.Join(where, ", ")
+	}
+	return c, caption + "."
+}
+
+// draw renders the chart in format ("svg", "png"); nil when it has no
+// point.
+func (c *chart) draw(format string) ([]byte, error) {
+	drawn := false
+	for _, s := range c.series {
+		if len(s.pts) > 0 {
+			drawn = true
 		}
 	}
 	if !drawn {
 		return nil, nil
 	}
+	pl := plot.New()
+	pl.Title.Text = c.title
+	pl.X.Label.Text = c.xLabel
+	pl.Y.Label.Text = c.yLabel
+	pl.Y.Tick.Marker = ticks{}
+	if c.yLog {
+		pl.Y.Scale = plot.LogScale{}
+		pl.Y.Tick.Marker = logTicks{}
+	}
+	pl.Title.TextStyle.Font.Size = vg.Points(13)
+	pl.X.Label.TextStyle.Font.Size = vg.Points(12)
+	pl.Y.Label.TextStyle.Font.Size = vg.Points(12)
+	leg := plot.NewLegend()
+	leg.Top, leg.Left = true, true
+	leg.Padding = vg.Points(3)
+	leg.TextStyle.Font.Size = vg.Points(11)
+	entries := 0
+	pl.Add(plotter.NewGrid())
+	if c.cats != nil {
+		pl.NominalX(c.cats...)
+	} else {
+		pl.X.Tick.Marker = plot.ConstantTicks(c.xTicks)
+		if c.xLog {
+			pl.X.Scale = plot.LogScale{}
+		}
+	}
+	n := len(c.series)
+	// Bar width: the categories share about 5.2 inches of plot width.
+	// Width: 6 inches, more when the categories need room for their
+	// labels (about 6 points a character at 10 points) or their bars.
+	w, h := 6*vg.Inch, 4*vg.Inch
+	var per vg.Length // room of one category
+	if c.cats != nil {
+		longest := 0
+		for _, l := range c.cats {
+			longest = max(longest, len([]rune(l)))
+		}
+		per = vg.Points(6*float64(longest) + 12)
+		if c.bar {
+			per = max(per, vg.Length(max(n, 1))*vg.Points(14)+vg.Points(12))
+		}
+		w = max(w, per*vg.Length(len(c.cats))+0.8*vg.Inch)
+		per = (w - 0.8*vg.Inch) / vg.Length(max(len(c.cats), 1))
+	}
+	var barW vg.Length
+	if c.bar {
+		barW = min(per*0.8/vg.Length(max(n, 1)), vg.Points(36))
+	}
+	for si, s := range c.series {
+		if len(s.pts) == 0 {
+			continue
+		}
+		col := plotutil.Color(si)
+		if c.bar {
+			vals := make(plotter.Values, len(c.cats))
+			errs := make([]chartPoint, 0, len(s.pts))
+			for _, pt := range s.pts {
+				vals[int(pt.x)] = pt.mean
+				errs = append(errs, pt)
+			}
+			bars, err := plotter.NewBarChart(vals, barW)
+			if err != nil {
+				return nil, err
+			}
+			bars.Color = col
+			bars.LineStyle.Width = 0
+			bars.Offset = barW * (vg.Length(si) - vg.Length(n-1)/2)
+			pl.Add(bars, &barErrors{pts: errs, offset: bars.Offset})
+			if s.label != "" {
+				leg.Add(s.label, bars)
+				entries++
+			}
+			continue
+		}
+		var xy plotter.XYs
+		var ye plotter.YErrors
+		for _, pt := range s.pts {
+			if c.yLog && pt.mean <= 0 {
+				continue // not on a log scale
+			}
+			lo := pt.std
+			if c.yLog && pt.mean-lo <= 0 {
+				lo = pt.mean / 2
+			}
+			xy = append(xy, plotter.XY{X: pt.x, Y: pt.mean})
+			ye = append(ye, struct{ Low, High float64 }{lo, pt.std})
+		}
+		if len(xy) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, err
+		}
+		line.Color = col
+		line.Width = vg.Points(1.5)
+		line.Dashes = plotutil.Dashes(si)
+		points.Color = col
+		points.Shape = plotutil.Shape(si)
+		points.Radius = vg.Points(3)
+		eb, err := plotter.NewYErrorBars(errPoints{xy, ye})
+		if err != nil {
+			return nil, err
+		}
+		eb.Color = col
+		pl.Add(line, points, eb)
+		if s.label != "" {
+			leg.Add(s.label, line, points)
+			entries++
+		}
+	}
 	// Margins, so that no point sits on the frame.
-	pad := func(a *plot.Axis, f float64) {
+	pad := func(a *plot.Axis, f float64, log bool) {
+		if log {
+			a.Min /= 1 + 3*f
+			a.Max *= 1 + 3*f
+			return
+		}
 		d := a.Max - a.Min
 		if d == 0 {
 			d = math.Max(math.Abs(a.Max), 1)
@@ -198,10 +536,19 @@ func plotImage(p *Plan, rows []*Row, m int, format string) ([]byte, error) {
 		a.Min -= f * d
 		a.Max += f * d
 	}
-	pad(&pl.X, 0.06)
-	pad(&pl.Y, 0.08)
+	if c.cats == nil {
+		pad(&pl.X, 0.06, c.xLog)
+	}
+	if c.bar {
+		pl.Y.Min = math.Min(pl.Y.Min, 0)
+		pl.Y.Max += 0.08 * (pl.Y.Max - pl.Y.Min)
+		if pl.Y.Max == pl.Y.Min {
+			pl.Y.Max = pl.Y.Min + 1
+		}
+	} else {
+		pad(&pl.Y, 0.08, c.yLog)
+	}
 	// The legend goes to the right of the plot, where it hides no data.
-	w, h := 6*vg.Inch, 4*vg.Inch
 	var legW vg.Length
 	if entries > 0 {
 		probe, err := draw.NewFormattedCanvas(w, h, format)
@@ -211,21 +558,88 @@ func plotImage(p *Plan, rows []*Row, m int, format string) ([]byte, error) {
 		legW = leg.Rectangle(draw.New(probe)).Size().X + vg.Points(12)
 		w += legW
 	}
-	c, err := draw.NewFormattedCanvas(w, h, format)
+	cv, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
 		return nil, err
 	}
-	dc := draw.New(c)
+	dc := draw.New(cv)
 	pl.Draw(draw.Crop(dc, 0, -legW, 0, 0))
 	if legW > 0 {
 		leg.YOffs = -vg.Points(24)
 		leg.Draw(draw.Crop(dc, w-legW, 0, 0, 0))
 	}
 	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
+	if _, err := cv.WriteTo(&buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// errPoints are the means of a series with their standard deviations.
+type errPoints struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// barErrors draws error bars on the bars of one series of a bar chart,
+// which sit offset from their category.
+type barErrors struct {
+	pts    []chartPoint
+	offset vg.Length
+}
+
+// DataRange makes room for the error bars.
+func (b *barErrors) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, ymin = math.Inf(1), math.Inf(1)
+	xmax, ymax = math.Inf(-1), math.Inf(-1)
+	for _, pt := range b.pts {
+		xmin, xmax = math.Min(xmin, pt.x), math.Max(xmax, pt.x)
+		ymin, ymax = math.Min(ymin, math.Min(0, pt.mean-pt.std)), math.Max(ymax, pt.mean+pt.std)
+	}
+	return
+}
+
+func (b *barErrors) Plot(c draw.Canvas, plt *plot.Plot) {
+	trX, trY := plt.Transforms(&c)
+	sty := plotter.DefaultLineStyle
+	cap := vg.Points(3)
+	for _, pt := range b.pts {
+		if pt.std == 0 || math.IsNaN(pt.std) {
+			continue
+		}
+		x := trX(pt.x) + b.offset
+		lo, hi := trY(pt.mean-pt.std), trY(pt.mean+pt.std)
+		c.StrokeLine2(sty, x, lo, x, hi)
+		c.StrokeLine2(sty, x-cap, lo, x+cap, lo)
+		c.StrokeLine2(sty, x-cap, hi, x+cap, hi)
+	}
+}
+
+// logTicks label 1, 2 and 5 times the powers of ten in range (gonum's
+// LogTicks label the powers only, often a single tick), with unlabelled
+// minor ticks at the other multiples.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if lo <= 0 || hi <= lo {
+		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	}
+	var out []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		p := math.Pow(10, e)
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * p
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ticks are gonum's default ticks with labels precise enough to tell

@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"strata/core/config"
 )
 
 // Stat is a metric over the seeds of a cell: mean, sample standard
@@ -71,7 +68,7 @@ func Aggregate(p *Plan, records []*Record) []*Row {
 			}
 			row.OK++
 			for m, name := range e.Metrics {
-				if v, ok := metricValue(rec.Result, name); ok {
+				if v, ok := rec.Metric(name); ok {
 					vals[m] = append(vals[m], v)
 				}
 			}
@@ -136,7 +133,7 @@ func (p *Plan) baselineCell(c *Cell, d Derived) *Cell {
 		if ai < 0 {
 			return nil
 		}
-		vi := slices.IndexFunc(p.Exp.Axes[ai].Values, func(v any) bool { return config.TOMLValue(v) == config.TOMLValue(val) })
+		vi := p.Exp.Axes[ai].index(val)
 		j := slices.IndexFunc(p.dims, func(d dim) bool { return slices.Contains(d.axes, ai) })
 		if vi < 0 || j < 0 {
 			return nil
@@ -155,9 +152,21 @@ func (p *Plan) baselineCell(c *Cell, d Derived) *Cell {
 }
 
 // WriteReports writes runs.jsonl, results.csv, summary.csv, summary.md,
-// the SVG plots and provenance.json into out.
+// the SVG plots, provenance.json and report.html into out.
 func WriteReports(p *Plan, records []*Record, out string, start, end time.Time) error {
+	return writeReports(p, records, out, start, end, nil)
+}
+
+func writeReports(p *Plan, records []*Record, out string, start, end time.Time, m *memo) error {
 	rows := Aggregate(p, records)
+	plots, err := renderPlots(p, rows, records)
+	if err != nil {
+		return err
+	}
+	prov, err := newProvenance(p, records, start, end, m)
+	if err != nil {
+		return err
+	}
 	files := []struct {
 		name string
 		data func() ([]byte, error)
@@ -165,8 +174,15 @@ func WriteReports(p *Plan, records []*Record, out string, start, end time.Time) 
 		{"runs.jsonl", func() ([]byte, error) { return runsJSONL(p, records) }},
 		{"results.csv", func() ([]byte, error) { return resultsCSV(p, records) }},
 		{"summary.csv", func() ([]byte, error) { return summaryCSV(p, rows) }},
-		{"summary.md", func() ([]byte, error) { return summaryMD(p, rows, records), nil }},
-		{"provenance.json", func() ([]byte, error) { return provenanceJSON(p, records, start, end) }},
+		{"summary.md", func() ([]byte, error) { return summaryMD(p, rows, records, plots), nil }},
+		{"provenance.json", func() ([]byte, error) { return marshalProvenance(prov) }},
+		{"report.html", func() ([]byte, error) { return reportHTML(p, rows, records, plots, prov) }},
+	}
+	for _, pl := range plots {
+		files = append(files, struct {
+			name string
+			data func() ([]byte, error)
+		}{pl.file, func() ([]byte, error) { return pl.svg, nil }})
 	}
 	for _, f := range files {
 		b, err := f.data()
@@ -177,7 +193,7 @@ func WriteReports(p *Plan, records []*Record, out string, start, end time.Time) 
 			return err
 		}
 	}
-	return writePlots(p, rows, out)
+	return nil
 }
 
 // jsonObject writes a JSON object with its keys in the order given.
@@ -222,14 +238,15 @@ func runsJSONL(p *Plan, records []*Record) ([]byte, error) {
 		}
 		o.add("duration_s", rec.DurationS)
 		if rec.Result != nil {
-			rv := reflect.ValueOf(rec.Result).Elem()
-			for _, f := range resultFields() {
-				if f.name == "seed" {
+			keys, vals, err := resultFieldsJSON(rec.Result)
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range keys {
+				if k == "seed" || k == "run" || k == "run_id" || k == "status" || k == "error" || k == "duration_s" || p.Exp.axisIndex(k) >= 0 {
 					continue
 				}
-				if err := o.add(f.name, rv.Field(f.index).Interface()); err != nil {
-					return nil, err
-				}
+				o.add(k, vals[k])
 			}
 		}
 		out.Write(o.buf.Bytes())
@@ -269,12 +286,10 @@ func resultsCSV(p *Plan, records []*Record) ([]byte, error) {
 			continue
 		}
 		row := []string{strconv.Itoa(r.Index + 1), r.ID}
-		for _, v := range r.Cell.Values {
-			row = append(row, display(v))
-		}
+		row = append(row, r.Cell.Labels...)
 		row = append(row, strconv.FormatInt(r.Seed, 10), rec.Status)
 		for _, m := range e.Metrics {
-			v, ok := metricValue(rec.Result, m)
+			v, ok := rec.Metric(m)
 			if !ok {
 				v = math.NaN()
 			}
@@ -299,10 +314,7 @@ func summaryCSV(p *Plan, rows []*Row) ([]byte, error) {
 	}
 	out := [][]string{head}
 	for _, r := range rows {
-		var row []string
-		for _, v := range r.Cell.Values {
-			row = append(row, display(v))
-		}
+		row := slices.Clone(r.Cell.Labels)
 		row = append(row, strconv.Itoa(r.OK), strconv.Itoa(r.Failed))
 		for _, s := range r.Stats {
 			row = append(row, num(s.Mean), num(s.Std), strconv.Itoa(s.N))
@@ -351,7 +363,7 @@ func sig4(x float64) string {
 }
 
 // summaryMD is a markdown table, mean ± std over seeds per axis point.
-func summaryMD(p *Plan, rows []*Row, records []*Record) []byte {
+func summaryMD(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot) []byte {
 	e := p.Exp
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", e.Name)
@@ -366,8 +378,10 @@ func summaryMD(p *Plan, rows []*Row, records []*Record) []byte {
 		}
 		seeds = fmt.Sprintf("%d seeds (%s)", len(e.Seeds), strings.Join(s, ", "))
 	}
-	if len(e.Seeds) == 1 || e.Seeds == nil {
-		fmt.Fprintf(&b, "One run per row (%s); n = successful runs. strata %s.\n\n", strings.Replace(seeds, "1 seeds", "seed", 1), p.Version)
+	if len(e.Seeds) == 1 {
+		fmt.Fprintf(&b, "One run per row (seed %d); n = successful runs. strata %s.\n\n", e.Seeds[0], p.Version)
+	} else if e.Seeds == nil {
+		fmt.Fprintf(&b, "One run per row (%s); n = successful runs. strata %s.\n\n", seeds, p.Version)
 	} else {
 		fmt.Fprintf(&b, "Mean ± sample standard deviation over %s; n = successful runs. strata %s.\n\n", seeds, p.Version)
 	}
@@ -387,18 +401,15 @@ func summaryMD(p *Plan, rows []*Row, records []*Record) []byte {
 	}
 	b.WriteString("\n")
 	for _, r := range rows {
-		var cells []string
-		for _, v := range r.Cell.Values {
-			cells = append(cells, display(v))
-		}
+		cells := slices.Clone(r.Cell.Labels)
 		n := strconv.Itoa(r.OK)
 		if r.Failed > 0 {
 			n += fmt.Sprintf(" (%d failed)", r.Failed)
 		}
 		cells = append(cells, n)
 		for m, s := range r.Stats {
-			if strings.HasSuffix(e.Metrics[m], "_bytes") && s.N > 0 {
-				s.Mean, s.Std = s.Mean/(1<<20), s.Std/(1<<20)
+			if _, scale := yLabel(e.Metrics[m]); scale != 1 && s.N > 0 {
+				s.Mean, s.Std = s.Mean/scale, s.Std/scale
 				cells = append(cells, meanStd(s)+" MiB")
 				continue
 			}
@@ -408,7 +419,7 @@ func summaryMD(p *Plan, rows []*Row, records []*Record) []byte {
 			if math.IsNaN(d) {
 				cells = append(cells, "–")
 			} else {
-				cells = append(cells, strconv.FormatFloat(d, 'f', 3, 64))
+				cells = append(cells, derivedText(d))
 			}
 		}
 		b.WriteString("| " + strings.Join(mdEscape(cells), " | ") + " |\n")
@@ -416,18 +427,18 @@ func summaryMD(p *Plan, rows []*Row, records []*Record) []byte {
 	if len(e.Derived) > 0 {
 		b.WriteString("\nDerived columns, against the row that has the baseline's values and this row's other axis values:\n\n")
 		for _, d := range e.Derived {
-			fmt.Fprintf(&b, "- %s: %s of the mean %s against %s (%s).\n", d.Name, d.Kind, d.Metric, baselineText(d), derivedFormula[d.Kind])
+			fmt.Fprintf(&b, "- %s: %s of the mean %s against %s (%s).\n", d.Name, d.Kind, d.Metric, baselineText(p.Exp, d), derivedFormula[d.Kind])
 		}
 	}
-	if len(e.Metrics) > 0 && len(rows) > 0 {
-		b.WriteString("\nPlots (mean ± std against the first axis): ")
-		for i, m := range e.Metrics {
+	if len(plots) > 0 {
+		b.WriteString("\nPlots (mean ± std over the seeds): ")
+		for i, pl := range plots {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "[%s](%s)", m, PlotFile(m))
+			fmt.Fprintf(&b, "[%s](%s)", pl.name, pl.file)
 		}
-		b.WriteString(".\n")
+		b.WriteString(". All of it, with the provenance: [report.html](report.html).\n")
 	}
 	var failed []string
 	for _, rec := range records {
@@ -441,6 +452,16 @@ func summaryMD(p *Plan, rows []*Row, records []*Record) []byte {
 	return []byte(b.String())
 }
 
+// derivedText formats a derived value with 3 decimals ("0.000", never
+// "-0.000").
+func derivedText(v float64) string {
+	t := strconv.FormatFloat(v, 'f', 3, 64)
+	if strings.Trim(t, "-0.") == "" {
+		return "0.000"
+	}
+	return t
+}
+
 func labelOf(p *Plan, rec *Record) string {
 	for _, r := range p.Runs {
 		if r.ID == rec.RunID {
@@ -450,11 +471,17 @@ func labelOf(p *Plan, rec *Record) string {
 	return rec.RunID
 }
 
-func baselineText(d Derived) string {
+func baselineText(e *Experiment, d Derived) string {
 	keys := sortedKeys(d.Baseline, nil, "")
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + display(d.Baseline[k])
+		v := display(d.Baseline[k])
+		if ai := e.axisIndex(k); ai >= 0 {
+			if vi := e.Axes[ai].index(d.Baseline[k]); vi >= 0 {
+				v = e.Axes[ai].Label(vi)
+			}
+		}
+		parts[i] = k + "=" + v
 	}
 	return strings.Join(parts, " ")
 }

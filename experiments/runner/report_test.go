@@ -120,7 +120,7 @@ values = [8, 16]
 			t.Errorf("summary.csv row 2, column %s = %q, want %v", table[0][i], table[2][i], w)
 		}
 	}
-	md := string(summaryMD(p, rows, recs))
+	md := string(summaryMD(p, rows, recs, nil))
 	for _, w := range []string{"| 8 | 3 | 0.730 ± 0.026 | 800.0 ± 0 |", "| 16 | 2 (1 failed) | 0.850 ± 0.071 |", "model.hidden=16 seed=2: boom"} {
 		if !strings.Contains(md, w) {
 			t.Errorf("summary.md lacks %q:\n%s", w, md)

@@ -25,7 +25,6 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"strata/core/config"
-	"strata/core/train"
 	"strata/plugins/registry"
 )
 
@@ -46,8 +45,17 @@ type Experiment struct {
 	Seeds   []int64 // nil: one run per point, with the base config's seed
 	Metrics []string
 	Derived []Derived
+	Plots   []Plot // [[plot]]; none: one default plot per metric
 
-	seedsLine int
+	// Kind is what each run does (train by default); KindLine is the line
+	// of the kind key (0 when absent).
+	Kind     *Kind
+	KindLine int
+	// HitRatio holds the [hitratio] options of kind hitratio.
+	HitRatio HitRatioOptions
+
+	seedsLine   int
+	metricsLine int
 }
 
 // Axis is one [[axis]]: a config key and the values it takes.
@@ -56,7 +64,10 @@ type Axis struct {
 	Path   []string // Key split
 	Values []any    // TOML values (int64, float64, string, bool, []any, map[string]any)
 	Zip    string   // zip group ("" = its own dimension)
-	Line   int      // line of the [[axis]] header
+	// Labels name the values in tables, plots and run labels (nil: the
+	// values themselves); one per value.
+	Labels []string
+	Line   int // line of the [[axis]] header
 	// KeyLine and ValuesLine are the lines of key and values (Line when
 	// unknown): where the errors a generated config gets from the axis's
 	// key or from one of its values point.
@@ -71,6 +82,33 @@ type Derived struct {
 	Kind     string         // ratio, speedup, reduction, difference
 	Baseline map[string]any // axis key -> value
 	Line     int
+}
+
+// Label is how the i-th value of the axis is shown.
+func (a *Axis) Label(i int) string {
+	if i < len(a.Labels) {
+		return a.Labels[i]
+	}
+	return display(a.Values[i])
+}
+
+// index returns the position of v among the axis's values, or among its
+// labels when v is a string naming one; -1 when it is neither.
+func (a *Axis) index(v any) int {
+	t := config.TOMLValue(v)
+	for i, x := range a.Values {
+		if config.TOMLValue(x) == t {
+			return i
+		}
+	}
+	if s, ok := v.(string); ok {
+		for i, l := range a.Labels {
+			if l == s {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // DerivedKinds are the allowed [[derived]] kinds.
@@ -115,8 +153,8 @@ func Load(path string) (*Experiment, error) {
 	return Parse(path, data)
 }
 
-var topKeys = []string{"name", "description", "base", "axis", "seeds", "metrics", "derived"}
-var axisKeys = []string{"key", "values", "zip"}
+var topKeys = []string{"name", "description", "kind", "base", "axis", "seeds", "metrics", "derived", "plot", "hitratio"}
+var axisKeys = []string{"key", "values", "zip", "labels"}
 var derivedKeys = []string{"name", "metric", "kind", "baseline"}
 
 // Parse parses an experiment from memory; file names it in errors and
@@ -162,6 +200,44 @@ func Parse(file string, data []byte) (*Experiment, error) {
 	}
 	e.Description = str(raw, "description", "description", line("description"))
 
+	// kind
+	e.KindLine = line("kind")
+	e.Kind = Kinds[0]
+	if _, set := raw["kind"]; set {
+		k := str(raw, "kind", "kind", e.KindLine)
+		if e.Kind = kindByName(k); e.Kind == nil {
+			msg := fmt.Sprintf("kind = %q: the kinds are %s", k, describeKinds())
+			if sug := registry.Suggest(k, KindNames()); sug != "" {
+				msg = fmt.Sprintf("kind = %q (did you mean %q?); the kinds are %s", k, sug, describeKinds())
+			}
+			el.add(e.KindLine, "kind", "%s", msg)
+			e.Kind = Kinds[0]
+		}
+	}
+	switch h := raw["hitratio"].(type) {
+	case nil:
+	case map[string]any:
+		hl := tables.plain("hitratio", line("hitratio"))
+		if e.Kind.Name != "hitratio" {
+			el.add(hl, "hitratio", "the [hitratio] table holds options of kind = \"hitratio\", and this experiment's kind is %q", e.Kind.Name)
+		}
+		for _, k := range sortedKeys(h, nil, "") {
+			switch k {
+			case "synth_train":
+				kl := tables.plainKey("hitratio", k, hl)
+				f, ok := h[k].(float64)
+				if !ok || !(f > 0 && f <= 1) {
+					el.add(kl, "hitratio.synth_train", "hitratio.synth_train: expected a fraction in (0, 1], got %s", config.DescribeValue(h[k]))
+				}
+				e.HitRatio.SynthTrain = f
+			default:
+				unknownKey(el, tables.plainKey("hitratio", k, hl), "hitratio."+k, "[hitratio]", []string{"synth_train"})
+			}
+		}
+	default:
+		el.add(line("hitratio"), "hitratio", "hitratio: expected a table, got %s", config.DescribeValue(h))
+	}
+
 	// base
 	e.BaseLine = line("base")
 	switch b := raw["base"].(type) {
@@ -201,6 +277,9 @@ func Parse(file string, data []byte) (*Experiment, error) {
 		a.Zip = str(m, "zip", "axis.zip", tables.line("axis", i, "zip", ln))
 		if _, ok := m["key"]; !ok {
 			el.add(ln, "axis.key", `[[axis]] #%d: key is required, e.g. key = "model.hidden"`, i+1)
+		} else if slices.Contains(configKeys(), a.Key) {
+			// A whole section: its values must be tables (checked below).
+			a.Path = []string{a.Key}
 		} else if p, err := splitKey(a.Key); err != nil {
 			el.add(tables.line("axis", i, "key", ln), "axis.key", "axis key %q: %v", a.Key, err)
 		} else {
@@ -221,17 +300,54 @@ func Parse(file string, data []byte) (*Experiment, error) {
 			if len(v) == 0 {
 				el.add(vln, "axis.values", "axis %q: values must not be empty", a.Key)
 			}
+			// A zipped axis may repeat a value: its group's tuples differ
+			// (runs that resolve to the same config are an error of Plan).
 			seen := map[string]bool{}
 			for _, x := range v {
 				t := config.TOMLValue(x)
-				if seen[t] {
+				if seen[t] && a.Zip == "" {
 					el.add(vln, "axis.values", "axis %q: value %s is listed twice", a.Key, t)
+					break
 				}
 				seen[t] = true
 			}
 			a.Values = v
+			if len(a.Path) == 1 {
+				for _, x := range v {
+					if _, ok := x.(map[string]any); !ok {
+						el.add(vln, "axis.values", "axis %q names a whole config section: each value must be a table of its keys, e.g. { name = \"metis\", seed = 1 }, got %s", a.Key, config.DescribeValue(x))
+						break
+					}
+				}
+			}
 		default:
 			el.add(vln, "axis.values", "axis %q: values: expected an array, got %s", a.Key, config.DescribeValue(v))
+		}
+		if lv, ok := m["labels"]; ok {
+			lln := tables.line("axis", i, "labels", ln)
+			arr, isArr := lv.([]any)
+			if !isArr {
+				el.add(lln, "axis.labels", "axis %q: labels: expected an array of strings, got %s", a.Key, config.DescribeValue(lv))
+			}
+			seen := map[string]bool{}
+			for _, x := range arr {
+				s, ok := x.(string)
+				if !ok || s == "" {
+					el.add(lln, "axis.labels", "axis %q: labels: expected non-empty strings, got %s", a.Key, config.DescribeValue(x))
+					continue
+				}
+				if seen[s] && a.Zip == "" {
+					el.add(lln, "axis.labels", "axis %q: label %q is listed twice", a.Key, s)
+				}
+				seen[s] = true
+				a.Labels = append(a.Labels, s)
+			}
+			if isArr && len(arr) != len(a.Values) && a.Values != nil {
+				el.add(lln, "axis.labels", "axis %q: %d labels for %d values; give one label per value", a.Key, len(arr), len(a.Values))
+				a.Labels = nil
+			} else if len(a.Labels) != len(arr) {
+				a.Labels = nil
+			}
 		}
 		for _, prev := range e.Axes {
 			if prev.Key == a.Key && a.Key != "" {
@@ -285,7 +401,8 @@ func Parse(file string, data []byte) (*Experiment, error) {
 
 	// metrics
 	mln := line("metrics")
-	valid := MetricNames()
+	e.metricsLine = mln
+	valid := e.Kind.Metrics()
 	switch v := raw["metrics"].(type) {
 	case nil:
 		el.add(0, "metrics", "metrics is required: the result fields to collect, e.g. metrics = [\"test_acc\", \"epoch_time_median_s\"]; valid: %s", quoteList(valid))
@@ -299,8 +416,8 @@ func Parse(file string, data []byte) (*Experiment, error) {
 				el.add(mln, "metrics", "metrics: expected strings, got %s", config.DescribeValue(x))
 				continue
 			}
-			if !slices.Contains(valid, s) {
-				el.add(mln, "metrics", "%s", unknownMetric(s, valid))
+			if !e.Kind.validMetric(s) {
+				el.add(mln, "metrics", "%s", e.unknownMetric(s))
 				continue
 			}
 			if slices.Contains(e.Metrics, s) {
@@ -330,8 +447,8 @@ func Parse(file string, data []byte) (*Experiment, error) {
 		} else if slices.Contains(e.Metrics, d.Name) || slices.ContainsFunc(e.Derived, func(o Derived) bool { return o.Name == d.Name }) {
 			el.add(tables.line("derived", i, "name", ln), "derived.name", "derived column %q: the name is already used", d.Name)
 		}
-		if !slices.Contains(valid, d.Metric) {
-			el.add(tables.line("derived", i, "metric", ln), "derived.metric", "derived column %q: %s", d.Name, unknownMetric(d.Metric, valid))
+		if !e.Kind.validMetric(d.Metric) {
+			el.add(tables.line("derived", i, "metric", ln), "derived.metric", "derived column %q: %s", d.Name, e.unknownMetric(d.Metric))
 		} else if !slices.Contains(e.Metrics, d.Metric) {
 			el.add(tables.line("derived", i, "metric", ln), "derived.metric", "derived column %q: metric %q is not collected; add it to metrics", d.Name, d.Metric)
 		}
@@ -351,8 +468,8 @@ func Parse(file string, data []byte) (*Experiment, error) {
 					el.add(bln, "derived.baseline", "derived column %q: baseline key %q is not an axis; the axes are %s", d.Name, k, quoteList(axisNames(e.Axes)))
 					continue
 				}
-				if !slices.ContainsFunc(e.Axes[ai].Values, func(v any) bool { return config.TOMLValue(v) == config.TOMLValue(b[k]) }) {
-					el.add(bln, "derived.baseline", "derived column %q: baseline %s = %s is not one of the axis values %s", d.Name, k, config.TOMLValue(b[k]), config.TOMLValue(e.Axes[ai].Values))
+				if e.Axes[ai].index(b[k]) < 0 {
+					el.add(bln, "derived.baseline", "derived column %q: baseline %s = %s is not one of the axis values %s%s", d.Name, k, config.TOMLValue(b[k]), config.TOMLValue(e.Axes[ai].Values), labelsNote(e.Axes[ai]))
 				}
 			}
 		case nil:
@@ -362,6 +479,12 @@ func Parse(file string, data []byte) (*Experiment, error) {
 		}
 		e.Derived = append(e.Derived, d)
 	}
+
+	// plots
+	for i, m := range tableArray(el, raw, "plot", line("plot")) {
+		e.Plots = append(e.Plots, e.parsePlot(el, tables, m, i, line("plot")))
+	}
+	e.checkPlotFiles(el)
 	if err := el.err(); err != nil {
 		return nil, err
 	}
@@ -403,12 +526,25 @@ func unknownKey(el *errorList, line int, key, where string, known []string) {
 	el.add(line, key, "unknown key %q in %s; the keys are %s", last, where, quoteList(known))
 }
 
-func unknownMetric(name string, valid []string) string {
+func (e *Experiment) unknownMetric(name string) string {
+	valid := e.Kind.Metrics()
 	msg := fmt.Sprintf("unknown metric %q", name)
 	if sug := registry.Suggest(name, valid); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
-	return msg + "; valid metrics (numeric fields of the result JSON): " + quoteList(valid)
+	what := "the result JSON"
+	if e.Kind.Name != "train" {
+		what = fmt.Sprintf("the result of kind %q", e.Kind.Name)
+	}
+	return msg + "; valid metrics (numeric fields of " + what + "; <key> entries of its maps and lists): " + quoteList(valid)
+}
+
+// labelsNote lists an axis's labels for messages ("" without labels).
+func labelsNote(a Axis) string {
+	if len(a.Labels) == 0 {
+		return ""
+	}
+	return " or labels " + quoteList(a.Labels)
 }
 
 // splitKey splits a dotted config key ("model.options.heads"), quoted
@@ -440,7 +576,7 @@ func splitKey(k string) ([]string, error) {
 		}
 	}
 	if len(path) < 2 {
-		return nil, fmt.Errorf("expected section.key, e.g. \"model.hidden\"")
+		return nil, fmt.Errorf("expected section.key, e.g. \"model.hidden\" (or a section name, with tables as values)")
 	}
 	return path, nil
 }
@@ -458,61 +594,10 @@ func configKeys() []string {
 	return out
 }
 
-// MetricNames are the numeric fields of train.Result, by JSON name: the
-// valid metric names.
-func MetricNames() []string {
-	var out []string
-	for _, f := range resultFields() {
-		if f.numeric {
-			out = append(out, f.name)
-		}
-	}
-	return out
-}
-
-type resultField struct {
-	name    string
-	index   int
-	numeric bool
-}
-
-func resultFields() []resultField {
-	t := reflect.TypeFor[train.Result]()
-	var out []resultField
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		k := t.Field(i).Type.Kind()
-		out = append(out, resultField{name: name, index: i,
-			numeric: k >= reflect.Int && k <= reflect.Uint64 || k == reflect.Float32 || k == reflect.Float64})
-	}
-	return out
-}
-
-// metricValue returns the metric of a result as a float.
-func metricValue(r *train.Result, name string) (float64, bool) {
-	if r == nil {
-		return 0, false
-	}
-	v := reflect.ValueOf(r).Elem()
-	for _, f := range resultFields() {
-		if f.name != name || !f.numeric {
-			continue
-		}
-		fv := v.Field(f.index)
-		switch {
-		case fv.CanInt():
-			return float64(fv.Int()), true
-		case fv.CanUint():
-			return float64(fv.Uint()), true
-		case fv.CanFloat():
-			return fv.Float(), true
-		}
-	}
-	return 0, false
-}
+// MetricNames are the metrics of kind train: the numeric fields of the
+// strata train result, by JSON name, then the families of its maps and
+// lists ("peak_tier_bytes.<key>").
+func MetricNames() []string { return Kinds[0].Metrics() }
 
 func axisNames(axes []Axis) []string {
 	out := make([]string, len(axes))
@@ -547,10 +632,27 @@ func sortedKeys(m map[string]any, lines map[string]int, prefix string) []string 
 	return keys
 }
 
-// display formats an axis value for people: strings without quotes.
+// display formats an axis value for people: strings without quotes, a
+// table that names something as "name (key=value, ...)".
 func display(v any) string {
-	if s, ok := v.(string); ok {
-		return s
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		name, ok := x["name"].(string)
+		if !ok {
+			break
+		}
+		var rest []string
+		for _, k := range sortedKeys(x, nil, "") {
+			if k != "name" {
+				rest = append(rest, k+"="+display(x[k]))
+			}
+		}
+		if len(rest) == 0 {
+			return name
+		}
+		return name + " (" + strings.Join(rest, ", ") + ")"
 	}
 	return config.TOMLValue(v)
 }
@@ -573,6 +675,33 @@ func newTableLines(text string) *tableLines {
 		}
 	}
 	return t
+}
+
+// plain returns the 1-based line of the header of the plain table [name]
+// (fallback when it has none, an inline table).
+func (t *tableLines) plain(name string, fallback int) int {
+	re := regexp.MustCompile(`^\s*\[\s*` + regexp.QuoteMeta(name) + `\s*\]`)
+	for i, l := range t.text {
+		if re.MatchString(l) {
+			return i + 1
+		}
+	}
+	return fallback
+}
+
+// plainKey returns the line of key in the plain table [name] whose header
+// is on line hdr (hdr when not found).
+func (t *tableLines) plainKey(name, key string, hdr int) int {
+	re := regexp.MustCompile(`^\s*("?)` + regexp.QuoteMeta(key) + `("?)\s*=`)
+	for j := hdr; j < len(t.text) && hdr > 0; j++ {
+		if anyHeaderRE.MatchString(t.text[j]) {
+			break
+		}
+		if re.MatchString(t.text[j]) {
+			return j + 1
+		}
+	}
+	return hdr
 }
 
 // line returns the 1-based line of key in entry i of the array of tables

@@ -1,0 +1,340 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"strata/core/backend/sim"
+	"strata/core/config"
+	"strata/core/graph"
+	"strata/core/store"
+	"strata/core/tensor"
+	"strata/plugins/cache"
+	"strata/plugins/registry"
+	"strata/plugins/sampler"
+)
+
+// HitRatio is the result of a hitratio run (tiering Fig. 7 and its
+// traffic table, for one cache policy and capacity).
+type HitRatio struct {
+	Dataset    string `json:"dataset"`
+	Policy     string `json:"policy"`
+	Sampler    string `json:"sampler"`
+	Nodes      int    `json:"nodes" doc:"nodes of the graph"`
+	Edges      int64  `json:"edges" doc:"stored edges of the sampled graph (reverse edges included with data.symmetrize)"`
+	TrainNodes int    `json:"train_nodes" doc:"seed nodes of the epoch: the training split (or [hitratio] synth_train of the nodes)"`
+	Features   int    `json:"features" doc:"feature width (data.synth_features for a dataset without features)"`
+	Batches    int    `json:"batches" doc:"mini-batches of the epoch (train.batch_size seeds each)"`
+	Reads      int64  `json:"reads" doc:"feature-row reads of the epoch: the input nodes of every mini-batch, each occurrence counted"`
+	CachedRows int    `json:"cached_rows" doc:"rows the cache holds: cache.capacity of the nodes"`
+	// HitRatio is the share of the reads that fall on cached rows.
+	HitRatio float64 `json:"hit_ratio" doc:"share of the epoch's feature reads served by the cached rows"`
+	// OracleHitRatio is the same for the cached_rows nodes read most in
+	// this very epoch: the most any static cache of that size serves.
+	OracleHitRatio float64 `json:"oracle_hit_ratio" doc:"the same for the cached_rows nodes read most in this very epoch (the best any static cache of that size can do)"`
+	// FeatureBytes are the host-to-device feature bytes of the epoch: the
+	// missed rows, gathered batch by batch through the tiered store to one
+	// simulated pcie-only device (nil without features, and unless the
+	// experiment collects feature_bytes or index_bytes).
+	FeatureBytes *int64  `json:"feature_bytes,omitempty" doc:"host-to-device feature bytes of the epoch through the tiered store, one simulated device (the missed rows × features × 4)"`
+	IndexBytes   *int64  `json:"index_bytes,omitempty" doc:"int32 row indices uploaded to the device with them"`
+	SampleTimeS  float64 `json:"sample_time_s" doc:"sampling time of the epoch, seconds (0 when reused from an earlier run of the same invocation)"`
+	RankTimeS    float64 `json:"rank_time_s" doc:"time to rank the nodes, seconds (0 when reused)"`
+	GatherTimeS  float64 `json:"gather_time_s" doc:"time to gather the epoch through the store, seconds"`
+	Seed         int64   `json:"seed"`
+	ConfigSHA256 string  `json:"config_sha256"`
+	Version      string  `json:"version"`
+}
+
+// memo keeps what consecutive runs of one invocation share: the last
+// dataset opened, its sampled epoch and its full rankings. Everything in
+// it is a deterministic function of its key.
+type memo struct {
+	mu       sync.Mutex
+	dsKey    string
+	ds       *graph.Dataset
+	epochs   map[string]*epochReads
+	rankings map[string][]int32
+
+	// hashes are the dataset files hashed for provenance.json, by path.
+	hashMu sync.Mutex
+	hashes map[string]FileChecksum
+}
+
+type epochReads struct {
+	batches [][]int32 // blocks[0].Src of every batch
+	counts  []int64   // reads per node
+	total   int64
+}
+
+// HitRatioOptions are the options of kind hitratio, the [hitratio] table
+// of the experiment file.
+type HitRatioOptions struct {
+	// SynthTrain, for a dataset without a training split, draws this
+	// fraction of the nodes (seeded by train.seed) as the epoch's seeds.
+	SynthTrain float64
+}
+
+func runHitRatio(ctx context.Context, env *runEnv, cfg *config.Config) (any, error) {
+	smp, ok := cfg.Sampler.Module.(sampler.Sampler)
+	if !ok {
+		return nil, fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
+	}
+	if err := registry.Provision(ctx, cfg.Sampler.Module); err != nil {
+		return nil, fmt.Errorf("sampler: %w", err)
+	}
+	if err := registry.Provision(ctx, cfg.Cache.Module); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	m := env.memo
+	m.mu.Lock()
+	defer m.mu.Unlock()
+
+	// The dataset, as training prepares it.
+	spec := cfg.DatasetSpec()
+	dsKey := fmt.Sprintf("%s|sym=%v|reorder=%s|synth=%d", spec, cfg.Data.Symmetrize, cfg.Data.Reorder, cfg.Data.SynthFeatures)
+	if m.dsKey != dsKey {
+		m.ds, m.dsKey, m.epochs, m.rankings = nil, "", map[string]*epochReads{}, map[string][]int32{}
+		debug.FreeOSMemory()
+		d, err := graph.Open(spec)
+		if err != nil {
+			return nil, cfg.KeyError(err.Error(), "data", "dataset")
+		}
+		if cfg.Data.Reorder == "degree" {
+			graph.ReorderByDegree(d)
+		}
+		if cfg.Data.Symmetrize {
+			d.Graph = graph.Symmetrize(d.Graph)
+		}
+		if d.FeatDim == 0 && cfg.Data.SynthFeatures > 0 {
+			// Only their size matters: they set the bytes moved.
+			d.FeatDim = cfg.Data.SynthFeatures
+			d.Features = make([]float32, d.NumNodes*d.FeatDim)
+		}
+		m.ds, m.dsKey = d, dsKey
+	}
+	d := *m.ds // the runs' training nodes may differ
+	trainKey := "split"
+	if len(d.Train) == 0 {
+		frac := env.exp.HitRatio.SynthTrain
+		if frac <= 0 {
+			return nil, fmt.Errorf("dataset %s has no training split: set [hitratio] synth_train = FRACTION in the experiment file to draw seed nodes", d.Name)
+		}
+		d.Train = syntheticTrain(d.NumNodes, frac, uint64(cfg.Train.Seed))
+		trainKey = fmt.Sprintf("synth-%v-%d", frac, cfg.Train.Seed)
+	}
+	res := &HitRatio{Dataset: d.Name, Policy: cfg.Cache.ID, Sampler: cfg.Sampler.ID, Nodes: d.NumNodes, Edges: d.Graph.NNZ(),
+		TrainNodes: len(d.Train), Features: d.FeatDim, Seed: cfg.Train.Seed, Version: env.version}
+	var err error
+	if res.ConfigSHA256, err = cfg.SHA256(); err != nil {
+		return nil, err
+	}
+
+	// One sampling epoch over the training nodes.
+	smpOpts := config.TOMLValue(cfg.Sampler.Options)
+	epochKey := fmt.Sprintf("%s|%s|%s|batch=%d|seed=%d", trainKey, cfg.Sampler.ID, smpOpts, cfg.Train.BatchSize, cfg.Train.Seed)
+	ep := m.epochs[epochKey]
+	if ep == nil {
+		t0 := time.Now()
+		ep = &epochReads{counts: make([]int64, d.NumNodes)}
+		err := cache.Epoch(ctx, d.Graph, d.Train, smp, cfg.Train.BatchSize, uint64(cfg.Train.Seed), 0, func(_ int, b []sampler.Block) error {
+			if len(b) == 0 {
+				return nil
+			}
+			ep.batches = append(ep.batches, b[0].Src)
+			for _, v := range b[0].Src {
+				ep.counts[v]++
+			}
+			ep.total += int64(len(b[0].Src))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		m.epochs[epochKey] = ep
+		res.SampleTimeS = time.Since(t0).Seconds()
+	}
+	res.Batches, res.Reads = len(ep.batches), ep.total
+
+	// The cache: its rows, and the reads they serve.
+	capa := capacityOf(cfg.Cache.Module)
+	k := 0
+	if capa != nil {
+		if k, err = capa.Rows(&d); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
+		}
+	}
+	res.CachedRows = k
+	rowBytes := int64(d.FeatDim) * 4
+	var hits int64
+	switch pol := cfg.Cache.Module.(type) {
+	case cache.Policy:
+		rankKey := trainKey + "|" + cfg.Cache.ID + "|" + config.TOMLValue(withoutCapacity(cfg.Cache.Options))
+		rank, ok := m.rankings[rankKey]
+		if !ok {
+			t0 := time.Now()
+			full, err := fullRanking(ctx, pol, &d)
+			if err != nil {
+				return nil, err
+			}
+			rank = full
+			m.rankings[rankKey] = rank
+			res.RankTimeS = time.Since(t0).Seconds()
+		}
+		rank = rank[:min(k, len(rank))]
+		for _, v := range rank {
+			hits += ep.counts[v]
+		}
+		if d.FeatDim > 0 && env.exp.measuresTraffic() {
+			t0 := time.Now()
+			feat, idx, local, err := storeTraffic(ctx, &d, rank, rowBytes, ep.batches)
+			if err != nil {
+				return nil, err
+			}
+			if local != hits || feat != (ep.total-hits)*rowBytes {
+				return nil, fmt.Errorf("the store served %d of %d reads from the device and moved %d feature bytes; the ranking says %d hits", local, ep.total, feat, hits)
+			}
+			res.FeatureBytes, res.IndexBytes = &feat, &idx
+			res.GatherTimeS = time.Since(t0).Seconds()
+		}
+	case cache.Dynamic:
+		// A fresh copy: the configured module keeps no state.
+		c := reflect.New(reflect.TypeOf(pol).Elem())
+		c.Elem().Set(reflect.ValueOf(pol).Elem())
+		dyn := c.Interface().(cache.Dynamic)
+		if err := dyn.Init(&d); err != nil {
+			return nil, err
+		}
+		for _, ids := range ep.batches {
+			hits += int64(dyn.Access(ids))
+		}
+		if d.FeatDim > 0 && env.exp.measuresTraffic() {
+			feat := (ep.total - hits) * rowBytes
+			res.FeatureBytes = &feat
+		}
+	default:
+		return nil, fmt.Errorf("cache.name = %q is neither a static policy nor a dynamic cache", cfg.Cache.Name)
+	}
+	var oracle int64
+	for _, v := range cache.RankByScore(ep.counts, k) {
+		oracle += ep.counts[v]
+	}
+	if ep.total > 0 {
+		res.HitRatio = float64(hits) / float64(ep.total)
+		res.OracleHitRatio = float64(oracle) / float64(ep.total)
+	}
+	return res, nil
+}
+
+// measuresTraffic reports whether a hitratio experiment collects the
+// feature traffic: gathering every batch through the store moves all the
+// features an epoch reads, which costs more than everything else.
+func (e *Experiment) measuresTraffic() bool {
+	return slices.ContainsFunc(e.Metrics, func(m string) bool { return m == "feature_bytes" || m == "index_bytes" }) ||
+		slices.ContainsFunc(e.Derived, func(d Derived) bool { return d.Metric == "feature_bytes" || d.Metric == "index_bytes" })
+}
+
+// capacityOf returns the cache.Capacity a policy embeds (nil for none).
+func capacityOf(m registry.Module) *cache.Capacity {
+	v := reflect.ValueOf(m)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("Capacity")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[cache.Capacity]() {
+		return nil
+	}
+	return f.Addr().Interface().(*cache.Capacity)
+}
+
+func withoutCapacity(opts map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range opts {
+		if k != "capacity" && k != "capacity_bytes" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// fullRanking ranks every node with a copy of the policy whose capacity
+// is all the nodes: the ranking of a smaller cache is its prefix.
+func fullRanking(ctx context.Context, pol cache.Policy, d *graph.Dataset) ([]int32, error) {
+	v := reflect.ValueOf(pol)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return pol.Rank(ctx, d)
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	full := c.Interface().(cache.Policy)
+	if capa := capacityOf(full.(registry.Module)); capa != nil {
+		*capa = cache.Capacity{Capacity: 1}
+	}
+	return full.Rank(ctx, d)
+}
+
+// storeTraffic gathers every batch through a tiered store whose one
+// simulated device caches the rows of rank, and returns the host-to-device
+// feature and index bytes and the rows served by the device. The sim
+// backend's link counter must agree with the store.
+func storeTraffic(ctx context.Context, d *graph.Dataset, rank []int32, rowBytes int64, batches [][]int32) (feat, idx, local int64, err error) {
+	topo, err := sim.Preset("pcie-only", 1, 0)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	b, err := sim.New(topo, 0)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	dev := sim.DeviceTier(0)
+	s, err := store.New(b, d.Features, d.FeatDim, rank, store.Options{
+		Placement: store.Interleaved, Devices: []tensor.Tier{dev}, Capacity: []int64{int64(len(rank)) * rowBytes}})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer s.Close()
+	b.ResetTraffic()
+	link := store.Link{From: tensor.Host, To: dev}
+	for _, ids := range batches {
+		out, st, err := s.Gather(ctx, ids, dev)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		b.Release(out)
+		feat += st.FeatureBytes[link]
+		idx += st.IndexBytes[link]
+		local += int64(st.Local)
+	}
+	var counted int64
+	for _, l := range b.Traffic() {
+		if l.Link == link.String() {
+			counted = l.Bytes
+		}
+	}
+	if counted != feat+idx {
+		return 0, 0, 0, fmt.Errorf("the sim backend counted %d host-to-device bytes, the store %d feature + %d index bytes", counted, feat, idx)
+	}
+	return feat, idx, local, nil
+}
+
+// syntheticTrain draws a seeded random fraction of the nodes, ascending
+// (the draw of strata hitratio --synth-train).
+func syntheticTrain(n int, frac float64, seed uint64) []int32 {
+	var out []int32
+	s := seed ^ 0x6a09e667f3bcc909
+	for v := 0; v < n; v++ {
+		s += 0x9e3779b97f4a7c15
+		z := (s ^ (s >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+		if float64(z>>11)/(1<<53) < frac {
+			out = append(out, int32(v))
+		}
+	}
+	return out
+}

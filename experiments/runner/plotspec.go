@@ -1,0 +1,259 @@
+package runner
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"strata/core/config"
+)
+
+// Plot is one [[plot]] of an experiment file: y (a metric or derived
+// column) against x (an axis, or the seed), one line (or bar) per value of
+// the series axes.
+type Plot struct {
+	X      string         // an axis key, or "seed"
+	Y      string         // a collected metric or a derived column
+	Series []string       // axis keys (or "seed"): one line per combination
+	Where  map[string]any // axis key -> the value the plot keeps
+	Kind   string         // "line" (default) or "bar"
+	Title  string
+	XLabel string
+	YLabel string
+	XLog   bool
+	YLog   bool
+	File   string // SVG file name in the results directory
+	Line   int    // line of the [[plot]] header
+}
+
+// PlotKinds are the allowed [[plot]] kinds.
+var PlotKinds = []string{"line", "bar"}
+
+var plotKeys = []string{"x", "y", "series", "where", "kind", "title", "x_label", "y_label", "x_log", "y_log", "file"}
+
+var plotFileRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.svg$`)
+
+// isDerived reports whether name is a derived column of the experiment.
+func (e *Experiment) isDerived(name string) bool {
+	return slices.ContainsFunc(e.Derived, func(d Derived) bool { return d.Name == name })
+}
+
+func (e *Experiment) axisIndex(key string) int {
+	return slices.IndexFunc(e.Axes, func(a Axis) bool { return a.Key == key })
+}
+
+// plotAxis checks a plot's x or series entry: an axis key or "seed".
+func (e *Experiment) plotAxis(el *errorList, ln int, what, key string) bool {
+	if key == "seed" {
+		if e.Seeds == nil {
+			el.add(ln, "plot."+what, "plot %s = \"seed\": the experiment has no seeds list, so every point has one run with the base config's seed", what)
+			return false
+		}
+		return true
+	}
+	if e.axisIndex(key) < 0 {
+		msg := fmt.Sprintf("plot %s = %q is not an axis; the axes are %s", what, key, quoteList(append(axisNames(e.Axes), "seed")))
+		if len(e.Axes) == 0 {
+			msg = fmt.Sprintf("plot %s = %q is not an axis: the experiment has none (only \"seed\" can be plotted against)", what, key)
+		}
+		el.add(ln, "plot."+what, "%s", msg)
+		return false
+	}
+	return true
+}
+
+// parsePlot decodes and checks the i-th [[plot]].
+func (e *Experiment) parsePlot(el *errorList, tables *tableLines, m map[string]any, i, fallback int) Plot {
+	ln := tables.line("plot", i, "", fallback)
+	kl := func(k string) int { return tables.line("plot", i, k, ln) }
+	for _, k := range sortedKeys(m, nil, "") {
+		if !slices.Contains(plotKeys, k) {
+			unknownKey(el, kl(k), "plot."+k, "[[plot]]", plotKeys)
+		}
+	}
+	p := Plot{Line: ln, Kind: "line"}
+	str := func(k string) string {
+		v, ok := m[k]
+		if !ok {
+			return ""
+		}
+		s, ok := v.(string)
+		if !ok {
+			el.add(kl(k), "plot."+k, "plot %s: expected a string, got %s", k, config.DescribeValue(v))
+		}
+		return s
+	}
+	boolean := func(k string) bool {
+		v, ok := m[k]
+		if !ok {
+			return false
+		}
+		b, ok := v.(bool)
+		if !ok {
+			el.add(kl(k), "plot."+k, "plot %s: expected true or false, got %s", k, config.DescribeValue(v))
+		}
+		return b
+	}
+	p.X, p.Y = str("x"), str("y")
+	p.Title, p.XLabel, p.YLabel = str("title"), str("x_label"), str("y_label")
+	p.XLog, p.YLog = boolean("x_log"), boolean("y_log")
+	if k := str("kind"); k != "" {
+		p.Kind = k
+		if !slices.Contains(PlotKinds, k) {
+			el.add(kl("kind"), "plot.kind", "plot kind = %q; allowed: %s", k, quoteList(PlotKinds))
+		}
+	}
+
+	// x
+	xOK := false
+	if _, ok := m["x"]; !ok {
+		el.add(ln, "plot.x", "[[plot]] #%d: x is required: the axis to plot against, one of %s", i+1, quoteList(append(axisNames(e.Axes), "seed")))
+	} else if p.X != "" {
+		xOK = e.plotAxis(el, kl("x"), "x", p.X)
+	}
+	// y
+	yDerived := false
+	if _, ok := m["y"]; !ok {
+		el.add(ln, "plot.y", "[[plot]] #%d: y is required: a collected metric (%s) or a derived column", i+1, quoteList(e.Metrics))
+	} else if p.Y != "" {
+		switch {
+		case slices.Contains(e.Metrics, p.Y):
+		case e.isDerived(p.Y):
+			yDerived = true
+		case e.Kind.validMetric(p.Y):
+			el.add(kl("y"), "plot.y", "plot y = %q: the metric is not collected; add it to metrics", p.Y)
+		default:
+			msg := e.unknownMetric(p.Y)
+			if len(e.Derived) > 0 {
+				var names []string
+				for _, d := range e.Derived {
+					names = append(names, d.Name)
+				}
+				msg += "; derived columns: " + quoteList(names)
+			}
+			el.add(kl("y"), "plot.y", "plot y: %s", msg)
+		}
+	}
+	// series
+	switch v := m["series"].(type) {
+	case nil:
+	case string:
+		p.Series = []string{v}
+	case []any:
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				el.add(kl("series"), "plot.series", "plot series: expected axis keys (strings), got %s", config.DescribeValue(x))
+				continue
+			}
+			p.Series = append(p.Series, s)
+		}
+	default:
+		el.add(kl("series"), "plot.series", "plot series: expected an axis key or an array of them, got %s", config.DescribeValue(v))
+	}
+	for j, s := range p.Series {
+		if !e.plotAxis(el, kl("series"), "series", s) {
+			continue
+		}
+		if s == p.X {
+			el.add(kl("series"), "plot.series", "plot series %q is also x", s)
+		} else if slices.Contains(p.Series[:j], s) {
+			el.add(kl("series"), "plot.series", "plot series %q is listed twice", s)
+		}
+	}
+	if yDerived && (p.X == "seed" || slices.Contains(p.Series, "seed")) {
+		el.add(kl("y"), "plot.y", "plot y = %q is a derived column, computed from the means over the seeds: it cannot be plotted per seed", p.Y)
+	}
+	// where
+	switch w := m["where"].(type) {
+	case nil:
+	case map[string]any:
+		p.Where = w
+		for _, k := range sortedKeys(w, nil, "") {
+			ai := e.axisIndex(k)
+			switch {
+			case ai < 0:
+				el.add(kl("where"), "plot.where", "plot where: %q is not an axis; the axes are %s", k, quoteList(axisNames(e.Axes)))
+			case k == p.X || slices.Contains(p.Series, k):
+				el.add(kl("where"), "plot.where", "plot where: %q is plotted (x or series); it cannot also be fixed", k)
+			case e.Axes[ai].index(w[k]) < 0:
+				el.add(kl("where"), "plot.where", "plot where: %s = %s is not one of the axis values %s%s", k, config.TOMLValue(w[k]), config.TOMLValue(e.Axes[ai].Values), labelsNote(e.Axes[ai]))
+			}
+		}
+	default:
+		el.add(kl("where"), "plot.where", "plot where: expected a table of axis values, e.g. where = { \"data.dataset\" = \"cora\" }, got %s", config.DescribeValue(w))
+	}
+	// scales
+	if p.XLog && xOK {
+		if p.X == "seed" {
+			for _, s := range e.Seeds {
+				if s <= 0 {
+					el.add(kl("x_log"), "plot.x_log", "plot x_log: seed %d is not positive", s)
+					break
+				}
+			}
+		} else if ai := e.axisIndex(p.X); ai >= 0 {
+			for _, v := range e.Axes[ai].Values {
+				if f, ok := number(v); !ok || f <= 0 {
+					el.add(kl("x_log"), "plot.x_log", "plot x_log: axis %q has the value %s; a log scale needs positive numbers", p.X, config.TOMLValue(v))
+					break
+				}
+			}
+		}
+	}
+	if p.YLog && p.Kind == "bar" {
+		el.add(kl("y_log"), "plot.y_log", "plot y_log: bars start at 0, which a log scale cannot show; use kind = \"line\"")
+	}
+	// file
+	if f := str("file"); f != "" {
+		if !plotFileRE.MatchString(f) {
+			el.add(kl("file"), "plot.file", "plot file = %q: a file name of letters, digits, '-', '_' and '.' ending in .svg", f)
+		}
+		p.File = f
+	} else if p.X != "" && p.Y != "" {
+		name := p.Y + "-by-" + p.X
+		for _, k := range sortedKeys(p.Where, nil, "") {
+			name += "-" + k + "=" + display(p.Where[k])
+		}
+		p.File = safeFileName(name) + ".svg"
+	}
+	return p
+}
+
+// checkPlotFiles reports plots that would write the same file.
+func (e *Experiment) checkPlotFiles(el *errorList) {
+	seen := map[string]Plot{}
+	for _, p := range e.Plots {
+		if p.File == "" {
+			continue
+		}
+		if o, dup := seen[p.File]; dup {
+			el.add(p.Line, "plot.file", "plot file %q is also written by the [[plot]] on line %d; set file = \"...\" on one of them", p.File, o.Line)
+			continue
+		}
+		seen[p.File] = p
+	}
+}
+
+// number returns a TOML number as a float.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// safeFileName replaces what is not a letter, digit, '-', '_' or '.' by
+// '_'.
+func safeFileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+}
