@@ -78,7 +78,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"train", "-c FILE [--set key=value]...", "train the model a config describes; the last stdout line is a JSON summary", cmdTrain},
-		{"experiment", "-c FILE [--jobs N] [--dry-run]", "run an experiment file: a sweep of configs over axes and seeds, resumable, with tables and plots", cmdExperiment},
+		{"experiment", experimentArgs, "run an experiment file: a sweep of configs over axes and seeds, resumable, with tables and plots", cmdExperiment},
 		{"validate", "-c FILE [--set key=value]...", "check a config, its dataset path and its layer module without training", cmdValidate},
 		{"config", "explain", "print every config key with its type, allowed values, default and meaning", cmdConfig},
 		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},

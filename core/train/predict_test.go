@@ -104,3 +104,28 @@ func TestOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestPhasePeaks checks the peaks of the loop's phases: the training
+// steps' falls with the number of micro-batches while the evaluation's
+// does not depend on it, and the run's covers both.
+func TestPhasePeaks(t *testing.T) {
+	var prev *Result
+	for _, k := range []int{1, 2, 4} {
+		sets := []string{`train.backend="sim"`, "train.epochs=2"}
+		if k > 1 {
+			sets = append(sets, "train.micro_batches="+string(rune('0'+k)), `partition.name="betty-reg"`)
+		}
+		r, err := Run(context.Background(), mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, ev, all := r.TrainPeakTierBytes["device0"], r.EvalPeakTierBytes["device0"], r.PeakTierBytes["device0"]
+		if tr <= 0 || ev <= 0 || all < max(tr, ev) {
+			t.Errorf("K=%d: train peak %d, eval peak %d, run peak %d", k, tr, ev, all)
+		}
+		if prev != nil && tr >= prev.TrainPeakTierBytes["device0"] {
+			t.Errorf("K=%d: train peak %d, not below %d", k, tr, prev.TrainPeakTierBytes["device0"])
+		}
+		prev = r
+	}
+}

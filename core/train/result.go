@@ -51,7 +51,12 @@ type Result struct {
 	Params           int64            `json:"params"`
 	PeakRSSBytes     int64            `json:"peak_rss_bytes"`
 	PeakTierBytes    map[string]int64 `json:"peak_tier_bytes"`
-	MicroBatches     int              `json:"micro_batches"`
+	// TrainPeakTierBytes is the peak during training steps only (what a
+	// step's micro-batches need), EvalPeakTierBytes during evaluations;
+	// PeakTierBytes also covers set-up.
+	TrainPeakTierBytes map[string]int64 `json:"train_peak_tier_bytes,omitempty"`
+	EvalPeakTierBytes  map[string]int64 `json:"eval_peak_tier_bytes,omitempty"`
+	MicroBatches       int              `json:"micro_batches"`
 	// MicroBatchesAuto says micro_batches = "auto" chose MicroBatches (in
 	// minibatch mode, the largest K of the last epoch) from Betty's memory
 	// estimate; EstimatedPeakBytes is that estimate for the largest

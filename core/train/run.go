@@ -120,7 +120,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		}
 	}
 	res.PeakRSSBytes = metrics.PeakRSS()
-	res.PeakTierBytes = tierMap(be.Stats().Peak)
+	for t, v := range be.Stats().Peak { // since the loop's last phase
+		res.PeakTierBytes[string(t)] = max(res.PeakTierBytes[string(t)], v)
+	}
 	return res, nil
 }
 
@@ -243,6 +245,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	var times, evalTimes, predicted []float64
 	var transferred int64 // link bytes counted before this epoch
 	sb, simulated := l.be.(*sim.Backend)
+	peaks := newPhasePeaks(l.be)
 	var best map[string][]float64
 	sinceBest := 0
 	for ep := 0; ep < epochs; ep++ {
@@ -251,14 +254,16 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		if simulated {
 			before = predictionNow(sb)
 		}
+		peaks.start()
 		loss, err := l.step(ctx, ep)
 		if err != nil {
 			return fmt.Errorf("epoch %d: %w", ep, err)
 		}
+		peaks.end(peaks.train)
 		dt := time.Since(t0).Seconds()
 		times = append(times, dt)
 		l.res.FinalLoss = loss
-		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(l.be.Stats().Peak)}
+		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(peaks.all)}
 		if simulated {
 			work := predictionNow(sb).since(before)
 			rec.PredictedS = work.sequentialS()
@@ -274,10 +279,12 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		every := l.cfg.Train.EvalEvery
 		if every > 0 && (ep+1)%every == 0 || ep == epochs-1 {
 			t1 := time.Now()
+			peaks.start()
 			tr, va, te, err := l.evaluate(ctx)
 			if err != nil {
 				return fmt.Errorf("epoch %d evaluation: %w", ep, err)
 			}
+			peaks.end(peaks.eval)
 			evalTimes = append(evalTimes, time.Since(t1).Seconds())
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
 			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
@@ -308,6 +315,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			break
 		}
 	}
+	l.res.PeakTierBytes, l.res.TrainPeakTierBytes, l.res.EvalPeakTierBytes = tierMap(peaks.all), tierMap(peaks.train), tierMap(peaks.eval)
 	l.res.EpochTimeMedianS = median(times, 2)
 	l.res.PredictedEpochS = median(predicted, 0)
 	l.res.EvalTimeMedianS = median(evalTimes, 0)

@@ -133,3 +133,35 @@ func uploadInt32s(be backend.Backend, v []int32, tier tensor.Tier) (*tensor.Tens
 	}
 	return t, be.Upload(t, v)
 }
+
+// phasePeaks measures peak memory per phase of the loop (training steps,
+// evaluations) on a backend that can reset its peak, and the peak of the
+// whole run so far.
+type phasePeaks struct {
+	be               backend.Backend
+	resettable       interface{ ResetPeak() }
+	all, train, eval map[tensor.Tier]int64
+}
+
+func newPhasePeaks(be backend.Backend) *phasePeaks {
+	p := &phasePeaks{be: be, all: be.Stats().Peak, train: map[tensor.Tier]int64{}, eval: map[tensor.Tier]int64{}}
+	p.resettable, _ = be.(interface{ ResetPeak() })
+	return p
+}
+
+// start begins a phase.
+func (p *phasePeaks) start() {
+	if p.resettable != nil {
+		p.resettable.ResetPeak()
+	}
+}
+
+// end closes a phase, folding its peak into into and into the run's.
+func (p *phasePeaks) end(into map[tensor.Tier]int64) {
+	for t, v := range p.be.Stats().Peak {
+		if p.resettable != nil {
+			into[t] = max(into[t], v)
+		}
+		p.all[t] = max(p.all[t], v)
+	}
+}

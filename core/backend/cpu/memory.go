@@ -189,6 +189,18 @@ func (b *Backend) Release(t *tensor.Tensor) {
 	}
 }
 
+// ResetPeak starts a new peak measurement: every tier's peak becomes its
+// current use. A caller measures one phase (a training step, an
+// evaluation) by resetting before it and reading Stats after.
+func (b *Backend) ResetPeak() {
+	m := b.mem
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for t, v := range m.inUse {
+		m.peak[t] = v
+	}
+}
+
 // Stats reports the memory in use and its peak per tier, tensors and
 // graphs together.
 func (b *Backend) Stats() backend.Stats {
