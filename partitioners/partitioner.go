@@ -102,3 +102,26 @@ func init() {
 	registry.Register(new(Random))
 	registry.Register(new(Hash))
 }
+
+// Staged is a partitioner whose Partition call runs in named stages that
+// can take long on a large graph (building the REG, running METIS). A
+// caller shows its progress with ReportStages; partitioners print nothing.
+type Staged interface {
+	// Stages lists the stages a Partition call goes through, in order.
+	Stages() []string
+	// ReportStages sets the function called as each stage starts (and
+	// with "done" at the end); nil stops reporting.
+	ReportStages(func(stage string))
+}
+
+// ReportStages implements Staged for the METIS-based partitioners.
+func (o *MetisOptions) ReportStages(f func(stage string)) { o.Progress = f }
+
+// Stages implements Staged.
+func (m *Metis) Stages() []string { return []string{"symmetrize", "metis"} }
+
+// Stages implements Staged.
+func (h *HongTu2Level) Stages() []string { return []string{"symmetrize", "metis", "chunks"} }
+
+// Stages implements Staged.
+func (b *BettyREG) Stages() []string { return []string{"reg", "metis"} }

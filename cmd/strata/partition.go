@@ -28,7 +28,7 @@ func cmdPartition(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return usagef("partition: give the number of parts with -k K (or set train.micro_batches)")
 	}
-	rep, err := train.Partition(ctx, cfg, *k, *batch)
+	rep, err := train.Partition(ctx, cfg, *k, *batch, progressWriter(cfg.Output.Progress, stderr))
 	if err != nil {
 		return err
 	}

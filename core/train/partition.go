@@ -3,10 +3,12 @@ package train
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/metrics"
 	"strata/partitioners"
 	"strata/plugins/registry"
 	"strata/plugins/sampler"
@@ -38,7 +40,10 @@ type PartitionReport struct {
 // splits a sampled batch. Partitioners that need a square graph (metis,
 // hongtu-2level) split the training nodes by the graph induced on them; the
 // others by the batch's last block.
-func Partition(ctx context.Context, cfg *config.Config, k int, batch bool) (*PartitionReport, error) {
+//
+// A non-nil progress draws a bar over the stages: loading, sampling, the
+// partitioner's own stages (partitioners.Staged) and measuring.
+func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progress io.Writer) (*PartitionReport, error) {
 	if cfg.Partition.Name == "" {
 		return nil, cfg.KeyError(fmt.Sprintf("partition.name: the config names no partitioner; add [partition] with name = one of %s", registry.QuoteList(partitionerNames())), "partition", "name")
 	}
@@ -49,6 +54,9 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool) (*Par
 	if err := registry.Provision(ctx, cfg.Partition.Module); err != nil {
 		return nil, fmt.Errorf("partition: %w", err)
 	}
+	bar := newStageBar(progress, part, batch)
+	defer bar.done()
+	bar.stage("load")
 	ds, err := loadDataset(cfg)
 	if err != nil {
 		return nil, err
@@ -59,12 +67,14 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool) (*Par
 	}
 	rep := &PartitionReport{Dataset: ds.Name, Partitioner: cfg.Partition.ID, Target: "graph"}
 	if !batch {
+		bar.stage("partition")
 		t0 := time.Now()
 		parts, err := part.Partition(ctx, adjs.adj, k, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Partition.ID, err)
 		}
 		rep.TimeS = time.Since(t0).Seconds()
+		bar.stage("measure")
 		rep.Metrics = partitioners.Quality(adjs.adj, parts, k)
 		return rep, nil
 	}
@@ -85,6 +95,7 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool) (*Par
 		}
 		smp, rep.Sampler = s, cfg.Sampler.ID
 	}
+	bar.stage("sample")
 	blocks, err := smp.Sample(ctx, adjs.adj, train, uint64(cfg.Train.Seed))
 	if err != nil {
 		return nil, err
@@ -94,12 +105,14 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool) (*Par
 	if sq, ok := cfg.Partition.Module.(partitioners.SquareOnly); ok && sq.SquareOnly() {
 		g = induced(adjs.adj, train)
 	}
+	bar.stage("partition")
 	t0 := time.Now()
 	parts, err := part.Partition(ctx, g, k, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Partition.ID, err)
 	}
 	rep.TimeS = time.Since(t0).Seconds()
+	bar.stage("measure")
 	rep.Metrics = partitioners.Quality(last, parts, k)
 	rep.LayerRedundancy = splitRedundancy(blocks, parts, k)
 	return rep, nil
@@ -163,4 +176,50 @@ func splitRedundancy(blocks []sampler.Block, parts []int32, k int) []float64 {
 		out[l] = float64(sum[l]) / float64(len(blocks[l].Src))
 	}
 	return out
+}
+
+// stageBar is the progress bar of Partition: one step per stage.
+type stageBar struct {
+	bar    *metrics.Progress
+	staged partitioners.Staged
+	steps  map[string]int
+}
+
+func newStageBar(w io.Writer, part partitioners.Partitioner, batch bool) *stageBar {
+	names := []string{"load"}
+	if batch {
+		names = append(names, "sample")
+	}
+	staged, _ := part.(partitioners.Staged)
+	if staged != nil {
+		names = append(names, staged.Stages()...)
+	} else {
+		names = append(names, "partition")
+	}
+	names = append(names, "measure")
+	b := &stageBar{bar: metrics.NewProgress(w, "partition", len(names)), steps: map[string]int{}}
+	for i, n := range names {
+		b.steps[n] = i
+	}
+	if staged != nil && w != nil {
+		b.staged = staged
+		staged.ReportStages(func(s string) { b.stage(s) })
+	}
+	return b
+}
+
+// stage marks the start of a named stage; names the bar does not list (a
+// partitioner's "done", "partition" for a staged partitioner) are ignored.
+func (b *stageBar) stage(name string) {
+	if i, ok := b.steps[name]; ok {
+		b.bar.Update(i, name)
+	}
+}
+
+func (b *stageBar) done() {
+	if b.staged != nil {
+		b.staged.ReportStages(nil)
+	}
+	b.bar.Update(len(b.steps), "done")
+	b.bar.Done()
 }

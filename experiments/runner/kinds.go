@@ -69,7 +69,7 @@ var Kinds = []*Kind{
 		Result: reflect.TypeFor[train.PartitionReport](),
 		check:  needPartition,
 		run: func(ctx context.Context, env *runEnv, cfg *config.Config) (any, error) {
-			return train.Partition(ctx, cfg, cfg.Train.MicroBatches, false)
+			return train.Partition(ctx, cfg, cfg.Train.MicroBatches, false, nil)
 		},
 		docs: partitionDocs,
 	},
@@ -79,7 +79,7 @@ var Kinds = []*Kind{
 		Result: reflect.TypeFor[BatchPartition](),
 		check:  needPartition,
 		run: func(ctx context.Context, env *runEnv, cfg *config.Config) (any, error) {
-			rep, err := train.Partition(ctx, cfg, cfg.Train.MicroBatches, true)
+			rep, err := train.Partition(ctx, cfg, cfg.Train.MicroBatches, true, nil)
 			if err != nil {
 				return nil, err
 			}
