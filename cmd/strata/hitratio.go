@@ -69,7 +69,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if *synthTrain > 1 {
 			return usagef("hitratio: --synth-train %v: want a fraction in (0,1]", *synthTrain)
 		}
-		d.Train = syntheticTrain(d.NumNodes, *synthTrain, *seed)
+		d.Train = graph.RandomNodes(d.NumNodes, *synthTrain, *seed)
 	}
 	if d.FeatDim == 0 && *synthFeatures > 0 {
 		d.FeatDim = *synthFeatures
@@ -355,20 +355,4 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// syntheticTrain draws a seeded random fraction of the nodes, ascending.
-func syntheticTrain(n int, frac float64, seed uint64) []int32 {
-	var out []int32
-	s := seed ^ 0x6a09e667f3bcc909
-	for v := 0; v < n; v++ {
-		s += 0x9e3779b97f4a7c15
-		z := (s ^ (s >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		z ^= z >> 31
-		if float64(z>>11)/(1<<53) < frac {
-			out = append(out, int32(v))
-		}
-	}
-	return out
 }

@@ -125,7 +125,7 @@ func runHitRatio(ctx context.Context, env *runEnv, cfg *config.Config) (any, err
 		if frac <= 0 {
 			return nil, fmt.Errorf("dataset %s has no training split: set [hitratio] synth_train = FRACTION in the experiment file to draw seed nodes", d.Name)
 		}
-		d.Train = syntheticTrain(d.NumNodes, frac, uint64(cfg.Train.Seed))
+		d.Train = graph.RandomNodes(d.NumNodes, frac, uint64(cfg.Train.Seed))
 		trainKey = fmt.Sprintf("synth-%v-%d", frac, cfg.Train.Seed)
 	}
 	res := &HitRatio{Dataset: d.Name, Policy: cfg.Cache.ID, Sampler: cfg.Sampler.ID, Nodes: d.NumNodes, Edges: d.Graph.NNZ(),
@@ -320,21 +320,4 @@ func storeTraffic(ctx context.Context, d *graph.Dataset, rank []int32, rowBytes 
 		return 0, 0, 0, fmt.Errorf("the sim backend counted %d host-to-device bytes, the store %d feature + %d index bytes", counted, feat, idx)
 	}
 	return feat, idx, local, nil
-}
-
-// syntheticTrain draws a seeded random fraction of the nodes, ascending
-// (the draw of strata hitratio --synth-train).
-func syntheticTrain(n int, frac float64, seed uint64) []int32 {
-	var out []int32
-	s := seed ^ 0x6a09e667f3bcc909
-	for v := 0; v < n; v++ {
-		s += 0x9e3779b97f4a7c15
-		z := (s ^ (s >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		z ^= z >> 31
-		if float64(z>>11)/(1<<53) < frac {
-			out = append(out, int32(v))
-		}
-	}
-	return out
 }
