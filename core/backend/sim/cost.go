@@ -375,3 +375,16 @@ func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh,
 	}
 	return b.Backend.LSTMAggregateBackward(ctx, a, whh, gates, cells, hprev, dout, dxw, dwhh)
 }
+
+// DropoutApply prices the CPU backend's fused dropout (mask and apply in
+// one pass), which the engine uses when a backend offers it.
+func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error {
+	operands := 1.0
+	if mask != nil {
+		operands = 2
+	}
+	if err := b.kernel(y, costElementwise, elems(y), operands, 5); err != nil {
+		return err
+	}
+	return b.Backend.DropoutApply(seed, p, x, mask, y)
+}
