@@ -7,18 +7,65 @@ import (
 	"strata/core/ir"
 )
 
-// opNarrow is an engine-internal op: y = x[:rows], the destination prefix
-// of a block's source rows. plan inserts it; layer modules never see it.
-const opNarrow ir.Kind = "narrow_rows"
+// OpNarrow is the op the planner inserts: y = x[:rows], the destination
+// prefix of a block's source rows. Layer modules never see it.
+const OpNarrow ir.Kind = "narrow_rows"
 
-// space says what the rows of a value are.
-type space uint8
+// opNarrow is OpNarrow inside the engine.
+const opNarrow = OpNarrow
 
+// Space says what the rows of a value are.
+type Space uint8
+
+// Row spaces of planned values.
 const (
-	spaceNone space = iota // params and graphs: no node or edge rows
-	spaceNode              // one row per node
-	spaceEdge              // one row per edge
+	SpaceNone Space = iota // params and graphs: no node or edge rows
+	SpaceNode              // one row per node
+	SpaceEdge              // one row per edge
 )
+
+// BlockShape is the size of one layer's block: its destinations, its
+// sources and the edges of each graph the model reads in it.
+type BlockShape struct {
+	Dst, Src int
+	Edges    map[string]int64
+}
+
+// Plan is a model graph resolved against blocks as Bind resolves it:
+// the ops with the narrow ops inserted, the rows and row space of every
+// value, and the model output.
+type Plan struct {
+	Ops    []ir.Op
+	Rows   []int // -1 for values without rows (params, graphs)
+	Space  []Space
+	Output int32
+}
+
+// PlanBlocks resolves g against block sizes without binding anything, so
+// a caller can size a program before it runs (Betty's memory estimate).
+func PlanBlocks(g *ir.Graph, blocks []BlockShape, inputRows int) (*Plan, error) {
+	if len(g.Outputs) != 1 {
+		return nil, fmt.Errorf("engine: the model has %d outputs, want 1", len(g.Outputs))
+	}
+	p, err := makePlan(g, shapeSizes{blocks: blocks, input: inputRows})
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Ops: p.g.Ops, Rows: p.rows, Space: p.space, Output: p.g.Outputs[0]}, nil
+}
+
+// sizes is what the planner asks of a binding: a bound Env, or block
+// shapes alone.
+type sizes interface {
+	hasBlocks() bool
+	numBlocks() int
+	// graphDims returns the destinations, sources and edges of a graph
+	// a layer reads.
+	graphDims(layer int32, name string) (dst, src, edges int, err error)
+	layerSources(layer int32) (int, error)
+	layerDestinations(layer int32) (int, error)
+	inputRows() int
+}
 
 // plan is the graph a Program runs: the model graph with narrow ops
 // inserted, the row count of every value, and the index of each op in the
@@ -26,7 +73,7 @@ const (
 type plan struct {
 	g     *ir.Graph
 	rows  []int
-	space []space
+	space []Space
 	orig  []int32
 }
 
@@ -37,10 +84,10 @@ type plan struct {
 // an aggregation, a destination score, a layer's output passed on), plan
 // inserts a narrow op that keeps the destination prefix. Full-graph
 // programs have equal sources and destinations and need no narrowing.
-func makePlan(g *ir.Graph, env Env) (*plan, error) {
+func makePlan(g *ir.Graph, env sizes) (*plan, error) {
 	p := &plan{g: &ir.Graph{}}
 	remap := make([]int32, len(g.Ops))
-	add := func(op ir.Op, rows int, sp space, orig int32) int32 {
+	add := func(op ir.Op, rows int, sp Space, orig int32) int32 {
 		p.g.Ops = append(p.g.Ops, op)
 		p.rows = append(p.rows, rows)
 		p.space = append(p.space, sp)
@@ -49,7 +96,7 @@ func makePlan(g *ir.Graph, env Env) (*plan, error) {
 	}
 	narrow := func(v int32, rows int, layer int32) int32 {
 		src := p.g.Ops[v]
-		return add(ir.Op{Kind: opNarrow, Args: []int32{v}, Shape: slices.Clone(src.Shape), Layer: layer}, rows, spaceNode, -1)
+		return add(ir.Op{Kind: opNarrow, Args: []int32{v}, Shape: slices.Clone(src.Shape), Layer: layer}, rows, SpaceNode, -1)
 	}
 	for i := range g.Ops {
 		op := g.Ops[i]
@@ -62,13 +109,13 @@ func makePlan(g *ir.Graph, env Env) (*plan, error) {
 		}
 		// A node value from an earlier layer enters this layer as its
 		// block's sources.
-		if env.Blocks != nil && op.Kind != ir.OpGraph {
+		if env.hasBlocks() && op.Kind != ir.OpGraph {
 			src, err := env.layerSources(op.Layer)
 			if err != nil {
 				return nil, fail("%v", err)
 			}
 			for k, a := range op.Args {
-				if p.space[a] != spaceNode || p.g.Ops[a].Layer >= op.Layer {
+				if p.space[a] != SpaceNode || p.g.Ops[a].Layer >= op.Layer {
 					continue
 				}
 				switch r := p.rows[a]; {
@@ -79,27 +126,26 @@ func makePlan(g *ir.Graph, env Env) (*plan, error) {
 				}
 			}
 		}
-		rows, sp := -1, spaceNone
+		rows, sp := -1, SpaceNone
 		arg := func(k int) int32 { return op.Args[k] }
 		switch op.Kind {
 		case ir.OpParam:
 		case ir.OpGraph:
-			if _, err := env.graph(op.Layer, op.Name); err != nil {
+			if _, _, _, err := env.graphDims(op.Layer, op.Name); err != nil {
 				return nil, fail("%v", err)
 			}
 		case ir.OpInput:
-			rows, sp = env.Input.Rows(), spaceNode
+			rows, sp = env.inputRows(), SpaceNode
 		case ir.OpAggregate, ir.OpSpMMEdge, ir.OpUAddV, ir.OpUDotV, ir.OpEdgeSoftmax, ir.OpLSTMAggregate:
-			gr, err := env.graph(op.Layer, g.Ops[g.Ops[i].Args[0]].Name)
+			dst, srcs, edges, err := env.graphDims(op.Layer, g.Ops[g.Ops[i].Args[0]].Name)
 			if err != nil {
 				return nil, fail("%v", err)
 			}
-			dst, srcs, edges := gr.Adj.Rows(), gr.Adj.Cols(), int(gr.Adj.NNZ())
 			// want checks operand k against the rows it must have; a
 			// destination-side operand given on the sources is narrowed.
 			want := func(k, n int, dstSide bool) error {
 				r := p.rows[arg(k)]
-				if dstSide && r != n && r == srcs && p.space[arg(k)] == spaceNode {
+				if dstSide && r != n && r == srcs && p.space[arg(k)] == SpaceNode {
 					op.Args[k] = narrow(arg(k), n, op.Layer)
 					return nil
 				}
@@ -112,19 +158,19 @@ func makePlan(g *ir.Graph, env Env) (*plan, error) {
 			switch op.Kind {
 			case ir.OpAggregate, ir.OpLSTMAggregate:
 				errs = append(errs, want(1, srcs, false))
-				rows, sp = dst, spaceNode
+				rows, sp = dst, SpaceNode
 			case ir.OpSpMMEdge:
 				errs = append(errs, want(1, edges, false), want(2, srcs, false))
-				rows, sp = dst, spaceNode
+				rows, sp = dst, SpaceNode
 			case ir.OpUAddV:
 				errs = append(errs, want(1, srcs, false), want(2, dst, true))
-				rows, sp = edges, spaceEdge
+				rows, sp = edges, SpaceEdge
 			case ir.OpUDotV:
 				errs = append(errs, want(1, dst, true), want(2, srcs, false))
-				rows, sp = edges, spaceEdge
+				rows, sp = edges, SpaceEdge
 			case ir.OpEdgeSoftmax:
 				errs = append(errs, want(1, edges, false))
-				rows, sp = edges, spaceEdge
+				rows, sp = edges, SpaceEdge
 			}
 			for _, err := range errs {
 				if err != nil {
@@ -134,16 +180,16 @@ func makePlan(g *ir.Graph, env Env) (*plan, error) {
 		case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpConcat:
 			a, b := arg(0), arg(1)
 			rows, sp = p.rows[a], p.space[a]
-			if p.space[b] == spaceNone || g.Ops[g.Ops[i].Args[1]].Shape[0] > 0 {
+			if p.space[b] == SpaceNone || g.Ops[g.Ops[i].Args[1]].Shape[0] > 0 {
 				break // b is a broadcast row or scalar
 			}
 			ra, rb := p.rows[a], p.rows[b]
 			switch {
 			case ra == rb:
-			case sp == spaceNode && p.space[b] == spaceNode && ra > rb:
+			case sp == SpaceNode && p.space[b] == SpaceNode && ra > rb:
 				op.Args[0] = narrow(a, rb, op.Layer)
 				rows = rb
-			case sp == spaceNode && p.space[b] == spaceNode:
+			case sp == SpaceNode && p.space[b] == SpaceNode:
 				op.Args[1] = narrow(b, ra, op.Layer)
 			default:
 				return nil, fail("operands have %d and %d rows", ra, rb)
@@ -156,8 +202,8 @@ func makePlan(g *ir.Graph, env Env) (*plan, error) {
 	p.g.Outputs = make([]int32, len(g.Outputs))
 	for k, o := range g.Outputs {
 		out := remap[o]
-		if env.Blocks != nil {
-			last := int32(len(env.Blocks) - 1)
+		if env.hasBlocks() {
+			last := int32(env.numBlocks() - 1)
 			dst, err := env.layerDestinations(last)
 			if err != nil {
 				return nil, err
@@ -172,6 +218,18 @@ func makePlan(g *ir.Graph, env Env) (*plan, error) {
 		p.g.Outputs[k] = out
 	}
 	return p, nil
+}
+
+func (e Env) hasBlocks() bool { return e.Blocks != nil }
+func (e Env) numBlocks() int  { return len(e.Blocks) }
+func (e Env) inputRows() int  { return e.Input.Rows() }
+
+func (e Env) graphDims(layer int32, name string) (dst, src, edges int, err error) {
+	gr, err := e.graph(layer, name)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return gr.Adj.Rows(), gr.Adj.Cols(), int(gr.Adj.NNZ()), nil
 }
 
 // graph returns the adjacency name bound for a layer.
@@ -221,4 +279,43 @@ func (e Env) anyGraph(layer int32) (*Graph, error) {
 		}
 	}
 	return nil, fmt.Errorf("block %d binds no graph", layer)
+}
+
+// shapeSizes answers the planner from block shapes (PlanBlocks).
+type shapeSizes struct {
+	blocks []BlockShape
+	input  int
+}
+
+func (s shapeSizes) hasBlocks() bool { return true }
+func (s shapeSizes) numBlocks() int  { return len(s.blocks) }
+func (s shapeSizes) inputRows() int  { return s.input }
+
+func (s shapeSizes) block(layer int32) (BlockShape, error) {
+	if int(layer) >= len(s.blocks) {
+		return BlockShape{}, fmt.Errorf("the model has more layers than the %d blocks", len(s.blocks))
+	}
+	return s.blocks[layer], nil
+}
+
+func (s shapeSizes) graphDims(layer int32, name string) (dst, src, edges int, err error) {
+	b, err := s.block(layer)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	e, ok := b.Edges[name]
+	if !ok {
+		return 0, 0, 0, fmt.Errorf("graph %q is not bound for block %d", name, layer)
+	}
+	return b.Dst, b.Src, int(e), nil
+}
+
+func (s shapeSizes) layerSources(layer int32) (int, error) {
+	b, err := s.block(layer)
+	return b.Src, err
+}
+
+func (s shapeSizes) layerDestinations(layer int32) (int, error) {
+	b, err := s.block(layer)
+	return b.Dst, err
 }

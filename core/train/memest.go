@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/ir"
 	"strata/plugins/layers"
@@ -260,124 +261,32 @@ type footprint struct {
 	rowWords float64
 }
 
-// pop is one op of the planned graph: the model's ops with the narrow ops
-// the engine inserts where a layer reads its destinations' prefix of a
-// block's sources.
+// pop is one op of the planned graph (engine.PlanBlocks) with its
+// resolved shape.
 type pop struct {
 	op    ir.Op
 	rows  int   // planned row count (-1: none)
-	space int8  // 0 none, 1 node, 2 edge
 	shape []int // resolved shape (nil for graphs)
 }
-
-const (
-	spNone int8 = iota
-	spNode
-	spEdge
-)
 
 // programFootprint resolves g against blocks the way engine.Bind plans it
 // and counts every buffer the bound program allocates, and with !infer
 // those its backward pass adds.
 func programFootprint(g *ir.Graph, dims []blockDims, inputRows int, infer, accumulate bool) (footprint, error) {
 	var fp footprint
-	ops := make([]pop, 0, len(g.Ops)+8)
-	remap := make([]int32, len(g.Ops))
-	add := func(p pop) int32 {
-		ops = append(ops, p)
-		return int32(len(ops) - 1)
+	shapes := make([]engine.BlockShape, len(dims))
+	for l, d := range dims {
+		shapes[l] = engine.BlockShape{Dst: d.dst, Src: d.src, Edges: d.edges}
 	}
-	narrow := func(v int32, rows int, layer int32) int32 {
-		src := ops[v].op
-		return add(pop{op: ir.Op{Kind: "narrow_rows", Args: []int32{v}, Shape: slices.Clone(src.Shape), Layer: layer}, rows: rows, space: spNode})
+	pl, err := engine.PlanBlocks(g, shapes, inputRows)
+	if err != nil {
+		return fp, err
 	}
-	for i := range g.Ops {
-		op := g.Ops[i]
-		op.Args = slices.Clone(op.Args)
-		for k, a := range op.Args {
-			op.Args[k] = remap[a]
-		}
-		fail := func(format string, args ...any) error {
-			return fmt.Errorf("op #%d %s (layer %d): %s", i, op.Kind, op.Layer, fmt.Sprintf(format, args...))
-		}
-		if int(op.Layer) >= len(dims) {
-			return fp, fail("the model has more layers than the %d blocks", len(dims))
-		}
-		bd := dims[op.Layer]
-		if op.Kind != ir.OpGraph {
-			for k, a := range op.Args {
-				if ops[a].space != spNode || ops[a].op.Layer >= op.Layer {
-					continue
-				}
-				switch r := ops[a].rows; {
-				case r > bd.src:
-					op.Args[k] = narrow(a, bd.src, op.Layer)
-				case r < bd.src:
-					return fp, fail("operand %d has %d rows but block %d has %d sources", k, r, op.Layer, bd.src)
-				}
-			}
-		}
-		rows, sp := -1, spNone
-		arg := func(k int) int32 { return op.Args[k] }
-		graphArg := len(op.Args) > 0 && ops[op.Args[0]].op.Kind == ir.OpGraph
-		switch {
-		case op.Kind == ir.OpParam, op.Kind == ir.OpGraph:
-		case op.Kind == ir.OpInput:
-			rows, sp = inputRows, spNode
-		case graphArg:
-			name := g.Ops[g.Ops[i].Args[0]].Name
-			edges, ok := bd.edges[name]
-			if !ok {
-				return fp, fail("graph %q is not bound for block %d", name, op.Layer)
-			}
-			dst, srcs := bd.dst, bd.src
-			dstSide := func(k, n int) {
-				if r := ops[arg(k)].rows; r != n && r == srcs && ops[arg(k)].space == spNode {
-					op.Args[k] = narrow(arg(k), n, op.Layer)
-				}
-			}
-			switch op.Kind {
-			case ir.OpUAddV:
-				dstSide(2, dst)
-				rows, sp = int(edges), spEdge
-			case ir.OpUDotV:
-				dstSide(1, dst)
-				rows, sp = int(edges), spEdge
-			case ir.OpEdgeSoftmax:
-				rows, sp = int(edges), spEdge
-			default: // aggregate, spmm_edge, lstm_aggregate: one row per destination
-				rows, sp = dst, spNode
-			}
-		case op.Kind == ir.OpAdd || op.Kind == ir.OpSub || op.Kind == ir.OpMul || op.Kind == ir.OpConcat:
-			a, b := arg(0), arg(1)
-			rows, sp = ops[a].rows, ops[a].space
-			if ops[b].space == spNone || g.Ops[g.Ops[i].Args[1]].Shape[0] > 0 {
-				break
-			}
-			ra, rb := ops[a].rows, ops[b].rows
-			switch {
-			case ra == rb:
-			case sp == spNode && ops[b].space == spNode && ra > rb:
-				op.Args[0] = narrow(a, rb, op.Layer)
-				rows = rb
-			case sp == spNode && ops[b].space == spNode:
-				op.Args[1] = narrow(b, ra, op.Layer)
-			default:
-				return fp, fail("operands have %d and %d rows", ra, rb)
-			}
-		default:
-			rows, sp = ops[arg(0)].rows, ops[arg(0)].space
-		}
-		remap[i] = add(pop{op: op, rows: rows, space: sp})
+	ops := make([]pop, len(pl.Ops))
+	for i, op := range pl.Ops {
+		ops[i] = pop{op: op, rows: pl.Rows[i]}
 	}
-	if len(g.Outputs) != 1 {
-		return fp, fmt.Errorf("the model has %d outputs, want 1", len(g.Outputs))
-	}
-	out := remap[g.Outputs[0]]
-	last := int32(len(dims) - 1)
-	if r := ops[out].rows; r > dims[last].dst {
-		out = narrow(out, dims[last].dst, last)
-	}
+	out := pl.Output
 
 	// Scratch buffers are shared by shape and slot (engine.scratchFor).
 	scratch := map[[3]int]bool{}
@@ -432,7 +341,7 @@ func programFootprint(g *ir.Graph, dims []blockDims, inputRows int, infer, accum
 			}
 		case ir.OpBatchNorm:
 			fp.hidden += 2 * float64(p.shape[1])
-		case "narrow_rows":
+		case engine.OpNarrow:
 			fp.int32s += float64(p.shape[0])
 		case ir.OpHeadMean:
 			c := p.shape[1]
@@ -542,7 +451,7 @@ func programFootprint(g *ir.Graph, dims []blockDims, inputRows int, infer, accum
 					tmp(ops[a].shape, 4)
 				}
 			}
-		case "narrow_rows":
+		case engine.OpNarrow:
 			if need[args[0]] {
 				zeroed(args[0])
 			}
