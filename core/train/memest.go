@@ -9,7 +9,6 @@ import (
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/ir"
-	"strata/plugins/layers"
 	"strata/plugins/sampler"
 	"strata/plugins/wasm"
 )
@@ -52,8 +51,7 @@ type memEstimate struct {
 // evaluation forwards) on given blocks with costmodel.betty-memory. It is
 // not safe for concurrent use.
 type memEstimator struct {
-	rt         *wasm.Runtime
-	ctx        context.Context // for closing rt
+	release    func() // closes cm and its runtime
 	cm         *wasm.CostModel
 	model      *ir.Graph
 	layers     []map[string]bool
@@ -83,26 +81,12 @@ func optimizerSlots(name string, momentum float64) float64 {
 // accumulate says whether backward accumulates into the parameter
 // gradients (micro-batches do). Close it when done.
 func newMemEstimator(ctx context.Context, e stepEnv, optimizer string, momentum float64, accumulate bool) (*memEstimator, error) {
-	code, err := layers.Lookup(costModelBetty)
+	cm, release, err := loadCostModel(ctx, costModelBetty, e.wasm)
 	if err != nil {
-		return nil, fmt.Errorf("memory estimate: %w", err)
-	}
-	rt, err := wasm.NewRuntime(ctx, e.wasm)
-	if err != nil {
-		return nil, fmt.Errorf("memory estimate: %w", err)
-	}
-	mod, err := rt.Load(ctx, "betty-memory", code)
-	if err != nil {
-		rt.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("memory estimate: %w", err)
-	}
-	cm, err := mod.CostModel(ctx)
-	if err != nil {
-		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("memory estimate: %w", err)
 	}
 	m := &memEstimator{
-		rt: rt, ctx: context.WithoutCancel(ctx), cm: cm,
+		cm: cm, release: release,
 		model: e.model, elt: float64(e.dt.Size()), params: float64(e.model.NumParams()),
 		slots: optimizerSlots(optimizer, momentum), dim: e.dim, accumulate: accumulate,
 	}
@@ -118,8 +102,7 @@ func newMemEstimator(ctx context.Context, e stepEnv, optimizer string, momentum 
 // Close releases the cost model and its runtime.
 func (m *memEstimator) Close() {
 	if m.cm != nil {
-		m.cm.Close()
-		m.rt.Close(m.ctx)
+		m.release()
 		m.cm = nil
 	}
 }

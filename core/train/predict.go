@@ -44,31 +44,16 @@ func attachKernelCost(ctx context.Context, cfg *config.Config, sb *sim.Backend, 
 	if id == costModelBetty {
 		return nil, cfg.KeyError(fmt.Sprintf("devices.cost_model = %q estimates a batch's memory, not a kernel's time; use \"roofline\" or a kernel-time model of your own", cfg.Devices.CostModel), "devices", "cost_model")
 	}
-	code, err := layers.Lookup(id)
-	if err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
-			return nil, cfg.KeyError(fmt.Sprintf("devices.cost_model = %q is not a registered cost model (known: %s, or \"none\")",
-				cfg.Devices.CostModel, registry.QuoteList(costModelNames())), "devices", "cost_model")
-		}
-		return nil, err
-	}
-	rt, err := wasm.NewRuntime(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	closeRT := func() { rt.Close(context.WithoutCancel(ctx)) }
-	mod, err := rt.Load(ctx, id, code)
-	if err != nil {
-		closeRT()
-		return nil, err
-	}
-	cm, err := mod.CostModel(ctx)
-	if err != nil {
-		closeRT()
+	cm, release, err := loadCostModel(ctx, id, opts)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		return nil, cfg.KeyError(fmt.Sprintf("devices.cost_model = %q is not a registered cost model (known: %s, or \"none\")",
+			cfg.Devices.CostModel, registry.QuoteList(costModelNames())), "devices", "cost_model")
+	case err != nil:
 		return nil, cfg.KeyError("devices.cost_model: "+err.Error(), "devices", "cost_model")
 	}
 	sb.WithKernelCost(cm)
-	return func() { cm.Close(); closeRT() }, nil
+	return release, nil
 }
 
 // costModelNames lists the registered cost models by short name.
@@ -171,4 +156,27 @@ func pipelinedS(transfer, compute []float64) float64 {
 // stages overlap.
 type pipelined interface {
 	predictedS() float64
+}
+
+// loadCostModel starts a registered cost model (costmodel.<name>) in a
+// runtime of its own; release closes both.
+func loadCostModel(ctx context.Context, id string, opts wasm.Options) (cm *wasm.CostModel, release func(), err error) {
+	code, err := layers.Lookup(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := wasm.NewRuntime(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeRT := func() { rt.Close(context.WithoutCancel(ctx)) }
+	mod, err := rt.Load(ctx, id, code)
+	if err == nil {
+		cm, err = mod.CostModel(ctx)
+	}
+	if err != nil {
+		closeRT()
+		return nil, nil, err
+	}
+	return cm, func() { cm.Close(); closeRT() }, nil
 }

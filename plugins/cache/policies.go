@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -59,21 +58,11 @@ func (p *Degree) Rank(ctx context.Context, d *graph.Dataset) ([]int32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ids := make([]int32, len(out))
-	for i := range ids {
-		ids[i] = int32(i)
-	}
-	slices.SortFunc(ids, func(a, b int32) int {
-		if c := cmp.Compare(out[b], out[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
 	k, err := p.Rows(d)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	return slices.Clip(ids[:k]), ctx.Err()
+	return RankByScore(out, k), ctx.Err()
 }
 
 // Random caches a seeded random sample of the nodes (a uniformly random
