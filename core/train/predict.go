@@ -56,11 +56,14 @@ func attachKernelCost(ctx context.Context, cfg *config.Config, sb *sim.Backend, 
 	return release, nil
 }
 
-// costModelNames lists the registered cost models by short name.
+// costModelNames lists the registered kernel-time cost models by short
+// name (not Betty's memory model).
 func costModelNames() []string {
 	var out []string
 	for _, mi := range registry.Namespace("costmodel") {
-		out = append(out, mi.Name())
+		if mi.ID != costModelBetty {
+			out = append(out, mi.Name())
+		}
 	}
 	return out
 }
