@@ -69,9 +69,6 @@ func (b *Backend) WithTag(tag any) *Backend {
 	return &v
 }
 
-// Tag returns the view's tag (nil for the backend itself).
-func (b *Backend) Tag() any { return b.tag }
-
 var _ backend.Backend = (*Backend)(nil)
 
 // New returns a host backend.

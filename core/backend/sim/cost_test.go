@@ -25,7 +25,7 @@ import (
 var notKernels = map[string]bool{
 	"Name": true, "Tiers": true, "Alloc": true, "Release": true, "Upload": true,
 	"Download": true, "UploadGraph": true, "ReleaseGraph": true, "Stats": true,
-	"Threads": true, "WithTag": true, "Tag": true, "ResetPeak": true, "WrapHost": true,
+	"Threads": true, "WithTag": true, "ResetPeak": true, "WrapHost": true,
 }
 
 // TestEveryKernelIsTimed fails when backend.Backend gains a kernel that
