@@ -16,10 +16,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"strata/core/backend/sim"
 	"strata/core/graph"
 	"strata/core/store"
-	"strata/core/tensor"
 	"strata/plugins/cache"
 	"strata/plugins/sampler"
 )
@@ -181,14 +179,8 @@ func fullRanking(ctx context.Context, score string, d *graph.Dataset, fanouts []
 // feature bytes (checked against the sim backend's link counter).
 func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.Dataset, seeds []int32, smp sampler.Sampler, batch int, seed uint64, ranks map[string][]int32) error {
 	caps := []float64{0, 5, 10, 25}
-	rowBytes := int64(d.FeatDim) * 4
-	topo, err := sim.Preset("pcie-only", 1, 0)
-	if err != nil {
-		return err
-	}
-	dev := sim.DeviceTier(0)
 	var batches [][]int32
-	err = cache.Epoch(ctx, d.Graph, seeds, smp, batch, seed, 0, func(_ int, b []sampler.Block) error {
+	err := cache.Epoch(ctx, d.Graph, seeds, smp, batch, seed, 0, func(_ int, b []sampler.Block) error {
 		batches = append(batches, b[0].Src)
 		return nil
 	})
@@ -209,7 +201,10 @@ func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.D
 			if s == "lru" || s == "clock" {
 				bytes[ci], hits[ci], err = dynamicTraffic(s, d, k, batches)
 			} else {
-				bytes[ci], hits[ci], err = storeTraffic(ctx, d, topo, dev, ranks[s], k, rowBytes, batches)
+				var tr store.EpochTraffic
+				tr, err = store.MeasureEpoch(ctx, d.Features, d.FeatDim, ranks[s][:min(k, len(ranks[s]))], batches)
+				bytes[ci], hits[ci] = tr.FeatureBytes, float64(tr.Local)/float64(max(tr.Rows, 1))
+				debug.FreeOSMemory() // each store holds up to a quarter of the features
 			}
 			if err != nil {
 				return fmt.Errorf("%s at %v%%: %w", s, c, err)
@@ -235,49 +230,6 @@ func red(zero, b int64) float64 {
 		return 0
 	}
 	return 100 * (1 - float64(b)/float64(zero))
-}
-
-// storeTraffic gathers every batch through a store whose device caches the
-// first k rows of rank; it returns the host->device feature bytes and the
-// device hit rate, and checks them against the sim link counter.
-func storeTraffic(ctx context.Context, d *graph.Dataset, topo sim.Topology, dev tensor.Tier, rank []int32, k int, rowBytes int64, batches [][]int32) (int64, float64, error) {
-	b, err := sim.New(topo, 0)
-	if err != nil {
-		return 0, 0, err
-	}
-	s, err := store.New(b, d.Features, d.FeatDim, rank[:min(k, len(rank))], store.Options{
-		Placement: store.Interleaved, Devices: []tensor.Tier{dev}, Capacity: []int64{int64(k) * rowBytes}})
-	if err != nil {
-		return 0, 0, err
-	}
-	defer func() { s.Close(); debug.FreeOSMemory() }()
-	b.ResetTraffic()
-	var feat, idx int64
-	var hits, reads int
-	for _, ids := range batches {
-		out, st, err := s.Gather(ctx, ids, dev)
-		if err != nil {
-			return 0, 0, err
-		}
-		b.Release(out)
-		feat += st.FeatureBytes[store.Link{From: tensor.Host, To: dev}]
-		idx += st.IndexBytes[store.Link{From: tensor.Host, To: dev}]
-		hits += st.Local
-		reads += st.Rows
-		if want := int64(st.Host) * rowBytes; st.FeatureBytes[store.Link{From: tensor.Host, To: dev}] != want {
-			return 0, 0, fmt.Errorf("store counted %d feature bytes for %d host rows", st.FeatureBytes[store.Link{From: tensor.Host, To: dev}], st.Host)
-		}
-	}
-	var link int64
-	for _, l := range b.Traffic() {
-		if l.Link == string(tensor.Host)+"->"+string(dev) {
-			link = l.Bytes
-		}
-	}
-	if link != feat+idx {
-		return 0, 0, fmt.Errorf("sim counted %d host->device bytes, store %d feature + %d index", link, feat, idx)
-	}
-	return feat, float64(hits) / float64(max(reads, 1)), nil
 }
 
 // dynamicTraffic replays the epoch's reads through cache.lru or

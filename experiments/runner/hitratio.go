@@ -9,11 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"strata/core/backend/sim"
 	"strata/core/config"
 	"strata/core/graph"
 	"strata/core/store"
-	"strata/core/tensor"
 	"strata/plugins/cache"
 	"strata/plugins/registry"
 	"strata/plugins/sampler"
@@ -192,10 +190,11 @@ func runHitRatio(ctx context.Context, env *runEnv, cfg *config.Config) (any, err
 		}
 		if d.FeatDim > 0 && env.exp.measuresTraffic() {
 			t0 := time.Now()
-			feat, idx, local, err := storeTraffic(ctx, &d, rank, rowBytes, ep.batches)
+			tr, err := store.MeasureEpoch(ctx, d.Features, d.FeatDim, rank, ep.batches)
 			if err != nil {
 				return nil, err
 			}
+			feat, idx, local := tr.FeatureBytes, tr.IndexBytes, tr.Local
 			if local != hits || feat != (ep.total-hits)*rowBytes {
 				return nil, fmt.Errorf("the store served %d of %d reads from the device and moved %d feature bytes; the ranking says %d hits", local, ep.total, feat, hits)
 			}
@@ -276,48 +275,4 @@ func fullRanking(ctx context.Context, pol cache.Policy, d *graph.Dataset) ([]int
 		*capa = cache.Capacity{Capacity: 1}
 	}
 	return full.Rank(ctx, d)
-}
-
-// storeTraffic gathers every batch through a tiered store whose one
-// simulated device caches the rows of rank, and returns the host-to-device
-// feature and index bytes and the rows served by the device. The sim
-// backend's link counter must agree with the store.
-func storeTraffic(ctx context.Context, d *graph.Dataset, rank []int32, rowBytes int64, batches [][]int32) (feat, idx, local int64, err error) {
-	topo, err := sim.Preset("pcie-only", 1, 0)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	b, err := sim.New(topo, 0)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	dev := sim.DeviceTier(0)
-	s, err := store.New(b, d.Features, d.FeatDim, rank, store.Options{
-		Placement: store.Interleaved, Devices: []tensor.Tier{dev}, Capacity: []int64{int64(len(rank)) * rowBytes}})
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	defer s.Close()
-	b.ResetTraffic()
-	link := store.Link{From: tensor.Host, To: dev}
-	for _, ids := range batches {
-		out, st, err := s.Gather(ctx, ids, dev)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		b.Release(out)
-		feat += st.FeatureBytes[link]
-		idx += st.IndexBytes[link]
-		local += int64(st.Local)
-	}
-	var counted int64
-	for _, l := range b.Traffic() {
-		if l.Link == link.String() {
-			counted = l.Bytes
-		}
-	}
-	if counted != feat+idx {
-		return 0, 0, 0, fmt.Errorf("the sim backend counted %d host-to-device bytes, the store %d feature + %d index bytes", counted, feat, idx)
-	}
-	return feat, idx, local, nil
 }
