@@ -252,7 +252,7 @@ type pop struct {
 	shape []int // resolved shape (nil for graphs)
 }
 
-// programFootprint resolves g against blocks the way engine.Bind plans it
+// programFootprint resolves g against blocks with the engine's planner
 // and counts every buffer the bound program allocates, and with !infer
 // those its backward pass adds.
 func programFootprint(g *ir.Graph, dims []blockDims, inputRows int, infer, accumulate bool) (footprint, error) {
