@@ -175,6 +175,13 @@ type Backend interface {
 	AdamStep(p, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd float64, t int) error
 }
 
+// Device is implemented by backends whose kernels run on a device rather
+// than the host: the engine keeps a model's parameters and activations in
+// ComputeTier.
+type Device interface {
+	ComputeTier() tensor.Tier
+}
+
 // Stats is a snapshot of memory use per tier.
 type Stats struct {
 	InUse map[tensor.Tier]int64

@@ -6,7 +6,6 @@
 //
 //	doc:"..."        one line of documentation
 //	enum:"a,b"       the allowed string values
-//	reserved:"c,d"   values that are named but not available yet
 //	range:"[lo,hi)"  the allowed numeric interval (either end may be open
 //	                 or missing: "[1,)", "(0,)", "[0,1)")
 //	special:"v:what" one value outside the range that is also allowed
@@ -87,7 +86,7 @@ type Train struct {
 	Seed         int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
 	EvalEvery    int     `toml:"eval_every" range:"[0,)" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
 	Patience     int     `toml:"patience" range:"[0,)" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
-	Backend      string  `toml:"backend" enum:"cpu,sim" reserved:"cuda" doc:"compute backend: cpu, or sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted"`
+	Backend      string  `toml:"backend" enum:"cpu,sim,cuda" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
 	Threads      int     `toml:"threads" range:"[0,)" doc:"CPU threads (0 = all cores)"`
 	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
 	BatchSize    int     `toml:"batch_size" range:"[1,)" doc:"training nodes per mini-batch (minibatch mode)"`

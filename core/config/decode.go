@@ -307,10 +307,6 @@ func (d *decoder) word(path []string, f *field, s string, rv reflect.Value) {
 
 func (d *decoder) enumError(path []string, f *field, s string) {
 	name := d.name(path)
-	if slices.Contains(f.reserved, s) {
-		d.errorf(path, "%s = %q: reserved for a later version of strata; allowed values are %s", name, s, quoteList(f.enum))
-		return
-	}
 	msg := fmt.Sprintf("%s = %q: allowed values are %s", name, s, quoteList(f.enum))
 	if sug := registry.Suggest(s, f.enum); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)

@@ -22,7 +22,6 @@ type field struct {
 	typ      reflect.Type
 	doc      string
 	enum     []string
-	reserved []string
 	rng      *interval
 	special  *special
 	word     *word
@@ -82,9 +81,6 @@ func fieldsOf(t reflect.Type) []field {
 			}
 			if e := sf.Tag.Get("enum"); e != "" {
 				f.enum = strings.Split(e, ",")
-			}
-			if r := sf.Tag.Get("reserved"); r != "" {
-				f.reserved = strings.Split(r, ",")
 			}
 			if r := sf.Tag.Get("range"); r != "" {
 				iv, err := parseInterval(r)
@@ -240,11 +236,7 @@ func plural(s string) string {
 // model.dropout)".
 func (f *field) constraint() string {
 	if len(f.enum) > 0 {
-		s := "one of " + quoteList(f.enum)
-		if len(f.reserved) > 0 {
-			s += " (reserved for later versions: " + quoteList(f.reserved) + ")"
-		}
-		return s
+		return "one of " + quoteList(f.enum)
 	}
 	s := typeName(f.typ)
 	if f.rng != nil {

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"strata/core/graph"
 	"strata/core/metrics"
 	"strata/core/tensor"
+	"strata/cuda"
 	"strata/plugins/wasm"
 )
 
@@ -51,9 +53,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if cfg.Train.DType == "float64" {
 		dt = tensor.Float64
 	}
+	if c, ok := be.(io.Closer); ok {
+		defer c.Close()
+	}
 	tier := tensor.Host
-	if _, ok := be.(*sim.Backend); ok {
-		tier = sim.DeviceTier(0) // the model trains on the first simulated device
+	if d, ok := be.(backend.Device); ok {
+		tier = d.ComputeTier() // the first simulated device, or the GPU
 	}
 	model, err := BuildModel(ctx, cfg, opts.Wasm, dim, ds.NumClasses)
 	if err != nil {
@@ -198,8 +203,17 @@ func newBackend(cfg *config.Config) (backend.Backend, error) {
 		}
 		topo.Compute = deviceSpec(cfg)
 		return sim.New(topo, threads(cfg))
+	case "cuda":
+		be, err := cuda.New(cuda.Options{})
+		if errors.Is(err, cuda.ErrNoCUDA) {
+			return nil, cfg.KeyError(fmt.Sprintf("train.backend = \"cuda\": %v", err), "train", "backend")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("train.backend = \"cuda\": %w", err)
+		}
+		return be, nil
 	}
-	return nil, cfg.KeyError(fmt.Sprintf("train.backend = %q is not available in this build (available: \"cpu\", \"sim\")", cfg.Train.Backend), "train", "backend")
+	return nil, cfg.KeyError(fmt.Sprintf("train.backend = %q is not available in this build (available: \"cpu\", \"sim\", \"cuda\")", cfg.Train.Backend), "train", "backend")
 }
 
 func tierMap(m map[tensor.Tier]int64) map[string]int64 {

@@ -191,3 +191,6 @@ func (b *Backend) ResetTraffic() {
 func (t Topology) String() string {
 	return fmt.Sprintf("%s: %d devices of %d bytes", t.Name, t.Devices, t.Capacity)
 }
+
+// ComputeTier is the first simulated device, where the engine trains.
+func (b *Backend) ComputeTier() tensor.Tier { return DeviceTier(0) }

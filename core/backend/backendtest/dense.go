@@ -1,0 +1,525 @@
+package backendtest
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/tensor"
+)
+
+// Dense ops: GEMM, indexing, elementwise, reductions and the NN helpers.
+
+// testGEMM covers the four transposes, alpha ≠ 1, beta 0 (c poisoned, so
+// it must not be read) and beta ≠ 0, on square and non-square shapes.
+func testGEMM(s *suite, t *testing.T) {
+	shapes := [][3]int{{17, 23, 31}, {64, 64, 64}, {1, 40, 7}, {33, 1, 64}, {5, 9, 1}}
+	scales := [][2]float64{{1, 0}, {-0.7, 0}, {1.3, 0.5}}
+	for _, dt := range floats {
+		for _, sh := range shapes {
+			for tr := range 4 {
+				ta, tb := tr&2 != 0, tr&1 != 0
+				for _, ab := range scales {
+					name := fmt.Sprintf("%s/m=%d,n=%d,k=%d/%s/alpha=%g,beta=%g", dn(dt), sh[0], sh[1], sh[2], transName(ta, tb), ab[0], ab[1])
+					s.each(t, "GEMM", name, func(c *tc) {
+						m, n, k := sh[0], sh[1], sh[2]
+						as, bs := []int{m, k}, []int{k, n}
+						if ta {
+							as = []int{k, m}
+						}
+						if tb {
+							bs = []int{n, k}
+						}
+						a, b := c.rand(dt, -1, 1, as...), c.rand(dt, -1, 1, bs...)
+						var y *pair
+						if ab[1] == 0 {
+							y = c.out(dt, m, n)
+						} else {
+							y = c.rand(dt, -1, 1, m, n)
+						}
+						c.call("GEMM", func(be backend.Backend, sd side) error {
+							return be.GEMM(ta, tb, ab[0], sd.T(a), sd.T(b), ab[1], sd.T(y))
+						})
+						c.check("c", y)
+					})
+				}
+			}
+		}
+	}
+}
+
+func transName(ta, tb bool) string {
+	n := map[bool]string{false: "N", true: "T"}
+	return n[ta] + n[tb]
+}
+
+// indices returns n indices in [0, hi) with repeats: the first few are
+// forced duplicates, the rest uniform.
+func (c *tc) indices(n, hi int) []float64 {
+	v := c.ints(n, 0, hi)
+	for i := 1; i < n && i < 4; i++ {
+		v[i] = v[0]
+	}
+	c.rng.Shuffle(n, func(i, j int) { v[i], v[j] = v[j], v[i] })
+	return v
+}
+
+// values returns n random values for dtype dt: uniform in [-1, 1) for
+// floats, integers in [-1000, 1000) otherwise.
+func (c *tc) values(dt tensor.DType, n int) []float64 {
+	if dt.IsFloat() {
+		return c.uniform(n, -1, 1)
+	}
+	return c.ints(n, -1000, 1000)
+}
+
+// testGather gathers rows of every dtype with Int32 and Int64 indices
+// (repeated, in random order); a copy must be exact.
+func testGather(s *suite, t *testing.T) {
+	for _, dt := range allTypes {
+		for _, it := range indexTypes {
+			s.each(t, "Gather", dn(dt)+"/idx="+dn(it), func(c *tc) {
+				const rows, cols, n = 50, 13, 70
+				x := c.put(dt, c.values(dt, rows*cols), rows, cols)
+				idx := c.put(it, c.indices(n, rows), n)
+				y := c.out(dt, n, cols)
+				c.call("Gather", func(b backend.Backend, sd side) error { return b.Gather(sd.T(x), sd.T(idx), sd.T(y)) })
+				c.exact("y", y)
+			})
+		}
+	}
+}
+
+// testScatterAdd accumulates into a non-zero y through repeated indices.
+func testScatterAdd(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, it := range indexTypes {
+			for _, cols := range []int{1, 13} {
+				s.each(t, "ScatterAdd", fmt.Sprintf("%s/idx=%s/cols=%d", dn(dt), dn(it), cols), func(c *tc) {
+					const rows, n = 40, 90
+					x := c.rand(dt, -1, 1, n, cols)
+					idx := c.put(it, c.indices(n, rows), n)
+					y := c.rand(dt, -1, 1, rows, cols)
+					c.call("ScatterAdd", func(b backend.Backend, sd side) error { return b.ScatterAdd(sd.T(x), sd.T(idx), sd.T(y)) })
+					c.check("y", y)
+				})
+			}
+		}
+	}
+}
+
+// testCopyCols copies column ranges with offsets into a non-zero dst,
+// whose other columns must survive.
+func testCopyCols(s *suite, t *testing.T) {
+	cases := []struct{ dstCols, dstOff, srcCols, srcOff, n int }{
+		{10, 5, 7, 2, 4},
+		{10, 3, 7, 0, 7},
+		{6, 0, 6, 0, 6},
+		{9, 8, 3, 2, 1},
+	}
+	for _, dt := range allTypes {
+		for _, cc := range cases {
+			name := fmt.Sprintf("%s/dst=%d+%d/src=%d+%d/n=%d", dn(dt), cc.dstCols, cc.dstOff, cc.srcCols, cc.srcOff, cc.n)
+			s.each(t, "CopyCols", name, func(c *tc) {
+				const rows = 31
+				dst := c.put(dt, c.values(dt, rows*cc.dstCols), rows, cc.dstCols)
+				src := c.put(dt, c.values(dt, rows*cc.srcCols), rows, cc.srcCols)
+				c.call("CopyCols", func(b backend.Backend, sd side) error {
+					return b.CopyCols(sd.T(dst), cc.dstOff, sd.T(src), cc.srcOff, cc.n)
+				})
+				c.exact("dst", dst)
+			})
+		}
+	}
+}
+
+// unaries are every Unary with its name.
+var unaries = []struct {
+	f    backend.Unary
+	name string
+}{
+	{backend.Identity, "Identity"}, {backend.ReLU, "ReLU"}, {backend.LeakyReLU, "LeakyReLU"}, {backend.ELU, "ELU"},
+	{backend.Sigmoid, "Sigmoid"}, {backend.Tanh, "Tanh"}, {backend.Exp, "Exp"}, {backend.Neg, "Neg"},
+}
+
+// unaryAlpha is the alpha of the unary tests (LeakyReLU slope, ELU scale).
+const unaryAlpha = 0.2
+
+// unaryHost is f(x) in float64.
+func unaryHost(f backend.Unary, alpha, x float64) float64 {
+	switch f {
+	case backend.ReLU:
+		return max(x, 0)
+	case backend.LeakyReLU:
+		if x > 0 {
+			return x
+		}
+		return alpha * x
+	case backend.ELU:
+		if x > 0 {
+			return x
+		}
+		return alpha * math.Expm1(x)
+	case backend.Sigmoid:
+		return 1 / (1 + math.Exp(-x))
+	case backend.Tanh:
+		return math.Tanh(x)
+	case backend.Exp:
+		return math.Exp(x)
+	case backend.Neg:
+		return -x
+	}
+	return x
+}
+
+// testApply runs every Unary into a separate y and in place (x == y),
+// on a matrix and on a vector.
+func testApply(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, u := range unaries {
+			for _, inPlace := range []bool{false, true} {
+				name := dn(dt) + "/" + u.name + map[bool]string{false: "/out", true: "/inplace"}[inPlace]
+				s.each(t, "Apply", name, func(c *tc) {
+					shape := []int{37, 11}
+					if inPlace {
+						shape = []int{129}
+					}
+					x := c.rand(dt, -2.5, 2.5, shape...)
+					y := x
+					if !inPlace {
+						y = c.out(dt, shape...)
+					}
+					c.call("Apply", func(b backend.Backend, sd side) error { return b.Apply(u.f, unaryAlpha, sd.T(x), sd.T(y)) })
+					c.check("y", y)
+				})
+			}
+		}
+	}
+}
+
+// testApplyBackward gives every Unary x, y = f(x) (computed on the host)
+// and a random dy.
+func testApplyBackward(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, u := range unaries {
+			s.each(t, "ApplyBackward", dn(dt)+"/"+u.name, func(c *tc) {
+				const rows, cols = 37, 11
+				xv := round(dt, c.uniform(rows*cols, -2.5, 2.5))
+				yv := make([]float64, len(xv))
+				for i, v := range xv {
+					yv[i] = unaryHost(u.f, unaryAlpha, v)
+				}
+				x, y := c.put(dt, xv, rows, cols), c.put(dt, yv, rows, cols)
+				dy, dx := c.rand(dt, -1, 1, rows, cols), c.out(dt, rows, cols)
+				c.call("ApplyBackward", func(b backend.Backend, sd side) error {
+					return b.ApplyBackward(u.f, unaryAlpha, sd.T(x), sd.T(y), sd.T(dy), sd.T(dx))
+				})
+				c.check("dx", dx)
+			})
+		}
+	}
+}
+
+// testElementwise runs every Binary with b the same shape as a, a row
+// vector [C] and a scalar [1]; divisors stay away from zero.
+func testElementwise(s *suite, t *testing.T) {
+	ops := []struct {
+		op   backend.Binary
+		name string
+	}{{backend.Add, "Add"}, {backend.Sub, "Sub"}, {backend.Mul, "Mul"}, {backend.Div, "Div"}}
+	const rows, cols = 23, 9
+	bcasts := []struct {
+		name  string
+		shape []int
+	}{{"same", []int{rows, cols}}, {"row", []int{cols}}, {"scalar", []int{1}}}
+	for _, dt := range floats {
+		for _, o := range ops {
+			for _, bc := range bcasts {
+				s.each(t, "Elementwise", dn(dt)+"/"+o.name+"/"+bc.name, func(c *tc) {
+					a := c.rand(dt, -2, 2, rows, cols)
+					bv := c.uniform(numel(bc.shape), 0.5, 1.5)
+					for i := range bv {
+						if c.rng.IntN(2) == 0 {
+							bv[i] = -bv[i]
+						}
+					}
+					b := c.put(dt, bv, bc.shape...)
+					y := c.out(dt, rows, cols)
+					c.call("Elementwise", func(be backend.Backend, sd side) error { return be.Elementwise(o.op, sd.T(a), sd.T(b), sd.T(y)) })
+					c.check("y", y)
+				})
+			}
+		}
+	}
+}
+
+// testAxpby covers beta 0 (y poisoned, so it must not be read), alpha 1
+// and general scales.
+func testAxpby(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, ab := range [][2]float64{{1, 0}, {-0.5, 0}, {2, -0.5}, {0.3, 1}} {
+			s.each(t, "Axpby", fmt.Sprintf("%s/alpha=%g,beta=%g", dn(dt), ab[0], ab[1]), func(c *tc) {
+				x := c.rand(dt, -1, 1, 41, 7)
+				y := c.rand(dt, -1, 1, 41, 7)
+				if ab[1] == 0 {
+					y = c.out(dt, 41, 7)
+				}
+				c.call("Axpby", func(b backend.Backend, sd side) error { return b.Axpby(ab[0], sd.T(x), ab[1], sd.T(y)) })
+				c.check("y", y)
+			})
+		}
+	}
+}
+
+// testFill overwrites a non-zero tensor of every dtype.
+func testFill(s *suite, t *testing.T) {
+	for _, dt := range allTypes {
+		vals := []float64{0, 3.25, -0.5}
+		if !dt.IsFloat() {
+			vals = []float64{0, 7, -3}
+		}
+		for _, v := range vals {
+			s.each(t, "Fill", fmt.Sprintf("%s/v=%g", dn(dt), v), func(c *tc) {
+				x := c.put(dt, c.ints(33*5, 1, 100), 33, 5)
+				c.call("Fill", func(b backend.Backend, sd side) error { return b.Fill(sd.T(x), v) })
+				c.exact("t", x)
+			})
+		}
+	}
+}
+
+// testSumRows reduces tall, wide and single-row matrices.
+func testSumRows(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, sh := range [][2]int{{1, 7}, {300, 13}, {64, 24}, {17, 1}} {
+			s.each(t, "SumRows", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+				x := c.rand(dt, -1, 1, sh[0], sh[1])
+				y := c.out(dt, sh[1])
+				c.call("SumRows", func(b backend.Backend, sd side) error { return b.SumRows(sd.T(x), sd.T(y)) })
+				c.check("y", y)
+			})
+		}
+	}
+}
+
+// headShapes are the (H, C) of the head tests.
+var headShapes = [][2]int{{1, 8}, {3, 5}, {4, 6}}
+
+// testHeadDot computes per-head dot products.
+func testHeadDot(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, hc := range headShapes {
+			s.each(t, "HeadDot", fmt.Sprintf("%s/H=%d,C=%d", dn(dt), hc[0], hc[1]), func(c *tc) {
+				const n = 50
+				x, a := c.rand(dt, -1, 1, n, hc[0]*hc[1]), c.rand(dt, -1, 1, hc[0], hc[1])
+				y := c.out(dt, n, hc[0])
+				c.call("HeadDot", func(b backend.Backend, sd side) error { return b.HeadDot(sd.T(x), sd.T(a), sd.T(y)) })
+				c.check("y", y)
+			})
+		}
+	}
+}
+
+// testHeadDotBackward accumulates into non-zero dx and da.
+func testHeadDotBackward(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, hc := range headShapes {
+			s.each(t, "HeadDotBackward", fmt.Sprintf("%s/H=%d,C=%d", dn(dt), hc[0], hc[1]), func(c *tc) {
+				const n = 50
+				h, cc := hc[0], hc[1]
+				x, a, dy := c.rand(dt, -1, 1, n, h*cc), c.rand(dt, -1, 1, h, cc), c.rand(dt, -1, 1, n, h)
+				dx, da := c.rand(dt, -1, 1, n, h*cc), c.rand(dt, -1, 1, h, cc)
+				c.call("HeadDotBackward", func(b backend.Backend, sd side) error {
+					return b.HeadDotBackward(sd.T(x), sd.T(a), sd.T(dy), sd.T(dx), sd.T(da))
+				})
+				c.check("dx", dx)
+				c.check("da", da)
+			})
+		}
+	}
+}
+
+// testDropoutMask compares masks exactly: the stream is a function of
+// (seed, element index) alone.
+func testDropoutMask(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, p := range []float64{0, 0.1, 0.5, 0.9, 1} {
+			for _, seed := range []uint64{0, 7, 0xDEADBEEFCAFEBABE} {
+				for _, shape := range [][]int{{37, 13}, {1000}} {
+					name := fmt.Sprintf("%s/p=%g/seed=%d/%s", dn(dt), p, seed, shapeName(shape))
+					s.each(t, "DropoutMask", name, func(c *tc) {
+						mask := c.out(dt, shape...)
+						c.call("DropoutMask", func(b backend.Backend, sd side) error { return b.DropoutMask(seed, p, sd.T(mask)) })
+						c.exact("mask", mask)
+					})
+				}
+			}
+		}
+	}
+}
+
+// bnShapes are the [N, C] of the batch norm tests.
+var bnShapes = [][2]int{{64, 7}, {5, 24}, {2, 3}}
+
+const bnEps = 1e-5
+
+// testBatchNorm checks y and the saved mean and inverse std.
+func testBatchNorm(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, sh := range bnShapes {
+			s.each(t, "BatchNorm", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+				n, k := sh[0], sh[1]
+				x := c.rand(dt, -2, 3, n, k)
+				gamma, beta := c.rand(dt, 0.5, 1.5, k), c.rand(dt, -1, 1, k)
+				y, mean, inv := c.out(dt, n, k), c.out(dt, k), c.out(dt, k)
+				c.call("BatchNorm", func(b backend.Backend, sd side) error {
+					return b.BatchNorm(sd.T(x), sd.T(gamma), sd.T(beta), sd.T(y), sd.T(mean), sd.T(inv), bnEps)
+				})
+				c.check("y", y)
+				c.check("mean", mean)
+				c.check("invStd", inv)
+			})
+		}
+	}
+}
+
+// colStats returns the column means and inverse std devs of x [n,k].
+func colStats(x []float64, n, k int, eps float64) (mean, inv []float64) {
+	mean, inv = make([]float64, k), make([]float64, k)
+	for i := range n {
+		for j := range k {
+			mean[j] += x[i*k+j] / float64(n)
+		}
+	}
+	for j := range k {
+		v := 0.0
+		for i := range n {
+			d := x[i*k+j] - mean[j]
+			v += d * d
+		}
+		inv[j] = 1 / math.Sqrt(v/float64(n)+eps)
+	}
+	return mean, inv
+}
+
+// testBatchNormBackward gives both backends the same batch statistics
+// (computed on the host) and checks dx, dgamma and dbeta.
+func testBatchNormBackward(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, sh := range bnShapes {
+			s.each(t, "BatchNormBackward", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+				n, k := sh[0], sh[1]
+				xv := round(dt, c.uniform(n*k, -2, 3))
+				mv, iv := colStats(xv, n, k, bnEps)
+				x, mean, inv := c.put(dt, xv, n, k), c.put(dt, mv, k), c.put(dt, iv, k)
+				gamma, dy := c.rand(dt, 0.5, 1.5, k), c.rand(dt, -1, 1, n, k)
+				dx, dg, db := c.out(dt, n, k), c.out(dt, k), c.out(dt, k)
+				c.call("BatchNormBackward", func(b backend.Backend, sd side) error {
+					return b.BatchNormBackward(sd.T(x), sd.T(gamma), sd.T(dy), sd.T(mean), sd.T(inv), sd.T(dx), sd.T(dg), sd.T(db))
+				})
+				c.check("dx", dx)
+				c.check("dgamma", dg)
+				c.check("dbeta", db)
+			})
+		}
+	}
+}
+
+// testBatchNormInfer normalises with given statistics.
+func testBatchNormInfer(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, sh := range bnShapes {
+			s.each(t, "BatchNormInfer", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+				n, k := sh[0], sh[1]
+				x := c.rand(dt, -2, 3, n, k)
+				gamma, beta := c.rand(dt, 0.5, 1.5, k), c.rand(dt, -1, 1, k)
+				mean, vr := c.rand(dt, -1, 1, k), c.rand(dt, 0.2, 2, k)
+				y := c.out(dt, n, k)
+				c.call("BatchNormInfer", func(b backend.Backend, sd side) error {
+					return b.BatchNormInfer(sd.T(x), sd.T(gamma), sd.T(beta), sd.T(mean), sd.T(vr), sd.T(y), bnEps)
+				})
+				c.check("y", y)
+			})
+		}
+	}
+}
+
+// testSoftmaxCrossEntropy covers Int32 and Int64 idx, a subset of distinct
+// rows and one that repeats rows, with and without dlogits.
+func testSoftmaxCrossEntropy(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, it := range indexTypes {
+			for _, rep := range []bool{false, true} {
+				for _, grad := range []bool{true, false} {
+					name := fmt.Sprintf("%s/idx=%s/%s/%s", dn(dt), dn(it),
+						map[bool]string{false: "distinct", true: "repeats"}[rep], map[bool]string{false: "no-grad", true: "grad"}[grad])
+					s.each(t, "SoftmaxCrossEntropy", name, func(c *tc) {
+						const n, k = 40, 6
+						logits := c.rand(dt, -3, 3, n, k)
+						labels := c.put(tensor.Int32, c.ints(n, 0, k), n)
+						var rows []float64
+						if rep {
+							rows = c.indices(30, n)
+						} else {
+							for _, r := range c.rng.Perm(n)[:25] {
+								rows = append(rows, float64(r))
+							}
+						}
+						idx := c.put(it, rows, len(rows))
+						var dl *pair
+						if grad {
+							dl = c.out(dt, n, k)
+						}
+						var loss [2]float64
+						c.call("SoftmaxCrossEntropy", func(b backend.Backend, sd side) (err error) {
+							loss[map[bool]int{false: 0, true: 1}[sd.got]], err = b.SoftmaxCrossEntropy(sd.T(logits), sd.T(labels), sd.T(idx), sd.T(dl))
+							return err
+						})
+						c.compare("loss", dt, []float64{loss[0]}, []float64{loss[1]}, s.tol(dt))
+						if grad {
+							c.check("dlogits", dl)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// testArgmaxRows uses rows without ties; the result must match exactly.
+func testArgmaxRows(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, sh := range [][2]int{{50, 7}, {10, 1}, {3, 24}} {
+			s.each(t, "ArgmaxRows", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+				x := c.put(dt, c.distinct(sh[0]*sh[1]), sh[0], sh[1])
+				out := c.out(tensor.Int32, sh[0])
+				c.call("ArgmaxRows", func(b backend.Backend, sd side) error { return b.ArgmaxRows(sd.T(x), sd.T(out)) })
+				c.exact("out", out)
+			})
+		}
+	}
+}
+
+// testAdamStep runs steps t = 1..3 with a fresh gradient each, checking
+// p, m and v after every step.
+func testAdamStep(s *suite, t *testing.T) {
+	for _, dt := range floats {
+		for _, wd := range []float64{0, 0.01} {
+			s.each(t, "AdamStep", fmt.Sprintf("%s/wd=%g", dn(dt), wd), func(c *tc) {
+				const rows, cols = 37, 5
+				p := c.rand(dt, -1, 1, rows, cols)
+				m, v := c.alloc(dt, rows, cols), c.alloc(dt, rows, cols)
+				for step := 1; step <= 3; step++ {
+					g := c.rand(dt, -1, 1, rows, cols)
+					c.call("AdamStep", func(b backend.Backend, sd side) error {
+						return b.AdamStep(sd.T(p), sd.T(g), sd.T(m), sd.T(v), 0.01, 0.9, 0.999, 1e-8, wd, step)
+					})
+					c.check(fmt.Sprintf("p after step %d", step), p)
+					c.check(fmt.Sprintf("m after step %d", step), m)
+					c.check(fmt.Sprintf("v after step %d", step), v)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,192 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/backend/backendtest"
+	"strata/core/backend/cpu"
+	"strata/core/graph"
+	"strata/core/tensor"
+)
+
+func open(t testing.TB, opts Options) *Backend {
+	t.Helper()
+	b, err := Open(opts)
+	if err != nil {
+		t.Fatalf("opening the GPU: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return b
+}
+
+// Every op agrees with the CPU backend on random inputs, with operands in
+// device memory and, through zero-copy, in pinned host memory.
+func TestConformance(t *testing.T) {
+	for _, tier := range []tensor.Tier{DeviceTier, tensor.Host} {
+		t.Run(string(tier), func(t *testing.T) {
+			ref := cpu.New(cpu.Options{Threads: 2})
+			backendtest.Run(t, ref, open(t, Options{}), backendtest.Options{Tier: tier, Seed: 7})
+		})
+	}
+}
+
+// Gather reads host-pinned rows in place: no staging copy of x.
+func TestZeroCopyGather(t *testing.T) {
+	b := open(t, Options{})
+	const n, c, m = 1000, 24, 300
+	rng := rand.New(rand.NewPCG(1, 2))
+	xs := make([]float32, n*c)
+	for i := range xs {
+		xs[i] = rng.Float32()
+	}
+	ids := make([]int64, m)
+	for i := range ids {
+		ids[i] = rng.Int64N(n)
+	}
+	x := mustAlloc(t, b, tensor.Float32, tensor.Host, n, c)
+	idx := mustAlloc(t, b, tensor.Int64, DeviceTier, m)
+	y := mustAlloc(t, b, tensor.Float32, DeviceTier, m, c)
+	must(t, b.Upload(x, xs))
+	must(t, b.Upload(idx, ids))
+	before := b.Stats().InUse[DeviceTier]
+	must(t, b.Gather(x, idx, y))
+	if after := b.Stats().InUse[DeviceTier]; after != before {
+		t.Errorf("Gather from pinned memory allocated %d device bytes", after-before)
+	}
+	got := make([]float32, m*c)
+	must(t, b.Download(y, got))
+	for i, r := range ids {
+		for j := range c {
+			if got[i*c+j] != xs[int(r)*c+j] {
+				t.Fatalf("y[%d,%d] = %v, want x[%d,%d] = %v", i, j, got[i*c+j], r, j, xs[int(r)*c+j])
+			}
+		}
+	}
+	// An index out of range is an error naming it, not a fault.
+	must(t, b.Upload(idx, append([]int64{n}, ids[1:]...)))
+	if err := b.Gather(x, idx, y); err == nil || !strings.Contains(err.Error(), "idx[0]") {
+		t.Errorf("Gather with idx[0] = %d: err = %v", n, err)
+	}
+}
+
+// A training step that allocates the same shapes every time reaches a
+// steady state without driver allocations.
+func TestAllocatorSteadyState(t *testing.T) {
+	b := open(t, Options{})
+	g := randomCSR(500, 4000, 3)
+	a, err := b.UploadGraph(g, DeviceTier)
+	must(t, err)
+	defer b.ReleaseGraph(a)
+	step := func() {
+		x := mustAlloc(t, b, tensor.Float32, DeviceTier, 500, 32)
+		w := mustAlloc(t, b, tensor.Float32, DeviceTier, 32, 16)
+		h := mustAlloc(t, b, tensor.Float32, DeviceTier, 500, 16)
+		y := mustAlloc(t, b, tensor.Float32, DeviceTier, 500, 16)
+		must(t, b.GEMM(false, false, 1, x, w, 0, h))
+		must(t, b.SpMM(t.Context(), a, false, nil, h, 0, y))
+		must(t, b.SumRows(y, mustAlloc(t, b, tensor.Float32, DeviceTier, 16)))
+		for _, t := range []*tensor.Tensor{x, w, h, y} {
+			b.Release(t)
+		}
+	}
+	step()
+	dev, _ := b.PoolStats()
+	for range 5 {
+		step()
+	}
+	dev2, _ := b.PoolStats()
+	// Each step leaks one SumRows output above, which needs one block.
+	if grew := dev2.DriverAllocs - dev.DriverAllocs; grew > 5 {
+		t.Errorf("%d driver allocations in 5 steady steps, want at most 5 (stats %+v)", grew, dev2)
+	}
+	if dev2.Hits <= dev.Hits {
+		t.Errorf("no cache hits: %+v", dev2)
+	}
+}
+
+// A cap on device memory turns into a clear allocation error, and cached
+// blocks are freed to satisfy a request that fits.
+func TestMemoryLimit(t *testing.T) {
+	b := open(t, Options{MemoryBytes: 8 << 20})
+	x := mustAlloc(t, b, tensor.Float32, DeviceTier, 1<<20) // 4 MiB
+	if _, err := b.Alloc(tensor.Float32, []int{3 << 20}, DeviceTier); err == nil || !errors.Is(err, errPoolLimit) {
+		t.Fatalf("12 MiB on an 8 MiB device: err = %v", err)
+	}
+	b.Release(x)
+	y, err := b.Alloc(tensor.Float32, []int{3 << 19}, DeviceTier) // 6 MiB: needs the cached 4 MiB freed
+	if err != nil {
+		t.Fatalf("6 MiB after releasing 4 MiB: %v", err)
+	}
+	b.Release(y)
+	if dev, _ := b.PoolStats(); dev.Trims != 1 {
+		t.Errorf("pool stats %+v, want one trim", dev)
+	}
+}
+
+// Kernels that the Go side launches are all in the embedded PTX.
+func TestEveryKernelIsInThePTX(t *testing.T) {
+	b := open(t, Options{})
+	fl, ix := []string{"f32", "f64"}, []string{"i32", "i64"}
+	var names []string
+	for _, f := range fl {
+		for _, k := range []string{"fill", "axpby", "apply", "apply_bwd", "binary", "copy_cols", "dropout", "colsum",
+			"sum_rows_final", "bn_mean", "bn_inv", "bn_norm", "bn_infer", "bn_bwd_final", "bn_bwd_dx", "head_dot",
+			"head_dot_dx", "head_dot_da_part", "add_colsum", "argmax_rows", "adam", "edge_reduce", "edge_softmax",
+			"edge_softmax_bwd", "lstm_cell", "lstm_cell_bwd"} {
+			names = append(names, k+"_"+f)
+		}
+		for _, i := range ix {
+			for _, k := range []string{"softmax_ce", "gather", "scatter_add", "scatter_argmax", "spmm", "sddmm", "uaddv",
+				"lstm_gather", "lstm_scatter"} {
+				names = append(names, k+"_"+f+"_"+i)
+			}
+			for _, j := range ix {
+				names = append(names, "spmm_max_"+f+"_"+i+"_"+j)
+			}
+		}
+	}
+	names = append(names, "fill_i32", "fill_i64")
+	for _, n := range names {
+		if _, err := b.fn(n); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustAlloc(t testing.TB, b backend.Backend, dt tensor.DType, tier tensor.Tier, shape ...int) *tensor.Tensor {
+	t.Helper()
+	x, err := b.Alloc(dt, shape, tier)
+	must(t, err)
+	return x
+}
+
+// randomCSR returns an n×n adjacency with about e uniformly random edges.
+func randomCSR(n, e int, seed uint64) *graph.CSR {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	g := &graph.CSR{NumRows: n, NumCols: n, Indptr: make([]int64, n+1)}
+	for r := range n {
+		deg := rng.IntN(2*e/n + 1)
+		for range deg {
+			g.Idx32 = append(g.Idx32, int32(rng.IntN(n)))
+		}
+		g.Indptr[r+1] = int64(len(g.Idx32))
+	}
+	return g
+}

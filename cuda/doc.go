@@ -1,0 +1,31 @@
+// Package cuda implements backend.Backend on an NVIDIA GPU through
+// gorgonia.org/cu: device memory from a caching allocator, pinned host
+// memory that kernels read in place (zero-copy), GEMM through cuBLAS and the
+// graph kernels of kernels/kernels.cu, compiled to PTX and embedded.
+//
+// The implementation is behind the build tag "cuda" (see docs/cuda.md): a
+// binary that imports gorgonia.org/cu exits at start on a machine without
+// the NVIDIA driver. Without the tag, New returns ErrNoCUDA.
+package cuda
+
+import (
+	"errors"
+
+	"strata/core/tensor"
+)
+
+// ErrNoCUDA is returned by New in a build without the "cuda" tag.
+var ErrNoCUDA = errors.New(`this strata binary was built without CUDA support: rebuild with "go build -tags cuda" (make gpu-bundle; see docs/cuda.md) or set train.backend = "cpu" or "sim"`)
+
+// DeviceTier is the memory tier of the GPU the backend drives. Host memory
+// is tensor.Host: pinned, and mapped into the device's address space.
+const DeviceTier tensor.Tier = "device0"
+
+// Options configures a Backend.
+type Options struct {
+	// Device is the CUDA device ordinal.
+	Device int
+	// MemoryBytes caps the device memory the backend holds, cached blocks
+	// included (0 = what the device has free at start).
+	MemoryBytes int64
+}

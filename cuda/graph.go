@@ -1,0 +1,439 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"strata/core/backend"
+	"strata/core/graph"
+	"strata/core/tensor"
+)
+
+// orientation is one CSR orientation of an adjacency on the device.
+type orientation struct {
+	rows   int
+	indptr uintptr // [rows+1] int64
+	idx    uintptr // [nnz] column ids (idxType)
+	perm   uintptr // [nnz] int64 original edge ids (transposed orientation only)
+}
+
+// Graph is an adjacency on the device: the CSR as uploaded (rows =
+// destinations), the destination of every edge, and the transpose with its
+// edge permutation, so that Aᵀ products and reductions into sources need
+// no atomics.
+type Graph struct {
+	owner      *Backend
+	tier       tensor.Tier
+	rows, cols int
+	nnz        int64
+	idxType    tensor.DType // Int32, or Int64 for more than 2^31-1 rows or columns
+	fwd, bwd   orientation
+	erow       uintptr // [nnz] destination row of each edge (idxType)
+	vals32     uintptr // [nnz] float32 edge values; 0 = none
+	vals64     uintptr // float64 copy, made on first use
+	bufs       []*buffer
+	hostIndptr []int64 // for the LSTM schedule
+
+	mu    sync.Mutex
+	sched *lstmSchedule
+}
+
+var _ backend.Adj = (*Graph)(nil)
+
+// Rows returns the number of destinations.
+func (g *Graph) Rows() int { return g.rows }
+
+// Cols returns the number of sources.
+func (g *Graph) Cols() int { return g.cols }
+
+// NNZ returns the number of edges.
+func (g *Graph) NNZ() int64 { return g.nnz }
+
+// Tier returns the tier holding the adjacency.
+func (g *Graph) Tier() tensor.Tier { return g.tier }
+
+// upload places a host slice in the graph's tier and keeps its buffer.
+func (g *Graph) upload(data []byte) (uintptr, error) {
+	bf, err := g.owner.allocRaw(g.tier, int64(len(data)))
+	if err != nil {
+		return 0, err
+	}
+	g.bufs = append(g.bufs, bf)
+	if err := g.owner.toDevice(bf, 0, data); err != nil {
+		return 0, err
+	}
+	return bf.ptr, nil
+}
+
+// UploadGraph copies g to the tier with its transpose, built on the host
+// by a stable counting sort.
+func (b *Backend) UploadGraph(cg *graph.CSR, tier tensor.Tier) (backend.Adj, error) {
+	const op = "UploadGraph"
+	if _, err := b.poolOf(tier); err != nil {
+		return nil, errf(op, "%v", err)
+	}
+	if cg == nil {
+		return nil, errf(op, "graph is nil")
+	}
+	if cg.NumRows < 0 || cg.NumCols < 0 || len(cg.Indptr) != cg.NumRows+1 {
+		return nil, errf(op, "%d×%d matrix with %d indptr entries", cg.NumRows, cg.NumCols, len(cg.Indptr))
+	}
+	if cg.Indptr[0] != 0 {
+		return nil, errf(op, "indptr starts at %d, want 0", cg.Indptr[0])
+	}
+	if err := cg.Validate(); err != nil {
+		return nil, errf(op, "%v", err)
+	}
+	nnz := cg.NNZ()
+	g := &Graph{owner: b, tier: tier, rows: cg.NumRows, cols: cg.NumCols, nnz: nnz, idxType: tensor.Int32,
+		hostIndptr: append([]int64(nil), cg.Indptr...)}
+	if max(cg.NumRows, cg.NumCols) > math.MaxInt32 {
+		g.idxType = tensor.Int64
+	}
+	col := func(e int64) int64 { return cg.Col(e) }
+	// The transpose: bindptr over sources, bidx = destinations, perm = edge ids.
+	bindptr := make([]int64, cg.NumCols+1)
+	for e := range nnz {
+		bindptr[col(e)+1]++
+	}
+	for s := range cg.NumCols {
+		bindptr[s+1] += bindptr[s]
+	}
+	next := append([]int64(nil), bindptr[:cg.NumCols]...)
+	perm := make([]int64, nnz)
+	brow := make([]int64, nnz)
+	erow := make([]int64, nnz)
+	for r := range cg.NumRows {
+		for e := cg.Indptr[r]; e < cg.Indptr[r+1]; e++ {
+			s := col(e)
+			perm[next[s]], brow[next[s]] = e, int64(r)
+			next[s]++
+			erow[e] = int64(r)
+		}
+	}
+	defer b.enter()()
+	ok := false
+	defer func() {
+		if !ok {
+			g.release()
+		}
+	}()
+	idx := func(ids []int64) (uintptr, error) {
+		if g.idxType == tensor.Int64 {
+			return g.upload(bytesOf(ids))
+		}
+		n := make([]int32, len(ids))
+		for i, v := range ids {
+			n[i] = int32(v)
+		}
+		return g.upload(bytesOf(n))
+	}
+	cols := make([]int64, nnz)
+	for e := range nnz {
+		cols[e] = col(e)
+	}
+	var err error
+	steps := []func() error{
+		func() error { g.fwd.indptr, err = g.upload(bytesOf(cg.Indptr)); return err },
+		func() error { g.fwd.idx, err = idx(cols); return err },
+		func() error { g.erow, err = idx(erow); return err },
+		func() error { g.bwd.indptr, err = g.upload(bytesOf(bindptr)); return err },
+		func() error { g.bwd.idx, err = idx(brow); return err },
+		func() error { g.bwd.perm, err = g.upload(bytesOf(perm)); return err },
+	}
+	if cg.Values != nil {
+		steps = append(steps, func() error { g.vals32, err = g.upload(bytesOf(cg.Values)); return err })
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, errf(op, "%v", err)
+		}
+	}
+	g.fwd.rows, g.bwd.rows = cg.NumRows, cg.NumCols
+	ok = true
+	return g, nil
+}
+
+// ReleaseGraph frees an adjacency's device arrays.
+func (b *Backend) ReleaseGraph(a backend.Adj) {
+	if g, ok := a.(*Graph); ok && g.owner == b {
+		g.release()
+	}
+}
+
+func (g *Graph) release() {
+	for _, bf := range g.bufs {
+		g.owner.releaseRaw(bf)
+	}
+	g.bufs = nil
+}
+
+// graphArg returns a live adjacency of this backend.
+func (b *Backend) graphArg(op string, a backend.Adj) (*Graph, error) {
+	g, ok := a.(*Graph)
+	if !ok || g == nil || g.owner != b {
+		return nil, errf(op, "adjacency %T was not uploaded by this cuda backend", a)
+	}
+	if g.bufs == nil && g.nnz+int64(g.rows) > 0 {
+		return nil, errf(op, "adjacency was released")
+	}
+	return g, nil
+}
+
+// values returns the edge values in dtype dt, converting them to float64
+// on first use; 0 when the adjacency has none.
+func (g *Graph) values(dt tensor.DType) (uintptr, error) {
+	if g.vals32 == 0 || dt == tensor.Float32 {
+		return g.vals32, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.vals64 == 0 {
+		bf, err := g.owner.allocRaw(g.tier, 8*g.nnz)
+		if err != nil {
+			return 0, err
+		}
+		g.bufs = append(g.bufs, bf)
+		if err := g.owner.toDouble(tensor.Float32, g.vals32, bf.ptr, g.nnz); err != nil {
+			return 0, err
+		}
+		g.vals64 = bf.ptr
+	}
+	return g.vals64, nil
+}
+
+func (g *Graph) orient(trans bool) (o *orientation, in, out int) {
+	if trans {
+		return &g.bwd, g.rows, g.cols
+	}
+	return &g.fwd, g.cols, g.rows
+}
+
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	return nil
+}
+
+// SpMM computes y = A·x + beta·y, or Aᵀ·x + beta·y when trans is set.
+func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *tensor.Tensor, beta float64, y *tensor.Tensor) error {
+	const op = "SpMM"
+	g, err := b.graphArg(op, a)
+	if err != nil {
+		return err
+	}
+	var dt tensor.DType
+	if w != nil {
+		dt, err = floatArgs(op, "x y w", x, y, w)
+	} else {
+		dt, err = floatArgs(op, "x y", x, y)
+	}
+	if err != nil {
+		return err
+	}
+	o, in, out := g.orient(trans)
+	name := "adjacency"
+	if trans {
+		name = "transposed adjacency"
+	}
+	if x.Rows() != in {
+		return errf(op, "x has %d rows, %s has %d columns", x.Rows(), name, in)
+	}
+	f := x.Cols()
+	if y.Rows() != out || y.Cols() != f {
+		return errf(op, "y has shape %v, want [%d,%d] (%s rows × x columns)", y.Shape(), out, f, name)
+	}
+	if y.Buffer() == x.Buffer() || w != nil && y.Buffer() == w.Buffer() {
+		return errf(op, "y must not alias x or w")
+	}
+	defer b.enter()()
+	h, mode, wp := 1, int64(0), uintptr(0)
+	if w == nil {
+		if wp, err = g.values(dt); err != nil {
+			return err
+		}
+	} else {
+		if int64(w.Rows()) != g.nnz {
+			return errf(op, "w has %d rows, adjacency has %d edges", w.Rows(), g.nnz)
+		}
+		h = w.Cols()
+		if h == 0 || f%h != 0 {
+			return errf(op, "x has %d columns, not a multiple of the %d heads of w", f, h)
+		}
+		wp = ptr(w)
+	}
+	if wp != 0 {
+		mode = 1
+		if trans {
+			mode = 2
+		}
+	}
+	if out == 0 || f == 0 {
+		return ctxErr(ctx)
+	}
+	return b.launch("spmm_"+sfx(dt)+"_"+sfx(g.idxType), int64(out)*int64(f), o.indptr, o.idx, o.perm, wp, mode,
+		int64(h), int64(f/h), ptr(x), beta, ptr(y), int64(out))
+}
+
+// SpMMMax computes the row-wise max over sources and its argmax.
+func (b *Backend) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tensor.Tensor) error {
+	const op = "SpMMMax"
+	g, err := b.graphArg(op, a)
+	if err != nil {
+		return err
+	}
+	dt, err := floatArgs(op, "x y", x, y)
+	if err != nil {
+		return err
+	}
+	if err := intArg(op, "argmax", argmax); err != nil {
+		return err
+	}
+	if x.Rows() != g.cols {
+		return errf(op, "x has %d rows, adjacency has %d columns", x.Rows(), g.cols)
+	}
+	f := x.Cols()
+	if err := dims(op, "y", y, g.rows, f); err != nil {
+		return err
+	}
+	if err := dims(op, "argmax", argmax, g.rows, f); err != nil {
+		return err
+	}
+	defer b.enter()()
+	n := int64(g.rows) * int64(f)
+	return b.launch("spmm_max_"+sfx(dt)+"_"+sfx(g.idxType)+"_"+sfx(argmax.DType()), n, g.fwd.indptr, g.fwd.idx,
+		ptr(x), ptr(y), ptr(argmax), int64(g.rows), int64(f))
+}
+
+// edgeArgs checks edge tensors of one float dtype with shape [E,H].
+func edgeArgs(op, names string, g *Graph, ts ...*tensor.Tensor) (tensor.DType, int, error) {
+	dt, err := floatArgs(op, names, ts...)
+	if err != nil {
+		return 0, 0, err
+	}
+	h := ts[0].Cols()
+	for i, t := range ts {
+		if int64(t.Rows()) != g.nnz || t.Cols() != h {
+			return 0, 0, errf(op, "%s has shape %v, want [%d,%d] (edges × heads)", splitName(names, i), t.Shape(), g.nnz, h)
+		}
+	}
+	return dt, h, nil
+}
+
+// SDDMM computes out[e,h] = <x[dst(e)] head h, y[src(e)] head h>.
+func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Tensor) error {
+	const op = "SDDMM"
+	g, err := b.graphArg(op, a)
+	if err != nil {
+		return err
+	}
+	dt, h, err := edgeArgs(op, "out", g, out)
+	if err != nil {
+		return err
+	}
+	if _, err := floatArgs(op, "out x y", out, x, y); err != nil {
+		return err
+	}
+	if h == 0 || x.Cols()%h != 0 || y.Cols() != x.Cols() {
+		return errf(op, "x [%d cols] and y [%d cols] must have the same multiple of the %d heads", x.Cols(), y.Cols(), h)
+	}
+	if x.Rows() != g.rows || y.Rows() != g.cols {
+		return errf(op, "x has %d rows and y %d, adjacency is %d×%d", x.Rows(), y.Rows(), g.rows, g.cols)
+	}
+	defer b.enter()()
+	return b.launch("sddmm_"+sfx(dt)+"_"+sfx(g.idxType), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(x), ptr(y), ptr(out),
+		g.nnz, int64(h), int64(x.Cols()/h))
+}
+
+// UAddV computes out[e,h] = u[src(e),h] + v[dst(e),h].
+func (b *Backend) UAddV(ctx context.Context, a backend.Adj, u, v, out *tensor.Tensor) error {
+	const op = "UAddV"
+	g, err := b.graphArg(op, a)
+	if err != nil {
+		return err
+	}
+	dt, h, err := edgeArgs(op, "out", g, out)
+	if err != nil {
+		return err
+	}
+	if _, err := floatArgs(op, "out u v", out, u, v); err != nil {
+		return err
+	}
+	if err := dims(op, "u", u, g.cols, h); err != nil {
+		return err
+	}
+	if err := dims(op, "v", v, g.rows, h); err != nil {
+		return err
+	}
+	defer b.enter()()
+	return b.launch("uaddv_"+sfx(dt)+"_"+sfx(g.idxType), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(u), ptr(v), ptr(out),
+		g.nnz, int64(h))
+}
+
+// EdgeReduce sums edge values into destinations, or into sources through
+// the transposed CSR and its edge permutation.
+func (b *Backend) EdgeReduce(ctx context.Context, a backend.Adj, toSrc bool, e, out *tensor.Tensor) error {
+	const op = "EdgeReduce"
+	g, err := b.graphArg(op, a)
+	if err != nil {
+		return err
+	}
+	dt, h, err := edgeArgs(op, "e", g, e)
+	if err != nil {
+		return err
+	}
+	if _, err := floatArgs(op, "e out", e, out); err != nil {
+		return err
+	}
+	o, _, rows := g.orient(toSrc)
+	if err := dims(op, "out", out, rows, h); err != nil {
+		return err
+	}
+	defer b.enter()()
+	return b.launch("edge_reduce_"+sfx(dt), int64(rows)*int64(h), o.indptr, o.perm, ptr(e), ptr(out), int64(rows), int64(h))
+}
+
+// EdgeSoftmax normalises scores over the edges of each destination.
+func (b *Backend) EdgeSoftmax(ctx context.Context, a backend.Adj, scores, out *tensor.Tensor) error {
+	const op = "EdgeSoftmax"
+	g, err := b.graphArg(op, a)
+	if err != nil {
+		return err
+	}
+	dt, h, err := edgeArgs(op, "scores out", g, scores, out)
+	if err != nil {
+		return err
+	}
+	defer b.enter()()
+	return b.launch("edge_softmax_"+sfx(dt), int64(g.rows)*int64(h), g.fwd.indptr, ptr(scores), ptr(out), int64(g.rows), int64(h))
+}
+
+// EdgeSoftmaxBackward computes dscores = out·(dout − Σ_row out·dout).
+func (b *Backend) EdgeSoftmaxBackward(ctx context.Context, a backend.Adj, out, dout, dscores *tensor.Tensor) error {
+	const op = "EdgeSoftmaxBackward"
+	g, err := b.graphArg(op, a)
+	if err != nil {
+		return err
+	}
+	dt, h, err := edgeArgs(op, "out dout dscores", g, out, dout, dscores)
+	if err != nil {
+		return err
+	}
+	defer b.enter()()
+	return b.launch("edge_softmax_bwd_"+sfx(dt), int64(g.rows)*int64(h), g.fwd.indptr, ptr(out), ptr(dout), ptr(dscores),
+		int64(g.rows), int64(h))
+}
+
+func splitName(names string, i int) string {
+	f := strings.Fields(names)
+	if i < len(f) {
+		return f[i]
+	}
+	return "operand"
+}

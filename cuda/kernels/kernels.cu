@@ -1,0 +1,777 @@
+// kernels.cu: the graph, elementwise and NN kernels of the cuda backend.
+//
+// Every kernel is a grid-stride loop over its output elements, so one launch
+// configuration fits any size, and each output element is written by one
+// thread: no shared memory, no __syncthreads, no warp intrinsics. The same
+// source compiles to PTX (make ptx, nvcc -arch=compute_80) and, for the CPU
+// mock of the driver, to host code (compat.cuh). Kernel parameters are all
+// 8 bytes wide (pointers, i64, u64, double), because gorgonia.org/cu copies
+// 8 bytes per launch argument.
+//
+// Names: <op>_<float type>[_<index type>...], e.g. spmm_f32_i32. Index
+// tensors are int32 or int64; float scalars arrive as double.
+//
+// Reductions (column sums, batch-norm statistics, the loss) run in two
+// deterministic stages: partial sums over fixed chunks of rows in double,
+// then one thread per column adds the partials in chunk order. Only the
+// scatters (ScatterAdd, ScatterArgmax, the cross-entropy gradient of a
+// repeated row) use atomics.
+
+#include "compat.cuh"
+
+// ---------------------------------------------------------------- helpers
+
+DEVICE i64 gtid() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
+DEVICE i64 gstride() { return (i64)gridDim.x * blockDim.x; }
+
+// Unary function codes; the same values as backend.Unary.
+#define U_IDENTITY 0
+#define U_RELU 1
+#define U_LEAKY 2
+#define U_ELU 3
+#define U_SIGMOID 4
+#define U_TANH 5
+#define U_EXP 6
+#define U_NEG 7
+
+// Binary operator codes; the same values as backend.Binary.
+#define B_ADD 0
+#define B_SUB 1
+#define B_MUL 2
+#define B_DIV 3
+
+DEVICE double sigmoid_d(double v) {
+	if (v >= 0)
+		return 1 / (1 + exp(-v));
+	double e = exp(v);
+	return e / (1 + e);
+}
+
+template <typename T> DEVICE T unary(i64 f, T v, double alpha) {
+	switch (f) {
+	case U_RELU:
+		return v > 0 ? v : (T)0;
+	case U_LEAKY:
+		return v > 0 ? v : (T)(alpha * v);
+	case U_ELU:
+		return v > 0 ? v : (T)(alpha * expm1((double)v));
+	case U_SIGMOID:
+		return (T)sigmoid_d((double)v);
+	case U_TANH:
+		return (T)tanh((double)v);
+	case U_EXP:
+		return (T)exp((double)v);
+	case U_NEG:
+		return -v;
+	}
+	return v;
+}
+
+template <typename T> DEVICE T unary_grad(i64 f, T x, T y, T g, double alpha) {
+	switch (f) {
+	case U_RELU:
+		return x > 0 ? g : (T)0;
+	case U_LEAKY:
+		return x > 0 ? g : (T)(alpha * g);
+	case U_ELU:
+		return x > 0 ? g : g * (y + (T)alpha);
+	case U_SIGMOID:
+		return g * y * (1 - y);
+	case U_TANH:
+		return g * (1 - y * y);
+	case U_EXP:
+		return g * y;
+	case U_NEG:
+		return -g;
+	}
+	return g;
+}
+
+template <typename T> DEVICE T binop(i64 op, T a, T b) {
+	switch (op) {
+	case B_SUB:
+		return a - b;
+	case B_MUL:
+		return a * b;
+	case B_DIV:
+		return a / b;
+	}
+	return a + b;
+}
+
+// flag records the first bad index seen (as its position + 1) in err[0];
+// the backend reads it back at the next synchronisation.
+DEVICE void flag(int *err, i64 pos) {
+	if (err)
+		atomicMax(err, pos + 1 > 0x7fffffff ? 0x7fffffff : (int)(pos + 1));
+}
+
+// ------------------------------------------------------- elementwise ops
+
+template <typename T> DEVICE void fill_impl(T *y, i64 n, double v) {
+	for (i64 i = gtid(); i < n; i += gstride())
+		y[i] = (T)v;
+}
+
+template <typename T> DEVICE void axpby_impl(const T *x, T *y, i64 n, double alpha, double beta) {
+	const T a = (T)alpha, b = (T)beta;
+	for (i64 i = gtid(); i < n; i += gstride()) {
+		if (beta == 0)
+			y[i] = alpha == 1 ? x[i] : a * x[i];
+		else
+			y[i] = a * x[i] + b * y[i];
+	}
+}
+
+template <typename T> DEVICE void apply_impl(i64 f, double alpha, const T *x, T *y, i64 n) {
+	for (i64 i = gtid(); i < n; i += gstride())
+		y[i] = unary<T>(f, x[i], alpha);
+}
+
+template <typename T>
+DEVICE void apply_bwd_impl(i64 f, double alpha, const T *x, const T *y, const T *dy, T *dx, i64 n) {
+	for (i64 i = gtid(); i < n; i += gstride())
+		dx[i] = unary_grad<T>(f, x ? x[i] : (T)0, y ? y[i] : (T)0, dy[i], alpha);
+}
+
+// cols: 0 = b is a scalar, n = same shape, else b is a row of cols.
+template <typename T> DEVICE void binary_impl(i64 op, const T *a, const T *b, T *y, i64 n, i64 cols) {
+	for (i64 i = gtid(); i < n; i += gstride()) {
+		T bv = cols == 0 ? b[0] : cols == n ? b[i] : b[i % cols];
+		y[i] = binop<T>(op, a[i], bv);
+	}
+}
+
+// dst[:, doff+j] = src[:, soff+j] for j < w.
+template <typename T>
+DEVICE void copy_cols_impl(T *dst, i64 dcols, i64 doff, const T *src, i64 scols, i64 soff, i64 rows, i64 w) {
+	const i64 n = rows * w;
+	for (i64 i = gtid(); i < n; i += gstride()) {
+		i64 r = i / w, j = i % w;
+		dst[r * dcols + doff + j] = src[r * scols + soff + j];
+	}
+}
+
+// Dropout: the splitmix64 counter stream of the CPU backend. Element i is
+// kept when (mix64(base + (i+1)·φ) >> 11) ≥ thr, thr = ceil(p·2^53).
+DEVICE u64 mix64(u64 z) {
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+template <typename T>
+DEVICE void dropout_impl(u64 base, u64 thr, double scale, T *mask, const T *x, T *y, i64 n) {
+	for (i64 i = gtid(); i < n; i += gstride()) {
+		u64 k = mix64(base + ((u64)i + 1) * 0x9E3779B97F4A7C15ULL) >> 11;
+		T m = k >= thr ? (T)scale : (T)0;
+		if (mask)
+			mask[i] = m;
+		if (y)
+			y[i] = x[i] * m;
+	}
+}
+
+// ------------------------------------------------------------ reductions
+
+// Column partial sums of [n, c] in double over row chunks of `chunk` rows:
+// part[b, j] for chunk b. mode 0: x; mode 1: (x - mu)²; mode 2: columns
+// [0, c) get dy and [c, 2c) get dy·(x - mu)·inv (part then has 2c columns).
+template <typename T>
+DEVICE void colsum_impl(i64 mode, const T *x, const T *dy, const double *mu, const double *inv, i64 n, i64 c,
+			i64 chunk, double *part) {
+	const i64 nb = (n + chunk - 1) / chunk;
+	for (i64 t = gtid(); t < nb * c; t += gstride()) {
+		const i64 b = t / c, j = t % c, r1 = b * chunk + chunk < n ? b * chunk + chunk : n;
+		double s = 0, s2 = 0;
+		for (i64 r = b * chunk; r < r1; r++) {
+			const double v = (double)x[r * c + j];
+			if (mode == 0) {
+				s += v;
+			} else if (mode == 1) {
+				const double d = v - mu[j];
+				s += d * d;
+			} else {
+				const double g = (double)dy[r * c + j];
+				s += g;
+				s2 += g * (v - mu[j]) * inv[j];
+			}
+		}
+		if (mode == 2) {
+			part[b * 2 * c + j] = s;
+			part[b * 2 * c + c + j] = s2;
+		} else {
+			part[b * c + j] = s;
+		}
+	}
+}
+
+// out[j] = Σ_b part[b, j] over nb chunks, in chunk order, for j < c.
+DEVICE void colsum_final(const double *part, i64 nb, i64 c, i64 j, double *s) {
+	double v = 0;
+	for (i64 b = 0; b < nb; b++)
+		v += part[b * c + j];
+	*s = v;
+}
+
+template <typename T> DEVICE void sum_rows_final_impl(const double *part, i64 nb, i64 c, T *y) {
+	for (i64 j = gtid(); j < c; j += gstride()) {
+		double s;
+		colsum_final(part, nb, c, j, &s);
+		y[j] = (T)s;
+	}
+}
+
+// BatchNorm statistics: mean from mode-0 partials (stage 1), then invStd
+// from mode-1 partials (stage 2). The double copies drive the normalisation.
+template <typename T> DEVICE void bn_mean_impl(const double *part, i64 nb, i64 c, i64 n, double *mu, T *mean) {
+	for (i64 j = gtid(); j < c; j += gstride()) {
+		double s;
+		colsum_final(part, nb, c, j, &s);
+		mu[j] = s / (double)n;
+		mean[j] = (T)mu[j];
+	}
+}
+
+template <typename T>
+DEVICE void bn_inv_impl(const double *part, i64 nb, i64 c, i64 n, double eps, double *inv, T *invstd) {
+	for (i64 j = gtid(); j < c; j += gstride()) {
+		double s;
+		colsum_final(part, nb, c, j, &s);
+		inv[j] = 1 / sqrt(s / (double)n + eps);
+		invstd[j] = (T)inv[j];
+	}
+}
+
+// y = (x - mu)·inv·gamma + beta.
+template <typename T>
+DEVICE void bn_norm_impl(const T *x, const double *mu, const double *inv, const T *gamma, const T *beta, T *y,
+			 i64 n, i64 c) {
+	for (i64 i = gtid(); i < n * c; i += gstride()) {
+		const i64 j = i % c;
+		y[i] = (T)(((double)x[i] - mu[j]) * (inv[j] * (double)gamma[j]) + (double)beta[j]);
+	}
+}
+
+// Inference: inv from the given variance.
+template <typename T>
+DEVICE void bn_infer_impl(const T *x, const T *gamma, const T *beta, const T *mean, const T *var, T *y, i64 n,
+			  i64 c, double eps) {
+	for (i64 i = gtid(); i < n * c; i += gstride()) {
+		const i64 j = i % c;
+		const double inv = 1 / sqrt((double)var[j] + eps);
+		y[i] = (T)(((double)x[i] - (double)mean[j]) * (inv * (double)gamma[j]) + (double)beta[j]);
+	}
+}
+
+// Backward, stage 2: dbeta, dgamma from mode-2 partials (2c columns).
+template <typename T>
+DEVICE void bn_bwd_final_impl(const double *part, i64 nb, i64 c, double *sums, T *dbeta, T *dgamma) {
+	for (i64 j = gtid(); j < 2 * c; j += gstride()) {
+		double s;
+		colsum_final(part, nb, 2 * c, j, &s);
+		sums[j] = s;
+		if (j < c)
+			dbeta[j] = (T)s;
+		else
+			dgamma[j - c] = (T)s;
+	}
+}
+
+template <typename T>
+DEVICE void bn_bwd_dx_impl(const T *x, const T *gamma, const T *dy, const T *mean, const T *invstd,
+			   const double *sums, T *dx, i64 n, i64 c) {
+	const double nf = (double)n;
+	for (i64 i = gtid(); i < n * c; i += gstride()) {
+		const i64 j = i % c;
+		const double inv = (double)invstd[j];
+		const double xh = ((double)x[i] - (double)mean[j]) * inv;
+		dx[i] = (T)((double)gamma[j] * inv * ((double)dy[i] - sums[j] / nf - xh * sums[c + j] / nf));
+	}
+}
+
+// y[n,h] = <x[n, h·C:(h+1)·C], a[h,:]>.
+template <typename T> DEVICE void head_dot_impl(const T *x, const T *a, T *y, i64 N, i64 H, i64 C) {
+	for (i64 t = gtid(); t < N * H; t += gstride()) {
+		const i64 n = t / H, h = t % H;
+		const T *xr = x + (n * H + h) * C, *ar = a + h * C;
+		T s = 0;
+		for (i64 c = 0; c < C; c++)
+			s += xr[c] * ar[c];
+		y[t] = s;
+	}
+}
+
+// dx[n, h·C+c] += dy[n,h]·a[h,c].
+template <typename T> DEVICE void head_dot_dx_impl(const T *a, const T *dy, T *dx, i64 N, i64 H, i64 C) {
+	for (i64 i = gtid(); i < N * H * C; i += gstride()) {
+		const i64 n = i / (H * C), hc = i % (H * C);
+		dx[i] += dy[n * H + hc / C] * a[hc];
+	}
+}
+
+// da[h,c] += Σ_n dy[n,h]·x[n, h·C+c], in row-chunk partials (stage 1) ...
+template <typename T>
+DEVICE void head_dot_da_part_impl(const T *x, const T *dy, i64 N, i64 H, i64 C, i64 chunk, double *part) {
+	const i64 nb = (N + chunk - 1) / chunk, HC = H * C;
+	for (i64 t = gtid(); t < nb * HC; t += gstride()) {
+		const i64 b = t / HC, hc = t % HC, r1 = b * chunk + chunk < N ? b * chunk + chunk : N;
+		double s = 0;
+		for (i64 n = b * chunk; n < r1; n++)
+			s += (double)dy[n * H + hc / C] * (double)x[n * HC + hc];
+		part[b * HC + hc] = s;
+	}
+}
+
+// ... and their sum (stage 2), added to da.
+template <typename T> DEVICE void add_colsum_impl(const double *part, i64 nb, i64 c, T *y) {
+	for (i64 j = gtid(); j < c; j += gstride()) {
+		double s;
+		colsum_final(part, nb, c, j, &s);
+		y[j] = (T)((double)y[j] + s);
+	}
+}
+
+// ------------------------------------------------------------ NN helpers
+
+// Softmax cross-entropy over the rows idx[0..m): loss[i] = lse - z[label];
+// dz[row] += (softmax - onehot)/m (atomic, as idx may repeat a row; dz is
+// zeroed by the caller). Bad labels or rows are flagged in err.
+template <typename T, typename I>
+DEVICE void softmax_ce_impl(const T *z, const int *labels, const I *idx, i64 m, i64 n, i64 k, T *dz,
+			    double *loss, int *err) {
+	const double inv = 1.0 / (double)m;
+	for (i64 i = gtid(); i < m; i += gstride()) {
+		const i64 r = (i64)idx[i];
+		if (r < 0 || r >= n) {
+			flag(err, i);
+			loss[i] = 0;
+			continue;
+		}
+		const int l = labels[r];
+		if (l < 0 || l >= k) {
+			flag(err, i);
+			loss[i] = 0;
+			continue;
+		}
+		const T *zr = z + r * k;
+		double mx = -INFINITY;
+		for (i64 j = 0; j < k; j++)
+			mx = fmax(mx, (double)zr[j]);
+		double s = 0;
+		for (i64 j = 0; j < k; j++)
+			s += exp((double)zr[j] - mx);
+		const double lse = mx + log(s);
+		loss[i] = lse - (double)zr[l];
+		if (dz) {
+			for (i64 j = 0; j < k; j++) {
+				double g = exp((double)zr[j] - lse) * inv;
+				if (j == l)
+					g -= inv;
+				atomicAdd(dz + r * k + j, (T)g);
+			}
+		}
+	}
+}
+
+template <typename T> DEVICE void argmax_rows_impl(const T *x, int *out, i64 n, i64 k) {
+	for (i64 r = gtid(); r < n; r += gstride()) {
+		i64 best = -1;
+		for (i64 j = 0; j < k; j++)
+			if (best < 0 || x[r * k + j] > x[r * k + best])
+				best = j;
+		out[r] = (int)best;
+	}
+}
+
+template <typename T>
+DEVICE void adam_impl(T *p, const T *g, T *m, T *v, i64 n, double lr, double b1, double b2, double eps, double wd,
+		      double bc1, double bc2) {
+	for (i64 i = gtid(); i < n; i += gstride()) {
+		const double pi = (double)p[i];
+		const double gi = (double)g[i] + wd * pi;
+		const double mi = b1 * (double)m[i] + (1 - b1) * gi;
+		const double vi = b2 * (double)v[i] + (1 - b2) * gi * gi;
+		m[i] = (T)mi;
+		v[i] = (T)vi;
+		p[i] = (T)(pi - lr * (mi / bc1) / (sqrt(vi / bc2) + eps));
+	}
+}
+
+// ---------------------------------------------------------- index kernels
+
+// y[i,:] = x[idx[i],:]; x may be host-pinned memory (zero-copy reads).
+template <typename T, typename I>
+DEVICE void gather_impl(const T *x, i64 xrows, const I *idx, T *y, i64 n, i64 c, int *err) {
+	for (i64 t = gtid(); t < n * c; t += gstride()) {
+		const i64 i = t / c, j = t % c, r = (i64)idx[i];
+		if (r < 0 || r >= xrows) {
+			if (j == 0)
+				flag(err, i);
+			y[t] = 0;
+			continue;
+		}
+		y[t] = x[r * c + j];
+	}
+}
+
+// y[idx[i],:] += x[i,:] (atomic: idx may repeat).
+template <typename T, typename I>
+DEVICE void scatter_add_impl(const T *x, const I *idx, T *y, i64 yrows, i64 n, i64 c, int *err) {
+	for (i64 t = gtid(); t < n * c; t += gstride()) {
+		const i64 i = t / c, j = t % c, r = (i64)idx[i];
+		if (r < 0 || r >= yrows) {
+			if (j == 0)
+				flag(err, i);
+			continue;
+		}
+		atomicAdd(y + r * c + j, x[t]);
+	}
+}
+
+// dx[argmax[i,f], f] += dy[i,f] for argmax ≥ 0.
+template <typename T, typename J>
+DEVICE void scatter_argmax_impl(const J *am, const T *dy, T *dx, i64 dxrows, i64 n, i64 f, int *err) {
+	for (i64 t = gtid(); t < n * f; t += gstride()) {
+		const i64 s = (i64)am[t];
+		if (s < 0)
+			continue;
+		if (s >= dxrows) {
+			flag(err, t);
+			continue;
+		}
+		atomicAdd(dx + s * f + t % f, dy[t]);
+	}
+}
+
+// ---------------------------------------------------------- graph kernels
+//
+// A CSR orientation: indptr [rows+1] (i64), idx [nnz] (I), and for the
+// transposed orientation perm [nnz] (i64), the original edge id of each
+// entry. erow [nnz] (I) is the destination row of each original edge.
+
+// y[r, f] = Σ_k w_k·x[idx[k], f] + beta·y[r, f]; x has F = H·C columns and
+// column f belongs to head f / C. mode 0: unit weights; 1: w[k·H + h];
+// 2: w[perm[k]·H + h].
+template <typename T, typename I>
+DEVICE void spmm_impl(const i64 *indptr, const I *idx, const i64 *perm, const T *w, i64 mode, i64 H, i64 C,
+		      const T *x, double beta, T *y, i64 rows) {
+	const i64 F = H * C;
+	for (i64 t = gtid(); t < rows * F; t += gstride()) {
+		const i64 r = t / F, f = t % F, h = f / C;
+		T acc = 0;
+		for (i64 k = indptr[r]; k < indptr[r + 1]; k++) {
+			const T wk = mode == 0 ? (T)1 : mode == 1 ? w[k * H + h] : w[perm[k] * H + h];
+			acc += wk * x[(i64)idx[k] * F + f];
+		}
+		y[t] = beta == 0 ? acc : acc + (T)beta * y[t];
+	}
+}
+
+// y[r, f] = max over the sources of row r of x[src, f] (0 if none); the
+// winning source goes to argmax (-1 if none). Ties keep the first source.
+template <typename T, typename I, typename J>
+DEVICE void spmm_max_impl(const i64 *indptr, const I *idx, const T *x, T *y, J *am, i64 rows, i64 F) {
+	for (i64 t = gtid(); t < rows * F; t += gstride()) {
+		const i64 r = t / F, f = t % F;
+		i64 best = -1;
+		T bv = 0;
+		for (i64 k = indptr[r]; k < indptr[r + 1]; k++) {
+			const i64 s = (i64)idx[k];
+			const T v = x[s * F + f];
+			if (best < 0 || v > bv) {
+				best = s;
+				bv = v;
+			}
+		}
+		y[t] = bv;
+		am[t] = (J)best;
+	}
+}
+
+// out[e, h] = <x[erow[e]] head h, y[idx[e]] head h>.
+template <typename T, typename I>
+DEVICE void sddmm_impl(const I *erow, const I *idx, const T *x, const T *y, T *out, i64 nnz, i64 H, i64 C) {
+	for (i64 t = gtid(); t < nnz * H; t += gstride()) {
+		const i64 e = t / H, h = t % H;
+		const T *xr = x + ((i64)erow[e] * H + h) * C, *yr = y + ((i64)idx[e] * H + h) * C;
+		T s = 0;
+		for (i64 c = 0; c < C; c++)
+			s += xr[c] * yr[c];
+		out[t] = s;
+	}
+}
+
+// out[e, h] = u[src(e), h] + v[dst(e), h].
+template <typename T, typename I>
+DEVICE void uaddv_impl(const I *erow, const I *idx, const T *u, const T *v, T *out, i64 nnz, i64 H) {
+	for (i64 t = gtid(); t < nnz * H; t += gstride()) {
+		const i64 e = t / H, h = t % H;
+		out[t] = u[(i64)idx[e] * H + h] + v[(i64)erow[e] * H + h];
+	}
+}
+
+// out[r, h] = Σ over the entries k of row r of e[perm ? perm[k] : k, h].
+template <typename T>
+DEVICE void edge_reduce_impl(const i64 *indptr, const i64 *perm, const T *e, T *out, i64 rows, i64 H) {
+	for (i64 t = gtid(); t < rows * H; t += gstride()) {
+		const i64 r = t / H, h = t % H;
+		T s = 0;
+		for (i64 k = indptr[r]; k < indptr[r + 1]; k++)
+			s += e[(perm ? perm[k] : k) * H + h];
+		out[t] = s;
+	}
+}
+
+template <typename T> DEVICE void edge_softmax_impl(const i64 *indptr, const T *s, T *out, i64 rows, i64 H) {
+	for (i64 t = gtid(); t < rows * H; t += gstride()) {
+		const i64 r = t / H, h = t % H, k0 = indptr[r], k1 = indptr[r + 1];
+		if (k0 == k1)
+			continue;
+		T m = s[k0 * H + h];
+		for (i64 k = k0 + 1; k < k1; k++)
+			m = s[k * H + h] > m ? s[k * H + h] : m;
+		T sum = 0;
+		for (i64 k = k0; k < k1; k++) {
+			const T v = exp(s[k * H + h] - m);
+			out[k * H + h] = v;
+			sum += v;
+		}
+		for (i64 k = k0; k < k1; k++)
+			out[k * H + h] /= sum;
+	}
+}
+
+template <typename T>
+DEVICE void edge_softmax_bwd_impl(const i64 *indptr, const T *out, const T *dout, T *ds, i64 rows, i64 H) {
+	for (i64 t = gtid(); t < rows * H; t += gstride()) {
+		const i64 r = t / H, h = t % H, k0 = indptr[r], k1 = indptr[r + 1];
+		T d = 0;
+		for (i64 k = k0; k < k1; k++)
+			d += out[k * H + h] * dout[k * H + h];
+		for (i64 k = k0; k < k1; k++)
+			ds[k * H + h] = out[k * H + h] * (dout[k * H + h] - d);
+	}
+}
+
+// ------------------------------------------------------------------ LSTM
+//
+// The CPU backend's schedule: rows sorted by degree, descending (order,
+// rank), step t covering the first n_t of them at positions off[t].. of the
+// step-major saved state. The h·W_hh products are cuBLAS GEMMs between the
+// kernels below.
+
+template <typename T> DEVICE T sigm(T v) { return (T)sigmoid_d((double)v); }
+
+// g[r] = xw[source t of row order[r]] + bias for r < n.
+template <typename T, typename I>
+DEVICE void lstm_gather_impl(i64 n, i64 t, const i64 *indptr, const I *idx, const i64 *order, const T *xw,
+			     const T *bias, i64 G4, T *g) {
+	for (i64 i = gtid(); i < n * G4; i += gstride()) {
+		const i64 r = i / G4, j = i % G4;
+		g[i] = xw[(i64)idx[indptr[order[r]] + t] * G4 + j] + bias[j];
+	}
+}
+
+// One step, thread per (r, j < H): activations into g, c to cout, h to
+// hnext[r] (r < nnext) or out[order[r]]. cprev null: zero state.
+template <typename T>
+DEVICE void lstm_cell_impl(i64 n, i64 H, i64 nnext, T *g, const T *cprev, T *cout, T *hnext, T *out,
+			   const i64 *order) {
+	for (i64 t = gtid(); t < n * H; t += gstride()) {
+		const i64 r = t / H, j = t % H;
+		T *gr = g + r * 4 * H;
+		const T i = sigm(gr[j]), f = sigm(gr[H + j]), u = (T)tanh((double)gr[2 * H + j]), o = sigm(gr[3 * H + j]);
+		gr[j] = i;
+		gr[H + j] = f;
+		gr[2 * H + j] = u;
+		gr[3 * H + j] = o;
+		const T cv = (cprev ? f * cprev[r * H + j] : (T)0) + i * u;
+		cout[r * H + j] = cv;
+		const T hv = o * (T)tanh((double)cv);
+		if (r < nnext)
+			hnext[r * H + j] = hv;
+		else
+			out[order[r] * H + j] = hv;
+	}
+}
+
+// One step backwards (see the CPU's k_lstm_cell_bwd): g holds activations
+// and receives the pre-activation gradients; dcs carries dc·f.
+template <typename T>
+DEVICE void lstm_cell_bwd_impl(i64 n, i64 H, i64 nnext, T *g, const T *c, const T *cprev, const T *dhp,
+			       const T *dout, const i64 *order, T *dcs) {
+	for (i64 t = gtid(); t < n * H; t += gstride()) {
+		const i64 r = t / H, j = t % H;
+		T *gr = g + r * 4 * H;
+		const bool on = r < nnext;
+		const T dh = on ? dhp[r * H + j] : dout[order[r] * H + j];
+		const T i = gr[j], f = gr[H + j], u = gr[2 * H + j], o = gr[3 * H + j];
+		const T tc = (T)tanh((double)c[r * H + j]);
+		const T d = dh * o * (1 - tc * tc) + (on ? dcs[r * H + j] : (T)0);
+		gr[j] = d * u * i * (1 - i);
+		gr[H + j] = cprev ? d * cprev[r * H + j] * f * (1 - f) : (T)0;
+		gr[2 * H + j] = d * i * (1 - u * u);
+		gr[3 * H + j] = dh * tc * o * (1 - o);
+		dcs[r * H + j] = d * f;
+	}
+}
+
+// dxw[s] = Σ over the edges leaving s (transposed CSR bindptr, bidx, perm)
+// of the gate gradients, found at off[step] + rank[dst] of dg.
+template <typename T, typename I>
+DEVICE void lstm_scatter_impl(i64 S, const i64 *bindptr, const I *bidx, const i64 *perm, const i64 *indptr,
+			      const i64 *rank, const i64 *off, i64 G4, const T *dg, T *dxw) {
+	for (i64 t = gtid(); t < S * G4; t += gstride()) {
+		const i64 s = t / G4, j = t % G4;
+		T acc = 0;
+		for (i64 k = bindptr[s]; k < bindptr[s + 1]; k++) {
+			const i64 i = (i64)bidx[k];
+			acc += dg[(off[perm[k] - indptr[i]] + rank[i]) * G4 + j];
+		}
+		dxw[t] = acc;
+	}
+}
+
+// ------------------------------------------------------------ entry points
+
+#define T_KERNELS(T, S)                                                                                            \
+	KERNEL(fill_##S, (T * y, i64 n, double v)) { fill_impl<T>(y, n, v); }                                      \
+	KERNEL(axpby_##S, (const T *x, T *y, i64 n, double alpha, double beta)) {                                  \
+		axpby_impl<T>(x, y, n, alpha, beta);                                                               \
+	}                                                                                                          \
+	KERNEL(apply_##S, (i64 f, double alpha, const T *x, T *y, i64 n)) { apply_impl<T>(f, alpha, x, y, n); }   \
+	KERNEL(apply_bwd_##S, (i64 f, double alpha, const T *x, const T *y, const T *dy, T *dx, i64 n)) {         \
+		apply_bwd_impl<T>(f, alpha, x, y, dy, dx, n);                                                      \
+	}                                                                                                          \
+	KERNEL(binary_##S, (i64 op, const T *a, const T *b, T *y, i64 n, i64 cols)) {                              \
+		binary_impl<T>(op, a, b, y, n, cols);                                                              \
+	}                                                                                                          \
+	KERNEL(copy_cols_##S, (T * dst, i64 dcols, i64 doff, const T *src, i64 scols, i64 soff, i64 rows, i64 w)) { \
+		copy_cols_impl<T>(dst, dcols, doff, src, scols, soff, rows, w);                                   \
+	}                                                                                                          \
+	KERNEL(dropout_##S, (u64 base, u64 thr, double scale, T *mask, const T *x, T *y, i64 n)) {                 \
+		dropout_impl<T>(base, thr, scale, mask, x, y, n);                                                  \
+	}                                                                                                          \
+	KERNEL(colsum_##S, (i64 mode, const T *x, const T *dy, const double *mu, const double *inv, i64 n, i64 c,  \
+			    i64 chunk, double *part)) {                                                            \
+		colsum_impl<T>(mode, x, dy, mu, inv, n, c, chunk, part);                                           \
+	}                                                                                                          \
+	KERNEL(sum_rows_final_##S, (const double *part, i64 nb, i64 c, T *y)) {                                    \
+		sum_rows_final_impl<T>(part, nb, c, y);                                                            \
+	}                                                                                                          \
+	KERNEL(bn_mean_##S, (const double *part, i64 nb, i64 c, i64 n, double *mu, T *mean)) {                    \
+		bn_mean_impl<T>(part, nb, c, n, mu, mean);                                                         \
+	}                                                                                                          \
+	KERNEL(bn_inv_##S, (const double *part, i64 nb, i64 c, i64 n, double eps, double *inv, T *invstd)) {      \
+		bn_inv_impl<T>(part, nb, c, n, eps, inv, invstd);                                                  \
+	}                                                                                                          \
+	KERNEL(bn_norm_##S, (const T *x, const double *mu, const double *inv, const T *gamma, const T *beta, T *y, \
+			     i64 n, i64 c)) {                                                                      \
+		bn_norm_impl<T>(x, mu, inv, gamma, beta, y, n, c);                                                 \
+	}                                                                                                          \
+	KERNEL(bn_infer_##S, (const T *x, const T *gamma, const T *beta, const T *mean, const T *var, T *y, i64 n,   \
+			      i64 c, double eps)) {                                                                \
+		bn_infer_impl<T>(x, gamma, beta, mean, var, y, n, c, eps);                                         \
+	}                                                                                                          \
+	KERNEL(bn_bwd_final_##S, (const double *part, i64 nb, i64 c, double *sums, T *dbeta, T *dgamma)) {        \
+		bn_bwd_final_impl<T>(part, nb, c, sums, dbeta, dgamma);                                            \
+	}                                                                                                          \
+	KERNEL(bn_bwd_dx_##S, (const T *x, const T *gamma, const T *dy, const T *mean, const T *invstd,           \
+			       const double *sums, T *dx, i64 n, i64 c)) {                                         \
+		bn_bwd_dx_impl<T>(x, gamma, dy, mean, invstd, sums, dx, n, c);                                     \
+	}                                                                                                          \
+	KERNEL(head_dot_##S, (const T *x, const T *a, T *y, i64 N, i64 H, i64 C)) {                                \
+		head_dot_impl<T>(x, a, y, N, H, C);                                                                \
+	}                                                                                                          \
+	KERNEL(head_dot_dx_##S, (const T *a, const T *dy, T *dx, i64 N, i64 H, i64 C)) {                           \
+		head_dot_dx_impl<T>(a, dy, dx, N, H, C);                                                           \
+	}                                                                                                          \
+	KERNEL(head_dot_da_part_##S, (const T *x, const T *dy, i64 N, i64 H, i64 C, i64 chunk, double *part)) {   \
+		head_dot_da_part_impl<T>(x, dy, N, H, C, chunk, part);                                             \
+	}                                                                                                          \
+	KERNEL(add_colsum_##S, (const double *part, i64 nb, i64 c, T *y)) { add_colsum_impl<T>(part, nb, c, y); } \
+	KERNEL(argmax_rows_##S, (const T *x, int *out, i64 n, i64 k)) { argmax_rows_impl<T>(x, out, n, k); }       \
+	KERNEL(adam_##S, (T * p, const T *g, T *m, T *v, i64 n, double lr, double b1, double b2, double eps,       \
+			  double wd, double bc1, double bc2)) {                                                    \
+		adam_impl<T>(p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2);                                        \
+	}                                                                                                          \
+	KERNEL(edge_reduce_##S, (const i64 *indptr, const i64 *perm, const T *e, T *out, i64 rows, i64 H)) {      \
+		edge_reduce_impl<T>(indptr, perm, e, out, rows, H);                                                \
+	}                                                                                                          \
+	KERNEL(edge_softmax_##S, (const i64 *indptr, const T *s, T *out, i64 rows, i64 H)) {                       \
+		edge_softmax_impl<T>(indptr, s, out, rows, H);                                                     \
+	}                                                                                                          \
+	KERNEL(edge_softmax_bwd_##S, (const i64 *indptr, const T *out, const T *dout, T *ds, i64 rows, i64 H)) {  \
+		edge_softmax_bwd_impl<T>(indptr, out, dout, ds, rows, H);                                          \
+	}                                                                                                          \
+	KERNEL(lstm_cell_##S, (i64 n, i64 H, i64 nnext, T *g, const T *cprev, T *cout, T *hnext, T *out,          \
+			       const i64 *order)) {                                                                \
+		lstm_cell_impl<T>(n, H, nnext, g, cprev, cout, hnext, out, order);                                 \
+	}                                                                                                          \
+	KERNEL(lstm_cell_bwd_##S, (i64 n, i64 H, i64 nnext, T *g, const T *c, const T *cprev, const T *dhp,       \
+				   const T *dout, const i64 *order, T *dcs)) {                                     \
+		lstm_cell_bwd_impl<T>(n, H, nnext, g, c, cprev, dhp, dout, order, dcs);                            \
+	}
+
+// Kernels with one index type I: graph column ids or index tensors.
+#define TI_KERNELS(T, S, I, IS)                                                                                    \
+	KERNEL(softmax_ce_##S##_##IS, (const T *z, const int *labels, const I *idx, i64 m, i64 n, i64 k, T *dz,   \
+				       double *loss, int *err)) {                                                  \
+		softmax_ce_impl<T, I>(z, labels, idx, m, n, k, dz, loss, err);                                     \
+	}                                                                                                          \
+	KERNEL(gather_##S##_##IS, (const T *x, i64 xrows, const I *idx, T *y, i64 n, i64 c, int *err)) {          \
+		gather_impl<T, I>(x, xrows, idx, y, n, c, err);                                                    \
+	}                                                                                                          \
+	KERNEL(scatter_add_##S##_##IS, (const T *x, const I *idx, T *y, i64 yrows, i64 n, i64 c, int *err)) {     \
+		scatter_add_impl<T, I>(x, idx, y, yrows, n, c, err);                                               \
+	}                                                                                                          \
+	KERNEL(scatter_argmax_##S##_##IS, (const I *am, const T *dy, T *dx, i64 dxrows, i64 n, i64 f, int *err)) { \
+		scatter_argmax_impl<T, I>(am, dy, dx, dxrows, n, f, err);                                          \
+	}                                                                                                          \
+	KERNEL(spmm_##S##_##IS, (const i64 *indptr, const I *idx, const i64 *perm, const T *w, i64 mode, i64 H,     \
+				 i64 C, const T *x, double beta, T *y, i64 rows)) {                                \
+		spmm_impl<T, I>(indptr, idx, perm, w, mode, H, C, x, beta, y, rows);                               \
+	}                                                                                                          \
+	KERNEL(sddmm_##S##_##IS, (const I *erow, const I *idx, const T *x, const T *y, T *out, i64 nnz, i64 H,      \
+				  i64 C)) {                                                                        \
+		sddmm_impl<T, I>(erow, idx, x, y, out, nnz, H, C);                                                 \
+	}                                                                                                          \
+	KERNEL(uaddv_##S##_##IS, (const I *erow, const I *idx, const T *u, const T *v, T *out, i64 nnz, i64 H)) {  \
+		uaddv_impl<T, I>(erow, idx, u, v, out, nnz, H);                                                    \
+	}                                                                                                          \
+	KERNEL(lstm_gather_##S##_##IS, (i64 n, i64 t, const i64 *indptr, const I *idx, const i64 *order,          \
+					const T *xw, const T *bias, i64 G4, T *g)) {                               \
+		lstm_gather_impl<T, I>(n, t, indptr, idx, order, xw, bias, G4, g);                                 \
+	}                                                                                                          \
+	KERNEL(lstm_scatter_##S##_##IS, (i64 S_, const i64 *bindptr, const I *bidx, const i64 *perm,              \
+					 const i64 *indptr, const i64 *rank, const i64 *off, i64 G4, const T *dg,  \
+					 T *dxw)) {                                                                \
+		lstm_scatter_impl<T, I>(S_, bindptr, bidx, perm, indptr, rank, off, G4, dg, dxw);                  \
+	}
+
+// SpMMMax: graph index type I and argmax type J.
+#define TIJ_KERNELS(T, S, I, IS, J, JS)                                                                            \
+	KERNEL(spmm_max_##S##_##IS##_##JS, (const i64 *indptr, const I *idx, const T *x, T *y, J *am, i64 rows,   \
+					    i64 F)) {                                                      \
+		spmm_max_impl<T, I, J>(indptr, idx, x, y, am, rows, F);                                            \
+	}
+
+T_KERNELS(float, f32)
+T_KERNELS(double, f64)
+TI_KERNELS(float, f32, int, i32)
+TI_KERNELS(float, f32, i64, i64)
+TI_KERNELS(double, f64, int, i32)
+TI_KERNELS(double, f64, i64, i64)
+TIJ_KERNELS(float, f32, int, i32, int, i32)
+TIJ_KERNELS(float, f32, int, i32, i64, i64)
+TIJ_KERNELS(float, f32, i64, i64, int, i32)
+TIJ_KERNELS(float, f32, i64, i64, i64, i64)
+TIJ_KERNELS(double, f64, int, i32, int, i32)
+TIJ_KERNELS(double, f64, int, i32, i64, i64)
+TIJ_KERNELS(double, f64, i64, i64, int, i32)
+TIJ_KERNELS(double, f64, i64, i64, i64, i64)
+
+// Integer fills (Fill on index tensors).
+KERNEL(fill_i32, (int *y, i64 n, double v)) { fill_impl<int>(y, n, v); }
+KERNEL(fill_i64, (i64 * y, i64 n, double v)) { fill_impl<i64>(y, n, v); }

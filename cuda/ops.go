@@ -1,0 +1,694 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"strata/core/backend"
+	"strata/core/tensor"
+)
+
+// GEMM computes c = alpha·op(a)·op(b) + beta·c through cuBLAS. Row-major
+// C = A·B is the column-major Cᵀ = Bᵀ·Aᵀ, so the operands swap places.
+func (b *Backend) GEMM(transA, transB bool, alpha float64, a, bm *tensor.Tensor, beta float64, c *tensor.Tensor) error {
+	const op = "GEMM"
+	dt, err := floatArgs(op, "a b c", a, bm, c)
+	if err != nil {
+		return err
+	}
+	m, k := a.Rows(), a.Cols()
+	if transA {
+		m, k = k, m
+	}
+	k2, n := bm.Rows(), bm.Cols()
+	if transB {
+		k2, n = n, k2
+	}
+	if k != k2 {
+		return errf(op, "inner dimensions differ: op(a) is %d×%d, op(b) is %d×%d", m, k, k2, n)
+	}
+	if err := dims(op, "c", c, m, n); err != nil {
+		return err
+	}
+	if c.Buffer() == a.Buffer() || c.Buffer() == bm.Buffer() {
+		return errf(op, "c must not alias a or b")
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	defer b.enter()()
+	if k == 0 { // cuBLAS leaves C alone for k = 0; the contract scales it by beta
+		return b.scale(c, beta)
+	}
+	return b.gemmRaw(dt == tensor.Float64, transA, transB, m, n, k, alpha, ptr(a), a.Cols(), ptr(bm), bm.Cols(), beta, ptr(c), n)
+}
+
+// gemmRaw is row-major GEMM on device addresses with leading dimensions.
+func (b *Backend) gemmRaw(f64, tA, tB bool, m, n, k int, alpha float64, a uintptr, lda int, bm uintptr, ldb int, beta float64, c uintptr, ldc int) error {
+	if err := b.blas.gemm(f64, tB, tA, n, m, k, alpha, bm, ldb, a, lda, beta, c, ldc); err != nil {
+		return fmt.Errorf("cuda: GEMM %d×%d×%d: %w", m, n, k, err)
+	}
+	return nil
+}
+
+// scale computes t = beta·t (beta 0 writes zeros, ignoring NaNs).
+func (b *Backend) scale(t *tensor.Tensor, beta float64) error {
+	if beta == 1 {
+		return nil
+	}
+	if beta == 0 {
+		return b.launch("fill_"+sfx(t.DType()), int64(t.Numel()), ptr(t), int64(t.Numel()), 0.0)
+	}
+	return b.launch("axpby_"+sfx(t.DType()), int64(t.Numel()), ptr(t), ptr(t), int64(t.Numel()), 0.0, beta)
+}
+
+// Apply computes y = f(x) elementwise.
+func (b *Backend) Apply(f backend.Unary, alpha float64, x, y *tensor.Tensor) error {
+	const op = "Apply"
+	if f > backend.Neg {
+		return errf(op, "unknown function %d", f)
+	}
+	dt, err := floatArgs(op, "x y", x, y)
+	if err != nil {
+		return err
+	}
+	if err := numel(op, "y", y, x.Numel()); err != nil {
+		return err
+	}
+	defer b.enter()()
+	n := int64(x.Numel())
+	return b.launch("apply_"+sfx(dt), n, int64(f), alpha, ptr(x), ptr(y), n)
+}
+
+// ApplyBackward computes dx = f'(x)·dy; only the operands f needs must be
+// set (x for ReLU, LeakyReLU and ELU; y for ELU, Sigmoid, Tanh and Exp).
+func (b *Backend) ApplyBackward(f backend.Unary, alpha float64, x, y, dy, dx *tensor.Tensor) error {
+	const op = "ApplyBackward"
+	if f > backend.Neg {
+		return errf(op, "unknown function %d", f)
+	}
+	dt, err := floatArgs(op, "dy dx", dy, dx)
+	if err != nil {
+		return err
+	}
+	if err := numel(op, "dx", dx, dy.Numel()); err != nil {
+		return err
+	}
+	needX := f == backend.ReLU || f == backend.LeakyReLU || f == backend.ELU
+	needY := f == backend.ELU || f == backend.Sigmoid || f == backend.Tanh || f == backend.Exp
+	for _, a := range []struct {
+		name string
+		t    *tensor.Tensor
+		need bool
+	}{{"x", x, needX}, {"y", y, needY}} {
+		if !a.need {
+			continue
+		}
+		if _, err := floatArgs(op, "dy "+a.name, dy, a.t); err != nil {
+			return err
+		}
+		if err := numel(op, a.name, a.t, dy.Numel()); err != nil {
+			return err
+		}
+	}
+	if !needX {
+		x = nil
+	}
+	if !needY {
+		y = nil
+	}
+	defer b.enter()()
+	n := int64(dy.Numel())
+	return b.launch("apply_bwd_"+sfx(dt), n, int64(f), alpha, ptr(x), ptr(y), ptr(dy), ptr(dx), n)
+}
+
+// Elementwise computes y = a op b, b being a's shape, a row of a.Cols()
+// elements or a scalar.
+func (b *Backend) Elementwise(op backend.Binary, a, bt, y *tensor.Tensor) error {
+	const name = "Elementwise"
+	if op > backend.Div {
+		return errf(name, "unknown operator %d", op)
+	}
+	dt, err := floatArgs(name, "a b y", a, bt, y)
+	if err != nil {
+		return err
+	}
+	if err := numel(name, "y", y, a.Numel()); err != nil {
+		return err
+	}
+	n, cols := a.Numel(), a.Cols()
+	switch bt.Numel() {
+	case n:
+		cols = n
+	case 1:
+		cols = 0
+	case cols:
+	default:
+		return errf(name, "b has shape %v, want %v, [%d] or [1]", bt.Shape(), a.Shape(), a.Cols())
+	}
+	defer b.enter()()
+	return b.launch("binary_"+sfx(dt), int64(n), int64(op), ptr(a), ptr(bt), ptr(y), int64(n), int64(cols))
+}
+
+// Axpby computes y = alpha·x + beta·y; with beta 0, y is not read.
+func (b *Backend) Axpby(alpha float64, x *tensor.Tensor, beta float64, y *tensor.Tensor) error {
+	const op = "Axpby"
+	dt, err := floatArgs(op, "x y", x, y)
+	if err != nil {
+		return err
+	}
+	if err := numel(op, "y", y, x.Numel()); err != nil {
+		return err
+	}
+	defer b.enter()()
+	n := int64(x.Numel())
+	return b.launch("axpby_"+sfx(dt), n, ptr(x), ptr(y), n, alpha, beta)
+}
+
+// Fill sets every element to v (converted to t's dtype).
+func (b *Backend) Fill(t *tensor.Tensor, v float64) error {
+	if _, err := live("Fill", "t", t); err != nil {
+		return err
+	}
+	defer b.enter()()
+	n := int64(t.Numel())
+	return b.launch("fill_"+sfx(t.DType()), n, ptr(t), n, v)
+}
+
+// CopyCols copies n columns: dst[:, dstOff+j] = src[:, srcOff+j].
+func (b *Backend) CopyCols(dst *tensor.Tensor, dstOff int, src *tensor.Tensor, srcOff, n int) error {
+	const op = "CopyCols"
+	dt, err := floatArgs(op, "dst src", dst, src)
+	if err != nil {
+		return err
+	}
+	if dst.Rows() != src.Rows() {
+		return errf(op, "dst has %d rows, src %d", dst.Rows(), src.Rows())
+	}
+	if n < 0 || dstOff < 0 || srcOff < 0 || dstOff+n > dst.Cols() || srcOff+n > src.Cols() {
+		return errf(op, "columns [%d,%d) of dst (%d columns) or [%d,%d) of src (%d columns) out of range",
+			dstOff, dstOff+n, dst.Cols(), srcOff, srcOff+n, src.Cols())
+	}
+	defer b.enter()()
+	rows := int64(src.Rows())
+	return b.launch("copy_cols_"+sfx(dt), rows*int64(n), ptr(dst), int64(dst.Cols()), int64(dstOff),
+		ptr(src), int64(src.Cols()), int64(srcOff), rows, int64(n))
+}
+
+// scratch holds temporaries of one call, freed together.
+type scratch struct {
+	b   *Backend
+	bfs []*buffer
+}
+
+func (s *scratch) alloc(tier tensor.Tier, bytes int64) (uintptr, error) {
+	bf, err := s.b.allocRaw(tier, bytes)
+	if err != nil {
+		return 0, err
+	}
+	s.bfs = append(s.bfs, bf)
+	return bf.ptr, nil
+}
+
+func (s *scratch) tensor(dt tensor.DType, tier tensor.Tier, shape ...int) (*tensor.Tensor, error) {
+	n := int64(dt.Size())
+	for _, d := range shape {
+		n *= int64(d)
+	}
+	bf, err := s.b.allocRaw(tier, n)
+	if err != nil {
+		return nil, err
+	}
+	s.bfs = append(s.bfs, bf)
+	return tensor.New(dt, shape, bf), nil
+}
+
+func (s *scratch) release() {
+	for _, bf := range s.bfs {
+		s.b.releaseRaw(bf)
+	}
+}
+
+// chunkRows is the row chunk of the first stage of a column reduction of
+// n×c values: it depends only on n and c, so the sums do too.
+func chunkRows(n, c int64) int64 {
+	const target = 1 << 16 // partial sums wanted
+	return max(32, (n*max(c, 1)+target-1)/target)
+}
+
+// colsum queues the partial column sums of mode (see kernels.cu) into a
+// scratch [nb, width] of doubles and returns it with nb.
+func (b *Backend) colsum(sc *scratch, mode int64, dt tensor.DType, x, dy, mu, inv uintptr, n, c int64) (uintptr, int64, error) {
+	chunk := chunkRows(n, c)
+	nb := (n + chunk - 1) / chunk
+	width := c
+	if mode == 2 {
+		width = 2 * c
+	}
+	part, err := sc.alloc(DeviceTier, 8*max(nb*width, 1))
+	if err != nil {
+		return 0, 0, err
+	}
+	return part, nb, b.launch("colsum_"+sfx(dt), nb*c, mode, x, dy, mu, inv, n, c, chunk, part)
+}
+
+// SumRows computes y[c] = Σ_i x[i,c], in double.
+func (b *Backend) SumRows(x, y *tensor.Tensor) error {
+	const op = "SumRows"
+	dt, err := floatArgs(op, "x y", x, y)
+	if err != nil {
+		return err
+	}
+	n, c := int64(x.Rows()), int64(x.Cols())
+	if err := numel(op, "y", y, int(c)); err != nil {
+		return err
+	}
+	defer b.enter()()
+	sc := scratch{b: b}
+	defer sc.release()
+	part, nb, err := b.colsum(&sc, 0, dt, ptr(x), 0, 0, 0, n, c)
+	if err != nil {
+		return err
+	}
+	return b.launch("sum_rows_final_"+sfx(dt), c, part, nb, c, ptr(y))
+}
+
+// HeadDot computes y[n,h] = Σ_c x[n,h·C+c]·a[h,c].
+func (b *Backend) HeadDot(x, a, y *tensor.Tensor) error {
+	const op = "HeadDot"
+	dt, err := floatArgs(op, "x a y", x, a, y)
+	if err != nil {
+		return err
+	}
+	n, h, c := x.Rows(), a.Rows(), a.Cols()
+	if h*c != x.Cols() {
+		return errf(op, "x has %d columns, a is [%d,%d]", x.Cols(), h, c)
+	}
+	if err := dims(op, "y", y, n, h); err != nil {
+		return err
+	}
+	defer b.enter()()
+	return b.launch("head_dot_"+sfx(dt), int64(n*h), ptr(x), ptr(a), ptr(y), int64(n), int64(h), int64(c))
+}
+
+// HeadDotBackward accumulates dx += dy ⊗ a per head and da += Σ_n dy·x.
+func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
+	const op = "HeadDotBackward"
+	dt, err := floatArgs(op, "x a dy dx da", x, a, dy, dx, da)
+	if err != nil {
+		return err
+	}
+	n, h, c := x.Rows(), a.Rows(), a.Cols()
+	if h*c != x.Cols() {
+		return errf(op, "x has %d columns, a is [%d,%d]", x.Cols(), h, c)
+	}
+	if err := dims(op, "dy", dy, n, h); err != nil {
+		return err
+	}
+	if err := dims(op, "dx", dx, n, h*c); err != nil {
+		return err
+	}
+	if err := dims(op, "da", da, h, c); err != nil {
+		return err
+	}
+	defer b.enter()()
+	N, H, C := int64(n), int64(h), int64(c)
+	if err := b.launch("head_dot_dx_"+sfx(dt), N*H*C, ptr(a), ptr(dy), ptr(dx), N, H, C); err != nil {
+		return err
+	}
+	sc := scratch{b: b}
+	defer sc.release()
+	chunk := chunkRows(N, H*C)
+	nb := (N + chunk - 1) / chunk
+	part, err := sc.alloc(DeviceTier, 8*max(nb*H*C, 1))
+	if err != nil {
+		return err
+	}
+	if err := b.launch("head_dot_da_part_"+sfx(dt), nb*H*C, ptr(x), ptr(dy), N, H, C, chunk, part); err != nil {
+		return err
+	}
+	return b.launch("add_colsum_"+sfx(dt), H*C, part, nb, H*C, ptr(da))
+}
+
+// mix64 is the splitmix64 finaliser of the dropout stream (as the CPU's).
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+	z = (z ^ z>>27) * 0x94D049BB133111EB
+	return z ^ z>>31
+}
+
+// DropoutMask fills mask with 0 or 1/(1-p) from the CPU backend's stream,
+// so both backends draw the same masks.
+func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error {
+	const op = "DropoutMask"
+	dt, err := floatArgs(op, "mask", mask)
+	if err != nil {
+		return err
+	}
+	if !(p >= 0 && p <= 1) {
+		return errf(op, "probability %v outside [0,1]", p)
+	}
+	defer b.enter()()
+	n := int64(mask.Numel())
+	return b.launch("dropout_"+sfx(dt), n, mix64(seed), uint64(math.Ceil(p*(1<<53))), 1/(1-p), ptr(mask), uintptr(0), uintptr(0), n)
+}
+
+// DropoutApply computes y = x·m in one pass and stores m in mask unless it
+// is nil (see the CPU backend's method of the same name).
+func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error {
+	const op = "DropoutApply"
+	names, ts := "x y", []*tensor.Tensor{x, y}
+	if mask != nil {
+		names, ts = names+" mask", append(ts, mask)
+	}
+	dt, err := floatArgs(op, names, ts...)
+	if err != nil {
+		return err
+	}
+	for i, t := range ts[1:] {
+		if err := numel(op, []string{"y", "mask"}[i], t, x.Numel()); err != nil {
+			return err
+		}
+	}
+	if !(p >= 0 && p <= 1) {
+		return errf(op, "probability %v outside [0,1]", p)
+	}
+	defer b.enter()()
+	n := int64(x.Numel())
+	return b.launch("dropout_"+sfx(dt), n, mix64(seed), uint64(math.Ceil(p*(1<<53))), 1/(1-p), ptr(mask), ptr(x), ptr(y), n)
+}
+
+// bnVecs checks x [N,C], y like x (when set) and the per-column vectors.
+func bnVecs(op, names string, x, y *tensor.Tensor, vecs ...*tensor.Tensor) (tensor.DType, error) {
+	ts, all := append([]*tensor.Tensor{x}, vecs...), "x "+names
+	if y != nil {
+		ts, all = append(ts, y), all+" y"
+	}
+	dt, err := floatArgs(op, all, ts...)
+	if err != nil {
+		return 0, err
+	}
+	ns := append([]string{"x"}, strings.Fields(names)...)
+	for i, v := range vecs {
+		if err := numel(op, ns[i+1], v, x.Cols()); err != nil {
+			return 0, err
+		}
+	}
+	if y != nil {
+		if err := dims(op, "y", y, x.Rows(), x.Cols()); err != nil {
+			return 0, err
+		}
+	}
+	return dt, nil
+}
+
+// BatchNorm normalises columns with the batch mean and biased variance.
+func (b *Backend) BatchNorm(x, gamma, beta, y, mean, invStd *tensor.Tensor, eps float64) error {
+	const op = "BatchNorm"
+	dt, err := bnVecs(op, "gamma beta mean invStd", x, y, gamma, beta, mean, invStd)
+	if err != nil {
+		return err
+	}
+	if x.Rows() == 0 {
+		return errf(op, "x has no rows")
+	}
+	defer b.enter()()
+	sc := scratch{b: b}
+	defer sc.release()
+	n, c, s := int64(x.Rows()), int64(x.Cols()), sfx(dt)
+	stats, err := sc.alloc(DeviceTier, 16*c) // mu, inv in double
+	if err != nil {
+		return err
+	}
+	mu, inv := stats, stats+uintptr(8*c)
+	part, nb, err := b.colsum(&sc, 0, dt, ptr(x), 0, 0, 0, n, c)
+	if err != nil {
+		return err
+	}
+	if err := b.launch("bn_mean_"+s, c, part, nb, c, n, mu, ptr(mean)); err != nil {
+		return err
+	}
+	if part, nb, err = b.colsum(&sc, 1, dt, ptr(x), 0, mu, 0, n, c); err != nil {
+		return err
+	}
+	if err := b.launch("bn_inv_"+s, c, part, nb, c, n, eps, inv, ptr(invStd)); err != nil {
+		return err
+	}
+	return b.launch("bn_norm_"+s, n*c, ptr(x), mu, inv, ptr(gamma), ptr(beta), ptr(y), n, c)
+}
+
+// BatchNormBackward computes dx, dgamma and dbeta (all overwritten).
+func (b *Backend) BatchNormBackward(x, gamma, dy, mean, invStd, dx, dgamma, dbeta *tensor.Tensor) error {
+	const op = "BatchNormBackward"
+	dt, err := bnVecs(op, "gamma mean invStd dgamma dbeta", x, nil, gamma, mean, invStd, dgamma, dbeta)
+	if err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		name string
+		t    *tensor.Tensor
+	}{{"dy", dy}, {"dx", dx}} {
+		if _, err := floatArgs(op, "x "+a.name, x, a.t); err != nil {
+			return err
+		}
+		if err := dims(op, a.name, a.t, x.Rows(), x.Cols()); err != nil {
+			return err
+		}
+	}
+	if x.Rows() == 0 {
+		return errf(op, "x has no rows")
+	}
+	defer b.enter()()
+	sc := scratch{b: b}
+	defer sc.release()
+	n, c, s := int64(x.Rows()), int64(x.Cols()), sfx(dt)
+	stats, err := sc.alloc(DeviceTier, 16*c)
+	if err != nil {
+		return err
+	}
+	// The statistics in double: mu from mean, inv from invStd.
+	mu, inv := stats, stats+uintptr(8*c)
+	if err := b.toDouble(dt, ptr(mean), mu, c); err != nil {
+		return err
+	}
+	if err := b.toDouble(dt, ptr(invStd), inv, c); err != nil {
+		return err
+	}
+	part, nb, err := b.colsum(&sc, 2, dt, ptr(x), ptr(dy), mu, inv, n, c)
+	if err != nil {
+		return err
+	}
+	sums, err := sc.alloc(DeviceTier, 16*c)
+	if err != nil {
+		return err
+	}
+	if err := b.launch("bn_bwd_final_"+s, 2*c, part, nb, c, sums, ptr(dbeta), ptr(dgamma)); err != nil {
+		return err
+	}
+	return b.launch("bn_bwd_dx_"+s, n*c, ptr(x), ptr(gamma), ptr(dy), ptr(mean), ptr(invStd), sums, ptr(dx), n, c)
+}
+
+// toDouble converts n values of dtype dt at src into doubles at dst, as a
+// one-row column sum.
+func (b *Backend) toDouble(dt tensor.DType, src, dst uintptr, n int64) error {
+	return b.launch("colsum_"+sfx(dt), n, int64(0), src, uintptr(0), uintptr(0), uintptr(0), int64(1), n, int64(1), dst)
+}
+
+// BatchNormInfer normalises with the given mean and variance.
+func (b *Backend) BatchNormInfer(x, gamma, beta, mean, variance, y *tensor.Tensor, eps float64) error {
+	const op = "BatchNormInfer"
+	dt, err := bnVecs(op, "gamma beta mean variance", x, y, gamma, beta, mean, variance)
+	if err != nil {
+		return err
+	}
+	defer b.enter()()
+	n, c := int64(x.Rows()), int64(x.Cols())
+	return b.launch("bn_infer_"+sfx(dt), n*c, ptr(x), ptr(gamma), ptr(beta), ptr(mean), ptr(variance), ptr(y), n, c, eps)
+}
+
+// SoftmaxCrossEntropy returns the mean cross-entropy over the rows in idx
+// and writes its gradient into dlogits (zero elsewhere) when set.
+func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tensor) (float64, error) {
+	const op = "SoftmaxCrossEntropy"
+	dt, err := floatArgs(op, "logits", logits)
+	if err != nil {
+		return 0, err
+	}
+	n, k := logits.Rows(), logits.Cols()
+	if dlogits != nil {
+		if _, err := floatArgs(op, "logits dlogits", logits, dlogits); err != nil {
+			return 0, err
+		}
+		if err := dims(op, "dlogits", dlogits, n, k); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := live(op, "labels", labels); err != nil {
+		return 0, err
+	}
+	if labels.DType() != tensor.Int32 {
+		return 0, errf(op, "labels is %v, want int32", labels.DType())
+	}
+	if err := numel(op, "labels", labels, n); err != nil {
+		return 0, err
+	}
+	if err := intArg(op, "idx", idx); err != nil {
+		return 0, err
+	}
+	defer b.enter()()
+	if dlogits != nil {
+		nd := int64(dlogits.Numel())
+		if err := b.launch("fill_"+sfx(dt), nd, ptr(dlogits), nd, 0.0); err != nil {
+			return 0, err
+		}
+	}
+	m := int64(idx.Numel())
+	if m == 0 {
+		return 0, nil
+	}
+	sc := scratch{b: b}
+	defer sc.release()
+	loss, err := sc.alloc(DeviceTier, 8*m)
+	if err != nil {
+		return 0, err
+	}
+	err = b.checked(func(errBuf uintptr) error {
+		return b.launch("softmax_ce_"+sfx(dt)+"_"+sfx(idx.DType()), m, ptr(logits), ptr(labels), ptr(idx), m,
+			int64(n), int64(k), ptr(dlogits), loss, errBuf)
+	}, func(pos int64) error {
+		return errf(op, "idx[%d] is outside [0,%d) or its row's label is outside [0,%d)", pos, n, k)
+	})
+	if err != nil {
+		return 0, err
+	}
+	part, nb, err := b.colsum(&sc, 0, tensor.Float64, loss, 0, 0, 0, m, 1)
+	if err != nil {
+		return 0, err
+	}
+	total, err := sc.tensor(tensor.Float64, DeviceTier, 1)
+	if err != nil {
+		return 0, err
+	}
+	if err := b.launch("sum_rows_final_f64", 1, part, nb, int64(1), ptr(total)); err != nil {
+		return 0, err
+	}
+	out := []float64{0}
+	if err := b.fromDevice(total.Buffer().(*buffer), 0, bytesOf(out)); err != nil {
+		return 0, err
+	}
+	return out[0] / float64(m), nil
+}
+
+// ArgmaxRows writes the first column holding each row's maximum.
+func (b *Backend) ArgmaxRows(x, out *tensor.Tensor) error {
+	const op = "ArgmaxRows"
+	dt, err := floatArgs(op, "x", x)
+	if err != nil {
+		return err
+	}
+	if _, err := live(op, "out", out); err != nil {
+		return err
+	}
+	if out.DType() != tensor.Int32 {
+		return errf(op, "out is %v, want int32", out.DType())
+	}
+	if err := numel(op, "out", out, x.Rows()); err != nil {
+		return err
+	}
+	defer b.enter()()
+	n := int64(x.Rows())
+	return b.launch("argmax_rows_"+sfx(dt), n, ptr(x), ptr(out), n, int64(x.Cols()))
+}
+
+// AdamStep updates p, m and v in place (arithmetic in double per element).
+func (b *Backend) AdamStep(p, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd float64, t int) error {
+	const op = "AdamStep"
+	dt, err := floatArgs(op, "p g m v", p, g, m, v)
+	if err != nil {
+		return err
+	}
+	for i, x := range []*tensor.Tensor{g, m, v} {
+		if err := numel(op, []string{"g", "m", "v"}[i], x, p.Numel()); err != nil {
+			return err
+		}
+	}
+	if t < 1 {
+		return errf(op, "step %d, want t ≥ 1", t)
+	}
+	bc1 := 1 - math.Pow(beta1, float64(t))
+	bc2 := 1 - math.Pow(beta2, float64(t))
+	defer b.enter()()
+	n := int64(p.Numel())
+	return b.launch("adam_"+sfx(dt), n, ptr(p), ptr(g), ptr(m), ptr(v), n, lr, beta1, beta2, eps, wd, bc1, bc2)
+}
+
+// Gather copies rows: y[i,:] = x[idx[i],:]. x may live in pinned host
+// memory: the kernel then reads its rows over the bus in place.
+func (b *Backend) Gather(x, idx, y *tensor.Tensor) error {
+	const op = "Gather"
+	dt, err := floatArgs(op, "x y", x, y)
+	if err != nil {
+		return err
+	}
+	if err := intArg(op, "idx", idx); err != nil {
+		return err
+	}
+	n, c := idx.Numel(), x.Cols()
+	if err := dims(op, "y", y, n, c); err != nil {
+		return err
+	}
+	defer b.enter()()
+	return b.checked(func(errBuf uintptr) error {
+		return b.launch("gather_"+sfx(dt)+"_"+sfx(idx.DType()), int64(n*c), ptr(x), int64(x.Rows()), ptr(idx), ptr(y),
+			int64(n), int64(c), errBuf)
+	}, func(pos int64) error { return errf(op, "idx[%d] is outside [0,%d)", pos, x.Rows()) })
+}
+
+// ScatterAdd accumulates rows: y[idx[i],:] += x[i,:], with atomics: the
+// order of the additions into a repeated row is not fixed.
+func (b *Backend) ScatterAdd(x, idx, y *tensor.Tensor) error {
+	const op = "ScatterAdd"
+	dt, err := floatArgs(op, "x y", x, y)
+	if err != nil {
+		return err
+	}
+	if err := intArg(op, "idx", idx); err != nil {
+		return err
+	}
+	n, c := idx.Numel(), y.Cols()
+	if err := dims(op, "x", x, n, c); err != nil {
+		return err
+	}
+	defer b.enter()()
+	return b.checked(func(errBuf uintptr) error {
+		return b.launch("scatter_add_"+sfx(dt)+"_"+sfx(idx.DType()), int64(n*c), ptr(x), ptr(idx), ptr(y), int64(y.Rows()),
+			int64(n), int64(c), errBuf)
+	}, func(pos int64) error { return errf(op, "idx[%d] is outside [0,%d)", pos, y.Rows()) })
+}
+
+// ScatterArgmax accumulates dx[argmax[i,f], f] += dy[i,f] with atomics.
+func (b *Backend) ScatterArgmax(argmax, dy, dx *tensor.Tensor) error {
+	const op = "ScatterArgmax"
+	dt, err := floatArgs(op, "dy dx", dy, dx)
+	if err != nil {
+		return err
+	}
+	if err := intArg(op, "argmax", argmax); err != nil {
+		return err
+	}
+	if err := dims(op, "argmax", argmax, dy.Rows(), dy.Cols()); err != nil {
+		return err
+	}
+	if dx.Cols() != dy.Cols() {
+		return errf(op, "dx has %d columns, dy %d", dx.Cols(), dy.Cols())
+	}
+	defer b.enter()()
+	n, f := int64(dy.Rows()), int64(dy.Cols())
+	return b.checked(func(errBuf uintptr) error {
+		return b.launch("scatter_argmax_"+sfx(dt)+"_"+sfx(argmax.DType()), n*f, ptr(argmax), ptr(dy), ptr(dx),
+			int64(dx.Rows()), n, f, errBuf)
+	}, func(pos int64) error { return errf(op, "argmax element %d is outside [-1,%d)", pos, dx.Rows()) })
+}

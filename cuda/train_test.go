@@ -1,0 +1,76 @@
+//go:build cuda
+
+package cuda_test
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"strata/core/config"
+	"strata/core/train"
+	"strata/plugins/wasm"
+
+	_ "strata/plugins/layers" // the WASM model registrations
+)
+
+// trainEpochs is the number of epochs of the accuracy test: 200 (the
+// published GCN schedule) on a GPU. STRATA_CUDA_EPOCHS lowers it under the
+// CPU mock of the driver, where every kernel thread runs sequentially.
+func trainEpochs(t *testing.T) int {
+	if s := os.Getenv("STRATA_CUDA_EPOCHS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("STRATA_CUDA_EPOCHS = %q: want a positive integer", s)
+		}
+		return n
+	}
+	return 200
+}
+
+// Full-graph GCN on Cora trained on the GPU reaches the CPU's accuracy
+// within half a point, in float32 and float64.
+func TestCoraAccuracy(t *testing.T) {
+	epochs := trainEpochs(t)
+	for _, dt := range []string{"float32", "float64"} {
+		t.Run(dt, func(t *testing.T) {
+			res := map[string]*train.Result{}
+			for _, be := range []string{"cpu", "cuda"} {
+				cfg, err := config.Parse("gcn-cora.toml", []byte(`
+[data]
+dataset = "embedded:cora"
+[model]
+name = "gcn"
+hidden = 16
+dropout = 0.5
+[train]
+lr = 0.01
+weight_decay = 5e-4
+`), "train.backend="+be, "train.dtype="+dt, "train.epochs="+strconv.Itoa(epochs), "output.progress=off")
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := train.Run(context.Background(), cfg, train.Options{Wasm: wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}})
+				if err != nil {
+					t.Fatalf("%s: %v", be, err)
+				}
+				res[be] = r
+			}
+			c, g := res["cpu"], res["cuda"]
+			t.Logf("test accuracy cpu %.4f cuda %.4f; final loss cpu %.6f cuda %.6f", c.TestAcc, g.TestAcc, c.FinalLoss, g.FinalLoss)
+			if math.Abs(c.TestAcc-g.TestAcc) > 0.005 {
+				t.Errorf("test accuracy %.4f on the GPU, %.4f on the CPU: more than 0.5 points apart", g.TestAcc, c.TestAcc)
+			}
+			tol := 1e-3
+			if dt == "float64" {
+				tol = 1e-9
+			}
+			if d := math.Abs(c.FinalLoss - g.FinalLoss); d > tol*math.Max(1, c.FinalLoss) {
+				t.Errorf("final loss %.9f on the GPU, %.9f on the CPU", g.FinalLoss, c.FinalLoss)
+			}
+		})
+	}
+}
