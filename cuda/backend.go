@@ -12,6 +12,7 @@ import (
 
 	"strata/core/backend"
 	"strata/core/tensor"
+	_ "strata/cuda/internal/preflight" // a clear message when there is no GPU
 )
 
 // Backend runs every op on one GPU. Kernels, copies and GEMMs go in order
@@ -460,3 +461,8 @@ func (b *Backend) Synchronize() error {
 	defer b.enter()()
 	return b.stream.Synchronize()
 }
+
+// ReadsHostInPlace reports that kernels read host-tier (pinned, mapped)
+// tensors in place, so the feature store gathers cold rows without a
+// staging copy (store.HostReader).
+func (b *Backend) ReadsHostInPlace() bool { return true }

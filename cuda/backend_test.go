@@ -5,6 +5,8 @@ package cuda
 import (
 	"errors"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -139,14 +141,14 @@ func TestEveryKernelIsInThePTX(t *testing.T) {
 	fl, ix := []string{"f32", "f64"}, []string{"i32", "i64"}
 	var names []string
 	for _, f := range fl {
-		for _, k := range []string{"fill", "axpby", "apply", "apply_bwd", "binary", "copy_cols", "dropout", "colsum",
+		for _, k := range []string{"fill", "axpby", "apply", "apply_bwd", "binary", "dropout", "colsum",
 			"sum_rows_final", "bn_mean", "bn_inv", "bn_norm", "bn_infer", "bn_bwd_final", "bn_bwd_dx", "head_dot",
 			"head_dot_dx", "head_dot_da_part", "add_colsum", "argmax_rows", "adam", "edge_reduce", "edge_softmax",
 			"edge_softmax_bwd", "lstm_cell", "lstm_cell_bwd"} {
 			names = append(names, k+"_"+f)
 		}
 		for _, i := range ix {
-			for _, k := range []string{"softmax_ce", "gather", "scatter_add", "scatter_argmax", "spmm", "sddmm", "uaddv",
+			for _, k := range []string{"softmax_ce", "scatter_add", "scatter_argmax", "spmm", "sddmm", "uaddv",
 				"lstm_gather", "lstm_scatter"} {
 				names = append(names, k+"_"+f+"_"+i)
 			}
@@ -155,10 +157,31 @@ func TestEveryKernelIsInThePTX(t *testing.T) {
 			}
 		}
 	}
+	for _, v := range []string{"f32", "f64", "i32", "i64"} {
+		names = append(names, "copy_cols_"+v, "gather_"+v+"_i32", "gather_"+v+"_i64")
+	}
 	names = append(names, "fill_i32", "fill_i64")
 	for _, n := range names {
 		if _, err := b.fn(n); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// Without a usable GPU the binary stops before any Go code with a message
+// that names the fix. CUDA_VISIBLE_DEVICES="" hides the GPUs of a real
+// driver; MOCKCUDA_NODEVICE does the same for the CPU mock.
+func TestPreflightWithoutDevice(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MOCKCUDA_NODEVICE=1", "CUDA_VISIBLE_DEVICES=")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("exit: %v, want status 3; output:\n%s", err, out)
+	}
+	for _, want := range []string{"needs an NVIDIA GPU", "error 100", "without the tag"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output %q does not mention %q", out, want)
 		}
 	}
 }

@@ -51,6 +51,21 @@ func floatArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
 	return dt, nil
 }
 
+// sameArgs checks that every tensor is live and that all share one dtype
+// (float or index), which it returns.
+func sameArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
+	ns := strings.Fields(names)
+	for i, t := range ts {
+		if _, err := live(op, ns[i], t); err != nil {
+			return 0, err
+		}
+		if t.DType() != ts[0].DType() {
+			return 0, errf(op, "%s is %v but %s is %v", ns[i], t.DType(), ns[0], ts[0].DType())
+		}
+	}
+	return ts[0].DType(), nil
+}
+
 // intArg checks that t is a live Int32 or Int64 tensor.
 func intArg(op, name string, t *tensor.Tensor) error {
 	if _, err := live(op, name, t); err != nil {

@@ -181,7 +181,7 @@ func (b *Backend) Fill(t *tensor.Tensor, v float64) error {
 // CopyCols copies n columns: dst[:, dstOff+j] = src[:, srcOff+j].
 func (b *Backend) CopyCols(dst *tensor.Tensor, dstOff int, src *tensor.Tensor, srcOff, n int) error {
 	const op = "CopyCols"
-	dt, err := floatArgs(op, "dst src", dst, src)
+	dt, err := sameArgs(op, "dst src", dst, src)
 	if err != nil {
 		return err
 	}
@@ -629,7 +629,7 @@ func (b *Backend) AdamStep(p, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd 
 // memory: the kernel then reads its rows over the bus in place.
 func (b *Backend) Gather(x, idx, y *tensor.Tensor) error {
 	const op = "Gather"
-	dt, err := floatArgs(op, "x y", x, y)
+	dt, err := sameArgs(op, "x y", x, y)
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,9 @@ weight_decay = 5e-4
 				res[be] = r
 			}
 			c, g := res["cpu"], res["cuda"]
+			if g.Backend != "cuda" {
+				t.Fatalf("the run reports backend %q", g.Backend)
+			}
 			t.Logf("test accuracy cpu %.4f cuda %.4f; final loss cpu %.6f cuda %.6f", c.TestAcc, g.TestAcc, c.FinalLoss, g.FinalLoss)
 			if math.Abs(c.TestAcc-g.TestAcc) > 0.005 {
 				t.Errorf("test accuracy %.4f on the GPU, %.4f on the CPU: more than 0.5 points apart", g.TestAcc, c.TestAcc)
@@ -72,5 +75,50 @@ weight_decay = 5e-4
 				t.Errorf("final loss %.9f on the GPU, %.9f on the CPU", g.FinalLoss, c.FinalLoss)
 			}
 		})
+	}
+}
+
+// Mini-batch GraphSAGE with a degree cache on the GPU: hot feature rows in
+// device memory, cold rows read from pinned host memory in place. The
+// simulated device (the CPU reference with the same tiers) must agree on
+// accuracy and on the cache's hit rate, which only depends on the sampler.
+func TestCoraMiniBatchTiered(t *testing.T) {
+	epochs := max(trainEpochs(t)/10, 2)
+	res := map[string]*train.Result{}
+	for _, be := range []string{"sim", "cuda"} {
+		cfg, err := config.Parse("sage-cora-minibatch.toml", []byte(`
+[data]
+dataset = "embedded:cora"
+[model]
+name = "sage"
+hidden = 32
+dropout = 0.5
+[train]
+mode = "minibatch"
+batch_size = 256
+lr = 0.01
+[sampler]
+name = "uniform"
+fanouts = [5, 10]
+[cache]
+name = "degree"
+capacity = 0.2
+`), "train.backend="+be, "train.epochs="+strconv.Itoa(epochs), "output.progress=off")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := train.Run(context.Background(), cfg, train.Options{Wasm: wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}})
+		if err != nil {
+			t.Fatalf("%s: %v", be, err)
+		}
+		res[be] = r
+	}
+	s, g := res["sim"], res["cuda"]
+	t.Logf("test accuracy sim %.4f cuda %.4f; cache hit rate sim %.4f cuda %.4f", s.TestAcc, g.TestAcc, s.CacheHitRate, g.CacheHitRate)
+	if math.Abs(s.TestAcc-g.TestAcc) > 0.005 {
+		t.Errorf("test accuracy %.4f on the GPU, %.4f on the simulated device", g.TestAcc, s.TestAcc)
+	}
+	if s.CacheHitRate != g.CacheHitRate || g.CacheHitRate == 0 {
+		t.Errorf("cache hit rate %.6f on the GPU, %.6f on the simulated device", g.CacheHitRate, s.CacheHitRate)
 	}
 }

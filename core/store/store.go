@@ -478,22 +478,38 @@ func (s *Store) Gather(ctx context.Context, ids []int32, dst tensor.Tier) (*tens
 			st.Peer += k
 		}
 		// Gather the rows in their own tier; straight into out when it
-		// is the only group in dst.
-		direct := groups == 1 && tiers[t] == dst
+		// is the only group in dst. A device that reads pinned host
+		// memory in place gathers host rows itself: no staging copy.
+		zeroCopy := t == 0 && dst != tensor.Host && readsHostInPlace(s.b)
+		direct := groups == 1 && (tiers[t] == dst || zeroCopy)
 		var staged *tensor.Tensor
-		if direct {
+		switch {
+		case direct:
 			staged = out
-		} else if staged, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, tiers[t]); err != nil {
+		case zeroCopy:
+			staged, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, dst)
+		default:
+			staged, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, tiers[t])
+		}
+		if err != nil {
 			return nil, st, fmt.Errorf("store: staging on %s: %w", tiers[t], err)
 		}
-		if err := s.gatherIn(tiers[t], srcT[t], r, staged, &st); err != nil {
+		gatherTier := tiers[t]
+		if zeroCopy {
+			gatherTier = dst
+			st.FeatureBytes[Link{tensor.Host, dst}] += int64(k) * rowBytes
+		}
+		if err := s.gatherIn(gatherTier, srcT[t], r, staged, &st); err != nil {
+			if !direct {
+				s.b.Release(staged)
+			}
 			return nil, st, err
 		}
 		if direct {
 			break
 		}
 		moved := staged
-		if tiers[t] != dst {
+		if tiers[t] != dst && !zeroCopy {
 			if groups == 1 {
 				moved = out
 			} else if moved, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, dst); err != nil {
@@ -549,6 +565,20 @@ func (s *Store) index(tier tensor.Tier, v []int32, st *GatherStats) (*tensor.Ten
 		st.IndexBytes[Link{tensor.Host, tier}] += 4 * int64(len(v))
 	}
 	return t, nil
+}
+
+// HostReader is implemented by backends whose kernels read host-tier
+// tensors in place (pinned host memory mapped into the device, as the
+// cuda backend's): the store then gathers cold rows from the host straight
+// into the destination device, the on-demand access of data tiering and
+// HongTu, instead of gathering on the host and copying.
+type HostReader interface {
+	ReadsHostInPlace() bool
+}
+
+func readsHostInPlace(b backend.Backend) bool {
+	r, ok := b.(HostReader)
+	return ok && r.ReadsHostInPlace()
 }
 
 // HostWrapper is implemented by backends that can use host memory in

@@ -99,8 +99,8 @@ template <typename T> DEVICE T binop(i64 op, T a, T b) {
 	return a + b;
 }
 
-// flag records the first bad index seen (as its position + 1) in err[0];
-// the backend reads it back at the next synchronisation.
+// flag records a bad index (its position + 1; the largest when several)
+// in err[0]; the backend reads it back after the kernel.
 DEVICE void flag(int *err, i64 pos) {
 	if (err)
 		atomicMax(err, pos + 1 > 0x7fffffff ? 0x7fffffff : (int)(pos + 1));
@@ -647,9 +647,6 @@ DEVICE void lstm_scatter_impl(i64 S, const i64 *bindptr, const I *bidx, const i6
 	KERNEL(binary_##S, (i64 op, const T *a, const T *b, T *y, i64 n, i64 cols)) {                              \
 		binary_impl<T>(op, a, b, y, n, cols);                                                              \
 	}                                                                                                          \
-	KERNEL(copy_cols_##S, (T * dst, i64 dcols, i64 doff, const T *src, i64 scols, i64 soff, i64 rows, i64 w)) { \
-		copy_cols_impl<T>(dst, dcols, doff, src, scols, soff, rows, w);                                   \
-	}                                                                                                          \
 	KERNEL(dropout_##S, (u64 base, u64 thr, double scale, T *mask, const T *x, T *y, i64 n)) {                 \
 		dropout_impl<T>(base, thr, scale, mask, x, y, n);                                                  \
 	}                                                                                                          \
@@ -720,9 +717,6 @@ DEVICE void lstm_scatter_impl(i64 S, const i64 *bindptr, const I *bidx, const i6
 				       double *loss, int *err)) {                                                  \
 		softmax_ce_impl<T, I>(z, labels, idx, m, n, k, dz, loss, err);                                     \
 	}                                                                                                          \
-	KERNEL(gather_##S##_##IS, (const T *x, i64 xrows, const I *idx, T *y, i64 n, i64 c, int *err)) {          \
-		gather_impl<T, I>(x, xrows, idx, y, n, c, err);                                                    \
-	}                                                                                                          \
 	KERNEL(scatter_add_##S##_##IS, (const T *x, const I *idx, T *y, i64 yrows, i64 n, i64 c, int *err)) {     \
 		scatter_add_impl<T, I>(x, idx, y, yrows, n, c, err);                                               \
 	}                                                                                                          \
@@ -757,6 +751,22 @@ DEVICE void lstm_scatter_impl(i64 S, const i64 *bindptr, const I *bidx, const i6
 		spmm_max_impl<T, I, J>(indptr, idx, x, y, am, rows, F);                                            \
 	}
 
+// Copies of any element type: Gather and CopyCols also move index tensors.
+#define COPY_KERNELS(T, S)                                                                                         \
+	KERNEL(copy_cols_##S, (T * dst, i64 dcols, i64 doff, const T *src, i64 scols, i64 soff, i64 rows, i64 w)) { \
+		copy_cols_impl<T>(dst, dcols, doff, src, scols, soff, rows, w);                                   \
+	}                                                                                                          \
+	KERNEL(gather_##S##_i32, (const T *x, i64 xrows, const int *idx, T *y, i64 n, i64 c, int *err)) {         \
+		gather_impl<T, int>(x, xrows, idx, y, n, c, err);                                                  \
+	}                                                                                                          \
+	KERNEL(gather_##S##_i64, (const T *x, i64 xrows, const i64 *idx, T *y, i64 n, i64 c, int *err)) {         \
+		gather_impl<T, i64>(x, xrows, idx, y, n, c, err);                                                  \
+	}
+
+COPY_KERNELS(float, f32)
+COPY_KERNELS(double, f64)
+COPY_KERNELS(int, i32)
+COPY_KERNELS(i64, i64)
 T_KERNELS(float, f32)
 T_KERNELS(double, f64)
 TI_KERNELS(float, f32, int, i32)
