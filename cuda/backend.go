@@ -44,6 +44,8 @@ type Backend struct {
 	memMu sync.Mutex
 	inUse map[tensor.Tier]int64
 	peak  map[tensor.Tier]int64
+
+	heavy int64 // Options.HeavyRow
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -80,8 +82,14 @@ func Open(opts Options) (*Backend, error) {
 	if opts.Device < 0 || opts.Device >= n {
 		return nil, fmt.Errorf("cuda: device %d does not exist (%d found)", opts.Device, n)
 	}
+	if opts.HeavyRow < 0 {
+		return nil, fmt.Errorf("cuda: HeavyRow = %d, want 0 (the default) or more", opts.HeavyRow)
+	}
 	b := &Backend{dev: cu.Device(opts.Device), fns: map[string]cu.Function{},
-		inUse: map[tensor.Tier]int64{}, peak: map[tensor.Tier]int64{}}
+		inUse: map[tensor.Tier]int64{}, peak: map[tensor.Tier]int64{}, heavy: int64(opts.HeavyRow)}
+	if b.heavy == 0 {
+		b.heavy = 256
+	}
 	if b.name, err = b.dev.Name(); err != nil {
 		return nil, fmt.Errorf("cuda: device name: %w", err)
 	}

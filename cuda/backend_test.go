@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,11 +35,32 @@ func open(t testing.TB, opts Options) *Backend {
 // Every op agrees with the CPU backend on random inputs, with operands in
 // device memory and, through zero-copy, in pinned host memory.
 func TestConformance(t *testing.T) {
-	for _, tier := range []tensor.Tier{DeviceTier, tensor.Host} {
-		t.Run(string(tier), func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tier  tensor.Tier
+		heavy int
+	}{
+		{"device", DeviceTier, 0},
+		{"pinned host", tensor.Host, 0},
+		// Every row of more than 3 entries takes the chunked path of
+		// the power-law graphs' heavy rows.
+		{"heavy rows", DeviceTier, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			ref := cpu.New(cpu.Options{Threads: 2})
-			backendtest.Run(t, ref, open(t, Options{}), backendtest.Options{Tier: tier, Seed: 7})
+			backendtest.Run(t, ref, open(t, Options{HeavyRow: tc.heavy}), backendtest.Options{Tier: tc.tier, Seed: 7})
 		})
+	}
+}
+
+func TestHeavyChunks(t *testing.T) {
+	indptr := []int64{0, 2, 2, 9, 10, 17}
+	hrow, hoff, ck0, ck1 := heavyChunks(indptr, 3)
+	want := [][]int64{{2, 4}, {0, 3, 6}, {2, 5, 8, 10, 13, 16}, {5, 8, 9, 13, 16, 17}}
+	for i, got := range [][]int64{hrow, hoff, ck0, ck1} {
+		if !slices.Equal(got, want[i]) {
+			t.Errorf("heavyChunks: array %d = %v, want %v", i, got, want[i])
+		}
 	}
 }
 
@@ -143,13 +165,13 @@ func TestEveryKernelIsInThePTX(t *testing.T) {
 	for _, f := range fl {
 		for _, k := range []string{"fill", "axpby", "apply", "apply_bwd", "binary", "dropout", "colsum",
 			"sum_rows_final", "bn_mean", "bn_inv", "bn_norm", "bn_infer", "bn_bwd_final", "bn_bwd_dx", "head_dot",
-			"head_dot_dx", "head_dot_da_part", "add_colsum", "argmax_rows", "adam", "edge_reduce", "edge_softmax",
-			"edge_softmax_bwd", "lstm_cell", "lstm_cell_bwd"} {
+			"head_dot_dx", "head_dot_da_part", "add_colsum", "argmax_rows", "adam", "row_reduce", "row_chunk",
+			"row_heavy", "spmm_heavy", "lstm_cell", "lstm_cell_bwd"} {
 			names = append(names, k+"_"+f)
 		}
 		for _, i := range ix {
 			for _, k := range []string{"softmax_ce", "scatter_add", "scatter_argmax", "spmm", "sddmm", "uaddv",
-				"lstm_gather", "lstm_scatter"} {
+				"lstm_gather", "lstm_scatter", "spmm_chunk", "edge_exp", "edge_div", "edge_softmax_bwd"} {
 				names = append(names, k+"_"+f+"_"+i)
 			}
 			for _, j := range ix {

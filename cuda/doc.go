@@ -28,4 +28,9 @@ type Options struct {
 	// MemoryBytes caps the device memory the backend holds, cached blocks
 	// included (0 = what the device has free at start).
 	MemoryBytes int64
+	// HeavyRow is the number of entries above which a row of an adjacency
+	// is split into chunks of that many entries, reduced in a second pass,
+	// so that the few huge rows of a power-law graph do not hold up a
+	// kernel (0 = 256).
+	HeavyRow int
 }

@@ -20,6 +20,58 @@ type orientation struct {
 	indptr uintptr // [rows+1] int64
 	idx    uintptr // [nnz] column ids (idxType)
 	perm   uintptr // [nnz] int64 original edge ids (transposed orientation only)
+
+	// Rows of more than Backend.heavy entries, split into chunks: heavy
+	// row i is hrow[i], its chunks hoff[i] .. hoff[i+1], chunk c covers
+	// entries [ck0[c], ck1[c]). nh = 0 when there are none.
+	nh, nch              int64
+	hrow, hoff, ck0, ck1 uintptr
+}
+
+// heavyChunks lists the rows of more than heavy entries and their chunks.
+func heavyChunks(indptr []int64, heavy int64) (hrow, hoff, ck0, ck1 []int64) {
+	hoff = []int64{0}
+	for r := range len(indptr) - 1 {
+		k0, k1 := indptr[r], indptr[r+1]
+		if k1-k0 <= heavy {
+			continue
+		}
+		hrow = append(hrow, int64(r))
+		for k := k0; k < k1; k += heavy {
+			ck0, ck1 = append(ck0, k), append(ck1, min(k+heavy, k1))
+		}
+		hoff = append(hoff, int64(len(ck0)))
+	}
+	return hrow, hoff, ck0, ck1
+}
+
+// uploadHeavy places the heavy-row chunks of an orientation.
+func (g *Graph) uploadHeavy(o *orientation, indptr []int64) error {
+	hrow, hoff, ck0, ck1 := heavyChunks(indptr, g.owner.heavy)
+	if len(hrow) == 0 {
+		return nil
+	}
+	o.nh, o.nch = int64(len(hrow)), int64(len(ck0))
+	for _, a := range []struct {
+		dst *uintptr
+		v   []int64
+	}{{&o.hrow, hrow}, {&o.hoff, hoff}, {&o.ck0, ck0}, {&o.ck1, ck1}} {
+		p, err := g.upload(bytesOf(a.v))
+		if err != nil {
+			return err
+		}
+		*a.dst = p
+	}
+	return nil
+}
+
+// heavyArg is the kernels' heavy-row threshold for o: 0 when o has no
+// heavy rows, so that the row kernels skip nothing.
+func (g *Graph) heavyArg(o *orientation) int64 {
+	if o.nh == 0 {
+		return 0
+	}
+	return g.owner.heavy
 }
 
 // Graph is an adjacency on the device: the CSR as uploaded (rows =
@@ -149,6 +201,8 @@ func (b *Backend) UploadGraph(cg *graph.CSR, tier tensor.Tier) (backend.Adj, err
 	if cg.Values != nil {
 		steps = append(steps, func() error { g.vals32, err = g.upload(bytesOf(cg.Values)); return err })
 	}
+	steps = append(steps, func() error { return g.uploadHeavy(&g.fwd, cg.Indptr) },
+		func() error { return g.uploadHeavy(&g.bwd, bindptr) })
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, errf(op, "%v", err)
@@ -277,8 +331,48 @@ func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *ten
 	if out == 0 || f == 0 {
 		return ctxErr(ctx)
 	}
-	return b.launch("spmm_"+sfx(dt)+"_"+sfx(g.idxType), int64(out)*int64(f), o.indptr, o.idx, o.perm, wp, mode,
-		int64(h), int64(f/h), ptr(x), beta, ptr(y), int64(out))
+	kn := sfx(dt) + "_" + sfx(g.idxType)
+	H, C := int64(h), int64(f/h)
+	if err := b.launch("spmm_"+kn, int64(out)*int64(f), o.indptr, o.idx, o.perm, wp, mode, H, C, ptr(x), beta, ptr(y),
+		int64(out), g.heavyArg(o)); err != nil || o.nh == 0 {
+		return err
+	}
+	sc := scratch{b: b}
+	defer sc.release()
+	part, err := sc.alloc(DeviceTier, o.nch*int64(f)*int64(dt.Size()))
+	if err != nil {
+		return err
+	}
+	if err := b.launch("spmm_chunk_"+kn, o.nch*int64(f), o.ck0, o.ck1, o.idx, o.perm, wp, mode, H, C, ptr(x), part, o.nch); err != nil {
+		return err
+	}
+	return b.launch("spmm_heavy_"+sfx(dt), o.nh*int64(f), o.hrow, o.hoff, part, beta, ptr(y), o.nh, int64(f))
+}
+
+// Row reduction modes of rowReduce (see kernels.cu).
+const (
+	reduceSum int64 = iota
+	reduceMax
+	reduceDot
+)
+
+// rowReduce writes out[r,h] = the reduction over the entries of row r of
+// o of the edge values v (and v2 for reduceDot), [E,H] in edge order.
+func (b *Backend) rowReduce(g *Graph, o *orientation, mode int64, dt tensor.DType, v, v2, out uintptr, h int64) error {
+	s := sfx(dt)
+	if err := b.launch("row_reduce_"+s, int64(o.rows)*h, mode, o.indptr, o.perm, v, v2, out, int64(o.rows), h, g.heavyArg(o)); err != nil || o.nh == 0 {
+		return err
+	}
+	sc := scratch{b: b}
+	defer sc.release()
+	part, err := sc.alloc(DeviceTier, o.nch*h*int64(dt.Size()))
+	if err != nil {
+		return err
+	}
+	if err := b.launch("row_chunk_"+s, o.nch*h, mode, o.ck0, o.ck1, o.perm, v, v2, part, o.nch, h); err != nil {
+		return err
+	}
+	return b.launch("row_heavy_"+s, o.nh*h, mode, o.hrow, o.hoff, part, out, o.nh, h)
 }
 
 // SpMMMax computes the row-wise max over sources and its argmax.
@@ -396,7 +490,7 @@ func (b *Backend) EdgeReduce(ctx context.Context, a backend.Adj, toSrc bool, e, 
 		return err
 	}
 	defer b.enter()()
-	return b.launch("edge_reduce_"+sfx(dt), int64(rows)*int64(h), o.indptr, o.perm, ptr(e), ptr(out), int64(rows), int64(h))
+	return b.rowReduce(g, o, reduceSum, dt, ptr(e), 0, ptr(out), int64(h))
 }
 
 // EdgeSoftmax normalises scores over the edges of each destination.
@@ -411,7 +505,27 @@ func (b *Backend) EdgeSoftmax(ctx context.Context, a backend.Adj, scores, out *t
 		return err
 	}
 	defer b.enter()()
-	return b.launch("edge_softmax_"+sfx(dt), int64(g.rows)*int64(h), g.fwd.indptr, ptr(scores), ptr(out), int64(g.rows), int64(h))
+	sc := scratch{b: b}
+	defer sc.release()
+	H, name := int64(h), sfx(dt)+"_"+sfx(g.idxType)
+	rowmax, err := sc.alloc(DeviceTier, int64(g.rows)*H*int64(dt.Size()))
+	if err != nil {
+		return err
+	}
+	rowsum, err := sc.alloc(DeviceTier, int64(g.rows)*H*int64(dt.Size()))
+	if err != nil {
+		return err
+	}
+	if err := b.rowReduce(g, &g.fwd, reduceMax, dt, ptr(scores), 0, rowmax, H); err != nil {
+		return err
+	}
+	if err := b.launch("edge_exp_"+name, g.nnz*H, g.erow, ptr(scores), rowmax, ptr(out), g.nnz, H); err != nil {
+		return err
+	}
+	if err := b.rowReduce(g, &g.fwd, reduceSum, dt, ptr(out), 0, rowsum, H); err != nil {
+		return err
+	}
+	return b.launch("edge_div_"+name, g.nnz*H, g.erow, rowsum, ptr(out), g.nnz, H)
 }
 
 // EdgeSoftmaxBackward computes dscores = out·(dout − Σ_row out·dout).
@@ -426,8 +540,17 @@ func (b *Backend) EdgeSoftmaxBackward(ctx context.Context, a backend.Adj, out, d
 		return err
 	}
 	defer b.enter()()
-	return b.launch("edge_softmax_bwd_"+sfx(dt), int64(g.rows)*int64(h), g.fwd.indptr, ptr(out), ptr(dout), ptr(dscores),
-		int64(g.rows), int64(h))
+	sc := scratch{b: b}
+	defer sc.release()
+	H := int64(h)
+	d, err := sc.alloc(DeviceTier, int64(g.rows)*H*int64(dt.Size()))
+	if err != nil {
+		return err
+	}
+	if err := b.rowReduce(g, &g.fwd, reduceDot, dt, ptr(out), ptr(dout), d, H); err != nil {
+		return err
+	}
+	return b.launch("edge_softmax_bwd_"+sfx(dt)+"_"+sfx(g.idxType), g.nnz*H, g.erow, ptr(out), ptr(dout), d, ptr(dscores), g.nnz, H)
 }
 
 func splitName(names string, i int) string {

@@ -182,6 +182,13 @@ type Device interface {
 	ComputeTier() tensor.Tier
 }
 
+// Synchronizer is implemented by backends that queue work asynchronously
+// (a GPU stream): Synchronize returns once everything queued has run, so
+// that a wall-clock time covers the work.
+type Synchronizer interface {
+	Synchronize() error
+}
+
 // Stats is a snapshot of memory use per tier.
 type Stats struct {
 	InUse map[tensor.Tier]int64

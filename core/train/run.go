@@ -273,6 +273,11 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("epoch %d: %w", ep, err)
 		}
+		if s, ok := l.be.(backend.Synchronizer); ok { // the optimizer step may still be queued
+			if err := s.Synchronize(); err != nil {
+				return fmt.Errorf("epoch %d: %w", ep, err)
+			}
+		}
 		peaks.end(peaks.train)
 		dt := time.Since(t0).Seconds()
 		times = append(times, dt)

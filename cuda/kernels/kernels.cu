@@ -455,16 +455,49 @@ DEVICE void scatter_argmax_impl(const J *am, const T *dy, T *dx, i64 dxrows, i64
 // 2: w[perm[k]·H + h].
 template <typename T, typename I>
 DEVICE void spmm_impl(const i64 *indptr, const I *idx, const i64 *perm, const T *w, i64 mode, i64 H, i64 C,
-		      const T *x, double beta, T *y, i64 rows) {
+		      const T *x, double beta, T *y, i64 rows, i64 heavy) {
 	const i64 F = H * C;
 	for (i64 t = gtid(); t < rows * F; t += gstride()) {
 		const i64 r = t / F, f = t % F, h = f / C;
+		if (heavy && indptr[r + 1] - indptr[r] > heavy)
+			continue; // a heavy row: spmm_chunk and spmm_heavy
 		T acc = 0;
 		for (i64 k = indptr[r]; k < indptr[r + 1]; k++) {
 			const T wk = mode == 0 ? (T)1 : mode == 1 ? w[k * H + h] : w[perm[k] * H + h];
 			acc += wk * x[(i64)idx[k] * F + f];
 		}
 		y[t] = beta == 0 ? acc : acc + (T)beta * y[t];
+	}
+}
+
+// Heavy rows (more than `heavy` entries) are split into chunks of entries
+// [ck0[c], ck1[c]) so that one long row does not hold up the launch: a
+// partial sum per chunk, then the chunks of each heavy row hrow[i]
+// (hoff[i] .. hoff[i+1]) added in order.
+template <typename T, typename I>
+DEVICE void spmm_chunk_impl(const i64 *ck0, const i64 *ck1, const I *idx, const i64 *perm, const T *w, i64 mode,
+			    i64 H, i64 C, const T *x, T *part, i64 nch) {
+	const i64 F = H * C;
+	for (i64 t = gtid(); t < nch * F; t += gstride()) {
+		const i64 c = t / F, f = t % F, h = f / C;
+		T acc = 0;
+		for (i64 k = ck0[c]; k < ck1[c]; k++) {
+			const T wk = mode == 0 ? (T)1 : mode == 1 ? w[k * H + h] : w[perm[k] * H + h];
+			acc += wk * x[(i64)idx[k] * F + f];
+		}
+		part[t] = acc;
+	}
+}
+
+template <typename T>
+DEVICE void spmm_heavy_impl(const i64 *hrow, const i64 *hoff, const T *part, double beta, T *y, i64 nh, i64 F) {
+	for (i64 t = gtid(); t < nh * F; t += gstride()) {
+		const i64 i = t / F, f = t % F;
+		T acc = 0;
+		for (i64 c = hoff[i]; c < hoff[i + 1]; c++)
+			acc += part[c * F + f];
+		T *yo = y + hrow[i] * F + f;
+		*yo = beta == 0 ? acc : acc + (T)beta * *yo;
 	}
 }
 
@@ -511,47 +544,76 @@ DEVICE void uaddv_impl(const I *erow, const I *idx, const T *u, const T *v, T *o
 	}
 }
 
-// out[r, h] = Σ over the entries k of row r of e[perm ? perm[k] : k, h].
-template <typename T>
-DEVICE void edge_reduce_impl(const i64 *indptr, const i64 *perm, const T *e, T *out, i64 rows, i64 H) {
-	for (i64 t = gtid(); t < rows * H; t += gstride()) {
-		const i64 r = t / H, h = t % H;
-		T s = 0;
-		for (i64 k = indptr[r]; k < indptr[r + 1]; k++)
-			s += e[(perm ? perm[k] : k) * H + h];
-		out[t] = s;
-	}
+// Row reductions of edge values v [E,H] (entry k reads v[perm ? perm[k] :
+// k]): mode 0 sums v, 1 takes the max (rows without entries are left
+// alone), 2 sums v·v2. Light rows run one thread per (row, head); heavy
+// rows are skipped here and reduced by row_chunk and row_heavy.
+template <typename T> DEVICE T row_term(i64 mode, const T *v, const T *v2, i64 j) {
+	return mode == 2 ? v[j] * v2[j] : v[j];
 }
 
-template <typename T> DEVICE void edge_softmax_impl(const i64 *indptr, const T *s, T *out, i64 rows, i64 H) {
+template <typename T>
+DEVICE void row_reduce_impl(i64 mode, const i64 *indptr, const i64 *perm, const T *v, const T *v2, T *out, i64 rows,
+			    i64 H, i64 heavy) {
 	for (i64 t = gtid(); t < rows * H; t += gstride()) {
 		const i64 r = t / H, h = t % H, k0 = indptr[r], k1 = indptr[r + 1];
-		if (k0 == k1)
+		if (heavy && k1 - k0 > heavy)
 			continue;
-		T m = s[k0 * H + h];
-		for (i64 k = k0 + 1; k < k1; k++)
-			m = s[k * H + h] > m ? s[k * H + h] : m;
-		T sum = 0;
-		for (i64 k = k0; k < k1; k++) {
-			const T v = exp(s[k * H + h] - m);
-			out[k * H + h] = v;
-			sum += v;
+		if (mode == 1 && k0 == k1)
+			continue;
+		T acc = mode == 1 ? row_term(mode, v, v2, (perm ? perm[k0] : k0) * H + h) : (T)0;
+		for (i64 k = mode == 1 ? k0 + 1 : k0; k < k1; k++) {
+			const T x = row_term(mode, v, v2, (perm ? perm[k] : k) * H + h);
+			acc = mode == 1 ? (x > acc ? x : acc) : acc + x;
 		}
-		for (i64 k = k0; k < k1; k++)
-			out[k * H + h] /= sum;
+		out[t] = acc;
 	}
 }
 
 template <typename T>
-DEVICE void edge_softmax_bwd_impl(const i64 *indptr, const T *out, const T *dout, T *ds, i64 rows, i64 H) {
-	for (i64 t = gtid(); t < rows * H; t += gstride()) {
-		const i64 r = t / H, h = t % H, k0 = indptr[r], k1 = indptr[r + 1];
-		T d = 0;
-		for (i64 k = k0; k < k1; k++)
-			d += out[k * H + h] * dout[k * H + h];
-		for (i64 k = k0; k < k1; k++)
-			ds[k * H + h] = out[k * H + h] * (dout[k * H + h] - d);
+DEVICE void row_chunk_impl(i64 mode, const i64 *ck0, const i64 *ck1, const i64 *perm, const T *v, const T *v2,
+			   T *part, i64 nch, i64 H) {
+	for (i64 t = gtid(); t < nch * H; t += gstride()) {
+		const i64 c = t / H, h = t % H, k0 = ck0[c];
+		T acc = mode == 1 ? row_term(mode, v, v2, (perm ? perm[k0] : k0) * H + h) : (T)0;
+		for (i64 k = mode == 1 ? k0 + 1 : k0; k < ck1[c]; k++) {
+			const T x = row_term(mode, v, v2, (perm ? perm[k] : k) * H + h);
+			acc = mode == 1 ? (x > acc ? x : acc) : acc + x;
+		}
+		part[t] = acc;
 	}
+}
+
+template <typename T>
+DEVICE void row_heavy_impl(i64 mode, const i64 *hrow, const i64 *hoff, const T *part, T *out, i64 nh, i64 H) {
+	for (i64 t = gtid(); t < nh * H; t += gstride()) {
+		const i64 i = t / H, h = t % H;
+		T acc = part[hoff[i] * H + h];
+		for (i64 c = hoff[i] + 1; c < hoff[i + 1]; c++) {
+			const T x = part[c * H + h];
+			acc = mode == 1 ? (x > acc ? x : acc) : acc + x;
+		}
+		out[hrow[i] * H + h] = acc;
+	}
+}
+
+// Edge softmax, per edge: out = exp(s - rowmax[dst]), then out /= rowsum[dst].
+template <typename T, typename I>
+DEVICE void edge_exp_impl(const I *erow, const T *s, const T *rowmax, T *out, i64 nnz, i64 H) {
+	for (i64 t = gtid(); t < nnz * H; t += gstride())
+		out[t] = exp(s[t] - rowmax[(i64)erow[t / H] * H + t % H]);
+}
+
+template <typename T, typename I> DEVICE void edge_div_impl(const I *erow, const T *rowsum, T *out, i64 nnz, i64 H) {
+	for (i64 t = gtid(); t < nnz * H; t += gstride())
+		out[t] /= rowsum[(i64)erow[t / H] * H + t % H];
+}
+
+// Its backward, per edge: ds = out·(dout - d[dst]), d = Σ_row out·dout.
+template <typename T, typename I>
+DEVICE void edge_softmax_bwd_impl(const I *erow, const T *out, const T *dout, const T *d, T *ds, i64 nnz, i64 H) {
+	for (i64 t = gtid(); t < nnz * H; t += gstride())
+		ds[t] = out[t] * (dout[t] - d[(i64)erow[t / H] * H + t % H]);
 }
 
 // ------------------------------------------------------------------ LSTM
@@ -693,14 +755,19 @@ DEVICE void lstm_scatter_impl(i64 S, const i64 *bindptr, const I *bidx, const i6
 			  double wd, double bc1, double bc2)) {                                                    \
 		adam_impl<T>(p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2);                                        \
 	}                                                                                                          \
-	KERNEL(edge_reduce_##S, (const i64 *indptr, const i64 *perm, const T *e, T *out, i64 rows, i64 H)) {      \
-		edge_reduce_impl<T>(indptr, perm, e, out, rows, H);                                                \
+	KERNEL(row_reduce_##S, (i64 mode, const i64 *indptr, const i64 *perm, const T *v, const T *v2, T *out,     \
+				i64 rows, i64 H, i64 heavy)) {                                                     \
+		row_reduce_impl<T>(mode, indptr, perm, v, v2, out, rows, H, heavy);                                \
 	}                                                                                                          \
-	KERNEL(edge_softmax_##S, (const i64 *indptr, const T *s, T *out, i64 rows, i64 H)) {                       \
-		edge_softmax_impl<T>(indptr, s, out, rows, H);                                                     \
+	KERNEL(row_chunk_##S, (i64 mode, const i64 *ck0, const i64 *ck1, const i64 *perm, const T *v, const T *v2, \
+			       T *part, i64 nch, i64 H)) {                                                         \
+		row_chunk_impl<T>(mode, ck0, ck1, perm, v, v2, part, nch, H);                                      \
 	}                                                                                                          \
-	KERNEL(edge_softmax_bwd_##S, (const i64 *indptr, const T *out, const T *dout, T *ds, i64 rows, i64 H)) {  \
-		edge_softmax_bwd_impl<T>(indptr, out, dout, ds, rows, H);                                          \
+	KERNEL(row_heavy_##S, (i64 mode, const i64 *hrow, const i64 *hoff, const T *part, T *out, i64 nh, i64 H)) { \
+		row_heavy_impl<T>(mode, hrow, hoff, part, out, nh, H);                                             \
+	}                                                                                                          \
+	KERNEL(spmm_heavy_##S, (const i64 *hrow, const i64 *hoff, const T *part, double beta, T *y, i64 nh, i64 F)) { \
+		spmm_heavy_impl<T>(hrow, hoff, part, beta, y, nh, F);                                              \
 	}                                                                                                          \
 	KERNEL(lstm_cell_##S, (i64 n, i64 H, i64 nnext, T *g, const T *cprev, T *cout, T *hnext, T *out,          \
 			       const i64 *order)) {                                                                \
@@ -724,8 +791,22 @@ DEVICE void lstm_scatter_impl(i64 S, const i64 *bindptr, const I *bidx, const i6
 		scatter_argmax_impl<T, I>(am, dy, dx, dxrows, n, f, err);                                          \
 	}                                                                                                          \
 	KERNEL(spmm_##S##_##IS, (const i64 *indptr, const I *idx, const i64 *perm, const T *w, i64 mode, i64 H,     \
-				 i64 C, const T *x, double beta, T *y, i64 rows)) {                                \
-		spmm_impl<T, I>(indptr, idx, perm, w, mode, H, C, x, beta, y, rows);                               \
+				 i64 C, const T *x, double beta, T *y, i64 rows, i64 heavy)) {                     \
+		spmm_impl<T, I>(indptr, idx, perm, w, mode, H, C, x, beta, y, rows, heavy);                        \
+	}                                                                                                          \
+	KERNEL(spmm_chunk_##S##_##IS, (const i64 *ck0, const i64 *ck1, const I *idx, const i64 *perm, const T *w,   \
+				       i64 mode, i64 H, i64 C, const T *x, T *part, i64 nch)) {                    \
+		spmm_chunk_impl<T, I>(ck0, ck1, idx, perm, w, mode, H, C, x, part, nch);                           \
+	}                                                                                                          \
+	KERNEL(edge_exp_##S##_##IS, (const I *erow, const T *s, const T *rowmax, T *out, i64 nnz, i64 H)) {        \
+		edge_exp_impl<T, I>(erow, s, rowmax, out, nnz, H);                                                 \
+	}                                                                                                          \
+	KERNEL(edge_div_##S##_##IS, (const I *erow, const T *rowsum, T *out, i64 nnz, i64 H)) {                    \
+		edge_div_impl<T, I>(erow, rowsum, out, nnz, H);                                                    \
+	}                                                                                                          \
+	KERNEL(edge_softmax_bwd_##S##_##IS, (const I *erow, const T *out, const T *dout, const T *d, T *ds, i64 nnz, \
+					     i64 H)) {                                                     \
+		edge_softmax_bwd_impl<T, I>(erow, out, dout, d, ds, nnz, H);                                       \
 	}                                                                                                          \
 	KERNEL(sddmm_##S##_##IS, (const I *erow, const I *idx, const T *x, const T *y, T *out, i64 nnz, i64 H,      \
 				  i64 C)) {                                                                        \
