@@ -3,10 +3,11 @@
 GO        ?= go
 BIN       := bin/strata
 CONFIG    ?= configs/gcn-cora.toml
-APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config
+APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3
 GOFLAGS_T ?=
 
 .PHONY: all deps models build run test bench lint clean experiments
+.PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle
 
 all: build
 
@@ -54,3 +55,48 @@ lint:
 
 clean:
 	rm -rf bin models/wasm/*.wasm
+
+# ---------------------------------------------------------------- CUDA ----
+# The cuda backend (package cuda, build tag `cuda`) is built and tested here
+# without a GPU; docs/cuda.md explains how. Everything lands in build/cuda.
+#   cuda-headers  CUDA 11.8 headers, streamed from Debian's nvidia-cuda-dev
+#   cuda-mock     CPU mock of libcuda.so.1/libcublas.so.13 (+ its selftest);
+#                 also the link stubs for binaries shipped to a GPU machine
+#   cuda-check    PTX freshness, go vet/build -tags cuda, go test -tags cuda
+#                 ./cuda/... against the mock
+#   ptx           regenerate cuda/kernels/kernels.ptx with nvcc 11.8
+#   gpu-bundle    scripts/gpu/bundle.sh (binaries + scripts for a GPU machine)
+CUDA_DIR  := build/cuda
+# Under the mock every kernel thread runs in turn on one core: the Cora
+# accuracy test trains this many epochs there (200 on a GPU).
+CUDA_MOCK_EPOCHS ?= 20
+CUDA_HDR  := $(CURDIR)/$(CUDA_DIR)/hdr/usr/include
+CUDA_MOCK := $(CURDIR)/$(CUDA_DIR)/mock
+CUDA_ENV  := CGO_ENABLED=1 CGO_CFLAGS="-I$(CUDA_HDR)" CGO_LDFLAGS="-L$(CUDA_MOCK)"
+CUDA_MOCK_SRCS := $(wildcard cuda/internal/mock/*.c cuda/internal/mock/*.h \
+	cuda/internal/mock/*.cu cuda/kernels/*.cu cuda/kernels/*.cuh) \
+	cuda/internal/mock/symbols.txt cuda/internal/mock/testdata/selftest.ptx \
+	scripts/cuda/build-mock.sh scripts/cuda/lib.sh
+
+cuda-headers:
+	@scripts/cuda/fetch-headers.sh $(CUDA_DIR)/hdr
+
+# .ok is written last by build-mock.sh, after the selftest passed.
+cuda-mock: cuda-headers
+	@$(MAKE) --no-print-directory $(CUDA_DIR)/mock/.ok
+
+$(CUDA_DIR)/mock/.ok: $(CUDA_MOCK_SRCS) $(CUDA_DIR)/hdr/usr/include/cuda.h
+	scripts/cuda/build-mock.sh
+
+cuda-check: cuda-mock
+	@scripts/cuda/ptx.sh --check
+	$(CUDA_ENV) $(GO) vet -tags cuda ./cuda/...
+	$(CUDA_ENV) $(GO) build -tags cuda ./...
+	$(CUDA_ENV) LD_LIBRARY_PATH=$(CUDA_MOCK) STRATA_CUDA_EPOCHS=$(CUDA_MOCK_EPOCHS) \
+		$(GO) test $(GOFLAGS_T) -tags cuda ./cuda/...
+
+ptx: cuda-headers
+	scripts/cuda/ptx.sh
+
+gpu-bundle: cuda-mock
+	$(CUDA_ENV) CUDA_HDR=$(CUDA_HDR) CUDA_MOCK=$(CUDA_MOCK) scripts/gpu/bundle.sh
