@@ -7,7 +7,7 @@ APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3
 GOFLAGS_T ?=
 
 .PHONY: all deps models build run test bench lint clean experiments
-.PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle
+.PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle gpu-selftest
 
 all: build
 
@@ -66,6 +66,7 @@ clean:
 #                 ./cuda/... against the mock
 #   ptx           regenerate cuda/kernels/kernels.ptx with nvcc 11.8
 #   gpu-bundle    scripts/gpu/bundle.sh (binaries + scripts for a GPU machine)
+#   gpu-selftest  scripts/gpu/selftest.sh (the bundle's scripts, checked without a GPU)
 CUDA_DIR  := build/cuda
 # Under the mock every kernel thread runs in turn on one core: the Cora
 # accuracy test trains this many epochs there (200 on a GPU).
@@ -97,6 +98,10 @@ cuda-check: cuda-mock
 
 ptx: cuda-headers
 	scripts/cuda/ptx.sh
+
+# The GPU scripts' checks that need no GPU (scripts/gpu/selftest.sh).
+gpu-selftest: build
+	scripts/gpu/selftest.sh
 
 gpu-bundle: cuda-mock
 	$(CUDA_ENV) CUDA_HDR=$(CUDA_HDR) CUDA_MOCK=$(CUDA_MOCK) scripts/gpu/bundle.sh
