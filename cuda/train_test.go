@@ -4,6 +4,7 @@ package cuda_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -83,6 +84,14 @@ weight_decay = 5e-4
 // simulated device (the CPU reference with the same tiers) must agree on
 // accuracy and on the cache's hit rate, which only depends on the sampler.
 func TestCoraMiniBatchTiered(t *testing.T) {
+	for _, overlap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("overlap=%v", overlap), func(t *testing.T) { testCoraMiniBatch(t, overlap) })
+	}
+}
+
+// testCoraMiniBatch runs the comparison; with overlap the transfer stage
+// drives the backend from its own goroutine while training runs.
+func testCoraMiniBatch(t *testing.T, overlap bool) {
 	epochs := max(trainEpochs(t)/10, 2)
 	res := map[string]*train.Result{}
 	for _, be := range []string{"sim", "cuda"} {
@@ -103,7 +112,7 @@ fanouts = [5, 10]
 [cache]
 name = "degree"
 capacity = 0.2
-`), "train.backend="+be, "train.epochs="+strconv.Itoa(epochs), "output.progress=off")
+`), "train.backend="+be, "train.epochs="+strconv.Itoa(epochs), "train.overlap="+strconv.FormatBool(overlap), "output.progress=off")
 		if err != nil {
 			t.Fatal(err)
 		}
