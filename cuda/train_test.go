@@ -61,8 +61,8 @@ weight_decay = 5e-4
 				res[be] = r
 			}
 			c, g := res["cpu"], res["cuda"]
-			if g.Backend != "cuda" {
-				t.Fatalf("the run reports backend %q", g.Backend)
+			if g.Backend != "cuda" || g.Device == "" {
+				t.Fatalf("the run reports backend %q on device %q", g.Backend, g.Device)
 			}
 			t.Logf("test accuracy cpu %.4f cuda %.4f; final loss cpu %.6f cuda %.6f", c.TestAcc, g.TestAcc, c.FinalLoss, g.FinalLoss)
 			if math.Abs(c.TestAcc-g.TestAcc) > 0.005 {

@@ -35,6 +35,7 @@ type Result struct {
 	Model            string           `json:"model"`
 	Mode             string           `json:"mode"`
 	Backend          string           `json:"backend"`
+	Device           string           `json:"device,omitempty"` // the GPU's name (cuda backend)
 	Epochs           int              `json:"epochs"`
 	BestEpoch        int              `json:"best_epoch"`
 	BestValidAcc     float64          `json:"best_valid_acc"`

@@ -96,6 +96,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		Params: model.Graph.NumParams(), Seed: cfg.Train.Seed, Version: opts.Version,
 		Threads: threads(cfg), LoadTimeS: time.Since(start).Seconds(), BestEpoch: -1,
 	}
+	if d, ok := be.(interface{ DeviceName() string }); ok {
+		res.Device = d.DeviceName()
+	}
 	if res.ConfigSHA256, err = cfg.SHA256(); err != nil {
 		return nil, err
 	}
