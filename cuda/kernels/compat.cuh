@@ -45,6 +45,8 @@ typedef unsigned long long u64;
 
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -103,20 +105,26 @@ struct kernel<F> {
 		F(*static_cast<A *>(args[I])...);
 	}
 
+	// run executes every thread of the grid in turn: blocks z, y, x, then
+	// threads z, y, x, or all of it backwards when MOCKCUDA_ORDER=reverse,
+	// so that a kernel whose result depends on the order its threads run
+	// in (a race on a GPU) gives different results under the two orders.
 	static int run(void **args, const unsigned int grid[3], const unsigned int block[3]) {
+		static const bool reverse = [] {
+			const char *o = std::getenv("MOCKCUDA_ORDER");
+			return o != nullptr && std::strcmp(o, "reverse") == 0;
+		}();
 		t_gridDim = {grid[0], grid[1], grid[2]};
 		t_blockDim = {block[0], block[1], block[2]};
-		for (unsigned int bz = 0; bz < grid[2]; bz++)
-			for (unsigned int by = 0; by < grid[1]; by++)
-				for (unsigned int bx = 0; bx < grid[0]; bx++) {
-					t_blockIdx = {bx, by, bz};
-					for (unsigned int tz = 0; tz < block[2]; tz++)
-						for (unsigned int ty = 0; ty < block[1]; ty++)
-							for (unsigned int tx = 0; tx < block[0]; tx++) {
-								t_threadIdx = {tx, ty, tz};
-								call(args, std::index_sequence_for<A...>{});
-							}
-				}
+		const unsigned long long nb = (unsigned long long)grid[0] * grid[1] * grid[2];
+		const unsigned long long nt = (unsigned long long)block[0] * block[1] * block[2];
+		for (unsigned long long i = 0; i < nb * nt; i++) {
+			const unsigned long long j = reverse ? nb * nt - 1 - i : i;
+			const unsigned long long b = j / nt, t = j % nt;
+			t_blockIdx = {(unsigned)(b % grid[0]), (unsigned)(b / grid[0] % grid[1]), (unsigned)(b / grid[0] / grid[1])};
+			t_threadIdx = {(unsigned)(t % block[0]), (unsigned)(t / block[0] % block[1]), (unsigned)(t / block[0] / block[1])};
+			call(args, std::index_sequence_for<A...>{});
+		}
 		return 0;
 	}
 };
