@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -33,37 +34,21 @@ func live(op, name string, t *tensor.Tensor) (*buffer, error) {
 // dtype, which it returns. Tiers may differ: kernels read pinned host
 // memory in place.
 func floatArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
-	ns := strings.Fields(names)
-	var dt tensor.DType
-	for i, t := range ts {
-		if _, err := live(op, ns[i], t); err != nil {
-			return 0, err
-		}
-		if !t.DType().IsFloat() {
-			return 0, errf(op, "%s is %v, want float32 or float64", ns[i], t.DType())
-		}
-		if i == 0 {
-			dt = t.DType()
-		} else if t.DType() != dt {
-			return 0, errf(op, "%s is %v but %s is %v", ns[i], t.DType(), ns[0], dt)
-		}
+	if err := liveAll(op, names, ts...); err != nil {
+		return 0, err
 	}
-	return dt, nil
+	dt, err := argcheck.Floats(op, names, ts...)
+	return dt, wrap(err)
 }
 
-// sameArgs checks that every tensor is live and that all share one dtype
-// (float or index), which it returns.
-func sameArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
-	ns := strings.Fields(names)
-	for i, t := range ts {
-		if _, err := live(op, ns[i], t); err != nil {
-			return 0, err
-		}
-		if t.DType() != ts[0].DType() {
-			return 0, errf(op, "%s is %v but %s is %v", ns[i], t.DType(), ns[0], ts[0].DType())
+// liveAll checks that every tensor is a live cuda tensor.
+func liveAll(op, names string, ts ...*tensor.Tensor) error {
+	for i, n := range strings.Fields(names) {
+		if _, err := live(op, n, ts[i]); err != nil {
+			return err
 		}
 	}
-	return ts[0].DType(), nil
+	return nil
 }
 
 // intArg checks that t is a live Int32 or Int64 tensor.
@@ -71,26 +56,25 @@ func intArg(op, name string, t *tensor.Tensor) error {
 	if _, err := live(op, name, t); err != nil {
 		return err
 	}
-	if dt := t.DType(); dt != tensor.Int32 && dt != tensor.Int64 {
-		return errf(op, "%s is %v, want int32 or int64", name, dt)
-	}
-	return nil
+	return wrap(argcheck.Int(op, name, t))
 }
 
 // dims checks that t is rows×cols (a rank-1 tensor counts as n×1).
 func dims(op, name string, t *tensor.Tensor, rows, cols int) error {
-	if t.Rows() != rows || t.Cols() != cols {
-		return errf(op, "%s has shape %v, want [%d,%d]", name, t.Shape(), rows, cols)
-	}
-	return nil
+	return wrap(argcheck.Dims(op, name, t, rows, cols))
 }
 
 // numel checks that t holds n elements.
 func numel(op, name string, t *tensor.Tensor, n int) error {
-	if t.Numel() != n {
-		return errf(op, "%s has shape %v (%d elements), want %d elements", name, t.Shape(), t.Numel(), n)
+	return wrap(argcheck.Numel(op, name, t, n))
+}
+
+// wrap prefixes an argcheck error with the backend's name.
+func wrap(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("cuda: %w", err)
 }
 
 // sfx is a kernel name suffix: f32, f64, i32 or i64.

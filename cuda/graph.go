@@ -6,10 +6,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 
 	"strata/core/backend"
+	"strata/core/backend/argcheck"
 	"strata/core/graph"
 	"strata/core/tensor"
 )
@@ -129,17 +129,8 @@ func (b *Backend) UploadGraph(cg *graph.CSR, tier tensor.Tier) (backend.Adj, err
 	if _, err := b.poolOf(tier); err != nil {
 		return nil, errf(op, "%v", err)
 	}
-	if cg == nil {
-		return nil, errf(op, "graph is nil")
-	}
-	if cg.NumRows < 0 || cg.NumCols < 0 || len(cg.Indptr) != cg.NumRows+1 {
-		return nil, errf(op, "%d×%d matrix with %d indptr entries", cg.NumRows, cg.NumCols, len(cg.Indptr))
-	}
-	if cg.Indptr[0] != 0 {
-		return nil, errf(op, "indptr starts at %d, want 0", cg.Indptr[0])
-	}
-	if err := cg.Validate(); err != nil {
-		return nil, errf(op, "%v", err)
+	if err := argcheck.CSR(cg); err != nil {
+		return nil, wrap(err)
 	}
 	nnz := cg.NNZ()
 	g := &Graph{owner: b, tier: tier, rows: cg.NumRows, cols: cg.NumCols, nnz: nnz, idxType: tensor.Int32,
@@ -261,11 +252,12 @@ func (g *Graph) values(dt tensor.DType) (uintptr, error) {
 	return g.vals64, nil
 }
 
-func (g *Graph) orient(trans bool) (o *orientation, in, out int) {
+// orientation returns the CSR as uploaded, or its transpose.
+func (g *Graph) orientation(trans bool) *orientation {
 	if trans {
-		return &g.bwd, g.rows, g.cols
+		return &g.bwd
 	}
-	return &g.fwd, g.cols, g.rows
+	return &g.fwd
 }
 
 func ctxErr(ctx context.Context) error {
@@ -291,36 +283,17 @@ func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *ten
 	if err != nil {
 		return err
 	}
-	o, in, out := g.orient(trans)
-	name := "adjacency"
-	if trans {
-		name = "transposed adjacency"
+	h, err := argcheck.SpMM(g, trans, w, x, y)
+	if err != nil {
+		return wrap(err)
 	}
-	if x.Rows() != in {
-		return errf(op, "x has %d rows, %s has %d columns", x.Rows(), name, in)
-	}
-	f := x.Cols()
-	if y.Rows() != out || y.Cols() != f {
-		return errf(op, "y has shape %v, want [%d,%d] (%s rows × x columns)", y.Shape(), out, f, name)
-	}
-	if y.Buffer() == x.Buffer() || w != nil && y.Buffer() == w.Buffer() {
-		return errf(op, "y must not alias x or w")
-	}
+	o, out, f := g.orientation(trans), y.Rows(), x.Cols()
 	defer b.enter()()
-	h, mode, wp := 1, int64(0), uintptr(0)
+	mode, wp := int64(0), ptr(w)
 	if w == nil {
 		if wp, err = g.values(dt); err != nil {
 			return err
 		}
-	} else {
-		if int64(w.Rows()) != g.nnz {
-			return errf(op, "w has %d rows, adjacency has %d edges", w.Rows(), g.nnz)
-		}
-		h = w.Cols()
-		if h == 0 || f%h != 0 {
-			return errf(op, "x has %d columns, not a multiple of the %d heads of w", f, h)
-		}
-		wp = ptr(w)
 	}
 	if wp != 0 {
 		mode = 1
@@ -389,16 +362,10 @@ func (b *Backend) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tens
 	if err := intArg(op, "argmax", argmax); err != nil {
 		return err
 	}
-	if x.Rows() != g.cols {
-		return errf(op, "x has %d rows, adjacency has %d columns", x.Rows(), g.cols)
+	if err := argcheck.SpMMMax(g, x, y, argmax); err != nil {
+		return wrap(err)
 	}
 	f := x.Cols()
-	if err := dims(op, "y", y, g.rows, f); err != nil {
-		return err
-	}
-	if err := dims(op, "argmax", argmax, g.rows, f); err != nil {
-		return err
-	}
 	defer b.enter()()
 	n := int64(g.rows) * int64(f)
 	return b.launch("spmm_max_"+sfx(dt)+"_"+sfx(g.idxType)+"_"+sfx(argmax.DType()), n, g.fwd.indptr, g.fwd.idx,
@@ -411,13 +378,8 @@ func edgeArgs(op, names string, g *Graph, ts ...*tensor.Tensor) (tensor.DType, i
 	if err != nil {
 		return 0, 0, err
 	}
-	h := ts[0].Cols()
-	for i, t := range ts {
-		if int64(t.Rows()) != g.nnz || t.Cols() != h {
-			return 0, 0, errf(op, "%s has shape %v, want [%d,%d] (edges × heads)", splitName(names, i), t.Shape(), g.nnz, h)
-		}
-	}
-	return dt, h, nil
+	h, err := argcheck.Edges(op, names, g, ts...)
+	return dt, h, wrap(err)
 }
 
 // SDDMM computes out[e,h] = <x[dst(e)] head h, y[src(e)] head h>.
@@ -427,18 +389,13 @@ func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Te
 	if err != nil {
 		return err
 	}
-	dt, h, err := edgeArgs(op, "out", g, out)
+	dt, err := floatArgs(op, "x y out", x, y, out)
 	if err != nil {
 		return err
 	}
-	if _, err := floatArgs(op, "out x y", out, x, y); err != nil {
-		return err
-	}
-	if h == 0 || x.Cols()%h != 0 || y.Cols() != x.Cols() {
-		return errf(op, "x [%d cols] and y [%d cols] must have the same multiple of the %d heads", x.Cols(), y.Cols(), h)
-	}
-	if x.Rows() != g.rows || y.Rows() != g.cols {
-		return errf(op, "x has %d rows and y %d, adjacency is %d×%d", x.Rows(), y.Rows(), g.rows, g.cols)
+	h, err := argcheck.SDDMM(g, x, y, out)
+	if err != nil {
+		return wrap(err)
 	}
 	defer b.enter()()
 	return b.launch("sddmm_"+sfx(dt)+"_"+sfx(g.idxType), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(x), ptr(y), ptr(out),
@@ -452,19 +409,14 @@ func (b *Backend) UAddV(ctx context.Context, a backend.Adj, u, v, out *tensor.Te
 	if err != nil {
 		return err
 	}
-	dt, h, err := edgeArgs(op, "out", g, out)
+	dt, err := floatArgs(op, "u v out", u, v, out)
 	if err != nil {
 		return err
 	}
-	if _, err := floatArgs(op, "out u v", out, u, v); err != nil {
-		return err
+	if err := argcheck.UAddV(g, u, v, out); err != nil {
+		return wrap(err)
 	}
-	if err := dims(op, "u", u, g.cols, h); err != nil {
-		return err
-	}
-	if err := dims(op, "v", v, g.rows, h); err != nil {
-		return err
-	}
+	h := u.Cols()
 	defer b.enter()()
 	return b.launch("uaddv_"+sfx(dt)+"_"+sfx(g.idxType), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(u), ptr(v), ptr(out),
 		g.nnz, int64(h))
@@ -478,17 +430,14 @@ func (b *Backend) EdgeReduce(ctx context.Context, a backend.Adj, toSrc bool, e, 
 	if err != nil {
 		return err
 	}
-	dt, h, err := edgeArgs(op, "e", g, e)
+	dt, err := floatArgs(op, "e out", e, out)
 	if err != nil {
 		return err
 	}
-	if _, err := floatArgs(op, "e out", e, out); err != nil {
-		return err
+	if err := argcheck.EdgeReduce(g, toSrc, e, out); err != nil {
+		return wrap(err)
 	}
-	o, _, rows := g.orient(toSrc)
-	if err := dims(op, "out", out, rows, h); err != nil {
-		return err
-	}
+	o, h := g.orientation(toSrc), e.Cols()
 	defer b.enter()()
 	return b.rowReduce(g, o, reduceSum, dt, ptr(e), 0, ptr(out), int64(h))
 }
@@ -551,12 +500,4 @@ func (b *Backend) EdgeSoftmaxBackward(ctx context.Context, a backend.Adj, out, d
 		return err
 	}
 	return b.launch("edge_softmax_bwd_"+sfx(dt)+"_"+sfx(g.idxType), g.nnz*H, g.erow, ptr(out), ptr(dout), d, ptr(dscores), g.nnz, H)
-}
-
-func splitName(names string, i int) string {
-	f := strings.Fields(names)
-	if i < len(f) {
-		return f[i]
-	}
-	return "operand"
 }

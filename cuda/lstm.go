@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"strata/core/backend"
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -77,36 +78,16 @@ func (g *Graph) schedule() (*lstmSchedule, error) {
 	return s, nil
 }
 
-// lstmShapes checks xw [S,4H], whh [H,4H] and bias [4H].
-func lstmShapes(op string, g *Graph, h int, xw, whh, bias *tensor.Tensor) error {
-	if err := dims(op, "whh", whh, h, 4*h); err != nil {
-		return err
-	}
-	if err := numel(op, "bias", bias, 4*h); err != nil {
-		return err
-	}
-	if xw.Rows() != g.cols || xw.Cols() != 4*h {
-		return errf(op, "xw has shape %v, want [%d,%d] (adjacency columns × 4H for H=%d from whh)", xw.Shape(), g.cols, 4*h, h)
-	}
-	return nil
-}
-
-// savedShapes checks gates [E,4H], cells [E,H] and hprev [E,H].
-func savedShapes(op string, g *Graph, h int, xw, gates, cells, hprev *tensor.Tensor) error {
+// savedState checks the saved state of a training LSTM: all three set,
+// float, and [E,4H], [E,H], [E,H].
+func savedState(op string, g *Graph, h int, xw, gates, cells, hprev *tensor.Tensor) error {
 	if gates == nil || cells == nil || hprev == nil {
 		return errf(op, "gates, cells and hprev must be all set (training) or all nil (inference)")
 	}
 	if _, err := floatArgs(op, "xw gates cells hprev", xw, gates, cells, hprev); err != nil {
 		return err
 	}
-	e := int(g.nnz)
-	if err := dims(op, "gates", gates, e, 4*h); err != nil {
-		return err
-	}
-	if err := dims(op, "cells", cells, e, h); err != nil {
-		return err
-	}
-	return dims(op, "hprev", hprev, e, h)
+	return wrap(argcheck.LSTMSaved(op, g, h, gates, cells, hprev))
 }
 
 // LSTMAggregate runs an LSTM over each destination's sources (see
@@ -122,16 +103,16 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 	if err != nil {
 		return err
 	}
-	h := whh.Rows()
-	if err := lstmShapes(op, g, h, xw, whh, bias); err != nil {
-		return err
+	h, err := argcheck.LSTM(op, g, xw, whh, bias)
+	if err != nil {
+		return wrap(err)
 	}
 	if err := dims(op, "out", out, g.rows, h); err != nil {
 		return err
 	}
 	save := gates != nil || cells != nil || hprev != nil
 	if save {
-		if err := savedShapes(op, g, h, xw, gates, cells, hprev); err != nil {
+		if err := savedState(op, g, h, xw, gates, cells, hprev); err != nil {
 			return err
 		}
 	}
@@ -241,7 +222,7 @@ func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh,
 	if err := dims(op, "dout", dout, g.rows, h); err != nil {
 		return err
 	}
-	if err := savedShapes(op, g, h, dxw, gates, cells, hprev); err != nil {
+	if err := savedState(op, g, h, dxw, gates, cells, hprev); err != nil {
 		return err
 	}
 	for _, t := range []*tensor.Tensor{whh, gates, cells, hprev, dout} {

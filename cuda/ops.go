@@ -5,9 +5,9 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"strata/core/backend"
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -19,22 +19,9 @@ func (b *Backend) GEMM(transA, transB bool, alpha float64, a, bm *tensor.Tensor,
 	if err != nil {
 		return err
 	}
-	m, k := a.Rows(), a.Cols()
-	if transA {
-		m, k = k, m
-	}
-	k2, n := bm.Rows(), bm.Cols()
-	if transB {
-		k2, n = n, k2
-	}
-	if k != k2 {
-		return errf(op, "inner dimensions differ: op(a) is %d×%d, op(b) is %d×%d", m, k, k2, n)
-	}
-	if err := dims(op, "c", c, m, n); err != nil {
-		return err
-	}
-	if c.Buffer() == a.Buffer() || c.Buffer() == bm.Buffer() {
-		return errf(op, "c must not alias a or b")
+	m, n, k, err := argcheck.GEMM(transA, transB, a, bm, c)
+	if err != nil {
+		return wrap(err)
 	}
 	if m == 0 || n == 0 {
 		return nil
@@ -136,18 +123,13 @@ func (b *Backend) Elementwise(op backend.Binary, a, bt, y *tensor.Tensor) error 
 	if err != nil {
 		return err
 	}
-	if err := numel(name, "y", y, a.Numel()); err != nil {
+	if err := dims(name, "y", y, a.Rows(), a.Cols()); err != nil {
 		return err
 	}
-	n, cols := a.Numel(), a.Cols()
-	switch bt.Numel() {
-	case n:
-		cols = n
-	case 1:
-		cols = 0
-	case cols:
-	default:
-		return errf(name, "b has shape %v, want %v, [%d] or [1]", bt.Shape(), a.Shape(), a.Cols())
+	n := a.Numel()
+	cols, err := argcheck.Broadcast(name, a, bt)
+	if err != nil {
+		return wrap(err)
 	}
 	defer b.enter()()
 	return b.launch("binary_"+sfx(dt), int64(n), int64(op), ptr(a), ptr(bt), ptr(y), int64(n), int64(cols))
@@ -181,17 +163,13 @@ func (b *Backend) Fill(t *tensor.Tensor, v float64) error {
 // CopyCols copies n columns: dst[:, dstOff+j] = src[:, srcOff+j].
 func (b *Backend) CopyCols(dst *tensor.Tensor, dstOff int, src *tensor.Tensor, srcOff, n int) error {
 	const op = "CopyCols"
-	dt, err := sameArgs(op, "dst src", dst, src)
-	if err != nil {
+	if err := liveAll(op, "dst src", dst, src); err != nil {
 		return err
 	}
-	if dst.Rows() != src.Rows() {
-		return errf(op, "dst has %d rows, src %d", dst.Rows(), src.Rows())
+	if err := argcheck.CopyCols(dst, dstOff, src, srcOff, n); err != nil {
+		return wrap(err)
 	}
-	if n < 0 || dstOff < 0 || srcOff < 0 || dstOff+n > dst.Cols() || srcOff+n > src.Cols() {
-		return errf(op, "columns [%d,%d) of dst (%d columns) or [%d,%d) of src (%d columns) out of range",
-			dstOff, dstOff+n, dst.Cols(), srcOff, srcOff+n, src.Cols())
-	}
+	dt := dst.DType()
 	defer b.enter()()
 	rows := int64(src.Rows())
 	return b.launch("copy_cols_"+sfx(dt), rows*int64(n), ptr(dst), int64(dst.Cols()), int64(dstOff),
@@ -283,9 +261,10 @@ func (b *Backend) HeadDot(x, a, y *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	n, h, c := x.Rows(), a.Rows(), a.Cols()
-	if h*c != x.Cols() {
-		return errf(op, "x has %d columns, a is [%d,%d]", x.Cols(), h, c)
+	n := x.Rows()
+	h, c, err := argcheck.Heads(op, x, a)
+	if err != nil {
+		return wrap(err)
 	}
 	if err := dims(op, "y", y, n, h); err != nil {
 		return err
@@ -301,9 +280,10 @@ func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	n, h, c := x.Rows(), a.Rows(), a.Cols()
-	if h*c != x.Cols() {
-		return errf(op, "x has %d columns, a is [%d,%d]", x.Cols(), h, c)
+	n := x.Rows()
+	h, c, err := argcheck.Heads(op, x, a)
+	if err != nil {
+		return wrap(err)
 	}
 	if err := dims(op, "dy", dy, n, h); err != nil {
 		return err
@@ -391,18 +371,7 @@ func bnVecs(op, names string, x, y *tensor.Tensor, vecs ...*tensor.Tensor) (tens
 	if err != nil {
 		return 0, err
 	}
-	ns := append([]string{"x"}, strings.Fields(names)...)
-	for i, v := range vecs {
-		if err := numel(op, ns[i+1], v, x.Cols()); err != nil {
-			return 0, err
-		}
-	}
-	if y != nil {
-		if err := dims(op, "y", y, x.Rows(), x.Cols()); err != nil {
-			return 0, err
-		}
-	}
-	return dt, nil
+	return dt, wrap(argcheck.ColumnVectors(op, names, x, y, vecs...))
 }
 
 // BatchNorm normalises columns with the batch mean and biased variance.
@@ -522,21 +491,12 @@ func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tenso
 		if _, err := floatArgs(op, "logits dlogits", logits, dlogits); err != nil {
 			return 0, err
 		}
-		if err := dims(op, "dlogits", dlogits, n, k); err != nil {
-			return 0, err
-		}
 	}
-	if _, err := live(op, "labels", labels); err != nil {
+	if err := liveAll(op, "labels idx", labels, idx); err != nil {
 		return 0, err
 	}
-	if labels.DType() != tensor.Int32 {
-		return 0, errf(op, "labels is %v, want int32", labels.DType())
-	}
-	if err := numel(op, "labels", labels, n); err != nil {
-		return 0, err
-	}
-	if err := intArg(op, "idx", idx); err != nil {
-		return 0, err
+	if err := argcheck.SoftmaxCrossEntropy(logits, labels, idx, dlogits); err != nil {
+		return 0, wrap(err)
 	}
 	defer b.enter()()
 	if dlogits != nil {
@@ -629,17 +589,13 @@ func (b *Backend) AdamStep(p, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd 
 // memory: the kernel then reads its rows over the bus in place.
 func (b *Backend) Gather(x, idx, y *tensor.Tensor) error {
 	const op = "Gather"
-	dt, err := sameArgs(op, "x y", x, y)
-	if err != nil {
+	if err := liveAll(op, "x idx y", x, idx, y); err != nil {
 		return err
 	}
-	if err := intArg(op, "idx", idx); err != nil {
-		return err
+	if err := argcheck.Gather(x, idx, y); err != nil {
+		return wrap(err)
 	}
-	n, c := idx.Numel(), x.Cols()
-	if err := dims(op, "y", y, n, c); err != nil {
-		return err
-	}
+	dt, n, c := x.DType(), idx.Numel(), x.Cols()
 	defer b.enter()()
 	return b.checked(func(errBuf uintptr) error {
 		return b.launch("gather_"+sfx(dt)+"_"+sfx(idx.DType()), int64(n*c), ptr(x), int64(x.Rows()), ptr(idx), ptr(y),
@@ -655,13 +611,13 @@ func (b *Backend) ScatterAdd(x, idx, y *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if err := intArg(op, "idx", idx); err != nil {
+	if _, err := live(op, "idx", idx); err != nil {
 		return err
+	}
+	if err := argcheck.ScatterAdd(x, idx, y); err != nil {
+		return wrap(err)
 	}
 	n, c := idx.Numel(), y.Cols()
-	if err := dims(op, "x", x, n, c); err != nil {
-		return err
-	}
 	defer b.enter()()
 	return b.checked(func(errBuf uintptr) error {
 		return b.launch("scatter_add_"+sfx(dt)+"_"+sfx(idx.DType()), int64(n*c), ptr(x), ptr(idx), ptr(y), int64(y.Rows()),
@@ -676,14 +632,11 @@ func (b *Backend) ScatterArgmax(argmax, dy, dx *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if err := intArg(op, "argmax", argmax); err != nil {
+	if _, err := live(op, "argmax", argmax); err != nil {
 		return err
 	}
-	if err := dims(op, "argmax", argmax, dy.Rows(), dy.Cols()); err != nil {
-		return err
-	}
-	if dx.Cols() != dy.Cols() {
-		return errf(op, "dx has %d columns, dy %d", dx.Cols(), dy.Cols())
+	if err := argcheck.ScatterArgmax(argmax, dy, dx); err != nil {
+		return wrap(err)
 	}
 	defer b.enter()()
 	n, f := int64(dy.Rows()), int64(dy.Cols())

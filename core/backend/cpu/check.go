@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"fmt"
 	"strings"
 
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -24,23 +26,22 @@ func live(op, name string, t *tensor.Tensor) (*buffer, error) {
 	return bf, nil
 }
 
-// floatArgs checks that every tensor is live and that all share one float
-// dtype, which it returns. names lists the tensors' names, space-separated.
+// floatArgs checks that every tensor is live, that all share one float
+// dtype, which it returns, and one tier. names lists the tensors' names,
+// space-separated.
 func floatArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
 	ns := strings.Fields(names)
-	var dt tensor.DType
 	for i, t := range ts {
 		if _, err := live(op, ns[i], t); err != nil {
 			return 0, err
 		}
-		if !t.DType().IsFloat() {
-			return 0, errf(op, "%s is %v, want float32 or float64", ns[i], t.DType())
-		}
-		if i == 0 {
-			dt = t.DType()
-		} else if t.DType() != dt {
-			return 0, errf(op, "%s is %v but %s is %v", ns[i], t.DType(), ns[0], dt)
-		} else if t.Tier() != ts[0].Tier() {
+	}
+	dt, err := argcheck.Floats(op, names, ts...)
+	if err != nil {
+		return 0, wrap(err)
+	}
+	for i, t := range ts {
+		if t.Tier() != ts[0].Tier() {
 			return 0, errf(op, "%s is in tier %q but %s is in %q; operands must share a tier (Copy moves data)", ns[i], t.Tier(), ns[0], ts[0].Tier())
 		}
 	}
@@ -52,26 +53,25 @@ func intArg(op, name string, t *tensor.Tensor) error {
 	if _, err := live(op, name, t); err != nil {
 		return err
 	}
-	if dt := t.DType(); dt != tensor.Int32 && dt != tensor.Int64 {
-		return errf(op, "%s is %v, want int32 or int64", name, dt)
-	}
-	return nil
+	return wrap(argcheck.Int(op, name, t))
 }
 
 // dims checks that t is rows×cols (a rank-1 tensor counts as n×1).
 func dims(op, name string, t *tensor.Tensor, rows, cols int) error {
-	if t.Rows() != rows || t.Cols() != cols {
-		return errf(op, "%s has shape %v, want [%d,%d]", name, t.Shape(), rows, cols)
-	}
-	return nil
+	return wrap(argcheck.Dims(op, name, t, rows, cols))
 }
 
 // numel checks that t holds n elements.
 func numel(op, name string, t *tensor.Tensor, n int) error {
-	if t.Numel() != n {
-		return errf(op, "%s has shape %v (%d elements), want %d elements", name, t.Shape(), t.Numel(), n)
+	return wrap(argcheck.Numel(op, name, t, n))
+}
+
+// wrap prefixes an argcheck error with the backend's name.
+func wrap(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("cpu: %w", err)
 }
 
 // dtCode and itCode are the C kernels' type codes (see kernels.h).

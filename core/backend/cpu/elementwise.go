@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"strata/core/backend"
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -249,15 +250,9 @@ func (b *Backend) Elementwise(op backend.Binary, a, bt, y *tensor.Tensor) error 
 	if err := dims(name, "y", y, a.Rows(), a.Cols()); err != nil {
 		return err
 	}
-	n, cols := a.Numel(), a.Cols()
-	switch bt.Numel() {
-	case n:
-		cols = n
-	case 1:
-		cols = 0
-	case cols:
-	default:
-		return errf(name, "b has shape %v, want %v, [%d] or [1]", bt.Shape(), a.Shape(), a.Cols())
+	cols, err := argcheck.Broadcast(name, a, bt)
+	if err != nil {
+		return wrap(err)
 	}
 	if dt == tensor.Float32 {
 		elementwise(b, op, fl[float32](a), fl[float32](bt), fl[float32](y), cols)

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/netlib/blas/netlib"
 
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -57,22 +58,9 @@ func (b *Backend) GEMM(transA, transB bool, alpha float64, a, bm *tensor.Tensor,
 	if err != nil {
 		return err
 	}
-	m, k := a.Rows(), a.Cols()
-	if transA {
-		m, k = k, m
-	}
-	kb, n := bm.Rows(), bm.Cols()
-	if transB {
-		kb, n = n, kb
-	}
-	if k != kb {
-		return errf(op, "op(a) is %d×%d but op(b) is %d×%d", m, k, kb, n)
-	}
-	if c.Rows() != m || c.Cols() != n {
-		return errf(op, "c has shape %v, want [%d,%d]", c.Shape(), m, n)
-	}
-	if c.Buffer() == a.Buffer() || c.Buffer() == bm.Buffer() {
-		return errf(op, "c must not alias a or b")
+	m, n, k, err := argcheck.GEMM(transA, transB, a, bm, c)
+	if err != nil {
+		return wrap(err)
 	}
 	if m == 0 || n == 0 {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"strata/core/backend"
+	"strata/core/backend/argcheck"
 	"strata/core/graph"
 	"strata/core/tensor"
 )
@@ -93,17 +94,8 @@ func (b *Backend) UploadGraph(g *graph.CSR, tier tensor.Tier) (backend.Adj, erro
 	if !b.hasTier(tier) {
 		return nil, errf(op, "tier %q is not available (tiers: %v)", tier, b.tiers)
 	}
-	if g == nil {
-		return nil, errf(op, "graph is nil")
-	}
-	if g.NumRows < 0 || g.NumCols < 0 || len(g.Indptr) != g.NumRows+1 {
-		return nil, errf(op, "%d×%d matrix with %d indptr entries", g.NumRows, g.NumCols, len(g.Indptr))
-	}
-	if g.Indptr[0] != 0 {
-		return nil, errf(op, "indptr starts at %d, want 0", g.Indptr[0])
-	}
-	if err := g.Validate(); err != nil {
-		return nil, errf(op, "%v", err)
+	if err := argcheck.CSR(g); err != nil {
+		return nil, wrap(err)
 	}
 	a := &Graph{owner: b, tier: tier, rows: g.NumRows, cols: g.NumCols, nnz: g.NNZ()}
 	a.fwd = csr{rows: g.NumRows, indptr: append([]int64(nil), g.Indptr...)}

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -13,19 +14,13 @@ func (b *Backend) Gather(x, idx, y *tensor.Tensor) error {
 	if _, err := live(op, "y", y); err != nil {
 		return err
 	}
-	if err := intArg(op, "idx", idx); err != nil {
+	if _, err := live(op, "idx", idx); err != nil {
 		return err
 	}
-	if x.DType() != y.DType() {
-		return errf(op, "x is %v but y is %v", x.DType(), y.DType())
+	if err := argcheck.Gather(x, idx, y); err != nil {
+		return wrap(err)
 	}
 	n, f := idx.Numel(), x.Cols()
-	if err := dims(op, "y", y, n, f); err != nil {
-		return err
-	}
-	if y.Buffer() == x.Buffer() {
-		return errf(op, "y must not alias x")
-	}
 	if err := checkRange(op, "idx", idx, 0, int64(x.Rows())); err != nil {
 		return err
 	}
@@ -48,19 +43,13 @@ func (b *Backend) ScatterAdd(x, idx, y *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if err := intArg(op, "idx", idx); err != nil {
+	if _, err := live(op, "idx", idx); err != nil {
 		return err
+	}
+	if err := argcheck.ScatterAdd(x, idx, y); err != nil {
+		return wrap(err)
 	}
 	n, f := idx.Numel(), x.Cols()
-	if err := dims(op, "x", x, n, f); err != nil {
-		return err
-	}
-	if y.Cols() != f {
-		return errf(op, "y has %d columns, x has %d", y.Cols(), f)
-	}
-	if y.Buffer() == x.Buffer() {
-		return errf(op, "y must not alias x")
-	}
 	if err := checkRange(op, "idx", idx, 0, int64(y.Rows())); err != nil {
 		return err
 	}
@@ -85,15 +74,8 @@ func (b *Backend) CopyCols(dst *tensor.Tensor, dstOff int, src *tensor.Tensor, s
 	if err != nil {
 		return err
 	}
-	if dst.DType() != src.DType() {
-		return errf(op, "dst is %v but src is %v", dst.DType(), src.DType())
-	}
-	if dst.Rows() != src.Rows() {
-		return errf(op, "dst has %d rows, src has %d", dst.Rows(), src.Rows())
-	}
-	if n < 0 || dstOff < 0 || srcOff < 0 || dstOff+n > dst.Cols() || srcOff+n > src.Cols() {
-		return errf(op, "%d columns from offset %d of %d into offset %d of %d are out of range",
-			n, srcOff, src.Cols(), dstOff, dst.Cols())
+	if err := argcheck.CopyCols(dst, dstOff, src, srcOff, n); err != nil {
+		return wrap(err)
 	}
 	rows, dc, sc := dst.Rows(), dst.Cols(), src.Cols()
 	if rows == 0 || n == 0 {
@@ -116,15 +98,6 @@ func copyCols[T any](d, s []T, lo, hi int64, dc, sc, doff, soff, n int) {
 	}
 }
 
-// headArgs checks x [N,H·C] and a [H,C].
-func headArgs(op string, x, a *tensor.Tensor) (h, c int, err error) {
-	h, c = a.Rows(), a.Cols()
-	if x.Cols() != h*c {
-		return 0, 0, errf(op, "x has %d columns, a is [%d,%d] (want H·C = %d)", x.Cols(), h, c, h*c)
-	}
-	return h, c, nil
-}
-
 // HeadDot computes y[n,h] = Σ_c x[n,h·C+c]·a[h,c].
 func (b *Backend) HeadDot(x, a, y *tensor.Tensor) error {
 	const op = "HeadDot"
@@ -132,9 +105,9 @@ func (b *Backend) HeadDot(x, a, y *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	h, c, err := headArgs(op, x, a)
+	h, c, err := argcheck.Heads(op, x, a)
 	if err != nil {
-		return err
+		return wrap(err)
 	}
 	n := x.Rows()
 	if err := dims(op, "y", y, n, h); err != nil {
@@ -157,9 +130,9 @@ func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	h, c, err := headArgs(op, x, a)
+	h, c, err := argcheck.Heads(op, x, a)
 	if err != nil {
-		return err
+		return wrap(err)
 	}
 	n := x.Rows()
 	if err := dims(op, "dy", dy, n, h); err != nil {

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/netlib/blas/netlib"
 
 	"strata/core/backend"
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -120,9 +121,9 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 	if err != nil {
 		return err
 	}
-	h := whh.Rows()
-	if err := lstmShapes(op, g, h, xw, whh, bias); err != nil {
-		return err
+	h, err := argcheck.LSTM(op, g, xw, whh, bias)
+	if err != nil {
+		return wrap(err)
 	}
 	if err := dims(op, "out", out, g.rows, h); err != nil {
 		return err
@@ -163,20 +164,6 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 		fl[float64](gates), fl[float64](cells), fl[float64](hprev), netlib.Implementation{}.Dgemm)
 }
 
-// lstmShapes checks xw [S,4H], whh [H,4H] and bias [4H].
-func lstmShapes(op string, g *Graph, h int, xw, whh, bias *tensor.Tensor) error {
-	if err := dims(op, "whh", whh, h, 4*h); err != nil {
-		return err
-	}
-	if err := numel(op, "bias", bias, 4*h); err != nil {
-		return err
-	}
-	if xw.Rows() != g.cols || xw.Cols() != 4*h {
-		return errf(op, "xw has shape %v, want [%d,%d] (adjacency columns × 4H for H=%d from whh)", xw.Shape(), g.cols, 4*h, h)
-	}
-	return nil
-}
-
 // savedShapes checks gates [E,4H], cells [E,H] and hprev [E,H].
 func savedShapes(op string, g *Graph, dt tensor.DType, h int, xw, gates, cells, hprev *tensor.Tensor) error {
 	if gates == nil || cells == nil || hprev == nil {
@@ -185,14 +172,7 @@ func savedShapes(op string, g *Graph, dt tensor.DType, h int, xw, gates, cells, 
 	if _, err := floatArgs(op, "xw gates cells hprev", xw, gates, cells, hprev); err != nil {
 		return err
 	}
-	e := int(g.nnz)
-	if err := dims(op, "gates", gates, e, 4*h); err != nil {
-		return err
-	}
-	if err := dims(op, "cells", cells, e, h); err != nil {
-		return err
-	}
-	return dims(op, "hprev", hprev, e, h)
+	return wrap(argcheck.LSTMSaved(op, g, h, gates, cells, hprev))
 }
 
 func lstmForward[T float](b *Backend, ctx context.Context, g *Graph, s *lstmSchedule, save bool, h int,

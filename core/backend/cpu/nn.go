@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -21,17 +22,7 @@ func bnArgs(op, names string, x, y *tensor.Tensor, vecs ...*tensor.Tensor) (tens
 	if err != nil {
 		return 0, err
 	}
-	for i, v := range vecs {
-		if err := numel(op, splitName(names, i), v, x.Cols()); err != nil {
-			return 0, err
-		}
-	}
-	if y != nil {
-		if err := dims(op, "y", y, x.Rows(), x.Cols()); err != nil {
-			return 0, err
-		}
-	}
-	return dt, nil
+	return dt, wrap(argcheck.ColumnVectors(op, names, x, y, vecs...))
 }
 
 // toFloat64 returns t's elements as float64.
@@ -192,21 +183,15 @@ func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tenso
 		if _, err := floatArgs(op, "logits dlogits", logits, dlogits); err != nil {
 			return 0, err
 		}
-		if err := dims(op, "dlogits", dlogits, n, k); err != nil {
-			return 0, err
-		}
 	}
 	if _, err := live(op, "labels", labels); err != nil {
 		return 0, err
 	}
-	if labels.DType() != tensor.Int32 {
-		return 0, errf(op, "labels is %v, want int32", labels.DType())
-	}
-	if err := numel(op, "labels", labels, n); err != nil {
+	if _, err := live(op, "idx", idx); err != nil {
 		return 0, err
 	}
-	if err := intArg(op, "idx", idx); err != nil {
-		return 0, err
+	if err := argcheck.SoftmaxCrossEntropy(logits, labels, idx, dlogits); err != nil {
+		return 0, wrap(err)
 	}
 	if err := checkRange(op, "idx", idx, 0, int64(n)); err != nil {
 		return 0, err

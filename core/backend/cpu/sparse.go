@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"strata/core/backend"
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -44,34 +45,17 @@ func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *ten
 	if err != nil {
 		return err
 	}
-	c, in, out := g.orient(trans)
-	name := "adjacency"
-	if trans {
-		name = "transposed adjacency"
+	h, err := argcheck.SpMM(g, trans, w, x, y)
+	if err != nil {
+		return wrap(err)
 	}
-	if x.Rows() != in {
-		return errf(op, "x has %d rows, %s has %d columns", x.Rows(), name, in)
-	}
+	c, _, out := g.orient(trans)
 	f := x.Cols()
-	if y.Rows() != out || y.Cols() != f {
-		return errf(op, "y has shape %v, want [%d,%d] (%s rows × x columns)", y.Shape(), out, f, name)
-	}
-	if y.Buffer() == x.Buffer() || w != nil && y.Buffer() == w.Buffer() {
-		return errf(op, "y must not alias x or w")
-	}
-	h := 1
 	var wp unsafe.Pointer
 	var perm *int64
 	if w == nil {
 		wp = g.values(dt, trans)
 	} else {
-		if int64(w.Rows()) != g.nnz {
-			return errf(op, "w has %d rows, adjacency has %d edges", w.Rows(), g.nnz)
-		}
-		h = w.Cols()
-		if h == 0 || f%h != 0 {
-			return errf(op, "x has %d columns, not a multiple of the %d heads of w", f, h)
-		}
 		wp = ptr(w)
 		if trans {
 			perm = c.permPtr()
@@ -101,19 +85,10 @@ func (b *Backend) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tens
 	if err := intArg(op, "argmax", argmax); err != nil {
 		return err
 	}
-	if x.Rows() != g.cols {
-		return errf(op, "x has %d rows, adjacency has %d columns", x.Rows(), g.cols)
+	if err := argcheck.SpMMMax(g, x, y, argmax); err != nil {
+		return wrap(err)
 	}
 	f := x.Cols()
-	if err := dims(op, "y", y, g.rows, f); err != nil {
-		return err
-	}
-	if err := dims(op, "argmax", argmax, g.rows, f); err != nil {
-		return err
-	}
-	if y.Buffer() == x.Buffer() {
-		return errf(op, "y must not alias x")
-	}
 	if g.rows == 0 || f == 0 {
 		return ctxErr(ctx)
 	}
@@ -133,16 +108,13 @@ func (b *Backend) ScatterArgmax(argmax, dy, dx *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if err := intArg(op, "argmax", argmax); err != nil {
+	if _, err := live(op, "argmax", argmax); err != nil {
 		return err
+	}
+	if err := argcheck.ScatterArgmax(argmax, dy, dx); err != nil {
+		return wrap(err)
 	}
 	n, f := dy.Rows(), dy.Cols()
-	if err := dims(op, "argmax", argmax, n, f); err != nil {
-		return err
-	}
-	if dx.Cols() != f {
-		return errf(op, "dx has %d columns, dy has %d", dx.Cols(), f)
-	}
 	if err := checkRange(op, "argmax", argmax, -1, int64(dx.Rows())); err != nil {
 		return err
 	}
@@ -179,23 +151,11 @@ func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Te
 	if err != nil {
 		return err
 	}
-	if x.Rows() != g.rows {
-		return errf(op, "x has %d rows, adjacency has %d rows", x.Rows(), g.rows)
-	}
-	if y.Rows() != g.cols {
-		return errf(op, "y has %d rows, adjacency has %d columns", y.Rows(), g.cols)
+	h, err := argcheck.SDDMM(g, x, y, out)
+	if err != nil {
+		return wrap(err)
 	}
 	f := x.Cols()
-	if y.Cols() != f {
-		return errf(op, "x has %d columns but y has %d", f, y.Cols())
-	}
-	if int64(out.Rows()) != g.nnz {
-		return errf(op, "out has %d rows, adjacency has %d edges", out.Rows(), g.nnz)
-	}
-	h := out.Cols()
-	if h == 0 || f%h != 0 {
-		return errf(op, "x has %d columns, not a multiple of the %d heads of out", f, h)
-	}
 	if g.nnz == 0 {
 		return ctxErr(ctx)
 	}
@@ -218,16 +178,10 @@ func (b *Backend) UAddV(ctx context.Context, a backend.Adj, u, v, out *tensor.Te
 	if err != nil {
 		return err
 	}
+	if err := argcheck.UAddV(g, u, v, out); err != nil {
+		return wrap(err)
+	}
 	h := u.Cols()
-	if err := dims(op, "u", u, g.cols, h); err != nil {
-		return err
-	}
-	if err := dims(op, "v", v, g.rows, h); err != nil {
-		return err
-	}
-	if err := dims(op, "out", out, int(g.nnz), h); err != nil {
-		return err
-	}
 	if g.nnz == 0 || h == 0 {
 		return ctxErr(ctx)
 	}
@@ -251,14 +205,11 @@ func (b *Backend) EdgeReduce(ctx context.Context, a backend.Adj, toSrc bool, e, 
 	if err != nil {
 		return err
 	}
+	if err := argcheck.EdgeReduce(g, toSrc, e, out); err != nil {
+		return wrap(err)
+	}
 	h := e.Cols()
-	if int64(e.Rows()) != g.nnz {
-		return errf(op, "e has %d rows, adjacency has %d edges", e.Rows(), g.nnz)
-	}
 	c, _, n := g.orient(toSrc)
-	if err := dims(op, "out", out, n, h); err != nil {
-		return err
-	}
 	if n == 0 || h == 0 {
 		return ctxErr(ctx)
 	}
@@ -274,13 +225,8 @@ func edgeArgs(op, names string, g *Graph, ts ...*tensor.Tensor) (tensor.DType, i
 	if err != nil {
 		return 0, 0, err
 	}
-	h := ts[0].Cols()
-	for i, t := range ts {
-		if err := dims(op, splitName(names, i), t, int(g.nnz), h); err != nil {
-			return 0, 0, err
-		}
-	}
-	return dt, h, nil
+	h, err := argcheck.Edges(op, names, g, ts...)
+	return dt, h, wrap(err)
 }
 
 // EdgeSoftmax normalises scores over the edges of each destination,
