@@ -77,19 +77,6 @@ func wrap(err error) error {
 	return fmt.Errorf("cuda: %w", err)
 }
 
-// sfx is a kernel name suffix: f32, f64, i32 or i64.
-func sfx(dt tensor.DType) string {
-	switch dt {
-	case tensor.Float32:
-		return "f32"
-	case tensor.Float64:
-		return "f64"
-	case tensor.Int32:
-		return "i32"
-	}
-	return "i64"
-}
-
 // ptr returns a tensor's device-visible address (0 for nil).
 func ptr(t *tensor.Tensor) uintptr {
 	if t == nil {

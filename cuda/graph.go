@@ -304,7 +304,7 @@ func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *ten
 	if out == 0 || f == 0 {
 		return ctxErr(ctx)
 	}
-	kn := sfx(dt) + "_" + sfx(g.idxType)
+	kn := dt.Short() + "_" + g.idxType.Short()
 	H, C := int64(h), int64(f/h)
 	if err := b.launch("spmm_"+kn, int64(out)*int64(f), o.indptr, o.idx, o.perm, wp, mode, H, C, ptr(x), beta, ptr(y),
 		int64(out), g.heavyArg(o)); err != nil || o.nh == 0 {
@@ -319,7 +319,7 @@ func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *ten
 	if err := b.launch("spmm_chunk_"+kn, o.nch*int64(f), o.ck0, o.ck1, o.idx, o.perm, wp, mode, H, C, ptr(x), part, o.nch); err != nil {
 		return err
 	}
-	return b.launch("spmm_heavy_"+sfx(dt), o.nh*int64(f), o.hrow, o.hoff, part, beta, ptr(y), o.nh, int64(f))
+	return b.launch("spmm_heavy_"+dt.Short(), o.nh*int64(f), o.hrow, o.hoff, part, beta, ptr(y), o.nh, int64(f))
 }
 
 // Row reduction modes of rowReduce (see kernels.cu).
@@ -332,7 +332,7 @@ const (
 // rowReduce writes out[r,h] = the reduction over the entries of row r of
 // o of the edge values v (and v2 for reduceDot), [E,H] in edge order.
 func (b *Backend) rowReduce(g *Graph, o *orientation, mode int64, dt tensor.DType, v, v2, out uintptr, h int64) error {
-	s := sfx(dt)
+	s := dt.Short()
 	if err := b.launch("row_reduce_"+s, int64(o.rows)*h, mode, o.indptr, o.perm, v, v2, out, int64(o.rows), h, g.heavyArg(o)); err != nil || o.nh == 0 {
 		return err
 	}
@@ -368,7 +368,7 @@ func (b *Backend) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tens
 	f := x.Cols()
 	defer b.enter()()
 	n := int64(g.rows) * int64(f)
-	return b.launch("spmm_max_"+sfx(dt)+"_"+sfx(g.idxType)+"_"+sfx(argmax.DType()), n, g.fwd.indptr, g.fwd.idx,
+	return b.launch("spmm_max_"+dt.Short()+"_"+g.idxType.Short()+"_"+argmax.DType().Short(), n, g.fwd.indptr, g.fwd.idx,
 		ptr(x), ptr(y), ptr(argmax), int64(g.rows), int64(f))
 }
 
@@ -398,7 +398,7 @@ func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Te
 		return wrap(err)
 	}
 	defer b.enter()()
-	return b.launch("sddmm_"+sfx(dt)+"_"+sfx(g.idxType), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(x), ptr(y), ptr(out),
+	return b.launch("sddmm_"+dt.Short()+"_"+g.idxType.Short(), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(x), ptr(y), ptr(out),
 		g.nnz, int64(h), int64(x.Cols()/h))
 }
 
@@ -418,7 +418,7 @@ func (b *Backend) UAddV(ctx context.Context, a backend.Adj, u, v, out *tensor.Te
 	}
 	h := u.Cols()
 	defer b.enter()()
-	return b.launch("uaddv_"+sfx(dt)+"_"+sfx(g.idxType), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(u), ptr(v), ptr(out),
+	return b.launch("uaddv_"+dt.Short()+"_"+g.idxType.Short(), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(u), ptr(v), ptr(out),
 		g.nnz, int64(h))
 }
 
@@ -456,7 +456,7 @@ func (b *Backend) EdgeSoftmax(ctx context.Context, a backend.Adj, scores, out *t
 	defer b.enter()()
 	sc := scratch{b: b}
 	defer sc.release()
-	H, name := int64(h), sfx(dt)+"_"+sfx(g.idxType)
+	H, name := int64(h), dt.Short()+"_"+g.idxType.Short()
 	rowmax, err := sc.alloc(DeviceTier, int64(g.rows)*H*int64(dt.Size()))
 	if err != nil {
 		return err
@@ -499,5 +499,5 @@ func (b *Backend) EdgeSoftmaxBackward(ctx context.Context, a backend.Adj, out, d
 	if err := b.rowReduce(g, &g.fwd, reduceDot, dt, ptr(out), ptr(dout), d, H); err != nil {
 		return err
 	}
-	return b.launch("edge_softmax_bwd_"+sfx(dt)+"_"+sfx(g.idxType), g.nnz*H, g.erow, ptr(out), ptr(dout), d, ptr(dscores), g.nnz, H)
+	return b.launch("edge_softmax_bwd_"+dt.Short()+"_"+g.idxType.Short(), g.nnz*H, g.erow, ptr(out), ptr(dout), d, ptr(dscores), g.nnz, H)
 }

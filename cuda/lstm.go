@@ -7,6 +7,7 @@ import (
 
 	"strata/core/backend"
 	"strata/core/backend/argcheck"
+	"strata/core/graph"
 	"strata/core/tensor"
 )
 
@@ -30,40 +31,16 @@ func (s *lstmSchedule) rows(t int) int {
 	return int(s.off[t+1] - s.off[t])
 }
 
-// schedule builds the step order on first use (a stable counting sort by
-// degree, descending) and uploads it.
+// schedule builds the step order on first use (graph.StepOrder) and
+// uploads it.
 func (g *Graph) schedule() (*lstmSchedule, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.sched != nil {
 		return g.sched, nil
 	}
-	ip := g.hostIndptr
-	maxDeg := int64(0)
-	for i := range g.rows {
-		maxDeg = max(maxDeg, ip[i+1]-ip[i])
-	}
-	start := make([]int64, maxDeg+2)
-	for i := range g.rows {
-		start[maxDeg-(ip[i+1]-ip[i])+1]++
-	}
-	for d := int64(1); d < int64(len(start)); d++ {
-		start[d] += start[d-1]
-	}
-	order, rank := make([]int64, g.rows), make([]int64, g.rows)
-	for i := range int64(g.rows) {
-		k := maxDeg - (ip[i+1] - ip[i])
-		order[start[k]], rank[i] = i, start[k]
-		start[k]++
-	}
-	s := &lstmSchedule{off: make([]int64, maxDeg+1)}
-	n := int64(g.rows)
-	for t := int64(0); t < maxDeg; t++ {
-		for n > 0 && ip[order[n-1]+1]-ip[order[n-1]] <= t {
-			n--
-		}
-		s.off[t+1] = s.off[t] + n
-	}
+	order, rank, off := graph.StepOrder(g.hostIndptr)
+	s := &lstmSchedule{off: off}
 	var err error
 	if s.order, err = g.upload(bytesOf(order)); err != nil {
 		return nil, err
@@ -158,11 +135,11 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 	}
 	// Rows without sources output zeros: clear out first (rows with
 	// sources are overwritten by their last step).
-	if err := b.launch("fill_"+sfx(dt), int64(out.Numel()), ptr(out), int64(out.Numel()), 0.0); err != nil {
+	if err := b.launch("fill_"+dt.Short(), int64(out.Numel()), ptr(out), int64(out.Numel()), 0.0); err != nil {
 		return err
 	}
 	if save && s.rows(0) > 0 { // h_{-1} = 0
-		if err := b.launch("fill_"+sfx(dt), int64(s.rows(0))*H, hp0, int64(s.rows(0))*H, 0.0); err != nil {
+		if err := b.launch("fill_"+dt.Short(), int64(s.rows(0))*H, hp0, int64(s.rows(0))*H, 0.0); err != nil {
 			return err
 		}
 	}
@@ -176,7 +153,7 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 		if save {
 			gt = pos(gp0, t, G4)
 		}
-		if err := b.launch("lstm_gather_"+sfx(dt)+"_"+sfx(g.idxType), n*G4, n, int64(t), g.fwd.indptr, g.fwd.idx,
+		if err := b.launch("lstm_gather_"+dt.Short()+"_"+g.idxType.Short(), n*G4, n, int64(t), g.fwd.indptr, g.fwd.idx,
 			s.order, ptr(xw), ptr(bias), G4, gt); err != nil {
 			return err
 		}
@@ -190,7 +167,7 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 		if next > 0 {
 			hnext = pos(hp0, t+1, H)
 		}
-		if err := b.launch("lstm_cell_"+sfx(dt), n*H, n, H, next, gt, cprev, pos(cp0, t, H), hnext, ptr(out), s.order); err != nil {
+		if err := b.launch("lstm_cell_"+dt.Short(), n*H, n, H, next, gt, cprev, pos(cp0, t, H), hnext, ptr(out), s.order); err != nil {
 			return err
 		}
 	}
@@ -209,18 +186,9 @@ func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh,
 	if err != nil {
 		return err
 	}
-	h := whh.Rows()
-	if err := dims(op, "whh", whh, h, 4*h); err != nil {
-		return err
-	}
-	if err := dims(op, "dwhh", dwhh, h, 4*h); err != nil {
-		return err
-	}
-	if dxw.Rows() != g.cols || dxw.Cols() != 4*h {
-		return errf(op, "dxw has shape %v, want [%d,%d] (adjacency columns × 4H for H=%d from whh)", dxw.Shape(), g.cols, 4*h, h)
-	}
-	if err := dims(op, "dout", dout, g.rows, h); err != nil {
-		return err
+	h, err := argcheck.LSTMBackward(op, g, whh, dout, dxw, dwhh)
+	if err != nil {
+		return wrap(err)
 	}
 	if err := savedState(op, g, h, dxw, gates, cells, hprev); err != nil {
 		return err
@@ -266,7 +234,7 @@ func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh,
 		if t > 0 {
 			cprev = at(ptr(cells), t-1, H)
 		}
-		if err := b.launch("lstm_cell_bwd_"+sfx(dt), n*H, n, H, next, at(ptr(gates), t, G4), at(ptr(cells), t, H), cprev,
+		if err := b.launch("lstm_cell_bwd_"+dt.Short(), n*H, n, H, next, at(ptr(gates), t, G4), at(ptr(cells), t, H), cprev,
 			dhp, ptr(dout), s.order, dcs); err != nil {
 			return err
 		}
@@ -278,12 +246,12 @@ func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh,
 			ptr(gates)+uintptr(n0*G4*es), int(G4), 0, ptr(dwhh), int(G4)); err != nil {
 			return err
 		}
-	} else if err := b.launch("fill_"+sfx(dt), H*G4, ptr(dwhh), H*G4, 0.0); err != nil {
+	} else if err := b.launch("fill_"+dt.Short(), H*G4, ptr(dwhh), H*G4, 0.0); err != nil {
 		return err
 	}
 	if g.cols == 0 {
 		return ctxErr(ctx)
 	}
-	return b.launch("lstm_scatter_"+sfx(dt)+"_"+sfx(g.idxType), int64(g.cols)*G4, int64(g.cols), g.bwd.indptr, g.bwd.idx,
+	return b.launch("lstm_scatter_"+dt.Short()+"_"+g.idxType.Short(), int64(g.cols)*G4, int64(g.cols), g.bwd.indptr, g.bwd.idx,
 		g.bwd.perm, g.fwd.indptr, s.rank, s.offDev, G4, ptr(gates), ptr(dxw))
 }

@@ -47,9 +47,9 @@ func (b *Backend) scale(t *tensor.Tensor, beta float64) error {
 		return nil
 	}
 	if beta == 0 {
-		return b.launch("fill_"+sfx(t.DType()), int64(t.Numel()), ptr(t), int64(t.Numel()), 0.0)
+		return b.launch("fill_"+t.DType().Short(), int64(t.Numel()), ptr(t), int64(t.Numel()), 0.0)
 	}
-	return b.launch("axpby_"+sfx(t.DType()), int64(t.Numel()), ptr(t), ptr(t), int64(t.Numel()), 0.0, beta)
+	return b.launch("axpby_"+t.DType().Short(), int64(t.Numel()), ptr(t), ptr(t), int64(t.Numel()), 0.0, beta)
 }
 
 // Apply computes y = f(x) elementwise.
@@ -67,7 +67,7 @@ func (b *Backend) Apply(f backend.Unary, alpha float64, x, y *tensor.Tensor) err
 	}
 	defer b.enter()()
 	n := int64(x.Numel())
-	return b.launch("apply_"+sfx(dt), n, int64(f), alpha, ptr(x), ptr(y), n)
+	return b.launch("apply_"+dt.Short(), n, int64(f), alpha, ptr(x), ptr(y), n)
 }
 
 // ApplyBackward computes dx = f'(x)·dy; only the operands f needs must be
@@ -109,7 +109,7 @@ func (b *Backend) ApplyBackward(f backend.Unary, alpha float64, x, y, dy, dx *te
 	}
 	defer b.enter()()
 	n := int64(dy.Numel())
-	return b.launch("apply_bwd_"+sfx(dt), n, int64(f), alpha, ptr(x), ptr(y), ptr(dy), ptr(dx), n)
+	return b.launch("apply_bwd_"+dt.Short(), n, int64(f), alpha, ptr(x), ptr(y), ptr(dy), ptr(dx), n)
 }
 
 // Elementwise computes y = a op b, b being a's shape, a row of a.Cols()
@@ -132,7 +132,7 @@ func (b *Backend) Elementwise(op backend.Binary, a, bt, y *tensor.Tensor) error 
 		return wrap(err)
 	}
 	defer b.enter()()
-	return b.launch("binary_"+sfx(dt), int64(n), int64(op), ptr(a), ptr(bt), ptr(y), int64(n), int64(cols))
+	return b.launch("binary_"+dt.Short(), int64(n), int64(op), ptr(a), ptr(bt), ptr(y), int64(n), int64(cols))
 }
 
 // Axpby computes y = alpha·x + beta·y; with beta 0, y is not read.
@@ -147,7 +147,7 @@ func (b *Backend) Axpby(alpha float64, x *tensor.Tensor, beta float64, y *tensor
 	}
 	defer b.enter()()
 	n := int64(x.Numel())
-	return b.launch("axpby_"+sfx(dt), n, ptr(x), ptr(y), n, alpha, beta)
+	return b.launch("axpby_"+dt.Short(), n, ptr(x), ptr(y), n, alpha, beta)
 }
 
 // Fill sets every element to v (converted to t's dtype).
@@ -157,7 +157,7 @@ func (b *Backend) Fill(t *tensor.Tensor, v float64) error {
 	}
 	defer b.enter()()
 	n := int64(t.Numel())
-	return b.launch("fill_"+sfx(t.DType()), n, ptr(t), n, v)
+	return b.launch("fill_"+t.DType().Short(), n, ptr(t), n, v)
 }
 
 // CopyCols copies n columns: dst[:, dstOff+j] = src[:, srcOff+j].
@@ -172,7 +172,7 @@ func (b *Backend) CopyCols(dst *tensor.Tensor, dstOff int, src *tensor.Tensor, s
 	dt := dst.DType()
 	defer b.enter()()
 	rows := int64(src.Rows())
-	return b.launch("copy_cols_"+sfx(dt), rows*int64(n), ptr(dst), int64(dst.Cols()), int64(dstOff),
+	return b.launch("copy_cols_"+dt.Short(), rows*int64(n), ptr(dst), int64(dst.Cols()), int64(dstOff),
 		ptr(src), int64(src.Cols()), int64(srcOff), rows, int64(n))
 }
 
@@ -230,7 +230,7 @@ func (b *Backend) colsum(sc *scratch, mode int64, dt tensor.DType, x, dy, mu, in
 	if err != nil {
 		return 0, 0, err
 	}
-	return part, nb, b.launch("colsum_"+sfx(dt), nb*c, mode, x, dy, mu, inv, n, c, chunk, part)
+	return part, nb, b.launch("colsum_"+dt.Short(), nb*c, mode, x, dy, mu, inv, n, c, chunk, part)
 }
 
 // SumRows computes y[c] = Σ_i x[i,c], in double.
@@ -251,7 +251,7 @@ func (b *Backend) SumRows(x, y *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	return b.launch("sum_rows_final_"+sfx(dt), c, part, nb, c, ptr(y))
+	return b.launch("sum_rows_final_"+dt.Short(), c, part, nb, c, ptr(y))
 }
 
 // HeadDot computes y[n,h] = Σ_c x[n,h·C+c]·a[h,c].
@@ -270,7 +270,7 @@ func (b *Backend) HeadDot(x, a, y *tensor.Tensor) error {
 		return err
 	}
 	defer b.enter()()
-	return b.launch("head_dot_"+sfx(dt), int64(n*h), ptr(x), ptr(a), ptr(y), int64(n), int64(h), int64(c))
+	return b.launch("head_dot_"+dt.Short(), int64(n*h), ptr(x), ptr(a), ptr(y), int64(n), int64(h), int64(c))
 }
 
 // HeadDotBackward accumulates dx += dy ⊗ a per head and da += Σ_n dy·x.
@@ -296,7 +296,7 @@ func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
 	}
 	defer b.enter()()
 	N, H, C := int64(n), int64(h), int64(c)
-	if err := b.launch("head_dot_dx_"+sfx(dt), N*H*C, ptr(a), ptr(dy), ptr(dx), N, H, C); err != nil {
+	if err := b.launch("head_dot_dx_"+dt.Short(), N*H*C, ptr(a), ptr(dy), ptr(dx), N, H, C); err != nil {
 		return err
 	}
 	sc := scratch{b: b}
@@ -307,17 +307,10 @@ func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	if err := b.launch("head_dot_da_part_"+sfx(dt), nb*H*C, ptr(x), ptr(dy), N, H, C, chunk, part); err != nil {
+	if err := b.launch("head_dot_da_part_"+dt.Short(), nb*H*C, ptr(x), ptr(dy), N, H, C, chunk, part); err != nil {
 		return err
 	}
-	return b.launch("add_colsum_"+sfx(dt), H*C, part, nb, H*C, ptr(da))
-}
-
-// mix64 is the splitmix64 finaliser of the dropout stream (as the CPU's).
-func mix64(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-	z = (z ^ z>>27) * 0x94D049BB133111EB
-	return z ^ z>>31
+	return b.launch("add_colsum_"+dt.Short(), H*C, part, nb, H*C, ptr(da))
 }
 
 // DropoutMask fills mask with 0 or 1/(1-p) from the CPU backend's stream,
@@ -333,7 +326,7 @@ func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error
 	}
 	defer b.enter()()
 	n := int64(mask.Numel())
-	return b.launch("dropout_"+sfx(dt), n, mix64(seed), uint64(math.Ceil(p*(1<<53))), 1/(1-p), ptr(mask), uintptr(0), uintptr(0), n)
+	return b.launch("dropout_"+dt.Short(), n, backend.Mix64(seed), backend.DropoutThreshold(p), 1/(1-p), ptr(mask), uintptr(0), uintptr(0), n)
 }
 
 // DropoutApply computes y = x·m in one pass and stores m in mask unless it
@@ -358,7 +351,7 @@ func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor
 	}
 	defer b.enter()()
 	n := int64(x.Numel())
-	return b.launch("dropout_"+sfx(dt), n, mix64(seed), uint64(math.Ceil(p*(1<<53))), 1/(1-p), ptr(mask), ptr(x), ptr(y), n)
+	return b.launch("dropout_"+dt.Short(), n, backend.Mix64(seed), backend.DropoutThreshold(p), 1/(1-p), ptr(mask), ptr(x), ptr(y), n)
 }
 
 // bnVecs checks x [N,C], y like x (when set) and the per-column vectors.
@@ -387,7 +380,7 @@ func (b *Backend) BatchNorm(x, gamma, beta, y, mean, invStd *tensor.Tensor, eps 
 	defer b.enter()()
 	sc := scratch{b: b}
 	defer sc.release()
-	n, c, s := int64(x.Rows()), int64(x.Cols()), sfx(dt)
+	n, c, s := int64(x.Rows()), int64(x.Cols()), dt.Short()
 	stats, err := sc.alloc(DeviceTier, 16*c) // mu, inv in double
 	if err != nil {
 		return err
@@ -433,7 +426,7 @@ func (b *Backend) BatchNormBackward(x, gamma, dy, mean, invStd, dx, dgamma, dbet
 	defer b.enter()()
 	sc := scratch{b: b}
 	defer sc.release()
-	n, c, s := int64(x.Rows()), int64(x.Cols()), sfx(dt)
+	n, c, s := int64(x.Rows()), int64(x.Cols()), dt.Short()
 	stats, err := sc.alloc(DeviceTier, 16*c)
 	if err != nil {
 		return err
@@ -463,7 +456,7 @@ func (b *Backend) BatchNormBackward(x, gamma, dy, mean, invStd, dx, dgamma, dbet
 // toDouble converts n values of dtype dt at src into doubles at dst, as a
 // one-row column sum.
 func (b *Backend) toDouble(dt tensor.DType, src, dst uintptr, n int64) error {
-	return b.launch("colsum_"+sfx(dt), n, int64(0), src, uintptr(0), uintptr(0), uintptr(0), int64(1), n, int64(1), dst)
+	return b.launch("colsum_"+dt.Short(), n, int64(0), src, uintptr(0), uintptr(0), uintptr(0), int64(1), n, int64(1), dst)
 }
 
 // BatchNormInfer normalises with the given mean and variance.
@@ -475,7 +468,7 @@ func (b *Backend) BatchNormInfer(x, gamma, beta, mean, variance, y *tensor.Tenso
 	}
 	defer b.enter()()
 	n, c := int64(x.Rows()), int64(x.Cols())
-	return b.launch("bn_infer_"+sfx(dt), n*c, ptr(x), ptr(gamma), ptr(beta), ptr(mean), ptr(variance), ptr(y), n, c, eps)
+	return b.launch("bn_infer_"+dt.Short(), n*c, ptr(x), ptr(gamma), ptr(beta), ptr(mean), ptr(variance), ptr(y), n, c, eps)
 }
 
 // SoftmaxCrossEntropy returns the mean cross-entropy over the rows in idx
@@ -501,7 +494,7 @@ func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tenso
 	defer b.enter()()
 	if dlogits != nil {
 		nd := int64(dlogits.Numel())
-		if err := b.launch("fill_"+sfx(dt), nd, ptr(dlogits), nd, 0.0); err != nil {
+		if err := b.launch("fill_"+dt.Short(), nd, ptr(dlogits), nd, 0.0); err != nil {
 			return 0, err
 		}
 	}
@@ -516,7 +509,7 @@ func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tenso
 		return 0, err
 	}
 	err = b.checked(func(errBuf uintptr) error {
-		return b.launch("softmax_ce_"+sfx(dt)+"_"+sfx(idx.DType()), m, ptr(logits), ptr(labels), ptr(idx), m,
+		return b.launch("softmax_ce_"+dt.Short()+"_"+idx.DType().Short(), m, ptr(logits), ptr(labels), ptr(idx), m,
 			int64(n), int64(k), ptr(dlogits), loss, errBuf)
 	}, func(pos int64) error {
 		return errf(op, "idx[%d] is outside [0,%d) or its row's label is outside [0,%d)", pos, n, k)
@@ -560,7 +553,7 @@ func (b *Backend) ArgmaxRows(x, out *tensor.Tensor) error {
 	}
 	defer b.enter()()
 	n := int64(x.Rows())
-	return b.launch("argmax_rows_"+sfx(dt), n, ptr(x), ptr(out), n, int64(x.Cols()))
+	return b.launch("argmax_rows_"+dt.Short(), n, ptr(x), ptr(out), n, int64(x.Cols()))
 }
 
 // AdamStep updates p, m and v in place (arithmetic in double per element).
@@ -582,7 +575,7 @@ func (b *Backend) AdamStep(p, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd 
 	bc2 := 1 - math.Pow(beta2, float64(t))
 	defer b.enter()()
 	n := int64(p.Numel())
-	return b.launch("adam_"+sfx(dt), n, ptr(p), ptr(g), ptr(m), ptr(v), n, lr, beta1, beta2, eps, wd, bc1, bc2)
+	return b.launch("adam_"+dt.Short(), n, ptr(p), ptr(g), ptr(m), ptr(v), n, lr, beta1, beta2, eps, wd, bc1, bc2)
 }
 
 // Gather copies rows: y[i,:] = x[idx[i],:]. x may live in pinned host
@@ -598,7 +591,7 @@ func (b *Backend) Gather(x, idx, y *tensor.Tensor) error {
 	dt, n, c := x.DType(), idx.Numel(), x.Cols()
 	defer b.enter()()
 	return b.checked(func(errBuf uintptr) error {
-		return b.launch("gather_"+sfx(dt)+"_"+sfx(idx.DType()), int64(n*c), ptr(x), int64(x.Rows()), ptr(idx), ptr(y),
+		return b.launch("gather_"+dt.Short()+"_"+idx.DType().Short(), int64(n*c), ptr(x), int64(x.Rows()), ptr(idx), ptr(y),
 			int64(n), int64(c), errBuf)
 	}, func(pos int64) error { return errf(op, "idx[%d] is outside [0,%d)", pos, x.Rows()) })
 }
@@ -620,7 +613,7 @@ func (b *Backend) ScatterAdd(x, idx, y *tensor.Tensor) error {
 	n, c := idx.Numel(), y.Cols()
 	defer b.enter()()
 	return b.checked(func(errBuf uintptr) error {
-		return b.launch("scatter_add_"+sfx(dt)+"_"+sfx(idx.DType()), int64(n*c), ptr(x), ptr(idx), ptr(y), int64(y.Rows()),
+		return b.launch("scatter_add_"+dt.Short()+"_"+idx.DType().Short(), int64(n*c), ptr(x), ptr(idx), ptr(y), int64(y.Rows()),
 			int64(n), int64(c), errBuf)
 	}, func(pos int64) error { return errf(op, "idx[%d] is outside [0,%d)", pos, y.Rows()) })
 }
@@ -641,7 +634,7 @@ func (b *Backend) ScatterArgmax(argmax, dy, dx *tensor.Tensor) error {
 	defer b.enter()()
 	n, f := int64(dy.Rows()), int64(dy.Cols())
 	return b.checked(func(errBuf uintptr) error {
-		return b.launch("scatter_argmax_"+sfx(dt)+"_"+sfx(argmax.DType()), n*f, ptr(argmax), ptr(dy), ptr(dx),
+		return b.launch("scatter_argmax_"+dt.Short()+"_"+argmax.DType().Short(), n*f, ptr(argmax), ptr(dy), ptr(dx),
 			int64(dx.Rows()), n, f, errBuf)
 	}, func(pos int64) error { return errf(op, "argmax element %d is outside [-1,%d)", pos, dx.Rows()) })
 }

@@ -33,6 +33,22 @@ func (d DType) Size() int {
 // IsFloat reports whether d is a floating-point type.
 func (d DType) IsFloat() bool { return d == Float32 || d == Float64 }
 
+// Short returns the short name used in kernel and test names: f32, f64,
+// i32 or i64.
+func (d DType) Short() string {
+	switch d {
+	case Float32:
+		return "f32"
+	case Float64:
+		return "f64"
+	case Int32:
+		return "i32"
+	case Int64:
+		return "i64"
+	}
+	return d.String()
+}
+
 func (d DType) String() string {
 	switch d {
 	case Float32:

@@ -364,3 +364,19 @@ func CSR(g *graph.CSR) error {
 	}
 	return nil
 }
+
+// LSTMBackward checks whh and dwhh [H,4H], dxw [cols,4H] and dout
+// [rows,H] and returns H.
+func LSTMBackward(op string, a backend.Adj, whh, dout, dxw, dwhh *tensor.Tensor) (h int, err error) {
+	h = whh.Rows()
+	if err := Dims(op, "whh", whh, h, 4*h); err != nil {
+		return 0, err
+	}
+	if err := Dims(op, "dwhh", dwhh, h, 4*h); err != nil {
+		return 0, err
+	}
+	if dxw.Rows() != a.Cols() || dxw.Cols() != 4*h {
+		return 0, errf(op, "dxw has shape %v, want [%d,%d] (adjacency columns × 4H for H=%d from whh)", dxw.Shape(), a.Cols(), 4*h, h)
+	}
+	return h, Dims(op, "dout", dout, a.Rows(), h)
+}

@@ -89,3 +89,23 @@ func TestChecks(t *testing.T) {
 func second[A any](_ A, err error) error                 { return err }
 func third[A, B any](_ A, _ B, err error) error          { return err }
 func fourth[A, B, C any](_ A, _ B, _ C, err error) error { return err }
+
+func TestLSTMBackward(t *testing.T) {
+	a := adj{rows: 4, cols: 6, nnz: 10}
+	for _, tc := range []struct {
+		name      string
+		dxw, dout *tensor.Tensor
+		want      string
+	}{
+		{"ok", f32(6, 12), f32(4, 3), ""},
+		{"dxw", f32(4, 12), f32(4, 3), "L: dxw has shape [4 12], want [6,12]"},
+		{"dout", f32(6, 12), f32(6, 3), "L: dout has shape [6 3], want [4,3]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := LSTMBackward("L", a, f32(3, 12), tc.dout, tc.dxw, f32(3, 12))
+			if tc.want == "" && (err != nil || h != 3) || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)) {
+				t.Errorf("LSTMBackward: h %d, err %v, want %q", h, err, tc.want)
+			}
+		})
+	}
+}

@@ -218,21 +218,6 @@ var indexTypes = []tensor.DType{tensor.Int32, tensor.Int64}
 // allTypes are every dtype.
 var allTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64}
 
-// dn is a dtype's short name in subtest names.
-func dn(dt tensor.DType) string {
-	switch dt {
-	case tensor.Float32:
-		return "f32"
-	case tensor.Float64:
-		return "f64"
-	case tensor.Int32:
-		return "i32"
-	case tensor.Int64:
-		return "i64"
-	}
-	return dt.String()
-}
-
 // tol is the relative tolerance for results of dtype dt (0 for ints).
 func (s *suite) tol(dt tensor.DType) float64 {
 	switch dt {

@@ -21,7 +21,7 @@ func testGEMM(s *suite, t *testing.T) {
 			for tr := range 4 {
 				ta, tb := tr&2 != 0, tr&1 != 0
 				for _, ab := range scales {
-					name := fmt.Sprintf("%s/m=%d,n=%d,k=%d/%s/alpha=%g,beta=%g", dn(dt), sh[0], sh[1], sh[2], transName(ta, tb), ab[0], ab[1])
+					name := fmt.Sprintf("%s/m=%d,n=%d,k=%d/%s/alpha=%g,beta=%g", dt.Short(), sh[0], sh[1], sh[2], transName(ta, tb), ab[0], ab[1])
 					s.each(t, "GEMM", name, func(c *tc) {
 						m, n, k := sh[0], sh[1], sh[2]
 						as, bs := []int{m, k}, []int{k, n}
@@ -79,7 +79,7 @@ func (c *tc) values(dt tensor.DType, n int) []float64 {
 func testGather(s *suite, t *testing.T) {
 	for _, dt := range allTypes {
 		for _, it := range indexTypes {
-			s.each(t, "Gather", dn(dt)+"/idx="+dn(it), func(c *tc) {
+			s.each(t, "Gather", dt.Short()+"/idx="+it.Short(), func(c *tc) {
 				const rows, cols, n = 50, 13, 70
 				x := c.put(dt, c.values(dt, rows*cols), rows, cols)
 				idx := c.put(it, c.indices(n, rows), n)
@@ -96,7 +96,7 @@ func testScatterAdd(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, it := range indexTypes {
 			for _, cols := range []int{1, 13} {
-				s.each(t, "ScatterAdd", fmt.Sprintf("%s/idx=%s/cols=%d", dn(dt), dn(it), cols), func(c *tc) {
+				s.each(t, "ScatterAdd", fmt.Sprintf("%s/idx=%s/cols=%d", dt.Short(), it.Short(), cols), func(c *tc) {
 					const rows, n = 40, 90
 					x := c.rand(dt, -1, 1, n, cols)
 					idx := c.put(it, c.indices(n, rows), n)
@@ -120,7 +120,7 @@ func testCopyCols(s *suite, t *testing.T) {
 	}
 	for _, dt := range allTypes {
 		for _, cc := range cases {
-			name := fmt.Sprintf("%s/dst=%d+%d/src=%d+%d/n=%d", dn(dt), cc.dstCols, cc.dstOff, cc.srcCols, cc.srcOff, cc.n)
+			name := fmt.Sprintf("%s/dst=%d+%d/src=%d+%d/n=%d", dt.Short(), cc.dstCols, cc.dstOff, cc.srcCols, cc.srcOff, cc.n)
 			s.each(t, "CopyCols", name, func(c *tc) {
 				const rows = 31
 				dst := c.put(dt, c.values(dt, rows*cc.dstCols), rows, cc.dstCols)
@@ -179,7 +179,7 @@ func testApply(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, u := range unaries {
 			for _, inPlace := range []bool{false, true} {
-				name := dn(dt) + "/" + u.name + map[bool]string{false: "/out", true: "/inplace"}[inPlace]
+				name := dt.Short() + "/" + u.name + map[bool]string{false: "/out", true: "/inplace"}[inPlace]
 				s.each(t, "Apply", name, func(c *tc) {
 					shape := []int{37, 11}
 					if inPlace {
@@ -203,7 +203,7 @@ func testApply(s *suite, t *testing.T) {
 func testApplyBackward(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, u := range unaries {
-			s.each(t, "ApplyBackward", dn(dt)+"/"+u.name, func(c *tc) {
+			s.each(t, "ApplyBackward", dt.Short()+"/"+u.name, func(c *tc) {
 				const rows, cols = 37, 11
 				xv := round(dt, c.uniform(rows*cols, -2.5, 2.5))
 				yv := make([]float64, len(xv))
@@ -236,7 +236,7 @@ func testElementwise(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, o := range ops {
 			for _, bc := range bcasts {
-				s.each(t, "Elementwise", dn(dt)+"/"+o.name+"/"+bc.name, func(c *tc) {
+				s.each(t, "Elementwise", dt.Short()+"/"+o.name+"/"+bc.name, func(c *tc) {
 					a := c.rand(dt, -2, 2, rows, cols)
 					bv := c.uniform(numel(bc.shape), 0.5, 1.5)
 					for i := range bv {
@@ -259,7 +259,7 @@ func testElementwise(s *suite, t *testing.T) {
 func testAxpby(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, ab := range [][2]float64{{1, 0}, {-0.5, 0}, {2, -0.5}, {0.3, 1}} {
-			s.each(t, "Axpby", fmt.Sprintf("%s/alpha=%g,beta=%g", dn(dt), ab[0], ab[1]), func(c *tc) {
+			s.each(t, "Axpby", fmt.Sprintf("%s/alpha=%g,beta=%g", dt.Short(), ab[0], ab[1]), func(c *tc) {
 				x := c.rand(dt, -1, 1, 41, 7)
 				y := c.rand(dt, -1, 1, 41, 7)
 				if ab[1] == 0 {
@@ -280,7 +280,7 @@ func testFill(s *suite, t *testing.T) {
 			vals = []float64{0, 7, -3}
 		}
 		for _, v := range vals {
-			s.each(t, "Fill", fmt.Sprintf("%s/v=%g", dn(dt), v), func(c *tc) {
+			s.each(t, "Fill", fmt.Sprintf("%s/v=%g", dt.Short(), v), func(c *tc) {
 				x := c.put(dt, c.ints(33*5, 1, 100), 33, 5)
 				c.call("Fill", func(b backend.Backend, sd side) error { return b.Fill(sd.T(x), v) })
 				c.exact("t", x)
@@ -293,7 +293,7 @@ func testFill(s *suite, t *testing.T) {
 func testSumRows(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, sh := range [][2]int{{1, 7}, {300, 13}, {64, 24}, {17, 1}} {
-			s.each(t, "SumRows", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+			s.each(t, "SumRows", fmt.Sprintf("%s/%dx%d", dt.Short(), sh[0], sh[1]), func(c *tc) {
 				x := c.rand(dt, -1, 1, sh[0], sh[1])
 				y := c.out(dt, sh[1])
 				c.call("SumRows", func(b backend.Backend, sd side) error { return b.SumRows(sd.T(x), sd.T(y)) })
@@ -310,7 +310,7 @@ var headShapes = [][2]int{{1, 8}, {3, 5}, {4, 6}}
 func testHeadDot(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, hc := range headShapes {
-			s.each(t, "HeadDot", fmt.Sprintf("%s/H=%d,C=%d", dn(dt), hc[0], hc[1]), func(c *tc) {
+			s.each(t, "HeadDot", fmt.Sprintf("%s/H=%d,C=%d", dt.Short(), hc[0], hc[1]), func(c *tc) {
 				const n = 50
 				x, a := c.rand(dt, -1, 1, n, hc[0]*hc[1]), c.rand(dt, -1, 1, hc[0], hc[1])
 				y := c.out(dt, n, hc[0])
@@ -325,7 +325,7 @@ func testHeadDot(s *suite, t *testing.T) {
 func testHeadDotBackward(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, hc := range headShapes {
-			s.each(t, "HeadDotBackward", fmt.Sprintf("%s/H=%d,C=%d", dn(dt), hc[0], hc[1]), func(c *tc) {
+			s.each(t, "HeadDotBackward", fmt.Sprintf("%s/H=%d,C=%d", dt.Short(), hc[0], hc[1]), func(c *tc) {
 				const n = 50
 				h, cc := hc[0], hc[1]
 				x, a, dy := c.rand(dt, -1, 1, n, h*cc), c.rand(dt, -1, 1, h, cc), c.rand(dt, -1, 1, n, h)
@@ -347,7 +347,7 @@ func testDropoutMask(s *suite, t *testing.T) {
 		for _, p := range []float64{0, 0.1, 0.5, 0.9, 1} {
 			for _, seed := range []uint64{0, 7, 0xDEADBEEFCAFEBABE} {
 				for _, shape := range [][]int{{37, 13}, {1000}} {
-					name := fmt.Sprintf("%s/p=%g/seed=%d/%s", dn(dt), p, seed, shapeName(shape))
+					name := fmt.Sprintf("%s/p=%g/seed=%d/%s", dt.Short(), p, seed, shapeName(shape))
 					s.each(t, "DropoutMask", name, func(c *tc) {
 						mask := c.out(dt, shape...)
 						c.call("DropoutMask", func(b backend.Backend, sd side) error { return b.DropoutMask(seed, p, sd.T(mask)) })
@@ -368,7 +368,7 @@ const bnEps = 1e-5
 func testBatchNorm(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, sh := range bnShapes {
-			s.each(t, "BatchNorm", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+			s.each(t, "BatchNorm", fmt.Sprintf("%s/%dx%d", dt.Short(), sh[0], sh[1]), func(c *tc) {
 				n, k := sh[0], sh[1]
 				x := c.rand(dt, -2, 3, n, k)
 				gamma, beta := c.rand(dt, 0.5, 1.5, k), c.rand(dt, -1, 1, k)
@@ -408,7 +408,7 @@ func colStats(x []float64, n, k int, eps float64) (mean, inv []float64) {
 func testBatchNormBackward(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, sh := range bnShapes {
-			s.each(t, "BatchNormBackward", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+			s.each(t, "BatchNormBackward", fmt.Sprintf("%s/%dx%d", dt.Short(), sh[0], sh[1]), func(c *tc) {
 				n, k := sh[0], sh[1]
 				xv := round(dt, c.uniform(n*k, -2, 3))
 				mv, iv := colStats(xv, n, k, bnEps)
@@ -430,7 +430,7 @@ func testBatchNormBackward(s *suite, t *testing.T) {
 func testBatchNormInfer(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, sh := range bnShapes {
-			s.each(t, "BatchNormInfer", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+			s.each(t, "BatchNormInfer", fmt.Sprintf("%s/%dx%d", dt.Short(), sh[0], sh[1]), func(c *tc) {
 				n, k := sh[0], sh[1]
 				x := c.rand(dt, -2, 3, n, k)
 				gamma, beta := c.rand(dt, 0.5, 1.5, k), c.rand(dt, -1, 1, k)
@@ -452,7 +452,7 @@ func testSoftmaxCrossEntropy(s *suite, t *testing.T) {
 		for _, it := range indexTypes {
 			for _, rep := range []bool{false, true} {
 				for _, grad := range []bool{true, false} {
-					name := fmt.Sprintf("%s/idx=%s/%s/%s", dn(dt), dn(it),
+					name := fmt.Sprintf("%s/idx=%s/%s/%s", dt.Short(), it.Short(),
 						map[bool]string{false: "distinct", true: "repeats"}[rep], map[bool]string{false: "no-grad", true: "grad"}[grad])
 					s.each(t, "SoftmaxCrossEntropy", name, func(c *tc) {
 						const n, k = 40, 6
@@ -491,7 +491,7 @@ func testSoftmaxCrossEntropy(s *suite, t *testing.T) {
 func testArgmaxRows(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, sh := range [][2]int{{50, 7}, {10, 1}, {3, 24}} {
-			s.each(t, "ArgmaxRows", fmt.Sprintf("%s/%dx%d", dn(dt), sh[0], sh[1]), func(c *tc) {
+			s.each(t, "ArgmaxRows", fmt.Sprintf("%s/%dx%d", dt.Short(), sh[0], sh[1]), func(c *tc) {
 				x := c.put(dt, c.distinct(sh[0]*sh[1]), sh[0], sh[1])
 				out := c.out(tensor.Int32, sh[0])
 				c.call("ArgmaxRows", func(b backend.Backend, sd side) error { return b.ArgmaxRows(sd.T(x), sd.T(out)) })
@@ -506,7 +506,7 @@ func testArgmaxRows(s *suite, t *testing.T) {
 func testAdamStep(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, wd := range []float64{0, 0.01} {
-			s.each(t, "AdamStep", fmt.Sprintf("%s/wd=%g", dn(dt), wd), func(c *tc) {
+			s.each(t, "AdamStep", fmt.Sprintf("%s/wd=%g", dt.Short(), wd), func(c *tc) {
 				const rows, cols = 37, 5
 				p := c.rand(dt, -1, 1, rows, cols)
 				m, v := c.alloc(dt, rows, cols), c.alloc(dt, rows, cols)

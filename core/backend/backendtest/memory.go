@@ -54,7 +54,7 @@ func testAlloc(s *suite, t *testing.T) {
 	}
 	for _, dt := range allTypes {
 		for _, shape := range append(slices.Clone(roundTripShapes), []int{0, 5}) {
-			s.each(t, "Alloc", dn(dt)+"/"+shapeName(shape), func(c *tc) {
+			s.each(t, "Alloc", dt.Short()+"/"+shapeName(shape), func(c *tc) {
 				x := c.gotAlloc(dt, s.opts.Tier, shape...)
 				if x.DType() != dt || !slices.Equal(x.Shape(), shape) || x.Tier() != s.opts.Tier {
 					c.Errorf("%s: Alloc returned %v, want %v%v@%s", c.name, x, dt, shape, s.opts.Tier)
@@ -166,7 +166,7 @@ func (c *tc) sameBits(what string, want, got any) {
 func testRoundTrip(s *suite, t *testing.T) {
 	for _, dt := range allTypes {
 		for _, shape := range roundTripShapes {
-			s.each(t, "RoundTrip", dn(dt)+"/"+shapeName(shape), func(c *tc) {
+			s.each(t, "RoundTrip", dt.Short()+"/"+shapeName(shape), func(c *tc) {
 				src := c.specials(dt, numel(shape))
 				x := c.gotAlloc(dt, s.opts.Tier, shape...)
 				c.gotDo("Upload", func() error { return s.got.Upload(x, src) })
@@ -183,7 +183,7 @@ func testRoundTrip(s *suite, t *testing.T) {
 // testCopy copies host → tier → tier → host on the candidate, bit for bit.
 func testCopy(s *suite, t *testing.T) {
 	for _, dt := range allTypes {
-		s.each(t, "Copy", dn(dt), func(c *tc) {
+		s.each(t, "Copy", dt.Short(), func(c *tc) {
 			shape := []int{19, 5}
 			src := c.specials(dt, numel(shape))
 			h1 := c.gotAlloc(dt, tensor.Host, shape...)

@@ -25,7 +25,7 @@ func eachGraph[V any](s *suite, t *testing.T, op string, specs []graphSpec, vs [
 	for _, dt := range floats {
 		for _, sp := range specs {
 			for _, v := range vs {
-				name := dn(dt) + "/" + sp.name
+				name := dt.Short() + "/" + sp.name
 				if v.name != "" {
 					name += "/" + v.name
 				}
@@ -106,7 +106,7 @@ func testSpMMMax(s *suite, t *testing.T) {
 	var vs []variant[maxCase]
 	for _, it := range indexTypes {
 		for _, f := range []int{3, 21} {
-			vs = append(vs, variant[maxCase]{fmt.Sprintf("argmax=%s/F=%d", dn(it), f), maxCase{it, f}})
+			vs = append(vs, variant[maxCase]{fmt.Sprintf("argmax=%s/F=%d", it.Short(), f), maxCase{it, f}})
 		}
 	}
 	eachGraph(s, t, "SpMMMax", graphSpecs, vs, func(c *tc, dt tensor.DType, g *adj, v maxCase) {
@@ -129,7 +129,7 @@ func testScatterArgmax(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, it := range indexTypes {
 			for _, f := range []int{1, 13} {
-				s.each(t, "ScatterArgmax", fmt.Sprintf("%s/argmax=%s/F=%d", dn(dt), dn(it), f), func(c *tc) {
+				s.each(t, "ScatterArgmax", fmt.Sprintf("%s/argmax=%s/F=%d", dt.Short(), it.Short(), f), func(c *tc) {
 					const n, rows = 60, 25
 					am := c.ints(n*f, -1, rows)
 					for i := 0; i < len(am); i += 7 {

@@ -8,6 +8,7 @@ import (
 
 	"strata/core/backend"
 	"strata/core/backend/argcheck"
+	"strata/core/graph"
 	"strata/core/tensor"
 )
 
@@ -45,33 +46,8 @@ func (g *Graph) schedule() *lstmSchedule {
 	if g.sched != nil {
 		return g.sched
 	}
-	ip := g.fwd.indptr
-	maxDeg := int64(0)
-	for i := range g.rows {
-		maxDeg = max(maxDeg, ip[i+1]-ip[i])
-	}
-	// Counting sort by degree, descending and stable.
-	start := make([]int64, maxDeg+2)
-	for i := range g.rows {
-		start[maxDeg-(ip[i+1]-ip[i])+1]++
-	}
-	for d := int64(1); d < int64(len(start)); d++ {
-		start[d] += start[d-1]
-	}
-	s := &lstmSchedule{order: make([]int64, g.rows), rank: make([]int64, g.rows), off: make([]int64, maxDeg+1)}
-	for i := range int64(g.rows) {
-		k := maxDeg - (ip[i+1] - ip[i])
-		s.order[start[k]], s.rank[i] = i, start[k]
-		start[k]++
-	}
-	// n_t = rows of degree > t, a prefix of order; off is its prefix sum.
-	n := int64(g.rows)
-	for t := int64(0); t < maxDeg; t++ {
-		for n > 0 && ip[s.order[n-1]+1]-ip[s.order[n-1]] <= t {
-			n--
-		}
-		s.off[t+1] = s.off[t] + n
-	}
+	order, rank, off := graph.StepOrder(g.fwd.indptr)
+	s := &lstmSchedule{order: order, rank: rank, off: off}
 	g.sched = s
 	bytes := 8 * int64(len(s.order)+len(s.rank)+len(s.off))
 	g.bytes += bytes
@@ -245,18 +221,9 @@ func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh,
 	if err != nil {
 		return err
 	}
-	h := whh.Rows()
-	if err := dims(op, "whh", whh, h, 4*h); err != nil {
-		return err
-	}
-	if err := dims(op, "dwhh", dwhh, h, 4*h); err != nil {
-		return err
-	}
-	if dxw.Rows() != g.cols || dxw.Cols() != 4*h {
-		return errf(op, "dxw has shape %v, want [%d,%d] (adjacency columns × 4H for H=%d from whh)", dxw.Shape(), g.cols, 4*h, h)
-	}
-	if err := dims(op, "dout", dout, g.rows, h); err != nil {
-		return err
+	h, err := argcheck.LSTMBackward(op, g, whh, dout, dxw, dwhh)
+	if err != nil {
+		return wrap(err)
 	}
 	if err := savedShapes(op, g, dt, h, dxw, gates, cells, hprev); err != nil {
 		return err

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"strata/core/backend"
 	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
@@ -367,7 +368,7 @@ func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error
 	scale := 1 / (1 - p)
 	if dt == tensor.Float32 {
 		s := fl[float32](mask)
-		base, thr := mix64(seed), dropThreshold(p)
+		base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
 		b.each(len(s), func(lo, hi int) { cDropout(base, thr, float32(scale), lo, hi, s, nil, nil) })
 	} else {
 		s := fl[float64](mask)
@@ -401,11 +402,11 @@ func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor
 	scale := 1 / (1 - p)
 	if dt == tensor.Float32 {
 		xs, ys, ms := fl[float32](x), fl[float32](y), fl[float32](mask)
-		base, thr := mix64(seed), dropThreshold(p)
+		base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
 		b.each(len(xs), func(lo, hi int) { cDropout(base, thr, float32(scale), lo, hi, ms, xs, ys) })
 	} else {
 		xs, ys, ms := fl[float64](x), fl[float64](y), fl[float64](mask)
-		base := mix64(seed)
+		base := backend.Mix64(seed)
 		b.each(len(xs), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				m := 0.0
@@ -422,15 +423,8 @@ func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor
 	return nil
 }
 
-// dropThreshold is the integer form of "uniform ≥ p": uniform(base, i) is
-// k·2^-53 for the 53-bit k = mix64(...)>>11, and k·2^-53 ≥ p exactly when
-// k ≥ ceil(p·2^53) (both scalings by 2^53 are exact).
-func dropThreshold(p float64) uint64 {
-	return uint64(math.Ceil(p * (1 << 53)))
-}
-
 func dropout[T float](seed uint64, p float64, scale T, s []T, lo, hi int) {
-	base := mix64(seed)
+	base := backend.Mix64(seed)
 	for i := lo; i < hi; i++ {
 		if uniform(base, uint64(i)) >= p {
 			s[i] = scale
@@ -442,15 +436,8 @@ func dropout[T float](seed uint64, p float64, scale T, s []T, lo, hi int) {
 
 // Uniform is the dropout stream: a splitmix64 counter hash of (seed, i) as a
 // float64 in [0,1) with 53 random bits.
-func Uniform(seed, i uint64) float64 { return uniform(mix64(seed), i) }
+func Uniform(seed, i uint64) float64 { return uniform(backend.Mix64(seed), i) }
 
 func uniform(base, i uint64) float64 {
-	return float64(int64(mix64(base+(i+1)*0x9E3779B97F4A7C15)>>11)) * (1.0 / (1 << 53))
-}
-
-// mix64 is the splitmix64 finaliser.
-func mix64(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-	z = (z ^ z>>27) * 0x94D049BB133111EB
-	return z ^ z>>31
+	return float64(int64(backend.Mix64(base+(i+1)*0x9E3779B97F4A7C15)>>11)) * (1.0 / (1 << 53))
 }

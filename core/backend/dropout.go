@@ -1,0 +1,21 @@
+package backend
+
+import "math"
+
+// The dropout stream of DropoutMask, shared by every backend so that they
+// draw the same masks: element i of the mask for seed is kept when
+// Mix64(Mix64(seed) + (i+1)·0x9E3779B97F4A7C15) >> 11, a 53-bit integer k
+// (the uniform k·2^-53), is at least DropoutThreshold(p).
+
+// Mix64 is the splitmix64 finaliser.
+func Mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+	z = (z ^ z>>27) * 0x94D049BB133111EB
+	return z ^ z>>31
+}
+
+// DropoutThreshold is the integer form of "uniform ≥ p": k·2^-53 ≥ p
+// exactly when k ≥ ceil(p·2^53) (both scalings by 2^53 are exact).
+func DropoutThreshold(p float64) uint64 {
+	return uint64(math.Ceil(p * (1 << 53)))
+}
