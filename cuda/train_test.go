@@ -32,15 +32,25 @@ func trainEpochs(t *testing.T) int {
 	return 200
 }
 
-// Full-graph GCN on Cora trained on the GPU reaches the CPU's accuracy
-// within half a point, in float32 and float64.
-func TestCoraAccuracy(t *testing.T) {
-	epochs := trainEpochs(t)
-	for _, dt := range []string{"float32", "float64"} {
-		t.Run(dt, func(t *testing.T) {
-			res := map[string]*train.Result{}
-			for _, be := range []string{"cpu", "cuda"} {
-				cfg, err := config.Parse("gcn-cora.toml", []byte(`
+// trainOn trains the config on each backend with the --set overrides.
+func trainOn(t *testing.T, toml string, backends []string, sets ...string) map[string]*train.Result {
+	t.Helper()
+	res := map[string]*train.Result{}
+	for _, be := range backends {
+		cfg, err := config.Parse("test.toml", []byte(toml), append([]string{"train.backend=" + be, "output.progress=off"}, sets...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := train.Run(context.Background(), cfg, train.Options{Wasm: wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}})
+		if err != nil {
+			t.Fatalf("%s: %v", be, err)
+		}
+		res[be] = r
+	}
+	return res
+}
+
+const coraGCN = `
 [data]
 dataset = "embedded:cora"
 [model]
@@ -50,16 +60,34 @@ dropout = 0.5
 [train]
 lr = 0.01
 weight_decay = 5e-4
-`), "train.backend="+be, "train.dtype="+dt, "train.epochs="+strconv.Itoa(epochs), "output.progress=off")
-				if err != nil {
-					t.Fatal(err)
-				}
-				r, err := train.Run(context.Background(), cfg, train.Options{Wasm: wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}})
-				if err != nil {
-					t.Fatalf("%s: %v", be, err)
-				}
-				res[be] = r
-			}
+`
+
+const coraSAGEMiniBatch = `
+[data]
+dataset = "embedded:cora"
+[model]
+name = "sage"
+hidden = 32
+dropout = 0.5
+[train]
+mode = "minibatch"
+batch_size = 256
+lr = 0.01
+[sampler]
+name = "uniform"
+fanouts = [5, 10]
+[cache]
+name = "degree"
+capacity = 0.2
+`
+
+// Full-graph GCN on Cora trained on the GPU reaches the CPU's accuracy
+// within half a point, in float32 and float64.
+func TestCoraAccuracy(t *testing.T) {
+	epochs := trainEpochs(t)
+	for _, dt := range []string{"float32", "float64"} {
+		t.Run(dt, func(t *testing.T) {
+			res := trainOn(t, coraGCN, []string{"cpu", "cuda"}, "train.dtype="+dt, "train.epochs="+strconv.Itoa(epochs))
 			c, g := res["cpu"], res["cuda"]
 			if g.Backend != "cuda" || g.Device == "" {
 				t.Fatalf("the run reports backend %q on device %q", g.Backend, g.Device)
@@ -93,35 +121,7 @@ func TestCoraMiniBatchTiered(t *testing.T) {
 // drives the backend from its own goroutine while training runs.
 func testCoraMiniBatch(t *testing.T, overlap bool) {
 	epochs := max(trainEpochs(t)/10, 2)
-	res := map[string]*train.Result{}
-	for _, be := range []string{"sim", "cuda"} {
-		cfg, err := config.Parse("sage-cora-minibatch.toml", []byte(`
-[data]
-dataset = "embedded:cora"
-[model]
-name = "sage"
-hidden = 32
-dropout = 0.5
-[train]
-mode = "minibatch"
-batch_size = 256
-lr = 0.01
-[sampler]
-name = "uniform"
-fanouts = [5, 10]
-[cache]
-name = "degree"
-capacity = 0.2
-`), "train.backend="+be, "train.epochs="+strconv.Itoa(epochs), "train.overlap="+strconv.FormatBool(overlap), "output.progress=off")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := train.Run(context.Background(), cfg, train.Options{Wasm: wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}})
-		if err != nil {
-			t.Fatalf("%s: %v", be, err)
-		}
-		res[be] = r
-	}
+	res := trainOn(t, coraSAGEMiniBatch, []string{"sim", "cuda"}, "train.epochs="+strconv.Itoa(epochs), "train.overlap="+strconv.FormatBool(overlap))
 	s, g := res["sim"], res["cuda"]
 	t.Logf("test accuracy sim %.4f cuda %.4f; cache hit rate sim %.4f cuda %.4f", s.TestAcc, g.TestAcc, s.CacheHitRate, g.CacheHitRate)
 	if math.Abs(s.TestAcc-g.TestAcc) > 0.005 {
