@@ -109,6 +109,15 @@ func (g *Graph) NNZ() int64 { return g.nnz }
 // Tier returns the tier holding the adjacency.
 func (g *Graph) Tier() tensor.Tier { return g.tier }
 
+// convert copies integer ids to another integer type.
+func convert[From, To int32 | int64](ids []From) []To {
+	out := make([]To, len(ids))
+	for i, v := range ids {
+		out[i] = To(v)
+	}
+	return out
+}
+
 // upload places a host slice in the graph's tier and keeps its buffer.
 func (g *Graph) upload(data []byte) (uintptr, error) {
 	bf, err := g.owner.allocRaw(g.tier, int64(len(data)))
@@ -122,8 +131,8 @@ func (g *Graph) upload(data []byte) (uintptr, error) {
 	return bf.ptr, nil
 }
 
-// UploadGraph copies g to the tier with its transpose, built on the host
-// by a stable counting sort.
+// UploadGraph copies g to the tier with its transpose (graph.Transpose)
+// and the destination of every edge.
 func (b *Backend) UploadGraph(cg *graph.CSR, tier tensor.Tier) (backend.Adj, error) {
 	const op = "UploadGraph"
 	if _, err := b.poolOf(tier); err != nil {
@@ -138,24 +147,12 @@ func (b *Backend) UploadGraph(cg *graph.CSR, tier tensor.Tier) (backend.Adj, err
 	if max(cg.NumRows, cg.NumCols) > math.MaxInt32 {
 		g.idxType = tensor.Int64
 	}
-	col := func(e int64) int64 { return cg.Col(e) }
-	// The transpose: bindptr over sources, bidx = destinations, perm = edge ids.
-	bindptr := make([]int64, cg.NumCols+1)
-	for e := range nnz {
-		bindptr[col(e)+1]++
-	}
-	for s := range cg.NumCols {
-		bindptr[s+1] += bindptr[s]
-	}
-	next := append([]int64(nil), bindptr[:cg.NumCols]...)
-	perm := make([]int64, nnz)
-	brow := make([]int64, nnz)
+	// The transpose: rows = sources, columns = destinations, perm = edge
+	// ids (edge values are read through perm, so it carries none).
+	t, perm := graph.Transpose(&graph.CSR{NumRows: cg.NumRows, NumCols: cg.NumCols, Indptr: cg.Indptr, Idx32: cg.Idx32, Idx64: cg.Idx64})
 	erow := make([]int64, nnz)
 	for r := range cg.NumRows {
 		for e := cg.Indptr[r]; e < cg.Indptr[r+1]; e++ {
-			s := col(e)
-			perm[next[s]], brow[next[s]] = e, int64(r)
-			next[s]++
 			erow[e] = int64(r)
 		}
 	}
@@ -166,34 +163,33 @@ func (b *Backend) UploadGraph(cg *graph.CSR, tier tensor.Tier) (backend.Adj, err
 			g.release()
 		}
 	}()
-	idx := func(ids []int64) (uintptr, error) {
-		if g.idxType == tensor.Int64 {
-			return g.upload(bytesOf(ids))
+	// idx uploads ids in the graph's index type, converting only when the
+	// CSR holds the other one.
+	idx := func(ids32 []int32, ids64 []int64) (uintptr, error) {
+		switch {
+		case g.idxType == tensor.Int32 && ids64 == nil:
+			return g.upload(bytesOf(ids32))
+		case g.idxType == tensor.Int64 && ids64 != nil:
+			return g.upload(bytesOf(ids64))
+		case g.idxType == tensor.Int64:
+			return g.upload(bytesOf(convert[int32, int64](ids32)))
 		}
-		n := make([]int32, len(ids))
-		for i, v := range ids {
-			n[i] = int32(v)
-		}
-		return g.upload(bytesOf(n))
-	}
-	cols := make([]int64, nnz)
-	for e := range nnz {
-		cols[e] = col(e)
+		return g.upload(bytesOf(convert[int64, int32](ids64)))
 	}
 	var err error
 	steps := []func() error{
 		func() error { g.fwd.indptr, err = g.upload(bytesOf(cg.Indptr)); return err },
-		func() error { g.fwd.idx, err = idx(cols); return err },
-		func() error { g.erow, err = idx(erow); return err },
-		func() error { g.bwd.indptr, err = g.upload(bytesOf(bindptr)); return err },
-		func() error { g.bwd.idx, err = idx(brow); return err },
+		func() error { g.fwd.idx, err = idx(cg.Idx32, cg.Idx64); return err },
+		func() error { g.erow, err = idx(nil, erow); return err },
+		func() error { g.bwd.indptr, err = g.upload(bytesOf(t.Indptr)); return err },
+		func() error { g.bwd.idx, err = idx(t.Idx32, t.Idx64); return err },
 		func() error { g.bwd.perm, err = g.upload(bytesOf(perm)); return err },
 	}
 	if cg.Values != nil {
 		steps = append(steps, func() error { g.vals32, err = g.upload(bytesOf(cg.Values)); return err })
 	}
 	steps = append(steps, func() error { return g.uploadHeavy(&g.fwd, cg.Indptr) },
-		func() error { return g.uploadHeavy(&g.bwd, bindptr) })
+		func() error { return g.uploadHeavy(&g.bwd, t.Indptr) })
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, errf(op, "%v", err)
