@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // REGStats describes one RedundancyGraph construction.

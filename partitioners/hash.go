@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Hash assigns node i to part i mod k (XGNN's modulo partitioning; apply it

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // HongTu2Level is HongTu's edge-cut 2-level partitioning (Wang et al.,

@@ -7,7 +7,7 @@ import (
 	"math"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // MetisOptions are the METIS settings shared by partitioner.metis,

@@ -28,7 +28,7 @@ import (
 	"math/bits"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Partitioner splits the g.NumRows nodes of g into k parts and returns the

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // skewed returns an n-node graph where node i has i%7 in-edges plus a hub

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Random assigns nodes to parts at random, balanced by count: a seeded

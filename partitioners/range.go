@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Range assigns contiguous id ranges to the parts: part p holds the nodes

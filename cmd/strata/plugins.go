@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"strata/core/config"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 func cmdListPlugins(_ context.Context, args []string, stdout, stderr io.Writer) error {

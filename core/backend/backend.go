@@ -175,13 +175,6 @@ type Backend interface {
 	AdamStep(p, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd float64, t int) error
 }
 
-// Device is implemented by backends whose kernels run on a device rather
-// than the host: the engine keeps a model's parameters and activations in
-// ComputeTier.
-type Device interface {
-	ComputeTier() tensor.Tier
-}
-
 // Synchronizer is implemented by backends that queue work asynchronously
 // (a GPU stream): Synchronize returns once everything queued has run, so
 // that a wall-clock time covers the work.

@@ -33,7 +33,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Config is a whole experiment config.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"strata/plugins/registry"
+	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 

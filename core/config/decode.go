@@ -11,7 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // decoder decodes a generic TOML tree (as toml.Decode builds it into a

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Explain returns the whole config schema as an annotated TOML file: every

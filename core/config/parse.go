@@ -8,7 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Parse parses a config from memory. name is used in error messages and

@@ -8,7 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"strata/plugins/registry"
+	"strata/core/registry"
 
 	// The built-in plugins are always known to configs.
 	_ "strata/partitioners"

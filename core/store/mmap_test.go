@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strata/core/topology"
 	"testing"
 
 	"strata/core/backend/sim"
@@ -29,7 +30,7 @@ func TestMappedFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closer.Close()
-	topo, err := sim.Preset("pcie-only", 1, 0)
+	topo, err := topology.Preset("pcie-only", 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"math"
+	"strata/core/topology"
 	"testing"
 
 	"strata/core/backend/sim"
@@ -28,7 +29,7 @@ func TestPlannedGather(t *testing.T) {
 		{"nvlink-ring-4", nil},
 	}
 	for _, c := range cases {
-		full, err := sim.Preset(c.preset, 0, 0)
+		full, err := topology.Preset(c.preset, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

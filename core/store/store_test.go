@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strata/core/topology"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/plugins/cache"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 func dataset(t *testing.T) *graph.Dataset {
@@ -119,7 +120,7 @@ func TestGatherExact(t *testing.T) {
 	for _, pid := range policies {
 		rank := fullRank(t, pid, d)
 		for _, tp := range topos {
-			topo, err := sim.Preset(tp.name, tp.devs, 0)
+			topo, err := topology.Preset(tp.name, tp.devs, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +289,7 @@ func TestGatherExact(t *testing.T) {
 }
 
 func TestStoreErrors(t *testing.T) {
-	topo, _ := sim.Preset("pcie-only", 1, 1<<10)
+	topo, _ := topology.Preset("pcie-only", 1, 1<<10)
 	b, _ := sim.New(topo, 1)
 	feat := make([]float32, 100*8)
 	devs := []tensor.Tier{sim.DeviceTier(0)}
@@ -343,7 +344,7 @@ func BenchmarkGather(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	topo, _ := sim.Preset("nvlink-clique-4", 0, 0)
+	topo, _ := topology.Preset("nvlink-clique-4", 0, 0)
 	be, _ := sim.New(topo, 0)
 	devs := []tensor.Tier{sim.DeviceTier(0), sim.DeviceTier(1), sim.DeviceTier(2), sim.DeviceTier(3)}
 	rank := seq(d.NumNodes)

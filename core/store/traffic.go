@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strata/core/topology"
 
 	"strata/core/backend/sim"
 	"strata/core/tensor"
@@ -23,7 +24,7 @@ type EpochTraffic struct {
 // against rows × row bytes, so a miscount is an error, not a figure.
 func MeasureEpoch(ctx context.Context, features []float32, dim int, rank []int32, batches [][]int32) (EpochTraffic, error) {
 	var t EpochTraffic
-	topo, err := sim.Preset("pcie-only", 1, 0)
+	topo, err := topology.Preset("pcie-only", 1, 0)
 	if err != nil {
 		return t, err
 	}

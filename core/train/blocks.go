@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strata/core/backend"
 
-	"strata/core/backend/sim"
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/tensor"
@@ -42,7 +42,7 @@ func newBlockRunner(e stepEnv, evalChunks int) (*blockRunner, error) {
 	r.isqBase, r.isqSelf = invSqrtRowLengths(e.adjs.adj, 0), invSqrtRowLengths(e.adjs.adj, 1)
 	r.eval = evalChunkList(e.ds.NumNodes, evalChunks)
 	var err error
-	r.ps, err = engine.NewParams(e.model, forPurpose(e.be, sim.PurposeParameters), e.dt, e.tier, e.seed)
+	r.ps, err = engine.NewParams(e.model, forPurpose(e.be, backend.PurposeParameters), e.dt, e.tier, e.seed)
 	return r, err
 }
 
@@ -114,7 +114,7 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, input *tensor.Te
 		if x == nil {
 			x = gatherRows(e.feats, e.dim, src)
 		}
-		if env.Input, err = uploadFloat32s(forPurpose(e.be, sim.PurposeFeatures), x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
+		if env.Input, err = uploadFloat32s(forPurpose(e.be, backend.PurposeFeatures), x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
 			return fail(err)
 		}
 	}
@@ -137,7 +137,7 @@ func gatherRows(feats []float32, dim int, ids []int32) []float32 {
 // upload places one block graph with its GCN and mean weights.
 func (r *blockRunner) upload(bb *boundBlocks, adj *graph.CSR, b sampler.Block, isq []float64) (*engine.Graph, error) {
 	e := r.e
-	be := forPurpose(e.be, sim.PurposeTopology)
+	be := forPurpose(e.be, backend.PurposeTopology)
 	a, err := be.UploadGraph(adj, e.tier)
 	if err != nil {
 		return nil, err
@@ -215,12 +215,12 @@ func (r *blockRunner) trainBatch(ctx context.Context, bb *boundBlocks, nodes []i
 	for i, v := range nodes {
 		labels[i], rows[i] = e.ds.Labels[v], int32(i)
 	}
-	lt, err := uploadInt32s(forPurpose(e.be, sim.PurposeLabels), labels, e.tier)
+	lt, err := uploadInt32s(forPurpose(e.be, backend.PurposeLabels), labels, e.tier)
 	if err != nil {
 		return 0, err
 	}
 	defer e.be.Release(lt)
-	it, err := uploadInt32s(forPurpose(e.be, sim.PurposeLabels), rows, e.tier)
+	it, err := uploadInt32s(forPurpose(e.be, backend.PurposeLabels), rows, e.tier)
 	if err != nil {
 		return 0, err
 	}

@@ -8,7 +8,7 @@ import (
 	"strata/core/backend/sim"
 	"strata/core/config"
 	"strata/core/tensor"
-	"strata/plugins/registry"
+	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strata/core/config"
 	"strata/core/graph"
 	"strata/partitioners"
-	"strata/plugins/registry"
+	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 

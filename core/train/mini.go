@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"strata/core/backend"
 	"time"
 
 	"strata/core/backend/sim"
@@ -12,7 +13,7 @@ import (
 	"strata/core/tensor"
 	"strata/plugins/cache"
 	"strata/plugins/placement"
-	"strata/plugins/registry"
+	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 
@@ -171,7 +172,7 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices
 		opts.Placement, opts.Plan = store.Planned, plan.StorePlan()
 		opts.Capacity = []int64{perDevice * int64(plan.MaxStored()) * int64(e.dim) * 4}
 	}
-	return store.New(forPurpose(e.be, sim.PurposeFeatures), e.feats, e.dim, rank, opts)
+	return store.New(forPurpose(e.be, backend.PurposeFeatures), e.feats, e.dim, rank, opts)
 }
 
 func (m *miniBatches) release() {
@@ -496,7 +497,7 @@ func (m *miniBatches) allReduce(n int) error {
 	if n < 2 {
 		return nil
 	}
-	be := forPurpose(m.replicas[0].e.be, sim.PurposeGradients)
+	be := forPurpose(m.replicas[0].e.be, backend.PurposeGradients)
 	root := m.replicas[0].ps.List()
 	for i, p := range root {
 		tmp, err := be.Alloc(p.Grad.DType(), p.Grad.Shape(), p.Grad.Tier())

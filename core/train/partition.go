@@ -10,7 +10,7 @@ import (
 	"strata/core/graph"
 	"strata/core/metrics"
 	"strata/partitioners"
-	"strata/plugins/registry"
+	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 

@@ -4,19 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strata/core/backend"
+	"strata/core/topology"
 
 	"strata/core/backend/sim"
 	"strata/core/config"
 	"strata/core/tensor"
 	"strata/plugins/layers"
-	"strata/plugins/registry"
+	"strata/core/registry"
 	"strata/plugins/wasm"
 )
 
 // deviceSpec is the roofline of the simulated devices: a V100 unless
 // [devices] says otherwise.
-func deviceSpec(cfg *config.Config) sim.DeviceSpec {
-	d, spec := cfg.Devices, sim.V100
+func deviceSpec(cfg *config.Config) topology.DeviceSpec {
+	d, spec := cfg.Devices, topology.V100
 	if d.PeakGFLOPS > 0 {
 		spec.PeakGFLOPS = d.PeakGFLOPS
 	}
@@ -52,7 +54,7 @@ func attachKernelCost(ctx context.Context, cfg *config.Config, sb *sim.Backend, 
 	case err != nil:
 		return nil, cfg.KeyError("devices.cost_model: "+err.Error(), "devices", "cost_model")
 	}
-	sb.WithKernelCost(cm)
+	sb.SetKernelCost(cm)
 	return release, nil
 }
 
@@ -69,8 +71,8 @@ func costModelNames() []string {
 }
 
 // prediction is what the simulated machine's cost model says a stretch of
-// work took, by purpose (see sim.Predicted).
-type prediction sim.Predicted
+// work took, by purpose (see backend.Predicted).
+type prediction backend.Predicted
 
 // predictionNow reads the backend's running totals.
 func predictionNow(sb *sim.Backend) prediction { return prediction(sb.Predicted()) }
@@ -93,7 +95,7 @@ func (p prediction) since(earlier prediction) prediction {
 // stagePurposes are the work of the mini-batch pipeline's transfer stage:
 // the feature store's gathers and uploads and the blocks' topology.
 // Everything else (the model's kernels, labels, gradients) is computation.
-var stagePurposes = map[string]bool{sim.PurposeFeatures: true, sim.PurposeTopology: true}
+var stagePurposes = map[string]bool{backend.PurposeFeatures: true, backend.PurposeTopology: true}
 
 // split returns the predicted time of the transfer stage and of the
 // computation: links one after another, devices computing in parallel.

@@ -3,7 +3,7 @@
 // evaluation and metrics.
 package train
 
-import "strata/core/backend/sim"
+import "strata/core/backend"
 
 // EpochRecord is one line of the per-epoch metrics.
 type EpochRecord struct {
@@ -85,8 +85,8 @@ type Result struct {
 	// Traffic is, on simulated devices, the bytes that crossed each link
 	// and the time the link bandwidths predict for them; TransferTimeS is
 	// their sum (links are not assumed to overlap).
-	Traffic       []sim.LinkTraffic `json:"traffic,omitempty"`
-	TransferTimeS float64           `json:"transfer_time_s,omitempty"`
+	Traffic       []backend.LinkTraffic `json:"traffic,omitempty"`
+	TransferTimeS float64               `json:"transfer_time_s,omitempty"`
 	// TrafficByPurpose splits the same bytes by what they carried
 	// (features, topology, labels, parameters, activations).
 	TrafficByPurpose map[string]int64 `json:"traffic_by_purpose,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strata/core/topology"
 	"strconv"
 	"time"
 
@@ -200,7 +201,7 @@ func newBackend(cfg *config.Config) (backend.Backend, error) {
 	case "cpu":
 		return cpu.New(cpu.Options{Threads: threads(cfg)}), nil
 	case "sim":
-		topo, err := topology(cfg)
+		topo, err := machineTopology(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -396,14 +397,14 @@ func median(v []float64, warmup int) float64 {
 
 // topology returns the simulated machine of [devices]: a preset, or the
 // custom bandwidths of host_gbps and peer_gbps.
-func topology(cfg *config.Config) (sim.Topology, error) {
+func machineTopology(cfg *config.Config) (topology.Topology, error) {
 	d := cfg.Devices
 	if len(d.HostGBps) == 0 && len(d.PeerGBps) == 0 {
 		preset := d.Preset
 		if preset == "" {
 			preset = "pcie-only"
 		}
-		topo, err := sim.Preset(preset, d.Count, d.MemoryBytes)
+		topo, err := topology.Preset(preset, d.Count, d.MemoryBytes)
 		if err != nil {
 			return topo, cfg.KeyError("devices.preset: "+err.Error(), "devices", "preset")
 		}
@@ -412,11 +413,11 @@ func topology(cfg *config.Config) (sim.Topology, error) {
 	n := len(d.HostGBps)
 	switch {
 	case n == 0:
-		return sim.Topology{}, cfg.KeyError("devices.peer_gbps is set without devices.host_gbps; give every device's host bandwidth", "devices", "peer_gbps")
+		return topology.Topology{}, cfg.KeyError("devices.peer_gbps is set without devices.host_gbps; give every device's host bandwidth", "devices", "peer_gbps")
 	case d.Preset != "" || d.Count != 0:
-		return sim.Topology{}, cfg.KeyError("devices.host_gbps describes a custom topology; remove devices.preset and devices.count", "devices", "host_gbps")
+		return topology.Topology{}, cfg.KeyError("devices.host_gbps describes a custom topology; remove devices.preset and devices.count", "devices", "host_gbps")
 	case len(d.PeerGBps) != 0 && len(d.PeerGBps) != n:
-		return sim.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps has %d rows for the %d devices of host_gbps; give one row per device", len(d.PeerGBps), n), "devices", "peer_gbps")
+		return topology.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps has %d rows for the %d devices of host_gbps; give one row per device", len(d.PeerGBps), n), "devices", "peer_gbps")
 	}
 	peer := make([][]float64, n)
 	for i := range peer {
@@ -425,21 +426,21 @@ func topology(cfg *config.Config) (sim.Topology, error) {
 			continue
 		}
 		if len(d.PeerGBps[i]) != n {
-			return sim.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps[%d] has %d entries, want %d (one per device; 0 = no link)", i, len(d.PeerGBps[i]), n), "devices", "peer_gbps")
+			return topology.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps[%d] has %d entries, want %d (one per device; 0 = no link)", i, len(d.PeerGBps[i]), n), "devices", "peer_gbps")
 		}
 		copy(peer[i], d.PeerGBps[i])
 	}
 	for i := range n {
 		if peer[i][i] != 0 {
-			return sim.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps[%d][%d] = %v: a device has no link to itself; use 0", i, i, peer[i][i]), "devices", "peer_gbps")
+			return topology.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps[%d][%d] = %v: a device has no link to itself; use 0", i, i, peer[i][i]), "devices", "peer_gbps")
 		}
 		for j := range n {
 			if peer[i][j] != peer[j][i] {
-				return sim.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps[%d][%d] = %v but peer_gbps[%d][%d] = %v: NVLink links are bidirectional, make the matrix symmetric", i, j, peer[i][j], j, i, peer[j][i]), "devices", "peer_gbps")
+				return topology.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps[%d][%d] = %v but peer_gbps[%d][%d] = %v: NVLink links are bidirectional, make the matrix symmetric", i, j, peer[i][j], j, i, peer[j][i]), "devices", "peer_gbps")
 			}
 		}
 	}
-	topo := sim.Topology{Name: "custom", Devices: n, Capacity: d.MemoryBytes, HostGBps: append([]float64(nil), d.HostGBps...), PeerGBps: peer}
+	topo := topology.Topology{Name: "custom", Devices: n, Capacity: d.MemoryBytes, HostGBps: append([]float64(nil), d.HostGBps...), PeerGBps: peer}
 	if err := topo.Validate(); err != nil {
 		return topo, cfg.KeyError("devices: "+err.Error(), "devices")
 	}

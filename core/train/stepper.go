@@ -49,22 +49,22 @@ type fullGraph struct {
 }
 
 func newFullGraph(e stepEnv) (*fullGraph, error) {
-	graphs, err := bindGraphs(e.model, e.adjs, forPurpose(e.be, sim.PurposeTopology), e.dt, e.tier)
+	graphs, err := bindGraphs(e.model, e.adjs, forPurpose(e.be, backend.PurposeTopology), e.dt, e.tier)
 	if err != nil {
 		return nil, err
 	}
-	x, err := uploadFloat32s(forPurpose(e.be, sim.PurposeFeatures), e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
+	x, err := uploadFloat32s(forPurpose(e.be, backend.PurposeFeatures), e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
 	if err != nil {
 		return nil, fmt.Errorf("upload features: %w", err)
 	}
 	// The program's own transfers are its parameters' upload (and
 	// snapshots); activations never leave the device.
-	prog, err := engine.Compile(e.model, engine.Env{Backend: forPurpose(e.be, sim.PurposeParameters), DType: e.dt, Tier: e.tier, Graphs: graphs, Input: x}, e.seed)
+	prog, err := engine.Compile(e.model, engine.Env{Backend: forPurpose(e.be, backend.PurposeParameters), DType: e.dt, Tier: e.tier, Graphs: graphs, Input: x}, e.seed)
 	if err != nil {
 		return nil, err
 	}
 	f := &fullGraph{be: e.be, prog: prog}
-	labels := forPurpose(e.be, sim.PurposeLabels)
+	labels := forPurpose(e.be, backend.PurposeLabels)
 	if f.labels, err = uploadInt32s(labels, e.ds.Labels, e.tier); err != nil {
 		prog.Release()
 		return nil, err
@@ -123,7 +123,7 @@ func argmaxInto(be backend.Backend, out *tensor.Tensor, pred []int32) error {
 	if err := be.ArgmaxRows(out, t); err != nil {
 		return err
 	}
-	return forPurpose(be, sim.PurposeActivations).Download(t, pred)
+	return forPurpose(be, backend.PurposeActivations).Download(t, pred)
 }
 
 func uploadInt32s(be backend.Backend, v []int32, tier tensor.Tier) (*tensor.Tensor, error) {

@@ -13,7 +13,7 @@ import (
 	"strata/core/graph"
 	"strata/core/store"
 	"strata/plugins/cache"
-	"strata/plugins/registry"
+	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 

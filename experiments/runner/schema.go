@@ -25,7 +25,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"strata/core/config"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Experiment is a parsed experiment file.

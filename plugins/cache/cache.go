@@ -31,7 +31,7 @@ import (
 	"math"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Policy is a static cache policy. Rank returns the node ids to cache,

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // dataset returns a 10-node dataset whose out-degrees are

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Dynamic is an online cache policy (cache.lru, cache.clock), for

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Scorer is implemented by the static policies that rank by a per-node

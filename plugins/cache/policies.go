@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // None caches nothing: its ranking is empty.

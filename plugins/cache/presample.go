@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 

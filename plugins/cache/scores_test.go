@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 

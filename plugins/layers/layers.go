@@ -11,7 +11,7 @@ import (
 	"fmt"
 
 	"strata/models"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Source is implemented by model.* and costmodel.* plugins: it returns the

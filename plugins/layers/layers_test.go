@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"strata/models"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 func TestRegistered(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"strata/core/topology"
 
-	"strata/core/backend/sim"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Clique is QUIVER's placement policy, the baseline of XGNN §4.2 and §6.6:
@@ -40,7 +40,7 @@ func (*Clique) StrataModule() registry.ModuleInfo {
 func (c *Clique) Validate() error { return checkLocal(c.LocalGBps) }
 
 // Place implements Solver.
-func (c *Clique) Place(ctx context.Context, topo sim.Topology, devices []int) (*Plan, error) {
+func (c *Clique) Place(ctx context.Context, topo topology.Topology, devices []int) (*Plan, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("placement.clique: %w", err)
 	}

@@ -27,11 +27,11 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strata/core/topology"
 	"strings"
 
-	"strata/core/backend/sim"
 	"strata/core/store"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Solver computes a placement plan for a selection of a topology's GPUs.
@@ -43,7 +43,7 @@ import (
 // are not used. Worker i reads from GPU j over the link j → i
 // (topo.PeerGBps[j][i]), so asymmetric topologies are handled too.
 type Solver interface {
-	Place(ctx context.Context, topo sim.Topology, devices []int) (*Plan, error)
+	Place(ctx context.Context, topo topology.Topology, devices []int) (*Plan, error)
 }
 
 // Host is the source of a read served from host memory over the worker's
@@ -142,7 +142,7 @@ func (p *Plan) String() string {
 // partition from a GPU that stores it and is itself or a direct neighbour
 // within the selection, or from the host; the counts and bandwidths match
 // the stores and reads.
-func (p *Plan) Check(topo sim.Topology) error {
+func (p *Plan) Check(topo topology.Topology) error {
 	v, err := newView(topo, p.Devices)
 	if err != nil {
 		return err
@@ -231,7 +231,7 @@ type view struct {
 // ErrBadSelection is wrapped by the errors about the devices argument.
 var ErrBadSelection = errors.New("bad device selection")
 
-func newView(topo sim.Topology, devices []int) (*view, error) {
+func newView(topo topology.Topology, devices []int) (*view, error) {
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}

@@ -6,14 +6,14 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strata/core/topology"
 	"strings"
 	"testing"
 
-	"strata/core/backend/sim"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
-// Link bandwidths of the presets (sim.NVLinkGBps = 25 GB/s per link):
+// Link bandwidths of the presets (topology.NVLinkGBps = 25 GB/s per link):
 //
 //	dgx1-v100-8 (XGNN Fig. 7): quads {0,1,2,3} and {4,5,6,7}; the quad
 //	links 0-3, 1-2, 4-7, 5-6 and the cross links 0-6, 1-7, 2-4, 3-5 are
@@ -27,9 +27,9 @@ import (
 // bound: a_i <= (sum of the bandwidths of the links used) / (remote reads),
 // since min_j bw_j/c_j <= sum bw_j / sum c_j.
 
-func preset(t testing.TB, name string) sim.Topology {
+func preset(t testing.TB, name string) topology.Topology {
 	t.Helper()
-	topo, err := sim.Preset(name, 0, 0)
+	topo, err := topology.Preset(name, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestPlans(t *testing.T) {
 	dgx := preset(t, "dgx1-v100-8")
 	tests := []struct {
 		name    string
-		topo    sim.Topology
+		topo    topology.Topology
 		devices []int
 		solver  Solver
 		stored  int // partitions stored on every GPU (all plans here are balanced)
@@ -202,7 +202,7 @@ func TestFig7(t *testing.T) {
 			t.Errorf("worker G%d reads from %v, want itself and all of %v", w, cnt, nbrs)
 		}
 		for _, j := range nbrs {
-			if want := int(dgx.PeerGBps[w][j] / sim.NVLinkGBps); cnt[j] != want {
+			if want := int(dgx.PeerGBps[w][j] / topology.NVLinkGBps); cnt[j] != want {
 				t.Errorf("worker G%d reads %d partitions from G%d over %v GB/s, want %d", w, cnt[j], j, dgx.PeerGBps[w][j], want)
 			}
 		}
@@ -255,7 +255,7 @@ func TestUnbalanced(t *testing.T) {
 		if err := p.Check(dgx); err != nil {
 			t.Fatal(err)
 		}
-		if p.TotalReplicas != 0 || !near(p.MinBandwidth, sim.PCIeGBps/3) {
+		if p.TotalReplicas != 0 || !near(p.MinBandwidth, topology.PCIeGBps/3) {
 			t.Errorf("replicas %d, MinBandwidth %v, want 0 and 16/3", p.TotalReplicas, p.MinBandwidth)
 		}
 		var host []int
@@ -271,7 +271,7 @@ func TestUnbalanced(t *testing.T) {
 	t.Run("pcie-only", func(t *testing.T) {
 		// No links: every GPU stores everything and reads it locally,
 		// a = 900/3; clique degenerates to cliques of one, the same plan.
-		topo, err := sim.Preset("pcie-only", 3, 0)
+		topo, err := topology.Preset("pcie-only", 3, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +291,7 @@ func TestUnbalanced(t *testing.T) {
 	t.Run("one-way link", func(t *testing.T) {
 		// Only the link G0 → G1 exists: worker 1 reads P0 from G0, but
 		// worker 0 cannot read from G1, so G0 stores P1 too.
-		topo := sim.Topology{Name: "oneway", Devices: 2, HostGBps: []float64{16, 16},
+		topo := topology.Topology{Name: "oneway", Devices: 2, HostGBps: []float64{16, 16},
 			PeerGBps: [][]float64{{0, 25}, {0, 0}}}
 		p, err := newXGNN().Place(context.Background(), topo, nil)
 		if err != nil {
@@ -339,7 +339,7 @@ func TestBadInput(t *testing.T) {
 	tests := []struct {
 		name    string
 		ctx     context.Context
-		topo    sim.Topology
+		topo    topology.Topology
 		devices []int
 		substr  string
 		sel     bool // wraps ErrBadSelection
@@ -348,7 +348,7 @@ func TestBadInput(t *testing.T) {
 		{"negative", context.Background(), dgx, []int{-1, 0}, "device -1 out of range", true},
 		{"duplicate", context.Background(), dgx, []int{0, 1, 1}, "device 1 selected twice", true},
 		{"empty", context.Background(), dgx, []int{}, "no devices selected", true},
-		{"bad topology", context.Background(), sim.Topology{Name: "x"}, nil, "0 devices", false},
+		{"bad topology", context.Background(), topology.Topology{Name: "x"}, nil, "0 devices", false},
 		{"cancelled", cancelled, dgx, nil, "context canceled", false},
 	}
 	for _, tt := range tests {
@@ -420,7 +420,7 @@ func BenchmarkPlace(b *testing.B) {
 	dgx := preset(b, "dgx1-v100-8")
 	type topo struct {
 		name    string
-		topo    sim.Topology
+		topo    topology.Topology
 		devices []int
 	}
 	var topos []topo

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"strata/core/topology"
 
-	"strata/core/backend/sim"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // XGNN is XGNN's Placement Solver (§4.2, Fig. 8): a pruning search that
@@ -61,7 +61,7 @@ func (x *XGNN) Validate() error {
 }
 
 // Place implements Solver.
-func (x *XGNN) Place(ctx context.Context, topo sim.Topology, devices []int) (*Plan, error) {
+func (x *XGNN) Place(ctx context.Context, topo topology.Topology, devices []int) (*Plan, error) {
 	if err := x.Validate(); err != nil {
 		return nil, fmt.Errorf("placement.xgnn: %w", err)
 	}

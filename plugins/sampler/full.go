@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Full keeps every in-neighbour: its blocks are the exact `Layers`-hop

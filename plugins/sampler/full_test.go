@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // randomGraph returns an n-node graph with m pseudo-random edges (self

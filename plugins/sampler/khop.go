@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // KHop is XGNN's KHop sampler (Fig. 5 of the XGNN paper, VLDB 2024): the

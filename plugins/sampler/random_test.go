@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // rmatGraph returns a symmetrised R-MAT graph (no features), cached.

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // RandomWalk is PinSAGE's random-walk neighbourhood (Ying et al., KDD

@@ -30,7 +30,7 @@ import (
 	"fmt"
 
 	"strata/core/graph"
-	"strata/plugins/registry"
+	"strata/core/registry"
 )
 
 // Sampler builds the blocks that compute the final-layer outputs of seeds.

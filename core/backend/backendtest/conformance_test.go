@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"strata/core/topology"
 	"testing"
 
 	"strata/core/backend/cpu"
@@ -11,7 +12,7 @@ import (
 // TestSimulatedDevice runs the suite against the simulated-device backend,
 // computing in device 0 of a capacity-limited single-device topology.
 func TestSimulatedDevice(t *testing.T) {
-	topo, err := sim.Preset("pcie-only", 1, 256<<20)
+	topo, err := topology.Preset("pcie-only", 1, 256<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

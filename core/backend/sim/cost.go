@@ -9,13 +9,8 @@ import (
 	"strata/core/tensor"
 )
 
-// KernelCost predicts the device time of a kernel. Its op codes and inputs
-// are those of the roofline cost model (models/costmodels/roofline): in[0..3]
-// describe the device (GFLOP/s, GB/s, launch µs, bytes per element) and
-// in[4..] the kernel's sizes; out[0] is seconds. A *wasm.CostModel is one.
-type KernelCost interface {
-	Predict(op int32, in []float64) ([4]float64, error)
-}
+// KernelCost prices a kernel (see backend.KernelCost).
+type KernelCost = backend.KernelCost
 
 // Roofline op codes (see the roofline module's documentation).
 const (
@@ -27,31 +22,22 @@ const (
 	costEdgeSoftmax
 )
 
-// WithKernelCost makes the backend predict the time of every kernel that
+// SetKernelCost makes the backend predict the time of every kernel that
 // runs on a device, with the topology's DeviceSpec. Set it before the
 // backend is used. Calls to c are serialised.
-func (b *Backend) WithKernelCost(c KernelCost) {
+func (b *Backend) SetKernelCost(c backend.KernelCost) {
 	b.traffic.mu.Lock()
 	b.traffic.cost = c
 	b.traffic.mu.Unlock()
 }
 
-// Predicted is the time the simulated machine would have spent so far,
-// split by purpose: link seconds per purpose (links used one after
-// another), and kernel seconds per device and purpose (the purpose of the
-// view that ran the kernel). A pipeline tells its stages apart this way.
-type Predicted struct {
-	TransferS map[string]float64
-	KernelS   map[tensor.Tier]map[string]float64
-}
-
 // Predicted returns the predictions since the last ResetTraffic (no kernel
 // times without a kernel cost model).
-func (b *Backend) Predicted() Predicted {
+func (b *Backend) Predicted() backend.Predicted {
 	t := b.traffic
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	p := Predicted{TransferS: maps.Clone(t.linkS), KernelS: make(map[tensor.Tier]map[string]float64, len(t.kernelS))}
+	p := backend.Predicted{TransferS: maps.Clone(t.linkS), KernelS: make(map[tensor.Tier]map[string]float64, len(t.kernelS))}
 	for tier, m := range t.kernelS {
 		p.KernelS[tier] = maps.Clone(m)
 	}

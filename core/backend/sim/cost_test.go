@@ -9,6 +9,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strata/core/topology"
 	"testing"
 
 	"strata/core/backend"
@@ -81,7 +82,7 @@ func (failingCost) Predict(int32, []float64) ([4]float64, error) {
 func TestKernelTiming(t *testing.T) {
 	b := newSim(t, "pcie-only", 0)
 	cost := &fixedCost{}
-	b.WithKernelCost(cost)
+	b.SetKernelCost(cost)
 	dev := DeviceTier(0)
 	alloc := func(tier tensor.Tier, r, c int) *tensor.Tensor {
 		x, err := b.Alloc(tensor.Float32, []int{r, c}, tier)
@@ -90,12 +91,12 @@ func TestKernelTiming(t *testing.T) {
 		}
 		return x
 	}
-	v := b.ForPurpose(PurposeFeatures)
+	v := b.ForPurpose(backend.PurposeFeatures)
 	a, x, c := alloc(dev, 4, 3), alloc(dev, 3, 5), alloc(dev, 4, 5)
 	if err := v.GEMM(false, false, 1, a, x, 0, c); err != nil {
 		t.Fatal(err)
 	}
-	want := []float64{costGEMM, V100.PeakGFLOPS, V100.MemGBps, V100.LaunchUS, 4, 4, 3, 5}
+	want := []float64{costGEMM, topology.V100.PeakGFLOPS, topology.V100.MemGBps, topology.V100.LaunchUS, 4, 4, 3, 5}
 	if len(cost.calls) != 1 || !reflect.DeepEqual(cost.calls[0], want) {
 		t.Fatalf("cost model saw %v, want %v", cost.calls, want)
 	}
@@ -116,19 +117,19 @@ func TestKernelTiming(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := b.Predicted()
-	wantKernels := map[tensor.Tier]map[string]float64{dev: {PurposeFeatures: costGEMM + 1, PurposeOther: costSpMM + 1}}
+	wantKernels := map[tensor.Tier]map[string]float64{dev: {backend.PurposeFeatures: costGEMM + 1, backend.PurposeOther: costSpMM + 1}}
 	if !reflect.DeepEqual(p.KernelS, wantKernels) {
 		t.Errorf("kernel seconds %v, want %v", p.KernelS, wantKernels)
 	}
-	moved := b.TrafficByPurpose()[PurposeFeatures]
-	if len(p.TransferS) != 1 || math.Abs(p.TransferS[PurposeFeatures]-float64(moved)/(PCIeGBps*1e9)) > 1e-18 || moved <= 48 {
-		t.Errorf("transfer seconds %v for %d feature bytes at %v GB/s", p.TransferS, moved, PCIeGBps)
+	moved := b.TrafficByPurpose()[backend.PurposeFeatures]
+	if len(p.TransferS) != 1 || math.Abs(p.TransferS[backend.PurposeFeatures]-float64(moved)/(topology.PCIeGBps*1e9)) > 1e-18 || moved <= 48 {
+		t.Errorf("transfer seconds %v for %d feature bytes at %v GB/s", p.TransferS, moved, topology.PCIeGBps)
 	}
 	b.ResetTraffic()
 	if p := b.Predicted(); len(p.TransferS)+len(p.KernelS) != 0 {
 		t.Errorf("ResetTraffic left predictions %+v", p)
 	}
-	b.WithKernelCost(failingCost{})
+	b.SetKernelCost(failingCost{})
 	if err := b.GEMM(false, false, 1, a, x, 0, c); err == nil {
 		t.Error("a failing cost model did not fail the kernel")
 	}

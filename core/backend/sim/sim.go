@@ -1,8 +1,9 @@
 package sim
 
 import (
-	"fmt"
 	"slices"
+	"strata/core/backend"
+	"strata/core/topology"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +20,7 @@ func DeviceTier(i int) tensor.Tier { return tensor.Tier("device" + strconv.Itoa(
 // ForPurpose share its memory, tensors and counters.
 type Backend struct {
 	*cpu.Backend
-	topo    Topology
+	topo    topology.Topology
 	traffic *counters
 	purpose string // of this view's transfers and kernels
 }
@@ -39,23 +40,15 @@ func newCounters() *counters {
 	return &counters{bytes: map[Link]int64{}, byUse: map[string]int64{}, linkS: map[string]float64{}, kernelS: map[tensor.Tier]map[string]float64{}}
 }
 
-// Purposes under which transfers are counted (ForPurpose).
-const (
-	PurposeFeatures    = "features"
-	PurposeTopology    = "topology"
-	PurposeActivations = "activations"
-	PurposeGradients   = "gradients"
-	PurposeParameters  = "parameters"
-	PurposeLabels      = "labels"
-	PurposeOther       = "other"
-)
-
 // ForPurpose returns a view of the backend whose transfers count under
 // purpose p (e.g. PurposeFeatures for a batch's input rows). Transfers
 // through the backend itself count as PurposeOther. Views carry their
 // label with them, so a transfer stage and the training loop can run at
 // once without mislabelling each other's bytes.
-func (b *Backend) ForPurpose(p string) *Backend {
+func (b *Backend) ForPurpose(p string) backend.Backend { return b.view(p) }
+
+// view is ForPurpose with the concrete type.
+func (b *Backend) view(p string) *Backend {
 	return &Backend{Backend: b.Backend.WithTag(p), topo: b.topo, traffic: b.traffic, purpose: p}
 }
 
@@ -64,7 +57,7 @@ func (b *Backend) Purpose() string {
 	if b.purpose != "" {
 		return b.purpose
 	}
-	return PurposeOther
+	return backend.PurposeOther
 }
 
 // TrafficByPurpose returns the bytes moved under each purpose, over all
@@ -87,7 +80,7 @@ type Link struct{ From, To tensor.Tier }
 func (l Link) String() string { return string(l.From) + "->" + string(l.To) }
 
 // New returns a simulated backend for the topology; threads as cpu.Options.
-func New(topo Topology, threads int) (*Backend, error) {
+func New(topo topology.Topology, threads int) (*Backend, error) {
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
@@ -104,7 +97,7 @@ func New(topo Topology, threads int) (*Backend, error) {
 func (b *Backend) Name() string { return "sim" }
 
 // Topology returns the simulated machine.
-func (b *Backend) Topology() Topology { return b.topo }
+func (b *Backend) Topology() topology.Topology { return b.topo }
 
 // count records a transfer under the purpose of the view that made it (its
 // tag), routing device↔device copies without a direct link through the
@@ -112,7 +105,7 @@ func (b *Backend) Topology() Topology { return b.topo }
 func (b *Backend) count(from, to tensor.Tier, n int64, tag any) {
 	purpose, _ := tag.(string)
 	if purpose == "" {
-		purpose = PurposeOther
+		purpose = backend.PurposeOther
 	}
 	links := []Link{{from, to}}
 	if fi, ti := b.device(from), b.device(to); fi >= 0 && ti >= 0 && b.topo.PeerGBps[fi][ti] == 0 {
@@ -155,14 +148,8 @@ func (b *Backend) bandwidth(l Link) float64 {
 	return 0
 }
 
-// LinkTraffic is the bytes that crossed one link and the time the link's
-// bandwidth predicts for them.
-type LinkTraffic struct {
-	Link    string  `json:"link"`
-	Bytes   int64   `json:"bytes"`
-	GBps    float64 `json:"gbps"`
-	Seconds float64 `json:"seconds"`
-}
+// LinkTraffic is a link's traffic (see backend.TrafficCounter).
+type LinkTraffic = backend.LinkTraffic
 
 // Traffic returns the traffic of every link used so far, sorted by link.
 func (b *Backend) Traffic() []LinkTraffic {
@@ -187,10 +174,26 @@ func (b *Backend) ResetTraffic() {
 	t.mu.Unlock()
 }
 
-// String describes the machine.
-func (t Topology) String() string {
-	return fmt.Sprintf("%s: %d devices of %d bytes", t.Name, t.Devices, t.Capacity)
-}
-
 // ComputeTier is the first simulated device, where the engine trains.
 func (b *Backend) ComputeTier() tensor.Tier { return DeviceTier(0) }
+
+// DeviceTiers lists the tiers of every simulated device.
+func (b *Backend) DeviceTiers() []tensor.Tier {
+	out := make([]tensor.Tier, b.topo.Devices)
+	for i := range out {
+		out[i] = DeviceTier(i)
+	}
+	return out
+}
+
+// Capabilities beyond backend.Backend (see core/backend/capabilities.go).
+var (
+	_ backend.Backend        = (*Backend)(nil)
+	_ backend.Purposes       = (*Backend)(nil)
+	_ backend.Device         = (*Backend)(nil)
+	_ backend.MultiDevice    = (*Backend)(nil)
+	_ backend.Machine        = (*Backend)(nil)
+	_ backend.TrafficCounter = (*Backend)(nil)
+	_ backend.TimePredictor  = (*Backend)(nil)
+	_ backend.PeakResetter   = (*Backend)(nil)
+)

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"slices"
+	"strata/core/topology"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestPresets(t *testing.T) {
 		{"nvswitch", 0, 0, nil, `unknown device preset "nvswitch" (known: pcie-only, nvlink-clique-4, nvlink-ring-4, dgx1-v100-8)`},
 	}
 	for _, c := range cases {
-		topo, err := Preset(c.name, c.devices, 1<<30)
+		topo, err := topology.Preset(c.name, c.devices, 1<<30)
 		if c.err != "" {
 			if err == nil || err.Error() != c.err {
 				t.Errorf("%s/%d: error %v, want %q", c.name, c.devices, err, c.err)
@@ -59,11 +60,11 @@ func TestPresets(t *testing.T) {
 		}
 	}
 	// Every DGX-1 GPU has six NVLinks.
-	topo, _ := Preset("dgx1-v100-8", 0, 0)
+	topo, _ := topology.Preset("dgx1-v100-8", 0, 0)
 	for i := range 8 {
 		links := 0.0
 		for _, bw := range topo.PeerGBps[i] {
-			links += bw / NVLinkGBps
+			links += bw / topology.NVLinkGBps
 		}
 		if links != 6 {
 			t.Errorf("dgx1 GPU %d has %v NVLinks, want 6", i, links)
@@ -73,7 +74,7 @@ func TestPresets(t *testing.T) {
 
 func newSim(t *testing.T, preset string, capacity int64) *Backend {
 	t.Helper()
-	topo, err := Preset(preset, 0, capacity)
+	topo, err := topology.Preset(preset, 0, capacity)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,10 +101,10 @@ func TestTrafficCounting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.ForPurpose(PurposeFeatures).Upload(x, make([]float32, 40)); err != nil {
+	if err := b.ForPurpose(backend.PurposeFeatures).Upload(x, make([]float32, 40)); err != nil {
 		t.Fatal(err)
 	}
-	b = b.ForPurpose(PurposeActivations) // a view: same memory and counters
+	b = b.view(backend.PurposeActivations) // a view: same memory and counters
 	y, _ := b.Alloc(tensor.Float32, []int{10, 4}, d1)
 	z, _ := b.Alloc(tensor.Float32, []int{10, 4}, d4)
 	h, _ := b.Alloc(tensor.Float32, []int{10, 4}, tensor.Host)
@@ -131,7 +132,7 @@ func TestTrafficCounting(t *testing.T) {
 	}
 	want["device4->host"] += 160
 	want["host->device0"] += 160
-	if got := b.TrafficByPurpose(); got[PurposeFeatures] != 160 || got[PurposeActivations] != 4*160 || got[PurposeOther] != 160 {
+	if got := b.TrafficByPurpose(); got[backend.PurposeFeatures] != 160 || got[backend.PurposeActivations] != 4*160 || got[backend.PurposeOther] != 160 {
 		t.Errorf("traffic by purpose %v, want features 160 and activations 640", got)
 	}
 	for _, l := range b.Traffic() {
@@ -219,15 +220,15 @@ func TestConcurrentViews(t *testing.T) {
 		return nil
 	}
 	errs := make(chan error, 2)
-	go func() { errs <- run(PurposeFeatures, 3) }()
-	go func() { errs <- run(PurposeTopology, 5) }()
+	go func() { errs <- run(backend.PurposeFeatures, 3) }()
+	go func() { errs <- run(backend.PurposeTopology, 5) }()
 	for range 2 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
 	got := b.TrafficByPurpose()
-	if got[PurposeFeatures] != rounds*3*16 || got[PurposeTopology] != rounds*5*16 {
+	if got[backend.PurposeFeatures] != rounds*3*16 || got[backend.PurposeTopology] != rounds*5*16 {
 		t.Errorf("by purpose %v, want features %d and topology %d", got, rounds*3*16, rounds*5*16)
 	}
 	if use := b.Stats().InUse[DeviceTier(0)]; use != 0 {

@@ -1,9 +1,8 @@
-// Package sim is strata's simulated device tier: a host plus N devices
-// whose memory is host memory. Each device's capacity is enforced, every
-// byte that crosses a link is counted, and the math runs on the CPU
-// backend, so traffic, hit rates and peak memory come out exactly while
-// transfer times are predicted from the link bandwidths.
-package sim
+// Package topology describes a machine: a host and devices, the links
+// between them (PCIe to the host, NVLink between devices), each device's
+// capacity and roofline, and the named presets of the papers strata
+// reproduces. Backends, placement solvers and cost models share it.
+package topology
 
 import (
 	"fmt"
@@ -23,7 +22,7 @@ type Topology struct {
 	// through the host.
 	PeerGBps [][]float64
 	// Compute is what every device's kernels run at, for the cost model
-	// that predicts their time (see WithKernelCost).
+	// that predicts their time (see backend.TimePredictor).
 	Compute DeviceSpec
 }
 
@@ -149,4 +148,9 @@ func (t Topology) Neighbours(i int) []int {
 		}
 	}
 	return slices.Clip(out)
+}
+
+// String describes the machine.
+func (t Topology) String() string {
+	return fmt.Sprintf("%s: %d devices of %d bytes", t.Name, t.Devices, t.Capacity)
 }

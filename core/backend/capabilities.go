@@ -1,0 +1,120 @@
+package backend
+
+import (
+	"strata/core/tensor"
+	"strata/core/topology"
+)
+
+// What a backend offers beyond Backend is reached through the small
+// capability interfaces below, never through a type assertion to a
+// concrete backend. A strategy asks for what it needs (several devices,
+// byte counts, predicted times) and works, with less to report, on a
+// backend that lacks it.
+
+// Purposes under which a backend that counts its transfers (Purposes)
+// files them.
+const (
+	PurposeFeatures    = "features"
+	PurposeTopology    = "topology"
+	PurposeActivations = "activations"
+	PurposeGradients   = "gradients"
+	PurposeParameters  = "parameters"
+	PurposeLabels      = "labels"
+	PurposeOther       = "other"
+)
+
+// Purposes is implemented by backends that label what they move and
+// compute by purpose. ForPurpose returns a view that shares the backend's
+// memory, tensors and counters and files its work under p, so two
+// goroutines never mislabel each other's bytes.
+type Purposes interface {
+	ForPurpose(p string) Backend
+}
+
+// ForPurpose returns be's view for purpose p, or be itself when it does
+// not count by purpose.
+func ForPurpose(be Backend, p string) Backend {
+	if v, ok := be.(Purposes); ok {
+		return v.ForPurpose(p)
+	}
+	return be
+}
+
+// Device is implemented by backends whose kernels run on a device rather
+// than the host: the engine keeps a model's parameters and activations in
+// ComputeTier.
+type Device interface {
+	ComputeTier() tensor.Tier
+}
+
+// MultiDevice is implemented by backends with several devices that can
+// each train a replica: DeviceTiers lists their compute tiers in order
+// (the first is ComputeTier).
+type MultiDevice interface {
+	DeviceTiers() []tensor.Tier
+}
+
+// Machine is implemented by backends that describe the machine they run
+// on (links, capacities, rooflines): placement solvers and cost models
+// read it.
+type Machine interface {
+	Topology() topology.Topology
+}
+
+// LinkTraffic is the bytes that crossed one link and the time the link's
+// bandwidth predicts for them.
+type LinkTraffic struct {
+	Link    string  `json:"link"`
+	Bytes   int64   `json:"bytes"`
+	GBps    float64 `json:"gbps"`
+	Seconds float64 `json:"seconds"`
+}
+
+// TrafficCounter is implemented by backends that count every byte that
+// crosses a link.
+type TrafficCounter interface {
+	// Traffic returns the traffic of every link used so far, sorted by link.
+	Traffic() []LinkTraffic
+	// TrafficByPurpose returns the bytes moved under each purpose, over
+	// all links (a transfer routed through the host counts once).
+	TrafficByPurpose() map[string]int64
+}
+
+// KernelCost predicts the device time of a kernel. Its op codes and inputs
+// are those of the roofline cost model (models/costmodels/roofline): in[0..3]
+// describe the device (GFLOP/s, GB/s, launch µs, bytes per element) and
+// in[4..] the kernel's sizes; out[0] is seconds.
+type KernelCost interface {
+	Predict(op int32, in []float64) ([4]float64, error)
+}
+
+// Predicted is the time a simulated machine would have spent so far,
+// split by purpose: link seconds per purpose, and kernel seconds per
+// device and purpose (the purpose of the view that ran the kernel). A
+// pipeline tells its stages apart this way.
+type Predicted struct {
+	TransferS map[string]float64
+	KernelS   map[tensor.Tier]map[string]float64
+}
+
+// TimePredictor is implemented by backends that predict the time of the
+// machine they simulate: transfers from link bandwidths, kernels from a
+// cost model.
+type TimePredictor interface {
+	// SetKernelCost makes the backend price every device kernel with c.
+	// Set it before the backend is used.
+	SetKernelCost(c KernelCost)
+	// Predicted returns the predictions so far.
+	Predicted() Predicted
+}
+
+// PeakResetter is implemented by backends that can start a new peak
+// memory measurement: every tier's peak becomes its current use.
+type PeakResetter interface {
+	ResetPeak()
+}
+
+// Named is implemented by backends that run on a named device (a GPU).
+type Named interface {
+	DeviceName() string
+}
