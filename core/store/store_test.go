@@ -10,10 +10,10 @@ import (
 
 	"strata/core/backend/sim"
 	"strata/core/graph"
+	"strata/core/registry"
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/plugins/cache"
-	"strata/core/registry"
 )
 
 func dataset(t *testing.T) *graph.Dataset {

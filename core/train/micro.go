@@ -7,8 +7,8 @@ import (
 
 	"strata/core/backend/sim"
 	"strata/core/config"
-	"strata/core/tensor"
 	"strata/core/registry"
+	"strata/core/tensor"
 	"strata/plugins/sampler"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"strata/core/config"
 	"strata/core/graph"
-	"strata/partitioners"
 	"strata/core/registry"
+	"strata/partitioners"
 	"strata/plugins/sampler"
 )
 

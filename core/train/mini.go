@@ -9,11 +9,11 @@ import (
 	"strata/core/backend/sim"
 	"strata/core/config"
 	"strata/core/engine"
+	"strata/core/registry"
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/plugins/cache"
 	"strata/plugins/placement"
-	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strata/core/config"
 	"strata/core/graph"
 	"strata/core/metrics"
-	"strata/partitioners"
 	"strata/core/registry"
+	"strata/partitioners"
 	"strata/plugins/sampler"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"strata/core/backend/sim"
 	"strata/core/config"
+	"strata/core/registry"
 	"strata/core/tensor"
 	"strata/plugins/layers"
-	"strata/core/registry"
 	"strata/plugins/wasm"
 )
 

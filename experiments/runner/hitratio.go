@@ -11,9 +11,9 @@ import (
 
 	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/registry"
 	"strata/core/store"
 	"strata/plugins/cache"
-	"strata/core/registry"
 	"strata/plugins/sampler"
 )
 

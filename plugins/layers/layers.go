@@ -10,8 +10,8 @@ package layers
 import (
 	"fmt"
 
-	"strata/models"
 	"strata/core/registry"
+	"strata/models"
 )
 
 // Source is implemented by model.* and costmodel.* plugins: it returns the

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"strata/models"
 	"strata/core/registry"
+	"strata/models"
 )
 
 func TestRegistered(t *testing.T) {

@@ -30,8 +30,8 @@ import (
 	"strata/core/topology"
 	"strings"
 
-	"strata/core/store"
 	"strata/core/registry"
+	"strata/core/store"
 )
 
 // Solver computes a placement plan for a selection of a topology's GPUs.
