@@ -76,16 +76,41 @@ type Provisioner interface {
 var ErrNotFound = errors.New("module not found")
 
 // namespaces is the fixed list of namespaces, in display order.
-var namespaces = []string{"partitioner", "sampler", "cache", "model", "costmodel", "placement"}
+var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cache", "model", "costmodel", "placement"}
 
 var (
-	mu      sync.RWMutex
-	modules = map[string]ModuleInfo{}
+	mu          sync.RWMutex
+	modules     = map[string]ModuleInfo{}
+	unavailable = map[string]string{} // ID -> how to get it into a build
 )
 
-// Namespaces returns the fixed list of module namespaces: partitioner,
-// sampler, cache, model, costmodel, placement.
+// Namespaces returns the fixed list of module namespaces: backend,
+// strategy, partitioner, sampler, cache, model, costmodel, placement.
 func Namespaces() []string { return slices.Clone(namespaces) }
+
+// RegisterUnavailable records a module that exists but is not compiled
+// into this build (the cuda backend without its build tag), with the way
+// to get it (hint). Lookup of its ID then fails with the hint instead of
+// "unknown module". Registering the module itself wins over this.
+func RegisterUnavailable(id, hint string) {
+	if err := checkID(id); err != nil {
+		panic("registry: " + err.Error())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	unavailable[id] = hint
+}
+
+// Unavailable returns the hint for a module that is known but not in this
+// build, or "" (also when the module is registered).
+func Unavailable(id string) string {
+	mu.RLock()
+	defer mu.RUnlock()
+	if _, ok := modules[id]; ok {
+		return ""
+	}
+	return unavailable[id]
+}
 
 // Register adds a module. It is meant to be called from init and panics on
 // a programmer error: a malformed or duplicate ID, a nil New, or a New whose
@@ -150,6 +175,9 @@ func Lookup(id string) (ModuleInfo, error) {
 		return info, nil
 	}
 	ns, _, _ := strings.Cut(id, ".")
+	if hint := Unavailable(id); hint != "" {
+		return ModuleInfo{}, fmt.Errorf("module %q is not in this build: %s: %w", id, hint, ErrNotFound)
+	}
 	if !slices.Contains(namespaces, ns) {
 		return ModuleInfo{}, fmt.Errorf("unknown module %q: %q is not a namespace (namespaces: %s): %w",
 			id, ns, strings.Join(namespaces, ", "), ErrNotFound)

@@ -172,13 +172,13 @@ func TestLookupAndNamespace(t *testing.T) {
 }
 
 func TestNamespacesFixed(t *testing.T) {
-	want := "partitioner,sampler,cache,model,costmodel,placement"
+	want := "backend,strategy,partitioner,sampler,cache,model,costmodel,placement"
 	ns := Namespaces()
 	if got := strings.Join(ns, ","); got != want {
 		t.Fatalf("Namespaces() = %s", got)
 	}
 	ns[0] = "changed"
-	if Namespaces()[0] != "partitioner" {
+	if Namespaces()[0] != "backend" {
 		t.Fatal("Namespaces returned the internal slice")
 	}
 }

@@ -44,7 +44,7 @@ func gradients(t *testing.T, e stepEnv, ps *engine.Params) map[string][]float64 
 func TestSplitBlocks(t *testing.T) {
 	ctx := context.Background()
 	e := testEnv(t)
-	full := &sampler.Full{Layers: 2}
+	full := &sampler.Full{Hops: 2}
 	whole, err := full.Sample(ctx, e.adjs.adj, e.ds.Train, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestMicroGradientsMatchWholeBatch(t *testing.T) {
 				}
 				defer r.release()
 				nodes := e.ds.Train
-				var smp sampler.Sampler = &sampler.Full{Layers: 2}
+				var smp sampler.Sampler = &sampler.Full{Hops: 2}
 				if mode == "minibatch" {
 					nodes = shuffled(e.ds.Train, 7)[:64]
 					smp = &sampler.Uniform{Fanouts: []int{5, 10}}

@@ -38,7 +38,7 @@ func newBlockRunner(e stepEnv, evalChunks int) (*blockRunner, error) {
 			r.layers[op.Layer][op.Name] = true
 		}
 	}
-	r.full = &sampler.Full{Layers: len(r.layers)}
+	r.full = &sampler.Full{Hops: len(r.layers)}
 	r.isqBase, r.isqSelf = invSqrtRowLengths(e.adjs.adj, 0), invSqrtRowLengths(e.adjs.adj, 1)
 	r.eval = evalChunkList(e.ds.NumNodes, evalChunks)
 	var err error

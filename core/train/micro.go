@@ -74,7 +74,7 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*micro
 	if err != nil {
 		return nil, err
 	}
-	full := &sampler.Full{Layers: len(graphsPerLayer(e.model))}
+	full := &sampler.Full{Hops: len(graphsPerLayer(e.model))}
 	whole, err := full.Sample(ctx, e.adjs.adj, train, 0)
 	if err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*micro
 // estimate; when not even one node at a time fits, an *EvalInfeasibleError.
 func fitEvalChunks(ctx context.Context, e stepEnv, est *memEstimator, capacity int64, start int) (int, error) {
 	n := e.ds.NumNodes
-	full := &sampler.Full{Layers: len(graphsPerLayer(e.model))}
+	full := &sampler.Full{Hops: len(graphsPerLayer(e.model))}
 	for chunks := max(1, min(start, n)); chunks < n; chunks = min(n, 2*chunks) {
 		fits := true
 		for c := 0; c < chunks && fits; c++ {
@@ -161,7 +161,7 @@ func fitEvalChunks(ctx context.Context, e stepEnv, est *memEstimator, capacity i
 // evalMinCapacity returns the smallest capacity evaluation fits in: the
 // largest estimated inference peak of one node's full neighbourhood.
 func evalMinCapacity(ctx context.Context, e stepEnv, est *memEstimator) (int64, error) {
-	full := &sampler.Full{Layers: len(graphsPerLayer(e.model))}
+	full := &sampler.Full{Hops: len(graphsPerLayer(e.model))}
 	var worst int64
 	for v := range e.ds.NumNodes {
 		blocks, err := full.Sample(ctx, e.adjs.adj, []int32{int32(v)}, 0)

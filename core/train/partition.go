@@ -83,7 +83,7 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 	if len(train) == 0 {
 		return nil, fmt.Errorf("data: dataset %q has no training nodes to split", ds.Name)
 	}
-	var smp sampler.Sampler = &sampler.Full{Layers: cfg.Model.Layers}
+	var smp sampler.Sampler = &sampler.Full{Hops: cfg.Model.Layers}
 	rep.Sampler = "sampler.full"
 	if cfg.Sampler.Name != "" {
 		s, ok := cfg.Sampler.Module.(sampler.Sampler)

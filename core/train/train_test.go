@@ -355,7 +355,7 @@ func TestSplitRedundancy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := &sampler.Full{Layers: 2}
+	full := &sampler.Full{Hops: 2}
 	whole, err := full.Sample(ctx, adjs.adj, ds.Train, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -26,21 +26,23 @@
 package cache
 
 import (
-	"context"
 	"fmt"
 	"math"
 
+	"strata/core/caching"
 	"strata/core/graph"
 	"strata/core/registry"
 )
 
-// Policy is a static cache policy. Rank returns the node ids to cache,
-// hottest first; its length is the policy's capacity (a fraction of the
-// nodes, rounded down), so a prefix of the ranking is what fits a smaller
-// cache. The same dataset and config give the same ranking.
-type Policy interface {
-	Rank(ctx context.Context, d *graph.Dataset) ([]int32, error)
-}
+// The contract's types (core/caching), under their package-local names.
+type (
+	// Policy is caching.Policy.
+	Policy = caching.Policy
+	// Scorer is caching.Scorer.
+	Scorer = caching.Scorer
+	// Dynamic is caching.Dynamic.
+	Dynamic = caching.Dynamic
+)
 
 // Capacity is the option shared by the policies that cache something.
 type Capacity struct {
@@ -73,6 +75,10 @@ func (c *Capacity) Rows(d *graph.Dataset) (int, error) {
 	}
 	return c.Count(d.NumNodes), nil
 }
+
+// SetFraction implements caching.Sized: cache fraction f of the nodes
+// (and no byte budget).
+func (c *Capacity) SetFraction(f float64) { c.Capacity, c.CapacityBytes = f, 0 }
 
 // Count returns how many of n nodes the capacity holds: floor(capacity*n).
 func (c *Capacity) Count(n int) int {

@@ -7,22 +7,6 @@ import (
 	"strata/core/registry"
 )
 
-// Dynamic is an online cache policy (cache.lru, cache.clock), for
-// comparison with the static rankings: it decides what to keep as the
-// accesses arrive rather than from a ranking computed up front.
-//
-// Init sizes the cache for d from the policy's Capacity (Capacity.Rows)
-// and empties it. Access then presents a mini-batch's feature reads in
-// order: each id is a hit when its row is cached (and becomes recently
-// used), otherwise a miss that loads the row, evicting one when full.
-// Access returns the number of hits; ids must be in [0, NumNodes) and may
-// repeat (each occurrence counts). Both are deterministic and not safe for
-// concurrent use.
-type Dynamic interface {
-	Init(d *graph.Dataset) error
-	Access(ids []int32) (hits int)
-}
-
 // LRU evicts the least recently used row. It keeps an intrusive doubly
 // linked list over node ids, so Access is O(1) per id.
 type LRU struct {

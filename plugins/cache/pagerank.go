@@ -10,14 +10,6 @@ import (
 	"strata/core/registry"
 )
 
-// Scorer is implemented by the static policies that rank by a per-node
-// score: Scores returns one score per node, higher is hotter, and Rank is
-// the ids sorted by descending score, ties by ascending id, cut to the
-// capacity.
-type Scorer interface {
-	Scores(ctx context.Context, d *graph.Dataset) ([]float64, error)
-}
-
 // ReversePageRank computes reverse PageRank on g (row v of g lists the
 // in-neighbours of v, the nodes a sampler may pick when it expands v).
 //

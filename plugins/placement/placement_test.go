@@ -133,7 +133,7 @@ func TestPlans(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("\n%s", p)
-			if err := p.Check(tt.topo); err != nil {
+			if err := CheckPlan(p, tt.topo); err != nil {
 				t.Fatal(err)
 			}
 			n := len(p.Devices)
@@ -231,7 +231,7 @@ func TestUnbalanced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Check(dgx); err != nil {
+		if err := CheckPlan(p, dgx); err != nil {
 			t.Fatal(err)
 		}
 		for i, r := range p.Reads {
@@ -252,7 +252,7 @@ func TestUnbalanced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Check(dgx); err != nil {
+		if err := CheckPlan(p, dgx); err != nil {
 			t.Fatal(err)
 		}
 		if p.TotalReplicas != 0 || !near(p.MinBandwidth, topology.PCIeGBps/3) {
@@ -280,7 +280,7 @@ func TestUnbalanced(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := p.Check(topo); err != nil {
+			if err := CheckPlan(p, topo); err != nil {
 				t.Fatal(err)
 			}
 			if p.TotalReplicas != 6 || !near(p.MinBandwidth, DefaultLocalGBps/3) {
@@ -297,7 +297,7 @@ func TestUnbalanced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Check(topo); err != nil {
+		if err := CheckPlan(p, topo); err != nil {
 			t.Fatal(err)
 		}
 		want := [][]int{{0, 1}, {1}}
@@ -317,7 +317,7 @@ func TestUnbalanced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Check(dgx); err != nil {
+		if err := CheckPlan(p, dgx); err != nil {
 			t.Fatal(err)
 		}
 		for i, r := range p.Reads {

@@ -7,27 +7,37 @@ import (
 
 	"strata/core/graph"
 	"strata/core/registry"
+	"strata/core/sampling"
 )
 
-// Full keeps every in-neighbour: its blocks are the exact `Layers`-hop
+// Full keeps every in-neighbour: its blocks are the exact `layers`-hop
 // in-neighbourhood of the seeds, as full-graph training computes it.
 type Full struct {
-	Layers int `toml:"layers" range:"[1,)" doc:"number of hops (one block per GNN layer); match model.layers"`
+	Hops int `toml:"layers" range:"[1,)" doc:"number of hops (one block per GNN layer); match model.layers"`
 }
 
 // StrataModule registers sampler.full.
 func (*Full) StrataModule() registry.ModuleInfo {
 	return registry.ModuleInfo{
 		ID:  "sampler.full",
-		New: func() registry.Module { return &Full{Layers: 2} },
+		New: func() registry.Module { return &Full{Hops: 2} },
 		Doc: "full-neighbour blocks: every in-neighbour for `layers` hops",
 	}
 }
 
+// Layers implements sampling.Layered.
+func (f *Full) Layers() int { return f.Hops }
+
+// Capabilities implements sampling.Describer: full blocks are
+// deterministic and hold every in-edge once.
+func (*Full) Capabilities() sampling.Capabilities {
+	return sampling.Capabilities{Subset: true}
+}
+
 // Validate checks the config.
 func (f *Full) Validate() error {
-	if f.Layers < 1 {
-		return fmt.Errorf("layers = %d: must be >= 1", f.Layers)
+	if f.Hops < 1 {
+		return fmt.Errorf("layers = %d: must be >= 1", f.Hops)
 	}
 	return nil
 }
@@ -48,9 +58,9 @@ func (f *Full) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint
 	for i, s := range seeds {
 		local[s] = int32(i)
 	}
-	blocks := make([]Block, f.Layers)
+	blocks := make([]Block, f.Hops)
 	dst := slices.Clone(seeds)
-	for l := f.Layers - 1; l >= 0; l-- {
+	for l := f.Hops - 1; l >= 0; l-- {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

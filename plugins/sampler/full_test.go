@@ -73,7 +73,7 @@ func TestFullAgainstBFS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.(*Full).Layers = tt.layers
+			s.(*Full).Hops = tt.layers
 			blocks, err := s.Sample(context.Background(), tt.g, tt.seeds, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -151,7 +151,7 @@ func TestFullErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := (&Full{Layers: tt.layers}).Sample(context.Background(), tt.g, tt.seeds, 0)
+			_, err := (&Full{Hops: tt.layers}).Sample(context.Background(), tt.g, tt.seeds, 0)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "sampler.full: ") {
 				t.Fatalf("error = %v, want %q", err, tt.want)
 			}
@@ -159,7 +159,7 @@ func TestFullErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := (&Full{Layers: 2}).Sample(ctx, g, []int32{1}, 0); err == nil {
+	if _, err := (&Full{Hops: 2}).Sample(ctx, g, []int32{1}, 0); err == nil {
 		t.Fatal("no error for a cancelled context")
 	}
 }
@@ -170,7 +170,7 @@ func TestFullRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := info.New().(*Full)
-	if f.Layers != 2 || f.Validate() != nil {
+	if f.Hops != 2 || f.Validate() != nil {
 		t.Fatalf("defaults: %+v", f)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/registry"
+	"strata/core/sampling"
 )
 
 // KHop is XGNN's KHop sampler (Fig. 5 of the XGNN paper, VLDB 2024): the
@@ -108,4 +109,9 @@ func (kh *KHop) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uin
 		})
 		return indptr, nbr, nil, nil
 	})
+}
+
+// Capabilities implements sampling.Describer: random, without replacement.
+func (*KHop) Capabilities() sampling.Capabilities {
+	return sampling.Capabilities{Random: true, Subset: true}
 }

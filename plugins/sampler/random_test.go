@@ -215,7 +215,7 @@ func TestAllNeighboursEqualsFull(t *testing.T) {
 		{"no edges", graph.FromEdges(5, nil), []int32{1, 4}},
 	}
 	for _, tt := range tests {
-		full, err := (&Full{Layers: 2}).Sample(context.Background(), tt.g, tt.seeds, 0)
+		full, err := (&Full{Hops: 2}).Sample(context.Background(), tt.g, tt.seeds, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/registry"
+	"strata/core/sampling"
 )
 
 // RandomWalk is PinSAGE's random-walk neighbourhood (Ying et al., KDD
@@ -192,4 +193,10 @@ func (rw *RandomWalk) Sample(ctx context.Context, g *graph.CSR, seeds []int32, r
 		}
 		return indptr, nbr, vals, nil
 	})
+}
+
+// Capabilities implements sampling.Describer: random; its edges join a
+// node to the nodes its walks visited most, not to its in-neighbours.
+func (*RandomWalk) Capabilities() sampling.Capabilities {
+	return sampling.Capabilities{Random: true}
 }

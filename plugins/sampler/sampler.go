@@ -26,68 +26,25 @@
 package sampler
 
 import (
-	"context"
 	"fmt"
 
 	"strata/core/graph"
 	"strata/core/registry"
+	"strata/core/sampling"
 )
 
-// Sampler builds the blocks that compute the final-layer outputs of seeds.
-//
-// The graph follows the core/graph convention: row i of g lists the
-// sources (in-neighbours) of node i, and g must be square. seeds are
-// distinct node ids. rng seeds the sampler's randomness (deterministic
-// samplers ignore it); the same arguments give the same blocks.
-//
-// Blocks are returned FIRST LAYER FIRST (the DGL order): blocks[0] consumes
-// the input features of blocks[0].Src, and blocks[len-1].Dst == seeds. For
-// consecutive blocks, blocks[l].Dst == blocks[l+1].Src.
-type Sampler interface {
-	Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error)
-}
+// The contract's types (core/sampling), under their package-local names.
+type (
+	// Sampler is sampling.Sampler.
+	Sampler = sampling.Sampler
+	// Block is sampling.Block.
+	Block = sampling.Block
+	// Layered is sampling.Layered.
+	Layered = sampling.Layered
+)
 
-// Block is one layer of message flow: the nodes it computes (Dst), the
-// nodes it reads (Src) and the edges between them.
-type Block struct {
-	// Dst are the global ids of the block's destination nodes.
-	Dst []int32
-	// Src are the global ids of the block's source nodes. The first
-	// len(Dst) sources are the destinations themselves, in the same order,
-	// so a layer can read a destination's own previous representation at
-	// the same local id.
-	Src []int32
-	// Adj holds the edges in local ids: len(Dst) rows, len(Src) columns;
-	// row i lists the local source ids of the in-edges of Dst[i]. Values is
-	// nil (normalisation weights are up to the consumer), except for
-	// sampler.randomwalk with weights = true, where it holds each edge's
-	// normalised visit count (every row sums to 1).
-	Adj *graph.CSR
-}
-
-// Layered is implemented by samplers whose block count is set by their
-// config (sampler.uniform, sampler.khop, sampler.randomwalk), so that a
-// trainer can check it against the model's layer count.
-type Layered interface {
-	// Layers returns the number of blocks Sample returns.
-	Layers() int
-}
-
-// NumLayers returns the number of blocks s returns: Layers() for a
-// Layered sampler, the layers field of sampler.full (whose exported
-// Layers field rules out a method of that name), or 0 if unknown.
-func NumLayers(s Sampler) int {
-	switch x := s.(type) {
-	case Layered:
-		return x.Layers()
-	case *Full:
-		return x.Layers
-	}
-	return 0
-}
-
-// NumEdges returns the number of edges of the block.
-func (b *Block) NumEdges() int64 { return b.Adj.NNZ() }
+// NumLayers returns the number of blocks s returns (sampling.NumLayers).
+func NumLayers(s Sampler) int { return sampling.NumLayers(s) }
 
 // checkInput validates the arguments common to samplers.
 func checkInput(id string, g *graph.CSR, seeds []int32) error {

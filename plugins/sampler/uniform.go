@@ -7,6 +7,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/registry"
+	"strata/core/sampling"
 )
 
 // Uniform is GraphSAGE's uniform neighbour sampler (DGL's
@@ -174,4 +175,10 @@ func readRow(g *graph.CSR, start int64, sel []int64, out []int32) {
 	for q, p := range sel {
 		out[q] = int32(g.Idx64[start+p])
 	}
+}
+
+// Capabilities implements sampling.Describer: random, with replacement
+// when replace is set.
+func (u *Uniform) Capabilities() sampling.Capabilities {
+	return sampling.Capabilities{Random: true, Replacement: u.Replace, Subset: true}
 }
