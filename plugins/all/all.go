@@ -1,0 +1,14 @@
+// Package all links every built-in plugin into a program: importing it
+// (blank) registers the backends, strategies, partitioners, samplers,
+// cache policies, placement solvers, layer modules and cost models that
+// ship with strata. cmd/strata and the tests that need plugins import it;
+// core never does.
+package all
+
+import (
+	_ "strata/partitioners"
+	_ "strata/plugins/cache"
+	_ "strata/plugins/layers"
+	_ "strata/plugins/placement"
+	_ "strata/plugins/sampler"
+)
