@@ -5,17 +5,11 @@
 //
 // The implementation is behind the build tag "cuda" (see docs/cuda.md): a
 // binary that imports gorgonia.org/cu exits at start on a machine without
-// the NVIDIA driver. Without the tag, New returns ErrNoCUDA.
+// the NVIDIA driver. The tag also registers the backend as backend.cuda
+// (plugins/backends).
 package cuda
 
-import (
-	"errors"
-
-	"strata/core/tensor"
-)
-
-// ErrNoCUDA is returned by New in a build without the "cuda" tag.
-var ErrNoCUDA = errors.New(`this strata binary was built without CUDA support: rebuild with "go build -tags cuda" (make gpu-bundle; see docs/cuda.md) or set train.backend = "cpu" or "sim"`)
+import "strata/core/tensor"
 
 // DeviceTier is the memory tier of the GPU the backend drives. Host memory
 // is tensor.Host: pinned, and mapped into the device's address space.

@@ -8,14 +8,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	_ "strata/plugins/all" // every built-in plugin
 	"strconv"
 	"testing"
 
 	"strata/core/config"
 	"strata/core/train"
 	"strata/plugins/wasm"
-
-	_ "strata/plugins/layers" // the WASM model registrations
 )
 
 // trainEpochs is the number of epochs of the accuracy test: 200 (the

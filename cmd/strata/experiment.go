@@ -9,6 +9,7 @@ import (
 	"strata/core/config"
 	"strata/core/train"
 	"strata/experiments/runner"
+	"strata/plugins/wasm"
 )
 
 const experimentArgs = "-c FILE [--jobs N] [--out DIR] [--fresh] [--dry-run]"
@@ -46,7 +47,7 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	check := func(ctx context.Context, cfg *config.Config) error {
-		return train.Check(ctx, cfg, wopts, true)
+		return train.Check(ctx, cfg, wasm.Host{Options: wopts}, true)
 	}
 	plan, err := runner.NewPlan(ctx, exp, version, check)
 	if err != nil {
@@ -81,7 +82,7 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		Fresh:    *fresh,
 		Progress: stderr,
 		Train: func(ctx context.Context, cfg *config.Config) (*train.Result, error) {
-			return train.Run(ctx, cfg, train.Options{Version: fullVersion(), Wasm: wopts})
+			return train.Run(ctx, cfg, train.Options{Version: fullVersion(), Host: wasm.Host{Options: wopts}})
 		},
 	})
 	if sum != nil {

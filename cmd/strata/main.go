@@ -21,13 +21,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	_ "strata/plugins/all" // every built-in plugin
 	"syscall"
-
-	_ "strata/partitioners"
-	_ "strata/plugins/cache"
-	_ "strata/plugins/layers"
-	_ "strata/plugins/placement"
-	_ "strata/plugins/sampler"
 )
 
 // version is the strata release; the VCS revision is appended when known.

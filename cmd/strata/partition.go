@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-
-	"strata/core/train"
+	"strata/plugins/partreport"
 )
 
 func cmdPartition(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -28,7 +27,7 @@ func cmdPartition(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return usagef("partition: give the number of parts with -k K (or set train.micro_batches)")
 	}
-	rep, err := train.Partition(ctx, cfg, *k, *batch, progressWriter(cfg.Output.Progress, stderr))
+	rep, err := partreport.Partition(ctx, cfg, *k, *batch, progressWriter(cfg.Output.Progress, stderr))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"strata/core/metrics"
 	"strata/core/train"
+	"strata/plugins/wasm"
 )
 
 func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -22,7 +23,7 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	res, err := train.Run(ctx, cfg, train.Options{
 		Progress: progressWriter(cfg.Output.Progress, stderr),
 		Version:  fullVersion(),
-		Wasm:     wopts,
+		Host:     wasm.Host{Options: wopts},
 	})
 	if err != nil {
 		return err

@@ -77,7 +77,7 @@ type Model struct {
 
 // Train configures the training loop.
 type Train struct {
-	Mode         string  `toml:"mode" enum:"fullgraph,minibatch" doc:"training mode: fullgraph (optionally split into micro-batches) or minibatch (sampled batches, see [sampler])"`
+	Mode         string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (see strata list-plugins): fullgraph (with micro_batches > 1: Betty's micro), minibatch (sampled batches, see [sampler]), ..."`
 	Epochs       int     `toml:"epochs" range:"[1,)" doc:"number of training epochs"`
 	Optimizer    string  `toml:"optimizer" enum:"adam,sgd" doc:"optimizer"`
 	LR           float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
@@ -86,7 +86,7 @@ type Train struct {
 	Seed         int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
 	EvalEvery    int     `toml:"eval_every" range:"[0,)" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
 	Patience     int     `toml:"patience" range:"[0,)" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
-	Backend      string  `toml:"backend" enum:"cpu,sim,cuda" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
+	Backend      string  `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
 	Threads      int     `toml:"threads" range:"[0,)" doc:"CPU threads (0 = all cores)"`
 	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
 	BatchSize    int     `toml:"batch_size" range:"[1,)" doc:"training nodes per mini-batch (minibatch mode)"`

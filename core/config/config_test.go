@@ -282,7 +282,7 @@ func TestOverrides(t *testing.T) {
 		t.Fatalf("model options %v", c.Model.Options)
 	}
 	s, ok := c.Sampler.Module.(*sampler.Full)
-	if !ok || s.Layers != 3 || c.Sampler.ID != "sampler.full" || c.Sampler.Options["layers"] != int64(3) {
+	if !ok || s.Hops != 3 || c.Sampler.ID != "sampler.full" || c.Sampler.Options["layers"] != int64(3) {
 		t.Fatalf("sampler %+v", c.Sampler)
 	}
 }

@@ -179,7 +179,11 @@ func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
 			d.errorf(path, "%s must not be empty", name)
 			return
 		}
-		if len(f.enum) > 0 && !slices.Contains(f.enum, s) {
+		if allowed := f.allowed(); len(allowed) > 0 && !slices.Contains(allowed, s) {
+			if hint := registry.Unavailable(f.modules + "." + s); f.modules != "" && hint != "" {
+				d.errorf(path, "%s = %q: not in this build: %s", d.name(path), s, hint)
+				return
+			}
 			d.enumError(path, f, s)
 			return
 		}
@@ -307,8 +311,9 @@ func (d *decoder) word(path []string, f *field, s string, rv reflect.Value) {
 
 func (d *decoder) enumError(path []string, f *field, s string) {
 	name := d.name(path)
-	msg := fmt.Sprintf("%s = %q: allowed values are %s", name, s, quoteList(f.enum))
-	if sug := registry.Suggest(s, f.enum); sug != "" {
+	allowed := f.allowed()
+	msg := fmt.Sprintf("%s = %q: allowed values are %s", name, s, quoteList(allowed))
+	if sug := registry.Suggest(s, allowed); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
 	d.errs = append(d.errs, d.src.errorAt(path, msg))

@@ -9,11 +9,6 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"strata/core/registry"
-
-	// The built-in plugins are always known to configs.
-	_ "strata/partitioners"
-	_ "strata/plugins/cache"
-	_ "strata/plugins/sampler"
 )
 
 // pluginNames returns the names (without namespace) of the modules of ns.

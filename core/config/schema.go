@@ -1,8 +1,11 @@
 package config
 
 import (
+	"slices"
+
 	"fmt"
 	"reflect"
+	"strata/core/registry"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +30,10 @@ type field struct {
 	word     *word
 	required bool
 	example  string
-	ns       string // registry namespace of a Plugin field
-	nohash   bool   // hash:"-": left out of the canonical form
+	ns       string   // registry namespace of a Plugin field
+	modules  string   // registry namespace whose module names a string field takes
+	aliases  []string // values a modules field takes beside the module names
+	nohash   bool     // hash:"-": left out of the canonical form
 }
 
 // special is one extra allowed value outside a field's range.
@@ -78,6 +83,13 @@ func fieldsOf(t reflect.Type) []field {
 				example:  sf.Tag.Get("example"),
 				ns:       sf.Tag.Get("ns"),
 				nohash:   sf.Tag.Get("hash") == "-",
+			}
+			if m := sf.Tag.Get("modules"); m != "" {
+				ns, alias, _ := strings.Cut(m, "+")
+				f.modules = ns
+				if alias != "" {
+					f.aliases = strings.Split(alias, "+")
+				}
 			}
 			if e := sf.Tag.Get("enum"); e != "" {
 				f.enum = strings.Split(e, ",")
@@ -235,8 +247,8 @@ func plural(s string) string {
 // `one of "adam", "sgd"`, "integer >= 1", "float in [0, 1) or -1 (same as
 // model.dropout)".
 func (f *field) constraint() string {
-	if len(f.enum) > 0 {
-		return "one of " + quoteList(f.enum)
+	if allowed := f.allowed(); len(allowed) > 0 {
+		return "one of " + quoteList(allowed)
 	}
 	s := typeName(f.typ)
 	if f.rng != nil {
@@ -258,4 +270,28 @@ func quoteList(names []string) string {
 		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// allowed returns the values a string field takes: its enum, or the names
+// of the modules registered in its namespace (plus its aliases). A modules
+// field of an empty namespace (a program that links no such module) takes
+// any value; the registry lookup at run time then names what is missing.
+func (f *field) allowed() []string {
+	if f.modules == "" {
+		return f.enum
+	}
+	var out []string
+	for _, m := range registry.Namespace(f.modules) {
+		out = append(out, m.Name())
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for _, a := range f.aliases {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -75,24 +75,28 @@ func randomFeatures(n, dim int, seed uint64) []float32 {
 	return out
 }
 
-// adjacencies builds the graph variants the model needs, with the edge
-// weights its reducers use, and uploads them.
-type adjacencies struct {
-	adj, adjSelf *graph.CSR
+// Adjacencies are the graph variants a model reads: Adj (the dataset's
+// graph, symmetrised or without self loops) and AdjSelf (Adj with self
+// loops).
+type Adjacencies struct {
+	Adj, AdjSelf *graph.CSR
 }
 
-func buildAdjacencies(d *graph.Dataset, symmetrize bool) (*adjacencies, error) {
+// BuildAdjacencies builds the graph variants a model reads from the
+// dataset's graph.
+func BuildAdjacencies(d *graph.Dataset, symmetrize bool) (*Adjacencies, error) {
 	var base *graph.CSR
 	if symmetrize {
 		base = graph.Symmetrize(d.Graph)
 	} else {
 		base = graph.RemoveSelfLoops(d.Graph)
 	}
-	return &adjacencies{adj: base, adjSelf: graph.AddSelfLoops(base)}, nil
+	return &Adjacencies{Adj: base, AdjSelf: graph.AddSelfLoops(base)}, nil
 }
 
-// bindGraphs uploads the adjacencies named by the model graph.
-func bindGraphs(g *ir.Graph, a *adjacencies, be backend.Backend, dt tensor.DType, tier tensor.Tier) (map[string]*engine.Graph, error) {
+// BindGraphs uploads the adjacencies named by the model graph, with the
+// edge weights of its reducers.
+func BindGraphs(g *ir.Graph, a *Adjacencies, be backend.Backend, dt tensor.DType, tier tensor.Tier) (map[string]*engine.Graph, error) {
 	used := map[string]map[string]bool{}
 	for _, op := range g.Ops {
 		if op.Kind == ir.OpGraph && used[op.Name] == nil {
@@ -104,9 +108,9 @@ func bindGraphs(g *ir.Graph, a *adjacencies, be backend.Backend, dt tensor.DType
 	}
 	out := map[string]*engine.Graph{}
 	for name, reducers := range used {
-		csr := a.adj
+		csr := a.Adj
 		if name == "adj_self" {
-			csr = a.adjSelf
+			csr = a.AdjSelf
 		}
 		adj, err := be.UploadGraph(csr, tier)
 		if err != nil {
@@ -129,11 +133,11 @@ func bindGraphs(g *ir.Graph, a *adjacencies, be backend.Backend, dt tensor.DType
 }
 
 func uploadEdgeWeights(be backend.Backend, w []float32, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
-	return uploadFloat32s(be, w, []int{len(w)}, dt, tier)
+	return UploadFloat32s(be, w, []int{len(w)}, dt, tier)
 }
 
-// uploadFloat32s places host float32 data on the backend in the run's dtype.
-func uploadFloat32s(be backend.Backend, v []float32, shape []int, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
+// UploadFloat32s places host float32 data on the backend in the run's dtype.
+func UploadFloat32s(be backend.Backend, v []float32, shape []int, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
 	t, err := be.Alloc(dt, shape, tier)
 	if err != nil {
 		return nil, err

@@ -9,9 +9,8 @@ import (
 
 	"strata/core/config"
 	"strata/core/ir"
+	"strata/core/modhost"
 	"strata/models"
-	"strata/plugins/layers"
-	"strata/plugins/wasm"
 )
 
 // hostKeys are the layer options the host sets for every layer; a config
@@ -33,7 +32,7 @@ type Model struct {
 // to 1), so attention models size hidden per head. Every key of
 // model.options must be read by the module; one that is not is an error
 // naming its line, since a misspelt option would otherwise be ignored.
-func BuildModel(ctx context.Context, cfg *config.Config, rtOpts wasm.Options, inDim, classes int) (*Model, error) {
+func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDim, classes int) (*Model, error) {
 	m := cfg.Model
 	name, code, err := moduleBytes(cfg)
 	if err != nil {
@@ -43,18 +42,14 @@ func BuildModel(ctx context.Context, cfg *config.Config, rtOpts wasm.Options, in
 	if err != nil {
 		return nil, err
 	}
-	rt, err := wasm.NewRuntime(ctx, rtOpts)
-	if err != nil {
-		return nil, err
-	}
-	defer rt.Close(context.WithoutCancel(ctx))
-	mod, err := rt.Load(ctx, name, code)
+	mod, release, err := host.LoadLayer(ctx, name, code)
 	if err != nil {
 		if cfg.Model.Module != "" {
 			return nil, cfg.KeyError("model.module: "+err.Error(), "model", "module")
 		}
 		return nil, err
 	}
+	defer release()
 	heads := int64(1)
 	if h, ok := user.Ints["heads"]; ok && h > 0 {
 		heads = h
@@ -132,7 +127,7 @@ func moduleBytes(cfg *config.Config) (string, []byte, error) {
 		}
 		return name, b, nil
 	}
-	b, err := layers.Lookup("model." + cfg.Model.Name)
+	b, err := modhost.Lookup("model." + cfg.Model.Name)
 	if err != nil {
 		return "", nil, cfg.KeyError(fmt.Sprintf("model.name = %q: %v", cfg.Model.Name, err), "model", "name")
 	}
@@ -141,8 +136,8 @@ func moduleBytes(cfg *config.Config) (string, []byte, error) {
 
 // userOptions converts model.options to a layer config, rejecting the keys
 // the host sets itself.
-func userOptions(cfg *config.Config) (wasm.Config, error) {
-	var c wasm.Config
+func userOptions(cfg *config.Config) (modhost.LayerConfig, error) {
+	var c modhost.LayerConfig
 	keys := make([]string, 0, len(cfg.Model.Options))
 	for k := range cfg.Model.Options {
 		keys = append(keys, k)

@@ -3,89 +3,51 @@ package train
 import (
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"slices"
-	"strata/core/topology"
 	"strconv"
 	"time"
 
 	"strata/core/backend"
-	"strata/core/backend/cpu"
-	"strata/core/backend/sim"
 	"strata/core/config"
 	"strata/core/graph"
 	"strata/core/metrics"
+	"strata/core/modhost"
 	"strata/core/tensor"
-	"strata/cuda"
-	"strata/plugins/wasm"
 )
 
 // Options are run-time settings that are not part of the experiment config.
 type Options struct {
-	Progress io.Writer // progress bar destination; nil disables it
-	Version  string    // strata version for the result
-	Wasm     wasm.Options
+	Progress io.Writer    // progress bar destination; nil disables it
+	Version  string       // strata version for the result
+	Host     modhost.Host // runs layer and cost-model modules
 }
 
 // Run trains the configured model full-graph and returns the result summary.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
 	start := time.Now()
-	ds, feats, dim, err := loadData(cfg)
+	strat, err := StrategyFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	seed := uint64(cfg.Train.Seed)
-	be, err := newBackend(cfg)
+	env, model, closeEnv, err := NewEnv(ctx, cfg, opts.Host)
 	if err != nil {
 		return nil, err
 	}
-	if sb, ok := be.(*sim.Backend); ok {
-		release, err := attachKernelCost(ctx, cfg, sb, opts.Wasm)
-		if err != nil {
-			return nil, err
+	defer closeEnv()
+	be, ds, dim := env.Backend, env.Dataset, env.Dim
+	st, err := strat.NewStepper(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Release()
+	if a, ok := st.(Announcer); ok && opts.Progress != nil {
+		if line := a.Announce(); line != "" {
+			fmt.Fprintln(opts.Progress, line)
 		}
-		defer release()
-	}
-	dt := tensor.Float32
-	if cfg.Train.DType == "float64" {
-		dt = tensor.Float64
-	}
-	if c, ok := be.(io.Closer); ok {
-		defer c.Close()
-	}
-	tier := tensor.Host
-	if d, ok := be.(backend.Device); ok {
-		tier = d.ComputeTier() // the first simulated device, or the GPU
-	}
-	model, err := BuildModel(ctx, cfg, opts.Wasm, dim, ds.NumClasses)
-	if err != nil {
-		return nil, err
-	}
-	adjs, err := buildAdjacencies(ds, cfg.Data.Symmetrize)
-	if err != nil {
-		return nil, err
-	}
-	env := stepEnv{be: be, dt: dt, tier: tier, model: model.Graph, ds: ds, feats: feats, dim: dim, adjs: adjs, seed: seed, wasm: opts.Wasm}
-	var st stepper
-	switch {
-	case cfg.Train.Mode == "minibatch":
-		st, err = newMiniBatches(ctx, cfg, env)
-	case cfg.Train.Micro():
-		st, err = newMicroBatches(ctx, cfg, env)
-	default:
-		st, err = newFullGraph(env)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer st.release()
-	if mb, ok := st.(*microBatches); ok && mb.auto && opts.Progress != nil {
-		fmt.Fprintf(opts.Progress, "train.micro_batches = \"auto\": K = %d micro-batches, the largest estimated at %d bytes of devices.memory_bytes = %d\n",
-			len(mb.batches), mb.estPeak, cfg.Devices.MemoryBytes)
 	}
 	opt, err := NewOptimizer(cfg.Train.Optimizer, be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
 	if err != nil {
@@ -97,7 +59,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		Params: model.Graph.NumParams(), Seed: cfg.Train.Seed, Version: opts.Version,
 		Threads: threads(cfg), LoadTimeS: time.Since(start).Seconds(), BestEpoch: -1,
 	}
-	if d, ok := be.(interface{ DeviceName() string }); ok {
+	if d, ok := be.(backend.Named); ok {
 		res.Device = d.DeviceName()
 	}
 	if res.ConfigSHA256, err = cfg.SHA256(); err != nil {
@@ -108,22 +70,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		return nil, err
 	}
 	res.MicroBatches = cfg.Train.MicroBatches
-	if mb, ok := st.(*microBatches); ok {
-		res.Partitioner, res.Redundancy = cfg.Partition.ID, mb.redundancy()
-		res.MicroBatches, res.MicroBatchesAuto, res.EstimatedPeakBytes = len(mb.batches), mb.auto, mb.estPeak
+	if r, ok := st.(ResultReporter); ok {
+		r.ReportResult(res)
 	}
-	if mb, ok := st.(*miniBatches); ok {
-		if mm := mb.micro; mm != nil {
-			res.Partitioner, res.MicroBatches, res.MicroBatchesAuto, res.EstimatedPeakBytes = cfg.Partition.ID, mm.microK, mm.auto, mm.estPeak
-		}
-		res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = mb.sampleS, mb.extractS, mb.stageS, mb.trainS
-		res.CacheHitRate, res.TierHitRates = mb.hitRate(), mb.hitRates()
-		if mb.sampleS > 0 {
-			res.SampledEdgesPerS = float64(mb.sampledEdges) / mb.sampleS
-		}
-	}
-	if sb, ok := be.(*sim.Backend); ok {
-		res.Traffic, res.TrafficByPurpose = sb.Traffic(), sb.TrafficByPurpose()
+	if tc, ok := be.(backend.TrafficCounter); ok {
+		res.Traffic, res.TrafficByPurpose = tc.Traffic(), tc.TrafficByPurpose()
 		for _, l := range res.Traffic {
 			res.TransferTimeS += l.Seconds
 		}
@@ -135,13 +86,68 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	return res, nil
 }
 
+// NewEnv builds what a stepper is built from: it loads the dataset and
+// prepares its features, opens the backend (with its kernel cost model
+// when it predicts time), builds the model from its module and the
+// adjacencies. closeEnv releases the backend and the cost model.
+func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *Env, model *Model, closeEnv func(), err error) {
+	ds, feats, dim, err := loadData(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	be, err := newBackend(ctx, cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var closers []func()
+	closeEnv = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeEnv()
+		}
+	}()
+	if c, ok := be.(io.Closer); ok {
+		closers = append(closers, func() { c.Close() })
+	}
+	if tp, ok := be.(backend.TimePredictor); ok {
+		release, err := attachKernelCost(ctx, cfg, tp, host)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		closers = append(closers, release)
+	}
+	dt := tensor.Float32
+	if cfg.Train.DType == "float64" {
+		dt = tensor.Float64
+	}
+	tier := tensor.Host
+	if d, ok := be.(backend.Device); ok {
+		tier = d.ComputeTier() // the first simulated device, or the GPU
+	}
+	model, err = BuildModel(ctx, cfg, host, dim, ds.NumClasses)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	adjs, err := BuildAdjacencies(ds, cfg.Data.Symmetrize)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	env = &Env{Config: cfg, Backend: be, DType: dt, Tier: tier, Model: model.Graph, Dataset: ds, Features: feats, Dim: dim,
+		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host}
+	return env, model, closeEnv, nil
+}
+
 // loadData opens the dataset, checks that it can be trained on and returns
 // it with its prepared feature matrix.
 func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, nil, 0, err
 	}
-	ds, err := loadDataset(cfg)
+	ds, err := LoadDataset(cfg)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -158,8 +164,8 @@ func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 	return ds, feats, dim, nil
 }
 
-// loadDataset opens data.dataset and applies data.reorder.
-func loadDataset(cfg *config.Config) (*graph.Dataset, error) {
+// LoadDataset opens data.dataset and applies data.reorder.
+func LoadDataset(cfg *config.Config) (*graph.Dataset, error) {
 	ds, err := graph.Open(cfg.DatasetSpec())
 	if err != nil {
 		return nil, cfg.KeyError(err.Error(), "data", "dataset")
@@ -173,7 +179,7 @@ func loadDataset(cfg *config.Config) (*graph.Dataset, error) {
 // Check does everything Run does before training: it opens the dataset,
 // prepares the features and builds the model from its module. With
 // skipData it only builds the model, with nominal sizes.
-func Check(ctx context.Context, cfg *config.Config, wopts wasm.Options, skipData bool) error {
+func Check(ctx context.Context, cfg *config.Config, host modhost.Host, skipData bool) error {
 	dim, classes := 16, 2
 	if err := checkSupported(cfg); err != nil {
 		return err
@@ -185,7 +191,13 @@ func Check(ctx context.Context, cfg *config.Config, wopts wasm.Options, skipData
 		}
 		dim, classes = d, ds.NumClasses
 	}
-	_, err := BuildModel(ctx, cfg, wopts, dim, classes)
+	if _, err := StrategyFor(cfg); err != nil {
+		return err
+	}
+	if _, err := BackendFor(cfg); err != nil {
+		return err
+	}
+	_, err := BuildModel(ctx, cfg, host, dim, classes)
 	return err
 }
 
@@ -196,28 +208,13 @@ func threads(cfg *config.Config) int {
 	return runtime.GOMAXPROCS(0)
 }
 
-func newBackend(cfg *config.Config) (backend.Backend, error) {
-	switch cfg.Train.Backend {
-	case "cpu":
-		return cpu.New(cpu.Options{Threads: threads(cfg)}), nil
-	case "sim":
-		topo, err := machineTopology(cfg)
-		if err != nil {
-			return nil, err
-		}
-		topo.Compute = deviceSpec(cfg)
-		return sim.New(topo, threads(cfg))
-	case "cuda":
-		be, err := cuda.New(cuda.Options{})
-		if errors.Is(err, cuda.ErrNoCUDA) {
-			return nil, cfg.KeyError(fmt.Sprintf("train.backend = \"cuda\": %v", err), "train", "backend")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("train.backend = \"cuda\": %w", err)
-		}
-		return be, nil
+// newBackend opens the backend train.backend names.
+func newBackend(ctx context.Context, cfg *config.Config) (backend.Backend, error) {
+	m, err := BackendFor(cfg)
+	if err != nil {
+		return nil, err
 	}
-	return nil, cfg.KeyError(fmt.Sprintf("train.backend = %q is not available in this build (available: \"cpu\", \"sim\", \"cuda\")", cfg.Train.Backend), "train", "backend")
+	return m.NewBackend(ctx, cfg, threads(cfg))
 }
 
 func tierMap(m map[tensor.Tier]int64) map[string]int64 {
@@ -232,7 +229,7 @@ func tierMap(m map[tensor.Tier]int64) map[string]int64 {
 type loop struct {
 	cfg  *config.Config
 	be   backend.Backend
-	st   stepper
+	st   Stepper
 	opt  Optimizer
 	ds   *graph.Dataset
 	res  *Result
@@ -262,15 +259,15 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	}
 	var times, evalTimes, predicted []float64
 	var transferred int64 // link bytes counted before this epoch
-	sb, simulated := l.be.(*sim.Backend)
+	_, simulated := l.be.(backend.TimePredictor)
 	peaks := newPhasePeaks(l.be)
 	var best map[string][]float64
 	sinceBest := 0
 	for ep := 0; ep < epochs; ep++ {
 		t0 := time.Now()
-		var before prediction
+		var before Prediction
 		if simulated {
-			before = predictionNow(sb)
+			before = PredictionNow(l.be)
 		}
 		peaks.start()
 		loss, err := l.step(ctx, ep)
@@ -288,16 +285,16 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		l.res.FinalLoss = loss
 		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(peaks.all)}
 		if simulated {
-			work := predictionNow(sb).since(before)
-			rec.PredictedS = work.sequentialS()
-			if p, ok := l.st.(pipelined); ok {
-				rec.PredictedS = p.predictedS()
+			work := PredictionNow(l.be).Since(before)
+			rec.PredictedS = work.SequentialS()
+			if p, ok := l.st.(Pipelined); ok {
+				rec.PredictedS = p.PredictedS()
 			}
 			predicted = append(predicted, rec.PredictedS)
 			l.res.PredictedComputeS = work.computeSeconds()
 		}
-		if mb, ok := l.st.(*miniBatches); ok {
-			rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS, rec.CacheHitRate = mb.sampleS, mb.extractS, mb.stageS, mb.trainS, mb.hitRate()
+		if r, ok := l.st.(EpochReporter); ok {
+			r.ReportEpoch(&rec)
 		}
 		every := l.cfg.Train.EvalEvery
 		if every > 0 && (ep+1)%every == 0 || ep == epochs-1 {
@@ -312,7 +309,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
 			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
 				l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = ep, va, tr, te
-				if best, err = l.st.params().Snapshot(); err != nil {
+				if best, err = l.st.Params().Snapshot(); err != nil {
 					return err
 				}
 				sinceBest = 0
@@ -320,9 +317,9 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 				sinceBest += max(every, 1)
 			}
 		}
-		if sb, ok := l.be.(*sim.Backend); ok {
+		if tc, ok := l.be.(backend.TrafficCounter); ok {
 			total := int64(0)
-			for _, t := range sb.Traffic() {
+			for _, t := range tc.Traffic() {
 				total += t.Bytes
 			}
 			rec.TransferBytes, transferred = total-transferred, total
@@ -343,7 +340,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	l.res.PredictedEpochS = median(predicted, 0)
 	l.res.EvalTimeMedianS = median(evalTimes, 0)
 	if best != nil {
-		return l.st.params().Restore(best) // through the parameters' view: counted as parameters
+		return l.st.Params().Restore(best) // through the parameters' view: counted as parameters
 	}
 	return nil
 }
@@ -351,7 +348,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 // step runs one training epoch and returns the loss.
 func (l *loop) step(ctx context.Context, epoch int) (float64, error) {
 	seed := uint64(l.cfg.Train.Seed)*1_000_003 + uint64(epoch)
-	return l.st.epoch(ctx, seed, func() error { return l.opt.Step(l.st.params().List()) })
+	return l.st.Epoch(ctx, seed, func() error { return l.opt.Step(l.st.Params().List()) })
 }
 
 // evaluate returns train, valid and test accuracy with dropout off.
@@ -359,7 +356,7 @@ func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, error) 
 	if l.pred == nil {
 		l.pred = make([]int32, l.ds.NumNodes)
 	}
-	if err := l.st.predict(ctx, l.pred); err != nil {
+	if err := l.st.Predict(ctx, l.pred); err != nil {
 		return 0, 0, 0, err
 	}
 	d := l.ds
@@ -393,56 +390,4 @@ func median(v []float64, warmup int) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// topology returns the simulated machine of [devices]: a preset, or the
-// custom bandwidths of host_gbps and peer_gbps.
-func machineTopology(cfg *config.Config) (topology.Topology, error) {
-	d := cfg.Devices
-	if len(d.HostGBps) == 0 && len(d.PeerGBps) == 0 {
-		preset := d.Preset
-		if preset == "" {
-			preset = "pcie-only"
-		}
-		topo, err := topology.Preset(preset, d.Count, d.MemoryBytes)
-		if err != nil {
-			return topo, cfg.KeyError("devices.preset: "+err.Error(), "devices", "preset")
-		}
-		return topo, nil
-	}
-	n := len(d.HostGBps)
-	switch {
-	case n == 0:
-		return topology.Topology{}, cfg.KeyError("devices.peer_gbps is set without devices.host_gbps; give every device's host bandwidth", "devices", "peer_gbps")
-	case d.Preset != "" || d.Count != 0:
-		return topology.Topology{}, cfg.KeyError("devices.host_gbps describes a custom topology; remove devices.preset and devices.count", "devices", "host_gbps")
-	case len(d.PeerGBps) != 0 && len(d.PeerGBps) != n:
-		return topology.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps has %d rows for the %d devices of host_gbps; give one row per device", len(d.PeerGBps), n), "devices", "peer_gbps")
-	}
-	peer := make([][]float64, n)
-	for i := range peer {
-		peer[i] = make([]float64, n)
-		if len(d.PeerGBps) == 0 {
-			continue
-		}
-		if len(d.PeerGBps[i]) != n {
-			return topology.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps[%d] has %d entries, want %d (one per device; 0 = no link)", i, len(d.PeerGBps[i]), n), "devices", "peer_gbps")
-		}
-		copy(peer[i], d.PeerGBps[i])
-	}
-	for i := range n {
-		if peer[i][i] != 0 {
-			return topology.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps[%d][%d] = %v: a device has no link to itself; use 0", i, i, peer[i][i]), "devices", "peer_gbps")
-		}
-		for j := range n {
-			if peer[i][j] != peer[j][i] {
-				return topology.Topology{}, cfg.KeyError(fmt.Sprintf("devices.peer_gbps[%d][%d] = %v but peer_gbps[%d][%d] = %v: NVLink links are bidirectional, make the matrix symmetric", i, j, peer[i][j], j, i, peer[j][i]), "devices", "peer_gbps")
-			}
-		}
-	}
-	topo := topology.Topology{Name: "custom", Devices: n, Capacity: d.MemoryBytes, HostGBps: append([]float64(nil), d.HostGBps...), PeerGBps: peer}
-	if err := topo.Validate(); err != nil {
-		return topo, cfg.KeyError("devices: "+err.Error(), "devices")
-	}
-	return topo, nil
 }

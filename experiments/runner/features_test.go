@@ -13,13 +13,12 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	_ "strata/plugins/all" // every built-in plugin
 	"strings"
 	"testing"
 	"time"
 
 	"strata/core/train"
-	_ "strata/plugins/cache"
-	_ "strata/plugins/sampler"
 )
 
 // TestPlotValidation: every [[plot]] problem is an error at its line,

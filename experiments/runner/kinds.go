@@ -13,6 +13,7 @@ import (
 
 	"strata/core/config"
 	"strata/core/train"
+	"strata/plugins/partreport"
 )
 
 // Kind is what each run of an experiment does with its config: train it
@@ -66,10 +67,10 @@ var Kinds = []*Kind{
 	{
 		Name: "partition", Command: "strata partition -k K",
 		Doc:    "partition the config's (symmetrised) graph into K = train.micro_batches parts with its [partition] plugin and measure the parts",
-		Result: reflect.TypeFor[train.PartitionReport](),
+		Result: reflect.TypeFor[partreport.PartitionReport](),
 		check:  needPartition,
 		run: func(ctx context.Context, env *runEnv, cfg *config.Config) (any, error) {
-			return train.Partition(ctx, cfg, cfg.Train.MicroBatches, false, nil)
+			return partreport.Partition(ctx, cfg, cfg.Train.MicroBatches, false, nil)
 		},
 		docs: partitionDocs,
 	},
@@ -79,7 +80,7 @@ var Kinds = []*Kind{
 		Result: reflect.TypeFor[BatchPartition](),
 		check:  needPartition,
 		run: func(ctx context.Context, env *runEnv, cfg *config.Config) (any, error) {
-			rep, err := train.Partition(ctx, cfg, cfg.Train.MicroBatches, true, nil)
+			rep, err := partreport.Partition(ctx, cfg, cfg.Train.MicroBatches, true, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -103,7 +104,7 @@ var Kinds = []*Kind{
 // BatchPartition is the result of a partition-batch run: strata partition
 // --batch's report with the input redundancy on its own.
 type BatchPartition struct {
-	*train.PartitionReport
+	*partreport.PartitionReport
 	// InputRedundancy is layer_redundancy[0]: the input rows the
 	// micro-batches load in total over those of the whole batch (Betty's
 	// redundancy, Fig. 16).

@@ -6,13 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	_ "strata/plugins/all" // every built-in plugin
 	"strings"
 	"testing"
 
 	"strata/core/config"
 	"strata/core/train"
-	_ "strata/partitioners"
-	_ "strata/plugins/layers"
 	"strata/plugins/wasm"
 )
 
@@ -45,7 +44,7 @@ func mustParse(t *testing.T, text string) *Experiment {
 
 // check is the CLI's pre-run validation: train.Check without the data.
 func check(ctx context.Context, cfg *config.Config) error {
-	return train.Check(ctx, cfg, wasm.Options{CacheDir: "off"}, true)
+	return train.Check(ctx, cfg, wasm.Host{Options: wasm.Options{CacheDir: "off"}}, true)
 }
 
 func TestParseErrors(t *testing.T) {

@@ -7,8 +7,10 @@ package all
 
 import (
 	_ "strata/partitioners"
+	_ "strata/plugins/backends"
 	_ "strata/plugins/cache"
 	_ "strata/plugins/layers"
 	_ "strata/plugins/placement"
 	_ "strata/plugins/sampler"
+	_ "strata/plugins/strategy"
 )

@@ -8,18 +8,10 @@
 package layers
 
 import (
-	"fmt"
-
+	"strata/core/modhost"
 	"strata/core/registry"
 	"strata/models"
 )
-
-// Source is implemented by model.* and costmodel.* plugins: it returns the
-// module's WebAssembly bytes.
-type Source interface {
-	registry.Module
-	Wasm() ([]byte, error)
-}
 
 // docs describe the shipped modules for `strata list-plugins`.
 var docs = map[string]string{
@@ -57,14 +49,11 @@ func (c *CostModel) StrataModule() registry.ModuleInfo {
 // Wasm returns the embedded module.
 func (c *CostModel) Wasm() ([]byte, error) { return models.CostModel(c.name) }
 
-// Lookup returns the bytes of a registered module by full ID.
-func Lookup(id string) ([]byte, error) {
-	src, err := registry.New[Source](id)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
-	return src.Wasm()
-}
+// Interface guards.
+var (
+	_ modhost.Source = (*Layer)(nil)
+	_ modhost.Source = (*CostModel)(nil)
+)
 
 func init() {
 	for _, n := range models.LayerNames() {

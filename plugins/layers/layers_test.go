@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"strata/core/modhost"
 	"strata/core/registry"
 	"strata/models"
 )
@@ -24,7 +25,7 @@ func TestRegistered(t *testing.T) {
 			if m.Doc == "" {
 				t.Errorf("%s has no doc line", m.ID)
 			}
-			b, err := Lookup(m.ID)
+			b, err := modhost.Lookup(m.ID)
 			if err != nil {
 				t.Fatalf("%s: %v", m.ID, err)
 			}

@@ -1,14 +1,16 @@
-package train
+package strategy
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
-	"strata/core/backend/sim"
+	"strata/core/backend"
 	"strata/core/config"
+	"strata/core/engine"
 	"strata/core/registry"
 	"strata/core/tensor"
+	"strata/core/train"
 	"strata/plugins/sampler"
 )
 
@@ -35,6 +37,8 @@ type microBatches struct {
 	wholeInputs int
 	auto        bool
 	estPeak     int64 // the largest micro-batch's estimated peak (0: not estimated)
+	partitioner string
+	capacity    int64 // devices.memory_bytes, for Announce
 }
 
 // redundancy returns Betty's redundancy of the last step: the micro-batches'
@@ -75,13 +79,13 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*micro
 		return nil, err
 	}
 	full := &sampler.Full{Hops: len(graphsPerLayer(e.model))}
-	whole, err := full.Sample(ctx, e.adjs.adj, train, 0)
+	whole, err := full.Sample(ctx, e.adjs.Adj, train, 0)
 	if err != nil {
 		return nil, err
 	}
 	// On a simulated device every micro-batch's peak is estimated (and
 	// reported); "auto" searches K with it.
-	if _, isSim := e.be.(*sim.Backend); isSim {
+	if _, isSim := e.be.(backend.Machine); isSim {
 		if s.est, err = newMemEstimator(ctx, e, cfg.Train.Optimizer, cfg.Train.Momentum, true); err != nil {
 			return nil, err
 		}
@@ -134,7 +138,7 @@ func fitEvalChunks(ctx context.Context, e stepEnv, est *memEstimator, capacity i
 	for chunks := max(1, min(start, n)); chunks < n; chunks = min(n, 2*chunks) {
 		fits := true
 		for c := 0; c < chunks && fits; c++ {
-			blocks, err := full.Sample(ctx, e.adjs.adj, iota32From(c*n/chunks, (c+1)*n/chunks), 0)
+			blocks, err := full.Sample(ctx, e.adjs.Adj, iota32From(c*n/chunks, (c+1)*n/chunks), 0)
 			if err != nil {
 				return 0, err
 			}
@@ -164,7 +168,7 @@ func evalMinCapacity(ctx context.Context, e stepEnv, est *memEstimator) (int64, 
 	full := &sampler.Full{Hops: len(graphsPerLayer(e.model))}
 	var worst int64
 	for v := range e.ds.NumNodes {
-		blocks, err := full.Sample(ctx, e.adjs.adj, []int32{int32(v)}, 0)
+		blocks, err := full.Sample(ctx, e.adjs.Adj, []int32{int32(v)}, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -262,7 +266,7 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e stepEnv) (*miniMicr
 		return nil, err
 	}
 	mm := &miniMicro{split: s, k: cfg.Train.MicroBatches, auto: cfg.Train.AutoMicroBatches()}
-	if _, isSim := e.be.(*sim.Backend); isSim {
+	if _, isSim := e.be.(backend.Machine); isSim {
 		if s.est, err = newMemEstimator(ctx, e, cfg.Train.Optimizer, cfg.Train.Momentum, true); err != nil {
 			return nil, err
 		}
@@ -398,3 +402,62 @@ func (mm *miniMicro) close() {
 		mm.split.est.Close()
 	}
 }
+
+// Micro is strategy.micro, Betty's micro-batching: full-graph training
+// whose training nodes a partitioner splits into micro-batches with
+// full-neighbour blocks; gradients accumulate over the micro-batches and
+// the optimizer steps once per epoch. train.mode = "fullgraph" with
+// train.micro_batches > 1 (or "auto") selects it too.
+type Micro struct{}
+
+var _ train.Strategy = (*Micro)(nil)
+
+// StrataModule implements registry.Module.
+func (*Micro) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{ID: "strategy.micro", New: func() registry.Module { return new(Micro) },
+		Doc: "Betty: full-graph training split into micro-batches by [partition], gradients accumulated; micro_batches = \"auto\" fits devices.memory_bytes"}
+}
+
+// Uses implements train.Strategy.
+func (*Micro) Uses() train.Uses { return train.Uses{Partition: true} }
+
+// NewStepper implements train.Strategy.
+func (*Micro) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
+	m, err := newMicroBatches(ctx, env.Config, envOf(env))
+	if err != nil {
+		return nil, err
+	}
+	m.partitioner, m.capacity = env.Config.Partition.ID, env.Config.Devices.MemoryBytes
+	return m, nil
+}
+
+// Epoch implements train.Stepper.
+func (m *microBatches) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	return m.epoch(ctx, seed, update)
+}
+
+// Predict implements train.Stepper.
+func (m *microBatches) Predict(ctx context.Context, pred []int32) error { return m.predict(ctx, pred) }
+
+// Params implements train.Stepper.
+func (m *microBatches) Params() *engine.Params { return m.params() }
+
+// Release implements train.Stepper.
+func (m *microBatches) Release() { m.release() }
+
+// Announce implements train.Announcer: the K that "auto" chose.
+func (m *microBatches) Announce() string {
+	if !m.auto {
+		return ""
+	}
+	return fmt.Sprintf("train.micro_batches = \"auto\": K = %d micro-batches, the largest estimated at %d bytes of devices.memory_bytes = %d",
+		len(m.batches), m.estPeak, m.capacity)
+}
+
+// ReportResult implements train.ResultReporter.
+func (m *microBatches) ReportResult(res *train.Result) {
+	res.Partitioner, res.Redundancy = m.partitioner, m.redundancy()
+	res.MicroBatches, res.MicroBatchesAuto, res.EstimatedPeakBytes = len(m.batches), m.auto, m.estPeak
+}
+
+func init() { registry.Register(new(Micro)) }

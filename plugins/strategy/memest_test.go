@@ -1,4 +1,4 @@
-package train
+package strategy
 
 import (
 	"context"
@@ -8,42 +8,22 @@ import (
 	"strings"
 	"testing"
 
-	"strata/core/backend/sim"
-	"strata/core/tensor"
+	"strata/core/train"
 )
 
 // testEnv builds what Run builds before its stepper: dataset, backend,
 // model and adjacencies.
 func testEnv(t *testing.T, sets ...string) stepEnv {
 	t.Helper()
-	ctx := context.Background()
 	cfg := mustParse(t, coraBase, sets...)
-	ds, feats, dim, err := loadData(cfg)
+	env, _, closeEnv, err := train.NewEnv(context.Background(), cfg, testHost(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	be, err := newBackend(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dt := tensor.Float32
-	if cfg.Train.DType == "float64" {
-		dt = tensor.Float64
-	}
-	tier := tensor.Host
-	if _, ok := be.(*sim.Backend); ok {
-		tier = sim.DeviceTier(0)
-	}
-	wo := testWasm(t)
-	model, err := BuildModel(ctx, cfg, wo, dim, ds.NumClasses)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adjs, err := buildAdjacencies(ds, cfg.Data.Symmetrize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return stepEnv{be: be, dt: dt, tier: tier, model: model.Graph, ds: ds, feats: feats, dim: dim, adjs: adjs, seed: 1, wasm: wo}
+	t.Cleanup(closeEnv)
+	e := envOf(env)
+	e.seed = 1
+	return e
 }
 
 // TestMemEstimateCalibration trains micro-batches on a simulated device
@@ -79,7 +59,7 @@ func TestMemEstimateCalibration(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer mb.release()
-			opt, err := NewOptimizer("adam", e.be, 0.01, 0, 0)
+			opt, err := train.NewOptimizer("adam", e.be, 0.01, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +107,7 @@ func TestMemEstimateInferenceAndSampled(t *testing.T) {
 			defer est.Close()
 			var worst int64
 			for _, nodes := range r.eval {
-				blocks, err := r.full.Sample(ctx, e.adjs.adj, nodes, 0)
+				blocks, err := r.full.Sample(ctx, e.adjs.Adj, nodes, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -155,7 +135,7 @@ func TestMemEstimateInferenceAndSampled(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer mb.release()
-			opt, err := NewOptimizer("adam", e.be, 0.01, 0, 0)
+			opt, err := train.NewOptimizer("adam", e.be, 0.01, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,15 +163,15 @@ func modelSets(model string) []string {
 // stepWithState runs one epoch of st with the optimizer's state already
 // allocated (a first step on zero gradients allocates it), so the peak
 // holds every term of the estimate.
-func stepWithState(t *testing.T, ctx context.Context, st stepper, opt Optimizer) {
+func stepWithState(t *testing.T, ctx context.Context, st train.Stepper, opt train.Optimizer) {
 	t.Helper()
-	if err := st.params().ZeroGrads(); err != nil {
+	if err := st.Params().ZeroGrads(); err != nil {
 		t.Fatal(err)
 	}
-	if err := opt.Step(st.params().List()); err != nil {
+	if err := opt.Step(st.Params().List()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.epoch(ctx, 1, func() error { return opt.Step(st.params().List()) }); err != nil {
+	if _, err := st.Epoch(ctx, 1, func() error { return opt.Step(st.Params().List()) }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,9 +1,10 @@
-package train
+package strategy
 
 import (
 	"context"
 	"math"
 	"reflect"
+	"strata/core/train"
 	"strings"
 	"testing"
 )
@@ -29,11 +30,11 @@ func TestPipelinedS(t *testing.T) {
 
 // simMiniBatch trains 2 epochs of mini-batch SAGE on a simulated device
 // with a feature cache.
-func simMiniBatch(t *testing.T, sets ...string) *Result {
+func simMiniBatch(t *testing.T, sets ...string) *train.Result {
 	t.Helper()
 	base := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]",
 		"train.batch_size=70", "train.epochs=2", `train.backend="sim"`, `cache.name="degree"`, "cache.capacity=0.1"}
-	r, err := Run(context.Background(), mustParse(t, coraBase, append(base, sets...)...), Options{Wasm: testWasm(t)})
+	r, err := train.Run(context.Background(), mustParse(t, coraBase, append(base, sets...)...), train.Options{Host: testHost(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestPredictionErrors(t *testing.T) {
 		{[]string{`train.overlap=true`}, "train.overlap pipelines the transfers of sampled mini-batches"},
 	}
 	for _, c := range cases {
-		_, err := Run(context.Background(), mustParse(t, coraBase, c.sets...), Options{Wasm: testWasm(t)})
+		_, err := train.Run(context.Background(), mustParse(t, coraBase, c.sets...), train.Options{Host: testHost(t)})
 		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
 		}
@@ -109,13 +110,13 @@ func TestOverlap(t *testing.T) {
 // steps' falls with the number of micro-batches while the evaluation's
 // does not depend on it, and the run's covers both.
 func TestPhasePeaks(t *testing.T) {
-	var prev *Result
+	var prev *train.Result
 	for _, k := range []int{1, 2, 4} {
 		sets := []string{`train.backend="sim"`, "train.epochs=2"}
 		if k > 1 {
 			sets = append(sets, "train.micro_batches="+string(rune('0'+k)), `partition.name="betty-reg"`)
 		}
-		r, err := Run(context.Background(), mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+		r, err := train.Run(context.Background(), mustParse(t, coraBase, sets...), train.Options{Host: testHost(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package train
+package strategy
 
 import (
 	"context"
@@ -11,10 +11,17 @@ import (
 	"testing"
 
 	"strata/core/config"
-	"strata/plugins/sampler"
+	"strata/core/modhost"
+	"strata/core/train"
 	"strata/plugins/wasm"
 
+	// The plugins the tests train with (plugins/all would import this
+	// package).
+	_ "strata/partitioners"
+	_ "strata/plugins/backends"
+	_ "strata/plugins/cache"
 	_ "strata/plugins/layers"
+	_ "strata/plugins/placement"
 )
 
 const coraBase = `
@@ -39,8 +46,8 @@ func mustParse(t *testing.T, text string, sets ...string) *config.Config {
 	return cfg
 }
 
-func testWasm(t *testing.T) wasm.Options {
-	return wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}
+func testHost(t *testing.T) modhost.Host {
+	return wasm.Host{Options: wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}}
 }
 
 func TestBuildModel(t *testing.T) {
@@ -71,7 +78,7 @@ func TestBuildModel(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := mustParse(t, coraBase+c.extra, c.sets...)
 			cfg.Path = filepath.Join(dir, "test.toml")
-			m, err := BuildModel(context.Background(), cfg, testWasm(t), F, C)
+			m, err := train.BuildModel(context.Background(), cfg, testHost(t), F, C)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want it to contain %q", err, c.err)
@@ -102,7 +109,7 @@ func TestCheckSupported(t *testing.T) {
 		{[]string{`train.backend="sim"`, `devices.preset="dgx1-v100-8"`}, "several devices train data-parallel"},
 	}
 	for _, c := range cases {
-		err := checkSupported(mustParse(t, coraBase, c.sets...))
+		err := train.Check(context.Background(), mustParse(t, coraBase, c.sets...), testHost(t), true)
 		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
 		}
@@ -110,7 +117,7 @@ func TestCheckSupported(t *testing.T) {
 }
 
 // comparable returns a result with the timing and memory fields zeroed.
-func comparable(r *Result) Result {
+func comparable(r *train.Result) train.Result {
 	c := *r
 	c.EpochTimeMedianS, c.EvalTimeMedianS, c.LoadTimeS, c.PeakRSSBytes = 0, 0, 0, 0
 	c.SampleTimeS, c.ExtractTimeS, c.StageTimeS, c.TrainTimeS, c.SampledEdgesPerS = 0, 0, 0, 0, 0
@@ -122,10 +129,10 @@ func TestRunDeterministic(t *testing.T) {
 	ctx := context.Background()
 	for _, model := range []string{"gcn", "gat"} {
 		t.Run(model, func(t *testing.T) {
-			var res [2]Result
+			var res [2]train.Result
 			for i := range res {
 				cfg := mustParse(t, coraBase, `model.name="`+model+`"`)
-				r, err := Run(ctx, cfg, Options{Wasm: testWasm(t)})
+				r, err := train.Run(ctx, cfg, train.Options{Host: testHost(t)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -150,7 +157,7 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 			var loss [2]float64
 			for i, dt := range []string{"float32", "float64"} {
 				cfg := mustParse(t, coraBase, `model.name="`+model+`"`, `train.dtype="`+dt+`"`, "model.dropout=0.0")
-				r, err := Run(ctx, cfg, Options{Wasm: testWasm(t)})
+				r, err := train.Run(ctx, cfg, train.Options{Host: testHost(t)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -165,7 +172,7 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 
 func TestTrainingLearns(t *testing.T) {
 	cfg := mustParse(t, coraBase, "train.epochs=60")
-	r, err := Run(context.Background(), cfg, Options{Wasm: testWasm(t)})
+	r, err := train.Run(context.Background(), cfg, train.Options{Host: testHost(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +199,11 @@ func TestMicroBatchesMatchFullGraph(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.model+"/"+c.partitioner, func(t *testing.T) {
 			sets := []string{`model.name="` + c.model + `"`, `train.dtype="float64"`, "model.dropout=0.0", "train.epochs=3"}
-			full, err := Run(ctx, mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+			full, err := train.Run(ctx, mustParse(t, coraBase, sets...), train.Options{Host: testHost(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			micro, err := Run(ctx, mustParse(t, coraBase, append(sets, fmt.Sprintf("train.micro_batches=%d", c.k), `partition.name="`+c.partitioner+`"`)...), Options{Wasm: testWasm(t)})
+			micro, err := train.Run(ctx, mustParse(t, coraBase, append(sets, fmt.Sprintf("train.micro_batches=%d", c.k), `partition.name="`+c.partitioner+`"`)...), train.Options{Host: testHost(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +227,7 @@ func TestMicroBatchErrors(t *testing.T) {
 		{[]string{`partition.name="range"`}, "only micro-batching (train.micro_batches > 1) uses a partitioner"},
 	}
 	for _, c := range cases {
-		_, err := Run(context.Background(), mustParse(t, coraBase, c.sets...), Options{Wasm: testWasm(t)})
+		_, err := train.Run(context.Background(), mustParse(t, coraBase, c.sets...), train.Options{Host: testHost(t)})
 		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
 		}
@@ -232,12 +239,12 @@ func TestMicroBatchErrors(t *testing.T) {
 // fails with an out-of-memory error that micro-batches avoid.
 func TestSimulatedDevice(t *testing.T) {
 	ctx := context.Background()
-	opts := Options{Wasm: testWasm(t)}
-	cpuRes, err := Run(ctx, mustParse(t, coraBase), opts)
+	opts := train.Options{Host: testHost(t)}
+	cpuRes, err := train.Run(ctx, mustParse(t, coraBase), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	simRes, err := Run(ctx, mustParse(t, coraBase, `train.backend="sim"`), opts)
+	simRes, err := train.Run(ctx, mustParse(t, coraBase, `train.backend="sim"`), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,12 +278,12 @@ func TestSimulatedDevice(t *testing.T) {
 	}
 
 	small := []string{`train.backend="sim"`, "devices.memory_bytes=40000000"}
-	if _, err := Run(ctx, mustParse(t, coraBase, small...), opts); err == nil || !strings.Contains(err.Error(), "device0 out of memory") {
+	if _, err := train.Run(ctx, mustParse(t, coraBase, small...), opts); err == nil || !strings.Contains(err.Error(), "device0 out of memory") {
 		t.Fatalf("whole graph on a 40 MB device: error %v, want out of memory", err)
 	}
 	var peaks []int64
 	for _, k := range []string{"2", "8"} {
-		r, err := Run(ctx, mustParse(t, coraBase, append(small, "train.micro_batches="+k, `partition.name="betty-reg"`)...), opts)
+		r, err := train.Run(ctx, mustParse(t, coraBase, append(small, "train.micro_batches="+k, `partition.name="betty-reg"`)...), opts)
 		if err != nil {
 			t.Fatalf("%s micro-batches: %v", k, err)
 		}
@@ -294,11 +301,11 @@ func TestMiniBatchFullNeighbourMatchesFullGraph(t *testing.T) {
 	for _, model := range []string{"gcn", "sage", "gat"} {
 		t.Run(model, func(t *testing.T) {
 			sets := []string{`model.name="` + model + `"`, `train.dtype="float64"`, "model.dropout=0.0", "train.epochs=3"}
-			full, err := Run(ctx, mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+			full, err := train.Run(ctx, mustParse(t, coraBase, sets...), train.Options{Host: testHost(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			mini, err := Run(ctx, mustParse(t, coraBase, append(sets, `train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2", "train.batch_size=140")...), Options{Wasm: testWasm(t)})
+			mini, err := train.Run(ctx, mustParse(t, coraBase, append(sets, `train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2", "train.batch_size=140")...), train.Options{Host: testHost(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,9 +321,9 @@ func TestMiniBatchFullNeighbourMatchesFullGraph(t *testing.T) {
 
 func TestMiniBatchSampled(t *testing.T) {
 	sets := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[10, 25]", "train.batch_size=32", "train.epochs=20"}
-	var res [2]*Result
+	var res [2]*train.Result
 	for i := range res {
-		r, err := Run(context.Background(), mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+		r, err := train.Run(context.Background(), mustParse(t, coraBase, sets...), train.Options{Host: testHost(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,78 +342,23 @@ func TestMiniBatchSampled(t *testing.T) {
 		{[]string{`train.mode="minibatch"`}, `train.mode = "minibatch" needs a neighbour sampler`},
 		{[]string{`train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[10]"}, "samples 1 layers but model.layers = 2"},
 	} {
-		_, err := Run(context.Background(), mustParse(t, coraBase, c.sets...), Options{Wasm: testWasm(t)})
+		_, err := train.Run(context.Background(), mustParse(t, coraBase, c.sets...), train.Options{Host: testHost(t)})
 		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
 		}
 	}
 }
 
-// TestSplitRedundancy checks the walk down a batch's blocks against
-// sampling each micro-batch's full neighbourhood afresh.
-func TestSplitRedundancy(t *testing.T) {
-	ctx := context.Background()
-	cfg := mustParse(t, coraBase)
-	ds, err := loadDataset(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adjs, err := buildAdjacencies(ds, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := &sampler.Full{Hops: 2}
-	whole, err := full.Sample(ctx, adjs.adj, ds.Train, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []int{1, 3, 7} {
-		parts := make([]int32, len(ds.Train))
-		for i := range parts {
-			parts[i] = int32((i * 7919) % k)
-		}
-		got := splitRedundancy(whole, parts, k)
-		sum := make([]int, 2)
-		for p := 0; p < k; p++ {
-			var grp []int32
-			for i, q := range parts {
-				if int(q) == p {
-					grp = append(grp, ds.Train[i])
-				}
-			}
-			bs, err := full.Sample(ctx, adjs.adj, grp, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for l, b := range bs {
-				sum[l] += len(b.Src)
-			}
-		}
-		for l := range sum {
-			want := float64(sum[l]) / float64(len(whole[l].Src))
-			if math.Abs(got[l]-want) > 1e-12 {
-				t.Errorf("k=%d layer %d: redundancy %v, resampled %v", k, l, got[l], want)
-			}
-		}
-		if k == 1 && (got[0] != 1 || got[1] != 1) {
-			t.Errorf("one micro-batch has redundancy %v, want 1", got)
-		}
-	}
-}
-
-// TestMiniBatchFeatureCache trains on a simulated device with a degree
-// cache of growing capacity: the numbers do not change (gathers are
-// exact), the hit rate grows and fewer feature bytes cross the link.
 func TestMiniBatchFeatureCache(t *testing.T) {
 	base := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]",
 		"train.batch_size=70", "train.epochs=3", `train.backend="sim"`}
-	var prev *Result
+	var prev *train.Result
 	for _, capacity := range []string{"", "0.1", "0.5"} {
 		sets := base
 		if capacity != "" {
 			sets = append(append([]string(nil), base...), `cache.name="degree"`, "cache.capacity="+capacity)
 		}
-		r, err := Run(context.Background(), mustParse(t, coraBase, sets...), Options{Wasm: testWasm(t)})
+		r, err := train.Run(context.Background(), mustParse(t, coraBase, sets...), train.Options{Host: testHost(t)})
 		if err != nil {
 			t.Fatalf("capacity %q: %v", capacity, err)
 		}
@@ -423,7 +375,7 @@ func TestMiniBatchFeatureCache(t *testing.T) {
 		}
 		prev = r
 	}
-	_, err := Run(context.Background(), mustParse(t, coraBase, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]", `cache.name="degree"`), Options{Wasm: testWasm(t)})
+	_, err := train.Run(context.Background(), mustParse(t, coraBase, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]", `cache.name="degree"`), train.Options{Host: testHost(t)})
 	if err == nil || !strings.Contains(err.Error(), "a feature cache needs a device") {
 		t.Errorf("cache on the cpu backend: error %v", err)
 	}
@@ -437,7 +389,7 @@ func TestDataParallel(t *testing.T) {
 		`train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2", "train.batch_size=140", `train.backend="sim"`}
 	var losses []float64
 	for _, devices := range [][]string{{}, {"devices.count=2"}, {`devices.preset="nvlink-clique-4"`}} {
-		r, err := Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), devices...)...), Options{Wasm: testWasm(t)})
+		r, err := train.Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), devices...)...), train.Options{Host: testHost(t)})
 		if err != nil {
 			t.Fatalf("%v: %v", devices, err)
 		}
@@ -476,7 +428,7 @@ func TestCustomTopology(t *testing.T) {
 		cfg, err := config.Parse("test.toml", []byte(coraBase), append(append([]string(nil), mb...), c.sets...)...)
 		if err == nil {
 			cfg.Output.Progress = "off"
-			_, err = Run(context.Background(), cfg, Options{Wasm: testWasm(t)})
+			_, err = train.Run(context.Background(), cfg, train.Options{Host: testHost(t)})
 		}
 		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%v: error %v, want %q", c.sets, err, c.err)
@@ -493,7 +445,7 @@ func TestPlacedFeatureCache(t *testing.T) {
 		`cache.name="degree"`, "cache.capacity=0.3"}
 	var losses []float64
 	for _, extra := range [][]string{nil, {`placement.name="xgnn"`}, {`placement.name="clique"`}} {
-		r, err := Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), extra...)...), Options{Wasm: testWasm(t)})
+		r, err := train.Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), extra...)...), train.Options{Host: testHost(t)})
 		if err != nil {
 			t.Fatalf("%v: %v", extra, err)
 		}
@@ -511,7 +463,7 @@ func TestPlacedFeatureCache(t *testing.T) {
 	if losses[1] != losses[0] || losses[2] != losses[0] {
 		t.Errorf("losses %v differ between placements", losses)
 	}
-	_, err := Run(context.Background(), mustParse(t, coraBase, `placement.name="xgnn"`), Options{Wasm: testWasm(t)})
+	_, err := train.Run(context.Background(), mustParse(t, coraBase, `placement.name="xgnn"`), train.Options{Host: testHost(t)})
 	if err == nil || !strings.Contains(err.Error(), "only minibatch training with a [cache] uses") {
 		t.Errorf("placement without a cache: error %v", err)
 	}

@@ -1,4 +1,4 @@
-package train
+package strategy
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strata/core/backend"
+	"strata/core/train"
 
 	"strata/core/engine"
 	"strata/core/graph"
@@ -39,10 +40,10 @@ func newBlockRunner(e stepEnv, evalChunks int) (*blockRunner, error) {
 		}
 	}
 	r.full = &sampler.Full{Hops: len(r.layers)}
-	r.isqBase, r.isqSelf = invSqrtRowLengths(e.adjs.adj, 0), invSqrtRowLengths(e.adjs.adj, 1)
+	r.isqBase, r.isqSelf = invSqrtRowLengths(e.adjs.Adj, 0), invSqrtRowLengths(e.adjs.Adj, 1)
 	r.eval = evalChunkList(e.ds.NumNodes, evalChunks)
 	var err error
-	r.ps, err = engine.NewParams(e.model, forPurpose(e.be, backend.PurposeParameters), e.dt, e.tier, e.seed)
+	r.ps, err = engine.NewParams(e.model, backend.ForPurpose(e.be, backend.PurposeParameters), e.dt, e.tier, e.seed)
 	return r, err
 }
 
@@ -114,7 +115,7 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, input *tensor.Te
 		if x == nil {
 			x = gatherRows(e.feats, e.dim, src)
 		}
-		if env.Input, err = uploadFloat32s(forPurpose(e.be, backend.PurposeFeatures), x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
+		if env.Input, err = train.UploadFloat32s(backend.ForPurpose(e.be, backend.PurposeFeatures), x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
 			return fail(err)
 		}
 	}
@@ -137,7 +138,7 @@ func gatherRows(feats []float32, dim int, ids []int32) []float32 {
 // upload places one block graph with its GCN and mean weights.
 func (r *blockRunner) upload(bb *boundBlocks, adj *graph.CSR, b sampler.Block, isq []float64) (*engine.Graph, error) {
 	e := r.e
-	be := forPurpose(e.be, backend.PurposeTopology)
+	be := backend.ForPurpose(e.be, backend.PurposeTopology)
 	a, err := be.UploadGraph(adj, e.tier)
 	if err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func (r *blockRunner) upload(bb *boundBlocks, adj *graph.CSR, b sampler.Block, i
 		v   []float32
 		dst **tensor.Tensor
 	}{{gcn, &eg.GCNNorm}, {graph.MeanNorm(adj), &eg.MeanNorm}} {
-		t, err := uploadFloat32s(be, w.v, []int{len(w.v)}, e.dt, e.tier)
+		t, err := train.UploadFloat32s(be, w.v, []int{len(w.v)}, e.dt, e.tier)
 		if err != nil {
 			return nil, err
 		}
@@ -215,12 +216,12 @@ func (r *blockRunner) trainBatch(ctx context.Context, bb *boundBlocks, nodes []i
 	for i, v := range nodes {
 		labels[i], rows[i] = e.ds.Labels[v], int32(i)
 	}
-	lt, err := uploadInt32s(forPurpose(e.be, backend.PurposeLabels), labels, e.tier)
+	lt, err := train.UploadInt32s(backend.ForPurpose(e.be, backend.PurposeLabels), labels, e.tier)
 	if err != nil {
 		return 0, err
 	}
 	defer e.be.Release(lt)
-	it, err := uploadInt32s(forPurpose(e.be, backend.PurposeLabels), rows, e.tier)
+	it, err := train.UploadInt32s(backend.ForPurpose(e.be, backend.PurposeLabels), rows, e.tier)
 	if err != nil {
 		return 0, err
 	}
@@ -241,7 +242,7 @@ func (r *blockRunner) trainBatch(ctx context.Context, bb *boundBlocks, nodes []i
 // neighbourhoods, with programs bound for inference.
 func (r *blockRunner) predict(ctx context.Context, pred []int32) error {
 	for _, nodes := range r.eval {
-		blocks, err := r.full.Sample(ctx, r.e.adjs.adj, nodes, 0)
+		blocks, err := r.full.Sample(ctx, r.e.adjs.Adj, nodes, 0)
 		if err != nil {
 			return err
 		}
@@ -251,7 +252,7 @@ func (r *blockRunner) predict(ctx context.Context, pred []int32) error {
 		}
 		err = bb.prog.Forward(ctx, engine.Mode{})
 		if err == nil {
-			err = argmaxInto(r.e.be, bb.prog.Output(), pred[nodes[0]:nodes[0]+int32(len(nodes))])
+			err = train.ArgmaxInto(r.e.be, bb.prog.Output(), pred[nodes[0]:nodes[0]+int32(len(nodes))])
 		}
 		bb.release(r.e)
 		if err != nil {

@@ -1,4 +1,7 @@
-package train
+// Package partreport measures a partition of a config's graph, or of its
+// training batch split into micro-batches, for `strata partition` and the
+// experiment runner's partition kinds.
+package partreport
 
 import (
 	"context"
@@ -10,6 +13,7 @@ import (
 	"strata/core/graph"
 	"strata/core/metrics"
 	"strata/core/registry"
+	"strata/core/train"
 	"strata/partitioners"
 	"strata/plugins/sampler"
 )
@@ -57,11 +61,11 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 	bar := newStageBar(progress, part, batch)
 	defer bar.done()
 	bar.stage("load")
-	ds, err := loadDataset(cfg)
+	ds, err := train.LoadDataset(cfg)
 	if err != nil {
 		return nil, err
 	}
-	adjs, err := buildAdjacencies(ds, cfg.Data.Symmetrize)
+	adjs, err := train.BuildAdjacencies(ds, cfg.Data.Symmetrize)
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +73,13 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 	if !batch {
 		bar.stage("partition")
 		t0 := time.Now()
-		parts, err := part.Partition(ctx, adjs.adj, k, nil)
+		parts, err := part.Partition(ctx, adjs.Adj, k, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Partition.ID, err)
 		}
 		rep.TimeS = time.Since(t0).Seconds()
 		bar.stage("measure")
-		rep.Metrics = partitioners.Quality(adjs.adj, parts, k)
+		rep.Metrics = partitioners.Quality(adjs.Adj, parts, k)
 		return rep, nil
 	}
 	rep.Target = "batch"
@@ -96,14 +100,14 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 		smp, rep.Sampler = s, cfg.Sampler.ID
 	}
 	bar.stage("sample")
-	blocks, err := smp.Sample(ctx, adjs.adj, train, uint64(cfg.Train.Seed))
+	blocks, err := smp.Sample(ctx, adjs.Adj, train, uint64(cfg.Train.Seed))
 	if err != nil {
 		return nil, err
 	}
 	last := blocks[len(blocks)-1].Adj
 	g := last
 	if sq, ok := cfg.Partition.Module.(partitioners.SquareOnly); ok && sq.SquareOnly() {
-		g = induced(adjs.adj, train)
+		g = induced(adjs.Adj, train)
 	}
 	bar.stage("partition")
 	t0 := time.Now()
@@ -222,4 +226,13 @@ func (b *stageBar) done() {
 	}
 	b.bar.Update(len(b.steps), "done")
 	b.bar.Done()
+}
+
+// partitionerNames lists the registered partitioners by short name.
+func partitionerNames() []string {
+	var out []string
+	for _, mi := range registry.Namespace("partitioner") {
+		out = append(out, mi.Name())
+	}
+	return out
 }

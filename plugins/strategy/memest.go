@@ -1,4 +1,4 @@
-package train
+package strategy
 
 import (
 	"context"
@@ -9,8 +9,9 @@ import (
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/ir"
+	"strata/core/modhost"
+	"strata/core/train"
 	"strata/plugins/sampler"
-	"strata/plugins/wasm"
 )
 
 // Betty's memory estimate (Yang et al., ASPLOS 2023, §4.4): before a
@@ -20,9 +21,6 @@ import (
 // costmodel.betty-memory turn the counts into bytes. The counts come from
 // the model's op graph resolved against the micro-batch's block sizes, the
 // way the engine will bind it; nothing is allocated or run.
-
-// costModelBetty is the registry ID of the memory model.
-const costModelBetty = "costmodel.betty-memory"
 
 // Op codes of costmodel.betty-memory.
 const (
@@ -52,7 +50,7 @@ type memEstimate struct {
 // not safe for concurrent use.
 type memEstimator struct {
 	release    func() // closes cm and its runtime
-	cm         *wasm.CostModel
+	cm         modhost.CostModel
 	model      *ir.Graph
 	layers     []map[string]bool
 	elt        float64
@@ -81,7 +79,7 @@ func optimizerSlots(name string, momentum float64) float64 {
 // accumulate says whether backward accumulates into the parameter
 // gradients (micro-batches do). Close it when done.
 func newMemEstimator(ctx context.Context, e stepEnv, optimizer string, momentum float64, accumulate bool) (*memEstimator, error) {
-	cm, release, err := loadCostModel(ctx, costModelBetty, e.wasm)
+	cm, release, err := train.LoadCostModel(ctx, e.host, train.CostModelBetty)
 	if err != nil {
 		return nil, fmt.Errorf("memory estimate: %w", err)
 	}

@@ -1,9 +1,10 @@
 //go:build !cuda
 
-package train
+package strategy
 
 import (
 	"context"
+	"strata/core/train"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 // key's location and the fix.
 func TestCUDABackendNeedsTag(t *testing.T) {
 	cfg := mustParse(t, coraBase, "train.backend=cuda")
-	_, err := Run(context.Background(), cfg, Options{Wasm: testWasm(t)})
+	_, err := train.Run(context.Background(), cfg, train.Options{Host: testHost(t)})
 	if err == nil {
 		t.Fatal("train.backend = cuda trained without CUDA support")
 	}

@@ -1,4 +1,4 @@
-package train
+package strategy
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 
 	"strata/core/config"
 	"strata/core/engine"
-	"strata/plugins/layers"
+	"strata/core/modhost"
+	"strata/core/train"
 	"strata/plugins/sampler"
 )
 
@@ -19,7 +20,7 @@ import (
 // registered.
 func bettyModels() []string {
 	out := []string{"gcn", "sage", "gat", "gin"}
-	if _, err := layers.Lookup("model.sage-lstm"); err == nil {
+	if _, err := modhost.Lookup("model.sage-lstm"); err == nil {
 		out = append(out, "sage-lstm")
 	}
 	return out
@@ -45,7 +46,7 @@ func TestSplitBlocks(t *testing.T) {
 	ctx := context.Background()
 	e := testEnv(t)
 	full := &sampler.Full{Hops: 2}
-	whole, err := full.Sample(ctx, e.adjs.adj, e.ds.Train, 0)
+	whole, err := full.Sample(ctx, e.adjs.Adj, e.ds.Train, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestSplitBlocks(t *testing.T) {
 		for i, r := range rows {
 			nodes[i] = e.ds.Train[r]
 		}
-		fresh, err := full.Sample(ctx, e.adjs.adj, nodes, 0)
+		fresh, err := full.Sample(ctx, e.adjs.Adj, nodes, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +93,7 @@ func TestMicroGradientsMatchWholeBatch(t *testing.T) {
 					nodes = shuffled(e.ds.Train, 7)[:64]
 					smp = &sampler.Uniform{Fanouts: []int{5, 10}}
 				}
-				blocks, err := smp.Sample(ctx, e.adjs.adj, nodes, 3)
+				blocks, err := smp.Sample(ctx, e.adjs.Adj, nodes, 3)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -149,7 +150,7 @@ func TestAutoMicroBatches(t *testing.T) {
 		t.Run(fmt.Sprint(capacity), func(t *testing.T) {
 			cfg := mustParse(t, coraBase, `model.name="sage"`, `train.backend="sim"`, fmt.Sprintf("devices.memory_bytes=%d", capacity),
 				`train.micro_batches="auto"`, `partition.name="betty-reg"`, "train.epochs=2")
-			r, err := Run(ctx, cfg, Options{Wasm: testWasm(t)})
+			r, err := train.Run(ctx, cfg, train.Options{Host: testHost(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +196,7 @@ func TestMicroBatchBadInput(t *testing.T) {
 			cfg, err := config.Parse("test.toml", []byte(coraBase), c.sets...)
 			if err == nil {
 				cfg.Output.Progress = "off"
-				_, err = Run(ctx, cfg, Options{Wasm: testWasm(t)})
+				_, err = train.Run(ctx, cfg, train.Options{Host: testHost(t)})
 			}
 			if err == nil {
 				t.Fatal("no error")
@@ -217,7 +218,7 @@ func TestMicroBatchBadInput(t *testing.T) {
 			}
 			if least > 0 {
 				cfg := mustParse(t, coraBase, append(slices.Clone(c.sets), fmt.Sprintf("devices.memory_bytes=%d", least))...)
-				if _, err := Run(ctx, cfg, Options{Wasm: testWasm(t)}); err != nil {
+				if _, err := train.Run(ctx, cfg, train.Options{Host: testHost(t)}); err != nil {
 					t.Errorf("the smallest feasible capacity %d does not fit: %v", least, err)
 				}
 			}
@@ -244,7 +245,7 @@ func TestMicroBatchDisconnected(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Run(ctx, mustParse(t, coraBase, append(slices.Clone(base), c.sets...)...), Options{Wasm: testWasm(t)})
+			r, err := train.Run(ctx, mustParse(t, coraBase, append(slices.Clone(base), c.sets...)...), train.Options{Host: testHost(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +286,7 @@ func TestMiniBatchMicro(t *testing.T) {
 	var want float64
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Run(ctx, mustParse(t, coraBase, append(slices.Clone(base), c.sets...)...), Options{Wasm: testWasm(t)})
+			r, err := train.Run(ctx, mustParse(t, coraBase, append(slices.Clone(base), c.sets...)...), train.Options{Host: testHost(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -321,10 +322,10 @@ func TestMiniBatchMicroPipeline(t *testing.T) {
 		{"overlap", []string{"train.micro_batches=4", `partition.name="betty-reg"`, "train.overlap=true"}},
 		{"auto", []string{`train.micro_batches="auto"`, `partition.name="betty-reg"`, "devices.memory_bytes=11000000", "train.batch_size=140"}},
 	}
-	var want *Result
+	var want *train.Result
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Run(ctx, mustParse(t, coraBase, append(slices.Clone(base), c.sets...)...), Options{Wasm: testWasm(t)})
+			r, err := train.Run(ctx, mustParse(t, coraBase, append(slices.Clone(base), c.sets...)...), train.Options{Host: testHost(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -369,11 +370,11 @@ func TestBettyAutoConfig(t *testing.T) {
 	}
 	cfg := load()
 	capacity := cfg.Devices.MemoryBytes
-	auto, err := Run(ctx, cfg, Options{Wasm: testWasm(t)})
+	auto, err := train.Run(ctx, cfg, train.Options{Host: testHost(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := Run(ctx, load("train.micro_batches=1", "devices.memory_bytes=0", `partition.name=""`), Options{Wasm: testWasm(t)})
+	ref, err := train.Run(ctx, load("train.micro_batches=1", "devices.memory_bytes=0", `partition.name=""`), train.Options{Host: testHost(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestSplitShardInfeasible(t *testing.T) {
 	}
 	defer mm.close()
 	nodes := e.ds.Train[:32]
-	blocks, err := (&sampler.Uniform{Fanouts: []int{5, 10}}).Sample(ctx, e.adjs.adj, nodes, 1)
+	blocks, err := (&sampler.Uniform{Fanouts: []int{5, 10}}).Sample(ctx, e.adjs.Adj, nodes, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

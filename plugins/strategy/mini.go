@@ -1,12 +1,12 @@
-package train
+package strategy
 
 import (
 	"context"
 	"fmt"
 	"strata/core/backend"
+	"strata/core/train"
 	"time"
 
-	"strata/core/backend/sim"
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/registry"
@@ -36,8 +36,8 @@ import (
 // (double buffering); otherwise the training goroutine runs it before
 // each batch.
 type miniBatches struct {
-	replicas []*blockRunner // one per device; replicas[0] is the loop's
-	opts     []Optimizer    // the optimizers of replicas[1:]
+	replicas []*blockRunner    // one per device; replicas[0] is the loop's
+	opts     []train.Optimizer // the optimizers of replicas[1:]
 	sampler  sampler.Sampler
 	batch    int
 	prefetch int
@@ -57,7 +57,8 @@ type miniBatches struct {
 	peer       int64 // rows served by another device's cache
 	// micro, with train.micro_batches, splits every shard into
 	// micro-batches (see miniMicro); nil otherwise.
-	micro *miniMicro
+	micro       *miniMicro
+	partitioner string // [partition] of the micro-batches, for the result
 }
 
 func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBatches, error) {
@@ -91,11 +92,8 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBa
 	m := &miniBatches{sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch, overlap: cfg.Train.Overlap}
 	m.micro = micro
 	devices := []tensor.Tier{e.tier}
-	if sb, ok := e.be.(*sim.Backend); ok {
-		devices = devices[:0]
-		for i := range sb.Topology().Devices {
-			devices = append(devices, sim.DeviceTier(i))
-		}
+	if md, ok := e.be.(backend.MultiDevice); ok {
+		devices = md.DeviceTiers()
 	}
 	for i, tier := range devices {
 		re := e
@@ -107,7 +105,7 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBa
 		}
 		m.replicas = append(m.replicas, r)
 		if i > 0 {
-			opt, err := NewOptimizer(cfg.Train.Optimizer, e.be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+			opt, err := train.NewOptimizer(cfg.Train.Optimizer, e.be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
 			if err != nil {
 				m.release()
 				return nil, err
@@ -153,7 +151,7 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices
 	opts := store.Options{Placement: store.Interleaved, Devices: devices, Capacity: []int64{perDevice * int64(e.dim) * 4}}
 	if cfg.Placement.Name != "" {
 		solver, ok := cfg.Placement.Module.(placement.Solver)
-		sb, isSim := e.be.(*sim.Backend)
+		machine, isSim := e.be.(backend.Machine)
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("placement.name = %q is not a placement solver", cfg.Placement.Name)
@@ -163,7 +161,7 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices
 		if err := registry.Provision(ctx, cfg.Placement.Module); err != nil {
 			return nil, fmt.Errorf("placement: %w", err)
 		}
-		plan, err := solver.Place(ctx, sb.Topology(), nil)
+		plan, err := solver.Place(ctx, machine.Topology(), nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Placement.ID, err)
 		}
@@ -172,7 +170,7 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices
 		opts.Placement, opts.Plan = store.Planned, plan.StorePlan()
 		opts.Capacity = []int64{perDevice * int64(plan.MaxStored()) * int64(e.dim) * 4}
 	}
-	return store.New(forPurpose(e.be, backend.PurposeFeatures), e.feats, e.dim, rank, opts)
+	return store.New(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, e.dim, rank, opts)
 }
 
 func (m *miniBatches) release() {
@@ -228,10 +226,10 @@ type sampled struct {
 
 func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	e := m.replicas[0].e
-	train := shuffled(e.ds.Train, seed)
+	order := shuffled(e.ds.Train, seed)
 	var batches [][]int32
-	for lo := 0; lo < len(train); lo += m.batch {
-		batches = append(batches, train[lo:min(lo+m.batch, len(train))])
+	for lo := 0; lo < len(order); lo += m.batch {
+		batches = append(batches, order[lo:min(lo+m.batch, len(order))])
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -251,7 +249,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 					continue
 				}
 				t0 := time.Now()
-				blocks, err := m.sampler.Sample(ctx, e.adjs.adj, part, seed*0x9e3779b97f4a7c15+uint64(i*d+k))
+				blocks, err := m.sampler.Sample(ctx, e.adjs.Adj, part, seed*0x9e3779b97f4a7c15+uint64(i*d+k))
 				t1 := time.Now()
 				sampleS += t1.Sub(t0).Seconds()
 				if err != nil {
@@ -284,15 +282,15 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 		}
 	}()
 	// The transfer stage: inline, or a goroutine one batch ahead.
-	sb, _ := e.be.(*sim.Backend)
+	_, sb := e.be.(backend.TimePredictor)
 	stageOne := func(b sampled, n int) *staged {
-		var before prediction
-		if sb != nil {
-			before = predictionNow(sb)
+		var before train.Prediction
+		if sb {
+			before = train.PredictionNow(e.be)
 		}
 		st := m.stage(ctx, b, n)
-		if sb != nil {
-			st.predictedS, _ = predictionNow(sb).since(before).split()
+		if sb {
+			st.predictedS, _ = train.PredictionNow(e.be).Since(before).Split()
 		}
 		return st
 	}
@@ -356,9 +354,9 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 		}
 		stageS += st.seconds
 		hits, peer, rows = hits+st.hits, peer+st.peer, rows+st.rows
-		var before prediction
-		if sb != nil {
-			before = predictionNow(sb)
+		var before train.Prediction
+		if sb {
+			before = train.PredictionNow(e.be)
 		}
 		t0 := time.Now()
 		l, err := m.train(ctx, st, seed, n, update)
@@ -368,8 +366,8 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 		}
 		loss += l
 		trainS += time.Since(t0).Seconds()
-		if sb != nil {
-			_, c := predictionNow(sb).since(before).split()
+		if sb {
+			_, c := train.PredictionNow(e.be).Since(before).Split()
 			stagePred, computePred = append(stagePred, st.predictedS), append(computePred, c)
 		}
 		n++
@@ -497,7 +495,7 @@ func (m *miniBatches) allReduce(n int) error {
 	if n < 2 {
 		return nil
 	}
-	be := forPurpose(m.replicas[0].e.be, backend.PurposeGradients)
+	be := backend.ForPurpose(m.replicas[0].e.be, backend.PurposeGradients)
 	root := m.replicas[0].ps.List()
 	for i, p := range root {
 		tmp, err := be.Alloc(p.Grad.DType(), p.Grad.Shape(), p.Grad.Tier())
@@ -539,3 +537,69 @@ func shuffled(ids []int32, seed uint64) []int32 {
 	}
 	return out
 }
+
+// Minibatch is strategy.minibatch: sampled mini-batches ([sampler]) on a
+// prefetching pipeline (train.prefetch, train.overlap), input rows read
+// through the tiered feature store when [cache] is set, data-parallel over
+// every device of a machine with several, optionally each batch split
+// into micro-batches.
+type Minibatch struct{}
+
+var _ train.Strategy = (*Minibatch)(nil)
+
+// StrataModule implements registry.Module.
+func (*Minibatch) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{ID: "strategy.minibatch", New: func() registry.Module { return new(Minibatch) },
+		Doc: "sampled mini-batches ([sampler]) on a prefetching pipeline, features through the tiered store ([cache]), data-parallel over devices"}
+}
+
+// Uses implements train.Strategy.
+func (*Minibatch) Uses() train.Uses {
+	return train.Uses{Sampler: true, Cache: true, Overlap: true, Devices: true, Partition: true}
+}
+
+// NewStepper implements train.Strategy.
+func (*Minibatch) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
+	m, err := newMiniBatches(ctx, env.Config, envOf(env))
+	if err != nil {
+		return nil, err
+	}
+	m.partitioner = env.Config.Partition.ID
+	return m, nil
+}
+
+// Epoch implements train.Stepper.
+func (m *miniBatches) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	return m.epoch(ctx, seed, update)
+}
+
+// Predict implements train.Stepper.
+func (m *miniBatches) Predict(ctx context.Context, pred []int32) error { return m.predict(ctx, pred) }
+
+// Params implements train.Stepper.
+func (m *miniBatches) Params() *engine.Params { return m.params() }
+
+// Release implements train.Stepper.
+func (m *miniBatches) Release() { m.release() }
+
+// PredictedS implements train.Pipelined.
+func (m *miniBatches) PredictedS() float64 { return m.predictedS() }
+
+// ReportEpoch implements train.EpochReporter.
+func (m *miniBatches) ReportEpoch(rec *train.EpochRecord) {
+	rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS, rec.CacheHitRate = m.sampleS, m.extractS, m.stageS, m.trainS, m.hitRate()
+}
+
+// ReportResult implements train.ResultReporter.
+func (m *miniBatches) ReportResult(res *train.Result) {
+	if mm := m.micro; mm != nil {
+		res.Partitioner, res.MicroBatches, res.MicroBatchesAuto, res.EstimatedPeakBytes = m.partitioner, mm.microK, mm.auto, mm.estPeak
+	}
+	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.sampleS, m.extractS, m.stageS, m.trainS
+	res.CacheHitRate, res.TierHitRates = m.hitRate(), m.hitRates()
+	if m.sampleS > 0 {
+		res.SampledEdgesPerS = float64(m.sampledEdges) / m.sampleS
+	}
+}
+
+func init() { registry.Register(new(Minibatch)) }

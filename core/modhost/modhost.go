@@ -1,0 +1,110 @@
+// Package modhost is the contract between strata's core and the host that
+// runs its modules (plugins/wasm runs them with wazero): a layer module
+// describes each layer of a model as an ir.Graph, a cost model predicts a
+// kernel's time or a batch's memory. Core loads modules only through a
+// Host, so it never depends on the runtime that executes them.
+package modhost
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"strata/core/ir"
+	"strata/core/registry"
+)
+
+// Host loads modules. Each load starts what it needs (a runtime, an
+// instance); the returned release function frees it.
+type Host interface {
+	// LoadLayer loads a layer module from its WebAssembly bytes.
+	LoadLayer(ctx context.Context, name string, code []byte) (Layer, func(), error)
+	// LoadCostModel loads a cost model and checks that it answers.
+	LoadCostModel(ctx context.Context, name string, code []byte) (CostModel, func(), error)
+}
+
+// Layer is a loaded layer module.
+type Layer interface {
+	// LayerSpec records one layer with the given options.
+	LayerSpec(ctx context.Context, cfg LayerConfig) (*LayerSpec, error)
+	// SHA256 is the hex digest of the module's bytes.
+	SHA256() string
+}
+
+// LayerSpec is what one layer description recorded.
+type LayerSpec struct {
+	Graph *ir.Graph
+	// KeysRead lists, sorted, every option the module asked for, whether
+	// or not the LayerConfig had it.
+	KeysRead []string
+	// Log holds the module's log lines.
+	Log []string
+}
+
+// CostModel predicts with a cost module: op selects the prediction, in
+// holds its inputs (see models/sdk/cost), out[0] is the main result.
+// It is not safe for concurrent use.
+type CostModel interface {
+	Predict(op int32, in []float64) ([4]float64, error)
+}
+
+// Source is implemented by the registered model.* and costmodel.*
+// modules: it returns the module's WebAssembly bytes.
+type Source interface {
+	registry.Module
+	Wasm() ([]byte, error)
+}
+
+// Lookup returns the bytes of a registered module by full ID
+// ("model.gcn", "costmodel.roofline").
+func Lookup(id string) ([]byte, error) {
+	src, err := registry.New[Source](id)
+	if err != nil {
+		return nil, err
+	}
+	return src.Wasm()
+}
+
+// LayerConfig holds the options a layer description reads. The host sets
+// in_dim, out_dim, layer, layers, last and dropout for every layer; the
+// rest come from the user's model options. A key may be given in either
+// map: an int reads as a float, and an integral float as an int.
+type LayerConfig struct {
+	Ints   map[string]int64
+	Floats map[string]float64
+}
+
+// SetInt sets an integer option and returns c for chaining.
+func (c *LayerConfig) SetInt(key string, v int64) *LayerConfig {
+	if c.Ints == nil {
+		c.Ints = map[string]int64{}
+	}
+	c.Ints[key] = v
+	return c
+}
+
+// SetFloat sets a float option and returns c for chaining.
+func (c *LayerConfig) SetFloat(key string, v float64) *LayerConfig {
+	if c.Floats == nil {
+		c.Floats = map[string]float64{}
+	}
+	c.Floats[key] = v
+	return c
+}
+
+// Keys returns every key of c, sorted.
+func (c LayerConfig) Keys() []string {
+	keys := slices.Collect(maps.Keys(c.Ints))
+	for k := range c.Floats {
+		if _, dup := c.Ints[k]; !dup {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Clone returns a deep copy of c.
+func (c LayerConfig) Clone() LayerConfig {
+	return LayerConfig{Ints: maps.Clone(c.Ints), Floats: maps.Clone(c.Floats)}
+}

@@ -1,0 +1,98 @@
+package strategy
+
+import (
+	"context"
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/engine"
+	"strata/core/registry"
+	"strata/core/tensor"
+	"strata/core/train"
+)
+
+// FullGraph is strategy.fullgraph: every step runs over the whole graph
+// with one program, everything resident on the compute tier.
+type FullGraph struct{}
+
+var _ train.Strategy = (*FullGraph)(nil)
+
+// StrataModule implements registry.Module.
+func (*FullGraph) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{ID: "strategy.fullgraph", New: func() registry.Module { return new(FullGraph) },
+		Doc: "full-graph training: one program over the whole graph, one optimizer step per epoch"}
+}
+
+// Uses implements train.Strategy: nothing beyond the model.
+func (*FullGraph) Uses() train.Uses { return train.Uses{} }
+
+// NewStepper implements train.Strategy.
+func (*FullGraph) NewStepper(_ context.Context, env *train.Env) (train.Stepper, error) {
+	return newFullGraph(envOf(env))
+}
+
+// fullGraph runs every step over the whole graph with one program.
+type fullGraph struct {
+	be               backend.Backend
+	prog             *engine.Program
+	labels, trainIdx *tensor.Tensor
+}
+
+func newFullGraph(e stepEnv) (*fullGraph, error) {
+	graphs, err := train.BindGraphs(e.model, e.adjs, backend.ForPurpose(e.be, backend.PurposeTopology), e.dt, e.tier)
+	if err != nil {
+		return nil, err
+	}
+	x, err := train.UploadFloat32s(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
+	if err != nil {
+		return nil, fmt.Errorf("upload features: %w", err)
+	}
+	// The program's own transfers are its parameters' upload (and
+	// snapshots); activations never leave the device.
+	prog, err := engine.Compile(e.model, engine.Env{Backend: backend.ForPurpose(e.be, backend.PurposeParameters), DType: e.dt, Tier: e.tier, Graphs: graphs, Input: x}, e.seed)
+	if err != nil {
+		return nil, err
+	}
+	f := &fullGraph{be: e.be, prog: prog}
+	labels := backend.ForPurpose(e.be, backend.PurposeLabels)
+	if f.labels, err = train.UploadInt32s(labels, e.ds.Labels, e.tier); err != nil {
+		prog.Release()
+		return nil, err
+	}
+	if f.trainIdx, err = train.UploadInt32s(labels, e.ds.Train, e.tier); err != nil {
+		prog.Release()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Epoch implements train.Stepper.
+func (f *fullGraph) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	if err := f.prog.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
+		return 0, err
+	}
+	loss, err := f.be.SoftmaxCrossEntropy(f.prog.Output(), f.labels, f.trainIdx, f.prog.OutputGrad())
+	if err != nil {
+		return 0, fmt.Errorf("loss: %w", err)
+	}
+	if err := f.prog.Backward(ctx); err != nil {
+		return 0, err
+	}
+	return loss, update()
+}
+
+// Predict implements train.Stepper.
+func (f *fullGraph) Predict(ctx context.Context, pred []int32) error {
+	if err := f.prog.Forward(ctx, engine.Mode{}); err != nil {
+		return err
+	}
+	return train.ArgmaxInto(f.be, f.prog.Output(), pred)
+}
+
+// Params implements train.Stepper.
+func (f *fullGraph) Params() *engine.Params { return f.prog.ParamSet() }
+
+// Release implements train.Stepper.
+func (f *fullGraph) Release() { f.prog.Release() }
+
+func init() { registry.Register(new(FullGraph)) }
