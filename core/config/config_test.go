@@ -309,7 +309,7 @@ name = "range"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Sampler.Name != "full" || c.Sampler.Module.(*sampler.Full).Layers != 3 {
+	if c.Sampler.Name != "full" || c.Sampler.Module.(*sampler.Full).Hops != 3 {
 		t.Fatalf("sampler %+v", c.Sampler)
 	}
 	tc := c.Cache.Module.(*testCache)

@@ -40,10 +40,10 @@ func TestRegistered(t *testing.T) {
 }
 
 func TestLookupUnknown(t *testing.T) {
-	if _, err := Lookup("model.nope"); err == nil {
-		t.Fatal("Lookup(model.nope) succeeded")
+	if _, err := modhost.Lookup("model.nope"); err == nil {
+		t.Fatal("modhost.Lookup(model.nope) succeeded")
 	}
-	if _, err := Lookup("sampler.full"); err == nil {
+	if _, err := modhost.Lookup("sampler.full"); err == nil {
 		t.Fatal("Lookup of a module that is not a WASM source succeeded")
 	}
 }

@@ -1,0 +1,158 @@
+package arch
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// coreRank is the layer of every package under core/ (docs/architecture.md,
+// "Layers of core"): a core package imports only strata packages of a
+// strictly lower rank. A new core package must be placed here.
+var coreRank = map[string]int{
+	"core/tensor": 0, "core/ir": 0, "core/topology": 0, "core/registry": 0, "core/metrics": 0, "models": 0,
+	"core/graph":   1,
+	"core/backend": 2, "core/sampling": 2, "core/partition": 2, "core/caching": 2, "core/modhost": 2,
+	"core/backend/argcheck": 3, "core/backend/backendtest": 3,
+	"core/backend/cpu": 4,
+	"core/backend/sim": 5,
+	"core/engine":      6, "core/store": 6,
+	"core/placing": 7, "core/config": 7,
+	"core/train": 8,
+}
+
+// forbidden lists, per top-level tree, the trees it must never import.
+var forbidden = map[string][]string{
+	"core":         {"plugins", "partitioners", "cuda", "experiments", "cmd", "internal"},
+	"plugins":      {"experiments", "cmd"},
+	"partitioners": {"plugins", "experiments", "cmd"},
+	"cuda":         {"plugins", "partitioners", "experiments", "cmd"},
+	"models":       {"core", "plugins", "partitioners", "cuda", "experiments", "cmd"},
+	"experiments":  {"cmd"},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+// listPackages returns every package of the module with its imports
+// (test files excluded: tests may import plugins, through plugins/all).
+func listPackages(t *testing.T, tags string) []pkg {
+	t.Helper()
+	args := []string{"list", "-json=ImportPath,Imports"}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command("go", append(args, "strata/...")...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// tree returns the top-level directory of a module path ("core").
+func tree(rel string) string {
+	top, _, _ := strings.Cut(rel, "/")
+	return top
+}
+
+// rankOf returns the rank of a core package: its own, or that of the
+// closest ranked parent (core/backend/cpu/internal/x ranks as cpu).
+func rankOf(rel string) (int, bool) {
+	for p := rel; p != ""; {
+		if r, ok := coreRank[p]; ok {
+			return r, true
+		}
+		i := strings.LastIndex(p, "/")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0, false
+}
+
+// violations checks pkgs against the rules.
+func violations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		from, ok := strings.CutPrefix(p.ImportPath, "strata/")
+		if !ok {
+			continue
+		}
+		fromRank, ranked := rankOf(from)
+		if tree(from) == "core" && !ranked {
+			out = append(out, fmt.Sprintf("%s has no layer: place it in coreRank (internal/arch) and in docs/architecture.md", from))
+		}
+		for _, imp := range p.Imports {
+			to, ok := strings.CutPrefix(imp, "strata/")
+			if !ok {
+				continue
+			}
+			for _, bad := range forbidden[tree(from)] {
+				if tree(to) == bad {
+					out = append(out, fmt.Sprintf("%s imports %s: %s/ must not depend on %s/", from, to, tree(from), bad))
+				}
+			}
+			if tree(from) == "core" && ranked {
+				if toRank, ok := rankOf(to); ok && toRank >= fromRank && !strings.HasPrefix(to, from+"/") {
+					out = append(out, fmt.Sprintf("%s (layer %d) imports %s (layer %d): a core package imports only lower layers", from, fromRank, to, toRank))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestLayering fails when a package breaks the layering drawn in
+// docs/architecture.md, in the default build and with the cuda tag.
+func TestLayering(t *testing.T) {
+	for _, tags := range []string{"", "cuda"} {
+		for _, v := range violations(listPackages(t, tags)) {
+			t.Errorf("tags %q: %s", tags, v)
+		}
+	}
+}
+
+// TestRulesCatch checks that the rules catch what they are for.
+func TestRulesCatch(t *testing.T) {
+	cases := []struct {
+		name string
+		p    pkg
+		bad  bool
+	}{
+		{"core imports a plugin", pkg{"strata/core/train", []string{"strata/plugins/sampler"}}, true},
+		{"core imports cuda", pkg{"strata/core/train", []string{"strata/cuda"}}, true},
+		{"engine imports train", pkg{"strata/core/engine", []string{"strata/core/train"}}, true},
+		{"backend imports config", pkg{"strata/core/backend", []string{"strata/core/config"}}, true},
+		{"unplaced core package", pkg{"strata/core/newthing", nil}, true},
+		{"plugin imports core", pkg{"strata/plugins/sampler", []string{"strata/core/train", "strata/core/graph"}}, false},
+		{"train imports engine", pkg{"strata/core/train", []string{"strata/core/engine", "context"}}, false},
+		{"cmd imports anything", pkg{"strata/cmd/strata", []string{"strata/plugins/all", "strata/experiments/runner"}}, false},
+	}
+	for _, c := range cases {
+		if got := len(violations([]pkg{c.p})) > 0; got != c.bad {
+			t.Errorf("%s: violation %v, want %v", c.name, got, c.bad)
+		}
+	}
+}
