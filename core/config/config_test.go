@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,11 @@ import (
 
 	"strata/core/registry"
 	"strata/plugins/sampler"
+
+	// Plugins that do not import this package decode their own sections.
+	_ "strata/partitioners"
+	_ "strata/plugins/cache"
+	_ "strata/plugins/placement"
 )
 
 // testModel stands in for the WASM model modules, which this package does
@@ -50,7 +56,9 @@ func (c *testCache) Validate() error {
 }
 
 func init() {
-	for _, id := range []string{"model.gcn", "model.gat", "model.sage", "model.gin", "model.sage-lstm"} {
+	// Stand-ins for the modules of packages that import this one.
+	for _, id := range []string{"model.gcn", "model.gat", "model.sage", "model.gin", "model.sage-lstm",
+		"strategy.fullgraph", "strategy.minibatch", "strategy.micro", "backend.cpu", "backend.sim"} {
 		registry.Register(&testModel{id: id})
 	}
 	registry.Register(new(testCache))
@@ -111,7 +119,7 @@ func TestMalformed(t *testing.T) {
 		{"bad enum", minimal + "[train]\noptimizer = \"adamw\"\n", nil,
 			[]string{`x.toml:4: train.optimizer = "adamw": allowed values are "adam", "sgd" (did you mean "adam"?)`}},
 		{"bad enum backend", minimal + "[train]\nbackend = \"gpu\"\n", nil,
-			[]string{`x.toml:4: train.backend = "gpu": allowed values are "cpu", "sim", "cuda"`}},
+			[]string{`x.toml:4: train.backend = "gpu": allowed values are "cpu", "sim"`}},
 		{"bad enum data", "[data]\ndataset = \"a\"\nfeature_norm = \"l2\"\n", nil,
 			[]string{`x.toml:3: data.feature_norm = "l2": allowed values are "auto", "none", "row"`}},
 		{"missing required key", "[data]\nsymmetrize = false\n", nil,
@@ -145,7 +153,7 @@ func TestMalformed(t *testing.T) {
 		{"plugin name type", minimal + "[cache]\nname = 3\n", nil,
 			[]string{`x.toml:4: cache.name: expected string, got integer 3`}},
 		{"plugin options without name", minimal + "[partition]\nbalance = \"edges\"\n", nil,
-			[]string{`x.toml:3: partition.name: required key is missing`, `available: "betty-reg", "hash", "hongtu-2level", "metis", "random", "range"`}},
+			[]string{`x.toml:3: partition.name: required key is missing`, `available: ` + quoteList(pluginNames("partitioner"))}},
 		{"unknown plugin option", minimal + "[sampler]\nname = \"full\"\nfanout = [10, 25]\n", nil,
 			[]string{`x.toml:5: unknown key "sampler.fanout" for sampler "full"; its options are "layers"`}},
 		{"misspelt plugin option", minimal + "[sampler]\nname = \"full\"\nlayer = 3\n", nil,
@@ -466,13 +474,15 @@ func TestSHA256(t *testing.T) {
 // uncommented part is a config of defaults.
 func TestExplain(t *testing.T) {
 	text := Explain()
+	// Plugin docs wrap over comment lines: join them for the doc checks.
+	joined := regexp.MustCompile(`\n#\s+#\s*`).ReplaceAllString(text, " ")
 	for _, sec := range fieldsOf(configType) {
 		if !strings.Contains(text, "\n["+sec.key+"]\n") {
 			t.Errorf("explain lacks section [%s]", sec.key)
 		}
 		if sec.typ == pluginType {
 			for _, m := range registry.Namespace(sec.ns) {
-				if !strings.Contains(text, "name = \""+m.Name()+"\"") || !strings.Contains(text, m.Doc) {
+				if !strings.Contains(text, "name = \""+m.Name()+"\"") || !strings.Contains(joined, m.Doc) {
 					t.Errorf("explain lacks plugin %s", m.ID)
 				}
 				for _, opt := range PluginOptions(m.New()) {

@@ -100,14 +100,14 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 		return nil, nil, nil, err
 	}
 	var closers []func()
-	closeEnv = func() {
+	cleanup := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			closeEnv()
+			cleanup()
 		}
 	}()
 	if c, ok := be.(io.Closer); ok {
@@ -138,7 +138,7 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 	}
 	env = &Env{Config: cfg, Backend: be, DType: dt, Tier: tier, Model: model.Graph, Dataset: ds, Features: feats, Dim: dim,
 		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host}
-	return env, model, closeEnv, nil
+	return env, model, cleanup, nil
 }
 
 // loadData opens the dataset, checks that it can be trained on and returns
