@@ -7,6 +7,8 @@ import (
 	"strata/core/partition"
 	"strata/core/partition/partitionertest"
 	"strata/core/registry"
+	"strata/core/sampling"
+	"strata/core/sampling/samplertest"
 	_ "strata/plugins/all"
 )
 
@@ -32,6 +34,9 @@ func TestConformance(t *testing.T) {
 	suites := map[string]func(t *testing.T, info registry.ModuleInfo){
 		"partitioner": func(t *testing.T, info registry.ModuleInfo) {
 			partitionertest.Test(t, newModule[partition.Partitioner](t, info))
+		},
+		"sampler": func(t *testing.T, info registry.ModuleInfo) {
+			samplertest.Test(t, newModule[sampling.Sampler](t, info))
 		},
 	}
 	for ns, run := range suites {
