@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"strata/core/caching"
+	"strata/core/caching/cachetest"
 	"strata/core/partition"
 	"strata/core/partition/partitionertest"
 	"strata/core/registry"
@@ -34,6 +36,22 @@ func TestConformance(t *testing.T) {
 	suites := map[string]func(t *testing.T, info registry.ModuleInfo){
 		"partitioner": func(t *testing.T, info registry.ModuleInfo) {
 			partitionertest.Test(t, newModule[partition.Partitioner](t, info))
+		},
+		"cache": func(t *testing.T, info registry.ModuleInfo) {
+			// A cache module is a static Policy, an online Dynamic, or
+			// both; each interface it implements has its sub-suite.
+			m := info.New()
+			_, static := m.(caching.Policy)
+			_, dynamic := m.(caching.Dynamic)
+			if !static && !dynamic {
+				t.Fatalf("%s (%T) is neither a caching.Policy nor a caching.Dynamic", info.ID, m)
+			}
+			if static {
+				t.Run("Policy", func(t *testing.T) { cachetest.TestPolicy(t, newModule[caching.Policy](t, info)) })
+			}
+			if dynamic {
+				t.Run("Dynamic", func(t *testing.T) { cachetest.TestDynamic(t, newModule[caching.Dynamic](t, info)) })
+			}
 		},
 		"sampler": func(t *testing.T, info registry.ModuleInfo) {
 			samplertest.Test(t, newModule[sampling.Sampler](t, info))
