@@ -8,6 +8,8 @@ import (
 	"strata/core/caching/cachetest"
 	"strata/core/partition"
 	"strata/core/partition/partitionertest"
+	"strata/core/placing"
+	"strata/core/placing/placementtest"
 	"strata/core/registry"
 	"strata/core/sampling"
 	"strata/core/sampling/samplertest"
@@ -52,6 +54,9 @@ func TestConformance(t *testing.T) {
 			if dynamic {
 				t.Run("Dynamic", func(t *testing.T) { cachetest.TestDynamic(t, newModule[caching.Dynamic](t, info)) })
 			}
+		},
+		"placement": func(t *testing.T, info registry.ModuleInfo) {
+			placementtest.Test(t, newModule[placing.Solver](t, info))
 		},
 		"sampler": func(t *testing.T, info registry.ModuleInfo) {
 			samplertest.Test(t, newModule[sampling.Sampler](t, info))
