@@ -2,6 +2,7 @@ package all_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"strata/core/caching"
@@ -16,59 +17,102 @@ import (
 	_ "strata/plugins/all"
 )
 
-// newModule returns a constructor of fresh, provisioned instances of the
-// module, asserted to implement T.
-func newModule[T any](t *testing.T, info registry.ModuleInfo) func() T {
-	return func() T {
+// suites maps each registry namespace that has a conformance suite to the
+// function that runs one module of it through the suite.
+var suites = map[string]func(t *testing.T, info registry.ModuleInfo){
+	"partitioner": func(t *testing.T, info registry.ModuleInfo) {
+		if newP, ok := constructor[partition.Partitioner](t, info); ok {
+			partitionertest.Test(t, newP)
+		}
+	},
+	"sampler": func(t *testing.T, info registry.ModuleInfo) {
+		if newS, ok := constructor[sampling.Sampler](t, info); ok {
+			samplertest.Test(t, newS)
+		}
+	},
+	"cache": func(t *testing.T, info registry.ModuleInfo) {
+		// A cache module is a static Policy, an online Dynamic, or both;
+		// each interface it implements has its sub-suite.
 		m := info.New()
-		if err := registry.Provision(context.Background(), m); err != nil {
-			t.Fatalf("%s: Provision with the defaults: %v", info.ID, err)
+		_, static := m.(caching.Policy)
+		_, dynamic := m.(caching.Dynamic)
+		if !static && !dynamic {
+			t.Fatalf("%s (%T) is neither a caching.Policy nor a caching.Dynamic", info.ID, m)
 		}
-		x, ok := m.(T)
-		if !ok {
-			t.Fatalf("%s (%T) does not implement the namespace's interface", info.ID, m)
+		if static {
+			t.Run("Policy", func(t *testing.T) {
+				if newP, ok := constructor[caching.Policy](t, info); ok {
+					cachetest.TestPolicy(t, newP)
+				}
+			})
 		}
-		return x
-	}
+		if dynamic {
+			t.Run("Dynamic", func(t *testing.T) {
+				if newD, ok := constructor[caching.Dynamic](t, info); ok {
+					cachetest.TestDynamic(t, newD)
+				}
+			})
+		}
+	},
+	"placement": func(t *testing.T, info registry.ModuleInfo) {
+		if newS, ok := constructor[placing.Solver](t, info); ok {
+			placementtest.Test(t, newS)
+		}
+	},
 }
 
-// TestConformance runs every registered module of a namespace that has a
-// conformance suite through it, configured with the module's defaults.
-func TestConformance(t *testing.T) {
-	suites := map[string]func(t *testing.T, info registry.ModuleInfo){
-		"partitioner": func(t *testing.T, info registry.ModuleInfo) {
-			partitionertest.Test(t, newModule[partition.Partitioner](t, info))
-		},
-		"cache": func(t *testing.T, info registry.ModuleInfo) {
-			// A cache module is a static Policy, an online Dynamic, or
-			// both; each interface it implements has its sub-suite.
-			m := info.New()
-			_, static := m.(caching.Policy)
-			_, dynamic := m.(caching.Dynamic)
-			if !static && !dynamic {
-				t.Fatalf("%s (%T) is neither a caching.Policy nor a caching.Dynamic", info.ID, m)
-			}
-			if static {
-				t.Run("Policy", func(t *testing.T) { cachetest.TestPolicy(t, newModule[caching.Policy](t, info)) })
-			}
-			if dynamic {
-				t.Run("Dynamic", func(t *testing.T) { cachetest.TestDynamic(t, newModule[caching.Dynamic](t, info)) })
-			}
-		},
-		"placement": func(t *testing.T, info registry.ModuleInfo) {
-			placementtest.Test(t, newModule[placing.Solver](t, info))
-		},
-		"sampler": func(t *testing.T, info registry.ModuleInfo) {
-			samplertest.Test(t, newModule[sampling.Sampler](t, info))
-		},
+// instance returns a fresh instance of the module with its defaults,
+// validated and provisioned as a config would be, asserted to implement T.
+func instance[T any](info registry.ModuleInfo) (T, error) {
+	var zero T
+	m := info.New()
+	if err := registry.Provision(context.Background(), m); err != nil {
+		return zero, fmt.Errorf("Provision with the defaults: %w", err)
 	}
-	for ns, run := range suites {
+	x, ok := m.(T)
+	if !ok {
+		return zero, fmt.Errorf("%T does not implement %T's interface", m, &zero)
+	}
+	return x, nil
+}
+
+// constructor checks that the module can be instantiated as a T and
+// returns the constructor a suite takes.
+func constructor[T any](t *testing.T, info registry.ModuleInfo) (func() T, bool) {
+	if _, err := instance[T](info); err != nil {
+		t.Errorf("%s: %v", info.ID, err)
+		return nil, false
+	}
+	return func() T {
+		x, err := instance[T](info)
+		if err != nil {
+			panic(fmt.Sprintf("%s: %v", info.ID, err)) // it worked a moment ago
+		}
+		return x
+	}, true
+}
+
+// TestConformance runs every registered module of every namespace that
+// has a conformance suite through it, configured with the module's
+// defaults (ModuleInfo.New, then registry.Provision). There is no list of
+// plugins here: a new module is checked as soon as plugins/all links it.
+func TestConformance(t *testing.T) {
+	covered := 0
+	for _, ns := range registry.Namespaces() {
+		run, ok := suites[ns]
+		if !ok {
+			continue
+		}
+		covered++
 		mods := registry.Namespace(ns)
 		if len(mods) == 0 {
-			t.Errorf("namespace %s: no modules registered", ns)
+			t.Errorf("namespace %s has a suite but no registered modules", ns)
 		}
 		for _, info := range mods {
 			t.Run(info.ID, func(t *testing.T) { run(t, info) })
 		}
+	}
+	if covered != len(suites) {
+		t.Errorf("%d of the %d suites' namespaces are registry namespaces", covered, len(suites))
 	}
 }
