@@ -7,9 +7,9 @@
 //     k = number of nodes, with and without node weights;
 //   - k <= 0, k > nodes, node weights of the wrong length or negative, a
 //     nil graph and a cancelled ctx are errors, not panics;
-//   - the same input gives the same output (on one instance and on a fresh
-//     one), the input is not modified, and a graph with 64-bit column ids
-//     is partitioned like its 32-bit twin;
+//   - the same input gives the same output (on one instance, on a fresh
+//     one, with GOMAXPROCS 1 and 4), the input is not modified, and a
+//     graph with 64-bit column ids is partitioned like its 32-bit twin;
 //   - a bipartite (non-square) block is split by its rows, unless the
 //     partitioner is partition.SquareOnly, in which case it is an error;
 //   - a partition.Staged partitioner reports, on every successful call, a
@@ -24,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -202,6 +203,17 @@ func testDeterministic(t *testing.T, newP func() partition.Partitioner) {
 				}
 				if !slices.Equal(a, c) {
 					t.Fatalf("a fresh instance gives another partition:\n%v\n%v", a, c)
+				}
+				for _, procs := range []int{1, 4} {
+					old := runtime.GOMAXPROCS(procs)
+					e, err, _ := call(newP(), ctx, gr.G, k, w)
+					runtime.GOMAXPROCS(old)
+					if err != nil {
+						t.Fatalf("GOMAXPROCS %d: %v", procs, err)
+					}
+					if !slices.Equal(a, e) {
+						t.Fatalf("GOMAXPROCS %d gives another partition:\n%v\n%v", procs, a, e)
+					}
 				}
 				d, err, _ := call(newP(), ctx, graphtest.Wide(gr.G), k, w)
 				if err != nil {
