@@ -206,22 +206,20 @@ func testBlocks(t *testing.T, newS func() sampling.Sampler) {
 	if layers < 0 {
 		t.Fatalf("NumLayers = %d", layers)
 	}
-	cg, cseeds := choiceGraph()
+	cg, _ := choiceGraph()
 	graphs := append(graphtest.Square(), graphtest.Named{Name: "choice", G: cg})
 	for _, gr := range graphs {
 		n := gr.G.NumRows
-		seedSets := map[string][]int32{
-			"one":    {int32(n / 2)},
-			"some":   spread(min(n, 12), n, 2),
-			"all":    spread(n, n, 0),
-			"none":   {},
-			"choice": cseeds,
-		}
-		for _, name := range []string{"one", "some", "all", "none"} {
-			seeds := seedSets[name]
-			if gr.Name == "choice" && name == "all" {
-				seeds = seedSets["choice"]
-			}
+		for _, set := range []struct {
+			name  string
+			seeds []int32
+		}{
+			{"one", []int32{int32(n / 2)}},
+			{"some", spread(min(n, 12), n, 2)},
+			{"all", spread(n, n, 0)},
+			{"none", []int32{}},
+		} {
+			name, seeds := set.name, set.seeds
 			t.Run(gr.Name+"/"+name, func(t *testing.T) {
 				var count int
 				for rng := range uint64(3) {
