@@ -364,6 +364,7 @@ func (b *BettyREG) PartitionBlock(ctx context.Context, block *graph.CSR, k int, 
 	}
 	n := block.NumRows
 	if k == 1 {
+		b.progress("done")
 		return make([]int32, n), REGStats{}, nil
 	}
 	if err := checkMetisSize(id, n, 0); err != nil {

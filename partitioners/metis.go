@@ -365,6 +365,7 @@ func (m *Metis) Partition(ctx context.Context, g *graph.CSR, k int, nodeWeights 
 		if g.NumRows != g.NumCols {
 			return nil, fmt.Errorf("%s: the graph is %d x %d: METIS partitions square graphs", id, g.NumRows, g.NumCols)
 		}
+		m.progress("done")
 		return make([]int32, g.NumRows), nil
 	}
 	m.progress("symmetrize")

@@ -12,6 +12,8 @@ import (
 
 	"strata/core/graph"
 	"strata/core/registry"
+	"strata/core/sampling"
+	"strata/core/sampling/samplertest"
 )
 
 // rmatGraph returns a symmetrised R-MAT graph (no features), cached.
@@ -40,20 +42,23 @@ func spreadSeeds(n, nodes int) []int32 {
 	return slices.Compact(s)
 }
 
-// kind describes how a sampler's rows relate to the graph.
+// kind describes how a sampler's rows relate to the graph. Whether it is
+// random, samples with replacement or keeps to the graph's edges is what
+// it declares (sampling.CapabilitiesOf).
 type kind struct {
 	name    string
 	s       Sampler
-	fanouts []int // per block; nil for randomwalk
-	replace bool
-	topK    int // randomwalk
+	fanouts []int // per block (-1: every neighbour); nil for randomwalk
+	topK    int   // randomwalk
 	weights bool
 }
 
 func samplerKinds() []kind {
 	return []kind{
+		{name: "full", s: &Full{Hops: 2}, fanouts: []int{-1, -1}},
+		{name: "full one layer", s: &Full{Hops: 1}, fanouts: []int{-1}},
 		{name: "uniform", s: &Uniform{Fanouts: []int{3, 5}}, fanouts: []int{3, 5}},
-		{name: "uniform replace", s: &Uniform{Fanouts: []int{4, 2}, Replace: true}, fanouts: []int{4, 2}, replace: true},
+		{name: "uniform replace", s: &Uniform{Fanouts: []int{4, 2}, Replace: true}, fanouts: []int{4, 2}},
 		{name: "uniform all+3 layers", s: &Uniform{Fanouts: []int{2, -1, 40}}, fanouts: []int{2, -1, 40}},
 		{name: "khop", s: &KHop{Fanouts: []int{3, 5}}, fanouts: []int{3, 5}},
 		{name: "khop one layer", s: &KHop{Fanouts: []int{40}}, fanouts: []int{40}},
@@ -66,6 +71,7 @@ func samplerKinds() []kind {
 // sampled edge exists in g, respecting the sampler's fanout rules.
 func checkBlocks(t *testing.T, g *graph.CSR, seeds []int32, blocks []Block, k kind) {
 	t.Helper()
+	caps := sampling.CapabilitiesOf(k.s)
 	if want := NumLayers(k.s); len(blocks) != want {
 		t.Fatalf("%d blocks, want %d", len(blocks), want)
 	}
@@ -112,10 +118,10 @@ func checkBlocks(t *testing.T, g *graph.CSR, seeds []int32, blocks []Block, k ki
 			}
 			n := int(hi - lo)
 			for v, c := range got {
-				if k.fanouts != nil && inG[v] == 0 {
+				if caps.Subset && inG[v] == 0 {
 					t.Fatalf("block %d: sampled edge %d <- %d is not in the graph", l, d, v)
 				}
-				if k.fanouts != nil && !k.replace && c > inG[v] {
+				if caps.Subset && !caps.Replacement && c > inG[v] {
 					t.Fatalf("block %d: node %d got neighbour %d %d times without replacement (%d in g)", l, d, v, c, inG[v])
 				}
 				if k.fanouts == nil && (c != 1 || v == d) {
@@ -128,7 +134,7 @@ func checkBlocks(t *testing.T, g *graph.CSR, seeds []int32, blocks []Block, k ki
 				switch {
 				case f < 0:
 					want = deg
-				case k.replace && deg > 0:
+				case caps.Replacement && deg > 0:
 					want = f
 				}
 				if n != want {
@@ -261,8 +267,11 @@ func TestDeterminism(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if equalBlocks(other, ref) == nil {
+			diff := equalBlocks(other, ref)
+			if random := sampling.CapabilitiesOf(k.s).Random; random && diff == nil {
 				t.Fatalf("rng 42 and 43 give the same blocks")
+			} else if !random && diff != nil {
+				t.Fatalf("a deterministic sampler: rng 42 and 43 give other blocks: %v", diff)
 			}
 		})
 	}
@@ -610,5 +619,16 @@ func TestSubsetUniformity(t *testing.T) {
 		if dof := float64(subsets - 1); chi2 > dof+6*math.Sqrt(2*dof) {
 			t.Fatalf("%T: chi-square %.1f over the subsets (dof %.0f): %v", s, chi2, dof, counts)
 		}
+	}
+}
+
+// TestConformance runs the sampler conformance suite on every sampler
+// configuration of the table (plugins/all runs it on the registered
+// defaults).
+func TestConformance(t *testing.T) {
+	for _, k := range samplerKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			samplertest.Test(t, func() sampling.Sampler { return k.s })
+		})
 	}
 }
