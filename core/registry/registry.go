@@ -294,3 +294,18 @@ func EditDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// UnavailableIn returns, sorted, the IDs of namespace ns that are known
+// but not in this build.
+func UnavailableIn(ns string) []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var out []string
+	for id := range unavailable {
+		if _, ok := modules[id]; !ok && strings.HasPrefix(id, ns+".") {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -119,3 +119,11 @@ func BackendFor(cfg *config.Config) (BackendModule, error) {
 	}
 	return b, nil
 }
+
+// Exampler is implemented by strategies that need more than train.mode
+// to run (a sampler, micro-batches): ExampleConfig returns the --set
+// assignments of a minimal run on a small graph, for `strata config
+// explain` readers and the strategy conformance suite (strategytest).
+type Exampler interface {
+	ExampleConfig() []string
+}

@@ -1,118 +1,14 @@
 package all_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
 
-	"strata/core/caching"
-	"strata/core/caching/cachetest"
-	"strata/core/partition"
-	"strata/core/partition/partitionertest"
-	"strata/core/placing"
-	"strata/core/placing/placementtest"
-	"strata/core/registry"
-	"strata/core/sampling"
-	"strata/core/sampling/samplertest"
+	"strata/internal/conformance"
 	_ "strata/plugins/all"
 )
-
-// suites maps each registry namespace that has a conformance suite to the
-// function that runs one module of it through the suite.
-var suites = map[string]func(t *testing.T, info registry.ModuleInfo){
-	"partitioner": func(t *testing.T, info registry.ModuleInfo) {
-		if newP, ok := constructor[partition.Partitioner](t, info); ok {
-			partitionertest.Test(t, newP)
-		}
-	},
-	"sampler": func(t *testing.T, info registry.ModuleInfo) {
-		if newS, ok := constructor[sampling.Sampler](t, info); ok {
-			samplertest.Test(t, newS)
-		}
-	},
-	"cache": func(t *testing.T, info registry.ModuleInfo) {
-		// A cache module is a static Policy, an online Dynamic, or both;
-		// each interface it implements has its sub-suite.
-		m := info.New()
-		_, static := m.(caching.Policy)
-		_, dynamic := m.(caching.Dynamic)
-		if !static && !dynamic {
-			t.Fatalf("%s (%T) is neither a caching.Policy nor a caching.Dynamic", info.ID, m)
-		}
-		if static {
-			t.Run("Policy", func(t *testing.T) {
-				if newP, ok := constructor[caching.Policy](t, info); ok {
-					cachetest.TestPolicy(t, newP)
-				}
-			})
-		}
-		if dynamic {
-			t.Run("Dynamic", func(t *testing.T) {
-				if newD, ok := constructor[caching.Dynamic](t, info); ok {
-					cachetest.TestDynamic(t, newD)
-				}
-			})
-		}
-	},
-	"placement": func(t *testing.T, info registry.ModuleInfo) {
-		if newS, ok := constructor[placing.Solver](t, info); ok {
-			placementtest.Test(t, newS)
-		}
-	},
-}
-
-// instance returns a fresh instance of the module with its defaults,
-// validated and provisioned as a config would be, asserted to implement T.
-func instance[T any](info registry.ModuleInfo) (T, error) {
-	var zero T
-	m := info.New()
-	if err := registry.Provision(context.Background(), m); err != nil {
-		return zero, fmt.Errorf("Provision with the defaults: %w", err)
-	}
-	x, ok := m.(T)
-	if !ok {
-		return zero, fmt.Errorf("%T does not implement %T's interface", m, &zero)
-	}
-	return x, nil
-}
-
-// constructor checks that the module can be instantiated as a T and
-// returns the constructor a suite takes.
-func constructor[T any](t *testing.T, info registry.ModuleInfo) (func() T, bool) {
-	if _, err := instance[T](info); err != nil {
-		t.Errorf("%s: %v", info.ID, err)
-		return nil, false
-	}
-	return func() T {
-		x, err := instance[T](info)
-		if err != nil {
-			panic(fmt.Sprintf("%s: %v", info.ID, err)) // it worked a moment ago
-		}
-		return x
-	}, true
-}
 
 // TestConformance runs every registered module of every namespace that
 // has a conformance suite through it, configured with the module's
 // defaults (ModuleInfo.New, then registry.Provision). There is no list of
 // plugins here: a new module is checked as soon as plugins/all links it.
-func TestConformance(t *testing.T) {
-	covered := 0
-	for _, ns := range registry.Namespaces() {
-		run, ok := suites[ns]
-		if !ok {
-			continue
-		}
-		covered++
-		mods := registry.Namespace(ns)
-		if len(mods) == 0 {
-			t.Errorf("namespace %s has a suite but no registered modules", ns)
-		}
-		for _, info := range mods {
-			t.Run(info.ID, func(t *testing.T) { run(t, info) })
-		}
-	}
-	if covered != len(suites) {
-		t.Errorf("%d of the %d suites' namespaces are registry namespaces", covered, len(suites))
-	}
-}
+func TestConformance(t *testing.T) { conformance.RunAll(t) }

@@ -461,3 +461,9 @@ func (m *microBatches) ReportResult(res *train.Result) {
 }
 
 func init() { registry.Register(new(Micro)) }
+
+// ExampleConfig implements train.Exampler: two micro-batches of a range
+// partition.
+func (*Micro) ExampleConfig() []string {
+	return []string{"train.micro_batches=2", `partition.name="range"`}
+}

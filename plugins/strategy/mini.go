@@ -603,3 +603,8 @@ func (m *miniBatches) ReportResult(res *train.Result) {
 }
 
 func init() { registry.Register(new(Minibatch)) }
+
+// ExampleConfig implements train.Exampler: a two-layer uniform sampler.
+func (*Minibatch) ExampleConfig() []string {
+	return []string{`sampler.name="uniform"`, "sampler.fanouts=[5,5]", "train.batch_size=64"}
+}

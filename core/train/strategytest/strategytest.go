@@ -1,0 +1,152 @@
+// Package strategytest is the conformance suite of training strategies
+// (registry namespace "strategy"): it trains a small model on the
+// embedded Cora graph with the strategy and checks the Stepper contract
+// and the loop's promises (finite losses, valid predictions, learning,
+// determinism on the CPU).
+package strategytest
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"strata/core/config"
+	"strata/core/modhost"
+	"strata/core/registry"
+	"strata/core/train"
+)
+
+// base is the run every strategy gets: GCN on the embedded Cora graph, on
+// the CPU, a few epochs.
+const base = `
+[data]
+dataset = "embedded:cora"
+
+[model]
+name = "gcn"
+hidden = 16
+
+[train]
+epochs = 12
+eval_every = 4
+seed = 7
+
+[output]
+progress = "off"
+`
+
+// Config returns the suite's config for the strategy with the given
+// registry ID (train.mode and the strategy's ExampleConfig applied).
+func Config(t *testing.T, id string, sets ...string) *config.Config {
+	t.Helper()
+	info, err := registry.Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"train.mode=" + info.Name()}
+	if ex, ok := info.New().(train.Exampler); ok {
+		all = append(all, ex.ExampleConfig()...)
+	}
+	cfg, err := config.Parse("strategytest.toml", []byte(base), append(all, sets...)...)
+	if err != nil {
+		t.Fatalf("%s: config: %v", id, err)
+	}
+	return cfg
+}
+
+// Test runs the strategy with the registry ID id through the suite; host
+// runs the model's layer module.
+func Test(t *testing.T, id string, host modhost.Host) {
+	ctx := context.Background()
+	t.Run("Stepper", func(t *testing.T) {
+		cfg := Config(t, id)
+		strat, err := train.StrategyFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strat.StrataModule().ID != id {
+			t.Fatalf("train.mode = %q selects %s, want %s", cfg.Train.Mode, strat.StrataModule().ID, id)
+		}
+		env, _, closeEnv, err := train.NewEnv(ctx, cfg, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeEnv()
+		before := env.Backend.Stats().InUse
+		st, err := strat.NewStepper(ctx, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Params() == nil || len(st.Params().List()) == 0 {
+			t.Fatal("Params() has no parameters")
+		}
+		updates := 0
+		loss, err := st.Epoch(ctx, 1, func() error { updates++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.IsNaN(loss) || math.IsInf(loss, 0) || loss <= 0 {
+			t.Errorf("epoch loss %v, want a finite positive cross-entropy", loss)
+		}
+		if updates < 1 {
+			t.Errorf("Epoch called update %d times, want at least once", updates)
+		}
+		pred := make([]int32, env.Dataset.NumNodes)
+		for i := range pred {
+			pred[i] = -1
+		}
+		if err := st.Predict(ctx, pred); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range pred {
+			if p < 0 || int(p) >= env.Dataset.NumClasses {
+				t.Fatalf("prediction of node %d is %d, want a class in [0,%d)", i, p, env.Dataset.NumClasses)
+			}
+		}
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := st.Epoch(cancelled, 2, func() error { return nil }); err == nil {
+			t.Error("Epoch with a cancelled context returned no error")
+		}
+		st.Release()
+		for tier, n := range env.Backend.Stats().InUse {
+			if n != before[tier] {
+				t.Errorf("after Release, %s holds %d bytes, %d before NewStepper", tier, n, before[tier])
+			}
+		}
+	})
+	t.Run("Learns", func(t *testing.T) {
+		res, err := train.Run(ctx, Config(t, id), train.Options{Host: host})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Mode != Config(t, id).Train.Mode || res.Epochs != 12 {
+			t.Errorf("result mode %q after %d epochs", res.Mode, res.Epochs)
+		}
+		for name, acc := range map[string]float64{"train": res.TrainAcc, "valid": res.BestValidAcc, "test": res.TestAcc} {
+			if !(acc >= 0 && acc <= 1) {
+				t.Errorf("%s accuracy %v", name, acc)
+			}
+		}
+		// Cora has 7 classes: twice chance after 12 epochs of GCN.
+		if chance := 1 / float64(res.Classes); res.TrainAcc < 2*chance {
+			t.Errorf("train accuracy %.3f after %d epochs: the model does not learn (chance %.3f)", res.TrainAcc, res.Epochs, chance)
+		}
+		if math.IsNaN(res.FinalLoss) || math.IsInf(res.FinalLoss, 0) {
+			t.Errorf("final loss %v", res.FinalLoss)
+		}
+	})
+	t.Run("Deterministic", func(t *testing.T) {
+		var r [2]*train.Result
+		for i := range r {
+			var err error
+			if r[i], err = train.Run(ctx, Config(t, id, "train.epochs=3", "train.eval_every=3"), train.Options{Host: host}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r[0].FinalLoss != r[1].FinalLoss || r[0].BestValidAcc != r[1].BestValidAcc || r[0].TestAcc != r[1].TestAcc {
+			t.Errorf("same seed and config, different results: loss %v vs %v, valid %v vs %v, test %v vs %v",
+				r[0].FinalLoss, r[1].FinalLoss, r[0].BestValidAcc, r[1].BestValidAcc, r[0].TestAcc, r[1].TestAcc)
+		}
+	})
+}
