@@ -127,7 +127,7 @@ values = [3]
 		{"bad seeds", exp(`
 metrics = ["test_acc"]
 seeds = ["a"]
-`), []string{"exp.toml:2:", "seeds: expected integers"}},
+`), []string{"exp.toml:2:", `seeds[0]: expected integer, got string "a"`}},
 		{"derived kind and baseline", exp(`
 metrics = ["test_acc"]
 
