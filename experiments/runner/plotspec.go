@@ -27,9 +27,6 @@ type Plot struct {
 	Line   int    // line of the [[plot]] header
 }
 
-// PlotKinds are the allowed [[plot]] kinds.
-var PlotKinds = []string{"line", "bar"}
-
 var plotFileRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.svg$`)
 
 // isDerived reports whether name is a derived column of the experiment.

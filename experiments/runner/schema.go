@@ -111,9 +111,6 @@ func (a *Axis) index(v any) int {
 	return -1
 }
 
-// DerivedKinds are the allowed [[derived]] kinds.
-var DerivedKinds = []string{"ratio", "speedup", "reduction", "difference"}
-
 // errorList collects experiment errors.
 type errorList struct {
 	file string
