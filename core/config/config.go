@@ -13,7 +13,9 @@
 //	                 integer v outside the range ("auto" for
 //	                 train.micro_batches)
 //	required:"true"  the key must be present and not empty
-//	example:"..."    a value for explain to show for a required key
+//	example:"..."    a value for explain to show for a required key (for
+//	                 a table or array key, TOML text, also shown when the
+//	                 value has the wrong type)
 //
 // The defaults live in one place, Default, which both Parse and Explain
 // use. Plugin sections ([sampler], [cache], [partition]) name a module of
@@ -24,6 +26,9 @@
 // Errors name the file and line (or the --set override), the key path, the
 // expected type or allowed values and, for a misspelt key, the closest
 // valid one. Parse reports all the errors it finds, one per line.
+//
+// DecodeStrict is the same decoder for any tagged struct; experiment
+// files (experiments/runner) are decoded with it.
 package config
 
 import (

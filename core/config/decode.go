@@ -27,13 +27,16 @@ type decoder struct {
 	// unknown reports undeclared keys of nested tables (the plugin's
 	// handler inside a plugin section); nil means unknownKey.
 	unknown unknownKeyFunc
+	// entries are the arrays of tables whose entries are being decoded,
+	// outermost first (see DecodeStrict).
+	entries []entry
 }
 
 // name is the display name of the key path being decoded.
 func (d *decoder) name(path []string) string { return toml.Key(path).String() + d.elem }
 
 func (d *decoder) errorf(path []string, format string, args ...any) {
-	d.errs = append(d.errs, d.src.errorAt(path, fmt.Sprintf(format, args...)))
+	d.errs = append(d.errs, d.errorAt(path, fmt.Sprintf(format, args...)))
 }
 
 // overrideValue is a value set with --set: the text as given and its
@@ -84,7 +87,7 @@ func (d *decoder) sortedKeys(path []string, m map[string]any) []string {
 		keys = append(keys, k)
 	}
 	line := func(k string) int {
-		p := d.src.pos[toml.Key(append(slices.Clone(path), k)).String()]
+		p := d.src.pos[toml.Key(d.posPath(append(slices.Clone(path), k))).String()]
 		if p.override != "" {
 			return math.MaxInt
 		}
@@ -111,6 +114,7 @@ func (d *decoder) table(path []string, m map[string]any, rv reflect.Value, field
 	for i := range fields {
 		byKey[fields[i].key] = &fields[i]
 	}
+	d.setPos(path, m, rv)
 	for _, k := range d.sortedKeys(path, m) {
 		kp := append(slices.Clone(path), k)
 		f, ok := byKey[k]
@@ -126,7 +130,7 @@ func (d *decoder) table(path []string, m map[string]any, rv reflect.Value, field
 			continue
 		}
 		kp := append(slices.Clone(path), f.key)
-		if f.typ.Kind() == reflect.Struct && f.typ != pluginType {
+		if f.typ.Kind() == reflect.Struct && f.typ != pluginType && !isValueDecoder(f.typ) {
 			// An absent section: check its required keys.
 			d.table(kp, map[string]any{}, rv.FieldByIndex(f.index), fieldsOf(f.typ), unknown)
 			continue
@@ -134,9 +138,9 @@ func (d *decoder) table(path []string, m map[string]any, rv reflect.Value, field
 		if f.required {
 			hint := ""
 			if f.example != "" {
-				hint = fmt.Sprintf(": add %s = %s", f.key, strconv.Quote(f.example))
+				hint = fmt.Sprintf(": add %s = %s", f.key, f.exampleText())
 				if len(path) > 0 {
-					hint += " under [" + toml.Key(path).String() + "]"
+					hint += " under " + d.tableName(path)
 				}
 			}
 			d.errorf(kp, "%s: required key is missing%s", toml.Key(kp), hint)
@@ -149,6 +153,9 @@ func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
 	typ := rv.Type()
 	v = unwrap(v, typ.Kind())
 	name := d.name(path)
+	if d.custom(path, v, rv) {
+		return
+	}
 	switch {
 	case typ == pluginType:
 		d.plugin(path, v, rv, f.ns)
@@ -244,6 +251,12 @@ func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
 		rv.SetFloat(x)
 	case reflect.Slice:
 		arr, ok := v.([]any)
+		if tables, isTables := v.([]map[string]any); isTables { // [[name]]
+			arr, ok = make([]any, len(tables)), true
+			for i, t := range tables {
+				arr[i] = t
+			}
+		}
 		if !ok {
 			d.typeError(path, f, v)
 			return
@@ -254,6 +267,11 @@ func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
 		}
 		out := reflect.MakeSlice(typ, len(arr), len(arr))
 		elem := &field{key: f.key, typ: typ.Elem(), enum: f.enum, rng: f.rng, special: f.special}
+		if isTable(typ.Elem()) {
+			d.tables(path, arr, out, elem)
+			rv.Set(out)
+			return
+		}
 		before := len(d.errs)
 		saved := d.elem
 		for i, e := range arr {
@@ -264,6 +282,10 @@ func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
 		if len(d.errs) == before {
 			rv.Set(out)
 		}
+	case reflect.Interface:
+		d.anyValue(path, v, rv)
+	case reflect.Map:
+		d.mapValue(path, v, rv, f)
 	default:
 		// A plugin struct with a field type the loader cannot fill.
 		d.errorf(path, "%s: cannot be set from a config (Go type %s)", name, typ)
@@ -288,7 +310,16 @@ func (d *decoder) typeError(path []string, f *field, v any) {
 	if f.word != nil {
 		want += fmt.Sprintf(" or %q", f.word.text)
 	}
-	d.errorf(path, "%s: expected %s, got %s", d.name(path), want, DescribeValue(v))
+	if f.typ.Kind() == reflect.Slice && isTable(f.typ.Elem()) && d.elem == "" {
+		want += " ([[" + f.key + "]])"
+	}
+	eg := ""
+	if f.example != "" && f.typ.Kind() != reflect.String && d.elem == "" {
+		// An example of a table or array value (a string key's example
+		// is for a missing key).
+		eg = fmt.Sprintf("; e.g. %s = %s", f.key, f.example)
+	}
+	d.errorf(path, "%s: expected %s, got %s%s", d.name(path), want, DescribeValue(v), eg)
 }
 
 // word sets an integer key given as a string: its word ("auto"), or an
@@ -306,7 +337,7 @@ func (d *decoder) word(path []string, f *field, s string, rv reflect.Value) {
 	if sug := registry.Suggest(s, []string{f.word.text}); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
-	d.errs = append(d.errs, d.src.errorAt(path, msg))
+	d.errs = append(d.errs, d.errorAt(path, msg))
 }
 
 func (d *decoder) enumError(path []string, f *field, s string) {
@@ -316,7 +347,7 @@ func (d *decoder) enumError(path []string, f *field, s string) {
 	if sug := registry.Suggest(s, allowed); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
-	d.errs = append(d.errs, d.src.errorAt(path, msg))
+	d.errs = append(d.errs, d.errorAt(path, msg))
 }
 
 // unknownKey reports an undeclared key of a config section, suggesting the

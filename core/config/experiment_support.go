@@ -7,17 +7,8 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// Helpers for experiment files (experiments/runner), which embed a config
-// or refer to one and are decoded with the same strictness.
-
-// KeyLines maps every key path of a TOML document (in toml.Key.String
-// form, "model.hidden") to the 1-based line that defines it. A key of an
-// array of tables ([[axis]]) is recorded once, at its first occurrence.
-func KeyLines(text string) map[string]int { return scanKeyLines(text) }
-
-// SyntaxError converts a toml.Decode error to an *Error naming file, line
-// and column.
-func SyntaxError(file string, err error) error { return syntaxError(file, err) }
+// Experiment files (experiments/runner) are decoded by DecodeStrict; an
+// inline [base] table holds a config, which ParseTable parses.
 
 // ParseTable parses the config held in the top-level table of a larger
 // TOML document (an experiment file's inline [base]). Errors name file and

@@ -230,6 +230,8 @@ func typeName(t reflect.Type) string {
 		return "array of " + plural(typeName(t.Elem()))
 	case reflect.Struct, reflect.Map:
 		return "table"
+	case reflect.Interface:
+		return "value"
 	case reflect.Pointer:
 		return typeName(t.Elem())
 	}

@@ -52,7 +52,7 @@ baseline = { "model.name" = "gcn" }
 		{"derived per seed", "x = \"seed\"\ny = \"d\"\n", []string{"exp.toml:16:", "derived column", "per seed"}},
 		{"where not an axis value", "x = \"model.hidden\"\ny = \"test_acc\"\nwhere = { \"model.name\" = \"gat\" }\n", []string{"exp.toml:17:", `model.name = "gat" is not one of the axis values`}},
 		{"where on x", "x = \"model.hidden\"\ny = \"test_acc\"\nwhere = { \"model.hidden\" = 8 }\n", []string{"exp.toml:17:", "cannot also be fixed"}},
-		{"bad kind", "x = \"model.hidden\"\ny = \"test_acc\"\nkind = \"pie\"\n", []string{"exp.toml:17:", `plot kind = "pie"`, `"line", "bar"`}},
+		{"bad kind", "x = \"model.hidden\"\ny = \"test_acc\"\nkind = \"pie\"\n", []string{"exp.toml:17:", `plot.kind = "pie"`, `"line", "bar"`}},
 		{"log of a name", "x = \"model.name\"\ny = \"test_acc\"\nx_log = true\n", []string{"exp.toml:17:", "a log scale needs positive numbers"}},
 		{"log bars", "x = \"model.name\"\ny = \"test_acc\"\nkind = \"bar\"\ny_log = true\n", []string{"exp.toml:18:", "bars start at 0"}},
 		{"bad file", "x = \"model.hidden\"\ny = \"test_acc\"\nfile = \"../x.png\"\n", []string{"exp.toml:17:", "ending in .svg"}},

@@ -27,11 +27,6 @@ type Plot struct {
 	Line   int    // line of the [[plot]] header
 }
 
-// PlotKinds are the allowed [[plot]] kinds.
-var PlotKinds = []string{"line", "bar"}
-
-var plotKeys = []string{"x", "y", "series", "where", "kind", "title", "x_label", "y_label", "x_log", "y_log", "file"}
-
 var plotFileRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.svg$`)
 
 // isDerived reports whether name is a derived column of the experiment.
@@ -63,66 +58,36 @@ func (e *Experiment) plotAxis(el *errorList, ln int, what, key string) bool {
 	return true
 }
 
-// parsePlot decodes and checks the i-th [[plot]].
-func (e *Experiment) parsePlot(el *errorList, tables *tableLines, m map[string]any, i, fallback int) Plot {
-	ln := tables.line("plot", i, "", fallback)
-	kl := func(k string) int { return tables.line("plot", i, k, ln) }
-	for _, k := range sortedKeys(m, nil, "") {
-		if !slices.Contains(plotKeys, k) {
-			unknownKey(el, kl(k), "plot."+k, "[[plot]]", plotKeys)
-		}
+// parsePlot checks the i-th [[plot]] against the experiment's axes,
+// metrics and derived columns.
+func (e *Experiment) parsePlot(el *errorList, t *plotTable, i int) Plot {
+	p := Plot{X: t.X, Y: t.Y, Series: t.Series, Where: t.Where, Kind: t.Kind, Title: t.Title, XLabel: t.XLabel, YLabel: t.YLabel,
+		XLog: t.XLog, YLog: t.YLog, Line: t.Line}
+	if p.Kind == "" {
+		p.Kind = "line"
 	}
-	p := Plot{Line: ln, Kind: "line"}
-	str := func(k string) string {
-		v, ok := m[k]
-		if !ok {
-			return ""
-		}
-		s, ok := v.(string)
-		if !ok {
-			el.add(kl(k), "plot."+k, "plot %s: expected a string, got %s", k, config.DescribeValue(v))
-		}
-		return s
-	}
-	boolean := func(k string) bool {
-		v, ok := m[k]
-		if !ok {
-			return false
-		}
-		b, ok := v.(bool)
-		if !ok {
-			el.add(kl(k), "plot."+k, "plot %s: expected true or false, got %s", k, config.DescribeValue(v))
-		}
-		return b
-	}
-	p.X, p.Y = str("x"), str("y")
-	p.Title, p.XLabel, p.YLabel = str("title"), str("x_label"), str("y_label")
-	p.XLog, p.YLog = boolean("x_log"), boolean("y_log")
-	if k := str("kind"); k != "" {
-		p.Kind = k
-		if !slices.Contains(PlotKinds, k) {
-			el.add(kl("kind"), "plot.kind", "plot kind = %q; allowed: %s", k, quoteList(PlotKinds))
-		}
+	if p.Where == nil && t.Has("where") && !el.bad(t.Pos, "where") {
+		p.Where = map[string]any{}
 	}
 
 	// x
 	xOK := false
-	if _, ok := m["x"]; !ok {
-		el.add(ln, "plot.x", "[[plot]] #%d: x is required: the axis to plot against, one of %s", i+1, quoteList(append(axisNames(e.Axes), "seed")))
+	if !t.Has("x") {
+		el.at(t.Pos, "", "[[plot]] #%d: x is required: the axis to plot against, one of %s", i+1, quoteList(append(axisNames(e.Axes), "seed")))
 	} else if p.X != "" {
-		xOK = e.plotAxis(el, kl("x"), "x", p.X)
+		xOK = e.plotAxis(el, t.KeyLine("x"), "x", p.X)
 	}
 	// y
 	yDerived := false
-	if _, ok := m["y"]; !ok {
-		el.add(ln, "plot.y", "[[plot]] #%d: y is required: a collected metric (%s) or a derived column", i+1, quoteList(e.Metrics))
+	if !t.Has("y") {
+		el.at(t.Pos, "", "[[plot]] #%d: y is required: a collected metric (%s) or a derived column", i+1, quoteList(e.Metrics))
 	} else if p.Y != "" {
 		switch {
 		case slices.Contains(e.Metrics, p.Y):
 		case e.isDerived(p.Y):
 			yDerived = true
 		case e.Kind.validMetric(p.Y):
-			el.add(kl("y"), "plot.y", "plot y = %q: the metric is not collected; add it to metrics", p.Y)
+			el.at(t.Pos, "y", "plot y = %q: the metric is not collected; add it to metrics", p.Y)
 		default:
 			msg := e.unknownMetric(p.Y)
 			if len(e.Derived) > 0 {
@@ -132,83 +97,60 @@ func (e *Experiment) parsePlot(el *errorList, tables *tableLines, m map[string]a
 				}
 				msg += "; derived columns: " + quoteList(names)
 			}
-			el.add(kl("y"), "plot.y", "plot y: %s", msg)
+			el.at(t.Pos, "y", "plot y: %s", msg)
 		}
 	}
 	// series
-	switch v := m["series"].(type) {
-	case nil:
-	case string:
-		p.Series = []string{v}
-	case []any:
-		for _, x := range v {
-			s, ok := x.(string)
-			if !ok {
-				el.add(kl("series"), "plot.series", "plot series: expected axis keys (strings), got %s", config.DescribeValue(x))
-				continue
-			}
-			p.Series = append(p.Series, s)
-		}
-	default:
-		el.add(kl("series"), "plot.series", "plot series: expected an axis key or an array of them, got %s", config.DescribeValue(v))
-	}
 	for j, s := range p.Series {
-		if !e.plotAxis(el, kl("series"), "series", s) {
+		if !e.plotAxis(el, t.KeyLine("series"), "series", s) {
 			continue
 		}
 		if s == p.X {
-			el.add(kl("series"), "plot.series", "plot series %q is also x", s)
+			el.at(t.Pos, "series", "plot series %q is also x", s)
 		} else if slices.Contains(p.Series[:j], s) {
-			el.add(kl("series"), "plot.series", "plot series %q is listed twice", s)
+			el.at(t.Pos, "series", "plot series %q is listed twice", s)
 		}
 	}
 	if yDerived && (p.X == "seed" || slices.Contains(p.Series, "seed")) {
-		el.add(kl("y"), "plot.y", "plot y = %q is a derived column, computed from the means over the seeds: it cannot be plotted per seed", p.Y)
+		el.at(t.Pos, "y", "plot y = %q is a derived column, computed from the means over the seeds: it cannot be plotted per seed", p.Y)
 	}
 	// where
-	switch w := m["where"].(type) {
-	case nil:
-	case map[string]any:
-		p.Where = w
-		for _, k := range sortedKeys(w, nil, "") {
-			ai := e.axisIndex(k)
-			switch {
-			case ai < 0:
-				el.add(kl("where"), "plot.where", "plot where: %q is not an axis; the axes are %s", k, quoteList(axisNames(e.Axes)))
-			case k == p.X || slices.Contains(p.Series, k):
-				el.add(kl("where"), "plot.where", "plot where: %q is plotted (x or series); it cannot also be fixed", k)
-			case e.Axes[ai].index(w[k]) < 0:
-				el.add(kl("where"), "plot.where", "plot where: %s = %s is not one of the axis values %s%s", k, config.TOMLValue(w[k]), config.TOMLValue(e.Axes[ai].Values), labelsNote(e.Axes[ai]))
-			}
+	for _, k := range sortedKeys(p.Where, nil, "") {
+		ai := e.axisIndex(k)
+		switch {
+		case ai < 0:
+			el.at(t.Pos, "where", "plot where: %q is not an axis; the axes are %s", k, quoteList(axisNames(e.Axes)))
+		case k == p.X || slices.Contains(p.Series, k):
+			el.at(t.Pos, "where", "plot where: %q is plotted (x or series); it cannot also be fixed", k)
+		case e.Axes[ai].index(p.Where[k]) < 0:
+			el.at(t.Pos, "where", "plot where: %s = %s is not one of the axis values %s%s", k, config.TOMLValue(p.Where[k]), config.TOMLValue(e.Axes[ai].Values), labelsNote(e.Axes[ai]))
 		}
-	default:
-		el.add(kl("where"), "plot.where", "plot where: expected a table of axis values, e.g. where = { \"data.dataset\" = \"cora\" }, got %s", config.DescribeValue(w))
 	}
 	// scales
 	if p.XLog && xOK {
 		if p.X == "seed" {
 			for _, s := range e.Seeds {
 				if s <= 0 {
-					el.add(kl("x_log"), "plot.x_log", "plot x_log: seed %d is not positive", s)
+					el.at(t.Pos, "x_log", "plot x_log: seed %d is not positive", s)
 					break
 				}
 			}
 		} else if ai := e.axisIndex(p.X); ai >= 0 {
 			for _, v := range e.Axes[ai].Values {
 				if f, ok := number(v); !ok || f <= 0 {
-					el.add(kl("x_log"), "plot.x_log", "plot x_log: axis %q has the value %s; a log scale needs positive numbers", p.X, config.TOMLValue(v))
+					el.at(t.Pos, "x_log", "plot x_log: axis %q has the value %s; a log scale needs positive numbers", p.X, config.TOMLValue(v))
 					break
 				}
 			}
 		}
 	}
 	if p.YLog && p.Kind == "bar" {
-		el.add(kl("y_log"), "plot.y_log", "plot y_log: bars start at 0, which a log scale cannot show; use kind = \"line\"")
+		el.at(t.Pos, "y_log", "plot y_log: bars start at 0, which a log scale cannot show; use kind = \"line\"")
 	}
 	// file
-	if f := str("file"); f != "" {
+	if f := t.File; f != "" {
 		if !plotFileRE.MatchString(f) {
-			el.add(kl("file"), "plot.file", "plot file = %q: a file name of letters, digits, '-', '_' and '.' ending in .svg", f)
+			el.at(t.Pos, "file", "plot file = %q: a file name of letters, digits, '-', '_' and '.' ending in .svg", f)
 		}
 		p.File = f
 	} else if p.X != "" && p.Y != "" {

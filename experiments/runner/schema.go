@@ -111,17 +111,27 @@ func (a *Axis) index(v any) int {
 	return -1
 }
 
-// DerivedKinds are the allowed [[derived]] kinds.
-var DerivedKinds = []string{"ratio", "speedup", "reduction", "difference"}
-
 // errorList collects experiment errors.
 type errorList struct {
 	file string
 	errs []*config.Error
+	// decoded are the errors of the strict decoder, by key and line: a
+	// check after decoding skips a key that is already wrong.
+	decoded map[string]bool
 }
 
 func (l *errorList) add(line int, key, format string, args ...any) {
 	l.errs = append(l.errs, &config.Error{File: l.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// at adds an error located at key of the table p.
+func (l *errorList) at(p config.Pos, key, format string, args ...any) {
+	l.errs = append(l.errs, p.Errorf(key, format, args...))
+}
+
+// bad reports whether the decoder found key of the table p wrong.
+func (l *errorList) bad(p config.Pos, key string) bool {
+	return l.decoded[p.Path(key)+"@"+strconv.Itoa(p.KeyLine(key))]
 }
 
 // err returns the errors sorted by line and joined, or nil.
@@ -153,135 +163,221 @@ func Load(path string) (*Experiment, error) {
 	return Parse(path, data)
 }
 
-var topKeys = []string{"name", "description", "kind", "base", "axis", "seeds", "metrics", "derived", "plot", "hitratio"}
-var axisKeys = []string{"key", "values", "zip", "labels"}
-var derivedKeys = []string{"name", "metric", "kind", "baseline"}
+// expFile is the experiment file as config.DecodeStrict reads it: the
+// schema of every key. What one key cannot say (a metric of the kind, an
+// axis of the file) is checked by Parse after decoding.
+type expFile struct {
+	config.Pos
+	Name        string         `toml:"name" doc:"names the results directory; letters, digits, '-', '_', '.'"`
+	Description string         `toml:"description" doc:"free text for summary.md and report.html"`
+	Kind        string         `toml:"kind" doc:"what each run does: train, partition, partition-batch or hitratio"`
+	Base        baseValue      `toml:"base" doc:"a config path relative to the experiment file, or an inline [base] table holding a config"`
+	Axis        []axisTable    `toml:"axis" doc:"the config keys to vary"`
+	Seeds       []int64        `toml:"seeds" doc:"each point runs once per seed (sets train.seed)"`
+	Metrics     []string       `toml:"metrics" doc:"the result fields to collect"`
+	Derived     []derivedTable `toml:"derived" doc:"computed columns against a baseline row"`
+	Plot        []plotTable    `toml:"plot" doc:"the plots to draw"`
+	HitRatio    hitRatioTable  `toml:"hitratio" doc:"options of kind hitratio"`
+}
+
+// axisTable is one [[axis]].
+type axisTable struct {
+	config.Pos
+	Key    string   `toml:"key" required:"true" example:"model.hidden" doc:"a dotted config key, or a whole section"`
+	Values []any    `toml:"values" required:"true" example:"[16, 64]" doc:"the values the key takes, as TOML values"`
+	Zip    string   `toml:"zip" doc:"a group name: the axes of one group advance together"`
+	Labels []string `toml:"labels" doc:"how each value is shown, one per value"`
+}
+
+// derivedTable is one [[derived]].
+type derivedTable struct {
+	config.Pos
+	Name     string     `toml:"name" required:"true" example:"speedup_vs_gcn" doc:"the column's name"`
+	Metric   string     `toml:"metric" required:"true" example:"test_acc" doc:"one of metrics"`
+	Kind     string     `toml:"kind" required:"true" example:"ratio" enum:"ratio,speedup,reduction,difference" doc:"how the row compares with its baseline"`
+	Baseline valueTable `toml:"baseline" required:"true" example:"{ \"model.name\" = \"gcn\" }" doc:"axis key -> the value of the baseline row"`
+}
+
+// plotTable is one [[plot]].
+type plotTable struct {
+	config.Pos
+	X      string     `toml:"x" doc:"an axis key, or \"seed\""`
+	Y      string     `toml:"y" doc:"a collected metric or a derived column"`
+	Series axisList   `toml:"series" doc:"an axis key or a list of them: one line each"`
+	Where  valueTable `toml:"where" example:"{ \"data.dataset\" = \"cora\" }" doc:"axis key -> the value the plot keeps"`
+	Kind   string     `toml:"kind" enum:"line,bar" doc:"line, or bars over a categorical x"`
+	Title  string     `toml:"title"`
+	XLabel string     `toml:"x_label"`
+	YLabel string     `toml:"y_label"`
+	XLog   bool       `toml:"x_log"`
+	YLog   bool       `toml:"y_log"`
+	File   string     `toml:"file" doc:"the SVG file name"`
+}
+
+// hitRatioTable is [hitratio].
+type hitRatioTable struct {
+	config.Pos
+	SynthTrain float64 `toml:"synth_train" range:"(0,1]" doc:"for a dataset without a training split: the fraction of the nodes drawn as the epoch's seeds"`
+}
+
+// valueTable is a table of TOML values of any type (axis key -> value).
+type valueTable map[string]any
+
+// baseValue is the base key: a config path or an inline table.
+type baseValue struct {
+	path  string
+	table map[string]any
+	set   bool
+}
+
+func (b *baseValue) DecodeTOML(key string, v any) error {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return fmt.Errorf("%s must not be empty", key)
+		}
+		b.path, b.set = x, true
+	case map[string]any:
+		b.table, b.set = x, true // decoded by config.ParseTable in Plan
+	default:
+		return fmt.Errorf("%s: expected a config path (string) or a [base] table, got %s", key, config.DescribeValue(v))
+	}
+	return nil
+}
+
+// axisList is plot series: one axis key or a list of them.
+type axisList []string
+
+func (l *axisList) DecodeTOML(key string, v any) error {
+	switch x := v.(type) {
+	case string:
+		*l = axisList{x}
+	case []any:
+		var errs []error
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s: expected axis keys (strings), got %s", key, config.DescribeValue(e)))
+				continue
+			}
+			*l = append(*l, s)
+		}
+		return errors.Join(errs...)
+	default:
+		return fmt.Errorf("%s: expected an axis key or an array of them, got %s", key, config.DescribeValue(v))
+	}
+	return nil
+}
 
 // Parse parses an experiment from memory; file names it in errors and
-// relative paths (base) are relative to its directory. Every problem of the
-// file is reported, one *config.Error per line, sorted by line. The
-// generated configs are checked by Plan, not here.
+// relative paths (base) are relative to its directory. The file is decoded
+// by config.DecodeStrict, the decoder of configs, then checked as a whole
+// (metrics of the kind, axes of the plots...). Every problem of the file
+// is reported, one *config.Error per line, sorted by line. The generated
+// configs are checked by Plan, not here.
 func Parse(file string, data []byte) (*Experiment, error) {
-	var raw map[string]any
-	if _, err := toml.Decode(string(data), &raw); err != nil {
-		return nil, config.SyntaxError(file, err)
+	var f expFile
+	derr := config.DecodeStrict(file, data, &f)
+	if !f.Found() {
+		return nil, derr // a TOML syntax error
+	}
+	el := &errorList{file: file, decoded: map[string]bool{}}
+	for _, ce := range config.Errors(derr) {
+		el.errs = append(el.errs, ce)
+		el.decoded[ce.Key+"@"+strconv.Itoa(ce.Line)] = true
 	}
 	sum := sha256.Sum256(data)
 	e := &Experiment{File: file, Text: data, SHA256: hex.EncodeToString(sum[:])}
-	lines := config.KeyLines(string(data))
-	tables := newTableLines(string(data))
-	el := &errorList{file: file}
-	line := func(k string) int { return lines[k] }
+	e.parseHead(el, &f)
+	for i := range f.Axis {
+		e.parseAxis(el, &f.Axis[i], i)
+	}
+	e.checkZips(el)
+	e.parseSeeds(el, &f)
+	e.parseMetrics(el, &f)
+	for i := range f.Derived {
+		e.parseDerived(el, &f.Derived[i])
+	}
+	for i := range f.Plot {
+		e.Plots = append(e.Plots, e.parsePlot(el, &f.Plot[i], i))
+	}
+	e.checkPlotFiles(el)
+	if err := el.err(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
 
-	for _, k := range sortedKeys(raw, lines, "") {
-		if !slices.Contains(topKeys, k) {
-			unknownKey(el, line(k), k, "the top level", topKeys)
-		}
+var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// parseHead checks name, kind, [hitratio] and base.
+func (e *Experiment) parseHead(el *errorList, f *expFile) {
+	e.Name = f.Name
+	switch {
+	case f.Has("name") && e.Name == "" && !el.bad(f.Pos, "name"):
+		el.at(f.Pos, "name", "name must not be empty")
+	case e.Name != "" && !validName.MatchString(e.Name):
+		el.at(f.Pos, "name", "name = %q: use letters, digits, '-', '_' and '.' only (it names the results directory)", e.Name)
 	}
-	str := func(m map[string]any, key, full string, ln int) string {
-		v, ok := m[key]
-		if !ok {
-			return ""
-		}
-		s, ok := v.(string)
-		if !ok {
-			el.add(ln, full, "%s: expected string, got %s", full, config.DescribeValue(v))
-		}
-		return s
-	}
-	e.Name = str(raw, "name", "name", line("name"))
 	if e.Name == "" {
-		if _, set := raw["name"]; set {
-			el.add(line("name"), "name", "name must not be empty")
-		}
-		e.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	} else if !validName.MatchString(e.Name) {
-		el.add(line("name"), "name", "name = %q: use letters, digits, '-', '_' and '.' only (it names the results directory)", e.Name)
+		e.Name = strings.TrimSuffix(filepath.Base(e.File), filepath.Ext(e.File))
 	}
-	e.Description = str(raw, "description", "description", line("description"))
+	e.Description = f.Description
 
-	// kind
-	e.KindLine = line("kind")
+	e.KindLine = f.KeyLine("kind")
+	if !f.Has("kind") {
+		e.KindLine = 0
+	}
 	e.Kind = Kinds[0]
-	if _, set := raw["kind"]; set {
-		k := str(raw, "kind", "kind", e.KindLine)
+	if f.Has("kind") && !el.bad(f.Pos, "kind") {
+		k := f.Kind
 		if e.Kind = kindByName(k); e.Kind == nil {
 			msg := fmt.Sprintf("kind = %q: the kinds are %s", k, describeKinds())
 			if sug := registry.Suggest(k, KindNames()); sug != "" {
 				msg = fmt.Sprintf("kind = %q (did you mean %q?); the kinds are %s", k, sug, describeKinds())
 			}
-			el.add(e.KindLine, "kind", "%s", msg)
+			el.at(f.Pos, "kind", "%s", msg)
 			e.Kind = Kinds[0]
 		}
 	}
-	switch h := raw["hitratio"].(type) {
-	case nil:
-	case map[string]any:
-		hl := tables.plain("hitratio", line("hitratio"))
+	if h := f.HitRatio; f.Has("hitratio") && !el.bad(f.Pos, "hitratio") {
 		if e.Kind.Name != "hitratio" {
-			el.add(hl, "hitratio", "the [hitratio] table holds options of kind = \"hitratio\", and this experiment's kind is %q", e.Kind.Name)
+			el.at(h.Pos, "", "the [hitratio] table holds options of kind = \"hitratio\", and this experiment's kind is %q", e.Kind.Name)
 		}
-		for _, k := range sortedKeys(h, nil, "") {
-			switch k {
-			case "synth_train":
-				kl := tables.plainKey("hitratio", k, hl)
-				f, ok := h[k].(float64)
-				if !ok || !(f > 0 && f <= 1) {
-					el.add(kl, "hitratio.synth_train", "hitratio.synth_train: expected a fraction in (0, 1], got %s", config.DescribeValue(h[k]))
-				}
-				e.HitRatio.SynthTrain = f
-			default:
-				unknownKey(el, tables.plainKey("hitratio", k, hl), "hitratio."+k, "[hitratio]", []string{"synth_train"})
-			}
-		}
-	default:
-		el.add(line("hitratio"), "hitratio", "hitratio: expected a table, got %s", config.DescribeValue(h))
+		e.HitRatio.SynthTrain = h.SynthTrain
 	}
 
-	// base
-	e.BaseLine = line("base")
-	switch b := raw["base"].(type) {
-	case nil:
+	e.BaseLine = f.KeyLine("base")
+	b := f.Base
+	switch {
+	case !f.Has("base"):
 		el.add(0, "base", `base is required: a config path (base = "../configs/gcn-cora.toml") or an inline [base] table holding a config`)
-	case string:
-		if b == "" {
-			el.add(e.BaseLine, "base", "base must not be empty")
-		} else {
-			p := b
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(filepath.Dir(file), p)
-			}
-			if st, err := os.Stat(p); err != nil {
-				el.add(e.BaseLine, "base", "base = %q: cannot read %s: %v", b, p, errors.Unwrap(err))
-			} else if st.IsDir() {
-				el.add(e.BaseLine, "base", "base = %q: %s is a directory, expected a config file", b, p)
-			}
-			e.BasePath = p
+	case b.path != "":
+		p := b.path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(e.File), p)
 		}
-	case map[string]any:
-		// decoded by config.ParseTable in Plan
-	default:
-		el.add(e.BaseLine, "base", "base: expected a config path (string) or a [base] table, got %s", config.DescribeValue(b))
+		if st, err := os.Stat(p); err != nil {
+			el.at(f.Pos, "base", "base = %q: cannot read %s: %v", b.path, p, errors.Unwrap(err))
+		} else if st.IsDir() {
+			el.at(f.Pos, "base", "base = %q: %s is a directory, expected a config file", b.path, p)
+		}
+		e.BasePath = p
 	}
+}
 
-	// axes
-	for i, m := range tableArray(el, raw, "axis", line("axis")) {
-		ln := tables.line("axis", i, "", line("axis"))
-		for _, k := range sortedKeys(m, nil, "") {
-			if !slices.Contains(axisKeys, k) {
-				unknownKey(el, tables.line("axis", i, k, ln), "axis."+k, "[[axis]]", axisKeys)
-			}
-		}
-		a := Axis{Line: ln, KeyLine: tables.line("axis", i, "key", ln), ValuesLine: tables.line("axis", i, "values", ln)}
-		a.Key = str(m, "key", "axis.key", tables.line("axis", i, "key", ln))
-		a.Zip = str(m, "zip", "axis.zip", tables.line("axis", i, "zip", ln))
-		if _, ok := m["key"]; !ok {
-			el.add(ln, "axis.key", `[[axis]] #%d: key is required, e.g. key = "model.hidden"`, i+1)
-		} else if slices.Contains(configKeys(), a.Key) {
-			// A whole section: its values must be tables (checked below).
-			a.Path = []string{a.Key}
-		} else if p, err := splitKey(a.Key); err != nil {
-			el.add(tables.line("axis", i, "key", ln), "axis.key", "axis key %q: %v", a.Key, err)
+// parseAxis checks the i-th [[axis]] and adds it to the experiment.
+func (e *Experiment) parseAxis(el *errorList, t *axisTable, i int) {
+	a := Axis{Key: t.Key, Zip: t.Zip, Line: t.Line, KeyLine: t.KeyLine("key"), ValuesLine: t.KeyLine("values")}
+	switch {
+	case !t.Has("key") || el.bad(t.Pos, "key"):
+		// reported by the decoder
+	case slices.Contains(configKeys(), a.Key):
+		// A whole section: its values must be tables (checked below).
+		a.Path = []string{a.Key}
+	default:
+		if p, err := splitKey(a.Key); err != nil {
+			el.at(t.Pos, "key", "axis key %q: %v", a.Key, err)
 		} else {
 			a.Path = p
 			if known := configKeys(); !slices.Contains(known, p[0]) {
@@ -289,74 +385,65 @@ func Parse(file string, data []byte) (*Experiment, error) {
 				if sug := registry.Suggest(p[0], known); sug != "" {
 					msg = fmt.Sprintf("axis key %q: unknown config section %q (did you mean %q?)", a.Key, p[0], sug)
 				}
-				el.add(tables.line("axis", i, "key", ln), "axis.key", "%s", msg)
+				el.at(t.Pos, "key", "%s", msg)
 			}
 		}
-		vln := tables.line("axis", i, "values", ln)
-		switch v := m["values"].(type) {
-		case nil:
-			el.add(ln, "axis.values", "axis %q: values is required, e.g. values = [16, 64]", a.Key)
-		case []any:
-			if len(v) == 0 {
-				el.add(vln, "axis.values", "axis %q: values must not be empty", a.Key)
+	}
+	if t.Has("values") && !el.bad(t.Pos, "values") {
+		if len(t.Values) == 0 {
+			el.at(t.Pos, "values", "axis %q: values must not be empty", a.Key)
+		}
+		// A zipped axis may repeat a value: its group's tuples differ
+		// (runs that resolve to the same config are an error of Plan).
+		seen := map[string]bool{}
+		for _, x := range t.Values {
+			v := config.TOMLValue(x)
+			if seen[v] && a.Zip == "" {
+				el.at(t.Pos, "values", "axis %q: value %s is listed twice", a.Key, v)
+				break
 			}
-			// A zipped axis may repeat a value: its group's tuples differ
-			// (runs that resolve to the same config are an error of Plan).
-			seen := map[string]bool{}
-			for _, x := range v {
-				t := config.TOMLValue(x)
-				if seen[t] && a.Zip == "" {
-					el.add(vln, "axis.values", "axis %q: value %s is listed twice", a.Key, t)
+			seen[v] = true
+		}
+		a.Values = t.Values
+		if len(a.Path) == 1 {
+			for _, x := range t.Values {
+				if _, ok := x.(map[string]any); !ok {
+					el.at(t.Pos, "values", "axis %q names a whole config section: each value must be a table of its keys, e.g. { name = \"metis\", seed = 1 }, got %s", a.Key, config.DescribeValue(x))
 					break
 				}
-				seen[t] = true
-			}
-			a.Values = v
-			if len(a.Path) == 1 {
-				for _, x := range v {
-					if _, ok := x.(map[string]any); !ok {
-						el.add(vln, "axis.values", "axis %q names a whole config section: each value must be a table of its keys, e.g. { name = \"metis\", seed = 1 }, got %s", a.Key, config.DescribeValue(x))
-						break
-					}
-				}
-			}
-		default:
-			el.add(vln, "axis.values", "axis %q: values: expected an array, got %s", a.Key, config.DescribeValue(v))
-		}
-		if lv, ok := m["labels"]; ok {
-			lln := tables.line("axis", i, "labels", ln)
-			arr, isArr := lv.([]any)
-			if !isArr {
-				el.add(lln, "axis.labels", "axis %q: labels: expected an array of strings, got %s", a.Key, config.DescribeValue(lv))
-			}
-			seen := map[string]bool{}
-			for _, x := range arr {
-				s, ok := x.(string)
-				if !ok || s == "" {
-					el.add(lln, "axis.labels", "axis %q: labels: expected non-empty strings, got %s", a.Key, config.DescribeValue(x))
-					continue
-				}
-				if seen[s] && a.Zip == "" {
-					el.add(lln, "axis.labels", "axis %q: label %q is listed twice", a.Key, s)
-				}
-				seen[s] = true
-				a.Labels = append(a.Labels, s)
-			}
-			if isArr && len(arr) != len(a.Values) && a.Values != nil {
-				el.add(lln, "axis.labels", "axis %q: %d labels for %d values; give one label per value", a.Key, len(arr), len(a.Values))
-				a.Labels = nil
-			} else if len(a.Labels) != len(arr) {
-				a.Labels = nil
 			}
 		}
-		for _, prev := range e.Axes {
-			if prev.Key == a.Key && a.Key != "" {
-				el.add(ln, "axis.key", "axis %q is already defined on line %d", a.Key, prev.Line)
-			}
-		}
-		e.Axes = append(e.Axes, a)
 	}
-	// zip groups: equal lengths
+	if t.Has("labels") && !el.bad(t.Pos, "labels") {
+		seen := map[string]bool{}
+		ok := true
+		for _, s := range t.Labels {
+			if s == "" {
+				el.at(t.Pos, "labels", "axis %q: labels: expected non-empty strings, got string \"\"", a.Key)
+				ok = false
+				continue
+			}
+			if seen[s] && a.Zip == "" {
+				el.at(t.Pos, "labels", "axis %q: label %q is listed twice", a.Key, s)
+			}
+			seen[s] = true
+		}
+		if len(t.Labels) != len(a.Values) && a.Values != nil {
+			el.at(t.Pos, "labels", "axis %q: %d labels for %d values; give one label per value", a.Key, len(t.Labels), len(a.Values))
+		} else if ok {
+			a.Labels = t.Labels
+		}
+	}
+	for _, prev := range e.Axes {
+		if prev.Key == a.Key && a.Key != "" {
+			el.at(t.Pos, "", "axis %q is already defined on line %d", a.Key, prev.Line)
+		}
+	}
+	e.Axes = append(e.Axes, a)
+}
+
+// checkZips checks that the axes of a zip group have as many values.
+func (e *Experiment) checkZips(el *errorList) {
 	for i, a := range e.Axes {
 		if a.Zip == "" {
 			continue
@@ -371,159 +458,93 @@ func Parse(file string, data []byte) (*Experiment, error) {
 			}
 		}
 	}
-
-	// seeds
-	e.seedsLine = line("seeds")
-	if v, ok := raw["seeds"]; ok {
-		arr, isArr := v.([]any)
-		if !isArr || len(arr) == 0 {
-			el.add(e.seedsLine, "seeds", "seeds: expected a non-empty array of integers, got %s", config.DescribeValue(v))
-		}
-		seen := map[int64]bool{}
-		for _, x := range arr {
-			s, ok := x.(int64)
-			if !ok {
-				el.add(e.seedsLine, "seeds", "seeds: expected integers, got %s", config.DescribeValue(x))
-				continue
-			}
-			if seen[s] {
-				el.add(e.seedsLine, "seeds", "seeds: %d is listed twice", s)
-			}
-			seen[s] = true
-			e.Seeds = append(e.Seeds, s)
-		}
-		for _, a := range e.Axes {
-			if a.Key == "train.seed" {
-				el.add(a.Line, "axis.key", "axis %q: seeds already sets train.seed; remove the axis or the seeds list", a.Key)
-			}
-		}
-	}
-
-	// metrics
-	mln := line("metrics")
-	e.metricsLine = mln
-	valid := e.Kind.Metrics()
-	switch v := raw["metrics"].(type) {
-	case nil:
-		el.add(0, "metrics", "metrics is required: the result fields to collect, e.g. metrics = [\"test_acc\", \"epoch_time_median_s\"]; valid: %s", quoteList(valid))
-	case []any:
-		if len(v) == 0 {
-			el.add(mln, "metrics", "metrics must not be empty; valid: %s", quoteList(valid))
-		}
-		for _, x := range v {
-			s, ok := x.(string)
-			if !ok {
-				el.add(mln, "metrics", "metrics: expected strings, got %s", config.DescribeValue(x))
-				continue
-			}
-			if !e.Kind.validMetric(s) {
-				el.add(mln, "metrics", "%s", e.unknownMetric(s))
-				continue
-			}
-			if slices.Contains(e.Metrics, s) {
-				el.add(mln, "metrics", "metric %q is listed twice", s)
-				continue
-			}
-			e.Metrics = append(e.Metrics, s)
-		}
-	default:
-		el.add(mln, "metrics", "metrics: expected an array of strings, got %s", config.DescribeValue(v))
-	}
-
-	// derived
-	for i, m := range tableArray(el, raw, "derived", line("derived")) {
-		ln := tables.line("derived", i, "", line("derived"))
-		for _, k := range sortedKeys(m, nil, "") {
-			if !slices.Contains(derivedKeys, k) {
-				unknownKey(el, tables.line("derived", i, k, ln), "derived."+k, "[[derived]]", derivedKeys)
-			}
-		}
-		d := Derived{Line: ln}
-		d.Name = str(m, "name", "derived.name", tables.line("derived", i, "name", ln))
-		d.Metric = str(m, "metric", "derived.metric", tables.line("derived", i, "metric", ln))
-		d.Kind = str(m, "kind", "derived.kind", tables.line("derived", i, "kind", ln))
-		if d.Name == "" {
-			el.add(ln, "derived.name", "[[derived]] #%d: name is required", i+1)
-		} else if slices.Contains(e.Metrics, d.Name) || slices.ContainsFunc(e.Derived, func(o Derived) bool { return o.Name == d.Name }) {
-			el.add(tables.line("derived", i, "name", ln), "derived.name", "derived column %q: the name is already used", d.Name)
-		}
-		if !e.Kind.validMetric(d.Metric) {
-			el.add(tables.line("derived", i, "metric", ln), "derived.metric", "derived column %q: %s", d.Name, e.unknownMetric(d.Metric))
-		} else if !slices.Contains(e.Metrics, d.Metric) {
-			el.add(tables.line("derived", i, "metric", ln), "derived.metric", "derived column %q: metric %q is not collected; add it to metrics", d.Name, d.Metric)
-		}
-		if !slices.Contains(DerivedKinds, d.Kind) {
-			el.add(tables.line("derived", i, "kind", ln), "derived.kind", "derived column %q: kind = %q; allowed: %s", d.Name, d.Kind, quoteList(DerivedKinds))
-		}
-		bln := tables.line("derived", i, "baseline", ln)
-		switch b := m["baseline"].(type) {
-		case map[string]any:
-			if len(b) == 0 {
-				el.add(bln, "derived.baseline", "derived column %q: baseline must select at least one axis value", d.Name)
-			}
-			d.Baseline = b
-			for _, k := range sortedKeys(b, nil, "") {
-				ai := slices.IndexFunc(e.Axes, func(a Axis) bool { return a.Key == k })
-				if ai < 0 {
-					el.add(bln, "derived.baseline", "derived column %q: baseline key %q is not an axis; the axes are %s", d.Name, k, quoteList(axisNames(e.Axes)))
-					continue
-				}
-				if e.Axes[ai].index(b[k]) < 0 {
-					el.add(bln, "derived.baseline", "derived column %q: baseline %s = %s is not one of the axis values %s%s", d.Name, k, config.TOMLValue(b[k]), config.TOMLValue(e.Axes[ai].Values), labelsNote(e.Axes[ai]))
-				}
-			}
-		case nil:
-			el.add(ln, "derived.baseline", `derived column %q: baseline is required, e.g. baseline = { "model.name" = "gcn" }`, d.Name)
-		default:
-			el.add(bln, "derived.baseline", "derived column %q: baseline: expected a table, got %s", d.Name, config.DescribeValue(b))
-		}
-		e.Derived = append(e.Derived, d)
-	}
-
-	// plots
-	for i, m := range tableArray(el, raw, "plot", line("plot")) {
-		e.Plots = append(e.Plots, e.parsePlot(el, tables, m, i, line("plot")))
-	}
-	e.checkPlotFiles(el)
-	if err := el.err(); err != nil {
-		return nil, err
-	}
-	return e, nil
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-
-// tableArray returns raw[key] as a list of tables.
-func tableArray(el *errorList, raw map[string]any, key string, ln int) []map[string]any {
-	switch v := raw[key].(type) {
-	case nil:
-		return nil
-	case []map[string]any:
-		return v
-	case []any:
-		out := make([]map[string]any, 0, len(v))
-		for _, x := range v {
-			m, ok := x.(map[string]any)
-			if !ok {
-				el.add(ln, key, "%s: expected an array of tables ([[%s]]), got %s", key, key, config.DescribeValue(x))
-				continue
-			}
-			out = append(out, m)
-		}
-		return out
-	default:
-		el.add(ln, key, "%s: expected an array of tables ([[%s]]), got %s", key, key, config.DescribeValue(v))
-		return nil
-	}
-}
-
-func unknownKey(el *errorList, line int, key, where string, known []string) {
-	last := key[strings.LastIndexByte(key, '.')+1:]
-	if sug := registry.Suggest(last, known); sug != "" {
-		el.add(line, key, "unknown key %q in %s (did you mean %q?)", last, where, sug)
+// parseSeeds checks seeds.
+func (e *Experiment) parseSeeds(el *errorList, f *expFile) {
+	e.seedsLine = f.KeyLine("seeds")
+	if !f.Has("seeds") {
+		e.seedsLine = 0
 		return
 	}
-	el.add(line, key, "unknown key %q in %s; the keys are %s", last, where, quoteList(known))
+	if !el.bad(f.Pos, "seeds") {
+		if len(f.Seeds) == 0 {
+			el.at(f.Pos, "seeds", "seeds: expected a non-empty array of integers, got array []")
+		}
+		seen := map[int64]bool{}
+		for _, s := range f.Seeds {
+			if seen[s] {
+				el.at(f.Pos, "seeds", "seeds: %d is listed twice", s)
+			}
+			seen[s] = true
+		}
+		e.Seeds = f.Seeds
+	}
+	for _, a := range e.Axes {
+		if a.Key == "train.seed" {
+			el.add(a.Line, "axis.key", "axis %q: seeds already sets train.seed; remove the axis or the seeds list", a.Key)
+		}
+	}
+}
+
+// parseMetrics checks metrics against the kind's result.
+func (e *Experiment) parseMetrics(el *errorList, f *expFile) {
+	e.metricsLine = f.KeyLine("metrics")
+	valid := e.Kind.Metrics()
+	switch {
+	case !f.Has("metrics"):
+		e.metricsLine = 0
+		el.add(0, "metrics", "metrics is required: the result fields to collect, e.g. metrics = [\"test_acc\", \"epoch_time_median_s\"]; valid: %s", quoteList(valid))
+		return
+	case el.bad(f.Pos, "metrics"):
+		return
+	case len(f.Metrics) == 0:
+		el.at(f.Pos, "metrics", "metrics must not be empty; valid: %s", quoteList(valid))
+	}
+	for _, s := range f.Metrics {
+		if !e.Kind.validMetric(s) {
+			el.at(f.Pos, "metrics", "%s", e.unknownMetric(s))
+			continue
+		}
+		if slices.Contains(e.Metrics, s) {
+			el.at(f.Pos, "metrics", "metric %q is listed twice", s)
+			continue
+		}
+		e.Metrics = append(e.Metrics, s)
+	}
+}
+
+// parseDerived checks one [[derived]] and adds it to the experiment.
+func (e *Experiment) parseDerived(el *errorList, t *derivedTable) {
+	d := Derived{Name: t.Name, Metric: t.Metric, Kind: t.Kind, Line: t.Line}
+	if d.Name != "" && (slices.Contains(e.Metrics, d.Name) || slices.ContainsFunc(e.Derived, func(o Derived) bool { return o.Name == d.Name })) {
+		el.at(t.Pos, "name", "derived column %q: the name is already used", d.Name)
+	}
+	if t.Has("metric") && !el.bad(t.Pos, "metric") {
+		if !e.Kind.validMetric(d.Metric) {
+			el.at(t.Pos, "metric", "derived column %q: %s", d.Name, e.unknownMetric(d.Metric))
+		} else if !slices.Contains(e.Metrics, d.Metric) {
+			el.at(t.Pos, "metric", "derived column %q: metric %q is not collected; add it to metrics", d.Name, d.Metric)
+		}
+	}
+	if t.Has("baseline") && !el.bad(t.Pos, "baseline") {
+		b := map[string]any(t.Baseline)
+		if len(b) == 0 {
+			el.at(t.Pos, "baseline", "derived column %q: baseline must select at least one axis value", d.Name)
+		}
+		d.Baseline = b
+		for _, k := range sortedKeys(b, nil, "") {
+			ai := e.axisIndex(k)
+			if ai < 0 {
+				el.at(t.Pos, "baseline", "derived column %q: baseline key %q is not an axis; the axes are %s", d.Name, k, quoteList(axisNames(e.Axes)))
+				continue
+			}
+			if e.Axes[ai].index(b[k]) < 0 {
+				el.at(t.Pos, "baseline", "derived column %q: baseline %s = %s is not one of the axis values %s%s", d.Name, k, config.TOMLValue(b[k]), config.TOMLValue(e.Axes[ai].Values), labelsNote(e.Axes[ai]))
+			}
+		}
+	}
+	e.Derived = append(e.Derived, d)
 }
 
 func (e *Experiment) unknownMetric(name string) string {
@@ -655,74 +676,4 @@ func display(v any) string {
 		return name + " (" + strings.Join(rest, ", ") + ")"
 	}
 	return config.TOMLValue(v)
-}
-
-// tableLines finds the lines of the entries of arrays of tables ([[axis]])
-// and of the keys inside each, which config.KeyLines records only once.
-type tableLines struct {
-	text    []string
-	headers map[string][]int // array name -> 0-based header line indexes
-}
-
-var headerRE = regexp.MustCompile(`^\s*\[\[\s*([A-Za-z0-9_-]+)\s*\]\]`)
-var anyHeaderRE = regexp.MustCompile(`^\s*\[`)
-
-func newTableLines(text string) *tableLines {
-	t := &tableLines{text: strings.Split(text, "\n"), headers: map[string][]int{}}
-	for i, l := range t.text {
-		if m := headerRE.FindStringSubmatch(l); m != nil {
-			t.headers[m[1]] = append(t.headers[m[1]], i)
-		}
-	}
-	return t
-}
-
-// plain returns the 1-based line of the header of the plain table [name]
-// (fallback when it has none, an inline table).
-func (t *tableLines) plain(name string, fallback int) int {
-	re := regexp.MustCompile(`^\s*\[\s*` + regexp.QuoteMeta(name) + `\s*\]`)
-	for i, l := range t.text {
-		if re.MatchString(l) {
-			return i + 1
-		}
-	}
-	return fallback
-}
-
-// plainKey returns the line of key in the plain table [name] whose header
-// is on line hdr (hdr when not found).
-func (t *tableLines) plainKey(name, key string, hdr int) int {
-	re := regexp.MustCompile(`^\s*("?)` + regexp.QuoteMeta(key) + `("?)\s*=`)
-	for j := hdr; j < len(t.text) && hdr > 0; j++ {
-		if anyHeaderRE.MatchString(t.text[j]) {
-			break
-		}
-		if re.MatchString(t.text[j]) {
-			return j + 1
-		}
-	}
-	return hdr
-}
-
-// line returns the 1-based line of key in entry i of the array of tables
-// name (of its header when key is "" or not found there; fallback when the
-// entry has no header).
-func (t *tableLines) line(name string, i int, key string, fallback int) int {
-	hs := t.headers[name]
-	if i >= len(hs) {
-		return fallback
-	}
-	if key == "" {
-		return hs[i] + 1
-	}
-	re := regexp.MustCompile(`^\s*("?)` + regexp.QuoteMeta(key) + `("?)\s*=`)
-	for j := hs[i] + 1; j < len(t.text); j++ {
-		if anyHeaderRE.MatchString(t.text[j]) {
-			break
-		}
-		if re.MatchString(t.text[j]) {
-			return j + 1
-		}
-	}
-	return hs[i] + 1
 }

@@ -126,7 +126,7 @@ values = [3]
 		{"bad seeds", exp(`
 metrics = ["test_acc"]
 seeds = ["a"]
-`), []string{"exp.toml:2:", "seeds: expected integers"}},
+`), []string{"exp.toml:2:", `seeds[0]: expected integer, got string "a"`}},
 		{"derived kind and baseline", exp(`
 metrics = ["test_acc"]
 
@@ -160,6 +160,36 @@ name = "a b"
 metrics = ["test_acc"]
 `), []string{"exp.toml:1:", "letters, digits"}},
 		{"syntax error", "metrics = [\n", []string{"exp.toml:", "TOML syntax error"}},
+		{"type error in the second axis", exp(`
+metrics = ["test_acc"]
+
+[[axis]]
+key = "model.hidden"
+values = [8, 16]
+
+[[axis]]
+key = "model.name"
+values = ["gcn"]
+zip = 3
+`), []string{"exp.toml:10:", "axis.zip: expected string, got integer 3"}},
+		{"required key of the second derived column", exp(`
+metrics = ["test_acc"]
+
+[[axis]]
+key = "model.name"
+values = ["gcn", "sage"]
+
+[[derived]]
+name = "a"
+metric = "test_acc"
+kind = "ratio"
+baseline = { "model.name" = "gcn" }
+
+[[derived]]
+name = "b"
+metric = "test_acc"
+baseline = { "model.name" = "gcn" }
+`), []string{"exp.toml:13:", `derived.kind: required key is missing: add kind = "ratio" under [[derived]]`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,6 +229,31 @@ values = [8]
 	}
 	if len(ces) < 3 || !slices.IsSorted(lines) {
 		t.Fatalf("want >= 3 errors sorted by line (unknown key, metrics missing, axis section), got %v:\n%v", lines, err)
+	}
+}
+
+// TestParseOneErrorPerKey: a key the decoder finds wrong is not checked
+// again, so each mistake is one error.
+func TestParseOneErrorPerKey(t *testing.T) {
+	_, err := Parse("exp.toml", []byte(exp(`
+name = 3
+kind = 3
+metrics = ["test_acc"]
+[[axis]]
+key = 3
+values = [1]
+`)))
+	var got []string
+	for _, ce := range config.Errors(err) {
+		got = append(got, ce.Error())
+	}
+	want := []string{
+		"exp.toml:1: name: expected string, got integer 3",
+		"exp.toml:2: kind: expected string, got integer 3",
+		"exp.toml:5: axis.key: expected string, got integer 3",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
