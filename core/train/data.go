@@ -165,3 +165,16 @@ func accuracy(pred, labels, idx []int32) float64 {
 	}
 	return float64(hit) / float64(len(idx))
 }
+
+// ReleaseGraphs frees what BindGraphs uploaded.
+func ReleaseGraphs(be backend.Backend, graphs map[string]*engine.Graph) {
+	for _, g := range graphs {
+		be.ReleaseGraph(g.Adj)
+		if g.GCNNorm != nil {
+			be.Release(g.GCNNorm)
+		}
+		if g.MeanNorm != nil {
+			be.Release(g.MeanNorm)
+		}
+	}
+}

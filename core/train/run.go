@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -91,6 +92,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 // when it predicts time), builds the model from its module and the
 // adjacencies. closeEnv releases the backend and the cost model.
 func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *Env, model *Model, closeEnv func(), err error) {
+	if host == nil {
+		return nil, nil, nil, errors.New("train: no module host to run the model's layer module (Options.Host)")
+	}
 	ds, feats, dim, err := loadData(cfg)
 	if err != nil {
 		return nil, nil, nil, err

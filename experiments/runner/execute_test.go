@@ -15,6 +15,7 @@ import (
 
 	"strata/core/config"
 	"strata/core/train"
+	"strata/plugins/wasm"
 )
 
 // fakeTrain returns a result computed from the config, without training,
@@ -263,7 +264,7 @@ values = ["gcn", "sage"]
 		mu.Lock()
 		ran = append(ran, fmt.Sprintf("%s/%d", cfg.Model.Name, cfg.Train.Seed))
 		mu.Unlock()
-		return train.Run(ctx, cfg, train.Options{Version: "test"})
+		return train.Run(ctx, cfg, train.Options{Version: "test", Host: wasm.Host{Options: wasm.Options{CacheDir: "off"}}})
 	}
 	out := t.TempDir()
 	sum, recs, err := Execute(context.Background(), p, Options{OutDir: out, Train: trainFn})

@@ -33,9 +33,10 @@ func (*FullGraph) NewStepper(_ context.Context, env *train.Env) (train.Stepper, 
 
 // fullGraph runs every step over the whole graph with one program.
 type fullGraph struct {
-	be               backend.Backend
-	prog             *engine.Program
-	labels, trainIdx *tensor.Tensor
+	be                  backend.Backend
+	prog                *engine.Program
+	x, labels, trainIdx *tensor.Tensor
+	graphs              map[string]*engine.Graph
 }
 
 func newFullGraph(e stepEnv) (*fullGraph, error) {
@@ -53,7 +54,7 @@ func newFullGraph(e stepEnv) (*fullGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fullGraph{be: e.be, prog: prog}
+	f := &fullGraph{be: e.be, prog: prog, x: x, graphs: graphs}
 	labels := backend.ForPurpose(e.be, backend.PurposeLabels)
 	if f.labels, err = train.UploadInt32s(labels, e.ds.Labels, e.tier); err != nil {
 		prog.Release()
@@ -93,6 +94,12 @@ func (f *fullGraph) Predict(ctx context.Context, pred []int32) error {
 func (f *fullGraph) Params() *engine.Params { return f.prog.ParamSet() }
 
 // Release implements train.Stepper.
-func (f *fullGraph) Release() { f.prog.Release() }
+func (f *fullGraph) Release() {
+	f.prog.Release()
+	f.be.Release(f.x)
+	train.ReleaseGraphs(f.be, f.graphs)
+	f.be.Release(f.labels)
+	f.be.Release(f.trainIdx)
+}
 
 func init() { registry.Register(new(FullGraph)) }
