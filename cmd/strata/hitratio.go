@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,14 +18,41 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"strata/core/caching"
 	"strata/core/graph"
+	"strata/core/registry"
 	"strata/core/store"
 	"strata/plugins/cache"
 	"strata/plugins/sampler"
 )
 
-// hitScores are the score functions of tiering Fig. 7, in plot order.
-var hitScores = []string{"degree", "rpagerank", "weighted-rpagerank", "presample", "random"}
+// hitScores returns the registered static cache policies that rank
+// nodes (tiering Fig. 7's score functions, and any policy added since),
+// by name, in registry order; a policy whose full ranking is empty
+// (cache.none) is left out of the curves.
+func hitScores() []string {
+	var out []string
+	for _, m := range registry.Namespace("cache") {
+		inst := m.New()
+		_, static := inst.(caching.Policy)
+		_, sized := inst.(caching.Sized)
+		if static && sized {
+			out = append(out, m.Name())
+		}
+	}
+	return out
+}
+
+// dynamicCaches returns the registered online caches by name.
+func dynamicCaches() []string {
+	var out []string
+	for _, m := range registry.Namespace("cache") {
+		if _, ok := m.New().(caching.Dynamic); ok {
+			out = append(out, m.Name())
+		}
+	}
+	return out
+}
 
 // cmdHitRatio measures tiering Fig. 7 (the share of feature reads served
 // by the top X% of nodes under each score) and the host->device feature
@@ -98,17 +127,22 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "%d measured epoch(s) sampled in %.1fs\n", *epochs, time.Since(t0).Seconds())
 
 	ranks := map[string][]int32{}
-	for _, s := range hitScores {
+	var scores []string
+	for _, s := range hitScores() {
 		t0 := time.Now()
 		r, err := fullRanking(ctx, s, d, fanouts, *batch, *preEpochs, int64(*seed)+1000)
 		if err != nil {
 			return err
 		}
+		if len(r) == 0 {
+			continue // ranks nothing (cache.none)
+		}
 		ranks[s] = r
+		scores = append(scores, s)
 		fmt.Fprintf(stdout, "%-20s ranked in %.2fs\n", s, time.Since(t0).Seconds())
 	}
 	ranks["oracle"] = cache.RankByScore(counts, d.NumNodes)
-	series := append(append([]string{}, hitScores...), "oracle")
+	series := append(append([]string{}, scores...), "oracle")
 
 	pcts := make([]float64, 50)
 	for i := range pcts {
@@ -152,23 +186,22 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return trafficTable(ctx, stdout, base+"-traffic.csv", d, seeds, smp, *batch, *seed, ranks)
 }
 
-// fullRanking returns the full ranking (capacity 1) of a score.
-func fullRanking(ctx context.Context, score string, d *graph.Dataset, fanouts []int, batch, epochs int, seed int64) ([]int32, error) {
-	all := cache.Capacity{Capacity: 1}
-	var p cache.Policy
-	switch score {
-	case "degree":
-		p = &cache.Degree{Capacity: all}
-	case "rpagerank":
-		p = &cache.RPageRank{Capacity: all, PageRankOptions: cache.PageRankOptions{Iterations: 20, Damping: 0.85}}
-	case "weighted-rpagerank":
-		p = &cache.WeightedRPageRank{Capacity: all, PageRankOptions: cache.PageRankOptions{Iterations: 5, Damping: 0.85}}
-	case "presample":
-		p = &cache.Presample{Capacity: all, Epochs: epochs, Fanouts: fanouts, BatchSize: batch, Seed: seed}
-	case "random":
-		p = &cache.Random{Capacity: all, Seed: seed}
-	default:
-		return nil, fmt.Errorf("unknown score %q", score)
+// fullRanking returns the full ranking (capacity 1) of a registered
+// static policy, seeded with seed and sampling as the measured epochs do.
+func fullRanking(ctx context.Context, name string, d *graph.Dataset, fanouts []int, batch, epochs int, seed int64) ([]int32, error) {
+	p, err := registry.New[caching.Policy]("cache." + name)
+	if err != nil {
+		return nil, err
+	}
+	p.(caching.Sized).SetFraction(1)
+	if s, ok := p.(caching.Seeded); ok {
+		s.SetSeed(seed)
+	}
+	if s, ok := p.(caching.SamplingAware); ok {
+		s.MatchSampling(fanouts, batch, epochs, seed)
+	}
+	if err := registry.Provision(ctx, p.(registry.Module)); err != nil {
+		return nil, err
 	}
 	return p.Rank(ctx, d)
 }
@@ -192,13 +225,17 @@ func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.D
 	fmt.Fprintf(stdout, "\nhost->device feature bytes per epoch, one simulated pcie-only device (%s)\n", path)
 	fmt.Fprintf(stdout, "%-20s %14s %14s %14s %14s   reduction at 5/10/25%%\n", "score", "0%", "5%", "10%", "25%")
 	var zero int64
-	for _, s := range append(append([]string{}, hitScores...), "lru", "clock") {
+	dynamic := dynamicCaches()
+	for _, s := range append(slices.Sorted(maps.Keys(ranks)), dynamic...) {
+		if s == "oracle" {
+			continue
+		}
 		bytes := make([]int64, len(caps))
 		hits := make([]float64, len(caps))
 		for ci, c := range caps {
 			k := int(c / 100 * float64(d.NumNodes))
 			var err error
-			if s == "lru" || s == "clock" {
+			if slices.Contains(dynamic, s) {
 				bytes[ci], hits[ci], err = dynamicTraffic(s, d, k, batches)
 			} else {
 				var tr store.EpochTraffic
@@ -232,20 +269,19 @@ func red(zero, b int64) float64 {
 	return 100 * (1 - float64(b)/float64(zero))
 }
 
-// dynamicTraffic replays the epoch's reads through cache.lru or
-// cache.clock holding k rows (cold start) and returns the missed rows'
+// dynamicTraffic replays the epoch's reads through an online cache
+// (cache.lru, cache.clock, ...) holding k rows (cold start) and returns the missed rows'
 // bytes and the hit rate.
 func dynamicTraffic(name string, d *graph.Dataset, k int, batches [][]int32) (int64, float64, error) {
-	var c cache.Dynamic
-	capa := cache.Capacity{CapacityBytes: int64(k) * int64(d.FeatDim) * 4}
-	if k == 0 {
-		capa = cache.Capacity{}
+	c, err := registry.New[caching.Dynamic]("cache." + name)
+	if err != nil {
+		return 0, 0, err
 	}
-	if name == "lru" {
-		c = &cache.LRU{Capacity: capa}
-	} else {
-		c = &cache.Clock{Capacity: capa}
+	sized, ok := c.(caching.ByteSized)
+	if !ok {
+		return 0, 0, fmt.Errorf("cache.%s cannot be sized in bytes (caching.ByteSized)", name)
 	}
+	sized.SetBytes(int64(k) * int64(d.FeatDim) * 4)
 	if err := c.Init(d); err != nil {
 		return 0, 0, err
 	}

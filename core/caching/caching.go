@@ -45,3 +45,21 @@ type Dynamic interface {
 type Sized interface {
 	SetFraction(f float64)
 }
+
+// ByteSized is implemented by policies whose capacity can be set as a
+// byte budget (rows of the dataset's feature width).
+type ByteSized interface {
+	SetBytes(b int64)
+}
+
+// Seeded is implemented by randomised policies: SetSeed fixes their draw.
+type Seeded interface {
+	SetSeed(seed int64)
+}
+
+// SamplingAware is implemented by policies that rank from sampled epochs
+// (GNNLab's presampling): MatchSampling makes them sample as the measured
+// training does.
+type SamplingAware interface {
+	MatchSampling(fanouts []int, batchSize, epochs int, seed int64)
+}

@@ -80,6 +80,10 @@ func (c *Capacity) Rows(d *graph.Dataset) (int, error) {
 // (and no byte budget).
 func (c *Capacity) SetFraction(f float64) { c.Capacity, c.CapacityBytes = f, 0 }
 
+// SetBytes implements caching.ByteSized: a budget of b feature bytes
+// (b = 0: nothing).
+func (c *Capacity) SetBytes(b int64) { c.Capacity, c.CapacityBytes = 0, b }
+
 // Count returns how many of n nodes the capacity holds: floor(capacity*n).
 func (c *Capacity) Count(n int) int {
 	return min(n, int(math.Floor(c.Capacity*float64(n))))

@@ -114,3 +114,6 @@ func (p *Random) Rank(ctx context.Context, d *graph.Dataset) ([]int32, error) {
 	}
 	return slices.Clip(ids[:k]), nil
 }
+
+// SetSeed implements caching.Seeded.
+func (r *Random) SetSeed(seed int64) { r.Seed = seed }

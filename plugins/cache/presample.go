@@ -176,3 +176,9 @@ func (p *Presample) Scores(ctx context.Context, d *graph.Dataset) ([]float64, er
 func (p *Presample) Rank(ctx context.Context, d *graph.Dataset) ([]int32, error) {
 	return rankScorer(ctx, "cache.presample", d, &p.Capacity, p)
 }
+
+// MatchSampling implements caching.SamplingAware: presample with the
+// measured run's fanouts and batch size.
+func (p *Presample) MatchSampling(fanouts []int, batchSize, epochs int, seed int64) {
+	p.Fanouts, p.BatchSize, p.Epochs, p.Seed = append([]int(nil), fanouts...), batchSize, epochs, seed
+}
