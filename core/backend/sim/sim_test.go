@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"strata/core/backend"
-	"strata/core/backend/cpu"
 	"strata/core/tensor"
 )
 
@@ -166,7 +165,7 @@ func TestCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = b.Alloc(tensor.Float32, []int{100}, d0) // 400 more: over
-	var oom *cpu.OutOfMemoryError
+	var oom *backend.OutOfMemoryError
 	if !errors.As(err, &oom) || oom.Tier != d0 || oom.InUse != 800 || oom.Capacity != 1000 {
 		t.Fatalf("error %v, want an OutOfMemoryError on device0", err)
 	}
