@@ -78,9 +78,9 @@ func (b *Backend) of(t *tensor.Tensor) backend.Backend {
 }
 
 // on checks that the tensor operands of a kernel share a tier and returns
-// that tier's inner backend. names lists the operands' names,
+// that tier and its inner backend. names lists the operands' names,
 // space-separated; nil operands are left to the inner backend.
-func (b *Backend) on(op, names string, ts ...*tensor.Tensor) (backend.Backend, error) {
+func (b *Backend) on(op, names string, ts ...*tensor.Tensor) (backend.Backend, tensor.Tier, error) {
 	first := -1
 	for i, t := range ts {
 		if t == nil || t.Buffer() == nil {
@@ -92,17 +92,20 @@ func (b *Backend) on(op, names string, ts ...*tensor.Tensor) (backend.Backend, e
 		}
 		if t.Tier() != ts[first].Tier() {
 			ns := strings.Fields(names)
-			return nil, fmt.Errorf("sim: %s: %s is in tier %q but %s is in %q; operands must share a tier (Copy moves data)", op, ns[i], t.Tier(), ns[first], ts[first].Tier())
+			return nil, "", fmt.Errorf("sim: %s: %s is in tier %q but %s is in %q; operands must share a tier (Copy moves data)", op, ns[i], t.Tier(), ns[first], ts[first].Tier())
 		}
 	}
 	if first < 0 {
-		return b.inner[tensor.Host], nil
+		return b.inner[tensor.Host], tensor.Host, nil
 	}
-	return b.of(ts[first]), nil
+	return b.of(ts[first]), ts[first].Tier(), nil
 }
 
 // relabel names the tier of an inner backend's out-of-memory error.
 func relabel(err error, tier tensor.Tier) error {
+	if err == nil {
+		return nil
+	}
 	var oom *backend.OutOfMemoryError
 	if errors.As(err, &oom) && oom.Tier == tensor.Host {
 		oom.Backend, oom.Tier = "sim", tier
@@ -186,7 +189,7 @@ func (b *Backend) Copy(dst, src *tensor.Tensor) error {
 		}
 	}
 	if err := b.of(dst).Copy(unwrap(dst), unwrap(src)); err != nil {
-		return err
+		return relabel(err, dst.Tier())
 	}
 	if !same {
 		b.count(src.Tier(), dst.Tier(), src.Bytes())

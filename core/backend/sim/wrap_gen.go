@@ -49,355 +49,356 @@ type pricing struct {
 
 // GEMM implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) GEMM(transA bool, transB bool, alpha float64, a *tensor.Tensor, b *tensor.Tensor, beta float64, c *tensor.Tensor) error {
-	in, err := be.on("GEMM", "a b c", a, b, c)
+	in, tier, err := be.on("GEMM", "a b c", a, b, c)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.GEMM(transA, transB, alpha, a, b, beta, c)); err != nil {
 		return err
 	}
-	return in.GEMM(transA, transB, alpha, unwrap(a), unwrap(b), beta, unwrap(c))
+	return relabel(in.GEMM(transA, transB, alpha, unwrap(a), unwrap(b), beta, unwrap(c)), tier)
 }
 
 // SpMM implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w *tensor.Tensor, x *tensor.Tensor, beta float64, y *tensor.Tensor) error {
-	in, err := be.on("SpMM", "w x y", w, x, y)
+	in, tier, err := be.on("SpMM", "w x y", w, x, y)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.SpMM(ctx, a, trans, w, x, beta, y)); err != nil {
 		return err
 	}
-	return in.SpMM(ctx, unwrapAdj(a), trans, unwrap(w), unwrap(x), beta, unwrap(y))
+	return relabel(in.SpMM(ctx, unwrapAdj(a), trans, unwrap(w), unwrap(x), beta, unwrap(y)), tier)
 }
 
 // SpMMMax implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) SpMMMax(ctx context.Context, a backend.Adj, x *tensor.Tensor, y *tensor.Tensor, argmax *tensor.Tensor) error {
-	in, err := be.on("SpMMMax", "x y argmax", x, y, argmax)
+	in, tier, err := be.on("SpMMMax", "x y argmax", x, y, argmax)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.SpMMMax(ctx, a, x, y, argmax)); err != nil {
 		return err
 	}
-	return in.SpMMMax(ctx, unwrapAdj(a), unwrap(x), unwrap(y), unwrap(argmax))
+	return relabel(in.SpMMMax(ctx, unwrapAdj(a), unwrap(x), unwrap(y), unwrap(argmax)), tier)
 }
 
 // ScatterArgmax implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) ScatterArgmax(argmax *tensor.Tensor, dy *tensor.Tensor, dx *tensor.Tensor) error {
-	in, err := be.on("ScatterArgmax", "argmax dy dx", argmax, dy, dx)
+	in, tier, err := be.on("ScatterArgmax", "argmax dy dx", argmax, dy, dx)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.ScatterArgmax(argmax, dy, dx)); err != nil {
 		return err
 	}
-	return in.ScatterArgmax(unwrap(argmax), unwrap(dy), unwrap(dx))
+	return relabel(in.ScatterArgmax(unwrap(argmax), unwrap(dy), unwrap(dx)), tier)
 }
 
 // SDDMM implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) SDDMM(ctx context.Context, a backend.Adj, x *tensor.Tensor, y *tensor.Tensor, out *tensor.Tensor) error {
-	in, err := be.on("SDDMM", "x y out", x, y, out)
+	in, tier, err := be.on("SDDMM", "x y out", x, y, out)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.SDDMM(ctx, a, x, y, out)); err != nil {
 		return err
 	}
-	return in.SDDMM(ctx, unwrapAdj(a), unwrap(x), unwrap(y), unwrap(out))
+	return relabel(in.SDDMM(ctx, unwrapAdj(a), unwrap(x), unwrap(y), unwrap(out)), tier)
 }
 
 // UAddV implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) UAddV(ctx context.Context, a backend.Adj, u *tensor.Tensor, v *tensor.Tensor, out *tensor.Tensor) error {
-	in, err := be.on("UAddV", "u v out", u, v, out)
+	in, tier, err := be.on("UAddV", "u v out", u, v, out)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.UAddV(ctx, a, u, v, out)); err != nil {
 		return err
 	}
-	return in.UAddV(ctx, unwrapAdj(a), unwrap(u), unwrap(v), unwrap(out))
+	return relabel(in.UAddV(ctx, unwrapAdj(a), unwrap(u), unwrap(v), unwrap(out)), tier)
 }
 
 // EdgeReduce implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) EdgeReduce(ctx context.Context, a backend.Adj, toSrc bool, e *tensor.Tensor, out *tensor.Tensor) error {
-	in, err := be.on("EdgeReduce", "e out", e, out)
+	in, tier, err := be.on("EdgeReduce", "e out", e, out)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.EdgeReduce(ctx, a, toSrc, e, out)); err != nil {
 		return err
 	}
-	return in.EdgeReduce(ctx, unwrapAdj(a), toSrc, unwrap(e), unwrap(out))
+	return relabel(in.EdgeReduce(ctx, unwrapAdj(a), toSrc, unwrap(e), unwrap(out)), tier)
 }
 
 // EdgeSoftmax implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) EdgeSoftmax(ctx context.Context, a backend.Adj, scores *tensor.Tensor, out *tensor.Tensor) error {
-	in, err := be.on("EdgeSoftmax", "scores out", scores, out)
+	in, tier, err := be.on("EdgeSoftmax", "scores out", scores, out)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.EdgeSoftmax(ctx, a, scores, out)); err != nil {
 		return err
 	}
-	return in.EdgeSoftmax(ctx, unwrapAdj(a), unwrap(scores), unwrap(out))
+	return relabel(in.EdgeSoftmax(ctx, unwrapAdj(a), unwrap(scores), unwrap(out)), tier)
 }
 
 // EdgeSoftmaxBackward implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) EdgeSoftmaxBackward(ctx context.Context, a backend.Adj, out *tensor.Tensor, dout *tensor.Tensor, dscores *tensor.Tensor) error {
-	in, err := be.on("EdgeSoftmaxBackward", "out dout dscores", out, dout, dscores)
+	in, tier, err := be.on("EdgeSoftmaxBackward", "out dout dscores", out, dout, dscores)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.EdgeSoftmaxBackward(ctx, a, out, dout, dscores)); err != nil {
 		return err
 	}
-	return in.EdgeSoftmaxBackward(ctx, unwrapAdj(a), unwrap(out), unwrap(dout), unwrap(dscores))
+	return relabel(in.EdgeSoftmaxBackward(ctx, unwrapAdj(a), unwrap(out), unwrap(dout), unwrap(dscores)), tier)
 }
 
 // LSTMAggregate implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw *tensor.Tensor, whh *tensor.Tensor, bias *tensor.Tensor, out *tensor.Tensor, gates *tensor.Tensor, cells *tensor.Tensor, hprev *tensor.Tensor) error {
-	in, err := be.on("LSTMAggregate", "xw whh bias out gates cells hprev", xw, whh, bias, out, gates, cells, hprev)
+	in, tier, err := be.on("LSTMAggregate", "xw whh bias out gates cells hprev", xw, whh, bias, out, gates, cells, hprev)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.LSTMAggregate(ctx, a, xw, whh, bias, out, gates, cells, hprev)); err != nil {
 		return err
 	}
-	return in.LSTMAggregate(ctx, unwrapAdj(a), unwrap(xw), unwrap(whh), unwrap(bias), unwrap(out), unwrap(gates), unwrap(cells), unwrap(hprev))
+	return relabel(in.LSTMAggregate(ctx, unwrapAdj(a), unwrap(xw), unwrap(whh), unwrap(bias), unwrap(out), unwrap(gates), unwrap(cells), unwrap(hprev)), tier)
 }
 
 // LSTMAggregateBackward implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh *tensor.Tensor, gates *tensor.Tensor, cells *tensor.Tensor, hprev *tensor.Tensor, dout *tensor.Tensor, dxw *tensor.Tensor, dwhh *tensor.Tensor) error {
-	in, err := be.on("LSTMAggregateBackward", "whh gates cells hprev dout dxw dwhh", whh, gates, cells, hprev, dout, dxw, dwhh)
+	in, tier, err := be.on("LSTMAggregateBackward", "whh gates cells hprev dout dxw dwhh", whh, gates, cells, hprev, dout, dxw, dwhh)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.LSTMAggregateBackward(ctx, a, whh, gates, cells, hprev, dout, dxw, dwhh)); err != nil {
 		return err
 	}
-	return in.LSTMAggregateBackward(ctx, unwrapAdj(a), unwrap(whh), unwrap(gates), unwrap(cells), unwrap(hprev), unwrap(dout), unwrap(dxw), unwrap(dwhh))
+	return relabel(in.LSTMAggregateBackward(ctx, unwrapAdj(a), unwrap(whh), unwrap(gates), unwrap(cells), unwrap(hprev), unwrap(dout), unwrap(dxw), unwrap(dwhh)), tier)
 }
 
 // Gather implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) Gather(x *tensor.Tensor, idx *tensor.Tensor, y *tensor.Tensor) error {
-	in, err := be.on("Gather", "x idx y", x, idx, y)
+	in, tier, err := be.on("Gather", "x idx y", x, idx, y)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.Gather(x, idx, y)); err != nil {
 		return err
 	}
-	return in.Gather(unwrap(x), unwrap(idx), unwrap(y))
+	return relabel(in.Gather(unwrap(x), unwrap(idx), unwrap(y)), tier)
 }
 
 // ScatterAdd implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) ScatterAdd(x *tensor.Tensor, idx *tensor.Tensor, y *tensor.Tensor) error {
-	in, err := be.on("ScatterAdd", "x idx y", x, idx, y)
+	in, tier, err := be.on("ScatterAdd", "x idx y", x, idx, y)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.ScatterAdd(x, idx, y)); err != nil {
 		return err
 	}
-	return in.ScatterAdd(unwrap(x), unwrap(idx), unwrap(y))
+	return relabel(in.ScatterAdd(unwrap(x), unwrap(idx), unwrap(y)), tier)
 }
 
 // CopyCols implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) CopyCols(dst *tensor.Tensor, dstOff int, src *tensor.Tensor, srcOff int, n int) error {
-	in, err := be.on("CopyCols", "dst src", dst, src)
+	in, tier, err := be.on("CopyCols", "dst src", dst, src)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.CopyCols(dst, dstOff, src, srcOff, n)); err != nil {
 		return err
 	}
-	return in.CopyCols(unwrap(dst), dstOff, unwrap(src), srcOff, n)
+	return relabel(in.CopyCols(unwrap(dst), dstOff, unwrap(src), srcOff, n), tier)
 }
 
 // Apply implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) Apply(f backend.Unary, alpha float64, x *tensor.Tensor, y *tensor.Tensor) error {
-	in, err := be.on("Apply", "x y", x, y)
+	in, tier, err := be.on("Apply", "x y", x, y)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.Apply(f, alpha, x, y)); err != nil {
 		return err
 	}
-	return in.Apply(f, alpha, unwrap(x), unwrap(y))
+	return relabel(in.Apply(f, alpha, unwrap(x), unwrap(y)), tier)
 }
 
 // ApplyBackward implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) ApplyBackward(f backend.Unary, alpha float64, x *tensor.Tensor, y *tensor.Tensor, dy *tensor.Tensor, dx *tensor.Tensor) error {
-	in, err := be.on("ApplyBackward", "x y dy dx", x, y, dy, dx)
+	in, tier, err := be.on("ApplyBackward", "x y dy dx", x, y, dy, dx)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.ApplyBackward(f, alpha, x, y, dy, dx)); err != nil {
 		return err
 	}
-	return in.ApplyBackward(f, alpha, unwrap(x), unwrap(y), unwrap(dy), unwrap(dx))
+	return relabel(in.ApplyBackward(f, alpha, unwrap(x), unwrap(y), unwrap(dy), unwrap(dx)), tier)
 }
 
 // Elementwise implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) Elementwise(op backend.Binary, a *tensor.Tensor, b *tensor.Tensor, y *tensor.Tensor) error {
-	in, err := be.on("Elementwise", "a b y", a, b, y)
+	in, tier, err := be.on("Elementwise", "a b y", a, b, y)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.Elementwise(op, a, b, y)); err != nil {
 		return err
 	}
-	return in.Elementwise(op, unwrap(a), unwrap(b), unwrap(y))
+	return relabel(in.Elementwise(op, unwrap(a), unwrap(b), unwrap(y)), tier)
 }
 
 // Axpby implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) Axpby(alpha float64, x *tensor.Tensor, beta float64, y *tensor.Tensor) error {
-	in, err := be.on("Axpby", "x y", x, y)
+	in, tier, err := be.on("Axpby", "x y", x, y)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.Axpby(alpha, x, beta, y)); err != nil {
 		return err
 	}
-	return in.Axpby(alpha, unwrap(x), beta, unwrap(y))
+	return relabel(in.Axpby(alpha, unwrap(x), beta, unwrap(y)), tier)
 }
 
 // Fill implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) Fill(t *tensor.Tensor, v float64) error {
-	in, err := be.on("Fill", "t", t)
+	in, tier, err := be.on("Fill", "t", t)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.Fill(t, v)); err != nil {
 		return err
 	}
-	return in.Fill(unwrap(t), v)
+	return relabel(in.Fill(unwrap(t), v), tier)
 }
 
 // SumRows implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) SumRows(x *tensor.Tensor, y *tensor.Tensor) error {
-	in, err := be.on("SumRows", "x y", x, y)
+	in, tier, err := be.on("SumRows", "x y", x, y)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.SumRows(x, y)); err != nil {
 		return err
 	}
-	return in.SumRows(unwrap(x), unwrap(y))
+	return relabel(in.SumRows(unwrap(x), unwrap(y)), tier)
 }
 
 // HeadDot implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) HeadDot(x *tensor.Tensor, a *tensor.Tensor, y *tensor.Tensor) error {
-	in, err := be.on("HeadDot", "x a y", x, a, y)
+	in, tier, err := be.on("HeadDot", "x a y", x, a, y)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.HeadDot(x, a, y)); err != nil {
 		return err
 	}
-	return in.HeadDot(unwrap(x), unwrap(a), unwrap(y))
+	return relabel(in.HeadDot(unwrap(x), unwrap(a), unwrap(y)), tier)
 }
 
 // HeadDotBackward implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) HeadDotBackward(x *tensor.Tensor, a *tensor.Tensor, dy *tensor.Tensor, dx *tensor.Tensor, da *tensor.Tensor) error {
-	in, err := be.on("HeadDotBackward", "x a dy dx da", x, a, dy, dx, da)
+	in, tier, err := be.on("HeadDotBackward", "x a dy dx da", x, a, dy, dx, da)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.HeadDotBackward(x, a, dy, dx, da)); err != nil {
 		return err
 	}
-	return in.HeadDotBackward(unwrap(x), unwrap(a), unwrap(dy), unwrap(dx), unwrap(da))
+	return relabel(in.HeadDotBackward(unwrap(x), unwrap(a), unwrap(dy), unwrap(dx), unwrap(da)), tier)
 }
 
 // DropoutMask implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error {
-	in, err := be.on("DropoutMask", "mask", mask)
+	in, tier, err := be.on("DropoutMask", "mask", mask)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.DropoutMask(seed, p, mask)); err != nil {
 		return err
 	}
-	return in.DropoutMask(seed, p, unwrap(mask))
+	return relabel(in.DropoutMask(seed, p, unwrap(mask)), tier)
 }
 
 // BatchNorm implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) BatchNorm(x *tensor.Tensor, gamma *tensor.Tensor, beta *tensor.Tensor, y *tensor.Tensor, mean *tensor.Tensor, invStd *tensor.Tensor, eps float64) error {
-	in, err := be.on("BatchNorm", "x gamma beta y mean invStd", x, gamma, beta, y, mean, invStd)
+	in, tier, err := be.on("BatchNorm", "x gamma beta y mean invStd", x, gamma, beta, y, mean, invStd)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.BatchNorm(x, gamma, beta, y, mean, invStd, eps)); err != nil {
 		return err
 	}
-	return in.BatchNorm(unwrap(x), unwrap(gamma), unwrap(beta), unwrap(y), unwrap(mean), unwrap(invStd), eps)
+	return relabel(in.BatchNorm(unwrap(x), unwrap(gamma), unwrap(beta), unwrap(y), unwrap(mean), unwrap(invStd), eps), tier)
 }
 
 // BatchNormBackward implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) BatchNormBackward(x *tensor.Tensor, gamma *tensor.Tensor, dy *tensor.Tensor, mean *tensor.Tensor, invStd *tensor.Tensor, dx *tensor.Tensor, dgamma *tensor.Tensor, dbeta *tensor.Tensor) error {
-	in, err := be.on("BatchNormBackward", "x gamma dy mean invStd dx dgamma dbeta", x, gamma, dy, mean, invStd, dx, dgamma, dbeta)
+	in, tier, err := be.on("BatchNormBackward", "x gamma dy mean invStd dx dgamma dbeta", x, gamma, dy, mean, invStd, dx, dgamma, dbeta)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.BatchNormBackward(x, gamma, dy, mean, invStd, dx, dgamma, dbeta)); err != nil {
 		return err
 	}
-	return in.BatchNormBackward(unwrap(x), unwrap(gamma), unwrap(dy), unwrap(mean), unwrap(invStd), unwrap(dx), unwrap(dgamma), unwrap(dbeta))
+	return relabel(in.BatchNormBackward(unwrap(x), unwrap(gamma), unwrap(dy), unwrap(mean), unwrap(invStd), unwrap(dx), unwrap(dgamma), unwrap(dbeta)), tier)
 }
 
 // BatchNormInfer implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) BatchNormInfer(x *tensor.Tensor, gamma *tensor.Tensor, beta *tensor.Tensor, mean *tensor.Tensor, variance *tensor.Tensor, y *tensor.Tensor, eps float64) error {
-	in, err := be.on("BatchNormInfer", "x gamma beta mean variance y", x, gamma, beta, mean, variance, y)
+	in, tier, err := be.on("BatchNormInfer", "x gamma beta mean variance y", x, gamma, beta, mean, variance, y)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.BatchNormInfer(x, gamma, beta, mean, variance, y, eps)); err != nil {
 		return err
 	}
-	return in.BatchNormInfer(unwrap(x), unwrap(gamma), unwrap(beta), unwrap(mean), unwrap(variance), unwrap(y), eps)
+	return relabel(in.BatchNormInfer(unwrap(x), unwrap(gamma), unwrap(beta), unwrap(mean), unwrap(variance), unwrap(y), eps), tier)
 }
 
 // SoftmaxCrossEntropy implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) SoftmaxCrossEntropy(logits *tensor.Tensor, labels *tensor.Tensor, idx *tensor.Tensor, dlogits *tensor.Tensor) (float64, error) {
-	in, err := be.on("SoftmaxCrossEntropy", "logits labels idx dlogits", logits, labels, idx, dlogits)
+	in, tier, err := be.on("SoftmaxCrossEntropy", "logits labels idx dlogits", logits, labels, idx, dlogits)
 	if err != nil {
 		return 0, err
 	}
 	if err := be.price(prices.SoftmaxCrossEntropy(logits, labels, idx, dlogits)); err != nil {
 		return 0, err
 	}
-	return in.SoftmaxCrossEntropy(unwrap(logits), unwrap(labels), unwrap(idx), unwrap(dlogits))
+	r0, err := in.SoftmaxCrossEntropy(unwrap(logits), unwrap(labels), unwrap(idx), unwrap(dlogits))
+	return r0, relabel(err, tier)
 }
 
 // ArgmaxRows implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) ArgmaxRows(x *tensor.Tensor, out *tensor.Tensor) error {
-	in, err := be.on("ArgmaxRows", "x out", x, out)
+	in, tier, err := be.on("ArgmaxRows", "x out", x, out)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.ArgmaxRows(x, out)); err != nil {
 		return err
 	}
-	return in.ArgmaxRows(unwrap(x), unwrap(out))
+	return relabel(in.ArgmaxRows(unwrap(x), unwrap(out)), tier)
 }
 
 // AdamStep implements backend.Backend: the operands' tier prices and runs it.
 func (be *Backend) AdamStep(p *tensor.Tensor, g *tensor.Tensor, m *tensor.Tensor, v *tensor.Tensor, lr float64, beta1 float64, beta2 float64, eps float64, wd float64, t int) error {
-	in, err := be.on("AdamStep", "p g m v", p, g, m, v)
+	in, tier, err := be.on("AdamStep", "p g m v", p, g, m, v)
 	if err != nil {
 		return err
 	}
 	if err := be.price(prices.AdamStep(p, g, m, v, lr, beta1, beta2, eps, wd, t)); err != nil {
 		return err
 	}
-	return in.AdamStep(unwrap(p), unwrap(g), unwrap(m), unwrap(v), lr, beta1, beta2, eps, wd, t)
+	return relabel(in.AdamStep(unwrap(p), unwrap(g), unwrap(m), unwrap(v), lr, beta1, beta2, eps, wd, t), tier)
 }
 
 // DropoutApply implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
 func (be *Backend) DropoutApply(seed uint64, p float64, x *tensor.Tensor, mask *tensor.Tensor, y *tensor.Tensor) error {
-	in, err := be.on("DropoutApply", "x mask y", x, mask, y)
+	in, tier, err := be.on("DropoutApply", "x mask y", x, mask, y)
 	if err != nil {
 		return err
 	}
@@ -408,5 +409,5 @@ func (be *Backend) DropoutApply(seed uint64, p float64, x *tensor.Tensor, mask *
 	if !ok {
 		return fmt.Errorf("sim: DropoutApply: the %s backend does not offer it", in.Name())
 	}
-	return ext.DropoutApply(seed, p, unwrap(x), unwrap(mask), unwrap(y))
+	return relabel(ext.DropoutApply(seed, p, unwrap(x), unwrap(mask), unwrap(y)), tier)
 }

@@ -1,10 +1,12 @@
 // Package wrapgen writes the simulated backend's kernel methods
 // (core/backend/sim/wrap_gen.go) from the backend.Backend interface: for
 // every method that sim does not write by hand, a method that checks that
-// the tensor operands share a tier, prices the call with the cost table
-// and delegates to the inner backend of that tier with the operands
-// unwrapped; and the type of the cost table, one typed function per
-// priced method. Run it with go generate in core/backend/sim.
+// the tensor operands share a tier (on), prices the call with the cost
+// table (price, prices) and delegates to the inner backend of that tier
+// with the operands unwrapped (unwrap, unwrapAdj), naming the tier in an
+// out-of-memory error (relabel); and the type of the cost table, one typed
+// function per priced method. Run it with go generate in
+// core/backend/sim.
 package wrapgen
 
 import (
@@ -203,7 +205,7 @@ func Generate(cfg Config) ([]byte, error) {
 				args = append(args, p.name)
 			}
 		}
-		fmt.Fprintf(&b, "\tin, err := %s.on(%q, %q, %s)\n", r, m.name, strings.Join(names, " "), strings.Join(ts, ", "))
+		fmt.Fprintf(&b, "\tin, tier, err := %s.on(%q, %q, %s)\n", r, m.name, strings.Join(names, " "), strings.Join(ts, ", "))
 		fmt.Fprintf(&b, "\tif err != nil {\n\t\treturn %serr\n\t}\n", m.zeros())
 		var pnames []string
 		for _, p := range m.params {
@@ -216,7 +218,16 @@ func Generate(cfg Config) ([]byte, error) {
 			fmt.Fprintf(&b, "\tif !ok {\n\t\treturn %sfmt.Errorf(\"sim: %s: the %%s backend does not offer it\", in.Name())\n\t}\n", m.zeros(), m.name)
 			target = "ext"
 		}
-		fmt.Fprintf(&b, "\treturn %s.%s(%s)\n}\n", target, m.name, strings.Join(args, ", "))
+		call := fmt.Sprintf("%s.%s(%s)", target, m.name, strings.Join(args, ", "))
+		if len(m.results) == 1 {
+			fmt.Fprintf(&b, "\treturn relabel(%s, tier)\n}\n", call)
+		} else {
+			var rs []string
+			for i := range len(m.results) - 1 {
+				rs = append(rs, fmt.Sprintf("r%d", i))
+			}
+			fmt.Fprintf(&b, "\t%s, err := %s\n\treturn %s, relabel(err, tier)\n}\n", strings.Join(rs, ", "), call, strings.Join(rs, ", "))
+		}
 	}
 	out, err := format.Source(b.Bytes())
 	if err != nil {
@@ -280,7 +291,7 @@ func (m method) check() error {
 	}
 	for _, p := range m.params {
 		switch p.name {
-		case "be", "in", "err", "ext", "ok", "prices", "unwrap", "unwrapAdj", "fmt", "tensor", "_":
+		case "be", "in", "tier", "err", "ext", "ok", "prices", "unwrap", "unwrapAdj", "relabel", "fmt", "tensor", "_", "r0", "r1", "r2":
 			return fmt.Errorf("wrapgen: %s has a parameter named %q, which the generated code uses", m.name, p.name)
 		}
 	}
