@@ -50,17 +50,20 @@ func (b *Backend) Predicted() backend.Predicted {
 type kernel struct {
 	out   *tensor.Tensor
 	op    int32
-	sizes []float64
+	n     int        // sizes used
+	sizes [4]float64 // an array: pricing a call allocates nothing
 }
 
-// k is a kernel literal.
+// k is a kernel of at most 4 sizes.
 func k(out *tensor.Tensor, op int32, sizes ...float64) kernel {
-	return kernel{out: out, op: op, sizes: sizes}
+	c := kernel{out: out, op: op}
+	c.n = copy(c.sizes[:], sizes)
+	return c
 }
 
 // price predicts one kernel on its out's tier; host kernels are not timed.
 func (b *Backend) price(c kernel) error {
-	out, op, sizes := c.out, c.op, c.sizes
+	out, op, sizes := c.out, c.op, c.sizes[:c.n]
 	if out == nil || b.device(out.Tier()) < 0 {
 		return nil
 	}
@@ -74,7 +77,7 @@ func (b *Backend) price(c kernel) error {
 	in := append([]float64{spec.PeakGFLOPS, spec.MemGBps, spec.LaunchUS, float64(out.DType().Size())}, sizes...)
 	res, err := t.cost.Predict(op, in)
 	if err != nil {
-		return fmt.Errorf("sim: predicting kernel time (op %d, sizes %v): %w", op, sizes, err)
+		return fmt.Errorf("sim: predicting kernel time (op %d, sizes %v): %w", op, in[4:], err)
 	}
 	m := t.kernelS[out.Tier()]
 	if m == nil {

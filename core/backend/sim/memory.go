@@ -13,10 +13,12 @@ import (
 // The tiers: every tensor and adjacency of the simulated backend wraps the
 // handle of the inner backend of its tier and carries the tier's label.
 
-// buffer is a simulated tensor's storage: the inner backend's tensor.
+// buffer is a simulated tensor's storage: the inner backend's tensor, and
+// that backend.
 type buffer struct {
 	inner *tensor.Tensor
 	tier  tensor.Tier
+	on    backend.Backend // the tier's inner backend
 }
 
 // Tier returns the tier's label ("host", "device0", ...).
@@ -51,9 +53,9 @@ func unwrapAdj(a backend.Adj) backend.Adj {
 	return a
 }
 
-// wrap labels an inner tensor with its tier.
-func wrap(t *tensor.Tensor, tier tensor.Tier) *tensor.Tensor {
-	return tensor.New(t.DType(), t.Shape(), &buffer{inner: t, tier: tier})
+// wrap labels a tensor of the tier's inner backend with the tier.
+func (b *Backend) wrap(t *tensor.Tensor, tier tensor.Tier) *tensor.Tensor {
+	return tensor.New(t.DType(), t.Shape(), &buffer{inner: t, tier: tier, on: b.inner[tier]})
 }
 
 // at returns the inner backend of a tier.
@@ -69,9 +71,7 @@ func (b *Backend) at(op string, tier tensor.Tier) (backend.Backend, error) {
 func (b *Backend) of(t *tensor.Tensor) backend.Backend {
 	if t != nil {
 		if bf, ok := t.Buffer().(*buffer); ok {
-			if in, ok := b.inner[bf.tier]; ok {
-				return in
-			}
+			return bf.on
 		}
 	}
 	return b.inner[tensor.Host]
@@ -127,7 +127,7 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 	if err != nil {
 		return nil, relabel(err, tier)
 	}
-	return wrap(t, tier), nil
+	return b.wrap(t, tier), nil
 }
 
 // Release frees t's memory in its tier.
@@ -156,7 +156,7 @@ func (b *Backend) WrapHost(v []float32, shape []int) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wrap(t, tensor.Host), nil
+	return b.wrap(t, tensor.Host), nil
 }
 
 // Upload copies host data into t, counting its bytes on the link from
