@@ -21,52 +21,29 @@ type Options struct {
 	// Threads is the number of goroutines used by one call; 0 means
 	// GOMAXPROCS. OpenBLAS itself runs single-threaded (see gemm.go).
 	Threads int
-	// Tiers adds memory tiers beside the host, all held in host memory: a
-	// simulated device is such a tier with a capacity (see backend/sim).
-	// Operands of one kernel must share a tier; Copy moves data between
-	// tiers.
-	Tiers []Tier
-	// Transfer, when set, is told of every byte that crosses between two
-	// tiers: Upload and UploadGraph (host to the tier), Download (the tier
-	// to host) and Copy between different tiers. tag is the tag of the
-	// view that moved them (see WithTag; nil for the backend itself).
-	Transfer func(from, to tensor.Tier, bytes int64, tag any)
+	// Capacity limits the bytes the backend holds at once (tensors,
+	// graphs and the scratch of its kernels); 0 means unlimited. An
+	// allocation past it fails with a *backend.OutOfMemoryError. A
+	// simulated device is a backend with a capacity (see backend/sim).
+	Capacity int64
 }
 
-// Tier is an extra memory tier.
-type Tier struct {
-	Name     tensor.Tier
-	Capacity int64 // bytes; 0 = unlimited
-}
-
-// Backend is the host backend. It parallelises every call internally. Its
-// memory accounting is shared by all its views (WithTag) and safe for
+// Backend is the host backend: its only tier is tensor.Host. It
+// parallelises every call internally. Its memory accounting is safe for
 // concurrent use, so two goroutines may drive it at once as long as they
 // work on different tensors: a transfer stage filling the next batch while
 // the training goroutine computes the current one.
 type Backend struct {
 	threads  int
-	tiers    []tensor.Tier
-	capacity map[tensor.Tier]int64
-	transfer func(from, to tensor.Tier, bytes int64, tag any)
-	tag      any // passed to transfer; set by WithTag
+	capacity int64
 	mem      *memory
 }
 
-// memory is the use and peak per tier, shared by a backend's views.
+// memory is the host memory in use and its peak.
 type memory struct {
 	mu    sync.Mutex
-	inUse map[tensor.Tier]int64
-	peak  map[tensor.Tier]int64
-}
-
-// WithTag returns a view of the backend that shares its tiers, memory and
-// tensors and reports its transfers under tag: a simulated device counts
-// bytes per purpose this way, without state shared between goroutines.
-func (b *Backend) WithTag(tag any) *Backend {
-	v := *b
-	v.tag = tag
-	return &v
+	inUse int64
+	peak  int64
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -78,15 +55,7 @@ func New(opts Options) *Backend {
 		n = runtime.GOMAXPROCS(0)
 	}
 	initBLAS()
-	b := &Backend{threads: n, tiers: []tensor.Tier{tensor.Host}, capacity: map[tensor.Tier]int64{},
-		transfer: opts.Transfer, mem: &memory{inUse: map[tensor.Tier]int64{}, peak: map[tensor.Tier]int64{}}}
-	for _, t := range opts.Tiers {
-		if t.Name != tensor.Host {
-			b.tiers = append(b.tiers, t.Name)
-		}
-		b.capacity[t.Name] = t.Capacity
-	}
-	return b
+	return &Backend{threads: n, capacity: max(opts.Capacity, 0), mem: &memory{}}
 }
 
 // Threads returns the number of goroutines a call may use.
@@ -95,24 +64,15 @@ func (b *Backend) Threads() int { return b.threads }
 // Name returns "cpu".
 func (b *Backend) Name() string { return "cpu" }
 
-// Tiers returns the host tier and the configured extra tiers.
-func (b *Backend) Tiers() []tensor.Tier { return append([]tensor.Tier(nil), b.tiers...) }
+// Tiers returns the host tier, the only one.
+func (b *Backend) Tiers() []tensor.Tier { return []tensor.Tier{tensor.Host} }
 
-// hasTier reports whether t is one of the backend's tiers.
-func (b *Backend) hasTier(t tensor.Tier) bool {
-	for _, x := range b.tiers {
-		if x == t {
-			return true
-		}
+// tierErr checks that tier is the host.
+func tierErr(op string, tier tensor.Tier) error {
+	if tier != tensor.Host {
+		return errf(op, "tier %q is not available (tiers: %v)", tier, []tensor.Tier{tensor.Host})
 	}
-	return false
-}
-
-// moved reports bytes that crossed from one tier to another.
-func (b *Backend) moved(from, to tensor.Tier, bytes int64) {
-	if b.transfer != nil && from != to && bytes > 0 {
-		b.transfer(from, to, bytes, b.tag)
-	}
+	return nil
 }
 
 func errf(op, format string, args ...any) error {

@@ -26,9 +26,8 @@ func live(op, name string, t *tensor.Tensor) (*buffer, error) {
 	return bf, nil
 }
 
-// floatArgs checks that every tensor is live, that all share one float
-// dtype, which it returns, and one tier. names lists the tensors' names,
-// space-separated.
+// floatArgs checks that every tensor is live and that all share one float
+// dtype, which it returns. names lists the tensors' names, space-separated.
 func floatArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
 	ns := strings.Fields(names)
 	for i, t := range ts {
@@ -37,15 +36,7 @@ func floatArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
 		}
 	}
 	dt, err := argcheck.Floats(op, names, ts...)
-	if err != nil {
-		return 0, wrap(err)
-	}
-	for i, t := range ts {
-		if t.Tier() != ts[0].Tier() {
-			return 0, errf(op, "%s is in tier %q but %s is in %q; operands must share a tier (Copy moves data)", ns[i], t.Tier(), ns[0], ts[0].Tier())
-		}
-	}
-	return dt, nil
+	return dt, wrap(err)
 }
 
 // intArg checks that t is a live Int32 or Int64 tensor.

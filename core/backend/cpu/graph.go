@@ -60,7 +60,6 @@ func (c *csr) chunks(f int) []int64 {
 // Aᵀ products and reductions into sources run row-parallel without atomics.
 type Graph struct {
 	owner      *Backend
-	tier       tensor.Tier
 	rows, cols int
 	nnz        int64
 	fwd, bwd   csr
@@ -86,18 +85,18 @@ func (g *Graph) Cols() int { return g.cols }
 func (g *Graph) NNZ() int64 { return g.nnz }
 
 // Tier returns tensor.Host.
-func (g *Graph) Tier() tensor.Tier { return g.tier }
+func (g *Graph) Tier() tensor.Tier { return tensor.Host }
 
 // UploadGraph copies g into host memory and builds its transpose in parallel.
 func (b *Backend) UploadGraph(g *graph.CSR, tier tensor.Tier) (backend.Adj, error) {
 	const op = "UploadGraph"
-	if !b.hasTier(tier) {
-		return nil, errf(op, "tier %q is not available (tiers: %v)", tier, b.tiers)
+	if err := tierErr(op, tier); err != nil {
+		return nil, err
 	}
 	if err := argcheck.CSR(g); err != nil {
 		return nil, wrap(err)
 	}
-	a := &Graph{owner: b, tier: tier, rows: g.NumRows, cols: g.NumCols, nnz: g.NNZ()}
+	a := &Graph{owner: b, rows: g.NumRows, cols: g.NumCols, nnz: g.NNZ()}
 	a.fwd = csr{rows: g.NumRows, indptr: append([]int64(nil), g.Indptr...)}
 	if g.Idx64 != nil {
 		a.fwd.idx64 = append([]int64(nil), g.Idx64...)
@@ -114,12 +113,9 @@ func (b *Backend) UploadGraph(g *graph.CSR, tier tensor.Tier) (backend.Adj, erro
 		}
 	}
 	a.bytes = csrBytes(&a.fwd) + csrBytes(&a.bwd) + 4*int64(len(a.vals32)+len(a.tvals32))
-	if err := b.reserve(tier, a.bytes, fmt.Sprintf("a %d×%d graph with %d edges", g.NumRows, g.NumCols, a.nnz)); err != nil {
+	if err := b.reserve(a.bytes, fmt.Sprintf("a %d×%d graph with %d edges", g.NumRows, g.NumCols, a.nnz)); err != nil {
 		return nil, err
 	}
-	// What crosses is the CSR (and its values); the transpose is built on
-	// the device.
-	b.moved(tensor.Host, tier, csrBytes(&a.fwd)+4*int64(len(a.vals32)))
 	return a, nil
 }
 
@@ -138,7 +134,7 @@ func (b *Backend) ReleaseGraph(a backend.Adj) {
 	g.fwd, g.bwd = csr{}, csr{}
 	g.vals32, g.tvals32, g.vals64, g.tvals64 = nil, nil, nil, nil
 	g.sched = nil
-	g.owner.account(g.tier, -g.bytes)
+	g.owner.account(-g.bytes)
 }
 
 // graphArg returns a as a live cpu adjacency.
@@ -173,7 +169,7 @@ func (g *Graph) values(dt tensor.DType, trans bool) unsafe.Pointer {
 			g.tvals64[k] = float64(g.tvals32[k])
 		}
 		g.bytes += 16 * g.nnz
-		g.owner.account(g.tier, 16*g.nnz)
+		g.owner.account(16 * g.nnz)
 	}
 	if trans {
 		return unsafe.Pointer(&g.tvals64[0])

@@ -51,7 +51,7 @@ func (g *Graph) schedule() *lstmSchedule {
 	g.sched = s
 	bytes := 8 * int64(len(s.order)+len(s.rank)+len(s.off))
 	g.bytes += bytes
-	g.owner.account(g.tier, bytes)
+	g.owner.account(bytes)
 	return s
 }
 
@@ -63,8 +63,8 @@ func at[T float](s []T, i int) unsafe.Pointer {
 	return unsafe.Pointer(&s[i])
 }
 
-// scratch allocates temporaries in a tier through Alloc, so that a tier
-// with a capacity (a simulated device) counts them; release frees them.
+// scratch allocates temporaries through Alloc, so that a backend with a
+// capacity (a simulated device) counts them; release frees them.
 type scratch struct {
 	b  *Backend
 	ts []*tensor.Tensor

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"strata/core/backend"
 	"strata/core/graph"
 	"strata/core/tensor"
 )
@@ -245,11 +246,11 @@ func TestLSTMAggregateFiniteDifferences(t *testing.T) {
 }
 
 // TestLSTMAggregateScratchIsCounted checks that the temporaries of the
-// recurrence come from Alloc in the operands' tier: they show in its peak
-// (so a simulated device counts them) and a capacity too small for them is
-// an out-of-memory error.
+// recurrence come from Alloc: they show in the peak (so a simulated device
+// counts them) and a capacity too small for them is an out-of-memory
+// error.
 func TestLSTMAggregateScratchIsCounted(t *testing.T) {
-	const h, dev = 3, tensor.Tier("dev")
+	const h, dev = 3, tensor.Host
 	g := randGraph(rand.New(rand.NewPCG(1, 2)), 20, 30, false, false)
 	e := int(g.NNZ())
 	type run struct {
@@ -261,7 +262,7 @@ func TestLSTMAggregateScratchIsCounted(t *testing.T) {
 		fwd, bwd                       int64 // the scratch of inference and of backward
 	}
 	setup := func(capacity int64) *run {
-		be := New(Options{Threads: 2, Tiers: []Tier{{Name: dev, Capacity: capacity}}})
+		be := New(Options{Threads: 2, Capacity: capacity})
 		a, err := be.UploadGraph(g, dev)
 		if err != nil {
 			t.Fatal(err)
@@ -301,7 +302,7 @@ func TestLSTMAggregateScratchIsCounted(t *testing.T) {
 	}
 	short := setup(r.base + r.fwd - 1)
 	err := short.be.LSTMAggregate(ctx, short.a, short.xw, short.whh, short.bias, short.out, nil, nil, nil)
-	var oom *OutOfMemoryError
+	var oom *backend.OutOfMemoryError
 	if !errors.As(err, &oom) {
 		t.Fatalf("inference one byte short: error %v, want an OutOfMemoryError", err)
 	}

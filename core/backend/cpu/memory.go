@@ -18,13 +18,12 @@ type buffer struct {
 	i32      []int32
 	i64      []int64
 	owner    *Backend
-	tier     tensor.Tier
 	bytes    int64
 	released bool
 }
 
-// Tier returns the tier the buffer was allocated in.
-func (bf *buffer) Tier() tensor.Tier { return bf.tier }
+// Tier returns tensor.Host.
+func (bf *buffer) Tier() tensor.Tier { return tensor.Host }
 
 // ptr returns the address of the first element, or nil when empty.
 func (bf *buffer) ptr() unsafe.Pointer {
@@ -87,8 +86,8 @@ func I64(t *tensor.Tensor) []int64 {
 
 // Alloc returns a zero-filled tensor of rank 1 or 2 in a tier.
 func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
-	if !b.hasTier(tier) {
-		return nil, errf("Alloc", "tier %q is not available (tiers: %v)", tier, b.tiers)
+	if err := tierErr("Alloc", tier); err != nil {
+		return nil, err
 	}
 	if len(shape) < 1 || len(shape) > 2 {
 		return nil, errf("Alloc", "rank %d shape %v, want rank 1 or 2", len(shape), shape)
@@ -103,8 +102,8 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 			return nil, errf("Alloc", "shape %v has more than 2^40 elements", shape)
 		}
 	}
-	bf := &buffer{owner: b, tier: tier, bytes: n * int64(dt.Size())}
-	if err := b.reserve(tier, bf.bytes, fmt.Sprintf("a %v tensor of shape %v", dt, shape)); err != nil {
+	bf := &buffer{owner: b, bytes: n * int64(dt.Size())}
+	if err := b.reserve(bf.bytes, fmt.Sprintf("a %v tensor of shape %v", dt, shape)); err != nil {
 		return nil, err
 	}
 	switch dt {
@@ -117,7 +116,7 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 	case tensor.Int64:
 		bf.i64 = make([]int64, n)
 	default:
-		b.account(tier, -bf.bytes)
+		b.account(-bf.bytes)
 		return nil, errf("Alloc", "unknown dtype %v", dt)
 	}
 	return tensor.New(dt, shape, bf), nil
@@ -136,43 +135,29 @@ func (b *Backend) WrapHost(v []float32, shape []int) (*tensor.Tensor, error) {
 	if len(shape) < 1 || len(shape) > 2 || n != len(v) {
 		return nil, errf("WrapHost", "%d values for shape %v", len(v), shape)
 	}
-	return tensor.New(tensor.Float32, shape, &buffer{f32: v, owner: b, tier: tensor.Host}), nil
+	return tensor.New(tensor.Float32, shape, &buffer{f32: v, owner: b}), nil
 }
 
-// OutOfMemoryError is returned when an allocation would exceed a tier's
-// capacity.
-type OutOfMemoryError struct {
-	Tier                   tensor.Tier
-	What                   string
-	Bytes, InUse, Capacity int64
-}
-
-func (e *OutOfMemoryError) Error() string {
-	return fmt.Sprintf("cpu: %s out of memory: %s needs %s with %s of %s in use; split the work (more micro-batches, smaller batches) or give the device more memory (devices.memory_bytes)",
-		e.Tier, e.What, mib(e.Bytes), mib(e.InUse), mib(e.Capacity))
-}
-
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-
-// reserve accounts bytes in a tier, failing when they exceed its capacity.
-func (b *Backend) reserve(tier tensor.Tier, bytes int64, what string) error {
+// reserve accounts bytes, failing with a *backend.OutOfMemoryError when
+// they exceed the capacity.
+func (b *Backend) reserve(bytes int64, what string) error {
 	m := b.mem
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c := b.capacity[tier]; c > 0 && m.inUse[tier]+bytes > c {
-		return &OutOfMemoryError{Tier: tier, What: what, Bytes: bytes, InUse: m.inUse[tier], Capacity: c}
+	if c := b.capacity; c > 0 && m.inUse+bytes > c {
+		return &backend.OutOfMemoryError{Backend: "cpu", Tier: tensor.Host, What: what, Bytes: bytes, InUse: m.inUse, Capacity: c}
 	}
-	m.inUse[tier] += bytes
-	m.peak[tier] = max(m.peak[tier], m.inUse[tier])
+	m.inUse += bytes
+	m.peak = max(m.peak, m.inUse)
 	return nil
 }
 
-// account adds delta bytes to a tier's use and updates its peak.
-func (b *Backend) account(tier tensor.Tier, delta int64) {
+// account adds delta bytes to the use and updates its peak.
+func (b *Backend) account(delta int64) {
 	m := b.mem
 	m.mu.Lock()
-	m.inUse[tier] += delta
-	m.peak[tier] = max(m.peak[tier], m.inUse[tier])
+	m.inUse += delta
+	m.peak = max(m.peak, m.inUse)
 	m.mu.Unlock()
 }
 
@@ -185,33 +170,27 @@ func (b *Backend) Release(t *tensor.Tensor) {
 	bf.released = true
 	bf.f32, bf.f64, bf.i32, bf.i64 = nil, nil, nil, nil
 	if bf.owner != nil {
-		bf.owner.account(bf.tier, -bf.bytes)
+		bf.owner.account(-bf.bytes)
 	}
 }
 
-// ResetPeak starts a new peak measurement: every tier's peak becomes its
-// current use. A caller measures one phase (a training step, an
-// evaluation) by resetting before it and reading Stats after.
+// ResetPeak starts a new peak measurement: the peak becomes the current
+// use. A caller measures one phase (a training step, an evaluation) by
+// resetting before it and reading Stats after.
 func (b *Backend) ResetPeak() {
 	m := b.mem
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for t, v := range m.inUse {
-		m.peak[t] = v
-	}
+	m.peak = m.inUse
 }
 
-// Stats reports the memory in use and its peak per tier, tensors and
-// graphs together.
+// Stats reports the memory in use and its peak, tensors, graphs and
+// scratch together, under tensor.Host.
 func (b *Backend) Stats() backend.Stats {
 	m := b.mem
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := backend.Stats{InUse: map[tensor.Tier]int64{}, Peak: map[tensor.Tier]int64{}}
-	for _, t := range b.tiers {
-		st.InUse[t], st.Peak[t] = m.inUse[t], m.peak[t]
-	}
-	return st
+	return backend.Stats{InUse: map[tensor.Tier]int64{tensor.Host: m.inUse}, Peak: map[tensor.Tier]int64{tensor.Host: m.peak}}
 }
 
 // Upload copies a host slice of matching type and length into t.
@@ -220,7 +199,6 @@ func (b *Backend) Upload(t *tensor.Tensor, src any) error {
 	if err != nil {
 		return err
 	}
-	b.moved(tensor.Host, bf.tier, bf.bytes)
 	switch s := src.(type) {
 	case []float32:
 		if t.DType() == tensor.Float32 && len(s) == len(bf.f32) {
@@ -252,7 +230,6 @@ func (b *Backend) Download(t *tensor.Tensor, dst any) error {
 	if err != nil {
 		return err
 	}
-	b.moved(bf.tier, tensor.Host, bf.bytes)
 	switch d := dst.(type) {
 	case []float32:
 		if t.DType() == tensor.Float32 && len(d) == len(bf.f32) {
@@ -291,7 +268,6 @@ func (b *Backend) Copy(dst, src *tensor.Tensor) error {
 	if dst.DType() != src.DType() || dst.Numel() != src.Numel() {
 		return errf("Copy", "dst %v and src %v differ in dtype or size", dst, src)
 	}
-	b.moved(sb.tier, db.tier, sb.bytes)
 	copy(db.f32, sb.f32)
 	copy(db.f64, sb.f64)
 	copy(db.i32, sb.i32)

@@ -1,67 +1,54 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"math"
-	"path/filepath"
+	"os"
 	"reflect"
-	"strata/core/topology"
+	"slices"
 	"testing"
 
 	"strata/core/backend"
-	"strata/core/backend/cpu"
+	"strata/core/backend/sim/internal/wrapgen"
 	"strata/core/graph"
 	"strata/core/tensor"
+	"strata/core/topology"
 )
 
-// notKernels are the backend methods that move or manage memory, or
-// describe the backend, rather than compute; every other method of
-// backend.Backend and of the CPU backend (whose optional kernels, such as
-// DropoutApply, the engine finds by type assertion) must be timed by the
-// simulated backend.
-var notKernels = map[string]bool{
-	"Name": true, "Tiers": true, "Alloc": true, "Release": true, "Upload": true,
-	"Download": true, "UploadGraph": true, "ReleaseGraph": true, "Stats": true,
-	"Threads": true, "WithTag": true, "ResetPeak": true, "WrapHost": true,
+// TestEveryKernelIsTimed fails when backend.Backend (or the inner
+// backend's extensions) gains a kernel that the cost table does not price:
+// every method is either exempt (it moves or manages memory, or describes
+// the backend) or has a non-nil entry in prices.
+func TestEveryKernelIsTimed(t *testing.T) {
+	table := reflect.ValueOf(prices)
+	for _, typ := range []reflect.Type{reflect.TypeFor[backend.Backend](), reflect.TypeFor[extensions]()} {
+		for i := range typ.NumMethod() {
+			name := typ.Method(i).Name
+			if slices.Contains(wrapgen.Sim.Exempt, name) {
+				continue
+			}
+			if f := table.FieldByName(name); !f.IsValid() || f.IsNil() {
+				t.Errorf("%s.%s is not timed by the simulated backend: run go generate and price it in cost.go (prices)", typ, name)
+			}
+		}
+	}
 }
 
-// TestEveryKernelIsTimed fails when backend.Backend gains a kernel that
-// *sim.Backend only inherits from the CPU backend, untimed.
-func TestEveryKernelIsTimed(t *testing.T) {
-	files, err := filepath.Glob("*.go")
+// TestGeneratedIsCurrent fails when wrap_gen.go differs from what the
+// generator writes now (run go generate in core/backend/sim).
+func TestGeneratedIsCurrent(t *testing.T) {
+	want, err := wrapgen.Generate(wrapgen.Sim)
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared := map[string]bool{}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range file.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv == nil || len(fn.Recv.List) != 1 {
-				continue
-			}
-			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok {
-				if id, ok := star.X.(*ast.Ident); ok && id.Name == "Backend" {
-					declared[fn.Name.Name] = true
-				}
-			}
-		}
+	got, err := os.ReadFile(wrapgen.Sim.Out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[backend.Backend](), reflect.TypeFor[*cpu.Backend]()} {
-		for i := range typ.NumMethod() {
-			name := typ.Method(i).Name
-			if !notKernels[name] && !declared[name] {
-				t.Errorf("%s.%s is not timed by the simulated backend: add it to cost.go", typ, name)
-			}
-		}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is stale: run go generate in core/backend/sim", wrapgen.Sim.Out)
 	}
 }
 

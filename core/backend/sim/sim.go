@@ -2,27 +2,44 @@ package sim
 
 import (
 	"slices"
-	"strata/core/backend"
-	"strata/core/topology"
 	"strconv"
 	"strings"
 	"sync"
 
+	"strata/core/backend"
 	"strata/core/backend/cpu"
 	"strata/core/tensor"
+	"strata/core/topology"
 )
+
+//go:generate go run ./internal/wrapgen/cmd/wrapgen
 
 // DeviceTier returns the tier name of device i ("device0", ...).
 func DeviceTier(i int) tensor.Tier { return tensor.Tier("device" + strconv.Itoa(i)) }
 
-// Backend is a CPU backend with one capacity-limited tier per simulated
-// device, which counts the bytes crossing every link. Views made by
-// ForPurpose share its memory, tensors and counters.
+// Backend simulates a machine with several devices on the host. It owns
+// labelled tiers (the host and device0..N-1), each backed by an inner
+// backend that has only a host tier and the tier's capacity, so every
+// tier's memory, peak and out-of-memory errors are its own. It checks that
+// the tensor operands of a kernel share a tier, counts every byte that
+// crosses between tiers (Upload, UploadGraph, Download, Copy) with its
+// purpose, prices every kernel on a device with the cost model, and runs
+// it on the inner backend of that tier with the operands unwrapped to the
+// inner backend's handles. The kernel methods are generated (wrap_gen.go,
+// go generate) from the backend.Backend interface; their costs are the
+// table in cost.go. Views made by ForPurpose share its memory, tensors
+// and counters.
 type Backend struct {
-	*cpu.Backend
-	topo    topology.Topology
-	traffic *counters
+	*machine
 	purpose string // of this view's transfers and kernels
+}
+
+// machine is the state a backend's views share.
+type machine struct {
+	topo    topology.Topology
+	tiers   []tensor.Tier                   // host, device0, ...
+	inner   map[tensor.Tier]backend.Backend // one per tier
+	traffic *counters
 }
 
 // counters are the bytes moved and the time predicted, shared by a
@@ -48,9 +65,7 @@ func newCounters() *counters {
 func (b *Backend) ForPurpose(p string) backend.Backend { return b.view(p) }
 
 // view is ForPurpose with the concrete type.
-func (b *Backend) view(p string) *Backend {
-	return &Backend{Backend: b.Backend.WithTag(p), topo: b.topo, traffic: b.traffic, purpose: p}
-}
+func (b *Backend) view(p string) *Backend { return &Backend{machine: b.machine, purpose: p} }
 
 // Purpose returns the purpose the view's transfers and kernels count under.
 func (b *Backend) Purpose() string {
@@ -79,18 +94,29 @@ type Link struct{ From, To tensor.Tier }
 
 func (l Link) String() string { return string(l.From) + "->" + string(l.To) }
 
-// New returns a simulated backend for the topology; threads as cpu.Options.
+// New returns a simulated backend for the topology, computing on CPU
+// backends with threads goroutines each (see cpu.Options).
 func New(topo topology.Topology, threads int) (*Backend, error) {
+	return newMachine(topo, func(capacity int64) backend.Backend {
+		return cpu.New(cpu.Options{Threads: threads, Capacity: capacity})
+	})
+}
+
+// newMachine returns a simulated backend whose tiers are backed by the
+// backends newInner makes: each must have only the host tier, hold at
+// most capacity bytes (0: unlimited) and accept the others' tensors in
+// Copy.
+func newMachine(topo topology.Topology, newInner func(capacity int64) backend.Backend) (*Backend, error) {
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{topo: topo, traffic: newCounters()}
-	tiers := make([]cpu.Tier, topo.Devices)
-	for i := range tiers {
-		tiers[i] = cpu.Tier{Name: DeviceTier(i), Capacity: topo.Capacity}
+	m := &machine{topo: topo, tiers: []tensor.Tier{tensor.Host}, inner: map[tensor.Tier]backend.Backend{tensor.Host: newInner(0)}, traffic: newCounters()}
+	for i := range topo.Devices {
+		t := DeviceTier(i)
+		m.tiers = append(m.tiers, t)
+		m.inner[t] = newInner(topo.Capacity)
 	}
-	b.Backend = cpu.New(cpu.Options{Threads: threads, Tiers: tiers, Transfer: b.count})
-	return b, nil
+	return &Backend{machine: m}, nil
 }
 
 // Name returns "sim".
@@ -99,14 +125,13 @@ func (b *Backend) Name() string { return "sim" }
 // Topology returns the simulated machine.
 func (b *Backend) Topology() topology.Topology { return b.topo }
 
-// count records a transfer under the purpose of the view that made it (its
-// tag), routing device↔device copies without a direct link through the
-// host.
-func (b *Backend) count(from, to tensor.Tier, n int64, tag any) {
-	purpose, _ := tag.(string)
-	if purpose == "" {
-		purpose = backend.PurposeOther
+// count records a transfer under the view's purpose, routing
+// device↔device copies without a direct link through the host.
+func (b *Backend) count(from, to tensor.Tier, n int64) {
+	if from == to || n <= 0 {
+		return
 	}
+	purpose := b.Purpose()
 	links := []Link{{from, to}}
 	if fi, ti := b.device(from), b.device(to); fi >= 0 && ti >= 0 && b.topo.PeerGBps[fi][ti] == 0 {
 		links = []Link{{from, tensor.Host}, {tensor.Host, to}}
@@ -196,4 +221,5 @@ var (
 	_ backend.TrafficCounter = (*Backend)(nil)
 	_ backend.TimePredictor  = (*Backend)(nil)
 	_ backend.PeakResetter   = (*Backend)(nil)
+	_ extensions             = (*Backend)(nil)
 )

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strata/core/topology"
@@ -8,7 +9,7 @@ import (
 	"testing"
 
 	"strata/core/backend"
-	"strata/core/backend/cpu"
+	"strata/core/graph"
 	"strata/core/tensor"
 )
 
@@ -166,7 +167,7 @@ func TestCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = b.Alloc(tensor.Float32, []int{100}, d0) // 400 more: over
-	var oom *cpu.OutOfMemoryError
+	var oom *backend.OutOfMemoryError
 	if !errors.As(err, &oom) || oom.Tier != d0 || oom.InUse != 800 || oom.Capacity != 1000 {
 		t.Fatalf("error %v, want an OutOfMemoryError on device0", err)
 	}
@@ -233,5 +234,52 @@ func TestConcurrentViews(t *testing.T) {
 	}
 	if use := b.Stats().InUse[DeviceTier(0)]; use != 0 {
 		t.Errorf("%d bytes still in use after releasing everything", use)
+	}
+}
+
+// TestKernelScratchCountsInItsTier checks that the temporaries an inner
+// backend allocates during a kernel (the LSTM's, in inference) count in
+// the tier of the operands and that a device without room for them fails
+// with an out-of-memory error naming that device.
+func TestKernelScratchCountsInItsTier(t *testing.T) {
+	const h = 2
+	g := graph.NewCSR(3, []int64{0, 2, 3, 4}, []int64{0, 1, 2, 0})
+	setup := func(capacity int64) (*Backend, func() error) {
+		b := newSim(t, "pcie-only", capacity)
+		dev := DeviceTier(0)
+		a, err := b.UploadGraph(g, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []*tensor.Tensor
+		for _, shape := range [][]int{{3, 4 * h}, {h, 4 * h}, {4 * h}, {3, h}} {
+			x, err := b.Alloc(tensor.Float32, shape, dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts = append(ts, x)
+		}
+		return b, func() error {
+			return b.LSTMAggregate(context.Background(), a, ts[0], ts[1], ts[2], ts[3], nil, nil, nil)
+		}
+	}
+	b, run := setup(0)
+	before := b.Stats()
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	after := b.Stats()
+	dev := DeviceTier(0)
+	if after.InUse[dev] <= before.InUse[dev] || after.Peak[dev] <= after.InUse[dev] || after.Peak[tensor.Host] != 0 {
+		t.Errorf("device0 in use %d→%d, peak %d; host peak %d: the scratch did not count on device0",
+			before.InUse[dev], after.InUse[dev], after.Peak[dev], after.Peak[tensor.Host])
+	}
+	// With room for the operands, the graph and its step order but not
+	// the scratch, the kernel runs out of memory on device0.
+	_, run = setup(after.InUse[dev])
+	err := run()
+	var oom *backend.OutOfMemoryError
+	if !errors.As(err, &oom) || oom.Tier != dev || !strings.Contains(err.Error(), "sim: device0 out of memory") {
+		t.Fatalf("error %v, want an OutOfMemoryError on device0", err)
 	}
 }
