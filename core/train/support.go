@@ -2,9 +2,11 @@ package train
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"strata/core/config"
+	"strata/core/registry"
 )
 
 // checkSupported rejects config settings that the chosen strategy and
@@ -30,20 +32,20 @@ func checkSupported(cfg *config.Config) error {
 		return unused([]string{"cache", "name"}, fmt.Sprintf("%s is set", cfg.Cache.ID))
 	}
 	if cfg.Placement.Name != "" && (!uses.Cache || cfg.Cache.Name == "") {
-		return cfg.KeyError(fmt.Sprintf("placement.name: %s places cached feature partitions, which only a strategy that reads features through a [cache] uses (train.mode = \"minibatch\"); add them or remove [placement]", cfg.Placement.ID), "placement", "name")
+		return cfg.KeyError(fmt.Sprintf("placement.name: %s places cached feature partitions, which only strategies that read features through a [cache] use (train.mode = %s); add them or remove [placement]", cfg.Placement.ID, modesUsing(func(u Uses) bool { return u.Cache })), "placement", "name")
 	}
 	if cfg.Partition.Name != "" && (cfg.Train.MicroBatches == 1 || !uses.Partition) {
 		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
 	}
 	if cfg.Train.Overlap && !uses.Overlap {
-		return cfg.KeyError(fmt.Sprintf("train.overlap pipelines the transfers of sampled mini-batches, which train.mode = %q does not have; set train.mode = \"minibatch\" or remove it", cfg.Train.Mode), "train", "overlap")
+		return cfg.KeyError(fmt.Sprintf("train.overlap pipelines the transfers of sampled mini-batches, which train.mode = %q does not have; set train.mode = %s or remove it", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Overlap })), "train", "overlap")
 	}
 	if err := be.CheckConfig(cfg); err != nil {
 		return err
 	}
 	d := cfg.Devices
 	if (d.Count > 1 || d.Preset != "" && d.Preset != "pcie-only" || len(d.HostGBps) > 1) && !uses.Devices {
-		return cfg.KeyError(fmt.Sprintf("devices: train.mode = %q trains on one device; several devices train data-parallel in minibatch mode (or use preset \"pcie-only\" with count 0 or 1)", cfg.Train.Mode), "devices")
+		return cfg.KeyError(fmt.Sprintf("devices: train.mode = %q trains on one device; several devices train data-parallel with train.mode = %s (or use preset \"pcie-only\" with count 0 or 1)", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Devices })), "devices")
 	}
 	return nil
 }
@@ -65,3 +67,18 @@ func RejectDevices(cfg *config.Config) error {
 }
 
 func joinKey(key []string) string { return strings.Join(key, ".") }
+
+// modesUsing lists, quoted and joined by "or", the registered strategies
+// whose Uses satisfy f: the train.mode values a message can suggest.
+func modesUsing(f func(Uses) bool) string {
+	var names []string
+	for _, m := range registry.Namespace("strategy") {
+		if s, ok := m.New().(Strategy); ok && f(s.Uses()) {
+			names = append(names, strconv.Quote(m.Name()))
+		}
+	}
+	if len(names) == 0 {
+		return "(none registered)"
+	}
+	return strings.Join(names, " or ")
+}

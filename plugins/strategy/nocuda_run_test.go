@@ -3,8 +3,7 @@
 package strategy
 
 import (
-	"context"
-	"strata/core/train"
+	"strata/core/config"
 	"strings"
 	"testing"
 )
@@ -12,8 +11,7 @@ import (
 // A build without the cuda tag rejects train.backend = "cuda" with the
 // key's location and the fix.
 func TestCUDABackendNeedsTag(t *testing.T) {
-	cfg := mustParse(t, coraBase, "train.backend=cuda")
-	_, err := train.Run(context.Background(), cfg, train.Options{Host: testHost(t)})
+	_, err := config.Parse("test.toml", []byte(coraBase), "train.backend=cuda")
 	if err == nil {
 		t.Fatal("train.backend = cuda trained without CUDA support")
 	}

@@ -105,7 +105,7 @@ func TestCheckSupported(t *testing.T) {
 		{[]string{`partition.name="range"`}, "partition.name: partitioner.range is set, but only micro-batching"},
 		{[]string{`cache.name="degree"`}, "cache.name: cache.degree is set"},
 		{[]string{"devices.count=2"}, "devices.count describes simulated devices"},
-		{[]string{`train.backend="sim"`, "devices.count=2"}, "trains on one device; several devices train data-parallel in minibatch mode"},
+		{[]string{`train.backend="sim"`, "devices.count=2"}, "trains on one device; several devices train data-parallel with train.mode = \"minibatch\""},
 		{[]string{`train.backend="sim"`, `devices.preset="dgx1-v100-8"`}, "several devices train data-parallel"},
 	}
 	for _, c := range cases {
@@ -464,7 +464,7 @@ func TestPlacedFeatureCache(t *testing.T) {
 		t.Errorf("losses %v differ between placements", losses)
 	}
 	_, err := train.Run(context.Background(), mustParse(t, coraBase, `placement.name="xgnn"`), train.Options{Host: testHost(t)})
-	if err == nil || !strings.Contains(err.Error(), "only minibatch training with a [cache] uses") {
+	if err == nil || !strings.Contains(err.Error(), "only strategies that read features through a [cache] use") {
 		t.Errorf("placement without a cache: error %v", err)
 	}
 }
