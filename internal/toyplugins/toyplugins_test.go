@@ -61,7 +61,7 @@ func TestToysTrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := train.Run(context.Background(), cfg, train.Options{Host: wasm.Host{Options: wasm.Options{CacheDir: "off"}}})
+	res, err := train.Run(context.Background(), cfg, train.Options{Host: wasm.Host{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,8 +46,23 @@ func mustParse(t *testing.T, text string, sets ...string) *config.Config {
 	return cfg
 }
 
+// wasmCache is the compiled-module cache the package's tests share, so
+// each layer module compiles once per test binary.
+var wasmCache string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "strata-strategy-test-")
+	if err != nil {
+		panic(err)
+	}
+	wasmCache = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 func testHost(t *testing.T) modhost.Host {
-	return wasm.Host{Options: wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}}
+	return wasm.Host{Options: wasm.Options{CacheDir: wasmCache}}
 }
 
 func TestBuildModel(t *testing.T) {
