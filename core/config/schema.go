@@ -29,6 +29,7 @@ type field struct {
 	example  string
 	ns       string // registry namespace of a Plugin field
 	nohash   bool   // hash:"-": left out of the canonical form
+	omitzero bool   // hash:"omitempty": left out of the canonical form when zero
 }
 
 // special is one extra allowed value outside a field's range.
@@ -78,6 +79,7 @@ func fieldsOf(t reflect.Type) []field {
 				example:  sf.Tag.Get("example"),
 				ns:       sf.Tag.Get("ns"),
 				nohash:   sf.Tag.Get("hash") == "-",
+				omitzero: sf.Tag.Get("hash") == "omitempty",
 			}
 			if e := sf.Tag.Get("enum"); e != "" {
 				f.enum = strings.Split(e, ",")
