@@ -27,9 +27,35 @@ func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: strata %s %s\n", name, args)
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	return fs
+}
+
+// flagName spells a flag as the help and the docs do: one dash for a
+// one-letter flag (-c), two for a word (--set). Both forms are accepted.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// printFlags lists the flags of fs like flag.PrintDefaults, spelled with
+// flagName.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		line := "  " + flagName(f.Name)
+		if arg != "" {
+			line += " " + arg
+		}
+		def := ""
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			def = fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "%s\n    \t%s%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"), def)
+	})
 }
 
 // parse parses args and rejects positional arguments.
@@ -61,10 +87,10 @@ func (w *wasmFlags) register(fs *flag.FlagSet) {
 
 func (w *wasmFlags) options() (wasm.Options, error) {
 	if w.deadline <= 0 {
-		return wasm.Options{}, usagef("-wasm-deadline must be positive, got %v", w.deadline)
+		return wasm.Options{}, usagef("--wasm-deadline must be positive, got %v", w.deadline)
 	}
 	if w.memPages == 0 || w.memPages > 65536 {
-		return wasm.Options{}, usagef("-wasm-memory-pages must be in [1,65536], got %d", w.memPages)
+		return wasm.Options{}, usagef("--wasm-memory-pages must be in [1,65536], got %d", w.memPages)
 	}
 	return wasm.Options{CacheDir: w.cacheDir, Deadline: w.deadline, MemoryLimitPages: uint32(w.memPages)}, nil
 }
@@ -78,7 +104,7 @@ type configFlags struct {
 
 func (c *configFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.path, "c", "", "config file (TOML); see 'strata config explain'")
-	fs.Var(&c.sets, "set", "override a config key, e.g. --set train.epochs=50 (repeatable)")
+	fs.Var(&c.sets, "set", "override a config key: `key=value`, e.g. --set train.epochs=50 or --set train.backend=sim (repeatable; strings need no quotes)")
 	c.wasm.register(fs)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"codeberg.org/sbinet/npyio/npy"
 	"codeberg.org/sbinet/npyio/npz"
 )
 
@@ -300,5 +301,52 @@ func TestRandomSplit(t *testing.T) {
 	_, err = Open("embedded:cora@random-0-1-seed0")
 	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "random-<train>") {
 		t.Errorf("bad random split: %v", err)
+	}
+}
+
+func TestWriteNPYDirRoundTrip(t *testing.T) {
+	for _, spec := range []string{"embedded:cora", "rmat-8-4-3-2-1@random-2-2-seed0"} {
+		d, err := Open(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "out")
+		files, err := WriteNPYDir(dir, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"edge_index.npy", "x.npy", "y.npy", "train_mask.npy", "val_mask.npy", "test_mask.npy"}
+		if len(files) != len(want) {
+			t.Errorf("%s: wrote %v, want %v", spec, files, want)
+		}
+		back, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !csrEqual(back.Graph, d.Graph) || !slices.Equal(back.Features, d.Features) || !slices.Equal(back.Labels, d.Labels) ||
+			!slices.Equal(back.Train, d.Train) || !slices.Equal(back.Valid, d.Valid) || !slices.Equal(back.Test, d.Test) {
+			t.Errorf("%s: round trip through %s differs", spec, dir)
+		}
+		// npyio, an independent reader, agrees on the edge_index header and data.
+		f, err := os.Open(filepath.Join(dir, "edge_index.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := npy.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ei []int64
+		if err := r.Read(&ei); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if got := r.Header.Descr.Shape; !slices.Equal(got, []int{2, int(d.Graph.NNZ())}) || strings.Trim(r.Header.Descr.Type, "'") != "<i8" {
+			t.Errorf("%s: npyio reads shape %v dtype %s", spec, got, r.Header.Descr.Type)
+		}
+		m := int(d.Graph.NNZ())
+		if v := ei[m]; d.Graph.Indptr[v+1]-d.Graph.Indptr[v] == 0 {
+			t.Errorf("first target %d has no in-edges", v)
+		}
 	}
 }
