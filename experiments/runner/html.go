@@ -250,6 +250,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 		}
 		return d.String()
 	},
+	"revision": revisionLabel,
 	"dirty": func(b *bool) string {
 		switch {
 		case b == nil:
@@ -349,8 +350,9 @@ pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12.5px; b
 
 <h2 id="provenance">Provenance</h2>
 {{with .Prov}}<table class="kv">
-<tr><th>git commit</th><td class="mono">{{if .GitRevision}}{{.GitRevision}}{{else}}unknown{{end}}</td></tr>
-<tr><th>uncommitted changes</th><td>{{dirty .GitDirty}} (both as of the last invocation, {{date .End}})</td></tr>
+<tr><th>git commit</th><td class="mono">{{if .GitRevision}}{{.GitRevision}}{{if eq .RevisionSource "build"}} (stamped in the strata binary: no git work tree){{end}}{{else}}unknown{{end}}</td></tr>
+<tr><th>uncommitted changes</th><td>{{dirty .GitDirty}} (both as of the last invocation that ran something, {{date .End}})</td></tr>
+<tr><th>revisions of the runs</th><td class="mono">{{range $i, $r := .Revisions}}{{if $i}}, {{end}}{{revision $r.Revision $r.Dirty}} ({{$r.Runs}} run{{if ne $r.Runs 1}}s{{end}}){{else}}none{{end}}</td></tr>
 <tr><th>strata</th><td>{{.StrataBuild}}</td></tr>
 <tr><th>Go</th><td>{{.GoVersion}} {{.OS}}/{{.Arch}}</td></tr>
 <tr><th>CPU</th><td>{{if .CPUModel}}{{.CPUModel}}, {{end}}{{.Cores}} cores{{if .Hostname}} ({{.Hostname}}){{end}}</td></tr>
