@@ -189,6 +189,17 @@ func writeReports(p *Plan, records []*Record, out string, start, end time.Time, 
 			name string
 			data func() ([]byte, error)
 		}{pl.file, func() ([]byte, error) { return pl.svg, nil }})
+		for _, alt := range []struct {
+			ext  string
+			data []byte
+		}{{".png", pl.png}, {".pdf", pl.pdf}} {
+			if alt.data != nil {
+				files = append(files, struct {
+					name string
+					data func() ([]byte, error)
+				}{siblingFile(pl.file, alt.ext), func() ([]byte, error) { return alt.data, nil }})
+			}
+		}
 	}
 	for _, f := range files {
 		b, err := f.data()
