@@ -2,6 +2,7 @@ package graph
 
 import (
 	"archive/zip"
+	"bufio"
 	"errors"
 	"os"
 	"path/filepath"
@@ -349,4 +350,41 @@ func TestWriteNPYDirRoundTrip(t *testing.T) {
 			t.Errorf("first target %d has no in-edges", v)
 		}
 	}
+}
+
+// BenchmarkReadNPY compares the hand-written .npy reader with npyio's on a
+// 4M-element float32 array (16 MiB; docs/decisions.md):
+// go test -run X -bench ReadNPY ./core/graph/
+func BenchmarkReadNPY(b *testing.B) {
+	const n = 1 << 22
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = float32(i)
+	}
+	path := filepath.Join(b.TempDir(), "x.npy")
+	if err := os.WriteFile(path, npyOf(vals, n/64, 64), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("strata", func(b *testing.B) {
+		b.SetBytes(4 * n)
+		for b.Loop() {
+			if _, _, err := ReadNPY(path); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("npyio", func(b *testing.B) {
+		b.SetBytes(4 * n)
+		for b.Loop() {
+			f, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var out []float32 // buffered: unbuffered, npyio makes a read call per element
+			if err := npy.Read(bufio.NewReaderSize(f, 1<<20), &out); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	})
 }
