@@ -388,3 +388,28 @@ func BenchmarkReadNPY(b *testing.B) {
 		}
 	})
 }
+
+// TestSourcesGeneratedSplit: a generated split reads the dataset's files
+// (no stored split), for every kind of spec.
+func TestSourcesGeneratedSplit(t *testing.T) {
+	npzPath := writeNPZ(t, filepath.Join(t.TempDir(), "a.npz"), tinyShchur())
+	for spec, want := range map[string]int{
+		"embedded:cora@random-20-30-seed0": -1, // same as embedded:cora
+		npzPath + "@random-1-1-seed0":      1,
+		"rmat-6@random-1-1-seed0":          0,
+	} {
+		files, gen, err := Sources(spec)
+		if err != nil {
+			t.Errorf("%s: %v", spec, err)
+			continue
+		}
+		if want >= 0 && len(files) != want || want == 0 && gen == "" {
+			t.Errorf("%s: %d files, generator %q", spec, len(files), gen)
+		}
+	}
+	a, _, _ := Sources("embedded:cora")
+	b, _, _ := Sources("embedded:cora@random-20-30-seed0")
+	if len(a) == 0 || len(a) != len(b) {
+		t.Errorf("embedded: %d files plain, %d with a generated split", len(a), len(b))
+	}
+}
