@@ -534,6 +534,7 @@ func (c *chart) assemble() (pl *plot.Plot, leg plot.Legend, entries int, w, h vg
 		pl.Y.Tick.Marker = logTicks{}
 	}
 	pl.Title.TextStyle.Font.Size = vg.Points(13)
+	pl.Title.Padding = vg.Points(6) // room above the title: its ascenders were cut
 	pl.X.Label.TextStyle.Font.Size = vg.Points(12)
 	pl.Y.Label.TextStyle.Font.Size = vg.Points(12)
 	leg = plot.NewLegend()
