@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"codeberg.org/sbinet/npyio/npz"
 )
@@ -186,5 +187,38 @@ func TestConvertToNPY(t *testing.T) {
 	file := write(t, t.TempDir(), "taken", "x")
 	if code, _, stderr := cli(t, "convert", "--to", "npy", "-i", "embedded:cora", "-o", file); code != exitUser || !strings.Contains(stderr, "not a directory") {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestLoadProgress: with stderr not a terminal, a load prints plain lines
+// (no bar, no escape codes) ending with a "done" line; a quick load within
+// the quiet time prints nothing.
+func TestLoadProgress(t *testing.T) {
+	if _, ok := readBytes(); !ok {
+		t.Skip("no /proc/self/io: load progress is not shown on this system")
+	}
+	var text strings.Builder
+	for i := range 20000 {
+		text.WriteString(strings.Repeat("1", 1+i%3) + " 2\n")
+	}
+	path := write(t, t.TempDir(), "g.txt", text.String())
+	var errb strings.Builder
+	d, err := openDatasetEvery(path, "inspect: loading", &errb, 0, time.Hour)
+	if err != nil || d.NumNodes == 0 {
+		t.Fatal(err)
+	}
+	out := errb.String()
+	if !strings.HasPrefix(out, "inspect: loading 100% (") || !strings.HasSuffix(out, " done\n") || strings.ContainsAny(out, "\r\x1b") {
+		t.Errorf("progress output %q", out)
+	}
+	if n := specBytes(path); n != int64(text.Len()) {
+		t.Errorf("specBytes = %d, want %d", n, text.Len())
+	}
+	errb.Reset()
+	if _, err := openDatasetEvery(path, "x", &errb, time.Hour, time.Hour); err != nil || errb.Len() != 0 {
+		t.Errorf("quiet load printed %q (%v)", errb.String(), err)
+	}
+	if n := specBytes("embedded:cora"); n != 0 {
+		t.Errorf("specBytes(embedded) = %d, want 0 (unknown)", n)
 	}
 }

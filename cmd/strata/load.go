@@ -28,6 +28,11 @@ const (
 // loaders need no hooks; where that counter or the size is unknown (other
 // systems, embedded and R-MAT datasets) nothing is printed.
 func openDataset(spec, label string, stderr io.Writer) (*graph.Dataset, error) {
+	return openDatasetEvery(spec, label, stderr, quietFor, plainEvery)
+}
+
+// openDatasetEvery is openDataset with its quiet time and log interval.
+func openDatasetEvery(spec, label string, stderr io.Writer, quiet, every time.Duration) (*graph.Dataset, error) {
 	type result struct {
 		d   *graph.Dataset
 		err error
@@ -43,19 +48,26 @@ func openDataset(spec, label string, stderr io.Writer) (*graph.Dataset, error) {
 		done <- result{d, err}
 	}()
 	var bar *metrics.Progress
+	newBar := func() *metrics.Progress {
+		return metrics.NewLogProgress(stderr, label, int(total), every, func(n int) string { return humanBytes(int64(n)) })
+	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	quiet := time.After(quietFor)
+	start := time.Now()
+	quietC := time.After(quiet)
 	for {
 		select {
 		case r := <-done:
+			if bar == nil && time.Since(start) >= quiet {
+				bar = newBar()
+			}
 			if bar != nil {
 				bar.Update(int(total), "done")
 				bar.Done()
 			}
 			return r.d, r.err
-		case <-quiet:
-			bar = metrics.NewLogProgress(stderr, label, int(total), plainEvery, func(n int) string { return humanBytes(int64(n)) })
+		case <-quietC:
+			bar = newBar()
 		case <-tick.C:
 			if bar != nil {
 				now, _ := readBytes()
