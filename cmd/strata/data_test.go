@@ -70,6 +70,11 @@ func TestDatasetFormats(t *testing.T) {
 		{"npz/split-in-spec", func(t *testing.T) []string {
 			return train(t, "data.dataset="+shchurNPZ(t, nil)+"@random-2-1-seed0")
 		}, 0, []string{`"dataset":"amazon_tiny"`}},
+		{"npz/no-config-file", func(t *testing.T) []string {
+			// strata train --set data.dataset=X.npz --set data.split=...: the defaults.
+			return append([]string{"train", "--set", "data.dataset=" + shchurNPZ(t, nil), "--set", "data.split=random-2-1-seed0",
+				"--set", "train.epochs=2", "--set", "output.progress=off"}, wasmArgs()...)
+		}, 0, []string{`"dataset":"amazon_tiny"`, `"model":"gcn"`}},
 		{"npz/inspect", func(t *testing.T) []string {
 			return []string{"inspect", "-i", shchurNPZ(t, nil)}
 		}, 0, []string{"nodes     12", "features  3", "classes   3"}},

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,7 +104,7 @@ type configFlags struct {
 }
 
 func (c *configFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.path, "c", "", "config file (TOML); see 'strata config explain'")
+	fs.StringVar(&c.path, "c", "", "config file (TOML); see 'strata config explain'. Without it, the defaults and the --set overrides (data.dataset required)")
 	fs.Var(&c.sets, "set", "override a config key: `key=value`, e.g. --set train.epochs=50 or --set train.backend=sim (repeatable; strings need no quotes)")
 	c.wasm.register(fs)
 }
@@ -113,12 +114,17 @@ func (c *configFlags) load(fs *flag.FlagSet, args []string) (*config.Config, was
 	if err := parse(fs, args); err != nil {
 		return nil, wasm.Options{}, err
 	}
-	if c.path == "" {
-		return nil, wasm.Options{}, usagef("%s: -c FILE is required (try configs/gcn-cora.toml)", fs.Name())
+	if c.path == "" && !slices.ContainsFunc(c.sets, func(s string) bool { return strings.HasPrefix(strings.TrimSpace(s), "data.dataset=") }) {
+		return nil, wasm.Options{}, usagef("%s: -c FILE is required (try configs/gcn-cora.toml), or give at least --set data.dataset=DATASET to start from the defaults", fs.Name())
 	}
 	wopts, err := c.wasm.options()
 	if err != nil {
 		return nil, wasm.Options{}, err
+	}
+	if c.path == "" {
+		// No file: the defaults (strata config explain) and the overrides.
+		cfg, err := config.Parse("", nil, c.sets...)
+		return cfg, wopts, err
 	}
 	cfg, err := config.Load(c.path, c.sets...)
 	return cfg, wopts, err
