@@ -149,5 +149,9 @@ const zshTail = `        *) opts=() ;;
     esac
     compadd -- $opts
 }
-compdef _strata strata 2>/dev/null || true
+if [ "$funcstack[1]" = "_strata" ]; then
+    _strata "$@"               # autoloaded from $fpath
+else
+    compdef _strata strata     # sourced
+fi
 `

@@ -132,8 +132,12 @@ func commandHelp(ctx context.Context, c command, w io.Writer) {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: strata <command> [flags]")
 	fmt.Fprintln(w)
+	nw, aw := 0, 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-13s %-30s %s\n", c.name, c.args, c.doc)
+		nw, aw = max(nw, len(c.name)), max(aw, len(c.args))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s %-*s  %s\n", nw, c.name, aw, c.args, c.doc)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run `strata help <command>` (or `strata <command> --help`) for a command's flags.")
