@@ -132,12 +132,8 @@ func commandHelp(ctx context.Context, c command, w io.Writer) {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: strata <command> [flags]")
 	fmt.Fprintln(w)
-	nw, aw := 0, 0
 	for _, c := range commands() {
-		nw, aw = max(nw, len(c.name)), max(aw, len(c.args))
-	}
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-*s %-*s  %s\n", nw, c.name, aw, c.args, c.doc)
+		fmt.Fprintf(w, "  %s\n      %s\n", strings.TrimSpace(c.name+" "+c.args), c.doc)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run `strata help <command>` (or `strata <command> --help`) for a command's flags.")
