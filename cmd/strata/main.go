@@ -86,11 +86,11 @@ func commands() []command {
 	return []command{
 		{"train", "[-c FILE] [--set key=value]...", "train the model a config (or the defaults and --set data.dataset=...) describes; the last stdout line is a JSON summary", cmdTrain},
 		{"experiment", experimentArgs, "run an experiment file: a sweep of configs over axes and seeds, resumable, with tables and plots", cmdExperiment},
-		{"validate", "-c FILE [--set key=value]...", "check a config, its dataset path and its layer module without training", cmdValidate},
+		{"validate", "[-c FILE] [--set key=value]... [--skip-data]", "check a config, its dataset path and its layer module without training", cmdValidate},
 		{"config", "explain", "print every config key with its type, allowed values, default and meaning", cmdConfig},
 		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},
 		{"inspect", "-i DATASET [--json]", "print nodes, edges, degree distribution and memory footprint of a dataset", cmdInspect},
-		{"partition", "-c FILE [-k K] [--batch]", "partition a config's graph (or its training batch) with its [partition] plugin and print the quality metrics", cmdPartition},
+		{"partition", "[-c FILE] [-k K] [--batch] [--set key=value]...", "partition a config's graph (or its training batch) with its [partition] plugin and print the quality metrics", cmdPartition},
 		{"hitratio", "-i DATASET -o DIR [--traffic]", "tiering Fig. 7 hit-ratio curves per cache score and host->device feature traffic", cmdHitRatio},
 		{"convert", convertArgs, "write a dataset in strata's binary format (reopens in milliseconds) or as .npy arrays for PyG/DGL", cmdConvert},
 		{"version", "", "print the strata version (also strata --version)", cmdVersion},
