@@ -162,7 +162,12 @@ func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	parsed := time.Since(t0)
 	if *to == "npy" {
 		t1 := time.Now()
-		files, err := graph.WriteNPYDir(*out, ds)
+		var files []string
+		err := trackIO(stderr, "convert: writing", "written", npyBytes(ds), "wchar", quietFor, plainEvery, func() error {
+			var err error
+			files, err = graph.WriteNPYDir(*out, ds)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -174,7 +179,10 @@ func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			*out, strings.Join(names, ", "), ds.NumNodes, ds.Graph.NNZ(), parsed.Seconds(), time.Since(t1).Seconds())
 		return nil
 	}
-	if err := graph.WriteBinary(*out, ds); err != nil {
+	binBytes := graph.TotalBytes(ds.MemoryFootprint())
+	if err := trackIO(stderr, "convert: writing", "written", binBytes, "wchar", quietFor, plainEvery, func() error {
+		return graph.WriteBinary(*out, ds)
+	}); err != nil {
 		return err
 	}
 	t1 := time.Now()
@@ -187,6 +195,20 @@ func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "wrote %s: %d nodes, %d edges; parsed in %.3fs, reopens in %.4fs\n",
 		*out, back.NumNodes, back.Graph.NNZ(), parsed.Seconds(), reopen.Seconds())
 	return nil
+}
+
+// npyBytes is about the size of the .npy files WriteNPYDir writes for d.
+func npyBytes(d *graph.Dataset) int64 {
+	n := int64(d.NumNodes)
+	b := 16 * d.Graph.NNZ()
+	b += 4 * int64(len(d.Features))
+	if d.Labels != nil {
+		b += 8 * n
+	}
+	if len(d.Train)+len(d.Valid)+len(d.Test) > 0 {
+		b += 3 * n
+	}
+	return b
 }
 
 // convertArgs is the synopsis of convert.

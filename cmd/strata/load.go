@@ -33,20 +33,26 @@ func openDataset(spec, label string, stderr io.Writer) (*graph.Dataset, error) {
 
 // openDatasetEvery is openDataset with its quiet time and log interval.
 func openDatasetEvery(spec, label string, stderr io.Writer, quiet, every time.Duration) (*graph.Dataset, error) {
-	type result struct {
-		d   *graph.Dataset
-		err error
-	}
-	total := specBytes(spec)
-	base, haveIO := readBytes()
+	var d *graph.Dataset
+	err := trackIO(stderr, label, "read", specBytes(spec), "rchar", quiet, every, func() error {
+		var err error
+		d, err = graph.Open(spec)
+		return err
+	})
+	return d, err
+}
+
+// trackIO runs work, showing its progress on stderr as the change of the
+// /proc/self/io counter (rchar: bytes read, wchar: bytes written) against
+// total bytes, after quiet has passed (a bar on a terminal, a plain line
+// every every otherwise). Without the counter or a total it just runs work.
+func trackIO(stderr io.Writer, label, verb string, total int64, counter string, quiet, every time.Duration, work func() error) error {
+	base, haveIO := ioCounter(counter)
 	if total <= 0 || !haveIO || stderr == nil {
-		return graph.Open(spec)
+		return work()
 	}
-	done := make(chan result, 1)
-	go func() {
-		d, err := graph.Open(spec)
-		done <- result{d, err}
-	}()
+	done := make(chan error, 1)
+	go func() { done <- work() }()
 	var bar *metrics.Progress
 	newBar := func() *metrics.Progress {
 		return metrics.NewLogProgress(stderr, label, int(total), every, func(n int) string { return humanBytes(int64(n)) })
@@ -57,7 +63,7 @@ func openDatasetEvery(spec, label string, stderr io.Writer, quiet, every time.Du
 	quietC := time.After(quiet)
 	for {
 		select {
-		case r := <-done:
+		case err := <-done:
 			if bar == nil && time.Since(start) >= quiet {
 				bar = newBar()
 			}
@@ -65,13 +71,13 @@ func openDatasetEvery(spec, label string, stderr io.Writer, quiet, every time.Du
 				bar.Update(int(total), "done")
 				bar.Done()
 			}
-			return r.d, r.err
+			return err
 		case <-quietC:
 			bar = newBar()
 		case <-tick.C:
 			if bar != nil {
-				now, _ := readBytes()
-				bar.Update(int(min(max(now-base, 0), total-1)), "read")
+				now, _ := ioCounter(counter)
+				bar.Update(int(min(max(now-base, 0), total-1)), verb)
 			}
 		}
 	}
@@ -104,13 +110,17 @@ func specBytes(spec string) int64 {
 }
 
 // readBytes returns the bytes this process has read so far (rchar).
-func readBytes() (int64, bool) {
+func readBytes() (int64, bool) { return ioCounter("rchar") }
+
+// ioCounter returns one counter of /proc/self/io: rchar (bytes read) or
+// wchar (bytes written) by this process so far.
+func ioCounter(name string) (int64, bool) {
 	b, err := os.ReadFile("/proc/self/io")
 	if err != nil {
 		return 0, false
 	}
 	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("rchar: ")); ok {
+		if v, ok := bytes.CutPrefix(line, []byte(name+": ")); ok {
 			n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
 			return n, err == nil
 		}

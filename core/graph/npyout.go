@@ -65,7 +65,20 @@ func WriteNPYDir(dir string, d *Dataset) ([]string, error) {
 	}
 	if d.FeatDim > 0 {
 		err := write("x.npy", []int{d.NumNodes, d.FeatDim}, "<f4", func(w io.Writer) error {
-			return binary.Write(w, binary.LittleEndian, d.Features)
+			if !littleEndianHost() {
+				return binary.Write(w, binary.LittleEndian, d.Features)
+			}
+			// In 4 MiB pieces straight from the slice: binary.Write would
+			// first copy all of it.
+			b := byteView(d.Features)
+			for len(b) > 0 {
+				k := min(len(b), 4<<20)
+				if _, err := w.Write(b[:k]); err != nil {
+					return err
+				}
+				b = b[k:]
+			}
+			return nil
 		})
 		if err != nil {
 			return written, err
