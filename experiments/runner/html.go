@@ -110,7 +110,14 @@ func reportHTML(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot, 
 
 	// Plots.
 	for _, pl := range plots {
-		d.Plots = append(d.Plots, htmlPlot{Title: pl.title, File: pl.file, Caption: pl.caption, SVG: template.HTML(inlineSVG(pl.svg, pl.title))})
+		hp := htmlPlot{Title: pl.title, File: pl.file, Caption: pl.caption, SVG: template.HTML(inlineSVG(pl.svg, pl.title))}
+		if pl.png != nil {
+			hp.Alt = append(hp.Alt, siblingFile(pl.file, ".png"))
+		}
+		if pl.pdf != nil {
+			hp.Alt = append(hp.Alt, siblingFile(pl.file, ".pdf"))
+		}
+		d.Plots = append(d.Plots, hp)
 	}
 
 	// Runs.
@@ -182,6 +189,7 @@ type htmlCell struct {
 
 type htmlPlot struct {
 	Title, File, Caption string
+	Alt                  []string // the PNG and PDF files of the plot
 	SVG                  template.HTML
 }
 
@@ -314,7 +322,7 @@ pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12.5px; b
 {{if .Plots}}<h2 id="plots">Plots</h2>
 {{range .Plots}}<figure>
 {{.SVG}}
-<figcaption>{{.Caption}} <a href="{{.File}}">{{.File}}</a></figcaption>
+<figcaption>{{.Caption}} <a href="{{.File}}">{{.File}}</a>{{range .Alt}} · <a href="{{.}}">{{.}}</a>{{end}}</figcaption>
 </figure>
 {{end}}{{end}}
 

@@ -350,6 +350,9 @@ seeds = [0, 1]
 			if pdf := mustRead(t, filepath.Join(out, "test_acc.pdf")); !bytes.HasPrefix(pdf, []byte("%PDF-")) || !bytes.Contains(pdf, []byte("%%EOF")) {
 				t.Errorf("test_acc.pdf is not a PDF")
 			}
+			if html := mustRead(t, filepath.Join(out, "report.html")); !bytes.Contains(html, []byte(`href="test_acc.png"`)) || !bytes.Contains(html, []byte(`href="test_acc.pdf"`)) {
+				t.Errorf("report.html does not link the PNG and PDF")
+			}
 			noTemp(t, out)
 		})
 	}
