@@ -60,10 +60,16 @@ type Metrics struct {
 	Redundancy float64 `json:"redundancy"`
 }
 
-// String formats the scalar metrics on one line.
+// String formats the scalar metrics on one line. The edge cut is left out
+// where it has no meaning (EdgeCut -1: a bipartite block, whose columns
+// have no parts).
 func (m Metrics) String() string {
-	return fmt.Sprintf("k=%d cut=%d (%.4f) balance nodes=%.3f edges=%.3f alpha=%.3f redundancy=%.3f empty=%d",
-		m.K, m.EdgeCut, m.CutFraction, m.NodeBalance, m.EdgeBalance, m.ReplicationFactor, m.Redundancy, m.EmptyParts)
+	cut := ""
+	if m.EdgeCut >= 0 {
+		cut = fmt.Sprintf(" cut=%d (%.4f)", m.EdgeCut, m.CutFraction)
+	}
+	return fmt.Sprintf("k=%d%s balance nodes=%.3f edges=%.3f alpha=%.3f redundancy=%.3f empty=%d",
+		m.K, cut, m.NodeBalance, m.EdgeBalance, m.ReplicationFactor, m.Redundancy, m.EmptyParts)
 }
 
 // Quality measures the partition parts (one part in [0,k) per row of g) of

@@ -183,3 +183,19 @@ func TestQualityPanics(t *testing.T) {
 		}()
 	}
 }
+
+func TestMetricsStringOmitsMeaninglessCut(t *testing.T) {
+	for _, tc := range []struct {
+		m    Metrics
+		want string
+		not  string
+	}{
+		{Metrics{K: 2, EdgeCut: 3, CutFraction: 0.5}, "cut=3 (0.5000)", ""},
+		{Metrics{K: 2, EdgeCut: -1, CutFraction: -1}, "k=2 balance", "cut="},
+	} {
+		s := tc.m.String()
+		if !strings.Contains(s, tc.want) || tc.not != "" && strings.Contains(s, tc.not) {
+			t.Errorf("String() = %q, want %q without %q", s, tc.want, tc.not)
+		}
+	}
+}

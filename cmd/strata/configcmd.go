@@ -19,7 +19,7 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("validate", "-c FILE [--set key=value]... [--skip-data]", stderr)
+	fs := newFlags("validate", "[-c FILE] [--set key=value]... [--skip-data]", stderr)
 	var cf configFlags
 	cf.register(fs)
 	skipData := fs.Bool("skip-data", false, "check the config and the layer module only, without opening the dataset")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,7 +43,7 @@ func cmdInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("inspect: -i DATASET is required (e.g. -i embedded:cora)")
 	}
 	t0 := time.Now()
-	ds, err := graph.Open(*in)
+	ds, err := openDataset(*in, "inspect: loading", stderr)
 	if err != nil {
 		return err
 	}
@@ -140,22 +141,48 @@ func humanBytes(b int64) string {
 }
 
 func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("convert", "-i DATASET -o FILE", stderr)
-	in := fs.String("i", "", "dataset spec to read (as data.dataset)")
-	out := fs.String("o", "", "binary file to write (conventionally .strata)")
+	fs := newFlags("convert", convertArgs, stderr)
+	in := fs.String("i", "", "dataset spec to read (as data.dataset, including @random-<train>-<valid>-seed<k>)")
+	out := fs.String("o", "", "output: a .strata file (--to strata) or a directory (--to npy)")
+	to := fs.String("to", "strata", "output format: strata (binary, reopens in milliseconds) or npy (a directory of .npy arrays for PyG/DGL: edge_index, x, y, train_mask, val_mask, test_mask)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *in == "" || *out == "" {
-		return usagef("convert: both -i DATASET and -o FILE are required")
+		return usagef("convert: both -i DATASET and -o OUTPUT are required")
+	}
+	if *to != "strata" && *to != "npy" {
+		return usagef("convert: --to %q: want strata or npy", *to)
 	}
 	t0 := time.Now()
-	ds, err := graph.Open(*in)
+	ds, err := openDataset(*in, "convert: loading", stderr)
 	if err != nil {
 		return err
 	}
 	parsed := time.Since(t0)
-	if err := graph.WriteBinary(*out, ds); err != nil {
+	if *to == "npy" {
+		t1 := time.Now()
+		var files []string
+		err := trackIO(stderr, "convert: writing", "written", npyBytes(ds), "wchar", quietFor, plainEvery, func() error {
+			var err error
+			files, err = graph.WriteNPYDir(*out, ds)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		names := make([]string, len(files))
+		for i, f := range files {
+			names[i] = filepath.Base(f)
+		}
+		fmt.Fprintf(stdout, "wrote %s (%s): %d nodes, %d edges; parsed in %.3fs, written in %.3fs\n",
+			*out, strings.Join(names, ", "), ds.NumNodes, ds.Graph.NNZ(), parsed.Seconds(), time.Since(t1).Seconds())
+		return nil
+	}
+	binBytes := graph.TotalBytes(ds.MemoryFootprint())
+	if err := trackIO(stderr, "convert: writing", "written", binBytes, "wchar", quietFor, plainEvery, func() error {
+		return graph.WriteBinary(*out, ds)
+	}); err != nil {
 		return err
 	}
 	t1 := time.Now()
@@ -169,3 +196,20 @@ func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		*out, back.NumNodes, back.Graph.NNZ(), parsed.Seconds(), reopen.Seconds())
 	return nil
 }
+
+// npyBytes is about the size of the .npy files WriteNPYDir writes for d.
+func npyBytes(d *graph.Dataset) int64 {
+	n := int64(d.NumNodes)
+	b := 16 * d.Graph.NNZ()
+	b += 4 * int64(len(d.Features))
+	if d.Labels != nil {
+		b += 8 * n
+	}
+	if len(d.Train)+len(d.Valid)+len(d.Test) > 0 {
+		b += 3 * n
+	}
+	return b
+}
+
+// convertArgs is the synopsis of convert.
+const convertArgs = "-i DATASET -o OUTPUT [--to strata|npy]"

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,9 +28,35 @@ func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: strata %s %s\n", name, args)
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	return fs
+}
+
+// flagName spells a flag as the help and the docs do: one dash for a
+// one-letter flag (-c), two for a word (--set). Both forms are accepted.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// printFlags lists the flags of fs like flag.PrintDefaults, spelled with
+// flagName.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		line := "  " + flagName(f.Name)
+		if arg != "" {
+			line += " " + arg
+		}
+		def := ""
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			def = fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "%s\n    \t%s%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"), def)
+	})
 }
 
 // parse parses args and rejects positional arguments.
@@ -61,10 +88,10 @@ func (w *wasmFlags) register(fs *flag.FlagSet) {
 
 func (w *wasmFlags) options() (wasm.Options, error) {
 	if w.deadline <= 0 {
-		return wasm.Options{}, usagef("-wasm-deadline must be positive, got %v", w.deadline)
+		return wasm.Options{}, usagef("--wasm-deadline must be positive, got %v", w.deadline)
 	}
 	if w.memPages == 0 || w.memPages > 65536 {
-		return wasm.Options{}, usagef("-wasm-memory-pages must be in [1,65536], got %d", w.memPages)
+		return wasm.Options{}, usagef("--wasm-memory-pages must be in [1,65536], got %d", w.memPages)
 	}
 	return wasm.Options{CacheDir: w.cacheDir, Deadline: w.deadline, MemoryLimitPages: uint32(w.memPages)}, nil
 }
@@ -77,8 +104,8 @@ type configFlags struct {
 }
 
 func (c *configFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.path, "c", "", "config file (TOML); see 'strata config explain'")
-	fs.Var(&c.sets, "set", "override a config key, e.g. --set train.epochs=50 (repeatable)")
+	fs.StringVar(&c.path, "c", "", "config file (TOML); see 'strata config explain'. Without it, the defaults and the --set overrides (data.dataset required)")
+	fs.Var(&c.sets, "set", "override a config key: `key=value`, e.g. --set train.epochs=50 or --set train.backend=sim (repeatable; strings need no quotes)")
 	c.wasm.register(fs)
 }
 
@@ -87,12 +114,17 @@ func (c *configFlags) load(fs *flag.FlagSet, args []string) (*config.Config, was
 	if err := parse(fs, args); err != nil {
 		return nil, wasm.Options{}, err
 	}
-	if c.path == "" {
-		return nil, wasm.Options{}, usagef("%s: -c FILE is required (try configs/gcn-cora.toml)", fs.Name())
+	if c.path == "" && !slices.ContainsFunc(c.sets, func(s string) bool { return strings.HasPrefix(strings.TrimSpace(s), "data.dataset=") }) {
+		return nil, wasm.Options{}, usagef("%s: -c FILE is required (try configs/gcn-cora.toml), or give at least --set data.dataset=DATASET to start from the defaults", fs.Name())
 	}
 	wopts, err := c.wasm.options()
 	if err != nil {
 		return nil, wasm.Options{}, err
+	}
+	if c.path == "" {
+		// No file: the defaults (strata config explain) and the overrides.
+		cfg, err := config.Parse("", nil, c.sets...)
+		return cfg, wopts, err
 	}
 	cfg, err := config.Load(c.path, c.sets...)
 	return cfg, wopts, err

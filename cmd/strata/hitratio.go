@@ -59,9 +59,9 @@ func dynamicCaches() []string {
 // traffic of one epoch with 0/5/10/25% of the rows cached on one simulated
 // device.
 func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("hitratio", "-i DATASET [-o DIR] [--name NAME] [--traffic]", stderr)
+	fs := newFlags("hitratio", "-i DATASET -o DIR [--name NAME] [--traffic]", stderr)
 	in := fs.String("i", "", "dataset spec (an OGB directory, rmat-18, ...)")
-	outDir := fs.String("o", "docs/figures", "directory for NAME-hitratio.csv/.svg and NAME-traffic.csv")
+	outDir := fs.String("o", "", "directory for NAME-hitratio.csv/.svg and NAME-traffic.csv (required; the published figures use docs/figures)")
 	name := fs.String("name", "", "file name prefix (default: the dataset name)")
 	fanoutsS := fs.String("fanouts", "10,10,10", "sampler.uniform fanouts, first layer first")
 	batch := fs.Int("batch", 1024, "seed nodes per mini-batch")
@@ -77,6 +77,9 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if *in == "" {
 		return usagef("hitratio: -i DATASET is required (e.g. -i rmat-18)")
+	}
+	if *outDir == "" {
+		return usagef("hitratio: -o DIR is required: the directory for NAME-hitratio.csv/.svg and NAME-traffic.csv (e.g. -o docs/figures from the repository root)")
 	}
 	fanouts, err := parseInts(*fanoutsS)
 	if err != nil {

@@ -6,14 +6,17 @@
 //	strata config explain
 //	strata list-plugins
 //	strata inspect -i DATASET
-//	strata convert -i DATASET -o FILE.strata
-//	strata version
+//	strata convert -i DATASET -o FILE.strata [--to strata|npy]
+//	strata version (or strata --version)
+//	strata help COMMAND
+//	strata completion bash|zsh
 //
 // Exit codes: 0 success, 2 bad input (config, dataset, module, usage),
 // 1 an internal failure or failed experiment runs, 130 interrupted.
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,8 +24,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	_ "strata/plugins/all" // every built-in plugin
+	"slices"
+	"strings"
 	"syscall"
+
+	"strata/core/registry"
+	_ "strata/plugins/all" // every built-in plugin
 )
 
 // version is the strata release; the VCS revision is appended when known.
@@ -72,16 +79,48 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "-c FILE [--set key=value]...", "train the model a config describes; the last stdout line is a JSON summary", cmdTrain},
+		{"train", "[-c FILE] [--set key=value]...", "train the model a config (or the defaults and --set data.dataset=...) describes; the last stdout line is a JSON summary", cmdTrain},
 		{"experiment", experimentArgs, "run an experiment file: a sweep of configs over axes and seeds, resumable, with tables and plots", cmdExperiment},
-		{"validate", "-c FILE [--set key=value]...", "check a config, its dataset path and its layer module without training", cmdValidate},
+		{"validate", "[-c FILE] [--set key=value]... [--skip-data]", "check a config, its dataset path and its layer module without training", cmdValidate},
 		{"config", "explain", "print every config key with its type, allowed values, default and meaning", cmdConfig},
 		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},
 		{"inspect", "-i DATASET [--json]", "print nodes, edges, degree distribution and memory footprint of a dataset", cmdInspect},
-		{"partition", "-c FILE [-k K] [--batch]", "partition a config's graph (or its training batch) with its [partition] plugin and print the quality metrics", cmdPartition},
-		{"hitratio", "-i DATASET [-o DIR] [--traffic]", "tiering Fig. 7 hit-ratio curves per cache score and host->device feature traffic", cmdHitRatio},
-		{"convert", "-i DATASET -o FILE", "write a dataset in strata's binary format, which reopens in milliseconds", cmdConvert},
-		{"version", "", "print the strata version", cmdVersion},
+		{"partition", "[-c FILE] [-k K] [--batch] [--set key=value]...", "partition a config's graph (or its training batch) with its [partition] plugin and print the quality metrics", cmdPartition},
+		{"hitratio", "-i DATASET -o DIR [--traffic]", "tiering Fig. 7 hit-ratio curves per cache score and host->device feature traffic", cmdHitRatio},
+		{"convert", convertArgs, "write a dataset in strata's binary format (reopens in milliseconds) or as .npy arrays for PyG/DGL", cmdConvert},
+		{"version", "", "print the strata version (also strata --version)", cmdVersion},
+		{"help", "[COMMAND]", "print the list of commands, or one command's flags", nil},
+		{"completion", "bash|zsh", "print a shell completion script (see docs/cli.md)", cmdCompletion},
+	}
+}
+
+// commandNames lists the command names in order.
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// isHelpFlag reports whether arg asks for help.
+func isHelpFlag(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help"
+}
+
+// commandHelp writes the help of command c to w: its synopsis, what it
+// does and, for a command with flags, each flag.
+func commandHelp(ctx context.Context, c command, w io.Writer) {
+	fmt.Fprintf(w, "%s\n\n%s.\n", strings.TrimSpace("usage: strata "+c.name+" "+c.args), c.doc)
+	if c.run == nil {
+		return
+	}
+	var flags bytes.Buffer
+	if err := c.run(ctx, []string{"-h"}, io.Discard, &flags); errors.Is(err, errHelp) {
+		// Drop the usage line the flag set prints; keep its flags.
+		if _, rest, ok := strings.Cut(flags.String(), "\n"); ok && strings.TrimSpace(rest) != "" {
+			fmt.Fprintf(w, "\nflags:\n%s", rest)
+		}
 	}
 }
 
@@ -89,10 +128,10 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: strata <command> [flags]")
 	fmt.Fprintln(w)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-13s %-30s %s\n", c.name, c.args, c.doc)
+		fmt.Fprintf(w, "  %s\n      %s\n", strings.TrimSpace(c.name+" "+c.args), c.doc)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `strata <command> -h` for a command's flags.")
+	fmt.Fprintln(w, "Run `strata help <command>` (or `strata <command> --help`) for a command's flags.")
 }
 
 // run executes one command line and returns the exit code.
@@ -108,18 +147,55 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		return exitUser
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
+	case "--version", "-version", "-V":
+		return report(cmdVersion(ctx, args[1:], stdout, stderr), stderr)
+	case "help":
+		return report(cmdHelp(ctx, args[1:], stdout), stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
+			if slices.ContainsFunc(args[1:], isHelpFlag) {
+				commandHelp(ctx, c, stdout)
+				return exitOK
+			}
 			return report(c.run(ctx, args[1:], stdout, stderr), stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "strata: unknown command %q\n\n", args[0])
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if sug := registry.Suggest(args[0], commandNames()); sug != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", sug)
+	}
+	fmt.Fprintf(stderr, "strata: %s\n\n", msg)
 	usage(stderr)
 	return exitUser
+}
+
+// cmdHelp prints the command list, or the help of the named command.
+func cmdHelp(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		usage(stdout)
+		return nil
+	}
+	if slices.ContainsFunc(args, isHelpFlag) {
+		args = []string{"help"}
+	}
+	if len(args) > 1 {
+		return usagef("help takes one command name, got %d arguments", len(args))
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			commandHelp(ctx, c, stdout)
+			return nil
+		}
+	}
+	msg := fmt.Sprintf("help: unknown command %q", args[0])
+	if sug := registry.Suggest(args[0], commandNames()); sug != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", sug)
+	}
+	return usagef("%s; the commands are %s", msg, strings.Join(commandNames(), ", "))
 }
 
 // report prints err and maps it to an exit code.

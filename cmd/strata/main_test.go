@@ -356,7 +356,13 @@ func TestMalformedInputs(t *testing.T) {
 		{"cli/inspect-missing-i", func(testing.TB) []string { return []string{"inspect"} }, []string{`inspect: -i DATASET is required`}},
 		{"cli/convert-missing-o", func(testing.TB) []string {
 			return []string{"convert", "-i", "embedded:cora"}
-		}, []string{`convert: both -i DATASET and -o FILE are required`}},
+		}, []string{`convert: both -i DATASET and -o OUTPUT are required`}},
+		{"cli/convert-bad-to", func(testing.TB) []string {
+			return []string{"convert", "-i", "embedded:cora", "-o", "x", "--to", "csv"}
+		}, []string{`convert: --to "csv": want strata or npy`}},
+		{"cli/hitratio-needs-o", func(testing.TB) []string {
+			return []string{"hitratio", "-i", "embedded:cora"}
+		}, []string{`hitratio: -o DIR is required`}},
 		{"cli/config-subcommand", func(testing.TB) []string { return []string{"config", "explian"} }, []string{`usage: strata config explain`}},
 		{"cli/version-args", func(testing.TB) []string { return []string{"version", "x"} }, []string{`version takes no arguments`}},
 		{"cli/unknown-dataset-spec", func(testing.TB) []string {
@@ -393,10 +399,98 @@ func TestVersion(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"train", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"train", "-h"}} {
 		if code, _, stderr := cli(t, args...); code != 0 {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
 		}
+	}
+	// Every command answers -h, --help and `strata help CMD` on stdout
+	// with exit 0, and spells its long flags with two dashes.
+	for _, c := range commands() {
+		for _, args := range [][]string{{c.name, "-h"}, {c.name, "--help"}, {"help", c.name}} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				code, stdout, stderr := cli(t, args...)
+				if code != 0 || stderr != "" {
+					t.Fatalf("exit %d, stderr %q", code, stderr)
+				}
+				if !strings.HasPrefix(stdout, "usage: strata "+c.name) {
+					t.Errorf("stdout %q does not start with the command's usage", stdout)
+				}
+				if strings.Contains(stdout, "\n  -set") || strings.Contains(stdout, "\n  -wasm") {
+					t.Errorf("help spells a long flag with one dash:\n%s", stdout)
+				}
+			})
+		}
+	}
+	code, stdout, _ := cli(t, "help", "train")
+	if code != 0 || !strings.Contains(stdout, "--set key=value") || !strings.Contains(stdout, "-c string") {
+		t.Errorf("help train: exit %d:\n%s", code, stdout)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trian"}, `unknown command "trian" (did you mean "train"?)`},
+		{[]string{"convret", "-i", "x"}, `(did you mean "convert"?)`},
+		{[]string{"help", "inspcet"}, `help: unknown command "inspcet" (did you mean "inspect"?)`},
+		{[]string{"completion", "fish"}, `usage: strata completion bash|zsh`},
+	} {
+		if code, _, stderr := cli(t, tc.args...); code != exitUser || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q lacks %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}, {"-version"}} {
+		code, stdout, stderr := cli(t, args...)
+		if code != 0 || !strings.HasPrefix(stdout, "strata "+version) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
+
+// TestCompletion checks that the completion scripts parse in their shell
+// and offer the commands, each command's flags and the config keys.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh"} {
+		t.Run(shell, func(t *testing.T) {
+			code, stdout, stderr := cli(t, "completion", shell)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range []string{"train", "experiment", "--set", "--wasm-deadline", "data.split", "train.epochs", "--to"} {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("script lacks %q", w)
+				}
+			}
+			sh, err := exec.LookPath(shell)
+			if err != nil {
+				t.Skipf("%s not installed: syntax not checked", shell)
+			}
+			script := write(t, t.TempDir(), "strata."+shell, stdout)
+			if out, err := exec.Command(sh, "-n", script).CombinedOutput(); err != nil {
+				t.Errorf("%s -n: %v\n%s", shell, err, out)
+			}
+		})
+	}
+	// bash: run the completion function for "strata train --s".
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	_, script, _ := cli(t, "completion", "bash")
+	path := write(t, t.TempDir(), "c.bash", script+`
+COMP_WORDS=(strata train --s); COMP_CWORD=2; _strata; echo "${COMPREPLY[@]}"
+COMP_WORDS=(strata train --set data.sp); COMP_CWORD=3; _strata; echo "${COMPREPLY[@]}"
+COMP_WORDS=(strata conv); COMP_CWORD=1; _strata; echo "${COMPREPLY[@]}"
+`)
+	out, err := exec.Command(bash, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	if want := "--set\ndata.split=\nconvert\n"; string(out) != want {
+		t.Errorf("completions %q, want %q", out, want)
 	}
 }
 

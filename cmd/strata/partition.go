@@ -9,7 +9,7 @@ import (
 )
 
 func cmdPartition(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("partition", "-c FILE [-k K] [--batch] [--set key=value]...", stderr)
+	fs := newFlags("partition", "[-c FILE] [-k K] [--batch] [--set key=value]...", stderr)
 	var cf configFlags
 	cf.register(fs)
 	k := fs.Int("k", 0, "number of parts (default: train.micro_batches)")

@@ -28,6 +28,9 @@ func TestPartition(t *testing.T) {
 			if code != c.code || !strings.Contains(stderr, c.stderrHas) {
 				t.Fatalf("exit %d (want %d), stderr %q lacks %q", code, c.code, stderr, c.stderrHas)
 			}
+			if strings.Contains(stderr, "cut=-1") {
+				t.Errorf("stderr prints a meaningless edge cut: %q", stderr)
+			}
 			if c.code != 0 {
 				return
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("train", "-c FILE [--set key=value]...", stderr)
+	fs := newFlags("train", "[-c FILE] [--set key=value]...", stderr)
 	var cf configFlags
 	cf.register(fs)
 	cfg, wopts, err := cf.load(fs, args)

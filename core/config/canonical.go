@@ -46,6 +46,9 @@ func structMap(rv reflect.Value, fields []field, hashOnly bool) map[string]any {
 			continue
 		}
 		fv := rv.FieldByIndex(f.index)
+		if hashOnly && f.omitzero && fv.IsZero() {
+			continue // a key added later: old configs keep their hash
+		}
 		switch {
 		case f.typ == pluginType:
 			p := fv.Interface().(Plugin)

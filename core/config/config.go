@@ -65,6 +65,7 @@ type Data struct {
 	Dataset       string `toml:"dataset" required:"true" example:"embedded:cora" doc:"\"embedded:cora\", an OGB-layout directory \"path[@split]\", a .strata file, a SNAP edge list or \"rmat-<scale>-<avgdeg>-<features>-<classes>-<seed>\"; a relative path is relative to the config file (to the working directory when given with --set)"`
 	Symmetrize    bool   `toml:"symmetrize" doc:"add the reverse of every edge (train on the undirected graph)"`
 	FeatureNorm   string `toml:"feature_norm" enum:"auto,none,row" doc:"feature normalisation: row = divide each row by its sum, auto = row for 0/1 (bag-of-words) features, none otherwise"`
+	Split         string `toml:"split" hash:"omitempty" example:"random-20-30-seed0" doc:"the split to train on: a named split of an OGB directory (its split/<name>), or a generated one, random-<train>-<valid>-seed<k> = per class <train> training and <valid> validation nodes drawn with seed k, every other labeled node for test (Shchur et al.'s protocol; replaces the dataset's own split); \"\" = the dataset's own split. Same as appending @<split> to data.dataset"`
 	SynthFeatures int    `toml:"synth_features" range:"[0,)" doc:"for datasets without features: random features of this width (0 = error instead)"`
 	Reorder       string `toml:"reorder" enum:"none,degree" doc:"relabel the nodes before training: degree = by descending degree"`
 }
@@ -233,7 +234,14 @@ func (c *Config) ResolvePath(p string) string {
 
 // DatasetSpec returns Data.Dataset resolved against the config's directory
 // (or, when a --set override gave it, the working directory).
-func (c *Config) DatasetSpec() string { return c.resolveKey(c.Data.Dataset, "data", "dataset") }
+// A data.split is appended as "@<split>".
+func (c *Config) DatasetSpec() string {
+	spec := c.resolveKey(c.Data.Dataset, "data", "dataset")
+	if c.Data.Split != "" {
+		spec += "@" + c.Data.Split
+	}
+	return spec
+}
 
 // ModulePath returns Model.Module resolved like DatasetSpec ("" when the
 // model is chosen by name).

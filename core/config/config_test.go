@@ -452,6 +452,9 @@ func TestSHA256(t *testing.T) {
 			t.Errorf("hash of\n%s\ndiffers from the minimal config's", s)
 		}
 	}
+	if hash(minimal, "data.split=") != base {
+		t.Error("an empty data.split changed the hash (old results would lose their run IDs)")
+	}
 	if hash(minimal, "output.json=false") != base {
 		t.Error("an output override changed the hash")
 	}
@@ -459,6 +462,7 @@ func TestSHA256(t *testing.T) {
 		{"train.epochs=199"}, {"train.lr=0.02"}, {"data.dataset=embedded:cora2"},
 		{"model.options.heads=8"}, {"cache.name=none"}, {"cache.name=degree"},
 		{"cache.name=degree", "cache.capacity=0.2"}, {"train.seed=1"},
+		{"data.split=random-20-30-seed0"},
 	}
 	seen := map[string]bool{base: true}
 	for _, o := range different {
@@ -751,6 +755,35 @@ func TestResolvePaths(t *testing.T) {
 		}
 		if got := cfg.ModulePath(); got != c.module {
 			t.Errorf("%v: ModulePath = %q, want %q", c.sets, got, c.module)
+		}
+	}
+}
+
+func TestDataSplit(t *testing.T) {
+	for _, tc := range []struct {
+		dataset, split string
+		spec, err      string
+	}{
+		{"embedded:cora", "random-20-30-seed0", "embedded:cora@random-20-30-seed0", ""},
+		{"/d/ogb", "public", "/d/ogb@public", ""},
+		{"/d/ogb", "", "/d/ogb", ""},
+		{"/d/ogb@time", "public", "", "already names a split"},
+		{"/d/ogb", "random-20-30", "", "random-<train>-<valid>-seed<k>"},
+		{"/d/ogb", "a/b", "", "want a split name"},
+	} {
+		c, err := Parse("s.toml", []byte("[data]\ndataset = \""+tc.dataset+"\"\n"), "data.split="+tc.split)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "--set data.split=") {
+				t.Errorf("%s @ %s: error %v, want %q naming the override", tc.dataset, tc.split, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s @ %s: %v", tc.dataset, tc.split, err)
+			continue
+		}
+		if got := c.DatasetSpec(); got != tc.spec {
+			t.Errorf("DatasetSpec() = %q, want %q", got, tc.spec)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -52,6 +53,9 @@ func decodeRaw(raw map[string]any, src *source, name string, overrides []string)
 	}
 	return cfg, nil
 }
+
+// randomSplitRE is the form of a generated split (graph.ParseRandomSplit).
+var randomSplitRE = regexp.MustCompile(`^random-[0-9]+-[0-9]+-seed[0-9]+$`)
 
 // syntaxError converts a TOML parse error to an *Error with the parser's
 // line and column.
@@ -115,6 +119,16 @@ func applyOverride(raw map[string]any, src *source, arg string) *Error {
 
 // check runs the checks that involve more than one key or the registry.
 func (d *decoder) check(c *Config) {
+	if sp := c.Data.Split; sp != "" {
+		switch i := strings.LastIndexByte(c.Data.Dataset, '@'); {
+		case strings.ContainsAny(sp, `/\@`) || sp == "." || sp == "..":
+			d.errorf([]string{"data", "split"}, "data.split = %q: want a split name such as \"public\" or random-<train>-<valid>-seed<k> (e.g. \"random-20-30-seed0\")", sp)
+		case strings.HasPrefix(sp, "random") && !randomSplitRE.MatchString(sp):
+			d.errorf([]string{"data", "split"}, "data.split = %q: a generated split is written random-<train>-<valid>-seed<k>, e.g. \"random-20-30-seed0\"", sp)
+		case i > 0 && !strings.ContainsAny(c.Data.Dataset[i:], `/\`):
+			d.errorf([]string{"data", "split"}, "data.split = %q but data.dataset = %q already names a split after '@'; set it in one place", sp, c.Data.Dataset)
+		}
+	}
 	m := &c.Model
 	if m.Module == "" {
 		if m.Name == "" {

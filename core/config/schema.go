@@ -34,6 +34,7 @@ type field struct {
 	modules  string   // registry namespace whose module names a string field takes
 	aliases  []string // values a modules field takes beside the module names
 	nohash   bool     // hash:"-": left out of the canonical form
+	omitzero bool     // hash:"omitempty": left out of the canonical form when zero
 }
 
 // special is one extra allowed value outside a field's range.
@@ -83,6 +84,7 @@ func fieldsOf(t reflect.Type) []field {
 				example:  sf.Tag.Get("example"),
 				ns:       sf.Tag.Get("ns"),
 				nohash:   sf.Tag.Get("hash") == "-",
+				omitzero: sf.Tag.Get("hash") == "omitempty",
 			}
 			if m := sf.Tag.Get("modules"); m != "" {
 				ns, alias, _ := strings.Cut(m, "+")

@@ -44,7 +44,7 @@ func (f SourceFile) SHA256() (string, int64, error) {
 // then describes it with every parameter, defaults filled in, and files is
 // empty. Like Open, it fails on a spec that names nothing.
 func Sources(spec string) (files []SourceFile, generator string, err error) {
-	if name, ok := strings.CutPrefix(spec, "embedded:"); ok {
+	if name, ok := strings.CutPrefix(spec, "embedded:"); ok && !strings.Contains(name, "@") {
 		if !slices.Contains(EmbeddedNames(), name) {
 			return nil, "", ferr(ErrMissing, spec, 0, 0, "no such embedded dataset (available: %s)", strings.Join(EmbeddedNames(), ", "))
 		}
@@ -61,6 +61,17 @@ func Sources(spec string) (files []SourceFile, generator string, err error) {
 			return globFiles(fsys, dir, "*.npy")
 		}
 		return ogbSources(fsys, dir, split)
+	}
+	if i := strings.LastIndexByte(spec, '@'); i > 0 && !fileExists(spec) && !isDir(filepath.Join(spec[:i], "split", spec[i+1:])) {
+		if _, isRandom, _ := ParseRandomSplit(spec[i+1:]); isRandom {
+			// A generated split is drawn from the labels: the dataset's
+			// files without any stored split are what it reads.
+			if isDir(spec[:i]) {
+				files, err := dirSources(spec[:i], noSplit)
+				return files, "", err
+			}
+			return Sources(spec[:i])
+		}
 	}
 	if st, err := os.Stat(spec); err == nil {
 		if st.IsDir() {

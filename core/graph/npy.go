@@ -309,9 +309,18 @@ func (p *pyParser) tuple() ([]int, error) {
 // source), labels.npy (int, shape (N,) or (N, 1); -1 = unlabeled),
 // optional features.npy (shape (N, D), any supported numeric dtype,
 // converted to float32), and optional train_idx.npy, valid_idx.npy,
-// test_idx.npy (int node ids, or bool masks of length N).
+// test_idx.npy (int node ids, or bool masks of length N). The PyG names
+// that WriteNPYDir writes are read too: y.npy, x.npy, train_mask.npy,
+// val_mask.npy, test_mask.npy.
 func LoadNPYDir(dir string) (*Dataset, error) {
-	file := func(name string) string { return filepath.Join(dir, name) }
+	file := func(name string) string {
+		alias := map[string]string{"labels.npy": "y.npy", "features.npy": "x.npy",
+			"train_idx.npy": "train_mask.npy", "valid_idx.npy": "val_mask.npy", "test_idx.npy": "test_mask.npy"}[name]
+		if p := filepath.Join(dir, alias); alias != "" && !fileExists(filepath.Join(dir, name)) && fileExists(p) {
+			return p
+		}
+		return filepath.Join(dir, name)
+	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, ferr(ErrMissing, dir, 0, 0, "not a directory; expected a directory with edge_index.npy, labels.npy and optional features.npy, train_idx.npy, valid_idx.npy, test_idx.npy")
 	}

@@ -19,6 +19,9 @@ import (
 const ogbLayout = "an OGB node-property dataset directory holds raw/{edge,node-label,num-node-list,num-edge-list}.csv.gz, " +
 	"optionally raw/node-feat.csv.gz, and split/<name>/{train,valid,test}.csv.gz (plain .csv files are accepted too)"
 
+// noSplit, as a split name, reads no split (a generated one replaces it).
+const noSplit = "\x00none"
+
 // maxFeatureValues bounds N x FeatDim (64 GiB of float32) to catch absurd inputs.
 const maxFeatureValues = 1 << 34
 
@@ -127,6 +130,9 @@ func openCSV(src ogbSource, rel string) (*textFile, error) {
 
 // chooseSplit returns the split directory to read ("" for none).
 func chooseSplit(src ogbSource, split string) (string, error) {
+	if split == noSplit {
+		return "", nil
+	}
 	entries, err := fs.ReadDir(src.fsys, "split")
 	var names []string
 	for _, e := range entries {

@@ -106,7 +106,7 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	notBin := writeFile(t, root, "fake.strata", []byte("0 1\n"))
-	csv := writeFile(t, root, "edges.csv", []byte("0,1\n"))
+	csv := writeFile(t, root, "edges.xyz", []byte("0,1\n"))
 	arr := writeFile(t, root, "a.npy", npyOf([]int64{1, 2}, 2))
 	badSnap := writeFile(t, root, "bad.txt", []byte("0 1\n1\n"))
 	missing := filepath.Join(root, "nope", "g.txt")
@@ -126,7 +126,7 @@ func TestOpenErrors(t *testing.T) {
 		{"unknown split", ogb + "@nope", ErrMissing, []string{`split "nope" does not exist`, "available: s"}},
 		{"dir without a dataset", empty, ErrMissing, []string{filepath.Join(empty, "raw"), "edge_index.npy"}},
 		{"not binary .strata", notBin, ErrFormat, []string{notBin, "not a strata binary graph"}},
-		{"unknown extension", csv, ErrFormat, append([]string{csv, `unknown dataset file type ".csv"`}, specFormFragments...)},
+		{"unknown extension", csv, ErrFormat, append([]string{csv, `unknown dataset file type ".xyz"`}, specFormFragments...)},
 		{"single npy", arr, ErrFormat, []string{arr, "not a dataset"}},
 		{"bad snap", badSnap, ErrFormat, []string{badSnap + ":2:", "1 column"}},
 		{"rmat bad scale", "rmat-0", ErrRange, []string{`rmat spec "rmat-0"`, "scale 0"}},

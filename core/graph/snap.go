@@ -18,12 +18,19 @@ const maxSparseFactor = 64
 // integers. A ".gz" file (or any file starting with the gzip magic) is
 // decompressed. The node count is max id + 1, or the "# Nodes: N" header
 // value when that is larger. Edges are stored as given: row dst lists src.
-// The dataset has no features, labels or splits.
+// The dataset has no features, labels or splits. A ".csv" file (optionally
+// .gz) separates the two ids with a comma instead, and may start with a
+// header line such as "source,target".
 func LoadSNAP(path string) (*Dataset, error) {
+	csv := filepath.Ext(strings.ToLower(strings.TrimSuffix(path, ".gz"))) == ".csv"
+	form := "a SNAP edge list (\"src dst\" lines, '#' comments)"
+	if csv {
+		form = "a comma-separated edge list (\"src,dst\" lines, '#' comments, an optional header line)"
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return nil, ferr(ErrMissing, path, 0, 0, "file does not exist; expected a SNAP edge list (\"src dst\" lines, '#' comments)")
+			return nil, ferr(ErrMissing, path, 0, 0, "file does not exist; expected %s", form)
 		}
 		return nil, ferr(ErrMissing, path, 0, 0, "cannot open: %v", err)
 	}
@@ -57,9 +64,19 @@ func LoadSNAP(path string) (*Dataset, error) {
 					mu.Unlock()
 				}
 			default:
-				f, nf := splitSpace(t, fb[:0])
-				if nf != 2 {
+				var f [][]byte
+				var nf int
+				if csv {
+					f, nf = splitFields(t, ',', fb[:0])
+					if nf != 2 {
+						return ferr(ErrFormat, tf.name, ln, 0, "%s, expected 2 (\"src,dst\" separated by a comma)", plural(nf, "column"))
+					}
+					f[0], f[1] = bytes.TrimSpace(f[0]), bytes.TrimSpace(f[1])
+				} else if f, nf = splitSpace(t, fb[:0]); nf != 2 {
 					return ferr(ErrFormat, tf.name, ln, 0, "%s, expected 2 (\"src dst\" separated by a space or tab)", plural(nf, "column"))
+				}
+				if csv && ln == 1 && isHeader(f) {
+					break // a header line such as "source,target"
 				}
 				var ids [2]int64
 				for k := 0; k < 2; k++ {
@@ -93,7 +110,7 @@ func LoadSNAP(path string) (*Dataset, error) {
 		return nil, err
 	}
 	if lines == 0 {
-		return nil, ferr(ErrFormat, path, 0, 0, "empty file; expected a SNAP edge list (\"src dst\" lines, '#' comments)")
+		return nil, ferr(ErrFormat, path, 0, 0, "empty file; expected %s", form)
 	}
 	var m int64
 	for _, p := range parts {
@@ -109,7 +126,7 @@ func LoadSNAP(path string) (*Dataset, error) {
 			"SNAP ids must be dense 0..N-1: renumber the nodes", maxID, line, m)
 	}
 	base := filepath.Base(path)
-	for _, ext := range []string{".gz", ".txt", ".el", ".edges", ".tsv"} {
+	for _, ext := range []string{".gz", ".txt", ".el", ".edges", ".tsv", ".csv"} {
 		base = strings.TrimSuffix(base, ext)
 	}
 	return &Dataset{
@@ -119,6 +136,17 @@ func LoadSNAP(path string) (*Dataset, error) {
 		Source:   path,
 		Citation: knownCitation(strings.TrimSuffix(base, "-undirected")),
 	}, nil
+}
+
+// isHeader reports whether the fields of a CSV line are column names: none
+// of them starts like a number.
+func isHeader(f [][]byte) bool {
+	for _, b := range f {
+		if len(b) == 0 || b[0] >= '0' && b[0] <= '9' || b[0] == '-' || b[0] == '+' {
+			return false
+		}
+	}
+	return true
 }
 
 // headerNodeCount extracts N from a SNAP comment such as "# Nodes: N Edges: M".

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// Progress draws a one-line bar with an ETA on a terminal-like writer.
+// Progress draws a one-line bar with an ETA on a terminal-like writer, or,
+// in plain mode (NewLogProgress), prints one line every few seconds.
 type Progress struct {
 	w       io.Writer
 	label   string
@@ -18,6 +19,22 @@ type Progress struct {
 	start   time.Time
 	last    time.Time
 	enabled bool
+	every   time.Duration // > 0: plain lines at this interval instead of a bar
+	unit    func(n int) string
+}
+
+// NewLogProgress returns a Progress that draws a bar when w is a terminal
+// and otherwise prints a plain "label 40% (done/total) elapsed ETA status"
+// line at most once per every (and at the end), which suits log files and
+// CI. unit formats counts (nil prints them as integers).
+func NewLogProgress(w io.Writer, label string, total int, every time.Duration, unit func(n int) string) *Progress {
+	p := NewProgress(w, label, total)
+	p.unit = unit
+	if f, ok := w.(*os.File); !ok || !IsTerminal(f) {
+		p.every = every
+		p.last = p.start // the first line after one interval
+	}
+	return p
 }
 
 // NewProgress returns a bar over total steps; a nil writer disables it.
@@ -39,6 +56,14 @@ func (p *Progress) Update(done int, status string) {
 		return
 	}
 	now := time.Now()
+	if p.every > 0 {
+		if done < p.total && now.Sub(p.last) < p.every {
+			return
+		}
+		p.last = now
+		p.line(now, done, status)
+		return
+	}
 	if done < p.total && now.Sub(p.last) < 100*time.Millisecond {
 		return
 	}
@@ -56,9 +81,29 @@ func (p *Progress) Update(done int, status string) {
 		fmtDur(elapsed), eta, status)
 }
 
+// line prints one plain progress line.
+func (p *Progress) line(now time.Time, done int, status string) {
+	count := func(n int) string {
+		if p.unit != nil {
+			return p.unit(n)
+		}
+		return fmt.Sprint(n)
+	}
+	elapsed := now.Sub(p.start)
+	eta := "?"
+	if done > 0 {
+		eta = fmtDur(time.Duration(float64(elapsed) / float64(done) * float64(p.total-done)))
+	}
+	if status != "" {
+		status = " " + status
+	}
+	fmt.Fprintf(p.w, "%s %3.0f%% (%s of %s) %s ETA %s%s\n", p.label, 100*float64(done)/float64(p.total),
+		count(done), count(p.total), fmtDur(elapsed), eta, status)
+}
+
 // Done ends the bar's line.
 func (p *Progress) Done() {
-	if p.enabled {
+	if p.enabled && p.every == 0 {
 		fmt.Fprintln(p.w)
 	}
 }

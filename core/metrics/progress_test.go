@@ -2,8 +2,10 @@ package metrics
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProgress(t *testing.T) {
@@ -54,5 +56,27 @@ func TestProgress(t *testing.T) {
 func TestPeakRSS(t *testing.T) {
 	if PeakRSS() <= 0 {
 		t.Fatal("PeakRSS is not positive")
+	}
+}
+
+func TestLogProgressPlain(t *testing.T) {
+	var buf bytes.Buffer // not a terminal: plain lines
+	p := NewLogProgress(&buf, "load", 100, time.Hour, func(n int) string { return fmt.Sprintf("%d B", n) })
+	p.Update(10, "") // before the first interval: nothing
+	p.Update(100, "done")
+	p.Done()
+	out := buf.String()
+	if strings.Contains(out, "\r") || strings.Contains(out, "\x1b") {
+		t.Errorf("plain output has terminal control characters: %q", out)
+	}
+	if want := "load 100% (100 B of 100 B) "; !strings.HasPrefix(out, want) || !strings.HasSuffix(out, " done\n") || strings.Count(out, "\n") != 1 {
+		t.Errorf("output %q, want one line starting %q", out, want)
+	}
+	buf.Reset()
+	p = NewLogProgress(&buf, "load", 100, time.Nanosecond, nil)
+	time.Sleep(time.Millisecond)
+	p.Update(50, "")
+	if out := buf.String(); !strings.Contains(out, "load  50% (50 of 100)") || !strings.Contains(out, "ETA") {
+		t.Errorf("interval line %q", out)
 	}
 }

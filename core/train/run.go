@@ -156,10 +156,10 @@ func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 		return nil, nil, 0, err
 	}
 	if ds.NumClasses < 2 {
-		return nil, nil, 0, fmt.Errorf("data: dataset %q has %d classes; node classification needs labels with at least 2 classes", ds.Name, ds.NumClasses)
+		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has %d classes; node classification needs labels with at least 2 classes (an edge list carries none: give labels in the OGB raw layout, raw/node-label.csv, a .npy directory's labels.npy or a .npz file, see docs/datasets.md)", ds.Name, ds.NumClasses), "data", "dataset")
 	}
 	if len(ds.Train) == 0 {
-		return nil, nil, 0, fmt.Errorf("data: dataset %q has no training nodes", ds.Name)
+		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has no training nodes; give it a split with data.split = \"random-20-30-seed0\" (20 training and 30 validation nodes per class) or split files (docs/datasets.md)", ds.Name), "data", "dataset")
 	}
 	feats, dim, err := prepareFeatures(ds, cfg.Data.FeatureNorm, cfg.Data.SynthFeatures, uint64(cfg.Train.Seed))
 	if err != nil {

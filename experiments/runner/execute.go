@@ -58,7 +58,11 @@ type Record struct {
 	DurationS  float64        `json:"duration_s"`
 	Threads    int            `json:"threads"`
 	Version    string         `json:"version"`
-	Config     string         `json:"config"` // canonical TOML, before the thread split
+	// Revision and Dirty are the source revision the run ran at and
+	// whether its work tree had uncommitted changes (see Revision).
+	Revision string `json:"revision,omitempty"`
+	Dirty    *bool  `json:"dirty,omitempty"`
+	Config   string `json:"config"` // canonical TOML, before the thread split
 	// Result is the run's result: *train.Result for kind train (the JSON
 	// line of strata train), the kind's result type for the others, and
 	// decoded JSON for a stored record.
@@ -119,6 +123,7 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 	}
 	started := time.Now()
 	env := &runEnv{exp: p.Exp, opts: opts, memo: &memo{}, version: p.build()}
+	env.rev = sourceRevision(filepath.Dir(p.Exp.File))
 	out := opts.OutDir
 	if out == "" {
 		out = DefaultOutDir(p.Exp)
@@ -201,7 +206,11 @@ feed:
 	if writeErr != nil {
 		return sum, records, fmt.Errorf("storing a run result: %w", writeErr)
 	}
-	if err := writeReports(p, records, out, started, time.Now(), env.memo); err != nil {
+	end := time.Now()
+	if sum.Executed == 0 && sum.Failed == 0 {
+		end = time.Time{} // nothing ran: keep the reports' invocation as it was
+	}
+	if err := writeReports(p, records, out, started, end, env.memo); err != nil {
 		return sum, records, err
 	}
 	return sum, records, ctx.Err()
@@ -215,7 +224,8 @@ func execute(ctx context.Context, p *Plan, r *Run, env *runEnv, threads int) *Re
 	}
 	canon, _ := r.Config.Canonical()
 	rec := &Record{RunID: r.ID, Experiment: p.Exp.Name, Axes: axisMap(r.Cell), Seed: r.Seed,
-		Version: p.build(), Config: string(canon), Started: time.Now().UTC()}
+		Version: p.build(), Config: string(canon), Started: time.Now().UTC(),
+		Revision: env.rev.Revision, Dirty: env.rev.Dirty}
 	cfg := *r.Config // the plan keeps its config as validated
 	if threads > 0 && cfg.Train.Threads == 0 {
 		cfg.Train.Threads = threads

@@ -310,3 +310,66 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestProvenanceRevisions checks that each run records the revision it ran
+// at, that the reports list the revisions, and that a resume that runs
+// nothing leaves provenance.json and report.html byte for byte as they were.
+func TestProvenanceRevisions(t *testing.T) {
+	out := t.TempDir()
+	var f fakeTrain
+	if _, _, err := Execute(context.Background(), fakePlan(t), Options{OutDir: out, Train: f.run}); err != nil {
+		t.Fatal(err)
+	}
+	want := sourceRevision(".") // the experiment file lies in the working directory
+	stored, _ := filepath.Glob(filepath.Join(out, "runs", "*.json"))
+	for _, path := range stored {
+		var rec Record
+		if err := json.Unmarshal(mustRead(t, path), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Revision != want.Revision || dirtyKey(rec.Dirty) != dirtyKey(want.Dirty) {
+			t.Errorf("%s: revision %q dirty %s, want %q %s", path, rec.Revision, dirtyKey(rec.Dirty), want.Revision, dirtyKey(want.Dirty))
+		}
+	}
+	pv := readProvenance(filepath.Join(out, "provenance.json"))
+	if pv == nil || len(pv.Revisions) != 1 || pv.Revisions[0].Runs != 4 || pv.Revisions[0].Revision != want.Revision {
+		t.Fatalf("provenance revisions %+v", pv)
+	}
+	if pv.Runs[0].Revision != want.Revision {
+		t.Errorf("provenance run revision %q", pv.Runs[0].Revision)
+	}
+	label := revisionLabel(want.Revision, want.Dirty)
+	if md := string(mustRead(t, filepath.Join(out, "summary.md"))); !strings.Contains(md, "Revisions the runs ran at: "+label+" (4 runs).") {
+		t.Errorf("summary.md does not list the revision %s:\n%s", label, md)
+	}
+	if html := string(mustRead(t, filepath.Join(out, "report.html"))); !strings.Contains(html, "revisions of the runs") || !strings.Contains(html, want.Revision[:min(12, len(want.Revision))]) || !strings.Contains(html, " (4 runs)") {
+		t.Errorf("report.html does not list the revision %s", label)
+	}
+
+	// Resume with everything done: the reports do not change.
+	before := map[string][]byte{}
+	files, _ := filepath.Glob(filepath.Join(out, "*"))
+	for _, path := range files {
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			before[path] = mustRead(t, path)
+		}
+	}
+	var g fakeTrain
+	if sum, _, err := Execute(context.Background(), fakePlan(t), Options{OutDir: out, Train: g.run}); err != nil || sum.Executed != 0 {
+		t.Fatalf("resume: %+v %v", sum, err)
+	}
+	for path, b := range before {
+		if !bytes.Equal(mustRead(t, path), b) {
+			t.Errorf("%s changed although no run executed", filepath.Base(path))
+		}
+	}
+}
+
+// TestBuildRevision: outside a git work tree the revision comes from the
+// binary's VCS stamp (none in a test binary), never from git.
+func TestBuildRevision(t *testing.T) {
+	r := sourceRevision(t.TempDir())
+	if r.Source == "git" || r != buildRevision() {
+		t.Errorf("outside git: %+v, want the build stamp %+v", r, buildRevision())
+	}
+}

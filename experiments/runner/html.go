@@ -110,7 +110,14 @@ func reportHTML(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot, 
 
 	// Plots.
 	for _, pl := range plots {
-		d.Plots = append(d.Plots, htmlPlot{Title: pl.title, File: pl.file, Caption: pl.caption, SVG: template.HTML(inlineSVG(pl.svg, pl.title))})
+		hp := htmlPlot{Title: pl.title, File: pl.file, Caption: pl.caption, SVG: template.HTML(inlineSVG(pl.svg, pl.title))}
+		if pl.png != nil {
+			hp.Alt = append(hp.Alt, siblingFile(pl.file, ".png"))
+		}
+		if pl.pdf != nil {
+			hp.Alt = append(hp.Alt, siblingFile(pl.file, ".pdf"))
+		}
+		d.Plots = append(d.Plots, hp)
 	}
 
 	// Runs.
@@ -182,6 +189,7 @@ type htmlCell struct {
 
 type htmlPlot struct {
 	Title, File, Caption string
+	Alt                  []string // the PNG and PDF files of the plot
 	SVG                  template.HTML
 }
 
@@ -250,6 +258,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 		}
 		return d.String()
 	},
+	"revision": revisionLabel,
 	"dirty": func(b *bool) string {
 		switch {
 		case b == nil:
@@ -313,7 +322,7 @@ pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12.5px; b
 {{if .Plots}}<h2 id="plots">Plots</h2>
 {{range .Plots}}<figure>
 {{.SVG}}
-<figcaption>{{.Caption}} <a href="{{.File}}">{{.File}}</a></figcaption>
+<figcaption>{{.Caption}} <a href="{{.File}}">{{.File}}</a>{{range .Alt}} · <a href="{{.}}">{{.}}</a>{{end}}</figcaption>
 </figure>
 {{end}}{{end}}
 
@@ -349,8 +358,9 @@ pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12.5px; b
 
 <h2 id="provenance">Provenance</h2>
 {{with .Prov}}<table class="kv">
-<tr><th>git commit</th><td class="mono">{{if .GitRevision}}{{.GitRevision}}{{else}}unknown{{end}}</td></tr>
-<tr><th>uncommitted changes</th><td>{{dirty .GitDirty}} (both as of the last invocation, {{date .End}})</td></tr>
+<tr><th>git commit</th><td class="mono">{{if .GitRevision}}{{.GitRevision}}{{if eq .RevisionSource "build"}} (stamped in the strata binary: no git work tree){{end}}{{else}}unknown{{end}}</td></tr>
+<tr><th>uncommitted changes</th><td>{{dirty .GitDirty}} (both as of the last invocation that ran something, {{date .End}})</td></tr>
+<tr><th>revisions of the runs</th><td class="mono">{{range $i, $r := .Revisions}}{{if $i}}, {{end}}{{revision $r.Revision $r.Dirty}} ({{$r.Runs}} run{{if ne $r.Runs 1}}s{{end}}){{else}}none{{end}}</td></tr>
 <tr><th>strata</th><td>{{.StrataBuild}}</td></tr>
 <tr><th>Go</th><td>{{.GoVersion}} {{.OS}}/{{.Arch}}</td></tr>
 <tr><th>CPU</th><td>{{if .CPUModel}}{{.CPUModel}}, {{end}}{{.Cores}} cores{{if .Hostname}} ({{.Hostname}}){{end}}</td></tr>

@@ -44,6 +44,7 @@ type runEnv struct {
 	opts    Options
 	memo    *memo
 	version string // the strata build, for results that record it
+	rev     Revision
 }
 
 // Kinds are the experiment kinds, "train" first (the default).

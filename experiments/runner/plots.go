@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,28 @@ type renderedPlot struct {
 	title   string
 	caption string // how to read it: what the points and bars are
 	svg     []byte
+	png     []byte // the same plot as PNG and PDF, written next to the SVG
+	pdf     []byte
+}
+
+// render draws c as SVG, PNG and PDF into rp; false when c has no value.
+func (rp *renderedPlot) render(c *chart) (bool, error) {
+	var err error
+	if rp.svg, err = c.draw("svg"); err != nil || rp.svg == nil {
+		return false, err
+	}
+	if rp.png, err = c.draw("png"); err != nil {
+		return false, err
+	}
+	if rp.pdf, err = c.draw("pdf"); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// siblingFile is the file of a plot in another format: "x.svg" -> "x.png".
+func siblingFile(svgFile, ext string) string {
+	return strings.TrimSuffix(svgFile, ".svg") + ext
 }
 
 // chart is a plot to draw: series of points (mean ± std) over a numeric
@@ -36,6 +59,91 @@ type chart struct {
 	xTicks                []plot.Tick // numeric x: a tick at every value
 	xLog, yLog, bar       bool
 	series                []chartSeries
+	legendTitle           string // what the series labels are values of
+}
+
+// note is a sentence for the caption about how the chart is drawn: a bar
+// chart whose axis does not start at 0, series drawn side by side.
+func (c *chart) note() string {
+	var s string
+	if base, ok := c.barBase(); ok {
+		s += fmt.Sprintf(" The bars start at %s, not 0, as the values lie close together.", strconv.FormatFloat(base, 'g', -1, 64))
+	}
+	if !c.bar && c.drawnSeries() > 1 {
+		s += " Series that share an x value are drawn slightly apart so that their error bars do not hide each other."
+	}
+	return s
+}
+
+// drawnSeries counts the series with points.
+func (c *chart) drawnSeries() int {
+	n := 0
+	for _, s := range c.series {
+		if len(s.pts) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// barBase is the baseline of a bar chart whose values are all positive and
+// close together (the spread of mean ± std under a quarter of the largest
+// value): a round number below the smallest, so that the differences are
+// visible. ok is false when the bars start at 0.
+func (c *chart) barBase() (base float64, ok bool) {
+	if !c.bar || c.yLog {
+		return 0, false
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range c.series {
+		for _, pt := range s.pts {
+			std := pt.std
+			if math.IsNaN(std) {
+				std = 0
+			}
+			lo, hi = math.Min(lo, pt.mean-std), math.Max(hi, pt.mean+std)
+		}
+	}
+	if !(lo > 0) || hi <= lo || hi-lo >= 0.25*hi {
+		return 0, false
+	}
+	step := math.Pow(10, math.Floor(math.Log10(hi-lo)))
+	base = math.Floor((lo-0.15*(hi-lo))/step) * step
+	if base <= 0 {
+		return 0, false
+	}
+	return base, true
+}
+
+// dodgeStep is the horizontal distance between series drawn at the same x.
+const dodgeStep = 4 // points
+
+// dodge returns the offset of series i of n: centred on the true x, a
+// dodgeStep apart, at most 24 points in all.
+func dodge(i, n int) vg.Length {
+	if n < 2 {
+		return 0
+	}
+	step := min(vg.Points(dodgeStep), vg.Points(24)/vg.Length(n-1))
+	return step * (vg.Length(i) - vg.Length(n-1)/2)
+}
+
+// dodged draws a plotter shifted sideways by dx.
+type dodged struct {
+	plot.Plotter
+	dx vg.Length
+}
+
+func (d dodged) Plot(c draw.Canvas, plt *plot.Plot) {
+	d.Plotter.Plot(draw.Crop(c, d.dx, d.dx, 0, 0), plt)
+}
+
+// DataRange passes the inner plotter's range on.
+func (d dodged) DataRange() (xmin, xmax, ymin, ymax float64) {
+	if r, ok := d.Plotter.(plot.DataRanger); ok {
+		return r.DataRange()
+	}
+	return math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 }
 
 type chartSeries struct {
@@ -55,28 +163,28 @@ func renderPlots(p *Plan, rows []*Row, records []*Record) ([]*renderedPlot, erro
 	if len(p.Exp.Plots) == 0 {
 		for m, name := range p.Exp.Metrics {
 			c := p.defaultChart(rows, m)
-			b, err := c.draw("svg")
+			rp := &renderedPlot{name: name, file: PlotFile(name), title: c.title,
+				caption: "Mean over the seeds, error bars of one standard deviation; one line per combination of the other axes." + c.note()}
+			ok, err := rp.render(c)
 			if err != nil {
 				return nil, fmt.Errorf("plot of %s: %w", name, err)
 			}
-			if b == nil {
-				continue
+			if ok {
+				out = append(out, rp)
 			}
-			out = append(out, &renderedPlot{name: name, file: PlotFile(name), title: c.title, svg: b,
-				caption: "Mean over the seeds, error bars of one standard deviation; one line per combination of the other axes."})
 		}
 		return out, nil
 	}
 	for _, spec := range p.Exp.Plots {
 		c, caption := p.specChart(spec, rows, records)
-		b, err := c.draw("svg")
+		rp := &renderedPlot{name: spec.Y + " by " + spec.X, file: spec.File, title: c.title, caption: caption + c.note()}
+		ok, err := rp.render(c)
 		if err != nil {
 			return nil, fmt.Errorf("[[plot]] on line %d: %w", spec.Line, err)
 		}
-		if b == nil {
-			continue
+		if ok {
+			out = append(out, rp)
 		}
-		out = append(out, &renderedPlot{name: spec.Y + " by " + spec.X, file: spec.File, title: c.title, caption: caption, svg: b})
 	}
 	return out, nil
 }
@@ -108,6 +216,15 @@ func (p *Plan) defaultChart(rows []*Row, m int) *chart {
 	} else {
 		for i, x := range numeric {
 			c.xTicks = append(c.xTicks, plot.Tick{Value: x, Label: xs[i]})
+		}
+	}
+	if len(list) > 1 && !strings.Contains(list[0].label, " ") {
+		// One other axis: the legend is titled with its key and its
+		// entries are the values.
+		key, _, _ := strings.Cut(list[0].label, "=")
+		c.legendTitle = key
+		for i := range list {
+			list[i].label = strings.TrimPrefix(list[i].label, key+"=")
 		}
 	}
 	for _, s := range list {
@@ -392,6 +509,9 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 	}
 	if len(splitKeys) > 0 {
 		caption += "; one " + map[bool]string{true: "bar", false: "line"}[c.bar] + " per " + strings.Join(splitKeys, " × ")
+		if len(splitKeys) == 1 {
+			c.legendTitle = splitKeys[0] // the labels are its values
+		}
 	}
 	if len(where) > 0 {
 		caption += "; only the runs with " + strings.Join(where, ", ")
@@ -401,17 +521,10 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 
 // draw renders the chart in format ("svg", "png"); nil when it has no
 // point.
-func (c *chart) draw(format string) ([]byte, error) {
-	drawn := false
-	for _, s := range c.series {
-		if len(s.pts) > 0 {
-			drawn = true
-		}
-	}
-	if !drawn {
-		return nil, nil
-	}
-	pl := plot.New()
+// assemble builds the plot and its legend, and the canvas size without
+// the legend.
+func (c *chart) assemble() (pl *plot.Plot, leg plot.Legend, entries int, w, h vg.Length, err error) {
+	pl = plot.New()
 	pl.Title.Text = c.title
 	pl.X.Label.Text = c.xLabel
 	pl.Y.Label.Text = c.yLabel
@@ -421,13 +534,16 @@ func (c *chart) draw(format string) ([]byte, error) {
 		pl.Y.Tick.Marker = logTicks{}
 	}
 	pl.Title.TextStyle.Font.Size = vg.Points(13)
+	pl.Title.Padding = vg.Points(6) // room above the title: its ascenders were cut
 	pl.X.Label.TextStyle.Font.Size = vg.Points(12)
 	pl.Y.Label.TextStyle.Font.Size = vg.Points(12)
-	leg := plot.NewLegend()
+	leg = plot.NewLegend()
 	leg.Top, leg.Left = true, true
 	leg.Padding = vg.Points(3)
 	leg.TextStyle.Font.Size = vg.Points(11)
-	entries := 0
+	if c.legendTitle != "" && c.drawnSeries() > 0 {
+		leg.Add(c.legendTitle + ":") // the title: an entry without a thumbnail
+	}
 	pl.Add(plotter.NewGrid())
 	if c.cats != nil {
 		pl.NominalX(c.cats...)
@@ -441,7 +557,7 @@ func (c *chart) draw(format string) ([]byte, error) {
 	// Bar width: the categories share about 5.2 inches of plot width.
 	// Width: 6 inches, more when the categories need room for their
 	// labels (about 6 points a character at 10 points) or their bars.
-	w, h := 6*vg.Inch, 4*vg.Inch
+	w, h = 6*vg.Inch, 4*vg.Inch
 	var per vg.Length // room of one category
 	if c.cats != nil {
 		longest := 0
@@ -459,10 +575,13 @@ func (c *chart) draw(format string) ([]byte, error) {
 	if c.bar {
 		barW = min(per*0.8/vg.Length(max(n, 1)), vg.Points(36))
 	}
+	drawnIdx := 0 // index among the series with points, for the dodge
 	for si, s := range c.series {
 		if len(s.pts) == 0 {
 			continue
 		}
+		dx := dodge(drawnIdx, c.drawnSeries())
+		drawnIdx++
 		col := plotutil.Color(si)
 		if c.bar {
 			vals := make(plotter.Values, len(c.cats))
@@ -473,7 +592,7 @@ func (c *chart) draw(format string) ([]byte, error) {
 			}
 			bars, err := plotter.NewBarChart(vals, barW)
 			if err != nil {
-				return nil, err
+				return nil, leg, 0, 0, 0, err
 			}
 			bars.Color = col
 			bars.LineStyle.Width = 0
@@ -503,7 +622,7 @@ func (c *chart) draw(format string) ([]byte, error) {
 		}
 		line, points, err := plotter.NewLinePoints(xy)
 		if err != nil {
-			return nil, err
+			return nil, leg, 0, 0, 0, err
 		}
 		line.Color = col
 		line.Width = vg.Points(1.5)
@@ -513,10 +632,10 @@ func (c *chart) draw(format string) ([]byte, error) {
 		points.Radius = vg.Points(3)
 		eb, err := plotter.NewYErrorBars(errPoints{xy, ye})
 		if err != nil {
-			return nil, err
+			return nil, leg, 0, 0, 0, err
 		}
 		eb.Color = col
-		pl.Add(line, points, eb)
+		pl.Add(dodged{line, dx}, dodged{points, dx}, dodged{eb, dx})
 		if s.label != "" {
 			leg.Add(s.label, line, points)
 			entries++
@@ -541,12 +660,38 @@ func (c *chart) draw(format string) ([]byte, error) {
 	}
 	if c.bar {
 		pl.Y.Min = math.Min(pl.Y.Min, 0)
+		if base, ok := c.barBase(); ok {
+			pl.Y.Min = base
+		}
 		pl.Y.Max += 0.08 * (pl.Y.Max - pl.Y.Min)
 		if pl.Y.Max == pl.Y.Min {
 			pl.Y.Max = pl.Y.Min + 1
 		}
 	} else {
 		pad(&pl.Y, 0.08, c.yLog)
+	}
+	return pl, leg, entries, w, h, nil
+}
+
+// plotOnly is the chart's plot without the legend (for tests).
+func (c *chart) plotOnly() (*plot.Plot, error) {
+	pl, _, _, _, _, err := c.assemble()
+	return pl, err
+}
+
+func (c *chart) draw(format string) ([]byte, error) {
+	drawn := false
+	for _, s := range c.series {
+		if len(s.pts) > 0 {
+			drawn = true
+		}
+	}
+	if !drawn {
+		return nil, nil
+	}
+	pl, leg, entries, w, h, err := c.assemble()
+	if err != nil {
+		return nil, err
 	}
 	// The legend goes to the right of the plot, where it hides no data.
 	var legW vg.Length
@@ -572,7 +717,37 @@ func (c *chart) draw(format string) ([]byte, error) {
 	if _, err := cv.WriteTo(&buf); err != nil {
 		return nil, err
 	}
+	switch format {
+	case "svg":
+		return svgFontFallback(buf.Bytes()), nil
+	case "pdf":
+		// A fixed date of the same length (the cross-reference offsets
+		// stay valid): the same results give the same bytes.
+		return pdfDateRE.ReplaceAll(buf.Bytes(), []byte("${1}20000101000000")), nil
+	}
 	return buf.Bytes(), nil
+}
+
+// pdfDateRE matches the dates fpdf writes into a PDF's information
+// dictionary.
+var pdfDateRE = regexp.MustCompile(`(/(?:CreationDate|ModDate) \(D:)[0-9]{14}`)
+
+// svgFontFallback gives every font family of an SVG a fallback list:
+// gonum measures text with the Liberation fonts, so a viewer without them
+// would substitute its default font, often wider, and clip the legend.
+// Liberation Serif, Sans and Mono are metric-compatible with Times New
+// Roman, Arial and Courier New, so those come next, then the generic
+// family. (Embedding the fonts instead would add about 400 KiB to every
+// SVG; see docs/decisions.md.)
+func svgFontFallback(svg []byte) []byte {
+	for _, f := range [...][2]string{
+		{"Liberation Serif", "'Liberation Serif','Times New Roman',Times,serif"},
+		{"Liberation Sans", "'Liberation Sans',Arial,Helvetica,sans-serif"},
+		{"Liberation Mono", "'Liberation Mono','Courier New',Courier,monospace"},
+	} {
+		svg = bytes.ReplaceAll(svg, []byte("font-family:"+f[0]+";"), []byte("font-family:"+f[1]+";"))
+	}
+	return svg
 }
 
 // errPoints are the means of a series with their standard deviations.

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,14 +18,18 @@ import (
 
 // Provenance is provenance.json: what produced the results, and where.
 type Provenance struct {
-	Experiment     string    `json:"experiment"`
-	File           string    `json:"file"`
-	FileSHA256     string    `json:"file_sha256"`
-	FileText       string    `json:"file_text"`
-	StrataVersion  string    `json:"strata_version"`
-	StrataBuild    string    `json:"strata_build"`
-	GitRevision    string    `json:"git_revision,omitempty"`
-	GitDirty       *bool     `json:"git_dirty,omitempty"`
+	Experiment    string `json:"experiment"`
+	File          string `json:"file"`
+	FileSHA256    string `json:"file_sha256"`
+	FileText      string `json:"file_text"`
+	StrataVersion string `json:"strata_version"`
+	StrataBuild   string `json:"strata_build"`
+	GitRevision   string `json:"git_revision,omitempty"`
+	GitDirty      *bool  `json:"git_dirty,omitempty"`
+	// RevisionSource says where GitRevision comes from: "git" (the work
+	// tree of the experiment file) or "build" (the VCS stamp Go put in the
+	// strata binary, outside a git work tree).
+	RevisionSource string    `json:"revision_source,omitempty"`
 	GoVersion      string    `json:"go_version"`
 	OS             string    `json:"os"`
 	Arch           string    `json:"arch"`
@@ -38,7 +44,58 @@ type Provenance struct {
 	// file the loader reads (or, for a generated one, the generator and
 	// its parameters).
 	Datasets []DatasetProvenance `json:"datasets"`
-	Runs     []ProvenanceRun     `json:"runs"`
+	// Revisions lists the source revisions the stored runs ran at, in the
+	// order of their first run.
+	Revisions []RevisionRuns  `json:"revisions"`
+	Runs      []ProvenanceRun `json:"runs"`
+}
+
+// RevisionRuns counts the runs that ran at one revision.
+type RevisionRuns struct {
+	Revision string `json:"revision"` // "" for runs recorded before revisions were
+	Dirty    *bool  `json:"dirty,omitempty"`
+	Runs     int    `json:"runs"`
+}
+
+// Revision is the source revision a run ran at.
+type Revision struct {
+	Revision string
+	Dirty    *bool
+	Source   string // "git" or "build"; "" when unknown
+}
+
+// sourceRevision returns the git revision of the work tree holding dir and
+// whether it has uncommitted changes; outside a git work tree (or without
+// git), the revision Go stamped into the running binary when it was built
+// from one (runtime/debug.ReadBuildInfo: vcs.revision, vcs.modified).
+func sourceRevision(dir string) Revision {
+	if rev, dirty := gitState(dir); rev != "" {
+		return Revision{Revision: rev, Dirty: dirty, Source: "git"}
+	}
+	return buildRevision()
+}
+
+// buildRevision reads the VCS stamp of the running binary.
+func buildRevision() Revision {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return Revision{}
+	}
+	var r Revision
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			r.Revision = s.Value
+		case "vcs.modified":
+			d := s.Value == "true"
+			r.Dirty = &d
+		}
+	}
+	if r.Revision == "" {
+		return Revision{}
+	}
+	r.Source = "build"
+	return r
 }
 
 // DatasetProvenance identifies one dataset the runs read.
@@ -68,9 +125,21 @@ type ProvenanceRun struct {
 	ConfigSHA256 string         `json:"config_sha256,omitempty"`
 	Started      *time.Time     `json:"started,omitempty"`
 	Version      string         `json:"version,omitempty"`
+	Revision     string         `json:"revision,omitempty"`
+	Dirty        *bool          `json:"dirty,omitempty"`
 }
 
-func newProvenance(p *Plan, records []*Record, start, end time.Time, m *memo) (*Provenance, error) {
+// newProvenance describes the results. A zero end means that this
+// invocation ran nothing: the environment of the invocation that did
+// (machine, build, revision, dates) is then taken from prev, the
+// provenance.json already written, so that the file and report.html stay
+// byte-identical; without prev it is the current one.
+func newProvenance(p *Plan, records []*Record, start, end time.Time, m *memo, prev *Provenance) (*Provenance, error) {
+	if end.IsZero() {
+		end = time.Now()
+	} else {
+		prev = nil
+	}
 	e := p.Exp
 	pv := &Provenance{
 		Experiment: e.Name, File: e.File, FileSHA256: e.SHA256, FileText: string(e.Text),
@@ -89,7 +158,14 @@ func newProvenance(p *Plan, records []*Record, start, end time.Time, m *memo) (*
 		}
 	}
 	pv.Hostname, _ = os.Hostname()
-	pv.GitRevision, pv.GitDirty = gitState(filepath.Dir(e.File))
+	rev := sourceRevision(filepath.Dir(e.File))
+	pv.GitRevision, pv.GitDirty, pv.RevisionSource = rev.Revision, rev.Dirty, rev.Source
+	if prev != nil {
+		pv.StrataVersion, pv.StrataBuild, pv.GoVersion, pv.OS, pv.Arch = prev.StrataVersion, prev.StrataBuild, prev.GoVersion, prev.OS, prev.Arch
+		pv.CPUModel, pv.Cores, pv.Hostname, pv.Start, pv.End = prev.CPUModel, prev.Cores, prev.Hostname, prev.Start, prev.End
+		pv.GitRevision, pv.GitDirty, pv.RevisionSource = prev.GitRevision, prev.GitDirty, prev.RevisionSource
+	}
+	revIndex := map[string]int{}
 	for _, r := range p.Runs {
 		spec := datasetSpec(r.Config.DatasetSpec())
 		i, ok := byData[spec]
@@ -104,13 +180,42 @@ func newProvenance(p *Plan, records []*Record, start, end time.Time, m *memo) (*
 			pr.ConfigSHA256 = h
 		}
 		if rec := records[r.Index]; rec != nil {
-			pr.Status, pr.Version = rec.Status, rec.Version
+			pr.Status, pr.Version, pr.Revision, pr.Dirty = rec.Status, rec.Version, rec.Revision, rec.Dirty
 			st := rec.Started
 			pr.Started = &st
+			key := rec.Revision + "|" + dirtyKey(rec.Dirty)
+			i, ok := revIndex[key]
+			if !ok {
+				i = len(pv.Revisions)
+				revIndex[key] = i
+				pv.Revisions = append(pv.Revisions, RevisionRuns{Revision: rec.Revision, Dirty: rec.Dirty})
+			}
+			pv.Revisions[i].Runs++
 		}
 		pv.Runs = append(pv.Runs, pr)
 	}
 	return pv, nil
+}
+
+// dirtyKey spells a dirty flag for grouping.
+func dirtyKey(b *bool) string {
+	if b == nil {
+		return "?"
+	}
+	return strconv.FormatBool(*b)
+}
+
+// readProvenance reads a provenance.json (nil when absent or unreadable).
+func readProvenance(path string) *Provenance {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var pv Provenance
+	if json.Unmarshal(b, &pv) != nil {
+		return nil
+	}
+	return &pv
 }
 
 func marshalProvenance(pv *Provenance) ([]byte, error) {

@@ -152,7 +152,9 @@ func (p *Plan) baselineCell(c *Cell, d Derived) *Cell {
 }
 
 // WriteReports writes runs.jsonl, results.csv, summary.csv, summary.md,
-// the SVG plots, provenance.json and report.html into out.
+// the plots (SVG, PNG, PDF), provenance.json and report.html into out. A
+// zero end means that no run executed: the invocation recorded in the
+// provenance.json already in out is kept (see newProvenance).
 func WriteReports(p *Plan, records []*Record, out string, start, end time.Time) error {
 	return writeReports(p, records, out, start, end, nil)
 }
@@ -163,7 +165,11 @@ func writeReports(p *Plan, records []*Record, out string, start, end time.Time, 
 	if err != nil {
 		return err
 	}
-	prov, err := newProvenance(p, records, start, end, m)
+	var prev *Provenance
+	if end.IsZero() {
+		prev = readProvenance(filepath.Join(out, "provenance.json"))
+	}
+	prov, err := newProvenance(p, records, start, end, m, prev)
 	if err != nil {
 		return err
 	}
@@ -183,6 +189,17 @@ func writeReports(p *Plan, records []*Record, out string, start, end time.Time, 
 			name string
 			data func() ([]byte, error)
 		}{pl.file, func() ([]byte, error) { return pl.svg, nil }})
+		for _, alt := range []struct {
+			ext  string
+			data []byte
+		}{{".png", pl.png}, {".pdf", pl.pdf}} {
+			if alt.data != nil {
+				files = append(files, struct {
+					name string
+					data func() ([]byte, error)
+				}{siblingFile(pl.file, alt.ext), func() ([]byte, error) { return alt.data, nil }})
+			}
+		}
 	}
 	for _, f := range files {
 		b, err := f.data()
@@ -194,6 +211,48 @@ func writeReports(p *Plan, records []*Record, out string, start, end time.Time, 
 		}
 	}
 	return nil
+}
+
+// revisionsText lists the source revisions of the stored runs with their
+// run counts, in the order of their first run: "0123456789ab (12 runs),
+// 89abcdef0123+dirty (3 runs)".
+func revisionsText(records []*Record) string {
+	var keys []string
+	count := map[string]int{}
+	for _, rec := range records {
+		if rec == nil {
+			continue
+		}
+		k := revisionLabel(rec.Revision, rec.Dirty)
+		if count[k] == 0 {
+			keys = append(keys, k)
+		}
+		count[k]++
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		unit := "runs"
+		if count[k] == 1 {
+			unit = "run"
+		}
+		parts[i] = fmt.Sprintf("%s (%d %s)", k, count[k], unit)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// revisionLabel shortens a revision to 12 hex digits and marks a dirty
+// work tree: "0123456789ab+dirty"; "unknown" when none was recorded.
+func revisionLabel(rev string, dirty *bool) string {
+	if rev == "" {
+		return "unknown"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty != nil && *dirty {
+		rev += "+dirty"
+	}
+	return rev
 }
 
 // jsonObject writes a JSON object with its keys in the order given.
@@ -242,6 +301,9 @@ func runsJSONL(p *Plan, records []*Record) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
+			// Sorted: a result read back from runs/ (a map) and a fresh
+			// one (a struct) give the same line.
+			slices.Sort(keys)
 			for _, k := range keys {
 				if k == "seed" || k == "run" || k == "run_id" || k == "status" || k == "error" || k == "duration_s" || p.Exp.axisIndex(k) >= 0 {
 					continue
@@ -439,6 +501,9 @@ func summaryMD(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot) [
 			fmt.Fprintf(&b, "[%s](%s)", pl.name, pl.file)
 		}
 		b.WriteString(". All of it, with the provenance: [report.html](report.html).\n")
+	}
+	if revs := revisionsText(records); revs != "" {
+		b.WriteString("\nRevisions the runs ran at: " + revs + ".\n")
 	}
 	var failed []string
 	for _, rec := range records {

@@ -1,0 +1,592 @@
+package graph
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"codeberg.org/sbinet/npyio/npy"
+	"codeberg.org/sbinet/npyio/npz"
+)
+
+// npzLayouts describes the .npz layouts LoadNPZ reads, for error messages.
+const npzLayouts = "a .npz dataset is either in the Shchur et al. layout (adj_data, adj_indices, adj_indptr, adj_shape; " +
+	"attr_matrix or attr_data, attr_indices, attr_indptr, attr_shape; labels) or an OGB raw data.npz " +
+	"(edge_index, num_nodes, optional node_feat) with node-label.npz (node_label) beside it"
+
+// maxInflate bounds the uncompressed size of a .npz entry relative to its
+// compressed size (deflate cannot do better than about 1032:1), so a forged
+// size field cannot make the loader allocate without bound.
+const maxInflate = 1100
+
+// npzFile is an open .npz archive.
+type npzFile struct {
+	path string
+	r    *npz.Reader
+	zr   *zip.Reader
+	f    *os.File
+	keys []string // array names, without ".npy"
+}
+
+// openNPZ opens a .npz archive with npyio.
+func openNPZ(path string) (*npzFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, ferr(ErrMissing, path, 0, 0, "file does not exist; %s", npzLayouts)
+		}
+		return nil, ferr(ErrMissing, path, 0, 0, "cannot open: %v", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, ferr(ErrFormat, path, 0, 0, "cannot stat: %v", err)
+	}
+	zr, err := zip.NewReader(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, ferr(ErrFormat, path, 0, 0, "not a .npz archive (%v); save the arrays with numpy.savez or numpy.savez_compressed", err)
+	}
+	r, err := npz.NewReader(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, ferr(ErrFormat, path, 0, 0, "not a .npz archive: %v", err)
+	}
+	z := &npzFile{path: path, r: r, zr: zr, f: f}
+	for _, k := range r.Keys() {
+		z.keys = append(z.keys, strings.TrimSuffix(k, ".npy"))
+	}
+	slices.Sort(z.keys)
+	return z, nil
+}
+
+// Close closes the archive.
+func (z *npzFile) Close() error { return z.f.Close() }
+
+// has reports whether the archive holds the array name.
+func (z *npzFile) has(name string) bool { return slices.Contains(z.keys, name) }
+
+// entry returns the zip entry of array name.
+func (z *npzFile) entry(name string) *zip.File {
+	for _, f := range z.zr.File {
+		if f.Name == name+".npy" || f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// read reads the array name: its shape and its data as []float32,
+// []float64, []int32, []int64, []uint8, []int8 or []bool. Errors name the
+// file and the array.
+func (z *npzFile) read(name string) (shape []int, data any, err error) {
+	bad := func(kind error, format string, args ...any) error {
+		return ferr(kind, z.path, 0, 0, "array %q: %s", name, fmt.Sprintf(format, args...))
+	}
+	e := z.entry(name)
+	if e == nil {
+		return nil, nil, ferr(ErrMissing, z.path, 0, 0, "array %q is missing (the archive holds %s); %s", name, strings.Join(z.keys, ", "), npzLayouts)
+	}
+	if e.UncompressedSize64 > maxInflate*e.CompressedSize64+1<<20 {
+		return nil, nil, bad(ErrFormat, "declares %d uncompressed bytes from %d compressed; the archive is corrupt", e.UncompressedSize64, e.CompressedSize64)
+	}
+	rc, err := z.r.Open(e.Name)
+	if err != nil {
+		return nil, nil, bad(ErrFormat, "cannot open: %v", err)
+	}
+	defer rc.Close()
+	hdr, err := npyioHeader(rc)
+	if err != nil {
+		return nil, nil, bad(ErrFormat, "bad .npy header: %v", err)
+	}
+	shape = hdr.Descr.Shape
+	if hdr.Descr.Fortran && len(shape) > 1 {
+		return nil, nil, bad(ErrFormat, "header field 'fortran_order': True is not supported; save a C-order array (numpy.ascontiguousarray)")
+	}
+	descr := strings.Trim(hdr.Descr.Type, `'" `)
+	var elem int64
+	switch descr {
+	case "<f4", "<i4":
+		elem = 4
+	case "<f8", "<i8":
+		elem = 8
+	case "|b1", "|u1", "|i1":
+		elem = 1
+	default:
+		return nil, nil, bad(ErrFormat, "dtype %q is not supported; want float32/64, int32/64, uint8 or bool (little-endian)", descr)
+	}
+	count := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return nil, nil, bad(ErrFormat, "header field 'shape': negative dimension %d", d)
+		}
+		if d > 0 && count > (math.MaxInt64/8)/int64(d) {
+			return nil, nil, bad(ErrRange, "header field 'shape': %v has too many elements", shape)
+		}
+		count *= int64(d)
+	}
+	if need := uint64(count * elem); need > e.UncompressedSize64 {
+		return nil, nil, bad(ErrTruncated, "header field 'shape' %v of %s needs %d bytes, but the entry holds only %d; the array is truncated or its shape is wrong",
+			shape, descr, need, e.UncompressedSize64)
+	}
+	var raw []byte
+	switch descr {
+	case "<f4":
+		s := make([]float32, count)
+		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*4)
+	case "<f8":
+		s := make([]float64, count)
+		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*8)
+	case "<i4":
+		s := make([]int32, count)
+		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*4)
+	case "<i8":
+		s := make([]int64, count)
+		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*8)
+	case "|u1":
+		s := make([]uint8, count)
+		data, raw = s, s
+	case "|i1":
+		s := make([]int8, count)
+		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count)
+	case "|b1":
+		s := make([]bool, count)
+		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count)
+	}
+	if _, err := io.ReadFull(rc, raw); err != nil {
+		return nil, nil, bad(ErrTruncated, "header field 'shape' %v of %s needs %d bytes of data, but the entry ends early (%v)", shape, descr, len(raw), err)
+	}
+	if descr == "|b1" {
+		for i, b := range raw {
+			if b > 1 {
+				return nil, nil, bad(ErrFormat, "bool element %d has byte value %d (want 0 or 1)", i, b)
+			}
+		}
+	} else if elem > 1 && !littleEndianHost() {
+		swapBytes(raw, int(elem))
+	}
+	if len(shape) == 0 {
+		shape = []int{} // a scalar
+	}
+	return shape, data, nil
+}
+
+// npyioHeader parses a .npy header with npyio, turning its panics on
+// malformed headers into errors.
+func npyioHeader(r io.Reader) (h *npy.Header, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h, err = nil, fmt.Errorf("malformed header dictionary (%v)", p)
+		}
+	}()
+	nr, err := npy.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	return &nr.Header, nil
+}
+
+// ints reads an integer array as int64 (bool and uint8 arrays too).
+func (z *npzFile) ints(name string) ([]int, []int64, error) {
+	shape, data, err := z.read(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []int64
+	switch v := data.(type) {
+	case []int64:
+		out = v
+	case []int32:
+		out = convertIdx[int32, int64](v)
+	case []uint8:
+		out = make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+	case []int8:
+		out = make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+	case []float32, []float64:
+		f, _ := npyFloats64(data)
+		out = make([]int64, len(f))
+		for i, x := range f {
+			if x != math.Trunc(x) && !math.IsNaN(x) || math.Abs(x) > 1<<53 {
+				return nil, nil, ferr(ErrFormat, z.path, 0, 0, "array %q: element %d is %v, not an integer", name, i, x)
+			}
+			if math.IsNaN(x) {
+				out[i] = -1 // OGB marks unlabeled nodes with NaN
+			} else {
+				out[i] = int64(x)
+			}
+		}
+	default:
+		return nil, nil, ferr(ErrFormat, z.path, 0, 0, "array %q: %s data, want integers", name, npyKind(data))
+	}
+	return shape, out, nil
+}
+
+// floats reads a numeric array as float32, checking that it is finite.
+func (z *npzFile) floats(name string) ([]int, []float32, error) {
+	shape, data, err := z.read(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []float32
+	switch v := data.(type) {
+	case []float32:
+		out = v
+	case []uint8:
+		out = make([]float32, len(v))
+		for i, x := range v {
+			out[i] = float32(x)
+		}
+	case []bool:
+		out = make([]float32, len(v))
+		for i, x := range v {
+			if x {
+				out[i] = 1
+			}
+		}
+	default:
+		f, ok := npyFloats64(data)
+		if !ok {
+			return nil, nil, ferr(ErrFormat, z.path, 0, 0, "array %q: %s data, want numbers", name, npyKind(data))
+		}
+		out = make([]float32, len(f))
+		for i, x := range f {
+			out[i] = float32(x)
+		}
+	}
+	for i, v := range out {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil, nil, ferr(ErrRange, z.path, 0, 0, "array %q: element %d is %v, not a finite float32 (NaN and infinities would poison training); fix the array", name, i, v)
+		}
+	}
+	return shape, out, nil
+}
+
+// npyFloats64 converts numeric data to float64.
+func npyFloats64(data any) ([]float64, bool) {
+	switch v := data.(type) {
+	case []float64:
+		return v, true
+	case []float32:
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		return out, true
+	case []int32:
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		return out, true
+	case []int64:
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// LoadNPZ loads a dataset from one .npz file: the Shchur et al. layout of
+// the Amazon and Coauthor graphs (adjacency and optional attributes as
+// scipy CSR parts, or attr_matrix dense; labels), or an OGB raw data.npz
+// (edge_index, num_nodes, optional node_feat) whose labels are in
+// node-label.npz beside it, with its splits from ../split/<name>/ when the
+// file lies in an OGB raw/ directory. Shchur files carry no split: give one
+// with "<file>@random-20-30-seed0" (data.split). Row i of the adjacency
+// (node i's neighbours j) becomes the edges i -> j.
+func LoadNPZ(path string) (*Dataset, error) {
+	return loadNPZ(path, "")
+}
+
+func loadNPZ(path, split string) (*Dataset, error) {
+	z, err := openNPZ(path)
+	if err != nil {
+		return nil, err
+	}
+	defer z.Close()
+	switch {
+	case z.has("adj_indptr") || z.has("adj_data"):
+		d, err := loadShchur(z)
+		if err != nil {
+			return nil, err
+		}
+		if split != "" {
+			return nil, ferr(ErrMissing, path, 0, 0, "a Shchur .npz file has no named splits; use a generated one such as @random-20-30-seed0")
+		}
+		return d, nil
+	case z.has("edge_index"):
+		return loadOGBNPZ(z, split)
+	case z.has("adj_matrix"):
+		return nil, ferr(ErrFormat, path, 0, 0, "array \"adj_matrix\": a dense adjacency is not supported; store it as scipy CSR parts adj_data, adj_indices, adj_indptr, adj_shape")
+	}
+	if len(z.keys) == 0 {
+		return nil, ferr(ErrFormat, path, 0, 0, "empty archive; %s", npzLayouts)
+	}
+	return nil, ferr(ErrFormat, path, 0, 0, "unknown .npz layout (arrays: %s); %s", strings.Join(z.keys, ", "), npzLayouts)
+}
+
+// npzName is the dataset name of a .npz file: its base name without the
+// extension, or the dataset directory of an OGB raw/data.npz.
+func npzName(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), ".npz")
+	dir := filepath.Dir(filepath.Clean(path))
+	if filepath.Base(dir) == "raw" {
+		return filepath.Base(filepath.Dir(dir))
+	}
+	return base
+}
+
+// loadShchur reads the Shchur et al. layout.
+func loadShchur(z *npzFile) (*Dataset, error) {
+	shape, dims, err := z.ints("adj_shape")
+	if err != nil {
+		return nil, err
+	}
+	if len(dims) != 2 || len(shape) != 1 {
+		return nil, ferr(ErrFormat, z.path, 0, 0, "array \"adj_shape\": shape %v, want (2,) holding (N, N)", shape)
+	}
+	if dims[0] != dims[1] || dims[0] < 0 || dims[0] > maxNodes || dims[0] > math.MaxInt32 {
+		return nil, ferr(ErrFormat, z.path, 0, 0, "array \"adj_shape\": %v, want a square (N, N) adjacency with 0 <= N <= %d", dims, math.MaxInt32)
+	}
+	n := int(dims[0])
+	indptr, idx, err := z.csr("adj", n, n)
+	if err != nil {
+		return nil, err
+	}
+	src, dst := make([]int32, len(idx)), make([]int32, len(idx))
+	for i := 0; i < n; i++ {
+		for k := indptr[i]; k < indptr[i+1]; k++ {
+			src[k], dst[k] = int32(i), int32(idx[k])
+		}
+	}
+	rows, cols := groupEdges(n, dst, src)
+	d := &Dataset{Name: npzName(z.path), NumNodes: n, Graph: makeCSR(n, n, rows, cols), Source: z.path}
+	d.Citation = knownCitation(d.Name)
+
+	switch {
+	case z.has("attr_matrix"):
+		shape, feats, err := z.floats("attr_matrix")
+		if err != nil {
+			return nil, err
+		}
+		if len(shape) != 2 || shape[0] != n {
+			return nil, ferr(ErrCount, z.path, 0, 0, "array \"attr_matrix\": shape %v, want (%d, D) to match adj_shape", shape, n)
+		}
+		d.Features, d.FeatDim = feats, shape[1]
+	case z.has("attr_indptr") || z.has("attr_data"):
+		if d.Features, d.FeatDim, err = z.denseFromCSR("attr", n); err != nil {
+			return nil, err
+		}
+	}
+	if d.FeatDim == 0 {
+		d.Features = nil
+	}
+
+	if !z.has("labels") {
+		if z.has("labels_indptr") || z.has("labels_data") {
+			return nil, ferr(ErrFormat, z.path, 0, 0, "labels stored as a sparse matrix (labels_data, ...) are not supported; store one class index per node in \"labels\"")
+		}
+		return nil, ferr(ErrMissing, z.path, 0, 0, "array \"labels\" is missing (the archive holds %s); a node-classification dataset needs one class index per node", strings.Join(z.keys, ", "))
+	}
+	if d.Labels, d.NumClasses, err = z.labels("labels", n); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// csr reads the scipy CSR parts <p>_indptr, <p>_indices (and checks the
+// length of <p>_data when present) of a rows x cols matrix.
+func (z *npzFile) csr(p string, rows, cols int) ([]int64, []int64, error) {
+	_, indptr, err := z.ints(p + "_indptr")
+	if err != nil {
+		return nil, nil, err
+	}
+	_, idx, err := z.ints(p + "_indices")
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(indptr) != rows+1 {
+		return nil, nil, ferr(ErrCount, z.path, 0, 0, "array %q: %d entries, want %d (rows + 1 of %s_shape)", p+"_indptr", len(indptr), rows+1, p)
+	}
+	if indptr[0] != 0 || indptr[rows] != int64(len(idx)) {
+		return nil, nil, ferr(ErrCount, z.path, 0, 0, "array %q: runs from %d to %d, want 0 to %d (the length of %s_indices)", p+"_indptr", indptr[0], indptr[rows], len(idx), p)
+	}
+	for i := 0; i < rows; i++ {
+		if indptr[i+1] < indptr[i] {
+			return nil, nil, ferr(ErrFormat, z.path, 0, 0, "array %q: decreases at row %d (%d after %d)", p+"_indptr", i, indptr[i+1], indptr[i])
+		}
+	}
+	for k, j := range idx {
+		if j < 0 || j >= int64(cols) {
+			return nil, nil, ferr(ErrRange, z.path, 0, 0, "array %q: element %d is column %d, outside [0,%d) of %s_shape", p+"_indices", k, j, cols, p)
+		}
+	}
+	if e := z.entry(p + "_data"); e != nil {
+		shape, _, err := z.read(p + "_data")
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(shape) != 1 || shape[0] != len(idx) {
+			return nil, nil, ferr(ErrCount, z.path, 0, 0, "array %q: shape %v, want (%d,) like %s_indices", p+"_data", shape, len(idx), p)
+		}
+	}
+	return indptr, idx, nil
+}
+
+// denseFromCSR reads the sparse attribute matrix <p>_* as dense row-major
+// float32 features of n rows.
+func (z *npzFile) denseFromCSR(p string, n int) ([]float32, int, error) {
+	shape, dims, err := z.ints(p + "_shape")
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(shape) != 1 || len(dims) != 2 || dims[0] != int64(n) || dims[1] < 0 {
+		return nil, 0, ferr(ErrCount, z.path, 0, 0, "array %q: %v, want (%d, D) to match adj_shape", p+"_shape", dims, n)
+	}
+	dim := int(dims[1])
+	if int64(n)*int64(dim) > maxFeatureValues {
+		return nil, 0, ferr(ErrRange, z.path, 0, 0, "array %q: %d x %d features is more than supported", p+"_shape", n, dim)
+	}
+	indptr, idx, err := z.csr(p, n, dim)
+	if err != nil {
+		return nil, 0, err
+	}
+	_, vals, err := z.floats(p + "_data")
+	if err != nil {
+		return nil, 0, err
+	}
+	feats := make([]float32, n*dim)
+	for i := 0; i < n; i++ {
+		for k := indptr[i]; k < indptr[i+1]; k++ {
+			feats[i*dim+int(idx[k])] += vals[k]
+		}
+	}
+	return feats, dim, nil
+}
+
+// labels reads a label array of n entries ((N,) or (N, 1)); -1 is unlabeled.
+func (z *npzFile) labels(name string, n int) ([]int32, int, error) {
+	shape, lab, err := z.ints(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !(len(shape) == 1 && shape[0] == n) && !(len(shape) == 2 && shape[0] == n && shape[1] == 1) {
+		return nil, 0, ferr(ErrCount, z.path, 0, 0, "array %q: shape %v, want (%d,) or (%d, 1): one class index per node", name, shape, n, n)
+	}
+	out := make([]int32, n)
+	maxLabel := int64(-1)
+	for i, v := range lab {
+		if v < -1 || v >= int64(max(n, 2)) {
+			return nil, 0, ferr(ErrRange, z.path, 0, 0, "array %q: element %d is %d, outside [-1,%d); labels must be class indices, -1 for unlabeled", name, i, v, max(n, 2))
+		}
+		out[i] = int32(v)
+		maxLabel = max(maxLabel, v)
+	}
+	return out, int(maxLabel + 1), nil
+}
+
+// loadOGBNPZ reads OGB's binary raw files: data.npz (edge_index (2, E),
+// num_nodes, optional node_feat (N, D)) and node-label.npz (node_label)
+// beside it, or a node_label array in data.npz itself.
+func loadOGBNPZ(z *npzFile, split string) (*Dataset, error) {
+	rawDir := filepath.Dir(z.path)
+	root := ""
+	if filepath.Base(filepath.Clean(rawDir)) == "raw" {
+		root = filepath.Dir(filepath.Clean(rawDir))
+	}
+	var src ogbSource
+	splitDir := ""
+	if root != "" {
+		src = ogbSource{fsys: os.DirFS(root), label: func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }}
+		var err error
+		if splitDir, err = chooseSplit(src, split); err != nil {
+			return nil, err
+		}
+	} else if split != "" {
+		return nil, ferr(ErrMissing, z.path, 0, 0, "named split %q: a data.npz outside an OGB raw/ directory has no split/ directory", split)
+	}
+
+	nshape, nn, err := z.ints("num_nodes")
+	if err != nil {
+		return nil, err
+	}
+	if len(nn) != 1 || len(nshape) > 1 || nn[0] < 0 || nn[0] > math.MaxInt32 {
+		return nil, ferr(ErrFormat, z.path, 0, 0, "array \"num_nodes\": %v, want one count in [0,%d]", nn, math.MaxInt32)
+	}
+	n := int(nn[0])
+	shape, ids, err := z.ints("edge_index")
+	if err != nil {
+		return nil, err
+	}
+	if len(shape) != 2 || shape[0] != 2 {
+		return nil, ferr(ErrFormat, z.path, 0, 0, "array \"edge_index\": shape %v, want (2, E)", shape)
+	}
+	m := shape[1]
+	src32, dst32 := make([]int32, m), make([]int32, m)
+	for e := 0; e < m; e++ {
+		s, t := ids[e], ids[m+e]
+		for k, v := range [2]int64{s, t} {
+			if v < 0 || v >= int64(n) {
+				return nil, ferr(ErrRange, z.path, 0, 0, "array \"edge_index\": edge %d: %s id %d outside [0,%d) (num_nodes)", e, [2]string{"source", "target"}[k], v, n)
+			}
+		}
+		src32[e], dst32[e] = int32(s), int32(t)
+	}
+	rows, cols := groupEdges(n, dst32, src32)
+	d := &Dataset{Name: npzName(z.path), NumNodes: n, Graph: makeCSR(n, n, rows, cols), Source: z.path}
+	if root != "" {
+		d.Source = root
+	}
+	d.Citation = knownCitation(d.Name)
+	if z.has("node_feat") {
+		shape, feats, err := z.floats("node_feat")
+		if err != nil {
+			return nil, err
+		}
+		if len(shape) != 2 || shape[0] != n {
+			return nil, ferr(ErrCount, z.path, 0, 0, "array \"node_feat\": shape %v, want (%d, D) to match num_nodes", shape, n)
+		}
+		if shape[1] > 0 {
+			d.Features, d.FeatDim = feats, shape[1]
+		}
+	}
+	switch lp := filepath.Join(rawDir, "node-label.npz"); {
+	case z.has("node_label"):
+		if d.Labels, d.NumClasses, err = z.labels("node_label", n); err != nil {
+			return nil, err
+		}
+	case fileExists(lp):
+		lz, err := openNPZ(lp)
+		if err != nil {
+			return nil, err
+		}
+		defer lz.Close()
+		if d.Labels, d.NumClasses, err = lz.labels("node_label", n); err != nil {
+			return nil, err
+		}
+	default:
+		if splitDir != "" {
+			return nil, ferr(ErrMissing, lp, 0, 0, "file does not exist; the split %s needs labels (array node_label)", splitDir)
+		}
+	}
+	if splitDir != "" {
+		if err := readSplits(src, splitDir, d); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
