@@ -29,6 +29,10 @@ const (
 type BlockShape struct {
 	Dst, Src int
 	Edges    map[string]int64
+	// Degrees, per graph name, describe the rows of the graphs a kernel
+	// steps through row by row (an LSTM aggregation's); only a Sizer
+	// reads them.
+	Degrees map[string]Degrees
 }
 
 // Plan is a model graph resolved against blocks as Bind resolves it:

@@ -51,6 +51,7 @@ type memEstimate struct {
 type memEstimator struct {
 	release    func() // closes cm and its runtime
 	cm         modhost.CostModel
+	sizer      *engine.Sizer
 	model      *ir.Graph
 	layers     []map[string]bool
 	elt        float64
@@ -89,11 +90,11 @@ func newMemEstimator(ctx context.Context, e stepEnv, optimizer string, momentum 
 		slots: optimizerSlots(optimizer, momentum), dim: e.dim, accumulate: accumulate,
 	}
 	m.layers = graphsPerLayer(e.model)
-	for _, op := range e.model.Ops {
-		if op.Kind == ir.OpBatchNorm {
-			m.state += 2 * float64(op.Shape[1])
-		}
+	if m.sizer, err = engine.NewSizer(e.model, e.dt); err != nil {
+		release()
+		return nil, fmt.Errorf("memory estimate: %w", err)
 	}
+	m.params, m.state = float64(m.sizer.Learnable), float64(m.sizer.State)
 	return m, nil
 }
 
@@ -148,7 +149,7 @@ func (m *memEstimator) estimate(blocks []sampler.Block, infer bool) (memEstimate
 
 // inputs counts what a step over blocks holds, in the input layout of
 // costmodel.betty-memory (see models/costmodels/betty-memory).
-func (m *memEstimator) inputs(blocks []sampler.Block, infer bool) ([]float64, error) {
+func (m *memEstimator) legacyInputs(blocks []sampler.Block, infer bool) ([]float64, error) {
 	if len(blocks) != len(m.layers) {
 		return nil, fmt.Errorf("memory estimate: %d blocks for a %d-layer model", len(blocks), len(m.layers))
 	}
@@ -177,6 +178,50 @@ func (m *memEstimator) inputs(blocks []sampler.Block, infer bool) ([]float64, er
 	in[5], in[6] = edges, rowPtrs
 	in[7], in[8], in[9], in[10], in[11] = fp.hidden, fp.grads, fp.masks, fp.scratch, fp.int32s
 	in[12], in[13] = fp.seqAgg, lstmEdgeFactor
+	in[14] = m.resident + m.state*m.elt
+	if m.gathered {
+		in[15] = float64(len(blocks[0].Src))
+	}
+	return in, nil
+}
+
+// inputs counts what a step over blocks holds, in the input layout of
+// costmodel.betty-memory (see models/costmodels/betty-memory): the blocks
+// and labels from the blocks, the program's buffers from the engine
+// (engine.Sizer: the program bound as engine.Bind binds it, on a backend
+// that allocates nothing).
+func (m *memEstimator) inputs(blocks []sampler.Block, infer bool) ([]float64, error) {
+	if len(blocks) != len(m.layers) {
+		return nil, fmt.Errorf("memory estimate: %d blocks for a %d-layer model", len(blocks), len(m.layers))
+	}
+	shapes := make([]engine.BlockShape, len(blocks))
+	var edges, rowPtrs float64
+	for l, b := range blocks {
+		s := engine.BlockShape{Dst: len(b.Dst), Src: len(b.Src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+		for name := range m.layers[l] {
+			ds := rowDegrees(b.Adj, name == "adj_self")
+			s.Edges[name] = ds.edges
+			s.Degrees[name] = engine.Degrees{Rows1: ds.rows1, Rows2: ds.rows2, Max: ds.maxDegree}
+			edges += float64(ds.edges)
+			rowPtrs += float64(s.Dst + s.Src + 2)
+		}
+		shapes[l] = s
+	}
+	fp, err := m.sizer.Blocks(shapes, len(blocks[0].Src), engine.Usage{Inference: infer, AccumulateGrads: m.accumulate})
+	if err != nil {
+		return nil, fmt.Errorf("memory estimate: %w", err)
+	}
+	rowPtrs += float64(fp.GraphWords)
+	outputs := float64(len(blocks[len(blocks)-1].Dst))
+	in := make([]float64, 16)
+	in[0], in[1], in[2] = m.elt, m.params, m.slots
+	in[3] = float64(len(blocks[0].Src)) * float64(m.dim)
+	in[4] = outputs
+	in[5], in[6] = edges, rowPtrs
+	in[7], in[8], in[9], in[10], in[11] = float64(fp.Values), float64(fp.Grads), float64(fp.Masks), float64(fp.Scratch), float64(fp.Index)
+	// The aggregators' saved state as Betty counts it: S = Σ E × H over
+	// the sequence aggregations, f values per element.
+	in[12], in[13] = float64(fp.Saved/engine.LSTMSavedPerEdge), engine.LSTMSavedPerEdge
 	in[14] = m.resident + m.state*m.elt
 	if m.gathered {
 		in[15] = float64(len(blocks[0].Src))
