@@ -80,6 +80,13 @@ func (f Footprint) Bytes() int64 {
 	return (f.Values+f.Grads+f.Masks+f.Saved+f.Scratch)*int64(f.DType.Size()) + 4*f.Index + 8*f.GraphWords
 }
 
+// current is what m counts now.
+func (m *meter) current(dt tensor.DType) Footprint {
+	return Footprint{DType: dt, Values: m.cur[KindValue], Grads: m.cur[KindGrad], Masks: m.cur[KindMask],
+		Saved: m.cur[KindSaved], Scratch: m.cur[KindScratch], Index: m.cur[KindIndex], GraphWords: m.graphWords}
+}
+
+// footprint is what m counted at its peak.
 func (m *meter) footprint(dt tensor.DType) Footprint {
 	return Footprint{
 		DType: dt, Values: m.peak[KindValue], Grads: m.peak[KindGrad], Masks: m.peak[KindMask],

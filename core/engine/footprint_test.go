@@ -49,12 +49,6 @@ func (f *blockFixture) shapedBlockEnv(t *testing.T, seeds []int32, dt tensor.DTy
 	return env, shapes
 }
 
-// current is what m counts now.
-func (m *meter) current(dt tensor.DType) Footprint {
-	return Footprint{DType: dt, Values: m.cur[KindValue], Grads: m.cur[KindGrad], Masks: m.cur[KindMask],
-		Saved: m.cur[KindSaved], Scratch: m.cur[KindScratch], Index: m.cur[KindIndex], GraphWords: m.graphWords}
-}
-
 // TestSizerMatchesBind binds every test model to the blocks of random
 // seeds of random graphs on the CPU backend and checks that the dry
 // binding counts the bytes Bind allocates, and (float32, whose graphs the
@@ -112,6 +106,9 @@ func TestSizerMatchesBind(t *testing.T) {
 						if got, want := stats().InUse[tensor.Host]-before, m.current(dt).Bytes(); got != want {
 							t.Errorf("Bind allocated %d bytes, the dry binding counts %d (%+v)", got, want, m.current(dt))
 						}
+						if got, want := p.Allocated(), m.current(dt); got != want {
+							t.Errorf("the bound program holds %+v, the dry binding %+v", got, want)
+						}
 						if dt != tensor.Float32 {
 							return
 						}
@@ -152,6 +149,11 @@ func TestSizerMatchesBind(t *testing.T) {
 						}
 						if got, want := st.InUse[tensor.Host]-before, m2.current(dt).Bytes(); got != want {
 							t.Errorf("%d bytes in use after the run, the dry run holds %d", got, want)
+						}
+						want := m2.current(dt)
+						want.GraphWords = 0
+						if got := p.Allocated(); got != want {
+							t.Errorf("after the run the program holds %+v, the dry run %+v", got, want)
 						}
 					})
 				}

@@ -68,8 +68,9 @@ type Program struct {
 	ownParams bool
 	scratch   map[string]*tensor.Tensor
 	owned     []*tensor.Tensor
-	// meter, when set, counts every buffer the program allocates by kind
-	// (a dry binding that sizes the program, see Sizer).
+	// meter counts every buffer the program allocates by kind (and, in a
+	// dry binding that sizes the program, what the dry kernels allocate;
+	// see Sizer).
 	meter *meter
 	// saved: a training Forward ran since the last Backward. consumes: an
 	// op's backward consumes its saved state (LSTM gates), so a second
@@ -109,8 +110,12 @@ func Bind(g *ir.Graph, env Env, ps *Params) (*Program, error) {
 	return bind(g, env, ps, nil)
 }
 
-// bind is Bind, counting the program's buffers in m when m is set.
+// bind is Bind, counting the program's buffers in m (a new meter when m
+// is nil).
 func bind(g *ir.Graph, env Env, ps *Params, m *meter) (*Program, error) {
+	if m == nil {
+		m = &meter{}
+	}
 	if env.Input == nil {
 		return nil, fmt.Errorf("engine: no input tensor")
 	}
@@ -170,9 +175,7 @@ func (p *Program) allocT(k Kind, dt tensor.DType, shape []int) (*tensor.Tensor, 
 		return nil, err
 	}
 	p.owned = append(p.owned, t)
-	if p.meter != nil {
-		p.meter.add(k, int64(t.Numel()))
-	}
+	p.meter.add(k, int64(t.Numel()))
 	return t, nil
 }
 
@@ -354,6 +357,16 @@ func (p *Program) InputRows() int { return p.env.Input.Rows() }
 
 // OutputGrad returns the gradient buffer of the output, which the loss fills.
 func (p *Program) OutputGrad() *tensor.Tensor { return p.grads[p.g.Outputs[0]] }
+
+// Allocated returns what the program holds, by kind: every buffer it has
+// allocated (at Bind, and the scratch of its backward passes). What a
+// backend keeps for itself (graph state, a kernel's temporaries) is not
+// the program's; a Sizer adds the reference backend's.
+func (p *Program) Allocated() Footprint {
+	f := p.meter.current(p.env.DType)
+	f.GraphWords = 0
+	return f
+}
 
 // Release frees every buffer the program allocated, and its parameters if
 // Compile made them.
