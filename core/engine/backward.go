@@ -62,7 +62,7 @@ func (p *Program) accumulate(a int32, fn func(out *tensor.Tensor) error) error {
 		p.gradInit[a] = true
 		return fn(g)
 	}
-	tmp, err := p.scratchFor(g.DType(), g.Shape(), 0)
+	tmp, err := p.scratchFor(KindScratch, g.DType(), g.Shape(), 0)
 	if err != nil {
 		return err
 	}
@@ -175,16 +175,16 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 	case ir.OpBatchNorm:
 		a := &p.aux[i]
 		x := arg(0)
-		dx, err := p.scratchFor(x.DType(), x.Shape(), 1)
+		dx, err := p.scratchFor(KindScratch, x.DType(), x.Shape(), 1)
 		if err != nil {
 			return err
 		}
 		c := []int{x.Cols()}
-		dg, err := p.scratchFor(x.DType(), c, 2)
+		dg, err := p.scratchFor(KindScratch, x.DType(), c, 2)
 		if err != nil {
 			return err
 		}
-		db, err := p.scratchFor(x.DType(), c, 3)
+		db, err := p.scratchFor(KindScratch, x.DType(), c, 3)
 		if err != nil {
 			return err
 		}
@@ -251,7 +251,7 @@ func (p *Program) zeroedIf(a int32) (*tensor.Tensor, error) {
 		return p.zeroed(a)
 	}
 	v := p.val(a)
-	return p.scratchFor(v.DType(), v.Shape(), 4)
+	return p.scratchFor(KindScratch, v.DType(), v.Shape(), 4)
 }
 
 // backwardBinary handles add, sub and mul with broadcasting of b.
@@ -277,7 +277,7 @@ func (p *Program) backwardBinary(op *ir.Op, dy *tensor.Tensor) error {
 	// db: dy (times a for mul), reduced over broadcast dimensions.
 	src := dy
 	if op.Kind == ir.OpMul {
-		tmp, err := p.scratchFor(dy.DType(), dy.Shape(), 5)
+		tmp, err := p.scratchFor(KindScratch, dy.DType(), dy.Shape(), 5)
 		if err != nil {
 			return err
 		}
@@ -291,7 +291,7 @@ func (p *Program) backwardBinary(op *ir.Op, dy *tensor.Tensor) error {
 		return p.accumulate(op.Args[1], func(out *tensor.Tensor) error { return be.Axpby(signB, src, 0, out) })
 	case b.Numel() == 1 && a.Cols() != 1:
 		return p.accumulate(op.Args[1], func(out *tensor.Tensor) error {
-			cols, err := p.scratchFor(src.DType(), []int{src.Cols()}, 6)
+			cols, err := p.scratchFor(KindScratch, src.DType(), []int{src.Cols()}, 6)
 			if err != nil {
 				return err
 			}
@@ -328,7 +328,7 @@ func (p *Program) backwardLSTM(ctx context.Context, i int32, dy *tensor.Tensor) 
 	op, a, be := &p.g.Ops[i], &p.aux[i], p.be
 	args := op.Args
 	x, wih, whh := p.val(args[1]), p.val(args[2]), p.val(args[3])
-	dwhh, err := p.scratchFor(whh.DType(), whh.Shape(), 8)
+	dwhh, err := p.scratchFor(KindScratch, whh.DType(), whh.Shape(), 8)
 	if err != nil {
 		return err
 	}

@@ -68,11 +68,17 @@ var blockModels = map[string]func(b *ir.Builder, in, out int64, last bool) int32
 
 func linkModel(t *testing.T, name string, dims []int64) *ir.Graph {
 	t.Helper()
+	return linkLayers(t, blockModels[name], dims)
+}
+
+// linkLayers links one layer per pair of dims.
+func linkLayers(t *testing.T, layer func(b *ir.Builder, in, out int64, last bool) int32, dims []int64) *ir.Graph {
+	t.Helper()
 	var layers []*ir.Graph
 	in := dims[0]
 	for l := 0; l < len(dims)-1; l++ {
 		b := ir.NewBuilder()
-		b.Output(blockModels[name](b, in, dims[l+1], l == len(dims)-2))
+		b.Output(layer(b, in, dims[l+1], l == len(dims)-2))
 		g, err := b.Finish()
 		if err != nil {
 			t.Fatal(err)
@@ -122,12 +128,15 @@ type blockFixture struct {
 	x              []float64
 }
 
-func newBlockFixture() *blockFixture {
+func newBlockFixture() *blockFixture { return randomBlockFixture(3, 40, 160) }
+
+// randomBlockFixture is a random symmetric graph of n nodes from m drawn
+// edges.
+func randomBlockFixture(seed uint64, n, m int) *blockFixture {
 	edges := [][2]int64{}
-	r := newSplitMix(3)
-	const n = 40
-	for i := 0; i < 160; i++ {
-		edges = append(edges, [2]int64{int64(r.next() % n), int64(r.next() % n)})
+	r := newSplitMix(seed)
+	for i := 0; i < m; i++ {
+		edges = append(edges, [2]int64{int64(r.next() % uint64(n)), int64(r.next() % uint64(n))})
 	}
 	adj := graph.Symmetrize(graph.FromEdges(n, edges))
 	f := &blockFixture{be: cpu.New(cpu.Options{Threads: 2})}

@@ -21,8 +21,10 @@ type Params struct {
 }
 
 // NewParams allocates and initialises the parameters of g from seed (in
-// graph order, so the same seed gives the same values).
+// graph order, so the same seed gives the same values). On the dry backend
+// (Sizer) it allocates the same buffers and skips their initial values.
 func NewParams(g *ir.Graph, be backend.Backend, dt tensor.DType, tier tensor.Tier, seed uint64) (*Params, error) {
+	_, dry := be.(dryBackend)
 	ps := &Params{be: be, named: map[string]*Param{}, state: map[string]*tensor.Tensor{}}
 	alloc := func(shape []int) (*tensor.Tensor, error) {
 		t, err := be.Alloc(dt, shape, tier)
@@ -54,9 +56,11 @@ func NewParams(g *ir.Graph, be backend.Backend, dt tensor.DType, tier tensor.Tie
 				ps.Release()
 				return nil, fmt.Errorf("engine: gradient of %q: %w", op.Name, err)
 			}
-			if err := initParam(be, op, v, rng); err != nil {
-				ps.Release()
-				return nil, err
+			if !dry {
+				if err := initParam(be, op, v, rng); err != nil {
+					ps.Release()
+					return nil, err
+				}
 			}
 			p := &Param{Name: op.Name, Op: int32(i), Value: v, Grad: gr}
 			ps.list = append(ps.list, p)

@@ -68,6 +68,10 @@ type Program struct {
 	ownParams bool
 	scratch   map[string]*tensor.Tensor
 	owned     []*tensor.Tensor
+	// meter counts every buffer the program allocates by kind (and, in a
+	// dry binding that sizes the program, what the dry kernels allocate;
+	// see Sizer).
+	meter *meter
 	// saved: a training Forward ran since the last Backward. consumes: an
 	// op's backward consumes its saved state (LSTM gates), so a second
 	// Backward after one Forward is an error.
@@ -103,6 +107,15 @@ func Compile(g *ir.Graph, env Env, seed uint64) (*Program, error) {
 // Bind binds g to env with the given parameters (from NewParams on the same
 // graph). Release the program when the batch is done; ps stays.
 func Bind(g *ir.Graph, env Env, ps *Params) (*Program, error) {
+	return bind(g, env, ps, nil)
+}
+
+// bind is Bind, counting the program's buffers in m (a new meter when m
+// is nil).
+func bind(g *ir.Graph, env Env, ps *Params, m *meter) (*Program, error) {
+	if m == nil {
+		m = &meter{}
+	}
 	if env.Input == nil {
 		return nil, fmt.Errorf("engine: no input tensor")
 	}
@@ -123,6 +136,7 @@ func Bind(g *ir.Graph, env Env, ps *Params) (*Program, error) {
 		gradInit: make([]bool, n),
 		aux:      make([]opAux, n),
 		scratch:  map[string]*tensor.Tensor{},
+		meter:    m,
 	}
 	if err := p.bind(); err != nil {
 		p.Release()
@@ -148,17 +162,28 @@ func (p *Program) dims(i int, op *ir.Op, s []int64) ([]int, error) {
 	return out, nil
 }
 
-func (p *Program) alloc(shape []int) (*tensor.Tensor, error) {
-	return p.allocT(p.env.DType, shape)
+// alloc allocates a buffer of the program's float type. Every buffer a
+// program owns comes from alloc, allocT or scratchFor, which say what it
+// holds: a dry binding (Sizer) counts it under that kind.
+func (p *Program) alloc(k Kind, shape []int) (*tensor.Tensor, error) {
+	return p.allocT(k, p.env.DType, shape)
 }
 
-func (p *Program) allocT(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
+func (p *Program) allocT(k Kind, dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 	t, err := p.be.Alloc(dt, shape, p.env.Tier)
 	if err != nil {
 		return nil, err
 	}
 	p.owned = append(p.owned, t)
+	p.meter.add(k, int64(t.Numel()))
 	return t, nil
+}
+
+// dry reports whether the program is bound to the dry backend, whose
+// buffers hold nothing: what would only fill them is skipped.
+func (p *Program) dry() bool {
+	_, ok := p.be.(dryBackend)
+	return ok
 }
 
 // bind allocates values, gradients and per-op state.
@@ -192,7 +217,7 @@ func (p *Program) bind() error {
 		if err != nil {
 			return err
 		}
-		if p.vals[i], err = p.alloc(shape); err != nil {
+		if p.vals[i], err = p.alloc(KindValue, shape); err != nil {
 			return fmt.Errorf("engine: op #%d %s: %w", i, op.Kind, err)
 		}
 		if err := p.bindAux(i, op, shape); err != nil {
@@ -207,7 +232,7 @@ func (p *Program) bind() error {
 		if err != nil {
 			return err
 		}
-		if p.grads[i], err = p.alloc(shape); err != nil {
+		if p.grads[i], err = p.alloc(KindGrad, shape); err != nil {
 			return fmt.Errorf("engine: gradient of op #%d %s: %w", i, op.Kind, err)
 		}
 	}
@@ -232,16 +257,16 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 	switch op.Kind {
 	case ir.OpDropout:
 		if !p.env.Inference {
-			a.mask, err = p.alloc(shape)
+			a.mask, err = p.alloc(KindMask, shape)
 		}
 	case ir.OpAggregate:
 		if op.Reducer == "max" {
-			a.argmax, err = p.allocT(tensor.Int32, shape)
+			a.argmax, err = p.allocT(KindIndex, tensor.Int32, shape)
 		}
 	case ir.OpBatchNorm:
 		c := []int{shape[1]}
 		for _, t := range []**tensor.Tensor{&a.mean, &a.invStd} {
-			if *t, err = p.alloc(c); err != nil {
+			if *t, err = p.alloc(KindValue, c); err != nil {
 				return err
 			}
 		}
@@ -251,7 +276,7 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 			return fmt.Errorf("no running statistics for %q in the parameter set", key)
 		}
 	case opNarrow:
-		if a.rows, err = p.allocT(tensor.Int32, []int{shape[0]}); err != nil {
+		if a.rows, err = p.allocT(KindIndex, tensor.Int32, []int{shape[0]}); err != nil || p.dry() {
 			return err
 		}
 		ids := make([]int32, shape[0])
@@ -262,24 +287,26 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 	case ir.OpHeadMean:
 		heads := int(op.Heads)
 		c := shape[1]
-		if a.headMean, err = p.alloc([]int{heads * c, c}); err != nil {
+		if a.headMean, err = p.alloc(KindValue, []int{heads * c, c}); err != nil || p.dry() {
 			return err
 		}
 		err = uploadFloats(p.be, a.headMean, headMeanMatrix(heads, c))
 	case ir.OpLSTMAggregate:
 		adj := p.adj(op.Args[0]).Adj
 		h, e := shape[1], int(adj.NNZ())
-		if a.xw, err = p.scratchFor(p.env.DType, []int{adj.Cols(), 4 * h}, 7); err != nil || p.env.Inference {
+		if a.xw, err = p.scratchFor(KindValue, p.env.DType, []int{adj.Cols(), 4 * h}, 7); err != nil || p.env.Inference {
 			return err
 		}
 		p.consumes = true
-		if a.gates, err = p.alloc([]int{e, 4 * h}); err != nil {
+		// What the backend's LSTMAggregate saves for its backward:
+		// LSTMSavedPerEdge values per edge and hidden unit.
+		if a.gates, err = p.alloc(KindSaved, []int{e, 4 * h}); err != nil {
 			return err
 		}
-		if a.cells, err = p.alloc([]int{e, h}); err != nil {
+		if a.cells, err = p.alloc(KindSaved, []int{e, h}); err != nil {
 			return err
 		}
-		a.hprev, err = p.alloc([]int{e, h})
+		a.hprev, err = p.alloc(KindSaved, []int{e, h})
 	}
 	return err
 }
@@ -331,6 +358,16 @@ func (p *Program) InputRows() int { return p.env.Input.Rows() }
 // OutputGrad returns the gradient buffer of the output, which the loss fills.
 func (p *Program) OutputGrad() *tensor.Tensor { return p.grads[p.g.Outputs[0]] }
 
+// Allocated returns what the program holds, by kind: every buffer it has
+// allocated (at Bind, and the scratch of its backward passes). What a
+// backend keeps for itself (graph state, a kernel's temporaries) is not
+// the program's; a Sizer adds the reference backend's.
+func (p *Program) Allocated() Footprint {
+	f := p.meter.current(p.env.DType)
+	f.GraphWords = 0
+	return f
+}
+
 // Release frees every buffer the program allocated, and its parameters if
 // Compile made them.
 func (p *Program) Release() {
@@ -343,13 +380,14 @@ func (p *Program) Release() {
 	}
 }
 
-// scratchFor returns a reusable temporary of the given shape and dtype.
-func (p *Program) scratchFor(dt tensor.DType, shape []int, slot int) (*tensor.Tensor, error) {
+// scratchFor returns a reusable temporary of the given shape and dtype,
+// one per shape and slot (a slot is a call site), of kind k.
+func (p *Program) scratchFor(k Kind, dt tensor.DType, shape []int, slot int) (*tensor.Tensor, error) {
 	key := fmt.Sprint(dt, shape, slot)
 	if t, ok := p.scratch[key]; ok {
 		return t, nil
 	}
-	t, err := p.allocT(dt, shape)
+	t, err := p.allocT(k, dt, shape)
 	if err != nil {
 		return nil, err
 	}

@@ -24,38 +24,19 @@ const (
 	SpaceEdge              // one row per edge
 )
 
-// BlockShape is the size of one layer's block: its destinations, its
-// sources and the edges of each graph the model reads in it.
+// BlockShape is the size of one layer's block, for a Sizer: its
+// destinations, its sources and the edges of each graph the model reads
+// in it.
 type BlockShape struct {
 	Dst, Src int
 	Edges    map[string]int64
+	// Degrees, per graph name, describe the rows of the graphs a kernel
+	// steps through row by row (an LSTM aggregation's).
+	Degrees map[string]Degrees
 }
 
-// Plan is a model graph resolved against blocks as Bind resolves it:
-// the ops with the narrow ops inserted, the rows and row space of every
-// value, and the model output.
-type Plan struct {
-	Ops    []ir.Op
-	Rows   []int // -1 for values without rows (params, graphs)
-	Space  []Space
-	Output int32
-}
-
-// PlanBlocks resolves g against block sizes without binding anything, so
-// a caller can size a program before it runs (Betty's memory estimate).
-func PlanBlocks(g *ir.Graph, blocks []BlockShape, inputRows int) (*Plan, error) {
-	if len(g.Outputs) != 1 {
-		return nil, fmt.Errorf("engine: the model has %d outputs, want 1", len(g.Outputs))
-	}
-	p, err := makePlan(g, shapeSizes{blocks: blocks, input: inputRows})
-	if err != nil {
-		return nil, err
-	}
-	return &Plan{Ops: p.g.Ops, Rows: p.rows, Space: p.space, Output: p.g.Outputs[0]}, nil
-}
-
-// sizes is what the planner asks of a binding: a bound Env, or block
-// shapes alone.
+// sizes is what the planner asks of a binding (an Env; a Sizer's holds
+// dry graphs of given sizes).
 type sizes interface {
 	hasBlocks() bool
 	numBlocks() int
@@ -279,43 +260,4 @@ func (e Env) anyGraph(layer int32) (*Graph, error) {
 		}
 	}
 	return nil, fmt.Errorf("block %d binds no graph", layer)
-}
-
-// shapeSizes answers the planner from block shapes (PlanBlocks).
-type shapeSizes struct {
-	blocks []BlockShape
-	input  int
-}
-
-func (s shapeSizes) hasBlocks() bool { return true }
-func (s shapeSizes) numBlocks() int  { return len(s.blocks) }
-func (s shapeSizes) inputRows() int  { return s.input }
-
-func (s shapeSizes) block(layer int32) (BlockShape, error) {
-	if int(layer) >= len(s.blocks) {
-		return BlockShape{}, fmt.Errorf("the model has more layers than the %d blocks", len(s.blocks))
-	}
-	return s.blocks[layer], nil
-}
-
-func (s shapeSizes) graphDims(layer int32, name string) (dst, src, edges int, err error) {
-	b, err := s.block(layer)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	e, ok := b.Edges[name]
-	if !ok {
-		return 0, 0, 0, fmt.Errorf("graph %q is not bound for block %d", name, layer)
-	}
-	return b.Dst, b.Src, int(e), nil
-}
-
-func (s shapeSizes) layerSources(layer int32) (int, error) {
-	b, err := s.block(layer)
-	return b.Src, err
-}
-
-func (s shapeSizes) layerDestinations(layer int32) (int, error) {
-	b, err := s.block(layer)
-	return b.Dst, err
 }

@@ -1,0 +1,85 @@
+package strategy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"strata/core/ir"
+	"strata/plugins/sampler"
+)
+
+// TestMemEstimateInputs pins the cost model's inputs for a sampled batch
+// of every shipped model (training, with and without accumulated
+// gradients, and inference): the values below are those of the
+// estimator's own walk over the op graph, which the engine's footprint
+// (engine.Sizer) replaced; it matched that walk on every shipped model
+// over full-neighbour and sampled blocks.
+func TestMemEstimateInputs(t *testing.T) {
+	ctx := context.Background()
+	golden := []struct {
+		model      string
+		acc, infer bool
+		in         []float64
+	}{
+		{"gcn", false, false, []float64{4, 23063, 2, 709335, 64, 1201, 1067, 736043, 26708, 713367, 0, 0, 0, 6, 0, 0}},
+		{"gcn", true, false, []float64{4, 23063, 2, 709335, 64, 1201, 1067, 736043, 26708, 713367, 23, 0, 0, 6, 0, 0}},
+		{"gcn", false, true, []float64{4, 23063, 2, 709335, 64, 1201, 1067, 736043, 0, 0, 0, 0, 0, 6, 0, 0}},
+		{"sage", false, false, []float64{4, 46103, 2, 709335, 64, 885, 1067, 759891, 50556, 713367, 0, 316, 0, 6, 0, 0}},
+		{"sage", true, false, []float64{4, 46103, 2, 709335, 64, 885, 1067, 759891, 50556, 713367, 23, 316, 0, 6, 0, 0}},
+		{"sage", false, true, []float64{4, 46103, 2, 709335, 64, 885, 1067, 759891, 0, 0, 0, 316, 0, 6, 0, 0}},
+		{"gat", false, false, []float64{4, 23109, 2, 709335, 64, 1201, 1067, 741456, 32121, 713367, 0, 316, 0, 6, 0, 0}},
+		{"gat", true, false, []float64{4, 23109, 2, 709335, 64, 1201, 1067, 741456, 32121, 713367, 23, 316, 0, 6, 0, 0}},
+		{"gat", false, true, []float64{4, 23109, 2, 709335, 64, 1201, 1067, 741456, 0, 0, 0, 316, 0, 6, 0, 0}},
+		{"gin", false, false, []float64{4, 23391, 2, 709335, 64, 885, 1067, 758443, 49108, 713367, 0, 316, 0, 6, 0, 0}},
+		{"gin", true, false, []float64{4, 23391, 2, 709335, 64, 885, 1067, 758443, 49108, 713367, 23, 316, 0, 6, 0, 0}},
+		{"gin", false, true, []float64{4, 23391, 2, 709335, 64, 885, 1067, 758443, 0, 0, 0, 316, 0, 6, 0, 0}},
+		{"sage-lstm", false, false, []float64{4, 217719, 2, 709335, 64, 885, 1709, 855935, 50984, 713367, 19520, 316, 28320, 6, 0, 0}},
+		{"sage-lstm", true, false, []float64{4, 217719, 2, 709335, 64, 885, 1709, 855935, 50984, 713367, 23751, 316, 28320, 6, 0, 0}},
+		{"sage-lstm", false, true, []float64{4, 217719, 2, 709335, 64, 885, 1709, 904319, 0, 0, 0, 316, 0, 6, 0, 0}},
+	}
+	envs := map[string]stepEnv{}
+	for _, c := range golden {
+		if _, ok := envs[c.model]; !ok && slices.Contains(bettyModels(), c.model) {
+			envs[c.model] = testEnv(t, modelSets(c.model)...)
+		}
+	}
+	for _, c := range golden {
+		e, ok := envs[c.model]
+		if !ok {
+			continue
+		}
+		t.Run(fmt.Sprintf("%s/acc=%v/infer=%v", c.model, c.acc, c.infer), func(t *testing.T) {
+			fan := make([]int, len(graphsPerLayer(e.model)))
+			for l := range fan {
+				fan[l] = 3 + 2*l
+			}
+			blocks, err := (&sampler.Uniform{Fanouts: fan}).Sample(ctx, e.adjs.Adj, slices.Clone(e.ds.Train[:64]), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			est, err := newMemEstimator(ctx, e, "adam", 0, c.acc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer est.Close()
+			var state float64
+			for _, op := range e.model.Ops {
+				if op.Kind == ir.OpBatchNorm {
+					state += 2 * float64(op.Shape[1])
+				}
+			}
+			if est.params != float64(e.model.NumParams()) || est.state != state {
+				t.Errorf("%v learnable scalars and %v state, want %d and %v", est.params, est.state, e.model.NumParams(), state)
+			}
+			got, err := est.inputs(blocks, c.infer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, c.in) {
+				t.Errorf("inputs\n got %v\nwant %v", got, c.in)
+			}
+		})
+	}
+}
