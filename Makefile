@@ -6,7 +6,7 @@ CONFIG    ?= configs/gcn-cora.toml
 APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3
 GOFLAGS_T ?=
 
-.PHONY: all deps models build run test bench lint clean experiments
+.PHONY: all deps models build run test test-long bench lint clean experiments
 .PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle gpu-selftest
 
 all: build
@@ -23,8 +23,18 @@ build: models
 run: build
 	./$(BIN) train -c $(CONFIG)
 
+# make test runs every test with -short: the few long reproductions
+# (accuracy after a full schedule, every case of a sweep) run shrunk, not
+# skipped. make test-long runs the packages that have such tests in full;
+# CI runs both. -timeout is generous so that a loaded machine is slow, not
+# failing.
+LONG_PKGS  = $(sort $(dir $(shell grep -rl --include='*_test.go' 'testing.Short()' core plugins partitioners cmd experiments internal)))
+
 test: models
-	$(GO) test $(GOFLAGS_T) ./...
+	$(GO) test $(GOFLAGS_T) -short -timeout 30m ./...
+
+test-long: models
+	$(GO) test $(GOFLAGS_T) -timeout 60m $(addprefix ./,$(LONG_PKGS))
 
 bench: models
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./core/... ./plugins/... ./partitioners/...

@@ -266,11 +266,15 @@ func TestMicroBatchDisconnected(t *testing.T) {
 
 // TestMiniBatchMicro trains sampled mini-batches whole and split into
 // micro-batches (fixed K with two partitioners, "auto", and data-parallel
-// on two devices): the same sampled blocks, so the same losses.
+// on two devices): the same sampled blocks, so the same losses (three
+// epochs; one with -short).
 func TestMiniBatchMicro(t *testing.T) {
 	ctx := context.Background()
 	base := []string{`model.name="sage"`, `train.dtype="float64"`, "model.dropout=0.0", "train.epochs=3", `train.mode="minibatch"`,
 		`sampler.name="uniform"`, "sampler.fanouts=[5, 10]", "train.batch_size=64", `train.backend="sim"`}
+	if testing.Short() { // one epoch's steps instead of three
+		base = append(base, "train.epochs=1")
+	}
 	cases := []struct {
 		name string
 		sets []string
@@ -313,6 +317,9 @@ func TestMiniBatchMicroPipeline(t *testing.T) {
 	ctx := context.Background()
 	base := []string{`model.name="sage"`, "model.dropout=0.0", "train.epochs=3", `train.mode="minibatch"`, `sampler.name="uniform"`,
 		"sampler.fanouts=[5, 10]", "train.batch_size=64", `train.backend="sim"`, `cache.name="degree"`, "cache.capacity=0.3"}
+	if testing.Short() { // one epoch's steps instead of three
+		base = append(base, "train.epochs=1")
+	}
 	cases := []struct {
 		name string
 		sets []string
