@@ -7,7 +7,6 @@ import (
 	"gonum.org/v1/netlib/blas/netlib"
 
 	"strata/core/backend"
-	"strata/core/backend/argcheck"
 	"strata/core/graph"
 	"strata/core/tensor"
 )
@@ -88,32 +87,9 @@ func (s *scratch) release() {
 // backend.Backend). Without saved state it steps through scratch of n_0
 // rows (the rows with a source) instead.
 func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bias, out, gates, cells, hprev *tensor.Tensor) error {
-	const op = "LSTMAggregate"
-	g, err := graphArg(op, a)
+	g, dt, h, save, err := chk.LSTMAggregate(a, xw, whh, bias, out, gates, cells, hprev)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "xw whh bias out", xw, whh, bias, out)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.LSTM(op, g, xw, whh, bias)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := dims(op, "out", out, g.rows, h); err != nil {
-		return err
-	}
-	save := gates != nil || cells != nil || hprev != nil
-	if save {
-		if err := savedShapes(op, g, dt, h, xw, gates, cells, hprev); err != nil {
-			return err
-		}
-	}
-	for _, t := range []*tensor.Tensor{xw, whh, bias, gates, cells, hprev} {
-		if t != nil && t.Buffer() == out.Buffer() {
-			return errf(op, "out must not alias an input or the saved state")
-		}
 	}
 	if g.rows == 0 || h == 0 {
 		return ctxErr(ctx)
@@ -138,17 +114,6 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 	}
 	return lstmForward(b, ctx, g, s, save, h, fl[float64](xw), fl[float64](whh), fl[float64](bias), fl[float64](out),
 		fl[float64](gates), fl[float64](cells), fl[float64](hprev), netlib.Implementation{}.Dgemm)
-}
-
-// savedShapes checks gates [E,4H], cells [E,H] and hprev [E,H].
-func savedShapes(op string, g *Graph, dt tensor.DType, h int, xw, gates, cells, hprev *tensor.Tensor) error {
-	if gates == nil || cells == nil || hprev == nil {
-		return errf(op, "gates, cells and hprev must be all set (training) or all nil (inference)")
-	}
-	if _, err := floatArgs(op, "xw gates cells hprev", xw, gates, cells, hprev); err != nil {
-		return err
-	}
-	return wrap(argcheck.LSTMSaved(op, g, h, gates, cells, hprev))
 }
 
 func lstmForward[T float](b *Backend, ctx context.Context, g *Graph, s *lstmSchedule, save bool, h int,
@@ -212,26 +177,9 @@ func dtOf[T float]() tensor.DType {
 // with two scratch matrices of n_0 rows (the carried cell gradient and the
 // hidden gradient from the next step).
 func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh, gates, cells, hprev, dout, dxw, dwhh *tensor.Tensor) error {
-	const op = "LSTMAggregateBackward"
-	g, err := graphArg(op, a)
+	g, dt, h, err := chk.LSTMAggregateBackward(a, whh, gates, cells, hprev, dout, dxw, dwhh)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "dxw whh dout dwhh", dxw, whh, dout, dwhh)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.LSTMBackward(op, g, whh, dout, dxw, dwhh)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := savedShapes(op, g, dt, h, dxw, gates, cells, hprev); err != nil {
-		return err
-	}
-	for _, t := range []*tensor.Tensor{whh, gates, cells, hprev, dout} {
-		if t.Buffer() == dxw.Buffer() || t.Buffer() == dwhh.Buffer() {
-			return errf(op, "dxw and dwhh must not alias an input or the saved state")
-		}
 	}
 	if h == 0 {
 		return ctxErr(ctx)
