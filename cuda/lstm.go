@@ -6,7 +6,6 @@ import (
 	"context"
 
 	"strata/core/backend"
-	"strata/core/backend/argcheck"
 	"strata/core/graph"
 	"strata/core/tensor"
 )
@@ -55,48 +54,13 @@ func (g *Graph) schedule() (*lstmSchedule, error) {
 	return s, nil
 }
 
-// savedState checks the saved state of a training LSTM: all three set,
-// float, and [E,4H], [E,H], [E,H].
-func savedState(op string, g *Graph, h int, xw, gates, cells, hprev *tensor.Tensor) error {
-	if gates == nil || cells == nil || hprev == nil {
-		return errf(op, "gates, cells and hprev must be all set (training) or all nil (inference)")
-	}
-	if _, err := floatArgs(op, "xw gates cells hprev", xw, gates, cells, hprev); err != nil {
-		return err
-	}
-	return wrap(argcheck.LSTMSaved(op, g, h, gates, cells, hprev))
-}
-
 // LSTMAggregate runs an LSTM over each destination's sources (see
 // backend.Backend). Without saved state it steps through scratch of n_0
 // rows instead.
 func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bias, out, gates, cells, hprev *tensor.Tensor) error {
-	const op = "LSTMAggregate"
-	g, err := b.graphArg(op, a)
+	g, dt, h, save, err := b.chk.LSTMAggregate(a, xw, whh, bias, out, gates, cells, hprev)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "xw whh bias out", xw, whh, bias, out)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.LSTM(op, g, xw, whh, bias)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := dims(op, "out", out, g.rows, h); err != nil {
-		return err
-	}
-	save := gates != nil || cells != nil || hprev != nil
-	if save {
-		if err := savedState(op, g, h, xw, gates, cells, hprev); err != nil {
-			return err
-		}
-	}
-	for _, t := range []*tensor.Tensor{xw, whh, bias, gates, cells, hprev} {
-		if t != nil && t.Buffer() == out.Buffer() {
-			return errf(op, "out must not alias an input or the saved state")
-		}
 	}
 	if g.rows == 0 || h == 0 {
 		return ctxErr(ctx)
@@ -177,26 +141,9 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 // LSTMAggregateBackward computes dxw and dwhh from dout and the saved
 // state (see backend.Backend).
 func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh, gates, cells, hprev, dout, dxw, dwhh *tensor.Tensor) error {
-	const op = "LSTMAggregateBackward"
-	g, err := b.graphArg(op, a)
+	g, dt, h, err := b.chk.LSTMAggregateBackward(a, whh, gates, cells, hprev, dout, dxw, dwhh)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "dxw whh dout dwhh", dxw, whh, dout, dwhh)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.LSTMBackward(op, g, whh, dout, dxw, dwhh)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := savedState(op, g, h, dxw, gates, cells, hprev); err != nil {
-		return err
-	}
-	for _, t := range []*tensor.Tensor{whh, gates, cells, hprev, dout} {
-		if t.Buffer() == dxw.Buffer() || t.Buffer() == dwhh.Buffer() {
-			return errf(op, "dxw and dwhh must not alias an input or the saved state")
-		}
 	}
 	if h == 0 {
 		return ctxErr(ctx)
