@@ -269,7 +269,7 @@ func TestLSTMAggregateScratchIsCounted(t *testing.T) {
 		}
 		r := &run{be: be, a: a.(*Graph)}
 		s := r.a.schedule()
-		r.fwd = int64(8 * s.off.Rows(0) * 6 * h)           // gates, cell and hidden state of the rows with a source
+		r.fwd = int64(8 * s.off.Rows(0) * 6 * h)               // gates, cell and hidden state of the rows with a source
 		r.bwd = int64(8 * (s.off.Rows(0) + s.off.Rows(1)) * h) // carried cell gradient, hidden gradient
 		for _, x := range []struct {
 			t     **tensor.Tensor
