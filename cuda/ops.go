@@ -200,6 +200,7 @@ func (b *Backend) HeadDot(x, a, y *tensor.Tensor) error {
 }
 
 // HeadDotBackward accumulates dx += dy ⊗ a per head and da += Σ_n dy·x.
+// Either of dx and da may be nil.
 func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
 	dt, h, c, err := b.chk.HeadDotBackward(x, a, dy, dx, da)
 	if err != nil {

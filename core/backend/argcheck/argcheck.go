@@ -1,8 +1,11 @@
 // Package argcheck checks the operands of backend ops against the
 // contracts of backend.Backend: dtypes, shapes, adjacency sizes and
-// aliasing. It knows nothing of storage, so a backend first checks that
-// the tensors are its own and alive, then calls these and prefixes the
-// errors with its name ("cpu: SpMM: x has 10 rows, ...").
+// aliasing. It knows nothing of storage: a backend hands a Checker the
+// test of whether a tensor or adjacency is its own and alive, and each
+// of its ops makes one Checker call, which runs that test on every
+// operand, then the op's contract, prefixes the errors with the backend's
+// name ("cpu: SpMM: x has 10 rows, ...") and returns what the kernel
+// needs. The functions below are the contracts alone, unprefixed.
 package argcheck
 
 import (
