@@ -18,6 +18,9 @@ func live(op, name string, t *tensor.Tensor) (*buffer, error) {
 	if t == nil {
 		return nil, errf(op, "%s is nil", name)
 	}
+	if t.Buffer() == nil { // as the cpu backend says (Tier would panic)
+		return nil, errf(op, "%s has no storage", name)
+	}
 	bf, ok := t.Buffer().(*buffer)
 	if !ok || bf == nil {
 		return nil, errf(op, "%s is not a cuda tensor (it lives in tier %q of another backend)", name, t.Tier())
