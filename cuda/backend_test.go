@@ -290,3 +290,12 @@ func TestHeadDotBackwardNil(t *testing.T) {
 		})
 	}
 }
+
+// A tensor without storage is an error naming it, as on the CPU backend.
+func TestNoStorage(t *testing.T) {
+	b := open(t, Options{})
+	err := b.Fill(tensor.New(tensor.Float32, []int{3}, nil), 0)
+	if want := "cuda: Fill: t has no storage"; err == nil || err.Error() != want {
+		t.Errorf("Fill: err = %v, want %q", err, want)
+	}
+}
