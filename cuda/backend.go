@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/cu"
 
 	"strata/core/backend"
+	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 	_ "strata/cuda/internal/preflight" // a clear message when there is no GPU
 )
@@ -46,6 +47,8 @@ type Backend struct {
 	peak  map[tensor.Tier]int64
 
 	heavy int64 // Options.HeavyRow
+
+	chk argcheck.Checker[*Graph] // the operands of every op
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -90,6 +93,7 @@ func Open(opts Options) (*Backend, error) {
 	if b.heavy == 0 {
 		b.heavy = 256
 	}
+	b.chk = argcheck.Checker[*Graph]{Name: "cuda", Live: liveErr, Graph: b.graphArg}
 	if b.name, err = b.dev.Name(); err != nil {
 		return nil, fmt.Errorf("cuda: device name: %w", err)
 	}
@@ -442,18 +446,10 @@ func (b *Backend) Download(t *tensor.Tensor, dst any) error {
 // Copy queues a copy between any two tiers: device to device, or a DMA
 // between the device and pinned host memory.
 func (b *Backend) Copy(dst, src *tensor.Tensor) error {
-	const op = "Copy"
-	db, err := live(op, "dst", dst)
-	if err != nil {
+	if err := b.chk.Copy(dst, src); err != nil {
 		return err
 	}
-	sb, err := live(op, "src", src)
-	if err != nil {
-		return err
-	}
-	if dst.DType() != src.DType() || dst.Numel() != src.Numel() {
-		return errf(op, "dst %v and src %v differ in dtype or size", dst, src)
-	}
+	db, sb := dst.Buffer().(*buffer), src.Buffer().(*buffer)
 	if db == sb || src.Bytes() == 0 {
 		return nil
 	}

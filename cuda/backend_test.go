@@ -235,3 +235,67 @@ func randomCSR(n, e int, seed uint64) *graph.CSR {
 	}
 	return g
 }
+
+// HeadDotBackward takes nil dx or da, as the CPU backend does, and then
+// computes only the other, with the CPU's results.
+func TestHeadDotBackwardNil(t *testing.T) {
+	b, ref := open(t, Options{}), cpu.New(cpu.Options{})
+	const n, h, c = 7, 2, 3
+	rng := rand.New(rand.NewPCG(5, 6))
+	vals := func(k int) []float32 {
+		v := make([]float32, k)
+		for i := range v {
+			v[i] = float32(rng.Float64()*2 - 1)
+		}
+		return v
+	}
+	xv, av, dyv, dxv, dav := vals(n*h*c), vals(h*c), vals(n*h), vals(n*h*c), vals(h*c)
+	put := func(be backend.Backend, tier tensor.Tier, v []float32, shape ...int) *tensor.Tensor {
+		x := mustAlloc(t, be, tensor.Float32, tier, shape...)
+		must(t, be.Upload(x, v))
+		return x
+	}
+	for _, tc := range []struct {
+		name   string
+		dx, da bool
+	}{{"dx", true, false}, {"da", false, true}, {"none", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var outs [2][2]*tensor.Tensor // [backend][dx, da]
+			for i, be := range []backend.Backend{ref, b} {
+				tier := tensor.Host
+				if i == 1 {
+					tier = DeviceTier
+				}
+				if tc.dx {
+					outs[i][0] = put(be, tier, dxv, n, h*c)
+				}
+				if tc.da {
+					outs[i][1] = put(be, tier, dav, h, c)
+				}
+				must(t, be.HeadDotBackward(put(be, tier, xv, n, h*c), put(be, tier, av, h, c), put(be, tier, dyv, n, h), outs[i][0], outs[i][1]))
+			}
+			for j, o := range outs[1] {
+				if o == nil {
+					continue
+				}
+				want, got := make([]float32, o.Numel()), make([]float32, o.Numel())
+				must(t, ref.Download(outs[0][j], want))
+				must(t, b.Download(o, got))
+				for k := range want {
+					if d := want[k] - got[k]; d > 1e-5 || d < -1e-5 {
+						t.Fatalf("%s[%d] = %v, want %v", []string{"dx", "da"}[j], k, got[k], want[k])
+					}
+				}
+			}
+		})
+	}
+}
+
+// A tensor without storage is an error naming it, as on the CPU backend.
+func TestNoStorage(t *testing.T) {
+	b := open(t, Options{})
+	err := b.Fill(tensor.New(tensor.Float32, []int{3}, nil), 0)
+	if want := "cuda: Fill: t has no storage"; err == nil || err.Error() != want {
+		t.Errorf("Fill: err = %v, want %q", err, want)
+	}
+}

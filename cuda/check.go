@@ -4,9 +4,7 @@ package cuda
 
 import (
 	"fmt"
-	"strings"
 
-	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -20,6 +18,9 @@ func live(op, name string, t *tensor.Tensor) (*buffer, error) {
 	if t == nil {
 		return nil, errf(op, "%s is nil", name)
 	}
+	if t.Buffer() == nil { // as the cpu backend says (Tier would panic)
+		return nil, errf(op, "%s has no storage", name)
+	}
 	bf, ok := t.Buffer().(*buffer)
 	if !ok || bf == nil {
 		return nil, errf(op, "%s is not a cuda tensor (it lives in tier %q of another backend)", name, t.Tier())
@@ -30,51 +31,10 @@ func live(op, name string, t *tensor.Tensor) (*buffer, error) {
 	return bf, nil
 }
 
-// floatArgs checks that every tensor is live and that all share one float
-// dtype, which it returns. Tiers may differ: kernels read pinned host
-// memory in place.
-func floatArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
-	if err := liveAll(op, names, ts...); err != nil {
-		return 0, err
-	}
-	dt, err := argcheck.Floats(op, names, ts...)
-	return dt, wrap(err)
-}
-
-// liveAll checks that every tensor is a live cuda tensor.
-func liveAll(op, names string, ts ...*tensor.Tensor) error {
-	for i, n := range strings.Fields(names) {
-		if _, err := live(op, n, ts[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// intArg checks that t is a live Int32 or Int64 tensor.
-func intArg(op, name string, t *tensor.Tensor) error {
-	if _, err := live(op, name, t); err != nil {
-		return err
-	}
-	return wrap(argcheck.Int(op, name, t))
-}
-
-// dims checks that t is rows×cols (a rank-1 tensor counts as n×1).
-func dims(op, name string, t *tensor.Tensor, rows, cols int) error {
-	return wrap(argcheck.Dims(op, name, t, rows, cols))
-}
-
-// numel checks that t holds n elements.
-func numel(op, name string, t *tensor.Tensor, n int) error {
-	return wrap(argcheck.Numel(op, name, t, n))
-}
-
-// wrap prefixes an argcheck error with the backend's name.
-func wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("cuda: %w", err)
+// liveErr checks that t is a live cuda tensor.
+func liveErr(op, name string, t *tensor.Tensor) error {
+	_, err := live(op, name, t)
+	return err
 }
 
 // ptr returns a tensor's device-visible address (0 for nil).

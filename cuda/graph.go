@@ -139,7 +139,7 @@ func (b *Backend) UploadGraph(cg *graph.CSR, tier tensor.Tier) (backend.Adj, err
 		return nil, errf(op, "%v", err)
 	}
 	if err := argcheck.CSR(cg); err != nil {
-		return nil, wrap(err)
+		return nil, b.chk.Wrap(err)
 	}
 	nnz := cg.NNZ()
 	g := &Graph{owner: b, tier: tier, rows: cg.NumRows, cols: cg.NumCols, nnz: nnz, idxType: tensor.Int32,
@@ -265,23 +265,9 @@ func ctxErr(ctx context.Context) error {
 
 // SpMM computes y = A·x + beta·y, or Aᵀ·x + beta·y when trans is set.
 func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *tensor.Tensor, beta float64, y *tensor.Tensor) error {
-	const op = "SpMM"
-	g, err := b.graphArg(op, a)
+	g, dt, h, err := b.chk.SpMM(a, trans, w, x, y)
 	if err != nil {
 		return err
-	}
-	var dt tensor.DType
-	if w != nil {
-		dt, err = floatArgs(op, "x y w", x, y, w)
-	} else {
-		dt, err = floatArgs(op, "x y", x, y)
-	}
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.SpMM(g, trans, w, x, y)
-	if err != nil {
-		return wrap(err)
 	}
 	o, out, f := g.orientation(trans), y.Rows(), x.Cols()
 	defer b.enter()()
@@ -346,20 +332,9 @@ func (b *Backend) rowReduce(g *Graph, o *orientation, mode int64, dt tensor.DTyp
 
 // SpMMMax computes the row-wise max over sources and its argmax.
 func (b *Backend) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tensor.Tensor) error {
-	const op = "SpMMMax"
-	g, err := b.graphArg(op, a)
+	g, dt, err := b.chk.SpMMMax(a, x, y, argmax)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "x y", x, y)
-	if err != nil {
-		return err
-	}
-	if err := intArg(op, "argmax", argmax); err != nil {
-		return err
-	}
-	if err := argcheck.SpMMMax(g, x, y, argmax); err != nil {
-		return wrap(err)
 	}
 	f := x.Cols()
 	defer b.enter()()
@@ -368,30 +343,11 @@ func (b *Backend) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tens
 		ptr(x), ptr(y), ptr(argmax), int64(g.rows), int64(f))
 }
 
-// edgeArgs checks edge tensors of one float dtype with shape [E,H].
-func edgeArgs(op, names string, g *Graph, ts ...*tensor.Tensor) (tensor.DType, int, error) {
-	dt, err := floatArgs(op, names, ts...)
-	if err != nil {
-		return 0, 0, err
-	}
-	h, err := argcheck.Edges(op, names, g, ts...)
-	return dt, h, wrap(err)
-}
-
 // SDDMM computes out[e,h] = <x[dst(e)] head h, y[src(e)] head h>.
 func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Tensor) error {
-	const op = "SDDMM"
-	g, err := b.graphArg(op, a)
+	g, dt, h, err := b.chk.SDDMM(a, x, y, out)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "x y out", x, y, out)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.SDDMM(g, x, y, out)
-	if err != nil {
-		return wrap(err)
 	}
 	defer b.enter()()
 	return b.launch("sddmm_"+dt.Short()+"_"+g.idxType.Short(), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(x), ptr(y), ptr(out),
@@ -400,19 +356,10 @@ func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Te
 
 // UAddV computes out[e,h] = u[src(e),h] + v[dst(e),h].
 func (b *Backend) UAddV(ctx context.Context, a backend.Adj, u, v, out *tensor.Tensor) error {
-	const op = "UAddV"
-	g, err := b.graphArg(op, a)
+	g, dt, h, err := b.chk.UAddV(a, u, v, out)
 	if err != nil {
 		return err
 	}
-	dt, err := floatArgs(op, "u v out", u, v, out)
-	if err != nil {
-		return err
-	}
-	if err := argcheck.UAddV(g, u, v, out); err != nil {
-		return wrap(err)
-	}
-	h := u.Cols()
 	defer b.enter()()
 	return b.launch("uaddv_"+dt.Short()+"_"+g.idxType.Short(), g.nnz*int64(h), g.erow, g.fwd.idx, ptr(u), ptr(v), ptr(out),
 		g.nnz, int64(h))
@@ -421,31 +368,18 @@ func (b *Backend) UAddV(ctx context.Context, a backend.Adj, u, v, out *tensor.Te
 // EdgeReduce sums edge values into destinations, or into sources through
 // the transposed CSR and its edge permutation.
 func (b *Backend) EdgeReduce(ctx context.Context, a backend.Adj, toSrc bool, e, out *tensor.Tensor) error {
-	const op = "EdgeReduce"
-	g, err := b.graphArg(op, a)
+	g, dt, h, err := b.chk.EdgeReduce(a, toSrc, e, out)
 	if err != nil {
 		return err
 	}
-	dt, err := floatArgs(op, "e out", e, out)
-	if err != nil {
-		return err
-	}
-	if err := argcheck.EdgeReduce(g, toSrc, e, out); err != nil {
-		return wrap(err)
-	}
-	o, h := g.orientation(toSrc), e.Cols()
+	o := g.orientation(toSrc)
 	defer b.enter()()
 	return b.rowReduce(g, o, reduceSum, dt, ptr(e), 0, ptr(out), int64(h))
 }
 
 // EdgeSoftmax normalises scores over the edges of each destination.
 func (b *Backend) EdgeSoftmax(ctx context.Context, a backend.Adj, scores, out *tensor.Tensor) error {
-	const op = "EdgeSoftmax"
-	g, err := b.graphArg(op, a)
-	if err != nil {
-		return err
-	}
-	dt, h, err := edgeArgs(op, "scores out", g, scores, out)
+	g, dt, h, err := b.chk.EdgeSoftmax(a, scores, out)
 	if err != nil {
 		return err
 	}
@@ -475,12 +409,7 @@ func (b *Backend) EdgeSoftmax(ctx context.Context, a backend.Adj, scores, out *t
 
 // EdgeSoftmaxBackward computes dscores = out·(dout − Σ_row out·dout).
 func (b *Backend) EdgeSoftmaxBackward(ctx context.Context, a backend.Adj, out, dout, dscores *tensor.Tensor) error {
-	const op = "EdgeSoftmaxBackward"
-	g, err := b.graphArg(op, a)
-	if err != nil {
-		return err
-	}
-	dt, h, err := edgeArgs(op, "out dout dscores", g, out, dout, dscores)
+	g, dt, h, err := b.chk.EdgeSoftmaxBackward(a, out, dout, dscores)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 
 	"strata/core/backend"
-	"strata/core/backend/argcheck"
 	"strata/core/graph"
 	"strata/core/tensor"
 )
@@ -19,16 +18,8 @@ import (
 
 // lstmSchedule is the step order on the host and on the device.
 type lstmSchedule struct {
-	off                 []int64 // host: off[t] = first position of step t; maxdeg+1 entries
+	off                 graph.Steps // host: off[t] = first position of step t; maxdeg+1 entries
 	order, rank, offDev uintptr
-}
-
-// rows returns the number of rows still running at step t.
-func (s *lstmSchedule) rows(t int) int {
-	if t < 0 || t+1 >= len(s.off) {
-		return 0
-	}
-	return int(s.off[t+1] - s.off[t])
 }
 
 // schedule builds the step order on first use (graph.StepOrder) and
@@ -55,48 +46,13 @@ func (g *Graph) schedule() (*lstmSchedule, error) {
 	return s, nil
 }
 
-// savedState checks the saved state of a training LSTM: all three set,
-// float, and [E,4H], [E,H], [E,H].
-func savedState(op string, g *Graph, h int, xw, gates, cells, hprev *tensor.Tensor) error {
-	if gates == nil || cells == nil || hprev == nil {
-		return errf(op, "gates, cells and hprev must be all set (training) or all nil (inference)")
-	}
-	if _, err := floatArgs(op, "xw gates cells hprev", xw, gates, cells, hprev); err != nil {
-		return err
-	}
-	return wrap(argcheck.LSTMSaved(op, g, h, gates, cells, hprev))
-}
-
 // LSTMAggregate runs an LSTM over each destination's sources (see
 // backend.Backend). Without saved state it steps through scratch of n_0
 // rows instead.
 func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bias, out, gates, cells, hprev *tensor.Tensor) error {
-	const op = "LSTMAggregate"
-	g, err := b.graphArg(op, a)
+	g, dt, h, save, err := b.chk.LSTMAggregate(a, xw, whh, bias, out, gates, cells, hprev)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "xw whh bias out", xw, whh, bias, out)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.LSTM(op, g, xw, whh, bias)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := dims(op, "out", out, g.rows, h); err != nil {
-		return err
-	}
-	save := gates != nil || cells != nil || hprev != nil
-	if save {
-		if err := savedState(op, g, h, xw, gates, cells, hprev); err != nil {
-			return err
-		}
-	}
-	for _, t := range []*tensor.Tensor{xw, whh, bias, gates, cells, hprev} {
-		if t != nil && t.Buffer() == out.Buffer() {
-			return errf(op, "out must not alias an input or the saved state")
-		}
 	}
 	if g.rows == 0 || h == 0 {
 		return ctxErr(ctx)
@@ -114,7 +70,7 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 	if save {
 		gp0, cp0, hp0 = ptr(gates), ptr(cells), ptr(hprev)
 	} else {
-		n0 := int64(s.rows(0))
+		n0 := int64(s.off.Rows(0))
 		if gp0, err = sc.alloc(DeviceTier, G4*n0*int64(es)); err != nil {
 			return err
 		}
@@ -131,24 +87,24 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 		if save {
 			return base + uintptr(s.off[t]*w)*es
 		}
-		return base + uintptr(int64(t%2)*int64(s.rows(0))*w)*es
+		return base + uintptr(int64(t%2)*int64(s.off.Rows(0))*w)*es
 	}
 	// Rows without sources output zeros: clear out first (rows with
 	// sources are overwritten by their last step).
 	if err := b.launch("fill_"+dt.Short(), int64(out.Numel()), ptr(out), int64(out.Numel()), 0.0); err != nil {
 		return err
 	}
-	if save && s.rows(0) > 0 { // h_{-1} = 0
-		if err := b.launch("fill_"+dt.Short(), int64(s.rows(0))*H, hp0, int64(s.rows(0))*H, 0.0); err != nil {
+	if save && s.off.Rows(0) > 0 { // h_{-1} = 0
+		if err := b.launch("fill_"+dt.Short(), int64(s.off.Rows(0))*H, hp0, int64(s.off.Rows(0))*H, 0.0); err != nil {
 			return err
 		}
 	}
 	f64 := dt == tensor.Float64
-	for t := 0; t < len(s.off)-1; t++ {
+	for t := 0; t < s.off.Len(); t++ {
 		if err := ctxErr(ctx); err != nil {
 			return err
 		}
-		n, next := int64(s.rows(t)), int64(s.rows(t+1))
+		n, next := int64(s.off.Rows(t)), int64(s.off.Rows(t+1))
 		gt := gp0
 		if save {
 			gt = pos(gp0, t, G4)
@@ -177,26 +133,9 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 // LSTMAggregateBackward computes dxw and dwhh from dout and the saved
 // state (see backend.Backend).
 func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh, gates, cells, hprev, dout, dxw, dwhh *tensor.Tensor) error {
-	const op = "LSTMAggregateBackward"
-	g, err := b.graphArg(op, a)
+	g, dt, h, err := b.chk.LSTMAggregateBackward(a, whh, gates, cells, hprev, dout, dxw, dwhh)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "dxw whh dout dwhh", dxw, whh, dout, dwhh)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.LSTMBackward(op, g, whh, dout, dxw, dwhh)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := savedState(op, g, h, dxw, gates, cells, hprev); err != nil {
-		return err
-	}
-	for _, t := range []*tensor.Tensor{whh, gates, cells, hprev, dout} {
-		if t.Buffer() == dxw.Buffer() || t.Buffer() == dwhh.Buffer() {
-			return errf(op, "dxw and dwhh must not alias an input or the saved state")
-		}
 	}
 	if h == 0 {
 		return ctxErr(ctx)
@@ -210,21 +149,21 @@ func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh,
 	defer sc.release()
 	es := int64(dt.Size())
 	H, G4 := int64(h), int64(4*h)
-	dcs, err := sc.alloc(DeviceTier, max(int64(s.rows(0)), 1)*H*es)
+	dcs, err := sc.alloc(DeviceTier, max(int64(s.off.Rows(0)), 1)*H*es)
 	if err != nil {
 		return err
 	}
-	dhp, err := sc.alloc(DeviceTier, max(int64(s.rows(1)), 1)*H*es)
+	dhp, err := sc.alloc(DeviceTier, max(int64(s.off.Rows(1)), 1)*H*es)
 	if err != nil {
 		return err
 	}
 	f64 := dt == tensor.Float64
 	at := func(base uintptr, t int, w int64) uintptr { return base + uintptr(s.off[t]*w*es) }
-	for t := len(s.off) - 2; t >= 0; t-- {
+	for t := s.off.Len() - 1; t >= 0; t-- {
 		if err := ctxErr(ctx); err != nil {
 			return err
 		}
-		n, next := int64(s.rows(t)), int64(s.rows(t+1))
+		n, next := int64(s.off.Rows(t)), int64(s.off.Rows(t+1))
 		if next > 0 { // dh_t of the rows that run on = dgates_{t+1}·W_hhᵀ
 			if err := b.gemmRaw(f64, false, true, int(next), h, int(G4), 1, at(ptr(gates), t+1, G4), int(G4), ptr(whh), int(G4), 0, dhp, h); err != nil {
 				return err
@@ -240,7 +179,7 @@ func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh,
 		}
 	}
 	// dW_hh = Σ_t h_{t-1}ᵀ·dgates_t over the steps t ≥ 1 (h_{-1} = 0).
-	n0 := int64(s.rows(0))
+	n0 := int64(s.off.Rows(0))
 	if rest := g.nnz - n0; rest > 0 {
 		if err := b.gemmRaw(f64, true, false, h, int(G4), int(rest), 1, ptr(hprev)+uintptr(n0*H*es), h,
 			ptr(gates)+uintptr(n0*G4*es), int(G4), 0, ptr(dwhh), int(G4)); err != nil {

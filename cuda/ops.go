@@ -7,21 +7,15 @@ import (
 	"math"
 
 	"strata/core/backend"
-	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
 // GEMM computes c = alpha·op(a)·op(b) + beta·c through cuBLAS. Row-major
 // C = A·B is the column-major Cᵀ = Bᵀ·Aᵀ, so the operands swap places.
 func (b *Backend) GEMM(transA, transB bool, alpha float64, a, bm *tensor.Tensor, beta float64, c *tensor.Tensor) error {
-	const op = "GEMM"
-	dt, err := floatArgs(op, "a b c", a, bm, c)
+	dt, m, n, k, err := b.chk.GEMM(transA, transB, a, bm, c)
 	if err != nil {
 		return err
-	}
-	m, n, k, err := argcheck.GEMM(transA, transB, a, bm, c)
-	if err != nil {
-		return wrap(err)
 	}
 	if m == 0 || n == 0 {
 		return nil
@@ -54,15 +48,8 @@ func (b *Backend) scale(t *tensor.Tensor, beta float64) error {
 
 // Apply computes y = f(x) elementwise.
 func (b *Backend) Apply(f backend.Unary, alpha float64, x, y *tensor.Tensor) error {
-	const op = "Apply"
-	if f > backend.Neg {
-		return errf(op, "unknown function %d", f)
-	}
-	dt, err := floatArgs(op, "x y", x, y)
+	dt, err := b.chk.Apply(f, x, y)
 	if err != nil {
-		return err
-	}
-	if err := numel(op, "y", y, x.Numel()); err != nil {
 		return err
 	}
 	defer b.enter()()
@@ -73,39 +60,9 @@ func (b *Backend) Apply(f backend.Unary, alpha float64, x, y *tensor.Tensor) err
 // ApplyBackward computes dx = f'(x)·dy; only the operands f needs must be
 // set (x for ReLU, LeakyReLU and ELU; y for ELU, Sigmoid, Tanh and Exp).
 func (b *Backend) ApplyBackward(f backend.Unary, alpha float64, x, y, dy, dx *tensor.Tensor) error {
-	const op = "ApplyBackward"
-	if f > backend.Neg {
-		return errf(op, "unknown function %d", f)
-	}
-	dt, err := floatArgs(op, "dy dx", dy, dx)
+	dt, x, y, err := b.chk.ApplyBackward(f, x, y, dy, dx)
 	if err != nil {
 		return err
-	}
-	if err := numel(op, "dx", dx, dy.Numel()); err != nil {
-		return err
-	}
-	needX := f == backend.ReLU || f == backend.LeakyReLU || f == backend.ELU
-	needY := f == backend.ELU || f == backend.Sigmoid || f == backend.Tanh || f == backend.Exp
-	for _, a := range []struct {
-		name string
-		t    *tensor.Tensor
-		need bool
-	}{{"x", x, needX}, {"y", y, needY}} {
-		if !a.need {
-			continue
-		}
-		if _, err := floatArgs(op, "dy "+a.name, dy, a.t); err != nil {
-			return err
-		}
-		if err := numel(op, a.name, a.t, dy.Numel()); err != nil {
-			return err
-		}
-	}
-	if !needX {
-		x = nil
-	}
-	if !needY {
-		y = nil
 	}
 	defer b.enter()()
 	n := int64(dy.Numel())
@@ -115,34 +72,19 @@ func (b *Backend) ApplyBackward(f backend.Unary, alpha float64, x, y, dy, dx *te
 // Elementwise computes y = a op b, b being a's shape, a row of a.Cols()
 // elements or a scalar.
 func (b *Backend) Elementwise(op backend.Binary, a, bt, y *tensor.Tensor) error {
-	const name = "Elementwise"
-	if op > backend.Div {
-		return errf(name, "unknown operator %d", op)
-	}
-	dt, err := floatArgs(name, "a b y", a, bt, y)
+	dt, cols, err := b.chk.Elementwise(op, a, bt, y)
 	if err != nil {
-		return err
-	}
-	if err := dims(name, "y", y, a.Rows(), a.Cols()); err != nil {
 		return err
 	}
 	n := a.Numel()
-	cols, err := argcheck.Broadcast(name, a, bt)
-	if err != nil {
-		return wrap(err)
-	}
 	defer b.enter()()
 	return b.launch("binary_"+dt.Short(), int64(n), int64(op), ptr(a), ptr(bt), ptr(y), int64(n), int64(cols))
 }
 
 // Axpby computes y = alpha·x + beta·y; with beta 0, y is not read.
 func (b *Backend) Axpby(alpha float64, x *tensor.Tensor, beta float64, y *tensor.Tensor) error {
-	const op = "Axpby"
-	dt, err := floatArgs(op, "x y", x, y)
+	dt, err := b.chk.Axpby(x, y)
 	if err != nil {
-		return err
-	}
-	if err := numel(op, "y", y, x.Numel()); err != nil {
 		return err
 	}
 	defer b.enter()()
@@ -152,7 +94,7 @@ func (b *Backend) Axpby(alpha float64, x *tensor.Tensor, beta float64, y *tensor
 
 // Fill sets every element to v (converted to t's dtype).
 func (b *Backend) Fill(t *tensor.Tensor, v float64) error {
-	if _, err := live("Fill", "t", t); err != nil {
+	if err := b.chk.Fill(t); err != nil {
 		return err
 	}
 	defer b.enter()()
@@ -162,12 +104,8 @@ func (b *Backend) Fill(t *tensor.Tensor, v float64) error {
 
 // CopyCols copies n columns: dst[:, dstOff+j] = src[:, srcOff+j].
 func (b *Backend) CopyCols(dst *tensor.Tensor, dstOff int, src *tensor.Tensor, srcOff, n int) error {
-	const op = "CopyCols"
-	if err := liveAll(op, "dst src", dst, src); err != nil {
+	if err := b.chk.CopyCols(dst, dstOff, src, srcOff, n); err != nil {
 		return err
-	}
-	if err := argcheck.CopyCols(dst, dstOff, src, srcOff, n); err != nil {
-		return wrap(err)
 	}
 	dt := dst.DType()
 	defer b.enter()()
@@ -235,15 +173,11 @@ func (b *Backend) colsum(sc *scratch, mode int64, dt tensor.DType, x, dy, mu, in
 
 // SumRows computes y[c] = Σ_i x[i,c], in double.
 func (b *Backend) SumRows(x, y *tensor.Tensor) error {
-	const op = "SumRows"
-	dt, err := floatArgs(op, "x y", x, y)
+	dt, err := b.chk.SumRows(x, y)
 	if err != nil {
 		return err
 	}
 	n, c := int64(x.Rows()), int64(x.Cols())
-	if err := numel(op, "y", y, int(c)); err != nil {
-		return err
-	}
 	defer b.enter()()
 	sc := scratch{b: b}
 	defer sc.release()
@@ -256,48 +190,31 @@ func (b *Backend) SumRows(x, y *tensor.Tensor) error {
 
 // HeadDot computes y[n,h] = Σ_c x[n,h·C+c]·a[h,c].
 func (b *Backend) HeadDot(x, a, y *tensor.Tensor) error {
-	const op = "HeadDot"
-	dt, err := floatArgs(op, "x a y", x, a, y)
+	dt, h, c, err := b.chk.HeadDot(x, a, y)
 	if err != nil {
 		return err
 	}
 	n := x.Rows()
-	h, c, err := argcheck.Heads(op, x, a)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := dims(op, "y", y, n, h); err != nil {
-		return err
-	}
 	defer b.enter()()
 	return b.launch("head_dot_"+dt.Short(), int64(n*h), ptr(x), ptr(a), ptr(y), int64(n), int64(h), int64(c))
 }
 
 // HeadDotBackward accumulates dx += dy ⊗ a per head and da += Σ_n dy·x.
+// Either of dx and da may be nil.
 func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
-	const op = "HeadDotBackward"
-	dt, err := floatArgs(op, "x a dy dx da", x, a, dy, dx, da)
+	dt, h, c, err := b.chk.HeadDotBackward(x, a, dy, dx, da)
 	if err != nil {
-		return err
-	}
-	n := x.Rows()
-	h, c, err := argcheck.Heads(op, x, a)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := dims(op, "dy", dy, n, h); err != nil {
-		return err
-	}
-	if err := dims(op, "dx", dx, n, h*c); err != nil {
-		return err
-	}
-	if err := dims(op, "da", da, h, c); err != nil {
 		return err
 	}
 	defer b.enter()()
-	N, H, C := int64(n), int64(h), int64(c)
-	if err := b.launch("head_dot_dx_"+dt.Short(), N*H*C, ptr(a), ptr(dy), ptr(dx), N, H, C); err != nil {
-		return err
+	N, H, C := int64(x.Rows()), int64(h), int64(c)
+	if dx != nil {
+		if err := b.launch("head_dot_dx_"+dt.Short(), N*H*C, ptr(a), ptr(dy), ptr(dx), N, H, C); err != nil {
+			return err
+		}
+	}
+	if da == nil {
+		return nil
 	}
 	sc := scratch{b: b}
 	defer sc.release()
@@ -316,13 +233,9 @@ func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
 // DropoutMask fills mask with 0 or 1/(1-p) from the CPU backend's stream,
 // so both backends draw the same masks.
 func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error {
-	const op = "DropoutMask"
-	dt, err := floatArgs(op, "mask", mask)
+	dt, err := b.chk.DropoutMask(p, mask)
 	if err != nil {
 		return err
-	}
-	if !(p >= 0 && p <= 1) {
-		return errf(op, "probability %v outside [0,1]", p)
 	}
 	defer b.enter()()
 	n := int64(mask.Numel())
@@ -332,50 +245,20 @@ func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error
 // DropoutApply computes y = x·m in one pass and stores m in mask unless it
 // is nil (see the CPU backend's method of the same name).
 func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error {
-	const op = "DropoutApply"
-	names, ts := "x y", []*tensor.Tensor{x, y}
-	if mask != nil {
-		names, ts = names+" mask", append(ts, mask)
-	}
-	dt, err := floatArgs(op, names, ts...)
+	dt, err := b.chk.DropoutApply(p, x, mask, y)
 	if err != nil {
 		return err
-	}
-	for i, t := range ts[1:] {
-		if err := numel(op, []string{"y", "mask"}[i], t, x.Numel()); err != nil {
-			return err
-		}
-	}
-	if !(p >= 0 && p <= 1) {
-		return errf(op, "probability %v outside [0,1]", p)
 	}
 	defer b.enter()()
 	n := int64(x.Numel())
 	return b.launch("dropout_"+dt.Short(), n, backend.Mix64(seed), backend.DropoutThreshold(p), 1/(1-p), ptr(mask), ptr(x), ptr(y), n)
 }
 
-// bnVecs checks x [N,C], y like x (when set) and the per-column vectors.
-func bnVecs(op, names string, x, y *tensor.Tensor, vecs ...*tensor.Tensor) (tensor.DType, error) {
-	ts, all := append([]*tensor.Tensor{x}, vecs...), "x "+names
-	if y != nil {
-		ts, all = append(ts, y), all+" y"
-	}
-	dt, err := floatArgs(op, all, ts...)
-	if err != nil {
-		return 0, err
-	}
-	return dt, wrap(argcheck.ColumnVectors(op, names, x, y, vecs...))
-}
-
 // BatchNorm normalises columns with the batch mean and biased variance.
 func (b *Backend) BatchNorm(x, gamma, beta, y, mean, invStd *tensor.Tensor, eps float64) error {
-	const op = "BatchNorm"
-	dt, err := bnVecs(op, "gamma beta mean invStd", x, y, gamma, beta, mean, invStd)
+	dt, err := b.chk.BatchNorm(x, gamma, beta, y, mean, invStd)
 	if err != nil {
 		return err
-	}
-	if x.Rows() == 0 {
-		return errf(op, "x has no rows")
 	}
 	defer b.enter()()
 	sc := scratch{b: b}
@@ -404,24 +287,9 @@ func (b *Backend) BatchNorm(x, gamma, beta, y, mean, invStd *tensor.Tensor, eps 
 
 // BatchNormBackward computes dx, dgamma and dbeta (all overwritten).
 func (b *Backend) BatchNormBackward(x, gamma, dy, mean, invStd, dx, dgamma, dbeta *tensor.Tensor) error {
-	const op = "BatchNormBackward"
-	dt, err := bnVecs(op, "gamma mean invStd dgamma dbeta", x, nil, gamma, mean, invStd, dgamma, dbeta)
+	dt, err := b.chk.BatchNormBackward(x, gamma, dy, mean, invStd, dx, dgamma, dbeta)
 	if err != nil {
 		return err
-	}
-	for _, a := range []struct {
-		name string
-		t    *tensor.Tensor
-	}{{"dy", dy}, {"dx", dx}} {
-		if _, err := floatArgs(op, "x "+a.name, x, a.t); err != nil {
-			return err
-		}
-		if err := dims(op, a.name, a.t, x.Rows(), x.Cols()); err != nil {
-			return err
-		}
-	}
-	if x.Rows() == 0 {
-		return errf(op, "x has no rows")
 	}
 	defer b.enter()()
 	sc := scratch{b: b}
@@ -461,8 +329,7 @@ func (b *Backend) toDouble(dt tensor.DType, src, dst uintptr, n int64) error {
 
 // BatchNormInfer normalises with the given mean and variance.
 func (b *Backend) BatchNormInfer(x, gamma, beta, mean, variance, y *tensor.Tensor, eps float64) error {
-	const op = "BatchNormInfer"
-	dt, err := bnVecs(op, "gamma beta mean variance", x, y, gamma, beta, mean, variance)
+	dt, err := b.chk.BatchNormInfer(x, gamma, beta, mean, variance, y)
 	if err != nil {
 		return err
 	}
@@ -475,22 +342,11 @@ func (b *Backend) BatchNormInfer(x, gamma, beta, mean, variance, y *tensor.Tenso
 // and writes its gradient into dlogits (zero elsewhere) when set.
 func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tensor) (float64, error) {
 	const op = "SoftmaxCrossEntropy"
-	dt, err := floatArgs(op, "logits", logits)
+	dt, err := b.chk.SoftmaxCrossEntropy(logits, labels, idx, dlogits)
 	if err != nil {
 		return 0, err
 	}
 	n, k := logits.Rows(), logits.Cols()
-	if dlogits != nil {
-		if _, err := floatArgs(op, "logits dlogits", logits, dlogits); err != nil {
-			return 0, err
-		}
-	}
-	if err := liveAll(op, "labels idx", labels, idx); err != nil {
-		return 0, err
-	}
-	if err := argcheck.SoftmaxCrossEntropy(logits, labels, idx, dlogits); err != nil {
-		return 0, wrap(err)
-	}
 	defer b.enter()()
 	if dlogits != nil {
 		nd := int64(dlogits.Numel())
@@ -537,18 +393,8 @@ func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tenso
 
 // ArgmaxRows writes the first column holding each row's maximum.
 func (b *Backend) ArgmaxRows(x, out *tensor.Tensor) error {
-	const op = "ArgmaxRows"
-	dt, err := floatArgs(op, "x", x)
+	dt, err := b.chk.ArgmaxRows(x, out)
 	if err != nil {
-		return err
-	}
-	if _, err := live(op, "out", out); err != nil {
-		return err
-	}
-	if out.DType() != tensor.Int32 {
-		return errf(op, "out is %v, want int32", out.DType())
-	}
-	if err := numel(op, "out", out, x.Rows()); err != nil {
 		return err
 	}
 	defer b.enter()()
@@ -558,18 +404,9 @@ func (b *Backend) ArgmaxRows(x, out *tensor.Tensor) error {
 
 // AdamStep updates p, m and v in place (arithmetic in double per element).
 func (b *Backend) AdamStep(p, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd float64, t int) error {
-	const op = "AdamStep"
-	dt, err := floatArgs(op, "p g m v", p, g, m, v)
+	dt, err := b.chk.AdamStep(p, g, m, v, t)
 	if err != nil {
 		return err
-	}
-	for i, x := range []*tensor.Tensor{g, m, v} {
-		if err := numel(op, []string{"g", "m", "v"}[i], x, p.Numel()); err != nil {
-			return err
-		}
-	}
-	if t < 1 {
-		return errf(op, "step %d, want t ≥ 1", t)
 	}
 	bc1 := 1 - math.Pow(beta1, float64(t))
 	bc2 := 1 - math.Pow(beta2, float64(t))
@@ -582,11 +419,8 @@ func (b *Backend) AdamStep(p, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd 
 // memory: the kernel then reads its rows over the bus in place.
 func (b *Backend) Gather(x, idx, y *tensor.Tensor) error {
 	const op = "Gather"
-	if err := liveAll(op, "x idx y", x, idx, y); err != nil {
+	if err := b.chk.Gather(x, idx, y); err != nil {
 		return err
-	}
-	if err := argcheck.Gather(x, idx, y); err != nil {
-		return wrap(err)
 	}
 	dt, n, c := x.DType(), idx.Numel(), x.Cols()
 	defer b.enter()()
@@ -600,15 +434,9 @@ func (b *Backend) Gather(x, idx, y *tensor.Tensor) error {
 // order of the additions into a repeated row is not fixed.
 func (b *Backend) ScatterAdd(x, idx, y *tensor.Tensor) error {
 	const op = "ScatterAdd"
-	dt, err := floatArgs(op, "x y", x, y)
+	dt, err := b.chk.ScatterAdd(x, idx, y)
 	if err != nil {
 		return err
-	}
-	if _, err := live(op, "idx", idx); err != nil {
-		return err
-	}
-	if err := argcheck.ScatterAdd(x, idx, y); err != nil {
-		return wrap(err)
 	}
 	n, c := idx.Numel(), y.Cols()
 	defer b.enter()()
@@ -621,15 +449,9 @@ func (b *Backend) ScatterAdd(x, idx, y *tensor.Tensor) error {
 // ScatterArgmax accumulates dx[argmax[i,f], f] += dy[i,f] with atomics.
 func (b *Backend) ScatterArgmax(argmax, dy, dx *tensor.Tensor) error {
 	const op = "ScatterArgmax"
-	dt, err := floatArgs(op, "dy dx", dy, dx)
+	dt, err := b.chk.ScatterArgmax(argmax, dy, dx)
 	if err != nil {
 		return err
-	}
-	if _, err := live(op, "argmax", argmax); err != nil {
-		return err
-	}
-	if err := argcheck.ScatterArgmax(argmax, dy, dx); err != nil {
-		return wrap(err)
 	}
 	defer b.enter()()
 	n, f := int64(dy.Rows()), int64(dy.Cols())

@@ -40,7 +40,7 @@ func trainOn(t *testing.T, toml string, backends []string, sets ...string) map[s
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := train.Run(context.Background(), cfg, train.Options{Wasm: wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}})
+		r, err := train.Run(context.Background(), cfg, train.Options{Host: wasm.Host{Options: wasm.Options{CacheDir: filepath.Join(t.TempDir(), "wasm")}}})
 		if err != nil {
 			t.Fatalf("%s: %v", be, err)
 		}

@@ -37,3 +37,19 @@ func StepOrder(indptr []int64) (order, rank, off []int64) {
 	}
 	return order, rank, off
 }
+
+// Steps is the off of StepOrder: step t covers positions
+// [Steps[t], Steps[t+1]) of step-major storage.
+type Steps []int64
+
+// Len returns the number of steps (the maximum degree).
+func (s Steps) Len() int { return len(s) - 1 }
+
+// Rows returns the number of rows still running at step t (0 past the
+// end).
+func (s Steps) Rows(t int) int {
+	if t < 0 || t+1 >= len(s) {
+		return 0
+	}
+	return int(s[t+1] - s[t])
+}

@@ -25,3 +25,18 @@ func TestStepOrder(t *testing.T) {
 		})
 	}
 }
+
+func TestSteps(t *testing.T) {
+	s := Steps{0, 3, 6, 7} // 3, 3 and 1 rows
+	if s.Len() != 3 {
+		t.Errorf("Len() = %d, want 3", s.Len())
+	}
+	for step, want := range map[int]int{-1: 0, 0: 3, 1: 3, 2: 1, 3: 0, 9: 0} {
+		if got := s.Rows(step); got != want {
+			t.Errorf("Rows(%d) = %d, want %d", step, got, want)
+		}
+	}
+	if e := (Steps{0}); e.Len() != 0 || e.Rows(0) != 0 {
+		t.Errorf("no steps: Len %d, Rows(0) %d", e.Len(), e.Rows(0))
+	}
+}

@@ -1,13 +1,15 @@
 // Package argcheck checks the operands of backend ops against the
 // contracts of backend.Backend: dtypes, shapes, adjacency sizes and
-// aliasing. It knows nothing of storage, so a backend first checks that
-// the tensors are its own and alive, then calls these and prefixes the
-// errors with its name ("cpu: SpMM: x has 10 rows, ...").
+// aliasing. It knows nothing of storage: a backend hands a Checker the
+// test of whether a tensor or adjacency is its own and alive, and each
+// of its ops makes one Checker call, which runs that test on every
+// operand, then the op's contract, prefixes the errors with the backend's
+// name ("cpu: SpMM: x has 10 rows, ...") and returns what the kernel
+// needs. The functions below are the contracts alone, unprefixed.
 package argcheck
 
 import (
 	"fmt"
-	"strings"
 
 	"strata/core/backend"
 	"strata/core/graph"
@@ -21,14 +23,13 @@ func errf(op, format string, args ...any) error {
 // Floats checks that every tensor has one float dtype, which it returns.
 // names lists the tensors' names, space-separated.
 func Floats(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
-	ns := strings.Fields(names)
 	dt := ts[0].DType()
 	for i, t := range ts {
 		if !t.DType().IsFloat() {
-			return 0, errf(op, "%s is %v, want float32 or float64", ns[i], t.DType())
+			return 0, errf(op, "%s is %v, want float32 or float64", field(names, i), t.DType())
 		}
 		if t.DType() != dt {
-			return 0, errf(op, "%s is %v but %s is %v", ns[i], t.DType(), ns[0], dt)
+			return 0, errf(op, "%s is %v but %s is %v", field(names, i), t.DType(), field(names, 0), dt)
 		}
 	}
 	return dt, nil
@@ -184,10 +185,9 @@ func EdgeReduce(a backend.Adj, toSrc bool, e, out *tensor.Tensor) error {
 // Edges checks that every tensor is [E,H] with the H of the first and
 // returns H.
 func Edges(op, names string, a backend.Adj, ts ...*tensor.Tensor) (heads int, err error) {
-	ns := strings.Fields(names)
 	h := ts[0].Cols()
 	for i, t := range ts {
-		if err := Dims(op, ns[i], t, int(a.NNZ()), h); err != nil {
+		if err := Dims(op, field(names, i), t, int(a.NNZ()), h); err != nil {
 			return 0, err
 		}
 	}
@@ -224,9 +224,8 @@ func LSTMSaved(op string, a backend.Adj, h int, gates, cells, hprev *tensor.Tens
 // ColumnVectors checks that every vector holds x.Cols() elements and that
 // y (when set) is shaped like x: the operands of batch norm.
 func ColumnVectors(op, names string, x, y *tensor.Tensor, vecs ...*tensor.Tensor) error {
-	ns := strings.Fields(names)
 	for i, v := range vecs {
-		if err := Numel(op, ns[i], v, x.Cols()); err != nil {
+		if err := Numel(op, field(names, i), v, x.Cols()); err != nil {
 			return err
 		}
 	}

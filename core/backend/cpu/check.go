@@ -1,9 +1,6 @@
 package cpu
 
 import (
-	"fmt"
-	"strings"
-
 	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
@@ -26,43 +23,13 @@ func live(op, name string, t *tensor.Tensor) (*buffer, error) {
 	return bf, nil
 }
 
-// floatArgs checks that every tensor is live and that all share one float
-// dtype, which it returns. names lists the tensors' names, space-separated.
-func floatArgs(op, names string, ts ...*tensor.Tensor) (tensor.DType, error) {
-	ns := strings.Fields(names)
-	for i, t := range ts {
-		if _, err := live(op, ns[i], t); err != nil {
-			return 0, err
-		}
-	}
-	dt, err := argcheck.Floats(op, names, ts...)
-	return dt, wrap(err)
-}
+// chk checks the operands of every op (see argcheck.Checker).
+var chk = argcheck.Checker[*Graph]{Name: "cpu", Live: liveErr, Graph: graphArg}
 
-// intArg checks that t is a live Int32 or Int64 tensor.
-func intArg(op, name string, t *tensor.Tensor) error {
-	if _, err := live(op, name, t); err != nil {
-		return err
-	}
-	return wrap(argcheck.Int(op, name, t))
-}
-
-// dims checks that t is rows×cols (a rank-1 tensor counts as n×1).
-func dims(op, name string, t *tensor.Tensor, rows, cols int) error {
-	return wrap(argcheck.Dims(op, name, t, rows, cols))
-}
-
-// numel checks that t holds n elements.
-func numel(op, name string, t *tensor.Tensor, n int) error {
-	return wrap(argcheck.Numel(op, name, t, n))
-}
-
-// wrap prefixes an argcheck error with the backend's name.
-func wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("cpu: %w", err)
+// liveErr checks that t is a live cpu tensor.
+func liveErr(op, name string, t *tensor.Tensor) error {
+	_, err := live(op, name, t)
+	return err
 }
 
 // dtCode and itCode are the C kernels' type codes (see kernels.h).
@@ -98,6 +65,3 @@ func checkRange(op, name string, t *tensor.Tensor, lo, hi int64) error {
 	}
 	return nil
 }
-
-// splitName returns the i-th of the space-separated names.
-func splitName(names string, i int) string { return strings.Fields(names)[i] }

@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"strata/core/backend"
-	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -41,16 +40,9 @@ func (b *Backend) eachRow(n, c int, fn func(lo, hi int)) {
 
 // Apply computes y = f(x) elementwise; x and y may be the same tensor.
 func (b *Backend) Apply(f backend.Unary, alpha float64, x, y *tensor.Tensor) error {
-	const op = "Apply"
-	dt, err := floatArgs(op, "x y", x, y)
+	dt, err := chk.Apply(f, x, y)
 	if err != nil {
 		return err
-	}
-	if err := numel(op, "y", y, x.Numel()); err != nil {
-		return err
-	}
-	if f > backend.Neg {
-		return errf(op, "unknown function %d", f)
 	}
 	if dt == tensor.Float32 {
 		xs, ys := fl[float32](x), fl[float32](y)
@@ -130,33 +122,9 @@ func sigmoid(v float64) float64 {
 // operands f needs must be set: x for ReLU, LeakyReLU and ELU, y for ELU,
 // Sigmoid, Tanh and Exp.
 func (b *Backend) ApplyBackward(f backend.Unary, alpha float64, x, y, dy, dx *tensor.Tensor) error {
-	const op = "ApplyBackward"
-	if f > backend.Neg {
-		return errf(op, "unknown function %d", f)
-	}
-	needX := f == backend.ReLU || f == backend.LeakyReLU || f == backend.ELU
-	needY := f == backend.ELU || f == backend.Sigmoid || f == backend.Tanh || f == backend.Exp
-	names, ts := "dy dx", []*tensor.Tensor{dy, dx}
-	if needX {
-		names, ts = names+" x", append(ts, x)
-	}
-	if needY {
-		names, ts = names+" y", append(ts, y)
-	}
-	dt, err := floatArgs(op, names, ts...)
+	dt, x, y, err := chk.ApplyBackward(f, x, y, dy, dx)
 	if err != nil {
 		return err
-	}
-	for i, t := range ts[1:] {
-		if err := numel(op, splitName(names, i+1), t, dy.Numel()); err != nil {
-			return err
-		}
-	}
-	if !needX {
-		x = nil
-	}
-	if !needY {
-		y = nil
 	}
 	if dt == tensor.Float32 {
 		xs, ys, gs, ds := fl[float32](x), fl[float32](y), fl[float32](dy), fl[float32](dx)
@@ -239,20 +207,9 @@ func applyBackward[T float](f backend.Unary, alpha T, x, y, dy, dx []T) {
 // Elementwise computes y = a op b; b is a's shape, a row vector of a.Cols()
 // elements applied to every row, or a single element.
 func (b *Backend) Elementwise(op backend.Binary, a, bt, y *tensor.Tensor) error {
-	const name = "Elementwise"
-	dt, err := floatArgs(name, "a b y", a, bt, y)
+	dt, cols, err := chk.Elementwise(op, a, bt, y)
 	if err != nil {
 		return err
-	}
-	if op > backend.Div {
-		return errf(name, "unknown operator %d", op)
-	}
-	if err := dims(name, "y", y, a.Rows(), a.Cols()); err != nil {
-		return err
-	}
-	cols, err := argcheck.Broadcast(name, a, bt)
-	if err != nil {
-		return wrap(err)
 	}
 	if dt == tensor.Float32 {
 		elementwise(b, op, fl[float32](a), fl[float32](bt), fl[float32](y), cols)
@@ -338,12 +295,8 @@ func binScalar[T float](op backend.Binary, a []T, s T, y []T) {
 
 // Axpby computes y = alpha·x + beta·y; with beta 0, y is not read.
 func (b *Backend) Axpby(alpha float64, x *tensor.Tensor, beta float64, y *tensor.Tensor) error {
-	const op = "Axpby"
-	dt, err := floatArgs(op, "x y", x, y)
+	dt, err := chk.Axpby(x, y)
 	if err != nil {
-		return err
-	}
-	if err := numel(op, "y", y, x.Numel()); err != nil {
 		return err
 	}
 	if dt == tensor.Float32 {
@@ -375,10 +328,10 @@ func axpby[T float](alpha T, x []T, beta T, y []T) {
 
 // Fill sets every element to v (converted to t's dtype).
 func (b *Backend) Fill(t *tensor.Tensor, v float64) error {
-	bf, err := live("Fill", "t", t)
-	if err != nil {
+	if err := chk.Fill(t); err != nil {
 		return err
 	}
+	bf := t.Buffer().(*buffer)
 	n := t.Numel()
 	b.each(n, func(lo, hi int) {
 		fill(part(bf.f32, lo, hi), float32(v))
@@ -398,15 +351,11 @@ func fill[T any](s []T, v T) {
 // SumRows computes y[c] = Σ_i x[i,c], accumulating in float64 over fixed
 // row chunks.
 func (b *Backend) SumRows(x, y *tensor.Tensor) error {
-	const op = "SumRows"
-	dt, err := floatArgs(op, "x y", x, y)
+	dt, err := chk.SumRows(x, y)
 	if err != nil {
 		return err
 	}
 	n, c := x.Rows(), x.Cols()
-	if err := numel(op, "y", y, c); err != nil {
-		return err
-	}
 	var s []float64
 	if dt == tensor.Float32 {
 		s = sumRows(b, fl[float32](x), n, c)

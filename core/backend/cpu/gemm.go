@@ -12,7 +12,6 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/netlib/blas/netlib"
 
-	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -53,14 +52,9 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // GEMM computes c = alpha·op(a)·op(b) + beta·c with OpenBLAS.
 func (b *Backend) GEMM(transA, transB bool, alpha float64, a, bm *tensor.Tensor, beta float64, c *tensor.Tensor) error {
-	const op = "GEMM"
-	dt, err := floatArgs(op, "a b c", a, bm, c)
+	dt, m, n, k, err := chk.GEMM(transA, transB, a, bm, c)
 	if err != nil {
 		return err
-	}
-	m, n, k, err := argcheck.GEMM(transA, transB, a, bm, c)
-	if err != nil {
-		return wrap(err)
 	}
 	if m == 0 || n == 0 {
 		return nil

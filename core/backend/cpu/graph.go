@@ -94,7 +94,7 @@ func (b *Backend) UploadGraph(g *graph.CSR, tier tensor.Tier) (backend.Adj, erro
 		return nil, err
 	}
 	if err := argcheck.CSR(g); err != nil {
-		return nil, wrap(err)
+		return nil, chk.Wrap(err)
 	}
 	a := &Graph{owner: b, rows: g.NumRows, cols: g.NumCols, nnz: g.NNZ()}
 	a.fwd = csr{rows: g.NumRows, indptr: append([]int64(nil), g.Indptr...)}

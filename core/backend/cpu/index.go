@@ -1,27 +1,14 @@
 package cpu
 
-import (
-	"strata/core/backend/argcheck"
-	"strata/core/tensor"
-)
+import "strata/core/tensor"
 
 // Gather copies rows: y[i,:] = x[idx[i],:]. Any dtype.
 func (b *Backend) Gather(x, idx, y *tensor.Tensor) error {
-	const op = "Gather"
-	if _, err := live(op, "x", x); err != nil {
+	if err := chk.Gather(x, idx, y); err != nil {
 		return err
-	}
-	if _, err := live(op, "y", y); err != nil {
-		return err
-	}
-	if _, err := live(op, "idx", idx); err != nil {
-		return err
-	}
-	if err := argcheck.Gather(x, idx, y); err != nil {
-		return wrap(err)
 	}
 	n, f := idx.Numel(), x.Cols()
-	if err := checkRange(op, "idx", idx, 0, int64(x.Rows())); err != nil {
+	if err := checkRange("Gather", "idx", idx, 0, int64(x.Rows())); err != nil {
 		return err
 	}
 	if n == 0 || f == 0 {
@@ -38,19 +25,12 @@ func (b *Backend) Gather(x, idx, y *tensor.Tensor) error {
 // of y and each walks all of idx in order, so every y[r,c] receives its
 // terms in increasing i whatever the thread count.
 func (b *Backend) ScatterAdd(x, idx, y *tensor.Tensor) error {
-	const op = "ScatterAdd"
-	dt, err := floatArgs(op, "x y", x, y)
+	dt, err := chk.ScatterAdd(x, idx, y)
 	if err != nil {
 		return err
 	}
-	if _, err := live(op, "idx", idx); err != nil {
-		return err
-	}
-	if err := argcheck.ScatterAdd(x, idx, y); err != nil {
-		return wrap(err)
-	}
 	n, f := idx.Numel(), x.Cols()
-	if err := checkRange(op, "idx", idx, 0, int64(y.Rows())); err != nil {
+	if err := checkRange("ScatterAdd", "idx", idx, 0, int64(y.Rows())); err != nil {
 		return err
 	}
 	if n == 0 || f == 0 {
@@ -65,18 +45,10 @@ func (b *Backend) ScatterAdd(x, idx, y *tensor.Tensor) error {
 // CopyCols copies n columns: dst[:, dstOff+j] = src[:, srcOff+j]. It is a
 // row-wise memmove, done in Go; any dtype.
 func (b *Backend) CopyCols(dst *tensor.Tensor, dstOff int, src *tensor.Tensor, srcOff, n int) error {
-	const op = "CopyCols"
-	db, err := live(op, "dst", dst)
-	if err != nil {
+	if err := chk.CopyCols(dst, dstOff, src, srcOff, n); err != nil {
 		return err
 	}
-	sb, err := live(op, "src", src)
-	if err != nil {
-		return err
-	}
-	if err := argcheck.CopyCols(dst, dstOff, src, srcOff, n); err != nil {
-		return wrap(err)
-	}
+	db, sb := dst.Buffer().(*buffer), src.Buffer().(*buffer)
 	rows, dc, sc := dst.Rows(), dst.Cols(), src.Cols()
 	if rows == 0 || n == 0 {
 		return nil
@@ -100,19 +72,11 @@ func copyCols[T any](d, s []T, lo, hi int64, dc, sc, doff, soff, n int) {
 
 // HeadDot computes y[n,h] = Σ_c x[n,h·C+c]·a[h,c].
 func (b *Backend) HeadDot(x, a, y *tensor.Tensor) error {
-	const op = "HeadDot"
-	dt, err := floatArgs(op, "x a y", x, a, y)
+	dt, h, c, err := chk.HeadDot(x, a, y)
 	if err != nil {
 		return err
-	}
-	h, c, err := argcheck.Heads(op, x, a)
-	if err != nil {
-		return wrap(err)
 	}
 	n := x.Rows()
-	if err := dims(op, "y", y, n, h); err != nil {
-		return err
-	}
 	if n == 0 || h == 0 {
 		return nil
 	}
@@ -125,35 +89,11 @@ func (b *Backend) HeadDot(x, a, y *tensor.Tensor) error {
 // HeadDotBackward accumulates dx += dy ⊗ a per head and da += Σ_n dy·x. Either
 // of dx and da may be nil. The da sum runs over fixed row chunks in float64.
 func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
-	const op = "HeadDotBackward"
-	dt, err := floatArgs(op, "x a dy", x, a, dy)
+	dt, h, c, err := chk.HeadDotBackward(x, a, dy, dx, da)
 	if err != nil {
 		return err
-	}
-	h, c, err := argcheck.Heads(op, x, a)
-	if err != nil {
-		return wrap(err)
 	}
 	n := x.Rows()
-	if err := dims(op, "dy", dy, n, h); err != nil {
-		return err
-	}
-	if dx != nil {
-		if _, err := floatArgs(op, "x dx", x, dx); err != nil {
-			return err
-		}
-		if err := dims(op, "dx", dx, n, h*c); err != nil {
-			return err
-		}
-	}
-	if da != nil {
-		if _, err := floatArgs(op, "x da", x, da); err != nil {
-			return err
-		}
-		if err := dims(op, "da", da, h, c); err != nil {
-			return err
-		}
-	}
 	f := int64(h * c)
 	if n == 0 || f == 0 {
 		return nil

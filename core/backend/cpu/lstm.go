@@ -7,7 +7,6 @@ import (
 	"gonum.org/v1/netlib/blas/netlib"
 
 	"strata/core/backend"
-	"strata/core/backend/argcheck"
 	"strata/core/graph"
 	"strata/core/tensor"
 )
@@ -27,15 +26,8 @@ import (
 // rows by degree, descending (ties by row id), rank is its inverse and
 // step t covers positions [off[t], off[t+1]) (off has maxdeg+1 entries).
 type lstmSchedule struct {
-	order, rank, off []int64
-}
-
-// rows returns the number of rows still running at step t (0 past the end).
-func (s *lstmSchedule) rows(t int) int {
-	if t < 0 || t+1 >= len(s.off) {
-		return 0
-	}
-	return int(s.off[t+1] - s.off[t])
+	order, rank []int64
+	off         graph.Steps
 }
 
 // schedule returns the graph's LSTM step order, built and counted on first
@@ -88,32 +80,9 @@ func (s *scratch) release() {
 // backend.Backend). Without saved state it steps through scratch of n_0
 // rows (the rows with a source) instead.
 func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bias, out, gates, cells, hprev *tensor.Tensor) error {
-	const op = "LSTMAggregate"
-	g, err := graphArg(op, a)
+	g, dt, h, save, err := chk.LSTMAggregate(a, xw, whh, bias, out, gates, cells, hprev)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "xw whh bias out", xw, whh, bias, out)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.LSTM(op, g, xw, whh, bias)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := dims(op, "out", out, g.rows, h); err != nil {
-		return err
-	}
-	save := gates != nil || cells != nil || hprev != nil
-	if save {
-		if err := savedShapes(op, g, dt, h, xw, gates, cells, hprev); err != nil {
-			return err
-		}
-	}
-	for _, t := range []*tensor.Tensor{xw, whh, bias, gates, cells, hprev} {
-		if t != nil && t.Buffer() == out.Buffer() {
-			return errf(op, "out must not alias an input or the saved state")
-		}
 	}
 	if g.rows == 0 || h == 0 {
 		return ctxErr(ctx)
@@ -122,7 +91,7 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 	sc := scratch{b: b}
 	defer sc.release()
 	if !save {
-		n0, tier := s.rows(0), xw.Tier()
+		n0, tier := s.off.Rows(0), xw.Tier()
 		if gates, err = sc.alloc(dt, tier, n0, 4*h); err == nil {
 			if cells, err = sc.alloc(dt, tier, n0, h); err == nil {
 				hprev, err = sc.alloc(dt, tier, n0, h)
@@ -140,28 +109,17 @@ func (b *Backend) LSTMAggregate(ctx context.Context, a backend.Adj, xw, whh, bia
 		fl[float64](gates), fl[float64](cells), fl[float64](hprev), netlib.Implementation{}.Dgemm)
 }
 
-// savedShapes checks gates [E,4H], cells [E,H] and hprev [E,H].
-func savedShapes(op string, g *Graph, dt tensor.DType, h int, xw, gates, cells, hprev *tensor.Tensor) error {
-	if gates == nil || cells == nil || hprev == nil {
-		return errf(op, "gates, cells and hprev must be all set (training) or all nil (inference)")
-	}
-	if _, err := floatArgs(op, "xw gates cells hprev", xw, gates, cells, hprev); err != nil {
-		return err
-	}
-	return wrap(argcheck.LSTMSaved(op, g, h, gates, cells, hprev))
-}
-
 func lstmForward[T float](b *Backend, ctx context.Context, g *Graph, s *lstmSchedule, save bool, h int,
 	xw, whh, bias, out, gates, cells, hprev []T, call gemmFunc[T]) error {
 	dc, g4 := dtCode(dtOf[T]()), 4*h
 	c := &g.fwd
 	ip, idx, it, order := &c.indptr[0], c.idxPtr(), c.itCode(), &s.order[0]
 	// Rows without sources output zeros.
-	for r := s.rows(0); r < g.rows; r++ {
+	for r := s.off.Rows(0); r < g.rows; r++ {
 		clear(out[int(s.order[r])*h:][:h])
 	}
 	if save {
-		clear(hprev[:s.rows(0)*h]) // h_{-1} = 0
+		clear(hprev[:s.off.Rows(0)*h]) // h_{-1} = 0
 	}
 	// pos returns the offset of step t's first row in a saved tensor of w
 	// columns, or 0 in the scratch (one block reused by every step).
@@ -171,8 +129,8 @@ func lstmForward[T float](b *Backend, ctx context.Context, g *Graph, s *lstmSche
 		}
 		return int(s.off[t]) * w
 	}
-	for t := 0; t < len(s.off)-1; t++ {
-		n, next := s.rows(t), s.rows(t+1)
+	for t := 0; t < s.off.Len(); t++ {
+		n, next := s.off.Rows(t), s.off.Rows(t+1)
 		gt := gates[pos(t, g4):]
 		gp := at(gt, 0)
 		if err := b.parallel(ctx, b.rowBounds(int64(n), int64(n*g4)), func(lo, hi int64) {
@@ -212,26 +170,9 @@ func dtOf[T float]() tensor.DType {
 // with two scratch matrices of n_0 rows (the carried cell gradient and the
 // hidden gradient from the next step).
 func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh, gates, cells, hprev, dout, dxw, dwhh *tensor.Tensor) error {
-	const op = "LSTMAggregateBackward"
-	g, err := graphArg(op, a)
+	g, dt, h, err := chk.LSTMAggregateBackward(a, whh, gates, cells, hprev, dout, dxw, dwhh)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "dxw whh dout dwhh", dxw, whh, dout, dwhh)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.LSTMBackward(op, g, whh, dout, dxw, dwhh)
-	if err != nil {
-		return wrap(err)
-	}
-	if err := savedShapes(op, g, dt, h, dxw, gates, cells, hprev); err != nil {
-		return err
-	}
-	for _, t := range []*tensor.Tensor{whh, gates, cells, hprev, dout} {
-		if t.Buffer() == dxw.Buffer() || t.Buffer() == dwhh.Buffer() {
-			return errf(op, "dxw and dwhh must not alias an input or the saved state")
-		}
 	}
 	if h == 0 {
 		return ctxErr(ctx)
@@ -240,11 +181,11 @@ func (b *Backend) LSTMAggregateBackward(ctx context.Context, a backend.Adj, whh,
 	sc := scratch{b: b}
 	defer sc.release()
 	tier := dxw.Tier()
-	dcs, err := sc.alloc(dt, tier, s.rows(0), h)
+	dcs, err := sc.alloc(dt, tier, s.off.Rows(0), h)
 	if err != nil {
 		return err
 	}
-	dhp, err := sc.alloc(dt, tier, s.rows(1), h)
+	dhp, err := sc.alloc(dt, tier, s.off.Rows(1), h)
 	if err != nil {
 		return err
 	}
@@ -263,11 +204,11 @@ func lstmBackward[T float](b *Backend, ctx context.Context, g *Graph, s *lstmSch
 	if g.rows == 0 {
 		order = nil
 	}
-	for t := len(s.off) - 2; t >= 0; t-- {
+	for t := s.off.Len() - 1; t >= 0; t-- {
 		if err := ctxErr(ctx); err != nil {
 			return err
 		}
-		n, next := s.rows(t), s.rows(t+1)
+		n, next := s.off.Rows(t), s.off.Rows(t+1)
 		if next > 0 { // dh_t of the rows that run on = dgates_{t+1}·W_hhᵀ
 			gemm(b, false, true, next, h, g4, 1, gates[int(s.off[t+1])*g4:], g4, whh, g4, 0, dhp, call)
 		}
@@ -283,7 +224,7 @@ func lstmBackward[T float](b *Backend, ctx context.Context, g *Graph, s *lstmSch
 		}
 	}
 	// dW_hh = Σ_t h_{t-1}ᵀ·dgates_t over the steps t ≥ 1 (h_{-1} = 0).
-	n0 := s.rows(0)
+	n0 := s.off.Rows(0)
 	if rest := int(g.nnz) - n0; rest > 0 {
 		gemm(b, true, false, h, g4, rest, 1, hprev[n0*h:], h, gates[n0*g4:], g4, 0, dwhh, call)
 	} else {

@@ -269,8 +269,8 @@ func TestLSTMAggregateScratchIsCounted(t *testing.T) {
 		}
 		r := &run{be: be, a: a.(*Graph)}
 		s := r.a.schedule()
-		r.fwd = int64(8 * s.rows(0) * 6 * h)           // gates, cell and hidden state of the rows with a source
-		r.bwd = int64(8 * (s.rows(0) + s.rows(1)) * h) // carried cell gradient, hidden gradient
+		r.fwd = int64(8 * s.off.Rows(0) * 6 * h)               // gates, cell and hidden state of the rows with a source
+		r.bwd = int64(8 * (s.off.Rows(0) + s.off.Rows(1)) * h) // carried cell gradient, hidden gradient
 		for _, x := range []struct {
 			t     **tensor.Tensor
 			shape []int
@@ -350,7 +350,7 @@ func BenchmarkLSTMAggregate(b *testing.B) {
 				gates, cells, hprev := e.alloc(b, tensor.Float32, nnz, 4*h), e.alloc(b, tensor.Float32, nnz, h), e.alloc(b, tensor.Float32, nnz, h)
 				dxw, dwhh := e.alloc(b, tensor.Float32, cols, 4*h), e.alloc(b, tensor.Float32, h, 4*h)
 				steps := e.a.(*Graph).schedule()
-				flops := 2 * float64(nnz-steps.rows(0)) * float64(h) * float64(4*h)
+				flops := 2 * float64(nnz-steps.off.Rows(0)) * float64(h) * float64(4*h)
 				if pass != "fwd" {
 					flops *= 3
 				}
@@ -367,7 +367,7 @@ func BenchmarkLSTMAggregate(b *testing.B) {
 					}
 				}
 				report(b, flops, 0)
-				b.ReportMetric(float64(len(steps.off)-1), "steps")
+				b.ReportMetric(float64(steps.off.Len()), "steps")
 			})
 		}
 	}

@@ -257,17 +257,10 @@ func (b *Backend) Download(t *tensor.Tensor, dst any) error {
 
 // Copy copies src into dst; both must have the same dtype and element count.
 func (b *Backend) Copy(dst, src *tensor.Tensor) error {
-	db, err := live("Copy", "dst", dst)
-	if err != nil {
+	if err := chk.Copy(dst, src); err != nil {
 		return err
 	}
-	sb, err := live("Copy", "src", src)
-	if err != nil {
-		return err
-	}
-	if dst.DType() != src.DType() || dst.Numel() != src.Numel() {
-		return errf("Copy", "dst %v and src %v differ in dtype or size", dst, src)
-	}
+	db, sb := dst.Buffer().(*buffer), src.Buffer().(*buffer)
 	copy(db.f32, sb.f32)
 	copy(db.f64, sb.f64)
 	copy(db.i32, sb.i32)

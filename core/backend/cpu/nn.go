@@ -4,27 +4,11 @@ import (
 	"math"
 
 	"strata/core/backend"
-	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
 // Batch norm, loss, argmax, Adam and dropout, in Go. Column statistics are
 // accumulated in float64 over fixed row chunks (see reduceRows).
-
-// bnArgs checks x [N,C], y like x (when set) and the per-column vectors.
-func bnArgs(op, names string, x, y *tensor.Tensor, vecs ...*tensor.Tensor) (tensor.DType, error) {
-	ts := append([]*tensor.Tensor{x}, vecs...)
-	all := "x " + names
-	if y != nil {
-		ts = append(ts, y)
-		all += " y"
-	}
-	dt, err := floatArgs(op, all, ts...)
-	if err != nil {
-		return 0, err
-	}
-	return dt, wrap(argcheck.ColumnVectors(op, names, x, y, vecs...))
-}
 
 // toFloat64 returns t's elements as float64.
 func toFloat64(t *tensor.Tensor) []float64 {
@@ -41,13 +25,9 @@ func toFloat64(t *tensor.Tensor) []float64 {
 
 // BatchNorm normalises columns with the batch mean and biased variance.
 func (b *Backend) BatchNorm(x, gamma, beta, y, mean, invStd *tensor.Tensor, eps float64) error {
-	const op = "BatchNorm"
-	dt, err := bnArgs(op, "gamma beta mean invStd", x, y, gamma, beta, mean, invStd)
+	dt, err := chk.BatchNorm(x, gamma, beta, y, mean, invStd)
 	if err != nil {
 		return err
-	}
-	if x.Rows() == 0 {
-		return errf(op, "x has no rows")
 	}
 	if dt == tensor.Float32 {
 		batchNorm(b, fl[float32](x), x.Rows(), x.Cols(), gamma, beta, y, mean, invStd, eps)
@@ -96,24 +76,9 @@ func normalize[T float](b *Backend, x []T, n, c int, gamma, beta, mu, inv []floa
 
 // BatchNormBackward computes dx, dgamma and dbeta of BatchNorm.
 func (b *Backend) BatchNormBackward(x, gamma, dy, mean, invStd, dx, dgamma, dbeta *tensor.Tensor) error {
-	const op = "BatchNormBackward"
-	dt, err := bnArgs(op, "gamma mean invStd dgamma dbeta", x, nil, gamma, mean, invStd, dgamma, dbeta)
+	dt, err := chk.BatchNormBackward(x, gamma, dy, mean, invStd, dx, dgamma, dbeta)
 	if err != nil {
 		return err
-	}
-	for _, a := range []struct {
-		name string
-		t    *tensor.Tensor
-	}{{"dy", dy}, {"dx", dx}} {
-		if _, err := floatArgs(op, "x "+a.name, x, a.t); err != nil {
-			return err
-		}
-		if err := dims(op, a.name, a.t, x.Rows(), x.Cols()); err != nil {
-			return err
-		}
-	}
-	if x.Rows() == 0 {
-		return errf(op, "x has no rows")
 	}
 	if dt == tensor.Float32 {
 		batchNormBackward(b, fl[float32](x), fl[float32](dy), fl[float32](dx), x.Rows(), x.Cols(), gamma, mean, invStd, dgamma, dbeta)
@@ -151,8 +116,7 @@ func batchNormBackward[T float](b *Backend, x, dy, dx []T, n, c int, gamma, mean
 
 // BatchNormInfer normalises with the given mean and variance.
 func (b *Backend) BatchNormInfer(x, gamma, beta, mean, variance, y *tensor.Tensor, eps float64) error {
-	const op = "BatchNormInfer"
-	dt, err := bnArgs(op, "gamma beta mean variance", x, y, gamma, beta, mean, variance)
+	dt, err := chk.BatchNormInfer(x, gamma, beta, mean, variance, y)
 	if err != nil {
 		return err
 	}
@@ -175,25 +139,11 @@ func (b *Backend) BatchNormInfer(x, gamma, beta, mean, variance, y *tensor.Tenso
 // rows count once per occurrence.
 func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tensor) (float64, error) {
 	const op = "SoftmaxCrossEntropy"
-	dt, err := floatArgs(op, "logits", logits)
+	dt, err := chk.SoftmaxCrossEntropy(logits, labels, idx, dlogits)
 	if err != nil {
 		return 0, err
 	}
 	n, k := logits.Rows(), logits.Cols()
-	if dlogits != nil {
-		if _, err := floatArgs(op, "logits dlogits", logits, dlogits); err != nil {
-			return 0, err
-		}
-	}
-	if _, err := live(op, "labels", labels); err != nil {
-		return 0, err
-	}
-	if _, err := live(op, "idx", idx); err != nil {
-		return 0, err
-	}
-	if err := argcheck.SoftmaxCrossEntropy(logits, labels, idx, dlogits); err != nil {
-		return 0, wrap(err)
-	}
 	if err := checkRange(op, "idx", idx, 0, int64(n)); err != nil {
 		return 0, err
 	}
@@ -274,21 +224,11 @@ func softmaxCE[T float](b *Backend, z []T, lab []int32, rows []int64, k int, dz 
 // ArgmaxRows writes the first column holding each row's maximum (-1 for a
 // row with no columns).
 func (b *Backend) ArgmaxRows(x, out *tensor.Tensor) error {
-	const op = "ArgmaxRows"
-	dt, err := floatArgs(op, "x", x)
+	dt, err := chk.ArgmaxRows(x, out)
 	if err != nil {
 		return err
 	}
-	if _, err := live(op, "out", out); err != nil {
-		return err
-	}
-	if out.DType() != tensor.Int32 {
-		return errf(op, "out is %v, want int32", out.DType())
-	}
-	n, k := x.Rows(), x.Cols()
-	if err := numel(op, "out", out, n); err != nil {
-		return err
-	}
+	k := x.Cols()
 	o := I32(out)
 	if dt == tensor.Float32 {
 		argmaxRows(b, fl[float32](x), k, o)
@@ -314,18 +254,9 @@ func argmaxRows[T float](b *Backend, x []T, k int, out []int32) {
 
 // AdamStep updates p, m and v in place (arithmetic in float64 per element).
 func (b *Backend) AdamStep(p, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd float64, t int) error {
-	const op = "AdamStep"
-	dt, err := floatArgs(op, "p g m v", p, g, m, v)
+	dt, err := chk.AdamStep(p, g, m, v, t)
 	if err != nil {
 		return err
-	}
-	for i, x := range []*tensor.Tensor{g, m, v} {
-		if err := numel(op, splitName("g m v", i), x, p.Numel()); err != nil {
-			return err
-		}
-	}
-	if t < 1 {
-		return errf(op, "step %d, want t ≥ 1", t)
 	}
 	bc1 := 1 - math.Pow(beta1, float64(t))
 	bc2 := 1 - math.Pow(beta2, float64(t))
@@ -357,13 +288,9 @@ func adam[T float](h adamHyper, p, g, m, v []T) {
 // DropoutMask sets mask[i] to 1/(1-p) when Uniform(seed, i) ≥ p and to 0
 // otherwise: the mask depends only on seed and the element index.
 func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error {
-	const op = "DropoutMask"
-	dt, err := floatArgs(op, "mask", mask)
+	dt, err := chk.DropoutMask(p, mask)
 	if err != nil {
 		return err
-	}
-	if !(p >= 0 && p <= 1) {
-		return errf(op, "probability %v outside [0,1]", p)
 	}
 	scale := 1 / (1 - p)
 	if dt == tensor.Float32 {
@@ -382,22 +309,9 @@ func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error
 // caller that needs no backward pass skips that write). x and y may be the
 // same tensor. The engine uses it through an optional interface.
 func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error {
-	const op = "DropoutApply"
-	names, ts := "x y", []*tensor.Tensor{x, y}
-	if mask != nil {
-		names, ts = names+" mask", append(ts, mask)
-	}
-	dt, err := floatArgs(op, names, ts...)
+	dt, err := chk.DropoutApply(p, x, mask, y)
 	if err != nil {
 		return err
-	}
-	for i, t := range ts[1:] {
-		if err := numel(op, splitName(names, i+1), t, x.Numel()); err != nil {
-			return err
-		}
-	}
-	if !(p >= 0 && p <= 1) {
-		return errf(op, "probability %v outside [0,1]", p)
 	}
 	scale := 1 / (1 - p)
 	if dt == tensor.Float32 {

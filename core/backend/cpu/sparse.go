@@ -5,7 +5,6 @@ import (
 	"unsafe"
 
 	"strata/core/backend"
-	"strata/core/backend/argcheck"
 	"strata/core/tensor"
 )
 
@@ -31,23 +30,9 @@ func (g *Graph) orient(trans bool) (c *csr, in, out int) {
 
 // SpMM computes y = A·x + beta·y, or Aᵀ·x + beta·y when trans is set.
 func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *tensor.Tensor, beta float64, y *tensor.Tensor) error {
-	const op = "SpMM"
-	g, err := graphArg(op, a)
+	g, dt, h, err := chk.SpMM(a, trans, w, x, y)
 	if err != nil {
 		return err
-	}
-	var dt tensor.DType
-	if w != nil {
-		dt, err = floatArgs(op, "x y w", x, y, w)
-	} else {
-		dt, err = floatArgs(op, "x y", x, y)
-	}
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.SpMM(g, trans, w, x, y)
-	if err != nil {
-		return wrap(err)
 	}
 	c, _, out := g.orient(trans)
 	f := x.Cols()
@@ -73,20 +58,9 @@ func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *ten
 
 // SpMMMax computes the row-wise max over sources and its argmax.
 func (b *Backend) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tensor.Tensor) error {
-	const op = "SpMMMax"
-	g, err := graphArg(op, a)
+	g, dt, err := chk.SpMMMax(a, x, y, argmax)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "x y", x, y)
-	if err != nil {
-		return err
-	}
-	if err := intArg(op, "argmax", argmax); err != nil {
-		return err
-	}
-	if err := argcheck.SpMMMax(g, x, y, argmax); err != nil {
-		return wrap(err)
 	}
 	f := x.Cols()
 	if g.rows == 0 || f == 0 {
@@ -103,19 +77,12 @@ func (b *Backend) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tens
 // ScatterArgmax accumulates dx[argmax[i,f], f] += dy[i,f]. Goroutines own
 // disjoint column blocks and walk the rows in order, so it is deterministic.
 func (b *Backend) ScatterArgmax(argmax, dy, dx *tensor.Tensor) error {
-	const op = "ScatterArgmax"
-	dt, err := floatArgs(op, "dy dx", dy, dx)
+	dt, err := chk.ScatterArgmax(argmax, dy, dx)
 	if err != nil {
 		return err
 	}
-	if _, err := live(op, "argmax", argmax); err != nil {
-		return err
-	}
-	if err := argcheck.ScatterArgmax(argmax, dy, dx); err != nil {
-		return wrap(err)
-	}
 	n, f := dy.Rows(), dy.Cols()
-	if err := checkRange(op, "argmax", argmax, -1, int64(dx.Rows())); err != nil {
+	if err := checkRange("ScatterArgmax", "argmax", argmax, -1, int64(dx.Rows())); err != nil {
 		return err
 	}
 	dc, it, ap, dyp, dxp := dtCode(dt), itCode(argmax.DType()), ptr(argmax), ptr(dy), ptr(dx)
@@ -142,18 +109,9 @@ func (b *Backend) colBounds(n, f int) []int64 {
 
 // SDDMM computes out[e,h] = <x[dst(e)] head h, y[src(e)] head h>.
 func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Tensor) error {
-	const op = "SDDMM"
-	g, err := graphArg(op, a)
+	g, dt, h, err := chk.SDDMM(a, x, y, out)
 	if err != nil {
 		return err
-	}
-	dt, err := floatArgs(op, "x y out", x, y, out)
-	if err != nil {
-		return err
-	}
-	h, err := argcheck.SDDMM(g, x, y, out)
-	if err != nil {
-		return wrap(err)
 	}
 	f := x.Cols()
 	if g.nnz == 0 {
@@ -169,19 +127,10 @@ func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Te
 
 // UAddV computes out[e,h] = u[src(e),h] + v[dst(e),h].
 func (b *Backend) UAddV(ctx context.Context, a backend.Adj, u, v, out *tensor.Tensor) error {
-	const op = "UAddV"
-	g, err := graphArg(op, a)
+	g, dt, h, err := chk.UAddV(a, u, v, out)
 	if err != nil {
 		return err
 	}
-	dt, err := floatArgs(op, "u v out", u, v, out)
-	if err != nil {
-		return err
-	}
-	if err := argcheck.UAddV(g, u, v, out); err != nil {
-		return wrap(err)
-	}
-	h := u.Cols()
 	if g.nnz == 0 || h == 0 {
 		return ctxErr(ctx)
 	}
@@ -196,19 +145,10 @@ func (b *Backend) UAddV(ctx context.Context, a backend.Adj, u, v, out *tensor.Te
 // EdgeReduce sums edge values into destinations, or into sources (through
 // the transposed CSR and its edge permutation) when toSrc is set.
 func (b *Backend) EdgeReduce(ctx context.Context, a backend.Adj, toSrc bool, e, out *tensor.Tensor) error {
-	const op = "EdgeReduce"
-	g, err := graphArg(op, a)
+	g, dt, h, err := chk.EdgeReduce(a, toSrc, e, out)
 	if err != nil {
 		return err
 	}
-	dt, err := floatArgs(op, "e out", e, out)
-	if err != nil {
-		return err
-	}
-	if err := argcheck.EdgeReduce(g, toSrc, e, out); err != nil {
-		return wrap(err)
-	}
-	h := e.Cols()
 	c, _, n := g.orient(toSrc)
 	if n == 0 || h == 0 {
 		return ctxErr(ctx)
@@ -219,25 +159,10 @@ func (b *Backend) EdgeReduce(ctx context.Context, a backend.Adj, toSrc bool, e, 
 	})
 }
 
-// edgeArgs checks edge tensors of one float dtype with shape [E,H].
-func edgeArgs(op, names string, g *Graph, ts ...*tensor.Tensor) (tensor.DType, int, error) {
-	dt, err := floatArgs(op, names, ts...)
-	if err != nil {
-		return 0, 0, err
-	}
-	h, err := argcheck.Edges(op, names, g, ts...)
-	return dt, h, wrap(err)
-}
-
 // EdgeSoftmax normalises scores over the edges of each destination,
 // shifting by the row maximum first; empty rows are left alone.
 func (b *Backend) EdgeSoftmax(ctx context.Context, a backend.Adj, scores, out *tensor.Tensor) error {
-	const op = "EdgeSoftmax"
-	g, err := graphArg(op, a)
-	if err != nil {
-		return err
-	}
-	dt, h, err := edgeArgs(op, "scores out", g, scores, out)
+	g, dt, h, err := chk.EdgeSoftmax(a, scores, out)
 	if err != nil {
 		return err
 	}
@@ -253,12 +178,7 @@ func (b *Backend) EdgeSoftmax(ctx context.Context, a backend.Adj, scores, out *t
 
 // EdgeSoftmaxBackward computes dscores = out·(dout − Σ_row out·dout).
 func (b *Backend) EdgeSoftmaxBackward(ctx context.Context, a backend.Adj, out, dout, dscores *tensor.Tensor) error {
-	const op = "EdgeSoftmaxBackward"
-	g, err := graphArg(op, a)
-	if err != nil {
-		return err
-	}
-	dt, h, err := edgeArgs(op, "out dout dscores", g, out, dout, dscores)
+	g, dt, h, err := chk.EdgeSoftmaxBackward(a, out, dout, dscores)
 	if err != nil {
 		return err
 	}
