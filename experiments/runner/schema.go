@@ -162,6 +162,9 @@ var derivedKeys = []string{"name", "metric", "kind", "baseline"}
 // file is reported, one *config.Error per line, sorted by line. The
 // generated configs are checked by Plan, not here.
 func Parse(file string, data []byte) (*Experiment, error) {
+	if err := config.CheckText(file, data); err != nil {
+		return nil, err
+	}
 	var raw map[string]any
 	if _, err := toml.Decode(string(data), &raw); err != nil {
 		return nil, config.SyntaxError(file, err)
