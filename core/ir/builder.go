@@ -115,8 +115,11 @@ func (b *Builder) Input(name string, cols int64) int32 {
 	if h, ok := b.inputs[name]; ok {
 		return h
 	}
-	if cols <= 0 || cols > MaxWidth {
-		return b.fail(OpInput, "input %q needs a width in 1..%d, got %d", name, MaxWidth, cols)
+	if cols <= 0 {
+		return b.fail(OpInput, "input %q needs a positive width, got %d", name, cols)
+	}
+	if cols > MaxWidth {
+		return b.fail(OpInput, "input %q is %d wide, more than the limit of %d", name, cols, MaxWidth)
 	}
 	h := b.add(Op{Kind: OpInput, Name: name, Shape: []int64{N, cols}})
 	b.inputs[name] = h

@@ -59,7 +59,7 @@ func TestBuilderErrors(t *testing.T) {
 		{"poisoned argument", func(b *Builder) {
 			x := b.Input("x", 0)
 			b.Output(b.Unary(OpReLU, x, 0))
-		}, `op #0 input: input "x" needs a width in 1..268435456, got 0`},
+		}, `op #0 input: input "x" needs a positive width, got 0`},
 		{"param overflow wraps negative", func(b *Builder) {
 			b.Param("w", []int64{3, 3074457345618258603}, "zeros")
 		}, `op #0 param: "w": shape [3,3074457345618258603] has more than 2^63 elements, more than the limit of 268435456 per parameter`},
@@ -73,7 +73,7 @@ func TestBuilderErrors(t *testing.T) {
 		}, `op #2 param: "w2": the layer's parameters would hold 805306368 elements, more than the limit of 536870912`},
 		{"input too wide", func(b *Builder) {
 			b.Input("x", 1<<40)
-		}, `op #0 input: input "x" needs a width in 1..268435456`},
+		}, `op #0 input: input "x" is 1099511627776 wide, more than the limit of 268435456`},
 		{"concat overflow", func(b *Builder) {
 			x := b.Input("x", 1<<27)
 			y := b.Concat(x, x)
