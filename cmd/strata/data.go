@@ -31,10 +31,12 @@ type inspection struct {
 	components []graph.Component
 }
 
-func cmdInspect(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("inspect", "-i DATASET [--json]", stderr)
 	in := fs.String("i", "", "dataset spec: embedded:cora, an OGB directory, a .strata file, a SNAP edge list or rmat-...")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	var maxMem memFlag
+	registerMaxMemory(fs, &maxMem)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -42,7 +44,7 @@ func cmdInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("inspect: -i DATASET is required (e.g. -i embedded:cora)")
 	}
 	t0 := time.Now()
-	ds, err := graph.Open(*in)
+	ds, err := graph.OpenContext(withMaxMemory(ctx, maxMem), *in)
 	if err != nil {
 		return err
 	}
@@ -139,10 +141,12 @@ func humanBytes(b int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
-func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", "-i DATASET -o FILE", stderr)
 	in := fs.String("i", "", "dataset spec to read (as data.dataset)")
 	out := fs.String("o", "", "binary file to write (conventionally .strata)")
+	var maxMem memFlag
+	registerMaxMemory(fs, &maxMem)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -150,7 +154,7 @@ func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("convert: both -i DATASET and -o FILE are required")
 	}
 	t0 := time.Now()
-	ds, err := graph.Open(*in)
+	ds, err := graph.OpenContext(withMaxMemory(ctx, maxMem), *in)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	ctx = withMaxMemory(ctx, cf.maxMem)
 	res, err := train.Run(ctx, cfg, train.Options{
 		Progress: progressWriter(cfg.Output.Progress, stderr),
 		Version:  fullVersion(),

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -71,5 +73,25 @@ func TestConfigTooLarge(t *testing.T) {
 	err := CheckText("big.toml", make([]byte, MaxConfigBytes+1))
 	if err == nil || !strings.Contains(err.Error(), "big.toml") || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLoadSpecialFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "c.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	for path, want := range map[string]string{fifo: "it is a FIFO", dir: "it is a directory", "/dev/zero": "it is a device"} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Load(%s): err = %v, want %q", path, err, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Load(%s) blocks", path)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -214,7 +215,17 @@ func alignUp(x, a int64) int64 { return (x + a - 1) &^ (a - 1) }
 // when the dataset is no longer used; the arrays are invalid afterwards.
 // Opening checks the magic, the version, the header checksum, the section
 // table, indptr, column ids, labels and splits, but not feature values.
-func OpenBinary(path string) (*Dataset, io.Closer, error) {
+func OpenBinary(path string) (*Dataset, io.Closer, error) { return openBinary(path, 0) }
+
+// openBinary is OpenBinary with a memory budget (0: DefaultMaxMemory) for
+// what training the dataset will allocate per node and class.
+func openBinary(path string, budget int64) (*Dataset, io.Closer, error) {
+	if _, err := statRegular(path); err != nil {
+		var fe *FileError
+		if errors.As(err, &fe) {
+			return nil, nil, err
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -243,11 +254,29 @@ func OpenBinary(path string) (*Dataset, io.Closer, error) {
 		return nil, nil, ferr(ErrFormat, path, 0, 0, "cannot map the file: %v", err)
 	}
 	d, err := datasetFromMapping(h, data, path)
+	if err == nil {
+		err = checkClassBudget(path, d, budget)
+	}
 	if err != nil {
 		unmap()
 		return nil, nil, err
 	}
 	return d, closerFunc(unmap), nil
+}
+
+// checkClassBudget checks that the per-node class scores training keeps
+// (logits, their gradient, probabilities: float64 at worst) fit the budget.
+func checkClassBudget(path string, d *Dataset, budget int64) error {
+	if budget <= 0 {
+		budget = DefaultMaxMemory()
+	}
+	need := int64(d.NumNodes) * int64(d.NumClasses)
+	if d.NumClasses > 0 && need/int64(d.NumClasses) != int64(d.NumNodes) {
+		need = -1
+	} else {
+		need *= 3 * 8
+	}
+	return checkBudget(path, fmt.Sprintf("%d nodes x %d classes of scores", d.NumNodes, d.NumClasses), need, budget)
 }
 
 // closerFunc adapts a function to io.Closer; closing twice is harmless.
@@ -308,7 +337,7 @@ func datasetFromMapping(h *binHeader, data []byte, path string) (*Dataset, error
 		return ferr(kind, path, 0, 0, "%s; %s", fmt.Sprintf(format, args...), convertHint)
 	}
 	if h.NumNodes < 0 || h.NumNodes > maxNodes || h.Rows != h.NumNodes || h.Cols != h.NumNodes ||
-		h.NNZ < 0 || h.FeatDim < 0 || h.NumClasses < 0 || h.NumClasses > math.MaxInt32 {
+		h.NNZ < 0 || h.FeatDim < 0 || h.NumClasses < 0 || h.NumClasses > MaxClasses {
 		return nil, bad(ErrFormat, "inconsistent header (nodes %d, graph %d x %d, nnz %d, feat_dim %d, classes %d)",
 			h.NumNodes, h.Rows, h.Cols, h.NNZ, h.FeatDim, h.NumClasses)
 	}

@@ -49,6 +49,9 @@ func (d *Dataset) Validate() error {
 		return fmt.Errorf("%s: %d feature values for %d nodes x %d features: %w",
 			name, len(d.Features), d.NumNodes, d.FeatDim, ErrFormat)
 	}
+	if d.NumClasses < 0 || d.NumClasses > MaxClasses {
+		return fmt.Errorf("%s: %d classes, outside [0,%d]: %w", name, d.NumClasses, MaxClasses, ErrRange)
+	}
 	if d.Labels != nil && len(d.Labels) != d.NumNodes {
 		return fmt.Errorf("%s: %d labels for %d nodes: %w", name, len(d.Labels), d.NumNodes, ErrFormat)
 	}

@@ -19,7 +19,13 @@ const specForms = "embedded:<name> (e.g. embedded:cora), a directory in the OGB 
 // .gz); or an R-MAT spec "rmat-<scale>[-<edgefactor>-<feat>-<classes>-<seed>]"
 // (used when no file of that name exists). A binary file stays mapped for
 // the life of the process: use OpenBinary to unmap it.
-func Open(spec string) (*Dataset, error) {
+//
+// Open applies the default memory budget and cannot be interrupted; see
+// OpenContext.
+func Open(spec string) (*Dataset, error) { return open(spec, 0) }
+
+// open is Open with a memory budget in bytes (0: DefaultMaxMemory).
+func open(spec string, budget int64) (*Dataset, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("empty dataset spec; want %s: %w", specForms, ErrMissing)
 	}
@@ -27,10 +33,13 @@ func Open(spec string) (*Dataset, error) {
 		return LoadEmbedded(name)
 	}
 	if st, err := os.Stat(spec); err == nil {
-		if st.IsDir() {
-			return openDir(spec, "")
+		if err := checkRegular(spec, st); err != nil {
+			return nil, err
 		}
-		return openFile(spec)
+		if st.IsDir() {
+			return openDir(spec, "", budget)
+		}
+		return openFile(spec, budget)
 	}
 	if i := strings.LastIndexByte(spec, '@'); i > 0 {
 		dir, split := spec[:i], spec[i+1:]
@@ -38,7 +47,7 @@ func Open(spec string) (*Dataset, error) {
 			if split == "" {
 				return nil, ferr(ErrFormat, spec, 0, 0, "empty split name after '@'; write <dir>@<split>")
 			}
-			return openDir(dir, split)
+			return openDir(dir, split, budget)
 		}
 	}
 	if strings.HasPrefix(spec, "rmat-") && !strings.ContainsAny(spec, `/\`) {
@@ -52,7 +61,7 @@ func Open(spec string) (*Dataset, error) {
 }
 
 // openDir loads a dataset directory: OGB raw layout or .npy arrays.
-func openDir(dir, split string) (*Dataset, error) {
+func openDir(dir, split string, budget int64) (*Dataset, error) {
 	if fileExists(filepath.Join(dir, "edge_index.npy")) && !isDir(filepath.Join(dir, "raw")) {
 		if split != "" {
 			return nil, ferr(ErrFormat, dir, 0, 0, "a .npy dataset directory has no named splits; drop \"@%s\"", split)
@@ -63,19 +72,19 @@ func openDir(dir, split string) (*Dataset, error) {
 		return nil, ferr(ErrMissing, filepath.Join(dir, "raw"), 0, 0,
 			"directory does not exist, and there is no edge_index.npy either; %s", ogbLayout)
 	}
-	return LoadOGB(dir, split)
+	return loadOGBDir(dir, split, budget)
 }
 
 // openFile loads a single-file dataset: binary or SNAP edge list.
-func openFile(path string) (*Dataset, error) {
+func openFile(path string, budget int64) (*Dataset, error) {
 	if IsBinary(path) {
-		d, _, err := OpenBinary(path)
+		d, _, err := openBinary(path, budget)
 		return d, err
 	}
 	lower := strings.ToLower(strings.TrimSuffix(path, ".gz"))
 	switch filepath.Ext(lower) {
 	case ".strata":
-		d, _, err := OpenBinary(path) // reports the bad magic
+		d, _, err := openBinary(path, budget) // reports the bad magic
 		return d, err
 	case ".txt", ".el", ".edges", ".tsv", ".edgelist":
 		return LoadSNAP(path)

@@ -20,6 +20,9 @@ const maxSparseFactor = 64
 // value when that is larger. Edges are stored as given: row dst lists src.
 // The dataset has no features, labels or splits.
 func LoadSNAP(path string) (*Dataset, error) {
+	if _, err := statRegular(path); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {

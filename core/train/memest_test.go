@@ -18,7 +18,7 @@ func testEnv(t *testing.T, sets ...string) stepEnv {
 	t.Helper()
 	ctx := context.Background()
 	cfg := mustParse(t, coraBase, sets...)
-	ds, feats, dim, err := loadData(cfg)
+	ds, feats, dim, err := loadData(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

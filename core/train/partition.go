@@ -57,7 +57,7 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 	bar := newStageBar(progress, part, batch)
 	defer bar.done()
 	bar.stage("load")
-	ds, err := loadDataset(cfg)
+	ds, err := loadDataset(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

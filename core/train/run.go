@@ -33,7 +33,7 @@ type Options struct {
 // Run trains the configured model full-graph and returns the result summary.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
 	start := time.Now()
-	ds, feats, dim, err := loadData(cfg)
+	ds, feats, dim, err := loadData(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -136,13 +136,17 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 
 // loadData opens the dataset, checks that it can be trained on and returns
 // it with its prepared feature matrix.
-func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
+func loadData(ctx context.Context, cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, nil, 0, err
 	}
-	ds, err := loadDataset(cfg)
+	ds, err := loadDataset(ctx, cfg)
 	if err != nil {
 		return nil, nil, 0, err
+	}
+	if n, w := int64(ds.NumNodes), int64(cfg.Data.SynthFeatures); ds.FeatDim == 0 && n*w*4 > graph.MaxMemory(ctx) {
+		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("data.synth_features = %d: %d nodes x %d random features would need %s, more than the memory budget of %s (--max-memory); use fewer features",
+			w, n, w, graph.FormatBytes(n*w*4), graph.FormatBytes(graph.MaxMemory(ctx))), "data", "synth_features")
 	}
 	if ds.NumClasses < 2 {
 		return nil, nil, 0, fmt.Errorf("data: dataset %q has %d classes; node classification needs labels with at least 2 classes", ds.Name, ds.NumClasses)
@@ -158,9 +162,12 @@ func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 }
 
 // loadDataset opens data.dataset and applies data.reorder.
-func loadDataset(cfg *config.Config) (*graph.Dataset, error) {
-	ds, err := graph.Open(cfg.DatasetSpec())
+func loadDataset(ctx context.Context, cfg *config.Config) (*graph.Dataset, error) {
+	ds, err := graph.OpenContext(ctx, cfg.DatasetSpec())
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, cfg.KeyError(err.Error(), "data", "dataset")
 	}
 	if cfg.Data.Reorder == "degree" {
@@ -178,7 +185,7 @@ func Check(ctx context.Context, cfg *config.Config, wopts wasm.Options, skipData
 		return err
 	}
 	if !skipData {
-		ds, _, d, err := loadData(cfg)
+		ds, _, d, err := loadData(ctx, cfg)
 		if err != nil {
 			return err
 		}

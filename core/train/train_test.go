@@ -347,7 +347,7 @@ func TestMiniBatchSampled(t *testing.T) {
 func TestSplitRedundancy(t *testing.T) {
 	ctx := context.Background()
 	cfg := mustParse(t, coraBase)
-	ds, err := loadDataset(cfg)
+	ds, err := loadDataset(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

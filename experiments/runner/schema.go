@@ -142,13 +142,9 @@ func (l *errorList) err() error {
 
 // Load reads and parses an experiment file.
 func Load(path string) (*Experiment, error) {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path, "experiment")
 	if err != nil {
-		msg := err.Error()
-		if pe, ok := err.(*os.PathError); ok {
-			msg = pe.Err.Error()
-		}
-		return nil, &config.Error{File: path, Msg: "cannot read experiment: " + msg}
+		return nil, err
 	}
 	return Parse(path, data)
 }
