@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,15 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Version:  fullVersion(),
 		Wasm:     wopts,
 	})
+	var diverged *train.DivergedError
+	if errors.As(err, &diverged) && res != nil {
+		// The partial result is printed (non-finite numbers as "NaN",
+		// "+Inf", "-Inf"), then the run fails with exit code 1.
+		if line, jerr := json.Marshal(res); jerr == nil {
+			fmt.Fprintf(stdout, "%s\n", line)
+		}
+		return &failedError{err}
+	}
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,9 @@ type EpochRecord struct {
 
 // Result is the final machine-readable summary of a run (one JSON line).
 type Result struct {
+	// Status is "diverged" for a run stopped by a non-finite loss or
+	// parameter (see DivergedError), empty for a finished run.
+	Status           string           `json:"status,omitempty"`
 	Dataset          string           `json:"dataset"`
 	Model            string           `json:"model"`
 	Mode             string           `json:"mode"`

@@ -104,6 +104,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	}
 	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res}
 	if err := loop.run(ctx, opts); err != nil {
+		var de *DivergedError
+		if errors.As(err, &de) {
+			res.Status = StatusDiverged
+			return res, err
+		}
 		return nil, err
 	}
 	res.MicroBatches = cfg.Train.MicroBatches
@@ -292,6 +297,10 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		dt := time.Since(t0).Seconds()
 		times = append(times, dt)
 		l.res.FinalLoss = loss
+		if !finite(loss) {
+			l.res.Epochs = ep + 1
+			return &DivergedError{Epoch: ep, What: "the loss", Value: loss}
+		}
 		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(peaks.all)}
 		if simulated {
 			work := predictionNow(sb).since(before)
@@ -315,6 +324,12 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			}
 			peaks.end(peaks.eval)
 			evalTimes = append(evalTimes, time.Since(t1).Seconds())
+			if snap, err := l.st.params().Snapshot(); err != nil {
+				return err
+			} else if err := checkFinite(ep, snap); err != nil {
+				l.res.Epochs = ep + 1
+				return err
+			}
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
 			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
 				l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = ep, va, tr, te

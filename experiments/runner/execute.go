@@ -167,8 +167,11 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 				}
 				if rec.Status == "ok" {
 					if err := writeJSON(filepath.Join(out, "runs", r.ID+".json"), rec); err != nil {
+						// Not stored, so not done: it counts as failed
+						// and runs again on the next invocation.
+						rec.Status, rec.Error = "failed", "storing the result: "+err.Error()
 						mu.Lock()
-						writeErr = err
+						writeErr = errors.Join(writeErr, err)
 						mu.Unlock()
 					}
 				}
@@ -198,11 +201,14 @@ feed:
 			sum.Executed++
 		}
 	}
+	// The reports cover what finished, even when some results could not
+	// be stored.
+	repErr := writeReports(p, records, out, started, time.Now(), env.memo)
 	if writeErr != nil {
-		return sum, records, fmt.Errorf("storing a run result: %w", writeErr)
+		return sum, records, errors.Join(fmt.Errorf("storing a run result: %w", writeErr), repErr)
 	}
-	if err := writeReports(p, records, out, started, time.Now(), env.memo); err != nil {
-		return sum, records, err
+	if repErr != nil {
+		return sum, records, repErr
 	}
 	return sum, records, ctx.Err()
 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestDiverged checks that a run whose loss becomes non-finite stops with
+// exit code 1 and still prints its result line, with the loss as "NaN".
+func TestDiverged(t *testing.T) {
+	args := append([]string{"train", "-c", "../../configs/gcn-cora.toml", "--set", "train.epochs=3",
+		"--set", "data.dataset=embedded:cora", "--set", "train.lr=1e30", "--set", "output.progress=off"}, wasmArgs()...)
+	code, stdout, stderr := cli(t, args...)
+	if code != exitInternal {
+		t.Fatalf("exit %d, want 1: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "training diverged at epoch") || strings.Contains(stderr, "internal error") {
+		t.Errorf("stderr: %s", stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &r); err != nil {
+		t.Fatalf("result line does not parse: %v\n%s", err, stdout)
+	}
+	if r["status"] != "diverged" {
+		t.Errorf("status = %v, want diverged", r["status"])
+	}
+	if l, ok := r["final_loss"].(string); !ok || (l != "NaN" && l != "+Inf" && l != "-Inf") {
+		t.Errorf("final_loss = %v, want a non-finite marker", r["final_loss"])
+	}
+}
+
+// TestBadInputBounds checks that absurd sizes and special files are
+// refused with exit code 2 and a message naming the key or file.
+func TestBadInputBounds(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.txt")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	huge := tinyOGB(t, map[string]string{"raw/num-node-list.csv": "2147483647\n"})
+	cfg := "../../configs/gcn-cora.toml"
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"lr inf", []string{"validate", "-c", cfg, "--set", "train.lr=inf"}, "train.lr = inf: must be a finite number"},
+		{"weight decay inf", []string{"validate", "-c", cfg, "--set", "train.weight_decay=inf"}, "must be a finite number"},
+		{"negative slope nan", []string{"validate", "-c", cfg, "--set", "model.options.negative_slope=nan"}, "model.options.negative_slope = NaN: must be a finite number"},
+		{"prefetch 2^32", []string{"validate", "-c", cfg, "--set", "train.prefetch=4294967296"}, "train.prefetch = 4294967296: must be in [1, 1024]"},
+		{"prefetch maxint", []string{"validate", "-c", cfg, "--set", "train.prefetch=9223372036854775807"}, "must be in [1, 1024]"},
+		{"synth features 1e8", []string{"validate", "-c", cfg, "--set", "data.synth_features=100000000"}, "data.synth_features = 100000000: must be in [0, 65536]"},
+		{"fifo dataset", []string{"inspect", "-i", fifo}, "is a FIFO, not a regular file"},
+		{"fifo config", []string{"validate", "-c", fifo}, "it is a FIFO"},
+		{"ogb node count", []string{"inspect", "-i", huge, "--max-memory", "1T"}, "says 2147483647 nodes"},
+		{"memory budget", []string{"inspect", "-i", huge, "--max-memory", "1G"}, "more than the memory budget of 1.0 GiB"},
+		{"bad max-memory", []string{"inspect", "-i", huge, "--max-memory", "lots"}, "want a byte count"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := cli(t, append(c.args, wasmArgs()...)...)
+			if c.args[0] == "inspect" {
+				code, _, stderr = cli(t, c.args...)
+			}
+			if code != exitUser || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "goroutine") {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, c.want)
+			}
+		})
+	}
+	_ = os.Remove(fifo)
+}
