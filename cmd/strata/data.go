@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"strata/core/graph"
+	"strata/core/safefile"
 )
 
 // inspection is what `strata inspect --json` prints.
@@ -152,6 +153,17 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *in == "" || *out == "" {
 		return usagef("convert: both -i DATASET and -o FILE are required")
+	}
+	// The output must be a regular file and none of the input's files (a
+	// .strata input is mapped: overwriting it would crash the reader).
+	inputs := []string{*in}
+	if files, _, err := graph.Sources(*in); err == nil {
+		for _, f := range files {
+			inputs = append(inputs, f.Name)
+		}
+	}
+	if err := safefile.CheckOutput(*out, inputs...); err != nil {
+		return err
 	}
 	t0 := time.Now()
 	ds, err := graph.OpenContext(withMaxMemory(ctx, maxMem), *in)

@@ -73,3 +73,68 @@ func TestBadInputBounds(t *testing.T) {
 	}
 	_ = os.Remove(fifo)
 }
+
+// TestOutputSafety checks that outputs never overwrite what they name.
+func TestOutputSafety(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cora.strata")
+	if code, _, stderr := cli(t, "convert", "-i", "embedded:cora", "-o", bin); code != 0 {
+		t.Fatalf("convert: %s", stderr)
+	}
+	link := filepath.Join(dir, "link.strata")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	train := func(extra ...string) []string {
+		return append(append([]string{"train", "-c", "../../configs/gcn-cora.toml", "--set", "train.epochs=1",
+			"--set", "data.dataset=" + bin, "--set", "output.progress=off"}, wasmArgs()...), extra...)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"convert to a device", []string{"convert", "-i", "embedded:cora", "-o", "/dev/null"}, "output is a character device"},
+		{"convert to a directory", []string{"convert", "-i", "embedded:cora", "-o", dir}, "is a directory"},
+		{"convert onto its input", []string{"convert", "-i", bin, "-o", link}, "same file as the input"},
+		{"csv onto the dataset", train("--set", "output.csv="+link), "same file as the input"},
+		{"csv to a device", train("--set", "output.csv=/dev/null"), "output is a character device"},
+		{"experiment --out a file", []string{"experiment", "-c", "../../experiments/cora-hidden.toml", "--out", bin}, "is a file, not a directory"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := cli(t, c.args...)
+			if code != exitUser || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "internal error") {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, c.want)
+			}
+		})
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := cli(t, "inspect", "-i", bin); code != 0 {
+		t.Errorf("the input was damaged: %s", stderr)
+	}
+}
+
+// TestCSVRelativeToConfig checks that output.csv in a config file is
+// relative to the config's directory, and is complete after the run.
+func TestCSVRelativeToConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := write(t, dir, "sub/c.toml", "[data]\ndataset = \"embedded:cora\"\n[train]\nepochs = 2\n[output]\ncsv = \"m.csv\"\nprogress = \"off\"\n")
+	code, _, stderr := cli(t, append([]string{"train", "-c", cfg}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("train: %s", stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "sub", "m.csv"))
+	if err != nil {
+		t.Fatalf("output.csv not next to the config: %v", err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 3 {
+		t.Errorf("csv has %d lines, want a header and 2 epochs", n)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, "sub"))
+	if len(ents) != 2 {
+		t.Errorf("left %d files in the config's directory, want the config and the csv", len(ents))
+	}
+}

@@ -116,7 +116,7 @@ type Devices struct {
 type Output struct {
 	JSON     bool   `toml:"json" doc:"print the result summary as one JSON line on stdout"`
 	Progress string `toml:"progress" enum:"auto,on,off" doc:"progress bar on stderr: auto = when stderr is a terminal"`
-	CSV      string `toml:"csv" doc:"write per-epoch metrics to this CSV file (\"\" = none)"`
+	CSV      string `toml:"csv" doc:"write per-epoch metrics to this CSV file (\"\" = none); a relative path is relative to the config file (to the working directory when given with --set); written atomically when the run ends, locked against a second writer"`
 }
 
 // Plugin is a plugin section: it names a module of the section's registry
@@ -269,6 +269,10 @@ func (c *Config) ResolvePath(p string) string {
 // DatasetSpec returns Data.Dataset resolved against the config's directory
 // (or, when a --set override gave it, the working directory).
 func (c *Config) DatasetSpec() string { return c.resolveKey(c.Data.Dataset, "data", "dataset") }
+
+// CSVPath returns Output.CSV resolved like DatasetSpec: relative to the
+// config file's directory, or to the working directory when --set gave it.
+func (c *Config) CSVPath() string { return c.resolveKey(c.Output.CSV, "output", "csv") }
 
 // ModulePath returns Model.Module resolved like DatasetSpec ("" when the
 // model is chosen by name).

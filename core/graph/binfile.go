@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unsafe"
+
+	"strata/core/safefile"
 )
 
 // Binary graph format ("STRATAG1"), all integers little-endian:
@@ -101,6 +103,9 @@ func WriteBinary(path string, d *Dataset) error {
 		return fmt.Errorf("%s is a directory; give the output file's name, e.g. %s: %w",
 			path, filepath.Join(path, d.Name+".strata"), ErrFormat)
 	}
+	if err := safefile.CheckOutput(path, d.Source); err != nil {
+		return err
+	}
 	g := d.Graph
 	h := binHeader{
 		Name: d.Name, Source: originalSource(d.Source), Citation: d.Citation,
@@ -149,11 +154,11 @@ func WriteBinary(path string, d *Dataset) error {
 		break
 	}
 
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	tmp, err := safefile.Create(path, d.Source)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
+	defer tmp.Abort() // no-op after the commit
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	var pre [binPrelude]byte
 	copy(pre[:], binMagic)
@@ -178,20 +183,9 @@ func WriteBinary(path string, d *Dataset) error {
 		}
 	}
 	if err := w.Flush(); err != nil {
-		tmp.Close()
 		return fmt.Errorf("%s: write: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: write: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return tmp.Commit()
 }
 
 // alignUp rounds x up to a multiple of a (a power of two).

@@ -2,11 +2,9 @@ package train
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -254,21 +252,19 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	epochs := l.cfg.Train.Epochs
 	bar := metrics.NewProgress(opts.Progress, "train", epochs)
 	defer bar.Done()
-	var csvw *csv.Writer
-	if path := l.cfg.Output.CSV; path != "" {
-		f, err := os.Create(path)
-		if err != nil {
+	var csvw *csvOut
+	if path := l.cfg.CSVPath(); path != "" {
+		var err error
+		if csvw, err = openCSV(l.cfg, path); err != nil {
 			return fmt.Errorf("output.csv: %w", err)
 		}
-		defer f.Close()
-		csvw = csv.NewWriter(f)
-		defer csvw.Flush()
+		defer csvw.close()
 		header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc", "sample_s", "extract_s", "stage_s", "train_s", "cache_hit_rate", "transfer_bytes", "predicted_s"}
 		for _, tier := range l.be.Tiers() {
 			header = append(header, "peak_"+string(tier)+"_bytes")
 		}
-		if err := csvw.Write(header); err != nil {
-			return fmt.Errorf("output.csv: %w", err)
+		if err := csvw.write(header); err != nil {
+			return err
 		}
 	}
 	var times, evalTimes, predicted []float64
@@ -299,7 +295,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		l.res.FinalLoss = loss
 		if !finite(loss) {
 			l.res.Epochs = ep + 1
-			return &DivergedError{Epoch: ep, What: "the loss", Value: loss}
+			return errors.Join(&DivergedError{Epoch: ep, What: "the loss", Value: loss}, csvw.commit())
 		}
 		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(peaks.all)}
 		if simulated {
@@ -328,7 +324,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 				return err
 			} else if err := checkFinite(ep, snap); err != nil {
 				l.res.Epochs = ep + 1
-				return err
+				return errors.Join(err, csvw.commit())
 			}
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
 			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
@@ -349,8 +345,8 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			rec.TransferBytes, transferred = total-transferred, total
 		}
 		if csvw != nil {
-			if err := csvw.Write(recordRow(rec, l.be.Tiers())); err != nil {
-				return fmt.Errorf("output.csv: %w", err)
+			if err := csvw.write(recordRow(rec, l.be.Tiers())); err != nil {
+				return err
 			}
 		}
 		l.res.Epochs = ep + 1
@@ -363,6 +359,9 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	l.res.EpochTimeMedianS = median(times, 2)
 	l.res.PredictedEpochS = median(predicted, 0)
 	l.res.EvalTimeMedianS = median(evalTimes, 0)
+	if err := csvw.commit(); err != nil {
+		return err
+	}
 	if best != nil {
 		return l.st.params().Restore(best) // through the parameters' view: counted as parameters
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"strata/core/config"
+	"strata/core/safefile"
 	"strata/core/train"
 )
 
@@ -123,6 +124,15 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 	if out == "" {
 		out = DefaultOutDir(p.Exp)
 	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, nil, err
+	}
+	// One invocation at a time per results directory.
+	lock, err := safefile.Acquire(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer lock.Release()
 	if opts.Fresh {
 		if err := os.RemoveAll(filepath.Join(out, "runs")); err != nil {
 			return nil, nil, err
@@ -311,28 +321,7 @@ func writeJSON(path string, v any) error {
 // writeFile writes data to path atomically: a temporary file in the same
 // directory, synced, then renamed over path.
 func writeFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return safefile.WriteFile(path, data)
 }
 
 // progress prints one line per finished run with an ETA.
