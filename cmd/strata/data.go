@@ -36,6 +36,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlags("inspect", "-i DATASET [--json]", stderr)
 	in := fs.String("i", "", "dataset spec: embedded:cora, an OGB directory, a .strata file, a SNAP edge list or rmat-...")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	verify := fs.Bool("verify", false, "for a .strata file: verify every section's checksum and that all features are finite, however large the file")
 	var maxMem memFlag
 	registerMaxMemory(fs, &maxMem)
 	if err := parse(fs, args); err != nil {
@@ -43,6 +44,15 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *in == "" {
 		return usagef("inspect: -i DATASET is required (e.g. -i embedded:cora)")
+	}
+	if *verify {
+		if !graph.IsBinary(*in) {
+			return usagef("inspect: --verify checks a .strata binary file; %s is not one", *in)
+		}
+		if err := graph.VerifyBinary(*in); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "%s: verified (checksums and finite features)\n", *in)
 	}
 	t0 := time.Now()
 	ds, err := graph.OpenContext(withMaxMemory(ctx, maxMem), *in)

@@ -138,3 +138,27 @@ func TestCSVRelativeToConfig(t *testing.T) {
 		t.Errorf("left %d files in the config's directory, want the config and the csv", len(ents))
 	}
 }
+
+// TestInspectVerify checks strata inspect --verify on a good and a
+// corrupted binary file.
+func TestInspectVerify(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "cora.strata")
+	if code, _, stderr := cli(t, "convert", "-i", "embedded:cora", "-o", bin); code != 0 {
+		t.Fatalf("convert: %s", stderr)
+	}
+	if code, _, stderr := cli(t, "inspect", "-i", bin, "--verify"); code != 0 || !strings.Contains(stderr, "verified") {
+		t.Fatalf("verify: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x01 // a feature's lowest mantissa bit: still finite
+	if err := os.WriteFile(bin, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := cli(t, "inspect", "-i", bin, "--verify")
+	if code != exitUser || !strings.Contains(stderr, "corrupt file") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming the corruption", code, stderr)
+	}
+}

@@ -89,6 +89,18 @@ func (d *Dataset) Validate() error {
 	return nil
 }
 
+// CheckFeatures checks that every feature value is finite: the one check
+// every loader shares (NaN and infinities would poison training). file
+// names the source in the error, with the row and column of the value.
+func CheckFeatures(file string, feats []float32, dim int) error {
+	for i, v := range feats {
+		if v-v != 0 { // NaN or ±Inf
+			return ferr(ErrRange, file, 0, 0, "feature [%d, %d] is %v, not a finite float32 (NaN and infinities would poison training); fix the data", i/max(dim, 1), i%max(dim, 1), v)
+		}
+	}
+	return nil
+}
+
 // splitName returns the name of split i (0 train, 1 valid, 2 test).
 func splitName(i int) string { return [3]string{"train", "valid", "test"}[i] }
 
