@@ -151,7 +151,7 @@ func TestWriteBinaryInvalid(t *testing.T) {
 }
 
 // binFile writes a small dataset and returns its bytes and parsed header.
-func binFile(t *testing.T) ([]byte, *binHeader) {
+func binFile(t testing.TB) ([]byte, *binHeader) {
 	t.Helper()
 	d := reorderDataset(FromEdges(10, randEdges(5, 10, 1, 30)))
 	d.Graph.Values = randValues(5, d.Graph.NNZ())

@@ -25,6 +25,9 @@ const maxNPYHeader = 1 << 20
 // []float32, []float64, []int32, []int64 or []bool. Errors name the file
 // and the header field at fault.
 func ReadNPY(path string) (shape []int, data any, err error) {
+	if _, serr := statRegular(path); serr != nil && !os.IsNotExist(serr) {
+		return nil, nil, serr
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
