@@ -103,7 +103,11 @@ func byteView[T int32 | int64 | float32](s []T) []byte {
 // OpenBinary maps back in milliseconds. The dataset is validated first. The
 // file is written to a temporary name and renamed, so a failed write never
 // leaves a truncated file behind.
-func WriteBinary(path string, d *Dataset) error {
+func WriteBinary(path string, d *Dataset) error { return writeBinary(path, d, nil) }
+
+// writeBinary is WriteBinary with an optional wrapper of the file writer
+// (tests inject a failing one: a full disk).
+func writeBinary(path string, d *Dataset, wrap func(io.Writer) io.Writer) error {
 	if !littleEndianHost() {
 		return fmt.Errorf("%s: the binary graph format needs a little-endian host: %w", path, ErrFormat)
 	}
@@ -170,7 +174,11 @@ func WriteBinary(path string, d *Dataset) error {
 		return err
 	}
 	defer tmp.Abort() // no-op after the commit
-	w := bufio.NewWriterSize(tmp, 1<<20)
+	var sink io.Writer = tmp
+	if wrap != nil {
+		sink = wrap(tmp)
+	}
+	w := bufio.NewWriterSize(sink, 1<<20)
 	var pre [binPrelude]byte
 	copy(pre[:], binMagic)
 	binary.LittleEndian.PutUint32(pre[8:], binVersion)

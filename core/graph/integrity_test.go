@@ -3,9 +3,14 @@ package graph
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 )
 
@@ -60,5 +65,38 @@ func TestBinaryVersion1(t *testing.T) {
 	closer.Close()
 	if err := VerifyBinary(p); err != nil {
 		t.Fatalf("VerifyBinary: %v", err)
+	}
+}
+
+// failAfter is a writer that fails with ENOSPC after n bytes: a full disk.
+type failAfter struct {
+	w io.Writer
+	n int
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		k, _ := f.w.Write(p[:f.n])
+		f.n = 0
+		return k, fmt.Errorf("write: %w", syscall.ENOSPC)
+	}
+	f.n -= len(p)
+	return f.w.Write(p)
+}
+
+// TestConvertDiskFull injects a full disk into the binary writer: the
+// error says so, and neither the target nor a temporary file is left.
+func TestConvertDiskFull(t *testing.T) {
+	d := reorderDataset(FromEdges(100, randEdges(5, 100, 0, 3000)))
+	for _, after := range []int{0, 1000, 5000} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "g.strata")
+		err := writeBinary(p, d, func(w io.Writer) io.Writer { return &failAfter{w, after} })
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("after %d bytes: err = %v, want ENOSPC", after, err)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("after %d bytes: left %v", after, ents)
+		}
 	}
 }
