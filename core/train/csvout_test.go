@@ -50,3 +50,22 @@ func TestCSVDiskFull(t *testing.T) {
 		t.Errorf("left %d entries, want only the config", len(ents))
 	}
 }
+
+// TestEmptySplitsAreNull checks that the accuracy of an empty valid or
+// test split is encoded as null (absent), never as 0.
+func TestEmptySplitsAreNull(t *testing.T) {
+	r := Result{Dataset: "d", BestValidAcc: 0, TestAcc: 0, TrainAcc: 0.5, noValid: true, noTest: true}
+	b, err := r.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if !strings.Contains(s, `"best_valid_acc":null`) || !strings.Contains(s, `"test_acc":null`) || !strings.Contains(s, `"train_acc":0.5`) {
+		t.Errorf("got %s", s)
+	}
+	r.noValid, r.noTest = false, false
+	b, _ = r.MarshalJSON()
+	if !strings.Contains(string(b), `"best_valid_acc":0,`) {
+		t.Errorf("non-empty split: %s", b)
+	}
+}

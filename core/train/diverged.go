@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 
@@ -27,7 +28,24 @@ func (e *DivergedError) Error() string {
 // MarshalJSON encodes the result as encoding/json would, except that
 // non-finite numbers (a diverged loss) become the strings "NaN", "+Inf"
 // and "-Inf" instead of failing the whole encoding.
-func (r Result) MarshalJSON() ([]byte, error) { return jsonfloat.Marshal(r) }
+//
+// The accuracy of an empty valid or test split is null: absent, not 0.
+func (r Result) MarshalJSON() ([]byte, error) {
+	b, err := jsonfloat.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	null := func(key string, v float64) {
+		b = bytes.Replace(b, []byte(`"`+key+`":`+jsonfloat.Float(v)), []byte(`"`+key+`":null`), 1)
+	}
+	if r.noValid {
+		null("best_valid_acc", r.BestValidAcc)
+	}
+	if r.noTest {
+		null("test_acc", r.TestAcc)
+	}
+	return b, nil
+}
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 

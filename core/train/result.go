@@ -105,4 +105,8 @@ type Result struct {
 	Seed              int64              `json:"seed"`
 	ConfigSHA256      string             `json:"config_sha256"`
 	Version           string             `json:"version"`
+
+	// noValid and noTest mark an empty split: its accuracy is absent
+	// (JSON null), not 0.
+	noValid, noTest bool
 }

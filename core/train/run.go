@@ -97,6 +97,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if d, ok := be.(interface{ DeviceName() string }); ok {
 		res.Device = d.DeviceName()
 	}
+	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	if res.ConfigSHA256, err = cfg.SHA256(); err != nil {
 		return nil, err
 	}
