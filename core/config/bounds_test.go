@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,5 +94,34 @@ func TestLoadSpecialFile(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("Load(%s) blocks", path)
 		}
+	}
+}
+
+// TestIntegersBounded checks that every integer key of the config has an
+// upper bound (the seed excepted: any int64 is a seed).
+func TestIntegersBounded(t *testing.T) {
+	checked := 0
+	var walk func(prefix string, fs []field)
+	walk = func(prefix string, fs []field) {
+		for i := range fs {
+			f := &fs[i]
+			name := prefix + f.key
+			switch k := f.typ.Kind(); {
+			case k == reflect.Struct && f.typ != pluginType:
+				walk(name+".", fieldsOf(f.typ))
+			case k >= reflect.Int && k <= reflect.Uint64 || k == reflect.Slice && f.typ.Elem().Kind() == reflect.Int:
+				if name == "train.seed" {
+					continue
+				}
+				checked++
+				if f.rng == nil || !f.rng.hasHi {
+					t.Errorf("%s: integer without an upper bound", name)
+				}
+			}
+		}
+	}
+	walk("", fieldsOf(configType))
+	if checked < 10 {
+		t.Errorf("checked %d integer keys; the walk misses fields", checked)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // Full keeps every in-neighbour: its blocks are the exact `Layers`-hop
 // in-neighbourhood of the seeds, as full-graph training computes it.
 type Full struct {
-	Layers int `toml:"layers" range:"[1,)" doc:"number of hops (one block per GNN layer); match model.layers"`
+	Layers int `toml:"layers" range:"[1,64]" doc:"number of hops (one block per GNN layer); match model.layers"`
 }
 
 // StrataModule registers sampler.full.
