@@ -274,6 +274,15 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	peaks := newPhasePeaks(l.be)
 	var best map[string][]float64
 	sinceBest := 0
+	// stats fills the result's timings and peaks, at the end or when the
+	// run diverges.
+	stats := func() {
+		l.res.PeakTierBytes, l.res.TrainPeakTierBytes, l.res.EvalPeakTierBytes = tierMap(peaks.all), tierMap(peaks.train), tierMap(peaks.eval)
+		l.res.EpochTimeMedianS = median(times, 2)
+		l.res.PredictedEpochS = median(predicted, 0)
+		l.res.EvalTimeMedianS = median(evalTimes, 0)
+		l.res.PeakRSSBytes = metrics.PeakRSS()
+	}
 	for ep := 0; ep < epochs; ep++ {
 		t0 := time.Now()
 		var before prediction
@@ -296,6 +305,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		l.res.FinalLoss = loss
 		if !finite(loss) {
 			l.res.Epochs = ep + 1
+			stats()
 			return errors.Join(&DivergedError{Epoch: ep, What: "the loss", Value: loss}, csvw.commit())
 		}
 		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(peaks.all)}
@@ -325,6 +335,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 				return err
 			} else if err := checkFinite(ep, snap); err != nil {
 				l.res.Epochs = ep + 1
+				stats()
 				return errors.Join(err, csvw.commit())
 			}
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
@@ -356,10 +367,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			break
 		}
 	}
-	l.res.PeakTierBytes, l.res.TrainPeakTierBytes, l.res.EvalPeakTierBytes = tierMap(peaks.all), tierMap(peaks.train), tierMap(peaks.eval)
-	l.res.EpochTimeMedianS = median(times, 2)
-	l.res.PredictedEpochS = median(predicted, 0)
-	l.res.EvalTimeMedianS = median(evalTimes, 0)
+	stats()
 	if err := csvw.commit(); err != nil {
 		return err
 	}
