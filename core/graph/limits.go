@@ -51,7 +51,7 @@ func DefaultMaxMemory() int64 {
 // needs more than budget bytes.
 func checkBudget(file, what string, need, budget int64) error {
 	if need < 0 || need > budget {
-		return ferr(ErrRange, file, 0, 0, "%s would need %s, more than the memory budget of %s (raise it with --max-memory, or check the file: it may be corrupt)",
+		return ferr(ErrRange, file, 0, 0, "%s would need %s, more than the memory budget of %s: raise it with --max-memory if that size is right, otherwise the input is wrong or corrupt",
 			what, FormatBytes(need), FormatBytes(budget))
 	}
 	return nil

@@ -113,3 +113,8 @@ func TestOpenContextCancel(t *testing.T) {
 		t.Errorf("returned after %v", el)
 	}
 }
+
+func TestRMATBudget(t *testing.T) {
+	_, err := OpenContext(WithMaxMemory(context.Background(), 1<<30), "rmat-24-16-1000-8-0")
+	wantErr(t, err, ErrRange, "generating the graph would need", "memory budget of 1.0 GiB")
+}

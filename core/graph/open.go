@@ -55,6 +55,18 @@ func open(spec string, budget int64) (*Dataset, error) {
 		if err != nil {
 			return nil, err
 		}
+		if budget <= 0 {
+			budget = DefaultMaxMemory()
+		}
+		n, ef := int64(1)<<o.Scale, int64(max(o.EdgeFactor, 16))
+		if o.EdgeFactor > 0 {
+			ef = int64(o.EdgeFactor)
+		}
+		// Features, per-node arrays, and the edges (generated pairs and CSR).
+		need := n*(int64(o.FeatDim)*4+bytesPerNode) + n*ef*24
+		if err := checkBudget(spec, "generating the graph", need, budget); err != nil {
+			return nil, err
+		}
 		return RMAT(o)
 	}
 	return nil, ferr(ErrMissing, spec, 0, 0, "no such file or directory; a dataset spec is %s", specForms)
