@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestDiverged checks that a run whose loss becomes non-finite stops with
@@ -160,5 +163,23 @@ func TestInspectVerify(t *testing.T) {
 	code, _, stderr := cli(t, "inspect", "-i", bin, "--verify")
 	if code != exitUser || !strings.Contains(stderr, "corrupt file") {
 		t.Errorf("exit %d, stderr %q; want exit 2 naming the corruption", code, stderr)
+	}
+}
+
+// TestInterruptDuringLoad cancels a train while it generates its dataset:
+// it must exit 130 within a second.
+func TestInterruptDuringLoad(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	args := append([]string{"train", "-c", "../../configs/gcn-cora.toml", "--set", "data.dataset=rmat-17-16-64-8-0",
+		"--set", "output.progress=off"}, wasmArgs()...)
+	start := time.Now()
+	var out, errb bytes.Buffer
+	code := run(ctx, args, &out, &errb)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want 130: %s", code, errb.String())
+	}
+	if el := time.Since(start); el > 1100*time.Millisecond {
+		t.Errorf("took %v after a cancel at 50ms", el)
 	}
 }
