@@ -493,7 +493,7 @@ func TestExplain(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{`one of "adam", "sgd"`, "integer >= 1", "float in [0, 1)", `"minibatch"`, "required", "registered: gat, gcn, gin, sage"} {
+	for _, w := range []string{`one of "adam", "sgd"`, "integer in [1, 64]", "float in [0, 1)", `"minibatch"`, "required", "registered: gat, gcn, gin, sage"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("explain lacks %q", w)
 		}
