@@ -6,7 +6,7 @@ CONFIG    ?= configs/gcn-cora.toml
 APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3
 GOFLAGS_T ?=
 
-.PHONY: all deps models build run test test-long bench lint clean experiments
+.PHONY: all deps models build run test test-long bench lint clean experiments fuzz
 .PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle gpu-selftest
 
 all: build
@@ -35,6 +35,20 @@ test: models
 
 test-long: models
 	$(GO) test $(GOFLAGS_T) -timeout 60m $(addprefix ./,$(LONG_PKGS))
+
+# `make fuzz` fuzzes every loader and parser for FUZZTIME each (plain
+# `go test` runs only their seed corpora); a failing input is saved under
+# the package's testdata/fuzz/ and replayed by every later `go test`.
+FUZZTIME  ?= 10s
+FUZZ_TARGETS := ./core/config:FuzzParse ./core/config:FuzzOverride \
+	./core/graph:FuzzSNAP ./core/graph:FuzzOGB ./core/graph:FuzzNPY ./core/graph:FuzzBinary \
+	./plugins/wasm:FuzzHostABI
+
+fuzz: models
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 bench: models
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./core/... ./plugins/... ./partitioners/...

@@ -321,7 +321,7 @@ func parallelRows(n, workers int, fn func(lo, hi int)) {
 // METIS's vertex weights (node counts when nil). Node i of the result is
 // output row i.
 type BettyREG struct {
-	MaxHubDegree int `toml:"max_hub_degree" range:"[0,)" doc:"leave out of the REG the inputs that feed more outputs than this (a hub feeding d outputs costs d² pair updates); 0 = no limit"`
+	MaxHubDegree int `toml:"max_hub_degree" range:"[0,2147483647]" doc:"leave out of the REG the inputs that feed more outputs than this (a hub feeding d outputs costs d² pair updates); 0 = no limit"`
 	MetisOptions
 }
 

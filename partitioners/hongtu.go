@@ -28,7 +28,7 @@ import (
 // partition must receive at least k/m nodes, otherwise Partition fails.
 // m = 1 skips METIS: the graph is cut into k edge-balanced id ranges.
 type HongTu2Level struct {
-	M       int    `toml:"m" range:"[1,)" doc:"number of METIS partitions (HongTu: the number of GPUs); k must be a multiple of m, each partition is cut into k/m edge-balanced chunks"`
+	M       int    `toml:"m" range:"[1,1048576]" doc:"number of METIS partitions (HongTu: the number of GPUs); k must be a multiple of m, each partition is cut into k/m edge-balanced chunks"`
 	Balance string `toml:"balance" enum:"edges,nodes" doc:"what METIS balances across the m partitions: in-edges (plus node weights) or node weights (node counts)"`
 	MetisOptions
 }

@@ -26,11 +26,11 @@ import (
 type MetisOptions struct {
 	Method    string `toml:"method" enum:"kway,recursive" doc:"METIS_PartGraphKway (multilevel k-way) or METIS_PartGraphRecursive (recursive bisection)"`
 	Seed      int64  `toml:"seed" doc:"METIS_OPTION_SEED: the same seed and options give the same partition (gpmetis -seed)"`
-	Ufactor   int    `toml:"ufactor" range:"[0,)" doc:"allowed imbalance in thousandths: the heaviest part may weigh (1+ufactor/1000) x the mean; 0 = METIS default (30 for kway, 1 for recursive)"`
+	Ufactor   int    `toml:"ufactor" range:"[0,1000000]" doc:"allowed imbalance in thousandths: the heaviest part may weigh (1+ufactor/1000) x the mean; 0 = METIS default (30 for kway, 1 for recursive)"`
 	Objective string `toml:"objective" enum:"cut,vol" doc:"kway objective: edge cut or total communication volume"`
 	Contig    bool   `toml:"contig" doc:"kway only: force contiguous parts (an error on a disconnected graph)"`
 	MinConn   bool   `toml:"minconn" doc:"kway only: also minimise the maximum number of parts a part is connected to"`
-	Ncuts     int    `toml:"ncuts" range:"[0,)" doc:"number of partitionings METIS computes, keeping the best (0 = METIS default, 1)"`
+	Ncuts     int    `toml:"ncuts" range:"[0,1000]" doc:"number of partitionings METIS computes, keeping the best (0 = METIS default, 1)"`
 
 	// Progress, when set, is called at the start of each stage of a
 	// Partition call ("symmetrize", "reg", "metis", "chunks", "done"), so a

@@ -27,7 +27,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := train.Check(ctx, cfg, wasm.Host{Options: wopts}, *skipData); err != nil {
+	if err := train.Check(withMaxMemory(ctx, cf.maxMem), cfg, wasm.Host{Options: wopts}, *skipData); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: ok (dataset %s, model %s, %d layers)\n", cf.path, cfg.Data.Dataset, modelLabel(cfg), cfg.Model.Layers)

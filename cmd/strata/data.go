@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"strata/core/graph"
+	"strata/core/safefile"
 )
 
 // inspection is what `strata inspect --json` prints.
@@ -32,18 +33,30 @@ type inspection struct {
 	components []graph.Component
 }
 
-func cmdInspect(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("inspect", "-i DATASET [--json]", stderr)
 	in := fs.String("i", "", "dataset spec: embedded:cora, an OGB directory, a .strata file, a SNAP edge list or rmat-...")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	verify := fs.Bool("verify", false, "for a .strata file: verify every section's checksum and that all features are finite, however large the file")
+	var maxMem memFlag
+	registerMaxMemory(fs, &maxMem)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *in == "" {
 		return usagef("inspect: -i DATASET is required (e.g. -i embedded:cora)")
 	}
+	if *verify {
+		if !graph.IsBinary(*in) {
+			return usagef("inspect: --verify checks a .strata binary file; %s is not one", *in)
+		}
+		if err := graph.VerifyBinary(*in); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "%s: verified (checksums and finite features)\n", *in)
+	}
 	t0 := time.Now()
-	ds, err := openDataset(*in, "inspect: loading", stderr)
+	ds, err := openDataset(withMaxMemory(ctx, maxMem), *in, "inspect: loading", stderr)
 	if err != nil {
 		return err
 	}
@@ -140,11 +153,13 @@ func humanBytes(b int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
-func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", convertArgs, stderr)
 	in := fs.String("i", "", "dataset spec to read (as data.dataset, including @random-<train>-<valid>-seed<k>)")
 	out := fs.String("o", "", "output: a .strata file (--to strata) or a directory (--to npy)")
 	to := fs.String("to", "strata", "output format: strata (binary, reopens in milliseconds) or npy (a directory of .npy arrays for PyG/DGL: edge_index, x, y, train_mask, val_mask, test_mask)")
+	var maxMem memFlag
+	registerMaxMemory(fs, &maxMem)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -154,8 +169,21 @@ func cmdConvert(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if *to != "strata" && *to != "npy" {
 		return usagef("convert: --to %q: want strata or npy", *to)
 	}
+	// The output must be a regular file and none of the input's files (a
+	// .strata input is mapped: overwriting it would crash the reader).
+	inputs := []string{*in}
+	if files, _, err := graph.Sources(*in); err == nil {
+		for _, f := range files {
+			inputs = append(inputs, f.Name)
+		}
+	}
+	if *to == "strata" {
+		if err := safefile.CheckOutput(*out, inputs...); err != nil {
+			return err
+		}
+	}
 	t0 := time.Now()
-	ds, err := openDataset(*in, "convert: loading", stderr)
+	ds, err := openDataset(withMaxMemory(ctx, maxMem), *in, "convert: loading", stderr)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/zip"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,7 +209,7 @@ func TestLoadProgress(t *testing.T) {
 	}
 	path := write(t, t.TempDir(), "g.txt", text.String())
 	var errb strings.Builder
-	d, err := openDatasetEvery(path, "inspect: loading", &errb, 0, time.Hour)
+	d, err := openDatasetEvery(context.Background(), path, "inspect: loading", &errb, 0, time.Hour)
 	if err != nil || d.NumNodes == 0 {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestLoadProgress(t *testing.T) {
 		t.Errorf("specBytes = %d, want %d", n, text.Len())
 	}
 	errb.Reset()
-	if _, err := openDatasetEvery(path, "x", &errb, time.Hour, time.Hour); err != nil || errb.Len() != 0 {
+	if _, err := openDatasetEvery(context.Background(), path, "x", &errb, time.Hour, time.Hour); err != nil || errb.Len() != 0 {
 		t.Errorf("quiet load printed %q (%v)", errb.String(), err)
 	}
 	if n := specBytes("embedded:cora"); n != 0 {

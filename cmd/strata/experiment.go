@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"strata/core/config"
+	"strata/core/safefile"
 	"strata/core/train"
 	"strata/experiments/runner"
 	"strata/plugins/wasm"
@@ -37,6 +40,11 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if *jobs < 1 {
 		return usagef("experiment: --jobs must be at least 1, got %d", *jobs)
+	}
+	if *out != "" {
+		if st, err := os.Stat(*out); err == nil && !st.IsDir() {
+			return usagef("experiment: --out %s is a file, not a directory; give a results directory (it is created if missing)", *out)
+		}
 	}
 	wopts, err := wf.options()
 	if err != nil {
@@ -97,6 +105,12 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 				fmt.Fprintf(stderr, "experiment %s: %d of %d runs done; rerun the same command to resume\n", sum.Experiment, sum.Skipped+sum.Executed, sum.Runs)
 			}
 			return ctx.Err()
+		}
+		if errors.Is(err, safefile.ErrLocked) || errors.Is(err, safefile.ErrUnsafe) {
+			return err // bad input: exit 2
+		}
+		if sum != nil && sum.Failed > 0 {
+			return &failedError{err} // results that could not be stored
 		}
 		return &internalError{err}
 	case sum.Failed > 0:

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"strata/core/config"
+	"strata/core/graph"
 	"strata/plugins/wasm"
 )
 
@@ -98,15 +102,17 @@ func (w *wasmFlags) options() (wasm.Options, error) {
 
 // configFlags are the flags of the commands that read a config.
 type configFlags struct {
-	path string
-	sets multi
-	wasm wasmFlags
+	path   string
+	sets   multi
+	wasm   wasmFlags
+	maxMem memFlag
 }
 
 func (c *configFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.path, "c", "", "config file (TOML); see 'strata config explain'. Without it, the defaults and the --set overrides (data.dataset required)")
 	fs.Var(&c.sets, "set", "override a config key: `key=value`, e.g. --set train.epochs=50 or --set train.backend=sim (repeatable; strings need no quotes)")
 	c.wasm.register(fs)
+	registerMaxMemory(fs, &c.maxMem)
 }
 
 // load parses the flags in args, then the config they name.
@@ -135,4 +141,46 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// memFlag is a byte count flag: 8G, 512M, 64K, 1.5GiB or a plain number
+// of bytes; 0 means the default (graph.DefaultMaxMemory).
+type memFlag int64
+
+func (m *memFlag) String() string { return strconv.FormatInt(int64(*m), 10) }
+
+func (m *memFlag) Set(s string) error {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
+	mult := 1.0
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	x, err := strconv.ParseFloat(t, 64)
+	if err != nil || x < 0 || math.IsNaN(x) || x*mult >= math.MaxInt64 {
+		return fmt.Errorf("want a byte count such as 8G, 512M or 1000000, got %q", s)
+	}
+	*m = memFlag(x * mult)
+	return nil
+}
+
+// registerMaxMemory adds --max-memory to fs.
+func registerMaxMemory(fs *flag.FlagSet, m *memFlag) {
+	fs.Var(m, "max-memory", "memory budget for what a dataset file declares (e.g. 16G; default 3/4 of the physical memory): a declared size needing more is an error before anything is allocated")
+}
+
+// withMaxMemory returns ctx carrying the budget of m for the loaders.
+func withMaxMemory(ctx context.Context, m memFlag) context.Context {
+	return graph.WithMaxMemory(ctx, int64(m))
 }

@@ -21,6 +21,7 @@ import (
 	"strata/core/caching"
 	"strata/core/graph"
 	"strata/core/registry"
+	"strata/core/safefile"
 	"strata/core/store"
 	"strata/plugins/cache"
 	"strata/plugins/sampler"
@@ -168,7 +169,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		csv.WriteString("\n")
 	}
 	base := filepath.Join(*outDir, *name)
-	if err := os.WriteFile(base+"-hitratio.csv", []byte(csv.String()), 0o644); err != nil {
+	if err := safefile.WriteFile(base+"-hitratio.csv", []byte(csv.String())); err != nil {
 		return err
 	}
 	if err := hitPlot(base+"-hitratio.svg", fmt.Sprintf("%s: feature reads served by the top X%% (fanouts %v)", *name, fanouts), series, pcts, curves); err != nil {
@@ -262,7 +263,7 @@ func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.D
 			fmt.Fprintf(&csv, "%s,%g,%d,%d,%.4f,%.4f\n", s, c, int(c/100*float64(d.NumNodes)), bytes[ci], hits[ci], red(zero, bytes[ci])/100)
 		}
 	}
-	return os.WriteFile(path, []byte(csv.String()), 0o644)
+	return safefile.WriteFile(path, []byte(csv.String()))
 }
 
 func red(zero, b int64) float64 {
@@ -325,15 +326,10 @@ func hitPlot(path, title string, series []string, pcts []float64, curves map[str
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	return safefile.Write(path, func(f io.Writer) error {
+		_, err := w.WriteTo(f)
 		return err
-	}
-	if _, err := w.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
 
 func parseInts(s string) ([]int, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"io/fs"
 	"os"
@@ -27,16 +28,16 @@ const (
 // /proc/self/io rchar) against the size of the dataset's files, so the
 // loaders need no hooks; where that counter or the size is unknown (other
 // systems, embedded and R-MAT datasets) nothing is printed.
-func openDataset(spec, label string, stderr io.Writer) (*graph.Dataset, error) {
-	return openDatasetEvery(spec, label, stderr, quietFor, plainEvery)
+func openDataset(ctx context.Context, spec, label string, stderr io.Writer) (*graph.Dataset, error) {
+	return openDatasetEvery(ctx, spec, label, stderr, quietFor, plainEvery)
 }
 
 // openDatasetEvery is openDataset with its quiet time and log interval.
-func openDatasetEvery(spec, label string, stderr io.Writer, quiet, every time.Duration) (*graph.Dataset, error) {
+func openDatasetEvery(ctx context.Context, spec, label string, stderr io.Writer, quiet, every time.Duration) (*graph.Dataset, error) {
 	var d *graph.Dataset
 	err := trackIO(stderr, label, "read", specBytes(spec), "rchar", quiet, every, func() error {
 		var err error
-		d, err = graph.Open(spec)
+		d, err = graph.OpenContext(ctx, spec)
 		return err
 	})
 	return d, err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,11 +21,21 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	ctx = withMaxMemory(ctx, cf.maxMem)
 	res, err := train.Run(ctx, cfg, train.Options{
 		Progress: progressWriter(cfg.Output.Progress, stderr),
 		Version:  fullVersion(),
 		Host:     wasm.Host{Options: wopts},
 	})
+	var diverged *train.DivergedError
+	if errors.As(err, &diverged) && res != nil {
+		// The partial result is printed (non-finite numbers as "NaN",
+		// "+Inf", "-Inf"), then the run fails with exit code 1.
+		if line, jerr := json.Marshal(res); jerr == nil {
+			fmt.Fprintf(stdout, "%s\n", line)
+		}
+		return &failedError{err}
+	}
 	if err != nil {
 		return err
 	}

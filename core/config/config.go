@@ -32,6 +32,8 @@
 package config
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,7 +68,7 @@ type Data struct {
 	Symmetrize    bool   `toml:"symmetrize" doc:"add the reverse of every edge (train on the undirected graph)"`
 	FeatureNorm   string `toml:"feature_norm" enum:"auto,none,row" doc:"feature normalisation: row = divide each row by its sum, auto = row for 0/1 (bag-of-words) features, none otherwise"`
 	Split         string `toml:"split" hash:"omitempty" example:"random-20-30-seed0" doc:"the split to train on: a named split of an OGB directory (its split/<name>), or a generated one, random-<train>-<valid>-seed<k> = per class <train> training and <valid> validation nodes drawn with seed k, every other labeled node for test (Shchur et al.'s protocol; replaces the dataset's own split); \"\" = the dataset's own split. Same as appending @<split> to data.dataset"`
-	SynthFeatures int    `toml:"synth_features" range:"[0,)" doc:"for datasets without features: random features of this width (0 = error instead)"`
+	SynthFeatures int    `toml:"synth_features" range:"[0,65536]" doc:"for datasets without features: random features of this width (0 = error instead)"`
 	Reorder       string `toml:"reorder" enum:"none,degree" doc:"relabel the nodes before training: degree = by descending degree"`
 }
 
@@ -74,8 +76,8 @@ type Data struct {
 type Model struct {
 	Name         string         `toml:"name" doc:"layer module, registry ID model.<name> (see strata list-plugins)"`
 	Module       string         `toml:"module" doc:"path to a .wasm layer module; overrides name (relative like data.dataset)"`
-	Layers       int            `toml:"layers" range:"[1,)" doc:"number of GNN layers"`
-	Hidden       int            `toml:"hidden" range:"[1,)" doc:"hidden width (per head for attention models)"`
+	Layers       int            `toml:"layers" range:"[1,64]" doc:"number of GNN layers"`
+	Hidden       int            `toml:"hidden" range:"[1,65536]" doc:"hidden width (per head for attention models)"`
 	Dropout      float64        `toml:"dropout" range:"[0,1)" doc:"dropout rate between layers"`
 	InputDropout float64        `toml:"input_dropout" range:"[0,1)" special:"-1:same as model.dropout" doc:"dropout rate on the input features"`
 	Options      map[string]any `toml:"options" doc:"extra settings passed to the layer module (integers, floats and booleans), e.g. heads = 8"`
@@ -84,28 +86,28 @@ type Model struct {
 // Train configures the training loop.
 type Train struct {
 	Mode         string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (see strata list-plugins): fullgraph (with micro_batches > 1: Betty's micro), minibatch (sampled batches, see [sampler]), ..."`
-	Epochs       int     `toml:"epochs" range:"[1,)" doc:"number of training epochs"`
+	Epochs       int     `toml:"epochs" range:"[1,10000000]" doc:"number of training epochs"`
 	Optimizer    string  `toml:"optimizer" enum:"adam,sgd" doc:"optimizer"`
 	LR           float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
 	WeightDecay  float64 `toml:"weight_decay" range:"[0,)" doc:"L2 weight decay"`
 	Momentum     float64 `toml:"momentum" range:"[0,1)" doc:"momentum (sgd only)"`
 	Seed         int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
-	EvalEvery    int     `toml:"eval_every" range:"[0,)" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
-	Patience     int     `toml:"patience" range:"[0,)" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
+	EvalEvery    int     `toml:"eval_every" range:"[0,10000000]" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
+	Patience     int     `toml:"patience" range:"[0,10000000]" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
 	Backend      string  `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
-	Threads      int     `toml:"threads" range:"[0,)" doc:"CPU threads (0 = all cores)"`
+	Threads      int     `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
 	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
-	BatchSize    int     `toml:"batch_size" range:"[1,)" doc:"training nodes per mini-batch (minibatch mode)"`
-	Prefetch     int     `toml:"prefetch" range:"[1,)" doc:"mini-batches sampled and extracted ahead of training (the pipeline queue depth)"`
+	BatchSize    int     `toml:"batch_size" range:"[1,1073741824]" doc:"training nodes per mini-batch (minibatch mode)"`
+	Prefetch     int     `toml:"prefetch" range:"[1,1024]" doc:"mini-batches sampled and extracted ahead of training (the pipeline queue depth)"`
 	Overlap      bool    `toml:"overlap" doc:"minibatch mode: move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing"`
-	MicroBatches int     `toml:"micro_batches" range:"[1,)" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty): in fullgraph mode the training nodes, each micro-batch running over the full-neighbour blocks of its nodes; in minibatch mode each sampled batch's output nodes, each micro-batch running over its share of the batch's blocks; their gradients accumulate into one optimizer step; needs [partition]. \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md"`
+	MicroBatches int     `toml:"micro_batches" range:"[1,1048576]" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty): in fullgraph mode the training nodes, each micro-batch running over the full-neighbour blocks of its nodes; in minibatch mode each sampled batch's output nodes, each micro-batch running over its share of the batch's blocks; their gradients accumulate into one optimizer step; needs [partition]. \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md"`
 }
 
 // Devices describes the simulated machine (train.backend = "sim").
 type Devices struct {
 	Preset      string `toml:"preset" enum:",pcie-only,nvlink-clique-4,nvlink-ring-4,dgx1-v100-8" doc:"simulated topology (\"\" = pcie-only); training uses its first device"`
-	Count       int    `toml:"count" range:"[0,)" doc:"devices of a pcie-only machine (0 = 1)"`
-	MemoryBytes int64  `toml:"memory_bytes" range:"[0,)" doc:"capacity of each simulated device in bytes (0 = unlimited); an allocation beyond it fails"`
+	Count       int    `toml:"count" range:"[0,1024]" doc:"devices of a pcie-only machine (0 = 1)"`
+	MemoryBytes int64  `toml:"memory_bytes" range:"[0,1125899906842624]" doc:"capacity of each simulated device in bytes (0 = unlimited); an allocation beyond it fails"`
 	// A custom topology instead of a preset.
 	HostGBps []float64   `toml:"host_gbps" range:"(0,)" doc:"custom topology: the host<->device bandwidth of each device in GB/s (its length is the device count; leave preset and count unset)"`
 	PeerGBps [][]float64 `toml:"peer_gbps" range:"[0,)" doc:"custom topology: NVLink bandwidth from device i to device j in GB/s, a symmetric matrix with zeros on the diagonal (0 = no direct link; transfers then go through the host)"`
@@ -120,7 +122,7 @@ type Devices struct {
 type Output struct {
 	JSON     bool   `toml:"json" doc:"print the result summary as one JSON line on stdout"`
 	Progress string `toml:"progress" enum:"auto,on,off" doc:"progress bar on stderr: auto = when stderr is a terminal"`
-	CSV      string `toml:"csv" doc:"write per-epoch metrics to this CSV file (\"\" = none)"`
+	CSV      string `toml:"csv" doc:"write per-epoch metrics to this CSV file (\"\" = none); a relative path is relative to the config file (to the working directory when given with --set); written atomically when the run ends, locked against a second writer"`
 }
 
 // Plugin is a plugin section: it names a module of the section's registry
@@ -180,15 +182,53 @@ func Default() *Config {
 // Load reads and parses a config file, then applies overrides of the form
 // "key.path=value" (see Parse).
 func Load(path string, overrides ...string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path, "config")
 	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data, overrides...)
+}
+
+// ReadFile reads a config or experiment file (what names it in errors):
+// only a regular file of at most MaxConfigBytes, so a FIFO or a device
+// is an *Error at once instead of a hang or an endless read.
+func ReadFile(path, what string) ([]byte, error) {
+	fail := func(err error) error {
 		msg := err.Error()
 		if pe, ok := err.(*os.PathError); ok {
 			msg = pe.Err.Error()
 		}
-		return nil, &Error{File: path, Msg: "cannot read config: " + msg}
+		return &Error{File: path, Msg: "cannot read " + what + ": " + msg}
 	}
-	return Parse(path, data, overrides...)
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if !st.Mode().IsRegular() {
+		kind := "not a regular file"
+		switch {
+		case st.IsDir():
+			kind = "a directory"
+		case st.Mode()&os.ModeNamedPipe != 0:
+			kind = "a FIFO"
+		case st.Mode()&os.ModeDevice != 0:
+			kind = "a device"
+		}
+		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read %s: it is %s; give a TOML file", what, kind)}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return nil, fail(err)
+	}
+	if len(data) > MaxConfigBytes {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("%s is larger than the limit of %d MiB: is this the right file?", what, MaxConfigBytes>>20)}
+	}
+	return data, nil
 }
 
 // KeyError returns an *Error located where the key path was set (file:line
@@ -242,6 +282,10 @@ func (c *Config) DatasetSpec() string {
 	}
 	return spec
 }
+
+// CSVPath returns Output.CSV resolved like DatasetSpec: relative to the
+// config file's directory, or to the working directory when --set gave it.
+func (c *Config) CSVPath() string { return c.resolveKey(c.Output.CSV, "output", "csv") }
 
 // ModulePath returns Model.Module resolved like DatasetSpec ("" when the
 // model is chosen by name).

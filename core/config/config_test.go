@@ -129,7 +129,7 @@ func TestMalformed(t *testing.T) {
 		{"empty required string", "[data]\ndataset = \"\"\n", nil,
 			[]string{`x.toml:2: data.dataset must not be empty`}},
 		{"out of range integer", minimal + "[train]\nepochs = 0\n", nil,
-			[]string{`x.toml:4: train.epochs = 0: must be >= 1`}},
+			[]string{`x.toml:4: train.epochs = 0: must be in [1, 10000000]`}},
 		{"out of range open bound", minimal + "[train]\nlr = 0\n", nil,
 			[]string{`x.toml:4: train.lr = 0: must be > 0`}},
 		{"out of range interval", minimal + "[model]\ndropout = 1.0\n", nil,
@@ -137,7 +137,7 @@ func TestMalformed(t *testing.T) {
 		{"special value", minimal + "[model]\ninput_dropout = -0.5\n", nil,
 			[]string{`x.toml:4: model.input_dropout = -0.5: must be in [0, 1) or -1 (same as model.dropout)`}},
 		{"negative memory", minimal + "[devices]\nmemory_bytes = -1\n", nil,
-			[]string{`x.toml:4: devices.memory_bytes = -1: must be >= 0`}},
+			[]string{`x.toml:4: devices.memory_bytes = -1: must be in [0, 1125899906842624]`}},
 		{"model option of a bad type", minimal + "[model.options]\nheads = 8\nact = \"relu\"\n", nil,
 			[]string{`x.toml:5: model.options.act: expected integer, float or boolean, got string "relu"`}},
 		{"model option table", minimal + "[model]\noptions = { a = { b = 1 } }\n", nil,
@@ -199,9 +199,9 @@ func TestMalformed(t *testing.T) {
 		{"override out of range", minimal, []string{"model.dropout=2"},
 			[]string{`--set model.dropout=2: model.dropout = 2: must be in [0, 1)`}},
 		{"micro_batches zero", minimal + "[train]\nmicro_batches = 0\n", nil,
-			[]string{`x.toml:4: train.micro_batches = 0: must be >= 1`}},
+			[]string{`x.toml:4: train.micro_batches = 0: must be in [1, 1048576]`}},
 		{"micro_batches other string", minimal + "[train]\nmicro_batches = \"Auto\"\n", nil,
-			[]string{`x.toml:4: train.micro_batches = "Auto": the only string train.micro_batches takes is "auto"`, `otherwise give an integer >= 1 (did you mean "auto"?)`}},
+			[]string{`x.toml:4: train.micro_batches = "Auto": the only string train.micro_batches takes is "auto"`, `otherwise give an integer in [1, 1048576] (did you mean "auto"?)`}},
 		{"micro_batches word", minimal + "[train]\nmicro_batches = \"four\"\n", nil,
 			[]string{`x.toml:4: train.micro_batches = "four": the only string train.micro_batches takes is "auto"`}},
 		{"micro_batches float", minimal + "[train]\nmicro_batches = 2.5\n", nil,
@@ -419,7 +419,7 @@ func TestMicroBatchesAuto(t *testing.T) {
 	if len(hashes) != 4 { // 1, 4, auto, 3
 		t.Errorf("hashes %v: want one per distinct value", hashes)
 	}
-	if ex := Explain(); !strings.Contains(ex, `integer >= 1 or "auto" (the smallest K whose estimated peak`) {
+	if ex := Explain(); !strings.Contains(ex, `integer in [1, 1048576] or "auto" (the smallest K whose estimated peak`) {
 		t.Errorf("explain does not document \"auto\"")
 	}
 }
@@ -507,7 +507,7 @@ func TestExplain(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{`one of "adam", "sgd"`, "integer >= 1", "float in [0, 1)", `"minibatch"`, "required", "registered: gat, gcn, gin, sage"} {
+	for _, w := range []string{`one of "adam", "sgd"`, "integer in [1, 64]", "float in [0, 1)", `"minibatch"`, "required", "registered: gat, gcn, gin, sage"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("explain lacks %q", w)
 		}

@@ -294,6 +294,10 @@ func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
 
 // inRange checks a number against the field's range and special value.
 func (d *decoder) inRange(path []string, f *field, x float64, text string) bool {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		d.errorf(path, "%s = %s: must be a finite number", d.name(path), text)
+		return false
+	}
 	if f.rng == nil || f.rng.contains(x) || f.special != nil && x == f.special.value {
 		return true
 	}
@@ -399,7 +403,13 @@ func (d *decoder) scalarMap(path []string, v any, rv reflect.Value) {
 	for _, k := range d.sortedKeys(path, m) {
 		kp := append(slices.Clone(path), k)
 		switch x := unwrap(m[k], reflect.Invalid).(type) {
-		case int64, float64, bool:
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				d.errorf(kp, "%s = %v: must be a finite number", toml.Key(kp), x)
+				continue
+			}
+			out[k] = x
+		case int64, bool:
 			out[k] = x
 		default:
 			d.errorf(kp, "%s: expected integer, float or boolean, got %s", toml.Key(kp), DescribeValue(x))

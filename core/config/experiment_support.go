@@ -15,6 +15,9 @@ import (
 // the lines of the document; relative paths in the config are relative to
 // file's directory, as for Parse. overrides are as for Parse.
 func ParseTable(file string, data []byte, table string, overrides ...string) (*Config, error) {
+	if err := CheckText(file, data); err != nil {
+		return nil, err
+	}
 	var doc map[string]any
 	if _, err := toml.Decode(string(data), &doc); err != nil {
 		return nil, syntaxError(file, err)

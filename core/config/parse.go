@@ -24,6 +24,10 @@ import (
 // Parse reports every problem it finds; the error is a single *Error or
 // several joined with errors.Join, one per line, sorted by line.
 func Parse(name string, data []byte, overrides ...string) (*Config, error) {
+	lines, err := scanChecked(name, string(data))
+	if err != nil {
+		return nil, err
+	}
 	var raw map[string]any
 	if _, err := toml.Decode(string(data), &raw); err != nil {
 		return nil, syntaxError(name, err)
@@ -31,7 +35,11 @@ func Parse(name string, data []byte, overrides ...string) (*Config, error) {
 	if raw == nil {
 		raw = map[string]any{}
 	}
-	return decodeRaw(raw, newSource(name, string(data)), name, overrides)
+	src := newSource(name, "")
+	for k, line := range lines {
+		src.pos[k] = position{line: line}
+	}
+	return decodeRaw(raw, src, name, overrides)
 }
 
 // decodeRaw applies the overrides to a decoded TOML document and checks it
@@ -88,9 +96,14 @@ func applyOverride(raw map[string]any, src *source, arg string) *Error {
 			return &Error{Override: loc, Msg: fmt.Sprintf("malformed key %q: expected a dotted key such as train.epochs", keyText)}
 		}
 	}
+	if len(path) > MaxNesting {
+		return &Error{Override: loc, Msg: fmt.Sprintf("key has %d parts, more than the limit of %d", len(path), MaxNesting)}
+	}
 	ov := overrideValue{raw: val, parsed: val}
 	var tmp map[string]any
-	if _, err := toml.Decode("v = "+val, &tmp); err == nil && len(tmp) == 1 {
+	if _, err := scanChecked(loc, "v = "+val); err != nil {
+		return &Error{Override: loc, Msg: fmt.Sprintf("value passes the limit of %d levels of nesting or %d bytes", MaxNesting, MaxConfigBytes)}
+	} else if _, err := toml.Decode("v = "+val, &tmp); err == nil && len(tmp) == 1 {
 		ov.parsed = tmp["v"]
 	}
 	cur := raw

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -57,9 +58,44 @@ func (s *source) setOverride(path []string, arg string) {
 	s.pos[k] = position{override: arg}
 }
 
+// Bounds on a config's text, checked in linear time before the TOML
+// decoder (whose cost grows faster than linearly with nesting) sees it.
+const (
+	// MaxConfigBytes is the largest config or experiment file accepted.
+	MaxConfigBytes = 8 << 20
+	// MaxNesting is the deepest key path accepted: tables, dotted key
+	// parts, inline tables and arrays all count one level.
+	MaxNesting = 64
+)
+
+// CheckText checks that a TOML document is within MaxConfigBytes and
+// MaxNesting, in time linear in its size. Call it before toml.Decode on
+// untrusted text; the error is an *Error naming file and line.
+func CheckText(file string, data []byte) error {
+	if _, err := scanChecked(file, string(data)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// scanChecked is scanKeyLines with the bounds of CheckText.
+func scanChecked(file, text string) (map[string]int, error) {
+	if len(text) > MaxConfigBytes {
+		return nil, &Error{File: file, Msg: fmt.Sprintf("config is %d bytes, more than the limit of %d (%d MiB): is this the right file?", len(text), MaxConfigBytes, MaxConfigBytes>>20)}
+	}
+	sc := &keyScanner{s: text, line: 1, out: map[string]int{}, limit: MaxNesting}
+	sc.document()
+	if sc.deepLine > 0 {
+		return nil, &Error{File: file, Line: sc.deepLine, Msg: fmt.Sprintf("nesting deeper than %d levels (tables, dotted keys, inline tables and arrays each count one): flatten this value", MaxNesting)}
+	}
+	return sc.out, nil
+}
+
 // scanKeyLines maps every key path (in toml.Key.String form) to the 1-based
 // line that defines it. A parent of a dotted key or table header that is
-// not defined on its own gets the line of its first child.
+// not defined on its own gets the line of its first child. It takes time
+// linear in the text times the nesting depth; bound the depth with
+// scanChecked first on untrusted text.
 func scanKeyLines(text string) map[string]int {
 	sc := &keyScanner{s: text, line: 1, out: map[string]int{}}
 	sc.document()
@@ -71,6 +107,33 @@ type keyScanner struct {
 	i    int
 	line int
 	out  map[string]int
+
+	limit    int // deepest nesting allowed (0: no limit)
+	depth    int // open arrays and inline tables
+	deepLine int // line where the limit was passed (0: not passed)
+}
+
+// tooDeep reports whether a key path of n parts at the current bracket
+// depth passes the limit; the first time, it records the line and ends the
+// scan.
+func (sc *keyScanner) tooDeep(n int) bool {
+	if sc.deepLine > 0 {
+		return true
+	}
+	if sc.limit > 0 && n+sc.depth > sc.limit {
+		sc.deepLine = sc.line
+		sc.i = len(sc.s)
+		return true
+	}
+	return false
+}
+
+// clamp keeps the position within the text after a skip past an
+// unterminated token (the scanner may run before the TOML decoder).
+func (sc *keyScanner) clamp() {
+	if sc.i > len(sc.s) {
+		sc.i = len(sc.s)
+	}
 }
 
 func (sc *keyScanner) eof() bool { return sc.i >= len(sc.s) }
@@ -83,12 +146,18 @@ func (sc *keyScanner) peek() byte {
 }
 
 // record notes the line of path and, when not yet known, of its parents.
+// A known prefix has all its own prefixes known, so the walk from the
+// longest prefix stops at the first known one.
 func (sc *keyScanner) record(path []string) {
-	for n := 1; n <= len(path); n++ {
+	if sc.tooDeep(len(path)) {
+		return
+	}
+	for n := len(path); n >= 1; n-- {
 		k := toml.Key(path[:n]).String()
-		if _, ok := sc.out[k]; !ok {
-			sc.out[k] = sc.line
+		if _, ok := sc.out[k]; ok {
+			return
 		}
+		sc.out[k] = sc.line
 	}
 }
 
@@ -174,6 +243,7 @@ func (sc *keyScanner) key() []string {
 			}
 			parts = append(parts, sc.s[sc.i+1:sc.i+1+j])
 			sc.i += j + 2
+			sc.clamp()
 		default:
 			st := sc.i
 			for !sc.eof() && isBare(sc.s[sc.i]) {
@@ -182,7 +252,7 @@ func (sc *keyScanner) key() []string {
 			parts = append(parts, sc.s[st:sc.i])
 		}
 		sc.skipSpace()
-		if sc.peek() != '.' {
+		if sc.peek() != '.' || sc.tooDeep(len(parts)) {
 			return parts
 		}
 		sc.i++
@@ -203,14 +273,16 @@ func (sc *keyScanner) basicString() string {
 		}
 		sc.i++
 	}
+	sc.clamp()
 	if !sc.eof() && sc.s[sc.i] == '"' {
 		sc.i++
 	}
-	return sc.s[st:min(sc.i, len(sc.s))]
+	return sc.s[st:sc.i]
 }
 
 // value skips one value, recording the keys of inline tables under path.
 func (sc *keyScanner) value(path []string) {
+	sc.clamp()
 	rest := sc.s[sc.i:]
 	switch {
 	case strings.HasPrefix(rest, `"""`), strings.HasPrefix(rest, `'''`):
@@ -231,6 +303,7 @@ func (sc *keyScanner) value(path []string) {
 			sc.i++
 		}
 		sc.i += 3
+		sc.clamp()
 		for n := 0; n < 2 && sc.peek() == delim[0]; n++ { // """a"""" ends with quotes
 			sc.i++
 		}
@@ -238,9 +311,18 @@ func (sc *keyScanner) value(path []string) {
 		sc.basicString()
 	case strings.HasPrefix(rest, `'`):
 		j := strings.IndexByte(rest[1:], '\'')
+		if j < 0 {
+			j = len(rest) - 1
+		}
 		sc.i += j + 2
+		sc.clamp()
 	case strings.HasPrefix(rest, "["):
 		sc.i++
+		sc.depth++
+		defer func() { sc.depth-- }()
+		if sc.tooDeep(len(path)) {
+			return
+		}
 		for {
 			sc.skipAll()
 			if sc.eof() {
@@ -259,7 +341,7 @@ func (sc *keyScanner) value(path []string) {
 				sc.i++
 			}
 		}
-	case strings.HasPrefix(rest, "{"):
+	case strings.HasPrefix(rest, "{"): // its keys lengthen the path
 		sc.i++
 		for {
 			sc.skipAll() // TOML 1.1 allows newlines in inline tables

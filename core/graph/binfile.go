@@ -2,16 +2,21 @@ package graph
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unsafe"
+
+	"strata/core/safefile"
 )
 
 // Binary graph format ("STRATAG1"), all integers little-endian:
@@ -26,10 +31,13 @@ import (
 //
 // Sections hold raw little-endian arrays: indptr (int64), idx32 (int32) or
 // idx64 (int64), values (float32, optional), features (float32, row-major),
-// labels (int32), train, valid, test (int32).
+// labels (int32), train, valid, test (int32). From version 2 each section
+// carries the CRC-32C (Castagnoli) of its bytes, and the bytes between
+// sections must be zero; OpenBinary verifies both (see verifySections).
 const (
 	binMagic    = "STRATAG1"
-	binVersion  = 1
+	binVersion  = 2 // 2: a CRC-32C per section; version 1 files (no section checksums) are still read
+	binMinVer   = 1
 	binPrelude  = 24
 	binAlign    = 64
 	binMaxHead  = 16 << 20
@@ -50,6 +58,8 @@ type binHeader struct {
 	HasLabels  bool         `json:"has_labels"`
 	FileSize   int64        `json:"file_size"`
 	Sections   []binSection `json:"sections"`
+
+	version uint32 // from the preamble
 }
 
 // binSection locates one array in the file.
@@ -58,7 +68,11 @@ type binSection struct {
 	DType  string `json:"dtype"` // "i4", "i8" or "f4"
 	Offset int64  `json:"offset"`
 	Count  int64  `json:"count"`
+	CRC32C uint32 `json:"crc32c"` // of the section's bytes (version 2)
 }
+
+// castagnoli is the CRC-32C table (hardware-accelerated on amd64/arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // dtypeSize returns the element size of a section dtype.
 func dtypeSize(dt string) int64 {
@@ -89,7 +103,11 @@ func byteView[T int32 | int64 | float32](s []T) []byte {
 // OpenBinary maps back in milliseconds. The dataset is validated first. The
 // file is written to a temporary name and renamed, so a failed write never
 // leaves a truncated file behind.
-func WriteBinary(path string, d *Dataset) error {
+func WriteBinary(path string, d *Dataset) error { return writeBinary(path, d, nil) }
+
+// writeBinary is WriteBinary with an optional wrapper of the file writer
+// (tests inject a failing one: a full disk).
+func writeBinary(path string, d *Dataset, wrap func(io.Writer) io.Writer) error {
 	if !littleEndianHost() {
 		return fmt.Errorf("%s: the binary graph format needs a little-endian host: %w", path, ErrFormat)
 	}
@@ -100,6 +118,9 @@ func WriteBinary(path string, d *Dataset) error {
 		return fmt.Errorf("%s is a directory; give the output file's name, e.g. %s: %w",
 			path, filepath.Join(path, d.Name+".strata"), ErrFormat)
 	}
+	if err := safefile.CheckOutput(path, d.Source); err != nil {
+		return err
+	}
 	g := d.Graph
 	h := binHeader{
 		Name: d.Name, Source: originalSource(d.Source), Citation: d.Citation,
@@ -108,7 +129,7 @@ func WriteBinary(path string, d *Dataset) error {
 	}
 	var parts []binPayload
 	add := func(name, dt string, count int, data []byte) {
-		parts = append(parts, binPayload{binSection{Name: name, DType: dt, Count: int64(count)}, data})
+		parts = append(parts, binPayload{binSection{Name: name, DType: dt, Count: int64(count), CRC32C: crc32.Checksum(data, castagnoli)}, data})
 	}
 	add("indptr", "i8", len(g.Indptr), byteView(g.Indptr))
 	if g.Idx64 != nil {
@@ -148,12 +169,16 @@ func WriteBinary(path string, d *Dataset) error {
 		break
 	}
 
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	tmp, err := safefile.Create(path, d.Source)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	w := bufio.NewWriterSize(tmp, 1<<20)
+	defer tmp.Abort() // no-op after the commit
+	var sink io.Writer = tmp
+	if wrap != nil {
+		sink = wrap(tmp)
+	}
+	w := bufio.NewWriterSize(sink, 1<<20)
 	var pre [binPrelude]byte
 	copy(pre[:], binMagic)
 	binary.LittleEndian.PutUint32(pre[8:], binVersion)
@@ -177,20 +202,9 @@ func WriteBinary(path string, d *Dataset) error {
 		}
 	}
 	if err := w.Flush(); err != nil {
-		tmp.Close()
 		return fmt.Errorf("%s: write: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: write: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return tmp.Commit()
 }
 
 // alignUp rounds x up to a multiple of a (a power of two).
@@ -214,7 +228,17 @@ func alignUp(x, a int64) int64 { return (x + a - 1) &^ (a - 1) }
 // when the dataset is no longer used; the arrays are invalid afterwards.
 // Opening checks the magic, the version, the header checksum, the section
 // table, indptr, column ids, labels and splits, but not feature values.
-func OpenBinary(path string) (*Dataset, io.Closer, error) {
+func OpenBinary(path string) (*Dataset, io.Closer, error) { return openBinary(path, 0) }
+
+// openBinary is OpenBinary with a memory budget (0: DefaultMaxMemory) for
+// what training the dataset will allocate per node and class.
+func openBinary(path string, budget int64) (*Dataset, io.Closer, error) {
+	if _, err := statRegular(path); err != nil {
+		var fe *FileError
+		if errors.As(err, &fe) {
+			return nil, nil, err
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -243,11 +267,107 @@ func OpenBinary(path string) (*Dataset, io.Closer, error) {
 		return nil, nil, ferr(ErrFormat, path, 0, 0, "cannot map the file: %v", err)
 	}
 	d, err := datasetFromMapping(h, data, path)
+	if err == nil {
+		err = verifySections(h, data, path, eagerVerifyBytes)
+	}
+	if err == nil {
+		err = checkClassBudget(path, d, budget)
+	}
+	if err == nil && int64(len(d.Features))*4 <= eagerVerifyBytes {
+		err = CheckFeatures(path, d.Features, d.FeatDim)
+	}
 	if err != nil {
 		unmap()
 		return nil, nil, err
 	}
 	return d, closerFunc(unmap), nil
+}
+
+// eagerVerifyBytes is the largest section OpenBinary checksums (and the
+// largest feature matrix it checks for finite values) when opening; larger
+// ones, which would cost seconds of reading on every open of a file mapped
+// for its speed, are verified by VerifyBinary (strata inspect --verify).
+const eagerVerifyBytes = 1 << 30
+
+// verifySections checks, for a version 2 file, the CRC-32C of every
+// section of at most limit bytes and that the bytes between the header and
+// the sections and between sections are zero, so a flipped bit anywhere
+// after the header is found.
+func verifySections(h *binHeader, data []byte, path string, limit int64) error {
+	if h.version < 2 {
+		return nil
+	}
+	secs := slices.Clone(h.Sections)
+	slices.SortFunc(secs, func(a, b binSection) int { return cmp.Compare(a.Offset, b.Offset) })
+	pos := int64(binPrelude) + int64(binary.LittleEndian.Uint32(data[12:]))
+	for _, s := range secs {
+		n := s.Count * dtypeSize(s.DType)
+		if s.Offset < pos {
+			return ferr(ErrFormat, path, 0, 0, "section %q overlaps the header or another section; %s", s.Name, convertHint)
+		}
+		if i := slices.IndexFunc(data[pos:s.Offset], func(b byte) bool { return b != 0 }); i >= 0 {
+			return ferr(ErrChecksum, path, 0, 0, "nonzero byte at offset %d between sections (corrupt file); %s", pos+int64(i), convertHint)
+		}
+		if n <= limit {
+			if c := crc32.Checksum(data[s.Offset:s.Offset+n], castagnoli); c != s.CRC32C {
+				return ferr(ErrChecksum, path, 0, 0, "section %q checksum %08x does not match %08x (corrupt file); %s", s.Name, c, s.CRC32C, convertHint)
+			}
+		}
+		pos = s.Offset + n
+	}
+	if i := slices.IndexFunc(data[pos:], func(b byte) bool { return b != 0 }); i >= 0 {
+		return ferr(ErrChecksum, path, 0, 0, "nonzero byte at offset %d after the last section (corrupt file); %s", pos+int64(i), convertHint)
+	}
+	return nil
+}
+
+// VerifyBinary opens a binary graph file and verifies all of it: the
+// checks of OpenBinary, the checksum of every section however large, and
+// finite feature values. A version 1 file has no section checksums; its
+// structure and features are still checked.
+func VerifyBinary(path string) error {
+	d, closer, err := OpenBinary(path)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		return ferr(ErrMissing, path, 0, 0, "cannot open: %v", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ferr(ErrFormat, path, 0, 0, "cannot stat: %v", err)
+	}
+	h, err := readBinHeader(f, st.Size(), path)
+	if err != nil {
+		return err
+	}
+	data, unmap, err := mapFile(f, st.Size())
+	if err != nil {
+		return ferr(ErrFormat, path, 0, 0, "cannot map the file: %v", err)
+	}
+	defer unmap()
+	if err := verifySections(h, data, path, math.MaxInt64); err != nil {
+		return err
+	}
+	return CheckFeatures(path, d.Features, d.FeatDim)
+}
+
+// checkClassBudget checks that the per-node class scores training keeps
+// (logits, their gradient, probabilities: float64 at worst) fit the budget.
+func checkClassBudget(path string, d *Dataset, budget int64) error {
+	if budget <= 0 {
+		budget = DefaultMaxMemory()
+	}
+	need := int64(d.NumNodes) * int64(d.NumClasses)
+	if d.NumClasses > 0 && need/int64(d.NumClasses) != int64(d.NumNodes) {
+		need = -1
+	} else {
+		need *= 3 * 8
+	}
+	return checkBudget(path, fmt.Sprintf("%d nodes x %d classes of scores", d.NumNodes, d.NumClasses), need, budget)
 }
 
 // closerFunc adapts a function to io.Closer; closing twice is harmless.
@@ -272,8 +392,9 @@ func readBinHeader(f io.ReaderAt, size int64, path string) (*binHeader, error) {
 	if k < binPrelude {
 		return nil, bad(ErrTruncated, "file is %d bytes, shorter than the %d-byte preamble", size, binPrelude)
 	}
-	if v := binary.LittleEndian.Uint32(pre[8:]); v != binVersion {
-		return nil, bad(ErrVersion, "format version %d, this build reads version %d", v, binVersion)
+	version := binary.LittleEndian.Uint32(pre[8:])
+	if version < binMinVer || version > binVersion {
+		return nil, bad(ErrVersion, "format version %d, this build reads versions %d to %d", version, binMinVer, binVersion)
 	}
 	hlen := int64(binary.LittleEndian.Uint32(pre[12:]))
 	if hlen > binMaxHead {
@@ -289,7 +410,7 @@ func readBinHeader(f io.ReaderAt, size int64, path string) (*binHeader, error) {
 	if crc := crc32.ChecksumIEEE(head); crc != binary.LittleEndian.Uint32(pre[16:]) {
 		return nil, bad(ErrChecksum, "header checksum %08x does not match %08x (corrupt file)", crc, binary.LittleEndian.Uint32(pre[16:]))
 	}
-	h := &binHeader{}
+	h := &binHeader{version: version}
 	if err := json.Unmarshal(head, h); err != nil {
 		return nil, bad(ErrFormat, "header is not valid JSON: %v", err)
 	}
@@ -308,7 +429,7 @@ func datasetFromMapping(h *binHeader, data []byte, path string) (*Dataset, error
 		return ferr(kind, path, 0, 0, "%s; %s", fmt.Sprintf(format, args...), convertHint)
 	}
 	if h.NumNodes < 0 || h.NumNodes > maxNodes || h.Rows != h.NumNodes || h.Cols != h.NumNodes ||
-		h.NNZ < 0 || h.FeatDim < 0 || h.NumClasses < 0 || h.NumClasses > math.MaxInt32 {
+		h.NNZ < 0 || h.FeatDim < 0 || h.NumClasses < 0 || h.NumClasses > MaxClasses {
 		return nil, bad(ErrFormat, "inconsistent header (nodes %d, graph %d x %d, nnz %d, feat_dim %d, classes %d)",
 			h.NumNodes, h.Rows, h.Cols, h.NNZ, h.FeatDim, h.NumClasses)
 	}

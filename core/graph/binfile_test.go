@@ -151,7 +151,7 @@ func TestWriteBinaryInvalid(t *testing.T) {
 }
 
 // binFile writes a small dataset and returns its bytes and parsed header.
-func binFile(t *testing.T) ([]byte, *binHeader) {
+func binFile(t testing.TB) ([]byte, *binHeader) {
 	t.Helper()
 	d := reorderDataset(FromEdges(10, randEdges(5, 10, 1, 30)))
 	d.Graph.Values = randValues(5, d.Graph.NNZ())
@@ -241,7 +241,7 @@ func TestOpenBinaryCorrupt(t *testing.T) {
 		{"extra bytes", append(slices.Clone(data), 0), ErrFormat, []string{"header says"}},
 		{"flipped magic", flip(0), ErrFormat, []string{"not a strata binary graph"}},
 		{"text file", []byte("0 1\n1 2\n2 3\n3 4\n4 5\n5 6\n6 7\n"), ErrFormat, []string{"not a strata binary graph"}},
-		{"wrong version", put32(8, 2), ErrVersion, []string{"format version 2", "reads version 1"}},
+		{"wrong version", put32(8, 3), ErrVersion, []string{"format version 3", "reads versions 1 to 2"}},
 		{"flipped header byte", flip(binPrelude + 5), ErrChecksum, []string{"checksum"}},
 		{"flipped last header byte", flip(binPrelude + int64(binary.LittleEndian.Uint32(data[12:])) - 1), ErrChecksum, []string{"checksum"}},
 		{"flipped checksum", flip(17), ErrChecksum, []string{"checksum"}},

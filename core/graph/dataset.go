@@ -49,6 +49,9 @@ func (d *Dataset) Validate() error {
 		return fmt.Errorf("%s: %d feature values for %d nodes x %d features: %w",
 			name, len(d.Features), d.NumNodes, d.FeatDim, ErrFormat)
 	}
+	if d.NumClasses < 0 || d.NumClasses > MaxClasses {
+		return fmt.Errorf("%s: %d classes, outside [0,%d]: %w", name, d.NumClasses, MaxClasses, ErrRange)
+	}
 	if d.Labels != nil && len(d.Labels) != d.NumNodes {
 		return fmt.Errorf("%s: %d labels for %d nodes: %w", name, len(d.Labels), d.NumNodes, ErrFormat)
 	}
@@ -81,6 +84,18 @@ func (d *Dataset) Validate() error {
 			if d.Labels == nil || d.Labels[id] < 0 {
 				return fmt.Errorf("%s: %s split: node %d has no label: %w", name, s.name, id, ErrSplit)
 			}
+		}
+	}
+	return nil
+}
+
+// CheckFeatures checks that every feature value is finite: the one check
+// every loader shares (NaN and infinities would poison training). file
+// names the source in the error, with the row and column of the value.
+func CheckFeatures(file string, feats []float32, dim int) error {
+	for i, v := range feats {
+		if v-v != 0 { // NaN or ±Inf
+			return ferr(ErrRange, file, 0, 0, "feature [%d, %d] is %v, not a finite float32 (NaN and infinities would poison training); fix the data", i/max(dim, 1), i%max(dim, 1), v)
 		}
 	}
 	return nil

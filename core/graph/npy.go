@@ -25,6 +25,9 @@ const maxNPYHeader = 1 << 20
 // []float32, []float64, []int32, []int64 or []bool. Errors name the file
 // and the header field at fault.
 func ReadNPY(path string) (shape []int, data any, err error) {
+	if _, serr := statRegular(path); serr != nil && !os.IsNotExist(serr) {
+		return nil, nil, serr
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -405,10 +408,8 @@ func LoadNPYDir(dir string) (*Dataset, error) {
 		if d.Features, err = npyFloats(data, fp); err != nil {
 			return nil, err
 		}
-		for i, v := range d.Features {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, ferr(ErrRange, fp, 0, 0, "element [%d, %d] is %v, not a finite float32 (NaN and infinities would poison training); fix the array", i/d.FeatDim, i%d.FeatDim, v)
-			}
+		if err := CheckFeatures(fp, d.Features, d.FeatDim); err != nil {
+			return nil, err
 		}
 		if d.FeatDim == 0 {
 			d.Features = nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -31,8 +32,9 @@ const maxNodes = 1 << 36
 // ogbSource is a dataset directory as a file system plus the prefix used to
 // name its files in error messages.
 type ogbSource struct {
-	fsys  fs.FS
-	label func(rel string) string
+	fsys   fs.FS
+	label  func(rel string) string
+	budget int64 // memory budget in bytes (0: DefaultMaxMemory)
 }
 
 // LoadOGB loads a dataset stored in the OGB node-property "raw" layout in
@@ -41,7 +43,10 @@ type ogbSource struct {
 // .csv.gz form is used, or the plain .csv when the .gz is absent. Node
 // features are optional (FeatDim 0 when raw/node-feat is absent). Edges are
 // stored as given: the line "src,dst" puts src in row dst.
-func LoadOGB(dir, split string) (*Dataset, error) {
+func LoadOGB(dir, split string) (*Dataset, error) { return loadOGBDir(dir, split, 0) }
+
+// loadOGBDir is LoadOGB with a memory budget (0: DefaultMaxMemory).
+func loadOGBDir(dir, split string, budget int64) (*Dataset, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, ferr(ErrMissing, dir, 0, 0, "dataset directory does not exist; %s", ogbLayout)
@@ -51,7 +56,7 @@ func LoadOGB(dir, split string) (*Dataset, error) {
 	}
 	src := ogbSource{fsys: os.DirFS(dir), label: func(rel string) string {
 		return filepath.Join(dir, filepath.FromSlash(rel))
-	}}
+	}, budget: budget}
 	d, err := loadOGB(src, split)
 	if err != nil {
 		return nil, err
@@ -88,6 +93,9 @@ func loadOGB(src ogbSource, split string) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkNodeCount(src, n64); err != nil {
+		return nil, err
+	}
 	n := int(n64)
 	m64, haveM, err := readCount(src, "raw/num-edge-list", false)
 	if err != nil {
@@ -112,6 +120,49 @@ func loadOGB(src ogbSource, split string) (*Dataset, error) {
 		}
 	}
 	return d, nil
+}
+
+// bytesPerNode is what loading costs per declared node (labels, CSR
+// offsets, split bookkeeping), for the memory budget.
+const bytesPerNode = 32
+
+// checkNodeCount checks num-node-list's count against the memory budget
+// and against what the label file can hold (a line per node, 2 bytes at
+// least), before anything of that size is allocated.
+func checkNodeCount(src ogbSource, n int64) error {
+	budget := src.budget
+	if budget <= 0 {
+		budget = DefaultMaxMemory()
+	}
+	name := src.label("raw/num-node-list.csv.gz")
+	for _, rel := range []string{"raw/num-node-list.csv.gz", "raw/num-node-list.csv"} {
+		if _, err := fs.Stat(src.fsys, rel); err == nil {
+			name = src.label(rel)
+			break
+		}
+	}
+	if err := checkBudget(name, fmt.Sprintf("%d nodes", n), n*bytesPerNode, budget); err != nil {
+		return err
+	}
+	for _, rel := range []string{"raw/node-label.csv.gz", "raw/node-label.csv"} {
+		st, err := fs.Stat(src.fsys, rel)
+		if err != nil {
+			continue
+		}
+		if st.Size() == 0 {
+			break // readLabels reports the empty file
+		}
+		capacity := st.Size() / 2 // "k\n" per node at least
+		if strings.HasSuffix(rel, ".gz") {
+			capacity = st.Size() * maxGzipRatio / 2
+		}
+		if n > capacity {
+			return ferr(ErrCount, name, 1, 0, "says %d nodes, but %s (%d bytes) can hold at most %d label lines: fix the count or regenerate the files",
+				n, src.label(rel), st.Size(), capacity)
+		}
+		break
+	}
+	return nil
 }
 
 // openCSV opens rel+".csv.gz", or rel+".csv" when the .gz is absent.
@@ -402,6 +453,13 @@ func readFeatures(src ogbSource, n int) ([]float32, int, error) {
 	dim := splitCount(line1, ',')
 	if int64(n)*int64(dim) > maxFeatureValues {
 		return nil, 0, ferr(ErrRange, tf.name, 1, 0, "%d nodes x %d features is too large (more than %d values)", n, dim, int64(maxFeatureValues))
+	}
+	budget := src.budget
+	if budget <= 0 {
+		budget = DefaultMaxMemory()
+	}
+	if err := checkBudget(tf.name, fmt.Sprintf("%d nodes x %d features", n, dim), int64(n)*int64(dim)*4, budget); err != nil {
+		return nil, 0, err
 	}
 	feats := make([]float32, n*dim)
 	body := &textFile{name: tf.name, r: io.MultiReader(bytes.NewReader(first), br), c: tf.c}

@@ -25,7 +25,13 @@ const specForms = "embedded:<name> (e.g. embedded:cora), a directory in the OGB 
 // a generated one (RandomSplit; an OGB directory's split/<name> of that name
 // wins). A binary file stays mapped for the life of the process: use
 // OpenBinary to unmap it.
-func Open(spec string) (*Dataset, error) {
+//
+// Open applies the default memory budget and cannot be interrupted; see
+// OpenContext.
+func Open(spec string) (*Dataset, error) { return open(spec, 0) }
+
+// open is Open with a memory budget in bytes (0: DefaultMaxMemory).
+func open(spec string, budget int64) (*Dataset, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("empty dataset spec; want %s: %w", specForms, ErrMissing)
 	}
@@ -36,10 +42,13 @@ func Open(spec string) (*Dataset, error) {
 		return LoadEmbedded(name)
 	}
 	if st, err := os.Stat(spec); err == nil {
-		if st.IsDir() {
-			return openDir(spec, "")
+		if err := checkRegular(spec, st); err != nil {
+			return nil, err
 		}
-		return openFile(spec)
+		if st.IsDir() {
+			return openDir(spec, "", budget)
+		}
+		return openFile(spec, budget)
 	}
 	if i := strings.LastIndexByte(spec, '@'); i > 0 {
 		base, split := spec[:i], spec[i+1:]
@@ -47,16 +56,28 @@ func Open(spec string) (*Dataset, error) {
 			if split == "" {
 				return nil, ferr(ErrFormat, spec, 0, 0, "empty split name after '@'; write <dataset>@<split>")
 			}
-			return openSplit(base, st.IsDir(), split)
+			return openSplit(base, st.IsDir(), split, budget)
 		}
 	}
 	if strings.HasPrefix(spec, "rmat-") && strings.Contains(spec, "@") && !strings.ContainsAny(spec, `/\`) {
 		i := strings.LastIndexByte(spec, '@')
-		return openSplitWith(spec, func() (*Dataset, error) { return Open(spec[:i]) }, spec[i+1:])
+		return openSplitWith(spec, func() (*Dataset, error) { return open(spec[:i], budget) }, spec[i+1:])
 	}
 	if strings.HasPrefix(spec, "rmat-") && !strings.ContainsAny(spec, `/\`) {
 		o, err := ParseRMATName(spec)
 		if err != nil {
+			return nil, err
+		}
+		if budget <= 0 {
+			budget = DefaultMaxMemory()
+		}
+		n, ef := int64(1)<<o.Scale, int64(max(o.EdgeFactor, 16))
+		if o.EdgeFactor > 0 {
+			ef = int64(o.EdgeFactor)
+		}
+		// Features, per-node arrays, and the edges (generated pairs and CSR).
+		need := n*(int64(o.FeatDim)*4+bytesPerNode) + n*ef*24
+		if err := checkBudget(spec, "generating the graph", need, budget); err != nil {
 			return nil, err
 		}
 		return RMAT(o)
@@ -65,14 +86,14 @@ func Open(spec string) (*Dataset, error) {
 }
 
 // openSplit opens base (a directory when dir) with the split named split.
-func openSplit(base string, dir bool, split string) (*Dataset, error) {
+func openSplit(base string, dir bool, split string, budget int64) (*Dataset, error) {
 	rs, isRandom, err := ParseRandomSplit(split)
 	if err != nil {
 		return nil, ferr(ErrFormat, base+"@"+split, 0, 0, "%v", err)
 	}
 	if !isRandom {
 		if dir {
-			return openDir(base, split)
+			return openDir(base, split, budget)
 		}
 		if strings.HasSuffix(strings.ToLower(base), ".npz") {
 			return loadNPZ(base, split)
@@ -82,11 +103,11 @@ func openSplit(base string, dir bool, split string) (*Dataset, error) {
 	var d *Dataset
 	switch {
 	case dir && isDir(filepath.Join(base, "split", split)):
-		return openDir(base, split) // the stored split of that name
+		return openDir(base, split, budget) // the stored split of that name
 	case dir:
-		d, err = openDir(base, noSplit)
+		d, err = openDir(base, noSplit, budget)
 	default:
-		d, err = openFile(base)
+		d, err = openFile(base, budget)
 	}
 	if err != nil {
 		return nil, err
@@ -119,7 +140,7 @@ func openSplitWith(spec string, open func() (*Dataset, error), split string) (*D
 
 // openDir loads a dataset directory: OGB raw layout (text or data.npz) or
 // .npy arrays. split noSplit reads no split at all.
-func openDir(dir, split string) (*Dataset, error) {
+func openDir(dir, split string, budget int64) (*Dataset, error) {
 	if fileExists(filepath.Join(dir, "edge_index.npy")) && !isDir(filepath.Join(dir, "raw")) {
 		if split != "" && split != noSplit {
 			return nil, ferr(ErrFormat, dir, 0, 0, "a .npy dataset directory has no named splits; drop \"@%s\" or generate one with @random-<train>-<valid>-seed<k>", split)
@@ -134,19 +155,19 @@ func openDir(dir, split string) (*Dataset, error) {
 		return nil, ferr(ErrMissing, filepath.Join(dir, "raw"), 0, 0,
 			"directory does not exist, and there is no edge_index.npy either; %s", ogbLayout)
 	}
-	return LoadOGB(dir, split)
+	return loadOGBDir(dir, split, budget)
 }
 
 // openFile loads a single-file dataset: binary or SNAP edge list.
-func openFile(path string) (*Dataset, error) {
+func openFile(path string, budget int64) (*Dataset, error) {
 	if IsBinary(path) {
-		d, _, err := OpenBinary(path)
+		d, _, err := openBinary(path, budget)
 		return d, err
 	}
 	lower := strings.ToLower(strings.TrimSuffix(path, ".gz"))
 	switch filepath.Ext(lower) {
 	case ".strata":
-		d, _, err := OpenBinary(path) // reports the bad magic
+		d, _, err := openBinary(path, budget) // reports the bad magic
 		return d, err
 	case ".txt", ".el", ".edges", ".tsv", ".edgelist", ".csv":
 		return LoadSNAP(path)

@@ -30,6 +30,11 @@ func (t *textFile) Close() error { return t.c.Close() }
 // openText opens rel in fsys, decompressing it when it starts with the gzip
 // magic bytes. display is the name used in error messages.
 func openText(fsys fs.FS, rel, display string) (*textFile, error) {
+	if st, err := fs.Stat(fsys, rel); err == nil {
+		if err := checkRegular(display, st); err != nil {
+			return nil, err
+		}
+	}
 	f, err := fsys.Open(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -145,6 +150,7 @@ func scanChunks(tf *textFile, workers int, fn func(c *lineChunk) error) (int, er
 		line    = 1
 		seq     = 0
 		readErr error
+		longErr error // a line longer than MaxLineBytes
 	)
 	need := chunkSize
 	for {
@@ -172,9 +178,14 @@ func scanChunks(tf *textFile, workers int, fn func(c *lineChunk) error) (int, er
 		if rerr == nil {
 			cut := bytes.LastIndexByte(data, '\n')
 			if cut < 0 {
-				// A line longer than the buffer: read on with a bigger one.
+				// A line longer than the buffer: read on with a bigger
+				// one, up to MaxLineBytes.
+				if len(buf) >= MaxLineBytes {
+					longErr = ferr(ErrFormat, tf.name, line, 0, "line is longer than %d MiB (no newline in sight): is this a text dataset file?", MaxLineBytes>>20)
+					break
+				}
 				carry = append(carry, data...)
-				need = 2 * len(buf)
+				need = min(2*len(buf), MaxLineBytes)
 				continue
 			}
 			carry = append(carry, data[cut+1:]...)
@@ -208,6 +219,9 @@ func scanChunks(tf *textFile, workers int, fn func(c *lineChunk) error) (int, er
 	lines := line - 1
 	if errVal != nil {
 		return lines, errVal
+	}
+	if longErr != nil {
+		return lines, longErr
 	}
 	if readErr != nil {
 		return lines, readError(tf.name, lines, readErr)

@@ -22,6 +22,9 @@ const maxSparseFactor = 64
 // .gz) separates the two ids with a comma instead, and may start with a
 // header line such as "source,target".
 func LoadSNAP(path string) (*Dataset, error) {
+	if _, err := statRegular(path); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
 	csv := filepath.Ext(strings.ToLower(strings.TrimSuffix(path, ".gz"))) == ".csv"
 	form := "a SNAP edge list (\"src dst\" lines, '#' comments)"
 	if csv {

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -10,7 +11,12 @@ const (
 	MaxOps        = 4096
 	MaxRank       = 4
 	MaxParamElems = 1 << 28
-	MaxNameLen    = 256
+	// MaxModelParamElems bounds the parameters of one layer and of a
+	// linked model (2^29 scalars: 2 GiB in float32).
+	MaxModelParamElems = 1 << 29
+	// MaxWidth bounds the column count of any value (input or concat).
+	MaxWidth   = 1 << 28
+	MaxNameLen = 256
 )
 
 // Builder records ops and checks shapes as they arrive. Handles are op
@@ -21,6 +27,7 @@ type Builder struct {
 	err    error
 	inputs map[string]int32
 	params map[string]bool
+	nparam int64 // elements of the params so far
 }
 
 // NewBuilder returns an empty builder.
@@ -111,6 +118,9 @@ func (b *Builder) Input(name string, cols int64) int32 {
 	if cols <= 0 {
 		return b.fail(OpInput, "input %q needs a positive width, got %d", name, cols)
 	}
+	if cols > MaxWidth {
+		return b.fail(OpInput, "input %q is %d wide, more than the limit of %d", name, cols, MaxWidth)
+	}
 	h := b.add(Op{Kind: OpInput, Name: name, Shape: []int64{N, cols}})
 	b.inputs[name] = h
 	return h
@@ -132,6 +142,14 @@ func (b *Builder) Graph(name string) int32 {
 	return h
 }
 
+// elemCount formats an element count, naming an overflow.
+func elemCount(n int64) string {
+	if n == math.MaxInt64 {
+		return "more than 2^63"
+	}
+	return fmt.Sprint(n)
+}
+
 // Param declares a learnable weight.
 func (b *Builder) Param(name string, shape []int64, init string) int32 {
 	if !b.checkName(OpParam, name) {
@@ -148,9 +166,14 @@ func (b *Builder) Param(name string, shape []int64, init string) int32 {
 			return b.fail(OpParam, "%q: shape %s must be concrete and positive", name, ShapeString(shape))
 		}
 	}
-	if Numel(shape) > MaxParamElems {
-		return b.fail(OpParam, "%q: %d elements exceeds the limit of %d", name, Numel(shape), MaxParamElems)
+	n := Numel(shape)
+	if n > MaxParamElems {
+		return b.fail(OpParam, "%q: shape %s has %s elements, more than the limit of %d per parameter", name, ShapeString(shape), elemCount(n), MaxParamElems)
 	}
+	if b.nparam+n > MaxModelParamElems {
+		return b.fail(OpParam, "%q: the layer's parameters would hold %d elements, more than the limit of %d", name, b.nparam+n, MaxModelParamElems)
+	}
+	b.nparam += n
 	if !slices.Contains(Inits, init) {
 		return b.fail(OpParam, "%q: unknown init %q (allowed: %v)", name, init, Inits)
 	}
@@ -274,6 +297,9 @@ func (b *Builder) Concat(x, y int32) int32 {
 	xs, ys := v[0].Shape, v[1].Shape
 	if !rank2(xs) || !rank2(ys) || xs[0] != ys[0] {
 		return b.fail(OpConcat, "row counts differ: %s and %s", ShapeString(xs), ShapeString(ys))
+	}
+	if xs[1] > MaxWidth-ys[1] {
+		return b.fail(OpConcat, "result would have %d columns, more than the limit of %d", xs[1]+ys[1], MaxWidth)
 	}
 	return b.add(Op{Kind: OpConcat, Args: []int32{x, y}, Shape: []int64{xs[0], xs[1] + ys[1]}})
 }

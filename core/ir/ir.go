@@ -5,6 +5,8 @@ package ir
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"strings"
 )
 
@@ -137,20 +139,44 @@ func (g *Graph) Params() []int32 {
 	return ps
 }
 
-// NumParams returns the number of learnable scalars.
+// NumParams returns the number of learnable scalars, saturating at
+// math.MaxInt64.
 func (g *Graph) NumParams() int64 {
 	var n int64
 	for _, i := range g.Params() {
-		n += Numel(g.Ops[i].Shape)
+		k := Numel(g.Ops[i].Shape)
+		if k < 0 || n > math.MaxInt64-k {
+			return math.MaxInt64
+		}
+		n += k
 	}
 	return n
 }
 
-// Numel returns the element count of a concrete shape.
+// Numel returns the element count of a concrete shape, saturating at
+// math.MaxInt64 where the product overflows (so an absurd shape can never
+// wrap around to a small or zero count).
 func Numel(s []int64) int64 {
 	n := int64(1)
 	for _, d := range s {
+		if d == 0 {
+			return 0
+		}
+		hi, lo := bits.Mul64(absU(n), absU(d))
+		if hi != 0 || lo > math.MaxInt64 {
+			if (n < 0) != (d < 0) {
+				return math.MinInt64
+			}
+			return math.MaxInt64
+		}
 		n *= d
 	}
 	return n
+}
+
+func absU(x int64) uint64 {
+	if x < 0 {
+		return uint64(-x)
+	}
+	return uint64(x)
 }

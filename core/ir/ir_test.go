@@ -1,6 +1,8 @@
 package ir
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -58,6 +60,25 @@ func TestBuilderErrors(t *testing.T) {
 			x := b.Input("x", 0)
 			b.Output(b.Unary(OpReLU, x, 0))
 		}, `op #0 input: input "x" needs a positive width, got 0`},
+		{"param overflow wraps negative", func(b *Builder) {
+			b.Param("w", []int64{3, 3074457345618258603}, "zeros")
+		}, `op #0 param: "w": shape [3,3074457345618258603] has more than 2^63 elements, more than the limit of 268435456 per parameter`},
+		{"param overflow wraps to zero", func(b *Builder) {
+			b.Param("w", []int64{1 << 32, 1 << 32}, "zeros")
+		}, `op #0 param: "w": shape [4294967296,4294967296] has more than 2^63 elements`},
+		{"param total budget", func(b *Builder) {
+			for i := range 3 {
+				b.Param(fmt.Sprintf("w%d", i), []int64{1 << 14, 1 << 14}, "zeros")
+			}
+		}, `op #2 param: "w2": the layer's parameters would hold 805306368 elements, more than the limit of 536870912`},
+		{"input too wide", func(b *Builder) {
+			b.Input("x", 1<<40)
+		}, `op #0 input: input "x" is 1099511627776 wide, more than the limit of 268435456`},
+		{"concat overflow", func(b *Builder) {
+			x := b.Input("x", 1<<27)
+			y := b.Concat(x, x)
+			b.Output(b.Concat(y, y))
+		}, `op #2 concat: result would have 536870912 columns, more than the limit of 268435456`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -146,5 +167,43 @@ func TestLinkErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want %q", err, c.want)
 		}
+	}
+}
+
+func TestNumelSaturates(t *testing.T) {
+	cases := []struct {
+		shape []int64
+		want  int64
+	}{
+		{[]int64{3, 4}, 12},
+		{[]int64{3, 3074457345618258603}, math.MaxInt64},
+		{[]int64{1 << 32, 1 << 32}, math.MaxInt64},
+		{[]int64{1 << 62, 2}, math.MaxInt64},
+		{[]int64{1 << 31, 1 << 31, 1}, 1 << 62},
+		{[]int64{5, 0, 1 << 62}, 0},
+		{nil, 1},
+	}
+	for _, c := range cases {
+		if got := Numel(c.shape); got != c.want {
+			t.Errorf("Numel(%v) = %d, want %d", c.shape, got, c.want)
+		}
+	}
+}
+
+func TestLinkParamBudget(t *testing.T) {
+	var layers []*Graph
+	for range 3 {
+		b := NewBuilder()
+		x := b.Input("x", 1<<14)
+		b.Output(b.MatMul(x, b.Param("w", []int64{1 << 14, 1 << 14}, "zeros")))
+		g, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, g)
+	}
+	_, err := Link(layers)
+	if err == nil || !strings.Contains(err.Error(), "more than the limit of 536870912") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -42,5 +42,8 @@ func Link(layers []*Graph) (*Graph, error) {
 		prev = remap[l.Outputs[0]]
 	}
 	out.Outputs = []int32{prev}
+	if n := out.NumParams(); n > MaxModelParamElems {
+		return nil, fmt.Errorf("the model's parameters hold %s elements, more than the limit of %d: use fewer or narrower layers", elemCount(n), MaxModelParamElems)
+	}
 	return &out, nil
 }

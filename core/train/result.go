@@ -31,6 +31,9 @@ type EpochRecord struct {
 
 // Result is the final machine-readable summary of a run (one JSON line).
 type Result struct {
+	// Status is "diverged" for a run stopped by a non-finite loss or
+	// parameter (see DivergedError), empty for a finished run.
+	Status           string           `json:"status,omitempty"`
 	Dataset          string           `json:"dataset"`
 	Model            string           `json:"model"`
 	Mode             string           `json:"mode"`
@@ -102,4 +105,8 @@ type Result struct {
 	Seed              int64              `json:"seed"`
 	ConfigSHA256      string             `json:"config_sha256"`
 	Version           string             `json:"version"`
+
+	// noValid and noTest mark an empty split: its accuracy is absent
+	// (JSON null), not 0.
+	noValid, noTest bool
 }

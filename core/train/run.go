@@ -2,11 +2,9 @@ package train
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -63,11 +61,17 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if d, ok := be.(backend.Named); ok {
 		res.Device = d.DeviceName()
 	}
+	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	if res.ConfigSHA256, err = cfg.SHA256(); err != nil {
 		return nil, err
 	}
 	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res}
 	if err := loop.run(ctx, opts); err != nil {
+		var de *DivergedError
+		if errors.As(err, &de) {
+			res.Status = StatusDiverged
+			return res, err
+		}
 		return nil, err
 	}
 	res.MicroBatches = cfg.Train.MicroBatches
@@ -95,7 +99,7 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 	if host == nil {
 		return nil, nil, nil, errors.New("train: no module host to run the model's layer module (Options.Host)")
 	}
-	ds, feats, dim, err := loadData(cfg)
+	ds, feats, dim, err := loadData(ctx, cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -147,13 +151,17 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 
 // loadData opens the dataset, checks that it can be trained on and returns
 // it with its prepared feature matrix.
-func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
+func loadData(ctx context.Context, cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, nil, 0, err
 	}
-	ds, err := LoadDataset(cfg)
+	ds, err := LoadDataset(ctx, cfg)
 	if err != nil {
 		return nil, nil, 0, err
+	}
+	if n, w := int64(ds.NumNodes), int64(cfg.Data.SynthFeatures); ds.FeatDim == 0 && n*w*4 > graph.MaxMemory(ctx) {
+		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("data.synth_features = %d: %d nodes x %d random features would need %s, more than the memory budget of %s (--max-memory); use fewer features",
+			w, n, w, graph.FormatBytes(n*w*4), graph.FormatBytes(graph.MaxMemory(ctx))), "data", "synth_features")
 	}
 	if ds.NumClasses < 2 {
 		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has %d classes; node classification needs labels with at least 2 classes (an edge list carries none: give labels in the OGB raw layout, raw/node-label.csv, a .npy directory's labels.npy or a .npz file, see docs/datasets.md)", ds.Name, ds.NumClasses), "data", "dataset")
@@ -168,10 +176,14 @@ func loadData(cfg *config.Config) (*graph.Dataset, []float32, int, error) {
 	return ds, feats, dim, nil
 }
 
-// LoadDataset opens data.dataset and applies data.reorder.
-func LoadDataset(cfg *config.Config) (*graph.Dataset, error) {
-	ds, err := graph.Open(cfg.DatasetSpec())
+// LoadDataset opens data.dataset (cancelled with ctx, within the memory
+// budget ctx carries) and applies data.reorder.
+func LoadDataset(ctx context.Context, cfg *config.Config) (*graph.Dataset, error) {
+	ds, err := graph.OpenContext(ctx, cfg.DatasetSpec())
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, cfg.KeyError(err.Error(), "data", "dataset")
 	}
 	if cfg.Data.Reorder == "degree" {
@@ -189,7 +201,7 @@ func Check(ctx context.Context, cfg *config.Config, host modhost.Host, skipData 
 		return err
 	}
 	if !skipData {
-		ds, _, d, err := loadData(cfg)
+		ds, _, d, err := loadData(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -244,21 +256,19 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	epochs := l.cfg.Train.Epochs
 	bar := metrics.NewProgress(opts.Progress, "train", epochs)
 	defer bar.Done()
-	var csvw *csv.Writer
-	if path := l.cfg.Output.CSV; path != "" {
-		f, err := os.Create(path)
-		if err != nil {
+	var csvw *csvOut
+	if path := l.cfg.CSVPath(); path != "" {
+		var err error
+		if csvw, err = openCSV(l.cfg, path); err != nil {
 			return fmt.Errorf("output.csv: %w", err)
 		}
-		defer f.Close()
-		csvw = csv.NewWriter(f)
-		defer csvw.Flush()
+		defer csvw.close()
 		header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc", "sample_s", "extract_s", "stage_s", "train_s", "cache_hit_rate", "transfer_bytes", "predicted_s"}
 		for _, tier := range l.be.Tiers() {
 			header = append(header, "peak_"+string(tier)+"_bytes")
 		}
-		if err := csvw.Write(header); err != nil {
-			return fmt.Errorf("output.csv: %w", err)
+		if err := csvw.write(header); err != nil {
+			return err
 		}
 	}
 	var times, evalTimes, predicted []float64
@@ -267,6 +277,15 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	peaks := newPhasePeaks(l.be)
 	var best map[string][]float64
 	sinceBest := 0
+	// stats fills the result's timings and peaks, at the end or when the
+	// run diverges.
+	stats := func() {
+		l.res.PeakTierBytes, l.res.TrainPeakTierBytes, l.res.EvalPeakTierBytes = tierMap(peaks.all), tierMap(peaks.train), tierMap(peaks.eval)
+		l.res.EpochTimeMedianS = median(times, 2)
+		l.res.PredictedEpochS = median(predicted, 0)
+		l.res.EvalTimeMedianS = median(evalTimes, 0)
+		l.res.PeakRSSBytes = metrics.PeakRSS()
+	}
 	for ep := 0; ep < epochs; ep++ {
 		t0 := time.Now()
 		var before Prediction
@@ -287,6 +306,11 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		dt := time.Since(t0).Seconds()
 		times = append(times, dt)
 		l.res.FinalLoss = loss
+		if !finite(loss) {
+			l.res.Epochs = ep + 1
+			stats()
+			return errors.Join(&DivergedError{Epoch: ep, What: "the loss", Value: loss}, csvw.commit())
+		}
 		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(peaks.all)}
 		if simulated {
 			work := PredictionNow(l.be).Since(before)
@@ -310,6 +334,13 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			}
 			peaks.end(peaks.eval)
 			evalTimes = append(evalTimes, time.Since(t1).Seconds())
+			if snap, err := l.st.Params().Snapshot(); err != nil {
+				return err
+			} else if err := checkFinite(ep, snap); err != nil {
+				l.res.Epochs = ep + 1
+				stats()
+				return errors.Join(err, csvw.commit())
+			}
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
 			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
 				l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = ep, va, tr, te
@@ -329,8 +360,8 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			rec.TransferBytes, transferred = total-transferred, total
 		}
 		if csvw != nil {
-			if err := csvw.Write(recordRow(rec, l.be.Tiers())); err != nil {
-				return fmt.Errorf("output.csv: %w", err)
+			if err := csvw.write(recordRow(rec, l.be.Tiers())); err != nil {
+				return err
 			}
 		}
 		l.res.Epochs = ep + 1
@@ -339,10 +370,10 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			break
 		}
 	}
-	l.res.PeakTierBytes, l.res.TrainPeakTierBytes, l.res.EvalPeakTierBytes = tierMap(peaks.all), tierMap(peaks.train), tierMap(peaks.eval)
-	l.res.EpochTimeMedianS = median(times, 2)
-	l.res.PredictedEpochS = median(predicted, 0)
-	l.res.EvalTimeMedianS = median(evalTimes, 0)
+	stats()
+	if err := csvw.commit(); err != nil {
+		return err
+	}
 	if best != nil {
 		return l.st.Params().Restore(best) // through the parameters' view: counted as parameters
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"strata/core/config"
+	"strata/core/safefile"
 	"strata/core/train"
 )
 
@@ -128,6 +129,15 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 	if out == "" {
 		out = DefaultOutDir(p.Exp)
 	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, nil, err
+	}
+	// One invocation at a time per results directory.
+	lock, err := safefile.Acquire(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer lock.Release()
 	if opts.Fresh {
 		if err := os.RemoveAll(filepath.Join(out, "runs")); err != nil {
 			return nil, nil, err
@@ -172,8 +182,11 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 				}
 				if rec.Status == "ok" {
 					if err := writeJSON(filepath.Join(out, "runs", r.ID+".json"), rec); err != nil {
+						// Not stored, so not done: it counts as failed
+						// and runs again on the next invocation.
+						rec.Status, rec.Error = "failed", "storing the result: "+err.Error()
 						mu.Lock()
-						writeErr = err
+						writeErr = errors.Join(writeErr, err)
 						mu.Unlock()
 					}
 				}
@@ -203,15 +216,18 @@ feed:
 			sum.Executed++
 		}
 	}
-	if writeErr != nil {
-		return sum, records, fmt.Errorf("storing a run result: %w", writeErr)
-	}
+	// The reports cover what finished, even when some results could not
+	// be stored.
 	end := time.Now()
 	if sum.Executed == 0 && sum.Failed == 0 {
 		end = time.Time{} // nothing ran: keep the reports' invocation as it was
 	}
-	if err := writeReports(p, records, out, started, end, env.memo); err != nil {
-		return sum, records, err
+	repErr := writeReports(p, records, out, started, end, env.memo)
+	if writeErr != nil {
+		return sum, records, errors.Join(fmt.Errorf("storing a run result: %w", writeErr), repErr)
+	}
+	if repErr != nil {
+		return sum, records, repErr
 	}
 	return sum, records, ctx.Err()
 }
@@ -315,28 +331,7 @@ func writeJSON(path string, v any) error {
 // writeFile writes data to path atomically: a temporary file in the same
 // directory, synced, then renamed over path.
 func writeFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return safefile.WriteFile(path, data)
 }
 
 // progress prints one line per finished run with an ETA.

@@ -99,8 +99,11 @@ func runHitRatio(ctx context.Context, env *runEnv, cfg *config.Config) (any, err
 	if m.dsKey != dsKey {
 		m.ds, m.dsKey, m.epochs, m.rankings = nil, "", map[string]*epochReads{}, map[string][]int32{}
 		debug.FreeOSMemory()
-		d, err := graph.Open(spec)
+		d, err := graph.OpenContext(ctx, spec)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, cfg.KeyError(err.Error(), "data", "dataset")
 		}
 		if cfg.Data.Reorder == "degree" {

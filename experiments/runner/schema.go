@@ -152,13 +152,9 @@ func (l *errorList) err() error {
 
 // Load reads and parses an experiment file.
 func Load(path string) (*Experiment, error) {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path, "experiment")
 	if err != nil {
-		msg := err.Error()
-		if pe, ok := err.(*os.PathError); ok {
-			msg = pe.Err.Error()
-		}
-		return nil, &config.Error{File: path, Msg: "cannot read experiment: " + msg}
+		return nil, err
 	}
 	return Parse(path, data)
 }
@@ -276,6 +272,9 @@ func (l *axisList) DecodeTOML(key string, v any) error {
 // is reported, one *config.Error per line, sorted by line. The generated
 // configs are checked by Plan, not here.
 func Parse(file string, data []byte) (*Experiment, error) {
+	if err := config.CheckText(file, data); err != nil {
+		return nil, err
+	}
 	var f expFile
 	derr := config.DecodeStrict(file, data, &f)
 	if !f.Found() {

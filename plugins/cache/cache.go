@@ -47,7 +47,7 @@ type (
 // Capacity is the option shared by the policies that cache something.
 type Capacity struct {
 	Capacity      float64 `toml:"capacity" range:"[0,1]" doc:"fraction of the nodes to cache, in [0,1]"`
-	CapacityBytes int64   `toml:"capacity_bytes" range:"[0,)" doc:"feature bytes to cache per device; when > 0 it wins over capacity"`
+	CapacityBytes int64   `toml:"capacity_bytes" range:"[0,1125899906842624]" doc:"feature bytes to cache per device; when > 0 it wins over capacity"`
 }
 
 // Validate checks that the capacity is a fraction and the byte budget is

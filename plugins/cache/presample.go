@@ -102,9 +102,9 @@ func HitCurve(counts []int64, rank []int32, pcts []float64) []float64 {
 // fanouts and batch size to the trainer's.
 type Presample struct {
 	Capacity
-	Epochs    int   `toml:"epochs" range:"[1,)" doc:"sampling epochs to run"`
-	Fanouts   []int `toml:"fanouts" range:"[1,)" doc:"sampler.uniform fanouts, first layer first"`
-	BatchSize int   `toml:"batch_size" range:"[1,)" doc:"seed nodes per mini-batch"`
+	Epochs    int   `toml:"epochs" range:"[1,1000]" doc:"sampling epochs to run"`
+	Fanouts   []int `toml:"fanouts" range:"[1,1048576]" doc:"sampler.uniform fanouts, first layer first"`
+	BatchSize int   `toml:"batch_size" range:"[1,1073741824]" doc:"seed nodes per mini-batch"`
 	Seed      int64 `toml:"seed" doc:"random seed of the presampling epochs"`
 }
 

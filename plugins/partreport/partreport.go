@@ -61,7 +61,7 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 	bar := newStageBar(progress, part, batch)
 	defer bar.done()
 	bar.stage("load")
-	ds, err := train.LoadDataset(cfg)
+	ds, err := train.LoadDataset(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

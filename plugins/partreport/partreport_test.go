@@ -36,7 +36,7 @@ func TestPartitionProgress(t *testing.T) {
 func TestSplitRedundancy(t *testing.T) {
 	ctx := context.Background()
 	cfg := mustParse(t, coraBase)
-	ds, err := train.LoadDataset(cfg)
+	ds, err := train.LoadDataset(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

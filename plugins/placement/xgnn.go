@@ -33,8 +33,8 @@ import (
 // first candidate each time, and returns the best complete plan seen.
 type XGNN struct {
 	LocalGBps float64 `toml:"local_gbps" range:"(0,)" doc:"local GPU memory bandwidth, GB/s: rates a worker's own partitions in MinBandwidth"`
-	MaxStored int     `toml:"max_stored" range:"[0,)" doc:"most partitions one GPU may store (0 = no limit); a partition that fits on no GPU a worker reaches is read from the host"`
-	MaxSteps  int     `toml:"max_steps" range:"[0,)" doc:"search steps before the search finishes greedily and keeps its best plan (0 = no limit)"`
+	MaxStored int     `toml:"max_stored" range:"[0,1048576]" doc:"most partitions one GPU may store (0 = no limit); a partition that fits on no GPU a worker reaches is read from the host"`
+	MaxSteps  int     `toml:"max_steps" range:"[0,1000000000000]" doc:"search steps before the search finishes greedily and keeps its best plan (0 = no limit)"`
 }
 
 // StrataModule implements registry.Module.

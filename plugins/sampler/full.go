@@ -13,7 +13,7 @@ import (
 // Full keeps every in-neighbour: its blocks are the exact `layers`-hop
 // in-neighbourhood of the seeds, as full-graph training computes it.
 type Full struct {
-	Hops int `toml:"layers" range:"[1,)" doc:"number of hops (one block per GNN layer); match model.layers"`
+	Hops int `toml:"layers" range:"[1,64]" doc:"number of hops (one block per GNN layer); match model.layers"`
 }
 
 // StrataModule registers sampler.full.

@@ -38,7 +38,7 @@ import (
 // distributed) blocks. There is no replacement option. Fanouts are listed
 // first layer (farthest from the seeds) first, as for sampler.uniform.
 type KHop struct {
-	Fanouts []int `toml:"fanouts" range:"[1,)" special:"-1:all neighbours" doc:"neighbours per destination, first layer (farthest from the seeds) first, as DGL; one entry per model layer"`
+	Fanouts []int `toml:"fanouts" range:"[1,1048576]" special:"-1:all neighbours" doc:"neighbours per destination, first layer (farthest from the seeds) first, as DGL; one entry per model layer"`
 }
 
 // StrataModule registers sampler.khop.

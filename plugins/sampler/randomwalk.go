@@ -32,10 +32,10 @@ import (
 // weights sum to 1 (PinSAGE's importance pooling weights). With Weights =
 // false, Values is nil.
 type RandomWalk struct {
-	NumLayers  int  `toml:"layers" range:"[1,)" doc:"number of hops (one block per GNN layer); match model.layers"`
-	Walks      int  `toml:"walks" range:"[1,)" doc:"random walks started from each destination node"`
-	WalkLength int  `toml:"walk_length" range:"[1,)" doc:"hops per walk (following in-neighbours)"`
-	TopK       int  `toml:"top_k" range:"[1,)" doc:"neighbours kept per node: the most visited, ties by node id"`
+	NumLayers  int  `toml:"layers" range:"[1,64]" doc:"number of hops (one block per GNN layer); match model.layers"`
+	Walks      int  `toml:"walks" range:"[1,1048576]" doc:"random walks started from each destination node"`
+	WalkLength int  `toml:"walk_length" range:"[1,1048576]" doc:"hops per walk (following in-neighbours)"`
+	TopK       int  `toml:"top_k" range:"[1,1048576]" doc:"neighbours kept per node: the most visited, ties by node id"`
 	Weights    bool `toml:"weights" doc:"store normalised visit counts as edge weights in Block.Adj.Values"`
 }
 

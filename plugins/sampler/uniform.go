@@ -32,7 +32,7 @@ import (
 // v), so the result is independent of GOMAXPROCS. Rows are sampled in
 // parallel; relabelling to local ids is one ordered pass per layer.
 type Uniform struct {
-	Fanouts []int `toml:"fanouts" range:"[1,)" special:"-1:all neighbours" doc:"neighbours per destination, first layer (farthest from the seeds) first, as DGL; one entry per model layer"`
+	Fanouts []int `toml:"fanouts" range:"[1,1048576]" special:"-1:all neighbours" doc:"neighbours per destination, first layer (farthest from the seeds) first, as DGL; one entry per model layer"`
 	Replace bool  `toml:"replace" doc:"sample with replacement (exactly fanout draws per node with neighbours)"`
 }
 

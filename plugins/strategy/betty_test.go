@@ -178,7 +178,7 @@ func TestMicroBatchBadInput(t *testing.T) {
 		sets []string
 		err  []string
 	}{
-		{"zero", []string{"train.micro_batches=0"}, []string{"train.micro_batches = 0: must be >= 1"}},
+		{"zero", []string{"train.micro_batches=0"}, []string{"train.micro_batches = 0: must be in [1, 1048576]"}},
 		{"other string", []string{`train.micro_batches="max"`}, []string{`train.micro_batches = "max": the only string train.micro_batches takes is "auto"`}},
 		{"more than the training nodes", []string{"train.micro_batches=141", `partition.name="range"`}, []string{"train.micro_batches = 141 is more than the 140 training nodes"}},
 		{"more than a mini-batch", append(mini, "train.micro_batches=33"), []string{"train.micro_batches = 33 is more than the train.batch_size = 32 output nodes of a mini-batch"}},

@@ -61,7 +61,7 @@ func (m *Module) CostModel(ctx context.Context) (*CostModel, error) {
 	}
 	m.fastMu.Lock()
 	if m.fastCompiled == nil {
-		c, err := m.rt.fast.CompileModule(ctx, m.wasm)
+		c, err := m.rt.compile(ctx, m.rt.fast, m.name, m.wasm)
 		if err != nil {
 			m.fastMu.Unlock()
 			return nil, fmt.Errorf("cost model %q does not compile: %w", m.name, err)

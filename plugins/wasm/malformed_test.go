@@ -170,6 +170,14 @@ func TestMalformedSpec(t *testing.T) {
 		{"huge-rank", spec(1, []string{"param"}, func(m *wmod, f map[string]uint32) []byte {
 			return cat(m.str(0, "W"), i32c(0), i32c(1000), m.str(8, "zeros"), call(f["param"]), opDrop, i32c(0))
 		}), `op #0 param: rank 1000 outside 1..4`},
+		{"shape-overflow", spec(1, []string{"param"}, func(m *wmod, f map[string]uint32) []byte {
+			m.bytesAt(32, []byte{3, 0, 0, 0, 0, 0, 0, 0, 171, 170, 170, 170, 170, 170, 170, 42})
+			return cat(m.str(0, "W"), i32c(32), i32c(2), m.str(8, "zeros"), call(f["param"]), opDrop, i32c(0))
+		}), `op #0 param: "W": shape [3,3074457345618258603] has more than 2^63 elements, more than the limit of 268435456 per parameter`},
+		{"shape-wraps-to-zero", spec(1, []string{"param"}, func(m *wmod, f map[string]uint32) []byte {
+			m.bytesAt(32, []byte{0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0})
+			return cat(m.str(0, "W"), i32c(32), i32c(2), m.str(8, "zeros"), call(f["param"]), opDrop, i32c(0))
+		}), `op #0 param: "W": shape [4294967296,4294967296] has more than 2^63 elements`},
 		{"rank-5", spec(1, []string{"param"}, func(m *wmod, f map[string]uint32) []byte {
 			return cat(m.str(0, "W"), i32c(64), i32c(5), m.str(8, "zeros"), call(f["param"]), opDrop, i32c(0))
 		}), `op #0 param: "W": rank 5 outside 1..4`},

@@ -88,11 +88,22 @@ func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 		r.cacheDir = opts.CacheDir
 	}
 	if r.cacheDir != "" {
+		if err := usableCacheDir(r.cacheDir); err != nil {
+			warnf("compiled-module cache %s cannot be written (%v); running without it (set -wasm-cache to another directory, or \"off\")", r.cacheDir, err)
+			r.cacheDir = ""
+		}
+	}
+	if r.cacheDir != "" {
+		if n := sanitizeCache(r.cacheDir); n > 0 {
+			warnf("compiled-module cache %s: deleted %d corrupt entries; their modules are compiled afresh", r.cacheDir, n)
+		}
 		c, err := wazero.NewCompilationCacheWithDir(r.cacheDir)
 		if err != nil {
-			return nil, fmt.Errorf("wasm: compilation cache %s: %w (set the cache directory to \"off\" to disable it)", r.cacheDir, err)
+			warnf("compiled-module cache %s: %v; running without it", r.cacheDir, err)
+			r.cacheDir = ""
+		} else {
+			r.cache = c
 		}
-		r.cache = c
 	}
 	newRT := func(closeOnDone bool) (wazero.Runtime, error) {
 		cfg := wazero.NewRuntimeConfigCompiler().
@@ -213,7 +224,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, 
 		return fail("is not a WebAssembly binary (it starts with %q, want \"\\x00asm\")", head)
 	}
 	cctx := experimental.WithCompilationWorkers(ctx, r.workers)
-	compiled, err := r.def.CompileModule(cctx, wasm)
+	compiled, err := r.compile(cctx, r.def, name, wasm)
 	if err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "over limit") {

@@ -97,10 +97,10 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 		if d < 0 {
 			return nil, errf("Alloc", "negative dimension in shape %v", shape)
 		}
-		n *= int64(d)
-		if n > maxElems {
+		if d > 0 && n > maxElems/int64(d) { // checked before multiplying: no overflow
 			return nil, errf("Alloc", "shape %v has more than 2^40 elements", shape)
 		}
+		n *= int64(d)
 	}
 	bf := &buffer{owner: b, bytes: n * int64(dt.Size())}
 	if err := b.reserve(bf.bytes, fmt.Sprintf("a %v tensor of shape %v", dt, shape)); err != nil {

@@ -1,0 +1,86 @@
+package graph
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+)
+
+// The fuzz targets feed arbitrary bytes to every loader: none may panic,
+// hang or allocate beyond what the input can justify; errors are expected.
+// `go test` runs the seeds; `make fuzz` fuzzes each target for a while.
+
+func FuzzSNAP(f *testing.F) {
+	for _, s := range []string{"0 1\n1 2\n", "# Nodes: 5 Edges: 2\n0\t1\n3 4\n", "%c\n0 1", "", "1 99999999999\n", "0 1 2\n", "-1 0\n", "\x1f\x8b"} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "g.txt")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := LoadSNAP(p); err == nil {
+			if err := d.Validate(); err != nil {
+				t.Fatalf("loaded an invalid dataset: %v", err)
+			}
+		}
+	})
+}
+
+func FuzzOGB(f *testing.F) {
+	base := tinyOGB()
+	f.Add([]byte(base["raw/edge.csv"]), []byte(base["raw/num-node-list.csv"]), []byte(base["raw/node-label.csv"]), []byte(base["raw/node-feat.csv"]))
+	f.Add([]byte("0,1\n"), []byte("2147483647\n"), []byte("0\n1\n"), []byte("nan,1\n"))
+	f.Add([]byte("0,9\n"), []byte("-3\n"), []byte(""), []byte("1e39\n"))
+	f.Fuzz(func(t *testing.T, edge, nodes, labels, feats []byte) {
+		fsys := fstest.MapFS{
+			"raw/edge.csv":          {Data: edge},
+			"raw/num-node-list.csv": {Data: nodes},
+			"raw/node-label.csv":    {Data: labels},
+			"raw/node-feat.csv":     {Data: feats},
+			"split/s/train.csv":     {Data: []byte(base["split/s/train.csv"])},
+			"split/s/valid.csv":     {Data: []byte(base["split/s/valid.csv"])},
+			"split/s/test.csv":      {Data: []byte(base["split/s/test.csv"])},
+		}
+		src := ogbSource{fsys: fsys, label: func(rel string) string { return "fuzz/" + rel }, budget: 64 << 20}
+		if d, err := loadOGB(src, ""); err == nil {
+			if err := d.Validate(); err != nil {
+				t.Fatalf("loaded an invalid dataset: %v", err)
+			}
+		}
+	})
+}
+
+func FuzzNPY(f *testing.F) {
+	f.Add(npyOf([]float32{1, 2, 3, 4}, 2, 2))
+	f.Add(npyOf([]int64{0, 1, 1, 2}, 2, 2))
+	f.Add(npyFile(1, "<f8", false, []int{1 << 40}, nil))
+	f.Add(npyRaw(2, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", leBytes([]int32{1, 2, 3})))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _, _ = readNPY(bytes.NewReader(data), int64(len(data)), "fuzz.npy")
+	})
+}
+
+func FuzzBinary(f *testing.F) {
+	data, _ := binFile(f)
+	f.Add(data)
+	f.Add(data[:len(data)/2])
+	f.Add([]byte(binMagic))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "f.strata")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, closer, err := OpenBinary(p)
+		if err == nil {
+			if err := d.Validate(); err != nil {
+				t.Fatalf("opened an invalid dataset: %v", err)
+			}
+			closer.Close()
+		}
+	})
+}

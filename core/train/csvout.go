@@ -1,0 +1,81 @@
+package train
+
+import (
+	"encoding/csv"
+	"fmt"
+
+	"strata/core/config"
+	"strata/core/graph"
+	"strata/core/safefile"
+)
+
+// csvOut is output.csv being written: locked against a second writer,
+// refused when it names an input, written to a temporary file that
+// replaces the target only when the run ends (commit), and flushed after
+// every epoch so a failed write (a full disk) stops the run at once.
+type csvOut struct {
+	w    *csv.Writer
+	f    *safefile.File
+	lock *safefile.Lock
+}
+
+// openCSV starts output.csv at path (resolved against the config's
+// directory).
+func openCSV(cfg *config.Config, path string) (*csvOut, error) {
+	inputs := []string{cfg.Path, cfg.DatasetSpec(), cfg.ModulePath()}
+	if files, _, err := graph.Sources(cfg.DatasetSpec()); err == nil {
+		for _, f := range files {
+			inputs = append(inputs, f.Name)
+		}
+	}
+	if err := safefile.CheckOutput(path, inputs...); err != nil {
+		return nil, err
+	}
+	lock, err := safefile.Acquire(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := safefile.Create(path, inputs...)
+	if err != nil {
+		lock.Release()
+		return nil, err
+	}
+	return &csvOut{w: csv.NewWriter(f), f: f, lock: lock}, nil
+}
+
+// write writes one row and flushes it to the file.
+func (c *csvOut) write(row []string) error {
+	if err := c.w.Write(row); err != nil {
+		return fmt.Errorf("output.csv %s: %w", c.f.Name(), err)
+	}
+	c.w.Flush()
+	if err := c.w.Error(); err != nil {
+		return fmt.Errorf("output.csv %s: %w", c.f.Name(), err)
+	}
+	return nil
+}
+
+// commit makes the file complete at its path.
+func (c *csvOut) commit() error {
+	if c == nil {
+		return nil
+	}
+	c.w.Flush()
+	err := c.w.Error()
+	if err == nil {
+		err = c.f.Commit()
+	}
+	if err != nil {
+		return fmt.Errorf("output.csv: %w", err)
+	}
+	return nil
+}
+
+// close drops an uncommitted file and releases the lock; nil-safe.
+func (c *csvOut) close() {
+	if c == nil {
+		return
+	}
+	c.f.Abort()
+	c.lock.Release()
+}

@@ -1,0 +1,142 @@
+package wasm
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+)
+
+// The on-disk compilation cache is an optimisation: it must never make a
+// module fail. A directory that cannot be written is not used; an entry
+// that does not load (a corrupt header panics inside wazero, a corrupt
+// body fails the compile) is deleted and the module compiled afresh. Both
+// print one warning on stderr.
+
+// usableCacheDir reports whether dir can hold the cache: it can be
+// created and a file written in it (a full disk fails here, not later).
+func usableCacheDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(make([]byte, 64<<10))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sanitizeCache deletes the cache entries whose sizes do not fit their
+// file, before wazero reads them: wazero trusts the function count and
+// code length of an entry and allocates them (a corrupt count is a fatal
+// out-of-memory, which no recover catches). An entry is: "WAZEVO", a
+// version string (length byte), a uint32 function count, 8 bytes per
+// function, a uint64 code length, the code, a CRC-32; then optional
+// source-map data. It returns the number of entries deleted.
+func sanitizeCache(dir string) int {
+	files, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+	n := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, ".tmp") || strings.Contains(filepath.Base(f), ".tmp") {
+			continue
+		}
+		if !cacheEntryPlausible(f) {
+			if os.Remove(f) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// cacheEntryPlausible checks an entry's declared sizes against its size.
+func cacheEntryPlausible(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true // not ours to judge; wazero reports it
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	size := st.Size()
+	var head [7 + 255 + 4]byte
+	k, _ := io.ReadFull(f, head[:])
+	if k < 7 || string(head[:6]) != "WAZEVO" {
+		return false
+	}
+	at := 7 + int64(head[6])
+	if int64(k) < at+4 {
+		return false
+	}
+	count := int64(binary.LittleEndian.Uint32(head[at:]))
+	at += 4 + 8*count
+	if at+8 > size {
+		return false
+	}
+	var lb [8]byte
+	if _, err := f.ReadAt(lb[:], at); err != nil {
+		return false
+	}
+	code := binary.LittleEndian.Uint64(lb[:])
+	return code <= uint64(size-at-8) && uint64(size-at-8)-code >= 4
+}
+
+// warnf prints a warning about the cache on stderr.
+func warnf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "strata: warning: "+format+"\n", args...)
+}
+
+// compileSafely compiles wasm in rt, turning a panic into an error.
+func compileSafely(ctx context.Context, rt wazero.Runtime, wasm []byte) (c wazero.CompiledModule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, fmt.Errorf("panic in the compiler: %v", p)
+		}
+	}()
+	return rt.CompileModule(ctx, wasm)
+}
+
+// compile compiles wasm in rt through the cache: when that fails and the
+// cache is on, the cache's entries are deleted (they may be corrupt) and
+// the module compiled once more.
+func (r *Runtime) compile(ctx context.Context, rt wazero.Runtime, name string, wasm []byte) (wazero.CompiledModule, error) {
+	c, err := compileSafely(ctx, rt, wasm)
+	if err == nil || r.cache == nil {
+		return c, err
+	}
+	removed := r.clearCache()
+	c2, err2 := compileSafely(ctx, rt, wasm)
+	if err2 != nil {
+		return nil, err // the module's own problem: report the first error
+	}
+	warnf("compiled-module cache %s: the entry for module %q did not load (%v); deleted %d cache entries and recompiled", r.cacheDir, name, firstLine(err.Error()), removed)
+	return c2, nil
+}
+
+// clearCache deletes wazero's entries (the wazero-* directories) from the
+// cache directory, leaving anything else there alone.
+func (r *Runtime) clearCache() int {
+	dirs, _ := filepath.Glob(filepath.Join(r.cacheDir, "wazero-*"))
+	n := 0
+	for _, d := range dirs {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			if os.Remove(filepath.Join(d, e.Name())) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}

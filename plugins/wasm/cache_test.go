@@ -1,0 +1,95 @@
+package wasm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestCorruptCacheRecovers corrupts the cached entry of a module in
+// several ways: each time a fresh runtime must still load the module
+// (deleting the bad entry and recompiling), and the next one must hit a
+// good entry again.
+func TestCorruptCacheRecovers(t *testing.T) {
+	wasmBytes, err := os.ReadFile(filepath.Join(repoRoot(t), "models", "wasm", "costmodel-roofline.wasm"))
+	if err != nil {
+		t.Skip("models not built:", err)
+	}
+	dir := t.TempDir()
+	load := func() {
+		t.Helper()
+		rt := newRuntime(t, Options{CacheDir: dir})
+		if rt.CacheDir() != dir {
+			t.Fatalf("cache disabled: %q", rt.CacheDir())
+		}
+		m, err := rt.Load(context.Background(), "roofline", wasmBytes)
+		if err != nil {
+			t.Fatalf("load: %v", err)
+		}
+		m.Close(context.Background())
+	}
+	load() // fills the cache
+	corruptions := []struct {
+		name string
+		edit func(b []byte) []byte
+	}{
+		{"header", func(b []byte) []byte { b[0] ^= 0xff; b[7] = 200; return b }},
+		{"body", func(b []byte) []byte { b[len(b)/2] ^= 0xff; return b }},
+		{"truncated", func(b []byte) []byte { return b[:len(b)/3] }},
+		{"huge function count", func(b []byte) []byte {
+			at := 7 + int(b[6]) // after the magic and the version string
+			for i := at; i < at+4; i++ {
+				b[i] = 0xff
+			}
+			return b
+		}},
+		{"huge code length", func(b []byte) []byte {
+			at := 7 + int(b[6])
+			n := int(b[at]) | int(b[at+1])<<8 | int(b[at+2])<<16 | int(b[at+3])<<24
+			at += 4 + 8*n
+			for i := at; i < at+8; i++ {
+				b[i] = 0x7f
+			}
+			return b
+		}},
+	}
+	for _, c := range corruptions {
+		t.Run(c.name, func(t *testing.T) {
+			entries, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+			if len(entries) == 0 {
+				t.Fatal("no cache entries")
+			}
+			for _, e := range entries {
+				b, err := os.ReadFile(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(e, c.edit(b), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			load()
+			load()
+		})
+	}
+}
+
+// TestUnwritableCache checks that a cache directory that cannot be used
+// makes the runtime run without a cache instead of failing.
+func TestUnwritableCache(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{file, filepath.Join(file, "sub")} {
+		rt, err := NewRuntime(context.Background(), Options{CacheDir: dir})
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		if rt.CacheDir() != "" {
+			t.Errorf("%s: cache still on", dir)
+		}
+		rt.Close(context.Background())
+	}
+}
