@@ -218,7 +218,7 @@ var hostFuncs = []*hostFunc{
 			s[0] = uint64(def)
 			return
 		}
-		v, err := st.cfg.int(key, def)
+		v, err := cfgInt(st.cfg, key, def)
 		st.read[key] = true
 		if err != nil {
 			st.failf("cfg_i64", "%v", err)
@@ -233,7 +233,7 @@ var hostFuncs = []*hostFunc{
 			return
 		}
 		st.read[key] = true
-		s[0] = api.EncodeF64(st.cfg.float(key, def))
+		s[0] = api.EncodeF64(cfgFloat(st.cfg, key, def))
 	}},
 	{name: "input", params: vt(i32, i32, i64), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		name, ok := st.str(m, "input", "name", s[0], s[1])

@@ -52,7 +52,7 @@ type layer struct{ m *Module }
 func (l layer) SHA256() string { return l.m.SHA256() }
 
 func (l layer) LayerSpec(ctx context.Context, cfg modhost.LayerConfig) (*modhost.LayerSpec, error) {
-	s, err := l.m.LayerSpec(ctx, Config(cfg))
+	s, err := l.m.LayerSpec(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
