@@ -194,6 +194,14 @@ func TestMalformedInputs(t *testing.T) {
 		{"config/set-unknown-key", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "train.epoch=3")
 		}, []string{`--set train.epoch=3: unknown key "train.epoch" (did you mean "train.epochs"?)`}},
+		// validate runs what train runs before training: a strategy's
+		// config checks, and with data its stepper.
+		{"config/validate-like-train-minibatch", func(t testing.TB) []string {
+			return validate(conf(t, cora), "--set", "train.mode=minibatch")
+		}, []string{`train.mode = "minibatch" needs a neighbour sampler`}},
+		{"config/validate-like-train-micro", func(t testing.TB) []string {
+			return validate(conf(t, cora), "--set", "train.micro_batches=141", "--set", "partition.name=range")
+		}, []string{`train.micro_batches = 141 is more than the 140 training nodes`}},
 		{"config/set-no-equals", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "trainepochs")
 		}, []string{`--set trainepochs: expected key=value`}},

@@ -192,29 +192,35 @@ func LoadDataset(ctx context.Context, cfg *config.Config) (*graph.Dataset, error
 	return ds, nil
 }
 
-// Check does everything Run does before training: it opens the dataset,
-// prepares the features and builds the model from its module. With
-// skipData it only builds the model, with nominal sizes.
+// Check does everything Run does before training, by the same code: it
+// checks the config against the strategy and backend, opens the dataset,
+// prepares the features, opens the backend, builds the model and the
+// strategy's stepper (then releases them). With skipData it runs the
+// config checks and builds the model with nominal sizes, without data.
 func Check(ctx context.Context, cfg *config.Config, host modhost.Host, skipData bool) error {
-	dim, classes := 16, 2
 	if err := checkSupported(cfg); err != nil {
 		return err
 	}
-	if !skipData {
-		ds, _, d, err := loadData(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		dim, classes = d, ds.NumClasses
-	}
-	if _, err := StrategyFor(cfg); err != nil {
+	if skipData {
+		_, err := BuildModel(ctx, cfg, host, 16, 2)
 		return err
 	}
-	if _, err := BackendFor(cfg); err != nil {
+	// Everything Run does before the first epoch, by the same code.
+	strat, err := StrategyFor(cfg)
+	if err != nil {
 		return err
 	}
-	_, err := BuildModel(ctx, cfg, host, dim, classes)
-	return err
+	env, _, closeEnv, err := NewEnv(ctx, cfg, host)
+	if err != nil {
+		return err
+	}
+	defer closeEnv()
+	st, err := strat.NewStepper(ctx, env)
+	if err != nil {
+		return err
+	}
+	st.Release()
+	return nil
 }
 
 func threads(cfg *config.Config) int {

@@ -83,6 +83,14 @@ type (
 	Pipelined interface{ PredictedS() float64 }
 )
 
+// ConfigChecker is implemented by strategies that can reject a config
+// before any data is loaded (a missing sampler, a micro-batch count
+// without a partitioner): validate and the experiment runner's dry run
+// then catch what training would.
+type ConfigChecker interface {
+	CheckConfig(cfg *config.Config) error
+}
+
 // BackendModule is a compute backend: a module of the registry namespace
 // "backend" (backend.cpu, backend.sim, backend.cuda) that train.backend
 // picks by name.

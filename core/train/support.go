@@ -43,6 +43,11 @@ func checkSupported(cfg *config.Config) error {
 	if err := be.CheckConfig(cfg); err != nil {
 		return err
 	}
+	if c, ok := strat.(ConfigChecker); ok {
+		if err := c.CheckConfig(cfg); err != nil {
+			return err
+		}
+	}
 	d := cfg.Devices
 	if (d.Count > 1 || d.Preset != "" && d.Preset != "pcie-only" || len(d.HostGBps) > 1) && !uses.Devices {
 		return cfg.KeyError(fmt.Sprintf("devices: train.mode = %q trains on one device; several devices train data-parallel with train.mode = %s (or use preset \"pcie-only\" with count 0 or 1)", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Devices })), "devices")

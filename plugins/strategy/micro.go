@@ -431,6 +431,17 @@ func (*Micro) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, er
 	return m, nil
 }
 
+// CheckConfig implements train.ConfigChecker: what can be told without
+// the data.
+func (*Micro) CheckConfig(cfg *config.Config) error {
+	if cfg.Train.AutoMicroBatches() {
+		if err := checkAutoMicro(cfg); err != nil {
+			return err
+		}
+	}
+	return needPartitioner(cfg, "training nodes")
+}
+
 // Epoch implements train.Stepper.
 func (m *microBatches) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	return m.epoch(ctx, seed, update)

@@ -93,14 +93,23 @@ type splitter struct {
 
 // newSplitter provisions the [partition] plugin; what names what it splits
 // ("training nodes", "output nodes of each mini-batch") for messages.
+// needPartitioner checks that micro-batching has a [partition] to split
+// what with.
+func needPartitioner(cfg *config.Config, what string) error {
+	if cfg.Partition.Name != "" {
+		return nil
+	}
+	k := fmt.Sprint(cfg.Train.MicroBatches)
+	if cfg.Train.AutoMicroBatches() {
+		k = `"auto"`
+	}
+	return cfg.KeyError(fmt.Sprintf("train.micro_batches = %s needs a partitioner to split the %s: add [partition] with name = \"betty-reg\" (or %s)",
+		k, what, registry.QuoteList(partitionerNames())), "train", "micro_batches")
+}
+
 func newSplitter(ctx context.Context, cfg *config.Config, what string) (*splitter, error) {
-	if cfg.Partition.Name == "" {
-		k := fmt.Sprint(cfg.Train.MicroBatches)
-		if cfg.Train.AutoMicroBatches() {
-			k = `"auto"`
-		}
-		return nil, cfg.KeyError(fmt.Sprintf("train.micro_batches = %s needs a partitioner to split the %s: add [partition] with name = \"betty-reg\" (or %s)",
-			k, what, registry.QuoteList(partitionerNames())), "train", "micro_batches")
+	if err := needPartitioner(cfg, what); err != nil {
+		return nil, err
 	}
 	part, ok := cfg.Partition.Module.(partitioners.Partitioner)
 	if !ok {

@@ -62,18 +62,12 @@ type miniBatches struct {
 }
 
 func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBatches, error) {
-	if cfg.Sampler.Name == "" {
-		return nil, cfg.KeyError("train.mode = \"minibatch\" needs a neighbour sampler: add [sampler] with name = \"uniform\" and fanouts = [...] (one per model layer)", "train", "mode")
+	if err := (*Minibatch)(nil).CheckConfig(cfg); err != nil {
+		return nil, err
 	}
-	s, ok := cfg.Sampler.Module.(sampler.Sampler)
-	if !ok {
-		return nil, fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
-	}
+	s := cfg.Sampler.Module.(sampler.Sampler)
 	if err := registry.Provision(ctx, cfg.Sampler.Module); err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)
-	}
-	if n := sampler.NumLayers(s); n != cfg.Model.Layers {
-		return nil, cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, n, cfg.Model.Layers), "sampler")
 	}
 	micro, err := newMiniMicro(ctx, cfg, e)
 	if err != nil {
@@ -566,6 +560,30 @@ func (*Minibatch) NewStepper(ctx context.Context, env *train.Env) (train.Stepper
 	}
 	m.partitioner = env.Config.Partition.ID
 	return m, nil
+}
+
+// CheckConfig implements train.ConfigChecker: what can be told without
+// the data.
+func (*Minibatch) CheckConfig(cfg *config.Config) error {
+	if cfg.Sampler.Name == "" {
+		return cfg.KeyError("train.mode = \"minibatch\" needs a neighbour sampler: add [sampler] with name = \"uniform\" and fanouts = [...] (one per model layer)", "train", "mode")
+	}
+	s, ok := cfg.Sampler.Module.(sampler.Sampler)
+	if !ok {
+		return fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
+	}
+	if n := sampler.NumLayers(s); n != cfg.Model.Layers {
+		return cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, n, cfg.Model.Layers), "sampler")
+	}
+	if cfg.Train.Micro() {
+		if cfg.Train.AutoMicroBatches() {
+			if err := checkAutoMicro(cfg); err != nil {
+				return err
+			}
+		}
+		return needPartitioner(cfg, "output nodes of each mini-batch")
+	}
+	return nil
 }
 
 // Epoch implements train.Stepper.
