@@ -56,6 +56,13 @@ key = "train.optimizer"
 values = ["adam", "lion"]
 `+base)
 
+	modes := filepath.Join(dir, "modes.toml")
+	write(modes, `metrics = ["test_acc"]
+[[axis]]
+key = "train.mode"
+values = ["fullgraph", "minibatch"]
+`+base)
+
 	tests := []struct {
 		name    string
 		args    []string
@@ -76,6 +83,10 @@ values = ["adam", "lion"]
 		{"invalid runs", []string{"-c", bad, "--dry-run"}, 2, nil,
 			[]string{"bad.toml:4:", `"wide"`, "[run model.hidden=wide", "bad.toml:7:", "lion", "[run model.hidden=8 train.optimizer=lion"}, nil},
 		{"invalid runs, not a dry run", []string{"-c", bad}, 2, nil, []string{"bad.toml:4:"}, nil},
+		// The dry run checks every run as train would: a mini-batch run
+		// without a sampler fails here, not during the sweep.
+		{"mode axis without a sampler", []string{"-c", modes, "--dry-run"}, 2, nil,
+			[]string{"train.mode=minibatch", `train.mode = "minibatch" needs a neighbour sampler`}, nil},
 		{"missing -c", []string{"--dry-run"}, 2, nil, []string{"-c FILE is required"}, nil},
 		{"bad jobs", []string{"-c", good, "--jobs", "0"}, 2, nil, []string{"--jobs must be at least 1"}, nil},
 		{"missing file", []string{"-c", filepath.Join(dir, "nope.toml")}, 2, nil, []string{"nope.toml", "cannot read experiment"}, nil},
