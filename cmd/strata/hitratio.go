@@ -73,6 +73,8 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	symmetrize := fs.Bool("symmetrize", true, "sample the undirected graph (add reverse edges), as training does with data.symmetrize")
 	synthTrain := fs.Float64("synth-train", 0, "for a dataset without a training split: a seeded random fraction of the nodes as training nodes")
 	synthFeatures := fs.Int("synth-features", 0, "for a dataset without features: random features of this width (sizes the traffic table)")
+	var maxMem memFlag
+	registerMaxMemory(fs, &maxMem)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return usagef("hitratio: --fanouts: %v", err)
 	}
-	d, err := graph.Open(*in)
+	d, err := openDataset(withMaxMemory(ctx, maxMem), *in, "hitratio: loading", stderr)
 	if err != nil {
 		return err
 	}
