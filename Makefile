@@ -3,7 +3,7 @@
 GO        ?= go
 BIN       := bin/strata
 CONFIG    ?= configs/gcn-cora.toml
-APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3
+APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3 python3-numpy
 GOFLAGS_T ?=
 
 .PHONY: all deps models build run test test-long bench lint clean experiments fuzz

@@ -61,7 +61,9 @@ except ImportError:  # Python < 3.11
     tomllib = None
 
 MAGIC = b"STRATAG1"
-BIN_VERSION = 1
+# Version 2 adds a CRC-32C per section (checked by strata itself, `strata
+# inspect --verify`); the layout this reader uses is the same.
+BIN_VERSIONS = (1, 2)
 PRELUDE = 24
 DTYPES = {"i4": "<i4", "i8": "<i8", "f4": "<f4"}
 
@@ -92,8 +94,8 @@ def read_strata(path):
         version = int.from_bytes(pre[8:12], "little")
         hlen = int.from_bytes(pre[12:16], "little")
         crc = int.from_bytes(pre[16:20], "little")
-        if version != BIN_VERSION:
-            raise BenchError(f"{path}: format version {version}, this reader knows version {BIN_VERSION}")
+        if version not in BIN_VERSIONS:
+            raise BenchError(f"{path}: format version {version}, this reader knows versions {BIN_VERSIONS}")
         if hlen > 16 << 20 or PRELUDE + hlen > size:
             raise BenchError(f"{path}: header length {hlen} does not fit the {size}-byte file")
         head = f.read(hlen)
