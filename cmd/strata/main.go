@@ -79,7 +79,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "[-c FILE] [--set key=value]...", "train the model a config (or the defaults and --set data.dataset=...) describes; the last stdout line is a JSON summary", cmdTrain},
+		{"train", "[-c FILE] [--set key=value]... [--resume]", "train the model a config (or the defaults and --set data.dataset=...) describes; the last stdout line is a JSON summary", cmdTrain},
 		{"experiment", experimentArgs, "run an experiment file: a sweep of configs over axes and seeds, resumable, with tables and plots", cmdExperiment},
 		{"validate", "[-c FILE] [--set key=value]... [--skip-data]", "check a config, its dataset path and its layer module without training", cmdValidate},
 		{"config", "explain", "print every config key with its type, allowed values, default and meaning", cmdConfig},
