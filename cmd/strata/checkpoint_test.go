@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,5 +208,74 @@ func TestResumeAfterKill(t *testing.T) {
 	sameResult(t, want, resultLine(t, stdout))
 	if !bytes.Equal(slurp(t, filepath.Join(filepath.Dir(full), "m.model")), slurp(t, filepath.Join(filepath.Dir(cut), "m.model"))) {
 		t.Errorf("the resumed run saved a different model than the uninterrupted one")
+	}
+}
+
+// TestPredict trains a model from a module file, predicts with it, checks
+// the files, and refuses a model whose config or module differs.
+func TestPredict(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "layer.wasm")
+	gcn := slurp(t, filepath.Join("..", "..", "models", "wasm", "gcn.wasm"))
+	if err := os.WriteFile(mod, gcn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := write(t, dir, "p.toml", cora+"[model]\nmodule = \"layer.wasm\"\n[train]\nepochs = 5\n[output]\nmodel = \"m.model\"\nprogress = \"off\"\n")
+	code, stdout, stderr := cli(t, append([]string{"train", "-c", cfg}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	res := resultLine(t, stdout)
+	model := filepath.Join(dir, "m.model")
+	out := filepath.Join(dir, "pred")
+	code, _, stderr = cli(t, append([]string{"predict", "-m", model, "-c", cfg, "-o", out}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, stderr)
+	}
+	const nodes, classes = 2708, 7
+	pred := slurp(t, filepath.Join(out, "predictions.npy"))
+	logits := slurp(t, filepath.Join(out, "logits.npy"))
+	if len(pred) != 128+nodes*4 || len(logits) != 128+nodes*classes*4 {
+		t.Fatalf("predictions.npy %d bytes, logits.npy %d bytes", len(pred), len(logits))
+	}
+	csvLines := strings.Split(strings.TrimSpace(string(slurp(t, filepath.Join(out, "predictions.csv")))), "\n")
+	if len(csvLines) != nodes+1 || csvLines[0] != "node,class" {
+		t.Fatalf("predictions.csv: %d lines, header %q", len(csvLines), csvLines[0])
+	}
+	// The classes are the logits' argmax.
+	for i := 0; i < nodes; i++ {
+		c := int32(binary.LittleEndian.Uint32(pred[128+i*4:]))
+		best := 0
+		row := func(k int) float32 {
+			return math.Float32frombits(binary.LittleEndian.Uint32(logits[128+(i*classes+k)*4:]))
+		}
+		for k := 1; k < classes; k++ {
+			if row(k) > row(best) {
+				best = k
+			}
+		}
+		if int32(best) != c || csvLines[i+1] != strconv.Itoa(i)+","+strconv.Itoa(int(c)) {
+			t.Fatalf("node %d: class %d, csv %q, logits argmax %d", i, c, csvLines[i+1], best)
+		}
+	}
+	_ = res
+
+	// Another config: refused, naming both hashes.
+	code, _, stderr = cli(t, append([]string{"predict", "-m", model, "-c", cfg, "-o", out, "--set", "model.hidden=32"}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "trained with config "+res["config_sha256"].(string)) {
+		t.Errorf("another config: exit %d: %s", code, stderr)
+	}
+	// Another module (the same layer with a custom section appended).
+	if err := os.WriteFile(mod, append(gcn, 0x00, 0x03, 0x01, 'x', 'y'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = cli(t, append([]string{"predict", "-m", model, "-c", cfg, "-o", out}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "trained with model module") {
+		t.Errorf("another module: exit %d: %s", code, stderr)
+	}
+	// Not a model file.
+	code, _, stderr = cli(t, append([]string{"predict", "-m", cfg, "-c", cfg, "-o", out}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "not a valid strata model file") {
+		t.Errorf("not a model: exit %d: %s", code, stderr)
 	}
 }

@@ -90,6 +90,14 @@ func (f *fullGraph) Predict(ctx context.Context, pred []int32) error {
 	return train.ArgmaxInto(f.be, f.prog.Output(), pred)
 }
 
+// PredictLogits implements train.LogitsPredictor.
+func (f *fullGraph) PredictLogits(ctx context.Context) ([]float64, error) {
+	if err := f.prog.Forward(ctx, engine.Mode{}); err != nil {
+		return nil, err
+	}
+	return engine.DownloadFloats(f.be, f.prog.Output())
+}
+
 // Params implements train.Stepper.
 func (f *fullGraph) Params() *engine.Params { return f.prog.ParamSet() }
 
