@@ -258,7 +258,14 @@ func TestPredict(t *testing.T) {
 			t.Fatalf("node %d: class %d, csv %q, logits argmax %d", i, c, csvLines[i+1], best)
 		}
 	}
-	_ = res
+	// GCN's hidden layer is 16 wide.
+	if emb := slurp(t, filepath.Join(out, "embeddings.npy")); len(emb) != 128+nodes*16*4 {
+		t.Errorf("embeddings.npy: %d bytes", len(emb))
+	}
+	embCSV := strings.Split(strings.TrimSpace(string(slurp(t, filepath.Join(out, "embeddings.csv")))), "\n")
+	if len(embCSV) != nodes || strings.Count(embCSV[0], ",") != 15 {
+		t.Errorf("embeddings.csv: %d lines, first %q", len(embCSV), embCSV[0])
+	}
 
 	// Another config: refused, naming both hashes.
 	code, _, stderr = cli(t, append([]string{"predict", "-m", model, "-c", cfg, "-o", out, "--set", "model.hidden=32"}, wasmArgs()...)...)

@@ -8,10 +8,12 @@ import (
 	"strata/core/modhost"
 )
 
-// LogitsPredictor is a Stepper that also returns the model's output (the
-// logits of every node, row-major nodes × classes, dropout off).
-type LogitsPredictor interface {
-	PredictLogits(ctx context.Context) ([]float64, error)
+// OutputPredictor is a Stepper that also returns, with dropout off, the
+// model's output (the logits of every node, row-major nodes × classes)
+// and its last hidden layer (the input of the last layer, nodes × width;
+// nil for a one-layer model).
+type OutputPredictor interface {
+	PredictOutputs(ctx context.Context) (logits, hidden []float64, width int, err error)
 }
 
 // Predictions are a saved model's predictions for every node.
@@ -20,6 +22,11 @@ type Predictions struct {
 	Classes []int32   // the predicted class of each node
 	Logits  []float64 // nodes × Width, or nil when the strategy cannot give them
 	Width   int       // the number of classes
+	// Hidden is the last hidden layer (the embeddings), nodes ×
+	// HiddenWidth; nil when the strategy cannot give it or the model has
+	// one layer.
+	Hidden      []float64
+	HiddenWidth int
 }
 
 // Predict rebuilds cfg's model, loads the parameters saved at modelPath
@@ -69,8 +76,8 @@ func Predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	if err := st.Predict(ctx, p.Classes); err != nil {
 		return nil, err
 	}
-	if lp, ok := st.(LogitsPredictor); ok {
-		if p.Logits, err = lp.PredictLogits(ctx); err != nil {
+	if op, ok := st.(OutputPredictor); ok {
+		if p.Logits, p.Hidden, p.HiddenWidth, err = op.PredictOutputs(ctx); err != nil {
 			return nil, err
 		}
 	}
