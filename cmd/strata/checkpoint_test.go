@@ -119,6 +119,10 @@ func TestResume(t *testing.T) {
 	if code != exitUser || !strings.Contains(stderr, "no such checkpoint file") {
 		t.Errorf("resume without a checkpoint: exit %d: %s", code, stderr)
 	}
+	code, _, stderr = cli(t, append([]string{"train", "--set", "data.dataset=embedded:cora", "--set", "train.checkpoint_every=2"}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "train.checkpoint_every: checkpoints go to output.checkpoint, which is not set") {
+		t.Errorf("checkpoint_every without output.checkpoint: exit %d: %s", code, stderr)
+	}
 	code, _, stderr = cli(t, append([]string{"train", "--set", "data.dataset=embedded:cora", "--resume"}, wasmArgs()...)...)
 	if code != exitUser || !strings.Contains(stderr, "output.checkpoint") {
 		t.Errorf("resume without output.checkpoint: exit %d: %s", code, stderr)
