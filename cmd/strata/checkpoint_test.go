@@ -20,10 +20,11 @@ var timingKeys = map[string]bool{"epoch_time_median_s": true, "eval_time_median_
 
 // ckptConf writes a GCN-on-Cora config that checkpoints every `every`
 // epochs to ck.bin and saves its model to m.model, in a fresh directory.
-func ckptConf(t *testing.T, epochs, every int) string {
+// The extra lines go into [train].
+func ckptConf(t *testing.T, epochs, every int, extra ...string) string {
 	t.Helper()
 	text := cora + "[model]\nname = \"gcn\"\n[train]\nepochs = " + strconv.Itoa(epochs) + "\ncheckpoint_every = " + strconv.Itoa(every) +
-		"\nseed = 3\n[output]\ncheckpoint = \"ck.bin\"\nmodel = \"m.model\"\nprogress = \"off\"\n"
+		"\nseed = 3\n" + strings.Join(extra, "\n") + "\n[output]\ncheckpoint = \"ck.bin\"\nmodel = \"m.model\"\nprogress = \"off\"\n"
 	return write(t, t.TempDir(), "ck.toml", text)
 }
 
@@ -72,14 +73,24 @@ func slurp(t *testing.T, path string) []byte {
 // compares with the uninterrupted run: the same result (timing aside) and
 // the same saved model, byte for byte (parameters bitwise).
 func TestResume(t *testing.T) {
-	full := ckptConf(t, 8, 2)
+	testResume(t)
+}
+
+// TestResumeSGD is TestResume with SGD momentum, evaluation every 2
+// epochs and early stopping (the checkpoint holds the patience counter).
+func TestResumeSGD(t *testing.T) {
+	testResume(t, `optimizer = "sgd"`, "momentum = 0.9", "lr = 0.5", "eval_every = 2", "patience = 4")
+}
+
+func testResume(t *testing.T, extra ...string) {
+	full := ckptConf(t, 8, 2, extra...)
 	code, stdout, stderr := cli(t, append([]string{"train", "-c", full}, wasmArgs()...)...)
 	if code != 0 {
 		t.Fatalf("uninterrupted: exit %d: %s", code, stderr)
 	}
 	want := resultLine(t, stdout)
 
-	cut := ckptConf(t, 8, 2)
+	cut := ckptConf(t, 8, 2, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	afterEpochHook = func(ep int) {
