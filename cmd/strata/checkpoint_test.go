@@ -48,8 +48,8 @@ func sameResult(t *testing.T, a, b map[string]any) {
 		}
 	}
 	for k, va := range a {
-		if timingKeys[k] {
-			continue
+		if timingKeys[k] || strings.HasSuffix(k, "_time_s") || strings.HasSuffix(k, "_per_s") {
+			continue // wall-clock measurements (the mini-batch stages' too)
 		}
 		ja, _ := json.Marshal(va)
 		jb, _ := json.Marshal(b[k])
@@ -80,6 +80,11 @@ func TestResume(t *testing.T) {
 // epochs and early stopping (the checkpoint holds the patience counter).
 func TestResumeSGD(t *testing.T) {
 	testResume(t, `optimizer = "sgd"`, "momentum = 0.9", "lr = 0.5", "eval_every = 2", "patience = 4")
+}
+
+// TestResumeMinibatch is TestResume with sampled mini-batches.
+func TestResumeMinibatch(t *testing.T) {
+	testResume(t, `mode = "minibatch"`, "batch_size = 64", "[sampler]", `name = "uniform"`, "fanouts = [5, 5]")
 }
 
 func testResume(t *testing.T, extra ...string) {
