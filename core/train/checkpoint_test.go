@@ -86,3 +86,36 @@ func TestArrayFileCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// FuzzArrayFile reads arbitrary bytes as a checkpoint: an error or a
+// valid file, never a panic or an allocation beyond the file's size.
+func FuzzArrayFile(f *testing.F) {
+	dir := f.TempDir()
+	seed := filepath.Join(dir, "seed.ckpt")
+	if err := writeArrays(seed, "checkpoint", checkpointMeta{NextEpoch: 3}, map[string][]float64{"a": {1, 2}, "b": {3}}); err != nil {
+		f.Fatal(err)
+	}
+	b, err := os.ReadFile(seed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte("STRATAAF"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "f.ckpt")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		arrays, err := readArrays(path, "checkpoint", &checkpointMeta{})
+		if err != nil {
+			return
+		}
+		total := 0
+		for _, v := range arrays {
+			total += 8 * len(v)
+		}
+		if total > len(data) {
+			t.Errorf("%d bytes of arrays from a %d-byte file", total, len(data))
+		}
+	})
+}
