@@ -2,6 +2,7 @@
 // modules, and inspects, converts and validates their inputs.
 //
 //	strata train -c configs/gcn-cora.toml [--set key=value ...]
+//	strata predict -m MODEL -c FILE -o DIR
 //	strata validate -c FILE
 //	strata config explain
 //	strata list-plugins
@@ -79,8 +80,9 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "[-c FILE] [--set key=value]...", "train the model a config (or the defaults and --set data.dataset=...) describes; the last stdout line is a JSON summary", cmdTrain},
+		{"train", "[-c FILE] [--set key=value]... [--resume]", "train the model a config (or the defaults and --set data.dataset=...) describes; the last stdout line is a JSON summary", cmdTrain},
 		{"experiment", experimentArgs, "run an experiment file: a sweep of configs over axes and seeds, resumable, with tables and plots", cmdExperiment},
+		{"predict", "-m MODEL -c FILE [--set key=value]... -o DIR", "predict every node with a model saved by output.model: predictions (.npy, .csv), logits.npy and the last hidden layer (embeddings.npy, .csv) in DIR; a model of another config or module is refused", cmdPredict},
 		{"validate", "[-c FILE] [--set key=value]... [--skip-data]", "check a config, its dataset path and its layer module without training", cmdValidate},
 		{"config", "explain", "print every config key with its type, allowed values, default and meaning", cmdConfig},
 		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},

@@ -14,19 +14,29 @@ import (
 )
 
 func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("train", "[-c FILE] [--set key=value]...", stderr)
+	fs := newFlags("train", "[-c FILE] [--set key=value]... [--resume]", stderr)
 	var cf configFlags
 	cf.register(fs)
+	resume := fs.Bool("resume", false, "continue an interrupted run from output.checkpoint (same config and model module)")
 	cfg, wopts, err := cf.load(fs, args)
 	if err != nil {
 		return err
 	}
 	ctx = withMaxMemory(ctx, cf.maxMem)
 	res, err := train.Run(ctx, cfg, train.Options{
-		Progress: progressWriter(cfg.Output.Progress, stderr),
-		Version:  fullVersion(),
-		Host:     wasm.Host{Options: wopts},
+		Progress:   progressWriter(cfg.Output.Progress, stderr),
+		Version:    fullVersion(),
+		Host:       wasm.Host{Options: wopts},
+		Resume:     *resume,
+		AfterEpoch: afterEpochHook,
 	})
+	if res != nil && res.Status == train.StatusInterrupted && errors.Is(err, context.Canceled) {
+		// Interrupted (SIGINT): the best result so far, then exit 130.
+		if line, jerr := json.Marshal(res); jerr == nil {
+			fmt.Fprintf(stdout, "%s\n", line)
+		}
+		return err
+	}
 	var diverged *train.DivergedError
 	if errors.As(err, &diverged) && res != nil {
 		// The partial result is printed (non-finite numbers as "NaN",
@@ -51,6 +61,9 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return nil
 }
+
+// afterEpochHook is train.Options.AfterEpoch (a test hook; nil otherwise).
+var afterEpochHook func(epoch int)
 
 // progressWriter resolves output.progress: the bar goes to stderr when it
 // is "on", or "auto" and stderr is a terminal.

@@ -85,22 +85,23 @@ type Model struct {
 
 // Train configures the training loop.
 type Train struct {
-	Mode         string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (see strata list-plugins): fullgraph (with micro_batches > 1: Betty's micro), minibatch (sampled batches, see [sampler]), ..."`
-	Epochs       int     `toml:"epochs" range:"[1,10000000]" doc:"number of training epochs"`
-	Optimizer    string  `toml:"optimizer" enum:"adam,sgd" doc:"optimizer"`
-	LR           float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
-	WeightDecay  float64 `toml:"weight_decay" range:"[0,)" doc:"L2 weight decay"`
-	Momentum     float64 `toml:"momentum" range:"[0,1)" doc:"momentum (sgd only)"`
-	Seed         int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
-	EvalEvery    int     `toml:"eval_every" range:"[0,10000000]" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
-	Patience     int     `toml:"patience" range:"[0,10000000]" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
-	Backend      string  `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
-	Threads      int     `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
-	DType        string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
-	BatchSize    int     `toml:"batch_size" range:"[1,1073741824]" doc:"training nodes per mini-batch (minibatch mode)"`
-	Prefetch     int     `toml:"prefetch" range:"[1,1024]" doc:"mini-batches sampled and extracted ahead of training (the pipeline queue depth)"`
-	Overlap      bool    `toml:"overlap" doc:"minibatch mode: move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing"`
-	MicroBatches int     `toml:"micro_batches" range:"[1,1048576]" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty): in fullgraph mode the training nodes, each micro-batch running over the full-neighbour blocks of its nodes; in minibatch mode each sampled batch's output nodes, each micro-batch running over its share of the batch's blocks; their gradients accumulate into one optimizer step; needs [partition]. \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md"`
+	Mode            string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (see strata list-plugins): fullgraph (with micro_batches > 1: Betty's micro), minibatch (sampled batches, see [sampler]), ..."`
+	Epochs          int     `toml:"epochs" range:"[1,10000000]" doc:"number of training epochs"`
+	Optimizer       string  `toml:"optimizer" enum:"adam,sgd" doc:"optimizer"`
+	LR              float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
+	WeightDecay     float64 `toml:"weight_decay" range:"[0,)" doc:"L2 weight decay"`
+	Momentum        float64 `toml:"momentum" range:"[0,1)" doc:"momentum (sgd only)"`
+	Seed            int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
+	EvalEvery       int     `toml:"eval_every" range:"[0,10000000]" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
+	Patience        int     `toml:"patience" range:"[0,10000000]" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
+	Backend         string  `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
+	Threads         int     `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
+	DType           string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
+	BatchSize       int     `toml:"batch_size" range:"[1,1073741824]" doc:"training nodes per mini-batch (minibatch mode)"`
+	Prefetch        int     `toml:"prefetch" range:"[1,1024]" doc:"mini-batches sampled and extracted ahead of training (the pipeline queue depth)"`
+	Overlap         bool    `toml:"overlap" doc:"minibatch mode: move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing"`
+	CheckpointEvery int     `toml:"checkpoint_every" hash:"-" range:"[0,10000000]" doc:"write output.checkpoint (parameters, optimizer state, early-stopping state, next epoch) atomically every this many epochs (0 = never; not part of config_sha256: it does not change the result); strata train --resume continues from it, see docs/checkpoints.md"`
+	MicroBatches    int     `toml:"micro_batches" range:"[1,1048576]" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty): in fullgraph mode the training nodes, each micro-batch running over the full-neighbour blocks of its nodes; in minibatch mode each sampled batch's output nodes, each micro-batch running over its share of the batch's blocks; their gradients accumulate into one optimizer step; needs [partition]. \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md"`
 }
 
 // Devices describes the simulated machine (train.backend = "sim").
@@ -120,9 +121,11 @@ type Devices struct {
 
 // Output configures what a run prints and writes.
 type Output struct {
-	JSON     bool   `toml:"json" doc:"print the result summary as one JSON line on stdout"`
-	Progress string `toml:"progress" enum:"auto,on,off" doc:"progress bar on stderr: auto = when stderr is a terminal"`
-	CSV      string `toml:"csv" doc:"write per-epoch metrics to this CSV file (\"\" = none); a relative path is relative to the config file (to the working directory when given with --set); written atomically when the run ends, locked against a second writer"`
+	JSON       bool   `toml:"json" doc:"print the result summary as one JSON line on stdout"`
+	Progress   string `toml:"progress" enum:"auto,on,off" doc:"progress bar on stderr: auto = when stderr is a terminal"`
+	Checkpoint string `toml:"checkpoint" doc:"the checkpoint file train.checkpoint_every writes and strata train --resume reads (\"\" = none); relative like output.csv; see docs/checkpoints.md"`
+	Model      string `toml:"model" doc:"write the best-validation parameters with the config and module hashes to this file when the run ends (\"\" = none), for strata predict -m; relative like output.csv"`
+	CSV        string `toml:"csv" doc:"write per-epoch metrics to this CSV file (\"\" = none); a relative path is relative to the config file (to the working directory when given with --set); written atomically when the run ends, locked against a second writer"`
 }
 
 // Plugin is a plugin section: it names a module of the section's registry
@@ -286,6 +289,14 @@ func (c *Config) DatasetSpec() string {
 // CSVPath returns Output.CSV resolved like DatasetSpec: relative to the
 // config file's directory, or to the working directory when --set gave it.
 func (c *Config) CSVPath() string { return c.resolveKey(c.Output.CSV, "output", "csv") }
+
+// CheckpointPath returns Output.Checkpoint resolved like CSVPath.
+func (c *Config) CheckpointPath() string {
+	return c.resolveKey(c.Output.Checkpoint, "output", "checkpoint")
+}
+
+// ModelPath returns Output.Model resolved like CSVPath.
+func (c *Config) ModelPath() string { return c.resolveKey(c.Output.Model, "output", "model") }
 
 // ModulePath returns Model.Module resolved like DatasetSpec ("" when the
 // model is chosen by name).

@@ -444,7 +444,8 @@ func TestSHA256(t *testing.T) {
 	same := []string{
 		"# a comment\n" + minimal + "[train]\nepochs = 200   # the default, spelt out\n",
 		"[train]\nlr = 0.01\n[data]\ndataset = 'embedded:cora'\nsymmetrize = true\n",
-		minimal + "[output]\njson = false\nprogress = \"off\"\ncsv = \"e.csv\"\n",
+		minimal + "[output]\njson = false\nprogress = \"off\"\ncsv = \"e.csv\"\ncheckpoint = \"r.ckpt\"\nmodel = \"m.model\"\n",
+		minimal + "[train]\ncheckpoint_every = 5\n", // how often a run checkpoints does not change its result
 		"data.dataset = \"embedded:cora\"\nmodel.options = {}\n",
 	}
 	for _, s := range same {

@@ -144,3 +144,41 @@ func (ps *Params) Release() {
 	}
 	ps.owned = nil
 }
+
+// SnapshotState copies the non-learnable state (batch-norm running
+// statistics) to host memory, keyed like the state map.
+func (ps *Params) SnapshotState() (map[string][]float64, error) {
+	out := make(map[string][]float64, len(ps.state))
+	for k, t := range ps.state {
+		v, err := downloadFloats(ps.be, t)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// RestoreState loads the state from a snapshot taken by SnapshotState.
+func (ps *Params) RestoreState(s map[string][]float64) error {
+	for k, t := range ps.state {
+		v, ok := s[k]
+		if !ok || len(v) != t.Numel() {
+			return fmt.Errorf("engine: state snapshot lacks %q or has the wrong size", k)
+		}
+		if err := uploadFloats(ps.be, t, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DownloadFloats copies a tensor to host memory as float64.
+func DownloadFloats(be backend.Backend, t *tensor.Tensor) ([]float64, error) {
+	return downloadFloats(be, t)
+}
+
+// UploadFloats fills a tensor from float64 values (converted to its type).
+func UploadFloats(be backend.Backend, t *tensor.Tensor, v []float64) error {
+	return uploadFloats(be, t, v)
+}

@@ -351,6 +351,10 @@ func (p *Program) Restore(s map[string][]float64) error { return p.params.Restor
 // Output returns the model output tensor of the last Forward.
 func (p *Program) Output() *tensor.Tensor { return p.vals[p.g.Outputs[0]] }
 
+// Value returns op i's value after Forward (e.g. an intermediate layer's
+// output, see ir.Graph.LastHidden).
+func (p *Program) Value(i int32) *tensor.Tensor { return p.cur[i] }
+
 // InputRows returns the number of input rows (block 0's sources in a
 // mini-batch, every node in full-graph training).
 func (p *Program) InputRows() int { return p.env.Input.Rows() }

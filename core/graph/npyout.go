@@ -173,3 +173,8 @@ func npyHeaderBytes(shape []int, descr string) []byte {
 	out = append(out, strings.Repeat(" ", hlen-len(dict)-1)...)
 	return append(out, '\n')
 }
+
+// NPYHeader returns the header of a .npy file (format 1.0, C order) of
+// the given shape and numpy dtype descr ("<i4", "<f4", ...); the data
+// follows it.
+func NPYHeader(shape []int, descr string) []byte { return npyHeaderBytes(shape, descr) }

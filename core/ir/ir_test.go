@@ -207,3 +207,24 @@ func TestLinkParamBudget(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestLastHidden finds the input of the last layer: layer 0's output in a
+// two-layer model, nothing in a one-layer one.
+func TestLastHidden(t *testing.T) {
+	l0 := layer(t, 8, 4)
+	g, err := Link([]*Graph{l0, layer(t, 4, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := g.LastHidden()
+	if !ok || h != l0.Outputs[0] || g.Ops[h].Shape[1] != 4 {
+		t.Errorf("LastHidden = %d, %v; want layer 0's output %d (width 4)", h, ok, l0.Outputs[0])
+	}
+	one, err := Link([]*Graph{layer(t, 8, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := one.LastHidden(); ok {
+		t.Error("a one-layer model has a last hidden layer")
+	}
+}

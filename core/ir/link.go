@@ -47,3 +47,27 @@ func Link(layers []*Graph) (*Graph, error) {
 	}
 	return &out, nil
 }
+
+// LastHidden returns the op whose value is the input of a linked model's
+// last layer (the last hidden layer's output, the node embeddings); false
+// for a one-layer model, whose last layer reads the model input.
+func (g *Graph) LastHidden() (int32, bool) {
+	last := int32(0)
+	for _, op := range g.Ops {
+		last = max(last, op.Layer)
+	}
+	if last == 0 {
+		return 0, false
+	}
+	for _, op := range g.Ops {
+		if op.Layer != last {
+			continue
+		}
+		for _, a := range op.Args {
+			if g.Ops[a].Layer == last-1 && g.Ops[a].Kind != OpParam && g.Ops[a].Kind != OpGraph && g.Ops[a].Kind != OpInput {
+				return a, true
+			}
+		}
+	}
+	return 0, false
+}

@@ -22,12 +22,7 @@ type csvOut struct {
 // openCSV starts output.csv at path (resolved against the config's
 // directory).
 func openCSV(cfg *config.Config, path string) (*csvOut, error) {
-	inputs := []string{cfg.Path, cfg.DatasetSpec(), cfg.ModulePath()}
-	if files, _, err := graph.Sources(cfg.DatasetSpec()); err == nil {
-		for _, f := range files {
-			inputs = append(inputs, f.Name)
-		}
-	}
+	inputs := outputInputs(cfg)
 	if err := safefile.CheckOutput(path, inputs...); err != nil {
 		return nil, err
 	}
@@ -78,4 +73,15 @@ func (c *csvOut) close() {
 	}
 	c.f.Abort()
 	c.lock.Release()
+}
+
+// outputInputs are the files a run reads, which no output may overwrite.
+func outputInputs(cfg *config.Config) []string {
+	inputs := []string{cfg.Path, cfg.DatasetSpec(), cfg.ModulePath()}
+	if files, _, err := graph.Sources(cfg.DatasetSpec()); err == nil {
+		for _, f := range files {
+			inputs = append(inputs, f.Name)
+		}
+	}
+	return inputs
 }

@@ -12,6 +12,10 @@ import (
 // or parameter.
 const StatusDiverged = "diverged"
 
+// StatusInterrupted is Result.Status of a run stopped by SIGINT (its
+// context cancelled): the result holds the best epoch so far.
+const StatusInterrupted = "interrupted"
+
 // DivergedError stops a run whose loss or parameters became NaN or
 // infinite. Run returns it with the partial Result (Status "diverged"),
 // which the CLI still prints before exiting with code 1.

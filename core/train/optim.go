@@ -11,6 +11,20 @@ import (
 // Optimizer updates parameters from their gradients.
 type Optimizer interface {
 	Step(params []*engine.Param) error
+	// State copies the optimizer's state to host memory (for a
+	// checkpoint); SetState restores it over params, allocating the
+	// buffers a fresh optimizer would allocate at its first step.
+	State() (OptimizerState, error)
+	SetState(params []*engine.Param, st OptimizerState) error
+}
+
+// OptimizerState is an optimizer's state: its step count and its
+// per-parameter buffers, keyed "<buffer>/<parameter>" (adam: m and v;
+// sgd: vel, the momentum buffer).
+type OptimizerState struct {
+	Name string
+	Step int
+	Bufs map[string][]float64
 }
 
 // NewOptimizer returns "adam" or "sgd" over the given backend.
@@ -87,6 +101,95 @@ func (s *sgd) Step(params []*engine.Param) error {
 			step = v
 		}
 		if err := s.be.Axpby(-s.lr, step, 1, p.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *adam) State() (OptimizerState, error) {
+	st := OptimizerState{Name: "adam", Step: a.t, Bufs: map[string][]float64{}}
+	for name, mv := range a.state {
+		for i, b := range []string{"m", "v"} {
+			v, err := engine.DownloadFloats(a.be, mv[i])
+			if err != nil {
+				return st, err
+			}
+			st.Bufs[b+"/"+name] = v
+		}
+	}
+	return st, nil
+}
+
+func (a *adam) SetState(params []*engine.Param, st OptimizerState) error {
+	if st.Name != "adam" {
+		return fmt.Errorf("the checkpoint holds %s optimizer state, the config trains with adam", st.Name)
+	}
+	a.t = st.Step
+	for _, p := range params {
+		m, okm := st.Bufs["m/"+p.Name]
+		v, okv := st.Bufs["v/"+p.Name]
+		if !okm && !okv {
+			continue // not stepped yet
+		}
+		var pair [2]*tensor.Tensor
+		for i, vals := range [][]float64{m, v} {
+			if len(vals) != p.Value.Numel() {
+				return fmt.Errorf("adam state for %s: %d values, the parameter has %d", p.Name, len(vals), p.Value.Numel())
+			}
+			t, ok := a.state[p.Name]
+			var buf *tensor.Tensor
+			if ok {
+				buf = t[i]
+			} else {
+				var err error
+				if buf, err = a.be.Alloc(p.Value.DType(), p.Value.Shape(), p.Value.Tier()); err != nil {
+					return fmt.Errorf("adam state for %s: %w", p.Name, err)
+				}
+			}
+			if err := engine.UploadFloats(a.be, buf, vals); err != nil {
+				return err
+			}
+			pair[i] = buf
+		}
+		a.state[p.Name] = pair
+	}
+	return nil
+}
+
+func (s *sgd) State() (OptimizerState, error) {
+	st := OptimizerState{Name: "sgd", Bufs: map[string][]float64{}}
+	for name, t := range s.vel {
+		v, err := engine.DownloadFloats(s.be, t)
+		if err != nil {
+			return st, err
+		}
+		st.Bufs["vel/"+name] = v
+	}
+	return st, nil
+}
+
+func (s *sgd) SetState(params []*engine.Param, st OptimizerState) error {
+	if st.Name != "sgd" {
+		return fmt.Errorf("the checkpoint holds %s optimizer state, the config trains with sgd", st.Name)
+	}
+	for _, p := range params {
+		vals, ok := st.Bufs["vel/"+p.Name]
+		if !ok {
+			continue
+		}
+		if len(vals) != p.Value.Numel() {
+			return fmt.Errorf("sgd momentum for %s: %d values, the parameter has %d", p.Name, len(vals), p.Value.Numel())
+		}
+		buf, ok := s.vel[p.Name]
+		if !ok {
+			var err error
+			if buf, err = s.be.Alloc(p.Value.DType(), p.Value.Shape(), p.Value.Tier()); err != nil {
+				return fmt.Errorf("sgd momentum for %s: %w", p.Name, err)
+			}
+			s.vel[p.Name] = buf
+		}
+		if err := engine.UploadFloats(s.be, buf, vals); err != nil {
 			return err
 		}
 	}

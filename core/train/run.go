@@ -15,6 +15,7 @@ import (
 	"strata/core/graph"
 	"strata/core/metrics"
 	"strata/core/modhost"
+	"strata/core/safefile"
 	"strata/core/tensor"
 )
 
@@ -23,6 +24,13 @@ type Options struct {
 	Progress io.Writer    // progress bar destination; nil disables it
 	Version  string       // strata version for the result
 	Host     modhost.Host // runs layer and cost-model modules
+	// Resume continues the run from output.checkpoint (strata train
+	// --resume): the config and the model module must be the ones the
+	// checkpoint was written with.
+	Resume bool
+	// AfterEpoch, when set, is called after each epoch's bookkeeping and
+	// checkpoint (a test hook: it may cancel the run's context).
+	AfterEpoch func(epoch int)
 }
 
 // Run trains the configured model full-graph and returns the result summary.
@@ -32,11 +40,32 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	cfgSHA, err := cfg.SHA256()
+	if err != nil {
+		return nil, err
+	}
+	var ck *checkpoint
+	if opts.Resume {
+		path := cfg.CheckpointPath()
+		if path == "" {
+			return nil, cfg.KeyError("--resume continues from output.checkpoint, and the config sets none: set output.checkpoint (and train.checkpoint_every) to the file the interrupted run wrote", "output", "checkpoint")
+		}
+		if ck, err = readCheckpoint(path); err != nil {
+			return nil, fmt.Errorf("--resume: %w", err)
+		}
+		if ck.meta.ConfigSHA256 != cfgSHA {
+			return nil, fmt.Errorf("--resume: %s was written by a run of config %s, this config hashes to %s: resume with the config the run started with, or start afresh without --resume", path, ck.meta.ConfigSHA256, cfgSHA)
+		}
+	}
 	env, model, closeEnv, err := NewEnv(ctx, cfg, opts.Host)
 	if err != nil {
 		return nil, err
 	}
 	defer closeEnv()
+	if ck != nil && ck.meta.ModuleSHA256 != model.SHA256 {
+		return nil, fmt.Errorf("--resume: %s was written with model module %s (sha256 %s), the config's module %s has sha256 %s: resume with the module the run started with, or start afresh without --resume",
+			cfg.CheckpointPath(), ck.meta.Model, ck.meta.ModuleSHA256, model.Name, model.SHA256)
+	}
 	be, ds, dim := env.Backend, env.Dataset, env.Dim
 	st, err := strat.NewStepper(ctx, env)
 	if err != nil {
@@ -62,14 +91,16 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		res.Device = d.DeviceName()
 	}
 	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
-	if res.ConfigSHA256, err = cfg.SHA256(); err != nil {
-		return nil, err
-	}
-	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res}
+	res.ConfigSHA256 = cfgSHA
+	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, ck: ck, model: model, dim: dim, afterEpoch: opts.AfterEpoch}
 	if err := loop.run(ctx, opts); err != nil {
 		var de *DivergedError
 		if errors.As(err, &de) {
 			res.Status = StatusDiverged
+			return res, err
+		}
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			res.Status = StatusInterrupted // the best so far, for the result line
 			return res, err
 		}
 		return nil, err
@@ -256,6 +287,11 @@ type loop struct {
 	ds   *graph.Dataset
 	res  *Result
 	pred []int32
+
+	ck         *checkpoint // to resume from, or nil
+	model      *Model
+	dim        int
+	afterEpoch func(int)
 }
 
 func (l *loop) run(ctx context.Context, opts Options) error {
@@ -283,6 +319,35 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	peaks := newPhasePeaks(l.be)
 	var best map[string][]float64
 	sinceBest := 0
+	start := 0
+	if l.ck != nil {
+		m := l.ck.meta
+		if err := l.st.Params().Restore(prefixed(l.ck.arrays, "param/")); err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+		if err := l.st.Params().RestoreState(prefixed(l.ck.arrays, "state/")); err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+		if err := l.opt.SetState(l.st.Params().List(), OptimizerState{Name: m.Optimizer, Step: m.OptimizerStep, Bufs: prefixed(l.ck.arrays, "opt/")}); err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+		if m.HasBest {
+			best = prefixed(l.ck.arrays, "best/")
+		}
+		sinceBest, start = m.SinceBest, m.NextEpoch
+		times, evalTimes, predicted = m.TimesS, m.EvalTimesS, m.PredictedS
+		l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = m.BestEpoch, m.BestValidAcc, m.TrainAcc, m.TestAcc
+		l.res.FinalLoss, l.res.Epochs, l.res.PredictedComputeS = m.FinalLoss, m.NextEpoch, m.PredictedComputeS
+		l.ck = nil
+	}
+	ckEvery, ckPath := l.cfg.Train.CheckpointEvery, l.cfg.CheckpointPath()
+	if ckEvery > 0 && ckPath != "" {
+		lock, err := safefile.Acquire(ckPath)
+		if err != nil {
+			return fmt.Errorf("output.checkpoint: %w", err)
+		}
+		defer lock.Release()
+	}
 	// stats fills the result's timings and peaks, at the end or when the
 	// run diverges.
 	stats := func() {
@@ -292,7 +357,10 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		l.res.EvalTimeMedianS = median(evalTimes, 0)
 		l.res.PeakRSSBytes = metrics.PeakRSS()
 	}
-	for ep := 0; ep < epochs; ep++ {
+	for ep := start; ep < epochs; ep++ {
+		if p := l.cfg.Train.Patience; p > 0 && sinceBest >= p {
+			break
+		}
 		t0 := time.Now()
 		var before Prediction
 		if simulated {
@@ -301,6 +369,9 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		peaks.start()
 		loss, err := l.step(ctx, ep)
 		if err != nil {
+			if ctx.Err() != nil {
+				stats()
+			}
 			return fmt.Errorf("epoch %d: %w", ep, err)
 		}
 		if s, ok := l.be.(backend.Synchronizer); ok { // the optimizer step may still be queued
@@ -372,8 +443,19 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		}
 		l.res.Epochs = ep + 1
 		bar.Update(ep+1, fmt.Sprintf("loss %.4f valid %.3f", loss, l.res.BestValidAcc))
-		if p := l.cfg.Train.Patience; p > 0 && sinceBest >= p {
-			break
+		if ckEvery > 0 && ckPath != "" && ((ep+1)%ckEvery == 0 || ep == epochs-1) {
+			meta := checkpointMeta{NextEpoch: ep + 1, SinceBest: sinceBest, HasBest: best != nil,
+				TimesS: times, EvalTimesS: evalTimes, PredictedS: predicted}
+			if err := l.saveCheckpoint(ckPath, meta, best); err != nil {
+				return fmt.Errorf("output.checkpoint after epoch %d: %w", ep, err)
+			}
+		}
+		if l.afterEpoch != nil {
+			l.afterEpoch(ep)
+		}
+		if err := ctx.Err(); err != nil {
+			stats()
+			return err
 		}
 	}
 	stats()
@@ -381,7 +463,14 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		return err
 	}
 	if best != nil {
-		return l.st.Params().Restore(best) // through the parameters' view: counted as parameters
+		if err := l.st.Params().Restore(best); err != nil { // through the parameters' view: counted as parameters
+			return err
+		}
+	}
+	if path := l.cfg.ModelPath(); path != "" {
+		if err := l.saveModel(path); err != nil {
+			return fmt.Errorf("output.model: %w", err)
+		}
 	}
 	return nil
 }
@@ -431,4 +520,56 @@ func median(v []float64, warmup int) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// saveCheckpoint writes the loop's state to path (see docs/checkpoints.md).
+func (l *loop) saveCheckpoint(path string, meta checkpointMeta, best map[string][]float64) error {
+	r := l.res
+	meta.ConfigSHA256, meta.ModuleSHA256, meta.Model, meta.Seed = r.ConfigSHA256, l.model.SHA256, l.model.Name, l.cfg.Train.Seed
+	meta.BestEpoch, meta.BestValidAcc, meta.TrainAcc, meta.TestAcc = r.BestEpoch, r.BestValidAcc, r.TrainAcc, r.TestAcc
+	meta.FinalLoss, meta.PredictedComputeS = r.FinalLoss, r.PredictedComputeS
+	arrays := map[string][]float64{}
+	params, err := l.st.Params().Snapshot()
+	if err != nil {
+		return err
+	}
+	addPrefixed(arrays, "param/", params)
+	state, err := l.st.Params().SnapshotState()
+	if err != nil {
+		return err
+	}
+	addPrefixed(arrays, "state/", state)
+	addPrefixed(arrays, "best/", best)
+	ost, err := l.opt.State()
+	if err != nil {
+		return err
+	}
+	meta.Optimizer, meta.OptimizerStep = ost.Name, ost.Step
+	addPrefixed(arrays, "opt/", ost.Bufs)
+	return writeArrays(path, "checkpoint", meta, arrays, outputInputs(l.cfg)...)
+}
+
+// saveModel writes output.model: the parameters the run ends with (the
+// best-validation ones), the batch-norm statistics, and what predict
+// checks them against.
+func (l *loop) saveModel(path string) error {
+	canon, err := l.cfg.Canonical()
+	if err != nil {
+		return err
+	}
+	r := l.res
+	meta := ModelMeta{ConfigSHA256: r.ConfigSHA256, Config: string(canon), ModuleSHA256: l.model.SHA256, Model: l.model.Name,
+		Features: l.dim, Classes: l.ds.NumClasses, Params: r.Params, BestEpoch: r.BestEpoch, BestValidAcc: r.BestValidAcc}
+	arrays := map[string][]float64{}
+	params, err := l.st.Params().Snapshot()
+	if err != nil {
+		return err
+	}
+	addPrefixed(arrays, "param/", params)
+	state, err := l.st.Params().SnapshotState()
+	if err != nil {
+		return err
+	}
+	addPrefixed(arrays, "state/", state)
+	return writeArrays(path, "model", meta, arrays, outputInputs(l.cfg)...)
 }

@@ -40,6 +40,9 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Train.Overlap && !uses.Overlap {
 		return cfg.KeyError(fmt.Sprintf("train.overlap pipelines the transfers of sampled mini-batches, which train.mode = %q does not have; set train.mode = %s or remove it", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Overlap })), "train", "overlap")
 	}
+	if cfg.Train.CheckpointEvery > 0 && cfg.Output.Checkpoint == "" {
+		return cfg.KeyError("train.checkpoint_every: checkpoints go to output.checkpoint, which is not set; set output.checkpoint = \"run.ckpt\" or remove train.checkpoint_every", "train", "checkpoint_every")
+	}
 	if err := be.CheckConfig(cfg); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"strata/core/backend"
 	"strata/core/engine"
+	"strata/core/ir"
 	"strata/core/registry"
 	"strata/core/tensor"
 	"strata/core/train"
@@ -37,6 +38,7 @@ type fullGraph struct {
 	prog                *engine.Program
 	x, labels, trainIdx *tensor.Tensor
 	graphs              map[string]*engine.Graph
+	model               *ir.Graph
 }
 
 func newFullGraph(e stepEnv) (*fullGraph, error) {
@@ -54,7 +56,7 @@ func newFullGraph(e stepEnv) (*fullGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fullGraph{be: e.be, prog: prog, x: x, graphs: graphs}
+	f := &fullGraph{be: e.be, prog: prog, x: x, graphs: graphs, model: e.model}
 	labels := backend.ForPurpose(e.be, backend.PurposeLabels)
 	if f.labels, err = train.UploadInt32s(labels, e.ds.Labels, e.tier); err != nil {
 		prog.Release()
@@ -88,6 +90,24 @@ func (f *fullGraph) Predict(ctx context.Context, pred []int32) error {
 		return err
 	}
 	return train.ArgmaxInto(f.be, f.prog.Output(), pred)
+}
+
+// PredictOutputs implements train.OutputPredictor.
+func (f *fullGraph) PredictOutputs(ctx context.Context) (logits, hidden []float64, width int, err error) {
+	if err := f.prog.Forward(ctx, engine.Mode{}); err != nil {
+		return nil, nil, 0, err
+	}
+	if logits, err = engine.DownloadFloats(f.be, f.prog.Output()); err != nil {
+		return nil, nil, 0, err
+	}
+	if h, ok := f.model.LastHidden(); ok {
+		t := f.prog.Value(h)
+		if hidden, err = engine.DownloadFloats(f.be, t); err != nil {
+			return nil, nil, 0, err
+		}
+		width = t.Shape()[len(t.Shape())-1]
+	}
+	return logits, hidden, width, nil
 }
 
 // Params implements train.Stepper.

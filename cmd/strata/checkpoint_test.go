@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// timingKeys are the result fields a resumed run may report differently.
+var timingKeys = map[string]bool{"epoch_time_median_s": true, "eval_time_median_s": true, "load_time_s": true, "peak_rss_bytes": true}
+
+// ckptConf writes a GCN-on-Cora config that checkpoints every `every`
+// epochs to ck.bin and saves its model to m.model, in a fresh directory.
+// The extra lines go into [train].
+func ckptConf(t *testing.T, epochs, every int, extra ...string) string {
+	t.Helper()
+	text := cora + "[model]\nname = \"gcn\"\n[train]\nepochs = " + strconv.Itoa(epochs) + "\ncheckpoint_every = " + strconv.Itoa(every) +
+		"\nseed = 3\n" + strings.Join(extra, "\n") + "\n[output]\ncheckpoint = \"ck.bin\"\nmodel = \"m.model\"\nprogress = \"off\"\n"
+	return write(t, t.TempDir(), "ck.toml", text)
+}
+
+// resultLine parses the one JSON line of a train run's stdout.
+func resultLine(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var r map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatalf("result does not parse: %v\n%s", err, stdout)
+	}
+	return r
+}
+
+// sameResult reports every non-timing field that differs between a and b.
+func sameResult(t *testing.T, a, b map[string]any) {
+	t.Helper()
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			t.Errorf("resumed result has %q, the uninterrupted one does not", k)
+		}
+	}
+	for k, va := range a {
+		if timingKeys[k] || strings.HasSuffix(k, "_time_s") || strings.HasSuffix(k, "_per_s") {
+			continue // wall-clock measurements (the mini-batch stages' too)
+		}
+		ja, _ := json.Marshal(va)
+		jb, _ := json.Marshal(b[k])
+		if !bytes.Equal(ja, jb) {
+			t.Errorf("%s: uninterrupted %s, resumed %s", k, ja, jb)
+		}
+	}
+}
+
+func slurp(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestResume interrupts a run after epoch 4 (its context cancelled, as
+// SIGINT does; the last checkpoint is after epoch 3), resumes it, and
+// compares with the uninterrupted run: the same result (timing aside) and
+// the same saved model, byte for byte (parameters bitwise).
+func TestResume(t *testing.T) {
+	testResume(t)
+}
+
+// TestResumeSGD is TestResume with SGD momentum, evaluation every 2
+// epochs and early stopping (the checkpoint holds the patience counter).
+func TestResumeSGD(t *testing.T) {
+	testResume(t, `optimizer = "sgd"`, "momentum = 0.9", "lr = 0.5", "eval_every = 2", "patience = 4")
+}
+
+// TestResumeMinibatch is TestResume with sampled mini-batches.
+func TestResumeMinibatch(t *testing.T) {
+	testResume(t, `mode = "minibatch"`, "batch_size = 64", "[sampler]", `name = "uniform"`, "fanouts = [5, 5]")
+}
+
+func testResume(t *testing.T, extra ...string) {
+	full := ckptConf(t, 8, 2, extra...)
+	code, stdout, stderr := cli(t, append([]string{"train", "-c", full}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("uninterrupted: exit %d: %s", code, stderr)
+	}
+	want := resultLine(t, stdout)
+
+	cut := ckptConf(t, 8, 2, extra...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	afterEpochHook = func(ep int) {
+		if ep == 4 {
+			cancel()
+		}
+	}
+	var out, errb bytes.Buffer
+	code = run(ctx, append([]string{"train", "-c", cut}, wasmArgs()...), &out, &errb)
+	afterEpochHook = nil
+	if code != exitInterrupted {
+		t.Fatalf("interrupted: exit %d, want %d: %s", code, exitInterrupted, errb.String())
+	}
+	part := resultLine(t, out.String())
+	if part["status"] != "interrupted" || part["epochs"] != float64(5) {
+		t.Errorf("interrupted result: status %v, epochs %v, want interrupted after 5 epochs", part["status"], part["epochs"])
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(cut), "m.model")); err == nil {
+		t.Errorf("an interrupted run saved output.model")
+	}
+	code, stdout, stderr = cli(t, append([]string{"train", "-c", cut, "--resume"}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	sameResult(t, want, resultLine(t, stdout))
+	if !bytes.Equal(slurp(t, filepath.Join(filepath.Dir(full), "m.model")), slurp(t, filepath.Join(filepath.Dir(cut), "m.model"))) {
+		t.Errorf("the resumed run saved a different model than the uninterrupted one")
+	}
+
+	// A different config or a missing checkpoint is refused.
+	code, _, stderr = cli(t, append([]string{"train", "-c", cut, "--resume", "--set", "train.lr=0.02"}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "was written by a run of config") || !strings.Contains(stderr, want["config_sha256"].(string)) {
+		t.Errorf("resume with another config: exit %d: %s", code, stderr)
+	}
+	os.Remove(filepath.Join(filepath.Dir(cut), "ck.bin"))
+	code, _, stderr = cli(t, append([]string{"train", "-c", cut, "--resume"}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "no such checkpoint file") {
+		t.Errorf("resume without a checkpoint: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = cli(t, append([]string{"train", "--set", "data.dataset=embedded:cora", "--set", "train.checkpoint_every=2"}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "train.checkpoint_every: checkpoints go to output.checkpoint, which is not set") {
+		t.Errorf("checkpoint_every without output.checkpoint: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = cli(t, append([]string{"train", "--set", "data.dataset=embedded:cora", "--resume"}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "output.checkpoint") {
+		t.Errorf("resume without output.checkpoint: exit %d: %s", code, stderr)
+	}
+}
+
+// TestCorruptCheckpoint flips a byte of a checkpoint and truncates one:
+// --resume refuses both with exit 2.
+func TestCorruptCheckpoint(t *testing.T) {
+	cfg := ckptConf(t, 2, 1)
+	if code, _, stderr := cli(t, append([]string{"train", "-c", cfg}, wasmArgs()...)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	ck := filepath.Join(filepath.Dir(cfg), "ck.bin")
+	b := slurp(t, ck)
+	for name, bad := range map[string][]byte{
+		"flipped":   append(append(append([]byte{}, b[:len(b)-100]...), b[len(b)-100]^1), b[len(b)-99:]...),
+		"truncated": b[:len(b)-9],
+		"empty":     nil,
+	} {
+		if err := os.WriteFile(ck, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := cli(t, append([]string{"train", "-c", cfg, "--resume"}, wasmArgs()...)...)
+		if code != exitUser || !strings.Contains(stderr, "not a valid strata checkpoint file") {
+			t.Errorf("%s: exit %d: %s", name, code, stderr)
+		}
+	}
+}
+
+// TestTrainHelperProcess is not a test: TestResumeAfterKill runs the test
+// binary again with STRATA_TRAIN_HELPER set, to have a real `strata train`
+// process to kill.
+func TestTrainHelperProcess(t *testing.T) {
+	if os.Getenv("STRATA_TRAIN_HELPER") != "1" {
+		t.Skip("helper process for TestResumeAfterKill")
+	}
+	args := strings.Split(os.Getenv("STRATA_TRAIN_ARGS"), "\n")
+	os.Exit(run(context.Background(), args, os.Stdout, os.Stderr))
+}
+
+// TestResumeAfterKill kills a `strata train` process with SIGKILL once it
+// has written a checkpoint, resumes the run and compares it with the
+// uninterrupted run.
+func TestResumeAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains")
+	}
+	const epochs = 120
+	full := ckptConf(t, epochs, 1)
+	code, stdout, stderr := cli(t, append([]string{"train", "-c", full}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("uninterrupted: exit %d: %s", code, stderr)
+	}
+	want := resultLine(t, stdout)
+
+	cut := ckptConf(t, epochs, 1)
+	ck := filepath.Join(filepath.Dir(cut), "ck.bin")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTrainHelperProcess$")
+	cmd.Env = append(os.Environ(), "STRATA_TRAIN_HELPER=1", "STRATA_TRAIN_ARGS="+strings.Join(append([]string{"train", "-c", cut}, wasmArgs()...), "\n"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(ck); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("no checkpoint after 2 minutes")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	werr := cmd.Wait()
+	if werr == nil {
+		t.Fatal("the run finished before it was killed; make it longer")
+	}
+	code, stdout, stderr = cli(t, append([]string{"train", "-c", cut, "--resume"}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	sameResult(t, want, resultLine(t, stdout))
+	if !bytes.Equal(slurp(t, filepath.Join(filepath.Dir(full), "m.model")), slurp(t, filepath.Join(filepath.Dir(cut), "m.model"))) {
+		t.Errorf("the resumed run saved a different model than the uninterrupted one")
+	}
+}
+
+// TestPredict trains a model from a module file, predicts with it, checks
+// the files, and refuses a model whose config or module differs.
+func TestPredict(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "layer.wasm")
+	gcn := slurp(t, filepath.Join("..", "..", "models", "wasm", "gcn.wasm"))
+	if err := os.WriteFile(mod, gcn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := write(t, dir, "p.toml", cora+"[model]\nmodule = \"layer.wasm\"\n[train]\nepochs = 5\n[output]\nmodel = \"m.model\"\nprogress = \"off\"\n")
+	code, stdout, stderr := cli(t, append([]string{"train", "-c", cfg}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	res := resultLine(t, stdout)
+	model := filepath.Join(dir, "m.model")
+	out := filepath.Join(dir, "pred")
+	code, _, stderr = cli(t, append([]string{"predict", "-m", model, "-c", cfg, "-o", out}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, stderr)
+	}
+	const nodes, classes = 2708, 7
+	pred := slurp(t, filepath.Join(out, "predictions.npy"))
+	logits := slurp(t, filepath.Join(out, "logits.npy"))
+	if len(pred) != 128+nodes*4 || len(logits) != 128+nodes*classes*4 {
+		t.Fatalf("predictions.npy %d bytes, logits.npy %d bytes", len(pred), len(logits))
+	}
+	csvLines := strings.Split(strings.TrimSpace(string(slurp(t, filepath.Join(out, "predictions.csv")))), "\n")
+	if len(csvLines) != nodes+1 || csvLines[0] != "node,class" {
+		t.Fatalf("predictions.csv: %d lines, header %q", len(csvLines), csvLines[0])
+	}
+	// The classes are the logits' argmax.
+	for i := 0; i < nodes; i++ {
+		c := int32(binary.LittleEndian.Uint32(pred[128+i*4:]))
+		best := 0
+		row := func(k int) float32 {
+			return math.Float32frombits(binary.LittleEndian.Uint32(logits[128+(i*classes+k)*4:]))
+		}
+		for k := 1; k < classes; k++ {
+			if row(k) > row(best) {
+				best = k
+			}
+		}
+		if int32(best) != c || csvLines[i+1] != strconv.Itoa(i)+","+strconv.Itoa(int(c)) {
+			t.Fatalf("node %d: class %d, csv %q, logits argmax %d", i, c, csvLines[i+1], best)
+		}
+	}
+	// GCN's hidden layer is 16 wide.
+	if emb := slurp(t, filepath.Join(out, "embeddings.npy")); len(emb) != 128+nodes*16*4 {
+		t.Errorf("embeddings.npy: %d bytes", len(emb))
+	}
+	embCSV := strings.Split(strings.TrimSpace(string(slurp(t, filepath.Join(out, "embeddings.csv")))), "\n")
+	if len(embCSV) != nodes || strings.Count(embCSV[0], ",") != 15 {
+		t.Errorf("embeddings.csv: %d lines, first %q", len(embCSV), embCSV[0])
+	}
+
+	// Another config: refused, naming both hashes.
+	code, _, stderr = cli(t, append([]string{"predict", "-m", model, "-c", cfg, "-o", out, "--set", "model.hidden=32"}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "trained with config "+res["config_sha256"].(string)) {
+		t.Errorf("another config: exit %d: %s", code, stderr)
+	}
+	// Another module (the same layer with a custom section appended).
+	if err := os.WriteFile(mod, append(gcn, 0x00, 0x03, 0x01, 'x', 'y'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = cli(t, append([]string{"predict", "-m", model, "-c", cfg, "-o", out}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "trained with model module") {
+		t.Errorf("another module: exit %d: %s", code, stderr)
+	}
+	// Not a model file.
+	code, _, stderr = cli(t, append([]string{"predict", "-m", cfg, "-c", cfg, "-o", out}, wasmArgs()...)...)
+	if code != exitUser || !strings.Contains(stderr, "not a valid strata model file") {
+		t.Errorf("not a model: exit %d: %s", code, stderr)
+	}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"strata/core/graph"
+	"strata/core/safefile"
+	"strata/core/train"
+	"strata/plugins/wasm"
+)
+
+// cmdPredict loads a model saved by output.model and writes every node's
+// predicted class (predictions.npy, int32, and predictions.csv) and the
+// model's output (logits.npy, float32, nodes × classes) and its last
+// hidden layer (embeddings.npy and embeddings.csv, nodes × width) to a
+// directory.
+func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("predict", "-m MODEL -c FILE [--set key=value]... -o DIR", stderr)
+	var cf configFlags
+	cf.register(fs)
+	modelPath := fs.String("m", "", "the model file a training run wrote (output.model)")
+	outDir := fs.String("o", "", "the directory to write predictions.npy, predictions.csv, logits.npy, embeddings.npy and embeddings.csv to (created if missing)")
+	cfg, wopts, err := cf.load(fs, args)
+	if err != nil {
+		return err
+	}
+	if *modelPath == "" || *outDir == "" {
+		return usagef("predict: -m MODEL and -o DIR are required")
+	}
+	ctx = withMaxMemory(ctx, cf.maxMem)
+	p, err := train.Predict(ctx, cfg, *modelPath, wasm.Host{Options: wopts})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return err
+	}
+	lock, err := safefile.Acquire(*outDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	n := len(p.Classes)
+	err = safefile.Write(filepath.Join(*outDir, "predictions.npy"), func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		bw.Write(graph.NPYHeader([]int{n}, "<i4"))
+		var b [4]byte
+		for _, c := range p.Classes {
+			binary.LittleEndian.PutUint32(b[:], uint32(c))
+			bw.Write(b[:])
+		}
+		return bw.Flush()
+	}, *modelPath)
+	if err != nil {
+		return err
+	}
+	err = safefile.Write(filepath.Join(*outDir, "predictions.csv"), func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		bw.WriteString("node,class\n")
+		for i, c := range p.Classes {
+			bw.WriteString(strconv.Itoa(i) + "," + strconv.Itoa(int(c)) + "\n")
+		}
+		return bw.Flush()
+	}, *modelPath)
+	if err != nil {
+		return err
+	}
+	files := "predictions.npy, predictions.csv"
+	if p.Logits != nil && len(p.Logits) == n*p.Width {
+		if err := writeFloatNPY(filepath.Join(*outDir, "logits.npy"), p.Logits, n, p.Width, *modelPath); err != nil {
+			return err
+		}
+		files += ", logits.npy"
+	} else {
+		fmt.Fprintf(stderr, "strata predict: train.mode = %q gives no logits; logits.npy not written\n", cfg.Train.Mode)
+	}
+	if p.Hidden != nil && p.HiddenWidth > 0 && len(p.Hidden) == n*p.HiddenWidth {
+		if err := writeFloatNPY(filepath.Join(*outDir, "embeddings.npy"), p.Hidden, n, p.HiddenWidth, *modelPath); err != nil {
+			return err
+		}
+		if err := safefile.Write(filepath.Join(*outDir, "embeddings.csv"), func(w io.Writer) error {
+			bw := bufio.NewWriter(w)
+			for i := range n {
+				for k, v := range p.Hidden[i*p.HiddenWidth : (i+1)*p.HiddenWidth] {
+					if k > 0 {
+						bw.WriteByte(',')
+					}
+					bw.WriteString(strconv.FormatFloat(float64(float32(v)), 'g', -1, 32))
+				}
+				bw.WriteByte('\n')
+			}
+			return bw.Flush()
+		}, *modelPath); err != nil {
+			return err
+		}
+		files += ", embeddings.npy, embeddings.csv"
+	} else {
+		fmt.Fprintf(stderr, "strata predict: no last hidden layer (a one-layer model, or train.mode = %q); embeddings not written\n", cfg.Train.Mode)
+	}
+	fmt.Fprintf(stdout, "%s: %d nodes predicted with %s (best epoch %d, valid %.4f): %s\n",
+		*outDir, n, *modelPath, p.Model.BestEpoch, p.Model.BestValidAcc, files)
+	return nil
+}
+
+// writeFloatNPY writes a rows × cols float32 .npy file atomically.
+func writeFloatNPY(path string, v []float64, rows, cols int, inputs ...string) error {
+	return safefile.Write(path, func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		bw.Write(graph.NPYHeader([]int{rows, cols}, "<f4"))
+		var b [4]byte
+		for _, x := range v {
+			binary.LittleEndian.PutUint32(b[:], math.Float32bits(float32(x)))
+			bw.Write(b[:])
+		}
+		return bw.Flush()
+	}, inputs...)
+}
