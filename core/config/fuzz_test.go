@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // FuzzParse checks that no config text panics the parser or the key-line
@@ -22,8 +23,19 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = Parse("fuzz.toml", data)
-		scanKeyLines(string(data))
+		// Validation is linear in the size of the file: a slow input is a
+		// failure the fuzzer keeps, not a hang it times out on.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = Parse("fuzz.toml", data)
+			scanKeyLines(string(data))
+		}()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			t.Fatalf("parsing %d bytes takes more than 3 s: %q", len(data), data)
+		}
 	})
 }
 
