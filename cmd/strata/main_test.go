@@ -667,3 +667,36 @@ func TestDocsExample(t *testing.T) {
 		t.Errorf("model %q, epochs %d, test_acc %v", r.Model, r.Epochs, r.TestAcc)
 	}
 }
+
+// TestLogsOffTerminal trains with stderr not a terminal (a buffer, as
+// under nohup): one plain progress line per epoch with the loss, accuracy
+// and ETA, and output.log holds one JSON line per epoch.
+func TestLogsOffTerminal(t *testing.T) {
+	dir := t.TempDir()
+	cfg := write(t, dir, "log.toml", cora+"[train]\nepochs = 3\n[output]\nprogress = \"auto\"\nlog = \"run.jsonl\"\n")
+	code, _, stderr := cli(t, append([]string{"train", "-c", cfg}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "\r") || !strings.Contains(stderr, "train 100% (3 of 3)") ||
+		!strings.Contains(stderr, "epoch 3 loss") || !strings.Contains(stderr, "ETA") {
+		t.Errorf("stderr is not plain per-epoch progress:\n%q", stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("output.log has %d lines, want 3:\n%s", len(lines), b)
+	}
+	for i, l := range lines {
+		var rec struct {
+			Epoch int     `json:"epoch"`
+			Loss  float64 `json:"loss"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Epoch != i || !(rec.Loss > 0) {
+			t.Errorf("line %d %q: %+v, %v", i, l, rec, err)
+		}
+	}
+}

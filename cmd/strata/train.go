@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
-	"strata/core/metrics"
 	"strata/core/train"
 	"strata/plugins/wasm"
 )
@@ -65,16 +63,12 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // afterEpochHook is train.Options.AfterEpoch (a test hook; nil otherwise).
 var afterEpochHook func(epoch int)
 
-// progressWriter resolves output.progress: the bar goes to stderr when it
-// is "on", or "auto" and stderr is a terminal.
+// progressWriter resolves output.progress: progress goes to stderr unless
+// it is "off"; the training loop draws a bar on a terminal and prints
+// plain lines otherwise.
 func progressWriter(mode string, stderr io.Writer) io.Writer {
-	switch mode {
-	case "on":
-		return stderr
-	case "auto":
-		if f, ok := stderr.(*os.File); ok && metrics.IsTerminal(f) {
-			return stderr
-		}
+	if mode == "off" {
+		return nil
 	}
-	return nil
+	return stderr
 }

@@ -121,8 +121,9 @@ type Devices struct {
 
 // Output configures what a run prints and writes.
 type Output struct {
+	Log        string `toml:"log" example:"run.jsonl" doc:"write one JSON line per epoch (the epoch's record) to this file (\"\" = none); relative paths and safety as output.csv"`
 	JSON       bool   `toml:"json" doc:"print the result summary as one JSON line on stdout"`
-	Progress   string `toml:"progress" enum:"auto,on,off" doc:"progress bar on stderr: auto = when stderr is a terminal"`
+	Progress   string `toml:"progress" enum:"auto,on,off" doc:"progress on stderr: a bar on a terminal, otherwise (under nohup or a batch scheduler) one line per epoch, at most one a second, with loss, accuracy, time per epoch and ETA; auto = on, off = none"`
 	Checkpoint string `toml:"checkpoint" doc:"the checkpoint file train.checkpoint_every writes and strata train --resume reads (\"\" = none); relative like output.csv; see docs/checkpoints.md"`
 	Model      string `toml:"model" doc:"write the best-validation parameters with the config and module hashes to this file when the run ends (\"\" = none), for strata predict -m; relative like output.csv"`
 	CSV        string `toml:"csv" doc:"write per-epoch metrics to this CSV file (\"\" = none); a relative path is relative to the config file (to the working directory when given with --set); written atomically when the run ends, locked against a second writer"`
@@ -289,6 +290,9 @@ func (c *Config) DatasetSpec() string {
 // CSVPath returns Output.CSV resolved like DatasetSpec: relative to the
 // config file's directory, or to the working directory when --set gave it.
 func (c *Config) CSVPath() string { return c.resolveKey(c.Output.CSV, "output", "csv") }
+
+// LogPath returns Output.Log resolved like CSVPath.
+func (c *Config) LogPath() string { return c.resolveKey(c.Output.Log, "output", "log") }
 
 // CheckpointPath returns Output.Checkpoint resolved like CSVPath.
 func (c *Config) CheckpointPath() string {

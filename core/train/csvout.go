@@ -6,6 +6,7 @@ import (
 
 	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/jsonfloat"
 	"strata/core/safefile"
 )
 
@@ -84,4 +85,67 @@ func outputInputs(cfg *config.Config) []string {
 		}
 	}
 	return inputs
+}
+
+// logOut is output.log being written: one JSON line per epoch (the epoch
+// record, non-finite numbers as "NaN", "+Inf", "-Inf"), with output.csv's
+// safety: locked, never an input, committed atomically when the run ends,
+// flushed after every epoch.
+type logOut struct {
+	f    *safefile.File
+	lock *safefile.Lock
+}
+
+// openLog starts output.log at path (resolved against the config's
+// directory).
+func openLog(cfg *config.Config, path string) (*logOut, error) {
+	inputs := outputInputs(cfg)
+	if err := safefile.CheckOutput(path, inputs...); err != nil {
+		return nil, fmt.Errorf("output.log: %w", err)
+	}
+	lock, err := safefile.Acquire(path)
+	if err != nil {
+		return nil, fmt.Errorf("output.log: %w", err)
+	}
+	f, err := safefile.Create(path, inputs...)
+	if err != nil {
+		lock.Release()
+		return nil, fmt.Errorf("output.log: %w", err)
+	}
+	return &logOut{f: f, lock: lock}, nil
+}
+
+// write appends one record as a JSON line; nil-safe.
+func (l *logOut) write(rec EpochRecord) error {
+	if l == nil {
+		return nil
+	}
+	b, err := jsonfloat.Marshal(rec)
+	if err == nil {
+		_, err = l.f.Write(append(b, '\n'))
+	}
+	if err != nil {
+		return fmt.Errorf("output.log %s: %w", l.f.Name(), err)
+	}
+	return nil
+}
+
+// commit makes the file complete at its path; nil-safe.
+func (l *logOut) commit() error {
+	if l == nil {
+		return nil
+	}
+	if err := l.f.Commit(); err != nil {
+		return fmt.Errorf("output.log: %w", err)
+	}
+	return nil
+}
+
+// close drops an uncommitted file and releases the lock; nil-safe.
+func (l *logOut) close() {
+	if l == nil {
+		return
+	}
+	l.f.Abort()
+	l.lock.Release()
 }

@@ -296,8 +296,18 @@ type loop struct {
 
 func (l *loop) run(ctx context.Context, opts Options) error {
 	epochs := l.cfg.Train.Epochs
-	bar := metrics.NewProgress(opts.Progress, "train", epochs)
+	// A bar on a terminal; otherwise (nohup, a batch scheduler) a plain
+	// line per epoch, at most one a second, and the last one.
+	bar := metrics.NewLogProgress(opts.Progress, "train", epochs, time.Second, nil)
 	defer bar.Done()
+	var logw *logOut
+	if path := l.cfg.LogPath(); path != "" {
+		var err error
+		if logw, err = openLog(l.cfg, path); err != nil {
+			return err
+		}
+		defer logw.close()
+	}
 	var csvw *csvOut
 	if path := l.cfg.CSVPath(); path != "" {
 		var err error
@@ -386,7 +396,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		if !finite(loss) {
 			l.res.Epochs = ep + 1
 			stats()
-			return errors.Join(&DivergedError{Epoch: ep, What: "the loss", Value: loss}, csvw.commit())
+			return errors.Join(&DivergedError{Epoch: ep, What: "the loss", Value: loss}, csvw.commit(), logw.commit())
 		}
 		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(peaks.all)}
 		if simulated {
@@ -416,7 +426,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			} else if err := checkFinite(ep, snap); err != nil {
 				l.res.Epochs = ep + 1
 				stats()
-				return errors.Join(err, csvw.commit())
+				return errors.Join(err, csvw.commit(), logw.commit())
 			}
 			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
 			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
@@ -441,8 +451,11 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 				return err
 			}
 		}
+		if err := logw.write(rec); err != nil {
+			return err
+		}
 		l.res.Epochs = ep + 1
-		bar.Update(ep+1, fmt.Sprintf("loss %.4f valid %.3f", loss, l.res.BestValidAcc))
+		bar.Update(ep+1, fmt.Sprintf("epoch %d loss %.4f valid %.3f (best) %.3gs/epoch", ep+1, loss, l.res.BestValidAcc, dt))
 		if ckEvery > 0 && ckPath != "" && ((ep+1)%ckEvery == 0 || ep == epochs-1) {
 			meta := checkpointMeta{NextEpoch: ep + 1, SinceBest: sinceBest, HasBest: best != nil,
 				TimesS: times, EvalTimesS: evalTimes, PredictedS: predicted}
@@ -460,6 +473,9 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 	}
 	stats()
 	if err := csvw.commit(); err != nil {
+		return err
+	}
+	if err := logw.commit(); err != nil {
 		return err
 	}
 	if best != nil {
