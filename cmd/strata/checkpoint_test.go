@@ -98,14 +98,13 @@ func testResume(t *testing.T, extra ...string) {
 	cut := ckptConf(t, 8, 2, extra...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	afterEpochHook = func(ep int) {
+	ctx = context.WithValue(ctx, afterEpochKey{}, func(ep int) {
 		if ep == 4 {
 			cancel()
 		}
-	}
+	})
 	var out, errb bytes.Buffer
 	code = run(ctx, append([]string{"train", "-c", cut}, wasmArgs()...), &out, &errb)
-	afterEpochHook = nil
 	if code != exitInterrupted {
 		t.Fatalf("interrupted: exit %d, want %d: %s", code, exitInterrupted, errb.String())
 	}

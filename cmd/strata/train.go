@@ -26,7 +26,7 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Version:    fullVersion(),
 		Host:       wasm.Host{Options: wopts},
 		Resume:     *resume,
-		AfterEpoch: afterEpochHook,
+		AfterEpoch: afterEpochFrom(ctx),
 	})
 	if res != nil && res.Status == train.StatusInterrupted && errors.Is(err, context.Canceled) {
 		// Interrupted (SIGINT): the best result so far, then exit 130.
@@ -60,8 +60,15 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// afterEpochHook is train.Options.AfterEpoch (a test hook; nil otherwise).
-var afterEpochHook func(epoch int)
+// afterEpochKey is the context key of a test's train.Options.AfterEpoch
+// hook (a test stops a run after an epoch this way).
+type afterEpochKey struct{}
+
+// afterEpochFrom returns the hook a test put in ctx, or nil.
+func afterEpochFrom(ctx context.Context) func(epoch int) {
+	f, _ := ctx.Value(afterEpochKey{}).(func(epoch int))
+	return f
+}
 
 // progressWriter resolves output.progress: progress goes to stderr unless
 // it is "off"; the training loop draws a bar on a terminal and prints
