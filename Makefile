@@ -40,14 +40,18 @@ test-long: models
 # `go test` runs only their seed corpora); a failing input is saved under
 # the package's testdata/fuzz/ and replayed by every later `go test`.
 FUZZTIME  ?= 10s
+# Minimizing a new interesting input may take Go up to 60 s by default,
+# which overruns FUZZTIME and ends the run with "context deadline
+# exceeded": bound it.
+FUZZMINTIME ?= 3s
 FUZZ_TARGETS := ./core/config:FuzzParse ./core/config:FuzzOverride \
 	./core/graph:FuzzSNAP ./core/graph:FuzzOGB ./core/graph:FuzzNPY ./core/graph:FuzzBinary \
-	./plugins/wasm:FuzzHostABI
+	./plugins/wasm:FuzzHostABI ./core/train:FuzzArrayFile
 
 fuzz: models
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$fn ($$pkg, $(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$pkg; \
 	done
 
 bench: models
