@@ -499,29 +499,38 @@ func npyInts(data any, path string) ([]int64, error) {
 
 // npyFloats returns numeric array data as float32.
 func npyFloats(data any, path string) ([]float32, error) {
-	switch v := data.(type) {
-	case []float32:
-		return v, nil
-	case []float64:
-		out := make([]float32, len(v))
-		for i, x := range v {
-			out[i] = float32(x)
-		}
-		return out, nil
-	case []int32:
-		out := make([]float32, len(v))
-		for i, x := range v {
-			out[i] = float32(x)
-		}
-		return out, nil
-	case []int64:
-		out := make([]float32, len(v))
-		for i, x := range v {
-			out[i] = float32(x)
-		}
+	if out, ok := npyNumeric[float32](data); ok {
 		return out, nil
 	}
 	return nil, ferr(ErrFormat, path, 0, 0, "header field 'descr': %s data, want a numeric dtype", npyKind(data))
+}
+
+// npyNumeric returns numeric array data ([]float32, []float64, []int32 or
+// []int64) as []T: the slice itself when it already is one, else a
+// converted copy; false for other data.
+func npyNumeric[T float32 | float64](data any) ([]T, bool) {
+	switch v := data.(type) {
+	case []T:
+		return v, true
+	case []float32:
+		return convertNum[float32, T](v), true
+	case []float64:
+		return convertNum[float64, T](v), true
+	case []int32:
+		return convertNum[int32, T](v), true
+	case []int64:
+		return convertNum[int64, T](v), true
+	}
+	return nil, false
+}
+
+// convertNum converts every element of v to To.
+func convertNum[From, To float32 | float64 | int32 | int64](v []From) []To {
+	out := make([]To, len(v))
+	for i, x := range v {
+		out[i] = To(x)
+	}
+	return out
 }
 
 // npyKind names the element type of ReadNPY data.

@@ -215,7 +215,7 @@ func (z *npzFile) ints(name string) ([]int, []int64, error) {
 			out[i] = int64(x)
 		}
 	case []float32, []float64:
-		f, _ := npyFloats64(data)
+		f, _ := npyNumeric[float64](data)
 		out = make([]int64, len(f))
 		for i, x := range f {
 			if x != math.Trunc(x) && !math.IsNaN(x) || math.Abs(x) > 1<<53 {
@@ -256,7 +256,7 @@ func (z *npzFile) floats(name string) ([]int, []float32, error) {
 			}
 		}
 	default:
-		f, ok := npyFloats64(data)
+		f, ok := npyNumeric[float64](data)
 		if !ok {
 			return nil, nil, ferr(ErrFormat, z.path, 0, 0, "array %q: %s data, want numbers", name, npyKind(data))
 		}
@@ -271,33 +271,6 @@ func (z *npzFile) floats(name string) ([]int, []float32, error) {
 		}
 	}
 	return shape, out, nil
-}
-
-// npyFloats64 converts numeric data to float64.
-func npyFloats64(data any) ([]float64, bool) {
-	switch v := data.(type) {
-	case []float64:
-		return v, true
-	case []float32:
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = float64(x)
-		}
-		return out, true
-	case []int32:
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = float64(x)
-		}
-		return out, true
-	case []int64:
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = float64(x)
-		}
-		return out, true
-	}
-	return nil, false
 }
 
 // LoadNPZ loads a dataset from one .npz file: the Shchur et al. layout of
