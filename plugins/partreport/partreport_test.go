@@ -5,6 +5,7 @@ import (
 	"math"
 	"strata/core/config"
 	"strata/core/train"
+	"strata/core/train/strategytest"
 	_ "strata/partitioners"
 	"strata/plugins/sampler"
 	"strings"
@@ -83,27 +84,9 @@ func TestSplitRedundancy(t *testing.T) {
 	}
 }
 
-// TestMiniBatchFeatureCache trains on a simulated device with a degree
-// cache of growing capacity: the numbers do not change (gathers are
-// exact), the hit rate grows and fewer feature bytes cross the link.
-const coraBase = `
-[data]
-dataset = "embedded:cora"
-
-[model]
-name = "gcn"
-hidden = 16
-
-[train]
-epochs = 5
-`
+const coraBase = strategytest.CoraBase
 
 func mustParse(t *testing.T, text string, sets ...string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("test.toml", []byte(text), sets...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Output.Progress = "off"
-	return cfg
+	return strategytest.MustParse(t, text, sets...)
 }

@@ -13,6 +13,7 @@ import (
 	"strata/core/config"
 	"strata/core/modhost"
 	"strata/core/train"
+	"strata/core/train/strategytest"
 	"strata/plugins/wasm"
 
 	// The plugins the tests train with (plugins/all would import this
@@ -24,26 +25,11 @@ import (
 	_ "strata/plugins/placement"
 )
 
-const coraBase = `
-[data]
-dataset = "embedded:cora"
-
-[model]
-name = "gcn"
-hidden = 16
-
-[train]
-epochs = 5
-`
+const coraBase = strategytest.CoraBase
 
 func mustParse(t *testing.T, text string, sets ...string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("test.toml", []byte(text), sets...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Output.Progress = "off"
-	return cfg
+	return strategytest.MustParse(t, text, sets...)
 }
 
 // wasmCache is the compiled-module cache the package's tests share, so

@@ -150,3 +150,29 @@ func Test(t *testing.T, id string, host modhost.Host) {
 		}
 	})
 }
+
+// CoraBase is a small run that tests share: GCN on the embedded Cora
+// graph, 5 epochs, on the CPU.
+const CoraBase = `
+[data]
+dataset = "embedded:cora"
+
+[model]
+name = "gcn"
+hidden = 16
+
+[train]
+epochs = 5
+`
+
+// MustParse parses text with the --set assignments sets, with progress
+// off, and fails the test on an error.
+func MustParse(t testing.TB, text string, sets ...string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse("test.toml", []byte(text), sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Output.Progress = "off"
+	return cfg
+}
