@@ -199,6 +199,9 @@ func TestMalformedInputs(t *testing.T) {
 		{"config/validate-like-train-minibatch", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "train.mode=minibatch")
 		}, []string{`train.mode = "minibatch" needs a neighbour sampler`}},
+		{"config/micro-mode-one-batch", func(t testing.TB) []string {
+			return validate(conf(t, cora), "--set", "train.mode=micro")
+		}, []string{`train.mode = "micro" splits the training nodes into micro-batches, but train.micro_batches = 1`}},
 		{"config/validate-like-train-micro", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "train.micro_batches=141", "--set", "partition.name=range")
 		}, []string{`train.micro_batches = 141 is more than the 140 training nodes`}},

@@ -434,6 +434,9 @@ func (*Micro) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, er
 // CheckConfig implements train.ConfigChecker: what can be told without
 // the data.
 func (*Micro) CheckConfig(cfg *config.Config) error {
+	if !cfg.Train.Micro() {
+		return cfg.KeyError(fmt.Sprintf("train.mode = %q splits the training nodes into micro-batches, but train.micro_batches = %d; set it above 1 or to \"auto\"", cfg.Train.Mode, cfg.Train.MicroBatches), "train", "micro_batches")
+	}
 	if cfg.Train.AutoMicroBatches() {
 		if err := checkAutoMicro(cfg); err != nil {
 			return err
