@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"strata/core/graph"
+	"strata/core/metrics"
 	"strata/core/safefile"
 )
 
@@ -111,9 +112,9 @@ func printInspection(w io.Writer, r *inspection) {
 	}
 	fmt.Fprintln(w, "memory")
 	for _, c := range r.components {
-		fmt.Fprintf(w, "  %-14s %s\n", c.Name, humanBytes(c.Bytes))
+		fmt.Fprintf(w, "  %-14s %s\n", c.Name, metrics.FormatBytes(c.Bytes))
 	}
-	fmt.Fprintf(w, "  %-14s %s\n", "total", humanBytes(r.TotalBytes))
+	fmt.Fprintf(w, "  %-14s %s\n", "total", metrics.FormatBytes(r.TotalBytes))
 	if r.Citation != "" {
 		fmt.Fprintf(w, "cite      %s\n", r.Citation)
 	}
@@ -138,19 +139,6 @@ func printHist(w io.Writer, hist []int64) {
 		bar := int(40 * c / max(peak, 1))
 		fmt.Fprintf(w, "  %12s %10d %s\n", label, c, strings.Repeat("#", max(bar, 1)))
 	}
-}
-
-func humanBytes(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := int64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
 func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -191,7 +179,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *to == "npy" {
 		t1 := time.Now()
 		var files []string
-		err := trackIO(stderr, "convert: writing", "written", npyBytes(ds), "wchar", quietFor, plainEvery, func() error {
+		err := trackWrite(stderr, "convert: writing", npyBytes(ds), func() error {
 			var err error
 			files, err = graph.WriteNPYDir(*out, ds)
 			return err
@@ -208,7 +196,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	binBytes := graph.TotalBytes(ds.MemoryFootprint())
-	if err := trackIO(stderr, "convert: writing", "written", binBytes, "wchar", quietFor, plainEvery, func() error {
+	if err := trackWrite(stderr, "convert: writing", binBytes, func() error {
 		return graph.WriteBinary(*out, ds)
 	}); err != nil {
 		return err

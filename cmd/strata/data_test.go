@@ -2,9 +2,11 @@ package main
 
 import (
 	"archive/zip"
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"strata/core/graph"
 	"strings"
 	"testing"
 	"time"
@@ -217,14 +219,37 @@ func TestLoadProgress(t *testing.T) {
 	if !strings.HasPrefix(out, "inspect: loading 100% (") || !strings.HasSuffix(out, " done\n") || strings.ContainsAny(out, "\r\x1b") {
 		t.Errorf("progress output %q", out)
 	}
-	if n := specBytes(path); n != int64(text.Len()) {
+	if n := graph.SpecBytes(path); n != int64(text.Len()) {
 		t.Errorf("specBytes = %d, want %d", n, text.Len())
 	}
 	errb.Reset()
 	if _, err := openDatasetEvery(context.Background(), path, "x", &errb, time.Hour, time.Hour); err != nil || errb.Len() != 0 {
 		t.Errorf("quiet load printed %q (%v)", errb.String(), err)
 	}
-	if n := specBytes("embedded:cora"); n != 0 {
-		t.Errorf("specBytes(embedded) = %d, want 0 (unknown)", n)
+	if n := graph.SpecBytes("embedded:cora"); n != 0 {
+		t.Errorf("graph.SpecBytes(embedded) = %d, want 0 (unknown)", n)
+	}
+}
+
+// TestTrainLoadProgress: train loads its dataset through the progress
+// reporting of graph.LoadProgress (here with no quiet time), so a log shows
+// the load as plain lines ending with "done" before the epochs.
+func TestTrainLoadProgress(t *testing.T) {
+	if _, ok := readBytes(); !ok {
+		t.Skip("no /proc/self/io: load progress is not shown on this system")
+	}
+	dir := filepath.Join(t.TempDir(), "cora-npy")
+	if code, _, stderr := cli(t, "convert", "--to", "npy", "-i", "embedded:cora", "-o", dir); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	var errb, out bytes.Buffer
+	ctx := graph.WithLoadProgress(context.Background(), graph.LoadProgress{W: &errb, Label: "train: loading", Every: time.Hour})
+	args := append([]string{"train", "--set", "data.dataset=" + dir, "--set", "train.epochs=1", "--set", "output.json=true"}, wasmArgs()...)
+	if code := run(ctx, args, &out, &errb); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, errb.String())
+	}
+	first := strings.SplitN(errb.String(), "\n", 2)[0]
+	if !strings.HasPrefix(first, "train: loading 100% (") || !strings.HasSuffix(first, " done") {
+		t.Errorf("first stderr line %q, want the load's done line; stderr:\n%s", first, errb.String())
 	}
 }

@@ -36,6 +36,7 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usagef("predict: -m MODEL and -o DIR are required")
 	}
 	ctx = withMaxMemory(ctx, cf.maxMem)
+	ctx = graph.WithLoadProgress(ctx, graph.LoadProgress{W: progressWriter(cfg.Output.Progress, stderr), Label: "predict: loading", Quiet: quietFor, Every: plainEvery})
 	p, err := train.Predict(ctx, cfg, *modelPath, wasm.Host{Options: wopts})
 	if err != nil {
 		return err

@@ -2,9 +2,13 @@ package graph
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strata/core/metrics"
+	"strings"
+	"time"
 )
 
 // Bounds on what a dataset file may declare, checked before allocating.
@@ -58,21 +62,7 @@ func checkBudget(file, what string, need, budget int64) error {
 }
 
 // FormatBytes formats a byte count with a binary unit ("1.5 GiB").
-func FormatBytes(n int64) string {
-	if n < 0 {
-		return "more than 8 EiB"
-	}
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func FormatBytes(n int64) string { return metrics.FormatBytes(n) }
 
 // checkRegular refuses a path that is not a regular file or directory
 // (a FIFO would block the open, a device would stream without end).
@@ -111,6 +101,17 @@ func OpenContext(ctx context.Context, spec string) (*Dataset, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if lp, ok := LoadProgressFrom(ctx); ok {
+		var d *Dataset
+		ctx = context.WithValue(ctx, loadProgressKey{}, nil) // shown once, not by nested opens
+		err := metrics.TrackIO(lp.W, metrics.IOTrack{Label: lp.Label, Verb: "read", Total: SpecBytes(spec), Counter: "rchar", Quiet: lp.Quiet, Every: lp.Every},
+			func() error {
+				var err error
+				d, err = OpenContext(ctx, spec)
+				return err
+			})
+		return d, err
+	}
 	type result struct {
 		d   *Dataset
 		err error
@@ -126,4 +127,59 @@ func OpenContext(ctx context.Context, spec string) (*Dataset, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// LoadProgress asks OpenContext to show a load's progress on W: nothing
+// for a load that ends within Quiet, then a bar (on a terminal) or a plain
+// line every Every with the bytes read so far and an ETA. Progress is the
+// process's bytes read (Linux /proc/self/io) against the size of the
+// dataset's files, so the loaders need no hooks; where either is unknown
+// (other systems, embedded and R-MAT datasets) nothing is shown.
+type LoadProgress struct {
+	W            io.Writer
+	Label        string
+	Quiet, Every time.Duration
+}
+
+type loadProgressKey struct{}
+
+// WithLoadProgress returns ctx asking OpenContext to show progress as lp
+// says (lp.W nil: none).
+func WithLoadProgress(ctx context.Context, lp LoadProgress) context.Context {
+	if lp.W == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, loadProgressKey{}, lp)
+}
+
+// LoadProgressFrom returns the LoadProgress ctx carries, if any.
+func LoadProgressFrom(ctx context.Context) (LoadProgress, bool) {
+	lp, ok := ctx.Value(loadProgressKey{}).(LoadProgress)
+	return lp, ok
+}
+
+// SpecBytes is the size of the files a dataset spec names (0 if unknown).
+func SpecBytes(spec string) int64 {
+	if i := strings.LastIndexByte(spec, '@'); i > 0 {
+		if _, err := os.Stat(spec); err != nil {
+			spec = spec[:i]
+		}
+	}
+	st, err := os.Stat(spec)
+	if err != nil {
+		return 0
+	}
+	if !st.IsDir() {
+		return st.Size()
+	}
+	var total int64
+	filepath.WalkDir(spec, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if info, err := e.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"strata/core/backend"
 	"strata/core/safefile"
 )
 
@@ -239,6 +240,19 @@ type checkpointMeta struct {
 	EvalTimesS        []float64          `json:"eval_times_s"`
 	PredictedS        []float64          `json:"predicted_s"`
 	PredictedComputeS map[string]float64 `json:"predicted_compute_s"`
+	// Records are the epochs' records so far, for output.csv and
+	// output.log of the resumed run; Traffic and TrafficByPurpose are the
+	// link counters as the uninterrupted run has them (simulated devices).
+	Records          []EpochRecord         `json:"records"`
+	Traffic          []backend.LinkTraffic `json:"traffic,omitempty"`
+	TrafficByPurpose map[string]int64      `json:"traffic_by_purpose,omitempty"`
+	// UnrecordedTransferBytes crossed the links after the last record
+	// (the checkpoint's own downloads): the next record includes them.
+	UnrecordedTransferBytes int64 `json:"unrecorded_transfer_bytes,omitempty"`
+	// The run's peak bytes per tier so far: all phases, training, evaluation.
+	PeakBytes      map[string]int64 `json:"peak_bytes,omitempty"`
+	TrainPeakBytes map[string]int64 `json:"train_peak_bytes,omitempty"`
+	EvalPeakBytes  map[string]int64 `json:"eval_peak_bytes,omitempty"`
 }
 
 // checkpoint is a checkpoint's whole content: arrays are "param/<name>",

@@ -57,9 +57,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, fmt.Errorf("--resume: %s was written by a run of config %s, this config hashes to %s: resume with the config the run started with, or start afresh without --resume", path, ck.meta.ConfigSHA256, cfgSHA)
 		}
 	}
-	env, model, closeEnv, err := NewEnv(ctx, cfg, opts.Host)
+	loadCtx := ctx
+	if _, set := graph.LoadProgressFrom(ctx); !set {
+		loadCtx = graph.WithLoadProgress(ctx, graph.LoadProgress{W: opts.Progress, Label: "train: loading " + cfg.Data.Dataset, Quiet: time.Second, Every: 5 * time.Second})
+	}
+	env, model, closeEnv, err := NewEnv(loadCtx, cfg, opts.Host)
 	if err != nil {
-		return nil, err
+		return interruptedEarly(ctx, err, cfg, opts, start, cfgSHA)
 	}
 	defer closeEnv()
 	if ck != nil && ck.meta.ModuleSHA256 != model.SHA256 {
@@ -69,7 +73,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	be, ds, dim := env.Backend, env.Dataset, env.Dim
 	st, err := strat.NewStepper(ctx, env)
 	if err != nil {
-		return nil, err
+		return interruptedEarly(ctx, err, cfg, opts, start, cfgSHA)
 	}
 	defer st.Release()
 	if a, ok := st.(Announcer); ok && opts.Progress != nil {
@@ -110,7 +114,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		r.ReportResult(res)
 	}
 	if tc, ok := be.(backend.TrafficCounter); ok {
-		res.Traffic, res.TrafficByPurpose = tc.Traffic(), tc.TrafficByPurpose()
+		res.Traffic, res.TrafficByPurpose = loop.traffic.totals(tc.Traffic(), tc.TrafficByPurpose())
 		for _, l := range res.Traffic {
 			res.TransferTimeS += l.Seconds
 		}
@@ -120,6 +124,19 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		res.PeakTierBytes[string(t)] = max(res.PeakTierBytes[string(t)], v)
 	}
 	return res, nil
+}
+
+// interruptedEarly returns, for a run whose set-up (loading, compiling,
+// building the stepper) ended with err, the result line of a run
+// interrupted before its first epoch when ctx was cancelled (SIGINT), so
+// the caller prints one as for a later interruption; otherwise err alone.
+func interruptedEarly(ctx context.Context, err error, cfg *config.Config, opts Options, start time.Time, cfgSHA string) (*Result, error) {
+	if !errors.Is(err, context.Canceled) || ctx.Err() == nil {
+		return nil, err
+	}
+	return &Result{Status: StatusInterrupted, Dataset: cfg.Data.Dataset, Model: cfg.Model.Name, Mode: cfg.Train.Mode, Backend: cfg.Train.Backend,
+		BestEpoch: -1, Seed: cfg.Train.Seed, Version: opts.Version, ConfigSHA256: cfgSHA, Threads: threads(cfg),
+		LoadTimeS: time.Since(start).Seconds(), PeakRSSBytes: metrics.PeakRSS(), PeakTierBytes: map[string]int64{}}, err
 }
 
 // NewEnv builds what a stepper is built from: it loads the dataset and
@@ -288,10 +305,14 @@ type loop struct {
 	res  *Result
 	pred []int32
 
-	ck         *checkpoint // to resume from, or nil
-	model      *Model
-	dim        int
-	afterEpoch func(int)
+	ck      *checkpoint // to resume from, or nil
+	traffic trafficBase // link counters carried over a resume
+	// transferred is the link bytes counted up to the last epoch record.
+	transferred int64
+	records     []EpochRecord
+	model       *Model
+	dim         int
+	afterEpoch  func(int)
 }
 
 func (l *loop) run(ctx context.Context, opts Options) error {
@@ -324,7 +345,6 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		}
 	}
 	var times, evalTimes, predicted []float64
-	var transferred int64 // link bytes counted before this epoch
 	_, simulated := l.be.(backend.TimePredictor)
 	peaks := newPhasePeaks(l.be)
 	var best map[string][]float64
@@ -348,6 +368,23 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		times, evalTimes, predicted = m.TimesS, m.EvalTimesS, m.PredictedS
 		l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = m.BestEpoch, m.BestValidAcc, m.TrainAcc, m.TestAcc
 		l.res.FinalLoss, l.res.Epochs, l.res.PredictedComputeS = m.FinalLoss, m.NextEpoch, m.PredictedComputeS
+		if tc, ok := l.be.(backend.TrafficCounter); ok {
+			setup := tc.Traffic()
+			l.traffic = resumeTraffic(m.Traffic, m.TrafficByPurpose, setup, tc.TrafficByPurpose())
+			// The next record counts its epoch and what the checkpoint's
+			// own downloads added after the last record, as uninterrupted.
+			l.transferred = linkBytes(setup) - m.UnrecordedTransferBytes
+		}
+		// The peaks so far are the checkpoint's: the resumed set-up is no
+		// part of the uninterrupted run.
+		peaks.all, peaks.train, peaks.eval = tierKeyed(m.PeakBytes), tierKeyed(m.TrainPeakBytes), tierKeyed(m.EvalPeakBytes)
+		// The epochs before the checkpoint go into output.csv and
+		// output.log again, so they hold the whole run.
+		for _, rec := range m.Records {
+			if err := l.emit(csvw, logw, rec); err != nil {
+				return err
+			}
+		}
 		l.ck = nil
 	}
 	ckEvery, ckPath := l.cfg.Train.CheckpointEvery, l.cfg.CheckpointPath()
@@ -381,6 +418,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				stats()
+				return errors.Join(fmt.Errorf("epoch %d: %w", ep, err), csvw.commit(), logw.commit())
 			}
 			return fmt.Errorf("epoch %d: %w", ep, err)
 		}
@@ -444,21 +482,17 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			for _, t := range tc.Traffic() {
 				total += t.Bytes
 			}
-			rec.TransferBytes, transferred = total-transferred, total
+			rec.TransferBytes, l.transferred = total-l.transferred, total
 		}
-		if csvw != nil {
-			if err := csvw.write(recordRow(rec, l.be.Tiers())); err != nil {
-				return err
-			}
-		}
-		if err := logw.write(rec); err != nil {
+		if err := l.emit(csvw, logw, rec); err != nil {
 			return err
 		}
 		l.res.Epochs = ep + 1
 		bar.Update(ep+1, fmt.Sprintf("epoch %d loss %.4f valid %.3f (best) %.3gs/epoch", ep+1, loss, l.res.BestValidAcc, dt))
 		if ckEvery > 0 && ckPath != "" && ((ep+1)%ckEvery == 0 || ep == epochs-1) {
 			meta := checkpointMeta{NextEpoch: ep + 1, SinceBest: sinceBest, HasBest: best != nil,
-				TimesS: times, EvalTimesS: evalTimes, PredictedS: predicted}
+				TimesS: times, EvalTimesS: evalTimes, PredictedS: predicted, Records: l.records,
+				PeakBytes: tierMap(peaks.all), TrainPeakBytes: tierMap(peaks.train), EvalPeakBytes: tierMap(peaks.eval)}
 			if err := l.saveCheckpoint(ckPath, meta, best); err != nil {
 				return fmt.Errorf("output.checkpoint after epoch %d: %w", ep, err)
 			}
@@ -468,7 +502,8 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		}
 		if err := ctx.Err(); err != nil {
 			stats()
-			return err
+			// An interrupted run keeps the rows of its finished epochs.
+			return errors.Join(err, csvw.commit(), logw.commit())
 		}
 	}
 	stats()
@@ -489,6 +524,18 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// emit writes one epoch's record to output.csv and output.log (either may
+// be nil) and keeps it for the checkpoint.
+func (l *loop) emit(csvw *csvOut, logw *logOut, rec EpochRecord) error {
+	l.records = append(l.records, rec)
+	if csvw != nil {
+		if err := csvw.write(recordRow(rec, l.be.Tiers())); err != nil {
+			return err
+		}
+	}
+	return logw.write(rec)
 }
 
 // step runs one training epoch and returns the loss.
@@ -562,6 +609,10 @@ func (l *loop) saveCheckpoint(path string, meta checkpointMeta, best map[string]
 	}
 	meta.Optimizer, meta.OptimizerStep = ost.Name, ost.Step
 	addPrefixed(arrays, "opt/", ost.Bufs)
+	if tc, ok := l.be.(backend.TrafficCounter); ok { // after the snapshots' downloads
+		meta.Traffic, meta.TrafficByPurpose = l.traffic.totals(tc.Traffic(), tc.TrafficByPurpose())
+		meta.UnrecordedTransferBytes = linkBytes(tc.Traffic()) - l.transferred
+	}
 	return writeArrays(path, "checkpoint", meta, arrays, outputInputs(l.cfg)...)
 }
 

@@ -262,6 +262,62 @@ func (r *blockRunner) predict(ctx context.Context, pred []int32) error {
 	return nil
 }
 
+// PredictOutputs implements train.OutputPredictor for the block-based
+// strategies (micro-batches embed the runner; mini-batches delegate): it
+// runs the same full-neighbourhood chunks as predict and keeps, per
+// chunk, the output rows and the last hidden layer's rows of the chunk's
+// nodes (the first sources of the last block are its destinations).
+func (r *blockRunner) PredictOutputs(ctx context.Context) (logits, hidden []float64, width int, err error) {
+	lastHidden, hasHidden := r.e.model.LastHidden()
+	classes := r.e.ds.NumClasses
+	logits = make([]float64, r.e.ds.NumNodes*classes)
+	for _, nodes := range r.eval {
+		blocks, err := r.full.Sample(ctx, r.e.adjs.Adj, nodes, 0)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		bb, err := r.bind(blocks, nil, nil, true)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		err = r.chunkOutputs(ctx, bb, nodes, logits, &hidden, &width, lastHidden, hasHidden)
+		bb.release(r.e)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	return logits, hidden, width, nil
+}
+
+// chunkOutputs runs one bound chunk forward and copies its nodes' output
+// and last hidden rows into logits and *hidden (allocated at the first
+// chunk, when the hidden width is known).
+func (r *blockRunner) chunkOutputs(ctx context.Context, bb *boundBlocks, nodes []int32, logits []float64, hidden *[]float64, width *int, h int32, hasHidden bool) error {
+	if err := bb.prog.Forward(ctx, engine.Mode{}); err != nil {
+		return err
+	}
+	out, err := engine.DownloadFloats(r.e.be, bb.prog.Output())
+	if err != nil {
+		return err
+	}
+	classes, first := r.e.ds.NumClasses, int(nodes[0])
+	copy(logits[first*classes:], out[:len(nodes)*classes])
+	if !hasHidden {
+		return nil
+	}
+	t := bb.prog.Value(h)
+	vals, err := engine.DownloadFloats(r.e.be, t)
+	if err != nil {
+		return err
+	}
+	w := t.Shape()[len(t.Shape())-1]
+	if *hidden == nil {
+		*hidden, *width = make([]float64, r.e.ds.NumNodes*w), w
+	}
+	copy((*hidden)[first*w:], vals[:len(nodes)*w])
+	return nil
+}
+
 func (r *blockRunner) params() *engine.Params { return r.ps }
 
 func (r *blockRunner) release() { r.ps.Release() }

@@ -594,6 +594,11 @@ func (m *miniBatches) Epoch(ctx context.Context, seed uint64, update func() erro
 // Predict implements train.Stepper.
 func (m *miniBatches) Predict(ctx context.Context, pred []int32) error { return m.predict(ctx, pred) }
 
+// PredictOutputs implements train.OutputPredictor.
+func (m *miniBatches) PredictOutputs(ctx context.Context) (logits, hidden []float64, width int, err error) {
+	return m.replicas[0].PredictOutputs(ctx)
+}
+
 // Params implements train.Stepper.
 func (m *miniBatches) Params() *engine.Params { return m.params() }
 

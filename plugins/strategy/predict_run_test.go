@@ -130,3 +130,60 @@ func TestPhasePeaks(t *testing.T) {
 		prev = r
 	}
 }
+
+// TestPredictOutputsAgree: every block-based strategy gives, for the same
+// (initial) parameters, the logits and last hidden layer of full-graph
+// inference, node for node (float64, to summation-order rounding).
+func TestPredictOutputsAgree(t *testing.T) {
+	outputs := func(t *testing.T, sets ...string) (logits, hidden []float64, width int) {
+		t.Helper()
+		ctx := context.Background()
+		cfg := mustParse(t, coraBase, append([]string{`train.dtype="float64"`, `model.name="sage"`}, sets...)...)
+		strat, err := train.StrategyFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, _, closeEnv, err := train.NewEnv(ctx, cfg, testHost(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeEnv()
+		st, err := strat.NewStepper(ctx, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Release()
+		op, ok := st.(train.OutputPredictor)
+		if !ok {
+			t.Fatalf("%v: the stepper gives no outputs", sets)
+		}
+		if logits, hidden, width, err = op.PredictOutputs(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return logits, hidden, width
+	}
+	wantL, wantH, wantW := outputs(t)
+	if wantW == 0 || len(wantH) == 0 {
+		t.Fatalf("full graph: no hidden layer (width %d)", wantW)
+	}
+	for _, sets := range [][]string{
+		{"train.micro_batches=2", `partition.name="range"`},
+		{`train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]", "train.batch_size=140"},
+	} {
+		l, h, w := outputs(t, sets...)
+		if w != wantW || len(l) != len(wantL) || len(h) != len(wantH) {
+			t.Fatalf("%v: width %d, %d logits, %d hidden; full graph %d, %d, %d", sets, w, len(l), len(h), wantW, len(wantL), len(wantH))
+		}
+		for _, c := range []struct {
+			name      string
+			got, want []float64
+		}{{"logits", l, wantL}, {"hidden", h, wantH}} {
+			for i := range c.want {
+				if d := math.Abs(c.got[i] - c.want[i]); d > 1e-9*(1+math.Abs(c.want[i])) {
+					t.Errorf("%v: %s[%d] = %v, full graph %v", sets, c.name, i, c.got[i], c.want[i])
+					break
+				}
+			}
+		}
+	}
+}
