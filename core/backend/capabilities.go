@@ -89,7 +89,9 @@ type KernelCost interface {
 }
 
 // Predicted is the time a simulated machine would have spent so far,
-// split by purpose: link seconds per purpose, and kernel seconds per
+// split by purpose: the critical path of each purpose's transfers (links
+// running in parallel; reading the prediction waits for the transfers
+// issued so far), and kernel seconds per
 // device and purpose (the purpose of the view that ran the kernel). A
 // pipeline tells its stages apart this way.
 type Predicted struct {
