@@ -110,6 +110,14 @@ type TimePredictor interface {
 	Predicted() Predicted
 }
 
+// InPlaceReads is implemented by backends that count the bytes a kernel on
+// one tier reads in place from memory on another (unified virtual
+// addressing: XGNN's samplers read remote topology this way), without a
+// tensor copy: the bytes cross the link holder -> reader like a transfer.
+type InPlaceReads interface {
+	CountRead(holder, reader tensor.Tier, bytes int64) error
+}
+
 // PeakResetter is implemented by backends that can start a new peak
 // memory measurement: every tier's peak becomes its current use.
 type PeakResetter interface {

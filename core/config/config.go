@@ -56,6 +56,7 @@ type Config struct {
 	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy (fullgraph training does not use it)"`
 	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (fullgraph) or each mini-batch's output nodes (minibatch); betty-reg is Betty's redundancy-aware split"`
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
+	Store     Store   `toml:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 
@@ -119,6 +120,21 @@ type Devices struct {
 	LaunchUS   float64 `toml:"launch_us" range:"[0,)" special:"-1:a V100's 5 µs" doc:"fixed cost of a kernel launch in µs for the cost model (-1 = a V100's 5)"`
 }
 
+// Store configures the memory store of mini-batch training with a
+// [cache] policy (docs/store.md).
+type Store struct {
+	GraphRatio float64 `toml:"graph_ratio" range:"[0,1]" special:"-2:not set: the samplers read the host graph, uncounted" word:"auto:-1:topology first when the whole topology fits the devices, else features first (XGNN §6.8)" doc:"share of the nodes whose topology (CSR rows, hottest first) lives on the devices, placed like the hot feature rows and taken from the device budget before the features; the samplers then read the graph through the store, every read counted on its link. Unset = the samplers read the host graph as before"`
+	Placement  string  `toml:"placement" enum:",interleaved,replicated,replicated-interleaved" doc:"the hot tier without [placement]: interleaved (hot row r on device r mod D, the default), replicated (every device the same hottest rows), replicated-interleaved (the hottest rows replicated, the next interleaved; data tiering §4.2)"`
+	Replicate  float64 `toml:"replicate" range:"[0,1]" doc:"replicated-interleaved: the share of each device's feature budget that holds the replicated hottest rows"`
+}
+
+// GraphRatioUnset and GraphRatioAuto are Store.GraphRatio when the key is
+// absent and when it is "auto".
+const (
+	GraphRatioUnset = -2
+	GraphRatioAuto  = -1
+)
+
 // Output configures what a run prints and writes.
 type Output struct {
 	Log        string `toml:"log" example:"run.jsonl" doc:"write one JSON line per epoch (the epoch's record) to this file (\"\" = none); relative paths and safety as output.csv"`
@@ -176,6 +192,7 @@ func Default() *Config {
 			MicroBatches: 1,
 		},
 		Devices: Devices{LaunchUS: -1},
+		Store:   Store{GraphRatio: GraphRatioUnset, Replicate: 0.5},
 		Output: Output{
 			JSON:     true,
 			Progress: "auto",

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,6 +153,22 @@ func (b *Backend) count(from, to tensor.Tier, n int64) {
 	}
 }
 
+// CountRead implements backend.InPlaceReads: bytes that a kernel on
+// reader read in place from holder count as a transfer holder -> reader
+// (through the host when the devices have no direct link).
+func (b *Backend) CountRead(holder, reader tensor.Tier, bytes int64) error {
+	for _, t := range []tensor.Tier{holder, reader} {
+		if _, ok := b.inner[t]; !ok {
+			return fmt.Errorf("sim: in-place read: tier %q is not available (tiers: %v)", t, b.tiers)
+		}
+	}
+	if bytes < 0 {
+		return fmt.Errorf("sim: in-place read of %d bytes", bytes)
+	}
+	b.count(holder, reader, bytes)
+	return nil
+}
+
 // device returns the index of a device tier, or -1 for the host.
 func (b *Backend) device(t tensor.Tier) int {
 	s, ok := strings.CutPrefix(string(t), "device")
@@ -227,5 +244,6 @@ var (
 	_ backend.TrafficCounter = (*Backend)(nil)
 	_ backend.TimePredictor  = (*Backend)(nil)
 	_ backend.PeakResetter   = (*Backend)(nil)
+	_ backend.InPlaceReads   = (*Backend)(nil)
 	_ extensions             = (*Backend)(nil)
 )
