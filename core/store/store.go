@@ -1,7 +1,12 @@
-// Package store is strata's tiered feature store: one logical float32
-// feature matrix whose hottest rows live in device tiers and the rest in
-// host memory, read in mini-batch gathers through a backend.Backend, so
-// that a simulated backend (core/backend/sim) counts every byte per link.
+// Package store is strata's memory store (XGNN's GGMS): one logical
+// float32 feature matrix and, optionally, the graph topology, whose
+// hottest rows live in device tiers and the rest in host memory. Features
+// are read in mini-batch gathers through a backend.Backend (Gather, or
+// Features), so that a simulated backend (core/backend/sim) counts every
+// byte per link; the topology is read through Topology(reader), the
+// sampling.Graph access API (NumNeighbors, Neighbors, NeighborsBatch) that
+// every sampler uses, each read served by the tier holding the row and
+// counted in 32-byte sectors (see docs/store.md).
 //
 // Rows are ranked by a cache policy (plugins/cache: the ranking lists node
 // ids hottest first). New places the ranking's prefix on the devices, up to
@@ -13,11 +18,11 @@
 //     over the peer links.
 //   - Replicated: every device holds the same hottest rows (as many as the
 //     smallest budget allows); reads are local or from the host.
-//   - Modulo (XGNN §4.3): like Interleaved, but the hottest GraphRatio of
-//     the nodes' topology (row pointer and in-neighbour ids) is first placed
-//     modulo D in the same order, and only "the rest of the GPU memory" goes
-//     to features. The topology bytes are reserved on the devices (so the
-//     backend enforces them) but this store serves only features.
+//   - Modulo (XGNN §4.3): Interleaved with the topology: the hottest
+//     GraphRatio of the nodes' topology (row pointer and in-neighbour ids)
+//     is first placed modulo D in the same order, and only "the rest of
+//     the GPU memory" goes to features. Any placement holds the topology
+//     with Options.Topology, placed like its feature rows.
 //
 // Gather returns bitwise the rows of a plain host gather, on any tier, and
 // reports where each row came from and the bytes it moved per link.
@@ -71,10 +76,18 @@ type Options struct {
 	// a single entry for all). Gather's output and staging buffers are
 	// allocated outside this budget, so leave the device some headroom.
 	Capacity []int64
-	// Graph and GraphRatio configure Modulo: the topology of the hottest
-	// floor(GraphRatio·N) nodes of the ranking is reserved first.
+	// Topology makes the store hold the graph (Graph, N x N) as well:
+	// the CSR rows of the hottest floor(GraphRatio·N) nodes of the
+	// ranking go on the devices, placed like the hot feature rows and
+	// before them (their bytes come off each device's budget first), and
+	// Topology(reader) serves reads. GraphAuto instead puts all the ranked
+	// rows' topology first when it fits, else gives the features the
+	// budget first and the topology what is left (XGNN §6.8). Modulo
+	// placement implies Topology when GraphRatio > 0.
+	Topology   bool
 	Graph      *graph.CSR
 	GraphRatio float64
+	GraphAuto  bool
 	// Plan is required by Planned.
 	Plan *Plan
 }
@@ -112,7 +125,8 @@ type Store struct {
 	devices   []tensor.Tier
 	host      *tensor.Tensor
 	dev       []*tensor.Tensor // hot rows per device
-	reserved  []*tensor.Tensor // Modulo's topology reservation per device
+	topo      *topoStore       // the topology, when the store holds it
+	topoK     int              // nodes whose topology is on the devices
 	where     []int16          // per node: hostLoc, allDevices, or a device index
 	slot      []int32          // the node's row in its device tensor
 	perDevice []int            // rows cached per device
@@ -197,24 +211,40 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	}()
 
 	rowBytes := int64(dim) * 4
-	if opts.Placement == Modulo && D > 0 {
-		topo, err := moduloTopology(opts.Graph, opts.GraphRatio, n, rank, D)
+	// The topology: XGNN gives the devices' memory to the hottest
+	// topology first, then to features; "auto" gives it to features first
+	// when the whole topology does not fit (§6.8).
+	featuresFirst := false
+	if opts.Topology || opts.GraphAuto || opts.GraphRatio != 0 {
+		if !(opts.GraphRatio >= 0 && opts.GraphRatio <= 1) {
+			return nil, fmt.Errorf("store: graph ratio %v: must be in [0, 1]", opts.GraphRatio)
+		}
+	}
+	if D > 0 && (opts.Topology || opts.GraphAuto || opts.Placement == Modulo && opts.GraphRatio > 0) {
+		t, err := newTopoStore(opts.Graph, n, opts)
 		if err != nil {
 			return nil, err
 		}
-		s.reserved = make([]*tensor.Tensor, D)
-		for i, tb := range topo {
-			if tb > caps[i] {
-				return nil, fmt.Errorf("store: the hottest topology (graph_ratio %v) needs %d bytes on %s, more than its %d-byte budget; lower the graph ratio or raise the capacity", opts.GraphRatio, tb, opts.Devices[i], caps[i])
-			}
-			caps[i] -= tb
-			if tb > 0 {
-				t, err := b.Alloc(tensor.Int32, []int{int((tb + 3) / 4)}, opts.Devices[i])
-				if err != nil {
-					return nil, fmt.Errorf("store: reserving topology on %s: %w", opts.Devices[i], err)
+		s.topo = t
+		k := min(len(rank), int(opts.GraphRatio*float64(n)))
+		tb := t.topologyBytes(rank, k)
+		if opts.GraphAuto {
+			k = len(rank)
+			tb = t.topologyBytes(rank, k)
+			for i := range tb {
+				if tb[i] > caps[i] {
+					featuresFirst = true
 				}
-				s.reserved[i] = t
 			}
+		}
+		if !featuresFirst {
+			for i, b := range tb {
+				if b > caps[i] {
+					return nil, fmt.Errorf("store: the hottest topology (graph ratio %v, %d nodes) needs %d bytes on %s, more than its %d-byte budget; lower the graph ratio or raise the capacity", opts.GraphRatio, k, b, opts.Devices[i], caps[i])
+				}
+				caps[i] -= b
+			}
+			s.topoK = k
 		}
 	}
 	// Decide where each hot row goes.
@@ -254,6 +284,18 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 			d = (d + 1) % D
 		}
 	}
+	if s.topo != nil {
+		if featuresFirst {
+			room := make([]int64, D)
+			for d := range room {
+				room[d] = caps[d] - int64(len(rows[d]))*rowBytes
+			}
+			s.topoK = s.topo.fitting(rank, room)
+		}
+		if err := s.topo.place(b, opts.Devices, rank, s.topoK); err != nil {
+			return nil, err
+		}
+	}
 	// The host matrix: wrapped in place when the backend can (a CPU
 	// backend can, so features mapped from a .strata file stay in the page
 	// cache, and data larger than RAM works), else uploaded.
@@ -287,28 +329,6 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	}
 	ok = true
 	return s, nil
-}
-
-// moduloTopology returns the topology bytes XGNN places on each device:
-// the hottest floor(ratio·n) nodes of rank, node i of them on device
-// i mod D, each costing its row pointer (8 bytes) and in-neighbour ids (4
-// bytes each).
-func moduloTopology(g *graph.CSR, ratio float64, n int, rank []int32, D int) ([]int64, error) {
-	out := make([]int64, D)
-	if !(ratio >= 0 && ratio <= 1) {
-		return nil, fmt.Errorf("store: graph ratio %v: must be in [0, 1]", ratio)
-	}
-	if ratio == 0 {
-		return out, nil
-	}
-	if g == nil || g.NumRows != n {
-		return nil, fmt.Errorf("store: modulo placement with graph ratio %v needs the graph of the %d nodes", ratio, n)
-	}
-	k := min(len(rank), int(ratio*float64(n)))
-	for i, v := range rank[:k] {
-		out[i%D] += 8 + 4*(g.Indptr[v+1]-g.Indptr[v])
-	}
-	return out, nil
 }
 
 // Dim returns the feature dimension.
@@ -403,11 +423,8 @@ func (s *Store) Close() {
 			s.dev[i] = nil
 		}
 	}
-	for i, t := range s.reserved {
-		if t != nil {
-			s.b.Release(t)
-			s.reserved[i] = nil
-		}
+	if s.topo != nil {
+		s.topo.close(s.b)
 	}
 }
 
@@ -539,6 +556,11 @@ func (s *Store) Gather(ctx context.Context, ids []int32, dst tensor.Tier) (*tens
 	}
 	ok = true
 	return out, st, ctx.Err()
+}
+
+// Features is XGNN's Features, batched: Gather.
+func (s *Store) Features(ctx context.Context, ids []int32, dst tensor.Tier) (*tensor.Tensor, GatherStats, error) {
+	return s.Gather(ctx, ids, dst)
 }
 
 // gatherIn gathers rows r of x (in tier) into y.
