@@ -101,7 +101,7 @@ func TestSamplersThroughStore(t *testing.T) {
 				if ra.r == 0 && !ra.auto && reader != tensor.Host && (st.LocalBytes != 0 || len(st.Bytes) != 1) {
 					t.Errorf("%s: with graph ratio 0 every read should come from the host: %+v", pl, st)
 				}
-				before := linkBytes(b)
+				before := traffic(b)
 				if err := s.CountTopology(st); err != nil {
 					t.Fatal(err)
 				}
@@ -116,7 +116,7 @@ func TestSamplersThroughStore(t *testing.T) {
 						want["host->"+string(l.To)] += n
 					}
 				}
-				after := linkBytes(b)
+				after := traffic(b)
 				for k, a := range after {
 					if a-before[k] != want[k] {
 						t.Errorf("%s ratio %v reader %s: link %s counted %d bytes, the view %d", pl, ra, reader, k, a-before[k], want[k])
@@ -126,14 +126,6 @@ func TestSamplersThroughStore(t *testing.T) {
 			s.Close()
 		}
 	}
-}
-
-func linkBytes(b *sim.Backend) map[string]int64 {
-	m := map[string]int64{}
-	for _, l := range b.Traffic() {
-		m[l.Link] = l.Bytes
-	}
-	return m
 }
 
 // TestTopologyBytesByHand counts the sectors of a few reads on a small
@@ -199,7 +191,7 @@ func TestTopologyBytesByHand(t *testing.T) {
 	if err := s.CountTopology(st); err != nil {
 		t.Fatal(err)
 	}
-	if got := linkBytes(b); got["host->device0"] != 192 || got["device1->device0"] != 192 || len(got) != 2 {
+	if got := traffic(b); got["host->device0"] != 192 || got["device1->device0"] != 192 || len(got) != 2 {
 		t.Errorf("sim links %v, want 192 bytes on host->device0 and device1->device0", got)
 	}
 	if got := b.TrafficByPurpose()["topology"]; got != 384 {
