@@ -30,6 +30,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -52,7 +53,16 @@ const (
 	// each device stores the partitions the plan gives it, and each device
 	// reads a partition from where the plan says.
 	Planned Placement = "planned"
+	// ReplicatedInterleaved (data tiering §4.2's combination): the
+	// hottest rows that fill Options.Replicate of the smallest device
+	// budget are on every device, the next ones interleaved in what is
+	// left.
+	ReplicatedInterleaved Placement = "replicated-interleaved"
 )
+
+// ErrTopologyBudget is wrapped by New's error when a device's budget
+// cannot hold its share of the topology.
+var ErrTopologyBudget = errors.New("the topology share does not fit the device budget")
 
 // Plan is a partition placement over the store's devices (indices into
 // Options.Devices): Stores[i] lists the partitions device i holds, and
@@ -64,7 +74,9 @@ type Plan struct {
 }
 
 // Placements lists the placements.
-func Placements() []Placement { return []Placement{Interleaved, Replicated, Modulo, Planned} }
+func Placements() []Placement {
+	return []Placement{Interleaved, Replicated, Modulo, Planned, ReplicatedInterleaved}
+}
 
 // Options configure a store.
 type Options struct {
@@ -90,6 +102,8 @@ type Options struct {
 	GraphAuto  bool
 	// Plan is required by Planned.
 	Plan *Plan
+	// Replicate is ReplicatedInterleaved's share of the budget, in [0,1].
+	Replicate float64
 }
 
 // Link is one direction of a transfer between two tiers.
@@ -162,6 +176,10 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	}
 	switch opts.Placement {
 	case Interleaved, Replicated, Modulo:
+	case ReplicatedInterleaved:
+		if !(opts.Replicate >= 0 && opts.Replicate <= 1) {
+			return nil, fmt.Errorf("store: replicated share %v: must be in [0, 1]", opts.Replicate)
+		}
 	case Planned:
 		if err := checkPlan(opts.Plan, len(opts.Devices)); err != nil {
 			return nil, err
@@ -240,7 +258,7 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 		if !featuresFirst {
 			for i, b := range tb {
 				if b > caps[i] {
-					return nil, fmt.Errorf("store: the hottest topology (graph ratio %v, %d nodes) needs %d bytes on %s, more than its %d-byte budget; lower the graph ratio or raise the capacity", opts.GraphRatio, k, b, opts.Devices[i], caps[i])
+					return nil, fmt.Errorf("store: the hottest topology (graph ratio %v, %d nodes) needs %d bytes on %s, more than its %d-byte budget; lower the graph ratio or raise the capacity: %w", opts.GraphRatio, k, b, opts.Devices[i], caps[i], ErrTopologyBudget)
 				}
 				caps[i] -= b
 			}
@@ -264,25 +282,26 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 		for d := range rows {
 			rows[d] = rank[:k]
 		}
+	case opts.Placement == ReplicatedInterleaved:
+		k := len(rank)
+		for _, c := range caps {
+			k = min(k, int(int64(float64(c)*opts.Replicate)/rowBytes))
+		}
+		for i, v := range rank[:k] {
+			s.where[v], s.slot[v] = allDevices, int32(i)
+		}
+		room := make([]int, D)
+		for d := range rows {
+			rows[d] = slices.Clone(rank[:k])
+			room[d] = int(min(int64(n), caps[d]/rowBytes-int64(k)))
+		}
+		s.interleave(rank[k:], room, rows)
 	default: // Interleaved, Modulo: round-robin over devices with room
 		room := make([]int, D)
 		for d, c := range caps {
 			room[d] = int(min(int64(n), c/rowBytes))
 		}
-		d := 0
-		for _, v := range rank {
-			tries := 0
-			for room[d] == 0 && tries < D {
-				d, tries = (d+1)%D, tries+1
-			}
-			if room[d] == 0 {
-				break
-			}
-			s.where[v], s.slot[v] = int16(d), int32(len(rows[d]))
-			rows[d] = append(rows[d], v)
-			room[d]--
-			d = (d + 1) % D
-		}
+		s.interleave(rank, room, rows)
 	}
 	if s.topo != nil {
 		if featuresFirst {
@@ -329,6 +348,26 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	}
 	ok = true
 	return s, nil
+}
+
+// interleave places rank round-robin over the devices with room (room[d]
+// rows left on device d), after the rows they hold.
+func (s *Store) interleave(rank []int32, room []int, rows [][]int32) {
+	D := len(room)
+	d := 0
+	for _, v := range rank {
+		tries := 0
+		for room[d] == 0 && tries < D {
+			d, tries = (d+1)%D, tries+1
+		}
+		if room[d] == 0 {
+			break
+		}
+		s.where[v], s.slot[v] = int16(d), int32(len(rows[d]))
+		rows[d] = append(rows[d], v)
+		room[d]--
+		d = (d + 1) % D
+	}
 }
 
 // Dim returns the feature dimension.

@@ -254,6 +254,9 @@ func (s *Store) Topology(reader tensor.Tier) (*TopologyView, error) {
 	return &TopologyView{t: s.topo, reader: r, tiers: tiers, bytes: make([]atomic.Int64, len(tiers))}, nil
 }
 
+// HoldsTopology reports whether the store holds the topology.
+func (s *Store) HoldsTopology() bool { return s.topo != nil }
+
 // HotTopology returns the number of nodes whose rows are on the devices
 // and the bytes they take on each device.
 func (s *Store) HotTopology() (int, []int64) {

@@ -12,8 +12,6 @@ import (
 	"strata/core/registry"
 	"strata/core/store"
 	"strata/core/tensor"
-	"strata/plugins/cache"
-	"strata/plugins/placement"
 	"strata/plugins/sampler"
 )
 
@@ -121,52 +119,6 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBa
 	return m, nil
 }
 
-// newFeatureStore ranks the nodes with the [cache] policy and places the
-// hot rows on the training devices, interleaved.
-func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices []tensor.Tier) (*store.Store, error) {
-	pol, ok := cfg.Cache.Module.(cache.Policy)
-	if !ok {
-		return nil, cfg.KeyError(fmt.Sprintf("cache.name = %q decides online; mini-batch training takes a static policy that ranks the nodes (degree, rpagerank, weighted-rpagerank, presample, random, none)", cfg.Cache.Name), "cache", "name")
-	}
-	if e.tier == tensor.Host {
-		return nil, cfg.KeyError("cache: a feature cache needs a device to cache on; set train.backend = \"sim\"", "cache", "name")
-	}
-	if e.dt != tensor.Float32 {
-		return nil, cfg.KeyError("cache: the feature store holds float32 rows; set train.dtype = \"float32\"", "train", "dtype")
-	}
-	if err := registry.Provision(ctx, cfg.Cache.Module); err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
-	}
-	rank, err := pol.Rank(ctx, e.ds)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
-	}
-	perDevice := (int64(len(rank)) + int64(len(devices)) - 1) / int64(len(devices))
-	opts := store.Options{Placement: store.Interleaved, Devices: devices, Capacity: []int64{perDevice * int64(e.dim) * 4}}
-	if cfg.Placement.Name != "" {
-		solver, ok := cfg.Placement.Module.(placement.Solver)
-		machine, isSim := e.be.(backend.Machine)
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("placement.name = %q is not a placement solver", cfg.Placement.Name)
-		case !isSim:
-			return nil, cfg.KeyError("placement: placing partitions needs simulated devices; set train.backend = \"sim\"", "placement", "name")
-		}
-		if err := registry.Provision(ctx, cfg.Placement.Module); err != nil {
-			return nil, fmt.Errorf("placement: %w", err)
-		}
-		plan, err := solver.Place(ctx, machine.Topology(), nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.Placement.ID, err)
-		}
-		// Each device holds as many partitions as the fullest one, so the
-		// same capacity covers MaxStored partitions of len(rank)/D rows.
-		opts.Placement, opts.Plan = store.Planned, plan.StorePlan()
-		opts.Capacity = []int64{perDevice * int64(plan.MaxStored()) * int64(e.dim) * 4}
-	}
-	return store.New(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, e.dim, rank, opts)
-}
-
 func (m *miniBatches) release() {
 	if m.store != nil {
 		m.store.Close()
@@ -208,8 +160,9 @@ func (m *miniBatches) hitRates() map[string]float64 {
 type shard struct {
 	nodes  []int32
 	blocks []sampler.Block
-	x      []float32    // host-gathered input rows (nil with a store or micro-batches)
-	micro  []microBatch // its micro-batches, when micro-batching
+	x      []float32           // host-gathered input rows (nil with a store or micro-batches)
+	micro  []microBatch        // its micro-batches, when micro-batching
+	topo   store.TopologyStats // the sampler's reads through the store
 }
 
 // sampled is one batch made ready by the producer.
@@ -243,14 +196,14 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 					continue
 				}
 				t0 := time.Now()
-				blocks, err := m.sampler.Sample(ctx, e.adjs.Adj, part, seed*0x9e3779b97f4a7c15+uint64(i*d+k))
+				blocks, topo, err := m.sample(ctx, k, part, seed*0x9e3779b97f4a7c15+uint64(i*d+k))
 				t1 := time.Now()
 				sampleS += t1.Sub(t0).Seconds()
 				if err != nil {
 					b.err = err
 					break
 				}
-				sh := shard{nodes: part, blocks: blocks}
+				sh := shard{nodes: part, blocks: blocks, topo: topo}
 				if m.micro != nil {
 					if b.err = m.micro.splitShard(ctx, e, &sh, m.store == nil); b.err != nil {
 						break
@@ -410,6 +363,12 @@ func (m *miniBatches) stage(ctx context.Context, b sampled, n int) *staged {
 	}
 	for k, sh := range b.shards {
 		r := m.replicas[k]
+		if m.store != nil {
+			if err := m.store.CountTopology(sh.topo); err != nil {
+				st.err = fmt.Errorf("batch %d: %w", n, err)
+				return st
+			}
+		}
 		if sh.micro != nil {
 			st.bound = append(st.bound, nil) // bound one at a time by train
 			continue

@@ -1,0 +1,102 @@
+package strategy
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/train"
+)
+
+// TestCapacityBytesPerDevice checks that cache.capacity_bytes is a budget
+// per device: D devices cache D times the rows of one.
+func TestCapacityBytesPerDevice(t *testing.T) {
+	const budget = 100 * 1433 * 4 // 100 rows of Cora's features per device
+	for _, c := range []struct {
+		sets []string
+		want []int
+	}{
+		{[]string{"devices.count=1"}, []int{100}},
+		{[]string{"devices.count=3"}, []int{100, 100, 100}},
+		{[]string{`devices.preset="nvlink-ring-4"`, `store.placement="replicated"`}, []int{100, 100, 100, 100}},
+	} {
+		sets := append([]string{`train.backend="sim"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]",
+			`cache.name="degree"`, "cache.capacity_bytes=" + strconv.Itoa(budget)}, c.sets...)
+		e := testEnv(t, sets...)
+		cfg := mustParse(t, coraBase, sets...)
+		devs := e.be.(backend.MultiDevice).DeviceTiers()
+		s, err := newFeatureStore(context.Background(), cfg, e, devs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Cached(); !equalInts(got, c.want) {
+			t.Errorf("%v: cached rows %v, want %v", c.sets, got, c.want)
+		}
+		s.Close()
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestStoreGraphRatio trains data-parallel on four simulated devices with
+// the samplers reading the graph through the store: the numbers equal
+// those of host sampling for every graph ratio and hot tier (reads are
+// exact), the topology reads are counted, and a replicated whole topology
+// is read without a link.
+func TestStoreGraphRatio(t *testing.T) {
+	base := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="khop"`, "sampler.fanouts=[5, 5]",
+		"train.batch_size=70", "train.epochs=2", `train.backend="sim"`, `devices.preset="nvlink-ring-4"`,
+		`cache.name="degree"`, "cache.capacity_bytes=800000"}
+	run := func(extra ...string) *train.Result {
+		t.Helper()
+		r, err := train.Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), extra...)...), train.Options{Host: testHost(t)})
+		if err != nil {
+			t.Fatalf("%v: %v", extra, err)
+		}
+		return r
+	}
+	host := run()
+	for _, extra := range [][]string{
+		{"store.graph_ratio=0.0"},
+		{"store.graph_ratio=0.5"},
+		{`store.graph_ratio="auto"`},
+		{"store.graph_ratio=1.0", `store.placement="replicated"`},
+		{"store.graph_ratio=0.5", `store.placement="replicated-interleaved"`},
+		{"store.graph_ratio=0.5", `placement.name="xgnn"`},
+	} {
+		r := run(extra...)
+		if r.FinalLoss != host.FinalLoss || r.TestAcc != host.TestAcc {
+			t.Errorf("%v: loss %v, accuracy %v; host sampling %v, %v", extra, r.FinalLoss, r.TestAcc, host.FinalLoss, host.TestAcc)
+		}
+		extraTopo := r.TrafficByPurpose["topology"] - host.TrafficByPurpose["topology"]
+		replicatedAll := extra[0] == "store.graph_ratio=1.0"
+		if replicatedAll && extraTopo != 0 || !replicatedAll && extraTopo <= 0 {
+			t.Errorf("%v: %d topology bytes read through the store", extra, extraTopo)
+		}
+	}
+	// Bad input: config errors naming the key.
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"store.graph_ratio=1.0", "cache.capacity_bytes=1000"}, "store.graph_ratio"},
+		{[]string{"store.graph_ratio=0.5", `sampler.name="uniform"`, `store.placement="replicated"`, `placement.name="xgnn"`}, "store.placement"},
+	} {
+		_, err := train.Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), c.sets...)...), train.Options{Host: testHost(t)})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one naming %s", c.sets, err, c.want)
+		}
+	}
+}
