@@ -71,6 +71,9 @@ var ErrTopologyBudget = errors.New("the topology share does not fit the device b
 type Plan struct {
 	Stores [][]int
 	Reads  [][]int
+	// Replicate is the share of every device's budget that holds the
+	// hottest rows on every device, ahead of the partitions (CliqueOpt).
+	Replicate float64
 }
 
 // Placements lists the placements.
@@ -270,7 +273,12 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	switch {
 	case D == 0:
 	case opts.Placement == Planned:
-		s.placePlanned(rank, caps, rowBytes, rows, opts.Plan)
+		k := s.replicate(rank, caps, opts.Plan.Replicate, rowBytes, rows)
+		left := make([]int64, D)
+		for d, c := range caps {
+			left[d] = c - int64(k)*rowBytes
+		}
+		s.placePlanned(rank[k:], left, rowBytes, rows, opts.Plan)
 	case opts.Placement == Replicated:
 		k := len(rank)
 		for _, c := range caps {
@@ -283,16 +291,9 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 			rows[d] = rank[:k]
 		}
 	case opts.Placement == ReplicatedInterleaved:
-		k := len(rank)
-		for _, c := range caps {
-			k = min(k, int(int64(float64(c)*opts.Replicate)/rowBytes))
-		}
-		for i, v := range rank[:k] {
-			s.where[v], s.slot[v] = allDevices, int32(i)
-		}
+		k := s.replicate(rank, caps, opts.Replicate, rowBytes, rows)
 		room := make([]int, D)
 		for d := range rows {
-			rows[d] = slices.Clone(rank[:k])
 			room[d] = int(min(int64(n), caps[d]/rowBytes-int64(k)))
 		}
 		s.interleave(rank[k:], room, rows)
@@ -348,6 +349,22 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	}
 	ok = true
 	return s, nil
+}
+
+// replicate puts the hottest rows that fill share of the smallest budget
+// on every device (rows[d] starts with them) and returns their number.
+func (s *Store) replicate(rank []int32, caps []int64, share float64, rowBytes int64, rows [][]int32) int {
+	k := len(rank)
+	for _, c := range caps {
+		k = min(k, int(int64(float64(c)*share)/rowBytes))
+	}
+	for i, v := range rank[:k] {
+		s.where[v], s.slot[v] = allDevices, int32(i)
+	}
+	for d := range rows {
+		rows[d] = slices.Clone(rank[:k])
+	}
+	return k
 }
 
 // interleave places rank round-robin over the devices with room (room[d]
@@ -678,6 +695,8 @@ func checkPlan(p *Plan, D int) error {
 		return fmt.Errorf("store: placement %q needs a plan", Planned)
 	case len(p.Stores) != D || len(p.Reads) != D:
 		return fmt.Errorf("store: a plan for %d and %d devices, but the store has %d", len(p.Stores), len(p.Reads), D)
+	case !(p.Replicate >= 0 && p.Replicate <= 1):
+		return fmt.Errorf("store: plan: replicated share %v, want [0, 1]", p.Replicate)
 	}
 	for i := range D {
 		if len(p.Reads[i]) != D {
