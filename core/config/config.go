@@ -70,7 +70,7 @@ type Data struct {
 	FeatureNorm   string `toml:"feature_norm" enum:"auto,none,row" doc:"feature normalisation: row = divide each row by its sum, auto = row for 0/1 (bag-of-words) features, none otherwise"`
 	Split         string `toml:"split" hash:"omitempty" example:"random-20-30-seed0" doc:"the split to train on: a named split of an OGB directory (its split/<name>), or a generated one, random-<train>-<valid>-seed<k> = per class <train> training and <valid> validation nodes drawn with seed k, every other labeled node for test (Shchur et al.'s protocol; replaces the dataset's own split); \"\" = the dataset's own split. Same as appending @<split> to data.dataset"`
 	SynthFeatures int    `toml:"synth_features" range:"[0,65536]" doc:"for datasets without features: random features of this width (0 = error instead)"`
-	Reorder       string `toml:"reorder" enum:"none,degree" doc:"relabel the nodes before training: degree = by descending degree"`
+	Reorder       string `toml:"reorder" enum:"none,degree,score" doc:"relabel the nodes before training: degree = by descending degree; score = by the [cache] policy's ranking, hottest first, in parallel (data tiering Alg. 2), so the hot rows are a prefix and the feature store needs no lookup map"`
 }
 
 // Model describes the GNN.

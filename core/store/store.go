@@ -107,6 +107,13 @@ type Options struct {
 	Plan *Plan
 	// Replicate is ReplicatedInterleaved's share of the budget, in [0,1].
 	Replicate float64
+	// Prefix says rank is 0, 1, 2, ...: the nodes are relabelled by
+	// hotness (Reorder, data.reorder = "score"), so the hot rows are a
+	// prefix and the Interleaved, Modulo and Replicated placements find a
+	// row by arithmetic instead of a per-node lookup map (Interleaved and
+	// Modulo then hold as many rows on every device). Other placements
+	// keep the map.
+	Prefix bool
 }
 
 // Link is one direction of a transfer between two tiers.
@@ -142,6 +149,8 @@ type Store struct {
 	devices   []tensor.Tier
 	host      *tensor.Tensor
 	dev       []*tensor.Tensor // hot rows per device
+	prefix    bool             // hot rows are nodes 0..kHot-1, placed arithmetically (no where, slot)
+	kHot      int              // prefix: the hot rows
 	topo      *topoStore       // the topology, when the store holds it
 	topoK     int              // nodes whose topology is on the devices
 	where     []int16          // per node: hostLoc, allDevices, or a device index
@@ -209,10 +218,20 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 			return nil, fmt.Errorf("store: device %s capacity %d bytes: must be >= 0", opts.Devices[i], c)
 		}
 	}
-	s := &Store{b: b, n: n, dim: dim, placement: opts.Placement, devices: slices.Clone(opts.Devices),
-		where: make([]int16, n), slot: make([]int32, n), perDevice: make([]int, D)}
-	for i := range s.where {
-		s.where[i] = hostLoc
+	s := &Store{b: b, n: n, dim: dim, placement: opts.Placement, devices: slices.Clone(opts.Devices), perDevice: make([]int, D)}
+	s.prefix = opts.Prefix && (opts.Placement == Interleaved || opts.Placement == Modulo || opts.Placement == Replicated)
+	if opts.Prefix {
+		for i, v := range rank {
+			if v != int32(i) {
+				return nil, fmt.Errorf("store: a prefix ranking lists node %d at position %d; relabel the nodes by the ranking first (data.reorder = \"score\")", v, i)
+			}
+		}
+	}
+	if !s.prefix {
+		s.where, s.slot = make([]int16, n), make([]int32, n)
+		for i := range s.where {
+			s.where[i] = hostLoc
+		}
 	}
 	seen := make([]bool, n)
 	for i, v := range rank {
@@ -272,6 +291,26 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	rows := make([][]int32, D) // node ids per device, in slot order
 	switch {
 	case D == 0:
+	case s.prefix:
+		// Hot row v is node v: its place is arithmetic, no lookup map
+		// (data tiering §4.2 after Alg. 2; XGNN's modulo partition).
+		k := len(rank)
+		per := int64(n)
+		for _, c := range caps {
+			per = min(per, c/rowBytes)
+		}
+		if opts.Placement == Replicated {
+			k = min(k, int(per))
+			for d := range rows {
+				rows[d] = rank[:k]
+			}
+		} else {
+			k = min(k, int(per)*D)
+			for r, v := range rank[:k] {
+				rows[r%D] = append(rows[r%D], v)
+			}
+		}
+		s.kHot = k
 	case opts.Placement == Planned:
 		k := s.replicate(rank, caps, opts.Plan.Replicate, rowBytes, rows)
 		left := make([]int64, D)
@@ -387,6 +426,27 @@ func (s *Store) interleave(rank []int32, room []int, rows [][]int32) {
 	}
 }
 
+// loc returns where node v's row is cached (hostLoc, allDevices, planned
+// or a device index) and its slot there.
+func (s *Store) loc(v int32) (int16, int32) {
+	if !s.prefix {
+		return s.where[v], s.slot[v]
+	}
+	switch {
+	case int(v) >= s.kHot:
+		return hostLoc, 0
+	case s.placement == Replicated:
+		return allDevices, v
+	default:
+		D := int32(len(s.devices))
+		return int16(v % D), v / D
+	}
+}
+
+// LookupMap reports whether the store keeps a per-node map of where the
+// rows are (false for a Prefix store).
+func (s *Store) LookupMap() bool { return s.where != nil }
+
 // Dim returns the feature dimension.
 func (s *Store) Dim() int { return s.dim }
 
@@ -399,7 +459,7 @@ func (s *Store) Cached() []int { return slices.Clone(s.perDevice) }
 // Location returns the tiers that hold node v's row: the host always, plus
 // the device(s) that cache it.
 func (s *Store) Location(v int32) []tensor.Tier {
-	switch w := s.where[v]; w {
+	switch w, _ := s.loc(v); w {
 	case planned:
 		var out []tensor.Tier
 		for d := range s.devices {
@@ -421,14 +481,14 @@ func (s *Store) Location(v int32) []tensor.Tier {
 // destination is dst: dst itself when it caches v, else the device that
 // caches v (for Replicated, the first device), else the host.
 func (s *Store) Source(v int32, dst tensor.Tier) tensor.Tier {
-	if s.where[v] == planned {
+	if w, _ := s.loc(v); w == planned {
 		t, _ := s.source(v, slices.Index(s.devices, dst))
 		if t == 0 {
 			return tensor.Host
 		}
 		return s.devices[t-1]
 	}
-	switch w := s.where[v]; w {
+	switch w, _ := s.loc(v); w {
 	case hostLoc:
 		return tensor.Host
 	case allDevices:
@@ -444,7 +504,8 @@ func (s *Store) Source(v int32, dst tensor.Tier) tensor.Tier {
 // source returns the index of the tier in s.tiers() that serves v for dst
 // (0 = host, d+1 = device d) and the row within it.
 func (s *Store) source(v int32, dstDev int) (int, int32) {
-	switch w := s.where[v]; w {
+	w, slot := s.loc(v)
+	switch w {
 	case planned:
 		if dstDev < 0 {
 			return 0, v
@@ -454,16 +515,16 @@ func (s *Store) source(v int32, dstDev int) (int, int32) {
 		if src < 0 {
 			return 0, v
 		}
-		return src + 1, s.blockOff[src][p] + s.slot[v]
+		return src + 1, s.blockOff[src][p] + slot
 	case hostLoc:
 		return 0, v
 	case allDevices:
 		if dstDev >= 0 {
-			return dstDev + 1, s.slot[v]
+			return dstDev + 1, slot
 		}
-		return 1, s.slot[v]
+		return 1, slot
 	default:
-		return int(w) + 1, s.slot[v]
+		return int(w) + 1, slot
 	}
 }
 

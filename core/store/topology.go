@@ -27,7 +27,8 @@ const SectorBytes = 32
 type topoStore struct {
 	g         *graph.CSR
 	k         int     // hot rows
-	hot       []int32 // per node: its position in the ranking if < k, else -1
+	hot       []int32 // per node: its position in the ranking if < k, else -1 (nil with prefix)
+	prefix    bool    // the ranking is 0, 1, 2, ...: node v is hot row v
 	D         int
 	placement Placement
 	plan      *Plan
@@ -131,7 +132,7 @@ func newTopoStore(g *graph.CSR, n int, opts Options) (*topoStore, error) {
 	if g.NumRows != n || g.NumCols != n {
 		return nil, fmt.Errorf("store: the graph is %d x %d, but the store has %d nodes", g.NumRows, g.NumCols, n)
 	}
-	t := &topoStore{g: g, D: len(opts.Devices), placement: opts.Placement, plan: opts.Plan}
+	t := &topoStore{g: g, D: len(opts.Devices), placement: opts.Placement, plan: opts.Plan, prefix: opts.Prefix}
 	if t.placement == Planned {
 		t.partOff = make([][]int32, t.D)
 	}
@@ -142,12 +143,14 @@ func newTopoStore(g *graph.CSR, n int, opts Options) (*topoStore, error) {
 // their memory there.
 func (t *topoStore) place(b backend.Backend, devices []tensor.Tier, rank []int32, k int) error {
 	t.k = k
-	t.hot = make([]int32, t.g.NumRows)
-	for i := range t.hot {
-		t.hot[i] = -1
-	}
-	for r, v := range rank[:k] {
-		t.hot[v] = int32(r)
+	if !t.prefix {
+		t.hot = make([]int32, t.g.NumRows)
+		for i := range t.hot {
+			t.hot[i] = -1
+		}
+		for r, v := range rank[:k] {
+			t.hot[v] = int32(r)
+		}
 	}
 	// The rows of each device in slot order.
 	rows := make([][]int32, t.D)
@@ -271,7 +274,13 @@ func (s *Store) HotTopology() (int, []int64) {
 // array position (slot), and the row's first edge in that array.
 func (v *TopologyView) locate(node int32) (src int, slot int64, start int64) {
 	t := v.t
-	r := int(t.hot[node])
+	r := -1
+	switch {
+	case t.hot != nil:
+		r = int(t.hot[node])
+	case int(node) < t.k:
+		r = int(node)
+	}
 	if r >= 0 {
 		if d := t.source(v.reader, r); d >= 0 {
 			sl := t.slot(d, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"strata/core/backend"
 	"strata/core/caching"
@@ -12,6 +13,7 @@ import (
 	"strata/core/sampling"
 	"strata/core/store"
 	"strata/core/tensor"
+	"strata/core/train"
 	"strata/plugins/cache"
 	"strata/plugins/placement"
 	"strata/plugins/sampler"
@@ -43,14 +45,20 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices
 	D := int64(len(devices))
 	rowBytes := int64(e.dim) * 4
 	perDevBytes, _ := cfg.Cache.Options["capacity_bytes"].(int64)
-	if bs, ok := pol.(caching.ByteSized); ok && perDevBytes > 0 {
-		// The budget is per device: rank what all the devices hold.
-		bs.SetBytes(D * perDevBytes)
-		defer bs.SetBytes(perDevBytes)
-	}
-	rank, err := pol.Rank(ctx, e.ds)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
+	prefix := cfg.Data.Reorder == "score" // nodes relabelled hottest first
+	var rank []int32
+	if prefix {
+		rank = iota32(rankedCount(pol, e.ds.NumNodes, rowBytes, D))
+	} else {
+		if bs, ok := pol.(caching.ByteSized); ok && perDevBytes > 0 {
+			// The budget is per device: rank what all the devices hold.
+			bs.SetBytes(D * perDevBytes)
+			defer bs.SetBytes(perDevBytes)
+		}
+		var err error
+		if rank, err = pol.Rank(ctx, e.ds); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
+		}
 	}
 	perDevice := (int64(len(rank)) + D - 1) / D
 	if perDevBytes <= 0 {
@@ -59,11 +67,14 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices
 	if cfg.Store.GraphRatio != config.GraphRatioUnset {
 		// The topology ratio is of all the nodes, hottest first: rank
 		// them all (the budget still bounds the feature rows).
-		if rank, err = fullRank(ctx, pol, cfg, e); err != nil {
-			return nil, err
+		var err error
+		if prefix {
+			rank = iota32(e.ds.NumNodes)
+		} else if rank, err = train.RankAll(ctx, pol, e.ds); err != nil {
+			return nil, cfg.KeyError(fmt.Sprintf("store.graph_ratio: %s: %v", cfg.Cache.ID, err), "store", "graph_ratio")
 		}
 	}
-	opts := store.Options{Placement: store.Interleaved, Devices: devices, Capacity: []int64{perDevBytes}}
+	opts := store.Options{Placement: store.Interleaved, Devices: devices, Capacity: []int64{perDevBytes}, Prefix: prefix}
 	switch cfg.Store.Placement {
 	case "replicated":
 		opts.Placement = store.Replicated
@@ -131,28 +142,17 @@ func (m *miniBatches) sample(ctx context.Context, k int, part []int32, rng uint6
 	return b, v.Take(), err
 }
 
-// fullRank ranks every node with the policy (capacity 1), then restores
-// the policy's capacity.
-func fullRank(ctx context.Context, pol cache.Policy, cfg *config.Config, e stepEnv) ([]int32, error) {
-	sz, ok := pol.(interface {
-		caching.Sized
-		caching.ByteSized
-		Current() (float64, int64)
-	})
+// rankedCount is how many nodes the policy's capacity ranks: with
+// capacity_bytes (per device) devices x bytes of rows, else the fraction
+// of the n nodes (cache.Capacity.Rows).
+func rankedCount(pol cache.Policy, n int, rowBytes, devices int64) int {
+	c, ok := pol.(interface{ Current() (float64, int64) })
 	if !ok {
-		return nil, cfg.KeyError(fmt.Sprintf("store.graph_ratio: cache.name = %q cannot rank every node (its capacity is not settable)", cfg.Cache.Name), "store", "graph_ratio")
+		return 0
 	}
-	c, b := sz.Current()
-	defer func() {
-		sz.SetFraction(c)
-		if b > 0 {
-			sz.SetBytes(b)
-		}
-	}()
-	sz.SetFraction(1)
-	rank, err := pol.Rank(ctx, e.ds)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
+	f, b := c.Current()
+	if b > 0 {
+		return int(min(int64(n), devices*b/rowBytes))
 	}
-	return rank, nil
+	return min(n, int(math.Floor(f*float64(n))))
 }

@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,5 +99,46 @@ func TestStoreGraphRatio(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %s", c.sets, err, c.want)
 		}
+	}
+}
+
+// TestReorderScore checks data.reorder = "score" (data tiering Alg. 2):
+// training on the relabelled nodes gives the results of the original
+// labels (one full-neighbour batch without dropout, so only the order of
+// float sums differs), the feature store keeps no lookup map and moves
+// the same feature bytes, and the run is deterministic.
+func TestReorderScore(t *testing.T) {
+	base := []string{`model.name="sage"`, "model.dropout=0.0", "model.input_dropout=0.0", `train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2",
+		"train.batch_size=140", "train.epochs=3", `train.backend="sim"`, `cache.name="rpagerank"`, "cache.capacity=0.3"}
+	run := func(extra ...string) *train.Result {
+		t.Helper()
+		r, err := train.Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), extra...)...), train.Options{Host: testHost(t)})
+		if err != nil {
+			t.Fatalf("%v: %v", extra, err)
+		}
+		return r
+	}
+	orig, score, again := run(), run(`data.reorder="score"`), run(`data.reorder="score"`)
+	if math.Abs(orig.FinalLoss-score.FinalLoss) > 1e-5*orig.FinalLoss || orig.TestAcc != score.TestAcc {
+		t.Errorf("reordered: loss %v, accuracy %v; original %v, %v", score.FinalLoss, score.TestAcc, orig.FinalLoss, orig.TestAcc)
+	}
+	if orig.TrafficByPurpose["features"] != score.TrafficByPurpose["features"] {
+		t.Errorf("feature bytes %d reordered, %d original", score.TrafficByPurpose["features"], orig.TrafficByPurpose["features"])
+	}
+	if score.FinalLoss != again.FinalLoss || score.TestAcc != again.TestAcc {
+		t.Errorf("two reordered runs differ: %v vs %v", score.FinalLoss, again.FinalLoss)
+	}
+	e := testEnv(t, append(append([]string(nil), base...), `data.reorder="score"`)...)
+	s, err := newFeatureStore(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), `data.reorder="score"`)...), e, e.be.(backend.MultiDevice).DeviceTiers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.LookupMap() {
+		t.Error("the store of a reordered run keeps a lookup map")
+	}
+	s.Close()
+	_, err = train.Run(context.Background(), mustParse(t, coraBase, `data.reorder="score"`), train.Options{Host: testHost(t)})
+	if err == nil || !strings.Contains(err.Error(), "data.reorder") {
+		t.Errorf("score without a cache: error %v", err)
 	}
 }
