@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"strata/core/caching"
 	"strata/core/config"
@@ -41,25 +40,7 @@ func reorderByScore(ctx context.Context, cfg *config.Config, ds *graph.Dataset) 
 	if feats != nil {
 		ds.Features = f
 	}
-	if len(ds.Labels) == ds.NumNodes {
-		l := make([]int32, len(ds.Labels))
-		for old, nw := range newID {
-			l[nw] = ds.Labels[old]
-		}
-		ds.Labels = l
-	}
-	remap := func(ids []int32) []int32 {
-		if ids == nil {
-			return nil
-		}
-		out := make([]int32, len(ids))
-		for i, id := range ids {
-			out[i] = newID[id]
-		}
-		slices.Sort(out)
-		return out
-	}
-	ds.Train, ds.Valid, ds.Test = remap(ds.Train), remap(ds.Valid), remap(ds.Test)
+	graph.RelabelNodeData(ds, rank, newID)
 	return nil
 }
 

@@ -60,14 +60,7 @@ func TestStoreGraphRatio(t *testing.T) {
 	base := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="khop"`, "sampler.fanouts=[5, 5]",
 		"train.batch_size=70", "train.epochs=2", `train.backend="sim"`, `devices.preset="nvlink-ring-4"`,
 		`cache.name="degree"`, "cache.capacity_bytes=800000"}
-	run := func(extra ...string) *train.Result {
-		t.Helper()
-		r, err := train.Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), extra...)...), train.Options{Host: testHost(t)})
-		if err != nil {
-			t.Fatalf("%v: %v", extra, err)
-		}
-		return r
-	}
+	run := func(extra ...string) *train.Result { return runWith(t, base, extra...) }
 	host := run()
 	for _, extra := range [][]string{
 		{"store.graph_ratio=0.0"},
@@ -110,14 +103,7 @@ func TestStoreGraphRatio(t *testing.T) {
 func TestReorderScore(t *testing.T) {
 	base := []string{`model.name="sage"`, "model.dropout=0.0", "model.input_dropout=0.0", `train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2",
 		"train.batch_size=140", "train.epochs=3", `train.backend="sim"`, `cache.name="rpagerank"`, "cache.capacity=0.3"}
-	run := func(extra ...string) *train.Result {
-		t.Helper()
-		r, err := train.Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), extra...)...), train.Options{Host: testHost(t)})
-		if err != nil {
-			t.Fatalf("%v: %v", extra, err)
-		}
-		return r
-	}
+	run := func(extra ...string) *train.Result { return runWith(t, base, extra...) }
 	orig, score, again := run(), run(`data.reorder="score"`), run(`data.reorder="score"`)
 	if math.Abs(orig.FinalLoss-score.FinalLoss) > 1e-5*orig.FinalLoss || orig.TestAcc != score.TestAcc {
 		t.Errorf("reordered: loss %v, accuracy %v; original %v, %v", score.FinalLoss, score.TestAcc, orig.FinalLoss, orig.TestAcc)
@@ -141,4 +127,14 @@ func TestReorderScore(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "data.reorder") {
 		t.Errorf("score without a cache: error %v", err)
 	}
+}
+
+// runWith trains Cora with base and extra settings.
+func runWith(t *testing.T, base []string, extra ...string) *train.Result {
+	t.Helper()
+	r, err := train.Run(context.Background(), mustParse(t, coraBase, append(append([]string(nil), base...), extra...)...), train.Options{Host: testHost(t)})
+	if err != nil {
+		t.Fatalf("%v: %v", extra, err)
+	}
+	return r
 }
