@@ -48,6 +48,9 @@ type miniBatches struct {
 	// predicted is the simulated machine's predicted time of the last
 	// epoch, pipelined (0 off the simulated backend).
 	predicted float64
+	// predFeatS and predTopoS are the last epoch's mean predicted feature
+	// and topology transfer time per batch.
+	predFeatS, predTopoS float64
 	// store, when a cache policy is configured, holds the hot feature rows
 	// on the devices; hits and rows count the last epoch's gathers.
 	store      *store.Store
@@ -237,7 +240,9 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 		}
 		st := m.stage(ctx, b, n)
 		if sb {
-			st.predictedS, _ = train.PredictionNow(e.be).Since(before).Split()
+			d := train.PredictionNow(e.be).Since(before)
+			st.predictedS, _ = d.Split()
+			st.featS, st.topoS = d.TransferS[backend.PurposeFeatures], d.TransferS[backend.PurposeTopology]
 		}
 		return st
 	}
@@ -286,7 +291,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 		}
 		return stageOne(b, n), true
 	}
-	var loss, trainS, stageS float64
+	var loss, trainS, stageS, featS, topoS float64
 	var hits, peer, rows int64
 	var stagePred, computePred []float64
 	n := 0
@@ -300,6 +305,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 			return 0, st.err
 		}
 		stageS += st.seconds
+		featS, topoS = featS+st.featS, topoS+st.topoS
 		hits, peer, rows = hits+st.hits, peer+st.peer, rows+st.rows
 		var before train.Prediction
 		if sb {
@@ -325,6 +331,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 	}
 	m.sampleS, m.extractS, m.stageS, m.trainS, m.sampledEdges = sampleS, hostExtractS, stageS, trainS, edges
 	m.hits, m.peer, m.rows = hits, peer, rows
+	m.predFeatS, m.predTopoS = featS/float64(max(n, 1)), topoS/float64(max(n, 1))
 	m.micro.endEpoch(m)
 	m.predicted = 0
 	for i := range stagePred {
@@ -348,6 +355,8 @@ type staged struct {
 	peer       int64   // feature rows other devices' caches served
 	seconds    float64 // wall time of the stage
 	predictedS float64 // the stage's predicted time on the simulated machine
+	featS      float64 // of which feature transfers
+	topoS      float64 // and topology transfers
 	err        error
 }
 
@@ -574,6 +583,11 @@ func (m *miniBatches) ReportResult(res *train.Result) {
 	}
 	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.sampleS, m.extractS, m.stageS, m.trainS
 	res.CacheHitRate, res.TierHitRates = m.hitRate(), m.hitRates()
+	res.PredictedFeaturesS, res.PredictedTopologyS = m.predFeatS, m.predTopoS
+	if m.store != nil && m.store.HoldsTopology() {
+		k, _ := m.store.HotTopology()
+		res.TopologyRatio = float64(k) / float64(max(m.store.NumRows(), 1))
+	}
 	if m.sampleS > 0 {
 		res.SampledEdgesPerS = float64(m.sampledEdges) / m.sampleS
 	}
