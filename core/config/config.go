@@ -111,8 +111,10 @@ type Devices struct {
 	Count       int    `toml:"count" range:"[0,1024]" doc:"devices of a pcie-only machine (0 = 1)"`
 	MemoryBytes int64  `toml:"memory_bytes" range:"[0,1125899906842624]" doc:"capacity of each simulated device in bytes (0 = unlimited); an allocation beyond it fails"`
 	// A custom topology instead of a preset.
-	HostGBps []float64   `toml:"host_gbps" range:"(0,)" doc:"custom topology: the host<->device bandwidth of each device in GB/s (its length is the device count; leave preset and count unset)"`
-	PeerGBps [][]float64 `toml:"peer_gbps" range:"[0,)" doc:"custom topology: NVLink bandwidth from device i to device j in GB/s, a symmetric matrix with zeros on the diagonal (0 = no direct link; transfers then go through the host)"`
+	HostGBps   []float64   `toml:"host_gbps" range:"(0,)" doc:"custom topology: the host<->device bandwidth of each device in GB/s (its length is the device count; leave preset and count unset)"`
+	PeerGBps   [][]float64 `toml:"peer_gbps" range:"[0,)" doc:"custom topology: NVLink bandwidth from device i to device j in GB/s, a symmetric matrix with zeros on the diagonal (0 = no direct link; transfers then go through the host)"`
+	PCIeSwitch []int       `toml:"pcie_switch" hash:"omitempty" range:"[-1,1024]" doc:"custom topology: the PCIe switch of each device (-1 = its own link to the host); devices behind one switch share its uplink, so their host transfers take turns (the dgx1-v100-8 preset pairs its GPUs this way)"`
+	SwitchGBps float64     `toml:"switch_gbps" hash:"omitempty" range:"[0,)" doc:"custom topology: bandwidth of a PCIe switch's uplink to the host in GB/s, per direction (0 = 16, PCIe 3.0 x16)"`
 	// What the devices compute at, for the predicted times.
 	CostModel  string  `toml:"cost_model" example:"roofline" doc:"cost model that predicts every device kernel's time, registry ID costmodel.<name> (\"\" = roofline; \"none\" = predict transfer time only)"`
 	PeakGFLOPS float64 `toml:"peak_gflops" range:"[0,)" doc:"device float32 throughput in GFLOP/s for the cost model (0 = a V100's 15700)"`
