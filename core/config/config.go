@@ -125,9 +125,10 @@ type Devices struct {
 // Store configures the memory store of mini-batch training with a
 // [cache] policy (docs/store.md).
 type Store struct {
-	GraphRatio float64 `toml:"graph_ratio" range:"[0,1]" special:"-2:unset: the samplers read the host graph" word:"auto:-1:topology first when the whole topology fits the devices, else features first (XGNN §6.8)" doc:"share of the nodes whose topology (CSR rows, hottest first) lives on the devices, placed like the hot feature rows and taken from the device budget before the features; the samplers then read the graph through the store, every read counted on its link. Unset = the samplers read the host graph as before"`
-	Placement  string  `toml:"placement" enum:",interleaved,replicated,replicated-interleaved" doc:"the hot tier without [placement]: interleaved (hot row r on device r mod D, the default), replicated (every device the same hottest rows), replicated-interleaved (the hottest rows replicated, the next interleaved; data tiering §4.2)"`
-	Replicate  float64 `toml:"replicate" range:"[0,1]" doc:"replicated-interleaved: the share of each device's feature budget that holds the replicated hottest rows"`
+	GraphRatio   float64 `toml:"graph_ratio" range:"[0,1]" special:"-2:unset: the samplers read the host graph" word:"auto:-1:topology first when the whole topology fits the devices, else features first (XGNN §6.8)" doc:"share of the nodes whose topology (CSR rows, hottest first) lives on the devices, placed like the hot feature rows and taken from the device budget before the features; the samplers then read the graph through the store, every read counted on its link. Unset = the samplers read the host graph as before"`
+	FeatureRatio float64 `toml:"feature_ratio" range:"[0,1]" special:"-2:unset: as many feature rows as the budget holds" doc:"share of the nodes whose feature rows (hottest first) may be cached on the devices, XGNN's feat_ratio; unset = as many as the device budget holds after the topology"`
+	Placement    string  `toml:"placement" enum:",interleaved,replicated,replicated-interleaved" doc:"the hot tier without [placement]: interleaved (hot row r on device r mod D, the default), replicated (every device the same hottest rows), replicated-interleaved (the hottest rows replicated, the next interleaved; data tiering §4.2)"`
+	Replicate    float64 `toml:"replicate" range:"[0,1]" doc:"replicated-interleaved: the share of each device's feature budget that holds the replicated hottest rows"`
 }
 
 // GraphRatioUnset and GraphRatioAuto are Store.GraphRatio when the key is
@@ -194,7 +195,7 @@ func Default() *Config {
 			MicroBatches: 1,
 		},
 		Devices: Devices{LaunchUS: -1},
-		Store:   Store{GraphRatio: GraphRatioUnset, Replicate: 0.5},
+		Store:   Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5},
 		Output: Output{
 			JSON:     true,
 			Progress: "auto",

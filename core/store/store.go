@@ -107,6 +107,10 @@ type Options struct {
 	Plan *Plan
 	// Replicate is ReplicatedInterleaved's share of the budget, in [0,1].
 	Replicate float64
+	// LimitFeatures caches at most floor(FeatureRatio·N) feature rows
+	// (XGNN's feat_ratio), whatever the budget leaves.
+	LimitFeatures bool
+	FeatureRatio  float64
 	// Prefix says rank is 0, 1, 2, ...: the nodes are relabelled by
 	// hotness (Reorder, data.reorder = "score"), so the hot rows are a
 	// prefix and the Interleaved, Modulo and Replicated placements find a
@@ -288,13 +292,20 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 		}
 	}
 	// Decide where each hot row goes.
+	frank := rank // the feature rows' ranking
+	if opts.LimitFeatures {
+		if !(opts.FeatureRatio >= 0 && opts.FeatureRatio <= 1) {
+			return nil, fmt.Errorf("store: feature ratio %v: must be in [0, 1]", opts.FeatureRatio)
+		}
+		frank = rank[:min(len(rank), int(opts.FeatureRatio*float64(n)))]
+	}
 	rows := make([][]int32, D) // node ids per device, in slot order
 	switch {
 	case D == 0:
 	case s.prefix:
 		// Hot row v is node v: its place is arithmetic, no lookup map
 		// (data tiering §4.2 after Alg. 2; XGNN's modulo partition).
-		k := len(rank)
+		k := len(frank)
 		per := int64(n)
 		for _, c := range caps {
 			per = min(per, c/rowBytes)
@@ -302,46 +313,46 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 		if opts.Placement == Replicated {
 			k = min(k, int(per))
 			for d := range rows {
-				rows[d] = rank[:k]
+				rows[d] = frank[:k]
 			}
 		} else {
 			k = min(k, int(per)*D)
-			for r, v := range rank[:k] {
+			for r, v := range frank[:k] {
 				rows[r%D] = append(rows[r%D], v)
 			}
 		}
 		s.kHot = k
 	case opts.Placement == Planned:
-		k := s.replicate(rank, caps, opts.Plan.Replicate, rowBytes, rows)
+		k := s.replicate(frank, caps, opts.Plan.Replicate, rowBytes, rows)
 		left := make([]int64, D)
 		for d, c := range caps {
 			left[d] = c - int64(k)*rowBytes
 		}
-		s.placePlanned(rank[k:], left, rowBytes, rows, opts.Plan)
+		s.placePlanned(frank[k:], left, rowBytes, rows, opts.Plan)
 	case opts.Placement == Replicated:
-		k := len(rank)
+		k := len(frank)
 		for _, c := range caps {
 			k = min(k, int(c/rowBytes))
 		}
-		for i, v := range rank[:k] {
+		for i, v := range frank[:k] {
 			s.where[v], s.slot[v] = allDevices, int32(i)
 		}
 		for d := range rows {
-			rows[d] = rank[:k]
+			rows[d] = frank[:k]
 		}
 	case opts.Placement == ReplicatedInterleaved:
-		k := s.replicate(rank, caps, opts.Replicate, rowBytes, rows)
+		k := s.replicate(frank, caps, opts.Replicate, rowBytes, rows)
 		room := make([]int, D)
 		for d := range rows {
 			room[d] = int(min(int64(n), caps[d]/rowBytes-int64(k)))
 		}
-		s.interleave(rank[k:], room, rows)
+		s.interleave(frank[k:], room, rows)
 	default: // Interleaved, Modulo: round-robin over devices with room
 		room := make([]int, D)
 		for d, c := range caps {
 			room[d] = int(min(int64(n), c/rowBytes))
 		}
-		s.interleave(rank, room, rows)
+		s.interleave(frank, room, rows)
 	}
 	if s.topo != nil {
 		if featuresFirst {

@@ -118,6 +118,9 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices
 		opts.Topology, opts.Graph = true, e.adjs.Adj
 		opts.GraphRatio, opts.GraphAuto = max(r, 0), r == config.GraphRatioAuto
 	}
+	if f := cfg.Store.FeatureRatio; f != config.GraphRatioUnset {
+		opts.LimitFeatures, opts.FeatureRatio = true, f
+	}
 	s, err := store.New(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, e.dim, rank, opts)
 	if errors.Is(err, store.ErrTopologyBudget) {
 		return nil, cfg.KeyError(err.Error(), "store", "graph_ratio")
