@@ -216,6 +216,10 @@ func TestTopologyErrors(t *testing.T) {
 		{store.Options{Devices: devs, Capacity: []int64{1 << 20}, Topology: true, Graph: d.Graph, GraphRatio: 1.5}, "graph ratio 1.5: must be in [0, 1]"},
 		{store.Options{Devices: devs, Capacity: []int64{1 << 20}, Topology: true, GraphRatio: 0.5}, "needs the graph"},
 		{store.Options{Devices: devs, Capacity: []int64{100}, Topology: true, Graph: d.Graph, GraphRatio: 1}, "more than its 100-byte budget"},
+		{store.Options{Placement: store.Planned, Devices: devs[:1], Capacity: []int64{1 << 20}, Plan: &store.Plan{Stores: [][]int{{0}, {1}}, Reads: [][]int{{0, 1}, {0, 1}}}}, "a plan for 2 and 2 devices, but the store has 1"},
+		{store.Options{Placement: store.Planned, Devices: devs, Capacity: []int64{1 << 20}, Plan: &store.Plan{Stores: [][]int{{0}, {1}}, Reads: [][]int{{0, 1}, {0, 1}}, Replicate: 2}}, "replicated share 2"},
+		{store.Options{Placement: store.ReplicatedInterleaved, Devices: devs, Capacity: []int64{1 << 20}, Replicate: -1}, "replicated share -1"},
+		{store.Options{Devices: devs, Capacity: []int64{1 << 20}, LimitFeatures: true, FeatureRatio: 3}, "feature ratio 3"},
 	} {
 		_, err := store.New(b, d.Features, d.FeatDim, rank, tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
