@@ -55,21 +55,24 @@ func equalInts(a, b []int) bool {
 // the samplers reading the graph through the store: the numbers equal
 // those of host sampling for every graph ratio and hot tier (reads are
 // exact), the topology reads are counted, and a replicated whole topology
-// is read without a link.
+// is read without a link (three configurations in -short, six in the long
+// tests).
 func TestStoreGraphRatio(t *testing.T) {
 	base := []string{`model.name="sage"`, `train.mode="minibatch"`, `sampler.name="khop"`, "sampler.fanouts=[5, 5]",
 		"train.batch_size=70", "train.epochs=2", `train.backend="sim"`, `devices.preset="nvlink-ring-4"`,
 		`cache.name="degree"`, "cache.capacity_bytes=800000"}
 	run := func(extra ...string) *train.Result { return runWith(t, base, extra...) }
 	host := run()
-	for _, extra := range [][]string{
-		{"store.graph_ratio=0.0"},
+	variants := [][]string{
 		{"store.graph_ratio=0.5"},
-		{`store.graph_ratio="auto"`},
 		{"store.graph_ratio=1.0", `store.placement="replicated"`},
-		{"store.graph_ratio=0.5", `store.placement="replicated-interleaved"`},
 		{"store.graph_ratio=0.5", `placement.name="xgnn"`},
-	} {
+	}
+	if !testing.Short() {
+		variants = append(variants, []string{"store.graph_ratio=0.0"}, []string{`store.graph_ratio="auto"`},
+			[]string{"store.graph_ratio=0.5", `store.placement="replicated-interleaved"`})
+	}
+	for _, extra := range variants {
 		r := run(extra...)
 		if r.FinalLoss != host.FinalLoss || r.TestAcc != host.TestAcc {
 			t.Errorf("%v: loss %v, accuracy %v; host sampling %v, %v", extra, r.FinalLoss, r.TestAcc, host.FinalLoss, host.TestAcc)
@@ -99,12 +102,17 @@ func TestStoreGraphRatio(t *testing.T) {
 // training on the relabelled nodes gives the results of the original
 // labels (one full-neighbour batch without dropout, so only the order of
 // float sums differs), the feature store keeps no lookup map and moves
-// the same feature bytes, and the run is deterministic.
+// the same feature bytes, and the run is deterministic (a second run, in
+// the long tests).
 func TestReorderScore(t *testing.T) {
 	base := []string{`model.name="sage"`, "model.dropout=0.0", "model.input_dropout=0.0", `train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2",
 		"train.batch_size=140", "train.epochs=3", `train.backend="sim"`, `cache.name="rpagerank"`, "cache.capacity=0.3"}
 	run := func(extra ...string) *train.Result { return runWith(t, base, extra...) }
-	orig, score, again := run(), run(`data.reorder="score"`), run(`data.reorder="score"`)
+	orig, score := run(), run(`data.reorder="score"`)
+	again := score
+	if !testing.Short() {
+		again = run(`data.reorder="score"`)
+	}
 	if math.Abs(orig.FinalLoss-score.FinalLoss) > 1e-5*orig.FinalLoss || orig.TestAcc != score.TestAcc {
 		t.Errorf("reordered: loss %v, accuracy %v; original %v, %v", score.FinalLoss, score.TestAcc, orig.FinalLoss, orig.TestAcc)
 	}
