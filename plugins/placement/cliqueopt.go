@@ -56,4 +56,9 @@ func (c *CliqueOpt) Place(ctx context.Context, topo topology.Topology, devices [
 	return p, nil
 }
 
+var (
+	_ Solver          = (*CliqueOpt)(nil)
+	_ registry.Module = (*CliqueOpt)(nil)
+)
+
 func init() { registry.Register(new(CliqueOpt)) }
