@@ -89,7 +89,9 @@ type KernelCost interface {
 }
 
 // Predicted is the time a simulated machine would have spent so far,
-// split by purpose: link seconds per purpose, and kernel seconds per
+// split by purpose: the critical path of each purpose's transfers (links
+// running in parallel; reading the prediction waits for the transfers
+// issued so far), and kernel seconds per
 // device and purpose (the purpose of the view that ran the kernel). A
 // pipeline tells its stages apart this way.
 type Predicted struct {
@@ -106,6 +108,14 @@ type TimePredictor interface {
 	SetKernelCost(c KernelCost)
 	// Predicted returns the predictions so far.
 	Predicted() Predicted
+}
+
+// InPlaceReads is implemented by backends that count the bytes a kernel on
+// one tier reads in place from memory on another (unified virtual
+// addressing: XGNN's samplers read remote topology this way), without a
+// tensor copy: the bytes cross the link holder -> reader like a transfer.
+type InPlaceReads interface {
+	CountRead(holder, reader tensor.Tier, bytes int64) error
 }
 
 // PeakResetter is implemented by backends that can start a new peak

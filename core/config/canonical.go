@@ -49,6 +49,9 @@ func structMap(rv reflect.Value, fields []field, hashOnly bool) map[string]any {
 		if hashOnly && f.omitzero && fv.IsZero() {
 			continue // a key added later: old configs keep their hash
 		}
+		if hashOnly && f.omitdef && rv.Type() == configType && reflect.DeepEqual(fv.Interface(), reflect.ValueOf(Default()).Elem().FieldByIndex(f.index).Interface()) {
+			continue // a section added later: old configs keep their hash
+		}
 		switch {
 		case f.typ == pluginType:
 			p := fv.Interface().(Plugin)
@@ -67,7 +70,8 @@ func structMap(rv reflect.Value, fields []field, hashOnly bool) map[string]any {
 			}
 		case f.typ.Kind() == reflect.Struct:
 			m[f.key] = structMap(fv, fieldsOf(f.typ), hashOnly)
-		case f.word != nil && fv.CanInt() && fv.Int() == f.word.value:
+		case f.word != nil && fv.CanInt() && fv.Int() == f.word.value,
+			f.word != nil && fv.CanFloat() && fv.Float() == float64(f.word.value):
 			m[f.key] = f.word.text
 		default:
 			m[f.key] = fv.Interface()

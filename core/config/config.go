@@ -56,6 +56,7 @@ type Config struct {
 	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy (fullgraph training does not use it)"`
 	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (fullgraph) or each mini-batch's output nodes (minibatch); betty-reg is Betty's redundancy-aware split"`
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
+	Store     Store   `toml:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 
@@ -69,7 +70,7 @@ type Data struct {
 	FeatureNorm   string `toml:"feature_norm" enum:"auto,none,row" doc:"feature normalisation: row = divide each row by its sum, auto = row for 0/1 (bag-of-words) features, none otherwise"`
 	Split         string `toml:"split" hash:"omitempty" example:"random-20-30-seed0" doc:"the split to train on: a named split of an OGB directory (its split/<name>), or a generated one, random-<train>-<valid>-seed<k> = per class <train> training and <valid> validation nodes drawn with seed k, every other labeled node for test (Shchur et al.'s protocol; replaces the dataset's own split); \"\" = the dataset's own split. Same as appending @<split> to data.dataset"`
 	SynthFeatures int    `toml:"synth_features" range:"[0,65536]" doc:"for datasets without features: random features of this width (0 = error instead)"`
-	Reorder       string `toml:"reorder" enum:"none,degree" doc:"relabel the nodes before training: degree = by descending degree"`
+	Reorder       string `toml:"reorder" enum:"none,degree,score" doc:"relabel the nodes before training: degree = by descending degree; score = by the [cache] policy's ranking, hottest first, in parallel (data tiering Alg. 2), so the hot rows are a prefix and the feature store needs no lookup map"`
 }
 
 // Model describes the GNN.
@@ -110,14 +111,32 @@ type Devices struct {
 	Count       int    `toml:"count" range:"[0,1024]" doc:"devices of a pcie-only machine (0 = 1)"`
 	MemoryBytes int64  `toml:"memory_bytes" range:"[0,1125899906842624]" doc:"capacity of each simulated device in bytes (0 = unlimited); an allocation beyond it fails"`
 	// A custom topology instead of a preset.
-	HostGBps []float64   `toml:"host_gbps" range:"(0,)" doc:"custom topology: the host<->device bandwidth of each device in GB/s (its length is the device count; leave preset and count unset)"`
-	PeerGBps [][]float64 `toml:"peer_gbps" range:"[0,)" doc:"custom topology: NVLink bandwidth from device i to device j in GB/s, a symmetric matrix with zeros on the diagonal (0 = no direct link; transfers then go through the host)"`
+	HostGBps   []float64   `toml:"host_gbps" range:"(0,)" doc:"custom topology: the host<->device bandwidth of each device in GB/s (its length is the device count; leave preset and count unset)"`
+	PeerGBps   [][]float64 `toml:"peer_gbps" range:"[0,)" doc:"custom topology: NVLink bandwidth from device i to device j in GB/s, a symmetric matrix with zeros on the diagonal (0 = no direct link; transfers then go through the host)"`
+	PCIeSwitch []int       `toml:"pcie_switch" hash:"omitempty" range:"[-1,1024]" doc:"custom topology: the PCIe switch of each device (-1 = its own link to the host); devices behind one switch share its uplink, so their host transfers take turns (the dgx1-v100-8 preset pairs its GPUs this way)"`
+	SwitchGBps float64     `toml:"switch_gbps" hash:"omitempty" range:"[0,)" doc:"custom topology: bandwidth of a PCIe switch's uplink to the host in GB/s, per direction (0 = 16, PCIe 3.0 x16)"`
 	// What the devices compute at, for the predicted times.
 	CostModel  string  `toml:"cost_model" example:"roofline" doc:"cost model that predicts every device kernel's time, registry ID costmodel.<name> (\"\" = roofline; \"none\" = predict transfer time only)"`
 	PeakGFLOPS float64 `toml:"peak_gflops" range:"[0,)" doc:"device float32 throughput in GFLOP/s for the cost model (0 = a V100's 15700)"`
 	MemGBps    float64 `toml:"mem_gbps" range:"[0,)" doc:"device memory bandwidth in GB/s for the cost model (0 = a V100's 900)"`
 	LaunchUS   float64 `toml:"launch_us" range:"[0,)" special:"-1:a V100's 5 µs" doc:"fixed cost of a kernel launch in µs for the cost model (-1 = a V100's 5)"`
 }
+
+// Store configures the memory store of mini-batch training with a
+// [cache] policy (docs/store.md).
+type Store struct {
+	GraphRatio   float64 `toml:"graph_ratio" range:"[0,1]" special:"-2:unset: the samplers read the host graph" word:"auto:-1:topology first when the whole topology fits the devices, else features first (XGNN §6.8)" doc:"share of the nodes whose topology (CSR rows, hottest first) lives on the devices, placed like the hot feature rows and taken from the device budget before the features; the samplers then read the graph through the store, every read counted on its link. Unset = the samplers read the host graph as before"`
+	FeatureRatio float64 `toml:"feature_ratio" range:"[0,1]" special:"-2:unset: as many feature rows as the budget holds" doc:"share of the nodes whose feature rows (hottest first) may be cached on the devices, XGNN's feat_ratio; unset = as many as the device budget holds after the topology"`
+	Placement    string  `toml:"placement" enum:",interleaved,replicated,replicated-interleaved" doc:"the hot tier without [placement]: interleaved (hot row r on device r mod D, the default), replicated (every device the same hottest rows), replicated-interleaved (the hottest rows replicated, the next interleaved; data tiering §4.2)"`
+	Replicate    float64 `toml:"replicate" range:"[0,1]" doc:"replicated-interleaved: the share of each device's feature budget that holds the replicated hottest rows"`
+}
+
+// GraphRatioUnset and GraphRatioAuto are Store.GraphRatio when the key is
+// absent and when it is "auto".
+const (
+	GraphRatioUnset = -2
+	GraphRatioAuto  = -1
+)
 
 // Output configures what a run prints and writes.
 type Output struct {
@@ -176,6 +195,7 @@ func Default() *Config {
 			MicroBatches: 1,
 		},
 		Devices: Devices{LaunchUS: -1},
+		Store:   Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5},
 		Output: Output{
 			JSON:     true,
 			Progress: "auto",

@@ -241,6 +241,13 @@ func (d *decoder) value(path []string, v any, rv reflect.Value, f *field) {
 			x = n
 		case int64:
 			x = float64(n)
+		case string:
+			if f.word != nil {
+				d.word(path, f, n, rv)
+				return
+			}
+			d.typeError(path, f, v)
+			return
 		default:
 			d.typeError(path, f, v)
 			return
@@ -329,12 +336,20 @@ func (d *decoder) typeError(path []string, f *field, v any) {
 // word sets an integer key given as a string: its word ("auto"), or an
 // error naming the key and the values it takes.
 func (d *decoder) word(path []string, f *field, s string, rv reflect.Value) {
+	number := "an integer"
+	if rv.CanFloat() {
+		number = "a number"
+	}
 	if s == f.word.text {
-		rv.SetInt(f.word.value)
+		if rv.CanFloat() {
+			rv.SetFloat(float64(f.word.value))
+		} else {
+			rv.SetInt(f.word.value)
+		}
 		return
 	}
 	name := d.name(path)
-	msg := fmt.Sprintf("%s = %q: the only string %s takes is %q (%s); otherwise give an integer", name, s, name, f.word.text, f.word.meaning)
+	msg := fmt.Sprintf("%s = %q: the only string %s takes is %q (%s); otherwise give %s", name, s, name, f.word.text, f.word.meaning, number)
 	if f.rng != nil {
 		msg += " " + f.rng.String()
 	}

@@ -35,6 +35,7 @@ type field struct {
 	aliases  []string // values a modules field takes beside the module names
 	nohash   bool     // hash:"-": left out of the canonical form
 	omitzero bool     // hash:"omitempty": left out of the canonical form when zero
+	omitdef  bool     // hash:"omitdefault" (a section of Config): left out when it is the default
 }
 
 // special is one extra allowed value outside a field's range.
@@ -85,6 +86,7 @@ func fieldsOf(t reflect.Type) []field {
 				ns:       sf.Tag.Get("ns"),
 				nohash:   sf.Tag.Get("hash") == "-",
 				omitzero: sf.Tag.Get("hash") == "omitempty",
+				omitdef:  sf.Tag.Get("hash") == "omitdefault",
 			}
 			if m := sf.Tag.Get("modules"); m != "" {
 				ns, alias, _ := strings.Cut(m, "+")

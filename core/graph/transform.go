@@ -413,8 +413,15 @@ func ReorderByDegree(d *Dataset) []int32 {
 		})
 		d.Features = f
 	}
-	if len(d.Labels) == n {
-		l := make([]int32, n)
+	RelabelNodeData(d, perm, inv)
+	return perm
+}
+
+// RelabelNodeData moves d's labels and splits to new node ids: perm[new]
+// = old and inv[old] = new (the splits stay sorted).
+func RelabelNodeData(d *Dataset, perm, inv []int32) {
+	if len(d.Labels) == len(perm) {
+		l := make([]int32, len(perm))
 		for r, o := range perm {
 			l[r] = d.Labels[o]
 		}
@@ -432,7 +439,6 @@ func ReorderByDegree(d *Dataset) []int32 {
 		return out
 	}
 	d.Train, d.Valid, d.Test = remap(d.Train), remap(d.Valid), remap(d.Test)
-	return perm
 }
 
 // relabelRows builds the relabelled column array for ReorderByDegree.

@@ -80,6 +80,10 @@ type Plan struct {
 	// Cliques are the groups of placement.clique (topology indices); nil
 	// for other solvers.
 	Cliques [][]int
+	// Replicate is the share of every GPU's cache that holds the hottest
+	// rows on every GPU, ahead of the partitions (placement.cliqueopt);
+	// 0 for other solvers.
+	Replicate float64
 }
 
 // MaxStored returns the most partitions a GPU of the plan stores.
@@ -117,7 +121,7 @@ func (p *Plan) StorePlan() *store.Plan {
 	for i, d := range p.Devices {
 		pos[d] = i
 	}
-	sp := &store.Plan{Stores: make([][]int, len(p.Devices)), Reads: make([][]int, len(p.Devices))}
+	sp := &store.Plan{Stores: make([][]int, len(p.Devices)), Reads: make([][]int, len(p.Devices)), Replicate: p.Replicate}
 	for i := range p.Devices {
 		sp.Stores[i] = append([]int(nil), p.Stores[i]...)
 		sp.Reads[i] = make([]int, len(p.Reads[i]))

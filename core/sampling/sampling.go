@@ -87,3 +87,95 @@ func CapabilitiesOf(s Sampler) Capabilities {
 	}
 	return Capabilities{Random: true, Subset: true}
 }
+
+// Graph is read access to a graph's topology, XGNN's NumNeighbor and
+// Neighbors in batched form. A sampler that reads only through it can
+// sample a graph spread over devices and the host (core/store), where
+// every read is served by the tier holding the row and counted on its
+// link. Positions are offsets within a node's row (0 .. degree-1), and
+// neighbours are in-neighbours (row i lists the sources of node i).
+// Implementations are safe for concurrent use.
+type Graph interface {
+	// NumNodes returns the number of nodes.
+	NumNodes() int
+	// NumNeighbors writes the degree of ids[i] into deg[i]: one batched
+	// read.
+	NumNeighbors(ids []int32, deg []int64)
+	// Neighbors writes the neighbours at positions pos of v's row into
+	// out (pos nil: the whole row), requesting them one by one, as a
+	// sampler does that reads each neighbour as soon as it is picked.
+	Neighbors(v int32, pos []int64, out []int32)
+	// NeighborsBatch writes, for every i, the neighbours of ids[i] at
+	// positions pos[rowptr[i]:rowptr[i+1]] (ascending within a row; pos
+	// nil: whole rows) into out[rowptr[i]:rowptr[i+1]]: one batched
+	// request, in which positions of a row that share a memory
+	// transaction are read together (XGNN's coalesced KHop reads).
+	NeighborsBatch(ids []int32, rowptr []int64, pos []int64, out []int32)
+}
+
+// GraphSampler is implemented by samplers that read the graph only
+// through Graph. Sample(ctx, g, ...) equals SampleGraph(ctx, CSR(g), ...).
+type GraphSampler interface {
+	SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error)
+}
+
+// CSR returns the access API of an in-memory graph.
+func CSR(g *graph.CSR) Graph { return csrGraph{g} }
+
+type csrGraph struct{ g *graph.CSR }
+
+var _ Graph = csrGraph{}
+
+func (c csrGraph) NumNodes() int { return c.g.NumRows }
+
+func (c csrGraph) NumNeighbors(ids []int32, deg []int64) {
+	ip := c.g.Indptr
+	for i, v := range ids {
+		deg[i] = ip[v+1] - ip[v]
+	}
+}
+
+func (c csrGraph) Neighbors(v int32, pos []int64, out []int32) {
+	start := c.g.Indptr[v]
+	if pos == nil {
+		ReadRow(c.g, start, out)
+		return
+	}
+	ReadAt(c.g, start, pos, out)
+}
+
+func (c csrGraph) NeighborsBatch(ids []int32, rowptr []int64, pos []int64, out []int32) {
+	for i, v := range ids {
+		lo, hi := rowptr[i], rowptr[i+1]
+		if pos == nil {
+			ReadRow(c.g, c.g.Indptr[v], out[lo:hi])
+		} else {
+			ReadAt(c.g, c.g.Indptr[v], pos[lo:hi], out[lo:hi])
+		}
+	}
+}
+
+// ReadRow copies len(out) columns of g starting at edge start.
+func ReadRow(g *graph.CSR, start int64, out []int32) {
+	if g.Idx32 != nil {
+		copy(out, g.Idx32[start:start+int64(len(out))])
+		return
+	}
+	for q := range out {
+		out[q] = int32(g.Idx64[start+int64(q)])
+	}
+}
+
+// ReadAt reads the columns of g at edges start+pos into out.
+func ReadAt(g *graph.CSR, start int64, pos []int64, out []int32) {
+	if c := g.Idx32; c != nil {
+		row := c[start:]
+		for q, p := range pos {
+			out[q] = row[p]
+		}
+		return
+	}
+	for q, p := range pos {
+		out[q] = int32(g.Idx64[start+p])
+	}
+}

@@ -65,11 +65,15 @@ func Reorder(g *graph.CSR, features []float32, dim int, rank []int32) (*graph.CS
 			o := rank[i]
 			src, dst := g.Indptr[o], indptr[i]
 			k := indptr[i+1] - dst
-			for j := int64(0); j < k; j++ {
-				if g.Idx32 != nil {
-					out.Idx32[dst+j] = newID[g.Idx32[src+j]]
-				} else {
-					out.Idx64[dst+j] = int64(newID[g.Idx64[src+j]])
+			if g.Idx32 != nil {
+				in, out := g.Idx32[src:src+k], out.Idx32[dst:dst+k]
+				for j, c := range in {
+					out[j] = newID[c]
+				}
+			} else {
+				in, out := g.Idx64[src:src+k], out.Idx64[dst:dst+k]
+				for j, c := range in {
+					out[j] = int64(newID[c])
 				}
 			}
 			if g.Values != nil {

@@ -1,7 +1,12 @@
-// Package store is strata's tiered feature store: one logical float32
-// feature matrix whose hottest rows live in device tiers and the rest in
-// host memory, read in mini-batch gathers through a backend.Backend, so
-// that a simulated backend (core/backend/sim) counts every byte per link.
+// Package store is strata's memory store (XGNN's GGMS): one logical
+// float32 feature matrix and, optionally, the graph topology, whose
+// hottest rows live in device tiers and the rest in host memory. Features
+// are read in mini-batch gathers through a backend.Backend (Gather, or
+// Features), so that a simulated backend (core/backend/sim) counts every
+// byte per link; the topology is read through Topology(reader), the
+// sampling.Graph access API (NumNeighbors, Neighbors, NeighborsBatch) that
+// every sampler uses, each read served by the tier holding the row and
+// counted in 32-byte sectors (see docs/store.md).
 //
 // Rows are ranked by a cache policy (plugins/cache: the ranking lists node
 // ids hottest first). New places the ranking's prefix on the devices, up to
@@ -13,11 +18,11 @@
 //     over the peer links.
 //   - Replicated: every device holds the same hottest rows (as many as the
 //     smallest budget allows); reads are local or from the host.
-//   - Modulo (XGNN §4.3): like Interleaved, but the hottest GraphRatio of
-//     the nodes' topology (row pointer and in-neighbour ids) is first placed
-//     modulo D in the same order, and only "the rest of the GPU memory" goes
-//     to features. The topology bytes are reserved on the devices (so the
-//     backend enforces them) but this store serves only features.
+//   - Modulo (XGNN §4.3): Interleaved with the topology: the hottest
+//     GraphRatio of the nodes' topology (row pointer and in-neighbour ids)
+//     is first placed modulo D in the same order, and only "the rest of
+//     the GPU memory" goes to features. Any placement holds the topology
+//     with Options.Topology, placed like its feature rows.
 //
 // Gather returns bitwise the rows of a plain host gather, on any tier, and
 // reports where each row came from and the bytes it moved per link.
@@ -25,6 +30,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -47,7 +53,16 @@ const (
 	// each device stores the partitions the plan gives it, and each device
 	// reads a partition from where the plan says.
 	Planned Placement = "planned"
+	// ReplicatedInterleaved (data tiering §4.2's combination): the
+	// hottest rows that fill Options.Replicate of the smallest device
+	// budget are on every device, the next ones interleaved in what is
+	// left.
+	ReplicatedInterleaved Placement = "replicated-interleaved"
 )
+
+// ErrTopologyBudget is wrapped by New's error when a device's budget
+// cannot hold its share of the topology.
+var ErrTopologyBudget = errors.New("the topology share does not fit the device budget")
 
 // Plan is a partition placement over the store's devices (indices into
 // Options.Devices): Stores[i] lists the partitions device i holds, and
@@ -56,10 +71,15 @@ const (
 type Plan struct {
 	Stores [][]int
 	Reads  [][]int
+	// Replicate is the share of every device's budget that holds the
+	// hottest rows on every device, ahead of the partitions (CliqueOpt).
+	Replicate float64
 }
 
 // Placements lists the placements.
-func Placements() []Placement { return []Placement{Interleaved, Replicated, Modulo, Planned} }
+func Placements() []Placement {
+	return []Placement{Interleaved, Replicated, Modulo, Planned, ReplicatedInterleaved}
+}
 
 // Options configure a store.
 type Options struct {
@@ -71,12 +91,33 @@ type Options struct {
 	// a single entry for all). Gather's output and staging buffers are
 	// allocated outside this budget, so leave the device some headroom.
 	Capacity []int64
-	// Graph and GraphRatio configure Modulo: the topology of the hottest
-	// floor(GraphRatio·N) nodes of the ranking is reserved first.
+	// Topology makes the store hold the graph (Graph, N x N) as well:
+	// the CSR rows of the hottest floor(GraphRatio·N) nodes of the
+	// ranking go on the devices, placed like the hot feature rows and
+	// before them (their bytes come off each device's budget first), and
+	// Topology(reader) serves reads. GraphAuto instead puts all the ranked
+	// rows' topology first when it fits, else gives the features the
+	// budget first and the topology what is left (XGNN §6.8). Modulo
+	// placement implies Topology when GraphRatio > 0.
+	Topology   bool
 	Graph      *graph.CSR
 	GraphRatio float64
+	GraphAuto  bool
 	// Plan is required by Planned.
 	Plan *Plan
+	// Replicate is ReplicatedInterleaved's share of the budget, in [0,1].
+	Replicate float64
+	// LimitFeatures caches at most floor(FeatureRatio·N) feature rows
+	// (XGNN's feat_ratio), whatever the budget leaves.
+	LimitFeatures bool
+	FeatureRatio  float64
+	// Prefix says rank is 0, 1, 2, ...: the nodes are relabelled by
+	// hotness (Reorder, data.reorder = "score"), so the hot rows are a
+	// prefix and the Interleaved, Modulo and Replicated placements find a
+	// row by arithmetic instead of a per-node lookup map (Interleaved and
+	// Modulo then hold as many rows on every device). Other placements
+	// keep the map.
+	Prefix bool
 }
 
 // Link is one direction of a transfer between two tiers.
@@ -112,7 +153,10 @@ type Store struct {
 	devices   []tensor.Tier
 	host      *tensor.Tensor
 	dev       []*tensor.Tensor // hot rows per device
-	reserved  []*tensor.Tensor // Modulo's topology reservation per device
+	prefix    bool             // hot rows are nodes 0..kHot-1, placed arithmetically (no where, slot)
+	kHot      int              // prefix: the hot rows
+	topo      *topoStore       // the topology, when the store holds it
+	topoK     int              // nodes whose topology is on the devices
 	where     []int16          // per node: hostLoc, allDevices, or a device index
 	slot      []int32          // the node's row in its device tensor
 	perDevice []int            // rows cached per device
@@ -148,6 +192,10 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	}
 	switch opts.Placement {
 	case Interleaved, Replicated, Modulo:
+	case ReplicatedInterleaved:
+		if !(opts.Replicate >= 0 && opts.Replicate <= 1) {
+			return nil, fmt.Errorf("store: replicated share %v: must be in [0, 1]", opts.Replicate)
+		}
 	case Planned:
 		if err := checkPlan(opts.Plan, len(opts.Devices)); err != nil {
 			return nil, err
@@ -174,10 +222,20 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 			return nil, fmt.Errorf("store: device %s capacity %d bytes: must be >= 0", opts.Devices[i], c)
 		}
 	}
-	s := &Store{b: b, n: n, dim: dim, placement: opts.Placement, devices: slices.Clone(opts.Devices),
-		where: make([]int16, n), slot: make([]int32, n), perDevice: make([]int, D)}
-	for i := range s.where {
-		s.where[i] = hostLoc
+	s := &Store{b: b, n: n, dim: dim, placement: opts.Placement, devices: slices.Clone(opts.Devices), perDevice: make([]int, D)}
+	s.prefix = opts.Prefix && (opts.Placement == Interleaved || opts.Placement == Modulo || opts.Placement == Replicated)
+	if opts.Prefix {
+		for i, v := range rank {
+			if v != int32(i) {
+				return nil, fmt.Errorf("store: a prefix ranking lists node %d at position %d; relabel the nodes by the ranking first (data.reorder = \"score\")", v, i)
+			}
+		}
+	}
+	if !s.prefix {
+		s.where, s.slot = make([]int16, n), make([]int32, n)
+		for i := range s.where {
+			s.where[i] = hostLoc
+		}
 	}
 	seen := make([]bool, n)
 	for i, v := range rank {
@@ -197,61 +255,115 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	}()
 
 	rowBytes := int64(dim) * 4
-	if opts.Placement == Modulo && D > 0 {
-		topo, err := moduloTopology(opts.Graph, opts.GraphRatio, n, rank, D)
+	// The topology: XGNN gives the devices' memory to the hottest
+	// topology first, then to features; "auto" gives it to features first
+	// when the whole topology does not fit (§6.8).
+	featuresFirst := false
+	if opts.Topology || opts.GraphAuto || opts.GraphRatio != 0 {
+		if !(opts.GraphRatio >= 0 && opts.GraphRatio <= 1) {
+			return nil, fmt.Errorf("store: graph ratio %v: must be in [0, 1]", opts.GraphRatio)
+		}
+	}
+	if D > 0 && (opts.Topology || opts.GraphAuto || opts.Placement == Modulo && opts.GraphRatio > 0) {
+		t, err := newTopoStore(opts.Graph, n, opts)
 		if err != nil {
 			return nil, err
 		}
-		s.reserved = make([]*tensor.Tensor, D)
-		for i, tb := range topo {
-			if tb > caps[i] {
-				return nil, fmt.Errorf("store: the hottest topology (graph_ratio %v) needs %d bytes on %s, more than its %d-byte budget; lower the graph ratio or raise the capacity", opts.GraphRatio, tb, opts.Devices[i], caps[i])
-			}
-			caps[i] -= tb
-			if tb > 0 {
-				t, err := b.Alloc(tensor.Int32, []int{int((tb + 3) / 4)}, opts.Devices[i])
-				if err != nil {
-					return nil, fmt.Errorf("store: reserving topology on %s: %w", opts.Devices[i], err)
+		s.topo = t
+		k := min(len(rank), int(opts.GraphRatio*float64(n)))
+		tb := t.topologyBytes(rank, k)
+		if opts.GraphAuto {
+			k = len(rank)
+			tb = t.topologyBytes(rank, k)
+			for i := range tb {
+				if tb[i] > caps[i] {
+					featuresFirst = true
 				}
-				s.reserved[i] = t
 			}
+		}
+		if !featuresFirst {
+			for i, b := range tb {
+				if b > caps[i] {
+					return nil, fmt.Errorf("store: the hottest topology (graph ratio %v, %d nodes) needs %d bytes on %s, more than its %d-byte budget; lower the graph ratio or raise the capacity: %w", opts.GraphRatio, k, b, opts.Devices[i], caps[i], ErrTopologyBudget)
+				}
+				caps[i] -= b
+			}
+			s.topoK = k
 		}
 	}
 	// Decide where each hot row goes.
+	frank := rank // the feature rows' ranking
+	if opts.LimitFeatures {
+		if !(opts.FeatureRatio >= 0 && opts.FeatureRatio <= 1) {
+			return nil, fmt.Errorf("store: feature ratio %v: must be in [0, 1]", opts.FeatureRatio)
+		}
+		frank = rank[:min(len(rank), int(opts.FeatureRatio*float64(n)))]
+	}
 	rows := make([][]int32, D) // node ids per device, in slot order
 	switch {
 	case D == 0:
+	case s.prefix:
+		// Hot row v is node v: its place is arithmetic, no lookup map
+		// (data tiering §4.2 after Alg. 2; XGNN's modulo partition).
+		k := len(frank)
+		per := int64(n)
+		for _, c := range caps {
+			per = min(per, c/rowBytes)
+		}
+		if opts.Placement == Replicated {
+			k = min(k, int(per))
+			for d := range rows {
+				rows[d] = frank[:k]
+			}
+		} else {
+			k = min(k, int(per)*D)
+			for r, v := range frank[:k] {
+				rows[r%D] = append(rows[r%D], v)
+			}
+		}
+		s.kHot = k
 	case opts.Placement == Planned:
-		s.placePlanned(rank, caps, rowBytes, rows, opts.Plan)
+		k := s.replicate(frank, caps, opts.Plan.Replicate, rowBytes, rows)
+		left := make([]int64, D)
+		for d, c := range caps {
+			left[d] = c - int64(k)*rowBytes
+		}
+		s.placePlanned(frank[k:], left, rowBytes, rows, opts.Plan)
 	case opts.Placement == Replicated:
-		k := len(rank)
+		k := len(frank)
 		for _, c := range caps {
 			k = min(k, int(c/rowBytes))
 		}
-		for i, v := range rank[:k] {
+		for i, v := range frank[:k] {
 			s.where[v], s.slot[v] = allDevices, int32(i)
 		}
 		for d := range rows {
-			rows[d] = rank[:k]
+			rows[d] = frank[:k]
 		}
+	case opts.Placement == ReplicatedInterleaved:
+		k := s.replicate(frank, caps, opts.Replicate, rowBytes, rows)
+		room := make([]int, D)
+		for d := range rows {
+			room[d] = int(min(int64(n), caps[d]/rowBytes-int64(k)))
+		}
+		s.interleave(frank[k:], room, rows)
 	default: // Interleaved, Modulo: round-robin over devices with room
 		room := make([]int, D)
 		for d, c := range caps {
 			room[d] = int(min(int64(n), c/rowBytes))
 		}
-		d := 0
-		for _, v := range rank {
-			tries := 0
-			for room[d] == 0 && tries < D {
-				d, tries = (d+1)%D, tries+1
+		s.interleave(frank, room, rows)
+	}
+	if s.topo != nil {
+		if featuresFirst {
+			room := make([]int64, D)
+			for d := range room {
+				room[d] = caps[d] - int64(len(rows[d]))*rowBytes
 			}
-			if room[d] == 0 {
-				break
-			}
-			s.where[v], s.slot[v] = int16(d), int32(len(rows[d]))
-			rows[d] = append(rows[d], v)
-			room[d]--
-			d = (d + 1) % D
+			s.topoK = s.topo.fitting(rank, room)
+		}
+		if err := s.topo.place(b, opts.Devices, rank, s.topoK); err != nil {
+			return nil, err
 		}
 	}
 	// The host matrix: wrapped in place when the backend can (a CPU
@@ -289,27 +401,62 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	return s, nil
 }
 
-// moduloTopology returns the topology bytes XGNN places on each device:
-// the hottest floor(ratio·n) nodes of rank, node i of them on device
-// i mod D, each costing its row pointer (8 bytes) and in-neighbour ids (4
-// bytes each).
-func moduloTopology(g *graph.CSR, ratio float64, n int, rank []int32, D int) ([]int64, error) {
-	out := make([]int64, D)
-	if !(ratio >= 0 && ratio <= 1) {
-		return nil, fmt.Errorf("store: graph ratio %v: must be in [0, 1]", ratio)
+// replicate puts the hottest rows that fill share of the smallest budget
+// on every device (rows[d] starts with them) and returns their number.
+func (s *Store) replicate(rank []int32, caps []int64, share float64, rowBytes int64, rows [][]int32) int {
+	k := len(rank)
+	for _, c := range caps {
+		k = min(k, int(int64(float64(c)*share)/rowBytes))
 	}
-	if ratio == 0 {
-		return out, nil
-	}
-	if g == nil || g.NumRows != n {
-		return nil, fmt.Errorf("store: modulo placement with graph ratio %v needs the graph of the %d nodes", ratio, n)
-	}
-	k := min(len(rank), int(ratio*float64(n)))
 	for i, v := range rank[:k] {
-		out[i%D] += 8 + 4*(g.Indptr[v+1]-g.Indptr[v])
+		s.where[v], s.slot[v] = allDevices, int32(i)
 	}
-	return out, nil
+	for d := range rows {
+		rows[d] = slices.Clone(rank[:k])
+	}
+	return k
 }
+
+// interleave places rank round-robin over the devices with room (room[d]
+// rows left on device d), after the rows they hold.
+func (s *Store) interleave(rank []int32, room []int, rows [][]int32) {
+	D := len(room)
+	d := 0
+	for _, v := range rank {
+		tries := 0
+		for room[d] == 0 && tries < D {
+			d, tries = (d+1)%D, tries+1
+		}
+		if room[d] == 0 {
+			break
+		}
+		s.where[v], s.slot[v] = int16(d), int32(len(rows[d]))
+		rows[d] = append(rows[d], v)
+		room[d]--
+		d = (d + 1) % D
+	}
+}
+
+// loc returns where node v's row is cached (hostLoc, allDevices, planned
+// or a device index) and its slot there.
+func (s *Store) loc(v int32) (int16, int32) {
+	if !s.prefix {
+		return s.where[v], s.slot[v]
+	}
+	switch {
+	case int(v) >= s.kHot:
+		return hostLoc, 0
+	case s.placement == Replicated:
+		return allDevices, v
+	default:
+		D := int32(len(s.devices))
+		return int16(v % D), v / D
+	}
+}
+
+// LookupMap reports whether the store keeps a per-node map of where the
+// rows are (false for a Prefix store).
+func (s *Store) LookupMap() bool { return s.where != nil }
 
 // Dim returns the feature dimension.
 func (s *Store) Dim() int { return s.dim }
@@ -323,7 +470,7 @@ func (s *Store) Cached() []int { return slices.Clone(s.perDevice) }
 // Location returns the tiers that hold node v's row: the host always, plus
 // the device(s) that cache it.
 func (s *Store) Location(v int32) []tensor.Tier {
-	switch w := s.where[v]; w {
+	switch w, _ := s.loc(v); w {
 	case planned:
 		var out []tensor.Tier
 		for d := range s.devices {
@@ -345,14 +492,14 @@ func (s *Store) Location(v int32) []tensor.Tier {
 // destination is dst: dst itself when it caches v, else the device that
 // caches v (for Replicated, the first device), else the host.
 func (s *Store) Source(v int32, dst tensor.Tier) tensor.Tier {
-	if s.where[v] == planned {
+	if w, _ := s.loc(v); w == planned {
 		t, _ := s.source(v, slices.Index(s.devices, dst))
 		if t == 0 {
 			return tensor.Host
 		}
 		return s.devices[t-1]
 	}
-	switch w := s.where[v]; w {
+	switch w, _ := s.loc(v); w {
 	case hostLoc:
 		return tensor.Host
 	case allDevices:
@@ -368,7 +515,8 @@ func (s *Store) Source(v int32, dst tensor.Tier) tensor.Tier {
 // source returns the index of the tier in s.tiers() that serves v for dst
 // (0 = host, d+1 = device d) and the row within it.
 func (s *Store) source(v int32, dstDev int) (int, int32) {
-	switch w := s.where[v]; w {
+	w, slot := s.loc(v)
+	switch w {
 	case planned:
 		if dstDev < 0 {
 			return 0, v
@@ -378,16 +526,16 @@ func (s *Store) source(v int32, dstDev int) (int, int32) {
 		if src < 0 {
 			return 0, v
 		}
-		return src + 1, s.blockOff[src][p] + s.slot[v]
+		return src + 1, s.blockOff[src][p] + slot
 	case hostLoc:
 		return 0, v
 	case allDevices:
 		if dstDev >= 0 {
-			return dstDev + 1, s.slot[v]
+			return dstDev + 1, slot
 		}
-		return 1, s.slot[v]
+		return 1, slot
 	default:
-		return int(w) + 1, s.slot[v]
+		return int(w) + 1, slot
 	}
 }
 
@@ -403,11 +551,8 @@ func (s *Store) Close() {
 			s.dev[i] = nil
 		}
 	}
-	for i, t := range s.reserved {
-		if t != nil {
-			s.b.Release(t)
-			s.reserved[i] = nil
-		}
+	if s.topo != nil {
+		s.topo.close(s.b)
 	}
 }
 
@@ -541,6 +686,11 @@ func (s *Store) Gather(ctx context.Context, ids []int32, dst tensor.Tier) (*tens
 	return out, st, ctx.Err()
 }
 
+// Features is XGNN's Features, batched: Gather.
+func (s *Store) Features(ctx context.Context, ids []int32, dst tensor.Tier) (*tensor.Tensor, GatherStats, error) {
+	return s.Gather(ctx, ids, dst)
+}
+
 // gatherIn gathers rows r of x (in tier) into y.
 func (s *Store) gatherIn(tier tensor.Tier, x *tensor.Tensor, r []int32, y *tensor.Tensor, st *GatherStats) error {
 	idx, err := s.index(tier, r, st)
@@ -617,6 +767,8 @@ func checkPlan(p *Plan, D int) error {
 		return fmt.Errorf("store: placement %q needs a plan", Planned)
 	case len(p.Stores) != D || len(p.Reads) != D:
 		return fmt.Errorf("store: a plan for %d and %d devices, but the store has %d", len(p.Stores), len(p.Reads), D)
+	case !(p.Replicate >= 0 && p.Replicate <= 1):
+		return fmt.Errorf("store: plan: replicated share %v, want [0, 1]", p.Replicate)
 	}
 	for i := range D {
 		if len(p.Reads[i]) != D {

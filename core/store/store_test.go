@@ -73,6 +73,15 @@ func expect(p store.Placement, rank []int32, n, D int, rowsPerDev int, topo []in
 		for r, v := range rank[:min(len(rank), D*rowsPerDev)] {
 			where[v] = r % D
 		}
+	case store.ReplicatedInterleaved: // half of the budget replicated
+		k := min(len(rank), int(int64(float64(capBytes)*0.5)/rowBytes))
+		for _, v := range rank[:k] {
+			where[v] = -2
+		}
+		rest := rank[k:]
+		for r, v := range rest[:min(len(rest), D*(int(capBytes/rowBytes)-k))] {
+			where[v] = r % D
+		}
 	case store.Modulo:
 		room := make([]int, D)
 		for d := range room {
@@ -145,7 +154,7 @@ func TestGatherExact(t *testing.T) {
 					continue // TestPlannedGather
 				}
 				s, err := store.New(b, d.Features, dim, rank, store.Options{Placement: pl, Devices: devs,
-					Capacity: []int64{capBytes}, Graph: d.Graph, GraphRatio: ratio})
+					Capacity: []int64{capBytes}, Graph: d.Graph, GraphRatio: ratio, Replicate: 0.5})
 				if err != nil {
 					t.Fatalf("%s %s %s: %v", pid, tp.name, pl, err)
 				}

@@ -21,6 +21,12 @@ type Topology struct {
 	// link (NVLink), GB/s; 0 means no direct link, and such transfers go
 	// through the host.
 	PeerGBps [][]float64
+	// Switch[i] is the PCIe switch device i's host link goes through, or
+	// -1 for its own link to the host (nil: every device its own). Devices
+	// behind one switch share its uplink to the host, SwitchGBps per
+	// direction, so their host transfers take turns on it.
+	Switch     []int
+	SwitchGBps float64
 	// Compute is what every device's kernels run at, for the cost model
 	// that predicts their time (see backend.TimePredictor).
 	Compute DeviceSpec
@@ -105,6 +111,8 @@ func Preset(name string, devices int, capacity int64) (Topology, error) {
 		for _, d := range [][2]int{{0, 3}, {1, 2}, {4, 7}, {5, 6}, {0, 6}, {1, 7}, {2, 4}, {3, 5}} {
 			link(d[0], d[1], 2)
 		}
+		// GPUs 2k and 2k+1 share a PCIe switch with one x16 uplink.
+		t.Switch, t.SwitchGBps = []int{0, 0, 1, 1, 2, 2, 3, 3}, PCIeGBps
 	}
 	return t, nil
 }
@@ -122,6 +130,19 @@ func (t Topology) Validate() error {
 	}
 	if len(t.HostGBps) != t.Devices || len(t.PeerGBps) != t.Devices {
 		return fmt.Errorf("topology %q: %d host links and %d peer rows for %d devices", t.Name, len(t.HostGBps), len(t.PeerGBps), t.Devices)
+	}
+	if t.Switch != nil {
+		if len(t.Switch) != t.Devices {
+			return fmt.Errorf("topology %q: %d switch entries for %d devices", t.Name, len(t.Switch), t.Devices)
+		}
+		for i, s := range t.Switch {
+			if s < -1 {
+				return fmt.Errorf("topology %q: device %d on switch %d: want a switch index >= 0, or -1 for none", t.Name, i, s)
+			}
+		}
+		if slices.Max(t.Switch) >= 0 && !(t.SwitchGBps > 0) {
+			return fmt.Errorf("topology %q: switch uplink bandwidth %v GB/s, want > 0", t.Name, t.SwitchGBps)
+		}
 	}
 	for i, bw := range t.HostGBps {
 		if !(bw > 0) {
@@ -148,6 +169,15 @@ func (t Topology) Neighbours(i int) []int {
 		}
 	}
 	return slices.Clip(out)
+}
+
+// SwitchOf returns the PCIe switch of device i, or -1 when its host link
+// is its own.
+func (t Topology) SwitchOf(i int) int {
+	if i < 0 || i >= len(t.Switch) {
+		return -1
+	}
+	return t.Switch[i]
 }
 
 // String describes the machine.

@@ -85,7 +85,9 @@ func (p Prediction) Since(earlier Prediction) Prediction {
 var stagePurposes = map[string]bool{backend.PurposeFeatures: true, backend.PurposeTopology: true}
 
 // Split returns the predicted time of the transfer stage and of the
-// computation: links one after another, devices computing in parallel.
+// computation: each purpose's transfers on their critical path (links run
+// in parallel, see core/backend/sim), the purposes one after another,
+// devices computing in parallel.
 func (p Prediction) Split() (stage, compute float64) {
 	for k, s := range p.TransferS {
 		if stagePurposes[k] {

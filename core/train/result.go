@@ -87,7 +87,8 @@ type Result struct {
 	TierHitRates map[string]float64 `json:"tier_hit_rates,omitempty"`
 	// Traffic is, on simulated devices, the bytes that crossed each link
 	// and the time the link bandwidths predict for them; TransferTimeS is
-	// their sum (links are not assumed to overlap).
+	// their sum (the busy time of all links; the predicted times take the
+	// critical path of links running in parallel).
 	Traffic       []backend.LinkTraffic `json:"traffic,omitempty"`
 	TransferTimeS float64               `json:"transfer_time_s,omitempty"`
 	// TrafficByPurpose splits the same bytes by what they carried
@@ -99,12 +100,21 @@ type Result struct {
 	// the overlap of the mini-batch pipeline (train.overlap).
 	// PredictedComputeS is each device's predicted kernel time in the
 	// last epoch.
-	PredictedEpochS   float64            `json:"predicted_epoch_s,omitempty"`
-	PredictedComputeS map[string]float64 `json:"predicted_compute_s,omitempty"`
-	Threads           int                `json:"threads"`
-	Seed              int64              `json:"seed"`
-	ConfigSHA256      string             `json:"config_sha256"`
-	Version           string             `json:"version"`
+	PredictedEpochS float64 `json:"predicted_epoch_s,omitempty"`
+	// PredictedFeaturesS and PredictedTopologyS are the mean predicted
+	// transfer time per step of the last epoch's feature extraction
+	// (store gathers, input rows) and topology (the samplers' reads
+	// through the store, block uploads), links in parallel (mini-batch on
+	// sim). TopologyRatio is the share of the nodes whose topology the
+	// devices hold (store.graph_ratio, "auto" resolved).
+	PredictedFeaturesS float64            `json:"predicted_features_s,omitempty"`
+	PredictedTopologyS float64            `json:"predicted_topology_s,omitempty"`
+	TopologyRatio      float64            `json:"topology_ratio,omitempty"`
+	PredictedComputeS  map[string]float64 `json:"predicted_compute_s,omitempty"`
+	Threads            int                `json:"threads"`
+	Seed               int64              `json:"seed"`
+	ConfigSHA256       string             `json:"config_sha256"`
+	Version            string             `json:"version"`
 
 	// noValid and noTest mark an empty split: its accuracy is absent
 	// (JSON null), not 0.

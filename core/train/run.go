@@ -234,8 +234,13 @@ func LoadDataset(ctx context.Context, cfg *config.Config) (*graph.Dataset, error
 		}
 		return nil, cfg.KeyError(err.Error(), "data", "dataset")
 	}
-	if cfg.Data.Reorder == "degree" {
+	switch cfg.Data.Reorder {
+	case "degree":
 		graph.ReorderByDegree(ds)
+	case "score":
+		if err := reorderByScore(ctx, cfg, ds); err != nil {
+			return nil, err
+		}
 	}
 	return ds, nil
 }

@@ -64,6 +64,9 @@ func init() { registry.Register(new(Sim)) }
 func machineTopology(cfg *config.Config) (topology.Topology, error) {
 	d := cfg.Devices
 	if len(d.HostGBps) == 0 && len(d.PeerGBps) == 0 {
+		if len(d.PCIeSwitch) > 0 || d.SwitchGBps != 0 {
+			return topology.Topology{}, cfg.KeyError("devices.pcie_switch and switch_gbps describe a custom topology (with host_gbps); a preset has its own switches", "devices", "pcie_switch")
+		}
 		preset := d.Preset
 		if preset == "" {
 			preset = "pcie-only"
@@ -105,6 +108,15 @@ func machineTopology(cfg *config.Config) (topology.Topology, error) {
 		}
 	}
 	topo := topology.Topology{Name: "custom", Devices: n, Capacity: d.MemoryBytes, HostGBps: append([]float64(nil), d.HostGBps...), PeerGBps: peer}
+	if len(d.PCIeSwitch) > 0 {
+		if len(d.PCIeSwitch) != n {
+			return topo, cfg.KeyError(fmt.Sprintf("devices.pcie_switch has %d entries for the %d devices of host_gbps; give one per device (-1 = no switch)", len(d.PCIeSwitch), n), "devices", "pcie_switch")
+		}
+		topo.Switch, topo.SwitchGBps = append([]int(nil), d.PCIeSwitch...), d.SwitchGBps
+		if topo.SwitchGBps == 0 {
+			topo.SwitchGBps = topology.PCIeGBps
+		}
+	}
 	if err := topo.Validate(); err != nil {
 		return topo, cfg.KeyError("devices: "+err.Error(), "devices")
 	}

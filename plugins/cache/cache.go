@@ -84,6 +84,9 @@ func (c *Capacity) SetFraction(f float64) { c.Capacity, c.CapacityBytes = f, 0 }
 // (b = 0: nothing).
 func (c *Capacity) SetBytes(b int64) { c.Capacity, c.CapacityBytes = 0, b }
 
+// Current returns the capacity as set: the fraction and the byte budget.
+func (c *Capacity) Current() (fraction float64, bytes int64) { return c.Capacity, c.CapacityBytes }
+
 // Count returns how many of n nodes the capacity holds: floor(capacity*n).
 func (c *Capacity) Count(n int) int {
 	return min(n, int(math.Floor(c.Capacity*float64(n))))

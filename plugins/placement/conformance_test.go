@@ -24,6 +24,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"xgnn max_steps=10", func() placing.Solver { return &XGNN{LocalGBps: 300, MaxSteps: 10} }},
 		{"clique local_gbps=10", func() placing.Solver { return &Clique{LocalGBps: 10} }},
+		{"cliqueopt replicate=0.5", func() placing.Solver { return &CliqueOpt{LocalGBps: DefaultLocalGBps, Replicate: 0.5} }},
 	} {
 		t.Run(tt.name, func(t *testing.T) { placementtest.Test(t, tt.s) })
 	}

@@ -10,6 +10,8 @@
 //	                  bandwidth rules)
 //	placement.clique  QUIVER's policy: equal fully connected cliques, the
 //	                  whole data replicated on each clique
+//	placement.cliqueopt  the clique policy with the hottest rows duplicated
+//	                  on every GPU (XGNN's CliqueOpt baseline, cliqueopt.go)
 //
 // The model: the graph data kept on GPUs is cut into n logical partitions,
 // one per selected GPU, and logical partition p starts on the p-th selected

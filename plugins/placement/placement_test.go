@@ -407,7 +407,7 @@ func TestRegistered(t *testing.T) {
 			t.Errorf("%s does not implement Solver", m.ID)
 		}
 	}
-	if !slices.Equal(ids, []string{"placement.clique", "placement.xgnn"}) {
+	if !slices.Equal(ids, []string{"placement.clique", "placement.cliqueopt", "placement.xgnn"}) {
 		t.Errorf("placement modules = %v", ids)
 	}
 	x := newXGNN()

@@ -124,6 +124,7 @@ type localMap struct {
 type scratch struct {
 	m   localMap
 	pos []int64   // khop: sampled edge positions of a layer
+	deg []int64   // the degrees of a layer's destinations
 	row []int32   // randomwalk: fixed-stride row slots
 	val []float32 // randomwalk: fixed-stride weights
 	cnt []int64   // per-row counts
@@ -132,12 +133,13 @@ type scratch struct {
 
 // workerScratch is the per-goroutine state of one call.
 type workerScratch struct {
-	sel    []int64  // picked positions of one row
-	bits   []uint64 // bitmap over a row's positions; all zero between rows
-	set    posSet
-	walk   []int32 // randomwalk: current node of each walk
-	visits []int32
-	pairs  []visitCount
+	sel     []int64  // picked positions of one row
+	bits    []uint64 // bitmap over a row's positions; all zero between rows
+	set     posSet
+	walk    []int32 // randomwalk: current node of each walk
+	walkDeg []int64 // randomwalk: the degrees of the live walks' nodes
+	visits  []int32
+	pairs   []visitCount
 }
 
 var freeScratch struct {
@@ -229,14 +231,14 @@ type layerFunc func(ctx context.Context, s *scratch, l int, dst []int32) (indptr
 // (the Dst of the last block) towards the inputs, sample each layer's
 // neighbours with sample, then relabel them to local ids, appending the
 // nodes not seen yet to Src after the destinations.
-func buildBlocks(ctx context.Context, g *graph.CSR, seeds []int32, layers int, sample layerFunc) ([]Block, error) {
+func buildBlocks(ctx context.Context, numNodes int, seeds []int32, layers int, sample layerFunc) ([]Block, error) {
 	s := getScratch()
 	s.ensureWorkers()
 	m := &s.m
-	useDense := g.NumRows <= denseMapLimit
+	useDense := numNodes <= denseMapLimit
 	if useDense {
-		if len(m.dense) < g.NumRows {
-			m.dense = make([]int32, g.NumRows)
+		if len(m.dense) < numNodes {
+			m.dense = make([]int32, numNodes)
 		}
 	} else {
 		m.hashInit(len(seeds) * 8)
@@ -377,15 +379,25 @@ func (m *localMap) relabelHash(nbr []int32, src []int32) []int32 {
 	return src
 }
 
-// prefixCounts returns the row pointers (len(dst)+1) of per-row counts.
-func prefixCounts(dst []int32, count func(v int32) int64) []int64 {
-	indptr := make([]int64, len(dst)+1)
+// prefixCounts returns the row pointers (len(degs)+1) of per-row counts.
+func prefixCounts(degs []int64, count func(deg int64) int64) []int64 {
+	indptr := make([]int64, len(degs)+1)
 	var t int64
-	for i, v := range dst {
-		t += count(v)
+	for i, d := range degs {
+		t += count(d)
 		indptr[i+1] = t
 	}
 	return indptr
+}
+
+// degrees reads the degrees of dst with one batched read, into scratch.
+func (s *scratch) degrees(g Graph, dst []int32) []int64 {
+	if cap(s.deg) < len(dst) {
+		s.deg = make([]int64, len(dst))
+	}
+	d := s.deg[:len(dst)]
+	g.NumNeighbors(dst, d)
+	return d
 }
 
 // insertionSort sorts a short slice of positions.

@@ -44,11 +44,20 @@ func (f *Full) Validate() error {
 
 // Sample implements Sampler. rng is unused: full blocks are deterministic.
 func (f *Full) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
+	if err := checkInput("sampler.full", g, seeds); err != nil {
+		return nil, err
+	}
+	return f.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
+}
+
+// SampleGraph implements sampling.GraphSampler: per layer one batched
+// degree read and one batched read of the whole rows.
+func (f *Full) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.full"
 	if err := f.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	if err := checkInput(id, g, seeds); err != nil {
+	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}
 	// local maps a global id to its local id in the current Src list. Each
@@ -64,26 +73,28 @@ func (f *Full) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		src := slices.Clone(dst)
+		deg := make([]int64, len(dst))
+		g.NumNeighbors(dst, deg)
 		indptr := make([]int64, len(dst)+1)
-		idx := make([]int32, 0, len(dst))
-		for i, d := range dst {
-			if i%(1<<16) == 0 && i > 0 {
+		for i, d := range deg {
+			indptr[i+1] = indptr[i] + d
+		}
+		idx := make([]int32, indptr[len(dst)])
+		g.NeighborsBatch(dst, indptr, nil, idx)
+		src := slices.Clone(dst)
+		for e, c := range idx {
+			if e%(1<<16) == 0 && e > 0 {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
 			}
-			for e := g.Indptr[d]; e < g.Indptr[d+1]; e++ {
-				c := int32(g.Col(e))
-				li, ok := local[c]
-				if !ok {
-					li = int32(len(src))
-					local[c] = li
-					src = append(src, c)
-				}
-				idx = append(idx, li)
+			li, ok := local[c]
+			if !ok {
+				li = int32(len(src))
+				local[c] = li
+				src = append(src, c)
 			}
-			indptr[i+1] = int64(len(idx))
+			idx[e] = li
 		}
 		blocks[l] = Block{
 			Dst: dst,

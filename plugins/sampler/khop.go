@@ -58,55 +58,52 @@ func (k *KHop) Validate() error { return checkFanouts(k.Fanouts) }
 
 // Sample implements Sampler.
 func (kh *KHop) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
+	if err := checkInput("sampler.khop", g, seeds); err != nil {
+		return nil, err
+	}
+	return kh.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
+}
+
+// SampleGraph implements sampling.GraphSampler: per layer one batched
+// degree read and one batched neighbour read.
+func (kh *KHop) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.khop"
 	if err := kh.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	if err := checkInput(id, g, seeds); err != nil {
+	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}
 	fanouts := slices.Clone(kh.Fanouts)
-	return buildBlocks(ctx, g, seeds, len(fanouts), func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
+	return buildBlocks(ctx, g.NumNodes(), seeds, len(fanouts), func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
 		k := int64(fanouts[l])
-		ip := g.Indptr
-		indptr := prefixCounts(dst, func(v int32) int64 { return uniformCount(ip[v+1]-ip[v], k, false) })
+		degs := s.degrees(g, dst)
+		indptr := prefixCounts(degs, func(d int64) int64 { return uniformCount(d, k, false) })
 		m := indptr[len(dst)]
 		if int64(cap(s.pos)) < m {
 			s.pos = make([]int64, m)
 		}
 		pos := s.pos[:m]
-		// Phase 1: edge addresses of the sampled neighbours.
+		// Phase 1: the positions of the sampled neighbours, ascending
+		// within each row.
 		s.parallel(len(dst), indptr, func(w, lo, hi int) {
 			ws := s.worker(w)
 			for i := lo; i < hi; i++ {
-				v := dst[i]
-				start, deg := ip[v], ip[v+1]-ip[v]
+				deg := degs[i]
 				out := pos[indptr[i]:indptr[i+1]]
 				if k < 0 || deg <= k {
 					for q := range out {
-						out[q] = start + int64(q)
+						out[q] = int64(q)
 					}
 					continue
 				}
-				r := newRNG(rng, l, v)
-				for q, p := range pickSorted(&r, deg, k, true, ws) {
-					out[q] = start + p
-				}
+				r := newRNG(rng, l, dst[i])
+				copy(out, pickSorted(&r, deg, k, true, ws))
 			}
 		})
 		// Phase 2: one batched read of the whole layer.
 		nbr := make([]int32, m)
-		s.parallel(int(m), nil, func(_, lo, hi int) {
-			if c := g.Idx32; c != nil {
-				for e, p := range pos[lo:hi] {
-					nbr[lo+e] = c[p]
-				}
-				return
-			}
-			for e, p := range pos[lo:hi] {
-				nbr[lo+e] = int32(g.Idx64[p])
-			}
-		})
+		g.NeighborsBatch(dst, indptr, pos, nbr)
 		return indptr, nbr, nil, nil
 	})
 }

@@ -100,49 +100,59 @@ func topVisited(visits []int32, k int, pairs []visitCount) []visitCount {
 
 // walkRow appends the visits of the walks from v (v itself excluded). The
 // walks advance in lockstep, hop by hop (walk w's hop h draws after walk
-// w-1's hop h), so that their independent memory reads overlap; cur is
-// scratch of len walks.
-func walkRow(g *graph.CSR, r *rngStream, v int32, length int, cur []int32, visits []int32) []int32 {
-	ip := g.Indptr
+// w-1's hop h): per hop one batched degree read of the live walks, then
+// each walk's next node; cur is scratch of len walks, deg of len walks.
+func walkRow(g Graph, r *rngStream, v int32, length int, cur []int32, deg []int64, visits []int32) []int32 {
 	for w := range cur {
 		cur[w] = v
 	}
-	live := len(cur)
+	live := cur
+	var one [1]int32
+	var at [1]int64
 	for range length {
-		if live == 0 {
+		if len(live) == 0 {
 			break
 		}
-		for w, c := range cur {
-			if c < 0 {
+		g.NumNeighbors(live, deg[:len(live)])
+		next := live[:0]
+		for w, c := range live {
+			d := deg[w]
+			if d == 0 { // dead end: the walk stops
 				continue
 			}
-			start, deg := ip[c], ip[c+1]-ip[c]
-			if deg == 0 { // dead end: the walk stops
-				cur[w] = -1
-				live--
-				continue
-			}
-			c = col(g, start+r.below(deg))
-			cur[w] = c
+			at[0] = r.below(d)
+			g.Neighbors(c, at[:], one[:])
+			c = one[0]
+			next = append(next, c)
 			if c != v {
 				visits = append(visits, c)
 			}
 		}
+		live = next
 	}
 	return visits
 }
 
 // Sample implements Sampler.
 func (rw *RandomWalk) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
+	if err := checkInput("sampler.randomwalk", g, seeds); err != nil {
+		return nil, err
+	}
+	return rw.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
+}
+
+// SampleGraph implements sampling.GraphSampler: every hop of a row's
+// walks is one batched degree read and one read per walk.
+func (rw *RandomWalk) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.randomwalk"
 	if err := rw.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	if err := checkInput(id, g, seeds); err != nil {
+	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}
 	cfg := *rw
-	return buildBlocks(ctx, g, seeds, cfg.NumLayers, func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
+	return buildBlocks(ctx, g.NumNodes(), seeds, cfg.NumLayers, func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
 		k := min(cfg.TopK, cfg.Walks*cfg.WalkLength) // no row has more distinct visits
 		n := len(dst)
 		// Each row writes at most k neighbours into its own fixed slot.
@@ -161,8 +171,9 @@ func (rw *RandomWalk) Sample(ctx context.Context, g *graph.CSR, seeds []int32, r
 				r := newRNG(rng, l, v)
 				if len(ws.walk) < cfg.Walks {
 					ws.walk = make([]int32, cfg.Walks)
+					ws.walkDeg = make([]int64, cfg.Walks)
 				}
-				ws.visits = walkRow(g, &r, v, cfg.WalkLength, ws.walk[:cfg.Walks], ws.visits[:0])
+				ws.visits = walkRow(g, &r, v, cfg.WalkLength, ws.walk[:cfg.Walks], ws.walkDeg[:cfg.Walks], ws.visits[:0])
 				top := topVisited(ws.visits, k, ws.pairs)
 				ws.pairs = top[:0]
 				var total int64

@@ -41,6 +41,8 @@ type (
 	Block = sampling.Block
 	// Layered is sampling.Layered.
 	Layered = sampling.Layered
+	// Graph is sampling.Graph.
+	Graph = sampling.Graph
 )
 
 // NumLayers returns the number of blocks s returns (sampling.NumLayers).
@@ -54,13 +56,18 @@ func checkInput(id string, g *graph.CSR, seeds []int32) error {
 	if g.NumRows != g.NumCols {
 		return fmt.Errorf("%s: graph is %d x %d; samplers need a square adjacency", id, g.NumRows, g.NumCols)
 	}
-	if g.NumRows > 1<<31-1 {
-		return fmt.Errorf("%s: graph has %d nodes; blocks use int32 node ids", id, g.NumRows)
+	return checkSeeds(id, g.NumRows, seeds)
+}
+
+// checkSeeds validates the seeds of a graph of n nodes.
+func checkSeeds(id string, n int, seeds []int32) error {
+	if n > 1<<31-1 {
+		return fmt.Errorf("%s: graph has %d nodes; blocks use int32 node ids", id, n)
 	}
 	seen := make(map[int32]struct{}, len(seeds))
 	for i, s := range seeds {
-		if s < 0 || int(s) >= g.NumRows {
-			return fmt.Errorf("%s: seed %d (position %d) is outside [0,%d)", id, s, i, g.NumRows)
+		if s < 0 || int(s) >= n {
+			return fmt.Errorf("%s: seed %d (position %d) is outside [0,%d)", id, s, i, n)
 		}
 		if _, dup := seen[s]; dup {
 			return fmt.Errorf("%s: seed %d is listed twice", id, s)
@@ -76,3 +83,11 @@ func init() {
 	registry.Register(new(KHop))
 	registry.Register(new(RandomWalk))
 }
+
+// Every sampler reads the graph only through sampling.Graph.
+var (
+	_ sampling.GraphSampler = (*Full)(nil)
+	_ sampling.GraphSampler = (*Uniform)(nil)
+	_ sampling.GraphSampler = (*KHop)(nil)
+	_ sampling.GraphSampler = (*RandomWalk)(nil)
+)

@@ -81,30 +81,39 @@ func uniformCount(deg, k int64, replace bool) int64 {
 
 // Sample implements Sampler.
 func (u *Uniform) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
+	if err := checkInput("sampler.uniform", g, seeds); err != nil {
+		return nil, err
+	}
+	return u.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
+}
+
+// SampleGraph implements sampling.GraphSampler: per layer one batched
+// degree read, then each row's picked neighbours requested one by one as
+// soon as they are picked.
+func (u *Uniform) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.uniform"
 	if err := u.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	if err := checkInput(id, g, seeds); err != nil {
+	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}
 	fanouts, replace := slices.Clone(u.Fanouts), u.Replace
-	return buildBlocks(ctx, g, seeds, len(fanouts), func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
+	return buildBlocks(ctx, g.NumNodes(), seeds, len(fanouts), func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
 		k := int64(fanouts[l])
-		ip := g.Indptr
-		indptr := prefixCounts(dst, func(v int32) int64 { return uniformCount(ip[v+1]-ip[v], k, replace) })
+		degs := s.degrees(g, dst)
+		indptr := prefixCounts(degs, func(d int64) int64 { return uniformCount(d, k, replace) })
 		nbr := make([]int32, indptr[len(dst)])
 		s.parallel(len(dst), indptr, func(w, lo, hi int) {
 			ws := s.worker(w)
 			for i := lo; i < hi; i++ {
-				v := dst[i]
-				start, deg := ip[v], ip[v+1]-ip[v]
+				v, deg := dst[i], degs[i]
 				out := nbr[indptr[i]:indptr[i+1]]
 				if len(out) == 0 {
 					continue
 				}
 				if k < 0 || !replace && deg <= k {
-					copyRow(g, start, out)
+					g.Neighbors(v, nil, out)
 					continue
 				}
 				r := newRNG(rng, l, v)
@@ -118,7 +127,7 @@ func (u *Uniform) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng u
 				} else {
 					sel = pickSorted(&r, deg, k, false, ws)
 				}
-				readRow(g, start, sel, out)
+				g.Neighbors(v, sel, out)
 			}
 		})
 		return indptr, nbr, nil, nil
@@ -149,32 +158,6 @@ func floyd(r *rngStream, deg, k int64, sel []int64, set *posSet) []int64 {
 		sel = append(sel, t)
 	}
 	return sel
-}
-
-// copyRow copies the whole row starting at edge start into out.
-func copyRow(g *graph.CSR, start int64, out []int32) {
-	if g.Idx32 != nil {
-		copy(out, g.Idx32[start:start+int64(len(out))])
-		return
-	}
-	for q := range out {
-		out[q] = int32(g.Idx64[start+int64(q)])
-	}
-}
-
-// readRow reads the neighbours at positions sel of the row starting at
-// edge start.
-func readRow(g *graph.CSR, start int64, sel []int64, out []int32) {
-	if c := g.Idx32; c != nil {
-		row := c[start:]
-		for q, p := range sel {
-			out[q] = row[p]
-		}
-		return
-	}
-	for q, p := range sel {
-		out[q] = int32(g.Idx64[start+p])
-	}
 }
 
 // Capabilities implements sampling.Describer: random, with replacement

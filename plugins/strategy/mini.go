@@ -12,8 +12,6 @@ import (
 	"strata/core/registry"
 	"strata/core/store"
 	"strata/core/tensor"
-	"strata/plugins/cache"
-	"strata/plugins/placement"
 	"strata/plugins/sampler"
 )
 
@@ -50,6 +48,9 @@ type miniBatches struct {
 	// predicted is the simulated machine's predicted time of the last
 	// epoch, pipelined (0 off the simulated backend).
 	predicted float64
+	// predFeatS and predTopoS are the last epoch's mean predicted feature
+	// and topology transfer time per batch.
+	predFeatS, predTopoS float64
 	// store, when a cache policy is configured, holds the hot feature rows
 	// on the devices; hits and rows count the last epoch's gathers.
 	store      *store.Store
@@ -121,52 +122,6 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e stepEnv) (*miniBa
 	return m, nil
 }
 
-// newFeatureStore ranks the nodes with the [cache] policy and places the
-// hot rows on the training devices, interleaved.
-func newFeatureStore(ctx context.Context, cfg *config.Config, e stepEnv, devices []tensor.Tier) (*store.Store, error) {
-	pol, ok := cfg.Cache.Module.(cache.Policy)
-	if !ok {
-		return nil, cfg.KeyError(fmt.Sprintf("cache.name = %q decides online; mini-batch training takes a static policy that ranks the nodes (degree, rpagerank, weighted-rpagerank, presample, random, none)", cfg.Cache.Name), "cache", "name")
-	}
-	if e.tier == tensor.Host {
-		return nil, cfg.KeyError("cache: a feature cache needs a device to cache on; set train.backend = \"sim\"", "cache", "name")
-	}
-	if e.dt != tensor.Float32 {
-		return nil, cfg.KeyError("cache: the feature store holds float32 rows; set train.dtype = \"float32\"", "train", "dtype")
-	}
-	if err := registry.Provision(ctx, cfg.Cache.Module); err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
-	}
-	rank, err := pol.Rank(ctx, e.ds)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Cache.ID, err)
-	}
-	perDevice := (int64(len(rank)) + int64(len(devices)) - 1) / int64(len(devices))
-	opts := store.Options{Placement: store.Interleaved, Devices: devices, Capacity: []int64{perDevice * int64(e.dim) * 4}}
-	if cfg.Placement.Name != "" {
-		solver, ok := cfg.Placement.Module.(placement.Solver)
-		machine, isSim := e.be.(backend.Machine)
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("placement.name = %q is not a placement solver", cfg.Placement.Name)
-		case !isSim:
-			return nil, cfg.KeyError("placement: placing partitions needs simulated devices; set train.backend = \"sim\"", "placement", "name")
-		}
-		if err := registry.Provision(ctx, cfg.Placement.Module); err != nil {
-			return nil, fmt.Errorf("placement: %w", err)
-		}
-		plan, err := solver.Place(ctx, machine.Topology(), nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.Placement.ID, err)
-		}
-		// Each device holds as many partitions as the fullest one, so the
-		// same capacity covers MaxStored partitions of len(rank)/D rows.
-		opts.Placement, opts.Plan = store.Planned, plan.StorePlan()
-		opts.Capacity = []int64{perDevice * int64(plan.MaxStored()) * int64(e.dim) * 4}
-	}
-	return store.New(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, e.dim, rank, opts)
-}
-
 func (m *miniBatches) release() {
 	if m.store != nil {
 		m.store.Close()
@@ -208,8 +163,9 @@ func (m *miniBatches) hitRates() map[string]float64 {
 type shard struct {
 	nodes  []int32
 	blocks []sampler.Block
-	x      []float32    // host-gathered input rows (nil with a store or micro-batches)
-	micro  []microBatch // its micro-batches, when micro-batching
+	x      []float32           // host-gathered input rows (nil with a store or micro-batches)
+	micro  []microBatch        // its micro-batches, when micro-batching
+	topo   store.TopologyStats // the sampler's reads through the store
 }
 
 // sampled is one batch made ready by the producer.
@@ -243,14 +199,14 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 					continue
 				}
 				t0 := time.Now()
-				blocks, err := m.sampler.Sample(ctx, e.adjs.Adj, part, seed*0x9e3779b97f4a7c15+uint64(i*d+k))
+				blocks, topo, err := m.sample(ctx, k, part, seed*0x9e3779b97f4a7c15+uint64(i*d+k))
 				t1 := time.Now()
 				sampleS += t1.Sub(t0).Seconds()
 				if err != nil {
 					b.err = err
 					break
 				}
-				sh := shard{nodes: part, blocks: blocks}
+				sh := shard{nodes: part, blocks: blocks, topo: topo}
 				if m.micro != nil {
 					if b.err = m.micro.splitShard(ctx, e, &sh, m.store == nil); b.err != nil {
 						break
@@ -284,7 +240,9 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 		}
 		st := m.stage(ctx, b, n)
 		if sb {
-			st.predictedS, _ = train.PredictionNow(e.be).Since(before).Split()
+			d := train.PredictionNow(e.be).Since(before)
+			st.predictedS, _ = d.Split()
+			st.featS, st.topoS = d.TransferS[backend.PurposeFeatures], d.TransferS[backend.PurposeTopology]
 		}
 		return st
 	}
@@ -333,7 +291,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 		}
 		return stageOne(b, n), true
 	}
-	var loss, trainS, stageS float64
+	var loss, trainS, stageS, featS, topoS float64
 	var hits, peer, rows int64
 	var stagePred, computePred []float64
 	n := 0
@@ -347,6 +305,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 			return 0, st.err
 		}
 		stageS += st.seconds
+		featS, topoS = featS+st.featS, topoS+st.topoS
 		hits, peer, rows = hits+st.hits, peer+st.peer, rows+st.rows
 		var before train.Prediction
 		if sb {
@@ -372,6 +331,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 	}
 	m.sampleS, m.extractS, m.stageS, m.trainS, m.sampledEdges = sampleS, hostExtractS, stageS, trainS, edges
 	m.hits, m.peer, m.rows = hits, peer, rows
+	m.predFeatS, m.predTopoS = featS/float64(max(n, 1)), topoS/float64(max(n, 1))
 	m.micro.endEpoch(m)
 	m.predicted = 0
 	for i := range stagePred {
@@ -395,6 +355,8 @@ type staged struct {
 	peer       int64   // feature rows other devices' caches served
 	seconds    float64 // wall time of the stage
 	predictedS float64 // the stage's predicted time on the simulated machine
+	featS      float64 // of which feature transfers
+	topoS      float64 // and topology transfers
 	err        error
 }
 
@@ -410,6 +372,12 @@ func (m *miniBatches) stage(ctx context.Context, b sampled, n int) *staged {
 	}
 	for k, sh := range b.shards {
 		r := m.replicas[k]
+		if m.store != nil {
+			if err := m.store.CountTopology(sh.topo); err != nil {
+				st.err = fmt.Errorf("batch %d: %w", n, err)
+				return st
+			}
+		}
 		if sh.micro != nil {
 			st.bound = append(st.bound, nil) // bound one at a time by train
 			continue
@@ -620,6 +588,11 @@ func (m *miniBatches) ReportResult(res *train.Result) {
 	}
 	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.sampleS, m.extractS, m.stageS, m.trainS
 	res.CacheHitRate, res.TierHitRates = m.hitRate(), m.hitRates()
+	res.PredictedFeaturesS, res.PredictedTopologyS = m.predFeatS, m.predTopoS
+	if m.store != nil && m.store.HoldsTopology() {
+		k, _ := m.store.HotTopology()
+		res.TopologyRatio = float64(k) / float64(max(m.store.NumRows(), 1))
+	}
 	if m.sampleS > 0 {
 		res.SampledEdgesPerS = float64(m.sampledEdges) / m.sampleS
 	}

@@ -32,12 +32,17 @@ func (b *Backend) SetKernelCost(c backend.KernelCost) {
 }
 
 // Predicted returns the predictions since the last ResetTraffic (no kernel
-// times without a kernel cost model).
+// times without a kernel cost model). Reading them is a barrier: the
+// transfers issued so far are complete (see timeline), and later ones
+// start after them.
 func (b *Backend) Predicted() backend.Predicted {
 	t := b.traffic
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	p := backend.Predicted{TransferS: maps.Clone(t.linkS), KernelS: make(map[tensor.Tier]map[string]float64, len(t.kernelS))}
+	p := backend.Predicted{TransferS: make(map[string]float64, len(t.lines)), KernelS: make(map[tensor.Tier]map[string]float64, len(t.kernelS))}
+	for purpose, tl := range t.lines {
+		p.TransferS[purpose] = tl.barrier()
+	}
 	for tier, m := range t.kernelS {
 		p.KernelS[tier] = maps.Clone(m)
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,13 +49,13 @@ type counters struct {
 	mu      sync.Mutex
 	bytes   map[Link]int64
 	byUse   map[string]int64
-	linkS   map[string]float64 // by purpose
+	lines   map[string]*timeline // by purpose
 	cost    KernelCost
 	kernelS map[tensor.Tier]map[string]float64
 }
 
 func newCounters() *counters {
-	return &counters{bytes: map[Link]int64{}, byUse: map[string]int64{}, linkS: map[string]float64{}, kernelS: map[tensor.Tier]map[string]float64{}}
+	return &counters{bytes: map[Link]int64{}, byUse: map[string]int64{}, lines: map[string]*timeline{}, kernelS: map[tensor.Tier]map[string]float64{}}
 }
 
 // ForPurpose returns a view of the backend whose transfers count under
@@ -140,10 +141,32 @@ func (b *Backend) count(from, to tensor.Tier, n int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.byUse[purpose] += n
+	tl := t.lines[purpose]
+	if tl == nil {
+		tl = newTimeline()
+		t.lines[purpose] = tl
+	}
+	ready := 0.0 // a routed copy's second hop starts when its first ends
 	for _, l := range links {
 		t.bytes[l] += n
-		t.linkS[purpose] += float64(n) / (b.bandwidth(l) * 1e9)
+		ready = tl.schedule(b.resources(l), ready, b.linkSeconds(l, n))
 	}
+}
+
+// CountRead implements backend.InPlaceReads: bytes that a kernel on
+// reader read in place from holder count as a transfer holder -> reader
+// (through the host when the devices have no direct link).
+func (b *Backend) CountRead(holder, reader tensor.Tier, bytes int64) error {
+	for _, t := range []tensor.Tier{holder, reader} {
+		if _, ok := b.inner[t]; !ok {
+			return fmt.Errorf("sim: in-place read: tier %q is not available (tiers: %v)", t, b.tiers)
+		}
+	}
+	if bytes < 0 {
+		return fmt.Errorf("sim: in-place read of %d bytes", bytes)
+	}
+	b.count(holder, reader, bytes)
+	return nil
 }
 
 // device returns the index of a device tier, or -1 for the host.
@@ -195,7 +218,7 @@ func (b *Backend) ResetTraffic() {
 	t := b.traffic
 	t.mu.Lock()
 	fresh := newCounters()
-	t.bytes, t.byUse, t.linkS, t.kernelS = fresh.bytes, fresh.byUse, fresh.linkS, fresh.kernelS
+	t.bytes, t.byUse, t.lines, t.kernelS = fresh.bytes, fresh.byUse, fresh.lines, fresh.kernelS
 	t.mu.Unlock()
 }
 
@@ -221,5 +244,6 @@ var (
 	_ backend.TrafficCounter = (*Backend)(nil)
 	_ backend.TimePredictor  = (*Backend)(nil)
 	_ backend.PeakResetter   = (*Backend)(nil)
+	_ backend.InPlaceReads   = (*Backend)(nil)
 	_ extensions             = (*Backend)(nil)
 )
