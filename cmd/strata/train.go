@@ -21,8 +21,13 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	ctx = withMaxMemory(ctx, cf.maxMem)
+	ctx, stdout, progress, leave, err := joinGroup(ctx, cfg, *resume, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	res, err := train.Run(ctx, cfg, train.Options{
-		Progress:   progressWriter(cfg.Output.Progress, stderr),
+		Progress:   progress,
 		Version:    fullVersion(),
 		Host:       wasm.Host{Options: wopts},
 		Resume:     *resume,

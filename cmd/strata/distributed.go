@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"strata/core/comm"
+	"strata/core/config"
+	"strata/core/train"
+)
+
+// joinGroup joins the group of ranks the process was started in (alone:
+// a single-process group) and returns the context that carries it for the
+// strategy. On more than one rank the strategy must distribute (every
+// rank would otherwise train the whole model alone), and rank 0 alone
+// prints and writes outputs: other ranks get io.Discard for stdout and the
+// progress, and no output files. leave closes the group.
+func joinGroup(ctx context.Context, cfg *config.Config, resume bool, stdout, stderr io.Writer) (_ context.Context, out, progress io.Writer, leave func(), err error) {
+	c, err := comm.Join(ctx, os.Getenv)
+	if err != nil {
+		return nil, nil, nil, nil, usagef("%v", err)
+	}
+	leave = func() {
+		if err := c.Close(); err != nil {
+			fmt.Fprintf(stderr, "strata: rank %d: %v\n", c.Rank(), err)
+		}
+	}
+	progress = progressWriter(cfg.Output.Progress, stderr)
+	if c.Size() == 1 {
+		return comm.With(ctx, c), stdout, progress, leave, nil
+	}
+	fail := func(err error) (context.Context, io.Writer, io.Writer, func(), error) {
+		leave()
+		return nil, nil, nil, nil, err
+	}
+	strat, err := train.StrategyFor(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if _, ok := strat.(comm.Distributed); !ok {
+		return fail(cfg.KeyError(fmt.Sprintf("train.mode = %q runs in one process, and this is rank %d of %d (mpirun): set train.mode = \"distmini\" (sampled mini-batches) or \"distfull\" (full graph), see docs/distributed.md, or run without mpirun",
+			cfg.Train.Mode, c.Rank(), c.Size()), "train", "mode"))
+	}
+	if resume || cfg.Output.Checkpoint != "" {
+		return fail(cfg.KeyError(fmt.Sprintf("output.checkpoint: checkpoints of a run over %d ranks are not supported; remove output.checkpoint (and --resume)", c.Size()), "output", "checkpoint"))
+	}
+	if c.Rank() != 0 {
+		cfg.Output.Log, cfg.Output.CSV, cfg.Output.Model = "", "", ""
+		return comm.With(ctx, c), io.Discard, nil, leave, nil
+	}
+	return comm.With(ctx, c), stdout, progress, leave, nil
+}
