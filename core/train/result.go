@@ -101,12 +101,35 @@ type Result struct {
 	// last epoch.
 	PredictedEpochS   float64            `json:"predicted_epoch_s,omitempty"`
 	PredictedComputeS map[string]float64 `json:"predicted_compute_s,omitempty"`
-	Threads           int                `json:"threads"`
-	Seed              int64              `json:"seed"`
-	ConfigSHA256      string             `json:"config_sha256"`
-	Version           string             `json:"version"`
+	// Ranks are, for a run over several processes (strategy.distmini,
+	// strategy.distfull; docs/distributed.md), every rank's figures in
+	// rank order.
+	Ranks        []RankStats `json:"ranks,omitempty"`
+	Threads      int         `json:"threads"`
+	Seed         int64       `json:"seed"`
+	ConfigSHA256 string      `json:"config_sha256"`
+	Version      string      `json:"version"`
 
 	// noValid and noTest mark an empty split: its accuracy is absent
 	// (JSON null), not 0.
 	noValid, noTest bool
+}
+
+// RankStats are one rank's figures of a distributed run: its epoch times,
+// what it owns, and the bytes it sent to the other ranks in its last
+// epoch, by purpose (features, topology, requests, gradients, loss).
+type RankStats struct {
+	Rank             int     `json:"rank"`
+	EpochTimeMedianS float64 `json:"epoch_time_median_s"`
+	// CommS is the last epoch's time spent in collectives (waiting for
+	// the other ranks included).
+	CommS      float64          `json:"comm_s"`
+	Nodes      int              `json:"nodes"`       // nodes it owns
+	TrainNodes int              `json:"train_nodes"` // training nodes it owns
+	SentBytes  int64            `json:"sent_bytes"`
+	SentBy     map[string]int64 `json:"sent_by_purpose"`
+	// PredictedFeatureBytes is, for strategy.distfull, the feature bytes
+	// the partition says the rank sends each epoch (the rows of its
+	// nodes in the other ranks' L-hop halos).
+	PredictedFeatureBytes int64 `json:"predicted_feature_bytes,omitempty"`
 }
