@@ -94,6 +94,24 @@ func Bytes[T Elem](v []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(z)))
 }
 
+// View returns the elements b holds: b itself when it is aligned for T
+// (the caller then must not change b while it uses the result), otherwise
+// a copy; an error when its length is not a multiple of the element size.
+func View[T Elem](b []byte) ([]T, error) {
+	var z T
+	sz := int(unsafe.Sizeof(z))
+	if len(b)%sz != 0 {
+		return nil, fmt.Errorf("comm: %d bytes are not a whole number of %d-byte values", len(b), sz)
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%unsafe.Alignof(z) != 0 {
+		return Decode[T](b)
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/sz), nil
+}
+
 // Decode returns the elements b holds (a copy, aligned), or an error when
 // its length is not a multiple of the element size.
 func Decode[T Elem](b []byte) ([]T, error) {

@@ -113,7 +113,10 @@ func newDistRank(ctx context.Context, cfg *config.Config, e stepEnv, fanouts []i
 		}
 		d.topo.Indptr[i+1] = int64(len(d.topo.Idx32))
 	}
-	d.feats = gatherRows(e.feats, e.dim, mine)
+	d.feats = e.feats // alone: every row is the rank's own
+	if c.Size() > 1 {
+		d.feats = gatherRows(e.feats, e.dim, mine)
+	}
 	for _, v := range e.ds.Train {
 		if d.owner[v] == int32(c.Rank()) {
 			d.train++
@@ -246,12 +249,15 @@ func (d *distRank) sample(ctx context.Context, seeds []int32, rng uint64) ([]sam
 }
 
 // features returns the feature rows of ids, fetched from their owners (a
-// collective).
+// collective); this rank's own rows are copied in place, not sent.
 func (d *distRank) features(ctx context.Context, ids []int32) ([]float32, error) {
+	me := d.c.Rank()
 	lists, pos := d.byOwner(ids)
 	send := make([][]byte, len(lists))
 	for j, l := range lists {
-		send[j] = comm.Bytes(l)
+		if j != me {
+			send[j] = comm.Bytes(l)
+		}
 	}
 	reqs, err := d.exchange(ctx, "requests", send)
 	if err != nil {
@@ -259,14 +265,14 @@ func (d *distRank) features(ctx context.Context, ids []int32) ([]float32, error)
 	}
 	dim := d.e.dim
 	for j, b := range reqs {
-		want, err := comm.Decode[int32](b)
+		want, err := comm.View[int32](b)
 		if err != nil {
 			return nil, err
 		}
 		rows := make([]float32, 0, len(want)*dim)
 		for _, v := range want {
-			if d.owner[v] != int32(d.c.Rank()) {
-				return nil, fmt.Errorf("rank %d asked rank %d for the features of node %d, which rank %d owns", j, d.c.Rank(), v, d.owner[v])
+			if d.owner[v] != int32(me) {
+				return nil, fmt.Errorf("rank %d asked rank %d for the features of node %d, which rank %d owns", j, me, v, d.owner[v])
 			}
 			r := int(d.row[v])
 			rows = append(rows, d.feats[r*dim:(r+1)*dim]...)
@@ -279,7 +285,10 @@ func (d *distRank) features(ctx context.Context, ids []int32) ([]float32, error)
 	}
 	rows := make([][]float32, len(got))
 	for j, b := range got {
-		if rows[j], err = comm.Decode[float32](b); err != nil {
+		if j == me {
+			continue
+		}
+		if rows[j], err = comm.View[float32](b); err != nil {
 			return nil, err
 		}
 		if len(rows[j]) != len(lists[j])*dim {
@@ -288,8 +297,13 @@ func (d *distRank) features(ctx context.Context, ids []int32) ([]float32, error)
 	}
 	x := make([]float32, 0, len(ids)*dim)
 	for i, v := range ids {
-		p := int(pos[i])
-		x = append(x, rows[d.owner[v]][p*dim:(p+1)*dim]...)
+		if o := int(d.owner[v]); o == me {
+			r := int(d.row[v])
+			x = append(x, d.feats[r*dim:(r+1)*dim]...)
+		} else {
+			p := int(pos[i])
+			x = append(x, rows[o][p*dim:(p+1)*dim]...)
+		}
 	}
 	return x, nil
 }
@@ -374,44 +388,35 @@ func (d *distRank) allReduceGrads(ctx context.Context) error {
 	return nil
 }
 
-// evalChunk is the number of nodes a rank predicts at a time.
-const evalChunk = 4096
-
-// predictAll predicts this rank's nodes over full neighbourhoods, chunk by
-// chunk (every rank runs as many chunks as the largest partition needs),
-// then every rank receives every other's predictions.
+// predictAll predicts this rank's nodes over full neighbourhoods, all at
+// once (as strategy.minibatch predicts every node in one piece: the
+// neighbourhoods of chunks overlap, and each chunk would fetch the rows of
+// its own), then every rank receives every other's predictions.
 func (d *distRank) predictAll(ctx context.Context, pred []int32) error {
 	d.phase = "eval-"
 	defer func() { d.phase = "" }()
 	fanouts := d.fanouts
 	d.fanouts = slices.Repeat([]int{-1}, len(fanouts))
 	defer func() { d.fanouts = fanouts }()
-	most := 0
-	for _, o := range d.owned {
-		most = max(most, len(o))
-	}
 	mine := d.owned[d.c.Rank()]
 	out := make([]int32, len(mine))
-	for lo := 0; lo < most; lo += evalChunk {
-		nodes := mine[min(lo, len(mine)):min(lo+evalChunk, len(mine))]
-		blocks, err := d.sample(ctx, nodes, 0)
-		if err != nil {
-			return err
-		}
-		x, err := d.features(ctx, blocks[0].Src)
-		if err != nil {
-			return err
-		}
-		if len(nodes) == 0 {
-			continue
-		}
+	blocks, err := d.sample(ctx, mine, 0)
+	if err != nil {
+		return err
+	}
+	x, err := d.features(ctx, blocks[0].Src)
+	if err != nil {
+		return err
+	}
+	if len(mine) > 0 {
 		bb, err := d.r.bind(blocks, x, nil, true)
 		if err != nil {
 			return err
 		}
+		x = nil
 		err = bb.prog.Forward(ctx, engine.Mode{})
 		if err == nil {
-			err = train.ArgmaxInto(d.e.be, bb.prog.Output(), out[lo:lo+len(nodes)])
+			err = train.ArgmaxInto(d.e.be, bb.prog.Output(), out)
 		}
 		bb.release(d.e)
 		if err != nil {
