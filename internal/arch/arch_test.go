@@ -125,9 +125,9 @@ func violations(pkgs []pkg) []string {
 }
 
 // TestLayering fails when a package breaks the layering drawn in
-// docs/architecture.md, in the default build and with the cuda tag.
+// docs/architecture.md, in the default build and with the cuda and mpi tags.
 func TestLayering(t *testing.T) {
-	for _, tags := range []string{"", "cuda"} {
+	for _, tags := range []string{"", "cuda", "mpi"} {
 		for _, v := range violations(listPackages(t, tags)) {
 			t.Errorf("tags %q: %s", tags, v)
 		}
