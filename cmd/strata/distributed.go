@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +38,20 @@ func joinGroup(ctx context.Context, cfg *config.Config, resume bool, stdout, std
 		leave()
 		return nil, nil, nil, nil, err
 	}
+	// Every rank must run the same config (an MPMD launch could differ).
+	sha, err := cfg.SHA256()
+	if err != nil {
+		return fail(err)
+	}
+	all, err := comm.AllGather(ctx, c, "config", []byte(sha))
+	if err != nil {
+		return fail(err)
+	}
+	for j, b := range all {
+		if string(b) != sha {
+			return fail(fmt.Errorf("rank %d runs config %.12s and rank %d config %.12s: start every rank with the same config and --set flags (one mpirun command line)", c.Rank(), sha, j, b))
+		}
+	}
 	strat, err := train.StrategyFor(cfg)
 	if err != nil {
 		return fail(err)
@@ -71,4 +86,19 @@ func ranksSummary(ranks []train.RankStats) string {
 		}
 	}
 	return b.String()
+}
+
+// abortGroup ends the whole group when this rank failed while others may
+// be waiting for it in a collective (MPI_Finalize would wait for them in
+// turn): the error first, then MPI_Abort. Alone, or interrupted, it does
+// nothing.
+func abortGroup(ctx context.Context, err error, stderr io.Writer) {
+	c := comm.From(ctx)
+	a, ok := c.(comm.Aborter)
+	var diverged *train.DivergedError // every rank diverges at the same step
+	if err == nil || !ok || c.Size() == 1 || errors.Is(err, context.Canceled) || errors.As(err, &diverged) {
+		return
+	}
+	fmt.Fprintf(stderr, "strata: rank %d of %d: %v; ending the job\n", c.Rank(), c.Size(), err)
+	a.Abort(exitInternal)
 }

@@ -33,6 +33,7 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Resume:     *resume,
 		AfterEpoch: afterEpochFrom(ctx),
 	})
+	abortGroup(ctx, err, stderr)
 	if res != nil && res.Status == train.StatusInterrupted && errors.Is(err, context.Canceled) {
 		// Interrupted (SIGINT): the best result so far, then exit 130.
 		if line, jerr := json.Marshal(res); jerr == nil {

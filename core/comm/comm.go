@@ -42,6 +42,13 @@ type Comm interface {
 	Close() error
 }
 
+// Aborter is implemented by communicators that can end every rank of the
+// group at once (MPI_Abort): a rank that fails while the others wait in a
+// collective must not leave them waiting.
+type Aborter interface {
+	Abort(code int)
+}
+
 // Opener is a communicator module: the namespace "comm" of the registry
 // (comm.mpi). Open joins the group the process was started in.
 type Opener interface {

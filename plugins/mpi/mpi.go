@@ -108,7 +108,10 @@ type Comm struct {
 	closed     bool
 }
 
-var _ comm.Comm = (*Comm)(nil)
+var (
+	_ comm.Comm    = (*Comm)(nil)
+	_ comm.Aborter = (*Comm)(nil)
+)
 
 // Rank implements comm.Comm.
 func (c *Comm) Rank() int { return c.rank }
@@ -235,6 +238,13 @@ func (c *Comm) Broadcast(ctx context.Context, purpose string, root int, buf []by
 // Barrier implements comm.Comm.
 func (c *Comm) Barrier(ctx context.Context) error {
 	return c.call(ctx, "MPI_Barrier", func() C.int { return C.strata_barrier() })
+}
+
+// Abort implements comm.Aborter: MPI_Abort on MPI_COMM_WORLD (mpirun ends
+// every rank), then exit.
+func (c *Comm) Abort(code int) {
+	C.strata_abort(C.int(code))
+	os.Exit(code)
 }
 
 // Close implements comm.Comm: MPI_Finalize (after a barrier inside it).

@@ -57,6 +57,17 @@ grep -q -- "-tags mpi" "$tmp/nompi.err" || { cat "$tmp/nompi.err" >&2; fail "a b
 [ "$rc" -ne 0 ] || fail "a binary without MPI under mpirun exited 0"
 echo "without -tags mpi: exit $rc, names the fix"
 
+# 2b. Ranks started with different configs (an MPMD command line) refuse
+# to train, naming the fix.
+set +e
+$MPIRUN -np 1 "$BIN" train "${common[@]}" --set train.mode=distfull : -np 1 "$BIN" train "${common[@]}" --set train.mode=distfull \
+	--set model.hidden=32 >"$tmp/mpmd.out" 2>"$tmp/mpmd.err"
+rc=$?
+set -e
+grep -q "start every rank with the same config" "$tmp/mpmd.err" || { cat "$tmp/mpmd.err" >&2; fail "ranks with different configs were not refused"; }
+[ "$rc" -ne 0 ] || fail "ranks with different configs exited 0"
+echo "different configs on the ranks: exit $rc, refused"
+
 # 3. A rank killed mid-run (mpirun ends the job), and a rank that hangs
 # (stopped: mpirun sees nothing, the others' watchdog aborts after
 # STRATA_MPI_TIMEOUT): the job ends, non-zero, within 60 s.
