@@ -71,6 +71,10 @@ type Result struct {
 	// Redundancy is, for micro-batches, their input rows summed over a
 	// step divided by the input rows of the whole batch (Betty's measure).
 	Redundancy float64 `json:"redundancy,omitempty"`
+	// Ranks are, for a run over several processes (strategy.distmini,
+	// strategy.distfull; docs/distributed.md), every rank's figures in
+	// rank order.
+	Ranks []RankStats `json:"ranks,omitempty"`
 	// Mini-batch stages of the last epoch, in seconds: sampling and
 	// feature extraction run ahead of training and overlap with it.
 	SampleTimeS      float64 `json:"sample_time_s,omitempty"`
@@ -101,14 +105,10 @@ type Result struct {
 	// last epoch.
 	PredictedEpochS   float64            `json:"predicted_epoch_s,omitempty"`
 	PredictedComputeS map[string]float64 `json:"predicted_compute_s,omitempty"`
-	// Ranks are, for a run over several processes (strategy.distmini,
-	// strategy.distfull; docs/distributed.md), every rank's figures in
-	// rank order.
-	Ranks        []RankStats `json:"ranks,omitempty"`
-	Threads      int         `json:"threads"`
-	Seed         int64       `json:"seed"`
-	ConfigSHA256 string      `json:"config_sha256"`
-	Version      string      `json:"version"`
+	Threads           int                `json:"threads"`
+	Seed              int64              `json:"seed"`
+	ConfigSHA256      string             `json:"config_sha256"`
+	Version           string             `json:"version"`
 
 	// noValid and noTest mark an empty split: its accuracy is absent
 	// (JSON null), not 0.

@@ -98,36 +98,31 @@ func (u *Uniform) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng u
 			ws := s.worker(w)
 			for i := lo; i < hi; i++ {
 				v := dst[i]
-				uniformRow(g, ip[v], ip[v+1]-ip[v], v, l, k, replace, rng, ws, nbr[indptr[i]:indptr[i+1]])
+				start, deg := ip[v], ip[v+1]-ip[v]
+				out := nbr[indptr[i]:indptr[i+1]]
+				if len(out) == 0 {
+					continue
+				}
+				if k < 0 || !replace && deg <= k {
+					copyRow(g, start, out)
+					continue
+				}
+				r := newRNG(rng, l, v)
+				var sel []int64
+				if replace {
+					sel = ws.sel[:0]
+					for range k {
+						sel = append(sel, r.below(deg))
+					}
+					ws.sel = sel
+				} else {
+					sel = pickSorted(&r, deg, k, false, ws)
+				}
+				readRow(g, start, sel, out)
 			}
 		})
 		return indptr, nbr, nil, nil
 	})
-}
-
-// uniformRow fills out with node v's sample of layer l: fanout k of the
-// deg in-neighbours of the row that starts at edge start of g (all of
-// them when k < 0 or, without replacement, deg <= k), from v's own stream.
-func uniformRow(g *graph.CSR, start, deg int64, v int32, l int, k int64, replace bool, rng uint64, ws *workerScratch, out []int32) {
-	if len(out) == 0 {
-		return
-	}
-	if k < 0 || !replace && deg <= k {
-		copyRow(g, start, out)
-		return
-	}
-	r := newRNG(rng, l, v)
-	var sel []int64
-	if replace {
-		sel = ws.sel[:0]
-		for range k {
-			sel = append(sel, r.below(deg))
-		}
-		ws.sel = sel
-	} else {
-		sel = pickSorted(&r, deg, k, false, ws)
-	}
-	readRow(g, start, sel, out)
 }
 
 // floyd appends k distinct positions drawn uniformly from [0, deg) (k <
