@@ -3,10 +3,10 @@
 GO        ?= go
 BIN       := bin/strata
 CONFIG    ?= configs/gcn-cora.toml
-APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3 python3-numpy
+APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3 python3-numpy libopenmpi-dev openmpi-bin
 GOFLAGS_T ?=
 
-.PHONY: all deps models build run test test-long bench lint clean experiments fuzz
+.PHONY: all deps models build run test test-long bench lint clean experiments fuzz build-mpi test-mpi
 .PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle gpu-selftest
 
 all: build
@@ -76,6 +76,27 @@ experiments: build
 	done; \
 	echo "== all experiments: $$(( $$(date +%s) - start )) s"; \
 	exit $$status
+
+# ----------------------------------------------------------------- MPI ----
+# build-mpi builds bin/strata with the Open MPI communicator (comm.mpi,
+# -tags mpi); test-mpi runs the communicator's test and scripts/mpi/check.sh
+# (2- and 4-rank jobs on localhost against 1 rank) under mpirun.
+# docs/distributed.md.
+build-mpi: models
+	$(GO) build -tags mpi -o $(BIN) ./cmd/strata
+
+test-mpi: build-mpi
+	$(GO) vet -tags mpi ./plugins/mpi/ ./plugins/strategy/ ./cmd/strata/
+	$(GO) test -c -tags mpi -o build/mpi.test ./plugins/mpi
+	$(GO) test -c -tags mpi -o build/strategy-mpi.test ./plugins/strategy
+	@for n in 1 2 4; do echo "== comm.mpi and the distributed strategies on $$n ranks"; \
+		$(MPIRUN) -np $$n build/mpi.test -test.run TestUnderMPI || exit 1; \
+		$(MPIRUN) -np $$n build/strategy-mpi.test -test.run TestDistUnderMPI || exit 1; done
+	MPIRUN="$(MPIRUN)" scripts/mpi/check.sh $(BIN)
+
+# As root (CI, containers) Open MPI needs --allow-run-as-root; 4 ranks on a
+# 2-core machine need --oversubscribe.
+MPIRUN ?= mpirun --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi

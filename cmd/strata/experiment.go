@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"strata/core/config"
 	"strata/core/safefile"
@@ -15,7 +16,7 @@ import (
 	"strata/plugins/wasm"
 )
 
-const experimentArgs = "-c FILE [--jobs N] [--out DIR] [--fresh] [--dry-run]"
+const experimentArgs = "-c FILE [--jobs N] [--out DIR] [--fresh] [--dry-run] [--shard i/N|slurm | --merge]"
 
 // cmdExperiment runs an experiment file (docs/experiments.md): it expands
 // and validates every run first (exit 2 on any problem, before anything
@@ -30,6 +31,8 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	out := fs.String("out", "", "results directory (default: results/<name> next to the experiment file)")
 	dry := fs.Bool("dry-run", false, "validate every run and list them, with what is already done, without training")
 	fresh := fs.Bool("fresh", false, "rerun every run: delete the stored results (runs/) of the results directory first")
+	shardFlag := fs.String("shard", "", "run only shard i of N (0-based: runs whose index is i mod N) into DIR/shards/i-of-N; \"slurm\" reads SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (docs/experiments.md)")
+	merge := fs.Bool("merge", false, "assemble the shards' results (DIR/shards/*) into DIR and write the reports; runs nothing")
 	var wf wasmFlags
 	wf.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -45,6 +48,13 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if st, err := os.Stat(*out); err == nil && !st.IsDir() {
 			return usagef("experiment: --out %s is a file, not a directory; give a results directory (it is created if missing)", *out)
 		}
+	}
+	shard, err := shardOf(*shardFlag, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if *merge && (shard.Count > 0 || *fresh) {
+		return usagef("experiment: --merge assembles the shards' results; it takes neither --shard nor --fresh")
 	}
 	wopts, err := wf.options()
 	if err != nil {
@@ -66,34 +76,61 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if dir == "" {
 		dir = runner.DefaultOutDir(exp)
 	}
+	merged := 0
+	if *merge && !*dry {
+		rep, err := runner.Merge(plan, dir)
+		if err != nil {
+			return err
+		}
+		if n := len(rep.Missing); n > 0 {
+			r := rep.Missing[0]
+			return &failedError{fmt.Errorf("experiment %s: %d of %d runs have a result neither in %s nor in its shards (the first: [%d] %s): run the shards that hold them, then --merge again", exp.Name, n, len(plan.Runs), dir, r.Index+1, r.Label())}
+		}
+		merged = rep.Copied
+	}
+	if shard.Count > 0 {
+		dir = runner.ShardDir(dir, shard)
+	}
 	if *dry {
 		done := runner.Done(plan, dir)
 		fmt.Fprintf(stdout, "experiment %s: kind %s (%s), %d runs\n", exp.Name, exp.Kind.Name, exp.Kind.Command, len(plan.Runs))
 		for _, r := range plan.Runs {
+			if !shard.Has(r) {
+				continue
+			}
 			state := "to run"
 			if done[r.Index] && !*fresh {
 				state = "done"
 			}
 			fmt.Fprintf(stdout, "[%d/%d] %s  %s  %s\n", r.Index+1, len(plan.Runs), r.Label(), r.ID[:12], state)
 		}
-		skipped := 0
-		for _, d := range done {
-			if d && !*fresh {
-				skipped++
+		skipped, runs := 0, 0
+		for _, r := range plan.Runs {
+			if shard.Has(r) {
+				runs++
+				if done[r.Index] && !*fresh {
+					skipped++
+				}
 			}
 		}
-		return printSummary(stdout, &runner.Summary{Experiment: exp.Name, Runs: len(plan.Runs), Skipped: skipped, Out: dir, DryRun: true})
+		sum := &runner.Summary{Experiment: exp.Name, Runs: runs, Skipped: skipped, Out: dir, DryRun: true}
+		if shard.Count > 1 {
+			sum.Shard = shard.String()
+		}
+		return printSummary(stdout, sum)
 	}
 	sum, _, err := runner.Execute(ctx, plan, runner.Options{
 		OutDir:   dir,
 		Jobs:     *jobs,
 		Fresh:    *fresh,
+		Shard:    shard,
 		Progress: stderr,
 		Train: func(ctx context.Context, cfg *config.Config) (*train.Result, error) {
 			return train.Run(ctx, cfg, train.Options{Version: fullVersion(), Host: wasm.Host{Options: wopts}})
 		},
 	})
 	if sum != nil {
+		sum.Merged = merged
 		if perr := printSummary(stdout, sum); perr != nil && err == nil {
 			err = perr
 		}
@@ -126,4 +163,40 @@ func printSummary(stdout io.Writer, s *runner.Summary) error {
 	}
 	fmt.Fprintf(stdout, "%s\n", line)
 	return nil
+}
+
+// shardOf reads --shard: "" (every run), "i/N", or "slurm" (the task of a
+// Slurm job array: SLURM_ARRAY_TASK_ID minus SLURM_ARRAY_TASK_MIN, of
+// SLURM_ARRAY_TASK_COUNT).
+func shardOf(flag string, getenv func(string) string) (runner.Shard, error) {
+	spec := flag
+	switch flag {
+	case "":
+		return runner.Shard{}, nil
+	case "slurm":
+		id, count := getenv("SLURM_ARRAY_TASK_ID"), getenv("SLURM_ARRAY_TASK_COUNT")
+		if id == "" || count == "" {
+			return runner.Shard{}, usagef("experiment: --shard slurm reads SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, which are not set: submit with sbatch --array=0-(N-1) (docs/experiments.md), or give --shard i/N")
+		}
+		i, err := strconv.Atoi(id)
+		if err != nil {
+			return runner.Shard{}, usagef("experiment: --shard slurm: SLURM_ARRAY_TASK_ID=%q is not a number", id)
+		}
+		if lo := getenv("SLURM_ARRAY_TASK_MIN"); lo != "" {
+			m, err := strconv.Atoi(lo)
+			if err != nil {
+				return runner.Shard{}, usagef("experiment: --shard slurm: SLURM_ARRAY_TASK_MIN=%q is not a number", lo)
+			}
+			i -= m
+		}
+		spec = fmt.Sprintf("%d/%s", i, count)
+	}
+	s, err := runner.ParseShard(spec)
+	if err != nil {
+		if flag == "slurm" {
+			return runner.Shard{}, usagef("experiment: --shard slurm: %v; submit the array as --array=0-(N-1) with N = SLURM_ARRAY_TASK_COUNT (no step)", err)
+		}
+		return runner.Shard{}, usagef("experiment: --shard %v", err)
+	}
+	return s, nil
 }

@@ -21,13 +21,19 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	ctx = withMaxMemory(ctx, cf.maxMem)
+	ctx, stdout, progress, leave, err := joinGroup(ctx, cfg, *resume, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	res, err := train.Run(ctx, cfg, train.Options{
-		Progress:   progressWriter(cfg.Output.Progress, stderr),
+		Progress:   progress,
 		Version:    fullVersion(),
 		Host:       wasm.Host{Options: wopts},
 		Resume:     *resume,
 		AfterEpoch: afterEpochFrom(ctx),
 	})
+	abortGroup(ctx, err, stderr)
 	if res != nil && res.Status == train.StatusInterrupted && errors.Is(err, context.Canceled) {
 		// Interrupted (SIGINT): the best result so far, then exit 130.
 		if line, jerr := json.Marshal(res); jerr == nil {
@@ -54,8 +60,8 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "%s\n", line)
 	} else {
-		fmt.Fprintf(stdout, "%s %s: best valid %.4f (epoch %d), test %.4f, %.4gs/epoch\n",
-			res.Model, res.Dataset, res.BestValidAcc, res.BestEpoch, res.TestAcc, res.EpochTimeMedianS)
+		fmt.Fprintf(stdout, "%s %s: best valid %.4f (epoch %d), test %.4f, %.4gs/epoch%s\n",
+			res.Model, res.Dataset, res.BestValidAcc, res.BestEpoch, res.TestAcc, res.EpochTimeMedianS, ranksSummary(res.Ranks))
 	}
 	return nil
 }

@@ -172,7 +172,7 @@ func TestLookupAndNamespace(t *testing.T) {
 }
 
 func TestNamespacesFixed(t *testing.T) {
-	want := "backend,strategy,partitioner,sampler,cache,model,costmodel,placement"
+	want := "backend,strategy,partitioner,sampler,cache,model,costmodel,placement,comm"
 	ns := Namespaces()
 	if got := strings.Join(ns, ","); got != want {
 		t.Fatalf("Namespaces() = %s", got)

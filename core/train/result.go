@@ -71,6 +71,10 @@ type Result struct {
 	// Redundancy is, for micro-batches, their input rows summed over a
 	// step divided by the input rows of the whole batch (Betty's measure).
 	Redundancy float64 `json:"redundancy,omitempty"`
+	// Ranks are, for a run over several processes (strategy.distmini,
+	// strategy.distfull; docs/distributed.md), every rank's figures in
+	// rank order.
+	Ranks []RankStats `json:"ranks,omitempty"`
 	// Mini-batch stages of the last epoch, in seconds: sampling and
 	// feature extraction run ahead of training and overlap with it.
 	SampleTimeS      float64 `json:"sample_time_s,omitempty"`
@@ -119,4 +123,23 @@ type Result struct {
 	// noValid and noTest mark an empty split: its accuracy is absent
 	// (JSON null), not 0.
 	noValid, noTest bool
+}
+
+// RankStats are one rank's figures of a distributed run: its epoch times,
+// what it owns, and the bytes it sent to the other ranks in its last
+// epoch, by purpose (features, topology, requests, gradients, loss).
+type RankStats struct {
+	Rank             int     `json:"rank"`
+	EpochTimeMedianS float64 `json:"epoch_time_median_s"`
+	// CommS is the last epoch's time spent in collectives (waiting for
+	// the other ranks included).
+	CommS      float64          `json:"comm_s"`
+	Nodes      int              `json:"nodes"`       // nodes it owns
+	TrainNodes int              `json:"train_nodes"` // training nodes it owns
+	SentBytes  int64            `json:"sent_bytes"`
+	SentBy     map[string]int64 `json:"sent_by_purpose"`
+	// PredictedFeatureBytes is, for strategy.distfull, the feature bytes
+	// the partition says the rank sends each epoch (the rows of its
+	// nodes in the other ranks' L-hop halos).
+	PredictedFeatureBytes int64 `json:"predicted_feature_bytes,omitempty"`
 }

@@ -34,6 +34,9 @@ type Uses struct {
 	Overlap   bool // train.overlap: it pipelines transfers
 	Devices   bool // several devices ([devices] count > 1): it trains data-parallel
 	Partition bool // [partition]: it splits work with a partitioner (with train.micro_batches)
+	// RankPartition: [partition] splits the graph among the ranks of a
+	// distributed run (it defaults to METIS).
+	RankPartition bool
 }
 
 // Env is what a stepper is built from: the run's backend, the linked

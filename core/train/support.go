@@ -34,7 +34,7 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Placement.Name != "" && (!uses.Cache || cfg.Cache.Name == "") {
 		return cfg.KeyError(fmt.Sprintf("placement.name: %s places cached feature partitions, which only strategies that read features through a [cache] use (train.mode = %s); add them or remove [placement]", cfg.Placement.ID, modesUsing(func(u Uses) bool { return u.Cache })), "placement", "name")
 	}
-	if cfg.Partition.Name != "" && (cfg.Train.MicroBatches == 1 || !uses.Partition) {
+	if cfg.Partition.Name != "" && !uses.RankPartition && (cfg.Train.MicroBatches == 1 || !uses.Partition) {
 		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
 	}
 	if cfg.Train.Overlap && !uses.Overlap {

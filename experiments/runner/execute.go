@@ -38,6 +38,9 @@ type Options struct {
 	Run RunFunc
 	// Fresh ignores and replaces the stored results: every run runs again.
 	Fresh bool
+	// Shard, when Count > 1, runs only the shard's runs (OutDir should be
+	// its ShardDir); the reports show the others as not run.
+	Shard Shard
 }
 
 // DefaultOutDir is results/<name> next to the experiment file
@@ -102,6 +105,8 @@ type Summary struct {
 	Failed     int    `json:"failed"`
 	Out        string `json:"out"`
 	DryRun     bool   `json:"dry_run,omitempty"`
+	Shard      string `json:"shard,omitempty"`  // "i/N" for a shard's run
+	Merged     int    `json:"merged,omitempty"` // results --merge copied from the shards
 }
 
 // Done reports, per run of the plan, whether out holds its result.
@@ -149,17 +154,25 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 	removeStaleTemps(out)
 	records := make([]*Record, len(p.Runs))
 	var pending []*Run
+	mine := 0
 	for _, r := range p.Runs {
+		if !opts.Shard.Has(r) {
+			continue
+		}
+		mine++
 		if rec := loadRecord(out, r); rec != nil {
 			records[r.Index] = rec
 		} else {
 			pending = append(pending, r)
 		}
 	}
-	sum := &Summary{Experiment: p.Exp.Name, Runs: len(p.Runs), Skipped: len(p.Runs) - len(pending), Out: out}
-	prog := &progress{w: opts.Progress, total: len(p.Runs), done: sum.Skipped, start: time.Now()}
+	sum := &Summary{Experiment: p.Exp.Name, Runs: mine, Skipped: mine - len(pending), Out: out}
+	if opts.Shard.Count > 1 {
+		sum.Shard = opts.Shard.String()
+	}
+	prog := &progress{w: opts.Progress, total: mine, done: sum.Skipped, start: time.Now()}
 	if sum.Skipped > 0 {
-		prog.printf("experiment %s: %d of %d runs already done in %s, skipped", p.Exp.Name, sum.Skipped, len(p.Runs), out)
+		prog.printf("experiment %s: %d of %d runs already done in %s, skipped", p.Exp.Name, sum.Skipped, mine, out)
 	}
 
 	jobs := max(opts.Jobs, 1)

@@ -14,7 +14,7 @@ import (
 // strictly lower rank. A new core package must be placed here.
 var coreRank = map[string]int{
 	"core/tensor": 0, "core/ir": 0, "core/topology": 0, "core/registry": 0, "core/metrics": 0, "core/internal/mutanttest": 0, "core/safefile": 0, "core/jsonfloat": 0, "models": 0,
-	"core/graph":   1,
+	"core/graph": 1, "core/comm": 1,
 	"core/backend": 2, "core/sampling": 2, "core/partition": 2, "core/caching": 2, "core/modhost": 2,
 	"core/backend/argcheck": 3, "core/backend/backendtest": 3,
 	"core/backend/cpu": 4,
@@ -125,9 +125,9 @@ func violations(pkgs []pkg) []string {
 }
 
 // TestLayering fails when a package breaks the layering drawn in
-// docs/architecture.md, in the default build and with the cuda tag.
+// docs/architecture.md, in the default build and with the cuda and mpi tags.
 func TestLayering(t *testing.T) {
-	for _, tags := range []string{"", "cuda"} {
+	for _, tags := range []string{"", "cuda", "mpi"} {
 		for _, v := range violations(listPackages(t, tags)) {
 			t.Errorf("tags %q: %s", tags, v)
 		}

@@ -10,6 +10,7 @@ import (
 	_ "strata/plugins/backends"
 	_ "strata/plugins/cache"
 	_ "strata/plugins/layers"
+	_ "strata/plugins/mpi"
 	_ "strata/plugins/placement"
 	_ "strata/plugins/sampler"
 	_ "strata/plugins/strategy"

@@ -1,0 +1,123 @@
+package strategy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"strata/core/comm"
+	"strata/core/config"
+	"strata/core/registry"
+	"strata/core/train"
+	"strata/plugins/sampler"
+)
+
+// DistMini is strategy.distmini: distributed mini-batch training over the
+// ranks of an MPI job (DistDGL's design, see distRank). Every rank shuffles
+// the training nodes into the same global batches of train.batch_size;
+// each rank trains the seeds of a batch that it owns, sampling them with
+// [sampler] (uniform or full) through their owners, and the gradients are
+// all-reduced before every step. With the same seed the ranks' batches
+// together are strategy.minibatch's, so N ranks reach its parameters (to
+// float32 rounding, without dropout).
+type DistMini struct{}
+
+var (
+	_ train.Strategy      = (*DistMini)(nil)
+	_ train.ConfigChecker = (*DistMini)(nil)
+	_ train.Exampler      = (*DistMini)(nil)
+	_ comm.Distributed    = (*DistMini)(nil)
+)
+
+// StrataModule implements registry.Module.
+func (*DistMini) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{ID: "strategy.distmini", New: func() registry.Module { return new(DistMini) },
+		Doc: "distributed mini-batches over MPI ranks (DistDGL): a METIS partition per rank, remote neighbours and features by all-to-all-v, all-reduced gradients (docs/distributed.md)"}
+}
+
+// Distributed implements comm.Distributed.
+func (*DistMini) Distributed() {}
+
+// Uses implements train.Strategy.
+func (*DistMini) Uses() train.Uses { return train.Uses{Sampler: true, RankPartition: true} }
+
+// CheckConfig implements train.ConfigChecker.
+func (*DistMini) CheckConfig(cfg *config.Config) error {
+	_, _, err := distFanouts(cfg)
+	return err
+}
+
+// distFanouts returns the fanouts of [sampler] (uniform, or full: every
+// neighbour), one per model layer.
+func distFanouts(cfg *config.Config) ([]int, bool, error) {
+	var fanouts []int
+	replace := false
+	switch s := cfg.Sampler.Module.(type) {
+	case *sampler.Uniform:
+		fanouts, replace = s.Fanouts, s.Replace
+	case *sampler.Full:
+		for range s.Hops {
+			fanouts = append(fanouts, -1)
+		}
+	default:
+		return nil, false, cfg.KeyError(fmt.Sprintf("train.mode = \"distmini\" samples on the nodes' owners with sampler.name = \"uniform\" or \"full\", not %q", cfg.Sampler.Name), "sampler", "name")
+	}
+	if len(fanouts) != cfg.Model.Layers {
+		return nil, false, cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, len(fanouts), cfg.Model.Layers), "sampler")
+	}
+	return fanouts, replace, nil
+}
+
+// ExampleConfig implements train.Exampler.
+func (*DistMini) ExampleConfig() []string {
+	return []string{`sampler.name="uniform"`, "sampler.fanouts=[5,5]", "train.batch_size=64"}
+}
+
+// NewStepper implements train.Strategy.
+func (*DistMini) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
+	fanouts, replace, err := distFanouts(env.Config)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDistRank(ctx, env.Config, envOf(env), fanouts, replace)
+	if err != nil {
+		return nil, err
+	}
+	return &distMini{distRank: d, batch: env.Config.Train.BatchSize}, nil
+}
+
+type distMini struct {
+	*distRank
+	batch int
+}
+
+var _ train.ResultReporter = (*distMini)(nil)
+
+// Epoch implements train.Stepper: the batches and sampling streams of
+// strategy.minibatch on one device.
+func (m *distMini) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	t0 := time.Now()
+	m.startEpoch()
+	order := shuffled(m.e.ds.Train, seed)
+	me := int32(m.c.Rank())
+	loss, n := 0.0, 0
+	for lo := 0; lo < len(order); lo += m.batch {
+		batch := order[lo:min(lo+m.batch, len(order))]
+		var mine []int32
+		for _, v := range batch {
+			if m.owner[v] == me {
+				mine = append(mine, v)
+			}
+		}
+		l, err := m.step(ctx, mine, len(batch), seed*0x9e3779b97f4a7c15+uint64(n), seed^uint64(n+1)*0xbf58476d1ce4e5b9, update)
+		if err != nil {
+			return 0, fmt.Errorf("batch %d on rank %d: %w", n, me, err)
+		}
+		loss += l
+		n++
+	}
+	m.endEpoch(t0)
+	return loss / float64(max(n, 1)), nil
+}
+
+func init() { registry.Register(new(DistMini)) }
