@@ -34,6 +34,7 @@ type Uses struct {
 	Overlap   bool // train.overlap: it pipelines transfers
 	Devices   bool // several devices ([devices] count > 1): it trains data-parallel
 	Partition bool // [partition]: it splits work with a partitioner (with train.micro_batches)
+	Hybrid    bool // [hybrid]: it splits work between CPU trainers and devices
 }
 
 // Env is what a stepper is built from: the run's backend, the linked
@@ -78,6 +79,9 @@ type (
 	EpochReporter interface{ ReportEpoch(rec *EpochRecord) }
 	// ResultReporter adds its own figures to the result.
 	ResultReporter interface{ ReportResult(res *Result) }
+	// Columner adds columns of its own to output.csv: their names, once,
+	// before the first epoch; ReportEpoch fills EpochRecord.Extra by name.
+	Columner interface{ Columns() []string }
 	// Pipelined predicts its epoch's time itself, because its stages
 	// overlap (otherwise the loop adds the predicted stage times up).
 	Pipelined interface{ PredictedS() float64 }
