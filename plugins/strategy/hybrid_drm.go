@@ -55,8 +55,15 @@ const (
 // the bottleneck (balance thread). When balance thread has no thread to
 // move (every CPU task has one) it balances work instead, so that a
 // CPU-bound start still converges. It returns the new state and a
-// description of the change ("" for none). step bounds a share move.
-func drmDecide(st drmState, t stageTimes, step float64) (drmState, string) {
+// description of the change ("" for none).
+//
+// The times were measured under state at (the step's own); the change
+// applies to cur, the latest decision, which in a pipeline may already
+// differ: balance work aims at the share where both sides would take
+// equally long if each side's time grows with its share (estimated at
+// at), moving cur at most step towards it.
+func drmDecide(cur, at drmState, t stageTimes, step float64) (drmState, string) {
+	st := cur
 	accel := max(t.Tran, t.TA)
 	type task struct {
 		name string
@@ -105,17 +112,17 @@ func drmDecide(st drmState, t stageTimes, step float64) (drmState, string) {
 	balanceWork := func() (drmState, string) {
 		// The share at which both sides would take equally long if each
 		// side's time is proportional to its share, bounded by step.
-		s := st.share
+		s, a := st.share, at.share
 		var target float64
 		switch {
 		case t.TC == 0 && accel == 0:
 			return st, ""
-		case s <= 0 || t.TC == 0:
-			target = s + step
-		case s >= 1 || accel == 0:
-			target = s - step
+		case a <= 0 || t.TC == 0:
+			target = a + step
+		case a >= 1 || accel == 0:
+			target = a - step
 		default:
-			cpuRate, devRate := s/t.TC, (1-s)/accel
+			cpuRate, devRate := a/t.TC, (1-a)/accel
 			target = cpuRate / (cpuRate + devRate)
 		}
 		if math.Abs(t.TC-accel) <= 0.05*max(t.TC, accel) {
@@ -157,11 +164,13 @@ type hyscalePerf struct {
 	release func()
 	h       config.Hybrid
 	width   []float64 // per layer: the width it aggregates (f^l)
-	macs    []float64 // per layer: multiply-adds per destination (its weights)
-	scalars float64   // the model's learnable scalars
-	dim     int
-	dev     topology.DeviceSpec
-	pcie    float64 // host<->device GB/s (0 without devices)
+	// Per layer: multiply-adds per source and per destination row (the
+	// weights applied before and after the aggregation).
+	macsSrc, macsDst []float64
+	scalars          float64 // the model's learnable scalars
+	dim              int
+	dev              topology.DeviceSpec
+	pcie             float64 // host<->device GB/s (0 without devices)
 }
 
 func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscalePerf, error) {
@@ -170,20 +179,7 @@ func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscal
 		return nil, fmt.Errorf("hybrid: performance model: %w", err)
 	}
 	p := &hyscalePerf{cm: cm, release: release, h: cfg.Hybrid, dim: e.dim, dev: topology.V100}
-	layers := cfg.Model.Layers
-	p.width, p.macs = make([]float64, layers), make([]float64, layers)
-	for l := range layers {
-		p.width[l] = float64(cfg.Model.Hidden)
-	}
-	p.width[0] = float64(e.dim)
-	for _, i := range e.model.Params() {
-		op := e.model.Ops[i]
-		n := float64(ir.Numel(op.Shape))
-		p.scalars += n
-		if l := int(op.Layer); l >= 0 && l < layers && len(op.Shape) == 2 {
-			p.macs[l] += n
-		}
-	}
+	p.layerShape(cfg.Model.Layers, e.model)
 	if m, ok := e.be.(backend.Machine); ok {
 		topo := m.Topology()
 		p.dev = topo.Compute
@@ -194,6 +190,42 @@ func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscal
 		p.pcie = 16 // a PCIe 3.0 x16 link, for a real device
 	}
 	return p, nil
+}
+
+// layerShape reads the model's layers: the widths they aggregate and the
+// weights of their matrix products, each counted per source row when it
+// runs before the layer's aggregation (on every source of the block) or
+// per destination row after it.
+func (p *hyscalePerf) layerShape(layers int, g *ir.Graph) {
+	p.width, p.macsSrc, p.macsDst = make([]float64, layers), make([]float64, layers), make([]float64, layers)
+	post := make([]bool, len(g.Ops)) // the value depends on an aggregation of its own layer
+	for i, op := range g.Ops {
+		if op.Kind == ir.OpParam {
+			p.scalars += float64(ir.Numel(op.Shape))
+		}
+		l := int(op.Layer)
+		for _, a := range op.Args {
+			post[i] = post[i] || post[a] && g.Ops[a].Layer == op.Layer
+		}
+		if l < 0 || l >= layers {
+			continue
+		}
+		switch op.Kind {
+		case ir.OpAggregate, ir.OpSpMMEdge, ir.OpLSTMAggregate:
+			post[i] = true
+			if len(op.Shape) == 2 && op.Shape[1] > 0 {
+				p.width[l] += float64(op.Shape[1])
+			}
+		case ir.OpMatMul:
+			if w := g.Ops[op.Args[1]].Shape; len(w) == 2 && w[0] > 0 && w[1] > 0 {
+				if post[i] {
+					p.macsDst[l] += float64(w[0] * w[1])
+				} else {
+					p.macsSrc[l] += float64(w[0] * w[1])
+				}
+			}
+		}
+	}
 }
 
 func (p *hyscalePerf) close() { p.release() }
@@ -218,9 +250,9 @@ const (
 
 // partWork is one trainer's share of a step, in the model's terms.
 type partWork struct {
-	edges, dst []float64 // per layer
-	rows       float64   // input rows (|V⁰|)
-	topoBytes  float64   // the blocks' topology bytes sent to a device
+	edges, dst, src []float64 // per layer
+	rows            float64   // input rows (|V⁰|)
+	topoBytes       float64   // the blocks' topology bytes sent to a device
 }
 
 // stepWork is one step's work on every trainer (in trainer order).
@@ -267,7 +299,7 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 			in[1], in[2] = p.h.CPUGBps*cpuThreads, p.h.CPUGFLOPS*cpuThreads
 		}
 		for l := range pw.edges {
-			in = append(in, pw.edges[l], pw.dst[l], p.width[l], p.macs[l])
+			in = append(in, pw.edges[l], p.width[l], pw.src[l]*p.macsSrc[l]+pw.dst[l]*p.macsDst[l])
 		}
 		if out, err = p.call(hsTrainer, in...); err != nil {
 			return t, err

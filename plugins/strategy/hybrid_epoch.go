@@ -55,7 +55,7 @@ type hybridTotals struct{ adjustments int }
 // the pipeline's depth, so that the sampler never waits for one.
 func (s *hybridStepper) lag() int {
 	if s.h.Prefetch {
-		return s.prefetch + 5
+		return s.prefetch + 4
 	}
 	return s.prefetch + 2
 }
@@ -137,6 +137,7 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 		for _, bl := range p.blocks {
 			pw.edges = append(pw.edges, float64(bl.NumEdges()))
 			pw.dst = append(pw.dst, float64(len(bl.Dst)))
+			pw.src = append(pw.src, float64(len(bl.Src)))
 			// CSR row pointers and columns, GCN and mean edge weights.
 			pw.topoBytes += float64(8*(len(bl.Dst)+1)) + 12*float64(bl.NumEdges())
 		}
@@ -409,7 +410,9 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 	}()
 	next := sampled
 	if s.h.Prefetch {
-		loaded, staged = make(chan *hybridBatch, 1), make(chan *hybridBatch, 1)
+		// Unbuffered: while batch n trains, n+1 is transferred and n+2
+		// loaded (HyScale's Fig. 7), and no more staging buffers live.
+		loaded, staged = make(chan *hybridBatch), make(chan *hybridBatch)
 		stage := func(in, out chan *hybridBatch, f func(*hybridBatch)) {
 			defer wg.Done()
 			defer close(out)
@@ -488,12 +491,10 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 			src = pred
 		}
 		var what string
-		next, what = drmDecide(b.st, src, s.h.DRMStep)
+		next, what = drmDecide(s.state, b.st, src, s.h.DRMStep)
 		if what != "" {
 			st.adjustments = append(st.adjustments, strconv.Itoa(b.n)+":"+what)
 			s.total.adjustments++
-		} else {
-			next = b.st
 		}
 	}
 	s.state = next

@@ -126,7 +126,7 @@ func TestHybridCPUTrainerThreads(t *testing.T) {
 // adjustments come from the performance model, so two runs adjust alike;
 // from 90% of the work on the CPU they move work to the devices.
 func TestHybridPredictedDRMDeterministic(t *testing.T) {
-	sets := []string{`train.mode="hybrid"`, `train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.9", `hybrid.drm="predicted"`,
+	sets := []string{`train.mode="hybrid"`, `train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.9", `hybrid.drm="predicted"`, "hybrid.cpu_gbps=20",
 		"train.batch_size=16", `data.split="random-20-30-seed0"`}
 	var logs [2]string
 	var shares [2]string
@@ -210,7 +210,7 @@ func TestDRMDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, what := drmDecide(s, c.t, 0.1)
+			got, what := drmDecide(s, s, c.t, 0.1)
 			if math.Abs(got.share-c.share) > 1e-9 || got.sample != c.th[0] || got.load != c.th[1] || got.train != c.th[2] || !strings.HasPrefix(what, c.what) || (c.what == "") != (what == "") {
 				t.Errorf("got share %v threads %d/%d/%d %q, want %v %v %q", got.share, got.sample, got.load, got.train, what, c.share, c.th, c.what)
 			}
@@ -219,7 +219,7 @@ func TestDRMDecide(t *testing.T) {
 	// One thread each: balance thread has nothing to move, so a CPU
 	// trainer bottleneck balances work instead.
 	one := drmState{share: 0.9, sample: 1, load: 1, train: 1}
-	if got, what := drmDecide(one, stageTimes{SC: 1, Load: 0.5, TC: 9, TA: 2}, 0.1); got.share != 0.8 || !strings.HasPrefix(what, "work") {
+	if got, what := drmDecide(one, one, stageTimes{SC: 1, Load: 0.5, TC: 9, TA: 2}, 0.1); got.share != 0.8 || !strings.HasPrefix(what, "work") {
 		t.Errorf("CPU-bound with one thread per task: share %v %q, want 0.8 by balance work", got.share, what)
 	}
 }
@@ -254,5 +254,52 @@ func TestHybridBadConfig(t *testing.T) {
 				t.Fatalf("error %v, want one config error naming %s", err, c.key)
 			}
 		})
+	}
+}
+
+// TestHybridDRMConverges: from 90% of the work on the CPU, predicted DRM
+// brings the CPU share within 0.1 of the best static split (the share
+// whose predicted epoch is fastest, by a sweep with DRM off) within a
+// few epochs. The devices are made slow (10 GB/s, 100 GFLOP/s, 4 GB/s
+// links) and the CPU's memory fast, so that the best split is not at an
+// end. Long: it trains 15 epochs.
+func TestHybridDRMConverges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a sweep of 11 static splits and 4 epochs of DRM (about 20 s); TestHybridPredictedDRMDeterministic covers DRM in -short")
+	}
+	sets := []string{`train.mode="hybrid"`, `train.backend="sim"`, "devices.host_gbps=[4.0,4.0]", "devices.mem_gbps=10", "devices.peak_gflops=100", "hybrid.cpu_gbps=20",
+		"train.batch_size=16", "train.prefetch=1", `data.split="random-20-30-seed0"`, `model.name="sage"`}
+	predicted := func(share float64, drm string) (float64, train.EpochRecord) {
+		cfg := mustParse(t, hybridBase, append(sets, fmt.Sprintf("hybrid.cpu_share=%g", share), `hybrid.drm="`+drm+`"`)...)
+		_, st := newTestStepper(t, cfg)
+		var rec train.EpochRecord
+		for ep := range 5 {
+			if _, err := st.Epoch(context.Background(), uint64(ep), func() error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			rec = train.EpochRecord{}
+			st.(train.EpochReporter).ReportEpoch(&rec)
+			if drm == "off" {
+				break
+			}
+		}
+		return st.(train.Pipelined).PredictedS(), rec
+	}
+	best, bestS := 0.0, math.Inf(1)
+	for i := 0; i <= 10; i++ {
+		share := float64(i) / 10
+		if s, _ := predicted(share, "off"); s < bestS {
+			best, bestS = share, s
+		}
+	}
+	_, rec := predicted(0.9, "predicted")
+	var final float64
+	fmt.Sscan(rec.Extra["hybrid_cpu_share"], &final)
+	t.Logf("best static share %.1f (%.4g s/epoch); DRM from 0.9 after 5 epochs: %.3f; last epoch's steps: %s", best, bestS, final, rec.Extra["hybrid_step_shares"])
+	if best == 0.9 || best == 0 || best == 1 {
+		t.Fatalf("best static share %.1f: the devices are not slow enough to test convergence", best)
+	}
+	if math.Abs(final-best) > 0.1 {
+		t.Errorf("DRM ended at CPU share %.3f, best static share %.1f", final, best)
 	}
 }

@@ -25,10 +25,12 @@
 //	3 one trainer, Eq. 10-12: in[0] pipelined (1: ⊕ is max, an FPGA;
 //	  0: ⊕ is +, a CPU or GPU), in[1] memory GB/s, in[2] GFLOP/s (N ×
 //	  freq; a MAC counts two flops), in[3] S, in[4] L, then per layer
-//	  l = 1..L four values at in[5+4(l-1)]: |E^l| edges, |V^l|
-//	  destinations, f^l aggregated width, MACs per destination (the
-//	  layer's weights, Σ f^l × f^(l+1)). out[1] aggregation seconds,
-//	  out[2] update seconds.
+//	  l = 1..L three values at in[5+3(l-1)]: |E^l| edges, f^l the width
+//	  the layer aggregates, and the layer's multiply-adds Σ rows × f^l ×
+//	  f^(l+1) over its weight matrices (Eq. 12's |V^l| f^l f^(l+1); the
+//	  host counts a weight applied before the aggregation on the
+//	  block's sources, after it on its destinations). out[1]
+//	  aggregation seconds, out[2] update seconds.
 //	4 synchronisation, Eq. 13: in[0] model scalars (Σ f^(l-1) f^l),
 //	  in[1] S, in[2] PCIe GB/s (0: no device, no transfer)
 //	5 one iteration and the throughput, Eq. 5, 6, 9: in[0] T_samp,
@@ -81,7 +83,7 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 		out[0] = div(a(0)*a(1)*a(2)+a(4), a(3)*1e9) // Eq. 8
 	case opTrainer:
 		layers := int(a(4))
-		if layers < 1 || len(in) < 5+4*layers {
+		if layers < 1 || len(in) < 5+3*layers {
 			return cost.BadInputs
 		}
 		bw, flops, s := a(1)*1e9, a(2)*1e9, a(3)
@@ -89,9 +91,9 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 		upd := make([]float64, layers)
 		var aggS, updS float64
 		for l := range layers {
-			e, v, f, macs := a(5+4*l), a(6+4*l), a(7+4*l), a(8+4*l)
-			agg[l] = div(e*f*s, bw)       // Eq. 11
-			upd[l] = div(2*v*macs, flops) // Eq. 12
+			e, f, macs := a(5+3*l), a(6+3*l), a(7+3*l)
+			agg[l] = div(e*f*s, bw)     // Eq. 11
+			upd[l] = div(2*macs, flops) // Eq. 12
 			aggS += agg[l]
 			updS += upd[l]
 		}
