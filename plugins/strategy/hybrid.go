@@ -152,9 +152,6 @@ func newHybrid(ctx context.Context, cfg *config.Config, e stepEnv) (*hybridStepp
 		budget = runtime.GOMAXPROCS(0)
 	}
 	s.state = initialState(h.CPUShare, budget)
-	if h.CPUTrainers == 0 || len(devices) == 0 {
-		s.state.share = h.CPUShare
-	}
 	add := func(name string, cpu bool, re stepEnv) error {
 		r, err := newBlockRunner(re, 1) // same seed: identical replicas
 		if err != nil {
