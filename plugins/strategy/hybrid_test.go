@@ -303,3 +303,52 @@ func TestHybridDRMConverges(t *testing.T) {
 		t.Errorf("DRM ended at CPU share %.3f, best static share %.1f", final, best)
 	}
 }
+
+// TestHyscaleCostModel checks costmodel.hyscale's equations against the
+// paper's formulas evaluated here.
+func TestHyscaleCostModel(t *testing.T) {
+	cm, release, err := train.LoadCostModel(context.Background(), testHost(t), "costmodel.hyscale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	const S = 4.0
+	// Two layers: |E| 1000 and 200, aggregated widths 64 and 16, MACs 5e6 and 1e5.
+	agg := []float64{1000 * 64 * S / 20e9, 200 * 16 * S / 20e9}
+	upd := []float64{2 * 5e6 / 100e9, 2 * 1e5 / 100e9}
+	trainer := agg[0] + upd[0] + agg[1] + upd[1] + upd[0] + agg[1] + upd[1] // Eq. 10, ⊕ = +
+	fpga := max(agg[0], upd[0]) + max(agg[1], upd[1]) + upd[0] + max(agg[1], upd[1])
+	cases := []struct {
+		name string
+		op   int32
+		in   []float64
+		want float64
+	}{
+		{"sampling", hsSample, []float64{3e6, 2, 10}, 3e6 / 20e6},
+		{"Eq. 7 loading", hsLoad, []float64{5000, 100, S, 2, 4}, 5000 * 100 * S / 8e9},
+		{"Eq. 8 transfer", hsTransfer, []float64{5000, 100, S, 16, 1e6}, (5000*100*S + 1e6) / 16e9},
+		{"Eq. 10-12 trainer", hsTrainer, []float64{0, 20, 100, S, 2, 1000, 64, 5e6, 200, 16, 1e5}, trainer},
+		{"Eq. 10 pipelined (FPGA)", hsTrainer, []float64{1, 20, 100, S, 2, 1000, 64, 5e6, 200, 16, 1e5}, fpga},
+		{"Eq. 13 sync", hsSync, []float64{1e6, S, 16}, 2 * 1e6 * S / 16e9},
+		{"Eq. 6 pipelined iteration", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 1}, 4.5},
+		{"stages in sequence", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 0}, 10.5},
+	}
+	for _, c := range cases {
+		out, err := cm.Predict(c.op, c.in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if math.Abs(out[0]-c.want) > 1e-12*max(1, c.want) {
+			t.Errorf("%s: %g, want %g", c.name, out[0], c.want)
+		}
+	}
+	if out, _ := cm.Predict(hsIteration, []float64{1, 2, 3, 4, 0.5, 9e6, 1}); math.Abs(out[1]-2) > 1e-12 {
+		t.Errorf("Eq. 5: %g MTEPS for 9e6 edges in 4.5 s, want 2", out[1])
+	}
+	if _, err := cm.Predict(hsLoad, []float64{-1, 100, S, 2, 4}); err == nil {
+		t.Error("a negative row count was accepted")
+	}
+	if _, err := cm.Predict(hsTrainer, []float64{0, 20, 100, S, 3, 1000, 64, 5e6}); err == nil {
+		t.Error("three layers with the sizes of one were accepted")
+	}
+}
