@@ -57,7 +57,7 @@ type Config struct {
 	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (fullgraph) or each mini-batch's output nodes (minibatch); betty-reg is Betty's redundancy-aware split"`
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
-	Hybrid    Hybrid  `toml:"hybrid" doc:"hybrid CPU + device training (train.mode = \"hybrid\", HyScale-GNN): split, DRM, performance model"`
+	Hybrid    Hybrid  `toml:"hybrid" hash:"omitempty" doc:"hybrid CPU + device training (train.mode = \"hybrid\", HyScale-GNN): split, DRM, performance model"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 
 	src *source // key positions, for KeyError

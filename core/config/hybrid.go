@@ -25,3 +25,7 @@ func DefaultHybrid() Hybrid {
 	return Hybrid{CPUTrainers: 1, CPUShare: 0.25, DRM: "off", DRMStep: 0.05, Prefetch: true,
 		CPUGFLOPS: 54, CPUGBps: 0.54, SampleMEPS: 17.8}
 }
+
+// IsDefault reports whether the section is at its default (then it is
+// left out of config_sha256, which it did not exist for before).
+func (h Hybrid) IsDefault() bool { return h == DefaultHybrid() }
