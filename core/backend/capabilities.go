@@ -128,3 +128,11 @@ type PeakResetter interface {
 type Named interface {
 	DeviceName() string
 }
+
+// Threaded is implemented by host backends whose calls can run on a
+// chosen number of threads: WithThreads returns a view that shares the
+// backend's memory and tensors and runs each call on n threads (HyScale's
+// balance thread gives CPU training more or fewer threads between steps).
+type Threaded interface {
+	WithThreads(n int) Backend
+}

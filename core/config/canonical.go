@@ -38,6 +38,16 @@ func (c *Config) encode(hashOnly bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// defaulter is implemented by a section that knows its default: left at
+// it, a section added later (hash:"omitempty") is left out of the hash
+// like a zero key, so old configs keep their hash.
+type defaulter interface{ IsDefault() bool }
+
+func isDefault(v reflect.Value) bool {
+	d, ok := v.Interface().(defaulter)
+	return ok && d.IsDefault()
+}
+
 // structMap turns a config struct into a generic TOML tree.
 func structMap(rv reflect.Value, fields []field, hashOnly bool) map[string]any {
 	m := make(map[string]any, len(fields))
@@ -46,7 +56,7 @@ func structMap(rv reflect.Value, fields []field, hashOnly bool) map[string]any {
 			continue
 		}
 		fv := rv.FieldByIndex(f.index)
-		if hashOnly && f.omitzero && fv.IsZero() {
+		if hashOnly && f.omitzero && (fv.IsZero() || isDefault(fv)) {
 			continue // a key added later: old configs keep their hash
 		}
 		if hashOnly && f.omitdef && rv.Type() == configType && reflect.DeepEqual(fv.Interface(), reflect.ValueOf(Default()).Elem().FieldByIndex(f.index).Interface()) {

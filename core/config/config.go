@@ -58,6 +58,7 @@ type Config struct {
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
 	Store     Store   `toml:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
+	Hybrid    Hybrid  `toml:"hybrid" hash:"omitempty" doc:"hybrid CPU + device training (train.mode = \"hybrid\", HyScale-GNN): split, DRM, performance model"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 
 	src *source // key positions, for KeyError
@@ -196,6 +197,7 @@ func Default() *Config {
 		},
 		Devices: Devices{LaunchUS: -1},
 		Store:   Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5},
+		Hybrid:  DefaultHybrid(),
 		Output: Output{
 			JSON:     true,
 			Progress: "auto",

@@ -69,3 +69,16 @@ func TestEmptySplitsAreNull(t *testing.T) {
 		t.Errorf("non-empty split: %s", b)
 	}
 }
+
+// TestRecordRowExtra: a stepper's own columns (Columner) follow the
+// common ones in the order of their names; a missing value is empty.
+func TestRecordRowExtra(t *testing.T) {
+	rec := EpochRecord{Epoch: 3, Extra: map[string]string{"b": "2", "a": "x;y"}}
+	row := recordRow(rec, nil, []string{"a", "b", "c"})
+	if got := row[len(row)-3:]; got[0] != "x;y" || got[1] != "2" || got[2] != "" {
+		t.Errorf("extra columns %q, want [x;y 2 \"\"]", got)
+	}
+	if n := len(recordRow(rec, nil, nil)); n != len(row)-3 {
+		t.Errorf("%d columns without extras, %d with three", n, len(row))
+	}
+}

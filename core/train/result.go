@@ -27,6 +27,8 @@ type EpochRecord struct {
 	// PredictedS is, on simulated devices, the epoch's training time that
 	// the cost model and link bandwidths predict for the simulated machine.
 	PredictedS float64 `json:"predicted_s,omitempty"`
+	// Extra holds the stepper's own columns (see Columner), by name.
+	Extra map[string]string `json:"extra,omitempty"`
 }
 
 // Result is the final machine-readable summary of a run (one JSON line).
@@ -115,10 +117,17 @@ type Result struct {
 	PredictedTopologyS float64            `json:"predicted_topology_s,omitempty"`
 	TopologyRatio      float64            `json:"topology_ratio,omitempty"`
 	PredictedComputeS  map[string]float64 `json:"predicted_compute_s,omitempty"`
-	Threads            int                `json:"threads"`
-	Seed               int64              `json:"seed"`
-	ConfigSHA256       string             `json:"config_sha256"`
-	Version            string             `json:"version"`
+	// Hybrid training (strategy.hybrid): Eq. 5's throughput (million
+	// traversed edges per second) of the last epoch, measured by the
+	// wall clock and predicted by costmodel.hyscale, and its stage times
+	// measured and predicted (docs/hyscale.md).
+	MeasuredMTEPS  float64            `json:"measured_mteps,omitempty"`
+	PredictedMTEPS float64            `json:"predicted_mteps,omitempty"`
+	Hybrid         map[string]float64 `json:"hybrid,omitempty"`
+	Threads        int                `json:"threads"`
+	Seed           int64              `json:"seed"`
+	ConfigSHA256   string             `json:"config_sha256"`
+	Version        string             `json:"version"`
 
 	// noValid and noTest mark an empty split: its accuracy is absent
 	// (JSON null), not 0.

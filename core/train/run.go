@@ -318,6 +318,7 @@ type loop struct {
 	model       *Model
 	dim         int
 	afterEpoch  func(int)
+	extra       []string // the stepper's own output.csv columns (Columner)
 }
 
 func (l *loop) run(ctx context.Context, opts Options) error {
@@ -344,6 +345,10 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc", "sample_s", "extract_s", "stage_s", "train_s", "cache_hit_rate", "transfer_bytes", "predicted_s"}
 		for _, tier := range l.be.Tiers() {
 			header = append(header, "peak_"+string(tier)+"_bytes")
+		}
+		if c, ok := l.st.(Columner); ok {
+			l.extra = c.Columns()
+			header = append(header, l.extra...)
 		}
 		if err := csvw.write(header); err != nil {
 			return err
@@ -536,7 +541,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 func (l *loop) emit(csvw *csvOut, logw *logOut, rec EpochRecord) error {
 	l.records = append(l.records, rec)
 	if csvw != nil {
-		if err := csvw.write(recordRow(rec, l.be.Tiers())); err != nil {
+		if err := csvw.write(recordRow(rec, l.be.Tiers(), l.extra)); err != nil {
 			return err
 		}
 	}
@@ -561,7 +566,7 @@ func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, error) 
 	return accuracy(l.pred, d.Labels, d.Train), accuracy(l.pred, d.Labels, d.Valid), accuracy(l.pred, d.Labels, d.Test), nil
 }
 
-func recordRow(r EpochRecord, tiers []tensor.Tier) []string {
+func recordRow(r EpochRecord, tiers []tensor.Tier, extra []string) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	row := []string{strconv.Itoa(r.Epoch), f(r.TimeS), f(r.Loss), "", "", "",
 		f(r.SampleS), f(r.ExtractS), f(r.StageS), f(r.TrainS), f(r.CacheHitRate), strconv.FormatInt(r.TransferBytes, 10), f(r.PredictedS)}
@@ -570,6 +575,9 @@ func recordRow(r EpochRecord, tiers []tensor.Tier) []string {
 	}
 	for _, tier := range tiers {
 		row = append(row, strconv.FormatInt(r.PeakBytes[string(tier)], 10))
+	}
+	for _, c := range extra {
+		row = append(row, r.Extra[c])
 	}
 	return row
 }

@@ -37,6 +37,7 @@ type Uses struct {
 	// RankPartition: [partition] splits the graph among the ranks of a
 	// distributed run (it defaults to METIS).
 	RankPartition bool
+	Hybrid        bool // [hybrid]: it splits work between CPU trainers and devices
 }
 
 // Env is what a stepper is built from: the run's backend, the linked
@@ -81,6 +82,9 @@ type (
 	EpochReporter interface{ ReportEpoch(rec *EpochRecord) }
 	// ResultReporter adds its own figures to the result.
 	ResultReporter interface{ ReportResult(res *Result) }
+	// Columner adds columns of its own to output.csv: their names, once,
+	// before the first epoch; ReportEpoch fills EpochRecord.Extra by name.
+	Columner interface{ Columns() []string }
 	// Pipelined predicts its epoch's time itself, because its stages
 	// overlap (otherwise the loop adds the predicted stage times up).
 	Pipelined interface{ PredictedS() float64 }

@@ -22,6 +22,8 @@ var docs = map[string]string{
 	"model.sage-lstm":    "GraphSAGE-LSTM (DGL's lstm aggregator): X W_root + LSTM(x_j in CSR order) W_nbr; option lstm_hidden",
 	"costmodel.roofline": "roofline cost model: max(flops/peak, bytes/bandwidth) + launch overhead per op",
 
+	"costmodel.hyscale": "HyScale-GNN performance model (IPDPS 2023 §V, Eq. 5-13): stage times, iteration time and MTEPS of hybrid CPU + device training",
+
 	"costmodel.betty-memory": "Betty memory estimate (ASPLOS 2023 §4.4): peak device bytes of one micro-batch training step from its sizes; picks train.micro_batches = \"auto\"",
 }
 

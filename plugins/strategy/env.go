@@ -8,6 +8,9 @@
 //	strategy.minibatch  sampled mini-batches on a prefetching pipeline,
 //	                    optionally through the tiered feature store and
 //	                    data-parallel over several devices
+//	strategy.hybrid     HyScale-GNN: each mini-batch split between CPU
+//	                    trainers and the devices, two-stage feature
+//	                    prefetch, dynamic resource management
 //
 // A strategy builds a train.Stepper; core/train runs the loop.
 package strategy

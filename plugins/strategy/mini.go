@@ -533,15 +533,8 @@ func (*Minibatch) NewStepper(ctx context.Context, env *train.Env) (train.Stepper
 // CheckConfig implements train.ConfigChecker: what can be told without
 // the data.
 func (*Minibatch) CheckConfig(cfg *config.Config) error {
-	if cfg.Sampler.Name == "" {
-		return cfg.KeyError("train.mode = \"minibatch\" needs a neighbour sampler: add [sampler] with name = \"uniform\" and fanouts = [...] (one per model layer)", "train", "mode")
-	}
-	s, ok := cfg.Sampler.Module.(sampler.Sampler)
-	if !ok {
-		return fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
-	}
-	if n := sampler.NumLayers(s); n != cfg.Model.Layers {
-		return cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, n, cfg.Model.Layers), "sampler")
+	if err := checkSampler(cfg); err != nil {
+		return err
 	}
 	if cfg.Train.Micro() {
 		if cfg.Train.AutoMicroBatches() {
@@ -550,6 +543,22 @@ func (*Minibatch) CheckConfig(cfg *config.Config) error {
 			}
 		}
 		return needPartitioner(cfg, "output nodes of each mini-batch")
+	}
+	return nil
+}
+
+// checkSampler checks the [sampler] of a sampled strategy: one is set,
+// and it samples one block per model layer.
+func checkSampler(cfg *config.Config) error {
+	if cfg.Sampler.Name == "" {
+		return cfg.KeyError(fmt.Sprintf("train.mode = %q needs a neighbour sampler: add [sampler] with name = \"uniform\" and fanouts = [...] (one per model layer)", cfg.Train.Mode), "train", "mode")
+	}
+	s, ok := cfg.Sampler.Module.(sampler.Sampler)
+	if !ok {
+		return fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
+	}
+	if n := sampler.NumLayers(s); n != cfg.Model.Layers {
+		return cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, n, cfg.Model.Layers), "sampler")
 	}
 	return nil
 }

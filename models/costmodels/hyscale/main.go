@@ -1,0 +1,137 @@
+//go:build wasip1
+
+// HyScale-GNN performance model: the stage times, epoch time and
+// throughput of hybrid CPU + accelerator training, after Lin et al.,
+// "HyScale-GNN: A Scalable Hybrid GNN Training System on Single-Node
+// Heterogeneous Architecture" (IPDPS 2023), §V, Eq. 5-13.
+//
+// The host describes the machine (CPU threads and their throughput and
+// memory bandwidth, the devices' rooflines, the PCIe bandwidth) and the
+// work of one step (edges and rows of each trainer's blocks); the module
+// returns seconds. All sizes are counts of elements unless noted; S is
+// bytes per feature element (4 for float32).
+//
+// Op codes and inputs:
+//
+//	0 sampling (T_samp; the paper measures a profile instead of an
+//	  equation, and so do we: the rate comes from a micro-benchmark)
+//	  in[0] sampled edges, in[1] threads, in[2] million edges per second
+//	  per thread
+//	1 feature loading, Eq. 7: in[0] rows gathered (Σ over trainers
+//	  |V⁰|), in[1] f⁰, in[2] S, in[3] GB/s per thread, in[4] threads
+//	2 data transfer, Eq. 8: in[0] rows sent to one device, in[1] f⁰,
+//	  in[2] S, in[3] PCIe GB/s, in[4] topology bytes of the blocks (the
+//	  paper counts the features only; 0 reproduces it)
+//	3 one trainer, Eq. 10-12: in[0] pipelined (1: ⊕ is max, an FPGA;
+//	  0: ⊕ is +, a CPU or GPU), in[1] memory GB/s, in[2] GFLOP/s (N ×
+//	  freq; a MAC counts two flops), in[3] S, in[4] L, then per layer
+//	  l = 1..L three values at in[5+3(l-1)]: |E^l| edges, f^l the width
+//	  the layer aggregates, and the layer's multiply-adds Σ rows × f^l ×
+//	  f^(l+1) over its weight matrices (Eq. 12's |V^l| f^l f^(l+1); the
+//	  host counts a weight applied before the aggregation on the
+//	  block's sources, after it on its destinations). out[1]
+//	  aggregation seconds, out[2] update seconds.
+//	4 synchronisation, Eq. 13: in[0] model scalars (Σ f^(l-1) f^l),
+//	  in[1] S, in[2] PCIe GB/s (0: no device, no transfer)
+//	5 one iteration and the throughput, Eq. 5, 6, 9: in[0] T_samp,
+//	  in[1] T_load, in[2] T_trans, in[3] max over trainers T_Trainer,
+//	  in[4] T_sync, in[5] edges traversed by all trainers, in[6]
+//	  pipelined stages (1: Eq. 6's max, two-stage prefetch; 0: the
+//	  stages run one after another, their sum). out[0] T_execution,
+//	  out[1] MTEPS, out[2] T_prop.
+package main
+
+import (
+	"math"
+
+	"strata/models/sdk/cost"
+)
+
+func main() {}
+
+func init() { cost.Register(predict) }
+
+// Op codes.
+const (
+	opSample = iota
+	opLoad
+	opTransfer
+	opTrainer
+	opSync
+	opIteration
+)
+
+func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
+	for _, v := range in {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return cost.BadInputs
+		}
+	}
+	a := func(i int) float64 { return cost.Arg(in, i, 0) }
+	div := func(x, y float64) float64 {
+		if x == 0 {
+			return 0
+		}
+		return x / y // y = 0 with work to do gives +Inf: rejected below
+	}
+	switch op {
+	case opSample:
+		out[0] = div(a(0), a(1)*a(2)*1e6)
+	case opLoad:
+		out[0] = div(a(0)*a(1)*a(2), a(3)*1e9*a(4)) // Eq. 7
+	case opTransfer:
+		out[0] = div(a(0)*a(1)*a(2)+a(4), a(3)*1e9) // Eq. 8
+	case opTrainer:
+		layers := int(a(4))
+		if layers < 1 || len(in) < 5+3*layers {
+			return cost.BadInputs
+		}
+		bw, flops, s := a(1)*1e9, a(2)*1e9, a(3)
+		agg := make([]float64, layers)
+		upd := make([]float64, layers)
+		var aggS, updS float64
+		for l := range layers {
+			e, f, macs := a(5+3*l), a(6+3*l), a(7+3*l)
+			agg[l] = div(e*f*s, bw)     // Eq. 11
+			upd[l] = div(2*macs, flops) // Eq. 12
+			aggS += agg[l]
+			updS += upd[l]
+		}
+		join := func(x, y float64) float64 {
+			if a(0) == 1 {
+				return max(x, y)
+			}
+			return x + y
+		}
+		var t float64
+		for l := range layers { // forward
+			t += join(agg[l], upd[l])
+		}
+		t += upd[0] // backward, Eq. 10: the first layer's update only
+		for l := 1; l < layers; l++ {
+			t += join(agg[l], upd[l])
+		}
+		out[0], out[1], out[2] = t, aggS, updS
+	case opSync:
+		if a(2) > 0 {
+			out[0] = a(0) * a(1) / (a(2) * 1e9) * 2 // Eq. 13
+		}
+	case opIteration:
+		prop := a(3) + a(4) // Eq. 9
+		if a(6) == 1 {
+			out[0] = max(a(0), a(1), a(2), prop) // Eq. 6
+		} else {
+			out[0] = a(0) + a(1) + a(2) + prop
+		}
+		out[1] = div(a(5), out[0]*1e6) // Eq. 5
+		out[2] = prop
+	default:
+		return cost.UnknownOp
+	}
+	for _, v := range out {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return cost.BadInputs
+		}
+	}
+	return cost.OK
+}

@@ -1,0 +1,568 @@
+package strategy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"strata/core/backend"
+	"strata/core/train"
+	"strata/plugins/sampler"
+)
+
+// hybridPart is one trainer's share of a step as it moves down the
+// pipeline: sampled, its input rows gathered (stage one), then bound on
+// its trainer (stage two: uploaded to a device).
+type hybridPart struct {
+	nodes  []int32
+	blocks []sampler.Block
+	x      []float32 // the staging buffer: the host-gathered input rows
+	bound  *boundBlocks
+	runner *blockRunner // the runner it is bound with
+}
+
+// hybridBatch is one step on its way through the pipeline.
+type hybridBatch struct {
+	n     int
+	st    drmState
+	parts []hybridPart // one per trainer, in trainer order
+	total int          // nodes of the whole batch
+	times stageTimes   // measured, filled by each stage
+	work  stepWork
+	err   error
+}
+
+// hybridEpoch is the last epoch's figures.
+type hybridEpoch struct {
+	measured, predicted stageTimes // summed over steps
+	steps               int
+	edges               float64
+	wallS               float64 // the epoch's wall time
+	predictedS          float64 // Σ Eq. 6 over the predicted stage times
+	measuredPipeS       float64 // Σ Eq. 6 over the measured stage times
+	adjustments         []string
+	shares              []float64 // the CPU share of every step
+}
+
+// hybridTotals count over the run.
+type hybridTotals struct{ adjustments int }
+
+// lag is how many steps after it is made a DRM decision takes effect:
+// the pipeline's depth, so that the sampler never waits for one.
+func (s *hybridStepper) lag() int {
+	if s.h.Prefetch {
+		return s.prefetch + 4
+	}
+	return s.prefetch + 2
+}
+
+// split divides a batch's nodes among the trainers: the first round(share
+// × n) nodes evenly over the CPU trainers, the rest evenly over the
+// devices (trainer order: devices, then CPU trainers).
+func (s *hybridStepper) split(nodes []int32, share float64) [][]int32 {
+	nCPU := len(s.trainers) - s.nDev
+	c := int(share*float64(len(nodes)) + 0.5)
+	if s.nDev == 0 {
+		c = len(nodes)
+	}
+	if nCPU == 0 {
+		c = 0
+	}
+	out := make([][]int32, len(s.trainers))
+	cpuNodes, devNodes := nodes[:c], nodes[c:]
+	for k := range s.nDev {
+		out[k] = devNodes[k*len(devNodes)/s.nDev : (k+1)*len(devNodes)/s.nDev]
+	}
+	for k := range nCPU {
+		out[s.nDev+k] = cpuNodes[k*len(cpuNodes)/nCPU : (k+1)*len(cpuNodes)/nCPU]
+	}
+	return out
+}
+
+// cpuThreads is each CPU trainer's share of the training threads.
+func (s *hybridStepper) cpuThreads(st drmState) int {
+	return max(1, st.train/max(1, len(s.trainers)-s.nDev))
+}
+
+// parallel runs f(0..n-1) on at most k goroutines and returns the first
+// error in index order.
+func parallel(n, k int, f func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, max(k, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// sample is the sampler stage for batch n: every trainer's part with the
+// batch's seed (so that a node's neighbourhood does not depend on the
+// split), on st.sample goroutines.
+func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int32, seed uint64) {
+	t0 := time.Now()
+	defer func() { b.times.SC = time.Since(t0).Seconds() }()
+	b.total = len(nodes)
+	split := s.split(nodes, b.st.share)
+	b.parts = make([]hybridPart, len(split))
+	rng := seed*0x9e3779b97f4a7c15 + uint64(b.n) // strategy.minibatch's seed of batch n on one replica
+	b.err = parallel(len(split), b.st.sample, func(k int) error {
+		b.parts[k].nodes = split[k]
+		if len(split[k]) == 0 {
+			return nil
+		}
+		blocks, err := s.sampler.Sample(ctx, s.e.adjs.Adj, split[k], rng)
+		b.parts[k].blocks = blocks
+		return err
+	})
+	if b.err != nil {
+		b.err = fmt.Errorf("sampling batch %d: %w", b.n, b.err)
+		return
+	}
+	b.work = stepWork{parts: make([]partWork, len(split)), cpu: make([]bool, len(split))}
+	for k, p := range b.parts {
+		b.work.cpu[k] = s.trainers[k].cpu
+		pw := &b.work.parts[k]
+		for _, bl := range p.blocks {
+			pw.edges = append(pw.edges, float64(bl.NumEdges()))
+			pw.dst = append(pw.dst, float64(len(bl.Dst)))
+			pw.src = append(pw.src, float64(len(bl.Src)))
+			// CSR row pointers and columns, GCN and mean edge weights.
+			pw.topoBytes += float64(8*(len(bl.Dst)+1)) + 12*float64(bl.NumEdges())
+		}
+		if len(p.blocks) > 0 {
+			pw.rows = float64(len(p.blocks[0].Src))
+		}
+	}
+}
+
+// load is stage one of the feature prefetch: every part's input rows
+// gathered from the host feature matrix into a staging buffer, on
+// st.load goroutines.
+func (s *hybridStepper) load(b *hybridBatch) {
+	t0 := time.Now()
+	defer func() { b.times.Load = time.Since(t0).Seconds() }()
+	type chunk struct{ part, lo, hi int }
+	var chunks []chunk
+	for k := range b.parts {
+		p := &b.parts[k]
+		if len(p.blocks) == 0 {
+			continue
+		}
+		src := p.blocks[0].Src
+		p.x = make([]float32, len(src)*s.e.dim)
+		per := max(1, (len(src)+b.st.load-1)/b.st.load)
+		for lo := 0; lo < len(src); lo += per {
+			chunks = append(chunks, chunk{k, lo, min(lo+per, len(src))})
+		}
+	}
+	dim := s.e.dim
+	_ = parallel(len(chunks), b.st.load, func(i int) error {
+		c := chunks[i]
+		p := &b.parts[c.part]
+		for r, v := range p.blocks[0].Src[c.lo:c.hi] {
+			copy(p.x[(c.lo+r)*dim:(c.lo+r+1)*dim], s.e.feats[int(v)*dim:(int(v)+1)*dim])
+		}
+		return nil
+	})
+}
+
+// transfer is stage two: every part bound on its trainer, its blocks and
+// staged rows uploaded to its device (a CPU trainer binds in place).
+func (s *hybridStepper) transfer(b *hybridBatch) {
+	t0 := time.Now()
+	for k := range b.parts {
+		p := &b.parts[k]
+		if len(p.nodes) == 0 {
+			continue
+		}
+		t := s.trainers[k]
+		p.runner = t.runner(s.cpuThreads(b.st))
+		bb, err := p.runner.bind(p.blocks, p.x, nil, false)
+		if err != nil {
+			b.err = fmt.Errorf("batch %d on %s: %w", b.n, t.name, err)
+			return
+		}
+		p.bound, p.x = bb, nil
+	}
+	b.times.Tran = time.Since(t0).Seconds()
+	if s.perf.pcie > 0 && s.simulated() {
+		// A simulated link's time is its bytes over its bandwidth.
+		b.times.Tran = 0
+		for k, pw := range b.work.parts {
+			if !b.work.cpu[k] {
+				b.times.Tran = max(b.times.Tran, (pw.rows*float64(s.e.dim)*4+pw.topoBytes)/(s.perf.pcie*1e9))
+			}
+		}
+	}
+}
+
+func (s *hybridStepper) simulated() bool {
+	_, ok := s.e.be.(backend.TimePredictor)
+	return ok
+}
+
+// release frees what a batch holds on the trainers.
+func (b *hybridBatch) release() {
+	for k := range b.parts {
+		p := &b.parts[k]
+		if p.bound != nil {
+			p.bound.release(p.runner.e)
+			p.bound = nil
+		}
+	}
+}
+
+// train runs the trainers of a staged batch at once (each CPU trainer on
+// its own goroutine, the devices one after another on another), then
+// the synchronizer's all-reduce and every replica's optimizer step.
+func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, update func() error) (float64, error) {
+	losses := make([]float64, len(s.trainers))
+	errs := make([]error, len(s.trainers))
+	stepSeed := seed ^ uint64(b.n+1)*0xbf58476d1ce4e5b9
+	run := func(k int) {
+		p := &b.parts[k]
+		if len(p.nodes) == 0 {
+			return
+		}
+		losses[k], errs[k] = p.runner.trainBatch(ctx, p.bound, p.nodes, stepSeed^uint64(k), float64(len(p.nodes))/float64(b.total), false)
+		if errs[k] != nil {
+			errs[k] = fmt.Errorf("batch %d on %s: %w", b.n, s.trainers[k].name, errs[k])
+		}
+	}
+	before := train.PredictionNow(s.e.be)
+	t0 := time.Now()
+	// The CPU trainers, each on its own goroutine, while this one runs
+	// the devices.
+	var cpuWG sync.WaitGroup
+	cpuDone := make(chan float64, 1)
+	cpuWG.Add(1)
+	go func() {
+		defer cpuWG.Done()
+		t := time.Now()
+		var inner sync.WaitGroup
+		for k := s.nDev; k < len(s.trainers); k++ {
+			inner.Add(1)
+			go func() { defer inner.Done(); run(k) }()
+		}
+		inner.Wait()
+		cpuDone <- time.Since(t).Seconds()
+	}()
+	for k := range s.nDev {
+		run(k)
+	}
+	devWall := time.Since(t0).Seconds()
+	cpuWG.Wait()
+	b.times.TC = <-cpuDone
+	if s.nDev > 0 {
+		b.times.TA = devWall
+		if s.simulated() {
+			b.times.TA = 0
+			for _, byPurpose := range train.PredictionNow(s.e.be).Since(before).KernelS {
+				var k float64
+				for _, v := range byPurpose {
+					k += v
+				}
+				b.times.TA = max(b.times.TA, k)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	t1 := time.Now()
+	if err := s.allReduce(b); err != nil {
+		return 0, fmt.Errorf("batch %d: all-reduce: %w", b.n, err)
+	}
+	b.times.Sync = time.Since(t1).Seconds()
+	if s.simulated() && s.nDev > 0 {
+		b.times.Sync = s.perf.scalars * 4 * 2 / (s.perf.pcie * 1e9)
+	}
+	if err := update(); err != nil {
+		return 0, fmt.Errorf("batch %d: %w", b.n, err)
+	}
+	for _, t := range s.trainers[1:] {
+		if err := t.opt.Step(t.r.ps.List()); err != nil {
+			return 0, fmt.Errorf("batch %d: step on %s: %w", b.n, t.name, err)
+		}
+	}
+	var loss float64
+	for _, l := range losses { // in trainer order: deterministic
+		loss += l
+	}
+	return loss, nil
+}
+
+// allReduce is the synchronizer: the gradients of the trainers that
+// trained this step are summed on the host in trainer order (a fixed
+// order, so the sum is deterministic) and the sum is written back to
+// every replica, counted on the links as gradients.
+func (s *hybridStepper) allReduce(b *hybridBatch) error {
+	if len(s.trainers) < 2 {
+		return nil
+	}
+	views := make([]backend.Backend, len(s.trainers))
+	for k, t := range s.trainers {
+		views[k] = backend.ForPurpose(t.r.e.be, backend.PurposeGradients)
+	}
+	for i, p := range s.trainers[0].r.ps.List() {
+		sum := make([]float32, p.Grad.Numel())
+		buf := make([]float32, len(sum))
+		for k, t := range s.trainers {
+			if len(b.parts[k].nodes) == 0 {
+				continue
+			}
+			if err := views[k].Download(t.r.ps.List()[i].Grad, buf); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			for j, v := range buf {
+				sum[j] += v
+			}
+		}
+		for k, t := range s.trainers {
+			if err := views[k].Upload(t.r.ps.List()[i].Grad, sum); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Epoch implements train.Stepper: the pipeline of one epoch. The sampler
+// runs ahead through a queue of train.prefetch batches; with
+// hybrid.prefetch the feature loader (stage one) and the data transfer
+// (stage two) each run on their own goroutine, one batch apart, while
+// the trainers compute; otherwise the training goroutine loads and
+// transfers each batch before training it. After every step the runtime
+// records the stage times and, with hybrid.drm, decides the split and
+// threads of the step lag() steps later.
+func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	start := time.Now()
+	order := shuffled(s.e.ds.Train, seed)
+	var batches [][]int32
+	for lo := 0; lo < len(order); lo += s.batch {
+		batches = append(batches, order[lo:min(lo+s.batch, len(order))])
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	decisions := make([]chan drmState, len(batches))
+	for i := range decisions {
+		decisions[i] = make(chan drmState, 1)
+		if i < s.lag() {
+			decisions[i] <- s.state
+		}
+	}
+	sampled := make(chan *hybridBatch, s.prefetch)
+	var staged, loaded chan *hybridBatch
+	drain := func(ch chan *hybridBatch) {
+		for b := range ch {
+			b.release()
+		}
+	}
+	defer func() {
+		cancel()
+		drain(sampled)
+		if loaded != nil {
+			drain(loaded)
+		}
+		if staged != nil {
+			drain(staged)
+		}
+		wg.Wait()
+	}()
+	send := func(ch chan *hybridBatch, b *hybridBatch) bool {
+		select {
+		case ch <- b:
+			return true
+		case <-ctx.Done():
+			b.release()
+			return false
+		}
+	}
+	wg.Add(1)
+	go func() { // the sampler
+		defer wg.Done()
+		defer close(sampled)
+		for n, nodes := range batches {
+			var st drmState
+			select {
+			case st = <-decisions[n]:
+			case <-ctx.Done():
+				return
+			}
+			b := &hybridBatch{n: n, st: st}
+			s.sample(ctx, b, nodes, seed)
+			if !send(sampled, b) || b.err != nil {
+				return
+			}
+		}
+	}()
+	next := sampled
+	if s.h.Prefetch {
+		// Unbuffered: while batch n trains, n+1 is transferred and n+2
+		// loaded (HyScale's Fig. 7), and no more staging buffers live.
+		loaded, staged = make(chan *hybridBatch), make(chan *hybridBatch)
+		stage := func(in, out chan *hybridBatch, f func(*hybridBatch)) {
+			defer wg.Done()
+			defer close(out)
+			for b := range in {
+				if b.err == nil {
+					f(b)
+				}
+				if !send(out, b) || b.err != nil {
+					return
+				}
+			}
+		}
+		wg.Add(2)
+		go stage(sampled, loaded, s.load)    // stage one: host gather into the staging buffer
+		go stage(loaded, staged, s.transfer) // stage two: host -> device
+		next = staged
+	}
+	s.stats = hybridEpoch{}
+	st := &s.stats
+	var loss float64
+	for b := range next {
+		if b.err == nil && !s.h.Prefetch {
+			s.load(b)
+			s.transfer(b)
+		}
+		if b.err != nil {
+			b.release()
+			return 0, b.err
+		}
+		l, err := s.train(ctx, b, seed, update)
+		b.release()
+		if err != nil {
+			return 0, err
+		}
+		loss += l
+		if err := s.runtime(b, decisions); err != nil {
+			return 0, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	st.wallS = time.Since(start).Seconds()
+	return loss / float64(max(st.steps, 1)), nil
+}
+
+// runtime is the runtime's work after step b: it records the measured
+// and predicted stage times and, with DRM on, makes the decision for the
+// step lag() later from the chosen source.
+func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error {
+	st := &s.stats
+	pred, err := s.perf.predict(&b.work, b.st, len(s.trainers)-s.nDev)
+	if err != nil {
+		return err
+	}
+	edges := b.work.edges()
+	it, _, err := s.perf.iteration(pred, edges, s.h.Prefetch)
+	if err != nil {
+		return err
+	}
+	mit, _, err := s.perf.iteration(b.times, edges, s.h.Prefetch)
+	if err != nil {
+		return err
+	}
+	st.steps++
+	st.edges += edges
+	st.measured.add(b.times)
+	st.predicted.add(pred)
+	st.predictedS += it
+	st.measuredPipeS += mit
+	st.shares = append(st.shares, b.st.share)
+	next := s.state
+	if s.h.DRM != "off" {
+		src := b.times
+		if s.h.DRM == "predicted" {
+			src = pred
+		}
+		var what string
+		next, what = drmDecide(s.state, b.st, src, s.h.DRMStep)
+		if what != "" {
+			st.adjustments = append(st.adjustments, strconv.Itoa(b.n)+":"+what)
+			s.total.adjustments++
+		}
+	}
+	s.state = next
+	if j := b.n + s.lag(); j < len(decisions) {
+		decisions[j] <- next
+	}
+	return nil
+}
+
+// PredictedS implements train.Pipelined: the performance model's epoch
+// time (Eq. 6 summed over the steps).
+func (s *hybridStepper) PredictedS() float64 { return s.stats.predictedS }
+
+// hybridColumns are strategy.hybrid's output.csv columns.
+var hybridColumns = []string{"hybrid_cpu_share", "hybrid_threads", "hybrid_adjustments", "hybrid_drm_log", "hybrid_step_shares",
+	"measured_mteps", "predicted_mteps",
+	"sample_s_pred", "load_s", "load_s_pred", "transfer_s", "transfer_s_pred", "cpu_train_s", "cpu_train_s_pred",
+	"dev_train_s", "dev_train_s_pred", "sync_s", "sync_s_pred"}
+
+// Columns implements train.Columner.
+func (s *hybridStepper) Columns() []string { return hybridColumns }
+
+// mteps returns the epoch's measured (wall clock) and predicted MTEPS.
+func (s *hybridStepper) mteps() (measured, predicted float64) {
+	st := &s.stats
+	if st.wallS > 0 {
+		measured = st.edges / st.wallS / 1e6
+	}
+	if st.predictedS > 0 {
+		predicted = st.edges / st.predictedS / 1e6
+	}
+	return measured, predicted
+}
+
+// ReportEpoch implements train.EpochReporter.
+func (s *hybridStepper) ReportEpoch(rec *train.EpochRecord) {
+	st := &s.stats
+	m, p := st.measured, st.predicted
+	rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS = m.SC, m.Load, m.Tran, m.TC+m.TA+m.Sync
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	shares := make([]string, len(st.shares))
+	for i, v := range st.shares {
+		shares[i] = f(v)
+	}
+	mm, pm := s.mteps()
+	rec.Extra = map[string]string{
+		"hybrid_cpu_share": f(s.state.share), "hybrid_threads": fmt.Sprintf("%d/%d/%d", s.state.sample, s.state.load, s.state.train),
+		"hybrid_adjustments": strconv.Itoa(len(st.adjustments)), "hybrid_drm_log": strings.Join(st.adjustments, ";"),
+		"hybrid_step_shares": strings.Join(shares, ";"), "measured_mteps": f(mm), "predicted_mteps": f(pm),
+		"sample_s_pred": f(p.SC), "load_s": f(m.Load), "load_s_pred": f(p.Load), "transfer_s": f(m.Tran), "transfer_s_pred": f(p.Tran),
+		"cpu_train_s": f(m.TC), "cpu_train_s_pred": f(p.TC), "dev_train_s": f(m.TA), "dev_train_s_pred": f(p.TA),
+		"sync_s": f(m.Sync), "sync_s_pred": f(p.Sync),
+	}
+}
+
+// ReportResult implements train.ResultReporter: the last epoch's stages,
+// measured and predicted, and its MTEPS.
+func (s *hybridStepper) ReportResult(res *train.Result) {
+	st := &s.stats
+	m, p := st.measured, st.predicted
+	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.SC, m.Load, m.Tran, m.TC+m.TA+m.Sync
+	res.MeasuredMTEPS, res.PredictedMTEPS = s.mteps()
+	res.Hybrid = map[string]float64{
+		"cpu_share": s.state.share, "sample_threads": float64(s.state.sample), "load_threads": float64(s.state.load),
+		"train_threads": float64(s.state.train), "adjustments": float64(s.total.adjustments), "steps": float64(st.steps),
+		"edges": st.edges, "epoch_wall_s": st.wallS, "epoch_pred_s": st.predictedS, "epoch_pipelined_measured_s": st.measuredPipeS,
+		"sample_s": m.SC, "sample_s_pred": p.SC, "load_s": m.Load, "load_s_pred": p.Load,
+		"transfer_s": m.Tran, "transfer_s_pred": p.Tran, "cpu_train_s": m.TC, "cpu_train_s_pred": p.TC,
+		"dev_train_s": m.TA, "dev_train_s_pred": p.TA, "sync_s": m.Sync, "sync_s_pred": p.Sync,
+	}
+}

@@ -1,0 +1,354 @@
+package strategy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"strata/core/config"
+	"strata/core/train"
+)
+
+// hybridBase is a two-layer run on Cora with dropout off (a dropout mask
+// depends on the replica), enough training nodes for several batches.
+const hybridBase = coraBase + `
+[sampler]
+name = "uniform"
+fanouts = [4, 6]
+`
+
+// newTestStepper builds the environment and the stepper of cfg, released
+// when the test ends.
+func newTestStepper(t *testing.T, cfg *config.Config) (*train.Env, train.Stepper) {
+	t.Helper()
+	ctx := context.Background()
+	strat, err := train.StrategyFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _, closeEnv, err := train.NewEnv(ctx, cfg, testHost(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeEnv)
+	st, err := strat.NewStepper(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Release)
+	return env, st
+}
+
+// oneEpoch builds the stepper cfg selects, runs one epoch with the loop's
+// optimizer and returns the parameters and the stepper's figures.
+func oneEpoch(t *testing.T, cfg *config.Config) (map[string][]float64, train.EpochRecord) {
+	t.Helper()
+	ctx := context.Background()
+	env, st := newTestStepper(t, cfg)
+	opt, err := train.NewOptimizer(cfg.Train.Optimizer, env.Backend, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Epoch(ctx, 11, func() error { return opt.Step(st.Params().List()) }); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := st.Params().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec train.EpochRecord
+	if r, ok := st.(train.EpochReporter); ok {
+		r.ReportEpoch(&rec)
+	}
+	return snap, rec
+}
+
+// TestHybridEqualsMinibatch: with DRM off and a fixed split, an epoch of
+// hybrid training leaves the parameters of single-replica mini-batch
+// training on the same global batches, to float32 rounding, whatever the
+// split between CPU trainers and devices.
+func TestHybridEqualsMinibatch(t *testing.T) {
+	common := []string{"model.dropout=0", "model.input_dropout=0", "train.batch_size=48", `data.split="random-20-30-seed0"`}
+	for _, model := range []string{"gcn", "sage"} {
+		ref, _ := oneEpoch(t, mustParse(t, hybridBase, append(common, `model.name="`+model+`"`, `train.mode="minibatch"`)...))
+		cases := []struct {
+			name string
+			sets []string
+		}{
+			{"cpu backend, one CPU trainer", []string{"hybrid.cpu_share=1"}},
+			{"cpu backend, three CPU trainers", []string{"hybrid.cpu_share=1", "hybrid.cpu_trainers=3"}},
+			{"one device only", []string{`train.backend="sim"`, "hybrid.cpu_share=0", "hybrid.cpu_trainers=0"}},
+			{"two devices + CPU, 30% CPU", []string{`train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.3"}},
+			{"two devices + two CPU, 70% CPU, no prefetch", []string{`train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.7", "hybrid.cpu_trainers=2", "hybrid.prefetch=false"}},
+			{"one device + CPU, all on the CPU", []string{`train.backend="sim"`, "hybrid.cpu_share=1"}},
+		}
+		for _, c := range cases {
+			t.Run(model+"/"+c.name, func(t *testing.T) {
+				got, _ := oneEpoch(t, mustParse(t, hybridBase, append(append(common, `model.name="`+model+`"`, `train.mode="hybrid"`), c.sets...)...))
+				if len(got) != len(ref) {
+					t.Fatalf("%d parameters, want %d", len(got), len(ref))
+				}
+				for name, want := range ref {
+					g := got[name]
+					for i := range want {
+						if d := math.Abs(g[i] - want[i]); d > 2e-6+2e-5*math.Abs(want[i]) {
+							t.Fatalf("%s[%d] = %.9g, mini-batch %.9g (diff %.3g)", name, i, g[i], want[i], d)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestHybridCPUTrainerThreads: the threads a CPU trainer runs on do not
+// change its result (the cpu backend is deterministic in the thread
+// count), so balance thread cannot change what is learned.
+func TestHybridCPUTrainerThreads(t *testing.T) {
+	sets := []string{"model.dropout=0.5", "train.batch_size=64", `train.mode="hybrid"`, "hybrid.cpu_share=1"}
+	one, _ := oneEpoch(t, mustParse(t, hybridBase, append(sets, "hybrid.threads=1")...))
+	all, _ := oneEpoch(t, mustParse(t, hybridBase, append(sets, fmt.Sprintf("hybrid.threads=%d", runtime.NumCPU()))...))
+	for name, want := range one {
+		for i := range want {
+			if all[name][i] != want[i] {
+				t.Fatalf("%s[%d]: %v with one thread, %v with %d", name, i, want[i], all[name][i], runtime.NumCPU())
+			}
+		}
+	}
+}
+
+// TestHybridPredictedDRMDeterministic: with hybrid.drm = "predicted" the
+// adjustments come from the performance model, so two runs adjust alike;
+// from 90% of the work on the CPU they move work to the devices.
+func TestHybridPredictedDRMDeterministic(t *testing.T) {
+	sets := []string{`train.mode="hybrid"`, `train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.9", `hybrid.drm="predicted"`, "hybrid.cpu_gbps=20",
+		"train.batch_size=16", `data.split="random-20-30-seed0"`}
+	var logs [2]string
+	var shares [2]string
+	for i := range logs {
+		_, rec := oneEpoch(t, mustParse(t, hybridBase, sets...))
+		logs[i], shares[i] = rec.Extra["hybrid_drm_log"], rec.Extra["hybrid_step_shares"]
+	}
+	if logs[0] == "" || !strings.Contains(logs[0], "work 0.900->") {
+		t.Fatalf("no balance-work adjustment from a 90%% CPU share: log %q", logs[0])
+	}
+	if logs[0] != logs[1] || shares[0] != shares[1] {
+		t.Errorf("two runs adjusted differently:\n%s\n%s\nshares %s vs %s", logs[0], logs[1], shares[0], shares[1])
+	}
+}
+
+// TestHybridCancelNoLeak: an epoch cancelled mid-way (and one failing in
+// the optimizer step) returns, every pipeline goroutine ends, and the
+// stepper holds no more than before the epoch.
+func TestHybridCancelNoLeak(t *testing.T) {
+	for _, prefetch := range []bool{true, false} {
+		t.Run(fmt.Sprintf("prefetch=%v", prefetch), func(t *testing.T) {
+			cfg := mustParse(t, hybridBase, `train.mode="hybrid"`, `train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.5",
+				"train.batch_size=8", "train.prefetch=1", fmt.Sprintf("hybrid.prefetch=%v", prefetch))
+			ctx := context.Background()
+			env, st := newTestStepper(t, cfg)
+			// A whole epoch first: the optimizers allocate their state on
+			// their first step.
+			if _, err := st.Epoch(ctx, 2, func() error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			before, goroutines := env.Backend.Stats().InUse, runtime.NumGoroutine()
+			cctx, cancel := context.WithCancel(ctx)
+			steps := 0
+			_, err := st.Epoch(cctx, 3, func() error {
+				if steps++; steps == 3 {
+					cancel()
+				}
+				return nil
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled epoch: %v, want context.Canceled", err)
+			}
+			boom := errors.New("boom")
+			if _, err := st.Epoch(ctx, 4, func() error { return boom }); !errors.Is(err, boom) {
+				t.Errorf("failing step: %v, want boom", err)
+			}
+			for tier, n := range env.Backend.Stats().InUse {
+				if n != before[tier] {
+					t.Errorf("%s holds %d bytes after the epochs, %d before", tier, n, before[tier])
+				}
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > goroutines {
+				t.Errorf("%d goroutines after the epochs, %d before: a stage leaked", n, goroutines)
+			}
+		})
+	}
+}
+
+// TestDRMDecide checks Alg. 1's cases.
+func TestDRMDecide(t *testing.T) {
+	s := drmState{share: 0.5, sample: 2, load: 2, train: 4}
+	cases := []struct {
+		name  string
+		t     stageTimes
+		share float64
+		th    [3]int
+		what  string
+	}{
+		{"accelerator bottleneck: work to the CPU", stageTimes{SC: 1, Load: 1, TC: 2, TA: 6}, 0.6, [3]int{2, 2, 4}, "work 0.500->0.600"},
+		{"transfer bundled with the accelerator", stageTimes{SC: 1, Load: 1, TC: 2, Tran: 6, TA: 1}, 0.6, [3]int{2, 2, 4}, "work"},
+		{"CPU trainer bottleneck, accelerator fastest: work to the devices", stageTimes{SC: 2, Load: 3, TC: 8, TA: 1}, 0.4, [3]int{2, 2, 4}, "work 0.500->0.400"},
+		{"CPU trainer bottleneck, sampler fastest: a thread", stageTimes{SC: 1, Load: 3, TC: 8, TA: 2}, 0.5, [3]int{1, 2, 5}, "thread sample->cpu_train"},
+		{"loader bottleneck: a thread from the fastest CPU task", stageTimes{SC: 2, Load: 9, TC: 1, TA: 3}, 0.5, [3]int{2, 3, 3}, "thread cpu_train->load"},
+		{"balanced within 5%", stageTimes{SC: 1, Load: 1, TC: 5, TA: 5.1}, 0.5, [3]int{2, 2, 4}, ""},
+		{"nothing measured", stageTimes{}, 0.5, [3]int{2, 2, 4}, ""},
+		{"small imbalance: proportional move", stageTimes{SC: 1, Load: 1, TC: 4, TA: 5}, 0.556, [3]int{2, 2, 4}, "work 0.500->0.556"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, what := drmDecide(s, s, c.t, 0.1)
+			if math.Abs(got.share-c.share) > 1e-9 || got.sample != c.th[0] || got.load != c.th[1] || got.train != c.th[2] || !strings.HasPrefix(what, c.what) || (c.what == "") != (what == "") {
+				t.Errorf("got share %v threads %d/%d/%d %q, want %v %v %q", got.share, got.sample, got.load, got.train, what, c.share, c.th, c.what)
+			}
+		})
+	}
+	// One thread each: balance thread has nothing to move, so a CPU
+	// trainer bottleneck balances work instead.
+	one := drmState{share: 0.9, sample: 1, load: 1, train: 1}
+	if got, what := drmDecide(one, one, stageTimes{SC: 1, Load: 0.5, TC: 9, TA: 2}, 0.1); got.share != 0.8 || !strings.HasPrefix(what, "work") {
+		t.Errorf("CPU-bound with one thread per task: share %v %q, want 0.8 by balance work", got.share, what)
+	}
+}
+
+// TestHybridBadConfig: hybrid keys that cannot work are errors naming
+// the key.
+func TestHybridBadConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		sets []string
+		key  string
+	}{
+		{"no devices", []string{`train.mode="hybrid"`}, "train.backend"},
+		{"no devices, drm on", []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", `hybrid.drm="measured"`}, "train.backend"},
+		{"zero CPU trainers with DRM", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.cpu_trainers=0", "hybrid.cpu_share=0", `hybrid.drm="predicted"`}, "hybrid.cpu_trainers"},
+		{"zero CPU trainers with a CPU share", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.cpu_trainers=0"}, "hybrid.cpu_share"},
+		{"threads above the cores", []string{`train.mode="hybrid"`, `train.backend="sim"`, fmt.Sprintf("hybrid.threads=%d", runtime.NumCPU()+1)}, "hybrid.threads"},
+		{"[hybrid] with another mode", []string{`train.mode="minibatch"`, "hybrid.cpu_share=0.5"}, "hybrid"},
+		{"no sampler", []string{`train.mode="hybrid"`, `train.backend="sim"`, `sampler.name=""`, "sampler.fanouts=[]"}, "train.mode"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			text := hybridBase
+			if c.name == "no sampler" {
+				text = coraBase
+				c.sets = c.sets[:2]
+			}
+			cfg := mustParse(t, text, c.sets...)
+			err := train.Check(context.Background(), cfg, testHost(t), true)
+			errs := config.Errors(err)
+			if len(errs) != 1 || errs[0].Key != c.key {
+				t.Fatalf("error %v, want one config error naming %s", err, c.key)
+			}
+		})
+	}
+}
+
+// TestHybridDRMConverges: from 90% of the work on the CPU, predicted DRM
+// brings the CPU share within 0.1 of the best static split (the share
+// whose predicted epoch is fastest, by a sweep with DRM off) within a
+// few epochs. The devices are made slow (10 GB/s, 100 GFLOP/s, 4 GB/s
+// links) and the CPU's memory fast, so that the best split is not at an
+// end. Long: it trains 15 epochs.
+func TestHybridDRMConverges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a sweep of 11 static splits and 4 epochs of DRM (about 20 s); TestHybridPredictedDRMDeterministic covers DRM in -short")
+	}
+	sets := []string{`train.mode="hybrid"`, `train.backend="sim"`, "devices.host_gbps=[4.0,4.0]", "devices.mem_gbps=10", "devices.peak_gflops=100", "hybrid.cpu_gbps=20",
+		"train.batch_size=16", "train.prefetch=1", `data.split="random-20-30-seed0"`, `model.name="sage"`}
+	predicted := func(share float64, drm string) (float64, train.EpochRecord) {
+		cfg := mustParse(t, hybridBase, append(sets, fmt.Sprintf("hybrid.cpu_share=%g", share), `hybrid.drm="`+drm+`"`)...)
+		_, st := newTestStepper(t, cfg)
+		var rec train.EpochRecord
+		for ep := range 5 {
+			if _, err := st.Epoch(context.Background(), uint64(ep), func() error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			rec = train.EpochRecord{}
+			st.(train.EpochReporter).ReportEpoch(&rec)
+			if drm == "off" {
+				break
+			}
+		}
+		return st.(train.Pipelined).PredictedS(), rec
+	}
+	best, bestS := 0.0, math.Inf(1)
+	for i := 0; i <= 10; i++ {
+		share := float64(i) / 10
+		if s, _ := predicted(share, "off"); s < bestS {
+			best, bestS = share, s
+		}
+	}
+	_, rec := predicted(0.9, "predicted")
+	var final float64
+	fmt.Sscan(rec.Extra["hybrid_cpu_share"], &final)
+	t.Logf("best static share %.1f (%.4g s/epoch); DRM from 0.9 after 5 epochs: %.3f; last epoch's steps: %s", best, bestS, final, rec.Extra["hybrid_step_shares"])
+	if best == 0.9 || best == 0 || best == 1 {
+		t.Fatalf("best static share %.1f: the devices are not slow enough to test convergence", best)
+	}
+	if math.Abs(final-best) > 0.1 {
+		t.Errorf("DRM ended at CPU share %.3f, best static share %.1f", final, best)
+	}
+}
+
+// TestHyscaleCostModel checks costmodel.hyscale's equations against the
+// paper's formulas evaluated here.
+func TestHyscaleCostModel(t *testing.T) {
+	cm, release, err := train.LoadCostModel(context.Background(), testHost(t), "costmodel.hyscale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	const S = 4.0
+	// Two layers: |E| 1000 and 200, aggregated widths 64 and 16, MACs 5e6 and 1e5.
+	agg := []float64{1000 * 64 * S / 20e9, 200 * 16 * S / 20e9}
+	upd := []float64{2 * 5e6 / 100e9, 2 * 1e5 / 100e9}
+	trainer := agg[0] + upd[0] + agg[1] + upd[1] + upd[0] + agg[1] + upd[1] // Eq. 10, ⊕ = +
+	fpga := max(agg[0], upd[0]) + max(agg[1], upd[1]) + upd[0] + max(agg[1], upd[1])
+	cases := []struct {
+		name string
+		op   int32
+		in   []float64
+		want float64
+	}{
+		{"sampling", hsSample, []float64{3e6, 2, 10}, 3e6 / 20e6},
+		{"Eq. 7 loading", hsLoad, []float64{5000, 100, S, 2, 4}, 5000 * 100 * S / 8e9},
+		{"Eq. 8 transfer", hsTransfer, []float64{5000, 100, S, 16, 1e6}, (5000*100*S + 1e6) / 16e9},
+		{"Eq. 10-12 trainer", hsTrainer, []float64{0, 20, 100, S, 2, 1000, 64, 5e6, 200, 16, 1e5}, trainer},
+		{"Eq. 10 pipelined (FPGA)", hsTrainer, []float64{1, 20, 100, S, 2, 1000, 64, 5e6, 200, 16, 1e5}, fpga},
+		{"Eq. 13 sync", hsSync, []float64{1e6, S, 16}, 2 * 1e6 * S / 16e9},
+		{"Eq. 6 pipelined iteration", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 1}, 4.5},
+		{"stages in sequence", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 0}, 10.5},
+	}
+	for _, c := range cases {
+		out, err := cm.Predict(c.op, c.in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if math.Abs(out[0]-c.want) > 1e-12*max(1, c.want) {
+			t.Errorf("%s: %g, want %g", c.name, out[0], c.want)
+		}
+	}
+	if out, _ := cm.Predict(hsIteration, []float64{1, 2, 3, 4, 0.5, 9e6, 1}); math.Abs(out[1]-2) > 1e-12 {
+		t.Errorf("Eq. 5: %g MTEPS for 9e6 edges in 4.5 s, want 2", out[1])
+	}
+	if _, err := cm.Predict(hsLoad, []float64{-1, 100, S, 2, 4}); err == nil {
+		t.Error("a negative row count was accepted")
+	}
+	if _, err := cm.Predict(hsTrainer, []float64{0, 20, 100, S, 3, 1000, 64, 5e6}); err == nil {
+		t.Error("three layers with the sizes of one were accepted")
+	}
+}
