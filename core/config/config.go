@@ -57,6 +57,7 @@ type Config struct {
 	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (fullgraph) or each mini-batch's output nodes (minibatch); betty-reg is Betty's redundancy-aware split"`
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
+	Chunked   Chunked `toml:"chunked" hash:"omitempty" doc:"HongTu's chunked full-graph training (train.mode = \"chunked\"): vertex data on the host, one chunk at a time on the devices; see docs/hongtu.md"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 
 	src *source // key positions, for KeyError
@@ -117,6 +118,16 @@ type Devices struct {
 	PeakGFLOPS float64 `toml:"peak_gflops" range:"[0,)" doc:"device float32 throughput in GFLOP/s for the cost model (0 = a V100's 15700)"`
 	MemGBps    float64 `toml:"mem_gbps" range:"[0,)" doc:"device memory bandwidth in GB/s for the cost model (0 = a V100's 900)"`
 	LaunchUS   float64 `toml:"launch_us" range:"[0,)" special:"-1:a V100's 5 µs" doc:"fixed cost of a kernel launch in µs for the cost model (-1 = a V100's 5)"`
+}
+
+// Chunked configures train.mode = "chunked" (HongTu). Its zero value is
+// the default, so configs without the section keep their hash.
+type Chunked struct {
+	Chunks        int    `toml:"chunks" range:"[0,1073741824]" word:"auto:0:the smallest multiple of the device count whose largest chunk fits devices.memory_bytes" doc:"total number of chunks k of the 2-level partition (METIS into m = device count partitions, each cut into k/m edge-balanced chunks); a multiple of m, at most the number of nodes; 0 = \"auto\""`
+	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer from the cost estimate"`
+	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
+	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
+	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier (features, activations, vertex gradients) in this memory-mapped file instead of RAM (\"\" = RAM); relative like output.csv"`
 }
 
 // Output configures what a run prints and writes.

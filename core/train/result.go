@@ -101,10 +101,18 @@ type Result struct {
 	// last epoch.
 	PredictedEpochS   float64            `json:"predicted_epoch_s,omitempty"`
 	PredictedComputeS map[string]float64 `json:"predicted_compute_s,omitempty"`
-	Threads           int                `json:"threads"`
-	Seed              int64              `json:"seed"`
-	ConfigSHA256      string             `json:"config_sha256"`
-	Version           string             `json:"version"`
+	// Chunked training (HongTu): the chunk count, each layer's handling
+	// of its intermediate results ("cache" or "recompute"), and the
+	// host→device bytes of neighbour rows per epoch without deduplication
+	// ("original"), with p2p sharing ("p2p") and with p2p and reuse
+	// ("p2p_reuse").
+	Chunks        int              `json:"chunks,omitempty"`
+	Intermediates []string         `json:"intermediates,omitempty"`
+	CommBytes     map[string]int64 `json:"comm_bytes,omitempty"`
+	Threads       int              `json:"threads"`
+	Seed          int64            `json:"seed"`
+	ConfigSHA256  string           `json:"config_sha256"`
+	Version       string           `json:"version"`
 
 	// noValid and noTest mark an empty split: its accuracy is absent
 	// (JSON null), not 0.

@@ -34,6 +34,7 @@ type Uses struct {
 	Overlap   bool // train.overlap: it pipelines transfers
 	Devices   bool // several devices ([devices] count > 1): it trains data-parallel
 	Partition bool // [partition]: it splits work with a partitioner (with train.micro_batches)
+	Chunked   bool // [chunked]: HongTu's chunked full-graph training
 }
 
 // Env is what a stepper is built from: the run's backend, the linked

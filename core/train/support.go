@@ -37,6 +37,9 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Partition.Name != "" && (cfg.Train.MicroBatches == 1 || !uses.Partition) {
 		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
 	}
+	if cfg.Chunked != (config.Chunked{}) && !uses.Chunked {
+		return cfg.KeyError(fmt.Sprintf("chunked: the section configures train.mode = %s, not %q; set train.mode or remove [chunked]", modesUsing(func(u Uses) bool { return u.Chunked }), cfg.Train.Mode), "chunked")
+	}
 	if cfg.Train.Overlap && !uses.Overlap {
 		return cfg.KeyError(fmt.Sprintf("train.overlap pipelines the transfers of sampled mini-batches, which train.mode = %q does not have; set train.mode = %s or remove it", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Overlap })), "train", "overlap")
 	}

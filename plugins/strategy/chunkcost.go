@@ -1,0 +1,108 @@
+package strategy
+
+import (
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/engine"
+	"strata/core/ir"
+	"strata/core/topology"
+)
+
+// layerCost is the estimated cost of one layer's backward over all chunks
+// with cached and with recomputed intermediates (HongTu §4.2), and what
+// it is made of.
+type layerCost struct {
+	savedBytes   int64   // the intermediates, summed over the chunks
+	srcBytes     int64   // the chunks' input rows
+	forwardS     float64 // the layer's forward, all chunks
+	cacheS       float64 // the intermediates to the host and back (and the rows, if backward reads them)
+	recomputeS   float64 // the input rows again and the forward
+	cacheWins    bool
+	inputInCache bool // backward reads the input rows even with cached intermediates
+}
+
+// machineSpec returns the host link bandwidth and device spec the
+// estimates use: the simulated machine's, otherwise a PCIe-attached V100.
+func machineSpec(be backend.Backend) (hostGBps float64, dev topology.DeviceSpec) {
+	if m, ok := be.(backend.Machine); ok {
+		t := m.Topology()
+		if len(t.HostGBps) > 0 && t.Compute.PeakGFLOPS > 0 {
+			return t.HostGBps[0], t.Compute
+		}
+	}
+	return topology.PCIeGBps, topology.V100
+}
+
+// estimateLayers estimates every layer's cost of caching and of
+// recomputing its intermediates, over the plan's chunks. The
+// intermediates are sized by the engine (engine.Sizer: what a training
+// step over the chunk allocates); the forward is priced as a roofline,
+// the dense products at peak throughput plus every value written and
+// read once at memory bandwidth.
+func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
+	hostGBps, dev := machineSpec(r.e.be)
+	elt := int64(r.e.dt.Size())
+	out := make([]layerCost, len(r.layers))
+	for l, lg := range r.layers {
+		sz, err := engine.NewSizer(lg, r.e.dt)
+		if err != nil {
+			return nil, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+		}
+		var dense int64 // Σ K·M of the products with a parameter
+		for _, op := range lg.Ops {
+			if op.Kind == ir.OpMatMul && lg.Ops[op.Args[1]].Kind == ir.OpParam {
+				s := lg.Ops[op.Args[1]].Shape
+				dense += s[0] * s[1]
+			}
+		}
+		lc := &out[l]
+		lc.inputInCache = r.needIn[l]
+		for _, c := range r.plan.chunks {
+			shape := engine.BlockShape{Dst: len(c.dst), Src: len(c.src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+			for name := range r.used[l] {
+				cg := c.graphs[name]
+				shape.Edges[name], shape.Degrees[name] = cg.csr.NNZ(), engine.DegreesOf(cg.csr)
+			}
+			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0})
+			if err != nil {
+				return nil, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+			}
+			lc.savedBytes += (fp.Values+fp.Masks+fp.Saved)*elt + 4*fp.Index
+			lc.srcBytes += int64(len(c.src)) * int64(r.widths[l]) * elt
+			lc.forwardS += 2*float64(len(c.src))*float64(dense)/(dev.PeakGFLOPS*1e9) + 2*float64(fp.Values*elt)/(dev.MemGBps*1e9)
+		}
+		bw := hostGBps * 1e9
+		lc.cacheS = float64(2*lc.savedBytes) / bw
+		if lc.inputInCache {
+			lc.cacheS += float64(lc.srcBytes) / bw
+		}
+		lc.recomputeS = float64(lc.srcBytes)/bw + lc.forwardS
+		lc.cacheWins = lc.cacheS < lc.recomputeS
+	}
+	return out, nil
+}
+
+// chooseIntermediates sets each layer's handling of its intermediates:
+// chunked.intermediates, or with "hybrid" ("") the cheaper by the
+// estimate.
+func (r *chunkedRun) chooseIntermediates(mode string) error {
+	r.cache = make([]bool, len(r.layers))
+	switch mode {
+	case "cache":
+		for l := range r.cache {
+			r.cache[l] = true
+		}
+	case "recompute":
+	default:
+		r.hybrid = true
+		est, err := r.estimateLayers()
+		if err != nil {
+			return err
+		}
+		for l, c := range est {
+			r.cache[l] = c.cacheWins
+		}
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package strategy
+
+import (
+	"fmt"
+
+	"strata/core/tensor"
+)
+
+// hostRows is a matrix in the host tier of chunked training: features,
+// a layer's activations or their gradients, one row per node. Rows move
+// to and from the devices through buffers of the run's dtype
+// ([]float32 or []float64).
+type hostRows interface {
+	// buf returns a zeroed buffer for n rows.
+	buf(n int) any
+	// gather copies the rows ids into a new buffer.
+	gather(ids []int32) any
+	// put writes buffer row i into row ids[i].
+	put(ids []int32, v any)
+	// add adds buffer row i into row ids[i].
+	add(ids []int32, v any)
+	// zero clears every row.
+	zero()
+	width() int
+}
+
+type hostMat[T float32 | float64] struct {
+	cols int
+	v    []T
+}
+
+var (
+	_ hostRows = (*hostMat[float32])(nil)
+	_ hostRows = (*hostMat[float64])(nil)
+)
+
+// newHostRows returns an n × cols host matrix of dtype dt over v (nil:
+// freshly allocated; otherwise v must hold n·cols elements of dt).
+func newHostRows(dt tensor.DType, n, cols int, v any) (hostRows, error) {
+	switch dt {
+	case tensor.Float32:
+		s, _ := v.([]float32)
+		if s == nil {
+			s = make([]float32, n*cols)
+		}
+		if len(s) != n*cols {
+			return nil, fmt.Errorf("host tier: %d values for %d x %d", len(s), n, cols)
+		}
+		return &hostMat[float32]{cols: cols, v: s}, nil
+	case tensor.Float64:
+		s, _ := v.([]float64)
+		if s == nil {
+			s = make([]float64, n*cols)
+		}
+		if len(s) != n*cols {
+			return nil, fmt.Errorf("host tier: %d values for %d x %d", len(s), n, cols)
+		}
+		return &hostMat[float64]{cols: cols, v: s}, nil
+	}
+	return nil, fmt.Errorf("host tier: dtype %s", dt)
+}
+
+func (h *hostMat[T]) width() int { return h.cols }
+
+func (h *hostMat[T]) buf(n int) any { return make([]T, n*h.cols) }
+
+func (h *hostMat[T]) gather(ids []int32) any {
+	out := make([]T, 0, len(ids)*h.cols)
+	for _, r := range ids {
+		out = append(out, h.v[int(r)*h.cols:(int(r)+1)*h.cols]...)
+	}
+	return out
+}
+
+func (h *hostMat[T]) put(ids []int32, v any) {
+	s := v.([]T)
+	for i, r := range ids {
+		copy(h.v[int(r)*h.cols:(int(r)+1)*h.cols], s[i*h.cols:(i+1)*h.cols])
+	}
+}
+
+func (h *hostMat[T]) add(ids []int32, v any) {
+	s := v.([]T)
+	for i, r := range ids {
+		row := h.v[int(r)*h.cols : (int(r)+1)*h.cols]
+		for j, x := range s[i*h.cols : (i+1)*h.cols] {
+			row[j] += x
+		}
+	}
+}
+
+func (h *hostMat[T]) zero() { clear(h.v) }
+
+// featureRows returns the features as a host matrix of dtype dt: the
+// prepared float32 rows themselves, or a float64 copy.
+func featureRows(dt tensor.DType, feats []float32, n, dim int) (hostRows, error) {
+	if dt == tensor.Float32 {
+		return newHostRows(dt, n, dim, feats)
+	}
+	v := make([]float64, len(feats))
+	for i, x := range feats {
+		v[i] = float64(x)
+	}
+	return newHostRows(dt, n, dim, v)
+}
