@@ -334,3 +334,8 @@ func (p Plugin) String() string {
 	}
 	return p.ID
 }
+
+// HostFilePath returns Chunked.HostFile resolved like CSVPath.
+func (c *Config) HostFilePath() string {
+	return c.resolveKey(c.Chunked.HostFile, "chunked", "host_file")
+}

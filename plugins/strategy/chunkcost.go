@@ -106,3 +106,48 @@ func (r *chunkedRun) chooseIntermediates(mode string) error {
 	}
 	return nil
 }
+
+// estimatePeak estimates a device's peak memory in a training epoch over
+// plan: the resident parameters, their gradients and the optimizer state,
+// plus the largest step of one layer over one chunk (its graphs with
+// their weights as the cpu kernels keep them, its input rows, and the
+// program's buffers as the engine sizes them).
+func (r *chunkedRun) estimatePeak(plan *chunkPlan, optimizer string, momentum float64) (int64, error) {
+	elt := int64(r.e.dt.Size())
+	whole, err := engine.NewSizer(r.e.model, r.e.dt)
+	if err != nil {
+		return 0, err
+	}
+	resident := whole.Learnable*elt*int64(2+optimizerSlots(optimizer, momentum)) + whole.State*elt
+	if plan.m > 1 {
+		resident += whole.Learnable * elt // the all-reduce's buffer (at most)
+	}
+	var worst int64
+	for l, lg := range r.layers {
+		sz, err := engine.NewSizer(lg, r.e.dt)
+		if err != nil {
+			return 0, err
+		}
+		for _, c := range plan.chunks {
+			d, s := int64(len(c.dst)), int64(len(c.src))
+			shape := engine.BlockShape{Dst: len(c.dst), Src: len(c.src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+			b := s * int64(r.widths[l]) * elt
+			for name := range r.used[l] {
+				cg := c.graphs[name]
+				e := cg.csr.NNZ()
+				shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.csr)
+				b += 8*(d+1) + 8*(s+1) + 16*e + 2*e*elt
+			}
+			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0})
+			if err != nil {
+				return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+			}
+			b += fp.Bytes()
+			if l == len(r.layers)-1 {
+				b += 4 * (d + int64(len(c.train)))
+			}
+			worst = max(worst, b)
+		}
+	}
+	return resident + worst, nil
+}

@@ -75,20 +75,22 @@ type chunkDevice struct {
 
 // chunkedRun is the stepper of strategy.chunked.
 type chunkedRun struct {
-	e      stepEnv
-	cfg    *config.Config
-	layers []*ir.Graph       // the model, one graph per layer
-	used   []map[string]bool // the graphs each layer reads
-	widths []int             // widths[l]: layer l's input; widths[L]: the classes
-	devs   []*chunkDevice    // one per partition
-	plan   *chunkPlan        // the chunks and their schedule
-	h, dh  []hostRows        // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
-	cache  []bool            // per layer: keep the intermediates on the host
-	saved  []map[int][]any   // per layer and chunk: the host copies of the intermediates
-	needIn []bool            // per layer: backward reads the layer's input
-	total  int               // training nodes
-	comm   commRows          // neighbour rows per layer pass
-	hybrid bool              // intermediates chosen per layer by the estimate
+	e       stepEnv
+	cfg     *config.Config
+	layers  []*ir.Graph       // the model, one graph per layer
+	used    []map[string]bool // the graphs each layer reads
+	widths  []int             // widths[l]: layer l's input; widths[L]: the classes
+	devs    []*chunkDevice    // one per partition
+	plan    *chunkPlan        // the chunks and their schedule
+	h, dh   []hostRows        // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
+	cache   []bool            // per layer: keep the intermediates on the host
+	saved   []map[int][]any   // per layer and chunk: the host copies of the intermediates
+	needIn  []bool            // per layer: backward reads the layer's input
+	total   int               // training nodes
+	comm    commRows          // neighbour rows per layer pass
+	hybrid  bool              // intermediates chosen per layer by the estimate
+	estPeak int64             // the estimated device peak (0: no capacity to fit)
+	unmap   func() error      // unmaps chunked.host_file (nil: the host tier is in RAM)
 }
 
 var (
@@ -117,12 +119,7 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunked
 	if md, ok := e.be.(backend.MultiDevice); ok {
 		tiers = md.DeviceTiers()
 	}
-	m := len(tiers)
-	k, err := chunkCount(cfg, e, m)
-	if err != nil {
-		return nil, err
-	}
-	if r.plan, err = planChunks(ctx, cfg, e, r.used, m, k); err != nil {
+	if r.plan, err = r.fitPlan(ctx, cfg, len(tiers)); err != nil {
 		return nil, err
 	}
 	r.comm = r.plan.comm(e.ds.NumNodes)
@@ -149,6 +146,63 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunked
 		return fail(err)
 	}
 	return r, nil
+}
+
+// fitPlan plans chunked.chunks chunks over m devices, or with "auto" the
+// fewest (m times a power of two) whose estimated peak fits the simulated
+// devices' capacity. A count that does not fit is an error naming one
+// that does, or, when none does, the smallest feasible capacity.
+func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*chunkPlan, error) {
+	var capacity int64
+	if _, sim := r.e.be.(backend.Machine); sim {
+		capacity = cfg.Devices.MemoryBytes
+	}
+	try := func(k int) (*chunkPlan, int64, error) {
+		p, err := planChunks(ctx, cfg, r.e, r.used, m, k)
+		if err != nil || capacity == 0 {
+			return p, 0, err
+		}
+		peak, err := r.estimatePeak(p, cfg.Train.Optimizer, cfg.Train.Momentum)
+		return p, peak, err
+	}
+	k, err := chunkCount(cfg, r.e, m)
+	if err != nil {
+		return nil, err
+	}
+	p, peak, err := try(k)
+	if err != nil {
+		return nil, err
+	}
+	r.estPeak = peak
+	if capacity == 0 || peak <= capacity {
+		return p, nil
+	}
+	nodes := r.e.ds.NumNodes
+	bestK, best := k, peak
+	for n := k / m; n*m < nodes; {
+		n = min(2*n, nodes/m)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p, peak, err := try(m * n)
+		if err != nil {
+			break // the partitioner cannot cut this fine
+		}
+		if peak < best {
+			bestK, best = m*n, peak
+		}
+		if peak > capacity {
+			continue
+		}
+		if cfg.Chunked.Chunks == 0 {
+			r.estPeak = peak
+			return p, nil
+		}
+		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d does not fit devices.memory_bytes = %d (%s): the largest chunk's training step needs an estimated %d bytes (%s) on a device; chunked.chunks = %d fits (%s), or set chunked.chunks = \"auto\"",
+			k, capacity, mib(capacity), r.estPeak, mib(r.estPeak), m*n, mib(peak)), "chunked", "chunks")
+	}
+	return nil, cfg.KeyError(fmt.Sprintf("devices.memory_bytes = %d (%s) is too small for one chunk at any chunk count: the smallest estimated peak is %d bytes (%s), with chunked.chunks = %d; the smallest feasible capacity is devices.memory_bytes = %d",
+		capacity, mib(capacity), best, mib(best), bestK, best), "devices", "memory_bytes")
 }
 
 // chunkCount returns the total number of chunks k: chunked.chunks,
@@ -200,7 +254,8 @@ func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, used []map[s
 }
 
 // allocHost allocates the host tier: the features and, per layer, its
-// output and the output's gradient.
+// output and the output's gradient; with chunked.host_file the layers'
+// matrices live in a memory-mapped file.
 func (r *chunkedRun) allocHost() error {
 	n := r.e.ds.NumNodes
 	x, err := featureRows(r.e.dt, r.e.feats, n, r.e.dim)
@@ -209,9 +264,21 @@ func (r *chunkedRun) allocHost() error {
 	}
 	r.h = []hostRows{x}
 	r.dh = []hostRows{nil}
+	arena := &hostArena{dt: r.e.dt}
+	if path := r.cfg.HostFilePath(); r.cfg.Chunked.HostFile != "" {
+		var size int64
+		for _, w := range r.widths[1:] {
+			size += 2 * int64(n) * int64(w) * int64(r.e.dt.Size())
+		}
+		data, unmap, err := mapHostFile(path, size)
+		if err != nil {
+			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot map a %s host tier there: %v; give a file in a writable directory with room for it", path, mib(size), err), "chunked", "host_file")
+		}
+		arena.file, r.unmap = data, unmap
+	}
 	for l := 1; l < len(r.widths); l++ {
 		for _, into := range []*[]hostRows{&r.h, &r.dh} {
-			m, err := newHostRows(r.e.dt, n, r.widths[l], nil)
+			m, err := arena.matrix(n, r.widths[l])
 			if err != nil {
 				return err
 			}
@@ -272,6 +339,7 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 	res.Chunks = len(r.plan.chunks)
 	res.Intermediates = r.modes()
 	res.Partitioner = "hongtu-2level"
+	res.EstimatedPeakBytes = r.estPeak
 	elt := int64(r.e.dt.Size())
 	var w int64
 	for l := range r.layers {
@@ -291,6 +359,11 @@ func (r *chunkedRun) Release() {
 		d.ps.Release()
 	}
 	r.devs = nil
+	r.h, r.dh = nil, nil
+	if r.unmap != nil {
+		r.unmap() // the file is scratch: nothing is lost if this fails
+		r.unmap = nil
+	}
 }
 
 func chunkSeed(seed uint64, l, c int) uint64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"testing"
 
 	"strata/core/engine"
@@ -169,5 +170,77 @@ func TestChunkedMatchesFullGraph(t *testing.T) {
 			}
 			compareSteps(t, got, want, tol)
 		})
+	}
+}
+
+// chunkedSets are the settings of a chunked run on a simulated device.
+func chunkedSets(extra ...string) []string {
+	return append([]string{`train.mode="chunked"`, `train.backend="sim"`, "model.dropout=0.0", "model.input_dropout=0.0", "train.epochs=2", "train.eval_every=0"}, extra...)
+}
+
+// TestChunkedPeakEstimate compares the estimated device peak of chunked
+// training with the peak the simulated device measures: the estimate
+// must not be below it (the capacity check relies on that) and within
+// 25% above.
+func TestChunkedPeakEstimate(t *testing.T) {
+	models := []string{"gcn", "gat"}
+	if !testing.Short() {
+		models = []string{"gcn", "sage", "gat", "gin"}
+	}
+	for _, model := range models {
+		for _, inter := range []string{"cache", "recompute"} {
+			t.Run(model+"/"+inter, func(t *testing.T) {
+				res, err := train.Run(context.Background(), mustParse(t, coraBase, chunkedSets(append(modelSets(model),
+					"chunked.chunks=4", `chunked.intermediates="`+inter+`"`, "devices.memory_bytes=1000000000000")...)...), train.Options{Host: testHost(t)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, est := res.TrainPeakTierBytes["device0"], res.EstimatedPeakBytes
+				if est < got || float64(est) > 1.25*float64(got) {
+					t.Errorf("estimated peak %d, measured %d (ratio %.3f)", est, got, float64(est)/float64(got))
+				}
+				t.Logf("estimated %d, measured %d (ratio %.3f)", est, got, float64(est)/float64(got))
+			})
+		}
+	}
+}
+
+// TestChunkedBeyondDeviceMemory trains a config whose full-graph training
+// needs more than ten times the simulated device's capacity: chunked
+// training with chunks = "auto" fits it and reaches the same accuracy and
+// loss as full-graph training on an unlimited device.
+func TestChunkedBeyondDeviceMemory(t *testing.T) {
+	ctx := context.Background()
+	base := []string{`train.backend="sim"`, "model.dropout=0.0", "model.input_dropout=0.0", "train.epochs=3", "train.eval_every=0"}
+	full, err := train.Run(ctx, mustParse(t, coraBase, base...), train.Options{Host: testHost(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity := full.PeakTierBytes["device0"] / 10
+	got, err := train.Run(ctx, mustParse(t, coraBase, append(base, `train.mode="chunked"`, `chunked.chunks="auto"`,
+		fmt.Sprintf("devices.memory_bytes=%d", capacity))...), train.Options{Host: testHost(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.PeakTierBytes["device0"] > capacity {
+		t.Errorf("peak %d over the capacity %d", got.PeakTierBytes["device0"], capacity)
+	}
+	if got.TestAcc != full.TestAcc || math.Abs(got.FinalLoss-full.FinalLoss) > 1e-5*full.FinalLoss {
+		t.Errorf("chunked: test accuracy %v, loss %.15g; full graph %v, %.15g", got.TestAcc, got.FinalLoss, full.TestAcc, full.FinalLoss)
+	}
+	t.Logf("full graph needs %d bytes; %d chunks fit %d (peak %d)", full.PeakTierBytes["device0"], got.Chunks, capacity, got.PeakTierBytes["device0"])
+}
+
+// TestChunkedHostFile trains with the host tier in a memory-mapped file
+// on the cpu backend: the same losses and parameters as with the host
+// tier in RAM, and the file is gone afterwards.
+func TestChunkedHostFile(t *testing.T) {
+	path := t.TempDir() + "/host.bin"
+	sets := []string{`train.mode="chunked"`, "chunked.chunks=3", `model.name="sage"`, "model.dropout=0.0", "model.input_dropout=0.0", `train.dtype="float64"`}
+	want := runSteps(t, 2, coraBase, sets...)
+	got := runSteps(t, 2, coraBase, append(sets, "chunked.host_file="+path)...)
+	compareSteps(t, got, want, 0)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("host file left behind: %v", err)
 	}
 }

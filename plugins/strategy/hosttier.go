@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"fmt"
+	"unsafe"
 
 	"strata/core/tensor"
 )
@@ -102,4 +103,36 @@ func featureRows(dt tensor.DType, feats []float32, n, dim int) (hostRows, error)
 		v[i] = float64(x)
 	}
 	return newHostRows(dt, n, dim, v)
+}
+
+// hostArena hands out the host tier's matrices: from the Go heap, or
+// carved from one memory-mapped file (chunked.host_file).
+type hostArena struct {
+	dt   tensor.DType
+	file []byte // the mapping, or nil
+	used int64
+}
+
+// matrix returns an n × cols matrix of the arena's dtype.
+func (a *hostArena) matrix(n, cols int) (hostRows, error) {
+	if a.file == nil {
+		return newHostRows(a.dt, n, cols, nil)
+	}
+	elems := int64(n) * int64(cols)
+	size := elems * int64(a.dt.Size())
+	if a.used+size > int64(len(a.file)) {
+		return nil, fmt.Errorf("host file: %d bytes used of %d, %d more wanted", a.used, len(a.file), size)
+	}
+	p := unsafe.Pointer(&a.file[a.used])
+	a.used += size
+	if elems == 0 {
+		return newHostRows(a.dt, n, cols, nil)
+	}
+	switch a.dt {
+	case tensor.Float32:
+		return newHostRows(a.dt, n, cols, unsafe.Slice((*float32)(p), elems))
+	case tensor.Float64:
+		return newHostRows(a.dt, n, cols, unsafe.Slice((*float64)(p), elems))
+	}
+	return nil, fmt.Errorf("host tier: dtype %s", a.dt)
 }
