@@ -108,10 +108,14 @@ func (r *chunkedRun) chooseIntermediates(mode string) error {
 }
 
 // estimatePeak estimates a device's peak memory in a training epoch over
-// plan: the resident parameters, their gradients and the optimizer state,
-// plus the largest step of one layer over one chunk (its graphs with
-// their weights as the cpu kernels keep them, its input rows, and the
-// program's buffers as the engine sizes them).
+// plan, following the allocations of a layer pass: the resident
+// parameters, their gradients and the optimizer state; the transition
+// buffers of deduplicated communication (the batch before's and the
+// current one while it fills, with the staging rows); and the step of one
+// layer over one chunk (its graphs with their weights as the cpu kernels
+// keep them, its input rows unless they are the transition buffer, the
+// staging of p2p and reused rows, and the program's buffers as the
+// engine sizes them).
 func (r *chunkedRun) estimatePeak(plan *chunkPlan, optimizer string, momentum float64) (int64, error) {
 	elt := int64(r.e.dt.Size())
 	whole, err := engine.NewSizer(r.e.model, r.e.dt)
@@ -122,31 +126,71 @@ func (r *chunkedRun) estimatePeak(plan *chunkPlan, optimizer string, momentum fl
 	if plan.m > 1 {
 		resident += whole.Learnable * elt // the all-reduce's buffer (at most)
 	}
+	dedup := r.dedup != dedupNone
 	var worst int64
 	for l, lg := range r.layers {
 		sz, err := engine.NewSizer(lg, r.e.dt)
 		if err != nil {
 			return 0, err
 		}
-		for _, c := range plan.chunks {
-			d, s := int64(len(c.dst)), int64(len(c.src))
-			shape := engine.BlockShape{Dst: len(c.dst), Src: len(c.src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
-			b := s * int64(r.widths[l]) * elt
-			for name := range r.used[l] {
-				cg := c.graphs[name]
-				e := cg.csr.NNZ()
-				shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.csr)
-				b += 8*(d+1) + 8*(s+1) + 16*e + 2*e*elt
+		wb := int64(r.widths[l]) * elt
+		prev := make([]map[int32]bool, plan.m)
+		for _, batch := range plan.sched {
+			var sets [][]int32
+			trans := make([]int64, plan.m)
+			if dedup {
+				sets = plan.batchRows(batch)
+				for i, rows := range sets {
+					var keep int64
+					cur := make(map[int32]bool, len(rows))
+					for _, u := range rows {
+						cur[u] = true
+						if prev[i][u] && r.dedup == dedupReuse {
+							keep++
+						}
+					}
+					load := int64(len(rows)) - keep
+					t := int64(len(rows)) * wb
+					trans[i] = t
+					fill := max(int64(len(prev[i]))*wb+t+keep*(wb+4), t+load*(wb+4))
+					worst = max(worst, fill)
+					prev[i] = cur
+				}
 			}
-			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0})
-			if err != nil {
-				return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+			for k, ci := range batch {
+				c := plan.chunks[ci]
+				d, s := int64(len(c.dst)), int64(len(c.src))
+				shape := engine.BlockShape{Dst: len(c.dst), Src: len(c.src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+				var graphs int64
+				for name := range r.used[l] {
+					cg := c.graphs[name]
+					e := cg.csr.NNZ()
+					shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.csr)
+					graphs += 8*(d+1) + 8*(s+1) + 16*e + 2*e*elt
+				}
+				fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0})
+				if err != nil {
+					return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+				}
+				input, staging := s*wb, int64(0)
+				if dedup {
+					if plan.aliased(k, sets[k], c) {
+						input = 0
+					} else {
+						staging = s * (wb + 4) // at most: every row staged once
+						for o := range sets {
+							if o != k {
+								worst = max(worst, trans[o]+s*(wb+4)) // serving a p2p fetch
+							}
+						}
+					}
+				}
+				b := trans[k] + graphs + input + max(staging, fp.Bytes())
+				if l == len(r.layers)-1 {
+					b += 4 * (d + int64(len(c.train)))
+				}
+				worst = max(worst, b)
 			}
-			b += fp.Bytes()
-			if l == len(r.layers)-1 {
-				b += 4 * (d + int64(len(c.train)))
-			}
-			worst = max(worst, b)
 		}
 	}
 	return resident + worst, nil

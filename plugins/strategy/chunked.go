@@ -91,6 +91,7 @@ type chunkedRun struct {
 	hybrid  bool              // intermediates chosen per layer by the estimate
 	estPeak int64             // the estimated device peak (0: no capacity to fit)
 	unmap   func() error      // unmaps chunked.host_file (nil: the host tier is in RAM)
+	dedup   string            // chunked.dedup
 }
 
 var (
@@ -109,7 +110,10 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunked
 	if err != nil {
 		return nil, fmt.Errorf("chunked: %w", err)
 	}
-	r := &chunkedRun{e: e, cfg: cfg, layers: layers, used: graphsPerLayer(e.model), total: len(e.ds.Train)}
+	r := &chunkedRun{e: e, cfg: cfg, layers: layers, used: graphsPerLayer(e.model), total: len(e.ds.Train), dedup: cfg.Chunked.Dedup}
+	if r.dedup == "" {
+		r.dedup = dedupReuse
+	}
 	for _, lg := range layers {
 		r.widths = append(r.widths, int(lg.Ops[0].Shape[1]))
 		r.needIn = append(r.needIn, backwardReadsInput(lg))
@@ -384,26 +388,24 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	r.dh[last+1].zero()
 	var loss float64
 	for l := range r.layers {
-		for _, batch := range r.plan.sched {
-			for i, c := range batch {
-				lc, err := r.forward(ctx, l, r.devs[i], r.plan.chunks[c], seed, true)
-				if err != nil {
-					return 0, fmt.Errorf("layer %d chunk %d: %w", l, c, err)
-				}
-				loss += lc
-			}
+		err := r.pass(l, true, func(k int, c *chunk, feed *rowFeed) error {
+			lc, err := r.forward(ctx, l, k, c, feed, seed, true)
+			loss += lc
+			return err
+		})
+		if err != nil {
+			return 0, err
 		}
 	}
 	for l := last; l >= 0; l-- {
 		if l > 0 {
 			r.dh[l].zero()
 		}
-		for _, batch := range r.plan.sched {
-			for i, c := range batch {
-				if err := r.backward(ctx, l, r.devs[i], r.plan.chunks[c], seed); err != nil {
-					return 0, fmt.Errorf("layer %d chunk %d backward: %w", l, c, err)
-				}
-			}
+		err := r.pass(l, !r.cache[l] || r.needIn[l], func(k int, c *chunk, feed *rowFeed) error {
+			return r.backward(ctx, l, k, c, feed, seed)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("backward: %w", err)
 		}
 	}
 	ps := make([]*engine.Params, len(r.devs))
@@ -422,6 +424,29 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		}
 	}
 	return loss, nil
+}
+
+// pass runs fn over the chunks of every batch in schedule order, device
+// by device; with load it feeds them layer l's input rows.
+func (r *chunkedRun) pass(l int, load bool, fn func(k int, c *chunk, feed *rowFeed) error) error {
+	var feed *rowFeed
+	if load {
+		feed = r.newFeed(l)
+		defer feed.release()
+	}
+	for j, batch := range r.plan.sched {
+		if feed != nil {
+			if err := feed.next(batch); err != nil {
+				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
+			}
+		}
+		for k, c := range batch {
+			if err := fn(k, r.plan.chunks[c], feed); err != nil {
+				return fmt.Errorf("layer %d chunk %d: %w", l, c, err)
+			}
+		}
+	}
+	return nil
 }
 
 // boundChunk is one layer bound to one chunk on a device.
@@ -443,10 +468,11 @@ func (b *boundChunk) release(be backend.Backend) {
 	}
 }
 
-// bind uploads a chunk's graphs for layer l to the device and binds the
-// layer to them; load uploads the chunk's input rows from the host (a
-// backward over cached intermediates that does not read them skips it).
-func (r *chunkedRun) bind(l int, d *chunkDevice, c *chunk, infer, load bool) (*boundChunk, error) {
+// bind uploads a chunk's graphs for layer l to device k and binds the
+// layer to them; feed delivers the chunk's input rows (nil: a backward
+// over cached intermediates that does not read them).
+func (r *chunkedRun) bind(l, k int, c *chunk, infer bool, feed *rowFeed) (*boundChunk, error) {
+	d := r.devs[k]
 	e := r.e
 	b := &boundChunk{}
 	fail := func(err error) (*boundChunk, error) {
@@ -476,21 +502,25 @@ func (r *chunkedRun) bind(l int, d *chunkDevice, c *chunk, infer, load bool) (*b
 		}
 		env.Blocks[0][name] = eg
 	}
-	x, err := e.be.Alloc(e.dt, []int{len(c.src), r.widths[l]}, d.tier)
-	if err != nil {
-		return fail(fmt.Errorf("input rows: %w", err))
-	}
-	b.tensors = append(b.tensors, x)
-	if load {
-		purpose := backend.PurposeActivations
-		if l == 0 {
-			purpose = backend.PurposeFeatures
-		}
-		if err := backend.ForPurpose(e.be, purpose).Upload(x, r.h[l].gather(c.src)); err != nil {
+	var x *tensor.Tensor
+	if feed != nil {
+		var owned bool
+		var err error
+		if x, owned, err = feed.input(k, c); err != nil {
 			return fail(fmt.Errorf("input rows: %w", err))
 		}
+		if owned {
+			b.tensors = append(b.tensors, x)
+		}
+	} else {
+		var err error
+		if x, err = e.be.Alloc(e.dt, []int{len(c.src), r.widths[l]}, d.tier); err != nil {
+			return fail(fmt.Errorf("input rows: %w", err))
+		}
+		b.tensors = append(b.tensors, x)
 	}
 	env.Input = x
+	var err error
 	if b.prog, err = engine.Bind(r.layers[l], env, d.ps); err != nil {
 		return fail(err)
 	}
@@ -505,9 +535,10 @@ const purposeIntermediates = "intermediates"
 // host when the layer caches them, and at the last layer computes the
 // chunk's share of the loss and leaves its gradient in dh. It returns
 // that share of the loss.
-func (r *chunkedRun) forward(ctx context.Context, l int, d *chunkDevice, c *chunk, seed uint64, training bool) (float64, error) {
+func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunk, feed *rowFeed, seed uint64, training bool) (float64, error) {
 	e := r.e
-	b, err := r.bind(l, d, c, !training, true)
+	d := r.devs[k]
+	b, err := r.bind(l, k, c, !training, feed)
 	if err != nil {
 		return 0, err
 	}
@@ -516,9 +547,8 @@ func (r *chunkedRun) forward(ctx context.Context, l int, d *chunkDevice, c *chun
 	if err := p.Forward(ctx, engine.Mode{Train: training, Seed: chunkSeed(seed, l, c.id)}); err != nil {
 		return 0, err
 	}
-	act := backend.ForPurpose(e.be, backend.PurposeActivations)
 	out := r.h[l+1].buf(len(c.dst))
-	if err := act.Download(p.Output(), out); err != nil {
+	if err := backend.ForPurpose(e.be, purposeOutputs).Download(p.Output(), out); err != nil {
 		return 0, err
 	}
 	r.h[l+1].put(c.dst, out)
@@ -553,10 +583,10 @@ func (r *chunkedRun) forward(ctx context.Context, l int, d *chunkDevice, c *chun
 // intermediates restored from the host or recomputed, the output gradient
 // loaded from dh[l+1], the parameter gradients accumulated on the device
 // and the input gradient added into dh[l] on the host.
-func (r *chunkedRun) backward(ctx context.Context, l int, d *chunkDevice, c *chunk, seed uint64) error {
+func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *rowFeed, seed uint64) error {
 	e := r.e
 	cached := r.cache[l]
-	b, err := r.bind(l, d, c, false, !cached || r.needIn[l])
+	b, err := r.bind(l, k, c, false, feed)
 	if err != nil {
 		return err
 	}
@@ -639,36 +669,32 @@ func uploadAll(be backend.Backend, ts []*tensor.Tensor, bufs []any) error {
 func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 	last := len(r.layers) - 1
 	for l := 0; l < last; l++ {
-		for _, batch := range r.plan.sched {
-			for i, c := range batch {
-				if _, err := r.forward(ctx, l, r.devs[i], r.plan.chunks[c], 0, false); err != nil {
-					return fmt.Errorf("layer %d chunk %d: %w", l, c, err)
-				}
-			}
+		err := r.pass(l, true, func(k int, c *chunk, feed *rowFeed) error {
+			_, err := r.forward(ctx, l, k, c, feed, 0, false)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 	}
-	for _, batch := range r.plan.sched {
-		for i, ci := range batch {
-			c, d := r.plan.chunks[ci], r.devs[i]
-			b, err := r.bind(last, d, c, true, true)
-			if err != nil {
-				return err
-			}
-			err = b.prog.Forward(ctx, engine.Mode{})
-			out := make([]int32, len(c.dst))
-			if err == nil {
-				err = train.ArgmaxInto(r.e.be, b.prog.Output(), out)
-			}
-			b.release(r.e.be)
-			if err != nil {
-				return fmt.Errorf("layer %d chunk %d: %w", last, ci, err)
-			}
-			for j, v := range c.dst {
-				pred[v] = out[j]
-			}
+	return r.pass(last, true, func(k int, c *chunk, feed *rowFeed) error {
+		b, err := r.bind(last, k, c, true, feed)
+		if err != nil {
+			return err
 		}
-	}
-	return nil
+		defer b.release(r.e.be)
+		if err := b.prog.Forward(ctx, engine.Mode{}); err != nil {
+			return err
+		}
+		out := make([]int32, len(c.dst))
+		if err := train.ArgmaxInto(r.e.be, b.prog.Output(), out); err != nil {
+			return err
+		}
+		for j, v := range c.dst {
+			pred[v] = out[j]
+		}
+		return nil
+	})
 }
 
 func init() { registry.Register(new(Chunked)) }

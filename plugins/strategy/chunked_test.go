@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/train"
 )
@@ -217,7 +218,9 @@ func TestChunkedBeyondDeviceMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	capacity := full.PeakTierBytes["device0"] / 10
-	got, err := train.Run(ctx, mustParse(t, coraBase, append(base, `train.mode="chunked"`, `chunked.chunks="auto"`,
+	// Deduplication keeps transition buffers on the device: without it
+	// a chunk needs the least memory.
+	got, err := train.Run(ctx, mustParse(t, coraBase, append(base, `train.mode="chunked"`, `chunked.chunks="auto"`, `chunked.dedup="none"`,
 		fmt.Sprintf("devices.memory_bytes=%d", capacity))...), train.Options{Host: testHost(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -242,5 +245,58 @@ func TestChunkedHostFile(t *testing.T) {
 	compareSteps(t, got, want, 0)
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("host file left behind: %v", err)
+	}
+}
+
+// TestChunkedDedupTraffic trains one epoch on a simulated 4-GPU NVLink
+// machine with each deduplication mode and checks the host→device bytes
+// of neighbour rows the simulated links count against HongTu's volumes
+// (V_ori, V_+p2p, V_+ru of the plan), the p2p traffic, and that the
+// modes compute the same loss.
+func TestChunkedDedupTraffic(t *testing.T) {
+	ctx := context.Background()
+	var losses []float64
+	var volumes map[string]int64
+	for _, mode := range []string{"none", "p2p", "p2p_reuse"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := mustParse(t, coraBase, chunkedSets(`devices.preset="nvlink-clique-4"`, "chunked.chunks=16", `chunked.dedup="`+mode+`"`,
+				`chunked.intermediates="recompute"`, "chunked.reorganize=true", `train.dtype="float64"`)...)
+			env, _, closeEnv, err := train.NewEnv(ctx, cfg, testHost(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeEnv()
+			st, err := newChunkedRun(ctx, cfg, envOf(env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Release()
+			env.Backend.(interface{ ResetTraffic() }).ResetTraffic()
+			loss, err := st.Epoch(ctx, 1, func() error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			losses = append(losses, loss)
+			by := env.Backend.(backend.TrafficCounter).TrafficByPurpose()
+			var res train.Result
+			st.ReportResult(&res)
+			volumes = res.CommBytes
+			key := map[string]string{"none": "original", "p2p": "p2p", "p2p_reuse": "p2p_reuse"}[mode]
+			if got := by[backend.PurposeFeatures] + by[backend.PurposeActivations]; got != res.CommBytes[key] {
+				t.Errorf("host→device neighbour rows %d bytes, plan's %s volume %d", got, key, res.CommBytes[key])
+			}
+			if (by[purposeP2P] > 0) != (mode != "none") {
+				t.Errorf("p2p bytes %d", by[purposeP2P])
+			}
+			t.Logf("%s: %v", mode, by)
+		})
+	}
+	if volumes["p2p_reuse"] >= volumes["p2p"] || volumes["p2p"] >= volumes["original"] {
+		t.Errorf("volumes do not fall with deduplication: %v", volumes)
+	}
+	for i, l := range losses[1:] {
+		if math.Abs(l-losses[0]) > 1e-12*losses[0] {
+			t.Errorf("mode %d: loss %.17g, without deduplication %.17g", i+1, l, losses[0])
+		}
 	}
 }

@@ -37,6 +37,7 @@ type chunkPlan struct {
 	m, n   int
 	chunks []*chunk // by partitioner id: partition i holds [i·n, (i+1)·n)
 	sched  [][]int
+	owner  []int32 // per node: its partition, the device its rows belong to
 }
 
 // newChunkPlan builds the chunks of the partition part (chunk id per
@@ -44,7 +45,7 @@ type chunkPlan struct {
 // plain schedule (batch j = the j-th chunk of every partition).
 func newChunkPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]bool, part []int32, m, n int, labels, trainIdx []int32) (*chunkPlan, error) {
 	k := m * n
-	p := &chunkPlan{m: m, n: n, chunks: make([]*chunk, k)}
+	p := &chunkPlan{m: m, n: n, chunks: make([]*chunk, k), owner: make([]int32, len(part))}
 	for c := range p.chunks {
 		p.chunks[c] = &chunk{id: c, part: c / n, graphs: map[string]*chunkGraph{}}
 	}
@@ -53,6 +54,7 @@ func newChunkPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]
 			return nil, fmt.Errorf("chunked: the partitioner put node %d in chunk %d of %d", v, c, k)
 		}
 		p.chunks[c].dst = append(p.chunks[c].dst, int32(v))
+		p.owner[v] = c / int32(n)
 	}
 	isTrain := make([]bool, len(part))
 	for _, v := range trainIdx {
