@@ -109,10 +109,13 @@ type Result struct {
 	Chunks        int              `json:"chunks,omitempty"`
 	Intermediates []string         `json:"intermediates,omitempty"`
 	CommBytes     map[string]int64 `json:"comm_bytes,omitempty"`
-	Threads       int              `json:"threads"`
-	Seed          int64            `json:"seed"`
-	ConfigSHA256  string           `json:"config_sha256"`
-	Version       string           `json:"version"`
+	// CommPredictedS prices the same bytes with HongTu's Eq. 4
+	// (costmodel.hongtu) on the machine's links, in seconds.
+	CommPredictedS map[string]float64 `json:"comm_predicted_s,omitempty"`
+	Threads        int                `json:"threads"`
+	Seed           int64              `json:"seed"`
+	ConfigSHA256   string             `json:"config_sha256"`
+	Version        string             `json:"version"`
 
 	// noValid and noTest mark an empty split: its accuracy is absent
 	// (JSON null), not 0.

@@ -22,6 +22,7 @@ var docs = map[string]string{
 	"model.sage-lstm":    "GraphSAGE-LSTM (DGL's lstm aggregator): X W_root + LSTM(x_j in CSR order) W_nbr; option lstm_hidden",
 	"costmodel.roofline": "roofline cost model: max(flops/peak, bytes/bandwidth) + launch overhead per op",
 
+	"costmodel.hongtu":       "HongTu cost model (SIGMOD 2023): Eq. 4's cost of deduplicated communication and §4.2's cache-or-recompute choice per layer; used by train.mode = \"chunked\"",
 	"costmodel.betty-memory": "Betty memory estimate (ASPLOS 2023 §4.4): peak device bytes of one micro-batch training step from its sizes; picks train.micro_batches = \"auto\"",
 }
 

@@ -7,6 +7,7 @@ import (
 	"strata/core/engine"
 	"strata/core/ir"
 	"strata/core/topology"
+	"strata/core/train"
 )
 
 // layerCost is the estimated cost of one layer's backward over all chunks
@@ -35,11 +36,11 @@ func machineSpec(be backend.Backend) (hostGBps float64, dev topology.DeviceSpec)
 }
 
 // estimateLayers estimates every layer's cost of caching and of
-// recomputing its intermediates, over the plan's chunks. The
-// intermediates are sized by the engine (engine.Sizer: what a training
-// step over the chunk allocates); the forward is priced as a roofline,
-// the dense products at peak throughput plus every value written and
-// read once at memory bandwidth.
+// recomputing its intermediates, over the plan's chunks, with
+// costmodel.hongtu (§4.2). The intermediates are sized by the engine
+// (engine.Sizer: what a training step over the chunk allocates); the
+// forward is priced as a roofline, the dense products at peak throughput
+// plus every value written and read once at memory bandwidth.
 func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 	hostGBps, dev := machineSpec(r.e.be)
 	elt := int64(r.e.dt.Size())
@@ -72,13 +73,15 @@ func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 			lc.srcBytes += int64(len(c.src)) * int64(r.widths[l]) * elt
 			lc.forwardS += 2*float64(len(c.src))*float64(dense)/(dev.PeakGFLOPS*1e9) + 2*float64(fp.Values*elt)/(dev.MemGBps*1e9)
 		}
-		bw := hostGBps * 1e9
-		lc.cacheS = float64(2*lc.savedBytes) / bw
+		read := 0.0
 		if lc.inputInCache {
-			lc.cacheS += float64(lc.srcBytes) / bw
+			read = 1
 		}
-		lc.recomputeS = float64(lc.srcBytes)/bw + lc.forwardS
-		lc.cacheWins = lc.cacheS < lc.recomputeS
+		res, err := r.cost.Predict(hongtuOpIntermediates, []float64{hostGBps, float64(lc.savedBytes), float64(lc.srcBytes), lc.forwardS, read})
+		if err != nil {
+			return nil, fmt.Errorf("chunked: %s: %w", train.CostModelHongTu, err)
+		}
+		lc.cacheS, lc.recomputeS, lc.cacheWins = res[0], res[1], res[2] == 1
 	}
 	return out, nil
 }
@@ -194,4 +197,46 @@ func (r *chunkedRun) estimatePeak(plan *chunkPlan, optimizer string, momentum fl
 		}
 	}
 	return resident + worst, nil
+}
+
+// hongtuOps are the op codes of costmodel.hongtu.
+const (
+	hongtuOpComm          = 0
+	hongtuOpIntermediates = 1
+)
+
+// commBytes returns the neighbour-row bytes of an epoch under each
+// deduplication mode: every layer loads its rows in forward and again in
+// backward.
+func (r *chunkedRun) commBytes(c commRows) map[string]int64 {
+	elt := int64(r.e.dt.Size())
+	var w int64
+	for l := range r.layers {
+		w += int64(r.widths[l])
+	}
+	return map[string]int64{dedupNone: 2 * c.ori * w * elt, dedupP2P: 2 * c.p2p * w * elt, dedupReuse: 2 * c.ru * w * elt}
+}
+
+// commCost prices an epoch's neighbour rows under plan with Eq. 4
+// (costmodel.hongtu) for each deduplication mode, in seconds.
+func (r *chunkedRun) commCost(plan *chunkPlan) (map[string]float64, error) {
+	b := r.commBytes(plan.comm(r.e.ds.NumNodes))
+	hd, dev := machineSpec(r.e.be)
+	var dd float64
+	if m, ok := r.e.be.(backend.Machine); ok {
+		t := m.Topology()
+		if t.Devices > 1 {
+			dd = t.PeerGBps[0][1]
+		}
+	}
+	ori, p2p, ru := float64(b[dedupNone]), float64(b[dedupP2P]), float64(b[dedupReuse])
+	out := map[string]float64{}
+	for mode, v := range map[string][3]float64{dedupNone: {ori, ori, ori}, dedupP2P: {ori, p2p, p2p}, dedupReuse: {ori, p2p, ru}} {
+		res, err := r.cost.Predict(hongtuOpComm, []float64{hd, dd, dev.MemGBps, v[0], v[1], v[2]})
+		if err != nil {
+			return nil, fmt.Errorf("chunked: %s: %w", train.CostModelHongTu, err)
+		}
+		out[mode] = res[0]
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/ir"
+	"strata/core/modhost"
 	"strata/core/partition"
 	"strata/core/registry"
 	"strata/core/tensor"
@@ -77,21 +78,23 @@ type chunkDevice struct {
 type chunkedRun struct {
 	e       stepEnv
 	cfg     *config.Config
-	layers  []*ir.Graph       // the model, one graph per layer
-	used    []map[string]bool // the graphs each layer reads
-	widths  []int             // widths[l]: layer l's input; widths[L]: the classes
-	devs    []*chunkDevice    // one per partition
-	plan    *chunkPlan        // the chunks and their schedule
-	h, dh   []hostRows        // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
-	cache   []bool            // per layer: keep the intermediates on the host
-	saved   []map[int][]any   // per layer and chunk: the host copies of the intermediates
-	needIn  []bool            // per layer: backward reads the layer's input
-	total   int               // training nodes
-	comm    commRows          // neighbour rows per layer pass
-	hybrid  bool              // intermediates chosen per layer by the estimate
-	estPeak int64             // the estimated device peak (0: no capacity to fit)
-	unmap   func() error      // unmaps chunked.host_file (nil: the host tier is in RAM)
-	dedup   string            // chunked.dedup
+	layers  []*ir.Graph        // the model, one graph per layer
+	used    []map[string]bool  // the graphs each layer reads
+	widths  []int              // widths[l]: layer l's input; widths[L]: the classes
+	devs    []*chunkDevice     // one per partition
+	plan    *chunkPlan         // the chunks and their schedule
+	h, dh   []hostRows         // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
+	cache   []bool             // per layer: keep the intermediates on the host
+	saved   []map[int][]any    // per layer and chunk: the host copies of the intermediates
+	needIn  []bool             // per layer: backward reads the layer's input
+	total   int                // training nodes
+	comm    commRows           // neighbour rows per layer pass
+	hybrid  bool               // intermediates chosen per layer by the estimate
+	estPeak int64              // the estimated device peak (0: no capacity to fit)
+	unmap   func() error       // unmaps chunked.host_file (nil: the host tier is in RAM)
+	dedup   string             // chunked.dedup
+	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
+	commS   map[string]float64 // Eq. 4's communication time of an epoch per mode
 }
 
 var (
@@ -119,6 +122,13 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunked
 		r.needIn = append(r.needIn, backwardReadsInput(lg))
 	}
 	r.widths = append(r.widths, int(e.model.Ops[e.model.Outputs[0]].Shape[1]))
+	cm, release, err := train.LoadCostModel(ctx, e.host, train.CostModelHongTu)
+	if err != nil {
+		return nil, fmt.Errorf("chunked: %w", err)
+	}
+	defer release()
+	r.cost = cm
+	defer func() { r.cost = nil }()
 	tiers := []tensor.Tier{e.tier}
 	if md, ok := e.be.(backend.MultiDevice); ok {
 		tiers = md.DeviceTiers()
@@ -127,6 +137,9 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunked
 		return nil, err
 	}
 	r.comm = r.plan.comm(e.ds.NumNodes)
+	if r.commS, err = r.commCost(r.plan); err != nil {
+		return nil, err
+	}
 	fail := func(err error) (*chunkedRun, error) {
 		r.Release()
 		return nil, err
@@ -163,8 +176,26 @@ func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*c
 	}
 	try := func(k int) (*chunkPlan, int64, error) {
 		p, err := planChunks(ctx, cfg, r.e, r.used, m, k)
-		if err != nil || capacity == 0 {
-			return p, 0, err
+		if err != nil {
+			return nil, 0, err
+		}
+		if cfg.Chunked.Reorganize {
+			// Alg. 4, kept when Eq. 4 prices it cheaper.
+			q := p.reorganize(r.e.ds.NumNodes)
+			cp, err := r.commCost(p)
+			if err != nil {
+				return nil, 0, err
+			}
+			cq, err := r.commCost(q)
+			if err != nil {
+				return nil, 0, err
+			}
+			if cq[dedupReuse] <= cp[dedupReuse] {
+				p = q
+			}
+		}
+		if capacity == 0 {
+			return p, 0, nil
 		}
 		peak, err := r.estimatePeak(p, cfg.Train.Optimizer, cfg.Train.Momentum)
 		return p, peak, err
@@ -247,14 +278,7 @@ func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, used []map[s
 			all[name] = true
 		}
 	}
-	p, err := newChunkPlan(ctx, e.adjs, all, part, m, k/m, e.ds.Labels, e.ds.Train)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Chunked.Reorganize {
-		p.reorganize(e.ds.NumNodes)
-	}
-	return p, nil
+	return newChunkPlan(ctx, e.adjs, all, part, m, k/m, e.ds.Labels, e.ds.Train)
 }
 
 // allocHost allocates the host tier: the features and, per layer, its
@@ -344,14 +368,11 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 	res.Intermediates = r.modes()
 	res.Partitioner = "hongtu-2level"
 	res.EstimatedPeakBytes = r.estPeak
-	elt := int64(r.e.dt.Size())
-	var w int64
-	for l := range r.layers {
-		w += int64(r.widths[l])
-	}
 	// Every layer loads its neighbour rows in forward and again in
 	// backward (HongTu reloads the checkpoint, §4.3).
-	res.CommBytes = map[string]int64{"original": 2 * r.comm.ori * w * elt, "p2p": 2 * r.comm.p2p * w * elt, "p2p_reuse": 2 * r.comm.ru * w * elt}
+	b := r.commBytes(r.comm)
+	res.CommBytes = map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]}
+	res.CommPredictedS = map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]}
 }
 
 // Params implements train.Stepper.

@@ -173,7 +173,8 @@ func (p *chunkPlan) comm(nodes int) commRows {
 // batch's union so far (inter-device duplicates, served over p2p). Phase
 // 2 orders the batches greedily so that each shares the most neighbours
 // with the one before it (intra-device reuse).
-func (p *chunkPlan) reorganize(nodes int) {
+// It returns the reorganised plan (sharing p's chunks).
+func (p *chunkPlan) reorganize(nodes int) *chunkPlan {
 	mark := make([]int32, nodes)
 	stamp := int32(0)
 	// overlap counts the nodes of set that are in the marked union.
@@ -239,7 +240,10 @@ func (p *chunkPlan) reorganize(nodes int) {
 		order = append(order, left[best])
 		left = append(left[:best], left[best+1:]...)
 	}
+	q := *p
+	q.sched = make([][]int, p.n)
 	for j, b := range order {
-		p.sched[j] = batches[b]
+		q.sched[j] = batches[b]
 	}
+	return &q
 }
