@@ -103,7 +103,10 @@ func relDiff(a, b map[string][]float64) float64 {
 // compareSteps checks chunked steps against full-graph ones.
 func compareSteps(t *testing.T, got, want []stepRecord, tol float64) {
 	t.Helper()
+	worst := 0.0
+	defer func() { t.Logf("largest relative difference %.3g", worst) }()
 	for s := range want {
+		worst = max(worst, math.Abs(got[s].loss-want[s].loss)/math.Abs(want[s].loss), relDiff(got[s].grads, want[s].grads), relDiff(got[s].params, want[s].params))
 		if d := math.Abs(got[s].loss-want[s].loss) / math.Abs(want[s].loss); d > tol || math.IsNaN(d) {
 			t.Errorf("step %d: loss %.17g, full graph %.17g (relative %.2g)", s, got[s].loss, want[s].loss, d)
 		}
