@@ -8,6 +8,8 @@
 //	strategy.minibatch  sampled mini-batches on a prefetching pipeline,
 //	                    optionally through the tiered feature store and
 //	                    data-parallel over several devices
+//	strategy.chunked    HongTu: full-graph, layer by layer over the chunks
+//	                    of a 2-level partition, vertex data in a host tier
 //
 // A strategy builds a train.Stepper; core/train runs the loop.
 package strategy
