@@ -44,6 +44,9 @@ func TestChunkedBadInput(t *testing.T) {
 		{"section-without-mode", func(t testing.TB) []string {
 			return append([]string{"train", "-c", conf(t, cora), "--set", "chunked.chunks=2"}, wasmArgs()...)
 		}, []string{"chunked: the section configures train.mode = \"chunked\""}},
+		{"host-tier-over-budget", func(t testing.TB) []string {
+			return append(train(t, "chunked.chunks=2", "model.hidden=64", "train.dtype=float64"), "--max-memory", "2M")
+		}, []string{"the host tier's activations and gradients need 2.9 MiB, more than the memory budget", "chunked.host_file"}},
 		{"intermediates", func(t testing.TB) []string { return train(t, `chunked.intermediates="both"`) },
 			[]string{"chunked.intermediates", "cache"}},
 	}

@@ -7,6 +7,7 @@ import (
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/engine"
+	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/modhost"
 	"strata/core/partition"
@@ -156,7 +157,7 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunked
 			}
 		}
 	}
-	if err := r.allocHost(); err != nil {
+	if err := r.allocHost(ctx); err != nil {
 		return fail(err)
 	}
 	if err := r.chooseIntermediates(cfg.Chunked.Intermediates); err != nil {
@@ -284,7 +285,7 @@ func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, used []map[s
 // allocHost allocates the host tier: the features and, per layer, its
 // output and the output's gradient; with chunked.host_file the layers'
 // matrices live in a memory-mapped file.
-func (r *chunkedRun) allocHost() error {
+func (r *chunkedRun) allocHost(ctx context.Context) error {
 	n := r.e.ds.NumNodes
 	x, err := featureRows(r.e.dt, r.e.feats, n, r.e.dim)
 	if err != nil {
@@ -293,11 +294,15 @@ func (r *chunkedRun) allocHost() error {
 	r.h = []hostRows{x}
 	r.dh = []hostRows{nil}
 	arena := &hostArena{dt: r.e.dt}
+	var size int64 // the activations and their gradients
+	for _, w := range r.widths[1:] {
+		size += 2 * int64(n) * int64(w) * int64(r.e.dt.Size())
+	}
+	if r.cfg.Chunked.HostFile == "" && size > graph.MaxMemory(ctx) {
+		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a memory-mapped file",
+			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
+	}
 	if path := r.cfg.HostFilePath(); r.cfg.Chunked.HostFile != "" {
-		var size int64
-		for _, w := range r.widths[1:] {
-			size += 2 * int64(n) * int64(w) * int64(r.e.dt.Size())
-		}
 		data, unmap, err := mapHostFile(path, size)
 		if err != nil {
 			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot map a %s host tier there: %v; give a file in a writable directory with room for it", path, mib(size), err), "chunked", "host_file")
