@@ -183,29 +183,44 @@ func chunkedSets(extra ...string) []string {
 }
 
 // TestChunkedPeakEstimate compares the estimated device peak of chunked
-// training with the peak the simulated device measures: the estimate
-// must not be below it (the capacity check relies on that) and within
-// 25% above.
+// training with the peak the simulated devices measure: the estimate
+// must not be below any (the capacity check relies on that) and within
+// 25% above the largest (exact on one device; on several, the staging of
+// p2p rows is bounded from above).
 func TestChunkedPeakEstimate(t *testing.T) {
-	models := []string{"gcn", "gat"}
-	if !testing.Short() {
-		models = []string{"gcn", "sage", "gat", "gin"}
+	type row struct {
+		model, inter string
+		devices      int
 	}
-	for _, model := range models {
-		for _, inter := range []string{"cache", "recompute"} {
-			t.Run(model+"/"+inter, func(t *testing.T) {
-				res, err := train.Run(context.Background(), mustParse(t, coraBase, chunkedSets(append(modelSets(model),
-					"chunked.chunks=4", `chunked.intermediates="`+inter+`"`, "devices.memory_bytes=1000000000000")...)...), train.Options{Host: testHost(t)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, est := res.TrainPeakTierBytes["device0"], res.EstimatedPeakBytes
-				if est < got || float64(est) > 1.25*float64(got) {
-					t.Errorf("estimated peak %d, measured %d (ratio %.3f)", est, got, float64(est)/float64(got))
-				}
-				t.Logf("estimated %d, measured %d (ratio %.3f)", est, got, float64(est)/float64(got))
-			})
+	rows := []row{{"gcn", "cache", 1}, {"gat", "recompute", 4}}
+	if !testing.Short() {
+		rows = nil
+		for _, model := range []string{"gcn", "sage", "gat", "gin"} {
+			for _, inter := range []string{"cache", "recompute"} {
+				rows = append(rows, row{model, inter, 1}, row{model, inter, 4})
+			}
 		}
+	}
+	for _, c := range rows {
+		model, inter := c.model, c.inter
+		t.Run(fmt.Sprintf("%s/%s/devices=%d", model, inter, c.devices), func(t *testing.T) {
+			res, err := train.Run(context.Background(), mustParse(t, coraBase, chunkedSets(append(modelSets(model), fmt.Sprintf("devices.count=%d", c.devices),
+				fmt.Sprintf("chunked.chunks=%d", 4*c.devices), `chunked.intermediates="`+inter+`"`, "devices.memory_bytes=1000000000000")...)...), train.Options{Host: testHost(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, est := res.TrainPeakTierBytes["device0"], res.EstimatedPeakBytes
+			for tier, b := range res.TrainPeakTierBytes {
+				if b > est {
+					t.Errorf("%s peaked at %d, over the estimate %d", tier, b, est)
+				}
+				got = max(got, b)
+			}
+			if est < got || float64(est) > 1.25*float64(got) {
+				t.Errorf("estimated peak %d, measured %d (ratio %.3f)", est, got, float64(est)/float64(got))
+			}
+			t.Logf("estimated %d, measured %d (ratio %.3f)", est, got, float64(est)/float64(got))
+		})
 	}
 }
 
