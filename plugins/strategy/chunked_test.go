@@ -100,8 +100,9 @@ func relDiff(a, b map[string][]float64) float64 {
 	return worst
 }
 
-// compareSteps checks chunked steps against full-graph ones.
-func compareSteps(t *testing.T, got, want []stepRecord, tol float64) {
+// compareSteps checks chunked steps against full-graph ones: the loss and
+// the gradients to tol, the parameters after the step to ptol.
+func compareSteps(t *testing.T, got, want []stepRecord, tol, ptol float64) {
 	t.Helper()
 	worst := 0.0
 	defer func() { t.Logf("largest relative difference %.3g", worst) }()
@@ -113,7 +114,7 @@ func compareSteps(t *testing.T, got, want []stepRecord, tol float64) {
 		if d := relDiff(got[s].grads, want[s].grads); d > tol {
 			t.Errorf("step %d: gradients differ by %.2g relative", s, d)
 		}
-		if d := relDiff(got[s].params, want[s].params); d > tol {
+		if d := relDiff(got[s].params, want[s].params); d > ptol {
 			t.Errorf("step %d: parameters differ by %.2g relative", s, d)
 		}
 	}
@@ -168,11 +169,14 @@ func TestChunkedMatchesFullGraph(t *testing.T) {
 			want := runSteps(t, 2, coraBase, append(sets, backend[0])...)
 			got := runSteps(t, 2, coraBase, append(append(sets, backend...), `train.mode="chunked"`,
 				fmt.Sprintf("chunked.chunks=%d", c.perPart*c.devices), `chunked.intermediates="`+c.inter+`"`)...)
-			tol := 1e-12
+			tol, ptol := 1e-12, 1e-12
 			if c.dtype == "float32" {
-				tol = 2e-5
+				// Adam's step g/(|g|+eps) turns the float32 rounding of a
+				// gradient near zero into a larger change of its parameter
+				// (with SGD the parameters agree to ~1e-6 too).
+				tol, ptol = 2e-5, 1e-4
 			}
-			compareSteps(t, got, want, tol)
+			compareSteps(t, got, want, tol, ptol)
 		})
 	}
 }
@@ -260,7 +264,7 @@ func TestChunkedHostFile(t *testing.T) {
 	sets := []string{`train.mode="chunked"`, "chunked.chunks=3", `model.name="sage"`, "model.dropout=0.0", "model.input_dropout=0.0", `train.dtype="float64"`}
 	want := runSteps(t, 2, coraBase, sets...)
 	got := runSteps(t, 2, coraBase, append(sets, "chunked.host_file="+path)...)
-	compareSteps(t, got, want, 0)
+	compareSteps(t, got, want, 0, 0)
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("host file left behind: %v", err)
 	}
