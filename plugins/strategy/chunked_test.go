@@ -9,6 +9,7 @@ import (
 
 	"strata/core/backend"
 	"strata/core/engine"
+	"strata/core/tensor"
 	"strata/core/train"
 )
 
@@ -319,6 +320,34 @@ func TestChunkedDedupTraffic(t *testing.T) {
 	for i, l := range losses[1:] {
 		if math.Abs(l-losses[0]) > 1e-12*losses[0] {
 			t.Errorf("mode %d: loss %.17g, without deduplication %.17g", i+1, l, losses[0])
+		}
+	}
+}
+
+// TestHostRows checks the host tier's row gathers, writes and additions
+// (split over goroutines for many rows) against plain loops.
+func TestHostRows(t *testing.T) {
+	for _, n := range []int{3, 50000} {
+		const cols = 3
+		h, err := newHostRows(tensor.Float64, n, cols, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]int32, n)
+		vals := make([]float64, n*cols)
+		for i := range ids {
+			ids[i] = int32((i*7919 + 11) % n) // a permutation: n is not a multiple of 7919
+			for j := range cols {
+				vals[i*cols+j] = float64(i*cols + j)
+			}
+		}
+		h.put(ids, vals)
+		h.add(ids, vals)
+		got := h.gather(ids).([]float64)
+		for i := range vals {
+			if got[i] != 2*vals[i] {
+				t.Fatalf("n=%d: element %d is %v, want %v", n, i, got[i], 2*vals[i])
+			}
 		}
 	}
 }

@@ -2,6 +2,8 @@ package strategy
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"strata/core/tensor"
@@ -66,28 +68,55 @@ func (h *hostMat[T]) width() int { return h.cols }
 func (h *hostMat[T]) buf(n int) any { return make([]T, n*h.cols) }
 
 func (h *hostMat[T]) gather(ids []int32) any {
-	out := make([]T, 0, len(ids)*h.cols)
-	for _, r := range ids {
-		out = append(out, h.v[int(r)*h.cols:(int(r)+1)*h.cols]...)
-	}
+	out := make([]T, len(ids)*h.cols)
+	rowsParallel(len(ids), func(lo, hi int) {
+		for i, r := range ids[lo:hi] {
+			copy(out[(lo+i)*h.cols:(lo+i+1)*h.cols], h.v[int(r)*h.cols:(int(r)+1)*h.cols])
+		}
+	})
 	return out
 }
 
 func (h *hostMat[T]) put(ids []int32, v any) {
 	s := v.([]T)
-	for i, r := range ids {
-		copy(h.v[int(r)*h.cols:(int(r)+1)*h.cols], s[i*h.cols:(i+1)*h.cols])
-	}
+	rowsParallel(len(ids), func(lo, hi int) {
+		for i, r := range ids[lo:hi] {
+			copy(h.v[int(r)*h.cols:(int(r)+1)*h.cols], s[(lo+i)*h.cols:(lo+i+1)*h.cols])
+		}
+	})
 }
 
+// add needs distinct ids (a chunk's rows are): rows are split among
+// goroutines, so each is written by one.
 func (h *hostMat[T]) add(ids []int32, v any) {
 	s := v.([]T)
-	for i, r := range ids {
-		row := h.v[int(r)*h.cols : (int(r)+1)*h.cols]
-		for j, x := range s[i*h.cols : (i+1)*h.cols] {
-			row[j] += x
+	rowsParallel(len(ids), func(lo, hi int) {
+		for i, r := range ids[lo:hi] {
+			row := h.v[int(r)*h.cols : (int(r)+1)*h.cols]
+			for j, x := range s[(lo+i)*h.cols : (lo+i+1)*h.cols] {
+				row[j] += x
+			}
 		}
+	})
+}
+
+// rowsParallel runs fn over [0, n) in contiguous ranges on up to
+// GOMAXPROCS goroutines (one range when n is small).
+func rowsParallel(n int, fn func(lo, hi int)) {
+	parts := min(runtime.GOMAXPROCS(0), max(1, n/4096))
+	if parts <= 1 {
+		fn(0, n)
+		return
 	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(p*n/parts, (p+1)*n/parts)
+	}
+	wg.Wait()
 }
 
 func (h *hostMat[T]) zero() { clear(h.v) }
