@@ -114,7 +114,8 @@ func (r *chunkedRun) chooseIntermediates(mode string) error {
 // plan, following the allocations of a layer pass: the resident
 // parameters, their gradients and the optimizer state; the transition
 // buffers of deduplicated communication (the batch before's and the
-// current one while it fills, with the staging rows); and the step of one
+// current one while it fills, with the staging rows, and in backward the
+// gradient buffers of Alg. 3); and the step of one
 // layer over one chunk (its graphs with their weights as the cpu kernels
 // keep them, its input rows unless they are the transition buffer, the
 // staging of p2p and reused rows, and the program's buffers as the
@@ -138,11 +139,28 @@ func (r *chunkedRun) estimatePeak(plan *chunkPlan, optimizer string, momentum fl
 		}
 		wb := int64(r.widths[l]) * elt
 		prev := make([]map[int32]bool, plan.m)
-		for _, batch := range plan.sched {
+		grads := dedup && l > 0 // backward collects the vertex gradients in buffers (Alg. 3)
+		for j, batch := range plan.sched {
 			var sets [][]int32
 			trans := make([]int64, plan.m)
 			if dedup {
 				sets = plan.batchRows(batch)
+				if grads {
+					// Closing the batch: its row and gradient buffers, the
+					// next batch's gradient buffer, the rows staged.
+					var next [][]int32
+					if j+1 < len(plan.sched) && r.dedup == dedupReuse {
+						next = plan.batchRows(plan.sched[j+1])
+					}
+					for i, rows := range sets {
+						n := int64(len(rows))
+						b := 2*n*wb + n*(wb+4)
+						if next != nil {
+							b += int64(len(next[i])) * wb
+						}
+						worst = max(worst, b)
+					}
+				}
 				for i, rows := range sets {
 					var keep int64
 					cur := make(map[int32]bool, len(rows))
@@ -189,6 +207,11 @@ func (r *chunkedRun) estimatePeak(plan *chunkPlan, optimizer string, momentum fl
 					}
 				}
 				b := trans[k] + graphs + input + max(staging, fp.Bytes())
+				if grads {
+					// The gradient buffer, and the gradients staged into it
+					// while the program is still bound.
+					b = 2*trans[k] + graphs + input + max(staging, fp.Bytes()+s*(wb+4))
+				}
 				if l == len(r.layers)-1 {
 					b += 4 * (d + int64(len(c.train)))
 				}

@@ -414,7 +414,7 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	r.dh[last+1].zero()
 	var loss float64
 	for l := range r.layers {
-		err := r.pass(l, true, func(k int, c *chunk, feed *rowFeed) error {
+		err := r.pass(l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
 			lc, err := r.forward(ctx, l, k, c, feed, seed, true)
 			loss += lc
 			return err
@@ -427,8 +427,12 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		if l > 0 {
 			r.dh[l].zero()
 		}
-		err := r.pass(l, !r.cache[l] || r.needIn[l], func(k int, c *chunk, feed *rowFeed) error {
-			return r.backward(ctx, l, k, c, feed, seed)
+		var sink *gradSink
+		if l > 0 && r.dedup != dedupNone {
+			sink = r.newSink(l)
+		}
+		err := r.pass(l, !r.cache[l] || r.needIn[l], sink, func(k int, c *chunk, feed *rowFeed) error {
+			return r.backward(ctx, l, k, c, feed, sink, seed)
 		})
 		if err != nil {
 			return 0, fmt.Errorf("backward: %w", err)
@@ -454,11 +458,16 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 
 // pass runs fn over the chunks of every batch in schedule order, device
 // by device; with load it feeds them layer l's input rows.
-func (r *chunkedRun) pass(l int, load bool, fn func(k int, c *chunk, feed *rowFeed) error) error {
+// With a sink, it opens the sink's buffers before each batch and closes
+// them after it.
+func (r *chunkedRun) pass(l int, load bool, sink *gradSink, fn func(k int, c *chunk, feed *rowFeed) error) error {
 	var feed *rowFeed
 	if load {
 		feed = r.newFeed(l)
 		defer feed.release()
+	}
+	if sink != nil {
+		defer sink.release()
 	}
 	for j, batch := range r.plan.sched {
 		if feed != nil {
@@ -466,9 +475,23 @@ func (r *chunkedRun) pass(l int, load bool, fn func(k int, c *chunk, feed *rowFe
 				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
 			}
 		}
+		if sink != nil {
+			if err := sink.open(batch); err != nil {
+				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
+			}
+		}
 		for k, c := range batch {
 			if err := fn(k, r.plan.chunks[c], feed); err != nil {
 				return fmt.Errorf("layer %d chunk %d: %w", l, c, err)
+			}
+		}
+		if sink != nil {
+			var next []int
+			if j+1 < len(r.plan.sched) {
+				next = r.plan.sched[j+1]
+			}
+			if err := sink.close(next); err != nil {
+				return fmt.Errorf("layer %d batch %d: gradients: %w", l, j, err)
 			}
 		}
 	}
@@ -609,7 +632,7 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunk, feed *rowF
 // intermediates restored from the host or recomputed, the output gradient
 // loaded from dh[l+1], the parameter gradients accumulated on the device
 // and the input gradient added into dh[l] on the host.
-func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *rowFeed, seed uint64) error {
+func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *rowFeed, sink *gradSink, seed uint64) error {
 	e := r.e
 	cached := r.cache[l]
 	b, err := r.bind(l, k, c, false, feed)
@@ -644,8 +667,11 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *row
 	if err != nil {
 		return err
 	}
+	if sink != nil {
+		return sink.push(k, c, g)
+	}
 	buf := r.dh[l].buf(len(c.src))
-	if err := grads.Download(g, buf); err != nil {
+	if err := backend.ForPurpose(e.be, purposeVertGrad).Download(g, buf); err != nil {
 		return err
 	}
 	r.dh[l].add(c.src, buf)
@@ -695,7 +721,7 @@ func uploadAll(be backend.Backend, ts []*tensor.Tensor, bufs []any) error {
 func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 	last := len(r.layers) - 1
 	for l := 0; l < last; l++ {
-		err := r.pass(l, true, func(k int, c *chunk, feed *rowFeed) error {
+		err := r.pass(l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
 			_, err := r.forward(ctx, l, k, c, feed, 0, false)
 			return err
 		})
@@ -703,7 +729,7 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 			return err
 		}
 	}
-	return r.pass(last, true, func(k int, c *chunk, feed *rowFeed) error {
+	return r.pass(last, true, nil, func(k int, c *chunk, feed *rowFeed) error {
 		b, err := r.bind(last, k, c, true, feed)
 		if err != nil {
 			return err

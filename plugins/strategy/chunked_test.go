@@ -273,8 +273,9 @@ func TestChunkedHostFile(t *testing.T) {
 
 // TestChunkedDedupTraffic trains one epoch on a simulated 4-GPU NVLink
 // machine with each deduplication mode and checks the host→device bytes
-// of neighbour rows the simulated links count against HongTu's volumes
-// (V_ori, V_+p2p, V_+ru of the plan), the p2p traffic, and that the
+// of neighbour rows and the device→host bytes of vertex gradients that
+// the simulated links count against HongTu's volumes (V_ori, V_+p2p,
+// V_+ru of the plan: Alg. 2 and Alg. 3), the p2p traffic, and that the
 // modes compute the same loss.
 func TestChunkedDedupTraffic(t *testing.T) {
 	ctx := context.Background()
@@ -307,6 +308,16 @@ func TestChunkedDedupTraffic(t *testing.T) {
 			key := map[string]string{"none": "original", "p2p": "p2p", "p2p_reuse": "p2p_reuse"}[mode]
 			if got := by[backend.PurposeFeatures] + by[backend.PurposeActivations]; got != res.CommBytes[key] {
 				t.Errorf("host→device neighbour rows %d bytes, plan's %s volume %d", got, key, res.CommBytes[key])
+			}
+			// Alg. 3: the vertex gradients of layers ≥ 1 go to the host
+			// once per row of the same volume.
+			rows := map[string]int64{"none": st.comm.ori, "p2p": st.comm.p2p, "p2p_reuse": st.comm.ru}[mode]
+			var want int64
+			for l := 1; l < len(st.layers); l++ {
+				want += rows * int64(st.widths[l]) * 8
+			}
+			if by[purposeVertGrad] != want {
+				t.Errorf("vertex gradients to the host: %d bytes, want %d", by[purposeVertGrad], want)
 			}
 			if (by[purposeP2P] > 0) != (mode != "none") {
 				t.Errorf("p2p bytes %d", by[purposeP2P])

@@ -19,12 +19,14 @@ import (
 // Purposes of chunked training's own transfers: the row indices of the
 // transition buffers (HongTu computes them once, in preprocessing), the
 // rows devices fetch from each other's transition buffers, and the layer
-// outputs written back to the host. Neighbour rows from the host are
-// "features" (layer 0) and "activations".
+// outputs written back to the host, and the input rows' gradients moved
+// to the host. Neighbour rows from the host are "features" (layer 0) and
+// "activations".
 const (
-	purposeIndex   = "index"
-	purposeP2P     = "p2p"
-	purposeOutputs = "outputs"
+	purposeIndex    = "index"
+	purposeP2P      = "p2p"
+	purposeOutputs  = "outputs"
+	purposeVertGrad = "vertex_gradients" // input-row gradients to the host
 )
 
 // dedupNone, dedupP2P and dedupReuse are the values of chunked.dedup.
@@ -258,29 +260,159 @@ func (f *rowFeed) input(k int, c *chunk) (x *tensor.Tensor, owned bool, err erro
 			continue
 		}
 		// A p2p fetch: gathered on the owner, copied over the link.
-		otier := f.r.devs[o].tier
-		remote, err := e.be.Alloc(e.dt, []int{len(from[o]), f.src.width()}, otier)
-		if err != nil {
+		if err := f.moveRows(f.r.devs[o].tier, f.trans[o].t, from[o], tier, x, to[o]); err != nil {
 			return fail(err)
-		}
-		err = f.gather(otier, f.trans[o].t, from[o], remote)
-		var local *tensor.Tensor
-		if err == nil {
-			local, err = e.be.Alloc(e.dt, remote.Shape(), tier)
-		}
-		if err == nil {
-			err = backend.ForPurpose(e.be, purposeP2P).Copy(local, remote)
-		}
-		e.be.Release(remote)
-		if err == nil {
-			err = f.scatter(tier, local, x, to[o])
-		}
-		if local != nil {
-			e.be.Release(local)
-		}
-		if err != nil {
-			return fail(fmt.Errorf("p2p rows from %s: %w", otier, err))
 		}
 	}
 	return x, true, nil
+}
+
+// gradSink collects the gradients of a backward pass's input rows (HongTu
+// Alg. 3): every chunk adds its rows' gradients into the transition
+// gradient buffer of the device that owns them (p2p for the other
+// devices' rows); when a batch is done, the rows the next batch also
+// reads stay on the device to accumulate further (with reuse), and the
+// others are moved to the host and added to its vertex gradients.
+type gradSink struct {
+	*rowFeed // the buffers and helpers, over dh[l]
+}
+
+func (r *chunkedRun) newSink(l int) *gradSink {
+	return &gradSink{&rowFeed{r: r, src: r.dh[l], be: backend.ForPurpose(r.e.be, purposeVertGrad), mode: r.dedup, trans: make([]*transition, len(r.devs))}}
+}
+
+// open makes sure every device has a zero gradient buffer for batch's
+// rows (one carried over from the batch before keeps its rows).
+func (s *gradSink) open(batch []int) error {
+	e := s.r.e
+	for i, rows := range s.r.plan.batchRows(batch) {
+		if s.trans[i] != nil {
+			continue
+		}
+		nt := &transition{rows: rows, pos: make(map[int32]int32, len(rows))}
+		for k, u := range rows {
+			nt.pos[u] = int32(k)
+		}
+		var err error
+		if nt.t, err = e.be.Alloc(e.dt, []int{len(rows), s.src.width()}, s.r.devs[i].tier); err != nil {
+			return fmt.Errorf("gradient transition buffer: %w", err)
+		}
+		s.trans[i] = nt
+	}
+	return nil
+}
+
+// push adds the input-row gradients g of chunk c (on device k) into the
+// owners' buffers.
+func (s *gradSink) push(k int, c *chunk, g *tensor.Tensor) error {
+	from := make([][]int32, len(s.trans)) // per owner: rows of g
+	to := make([][]int32, len(s.trans))   // and positions in its buffer
+	for j, u := range c.src {
+		o := s.r.plan.owner[u]
+		p, ok := s.trans[o].lookup(u)
+		if !ok {
+			return fmt.Errorf("chunk %d: row %d is in no gradient buffer", c.id, u)
+		}
+		from[o], to[o] = append(from[o], int32(j)), append(to[o], p)
+	}
+	tier := s.r.devs[k].tier
+	for o := range from {
+		if len(from[o]) == 0 {
+			continue
+		}
+		if o == k {
+			if err := s.place(tier, g, from[o], s.trans[o].t, to[o]); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.moveRows(tier, g, from[o], s.r.devs[o].tier, s.trans[o].t, to[o]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close ends a batch: with reuse, the rows that next (nil: none) also
+// reads move into next's buffers on their devices; every other row's
+// gradient goes to the host.
+func (s *gradSink) close(next []int) error {
+	var sets [][]int32
+	if next != nil && s.mode == dedupReuse {
+		sets = s.r.plan.batchRows(next)
+	}
+	e := s.r.e
+	for i, old := range s.trans {
+		tier := s.r.devs[i].tier
+		var nt *transition
+		var keepFrom, keepTo, out, outPos []int32
+		if sets != nil {
+			nt = &transition{rows: sets[i], pos: make(map[int32]int32, len(sets[i]))}
+			for k, u := range sets[i] {
+				nt.pos[u] = int32(k)
+			}
+		}
+		for p, u := range old.rows {
+			if q, ok := nt.lookup(u); ok {
+				keepFrom, keepTo = append(keepFrom, int32(p)), append(keepTo, q)
+			} else {
+				out, outPos = append(out, u), append(outPos, int32(p))
+			}
+		}
+		if len(out) > 0 {
+			tmp, err := e.be.Alloc(e.dt, []int{len(out), s.src.width()}, tier)
+			if err != nil {
+				return err
+			}
+			err = s.gather(tier, old.t, outPos, tmp)
+			buf := s.src.buf(len(out))
+			if err == nil {
+				err = s.be.Download(tmp, buf)
+			}
+			e.be.Release(tmp)
+			if err != nil {
+				return err
+			}
+			s.src.add(out, buf)
+		}
+		if nt != nil {
+			var err error
+			if nt.t, err = e.be.Alloc(e.dt, []int{len(nt.rows), s.src.width()}, tier); err != nil {
+				return err
+			}
+			if len(keepFrom) > 0 {
+				if err := s.place(tier, old.t, keepFrom, nt.t, keepTo); err != nil {
+					e.be.Release(nt.t)
+					return err
+				}
+			}
+		}
+		e.be.Release(old.t)
+		s.trans[i] = nt
+	}
+	return nil
+}
+
+// moveRows adds rows from of src (on tier at) into rows to of dst (on
+// tier dt, zero there for a copy): gathered where they are, copied over
+// the link between the devices (p2p), scattered into place.
+func (f *rowFeed) moveRows(at tensor.Tier, src *tensor.Tensor, from []int32, dt tensor.Tier, dst *tensor.Tensor, to []int32) error {
+	e := f.r.e
+	here, err := e.be.Alloc(e.dt, []int{len(from), f.src.width()}, at)
+	if err != nil {
+		return err
+	}
+	defer e.be.Release(here)
+	if err := f.gather(at, src, from, here); err != nil {
+		return err
+	}
+	there, err := e.be.Alloc(e.dt, here.Shape(), dt)
+	if err != nil {
+		return err
+	}
+	defer e.be.Release(there)
+	if err := backend.ForPurpose(e.be, purposeP2P).Copy(there, here); err != nil {
+		return fmt.Errorf("p2p rows %s -> %s: %w", at, dt, err)
+	}
+	return f.scatter(dt, there, dst, to)
 }
