@@ -27,6 +27,9 @@ func TestChunkedBadInput(t *testing.T) {
 		{"not-multiple-of-devices", func(t testing.TB) []string {
 			return train(t, `train.backend="sim"`, "devices.count=2", "chunked.chunks=5")
 		}, []string{"chunked.chunks = 5 is not a multiple of the 2 devices", "use 4 or 6"}},
+		{"fewer-chunks-than-devices", func(t testing.TB) []string {
+			return train(t, `train.backend="sim"`, `devices.preset="nvlink-clique-4"`, "chunked.chunks=2")
+		}, []string{"chunked.chunks = 2 is not a multiple of the 4 devices", "use 4"}},
 		{"device-too-small", func(t testing.TB) []string {
 			return train(t, `train.backend="sim"`, "devices.memory_bytes=100000", "chunked.chunks=4")
 		}, []string{"devices.memory_bytes = 100000", "the smallest feasible capacity is devices.memory_bytes ="}},

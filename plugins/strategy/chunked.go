@@ -249,7 +249,11 @@ func chunkCount(cfg *config.Config, e stepEnv, m int) (int, error) {
 		k = m // "auto" starts from one chunk per device (see fitChunks)
 	}
 	if k%m != 0 {
-		return 0, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d is not a multiple of the %d devices (m, one partition per device); use %d or %d", k, m, k/m*m, (k/m+1)*m), "chunked", "chunks")
+		use := fmt.Sprintf("%d or %d", k/m*m, (k/m+1)*m)
+		if k < m {
+			use = fmt.Sprint(m)
+		}
+		return 0, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d is not a multiple of the %d devices (m, one partition per device); use %s", k, m, use), "chunked", "chunks")
 	}
 	if k > e.ds.NumNodes {
 		return 0, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d is more than the %d nodes; every chunk needs a destination node", k, e.ds.NumNodes), "chunked", "chunks")
