@@ -68,11 +68,11 @@ func (*Chunked) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, 
 }
 
 // chunkDevice is one device: its tier and its replica of the parameters
-// (with its own optimizer, except device 0's, which the loop steps).
+// (device 0's are the loop's; the others receive them before each epoch
+// and each prediction).
 type chunkDevice struct {
 	tier tensor.Tier
 	ps   *engine.Params
-	opt  train.Optimizer
 }
 
 // chunkedRun is the stepper of strategy.chunked.
@@ -145,17 +145,12 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunked
 		r.Release()
 		return nil, err
 	}
-	for i, tier := range tiers {
+	for _, tier := range tiers {
 		d := &chunkDevice{tier: tier}
 		if d.ps, err = engine.NewParams(e.model, backend.ForPurpose(e.be, backend.PurposeParameters), e.dt, tier, e.seed); err != nil {
 			return fail(err)
 		}
 		r.devs = append(r.devs, d)
-		if i > 0 {
-			if d.opt, err = train.NewOptimizer(cfg.Train.Optimizer, e.be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum); err != nil {
-				return fail(err)
-			}
-		}
 	}
 	if err := r.allocHost(ctx); err != nil {
 		return fail(err)
@@ -404,11 +399,15 @@ func chunkSeed(seed uint64, l, c int) uint64 {
 	return seed ^ uint64(l+1)*0x9e3779b97f4a7c15 ^ uint64(c+1)*0xbf58476d1ce4e5b9
 }
 
-// Epoch implements train.Stepper: forward layer by layer over the
-// batches of chunks, the loss of every chunk's training nodes at the last
-// layer, backward in reverse; then the devices' gradients are all-reduced
-// and every replica takes the step.
+// Epoch implements train.Stepper: the devices receive device 0's
+// parameters, forward runs layer by layer over the batches of chunks, the
+// loss of every chunk's training nodes at the last layer, backward in
+// reverse; then the devices' gradients are summed onto device 0, whose
+// parameters the loop's optimizer steps.
 func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	if err := r.broadcast(); err != nil {
+		return 0, err
+	}
 	for _, d := range r.devs {
 		if err := d.ps.ZeroGrads(); err != nil {
 			return 0, err
@@ -446,18 +445,25 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	for i, d := range r.devs {
 		ps[i] = d.ps
 	}
-	if err := allReduceParams(r.e.be, ps); err != nil {
-		return 0, fmt.Errorf("all-reduce: %w", err)
+	if err := allReduceParams(r.e.be, ps, false); err != nil {
+		return 0, fmt.Errorf("reduce: %w", err)
 	}
-	if err := update(); err != nil {
-		return 0, err
-	}
+	return loss, update()
+}
+
+// broadcast gives every device the parameters of device 0, which the
+// loop's optimizer steps (and a checkpoint or the best epoch restores).
+func (r *chunkedRun) broadcast() error {
+	be := backend.ForPurpose(r.e.be, backend.PurposeParameters)
+	root := r.devs[0].ps.List()
 	for _, d := range r.devs[1:] {
-		if err := d.opt.Step(d.ps.List()); err != nil {
-			return 0, fmt.Errorf("step on %s: %w", d.tier, err)
+		for i, p := range d.ps.List() {
+			if err := be.Copy(p.Value, root[i].Value); err != nil {
+				return fmt.Errorf("parameters to %s: %w", d.tier, err)
+			}
 		}
 	}
-	return loss, nil
+	return nil
 }
 
 // pass runs fn over the chunks of every batch in schedule order, device
@@ -723,6 +729,9 @@ func uploadAll(be backend.Backend, ts []*tensor.Tensor, bufs []any) error {
 // Predict implements train.Stepper: the layers chunk by chunk in
 // inference, the last layer's classes straight into pred.
 func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
+	if err := r.broadcast(); err != nil {
+		return err
+	}
 	last := len(r.layers) - 1
 	for l := 0; l < last; l++ {
 		err := r.pass(l, true, nil, func(k int, c *chunk, feed *rowFeed) error {

@@ -362,3 +362,29 @@ func TestHostRows(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkedDevicesMatchOne trains on one and on four simulated devices
+// with evaluation every epoch: the same losses, best epoch and test
+// accuracy, which the loop reads after restoring the best epoch's
+// parameters into device 0 (the other devices receive them before
+// predicting).
+func TestChunkedDevicesMatchOne(t *testing.T) {
+	ctx := context.Background()
+	base := chunkedSets(`train.dtype="float64"`, "train.epochs=6", "train.eval_every=1", "train.lr=0.05")
+	one, err := train.Run(ctx, mustParse(t, coraBase, append(base, "chunked.chunks=4")...), train.Options{Host: testHost(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	four, err := train.Run(ctx, mustParse(t, coraBase, append(base, "chunked.chunks=8", `devices.preset="nvlink-clique-4"`)...), train.Options{Host: testHost(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.BestEpoch != four.BestEpoch || one.TestAcc != four.TestAcc || math.Abs(one.FinalLoss-four.FinalLoss) > 1e-12*one.FinalLoss {
+		t.Errorf("one device: best epoch %d, test accuracy %v, loss %.15g; four: %d, %v, %.15g",
+			one.BestEpoch, one.TestAcc, one.FinalLoss, four.BestEpoch, four.TestAcc, four.FinalLoss)
+	}
+	t.Logf("best epoch %d of 6, test accuracy %v", four.BestEpoch, four.TestAcc)
+	if four.TrafficByPurpose[backend.PurposeParameters] == 0 {
+		t.Error("no parameters crossed to the other devices")
+	}
+}

@@ -489,13 +489,14 @@ func (m *miniBatches) allReduce(n int) error {
 	for k := range ps {
 		ps[k] = m.replicas[k].ps
 	}
-	return allReduceParams(m.replicas[0].e.be, ps)
+	return allReduceParams(m.replicas[0].e.be, ps, true)
 }
 
-// allReduceParams sums the gradients of the replicas ps and gives every
-// one the sum: a reduce onto ps[0] and a broadcast back, each a Copy over
-// the links (which the simulated backend counts as gradients).
-func allReduceParams(be backend.Backend, ps []*engine.Params) error {
+// allReduceParams sums the gradients of the replicas ps onto ps[0] and,
+// with broadcast, gives every replica the sum: a reduce and a broadcast,
+// each a Copy over the links (which the simulated backend counts as
+// gradients).
+func allReduceParams(be backend.Backend, ps []*engine.Params, broadcast bool) error {
 	if len(ps) < 2 {
 		return nil
 	}
@@ -518,6 +519,9 @@ func allReduceParams(be backend.Backend, ps []*engine.Params) error {
 		}
 		be.Release(tmp)
 		for _, r := range ps[1:] {
+			if !broadcast {
+				break
+			}
 			if err := be.Copy(r.List()[i].Grad, p.Grad); err != nil {
 				return err
 			}
