@@ -130,3 +130,19 @@ func testCoraMiniBatch(t *testing.T, overlap bool) {
 		t.Errorf("cache hit rate %.6f on the GPU, %.6f on the simulated device", g.CacheHitRate, s.CacheHitRate)
 	}
 }
+
+// HongTu's chunked training (strategy.chunked) on the GPU: layer by layer
+// over 4 chunks, the vertex data in host memory, gives the CPU's
+// full-graph loss and accuracy (float64, dropout off: chunking is exact).
+func TestCoraChunked(t *testing.T) {
+	epochs := strconv.Itoa(max(trainEpochs(t)/10, 2))
+	sets := []string{"train.dtype=float64", "model.dropout=0.0", "model.input_dropout=0.0", "train.epochs=" + epochs}
+	full := trainOn(t, coraGCN, []string{"cpu"}, sets...)["cpu"]
+	for _, inter := range []string{"cache", "recompute"} {
+		g := trainOn(t, coraGCN, []string{"cuda"}, append(sets, "train.mode=chunked", "chunked.chunks=4", "chunked.intermediates="+inter)...)["cuda"]
+		t.Logf("%s: test accuracy cpu full-graph %.4f cuda chunked %.4f; final loss %.12f / %.12f", inter, full.TestAcc, g.TestAcc, full.FinalLoss, g.FinalLoss)
+		if g.TestAcc != full.TestAcc || math.Abs(g.FinalLoss-full.FinalLoss) > 1e-9*full.FinalLoss {
+			t.Errorf("%s: chunked on the GPU: accuracy %.4f, loss %.12f; full graph on the CPU %.4f, %.12f", inter, g.TestAcc, g.FinalLoss, full.TestAcc, full.FinalLoss)
+		}
+	}
+}

@@ -23,7 +23,7 @@ var files embed.FS
 // models/costmodels; a test keeps the lists in sync).
 var (
 	shippedLayers     = []string{"gat", "gcn", "gin", "sage", "sage-lstm"}
-	shippedCostModels = []string{"betty-memory", "hyscale", "roofline"}
+	shippedCostModels = []string{"betty-memory", "hongtu", "hyscale", "roofline"}
 )
 
 const costPrefix = "costmodel-"

@@ -59,6 +59,7 @@ type Config struct {
 	Store     Store   `toml:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
 	Hybrid    Hybrid  `toml:"hybrid" hash:"omitempty" doc:"hybrid CPU + device training (train.mode = \"hybrid\", HyScale-GNN): split, DRM, performance model"`
+	Chunked   Chunked `toml:"chunked" hash:"omitempty" doc:"HongTu's chunked full-graph training (train.mode = \"chunked\"): vertex data on the host, one chunk at a time on the devices; see docs/hongtu.md"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 
 	src *source // key positions, for KeyError
@@ -138,6 +139,16 @@ const (
 	GraphRatioUnset = -2
 	GraphRatioAuto  = -1
 )
+
+// Chunked configures train.mode = "chunked" (HongTu). Its zero value is
+// the default, so configs without the section keep their hash.
+type Chunked struct {
+	Chunks        int    `toml:"chunks" range:"[0,1073741824]" word:"auto:0:the smallest multiple of the device count whose largest chunk fits devices.memory_bytes" doc:"total number of chunks k of the 2-level partition (METIS into m = device count partitions, each cut into k/m edge-balanced chunks); a multiple of m, at most the number of nodes; 0 = \"auto\""`
+	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer from the cost estimate"`
+	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
+	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
+	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier (features, activations, vertex gradients) in this memory-mapped file instead of RAM (\"\" = RAM); relative like output.csv"`
+}
 
 // Output configures what a run prints and writes.
 type Output struct {
@@ -344,4 +355,9 @@ func (p Plugin) String() string {
 		return "none"
 	}
 	return p.ID
+}
+
+// HostFilePath returns Chunked.HostFile resolved like CSVPath.
+func (c *Config) HostFilePath() string {
+	return c.resolveKey(c.Chunked.HostFile, "chunked", "host_file")
 }

@@ -58,7 +58,7 @@ func (c *testCache) Validate() error {
 func init() {
 	// Stand-ins for the modules of packages that import this one.
 	for _, id := range []string{"model.gcn", "model.gat", "model.sage", "model.gin", "model.sage-lstm",
-		"strategy.fullgraph", "strategy.minibatch", "strategy.micro", "strategy.hybrid", "backend.cpu", "backend.sim"} {
+		"strategy.fullgraph", "strategy.minibatch", "strategy.micro", "strategy.hybrid", "strategy.chunked", "backend.cpu", "backend.sim"} {
 		registry.Register(&testModel{id: id})
 	}
 	registry.Register(new(testCache))

@@ -39,6 +39,10 @@ type Env struct {
 	// and no dropout masks, so it needs about half the memory. Forward
 	// with Mode.Train and Backward are errors on it.
 	Inference bool
+	// InputGrad makes Backward compute the gradient of the input too
+	// (see Program.InputGrad): layer-by-layer training propagates it to
+	// the layer below.
+	InputGrad bool
 }
 
 // Param is a learnable tensor with its gradient.
@@ -203,6 +207,7 @@ func (p *Program) bind() error {
 				return fmt.Errorf("engine: model expects %d input features, dataset has %d", op.Shape[1], p.env.Input.Cols())
 			}
 			p.vals[i] = p.env.Input
+			p.needGrad[i] = p.env.InputGrad && !p.env.Inference
 			continue
 		case ir.OpParam:
 			pr, ok := p.params.named[op.Name]

@@ -24,8 +24,8 @@ func attachKernelCost(ctx context.Context, cfg *config.Config, tp backend.TimePr
 		name = "roofline"
 	}
 	id := "costmodel." + name
-	if id == CostModelBetty {
-		return nil, cfg.KeyError(fmt.Sprintf("devices.cost_model = %q estimates a batch's memory, not a kernel's time; use \"roofline\" or a kernel-time model of your own", cfg.Devices.CostModel), "devices", "cost_model")
+	if what, ok := map[string]string{CostModelBetty: "a batch's memory", CostModelHongTu: "chunked training's communication"}[id]; ok {
+		return nil, cfg.KeyError(fmt.Sprintf("devices.cost_model = %q estimates %s, not a kernel's time; use \"roofline\" or a kernel-time model of your own", cfg.Devices.CostModel, what), "devices", "cost_model")
 	}
 	cm, release, err := LoadCostModel(ctx, host, id)
 	switch {
@@ -44,7 +44,7 @@ func attachKernelCost(ctx context.Context, cfg *config.Config, tp backend.TimePr
 func costModelNames() []string {
 	var out []string
 	for _, mi := range registry.Namespace("costmodel") {
-		if mi.ID != CostModelBetty {
+		if mi.ID != CostModelBetty && mi.ID != CostModelHongTu {
 			out = append(out, mi.Name())
 		}
 	}
@@ -131,6 +131,10 @@ func (p Prediction) computeSeconds() map[string]float64 {
 // CostModelBetty is the registry ID of Betty's memory model, which
 // estimates a batch's memory rather than a kernel's time.
 const CostModelBetty = "costmodel.betty-memory"
+
+// CostModelHongTu is the registry ID of HongTu's communication and
+// intermediates model (strategy.chunked), not a kernel-time model either.
+const CostModelHongTu = "costmodel.hongtu"
 
 // LoadCostModel starts a registered cost model (costmodel.<name>) on the
 // module host; release frees it.

@@ -124,6 +124,17 @@ type Result struct {
 	MeasuredMTEPS  float64            `json:"measured_mteps,omitempty"`
 	PredictedMTEPS float64            `json:"predicted_mteps,omitempty"`
 	Hybrid         map[string]float64 `json:"hybrid,omitempty"`
+	// Chunked training (HongTu): the chunk count, each layer's handling
+	// of its intermediate results ("cache" or "recompute"), and the
+	// host→device bytes of neighbour rows per epoch without deduplication
+	// ("original"), with p2p sharing ("p2p") and with p2p and reuse
+	// ("p2p_reuse").
+	Chunks        int              `json:"chunks,omitempty"`
+	Intermediates []string         `json:"intermediates,omitempty"`
+	CommBytes     map[string]int64 `json:"comm_bytes,omitempty"`
+	// CommPredictedS prices the same bytes with HongTu's Eq. 4
+	// (costmodel.hongtu) on the machine's links, in seconds.
+	CommPredictedS map[string]float64 `json:"comm_predicted_s,omitempty"`
 	Threads        int                `json:"threads"`
 	Seed           int64              `json:"seed"`
 	ConfigSHA256   string             `json:"config_sha256"`

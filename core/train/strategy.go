@@ -38,6 +38,7 @@ type Uses struct {
 	// distributed run (it defaults to METIS).
 	RankPartition bool
 	Hybrid        bool // [hybrid]: it splits work between CPU trainers and devices
+	Chunked       bool // [chunked]: HongTu's chunked full-graph training
 }
 
 // Env is what a stepper is built from: the run's backend, the linked

@@ -24,6 +24,7 @@ var docs = map[string]string{
 
 	"costmodel.hyscale": "HyScale-GNN performance model (IPDPS 2023 §V, Eq. 5-13): stage times, iteration time and MTEPS of hybrid CPU + device training",
 
+	"costmodel.hongtu":       "HongTu cost model (SIGMOD 2023): Eq. 4's cost of deduplicated communication and §4.2's cache-or-recompute choice per layer; used by train.mode = \"chunked\"",
 	"costmodel.betty-memory": "Betty memory estimate (ASPLOS 2023 §4.4): peak device bytes of one micro-batch training step from its sizes; picks train.micro_batches = \"auto\"",
 }
 

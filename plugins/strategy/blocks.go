@@ -216,26 +216,38 @@ func (r *blockRunner) trainBatch(ctx context.Context, bb *boundBlocks, nodes []i
 	for i, v := range nodes {
 		labels[i], rows[i] = e.ds.Labels[v], int32(i)
 	}
-	lt, err := train.UploadInt32s(backend.ForPurpose(e.be, backend.PurposeLabels), labels, e.tier)
+	loss, err := weighedLoss(e.be, p, labels, rows, e.tier, share)
 	if err != nil {
 		return 0, err
 	}
-	defer e.be.Release(lt)
-	it, err := train.UploadInt32s(backend.ForPurpose(e.be, backend.PurposeLabels), rows, e.tier)
+	return loss, p.Backward(ctx)
+}
+
+// weighedLoss computes the mean cross-entropy of p's output rows rows
+// against labels (one per output row), leaves its gradient, weighed by
+// share, in p.OutputGrad() and returns the loss weighed by share.
+func weighedLoss(be backend.Backend, p *engine.Program, labels, rows []int32, tier tensor.Tier, share float64) (float64, error) {
+	lb := backend.ForPurpose(be, backend.PurposeLabels)
+	lt, err := train.UploadInt32s(lb, labels, tier)
 	if err != nil {
 		return 0, err
 	}
-	defer e.be.Release(it)
-	loss, err := e.be.SoftmaxCrossEntropy(p.Output(), lt, it, p.OutputGrad())
+	defer be.Release(lt)
+	it, err := train.UploadInt32s(lb, rows, tier)
+	if err != nil {
+		return 0, err
+	}
+	defer be.Release(it)
+	loss, err := be.SoftmaxCrossEntropy(p.Output(), lt, it, p.OutputGrad())
 	if err != nil {
 		return 0, fmt.Errorf("loss: %w", err)
 	}
 	if share != 1 {
-		if err := e.be.Axpby(0, p.OutputGrad(), share, p.OutputGrad()); err != nil {
+		if err := be.Axpby(0, p.OutputGrad(), share, p.OutputGrad()); err != nil {
 			return 0, err
 		}
 	}
-	return loss * share, p.Backward(ctx)
+	return loss * share, nil
 }
 
 // predict writes the class of every node, chunk by chunk over full

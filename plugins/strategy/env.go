@@ -11,6 +11,8 @@
 //	strategy.hybrid     HyScale-GNN: each mini-batch split between CPU
 //	                    trainers and the devices, two-stage feature
 //	                    prefetch, dynamic resource management
+//	strategy.chunked    HongTu: full-graph, layer by layer over the chunks
+//	                    of a 2-level partition, vertex data in a host tier
 //
 // A strategy builds a train.Stepper; core/train runs the loop.
 package strategy

@@ -451,21 +451,32 @@ func (m *miniBatches) train(ctx context.Context, st *staged, seed uint64, n int,
 }
 
 // allReduce sums the gradients of the first n replicas and gives every one
-// the sum: a reduce onto replica 0 and a broadcast back, each a Copy over
-// the links (which the simulated backend counts as gradients).
+// the sum (see allReduceParams).
 func (m *miniBatches) allReduce(n int) error {
-	if n < 2 {
+	ps := make([]*engine.Params, n)
+	for k := range ps {
+		ps[k] = m.replicas[k].ps
+	}
+	return allReduceParams(m.replicas[0].e.be, ps, true)
+}
+
+// allReduceParams sums the gradients of the replicas ps onto ps[0] and,
+// with broadcast, gives every replica the sum: a reduce and a broadcast,
+// each a Copy over the links (which the simulated backend counts as
+// gradients).
+func allReduceParams(be backend.Backend, ps []*engine.Params, broadcast bool) error {
+	if len(ps) < 2 {
 		return nil
 	}
-	be := backend.ForPurpose(m.replicas[0].e.be, backend.PurposeGradients)
-	root := m.replicas[0].ps.List()
+	be = backend.ForPurpose(be, backend.PurposeGradients)
+	root := ps[0].List()
 	for i, p := range root {
 		tmp, err := be.Alloc(p.Grad.DType(), p.Grad.Shape(), p.Grad.Tier())
 		if err != nil {
 			return err
 		}
-		for k := 1; k < n; k++ {
-			if err := be.Copy(tmp, m.replicas[k].ps.List()[i].Grad); err != nil {
+		for _, r := range ps[1:] {
+			if err := be.Copy(tmp, r.List()[i].Grad); err != nil {
 				be.Release(tmp)
 				return err
 			}
@@ -475,8 +486,11 @@ func (m *miniBatches) allReduce(n int) error {
 			}
 		}
 		be.Release(tmp)
-		for k := 1; k < n; k++ {
-			if err := be.Copy(m.replicas[k].ps.List()[i].Grad, p.Grad); err != nil {
+		for _, r := range ps[1:] {
+			if !broadcast {
+				break
+			}
+			if err := be.Copy(r.List()[i].Grad, p.Grad); err != nil {
 				return err
 			}
 		}

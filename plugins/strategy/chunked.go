@@ -1,0 +1,765 @@
+package strategy
+
+import (
+	"context"
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/config"
+	"strata/core/engine"
+	"strata/core/graph"
+	"strata/core/ir"
+	"strata/core/modhost"
+	"strata/core/partition"
+	"strata/core/registry"
+	"strata/core/tensor"
+	"strata/core/train"
+	"strata/partitioners"
+)
+
+// Chunked is strategy.chunked, HongTu's full-graph training (Wang et al.,
+// SIGMOD 2023): vertex data (features, every layer's activations, vertex
+// gradients) stays in a host tier; the devices hold the parameters and
+// one chunk's working set at a time. The graph is cut by
+// partitioner.hongtu-2level into m partitions (one per device) of n
+// chunks of destination nodes with all their in-edges, so every chunk's
+// layer output is exact. Forward runs layer by layer over the batches of
+// chunks (Alg. 1), backward in reverse, accumulating the vertex gradients
+// on the host (§4.3); each layer's intermediates are kept on the host or
+// recomputed (§4.2).
+type Chunked struct{}
+
+var (
+	_ train.Strategy      = (*Chunked)(nil)
+	_ train.Exampler      = (*Chunked)(nil)
+	_ train.ConfigChecker = (*Chunked)(nil)
+)
+
+// StrataModule implements registry.Module.
+func (*Chunked) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{ID: "strategy.chunked", New: func() registry.Module { return new(Chunked) },
+		Doc: "HongTu: full-graph training chunk by chunk, vertex data in the host tier, deduplicated communication (see [chunked])"}
+}
+
+// Uses implements train.Strategy: [chunked], and every device of the
+// machine (one partition each).
+func (*Chunked) Uses() train.Uses { return train.Uses{Devices: true, Chunked: true} }
+
+// ExampleConfig implements train.Exampler: four chunks.
+func (*Chunked) ExampleConfig() []string { return []string{"chunked.chunks=4"} }
+
+// CheckConfig implements train.ConfigChecker.
+func (*Chunked) CheckConfig(cfg *config.Config) error {
+	if cfg.Chunked.HostFile != "" && cfg.Train.Backend != "cpu" {
+		return cfg.KeyError(fmt.Sprintf("chunked.host_file maps the host tier to a file on the cpu backend, but train.backend = %q; set train.backend = \"cpu\" or remove chunked.host_file", cfg.Train.Backend), "chunked", "host_file")
+	}
+	if cfg.Chunked.Chunks == 0 && cfg.Train.Backend == "sim" && cfg.Devices.MemoryBytes == 0 {
+		return cfg.KeyError("chunked.chunks = \"auto\" sizes the chunks to devices.memory_bytes, which is 0 (unlimited); set devices.memory_bytes or give chunked.chunks a number", "chunked", "chunks")
+	}
+	if cfg.Chunked.Chunks == 0 && cfg.Train.Backend != "sim" {
+		return cfg.KeyError(fmt.Sprintf("chunked.chunks = \"auto\" sizes the chunks to a simulated device's memory, but train.backend = %q; give chunked.chunks a number", cfg.Train.Backend), "chunked", "chunks")
+	}
+	return nil
+}
+
+// NewStepper implements train.Strategy.
+func (*Chunked) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
+	return newChunkedRun(ctx, env.Config, envOf(env))
+}
+
+// chunkDevice is one device: its tier and its replica of the parameters
+// (device 0's are the loop's; the others receive them before each epoch
+// and each prediction).
+type chunkDevice struct {
+	tier tensor.Tier
+	ps   *engine.Params
+}
+
+// chunkedRun is the stepper of strategy.chunked.
+type chunkedRun struct {
+	e       stepEnv
+	cfg     *config.Config
+	layers  []*ir.Graph        // the model, one graph per layer
+	used    []map[string]bool  // the graphs each layer reads
+	widths  []int              // widths[l]: layer l's input; widths[L]: the classes
+	devs    []*chunkDevice     // one per partition
+	plan    *chunkPlan         // the chunks and their schedule
+	h, dh   []hostRows         // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
+	cache   []bool             // per layer: keep the intermediates on the host
+	saved   []map[int][]any    // per layer and chunk: the host copies of the intermediates
+	needIn  []bool             // per layer: backward reads the layer's input
+	total   int                // training nodes
+	comm    commRows           // neighbour rows per layer pass
+	hybrid  bool               // intermediates chosen per layer by the estimate
+	estPeak int64              // the estimated device peak (0: no capacity to fit)
+	unmap   func() error       // unmaps chunked.host_file (nil: the host tier is in RAM)
+	dedup   string             // chunked.dedup
+	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
+	commS   map[string]float64 // Eq. 4's communication time of an epoch per mode
+}
+
+var (
+	_ train.Stepper        = (*chunkedRun)(nil)
+	_ train.ResultReporter = (*chunkedRun)(nil)
+	_ train.Announcer      = (*chunkedRun)(nil)
+)
+
+func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunkedRun, error) {
+	for _, op := range e.model.Ops {
+		if op.Kind == ir.OpBatchNorm {
+			return nil, cfg.KeyError("model.options.batchnorm: chunked training normalises chunk by chunk, which is not the whole graph's batch statistics; remove batchnorm or use train.mode = \"fullgraph\"", "model", "options", "batchnorm")
+		}
+	}
+	layers, err := e.model.SplitLayers()
+	if err != nil {
+		return nil, fmt.Errorf("chunked: %w", err)
+	}
+	r := &chunkedRun{e: e, cfg: cfg, layers: layers, used: graphsPerLayer(e.model), total: len(e.ds.Train), dedup: cfg.Chunked.Dedup}
+	if r.dedup == "" {
+		r.dedup = dedupReuse
+	}
+	for _, lg := range layers {
+		r.widths = append(r.widths, int(lg.Ops[0].Shape[1]))
+		r.needIn = append(r.needIn, backwardReadsInput(lg))
+	}
+	r.widths = append(r.widths, int(e.model.Ops[e.model.Outputs[0]].Shape[1]))
+	cm, release, err := train.LoadCostModel(ctx, e.host, train.CostModelHongTu)
+	if err != nil {
+		return nil, fmt.Errorf("chunked: %w", err)
+	}
+	defer release()
+	r.cost = cm
+	defer func() { r.cost = nil }()
+	tiers := []tensor.Tier{e.tier}
+	if md, ok := e.be.(backend.MultiDevice); ok {
+		tiers = md.DeviceTiers()
+	}
+	if r.plan, err = r.fitPlan(ctx, cfg, len(tiers)); err != nil {
+		return nil, err
+	}
+	r.comm = r.plan.comm(e.ds.NumNodes)
+	if r.commS, err = r.commCost(r.plan); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*chunkedRun, error) {
+		r.Release()
+		return nil, err
+	}
+	for _, tier := range tiers {
+		d := &chunkDevice{tier: tier}
+		if d.ps, err = engine.NewParams(e.model, backend.ForPurpose(e.be, backend.PurposeParameters), e.dt, tier, e.seed); err != nil {
+			return fail(err)
+		}
+		r.devs = append(r.devs, d)
+	}
+	if err := r.allocHost(ctx); err != nil {
+		return fail(err)
+	}
+	if err := r.chooseIntermediates(cfg.Chunked.Intermediates); err != nil {
+		return fail(err)
+	}
+	return r, nil
+}
+
+// fitPlan plans chunked.chunks chunks over m devices, or with "auto" the
+// fewest (m times a power of two) whose estimated peak fits the simulated
+// devices' capacity. A count that does not fit is an error naming one
+// that does, or, when none does, the smallest feasible capacity.
+func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*chunkPlan, error) {
+	var capacity int64
+	if _, sim := r.e.be.(backend.Machine); sim {
+		capacity = cfg.Devices.MemoryBytes
+	}
+	try := func(k int) (*chunkPlan, int64, error) {
+		p, err := planChunks(ctx, cfg, r.e, r.used, m, k)
+		if err != nil {
+			return nil, 0, err
+		}
+		if cfg.Chunked.Reorganize {
+			// Alg. 4, kept when Eq. 4 prices it cheaper.
+			q := p.reorganize(r.e.ds.NumNodes)
+			cp, err := r.commCost(p)
+			if err != nil {
+				return nil, 0, err
+			}
+			cq, err := r.commCost(q)
+			if err != nil {
+				return nil, 0, err
+			}
+			if cq[dedupReuse] <= cp[dedupReuse] {
+				p = q
+			}
+		}
+		if capacity == 0 {
+			return p, 0, nil
+		}
+		peak, err := r.estimatePeak(p, cfg.Train.Optimizer, cfg.Train.Momentum)
+		return p, peak, err
+	}
+	k, err := chunkCount(cfg, r.e, m)
+	if err != nil {
+		return nil, err
+	}
+	p, peak, err := try(k)
+	if err != nil {
+		return nil, err
+	}
+	r.estPeak = peak
+	if capacity == 0 || peak <= capacity {
+		return p, nil
+	}
+	nodes := r.e.ds.NumNodes
+	bestK, best := k, peak
+	for n := k / m; n*m < nodes; {
+		n = min(2*n, nodes/m)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p, peak, err := try(m * n)
+		if err != nil {
+			break // the partitioner cannot cut this fine
+		}
+		if peak < best {
+			bestK, best = m*n, peak
+		}
+		if peak > capacity {
+			continue
+		}
+		if cfg.Chunked.Chunks == 0 {
+			r.estPeak = peak
+			return p, nil
+		}
+		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d does not fit devices.memory_bytes = %d (%s): the largest chunk's training step needs an estimated %d bytes (%s) on a device; chunked.chunks = %d fits (%s), or set chunked.chunks = \"auto\"",
+			k, capacity, mib(capacity), r.estPeak, mib(r.estPeak), m*n, mib(peak)), "chunked", "chunks")
+	}
+	return nil, cfg.KeyError(fmt.Sprintf("devices.memory_bytes = %d (%s) is too small for one chunk at any chunk count: the smallest estimated peak is %d bytes (%s), with chunked.chunks = %d; the smallest feasible capacity is devices.memory_bytes = %d",
+		capacity, mib(capacity), best, mib(best), bestK, best), "devices", "memory_bytes")
+}
+
+// chunkCount returns the total number of chunks k: chunked.chunks,
+// checked against the nodes and the device count m.
+func chunkCount(cfg *config.Config, e stepEnv, m int) (int, error) {
+	k := cfg.Chunked.Chunks
+	if k == 0 {
+		k = m // "auto" starts from one chunk per device (see fitChunks)
+	}
+	if k%m != 0 {
+		use := fmt.Sprintf("%d or %d", k/m*m, (k/m+1)*m)
+		if k < m {
+			use = fmt.Sprint(m)
+		}
+		return 0, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d is not a multiple of the %d devices (m, one partition per device); use %s", k, m, use), "chunked", "chunks")
+	}
+	if k > e.ds.NumNodes {
+		return 0, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d is more than the %d nodes; every chunk needs a destination node", k, e.ds.NumNodes), "chunked", "chunks")
+	}
+	return k, nil
+}
+
+// planChunks partitions the graph with partitioner.hongtu-2level into m
+// partitions of k/m chunks and builds the chunks.
+func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, used []map[string]bool, m, k int) (*chunkPlan, error) {
+	mod, err := registry.New[partition.Partitioner]("partitioner.hongtu-2level")
+	if err != nil {
+		return nil, err
+	}
+	h, ok := mod.(*partitioners.HongTu2Level)
+	if !ok {
+		return nil, fmt.Errorf("chunked: partitioner.hongtu-2level is a %T", mod)
+	}
+	h.M = m
+	part, err := h.Partition(ctx, e.adjs.Adj, k, nil)
+	if err != nil {
+		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d: %v", k, err), "chunked", "chunks")
+	}
+	all := map[string]bool{}
+	for _, u := range used {
+		for name := range u {
+			all[name] = true
+		}
+	}
+	return newChunkPlan(ctx, e.adjs, all, part, m, k/m, e.ds.Labels, e.ds.Train)
+}
+
+// allocHost allocates the host tier: the features and, per layer, its
+// output and the output's gradient; with chunked.host_file the layers'
+// matrices live in a memory-mapped file.
+func (r *chunkedRun) allocHost(ctx context.Context) error {
+	n := r.e.ds.NumNodes
+	x, err := featureRows(r.e.dt, r.e.feats, n, r.e.dim)
+	if err != nil {
+		return err
+	}
+	r.h = []hostRows{x}
+	r.dh = []hostRows{nil}
+	arena := &hostArena{dt: r.e.dt}
+	var size int64 // the activations and their gradients
+	for _, w := range r.widths[1:] {
+		size += 2 * int64(n) * int64(w) * int64(r.e.dt.Size())
+	}
+	if r.cfg.Chunked.HostFile == "" && size > graph.MaxMemory(ctx) {
+		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a memory-mapped file",
+			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
+	}
+	if path := r.cfg.HostFilePath(); r.cfg.Chunked.HostFile != "" {
+		data, unmap, err := mapHostFile(path, size)
+		if err != nil {
+			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot map a %s host tier there: %v; give a file in a writable directory with room for it", path, mib(size), err), "chunked", "host_file")
+		}
+		arena.file, r.unmap = data, unmap
+	}
+	for l := 1; l < len(r.widths); l++ {
+		for _, into := range []*[]hostRows{&r.h, &r.dh} {
+			m, err := arena.matrix(n, r.widths[l])
+			if err != nil {
+				return err
+			}
+			*into = append(*into, m)
+		}
+	}
+	r.saved = make([]map[int][]any, len(r.layers))
+	for l := range r.saved {
+		r.saved[l] = map[int][]any{}
+	}
+	return nil
+}
+
+// backwardReadsInput reports whether a layer's backward reads the value
+// of its input (rather than only saved values and the topology): then
+// backward loads the neighbour rows again even with cached
+// intermediates. Sums, bias, scaling, concatenation, dropout and row
+// selection differentiate without their input's value.
+func backwardReadsInput(g *ir.Graph) bool {
+	for _, op := range g.Ops {
+		for _, a := range op.Args {
+			if g.Ops[a].Kind != ir.OpInput {
+				continue
+			}
+			switch op.Kind {
+			case ir.OpAggregate:
+				// sum, mean and gcn read only the weights; max its saved winners
+			case ir.OpBias, ir.OpAdd, ir.OpSub, ir.OpScale, ir.OpConcat, ir.OpDropout, ir.OpHeadMean, ir.OpUAddV:
+			case "narrow":
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Announce implements train.Announcer.
+func (r *chunkedRun) Announce() string {
+	modes := r.modes()
+	return fmt.Sprintf("chunked: %d chunks (%d per device on %d devices), intermediates %v, neighbour rows per layer pass: %d original, %d with p2p, %d with p2p+reuse",
+		len(r.plan.chunks), r.plan.n, r.plan.m, modes, r.comm.ori, r.comm.p2p, r.comm.ru)
+}
+
+func (r *chunkedRun) modes() []string {
+	out := make([]string, len(r.cache))
+	for l, c := range r.cache {
+		out[l] = "recompute"
+		if c {
+			out[l] = "cache"
+		}
+	}
+	return out
+}
+
+// ReportResult implements train.ResultReporter.
+func (r *chunkedRun) ReportResult(res *train.Result) {
+	res.Chunks = len(r.plan.chunks)
+	res.Intermediates = r.modes()
+	res.Partitioner = "hongtu-2level"
+	res.EstimatedPeakBytes = r.estPeak
+	// Every layer loads its neighbour rows in forward and again in
+	// backward (HongTu reloads the checkpoint, §4.3).
+	b := r.commBytes(r.comm)
+	res.CommBytes = map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]}
+	res.CommPredictedS = map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]}
+}
+
+// Params implements train.Stepper.
+func (r *chunkedRun) Params() *engine.Params { return r.devs[0].ps }
+
+// Release implements train.Stepper.
+func (r *chunkedRun) Release() {
+	for _, d := range r.devs {
+		d.ps.Release()
+	}
+	r.devs = nil
+	r.h, r.dh = nil, nil
+	if r.unmap != nil {
+		r.unmap() // the file is scratch: nothing is lost if this fails
+		r.unmap = nil
+	}
+}
+
+func chunkSeed(seed uint64, l, c int) uint64 {
+	return seed ^ uint64(l+1)*0x9e3779b97f4a7c15 ^ uint64(c+1)*0xbf58476d1ce4e5b9
+}
+
+// Epoch implements train.Stepper: the devices receive device 0's
+// parameters, forward runs layer by layer over the batches of chunks, the
+// loss of every chunk's training nodes at the last layer, backward in
+// reverse; then the devices' gradients are summed onto device 0, whose
+// parameters the loop's optimizer steps.
+func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	if err := r.broadcast(); err != nil {
+		return 0, err
+	}
+	for _, d := range r.devs {
+		if err := d.ps.ZeroGrads(); err != nil {
+			return 0, err
+		}
+	}
+	last := len(r.layers) - 1
+	r.dh[last+1].zero()
+	var loss float64
+	for l := range r.layers {
+		err := r.pass(l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
+			lc, err := r.forward(ctx, l, k, c, feed, seed, true)
+			loss += lc
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	for l := last; l >= 0; l-- {
+		if l > 0 {
+			r.dh[l].zero()
+		}
+		var sink *gradSink
+		if l > 0 && r.dedup != dedupNone {
+			sink = r.newSink(l)
+		}
+		err := r.pass(l, !r.cache[l] || r.needIn[l], sink, func(k int, c *chunk, feed *rowFeed) error {
+			return r.backward(ctx, l, k, c, feed, sink, seed)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("backward: %w", err)
+		}
+	}
+	ps := make([]*engine.Params, len(r.devs))
+	for i, d := range r.devs {
+		ps[i] = d.ps
+	}
+	if err := allReduceParams(r.e.be, ps, false); err != nil {
+		return 0, fmt.Errorf("reduce: %w", err)
+	}
+	return loss, update()
+}
+
+// broadcast gives every device the parameters of device 0, which the
+// loop's optimizer steps (and a checkpoint or the best epoch restores).
+func (r *chunkedRun) broadcast() error {
+	be := backend.ForPurpose(r.e.be, backend.PurposeParameters)
+	root := r.devs[0].ps.List()
+	for _, d := range r.devs[1:] {
+		for i, p := range d.ps.List() {
+			if err := be.Copy(p.Value, root[i].Value); err != nil {
+				return fmt.Errorf("parameters to %s: %w", d.tier, err)
+			}
+		}
+	}
+	return nil
+}
+
+// pass runs fn over the chunks of every batch in schedule order, device
+// by device; with load it feeds them layer l's input rows.
+// With a sink, it opens the sink's buffers before each batch and closes
+// them after it.
+func (r *chunkedRun) pass(l int, load bool, sink *gradSink, fn func(k int, c *chunk, feed *rowFeed) error) error {
+	var feed *rowFeed
+	if load {
+		feed = r.newFeed(l)
+		defer feed.release()
+	}
+	if sink != nil {
+		defer sink.release()
+	}
+	for j, batch := range r.plan.sched {
+		if feed != nil {
+			if err := feed.next(batch); err != nil {
+				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
+			}
+		}
+		if sink != nil {
+			if err := sink.open(batch); err != nil {
+				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
+			}
+		}
+		for k, c := range batch {
+			if err := fn(k, r.plan.chunks[c], feed); err != nil {
+				return fmt.Errorf("layer %d chunk %d: %w", l, c, err)
+			}
+		}
+		if sink != nil {
+			var next []int
+			if j+1 < len(r.plan.sched) {
+				next = r.plan.sched[j+1]
+			}
+			if err := sink.close(next); err != nil {
+				return fmt.Errorf("layer %d batch %d: gradients: %w", l, j, err)
+			}
+		}
+	}
+	return nil
+}
+
+// boundChunk is one layer bound to one chunk on a device.
+type boundChunk struct {
+	prog    *engine.Program
+	tensors []*tensor.Tensor
+	adjs    []backend.Adj
+}
+
+func (b *boundChunk) release(be backend.Backend) {
+	if b.prog != nil {
+		b.prog.Release()
+	}
+	for _, t := range b.tensors {
+		be.Release(t)
+	}
+	for _, a := range b.adjs {
+		be.ReleaseGraph(a)
+	}
+}
+
+// bind uploads a chunk's graphs for layer l to device k and binds the
+// layer to them; feed delivers the chunk's input rows (nil: a backward
+// over cached intermediates that does not read them).
+func (r *chunkedRun) bind(l, k int, c *chunk, infer bool, feed *rowFeed) (*boundChunk, error) {
+	d := r.devs[k]
+	e := r.e
+	b := &boundChunk{}
+	fail := func(err error) (*boundChunk, error) {
+		b.release(e.be)
+		return nil, err
+	}
+	topo := backend.ForPurpose(e.be, backend.PurposeTopology)
+	env := engine.Env{Backend: e.be, DType: e.dt, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, Inference: infer, InputGrad: l > 0 && !infer}
+	for name := range r.used[l] {
+		cg := c.graphs[name]
+		a, err := topo.UploadGraph(cg.csr, d.tier)
+		if err != nil {
+			return fail(fmt.Errorf("upload %s: %w", name, err))
+		}
+		b.adjs = append(b.adjs, a)
+		eg := &engine.Graph{Adj: a}
+		for _, w := range []struct {
+			v   []float32
+			dst **tensor.Tensor
+		}{{cg.gcn, &eg.GCNNorm}, {cg.mean, &eg.MeanNorm}} {
+			t, err := train.UploadFloat32s(topo, w.v, []int{len(w.v)}, e.dt, d.tier)
+			if err != nil {
+				return fail(err)
+			}
+			b.tensors = append(b.tensors, t)
+			*w.dst = t
+		}
+		env.Blocks[0][name] = eg
+	}
+	var x *tensor.Tensor
+	if feed != nil {
+		var owned bool
+		var err error
+		if x, owned, err = feed.input(k, c); err != nil {
+			return fail(fmt.Errorf("input rows: %w", err))
+		}
+		if owned {
+			b.tensors = append(b.tensors, x)
+		}
+	} else {
+		var err error
+		if x, err = e.be.Alloc(e.dt, []int{len(c.src), r.widths[l]}, d.tier); err != nil {
+			return fail(fmt.Errorf("input rows: %w", err))
+		}
+		b.tensors = append(b.tensors, x)
+	}
+	env.Input = x
+	var err error
+	if b.prog, err = engine.Bind(r.layers[l], env, d.ps); err != nil {
+		return fail(err)
+	}
+	return b, nil
+}
+
+// purposeIntermediates files the traffic of cached intermediate results.
+const purposeIntermediates = "intermediates"
+
+// forward runs layer l over chunk c on device d and writes its output
+// rows to the host tier. In training it keeps the intermediates on the
+// host when the layer caches them, and at the last layer computes the
+// chunk's share of the loss and leaves its gradient in dh. It returns
+// that share of the loss.
+func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunk, feed *rowFeed, seed uint64, training bool) (float64, error) {
+	e := r.e
+	d := r.devs[k]
+	b, err := r.bind(l, k, c, !training, feed)
+	if err != nil {
+		return 0, err
+	}
+	defer b.release(e.be)
+	p := b.prog
+	if err := p.Forward(ctx, engine.Mode{Train: training, Seed: chunkSeed(seed, l, c.id)}); err != nil {
+		return 0, err
+	}
+	out := r.h[l+1].buf(len(c.dst))
+	if err := backend.ForPurpose(e.be, purposeOutputs).Download(p.Output(), out); err != nil {
+		return 0, err
+	}
+	r.h[l+1].put(c.dst, out)
+	if !training {
+		return 0, nil
+	}
+	if r.cache[l] {
+		bufs, err := downloadAll(backend.ForPurpose(e.be, purposeIntermediates), p.Saved())
+		if err != nil {
+			return 0, err
+		}
+		r.saved[l][c.id] = bufs
+	}
+	if l < len(r.layers)-1 || len(c.train) == 0 {
+		return 0, nil
+	}
+	// The chunk's training nodes' rows of its output.
+	share := float64(len(c.train)) / float64(r.total)
+	loss, err := weighedLoss(e.be, p, c.labels, c.train, d.tier, share)
+	if err != nil {
+		return 0, err
+	}
+	grad := r.dh[l+1].buf(len(c.dst))
+	if err := backend.ForPurpose(e.be, backend.PurposeGradients).Download(p.OutputGrad(), grad); err != nil {
+		return 0, err
+	}
+	r.dh[l+1].put(c.dst, grad)
+	return loss, nil
+}
+
+// backward runs layer l's backward over chunk c on device d: the
+// intermediates restored from the host or recomputed, the output gradient
+// loaded from dh[l+1], the parameter gradients accumulated on the device
+// and the input gradient added into dh[l] on the host.
+func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *rowFeed, sink *gradSink, seed uint64) error {
+	e := r.e
+	cached := r.cache[l]
+	b, err := r.bind(l, k, c, false, feed)
+	if err != nil {
+		return err
+	}
+	defer b.release(e.be)
+	p := b.prog
+	mode := engine.Mode{Train: true, Seed: chunkSeed(seed, l, c.id), AccumulateGrads: true}
+	if cached {
+		if err := uploadAll(backend.ForPurpose(e.be, purposeIntermediates), p.Saved(), r.saved[l][c.id]); err != nil {
+			return err
+		}
+		delete(r.saved[l], c.id)
+		if err := p.Resume(mode); err != nil {
+			return err
+		}
+	} else if err := p.Forward(ctx, mode); err != nil {
+		return err
+	}
+	grads := backend.ForPurpose(e.be, backend.PurposeGradients)
+	if err := grads.Upload(p.OutputGrad(), r.dh[l+1].gather(c.dst)); err != nil {
+		return err
+	}
+	if err := p.Backward(ctx); err != nil {
+		return err
+	}
+	if l == 0 {
+		return nil
+	}
+	g, err := p.InputGrad()
+	if err != nil {
+		return err
+	}
+	if sink != nil {
+		return sink.push(k, c, g)
+	}
+	buf := r.dh[l].buf(len(c.src))
+	if err := backend.ForPurpose(e.be, purposeVertGrad).Download(g, buf); err != nil {
+		return err
+	}
+	r.dh[l].add(c.src, buf)
+	return nil
+}
+
+// downloadAll copies tensors to new host buffers of their dtypes.
+func downloadAll(be backend.Backend, ts []*tensor.Tensor) ([]any, error) {
+	out := make([]any, len(ts))
+	for i, t := range ts {
+		var v any
+		switch t.DType() {
+		case tensor.Float32:
+			v = make([]float32, t.Numel())
+		case tensor.Float64:
+			v = make([]float64, t.Numel())
+		case tensor.Int32:
+			v = make([]int32, t.Numel())
+		case tensor.Int64:
+			v = make([]int64, t.Numel())
+		default:
+			return nil, fmt.Errorf("intermediate of dtype %s", t.DType())
+		}
+		if err := be.Download(t, v); err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// uploadAll copies host buffers from downloadAll back into tensors.
+func uploadAll(be backend.Backend, ts []*tensor.Tensor, bufs []any) error {
+	if len(ts) != len(bufs) {
+		return fmt.Errorf("%d cached intermediates for %d buffers", len(bufs), len(ts))
+	}
+	for i, t := range ts {
+		if err := be.Upload(t, bufs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Predict implements train.Stepper: the layers chunk by chunk in
+// inference, the last layer's classes straight into pred.
+func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
+	if err := r.broadcast(); err != nil {
+		return err
+	}
+	last := len(r.layers) - 1
+	for l := 0; l < last; l++ {
+		err := r.pass(l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
+			_, err := r.forward(ctx, l, k, c, feed, 0, false)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return r.pass(last, true, nil, func(k int, c *chunk, feed *rowFeed) error {
+		b, err := r.bind(last, k, c, true, feed)
+		if err != nil {
+			return err
+		}
+		defer b.release(r.e.be)
+		if err := b.prog.Forward(ctx, engine.Mode{}); err != nil {
+			return err
+		}
+		out := make([]int32, len(c.dst))
+		if err := train.ArgmaxInto(r.e.be, b.prog.Output(), out); err != nil {
+			return err
+		}
+		for j, v := range c.dst {
+			pred[v] = out[j]
+		}
+		return nil
+	})
+}
+
+func init() { registry.Register(new(Chunked)) }

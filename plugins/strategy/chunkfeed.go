@@ -1,0 +1,418 @@
+package strategy
+
+import (
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/tensor"
+	"strata/core/train"
+)
+
+// Deduplicated communication (HongTu §5, Alg. 2): in each batch, every
+// neighbour row of the batch's chunks crosses from the host once, to the
+// transition buffer of the device whose partition owns it; a device
+// assembles its chunk's input rows from its own transition buffer and
+// fetches the rest from the other devices' (p2p). With reuse, rows that
+// were in a device's transition buffer for the batch before are copied
+// on the device instead of loaded again.
+
+// Purposes of chunked training's own transfers: the row indices of the
+// transition buffers (HongTu computes them once, in preprocessing), the
+// rows devices fetch from each other's transition buffers, and the layer
+// outputs written back to the host, and the input rows' gradients moved
+// to the host. Neighbour rows from the host are "features" (layer 0) and
+// "activations".
+const (
+	purposeIndex    = "index"
+	purposeP2P      = "p2p"
+	purposeOutputs  = "outputs"
+	purposeVertGrad = "vertex_gradients" // input-row gradients to the host
+)
+
+// dedupNone, dedupP2P and dedupReuse are the values of chunked.dedup.
+const (
+	dedupNone  = "none"
+	dedupP2P   = "p2p"
+	dedupReuse = "p2p_reuse"
+)
+
+// rowFeed delivers the input rows of one pass over a layer, batch by
+// batch, by chunked.dedup.
+type rowFeed struct {
+	r       *chunkedRun
+	src     hostRows
+	be      backend.Backend // filed under the rows' purpose
+	mode    string
+	trans   []*transition // per device, the current batch's buffer
+	scratch []int32       // per node: position + 1 in a buffer being built
+}
+
+// transition is a device's transition buffer: the rows of its partition
+// that the current batch reads.
+type transition struct {
+	rows []int32 // global ids
+	pos  map[int32]int32
+	t    *tensor.Tensor
+}
+
+func (r *chunkedRun) newFeed(l int) *rowFeed {
+	purpose := backend.PurposeActivations
+	if l == 0 {
+		purpose = backend.PurposeFeatures
+	}
+	return &rowFeed{r: r, src: r.h[l], be: backend.ForPurpose(r.e.be, purpose), mode: r.dedup, trans: make([]*transition, len(r.devs))}
+}
+
+// release frees the transition buffers.
+func (f *rowFeed) release() {
+	for i, t := range f.trans {
+		if t != nil {
+			f.r.e.be.Release(t.t)
+			f.trans[i] = nil
+		}
+	}
+}
+
+// batchRows returns, per device, the rows of its partition that batch
+// reads (its transition set), in order of first use.
+func (p *chunkPlan) batchRows(batch []int) [][]int32 {
+	out := make([][]int32, p.m)
+	seen := map[int32]bool{}
+	for _, c := range batch {
+		for _, u := range p.chunks[c].src {
+			if !seen[u] {
+				seen[u] = true
+				o := p.owner[u]
+				out[o] = append(out[o], u)
+			}
+		}
+	}
+	return out
+}
+
+// aliased reports whether chunk c reads exactly the transition set rows
+// of its own device k, in order: the buffer is then its input.
+func (p *chunkPlan) aliased(k int, rows []int32, c *chunk) bool {
+	if len(rows) != len(c.src) {
+		return false
+	}
+	for j, u := range c.src {
+		if p.owner[u] != int32(k) || rows[j] != u {
+			return false
+		}
+	}
+	return true
+}
+
+// next fills the transition buffers of a batch (with p2p and reuse).
+func (f *rowFeed) next(batch []int) error {
+	if f.mode == dedupNone {
+		return nil
+	}
+	e := f.r.e
+	for i, rows := range f.r.plan.batchRows(batch) {
+		d := f.r.devs[i]
+		nt := &transition{rows: rows, pos: make(map[int32]int32, len(rows))}
+		for k, u := range rows {
+			nt.pos[u] = int32(k)
+		}
+		var err error
+		if nt.t, err = e.be.Alloc(e.dt, []int{len(rows), f.src.width()}, d.tier); err != nil {
+			return fmt.Errorf("transition buffer: %w", err)
+		}
+		// Rows from the previous buffer (reuse) and from the host.
+		var keepFrom, keepTo, loadTo []int32
+		var load []int32
+		old := f.trans[i]
+		for k, u := range rows {
+			if p, ok := old.lookup(u); ok && f.mode == dedupReuse {
+				keepFrom, keepTo = append(keepFrom, p), append(keepTo, int32(k))
+			} else {
+				load, loadTo = append(load, u), append(loadTo, int32(k))
+			}
+		}
+		if len(keepFrom) > 0 {
+			if err := f.place(d.tier, old.t, keepFrom, nt.t, keepTo); err != nil {
+				e.be.Release(nt.t)
+				return err
+			}
+		}
+		if old != nil {
+			e.be.Release(old.t)
+			f.trans[i] = nil
+		}
+		if len(load) > 0 {
+			if err := f.upload(d.tier, load, nt.t, loadTo); err != nil {
+				e.be.Release(nt.t)
+				return err
+			}
+		}
+		f.trans[i] = nt
+	}
+	return nil
+}
+
+func (t *transition) lookup(u int32) (int32, bool) {
+	if t == nil {
+		return 0, false
+	}
+	p, ok := t.pos[u]
+	return p, ok
+}
+
+// upload copies the host rows ids into rows to of dst (on tier).
+func (f *rowFeed) upload(tier tensor.Tier, ids []int32, dst *tensor.Tensor, to []int32) error {
+	e := f.r.e
+	tmp, err := e.be.Alloc(e.dt, []int{len(ids), f.src.width()}, tier)
+	if err != nil {
+		return err
+	}
+	defer e.be.Release(tmp)
+	if err := f.be.Upload(tmp, f.src.gather(ids)); err != nil {
+		return err
+	}
+	return f.scatter(tier, tmp, dst, to)
+}
+
+// place copies rows from of src into rows to of dst, both on tier.
+func (f *rowFeed) place(tier tensor.Tier, src *tensor.Tensor, from []int32, dst *tensor.Tensor, to []int32) error {
+	e := f.r.e
+	tmp, err := e.be.Alloc(e.dt, []int{len(from), f.src.width()}, tier)
+	if err != nil {
+		return err
+	}
+	defer e.be.Release(tmp)
+	if err := f.gather(tier, src, from, tmp); err != nil {
+		return err
+	}
+	return f.scatter(tier, tmp, dst, to)
+}
+
+func (f *rowFeed) gather(tier tensor.Tier, src *tensor.Tensor, from []int32, into *tensor.Tensor) error {
+	e := f.r.e
+	it, err := train.UploadInt32s(backend.ForPurpose(e.be, purposeIndex), from, tier)
+	if err != nil {
+		return err
+	}
+	defer e.be.Release(it)
+	return e.be.Gather(src, it, into)
+}
+
+// scatter adds the rows of src into rows to of dst (zero there: a copy).
+func (f *rowFeed) scatter(tier tensor.Tier, src, dst *tensor.Tensor, to []int32) error {
+	e := f.r.e
+	it, err := train.UploadInt32s(backend.ForPurpose(e.be, purposeIndex), to, tier)
+	if err != nil {
+		return err
+	}
+	defer e.be.Release(it)
+	return e.be.ScatterAdd(src, it, dst)
+}
+
+// input returns the input rows of chunk c on device k: from the host,
+// or from the transition buffers of the batch, its own and (p2p) the
+// other devices'. When the chunk reads exactly its device's transition
+// buffer, in order (one device), the buffer itself is the input; owned
+// says whether the caller must release the returned tensor.
+func (f *rowFeed) input(k int, c *chunk) (x *tensor.Tensor, owned bool, err error) {
+	e := f.r.e
+	tier := f.r.devs[k].tier
+	if f.mode == dedupNone {
+		if x, err = e.be.Alloc(e.dt, []int{len(c.src), f.src.width()}, tier); err != nil {
+			return nil, false, err
+		}
+		if err := f.be.Upload(x, f.src.gather(c.src)); err != nil {
+			e.be.Release(x)
+			return nil, false, err
+		}
+		return x, true, nil
+	}
+	from := make([][]int32, len(f.trans)) // per owner: positions in its buffer
+	to := make([][]int32, len(f.trans))   // and rows of x
+	same := len(f.trans[k].rows) == len(c.src)
+	for j, u := range c.src {
+		o := f.r.plan.owner[u]
+		p, ok := f.trans[o].lookup(u)
+		if !ok {
+			return nil, false, fmt.Errorf("chunk %d: row %d is in no transition buffer", c.id, u)
+		}
+		same = same && o == int32(k) && p == int32(j)
+		from[o], to[o] = append(from[o], p), append(to[o], int32(j))
+	}
+	if same {
+		return f.trans[k].t, false, nil
+	}
+	if x, err = e.be.Alloc(e.dt, []int{len(c.src), f.src.width()}, tier); err != nil {
+		return nil, false, err
+	}
+	fail := func(err error) (*tensor.Tensor, bool, error) {
+		e.be.Release(x)
+		return nil, false, err
+	}
+	for o := range from {
+		if len(from[o]) == 0 {
+			continue
+		}
+		if o == k {
+			if err := f.place(tier, f.trans[o].t, from[o], x, to[o]); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		// A p2p fetch: gathered on the owner, copied over the link.
+		if err := f.moveRows(f.r.devs[o].tier, f.trans[o].t, from[o], tier, x, to[o]); err != nil {
+			return fail(err)
+		}
+	}
+	return x, true, nil
+}
+
+// gradSink collects the gradients of a backward pass's input rows (HongTu
+// Alg. 3): every chunk adds its rows' gradients into the transition
+// gradient buffer of the device that owns them (p2p for the other
+// devices' rows); when a batch is done, the rows the next batch also
+// reads stay on the device to accumulate further (with reuse), and the
+// others are moved to the host and added to its vertex gradients.
+type gradSink struct {
+	*rowFeed // the buffers and helpers, over dh[l]
+}
+
+func (r *chunkedRun) newSink(l int) *gradSink {
+	return &gradSink{&rowFeed{r: r, src: r.dh[l], be: backend.ForPurpose(r.e.be, purposeVertGrad), mode: r.dedup, trans: make([]*transition, len(r.devs))}}
+}
+
+// open makes sure every device has a zero gradient buffer for batch's
+// rows (one carried over from the batch before keeps its rows).
+func (s *gradSink) open(batch []int) error {
+	e := s.r.e
+	for i, rows := range s.r.plan.batchRows(batch) {
+		if s.trans[i] != nil {
+			continue
+		}
+		nt := &transition{rows: rows, pos: make(map[int32]int32, len(rows))}
+		for k, u := range rows {
+			nt.pos[u] = int32(k)
+		}
+		var err error
+		if nt.t, err = e.be.Alloc(e.dt, []int{len(rows), s.src.width()}, s.r.devs[i].tier); err != nil {
+			return fmt.Errorf("gradient transition buffer: %w", err)
+		}
+		s.trans[i] = nt
+	}
+	return nil
+}
+
+// push adds the input-row gradients g of chunk c (on device k) into the
+// owners' buffers.
+func (s *gradSink) push(k int, c *chunk, g *tensor.Tensor) error {
+	from := make([][]int32, len(s.trans)) // per owner: rows of g
+	to := make([][]int32, len(s.trans))   // and positions in its buffer
+	for j, u := range c.src {
+		o := s.r.plan.owner[u]
+		p, ok := s.trans[o].lookup(u)
+		if !ok {
+			return fmt.Errorf("chunk %d: row %d is in no gradient buffer", c.id, u)
+		}
+		from[o], to[o] = append(from[o], int32(j)), append(to[o], p)
+	}
+	tier := s.r.devs[k].tier
+	for o := range from {
+		if len(from[o]) == 0 {
+			continue
+		}
+		if o == k {
+			if err := s.place(tier, g, from[o], s.trans[o].t, to[o]); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.moveRows(tier, g, from[o], s.r.devs[o].tier, s.trans[o].t, to[o]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close ends a batch: with reuse, the rows that next (nil: none) also
+// reads move into next's buffers on their devices; every other row's
+// gradient goes to the host.
+func (s *gradSink) close(next []int) error {
+	var sets [][]int32
+	if next != nil && s.mode == dedupReuse {
+		sets = s.r.plan.batchRows(next)
+	}
+	e := s.r.e
+	for i, old := range s.trans {
+		tier := s.r.devs[i].tier
+		var nt *transition
+		var keepFrom, keepTo, out, outPos []int32
+		if sets != nil {
+			nt = &transition{rows: sets[i], pos: make(map[int32]int32, len(sets[i]))}
+			for k, u := range sets[i] {
+				nt.pos[u] = int32(k)
+			}
+		}
+		for p, u := range old.rows {
+			if q, ok := nt.lookup(u); ok {
+				keepFrom, keepTo = append(keepFrom, int32(p)), append(keepTo, q)
+			} else {
+				out, outPos = append(out, u), append(outPos, int32(p))
+			}
+		}
+		if len(out) > 0 {
+			tmp, err := e.be.Alloc(e.dt, []int{len(out), s.src.width()}, tier)
+			if err != nil {
+				return err
+			}
+			err = s.gather(tier, old.t, outPos, tmp)
+			buf := s.src.buf(len(out))
+			if err == nil {
+				err = s.be.Download(tmp, buf)
+			}
+			e.be.Release(tmp)
+			if err != nil {
+				return err
+			}
+			s.src.add(out, buf)
+		}
+		if nt != nil {
+			var err error
+			if nt.t, err = e.be.Alloc(e.dt, []int{len(nt.rows), s.src.width()}, tier); err != nil {
+				return err
+			}
+			if len(keepFrom) > 0 {
+				if err := s.place(tier, old.t, keepFrom, nt.t, keepTo); err != nil {
+					e.be.Release(nt.t)
+					return err
+				}
+			}
+		}
+		e.be.Release(old.t)
+		s.trans[i] = nt
+	}
+	return nil
+}
+
+// moveRows adds rows from of src (on tier at) into rows to of dst (on
+// tier dt, zero there for a copy): gathered where they are, copied over
+// the link between the devices (p2p), scattered into place.
+func (f *rowFeed) moveRows(at tensor.Tier, src *tensor.Tensor, from []int32, dt tensor.Tier, dst *tensor.Tensor, to []int32) error {
+	e := f.r.e
+	here, err := e.be.Alloc(e.dt, []int{len(from), f.src.width()}, at)
+	if err != nil {
+		return err
+	}
+	defer e.be.Release(here)
+	if err := f.gather(at, src, from, here); err != nil {
+		return err
+	}
+	there, err := e.be.Alloc(e.dt, here.Shape(), dt)
+	if err != nil {
+		return err
+	}
+	defer e.be.Release(there)
+	if err := backend.ForPurpose(e.be, purposeP2P).Copy(there, here); err != nil {
+		return fmt.Errorf("p2p rows %s -> %s: %w", at, dt, err)
+	}
+	return f.scatter(dt, there, dst, to)
+}
