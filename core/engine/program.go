@@ -18,6 +18,7 @@ type Graph struct {
 	Adj      backend.Adj
 	GCNNorm  *tensor.Tensor // [E] 1/sqrt(d_i d_j), or nil if unused
 	MeanNorm *tensor.Tensor // [E] 1/deg_i, or nil if unused
+	Edges    *EdgeIndex     // for the op table's gather, segment and degree ops, or nil if unused
 }
 
 // Env binds the symbolic parts of a graph: node counts, adjacencies and the
@@ -86,6 +87,7 @@ type opAux struct {
 	rows                       *tensor.Tensor // narrow: the row ids 0..n-1
 	xw                         *tensor.Tensor // lstm_aggregate: x·W_ih, then its gradient (scratch)
 	gates, cells, hprev        *tensor.Tensor // lstm_aggregate: saved state (training)
+	ones                       *tensor.Tensor // degree: a row of ones [1,C]
 }
 
 // Compile binds g to env with fresh parameters initialised from seed; the
@@ -253,6 +255,9 @@ func sameDims(a []int, b []int64) bool {
 
 func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 	a := &p.aux[i]
+	if s := ir.Spec(op.Kind); s != nil {
+		return p.bindTableAux(i, op, s, shape)
+	}
 	var err error
 	switch op.Kind {
 	case ir.OpDropout:
