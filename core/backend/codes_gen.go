@@ -19,11 +19,12 @@ const (
 	Sign      Unary = 12 // -1, 0 or 1 (gradient 0)
 	ClampMin  Unary = 13 // max(x, min) (gradient where x > min)
 	ClampMax  Unary = 14 // min(x, max) (gradient where x < max)
+	Shift     Unary = 16 // x + c (a constant)
 	Cos       Unary = 15 // cos(x)
 )
 
 // LastUnary is the largest Unary code.
-const LastUnary = Cos
+const LastUnary = Shift
 
 // Binary functions (ir.Ops, class binary).
 const (

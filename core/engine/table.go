@@ -103,6 +103,14 @@ func (x *EdgeIndex) Release(be backend.Backend) {
 	}
 }
 
+// rows returns the source (src) or destination row of every edge.
+func (x *EdgeIndex) rows(src bool) *tensor.Tensor {
+	if src {
+		return x.Src
+	}
+	return x.Dst
+}
+
 // edges returns the edge index of graph op h, or an error naming the op.
 func (p *Program) edges(h int32) (*EdgeIndex, error) {
 	gr := p.adj(h)
@@ -144,11 +152,7 @@ func (p *Program) forwardTable(ctx context.Context, i int32, s *ir.OpSpec) error
 	}
 	switch s.Class {
 	case ir.ClassGather:
-		idx := x.Dst
-		if s.Src {
-			idx = x.Src
-		}
-		return be.Gather(arg(1), idx, y)
+		return be.Gather(arg(1), x.rows(s.Src), y)
 	case ir.ClassDegree:
 		return be.GEMM(false, false, 1, x.Deg, p.aux[i].ones, 0, y)
 	}
@@ -213,15 +217,11 @@ func (p *Program) backwardTable(ctx context.Context, i int32, s *ir.OpSpec) erro
 	}
 	switch s.Class {
 	case ir.ClassGather:
-		idx := x.Dst
-		if s.Src {
-			idx = x.Src
-		}
 		dx, err := p.zeroed(args[1])
 		if err != nil {
 			return err
 		}
-		return be.ScatterAdd(dy, idx, dx)
+		return be.ScatterAdd(dy, x.rows(s.Src), dx)
 	}
 	switch s.Seg {
 	case ir.SegSum, ir.SegMean:

@@ -129,7 +129,7 @@ var Ops = []OpSpec{
 		F: func(x, _ float64) float64 { return math.Exp(x) }, DF: func(_, y, _ float64) float64 { return y }},
 	{Name: "Neg", Class: ClassUnary, Code: codeNeg, Doc: "-x", Flops: 1,
 		F: func(x, _ float64) float64 { return -x }, DF: func(_, _, _ float64) float64 { return -1 }},
-	{Kind: OpLog, Name: "Log", SDK: "Log", Class: ClassUnary, Code: 8, NeedsX: true, Doc: "natural logarithm", Flops: 4, DomainLo: 0.2, DomainHi: 3,
+	{Kind: OpLog, Name: "Log", SDK: "Ln", Class: ClassUnary, Code: 8, NeedsX: true, Doc: "natural logarithm", Flops: 4, DomainLo: 0.2, DomainHi: 3,
 		F: func(x, _ float64) float64 { return math.Log(x) }, DF: func(x, _, _ float64) float64 { return 1 / x }},
 	{Kind: OpSqrt, Name: "Sqrt", SDK: "Sqrt", Class: ClassUnary, Code: 9, NeedsY: true, Doc: "square root", Flops: 2, DomainLo: 0.2, DomainHi: 3,
 		F: func(x, _ float64) float64 { return math.Sqrt(x) }, DF: func(_, y, _ float64) float64 { return 0.5 / y }},
@@ -144,6 +144,8 @@ var Ops = []OpSpec{
 		F: func(x, a float64) float64 { return max(x, a) }, DF: func(x, y, _ float64) float64 { return pick(x == y, 1, 0) }},
 	{Kind: OpClampMax, Name: "ClampMax", SDK: "ClampMax", Class: ClassUnary, Code: 14, Attr: "max", NeedsX: true, NeedsY: true, Doc: "min(x, max) (gradient where x < max)", Flops: 1, CheckAlpha: 0.3,
 		F: func(x, a float64) float64 { return min(x, a) }, DF: func(x, y, _ float64) float64 { return pick(x == y, 1, 0) }},
+	{Kind: OpShift, Name: "Shift", SDK: "Shift", Class: ClassUnary, Code: 16, Attr: "c", Doc: "x + c (a constant)", Flops: 1, CheckAlpha: 0.7,
+		F: func(x, a float64) float64 { return x + a }, DF: func(_, _, _ float64) float64 { return 1 }},
 	{Kind: OpCos, Name: "Cos", SDK: "Cos", Class: ClassUnary, Code: 15, NeedsX: true, Doc: "cos(x)", Flops: 8,
 		F: func(x, _ float64) float64 { return math.Cos(x) }, DF: func(x, _, _ float64) float64 { return -math.Sin(x) }},
 
@@ -193,6 +195,7 @@ const (
 	OpClampMin        Kind = "clamp_min"
 	OpClampMax        Kind = "clamp_max"
 	OpCos             Kind = "cos"
+	OpShift           Kind = "shift"
 	OpDiv             Kind = "div"
 	OpMinimum         Kind = "minimum"
 	OpMaximum         Kind = "maximum"

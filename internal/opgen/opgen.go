@@ -54,11 +54,13 @@ func backendCodes() string {
 		typ   string
 	}{{ir.ClassUnary, "Unary"}, {ir.ClassBinary, "Binary"}} {
 		fmt.Fprintf(&b, "// %s functions (ir.Ops, class %s).\nconst (\n", c.typ, strings.ToLower(c.typ))
-		last := ""
+		last, lastCode := "", -1
 		for _, s := range ir.Ops {
 			if s.Class == c.class {
 				fmt.Fprintf(&b, "\t%s %s = %d // %s\n", s.Name, c.typ, s.Code, s.Doc)
-				last = s.Name
+				if int(s.Code) > lastCode {
+					last, lastCode = s.Name, int(s.Code)
+				}
 			}
 		}
 		fmt.Fprintf(&b, ")\n\n// Last%s is the largest %s code.\nconst Last%s = %s\n\n", c.typ, c.typ, c.typ, last)

@@ -18,8 +18,8 @@ func Tanh(x Value) Value { return unary("tanh", x, 0) }
 // Exp records exp: e^x.
 func Exp(x Value) Value { return unary("exp", x, 0) }
 
-// Log records log: natural logarithm.
-func Log(x Value) Value { return unary("log", x, 0) }
+// Ln records log: natural logarithm.
+func Ln(x Value) Value { return unary("log", x, 0) }
 
 // Sqrt records sqrt: square root.
 func Sqrt(x Value) Value { return unary("sqrt", x, 0) }
@@ -38,6 +38,9 @@ func ClampMin(x Value, min float64) Value { return unary("clamp_min", x, min) }
 
 // ClampMax records clamp_max: min(x, max) (gradient where x < max).
 func ClampMax(x Value, max float64) Value { return unary("clamp_max", x, max) }
+
+// Shift records shift: x + c (a constant).
+func Shift(x Value, c float64) Value { return unary("shift", x, c) }
 
 // Cos records cos: cos(x).
 func Cos(x Value) Value { return unary("cos", x, 0) }

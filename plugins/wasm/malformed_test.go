@@ -60,7 +60,7 @@ func TestMalformedLoad(t *testing.T) {
 			m.abiVersion(1)
 			m.fn("strata_layer_spec", nil, ts(tI32), nil, i32c(1), call(f))
 			return m.bytes()
-		}(), `module "unknown-import" imports strata_v1.frobnicate, which this host does not provide (strata_v1 has: aggregate, batchnorm, bias,`},
+		}(), `module "unknown-import" imports strata_v1.frobnicate, which this host does not provide (strata_v1 has: aggregate, aggregate_with, batchnorm, bias,`},
 		{"wrong-signature", func() []byte {
 			m := layerMod()
 			f := m.imp(ImportModule, "matmul", ts(tI32), ts(tI32))
@@ -96,7 +96,7 @@ func TestMalformedLoad(t *testing.T) {
 			m.fn("strata_layer_spec", nil, ts(tI32), nil, i32c(0))
 			return m.bytes()
 		}(), `exports strata_abi_version with signature () -> (i64), want () -> (i32)`},
-		{"no-role", layerMod().abiVersion(1).bytes(), `exports neither strata_layer_spec (a layer) nor strata_cost_io and strata_cost (a cost model)`},
+		{"no-role", layerMod().abiVersion(1).bytes(), `exports neither strata_layer_spec (a layer), strata_aggregate (an aggregator) nor strata_cost_io and strata_cost (a cost model)`},
 		{"half-cost", func() []byte {
 			m := layerMod().abiVersion(1)
 			m.fn("strata_cost_io", nil, ts(tI32), nil, i32c(0))

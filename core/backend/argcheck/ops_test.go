@@ -57,7 +57,7 @@ func TestChecker(t *testing.T) {
 		{"gemm dead", last5(checker.GEMM(false, false, f32(3, 4), dead(4, 5), f32(3, 5))), "be: GEMM: b was released"},
 		{"gemm dtype", last5(checker.GEMM(false, false, f32(3, 4), tt(tensor.Float64, 4, 5), f32(3, 5))), "be: GEMM: b is float64 but a is float32"},
 		{"gemm inner", last5(checker.GEMM(false, false, f32(3, 4), f32(3, 5), f32(3, 5))), "be: GEMM: op(a) is 3×4 but op(b) is 3×5"},
-		{"apply fn", second(checker.Apply(backend.LastUnary+1, f32(2), f32(2))), "be: Apply: unknown function 16"},
+		{"apply fn", second(checker.Apply(backend.LastUnary+1, f32(2), f32(2))), "be: Apply: unknown function 17"},
 		{"apply nil", second(checker.Apply(backend.ReLU, f32(2), nil)), "be: Apply: y is nil"},
 		{"applybwd x", last4(checker.ApplyBackward(backend.ReLU, f32(3), nil, f32(2), f32(2))), "be: ApplyBackward: x has shape [3] (3 elements), want 2 elements"},
 		{"applybwd no x", last4(checker.ApplyBackward(backend.Tanh, nil, f32(2), f32(2), f32(2))), ""},

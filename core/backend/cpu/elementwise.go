@@ -139,6 +139,10 @@ func apply[T float](f backend.Unary, alpha T, x, y []T) {
 		for i, v := range x {
 			y[i] = T(math.Cos(float64(v)))
 		}
+	case backend.Shift:
+		for i, v := range x {
+			y[i] = v + alpha
+		}
 	}
 }
 
@@ -272,6 +276,8 @@ func applyBackward[T float](f backend.Unary, alpha T, x, y, dy, dx []T) {
 		for i, g := range dy {
 			dx[i] = -g * T(math.Sin(float64(x[i])))
 		}
+	case backend.Shift:
+		copy(dx, dy)
 	}
 }
 
