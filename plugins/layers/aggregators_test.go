@@ -310,79 +310,85 @@ func TestAggregatorGradients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			be := cpu.New(cpu.Options{Threads: 2})
-			p := aggrProgram(t, be, tensor.Host, g)
-			ctx := context.Background()
-			r := make([]float64, p.Output().Numel())
-			for i := range r {
-				r[i] = math.Sin(float64(i)*1.3) + 0.1
-			}
-			loss := func() float64 {
-				if err := p.Forward(ctx, engine.Mode{Train: true}); err != nil {
-					t.Fatal(err)
-				}
-				l := 0.0
-				for i, v := range download(t, be, p.Output()) {
-					l += r[i] * v
-				}
-				return l
-			}
-			// Move every parameter off its initial value (zero biases
-			// would put ReLUs on their kink).
-			for _, prm := range p.Params() {
-				v := download(t, be, prm.Value)
-				for i := range v {
-					v[i] += 0.05 * math.Sin(float64(i)+1)
-				}
-				if err := be.Upload(prm.Value, v); err != nil {
-					t.Fatal(err)
-				}
-			}
-			loss()
-			if err := be.Upload(p.OutputGrad(), r); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Backward(ctx); err != nil {
-				t.Fatal(err)
-			}
 			tol := 1e-5
 			if c.tol > 0 {
 				tol = c.tol
 			}
-			const eps = 1e-6
-			for _, prm := range p.Params() {
-				ana := download(t, be, prm.Grad)
-				vals := download(t, be, prm.Value)
-				var d2, n2 float64
-				for i := range vals {
-					orig := vals[i]
-					set := func(v float64) {
-						vals[i] = v
-						if err := be.Upload(prm.Value, vals); err != nil {
-							t.Fatal(err)
-						}
-					}
-					set(orig + eps)
-					lp := loss()
-					set(orig - eps)
-					lm := loss()
-					set(orig)
-					num := (lp - lm) / (2 * eps)
-					d2 += (num - ana[i]) * (num - ana[i])
-					n2 += num*num + ana[i]*ana[i]
-				}
-				if n2 < 1e-18 {
-					// A softmax's per-channel shift (the gate's bias)
-					// has no effect; the input's gradient must not vanish.
-					if prm.Name == "proj.weight" {
-						t.Fatalf("param %s: zero gradient", prm.Name)
-					}
-					continue
-				}
-				if rel := math.Sqrt(d2 / n2); rel > tol {
-					t.Errorf("param %s: relative error %.3g between backward and finite differences", prm.Name, rel)
+			checkAggrGradients(t, g, tol)
+		})
+	}
+}
+
+// checkAggrGradients compares the backward of d(Σ r·out)/d(params) with
+// central finite differences, after moving every parameter off its
+// initial value (zero biases would put ReLUs on their kink).
+func checkAggrGradients(t *testing.T, g *ir.Graph, tol float64) {
+	t.Helper()
+	be := cpu.New(cpu.Options{Threads: 2})
+	p := aggrProgram(t, be, tensor.Host, g)
+	ctx := context.Background()
+	r := make([]float64, p.Output().Numel())
+	for i := range r {
+		r[i] = math.Sin(float64(i)*1.3) + 0.1
+	}
+	loss := func() float64 {
+		if err := p.Forward(ctx, engine.Mode{Train: true}); err != nil {
+			t.Fatal(err)
+		}
+		l := 0.0
+		for i, v := range download(t, be, p.Output()) {
+			l += r[i] * v
+		}
+		return l
+	}
+	for _, prm := range p.Params() {
+		v := download(t, be, prm.Value)
+		for i := range v {
+			v[i] += 0.05 * math.Sin(float64(i)+1)
+		}
+		if err := be.Upload(prm.Value, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loss()
+	if err := be.Upload(p.OutputGrad(), r); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Backward(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const eps = 1e-6
+	for _, prm := range p.Params() {
+		ana := download(t, be, prm.Grad)
+		vals := download(t, be, prm.Value)
+		var d2, n2 float64
+		for i := range vals {
+			orig := vals[i]
+			set := func(v float64) {
+				vals[i] = v
+				if err := be.Upload(prm.Value, vals); err != nil {
+					t.Fatal(err)
 				}
 			}
-		})
+			set(orig + eps)
+			lp := loss()
+			set(orig - eps)
+			lm := loss()
+			set(orig)
+			num := (lp - lm) / (2 * eps)
+			d2 += (num - ana[i]) * (num - ana[i])
+			n2 += num*num + ana[i]*ana[i]
+		}
+		if n2 < 1e-18 {
+			// A softmax's per-channel shift (the gate's bias)
+			// has no effect; the input's gradient must not vanish.
+			if prm.Name == "proj.weight" {
+				t.Fatalf("param %s: zero gradient", prm.Name)
+			}
+			continue
+		}
+		if rel := math.Sqrt(d2 / n2); rel > tol {
+			t.Errorf("param %s: relative error %.3g between backward and finite differences", prm.Name, rel)
+		}
 	}
 }

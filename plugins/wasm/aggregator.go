@@ -68,7 +68,8 @@ func (st *callState) aggregate(name string, g, x int32) int32 {
 	st.depth--
 	st.prefix = saved
 	if err != nil {
-		msg := fmt.Sprintf("aggregator %q: strata_aggregate trapped: %v", name, err)
+		first, _, _ := strings.Cut(err.Error(), "\n") // wazero appends the wasm stack
+		msg := fmt.Sprintf("aggregator %q: strata_aggregate trapped: %s", name, first)
 		if s := stderrSummary(st.out.String()); s != "" {
 			msg += "; guest stderr: " + s
 		}
