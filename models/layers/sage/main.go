@@ -7,9 +7,12 @@
 // over the graph without self loops. aggr is the built-in mean (applied on
 // the narrow side of W_n) unless option aggr names an aggregator module: a
 // registered aggregator.<name> ("powermean", "median", ...) or a .wasm
-// file; W_n then maps the aggregator's width to out. W_r and W_n are
-// glorot, b zeros; act is ReLU except on the last layer.
-// Options: in_dim, out_dim, dropout, last, batchnorm, aggr.
+// file; W_n then maps the aggregator's width to out. With option project
+// the aggregator reads ReLU(x W_p + b_p), out wide, instead of x (PyG's
+// project=True, narrowed to out: an aggregator with parameters then stays
+// small on wide inputs). W_r and W_n are glorot, b zeros; act is ReLU
+// except on the last layer.
+// Options: in_dim, out_dim, dropout, last, batchnorm, aggr, project.
 package main
 
 import "strata/models/sdk"
@@ -23,10 +26,18 @@ func layer() sdk.Value {
 	x := sdk.Dropout(sdk.Input(in), sdk.CfgFloat("dropout", 0))
 	root := sdk.Linear("root", x, in, out, true)
 	var nbr sdk.Value
+	project := sdk.CfgBool("project", false)
 	if aggr := sdk.CfgStr("aggr", ""); aggr != "" {
-		a := sdk.Aggr(aggr, sdk.Graph(sdk.Adj), x)
+		m := x
+		if project {
+			m = sdk.ReLU(sdk.Linear("proj", x, in, out, true))
+		}
+		a := sdk.Aggr(aggr, sdk.Graph(sdk.Adj), m)
 		nbr = sdk.MatMul(a, sdk.Param("nbr.weight", []int64{sdk.Cols(a), out}, sdk.Glorot))
 	} else {
+		if project {
+			sdk.Fail("option project needs option aggr (the built-in mean aggregates x)")
+		}
 		wn := sdk.Param("nbr.weight", []int64{in, out}, sdk.Glorot)
 		nbr = sdk.NarrowAggregate(sdk.Graph(sdk.Adj), x, wn, sdk.Mean)
 	}
