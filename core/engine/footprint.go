@@ -199,7 +199,7 @@ func (s *Sizer) bind(blocks []BlockShape, inputRows int, u Usage, m *meter) (*Pr
 				idx, _ := be.Alloc(tensor.Int32, []int{int(e)}, dryTier)
 				deg, _ := be.Alloc(s.dt, []int{b.Dst, 1}, dryTier)
 				inc := &dryAdj{rows: b.Dst, cols: int(e), nnz: e, name: name, m: m}
-				gr.Edges = &EdgeIndex{Inc: inc, Src: idx, Dst: idx, InvDeg: w, Deg: deg}
+				gr.Edges = &EdgeIndex{Inc: inc, Src: idx, Dst: idx, InvDeg: w, Deg: deg, UnitValues: true}
 			}
 			env.Blocks[l][name] = gr
 		}

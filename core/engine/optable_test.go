@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"strata/core/ir"
@@ -68,7 +69,61 @@ func tableCases() []gradCase {
 			}})
 		}
 	}
+	// The fused forms (a segment sum or mean of a gather_src that nothing
+	// else reads).
+	for _, k := range []ir.Kind{ir.OpSegmentSum, ir.OpSegmentMean} {
+		out = append(out, gradCase{string(k) + "_fused", func(b *ir.Builder, h, _, g, _ int32) int32 {
+			return b.Table(k, g, b.Table(ir.OpGatherSrc, g, h, 0), 0)
+		}})
+	}
 	return out
+}
+
+// TestFusedSegments checks that a segment sum or mean of a gather_src
+// runs fused (no [E,C] buffer) and equals the built-in aggregation,
+// forward and backward: bit for bit for the sum; the mean's weights are
+// exact where the built-in's are float32 (graph.MeanNorm).
+func TestFusedSegments(t *testing.T) {
+	for _, c := range []struct {
+		seg ir.Kind
+		red string
+		tol float64
+	}{{ir.OpSegmentSum, "sum", 0}, {ir.OpSegmentMean, "mean", 1e-7}} {
+		t.Run(c.red, func(t *testing.T) {
+			composed := buildCase(t, gradCase{"composed", func(b *ir.Builder, h, _, g, _ int32) int32 {
+				return b.Table(c.seg, g, b.Table(ir.OpGatherSrc, g, h, 0), 0)
+			}})
+			builtin := buildCase(t, gradCase{"builtin", func(b *ir.Builder, h, _, g, _ int32) int32 { return b.Aggregate(g, h, c.red) }})
+			hc, hb := newHarness(t, composed, tensor.Float64), newHarness(t, builtin, tensor.Float64)
+			fused := 0
+			for i := range hc.prog.aux {
+				if hc.prog.aux[i].fused {
+					fused++
+				}
+			}
+			if fused != 1 {
+				t.Fatalf("%d fused segment ops, want 1", fused)
+			}
+			near := func(a, b float64) bool { return math.Abs(a-b) <= c.tol*math.Max(1, math.Abs(b)) }
+			if lc, lb := hc.loss(t, true), hb.loss(t, true); !near(lc, lb) {
+				t.Fatalf("loss %v, built-in %v", lc, lb)
+			}
+			for k, p := range hc.prog.Params() {
+				gc, gb := make([]float64, p.Grad.Numel()), make([]float64, p.Grad.Numel())
+				if err := hc.be.Download(p.Grad, gc); err != nil {
+					t.Fatal(err)
+				}
+				if err := hb.be.Download(hb.prog.Params()[k].Grad, gb); err != nil {
+					t.Fatal(err)
+				}
+				for i := range gc {
+					if !near(gc[i], gb[i]) {
+						t.Fatalf("param %s[%d]: gradient %v, built-in %v", p.Name, i, gc[i], gb[i])
+					}
+				}
+			}
+		})
+	}
 }
 
 // TestOpTableGradients checks the backward of every op of the table

@@ -88,6 +88,10 @@ type opAux struct {
 	xw                         *tensor.Tensor // lstm_aggregate: x·W_ih, then its gradient (scratch)
 	gates, cells, hprev        *tensor.Tensor // lstm_aggregate: saved state (training)
 	ones                       *tensor.Tensor // degree: a row of ones [1,C]
+	// fused: a segment sum or mean of a gather_src that nothing else
+	// reads runs as one SpMM over the adjacency; fusedInto marks that
+	// gather, which then holds no buffer (see fuseGathers).
+	fused, fusedInto bool
 }
 
 // Compile binds g to env with fresh parameters initialised from seed; the
@@ -190,12 +194,19 @@ func (p *Program) dry() bool {
 
 // bind allocates values, gradients and per-op state.
 func (p *Program) bind() error {
+	p.fuseGathers()
 	for i := range p.g.Ops {
 		op := &p.g.Ops[i]
 		for _, a := range op.Args {
 			if p.needGrad[a] && p.g.Ops[a].Kind != ir.OpGraph {
 				p.needGrad[i] = true
 			}
+		}
+		switch {
+		case op.Kind == ir.OpGraph:
+			continue
+		case p.aux[i].fusedInto:
+			continue // computed by the segment reduction that reads it
 		}
 		switch op.Kind {
 		case ir.OpGraph:
@@ -227,7 +238,7 @@ func (p *Program) bind() error {
 		}
 	}
 	for i, op := range p.g.Ops {
-		if !p.needGrad[i] || op.Kind == ir.OpParam {
+		if !p.needGrad[i] || op.Kind == ir.OpParam || p.aux[i].fusedInto {
 			continue
 		}
 		shape, err := p.dims(i, &op, op.Shape)

@@ -19,8 +19,11 @@ import (
 type EdgeIndex struct {
 	Inc      backend.Adj    // [dst × E], entry (i, k) for every in-edge k of i, values 1
 	Src, Dst *tensor.Tensor // [E] Int32
-	InvDeg   *tensor.Tensor // [E] 1/deg(dst(k)), the program's float type
+	InvDeg   *tensor.Tensor // [E] 1/deg(dst(k)), the program's float type (exact in float64, unlike the built-in mean's float32 graph.MeanNorm)
 	Deg      *tensor.Tensor // [dst, 1] in-degrees, the program's float type
+	// UnitValues: the CSR has no edge values, so an SpMM of its adjacency
+	// sums the source rows unweighted (a segment sum of gather_src fuses).
+	UnitValues bool
 }
 
 // UsesEdgeIndex reports whether the graph g reads the edge index of any
@@ -53,7 +56,7 @@ func BindEdgeIndex(be backend.Backend, a *graph.CSR, dt tensor.DType, tier tenso
 			inv[k] = 1 / float64(d)
 		}
 	}
-	x := &EdgeIndex{}
+	x := &EdgeIndex{UnitValues: a.Values == nil}
 	var err error
 	if x.Inc, err = be.UploadGraph(inc, tier); err != nil {
 		return nil, fmt.Errorf("engine: edge index: %w", err)
@@ -103,6 +106,15 @@ func (x *EdgeIndex) Release(be backend.Backend) {
 	}
 }
 
+// meanWeights returns the per-edge weights of a segment mean (1/deg of
+// the destination), nil for a sum.
+func (x *EdgeIndex) meanWeights(seg ir.Segment) *tensor.Tensor {
+	if seg == ir.SegMean {
+		return x.InvDeg
+	}
+	return nil
+}
+
 // rows returns the source (src) or destination row of every edge.
 func (x *EdgeIndex) rows(src bool) *tensor.Tensor {
 	if src {
@@ -118,6 +130,39 @@ func (p *Program) edges(h int32) (*EdgeIndex, error) {
 		return nil, fmt.Errorf("graph %q has no edge index bound (engine.BindEdgeIndex)", p.g.Ops[h].Name)
 	}
 	return gr.Edges, nil
+}
+
+// fuseGathers marks the segment sums and means of a gather_src on the
+// same graph that nothing else reads: they run as the fused aggregation,
+// one SpMM of the adjacency over the node rows (with the mean's 1/deg
+// weights), forward and backward, and the [E,C] gather is never
+// materialised. The sums are the same, in the same order. Only graphs
+// whose edge index says the adjacency's values are ones qualify.
+func (p *Program) fuseGathers() {
+	readers := make([]int, len(p.g.Ops))
+	for _, op := range p.g.Ops {
+		for _, a := range op.Args {
+			readers[a]++
+		}
+	}
+	for _, o := range p.g.Outputs {
+		readers[o]++
+	}
+	for i, op := range p.g.Ops {
+		s := ir.Spec(op.Kind)
+		if s == nil || s.Class != ir.ClassSegment || (s.Seg != ir.SegSum && s.Seg != ir.SegMean) {
+			continue
+		}
+		a := op.Args[1]
+		src := &p.g.Ops[a]
+		if src.Kind != ir.OpGatherSrc || src.Args[0] != op.Args[0] || readers[a] != 1 {
+			continue
+		}
+		if x := p.adj(op.Args[0]).Edges; x == nil || !x.UnitValues {
+			continue
+		}
+		p.aux[i].fused, p.aux[a].fusedInto = true, true
+	}
 }
 
 // bindTableAux allocates the per-op state of a table op.
@@ -152,11 +197,17 @@ func (p *Program) forwardTable(ctx context.Context, i int32, s *ir.OpSpec) error
 	}
 	switch s.Class {
 	case ir.ClassGather:
+		if p.aux[i].fusedInto {
+			return nil
+		}
 		return be.Gather(arg(1), x.rows(s.Src), y)
 	case ir.ClassDegree:
 		return be.GEMM(false, false, 1, x.Deg, p.aux[i].ones, 0, y)
 	}
 	e := arg(1)
+	if p.aux[i].fused { // segment of gather_src: the node rows through the adjacency
+		return be.SpMM(ctx, p.adj(op.Args[0]).Adj, false, x.meanWeights(s.Seg), p.val(p.g.Ops[op.Args[1]].Args[1]), 0, y)
+	}
 	switch s.Seg {
 	case ir.SegSum:
 		return be.SpMM(ctx, x.Inc, false, nil, e, 0, y)
@@ -207,6 +258,16 @@ func (p *Program) backwardTable(ctx context.Context, i int32, s *ir.OpSpec) erro
 		return p.backwardBinary(i, s, dy)
 	case ir.ClassDegree:
 		return nil // constant in x
+	}
+	if p.aux[i].fused { // into the gather's input, through the adjacency's transpose
+		g, xa := p.adj(args[0]), p.g.Ops[args[1]].Args[1]
+		x, err := p.edges(args[0])
+		if err != nil {
+			return err
+		}
+		return p.accumulateBeta(xa, func(out *tensor.Tensor, beta float64) error {
+			return be.SpMM(ctx, g.Adj, true, x.meanWeights(s.Seg), dy, beta, out)
+		})
 	}
 	if !p.needGrad[args[1]] {
 		return nil
