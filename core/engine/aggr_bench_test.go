@@ -16,7 +16,10 @@ import (
 // BenchmarkAggregateComposed compares the fused built-in aggregation
 // (aggregate sum|mean: one SpMM) with the composed form an aggregator
 // module records (gather_src, then segment_sum|segment_mean: a gather and
-// an SpMM over the incidence matrix), forward and forward+backward, on an
+// an SpMM over the incidence matrix; fused into the built-in's SpMM, see
+// fuseGathers) and the unfused kernels ("edges": the gathered rows scaled
+// by 1 before the reduction, so the gather, the [E,C] buffer and the
+// incidence SpMM all run), forward and forward+backward, on an
 // R-MAT graph of 2^STRATA_BENCH_SCALE nodes (default 16; docs/performance.md
 // uses 20), average degree 8, 16 columns.
 func BenchmarkAggregateComposed(b *testing.B) {
@@ -31,7 +34,7 @@ func BenchmarkAggregateComposed(b *testing.B) {
 	csr := graph.RemoveSelfLoops(ds.Graph)
 	const cols = 16
 	for _, red := range []string{"sum", "mean"} {
-		for _, form := range []string{"builtin", "composed"} {
+		for _, form := range []string{"builtin", "composed", "edges"} {
 			bld := ir.NewBuilder()
 			x := bld.Input("x", cols)
 			h := bld.MatMul(x, bld.Param("W", []int64{cols, cols}, "glorot"))
@@ -44,7 +47,11 @@ func BenchmarkAggregateComposed(b *testing.B) {
 				if red == "mean" {
 					kind = ir.OpSegmentMean
 				}
-				y = bld.Table(kind, g, bld.Table(ir.OpGatherSrc, g, h, 0), 0)
+				e := bld.Table(ir.OpGatherSrc, g, h, 0)
+				if form == "edges" {
+					e = bld.Unary(ir.OpScale, e, 1)
+				}
+				y = bld.Table(kind, g, e, 0)
 			}
 			bld.Output(y)
 			gr, err := bld.Finish()
