@@ -305,7 +305,7 @@ func TestAggregatorFailures(t *testing.T) {
 		want string
 	}{
 		{"nope", 0, `op #2 aggregate_with: unknown aggregator "nope" (registered: `},
-		{"misc.wasm", 1, `aggregator "misc.wasm" returned a value of shape [E_adj,4]; an aggregator must return node rows [N,C]`},
+		{"misc.wasm", 1, `op #3 aggregate_with: aggregator "misc.wasm" returned a value of shape [E_adj,4]; an aggregator must return node rows [N,C]`},
 		{"misc.wasm", 2, `aggregators nested more than 4 deep`},
 		{"misc.wasm", 3, `aggregator "misc.wasm": strata_aggregate trapped: wasm error: unreachable; guest stderr: panic: aggregator boom`},
 		{"notaggr.wasm", 0, `module "notaggr" does not export strata_aggregate`},
