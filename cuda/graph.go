@@ -343,6 +343,24 @@ func (b *Backend) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tens
 		ptr(x), ptr(y), ptr(argmax), int64(g.rows), int64(f))
 }
 
+var _ backend.SegmentSelector = (*Backend)(nil)
+
+// SegmentSelect implements backend.SegmentSelector: one thread per row
+// and column ranks the row's values (O(d²) each).
+func (b *Backend) SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth int, e, out, idx *tensor.Tensor) error {
+	g, dt, cols, err := b.chk.SegmentSelect(a, e, out, idx)
+	if err != nil {
+		return err
+	}
+	if !(q >= 0 && q <= 1) {
+		return b.chk.Errf("SegmentSelect", "q = %g outside [0,1]", q)
+	}
+	defer b.enter()()
+	n := int64(g.rows) * int64(cols)
+	return b.launch("segment_select_"+dt.Short()+"_"+idx.DType().Short(), n, g.fwd.indptr, ptr(e), ptr(out), ptr(idx),
+		int64(g.rows), int64(cols), q, int64(nth))
+}
+
 // SDDMM computes out[e,h] = <x[dst(e)] head h, y[src(e)] head h>.
 func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Tensor) error {
 	g, dt, h, err := b.chk.SDDMM(a, x, y, out)

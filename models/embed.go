@@ -1,5 +1,5 @@
 // Package models holds the layer and cost-model modules that ship with
-// strata: their Go sources (layers/, costmodels/, built for wasip1 with the
+// strata: their Go sources (layers/, aggregators/, costmodels/, built for wasip1 with the
 // guest SDK in sdk/) and, on the host side, the compiled .wasm files that
 // `make models` writes to wasm/ and this package embeds.
 package models
@@ -22,11 +22,25 @@ var files embed.FS
 // The modules this tree ships (directories of models/layers and
 // models/costmodels; a test keeps the lists in sync).
 var (
-	shippedLayers     = []string{"gat", "gcn", "gin", "sage", "sage-lstm"}
-	shippedCostModels = []string{"betty-memory", "hongtu", "hyscale", "roofline"}
+	shippedLayers      = []string{"gat", "gcn", "gin", "pna", "sage", "sage-lstm"}
+	shippedCostModels  = []string{"betty-memory", "hongtu", "hyscale", "roofline"}
+	shippedAggregators = []string{"attentional", "deepsets", "degree-scaler", "lstm", "max", "mean", "median", "min",
+		"mlp", "mul", "multi", "powermean", "quantile", "softmax", "std", "sum", "var", "variance-preserving"}
 )
 
-const costPrefix = "costmodel-"
+const (
+	costPrefix = "costmodel-"
+	aggrPrefix = "aggregator-"
+)
+
+// AggregatorNames returns the names of the shipped aggregator modules,
+// sorted.
+func AggregatorNames() []string { return slices.Clone(shippedAggregators) }
+
+// Aggregator returns the embedded module of a shipped aggregator.
+func Aggregator(name string) ([]byte, error) {
+	return embedded("aggregator", name, aggrPrefix+name+".wasm", shippedAggregators)
+}
 
 // MaxModuleBytes bounds a module read from a file.
 const MaxModuleBytes = 64 << 20
@@ -71,6 +85,11 @@ func Missing() []string {
 	for _, n := range shippedCostModels {
 		if _, err := fs.Stat(files, "wasm/"+costPrefix+n+".wasm"); err != nil {
 			out = append(out, costPrefix+n)
+		}
+	}
+	for _, n := range shippedAggregators {
+		if _, err := fs.Stat(files, "wasm/"+aggrPrefix+n+".wasm"); err != nil {
+			out = append(out, aggrPrefix+n)
 		}
 	}
 	return out

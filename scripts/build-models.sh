@@ -2,6 +2,7 @@
 # Builds the WebAssembly guest modules that the strata binary embeds:
 #   models/layers/<name>     -> models/wasm/<name>.wasm
 #   models/costmodels/<name> -> models/wasm/costmodel-<name>.wasm
+#   models/aggregators/<name> -> models/wasm/aggregator-<name>.wasm
 # as Go reactors (GOOS=wasip1, -buildmode=c-shared). go build leaves
 # up-to-date outputs alone, so a second run takes well under a second per
 # module; the first one compiles the wasip1 standard library (~20 s).
@@ -22,6 +23,11 @@ n=0
 for dir in models/layers/*/; do
 	name=$(basename "$dir")
 	build "$out/$name.wasm" "./$dir"
+	n=$((n + 1))
+done
+for dir in models/aggregators/*/; do
+	name=$(basename "$dir")
+	build "$out/aggregator-$name.wasm" "./$dir"
 	n=$((n + 1))
 done
 for dir in models/costmodels/*/; do

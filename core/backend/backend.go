@@ -29,33 +29,14 @@ type Adj interface {
 	Tier() tensor.Tier
 }
 
-// Unary names an elementwise function.
+// Unary names an elementwise function; the codes (codes_gen.go) come
+// from the op table, ir.Ops.
 type Unary uint8
 
-// Elementwise functions. Alpha is the slope of LeakyReLU and the scale of ELU.
-const (
-	Identity Unary = iota
-	ReLU
-	LeakyReLU
-	ELU
-	Sigmoid
-	Tanh
-	Exp
-	Neg
-)
-
-// Binary names an elementwise function of two operands.
+// Binary names an elementwise function of two operands. The second operand
+// may broadcast: it is either the same shape as the first, a row vector [C]
+// applied to every row, or a scalar [1].
 type Binary uint8
-
-// Elementwise binary functions. The second operand may broadcast: it is either
-// the same shape as the first, a row vector [C] applied to every row, or a
-// scalar [1].
-const (
-	Add Binary = iota
-	Sub
-	Mul
-	Div
-)
 
 // Backend runs tensor and graph operations. Implementations must be safe for
 // use by one goroutine at a time; they may parallelise internally.

@@ -83,7 +83,7 @@ type Model struct {
 	Hidden       int            `toml:"hidden" range:"[1,65536]" doc:"hidden width (per head for attention models)"`
 	Dropout      float64        `toml:"dropout" range:"[0,1)" doc:"dropout rate between layers"`
 	InputDropout float64        `toml:"input_dropout" range:"[0,1)" special:"-1:same as model.dropout" doc:"dropout rate on the input features"`
-	Options      map[string]any `toml:"options" doc:"extra settings passed to the layer module (integers, floats and booleans), e.g. heads = 8"`
+	Options      map[string]any `toml:"options" doc:"extra settings passed to the layer module (integers, floats, booleans and strings), e.g. heads = 8 or aggr = \"powermean\"; a string ending in .wasm names a module file (an aggregator), relative like model.module"`
 }
 
 // Train configures the training loop.
@@ -338,6 +338,10 @@ func (c *Config) ModelPath() string { return c.resolveKey(c.Output.Model, "outpu
 // ModulePath returns Model.Module resolved like DatasetSpec ("" when the
 // model is chosen by name).
 func (c *Config) ModulePath() string { return c.resolveKey(c.Model.Module, "model", "module") }
+
+// OptionPath resolves a model.options string that names a file (an
+// aggregator module) like model.module.
+func (c *Config) OptionPath(key, p string) string { return c.resolveKey(p, "model", "options", key) }
 
 // resolveKey resolves the path value p of the key path: an override's
 // relative path is relative to the working directory, a file's to the

@@ -57,7 +57,7 @@ func (c *testCache) Validate() error {
 
 func init() {
 	// Stand-ins for the modules of packages that import this one.
-	for _, id := range []string{"model.gcn", "model.gat", "model.sage", "model.gin", "model.sage-lstm",
+	for _, id := range []string{"model.gcn", "model.gat", "model.sage", "model.gin", "model.sage-lstm", "model.pna",
 		"strategy.fullgraph", "strategy.minibatch", "strategy.micro", "strategy.hybrid", "strategy.chunked", "backend.cpu", "backend.sim"} {
 		registry.Register(&testModel{id: id})
 	}
@@ -138,12 +138,12 @@ func TestMalformed(t *testing.T) {
 			[]string{`x.toml:4: model.input_dropout = -0.5: must be in [0, 1) or -1 (same as model.dropout)`}},
 		{"negative memory", minimal + "[devices]\nmemory_bytes = -1\n", nil,
 			[]string{`x.toml:4: devices.memory_bytes = -1: must be in [0, 1125899906842624]`}},
-		{"model option of a bad type", minimal + "[model.options]\nheads = 8\nact = \"relu\"\n", nil,
-			[]string{`x.toml:5: model.options.act: expected integer, float or boolean, got string "relu"`}},
+		{"model option of a bad type", minimal + "[model.options]\nheads = 8\nact = [1, 2]\n", nil,
+			[]string{`x.toml:5: model.options.act: expected integer, float, boolean or string, got array [1, 2]`}},
 		{"model option table", minimal + "[model]\noptions = { a = { b = 1 } }\n", nil,
-			[]string{`x.toml:4: model.options.a: expected integer, float or boolean, got table`}},
+			[]string{`x.toml:4: model.options.a: expected integer, float, boolean or string, got table`}},
 		{"unknown model", minimal + "[model]\nname = \"gcnn\"\n", nil,
-			[]string{`x.toml:4: model.name = "gcnn": unknown model (did you mean "gcn"?); available: "gat", "gcn", "gin", "sage", "sage-lstm"`}},
+			[]string{`x.toml:4: model.name = "gcnn": unknown model (did you mean "gcn"?); available: "gat", "gcn", "gin", "pna", "sage", "sage-lstm"`}},
 		{"module not wasm", minimal + "[model]\nmodule = \"layer.so\"\n", nil,
 			[]string{`x.toml:4: model.module = "layer.so": expected a path to a .wasm file`}},
 		{"unknown plugin", minimal + "[sampler]\nname = \"fulll\"\n", nil,
@@ -508,7 +508,7 @@ func TestExplain(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{`one of "adam", "sgd"`, "integer in [1, 64]", "float in [0, 1)", `"minibatch"`, "required", "registered: gat, gcn, gin, sage"} {
+	for _, w := range []string{`one of "adam", "sgd"`, "integer in [1, 64]", "float in [0, 1)", `"minibatch"`, "required", "registered: gat, gcn, gin, pna, sage"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("explain lacks %q", w)
 		}

@@ -407,7 +407,8 @@ func findKey(leaf string, parent []string) string {
 	return ""
 }
 
-// scalarMap decodes a table of integers, floats and booleans (model.options).
+// scalarMap decodes a table of integers, floats, booleans and strings
+// (model.options).
 func (d *decoder) scalarMap(path []string, v any, rv reflect.Value) {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -424,10 +425,10 @@ func (d *decoder) scalarMap(path []string, v any, rv reflect.Value) {
 				continue
 			}
 			out[k] = x
-		case int64, bool:
+		case int64, bool, string:
 			out[k] = x
 		default:
-			d.errorf(kp, "%s: expected integer, float or boolean, got %s", toml.Key(kp), DescribeValue(x))
+			d.errorf(kp, "%s: expected integer, float, boolean or string, got %s", toml.Key(kp), DescribeValue(x))
 		}
 	}
 	rv.Set(reflect.ValueOf(out))

@@ -106,6 +106,9 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 	args := op.Args
 	arg := func(k int) *tensor.Tensor { return p.val(args[k]) }
 	need := func(k int) bool { return p.needGrad[args[k]] }
+	if s := ir.Spec(op.Kind); s != nil {
+		return p.backwardTable(ctx, i, s)
+	}
 	switch op.Kind {
 	case ir.OpInput, ir.OpParam, ir.OpGraph:
 		return nil
@@ -153,14 +156,8 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 			return err
 		}
 		return p.accumulate(args[1], func(out *tensor.Tensor) error { return be.SumRows(dy, out) })
-	case ir.OpAdd, ir.OpSub, ir.OpMul:
-		return p.backwardBinary(op, dy)
 	case ir.OpScale:
 		return p.accumulate(args[0], func(out *tensor.Tensor) error { return be.Axpby(op.Alpha, dy, 0, out) })
-	case ir.OpReLU, ir.OpLeakyReLU, ir.OpELU, ir.OpSigmoid, ir.OpTanh:
-		return p.accumulate(args[0], func(out *tensor.Tensor) error {
-			return be.ApplyBackward(unaries[op.Kind], op.Alpha, arg(0), y, dy, out)
-		})
 	case ir.OpConcat:
 		c0 := arg(0).Cols()
 		if err := p.accumulate(args[0], func(out *tensor.Tensor) error { return be.CopyCols(out, 0, dy, 0, c0) }); err != nil {
@@ -254,43 +251,16 @@ func (p *Program) zeroedIf(a int32) (*tensor.Tensor, error) {
 	return p.scratchFor(KindScratch, v.DType(), v.Shape(), 4)
 }
 
-// backwardBinary handles add, sub and mul with broadcasting of b.
-func (p *Program) backwardBinary(op *ir.Op, dy *tensor.Tensor) error {
+// reduceInto accumulates src·signB, the full-shape gradient of the
+// broadcast operand b (argument bArg) of a binary op with first operand a,
+// reduced over the rows b was broadcast to (or to a scalar).
+func (p *Program) reduceInto(bArg int32, a, b, src *tensor.Tensor, signB float64) error {
 	be := p.be
-	a, b := p.val(op.Args[0]), p.val(op.Args[1])
-	signB := 1.0
-	if op.Kind == ir.OpSub {
-		signB = -1
-	}
-	// da
-	if err := p.accumulate(op.Args[0], func(out *tensor.Tensor) error {
-		if op.Kind == ir.OpMul {
-			return be.Elementwise(backend.Mul, dy, b, out)
-		}
-		return be.Axpby(1, dy, 0, out)
-	}); err != nil {
-		return err
-	}
-	if !p.needGrad[op.Args[1]] {
-		return nil
-	}
-	// db: dy (times a for mul), reduced over broadcast dimensions.
-	src := dy
-	if op.Kind == ir.OpMul {
-		tmp, err := p.scratchFor(KindScratch, dy.DType(), dy.Shape(), 5)
-		if err != nil {
-			return err
-		}
-		if err := be.Elementwise(backend.Mul, dy, a, tmp); err != nil {
-			return err
-		}
-		src = tmp
-	}
 	switch {
 	case tensor.SameShape(a, b):
-		return p.accumulate(op.Args[1], func(out *tensor.Tensor) error { return be.Axpby(signB, src, 0, out) })
+		return p.accumulate(bArg, func(out *tensor.Tensor) error { return be.Axpby(signB, src, 0, out) })
 	case b.Numel() == 1 && a.Cols() != 1:
-		return p.accumulate(op.Args[1], func(out *tensor.Tensor) error {
+		return p.accumulate(bArg, func(out *tensor.Tensor) error {
 			cols, err := p.scratchFor(KindScratch, src.DType(), []int{src.Cols()}, 6)
 			if err != nil {
 				return err
@@ -309,7 +279,7 @@ func (p *Program) backwardBinary(op *ir.Op, dy *tensor.Tensor) error {
 			return p.uploadFloats(out, []float64{signB * s})
 		})
 	default:
-		return p.accumulate(op.Args[1], func(out *tensor.Tensor) error {
+		return p.accumulate(bArg, func(out *tensor.Tensor) error {
 			if err := be.SumRows(src, out); err != nil {
 				return err
 			}

@@ -195,7 +195,14 @@ func (s *Sizer) bind(blocks []BlockShape, inputRows int, u Usage, m *meter) (*Pr
 			d, ok := b.Degrees[name]
 			a := &dryAdj{rows: b.Dst, cols: b.Src, nnz: e, deg: d, hasDeg: ok, name: name, m: m}
 			w, _ := be.Alloc(s.dt, []int{int(e)}, dryTier)
-			env.Blocks[l][name] = &Graph{Adj: a, GCNNorm: w, MeanNorm: w}
+			gr := &Graph{Adj: a, GCNNorm: w, MeanNorm: w}
+			if UsesEdgeIndex(s.g) {
+				idx, _ := be.Alloc(tensor.Int32, []int{int(e)}, dryTier)
+				deg, _ := be.Alloc(s.dt, []int{b.Dst, 1}, dryTier)
+				inc := &dryAdj{rows: b.Dst, cols: int(e), nnz: e, name: name, m: m}
+				gr.Edges = &EdgeIndex{Inc: inc, Src: idx, Dst: idx, InvDeg: w, Deg: deg, UnitValues: true}
+			}
+			env.Blocks[l][name] = gr
 		}
 	}
 	return bind(s.g, env, s.ps, m)
@@ -266,6 +273,12 @@ func (dryBackend) Copy(_, _ *tensor.Tensor) error             { return nil }
 func (dryBackend) ReleaseGraph(backend.Adj)                   {}
 func (dryBackend) Stats() backend.Stats                       { return backend.Stats{} }
 func (dryBackend) ScatterArgmax(_, _, _ *tensor.Tensor) error { return nil }
+
+// SegmentSelect implements backend.SegmentSelector (the cpu kernel
+// allocates only a row's ordering, which is not counted).
+func (dryBackend) SegmentSelect(context.Context, backend.Adj, float64, int, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
+	return nil
+}
 func (dryBackend) UploadGraph(*graph.CSR, tensor.Tier) (backend.Adj, error) {
 	return nil, fmt.Errorf("engine: the dry backend holds no graphs")
 }

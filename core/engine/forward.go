@@ -19,14 +19,6 @@ type Mode struct {
 	AccumulateGrads bool
 }
 
-// unaries maps IR activations to backend functions.
-var unaries = map[ir.Kind]backend.Unary{
-	ir.OpReLU: backend.ReLU, ir.OpLeakyReLU: backend.LeakyReLU, ir.OpELU: backend.ELU,
-	ir.OpSigmoid: backend.Sigmoid, ir.OpTanh: backend.Tanh,
-}
-
-var binaries = map[ir.Kind]backend.Binary{ir.OpAdd: backend.Add, ir.OpSub: backend.Sub, ir.OpMul: backend.Mul}
-
 // val returns the current value of op i (an alias in evaluation for dropout).
 func (p *Program) val(i int32) *tensor.Tensor { return p.cur[i] }
 
@@ -61,6 +53,9 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	p.cur[i] = p.vals[i]
 	y := p.vals[i]
 	arg := func(k int) *tensor.Tensor { return p.val(op.Args[k]) }
+	if s := ir.Spec(op.Kind); s != nil {
+		return p.forwardTable(ctx, i, s)
+	}
 	switch op.Kind {
 	case ir.OpInput, ir.OpParam, ir.OpGraph:
 		return nil
@@ -83,15 +78,11 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 		return be.GEMM(false, false, 1, arg(0), arg(1), 0, y)
 	case ir.OpBias:
 		return be.Elementwise(backend.Add, arg(0), arg(1), y)
-	case ir.OpAdd, ir.OpSub, ir.OpMul:
-		return be.Elementwise(binaries[op.Kind], arg(0), arg(1), y)
 	case ir.OpScale:
 		if err := be.Fill(y, 0); err != nil {
 			return err
 		}
 		return be.Axpby(op.Alpha, arg(0), 0, y)
-	case ir.OpReLU, ir.OpLeakyReLU, ir.OpELU, ir.OpSigmoid, ir.OpTanh:
-		return be.Apply(unaries[op.Kind], op.Alpha, arg(0), y)
 	case ir.OpConcat:
 		a, b := arg(0), arg(1)
 		if err := be.CopyCols(y, 0, a, 0, a.Cols()); err != nil {

@@ -115,7 +115,7 @@ type harness struct {
 
 func newHarness(t *testing.T, gr *ir.Graph, dt tensor.DType) *harness {
 	be := cpu.New(cpu.Options{Threads: 2})
-	adj := graph.Symmetrize(testGraph())
+	adj := symmetricTestCSR()
 	adjSelf := graph.AddSelfLoops(adj)
 	graphs := map[string]*Graph{}
 	for name, csr := range map[string]*graph.CSR{"adj": adj, "adj_self": adjSelf} {
@@ -126,6 +126,11 @@ func newHarness(t *testing.T, gr *ir.Graph, dt tensor.DType) *harness {
 		eg := &Graph{Adj: a}
 		eg.GCNNorm = upload64(t, be, toF64(graph.GCNNorm(csr)), []int{int(csr.NNZ())}, dt)
 		eg.MeanNorm = upload64(t, be, toF64(graph.MeanNorm(csr)), []int{int(csr.NNZ())}, dt)
+		if UsesEdgeIndex(gr) {
+			if eg.Edges, err = BindEdgeIndex(be, csr, dt, tensor.Host); err != nil {
+				t.Fatal(err)
+			}
+		}
 		graphs[name] = eg
 	}
 	xs := make([]float64, nNodes*inDim)
@@ -201,12 +206,23 @@ func (h *harness) loss(t *testing.T, withGrad bool) float64 {
 	return l
 }
 
+func symmetricTestCSR() *graph.CSR { return graph.Symmetrize(testGraph()) }
+
 // TestGradients checks every op's backward against central finite
 // differences on float64 inputs.
 func TestGradients(t *testing.T) {
-	const eps = 1e-6
 	for _, c := range gradCases() {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) { checkGradients(t, c) })
+	}
+}
+
+// checkGradients compares the backward of a case with central finite
+// differences in float64.
+func checkGradients(t *testing.T, c gradCase) {
+	t.Helper()
+	const eps = 1e-6
+	{
+		{
 			h := newHarness(t, buildCase(t, c), tensor.Float64)
 			h.loss(t, true)
 			for _, p := range h.prog.Params() {
@@ -242,7 +258,7 @@ func TestGradients(t *testing.T) {
 					t.Errorf("param %s: relative error %.3g between backward and finite differences", p.Name, rel)
 				}
 			}
-		})
+		}
 	}
 }
 

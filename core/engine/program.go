@@ -18,6 +18,7 @@ type Graph struct {
 	Adj      backend.Adj
 	GCNNorm  *tensor.Tensor // [E] 1/sqrt(d_i d_j), or nil if unused
 	MeanNorm *tensor.Tensor // [E] 1/deg_i, or nil if unused
+	Edges    *EdgeIndex     // for the op table's gather, segment and degree ops, or nil if unused
 }
 
 // Env binds the symbolic parts of a graph: node counts, adjacencies and the
@@ -90,6 +91,11 @@ type opAux struct {
 	rows                       *tensor.Tensor // narrow: the row ids 0..n-1
 	xw                         *tensor.Tensor // lstm_aggregate: x·W_ih, then its gradient (scratch)
 	gates, cells, hprev        *tensor.Tensor // lstm_aggregate: saved state (training)
+	ones                       *tensor.Tensor // degree: a row of ones [1,C]
+	// fused: a segment sum or mean of a gather_src that nothing else
+	// reads runs as one SpMM over the adjacency; fusedInto marks that
+	// gather, which then holds no buffer (see fuseGathers).
+	fused, fusedInto bool
 }
 
 // Compile binds g to env with fresh parameters initialised from seed; the
@@ -192,12 +198,19 @@ func (p *Program) dry() bool {
 
 // bind allocates values, gradients and per-op state.
 func (p *Program) bind() error {
+	p.fuseGathers()
 	for i := range p.g.Ops {
 		op := &p.g.Ops[i]
 		for _, a := range op.Args {
 			if p.needGrad[a] && p.g.Ops[a].Kind != ir.OpGraph {
 				p.needGrad[i] = true
 			}
+		}
+		switch {
+		case op.Kind == ir.OpGraph:
+			continue
+		case p.aux[i].fusedInto:
+			continue // computed by the segment reduction that reads it
 		}
 		switch op.Kind {
 		case ir.OpGraph:
@@ -230,7 +243,7 @@ func (p *Program) bind() error {
 		}
 	}
 	for i, op := range p.g.Ops {
-		if !p.needGrad[i] || op.Kind == ir.OpParam {
+		if !p.needGrad[i] || op.Kind == ir.OpParam || p.aux[i].fusedInto {
 			continue
 		}
 		shape, err := p.dims(i, &op, op.Shape)
@@ -258,6 +271,9 @@ func sameDims(a []int, b []int64) bool {
 
 func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 	a := &p.aux[i]
+	if s := ir.Spec(op.Kind); s != nil {
+		return p.bindTableAux(i, op, s, shape)
+	}
 	var err error
 	switch op.Kind {
 	case ir.OpDropout:

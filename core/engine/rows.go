@@ -109,7 +109,13 @@ func makePlan(g *ir.Graph, env sizes) (*plan, error) {
 		}
 		rows, sp := -1, SpaceNone
 		arg := func(k int) int32 { return op.Args[k] }
-		switch op.Kind {
+		kind := op.Kind
+		if s := ir.Spec(kind); s != nil && s.Class == ir.ClassBinary {
+			kind = ir.OpAdd // shaped like add
+		} else if s != nil && ir.GraphOp(kind) {
+			kind = ir.OpEdgeSoftmax // a graph op, told apart below
+		}
+		switch kind {
 		case ir.OpParam:
 		case ir.OpGraph:
 			if _, _, _, err := env.graphDims(op.Layer, op.Name); err != nil {
@@ -136,7 +142,7 @@ func makePlan(g *ir.Graph, env sizes) (*plan, error) {
 				return nil
 			}
 			var errs []error
-			switch op.Kind {
+			switch kind {
 			case ir.OpAggregate, ir.OpLSTMAggregate:
 				errs = append(errs, want(1, srcs, false))
 				rows, sp = dst, SpaceNode
@@ -150,8 +156,21 @@ func makePlan(g *ir.Graph, env sizes) (*plan, error) {
 				errs = append(errs, want(1, dst, true), want(2, srcs, false))
 				rows, sp = edges, SpaceEdge
 			case ir.OpEdgeSoftmax:
-				errs = append(errs, want(1, edges, false))
 				rows, sp = edges, SpaceEdge
+				switch s := ir.Spec(op.Kind); {
+				case s == nil || s.Seg == ir.SegSoftmax:
+					errs = append(errs, want(1, edges, false))
+				case s.Class == ir.ClassGather && s.Src:
+					errs = append(errs, want(1, srcs, false))
+				case s.Class == ir.ClassGather:
+					errs = append(errs, want(1, dst, true))
+				case s.Class == ir.ClassDegree:
+					errs = append(errs, want(1, dst, true))
+					rows, sp = dst, SpaceNode
+				default: // a segment reduction
+					errs = append(errs, want(1, edges, false))
+					rows, sp = dst, SpaceNode
+				}
 			}
 			for _, err := range errs {
 				if err != nil {

@@ -77,13 +77,7 @@ func (b *Builder) vals(kind Kind, hs ...int32) ([]*Op, bool) {
 	return out, true
 }
 
-func takesGraph(kind Kind, arg int) bool {
-	switch kind {
-	case OpAggregate, OpSpMMEdge, OpUAddV, OpUDotV, OpEdgeSoftmax, OpLSTMAggregate:
-		return arg == 0
-	}
-	return false
-}
+func takesGraph(kind Kind, arg int) bool { return arg == 0 && GraphOp(kind) }
 
 func (b *Builder) add(op Op) int32 {
 	if b.err != nil {
@@ -251,10 +245,11 @@ func (b *Builder) Bias(x, bias int32) int32 {
 	return b.add(Op{Kind: OpBias, Args: []int32{x, bias}, Shape: slices.Clone(v[0].Shape)})
 }
 
-// Binary records add, sub or mul with broadcasting of the second operand.
+// Binary records a binary op of the table (add, sub, mul, div, minimum,
+// maximum) with broadcasting of the second operand.
 func (b *Builder) Binary(kind Kind, x, y int32) int32 {
-	if kind != OpAdd && kind != OpSub && kind != OpMul {
-		return b.fail(kind, "not a binary op")
+	if s := Spec(kind); s == nil || s.Class != ClassBinary {
+		return b.fail(kind, "not a binary op (binary ops: %v)", TableKinds(ClassBinary))
 	}
 	v, ok := b.vals(kind, x, y)
 	if !ok {
@@ -270,16 +265,21 @@ func (b *Builder) Binary(kind Kind, x, y int32) int32 {
 	return b.add(Op{Kind: kind, Args: []int32{x, y}, Shape: slices.Clone(xs)})
 }
 
-// Unary records an elementwise op with an optional scalar attribute.
+// Unary records an elementwise op of the table, scale or dropout, with an
+// optional scalar attribute.
 func (b *Builder) Unary(kind Kind, x int32, alpha float64) int32 {
-	switch kind {
-	case OpScale, OpReLU, OpLeakyReLU, OpELU, OpSigmoid, OpTanh:
-	case OpDropout:
+	switch s := Spec(kind); {
+	case kind == OpScale:
+	case kind == OpDropout:
 		if alpha < 0 || alpha >= 1 {
 			return b.fail(kind, "drop probability %g outside [0,1)", alpha)
 		}
+	case s != nil && s.Class == ClassUnary:
+		if math.IsNaN(alpha) || math.IsInf(alpha, 0) {
+			return b.fail(kind, "%s = %g must be finite", s.Attr, alpha)
+		}
 	default:
-		return b.fail(kind, "not a unary op")
+		return b.fail(kind, "not a unary op (unary ops: scale, dropout, %v)", TableKinds(ClassUnary))
 	}
 	v, ok := b.vals(kind, x)
 	if !ok {

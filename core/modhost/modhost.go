@@ -48,8 +48,8 @@ type CostModel interface {
 	Predict(op int32, in []float64) ([4]float64, error)
 }
 
-// Source is implemented by the registered model.* and costmodel.*
-// modules: it returns the module's WebAssembly bytes.
+// Source is implemented by the registered model.*, aggregator.* and
+// costmodel.* modules: it returns the module's WebAssembly bytes.
 type Source interface {
 	registry.Module
 	Wasm() ([]byte, error)
@@ -67,11 +67,25 @@ func Lookup(id string) ([]byte, error) {
 
 // LayerConfig holds the options a layer description reads. The host sets
 // in_dim, out_dim, layer, layers, last and dropout for every layer; the
-// rest come from the user's model options. A key may be given in either
-// map: an int reads as a float, and an integral float as an int.
+// rest come from the user's model options. A numeric key may be given in
+// either map: an int reads as a float, and an integral float as an int.
+// A string option reads only as a string.
 type LayerConfig struct {
-	Ints   map[string]int64
-	Floats map[string]float64
+	Ints    map[string]int64
+	Floats  map[string]float64
+	Strings map[string]string
+	// Modules holds the bytes of the module files that string options
+	// name (a value ending in .wasm: a user's aggregator), by that value.
+	Modules map[string][]byte
+}
+
+// SetString sets a string option and returns c for chaining.
+func (c *LayerConfig) SetString(key, v string) *LayerConfig {
+	if c.Strings == nil {
+		c.Strings = map[string]string{}
+	}
+	c.Strings[key] = v
+	return c
 }
 
 // SetInt sets an integer option and returns c for chaining.
@@ -100,11 +114,18 @@ func (c LayerConfig) Keys() []string {
 			keys = append(keys, k)
 		}
 	}
+	for k := range c.Strings {
+		if _, dup := c.Ints[k]; !dup {
+			if _, dup := c.Floats[k]; !dup {
+				keys = append(keys, k)
+			}
+		}
+	}
 	slices.Sort(keys)
 	return keys
 }
 
 // Clone returns a deep copy of c.
 func (c LayerConfig) Clone() LayerConfig {
-	return LayerConfig{Ints: maps.Clone(c.Ints), Floats: maps.Clone(c.Floats)}
+	return LayerConfig{Ints: maps.Clone(c.Ints), Floats: maps.Clone(c.Floats), Strings: maps.Clone(c.Strings), Modules: c.Modules}
 }

@@ -76,7 +76,7 @@ type Provisioner interface {
 var ErrNotFound = errors.New("module not found")
 
 // namespaces is the fixed list of namespaces, in display order.
-var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cache", "model", "costmodel", "placement", "comm"}
+var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cache", "model", "aggregator", "costmodel", "placement", "comm"}
 
 var (
 	mu          sync.RWMutex
@@ -85,7 +85,8 @@ var (
 )
 
 // Namespaces returns the fixed list of module namespaces: backend,
-// strategy, partitioner, sampler, cache, model, costmodel, placement, comm.
+// strategy, partitioner, sampler, cache, model, aggregator, costmodel,
+// placement, comm.
 func Namespaces() []string { return slices.Clone(namespaces) }
 
 // RegisterUnavailable records a module that exists but is not compiled

@@ -130,7 +130,7 @@ func TestLookupAndNamespace(t *testing.T) {
 		{"sampler.fulll", []string{`unknown module "sampler.fulll"`, `did you mean "sampler.full"`, `"sampler.full", "sampler.khop"`}},
 		{"cache.lru", []string{`"cache.degree", "cache.none"`}},
 		{"costmodel.x", []string{"no costmodel modules are registered"}},
-		{"bogus.x", []string{`"bogus" is not a namespace`, "partitioner, sampler, cache, model, costmodel, placement"}},
+		{"bogus.x", []string{`"bogus" is not a namespace`, "partitioner, sampler, cache, model, aggregator, costmodel, placement"}},
 		{"nodot", []string{"not a namespace"}},
 	}
 	for _, tt := range tests {
@@ -172,7 +172,7 @@ func TestLookupAndNamespace(t *testing.T) {
 }
 
 func TestNamespacesFixed(t *testing.T) {
-	want := "backend,strategy,partitioner,sampler,cache,model,costmodel,placement,comm"
+	want := "backend,strategy,partitioner,sampler,cache,model,aggregator,costmodel,placement,comm"
 	ns := Namespaces()
 	if got := strings.Join(ns, ","); got != want {
 		t.Fatalf("Namespaces() = %s", got)

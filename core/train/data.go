@@ -117,6 +117,12 @@ func BindGraphs(g *ir.Graph, a *Adjacencies, be backend.Backend, dt tensor.DType
 			return nil, fmt.Errorf("upload graph %q: %w", name, err)
 		}
 		eg := &engine.Graph{Adj: adj}
+		out[name] = eg
+		if engine.UsesEdgeIndex(g) {
+			if eg.Edges, err = engine.BindEdgeIndex(be, csr, dt, tier); err != nil {
+				return nil, fmt.Errorf("graph %q: %w", name, err)
+			}
+		}
 		if reducers["gcn"] {
 			if eg.GCNNorm, err = uploadEdgeWeights(be, graph.GCNNorm(csr), dt, tier); err != nil {
 				return nil, err
@@ -176,5 +182,6 @@ func ReleaseGraphs(be backend.Backend, graphs map[string]*engine.Graph) {
 		if g.MeanNorm != nil {
 			be.Release(g.MeanNorm)
 		}
+		g.Edges.Release(be)
 	}
 }

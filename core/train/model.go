@@ -158,6 +158,18 @@ func userOptions(cfg *config.Config) (modhost.LayerConfig, error) {
 				b = 1
 			}
 			c.SetInt(k, b)
+		case string:
+			c.SetString(k, v)
+			if strings.HasSuffix(v, ".wasm") {
+				b, err := models.LoadFile(cfg.OptionPath(k, v))
+				if err != nil {
+					return c, cfg.KeyError(fmt.Sprintf("model.options.%s: %v", k, err), "model", "options", k)
+				}
+				if c.Modules == nil {
+					c.Modules = map[string][]byte{}
+				}
+				c.Modules[v] = b
+			}
 		default:
 			return c, cfg.KeyError(fmt.Sprintf("model.options.%s: expected integer, float or boolean, got %T", k, v), "model", "options", k)
 		}

@@ -12,7 +12,7 @@
 //   threadIdx blockIdx blockDim gridDim   with .x .y .z (unsigned int)
 //   atomicAdd(float*|double*|int*|unsigned*|u64*, v), atomicMax(int*, int)
 //                                 return the old value
-//   exp log sqrt tanh fabs fmax fmin isnan (float and double), INFINITY
+//   exp log sqrt tanh pow cos sin fabs fmax fmin isnan (float and double), INFINITY
 // Not available: shared memory, __syncthreads, warp intrinsics. The mock runs
 // the threads of a launch one after another, so those could not work there.
 //
@@ -61,7 +61,10 @@ using std::fabs;
 using std::fmax;
 using std::fmin;
 using std::isnan;
+using std::cos;
 using std::log;
+using std::pow;
+using std::sin;
 using std::sqrt;
 using std::tanh;
 

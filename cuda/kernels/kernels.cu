@@ -24,21 +24,10 @@
 DEVICE i64 gtid() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 DEVICE i64 gstride() { return (i64)gridDim.x * blockDim.x; }
 
-// Unary function codes; the same values as backend.Unary.
-#define U_IDENTITY 0
-#define U_RELU 1
-#define U_LEAKY 2
-#define U_ELU 3
-#define U_SIGMOID 4
-#define U_TANH 5
-#define U_EXP 6
-#define U_NEG 7
-
-// Binary operator codes; the same values as backend.Binary.
-#define B_ADD 0
-#define B_SUB 1
-#define B_MUL 2
-#define B_DIV 3
+// Unary (U_*) and binary (B_*) function codes, generated from the op
+// table (go generate ./core/ir): the values of backend.Unary and
+// backend.Binary.
+#include "codes_gen.cuh"
 
 DEVICE double sigmoid_d(double v) {
 	if (v >= 0)
@@ -51,7 +40,7 @@ template <typename T> DEVICE T unary(i64 f, T v, double alpha) {
 	switch (f) {
 	case U_RELU:
 		return v > 0 ? v : (T)0;
-	case U_LEAKY:
+	case U_LEAKYRELU:
 		return v > 0 ? v : (T)(alpha * v);
 	case U_ELU:
 		return v > 0 ? v : (T)(alpha * expm1((double)v));
@@ -63,6 +52,24 @@ template <typename T> DEVICE T unary(i64 f, T v, double alpha) {
 		return (T)exp((double)v);
 	case U_NEG:
 		return -v;
+	case U_LOG:
+		return (T)log((double)v);
+	case U_SQRT:
+		return (T)sqrt((double)v);
+	case U_POW:
+		return (T)pow((double)v, alpha);
+	case U_ABS:
+		return v < 0 ? -v : v;
+	case U_SIGN:
+		return v > 0 ? (T)1 : v < 0 ? (T)-1 : (T)0;
+	case U_CLAMPMIN:
+		return v < (T)alpha ? (T)alpha : v;
+	case U_CLAMPMAX:
+		return v > (T)alpha ? (T)alpha : v;
+	case U_COS:
+		return (T)cos((double)v);
+	case U_SHIFT:
+		return v + (T)alpha;
 	}
 	return v;
 }
@@ -71,7 +78,7 @@ template <typename T> DEVICE T unary_grad(i64 f, T x, T y, T g, double alpha) {
 	switch (f) {
 	case U_RELU:
 		return x > 0 ? g : (T)0;
-	case U_LEAKY:
+	case U_LEAKYRELU:
 		return x > 0 ? g : (T)(alpha * g);
 	case U_ELU:
 		return x > 0 ? g : g * (y + (T)alpha);
@@ -83,6 +90,21 @@ template <typename T> DEVICE T unary_grad(i64 f, T x, T y, T g, double alpha) {
 		return g * y;
 	case U_NEG:
 		return -g;
+	case U_LOG:
+		return g / x;
+	case U_SQRT:
+		return g * (T)0.5 / y;
+	case U_POW:
+		return g * (T)(alpha * pow((double)x, alpha - 1));
+	case U_ABS:
+		return x > 0 ? g : x < 0 ? -g : (T)0;
+	case U_SIGN:
+		return (T)0;
+	case U_CLAMPMIN:
+	case U_CLAMPMAX:
+		return x == y ? g : (T)0;
+	case U_COS:
+		return -g * (T)sin((double)x);
 	}
 	return g;
 }
@@ -95,6 +117,12 @@ template <typename T> DEVICE T binop(i64 op, T a, T b) {
 		return a * b;
 	case B_DIV:
 		return a / b;
+	case B_MINIMUM:
+		return b < a ? b : a;
+	case B_MAXIMUM:
+		return b > a ? b : a;
+	case B_EQUAL:
+		return a == b ? (T)1 : (T)0;
 	}
 	return a + b;
 }
@@ -778,8 +806,44 @@ DEVICE void lstm_scatter_impl(i64 S, const i64 *bindptr, const I *bidx, const i6
 		lstm_cell_bwd_impl<T>(n, H, nnext, g, c, cprev, dhp, dout, order, dcs);                            \
 	}
 
+// segment_select: per row r and column c of e [nnz,C], one in-edge value
+// and its position (idx, -1 and 0 for none): the nth edge (nth >= 0) or
+// the floor(q·(d-1))-th smallest of the row's d values, ties in edge order
+// (as the cpu backend's stable sort). O(d²) per thread.
+template <typename T, typename I>
+DEVICE void segment_select_impl(const i64 *indptr, const T *e, T *out, I *idx, i64 rows, i64 C, double q, i64 nth) {
+	for (i64 t = gtid(); t < rows * C; t += gstride()) {
+		i64 r = t / C, c = t % C;
+		i64 k0 = indptr[r], k1 = indptr[r + 1], d = k1 - k0;
+		i64 pick = -1;
+		if (nth >= 0) {
+			if (nth < d)
+				pick = k0 + nth;
+		} else if (d > 0) {
+			i64 want = (i64)(q * (double)(d - 1));
+			for (i64 k = k0; k < k1 && pick < 0; k++) {
+				T v = e[k * C + c];
+				i64 rank = 0;
+				for (i64 j = k0; j < k1; j++) {
+					T u = e[j * C + c];
+					if (u < v || (u == v && j < k))
+						rank++;
+				}
+				if (rank == want)
+					pick = k;
+			}
+		}
+		out[t] = pick < 0 ? (T)0 : e[pick * C + c];
+		idx[t] = (I)pick;
+	}
+}
+
 // Kernels with one index type I: graph column ids or index tensors.
 #define TI_KERNELS(T, S, I, IS)                                                                                    \
+	KERNEL(segment_select_##S##_##IS, (const i64 *indptr, const T *e, T *out, I *idx, i64 rows, i64 C, double q, \
+					   i64 nth)) {                                                     \
+		segment_select_impl<T, I>(indptr, e, out, idx, rows, C, q, nth);                                   \
+	}                                                                                                          \
 	KERNEL(softmax_ce_##S##_##IS, (const T *z, const int *labels, const I *idx, i64 m, i64 n, i64 k, T *dz,   \
 				       double *loss, int *err)) {                                                  \
 		softmax_ce_impl<T, I>(z, labels, idx, m, n, k, dz, loss, err);                                     \

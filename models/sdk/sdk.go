@@ -102,36 +102,23 @@ func MatMul(a, b Value) Value { return Value(abi.MatMul(int32(a), int32(b))) }
 // Bias adds the row b[C] to every row of x[R,C].
 func Bias(x, b Value) Value { return Value(abi.Bias(int32(x), int32(b))) }
 
-// Add, Sub and Mul are elementwise; b matches a, is a row [C] or a scalar [1].
-func Add(a, b Value) Value { return Value(abi.Binary("add", int32(a), int32(b))) }
-
-// Sub is a - b elementwise.
-func Sub(a, b Value) Value { return Value(abi.Binary("sub", int32(a), int32(b))) }
-
-// Mul is a * b elementwise.
-func Mul(a, b Value) Value { return Value(abi.Binary("mul", int32(a), int32(b))) }
-
 func unary(kind string, x Value, alpha float64) Value {
 	return Value(abi.Unary(kind, int32(x), alpha))
 }
 
+// table records a gather, segment or degree op of the op table.
+func table(kind string, g, v Value, alpha float64) Value {
+	return Value(abi.Table(kind, int32(g), int32(v), alpha))
+}
+
 // Scale multiplies x by alpha.
 func Scale(x Value, alpha float64) Value { return unary("scale", x, alpha) }
-
-// ReLU is max(x, 0).
-func ReLU(x Value) Value { return unary("relu", x, 0) }
 
 // LeakyReLU is x for x > 0, slope*x otherwise.
 func LeakyReLU(x Value, slope float64) Value { return unary("leaky_relu", x, slope) }
 
 // ELU is x for x > 0, exp(x)-1 otherwise (alpha 1).
 func ELU(x Value) Value { return unary("elu", x, 1) }
-
-// Sigmoid is 1/(1+exp(-x)).
-func Sigmoid(x Value) Value { return unary("sigmoid", x, 0) }
-
-// Tanh is tanh(x).
-func Tanh(x Value) Value { return unary("tanh", x, 0) }
 
 // Dropout zeroes elements with probability p in training and scales the rest
 // by 1/(1-p). p == 0 records nothing.

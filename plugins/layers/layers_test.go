@@ -17,6 +17,7 @@ func TestRegistered(t *testing.T) {
 	}{
 		{"model", models.LayerNames()},
 		{"costmodel", models.CostModelNames()},
+		{"aggregator", models.AggregatorNames()},
 	}
 	for _, c := range cases {
 		var got []string

@@ -145,6 +145,11 @@ func (r *blockRunner) upload(bb *boundBlocks, adj *graph.CSR, b sampler.Block, i
 	}
 	eg := &engine.Graph{Adj: a}
 	bb.graphs = append(bb.graphs, eg)
+	if engine.UsesEdgeIndex(e.model) {
+		if eg.Edges, err = engine.BindEdgeIndex(be, adj, e.dt, e.tier); err != nil {
+			return nil, err
+		}
+	}
 	gcn := make([]float32, adj.NNZ())
 	for row := 0; row < adj.NumRows; row++ {
 		for k := adj.Indptr[row]; k < adj.Indptr[row+1]; k++ {
@@ -177,6 +182,7 @@ func (bb *boundBlocks) release(e stepEnv) {
 	}
 	for _, g := range bb.graphs {
 		e.be.ReleaseGraph(g.Adj)
+		g.Edges.Release(e.be)
 	}
 }
 

@@ -46,6 +46,14 @@ type callState struct {
 	err  error // first ABI-level or guest-declared error
 	logs []string
 	out  *outBuf
+	// Aggregator calls (aggregate_with): the call's context, the module
+	// resolver, the parameter-name prefix of the aggregator running
+	// ("" in the layer itself), the nesting depth and the count so far.
+	ctx     context.Context
+	resolve func(name string) (*Module, error)
+	prefix  string
+	depth   int
+	naggr   int
 }
 
 type stateKey struct{}
@@ -223,6 +231,7 @@ var hostFuncs = []*hostFunc{
 		if err != nil {
 			st.failf("cfg_i64", "%v", err)
 		}
+		st.notString("cfg_i64", key)
 		s[0] = uint64(v)
 	}},
 	{name: "cfg_f64", params: vt(i32, i32, f64), results: vt(f64), layer: func(st *callState, m api.Module, s []uint64) {
@@ -233,7 +242,37 @@ var hostFuncs = []*hostFunc{
 			return
 		}
 		st.read[key] = true
+		st.notString("cfg_f64", key)
 		s[0] = api.EncodeF64(cfgFloat(st.cfg, key, def))
+	}},
+	// cfg_str(key, def, buf, cap) writes the string option key (or def)
+	// into buf when it fits in cap bytes and returns its length.
+	{name: "cfg_str", params: vt(i32, i32, i32, i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
+		key, ok1 := st.str(m, "cfg_str", "key", s[0], s[1])
+		def, ok2 := st.str(m, "cfg_str", "default", s[2], s[3])
+		if !ok1 || !ok2 {
+			s[0] = poison
+			return
+		}
+		st.read[key] = true
+		v, ok := st.cfg.Strings[key]
+		if !ok {
+			v = def
+			if _, num := st.cfg.Ints[key]; num {
+				st.failf("cfg_str", "option %q is a number; the module reads it as a string (quote it: %s = \"...\")", key, key)
+			} else if _, num := st.cfg.Floats[key]; num {
+				st.failf("cfg_str", "option %q is a number; the module reads it as a string (quote it: %s = \"...\")", key, key)
+			}
+		}
+		if n := uint32(len(v)); n <= uint32(s[5]) && n > 0 {
+			b, ok := st.bytes(m, "cfg_str", "destination", uint32(s[4]), n)
+			if !ok {
+				s[0] = poison
+				return
+			}
+			copy(b, v)
+		}
+		s[0] = api.EncodeI32(int32(len(v)))
 	}},
 	{name: "input", params: vt(i32, i32, i64), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		name, ok := st.str(m, "input", "name", s[0], s[1])
@@ -259,7 +298,7 @@ var hostFuncs = []*hostFunc{
 			s[0] = poison
 			return
 		}
-		s[0] = st.handle(st.b.Param(name, shape, init))
+		s[0] = st.handle(st.b.Param(st.prefix+name, shape, init))
 	}},
 	{name: "aggregate", params: vt(i32, i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		red, ok := st.str(m, "aggregate", "reducer", s[2], s[3])
@@ -293,6 +332,27 @@ var hostFuncs = []*hostFunc{
 			return
 		}
 		s[0] = st.handle(st.b.Unary(ir.Kind(kind), h32(s[2]), api.DecodeF64(s[3])))
+	}},
+	// table(kind, g, v, alpha) records a gather, segment or degree op of
+	// the op table (ir.Ops).
+	{name: "table", params: vt(i32, i32, i32, i32, f64), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
+		kind, ok := st.str(m, "table", "kind", s[0], s[1])
+		if !ok {
+			s[0] = poison
+			return
+		}
+		s[0] = st.handle(st.b.Table(ir.Kind(kind), h32(s[2]), h32(s[3]), api.DecodeF64(s[4])))
+	}},
+	// aggregate_with(name, g, x) runs the aggregator module name (a
+	// registered aggregator.* or a module file an option names) on (g, x),
+	// recording its ops into this layer.
+	{name: "aggregate_with", params: vt(i32, i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
+		name, ok := st.str(m, "aggregate_with", "name", s[0], s[1])
+		if !ok {
+			s[0] = poison
+			return
+		}
+		s[0] = api.EncodeI32(st.aggregate(name, h32(s[2]), h32(s[3])))
 	}},
 	{name: "concat", params: vt(i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		s[0] = st.handle(st.b.Concat(h32(s[0]), h32(s[1])))

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"strata/core/ir"
 )
 
 // spec builds a layer module whose strata_layer_spec runs body after the
@@ -60,7 +63,7 @@ func TestMalformedLoad(t *testing.T) {
 			m.abiVersion(1)
 			m.fn("strata_layer_spec", nil, ts(tI32), nil, i32c(1), call(f))
 			return m.bytes()
-		}(), `module "unknown-import" imports strata_v1.frobnicate, which this host does not provide (strata_v1 has: aggregate, batchnorm, bias,`},
+		}(), `module "unknown-import" imports strata_v1.frobnicate, which this host does not provide (strata_v1 has: aggregate, aggregate_with, batchnorm, bias,`},
 		{"wrong-signature", func() []byte {
 			m := layerMod()
 			f := m.imp(ImportModule, "matmul", ts(tI32), ts(tI32))
@@ -96,7 +99,7 @@ func TestMalformedLoad(t *testing.T) {
 			m.fn("strata_layer_spec", nil, ts(tI32), nil, i32c(0))
 			return m.bytes()
 		}(), `exports strata_abi_version with signature () -> (i64), want () -> (i32)`},
-		{"no-role", layerMod().abiVersion(1).bytes(), `exports neither strata_layer_spec (a layer) nor strata_cost_io and strata_cost (a cost model)`},
+		{"no-role", layerMod().abiVersion(1).bytes(), `exports neither strata_layer_spec (a layer), strata_aggregate (an aggregator) nor strata_cost_io and strata_cost (a cost model)`},
 		{"half-cost", func() []byte {
 			m := layerMod().abiVersion(1)
 			m.fn("strata_cost_io", nil, ts(tI32), nil, i32c(0))
@@ -279,4 +282,46 @@ func TestCanceledContext(t *testing.T) {
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err = m.LayerSpec(ctx, Config{})
 	mustContain(t, err, `model "loop": strata_layer_spec was canceled`)
+}
+
+// TestAggregatorFailures runs the misc guest as a layer that asks for an
+// aggregator by name (mode 7) and as that aggregator: an unknown name, a
+// wrong output shape, recursion, a panic and a module that is not an
+// aggregator are errors naming the aggregator.
+func TestAggregatorFailures(t *testing.T) {
+	ctx := context.Background()
+	code := guest(t, "plugins/wasm/testdata/guests/misc")
+	m := loadGuest(t, "plugins/wasm/testdata/guests/misc")
+	layer := func(aggr string, aggrMode int) Config {
+		c := cfg("mode", 7)
+		c.SetString("aggr", aggr)
+		c.SetInt("aggr_mode", int64(aggrMode))
+		c.Modules = map[string][]byte{"misc.wasm": code, "notaggr.wasm": guest(t, "models/costmodels/roofline")}
+		return c
+	}
+	cases := []struct {
+		aggr string
+		mode int
+		want string
+	}{
+		{"nope", 0, `op #2 aggregate_with: unknown aggregator "nope" (registered: `},
+		{"misc.wasm", 1, `op #3 aggregate_with: aggregator "misc.wasm" returned a value of shape [E_adj,4]; an aggregator must return node rows [N,C]`},
+		{"misc.wasm", 2, `aggregators nested more than 4 deep`},
+		{"misc.wasm", 3, `aggregator "misc.wasm": strata_aggregate trapped: wasm error: unreachable; guest stderr: panic: aggregator boom`},
+		{"notaggr.wasm", 0, `module "notaggr" does not export strata_aggregate`},
+	}
+	for _, c := range cases {
+		_, err := m.LayerSpec(ctx, layer(c.aggr, c.mode))
+		mustContain(t, err, c.want)
+	}
+	s, err := m.LayerSpec(ctx, layer("misc.wasm", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := s.Graph.Ops[s.Graph.Outputs[0]]; out.Kind != ir.OpSegmentSum {
+		t.Fatalf("the layer's output is %s, want the aggregator's segment_sum", out.Kind)
+	}
+	if !slices.Contains(s.KeysRead, "aggr_mode") {
+		t.Fatalf("keys read %v lack the aggregator's option", s.KeysRead)
+	}
 }

@@ -64,6 +64,7 @@ type Runtime struct {
 	workers  int
 	closeMu  sync.Mutex
 	closed   bool
+	aggrs    aggregators // loaded by AggregatorGraph
 }
 
 // NewRuntime creates a runtime. Close it to release the compiled code.
@@ -176,6 +177,8 @@ type Module struct {
 	compiled wazero.CompiledModule // in rt.def
 	layer    bool
 	cost     bool
+	aggr     bool        // exports strata_aggregate
+	aggrs    aggregators // the aggregators its layers loaded
 
 	fastMu       sync.Mutex
 	fastCompiled wazero.CompiledModule // in rt.fast, compiled on first CostModel
@@ -247,8 +250,9 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, 
 type sig struct{ params, results []api.ValueType }
 
 var (
-	sigNoneI32 = sig{nil, vt(i32)}
-	sigI32I32  = sig{vt(i32), vt(i32)}
+	sigNoneI32  = sig{nil, vt(i32)}
+	sigI32I32   = sig{vt(i32), vt(i32)}
+	sigI32x2I32 = sig{vt(i32, i32), vt(i32)}
 )
 
 func (m *Module) checkInterface() error {
@@ -304,8 +308,11 @@ func (m *Module) checkInterface() error {
 		return fmt.Errorf("exports only one of strata_cost_io and strata_cost; a cost model needs both")
 	}
 	m.cost = cost
-	if !m.layer && !m.cost {
-		return fmt.Errorf("exports neither strata_layer_spec (a layer) nor strata_cost_io and strata_cost (a cost model)")
+	if m.aggr, err = has("strata_aggregate", sigI32x2I32); err != nil {
+		return err
+	}
+	if !m.layer && !m.cost && !m.aggr {
+		return fmt.Errorf("exports neither strata_layer_spec (a layer), strata_aggregate (an aggregator) nor strata_cost_io and strata_cost (a cost model)")
 	}
 	return nil
 }
@@ -326,6 +333,7 @@ func (m *Module) instantiate(ctx context.Context, rt wazero.Runtime, compiled wa
 func (m *Module) definitionCall(ctx context.Context, kind string, st *callState, fn func(ctx context.Context, inst api.Module) (string, error)) error {
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, stateKey{}, st), m.rt.opts.Deadline)
 	defer cancel()
+	st.ctx = cctx
 	inst, err := m.instantiate(cctx, m.rt.def, m.compiled, st.out)
 	if err != nil {
 		var exit *sys.ExitError

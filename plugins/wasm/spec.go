@@ -46,6 +46,7 @@ func (m *Module) LayerSpec(ctx context.Context, cfg Config) (*Spec, error) {
 		return nil, fmt.Errorf("model %q is not a layer module (it does not export strata_layer_spec)", m.name)
 	}
 	st := newLayerState(cfg, &outBuf{})
+	st.resolve = m.rt.resolver(ctx, &m.aggrs, cfg)
 	var status int32
 	err := m.definitionCall(ctx, "model", st, func(ctx context.Context, inst api.Module) (string, error) {
 		res, err := inst.ExportedFunction("strata_layer_spec").Call(ctx)

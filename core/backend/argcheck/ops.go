@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"strata/core/backend"
+	"strata/core/ir"
 	"strata/core/tensor"
 )
 
@@ -90,7 +91,7 @@ func (c *Checker[G]) GEMM(transA, transB bool, a, b, cm *tensor.Tensor) (dt tens
 // Apply checks y = f(x): a known f, and y with x's elements.
 func (c *Checker[G]) Apply(f backend.Unary, x, y *tensor.Tensor) (tensor.DType, error) {
 	const op = "Apply"
-	if f > backend.Neg {
+	if f > backend.LastUnary {
 		return 0, c.Errf(op, "unknown function %d", f)
 	}
 	dt, err := c.Floats(op, "x y", x, y)
@@ -101,11 +102,11 @@ func (c *Checker[G]) Apply(f backend.Unary, x, y *tensor.Tensor) (tensor.DType, 
 }
 
 // ApplyBackward checks dx = f'(x)·dy. Only the operands f needs are
-// checked, and returned: x for ReLU, LeakyReLU and ELU, y for ELU,
-// Sigmoid, Tanh and Exp; the other comes back nil.
+// checked, and returned: x and/or y as the op table says (ir.OpSpec's
+// NeedsX, NeedsY); the other comes back nil.
 func (c *Checker[G]) ApplyBackward(f backend.Unary, x, y, dy, dx *tensor.Tensor) (dt tensor.DType, xo, yo *tensor.Tensor, err error) {
 	const op = "ApplyBackward"
-	if f > backend.Neg {
+	if f > backend.LastUnary {
 		return 0, nil, nil, c.Errf(op, "unknown function %d", f)
 	}
 	if dt, err = c.Floats(op, "dy dx", dy, dx); err != nil {
@@ -115,13 +116,14 @@ func (c *Checker[G]) ApplyBackward(f backend.Unary, x, y, dy, dx *tensor.Tensor)
 	if err := Numel(op, "dx", dx, n); err != nil {
 		return 0, nil, nil, c.Wrap(err)
 	}
-	if f == backend.ReLU || f == backend.LeakyReLU || f == backend.ELU {
+	spec := ir.UnarySpec(uint8(f))
+	if spec.NeedsX {
 		if err := c.like(op, "dy x", dy, x, n); err != nil {
 			return 0, nil, nil, err
 		}
 		xo = x
 	}
-	if f == backend.ELU || f == backend.Sigmoid || f == backend.Tanh || f == backend.Exp {
+	if spec.NeedsY {
 		if err := c.like(op, "dy y", dy, y, n); err != nil {
 			return 0, nil, nil, err
 		}
@@ -143,7 +145,7 @@ func (c *Checker[G]) like(op, names string, ref, t *tensor.Tensor, n int) error 
 // Broadcast).
 func (c *Checker[G]) Elementwise(o backend.Binary, a, b, y *tensor.Tensor) (dt tensor.DType, cols int, err error) {
 	const op = "Elementwise"
-	if o > backend.Div {
+	if o > backend.LastBinary {
 		return 0, 0, c.Errf(op, "unknown operator %d", o)
 	}
 	if dt, err = c.Floats(op, "a b y", a, b, y); err != nil {
@@ -601,4 +603,30 @@ func (c *Checker[G]) LSTMAggregateBackward(a backend.Adj, whh, gates, cells, hpr
 		}
 	}
 	return g, dt, h, nil
+}
+
+// SegmentSelect checks e [E,C], out [rows,C] and idx [rows,C] (Int32 or
+// Int64); it returns C.
+func (c *Checker[G]) SegmentSelect(a backend.Adj, e, out, idx *tensor.Tensor) (g G, dt tensor.DType, cols int, err error) {
+	const op = "SegmentSelect"
+	if g, err = c.Graph(op, a); err != nil {
+		return g, 0, 0, err
+	}
+	if dt, err = c.Floats(op, "e out", e, out); err != nil {
+		return g, 0, 0, err
+	}
+	if err := c.Lives(op, "idx", idx); err != nil {
+		return g, 0, 0, err
+	}
+	if idx.DType() != tensor.Int32 && idx.DType() != tensor.Int64 {
+		return g, 0, 0, c.Errf(op, "idx must be Int32 or Int64, got %v", idx.DType())
+	}
+	cols = e.Cols()
+	if err := Dims(op, "e", e, int(g.NNZ()), cols); err != nil {
+		return g, 0, 0, c.Wrap(err)
+	}
+	if err := Dims(op, "out", out, g.Rows(), cols); err != nil {
+		return g, 0, 0, c.Wrap(err)
+	}
+	return g, dt, cols, c.Wrap(Dims(op, "idx", idx, g.Rows(), cols))
 }

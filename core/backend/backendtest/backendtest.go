@@ -106,6 +106,7 @@ var groups = []group{
 	{"EdgeReduce", testEdgeReduce},
 	{"EdgeSoftmax", testEdgeSoftmax},
 	{"EdgeSoftmaxBackward", testEdgeSoftmaxBackward},
+	{"SegmentSelect", testSegmentSelect},
 	{"LSTMAggregate", testLSTMAggregate},
 	{"LSTMAggregateBackward", testLSTMAggregateBackward},
 	{"Gather", testGather},

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"strata/core/backend"
+	"strata/core/ir"
 	"strata/core/tensor"
 )
 
@@ -134,44 +135,36 @@ func testCopyCols(s *suite, t *testing.T) {
 	}
 }
 
-// unaries are every Unary with its name.
-var unaries = []struct {
-	f    backend.Unary
-	name string
-}{
-	{backend.Identity, "Identity"}, {backend.ReLU, "ReLU"}, {backend.LeakyReLU, "LeakyReLU"}, {backend.ELU, "ELU"},
-	{backend.Sigmoid, "Sigmoid"}, {backend.Tanh, "Tanh"}, {backend.Exp, "Exp"}, {backend.Neg, "Neg"},
+// unaries are every Unary of the op table (ir.Ops) with its name, the
+// alpha the tests give it and the interval its inputs are drawn from.
+var unaries = func() []unaryCase {
+	var out []unaryCase
+	for _, s := range ir.Ops {
+		if s.Class != ir.ClassUnary {
+			continue
+		}
+		u := unaryCase{f: backend.Unary(s.Code), name: s.Name, alpha: unaryAlpha, lo: -2.5, hi: 2.5, spec: s}
+		if s.Attr != "" && s.Kind != ir.OpLeakyReLU && s.Kind != ir.OpELU {
+			u.alpha = s.CheckAlpha
+		}
+		if s.DomainLo != 0 || s.DomainHi != 0 {
+			u.lo, u.hi = s.DomainLo, s.DomainHi
+		}
+		out = append(out, u)
+	}
+	return out
+}()
+
+type unaryCase struct {
+	f      backend.Unary
+	name   string
+	alpha  float64
+	lo, hi float64
+	spec   ir.OpSpec
 }
 
 // unaryAlpha is the alpha of the unary tests (LeakyReLU slope, ELU scale).
 const unaryAlpha = 0.2
-
-// unaryHost is f(x) in float64.
-func unaryHost(f backend.Unary, alpha, x float64) float64 {
-	switch f {
-	case backend.ReLU:
-		return max(x, 0)
-	case backend.LeakyReLU:
-		if x > 0 {
-			return x
-		}
-		return alpha * x
-	case backend.ELU:
-		if x > 0 {
-			return x
-		}
-		return alpha * math.Expm1(x)
-	case backend.Sigmoid:
-		return 1 / (1 + math.Exp(-x))
-	case backend.Tanh:
-		return math.Tanh(x)
-	case backend.Exp:
-		return math.Exp(x)
-	case backend.Neg:
-		return -x
-	}
-	return x
-}
 
 // testApply runs every Unary into a separate y and in place (x == y),
 // on a matrix and on a vector.
@@ -185,12 +178,12 @@ func testApply(s *suite, t *testing.T) {
 					if inPlace {
 						shape = []int{129}
 					}
-					x := c.rand(dt, -2.5, 2.5, shape...)
+					x := c.rand(dt, u.lo, u.hi, shape...)
 					y := x
 					if !inPlace {
 						y = c.out(dt, shape...)
 					}
-					c.call("Apply", func(b backend.Backend, sd side) error { return b.Apply(u.f, unaryAlpha, sd.T(x), sd.T(y)) })
+					c.call("Apply", func(b backend.Backend, sd side) error { return b.Apply(u.f, u.alpha, sd.T(x), sd.T(y)) })
 					c.check("y", y)
 				})
 			}
@@ -205,15 +198,15 @@ func testApplyBackward(s *suite, t *testing.T) {
 		for _, u := range unaries {
 			s.each(t, "ApplyBackward", dt.Short()+"/"+u.name, func(c *tc) {
 				const rows, cols = 37, 11
-				xv := round(dt, c.uniform(rows*cols, -2.5, 2.5))
+				xv := round(dt, c.uniform(rows*cols, u.lo, u.hi))
 				yv := make([]float64, len(xv))
 				for i, v := range xv {
-					yv[i] = unaryHost(u.f, unaryAlpha, v)
+					yv[i] = u.spec.F(v, u.alpha)
 				}
 				x, y := c.put(dt, xv, rows, cols), c.put(dt, yv, rows, cols)
 				dy, dx := c.rand(dt, -1, 1, rows, cols), c.out(dt, rows, cols)
 				c.call("ApplyBackward", func(b backend.Backend, sd side) error {
-					return b.ApplyBackward(u.f, unaryAlpha, sd.T(x), sd.T(y), sd.T(dy), sd.T(dx))
+					return b.ApplyBackward(u.f, u.alpha, sd.T(x), sd.T(y), sd.T(dy), sd.T(dx))
 				})
 				c.check("dx", dx)
 			})
@@ -221,13 +214,19 @@ func testApplyBackward(s *suite, t *testing.T) {
 	}
 }
 
-// testElementwise runs every Binary with b the same shape as a, a row
-// vector [C] and a scalar [1]; divisors stay away from zero.
+// testElementwise runs every Binary of the op table with b the same shape
+// as a, a row vector [C] and a scalar [1]; divisors stay away from zero.
 func testElementwise(s *suite, t *testing.T) {
-	ops := []struct {
+	type binop struct {
 		op   backend.Binary
 		name string
-	}{{backend.Add, "Add"}, {backend.Sub, "Sub"}, {backend.Mul, "Mul"}, {backend.Div, "Div"}}
+	}
+	var ops []binop
+	for _, s := range ir.Ops {
+		if s.Class == ir.ClassBinary {
+			ops = append(ops, binop{backend.Binary(s.Code), s.Name})
+		}
+	}
 	const rows, cols = 23, 9
 	bcasts := []struct {
 		name  string

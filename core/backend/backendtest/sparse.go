@@ -299,3 +299,37 @@ func testLSTMAggregateBackward(s *suite, t *testing.T) {
 		c.check("dwhh", dwhh)
 	})
 }
+
+// testSegmentSelect covers the optional backend.SegmentSelector (skipped
+// for a candidate without it): by rank (q = 0, 0.5, 1; values with ties,
+// which go in edge order) and by position (nth = 0, 2), both index types.
+func testSegmentSelect(s *suite, t *testing.T) {
+	if _, ok := s.got.(backend.SegmentSelector); !ok {
+		t.Skipf("%s has no SegmentSelect", s.got.Name())
+	}
+	type selCase struct {
+		it  tensor.DType
+		q   float64
+		nth int
+	}
+	var vs []variant[selCase]
+	for _, it := range indexTypes {
+		for _, q := range []float64{0, 0.5, 1} {
+			vs = append(vs, variant[selCase]{fmt.Sprintf("idx=%s/q=%g", it.Short(), q), selCase{it, q, -1}})
+		}
+		for _, nth := range []int{0, 2} {
+			vs = append(vs, variant[selCase]{fmt.Sprintf("idx=%s/nth=%d", it.Short(), nth), selCase{it, 0, nth}})
+		}
+	}
+	eachGraph(s, t, "SegmentSelect", graphSpecs, vs, func(c *tc, dt tensor.DType, g *adj, v selCase) {
+		const f = 5
+		rows, e := g.csr.NumRows, int(g.csr.NNZ())
+		vals := c.put(dt, c.ints(e*f, -3, 4), e, f)
+		out, idx := c.out(dt, rows, f), c.out(v.it, rows, f)
+		c.call("SegmentSelect", func(b backend.Backend, sd side) error {
+			return b.(backend.SegmentSelector).SegmentSelect(c.ctx, sd.A(g), v.q, v.nth, sd.T(vals), sd.T(out), sd.T(idx))
+		})
+		c.exact("out", out)
+		c.exact("idx", idx)
+	})
+}

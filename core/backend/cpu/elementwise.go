@@ -107,7 +107,53 @@ func apply[T float](f backend.Unary, alpha T, x, y []T) {
 		for i, v := range x {
 			y[i] = -v
 		}
+	case backend.Log:
+		for i, v := range x {
+			y[i] = T(math.Log(float64(v)))
+		}
+	case backend.Sqrt:
+		for i, v := range x {
+			y[i] = T(math.Sqrt(float64(v)))
+		}
+	case backend.Pow:
+		for i, v := range x {
+			y[i] = T(math.Pow(float64(v), float64(alpha)))
+		}
+	case backend.Abs:
+		for i, v := range x {
+			y[i] = T(math.Abs(float64(v)))
+		}
+	case backend.Sign:
+		for i, v := range x {
+			y[i] = signOf(v)
+		}
+	case backend.ClampMin:
+		for i, v := range x {
+			y[i] = max(v, alpha)
+		}
+	case backend.ClampMax:
+		for i, v := range x {
+			y[i] = min(v, alpha)
+		}
+	case backend.Cos:
+		for i, v := range x {
+			y[i] = T(math.Cos(float64(v)))
+		}
+	case backend.Shift:
+		for i, v := range x {
+			y[i] = v + alpha
+		}
 	}
+}
+
+func signOf[T float](v T) T {
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return -1
+	}
+	return 0
 }
 
 func sigmoid(v float64) float64 {
@@ -119,8 +165,7 @@ func sigmoid(v float64) float64 {
 }
 
 // ApplyBackward computes dx = f'(x)·dy from x, y = f(x) and dy. Only the
-// operands f needs must be set: x for ReLU, LeakyReLU and ELU, y for ELU,
-// Sigmoid, Tanh and Exp.
+// operands f needs must be set (ir.OpSpec's NeedsX and NeedsY).
 func (b *Backend) ApplyBackward(f backend.Unary, alpha float64, x, y, dy, dx *tensor.Tensor) error {
 	dt, x, y, err := chk.ApplyBackward(f, x, y, dy, dx)
 	if err != nil {
@@ -201,6 +246,38 @@ func applyBackward[T float](f backend.Unary, alpha T, x, y, dy, dx []T) {
 		for i, g := range dy {
 			dx[i] = -g
 		}
+	case backend.Log:
+		for i, g := range dy {
+			dx[i] = g / x[i]
+		}
+	case backend.Sqrt:
+		for i, g := range dy {
+			dx[i] = g * 0.5 / y[i]
+		}
+	case backend.Pow:
+		for i, g := range dy {
+			dx[i] = g * T(float64(alpha)*math.Pow(float64(x[i]), float64(alpha)-1))
+		}
+	case backend.Abs:
+		for i, g := range dy {
+			dx[i] = g * signOf(x[i])
+		}
+	case backend.Sign:
+		clear(dx)
+	case backend.ClampMin, backend.ClampMax:
+		for i, g := range dy {
+			if x[i] == y[i] {
+				dx[i] = g
+			} else {
+				dx[i] = 0
+			}
+		}
+	case backend.Cos:
+		for i, g := range dy {
+			dx[i] = -g * T(math.Sin(float64(x[i])))
+		}
+	case backend.Shift:
+		copy(dx, dy)
 	}
 }
 
@@ -268,7 +345,26 @@ func binary[T float](op backend.Binary, a, b, y []T) {
 		for i := range a {
 			y[i] = a[i] / b[i]
 		}
+	case backend.Minimum:
+		for i := range a {
+			y[i] = min(a[i], b[i])
+		}
+	case backend.Maximum:
+		for i := range a {
+			y[i] = max(a[i], b[i])
+		}
+	case backend.Equal:
+		for i := range a {
+			y[i] = eq(a[i], b[i])
+		}
 	}
+}
+
+func eq[T float](a, b T) T {
+	if a == b {
+		return 1
+	}
+	return 0
 }
 
 func binScalar[T float](op backend.Binary, a []T, s T, y []T) {
@@ -289,6 +385,18 @@ func binScalar[T float](op backend.Binary, a []T, s T, y []T) {
 	case backend.Div:
 		for i := range a {
 			y[i] = a[i] / s
+		}
+	case backend.Minimum:
+		for i := range a {
+			y[i] = min(a[i], s)
+		}
+	case backend.Maximum:
+		for i := range a {
+			y[i] = max(a[i], s)
+		}
+	case backend.Equal:
+		for i := range a {
+			y[i] = eq(a[i], s)
 		}
 	}
 }

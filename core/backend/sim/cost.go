@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 
 	"strata/core/backend"
+	"strata/core/ir"
 	"strata/core/tensor"
 )
 
@@ -192,14 +194,25 @@ var prices = pricing{
 	Copy: func(dst, src *tensor.Tensor) kernel {
 		return k(dst, costGeneric, 0, 2*bytesOf(dst))
 	},
+	// Flops per element from the op table.
 	Apply: func(f backend.Unary, alpha float64, x, y *tensor.Tensor) kernel {
-		return k(y, costElementwise, elems(y), 1, 1)
+		return k(y, costElementwise, elems(y), 1, unaryFlops(f))
 	},
 	ApplyBackward: func(f backend.Unary, alpha float64, x, y, dy, dx *tensor.Tensor) kernel {
 		return k(dx, costElementwise, elems(dx), 3, 2)
 	},
 	Elementwise: func(op backend.Binary, a, x, y *tensor.Tensor) kernel {
 		return k(y, costElementwise, elems(y), 2, 1)
+	},
+	// A sort of each row's values per column: d·log2(d) comparisons per
+	// edge and column at the mean degree d.
+	SegmentSelect: func(ctx context.Context, a backend.Adj, q float64, nth int, e, out, idx *tensor.Tensor) kernel {
+		ne, r := float64(a.NNZ()), max(rows(out), 1)
+		fpe := 1.0
+		if d := ne / r; nth < 0 && d > 2 {
+			fpe = math.Log2(d)
+		}
+		return k(out, costElementwise, elems(e), 1, fpe)
 	},
 	Axpby: func(alpha float64, x *tensor.Tensor, beta float64, y *tensor.Tensor) kernel {
 		return k(y, costElementwise, elems(y), 2, 3)
@@ -245,4 +258,12 @@ var prices = pricing{
 		}
 		return k(y, costElementwise, elems(y), operands, 5)
 	},
+}
+
+// unaryFlops is the op table's flop count of a unary function (at least 1).
+func unaryFlops(f backend.Unary) float64 {
+	if s := ir.UnarySpec(uint8(f)); s != nil && s.Flops > 0 {
+		return s.Flops
+	}
+	return 1
 }

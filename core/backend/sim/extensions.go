@@ -1,6 +1,11 @@
 package sim
 
-import "strata/core/tensor"
+import (
+	"context"
+
+	"strata/core/backend"
+	"strata/core/tensor"
+)
 
 // extensions are the optional kernels of the inner backend that the
 // engine finds by type assertion; the generated wrapper offers and prices
@@ -9,4 +14,7 @@ type extensions interface {
 	// DropoutApply builds the dropout mask and applies it in one pass
 	// (see cpu.Backend.DropoutApply).
 	DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error
+	// SegmentSelect picks one in-edge value per row and column (see
+	// backend.SegmentSelector).
+	SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth int, e, out, idx *tensor.Tensor) error
 }

@@ -45,6 +45,7 @@ type pricing struct {
 	ArgmaxRows            func(x *tensor.Tensor, out *tensor.Tensor) kernel
 	AdamStep              func(p *tensor.Tensor, g *tensor.Tensor, m *tensor.Tensor, v *tensor.Tensor, lr float64, beta1 float64, beta2 float64, eps float64, wd float64, t int) kernel
 	DropoutApply          func(seed uint64, p float64, x *tensor.Tensor, mask *tensor.Tensor, y *tensor.Tensor) kernel
+	SegmentSelect         func(ctx context.Context, a backend.Adj, q float64, nth int, e *tensor.Tensor, out *tensor.Tensor, idx *tensor.Tensor) kernel
 }
 
 // GEMM implements backend.Backend: the operands' tier prices and runs it.
@@ -410,4 +411,20 @@ func (be *Backend) DropoutApply(seed uint64, p float64, x *tensor.Tensor, mask *
 		return fmt.Errorf("sim: DropoutApply: the %s backend does not offer it", in.Name())
 	}
 	return relabel(ext.DropoutApply(seed, p, unwrap(x), unwrap(mask), unwrap(y)), tier)
+}
+
+// SegmentSelect implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
+func (be *Backend) SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth int, e *tensor.Tensor, out *tensor.Tensor, idx *tensor.Tensor) error {
+	in, tier, err := be.on("SegmentSelect", "e out idx", e, out, idx)
+	if err != nil {
+		return err
+	}
+	if err := be.price(prices.SegmentSelect(ctx, a, q, nth, e, out, idx)); err != nil {
+		return err
+	}
+	ext, ok := in.(extensions)
+	if !ok {
+		return fmt.Errorf("sim: SegmentSelect: the %s backend does not offer it", in.Name())
+	}
+	return relabel(ext.SegmentSelect(ctx, unwrapAdj(a), q, nth, unwrap(e), unwrap(out), unwrap(idx)), tier)
 }

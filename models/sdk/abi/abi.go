@@ -57,6 +57,15 @@ func binary(kind unsafe.Pointer, kindLen int32, a, b int32) int32
 //go:wasmimport strata_v1 unary
 func unary(kind unsafe.Pointer, kindLen int32, x int32, alpha float64) int32
 
+//go:wasmimport strata_v1 table
+func table(kind unsafe.Pointer, kindLen int32, g, v int32, alpha float64) int32
+
+//go:wasmimport strata_v1 cfg_str
+func cfgStr(key unsafe.Pointer, keyLen int32, def unsafe.Pointer, defLen int32, buf unsafe.Pointer, capacity int32) int32
+
+//go:wasmimport strata_v1 aggregate_with
+func aggregateWith(name unsafe.Pointer, nameLen int32, g, x int32) int32
+
 //go:wasmimport strata_v1 concat
 func concat(a, b int32) int32
 
@@ -188,3 +197,32 @@ func Fail(msg string) { p, n := str(msg); fail(p, n) }
 // Log sends a line to the host; it is returned with the spec and shown with
 // trap reports.
 func Log(msg string) { p, n := str(msg); log(p, n) }
+
+// Table records a gather, segment or degree op of the op table.
+func Table(kind string, g, v int32, alpha float64) int32 {
+	p, n := str(kind)
+	return table(p, n, g, v, alpha)
+}
+
+// CfgStr returns the string option key, or def.
+func CfgStr(key, def string) string {
+	kp, kn := str(key)
+	dp, dn := str(def)
+	buf := make([]byte, 256)
+	for {
+		n := cfgStr(kp, kn, dp, dn, unsafe.Pointer(&buf[0]), int32(len(buf)))
+		if n < 0 {
+			return def
+		}
+		if int(n) <= len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, n)
+	}
+}
+
+// AggregateWith runs the registered aggregator module name on (g, x).
+func AggregateWith(name string, g, x int32) int32 {
+	p, n := str(name)
+	return aggregateWith(p, n, g, x)
+}

@@ -7,7 +7,25 @@ import "strata/models/sdk"
 
 func main() {}
 
-func init() { sdk.Register(layer) }
+func init() {
+	sdk.Register(layer)
+	sdk.RegisterAggregator(aggregate)
+}
+
+// aggregate is a broken aggregator: option aggr_mode 1 returns edge rows,
+// 2 calls itself, 3 panics; otherwise it is the sum.
+func aggregate(g, x sdk.Value) sdk.Value {
+	e := sdk.GatherSrc(g, x)
+	switch sdk.Cfg("aggr_mode", 0) {
+	case 1:
+		return e
+	case 2:
+		return sdk.Aggr("misc.wasm", g, x)
+	case 3:
+		panic("aggregator boom")
+	}
+	return sdk.SegmentSum(g, e)
+}
 
 var hoard [][]byte
 
@@ -35,6 +53,8 @@ func layer() sdk.Value {
 		sdk.Fail("option mode=5 is not supported")
 	case 6: // stdout and stderr output, then succeed
 		println("hello from the guest")
+	case 7: // an aggregator by name
+		return sdk.Aggr(sdk.CfgStr("aggr", "sum"), sdk.Graph(sdk.Adj), x)
 	}
 	return x
 }

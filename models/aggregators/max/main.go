@@ -1,0 +1,13 @@
+//go:build wasip1
+
+// Max aggregation (PyG MaxAggregation): the columnwise max of x_j over
+// N(i), 0 for a node without neighbours.
+package main
+
+import "strata/models/sdk"
+
+func main() {}
+
+func init() {
+	sdk.RegisterAggregator(func(g, x sdk.Value) sdk.Value { return sdk.SegmentMax(g, sdk.GatherSrc(g, x)) })
+}

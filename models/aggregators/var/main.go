@@ -1,0 +1,10 @@
+//go:build wasip1
+
+// Var aggregation (PyG VarAggregation): mean(x_j²) - mean(x_j)² over N(i).
+package main
+
+import "strata/models/sdk"
+
+func main() {}
+
+func init() { sdk.RegisterAggregator(sdk.Variance) }

@@ -1,0 +1,394 @@
+package layers
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/backend/cpu"
+	"strata/core/backend/sim"
+	"strata/core/engine"
+	"strata/core/graph"
+	"strata/core/ir"
+	"strata/core/modhost"
+	"strata/core/tensor"
+	"strata/core/topology"
+	"strata/models"
+	"strata/plugins/wasm"
+)
+
+// The shipped aggregators (aggregator.*), each recorded alone by the wasm
+// host, run on a small graph (an isolated node, degrees 1 to 4): their
+// forward against a dense Go reference of the PyG aggregation, their
+// backward against central finite differences in float64, and the sim
+// backend against cpu.
+
+const (
+	aggrNodes = 7
+	aggrIn    = 3
+)
+
+func aggrTestCSR() *graph.CSR {
+	edges := [][2]int64{{0, 1}, {1, 0}, {1, 2}, {2, 1}, {2, 3}, {3, 2}, {0, 3}, {3, 0}, {4, 0}, {0, 4}, {4, 2}, {2, 4}, {1, 3}, {5, 3}, {3, 5}}
+	return graph.Symmetrize(graph.FromEdges(aggrNodes, edges)) // node 6 has no neighbours
+}
+
+// aggrCase is one aggregator with its options and, when it has one, its
+// dense reference: a row of the output from the node's neighbour rows (in
+// CSR order) and its degree.
+type aggrCase struct {
+	name string
+	cfg  map[string]string
+	num  map[string]float64
+	ref  func(nbrs [][]float64) []float64
+	// tol loosens the gradient check (kinks of clamps, selections).
+	tol float64
+}
+
+func colwise(f func(v []float64) float64) func([][]float64) []float64 {
+	return func(nbrs [][]float64) []float64 {
+		out := make([]float64, aggrIn)
+		if len(nbrs) == 0 {
+			return out
+		}
+		for c := range aggrIn {
+			v := make([]float64, len(nbrs))
+			for j, r := range nbrs {
+				v[j] = r[c]
+			}
+			out[c] = f(v)
+		}
+		return out
+	}
+}
+
+func sum(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+func mean(v []float64) float64 { return sum(v) / float64(len(v)) }
+
+func variance(v []float64) float64 {
+	m, m2 := mean(v), 0.0
+	for _, x := range v {
+		m2 += x * x
+	}
+	return m2/float64(len(v)) - m*m
+}
+
+func lowerQuantile(q float64) func([]float64) float64 {
+	return func(v []float64) float64 {
+		s := slices.Clone(v)
+		sort.Float64s(s)
+		return s[int(math.Floor(q*float64(len(s)-1)))]
+	}
+}
+
+func aggrCases() []aggrCase {
+	return []aggrCase{
+		{name: "sum", ref: colwise(sum)},
+		{name: "mean", ref: colwise(mean)},
+		{name: "max", ref: colwise(slices.Max[[]float64])},
+		{name: "min", ref: colwise(slices.Min[[]float64])},
+		{name: "mul", ref: func(n [][]float64) []float64 {
+			out := colwise(func(v []float64) float64 {
+				p := 1.0
+				for _, x := range v {
+					p *= x
+				}
+				return p
+			})(n)
+			if len(n) == 0 {
+				for c := range out {
+					out[c] = 1
+				}
+			}
+			return out
+		}},
+		{name: "var", ref: colwise(variance)},
+		{name: "std", ref: colwise(func(v []float64) float64 {
+			if s := variance(v); s > 1e-5 {
+				return math.Sqrt(s)
+			}
+			return 0
+		}), tol: 1e-3},
+		{name: "softmax", num: map[string]float64{"t": 0.7}, ref: colwise(func(v []float64) float64 {
+			z, s := 0.0, 0.0
+			for _, x := range v {
+				z += math.Exp(0.7 * x)
+			}
+			for _, x := range v {
+				s += math.Exp(0.7*x) / z * x
+			}
+			return s
+		})},
+		{name: "powermean", num: map[string]float64{"p": 2}, ref: colwise(func(v []float64) float64 {
+			s := 0.0
+			for _, x := range v {
+				s += math.Pow(min(max(x, 1e-6), 100), 2)
+			}
+			return math.Sqrt(min(max(s/float64(len(v)), 1e-6), 100))
+		}), tol: 1e-3},
+		{name: "median", ref: colwise(lowerQuantile(0.5))},
+		{name: "quantile", num: map[string]float64{"q": 0.8}, ref: colwise(lowerQuantile(0.8))},
+		{name: "variance-preserving", ref: func(n [][]float64) []float64 {
+			out := colwise(sum)(n)
+			for c := range out {
+				out[c] /= math.Sqrt(math.Max(float64(len(n)), 1))
+			}
+			return out
+		}},
+		{name: "multi", cfg: map[string]string{"aggrs": "mean,max"}, ref: func(n [][]float64) []float64 {
+			return append(colwise(mean)(n), colwise(slices.Max[[]float64])(n)...)
+		}},
+		{name: "degree-scaler", cfg: map[string]string{"scaled": "sum", "scalers": "identity,amplification,attenuation,linear,inverse_linear"},
+			num: map[string]float64{"delta": 1.3, "delta_lin": 2.5}, ref: func(n [][]float64) []float64 {
+				s, d := colwise(sum)(n), float64(len(n))
+				var out []float64
+				for _, f := range []float64{1, math.Log(d+1) / 1.3, 1.3 / math.Log(math.Max(d, 1)+1), d / 2.5, 2.5 / math.Max(d, 1)} {
+					for _, v := range s {
+						out = append(out, v*f)
+					}
+				}
+				return out
+			}},
+		{name: "lstm"},
+		{name: "attentional"},
+		{name: "mlp", num: map[string]float64{"max_num": 3}},
+		{name: "deepsets"},
+	}
+}
+
+// TestAggregatorsCovered keeps the cases in step with the shipped list.
+func TestAggregatorsCovered(t *testing.T) {
+	var got []string
+	for _, c := range aggrCases() {
+		got = append(got, c.name)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, models.AggregatorNames()) {
+		t.Fatalf("cases %v, shipped %v", got, models.AggregatorNames())
+	}
+}
+
+func aggrRuntime(t *testing.T) *wasm.Runtime {
+	t.Helper()
+	rt, err := wasm.NewRuntime(context.Background(), wasm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	return rt
+}
+
+func (c aggrCase) config() modhost.LayerConfig {
+	var cfg modhost.LayerConfig
+	for k, v := range c.cfg {
+		cfg.SetString(k, v)
+	}
+	for k, v := range c.num {
+		cfg.SetFloat(k, v)
+	}
+	return cfg
+}
+
+// aggrProgram compiles an aggregator's graph on be with a random input.
+func aggrProgram(t *testing.T, be backend.Backend, tier tensor.Tier, g *ir.Graph) *engine.Program {
+	t.Helper()
+	csr := aggrTestCSR()
+	a, err := be.UploadGraph(csr, tier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eg := &engine.Graph{Adj: a}
+	if eg.Edges, err = engine.BindEdgeIndex(be, csr, tensor.Float64, tier); err != nil {
+		t.Fatal(err)
+	}
+	x, err := be.Alloc(tensor.Float64, []int{aggrNodes, aggrIn}, tier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Upload(x, aggrInput()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.Compile(g, engine.Env{Backend: be, DType: tensor.Float64, Tier: tier, Graphs: map[string]*engine.Graph{"adj": eg}, Input: x}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// aggrInput is positive and spread (distinct values: no ties for the
+// selections, away from the clamps).
+func aggrInput() []float64 {
+	x := make([]float64, aggrNodes*aggrIn)
+	for i := range x {
+		x[i] = 0.3 + 1.7*math.Mod(float64(i)*0.618034, 1)
+	}
+	return x
+}
+
+func download(t *testing.T, be backend.Backend, tt *tensor.Tensor) []float64 {
+	t.Helper()
+	v := make([]float64, tt.Numel())
+	if err := be.Download(tt, v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestAggregatorForward(t *testing.T) {
+	rt := aggrRuntime(t)
+	csr := aggrTestCSR()
+	x := aggrInput()
+	for _, c := range aggrCases() {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := rt.AggregatorGraph(context.Background(), c.name, c.config(), aggrIn, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			be := cpu.New(cpu.Options{Threads: 2})
+			p := aggrProgram(t, be, tensor.Host, g)
+			if err := p.Forward(context.Background(), engine.Mode{}); err != nil {
+				t.Fatal(err)
+			}
+			got := download(t, be, p.Output())
+			if c.ref != nil {
+				cols := len(got) / aggrNodes
+				for i := range aggrNodes {
+					var nbrs [][]float64
+					for k := csr.Indptr[i]; k < csr.Indptr[i+1]; k++ {
+						j := int(csr.Col(k))
+						nbrs = append(nbrs, x[j*aggrIn:(j+1)*aggrIn])
+					}
+					want := c.ref(nbrs)
+					if len(want) != cols {
+						t.Fatalf("node %d: %d columns, reference has %d", i, cols, len(want))
+					}
+					for k, w := range want {
+						if d := got[i*cols+k] - w; math.Abs(d) > 1e-9*math.Max(1, math.Abs(w)) {
+							t.Fatalf("node %d column %d: got %.12g, want %.12g", i, k, got[i*cols+k], w)
+						}
+					}
+				}
+			}
+			// The sim backend computes the same values on its device.
+			topo, err := topology.Preset("pcie-only", 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sb, err := sim.New(topo, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := aggrProgram(t, sb, sim.DeviceTier(0), g)
+			if err := ps.Forward(context.Background(), engine.Mode{}); err != nil {
+				t.Fatal(err)
+			}
+			if simOut := download(t, sb, ps.Output()); !slices.Equal(simOut, got) {
+				t.Fatalf("sim output %v differs from cpu %v", simOut, got)
+			}
+		})
+	}
+}
+
+// TestAggregatorGradients checks d(Σ r·out)/d(params) of every aggregator
+// (with a learnable projection in front, so the input's gradient is
+// checked too) against central finite differences.
+func TestAggregatorGradients(t *testing.T) {
+	rt := aggrRuntime(t)
+	for _, c := range aggrCases() {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := rt.AggregatorGraph(context.Background(), c.name, c.config(), aggrIn, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tol := 1e-5
+			if c.tol > 0 {
+				tol = c.tol
+			}
+			checkAggrGradients(t, g, tol)
+		})
+	}
+}
+
+// checkAggrGradients compares the backward of d(Σ r·out)/d(params) with
+// central finite differences, after moving every parameter off its
+// initial value (zero biases would put ReLUs on their kink).
+func checkAggrGradients(t *testing.T, g *ir.Graph, tol float64) {
+	t.Helper()
+	be := cpu.New(cpu.Options{Threads: 2})
+	p := aggrProgram(t, be, tensor.Host, g)
+	ctx := context.Background()
+	r := make([]float64, p.Output().Numel())
+	for i := range r {
+		r[i] = math.Sin(float64(i)*1.3) + 0.1
+	}
+	loss := func() float64 {
+		if err := p.Forward(ctx, engine.Mode{Train: true}); err != nil {
+			t.Fatal(err)
+		}
+		l := 0.0
+		for i, v := range download(t, be, p.Output()) {
+			l += r[i] * v
+		}
+		return l
+	}
+	for _, prm := range p.Params() {
+		v := download(t, be, prm.Value)
+		for i := range v {
+			v[i] += 0.05 * math.Sin(float64(i)+1)
+		}
+		if err := be.Upload(prm.Value, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loss()
+	if err := be.Upload(p.OutputGrad(), r); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Backward(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const eps = 1e-6
+	for _, prm := range p.Params() {
+		ana := download(t, be, prm.Grad)
+		vals := download(t, be, prm.Value)
+		var d2, n2 float64
+		for i := range vals {
+			orig := vals[i]
+			set := func(v float64) {
+				vals[i] = v
+				if err := be.Upload(prm.Value, vals); err != nil {
+					t.Fatal(err)
+				}
+			}
+			set(orig + eps)
+			lp := loss()
+			set(orig - eps)
+			lm := loss()
+			set(orig)
+			num := (lp - lm) / (2 * eps)
+			d2 += (num - ana[i]) * (num - ana[i])
+			n2 += num*num + ana[i]*ana[i]
+		}
+		if n2 < 1e-18 {
+			// A softmax's per-channel shift (the gate's bias)
+			// has no effect; the input's gradient must not vanish.
+			if prm.Name == "proj.weight" {
+				t.Fatalf("param %s: zero gradient", prm.Name)
+			}
+			continue
+		}
+		if rel := math.Sqrt(d2 / n2); rel > tol {
+			t.Errorf("param %s: relative error %.3g between backward and finite differences", prm.Name, rel)
+		}
+	}
+}
