@@ -171,7 +171,7 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 		if op.Alpha == 0 {
 			return p.accumulate(args[0], func(out *tensor.Tensor) error { return be.Axpby(1, dy, 0, out) })
 		}
-		return p.accumulate(args[0], func(out *tensor.Tensor) error { return be.Elementwise(backend.Mul, dy, p.aux[i].mask, out) })
+		return p.accumulate(args[0], func(out *tensor.Tensor) error { return p.dropoutBackward(i, dy, out) })
 	case ir.OpBatchNorm:
 		a := &p.aux[i]
 		x := arg(0)

@@ -3,6 +3,8 @@ package engine
 import (
 	"sort"
 
+	"strata/core/backend"
+
 	"strata/core/ir"
 	"strata/core/tensor"
 )
@@ -129,7 +131,7 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 		}
 		t := int32(i)
 		val[i] = add(KindValue, &p.vals[i], shapes[i], p.fwdT(t), p.fwdT(t))
-		if op := &p.g.Ops[i]; op.Kind == ir.OpDropout && train {
+		if op := &p.g.Ops[i]; op.Kind == ir.OpDropout && train && !p.regeneratesMasks() {
 			end := p.fwdT(t)
 			if p.needGrad[i] {
 				end = p.bwdT(t)
@@ -292,4 +294,23 @@ func (pl *plan) planned(i int32) int32 {
 		}
 	}
 	return -1
+}
+
+// regeneratesMasks reports whether dropout masks are made again in the
+// backward pass instead of kept: the backend applies dropout in one pass
+// (dropoutApplier), so dx = dy·mask is the forward's kernel run on dy with
+// the forward's seed, the same products bit for bit, and no mask is
+// stored.
+func (p *Program) regeneratesMasks() bool {
+	_, ok := p.be.(dropoutApplier)
+	return ok
+}
+
+// dropoutBackward writes dx = dy·mask for dropout op i: with the mask made
+// again from the step's seed, or the one the forward kept.
+func (p *Program) dropoutBackward(i int32, dy, dx *tensor.Tensor) error {
+	if da, ok := p.be.(dropoutApplier); ok {
+		return da.DropoutApply(mixSeed(p.mode.Seed, uint64(i)), p.g.Ops[i].Alpha, dy, nil, dx)
+	}
+	return p.be.Elementwise(backend.Mul, dy, p.aux[i].mask, dx)
 }

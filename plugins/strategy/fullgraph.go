@@ -46,7 +46,7 @@ func newFullGraph(e stepEnv) (*fullGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := train.UploadFloat32s(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
+	x, err := placeFeatures(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
 	if err != nil {
 		return nil, fmt.Errorf("upload features: %w", err)
 	}
