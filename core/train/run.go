@@ -76,6 +76,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		return interruptedEarly(ctx, err, cfg, opts, start, cfgSHA)
 	}
 	defer st.Release()
+	ds.DropMappedPages() // what training reads has been copied, or comes back from the page cache
 	if a, ok := st.(Announcer); ok && opts.Progress != nil {
 		if line := a.Announce(); line != "" {
 			fmt.Fprintln(opts.Progress, line)
