@@ -77,6 +77,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	}
 	defer st.Release()
 	ds.DropMappedPages() // what training reads has been copied, or comes back from the page cache
+	loadRSS := metrics.PeakRSS()
 	if a, ok := st.(Announcer); ok && opts.Progress != nil {
 		if line := a.Announce(); line != "" {
 			fmt.Fprintln(opts.Progress, line)
@@ -120,7 +121,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			res.TransferTimeS += l.Seconds
 		}
 	}
-	res.PeakRSSBytes = metrics.PeakRSS()
+	res.PeakRSSBytes, res.LoadPeakRSSBytes = metrics.PeakRSS(), loadRSS
 	for t, v := range be.Stats().Peak { // since the loop's last phase
 		res.PeakTierBytes[string(t)] = max(res.PeakTierBytes[string(t)], v)
 	}

@@ -110,6 +110,10 @@ func (f *fullGraph) PredictOutputs(ctx context.Context) (logits, hidden []float6
 	return logits, hidden, width, nil
 }
 
+// ReportResult implements train.ResultReporter: the bytes the program
+// holds by the engine's own accounting.
+func (f *fullGraph) ReportResult(res *train.Result) { res.ProgramBytes = f.prog.Allocated().Bytes() }
+
 // Params implements train.Stepper.
 func (f *fullGraph) Params() *engine.Params { return f.prog.ParamSet() }
 
