@@ -216,6 +216,15 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 				}
 			}
 		}
+		// A matmul's backward reads a last (for b's gradient) before it
+		// writes a's gradient: that may take a's buffer.
+		if op.Kind == ir.OpMatMul && train && p.needGrad[i] && op.Args[0] != op.Args[1] {
+			a := op.Args[0]
+			if ga, va := grad[a], val[a]; ga >= 0 && va >= 0 && ts[ga].start == p.bwdT(int32(i)) &&
+				ts[va].end == p.bwdT(int32(i)) && ts[va].numel == ts[ga].numel {
+				ts[ga].partner = va
+			}
+		}
 		if g := grad[i]; g >= 0 && train && inPlaceBackward(op) {
 			a := op.Args[0]
 			if ga := grad[a]; ga >= 0 && ts[ga].start == p.bwdT(int32(i)) && ts[ga].numel == ts[g].numel {
