@@ -159,7 +159,7 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 		return p.accumulate(args[0], func(out *tensor.Tensor) error { return be.Axpby(op.Alpha, dy, 0, out) })
 	case ir.OpReLU, ir.OpLeakyReLU, ir.OpELU, ir.OpSigmoid, ir.OpTanh:
 		return p.accumulate(args[0], func(out *tensor.Tensor) error {
-			return be.ApplyBackward(unaries[op.Kind], op.Alpha, arg(0), y, dy, out)
+			return be.ApplyBackward(unaries[op.Kind], op.Alpha, p.backwardX(i), y, dy, out)
 		})
 	case ir.OpConcat:
 		c0 := arg(0).Cols()

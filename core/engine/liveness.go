@@ -149,6 +149,7 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 			reads(p.g.Ops[a].Args[0], t)
 		}
 	}
+	p.reluSigns(val)
 	for i := range n {
 		op := &p.g.Ops[i]
 		t := int32(i)
@@ -159,6 +160,10 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 			continue
 		}
 		args, self := backwardReads(op)
+		if x := p.xFor[i]; x >= 0 {
+			args = nil
+			reads(x, p.bwdT(t))
+		}
 		for _, k := range args {
 			reads(op.Args[k], p.bwdT(t))
 		}
@@ -322,4 +327,47 @@ func (p *Program) dropoutBackward(i int32, dy, dx *tensor.Tensor) error {
 		return da.DropoutApply(mixSeed(p.mode.Seed, uint64(i)), p.g.Ops[i].Alpha, dy, nil, dx)
 	}
 	return p.be.Elementwise(backend.Mul, dy, p.aux[i].mask, dx)
+}
+
+// reluSigns finds the ReLUs whose backward can read the sign of x from
+// their dropout's output: a ReLU read only by a dropout (of a training
+// program, with a buffer) has y = relu(x) > 0 exactly where x > 0, and
+// the dropout's output z = y·mask, so where the mask keeps an element
+// z > 0 ⟺ x > 0, and where it drops one the gradient reaching the ReLU
+// is already zero. The ReLU's input then dies at its forward (the ReLU
+// runs in place over it, and the dropout over the ReLU's output), where it
+// otherwise lived until the backward. Only the sign of a zero gradient can
+// differ (+0 for dz·0 = -0).
+func (p *Program) reluSigns(val []int) {
+	n := len(p.g.Ops)
+	p.xFor = make([]int32, n)
+	readers := make([]int, n)
+	var only = make([]int32, n)
+	for i := range n {
+		p.xFor[i] = -1
+		for _, a := range p.g.Ops[i].Args {
+			readers[a]++
+			only[a] = int32(i)
+		}
+	}
+	if p.env.Inference || p.noShare {
+		return
+	}
+	for i := range n {
+		op := &p.g.Ops[i]
+		if op.Kind != ir.OpReLU || !p.needGrad[i] || readers[i] != 1 {
+			continue
+		}
+		if d := only[i]; p.g.Ops[d].Kind == ir.OpDropout && val[d] >= 0 {
+			p.xFor[i] = d
+		}
+	}
+}
+
+// backwardX is the x that unary op i's backward reads (see reluSigns).
+func (p *Program) backwardX(i int32) *tensor.Tensor {
+	if x := p.xFor[i]; x >= 0 {
+		return p.val(x)
+	}
+	return p.val(p.g.Ops[i].Args[0])
 }

@@ -77,9 +77,13 @@ type Program struct {
 	// op's backward consumes its saved state (LSTM gates), so a second
 	// Backward after one Forward is an error.
 	saved, consumes bool
-	// noShare gives every planned tensor a buffer of its own (the
-	// reference that tests compare the buffer plan with).
+	// noShare gives every planned tensor a buffer of its own and every
+	// ReLU's backward its input (the reference that tests compare the
+	// buffer plan with).
 	noShare bool
+	// xFor[i] is the value a ReLU's backward reads for its sign in place
+	// of its input (its dropout's output, see planBuffers), or -1.
+	xFor []int32
 }
 
 // opAux holds per-op state: dropout masks, argmax indices, batch statistics.
