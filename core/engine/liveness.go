@@ -329,8 +329,9 @@ func (p *Program) dropoutBackward(i int32, dy, dx *tensor.Tensor) error {
 	return p.be.Elementwise(backend.Mul, dy, p.aux[i].mask, dx)
 }
 
-// reluSigns finds the ReLUs whose backward can read the sign of x from
-// their dropout's output: a ReLU read only by a dropout (of a training
+// reluSigns finds the activations whose backward can read the sign of x
+// from a value that lives anyway: ELU's own output (below), and for a ReLU
+// its dropout's output: a ReLU read only by a dropout (of a training
 // program, with a buffer) has y = relu(x) > 0 exactly where x > 0, and
 // the dropout's output z = y·mask, so where the mask keeps an element
 // z > 0 ⟺ x > 0, and where it drops one the gradient reaching the ReLU
@@ -355,6 +356,13 @@ func (p *Program) reluSigns(val []int) {
 	}
 	for i := range n {
 		op := &p.g.Ops[i]
+		if op.Kind == ir.OpELU && op.Alpha > 0 && p.needGrad[i] {
+			// ELU's backward tests x > 0 and uses y: with α > 0, y > 0
+			// exactly where x > 0 (y = α(eˣ-1) ≤ 0 elsewhere), so y serves
+			// as x and the input dies at the forward, bit for bit.
+			p.xFor[i] = int32(i)
+			continue
+		}
 		if op.Kind != ir.OpReLU || !p.needGrad[i] || readers[i] != 1 {
 			continue
 		}
