@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"strata/core/backend"
 	"strata/core/ir"
 	"strata/core/tensor"
 )
@@ -142,14 +141,14 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 		return p.accumulateBeta(args[2], func(out *tensor.Tensor, beta float64) error {
 			return be.SpMM(ctx, g, true, arg(1), dy, beta, out)
 		})
-	case ir.OpMatMul:
-		if err := p.accumulateBeta(args[0], func(out *tensor.Tensor, beta float64) error {
-			return be.GEMM(false, true, 1, dy, arg(1), beta, out)
+	case ir.OpMatMul: // db first: the buffer plan may give a's gradient a's buffer
+		if err := p.accumulateBeta(args[1], func(out *tensor.Tensor, beta float64) error {
+			return be.GEMM(true, false, 1, arg(0), dy, beta, out)
 		}); err != nil {
 			return err
 		}
-		return p.accumulateBeta(args[1], func(out *tensor.Tensor, beta float64) error {
-			return be.GEMM(true, false, 1, arg(0), dy, beta, out)
+		return p.accumulateBeta(args[0], func(out *tensor.Tensor, beta float64) error {
+			return be.GEMM(false, true, 1, dy, arg(1), beta, out)
 		})
 	case ir.OpBias:
 		if err := p.accumulate(args[0], func(out *tensor.Tensor) error { return be.Axpby(1, dy, 0, out) }); err != nil {
@@ -168,7 +167,7 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 		if op.Alpha == 0 {
 			return p.accumulate(args[0], func(out *tensor.Tensor) error { return be.Axpby(1, dy, 0, out) })
 		}
-		return p.accumulate(args[0], func(out *tensor.Tensor) error { return be.Elementwise(backend.Mul, dy, p.aux[i].mask, out) })
+		return p.accumulate(args[0], func(out *tensor.Tensor) error { return p.dropoutBackward(i, dy, out) })
 	case ir.OpBatchNorm:
 		a := &p.aux[i]
 		x := arg(0)

@@ -363,7 +363,13 @@ func (dryBackend) SumRows(_, _ *tensor.Tensor) error                            
 func (dryBackend) HeadDot(_, _, _ *tensor.Tensor) error                         { return nil }
 func (dryBackend) HeadDotBackward(_, _, _, _, _ *tensor.Tensor) error           { return nil }
 func (dryBackend) DropoutMask(uint64, float64, *tensor.Tensor) error            { return nil }
-func (dryBackend) BatchNorm(_, _, _, _, _, _ *tensor.Tensor, _ float64) error   { return nil }
+
+// DropoutApply makes the dry backend a dropoutApplier, as the cpu backend
+// is: programs bound to it keep no dropout masks.
+func (dryBackend) DropoutApply(uint64, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
+	return nil
+}
+func (dryBackend) BatchNorm(_, _, _, _, _, _ *tensor.Tensor, _ float64) error { return nil }
 func (dryBackend) BatchNormBackward(_, _, _, _, _, _, _, _ *tensor.Tensor) error {
 	return nil
 }

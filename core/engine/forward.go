@@ -91,8 +91,7 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 		return be.CopyCols(y, a.Cols(), b, 0, b.Cols())
 	case ir.OpDropout:
 		if !m.Train || op.Alpha == 0 {
-			p.cur[i] = arg(0)
-			return nil
+			return p.passDropout(i)
 		}
 		mask := p.aux[i].mask
 		if da, ok := be.(dropoutApplier); ok {

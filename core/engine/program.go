@@ -59,6 +59,7 @@ type Param struct {
 // nothing. Parameters live in a Params that programs may share.
 type Program struct {
 	g         *ir.Graph // the planned graph (narrow ops inserted)
+	model     *ir.Graph // the graph as bound
 	plan      *plan
 	env       Env
 	be        backend.Backend
@@ -81,6 +82,13 @@ type Program struct {
 	// op's backward consumes its saved state (LSTM gates), so a second
 	// Backward after one Forward is an error.
 	saved, consumes bool
+	// noShare gives every planned tensor a buffer of its own and every
+	// ReLU's backward its input (the reference that tests compare the
+	// buffer plan with).
+	noShare bool
+	// xFor[i] is the value a ReLU's backward reads for its sign in place
+	// of its input (its dropout's output, see planBuffers), or -1.
+	xFor []int32
 }
 
 // opAux holds per-op state: dropout masks, argmax indices, batch statistics.
@@ -123,6 +131,12 @@ func Bind(g *ir.Graph, env Env, ps *Params) (*Program, error) {
 // bind is Bind, counting the program's buffers in m (a new meter when m
 // is nil).
 func bind(g *ir.Graph, env Env, ps *Params, m *meter) (*Program, error) {
+	return bindShare(g, env, ps, m, true)
+}
+
+// bindShare is bind; share=false gives every value, gradient and mask a
+// buffer of its own.
+func bindShare(g *ir.Graph, env Env, ps *Params, m *meter, share bool) (*Program, error) {
 	if m == nil {
 		m = &meter{}
 	}
@@ -138,7 +152,7 @@ func bind(g *ir.Graph, env Env, ps *Params, m *meter) (*Program, error) {
 	}
 	n := len(pl.g.Ops)
 	p := &Program{
-		g: pl.g, plan: pl, env: env, be: env.Backend, params: ps,
+		g: pl.g, model: g, plan: pl, env: env, be: env.Backend, params: ps,
 		vals:     make([]*tensor.Tensor, n),
 		cur:      make([]*tensor.Tensor, n),
 		grads:    make([]*tensor.Tensor, n),
@@ -147,6 +161,7 @@ func bind(g *ir.Graph, env Env, ps *Params, m *meter) (*Program, error) {
 		aux:      make([]opAux, n),
 		scratch:  map[string]*tensor.Tensor{},
 		meter:    m,
+		noShare:  !share,
 	}
 	if err := p.bind(); err != nil {
 		p.Release()
@@ -199,6 +214,7 @@ func (p *Program) dry() bool {
 // bind allocates values, gradients and per-op state.
 func (p *Program) bind() error {
 	p.fuseGathers()
+	shapes := make([][]int, len(p.g.Ops))
 	for i := range p.g.Ops {
 		op := &p.g.Ops[i]
 		for _, a := range op.Args {
@@ -235,23 +251,23 @@ func (p *Program) bind() error {
 		if err != nil {
 			return err
 		}
-		if p.vals[i], err = p.alloc(KindValue, shape); err != nil {
-			return fmt.Errorf("engine: op #%d %s: %w", i, op.Kind, err)
-		}
+		shapes[i] = shape
 		if err := p.bindAux(i, op, shape); err != nil {
 			return fmt.Errorf("engine: op #%d %s: %w", i, op.Kind, err)
 		}
 	}
+	// Values, gradients and dropout masks share buffers by lifetime.
+	if err := p.planBuffers(shapes, p.model); err != nil {
+		return err
+	}
+	// The input's gradient (Env.InputGrad, chunked training) is read
+	// after Backward, so it shares with nothing.
 	for i, op := range p.g.Ops {
-		if !p.needGrad[i] || op.Kind == ir.OpParam || p.aux[i].fusedInto {
-			continue
-		}
-		shape, err := p.dims(i, &op, op.Shape)
-		if err != nil {
-			return err
-		}
-		if p.grads[i], err = p.alloc(KindGrad, shape); err != nil {
-			return fmt.Errorf("engine: gradient of op #%d %s: %w", i, op.Kind, err)
+		if op.Kind == ir.OpInput && p.needGrad[i] && p.grads[i] == nil {
+			var err error
+			if p.grads[i], err = p.alloc(KindGrad, p.env.Input.Shape()); err != nil {
+				return fmt.Errorf("engine: gradient of the input: %w", err)
+			}
 		}
 	}
 	return p.checkAggregates()
@@ -276,10 +292,6 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 	}
 	var err error
 	switch op.Kind {
-	case ir.OpDropout:
-		if !p.env.Inference {
-			a.mask, err = p.alloc(KindMask, shape)
-		}
 	case ir.OpAggregate:
 		if op.Reducer == "max" {
 			a.argmax, err = p.allocT(KindIndex, tensor.Int32, shape)
@@ -372,9 +384,15 @@ func (p *Program) Restore(s map[string][]float64) error { return p.params.Restor
 // Output returns the model output tensor of the last Forward.
 func (p *Program) Output() *tensor.Tensor { return p.vals[p.g.Outputs[0]] }
 
-// Value returns op i's value after Forward (e.g. an intermediate layer's
-// output, see ir.Graph.LastHidden).
-func (p *Program) Value(i int32) *tensor.Tensor { return p.cur[i] }
+// Value returns the value of op i of the bound model after Forward (e.g.
+// an intermediate layer's output, see ir.Graph.LastHidden), or nil if the
+// model has no op i.
+func (p *Program) Value(i int32) *tensor.Tensor {
+	if j := p.plan.planned(i); j >= 0 {
+		return p.cur[j]
+	}
+	return nil
+}
 
 // InputRows returns the number of input rows (block 0's sources in a
 // mini-batch, every node in full-graph training).

@@ -248,11 +248,10 @@ func (p *Program) backwardTable(ctx context.Context, i int32, s *ir.OpSpec) erro
 	op := &p.g.Ops[i]
 	be, dy, y := p.be, p.grads[i], p.val(i)
 	args := op.Args
-	arg := func(k int) *tensor.Tensor { return p.val(args[k]) }
 	switch s.Class {
 	case ir.ClassUnary:
 		return p.accumulate(args[0], func(out *tensor.Tensor) error {
-			return be.ApplyBackward(backend.Unary(s.Code), op.Alpha, arg(0), y, dy, out)
+			return be.ApplyBackward(backend.Unary(s.Code), op.Alpha, p.backwardX(i), y, dy, out)
 		})
 	case ir.ClassBinary:
 		return p.backwardBinary(i, s, dy)

@@ -280,6 +280,7 @@ func openBinary(path string, budget int64) (*Dataset, io.Closer, error) {
 		unmap()
 		return nil, nil, err
 	}
+	d.mapped = data
 	return d, closerFunc(unmap), nil
 }
 

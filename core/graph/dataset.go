@@ -22,6 +22,7 @@ type Dataset struct {
 	Test       []int32   // node ids, ascending
 	Source     string    // path, "embedded:cora" or an rmat spec
 	Citation   string    // how to cite the data ("" if unknown)
+	mapped     []byte    // the file mapping the slices above may point into (OpenBinary)
 }
 
 // Validate checks the dataset invariants: graph shape and structure,

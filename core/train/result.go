@@ -35,27 +35,34 @@ type EpochRecord struct {
 type Result struct {
 	// Status is "diverged" for a run stopped by a non-finite loss or
 	// parameter (see DivergedError), empty for a finished run.
-	Status           string           `json:"status,omitempty"`
-	Dataset          string           `json:"dataset"`
-	Model            string           `json:"model"`
-	Mode             string           `json:"mode"`
-	Backend          string           `json:"backend"`
-	Device           string           `json:"device,omitempty"` // the GPU's name (cuda backend)
-	Epochs           int              `json:"epochs"`
-	BestEpoch        int              `json:"best_epoch"`
-	BestValidAcc     float64          `json:"best_valid_acc"`
-	TrainAcc         float64          `json:"train_acc"`
-	TestAcc          float64          `json:"test_acc"`
-	FinalLoss        float64          `json:"final_loss"`
-	EpochTimeMedianS float64          `json:"epoch_time_median_s"`
-	EvalTimeMedianS  float64          `json:"eval_time_median_s"`
-	LoadTimeS        float64          `json:"load_time_s"`
-	Nodes            int              `json:"nodes"`
-	Edges            int64            `json:"edges"`
-	Features         int              `json:"features"`
-	Classes          int              `json:"classes"`
-	Params           int64            `json:"params"`
-	PeakRSSBytes     int64            `json:"peak_rss_bytes"`
+	Status           string  `json:"status,omitempty"`
+	Dataset          string  `json:"dataset"`
+	Model            string  `json:"model"`
+	Mode             string  `json:"mode"`
+	Backend          string  `json:"backend"`
+	Device           string  `json:"device,omitempty"` // the GPU's name (cuda backend)
+	Epochs           int     `json:"epochs"`
+	BestEpoch        int     `json:"best_epoch"`
+	BestValidAcc     float64 `json:"best_valid_acc"`
+	TrainAcc         float64 `json:"train_acc"`
+	TestAcc          float64 `json:"test_acc"`
+	FinalLoss        float64 `json:"final_loss"`
+	EpochTimeMedianS float64 `json:"epoch_time_median_s"`
+	EvalTimeMedianS  float64 `json:"eval_time_median_s"`
+	LoadTimeS        float64 `json:"load_time_s"`
+	Nodes            int     `json:"nodes"`
+	Edges            int64   `json:"edges"`
+	Features         int     `json:"features"`
+	Classes          int     `json:"classes"`
+	Params           int64   `json:"params"`
+	PeakRSSBytes     int64   `json:"peak_rss_bytes"`
+	// LoadPeakRSSBytes is the peak resident memory before the first epoch
+	// (dataset loaded, stepper bound); ProgramBytes what the engine's
+	// program holds for a training step by its own accounting (values,
+	// gradients, masks, scratch; see engine.Program.Allocated), where the
+	// strategy reports it (strategy.fullgraph does).
+	LoadPeakRSSBytes int64            `json:"load_peak_rss_bytes,omitempty"`
+	ProgramBytes     int64            `json:"program_bytes,omitempty"`
 	PeakTierBytes    map[string]int64 `json:"peak_tier_bytes"`
 	// TrainPeakTierBytes is the peak during training steps only (what a
 	// step's micro-batches need), EvalPeakTierBytes during evaluations;

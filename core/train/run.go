@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
@@ -71,11 +72,17 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			cfg.CheckpointPath(), ck.meta.Model, ck.meta.ModuleSHA256, model.Name, model.SHA256)
 	}
 	be, ds, dim := env.Backend, env.Dataset, env.Dim
+	// Loading leaves garbage (parsed copies, temporaries): collect it so
+	// that the stepper's buffers reuse its memory instead of adding to it.
+	debug.FreeOSMemory()
 	st, err := strat.NewStepper(ctx, env)
 	if err != nil {
 		return interruptedEarly(ctx, err, cfg, opts, start, cfgSHA)
 	}
 	defer st.Release()
+	ds.DropMappedPages() // what training reads has been copied, or comes back from the page cache
+	debug.FreeOSMemory()
+	loadRSS := metrics.PeakRSS()
 	if a, ok := st.(Announcer); ok && opts.Progress != nil {
 		if line := a.Announce(); line != "" {
 			fmt.Fprintln(opts.Progress, line)
@@ -119,7 +126,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			res.TransferTimeS += l.Seconds
 		}
 	}
-	res.PeakRSSBytes = metrics.PeakRSS()
+	res.PeakRSSBytes, res.LoadPeakRSSBytes = metrics.PeakRSS(), loadRSS
 	for t, v := range be.Stats().Peak { // since the loop's last phase
 		res.PeakTierBytes[string(t)] = max(res.PeakTierBytes[string(t)], v)
 	}

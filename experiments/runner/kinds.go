@@ -387,6 +387,8 @@ var trainDocs = map[string]string{
 	"load_time_s":             "time to load and prepare the data and the model, seconds",
 	"params":                  "number of model parameters",
 	"peak_rss_bytes":          "peak resident memory of the process",
+	"load_peak_rss_bytes":     "peak resident memory before the first epoch (data loaded, model bound)",
+	"program_bytes":           "bytes the engine's program holds for a training step by its own accounting (full-graph)",
 	"peak_tier_bytes.*":       "peak bytes allocated on a memory tier (host, device0, ...)",
 	"train_peak_tier_bytes.*": "peak bytes on a memory tier during the training steps only",
 	"eval_peak_tier_bytes.*":  "peak bytes on a memory tier during the evaluations only",

@@ -46,7 +46,7 @@ func newFullGraph(e stepEnv) (*fullGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := train.UploadFloat32s(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
+	x, err := placeFeatures(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
 	if err != nil {
 		return nil, fmt.Errorf("upload features: %w", err)
 	}
@@ -109,6 +109,10 @@ func (f *fullGraph) PredictOutputs(ctx context.Context) (logits, hidden []float6
 	}
 	return logits, hidden, width, nil
 }
+
+// ReportResult implements train.ResultReporter: the bytes the program
+// holds by the engine's own accounting.
+func (f *fullGraph) ReportResult(res *train.Result) { res.ProgramBytes = f.prog.Allocated().Bytes() }
 
 // Params implements train.Stepper.
 func (f *fullGraph) Params() *engine.Params { return f.prog.ParamSet() }

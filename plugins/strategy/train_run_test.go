@@ -274,13 +274,15 @@ func TestSimulatedDevice(t *testing.T) {
 	if total != byPurpose || simRes.TrafficByPurpose["features"] != 2708*1433*4 {
 		t.Errorf("traffic %d bytes over links, %d by purpose %v", total, byPurpose, simRes.TrafficByPurpose)
 	}
-	if simRes.PeakTierBytes["device0"] != cpuRes.PeakTierBytes["host"] {
-		t.Errorf("device peak %d, cpu host peak %d", simRes.PeakTierBytes["device0"], cpuRes.PeakTierBytes["host"])
+	// The cpu backend trains on the host features in place (uncounted);
+	// the device holds a copy.
+	if simRes.PeakTierBytes["device0"] != cpuRes.PeakTierBytes["host"]+2708*1433*4 {
+		t.Errorf("device peak %d, cpu host peak %d + features", simRes.PeakTierBytes["device0"], cpuRes.PeakTierBytes["host"])
 	}
 
-	small := []string{`train.backend="sim"`, "devices.memory_bytes=40000000"}
+	small := []string{`train.backend="sim"`, "devices.memory_bytes=30000000"}
 	if _, err := train.Run(ctx, mustParse(t, coraBase, small...), opts); err == nil || !strings.Contains(err.Error(), "device0 out of memory") {
-		t.Fatalf("whole graph on a 40 MB device: error %v, want out of memory", err)
+		t.Fatalf("whole graph on a 30 MB device: error %v, want out of memory", err)
 	}
 	var peaks []int64
 	for _, k := range []string{"2", "8"} {
@@ -290,7 +292,7 @@ func TestSimulatedDevice(t *testing.T) {
 		}
 		peaks = append(peaks, r.PeakTierBytes["device0"])
 	}
-	if !(peaks[1] < peaks[0] && peaks[0] <= 40000000) {
+	if !(peaks[1] < peaks[0] && peaks[0] <= 30000000) {
 		t.Errorf("device peaks %v for 2 and 8 micro-batches: want them under capacity and falling", peaks)
 	}
 }

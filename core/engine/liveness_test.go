@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/ir"
+	"strata/core/tensor"
+)
+
+// chainLayer strings together the elementwise ops that the buffer plan
+// runs in place (bias, ReLU, dropout, tanh, add, scale, sigmoid, ELU) with
+// a value read twice and one read by the backward (tanh's output).
+func chainLayer(b *ir.Builder, in, out int64, last bool) int32 {
+	x := b.Input("x", in)
+	h := b.Aggregate(b.Graph("adj_self"), b.MatMul(x, b.Param("w", []int64{in, out}, "glorot")), "gcn")
+	h = b.Unary(ir.OpReLU, b.Bias(h, b.Param("b", []int64{out}, "normal")), 0)
+	h = b.Unary(ir.OpDropout, h, 0.5)
+	t := b.Unary(ir.OpTanh, h, 0)
+	h = b.Binary(ir.OpAdd, t, b.MatMul(x, b.Param("wr", []int64{in, out}, "glorot")))
+	h = b.Unary(ir.OpScale, b.Binary(ir.OpMul, h, t), 0.5)
+	if !last {
+		h = b.Unary(ir.OpELU, b.Unary(ir.OpSigmoid, h, 0), 1)
+	}
+	return h
+}
+
+// TestBufferPlanMatchesUnshared runs every test model, full-graph and on
+// blocks, with the buffer plan and with a buffer for every value, gradient
+// and mask: the losses, outputs, last hidden values and parameter
+// gradients of a training step, and the outputs of an evaluation forward,
+// agree bit for bit, and the plan holds fewer bytes.
+func TestBufferPlanMatchesUnshared(t *testing.T) {
+	models := maps.Clone(blockModels)
+	models["mix"], models["chain"] = mixLayer, chainLayer
+	f := randomBlockFixture(23, 60, 200)
+	seeds := []int32{1, 5, 9, 17, 33, 40}
+	ctx := context.Background()
+	for _, name := range slices.Sorted(maps.Keys(models)) {
+		for _, blocks := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/blocks=%v", name, blocks), func(t *testing.T) {
+				g := linkLayers(t, models[name], []int64{inDim, width, classes})
+				var got [2][][]float64
+				var held [2]int64
+				for k, share := range []bool{true, false} {
+					ps, err := NewParams(g, f.be, tensor.Float32, tensor.Host, 3)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer ps.Release()
+					env := f.fullEnv(t, tensor.Float32)
+					if blocks {
+						env = f.blockEnv(t, seeds, tensor.Float32)
+					}
+					p, err := bindShare(g, env, ps, nil, share)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer p.Release()
+					held[k] = p.Allocated().Bytes()
+					down := func(x *tensor.Tensor) {
+						v, err := downloadFloats(f.be, x)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got[k] = append(got[k], v)
+					}
+					for step := range 2 {
+						if err := p.Forward(ctx, Mode{Train: true, Seed: uint64(step + 1)}); err != nil {
+							t.Fatal(err)
+						}
+						down(p.Output())
+						if err := f.be.Fill(p.OutputGrad(), 0.25); err != nil {
+							t.Fatal(err)
+						}
+						if err := p.Backward(ctx); err != nil {
+							t.Fatal(err)
+						}
+						for _, pr := range p.Params() {
+							down(pr.Grad)
+						}
+					}
+					if err := p.Forward(ctx, Mode{}); err != nil {
+						t.Fatal(err)
+					}
+					down(p.Output())
+					if h, ok := g.LastHidden(); ok {
+						down(p.Value(h))
+					}
+				}
+				for i := range got[0] {
+					if !slices.Equal(got[0][i], got[1][i]) {
+						t.Fatalf("result %d differs: planned %v, unshared %v", i, got[0][i][:min(4, len(got[0][i]))], got[1][i][:min(4, len(got[1][i]))])
+					}
+				}
+				if held[0] >= held[1] && name != "sage-lstm" {
+					t.Errorf("the plan holds %d bytes, unshared %d", held[0], held[1])
+				}
+				t.Logf("planned %d bytes, unshared %d", held[0], held[1])
+			})
+		}
+	}
+}
+
+var _ backend.Backend = dryBackend{}

@@ -1,0 +1,32 @@
+package graph
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// TestDropMappedPages: a mapped dataset reads the same after its pages
+// were dropped, and a dataset in ordinary memory is left alone.
+func TestDropMappedPages(t *testing.T) {
+	for name, d := range binDatasets(t) {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "g.strata")
+			if err := WriteBinary(p, d); err != nil {
+				t.Fatal(err)
+			}
+			got, closer, err := OpenBinary(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closer.Close()
+			got.DropMappedPages()
+			if diff := sameDataset(got, d); diff != "" {
+				t.Errorf("after dropping the pages: %s", diff)
+			}
+			d.DropMappedPages() // not mapped: nothing happens
+			if diff := sameDataset(got, d); diff != "" {
+				t.Errorf("after dropping an unmapped dataset's pages: %s", diff)
+			}
+		})
+	}
+}
