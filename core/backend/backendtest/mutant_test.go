@@ -148,6 +148,12 @@ func (m mutant) SpMMMax(ctx context.Context, a backend.Adj, x, y, argmax *tensor
 	return m.bump(m.Backend.SpMMMax(ctx, un(a), x, y, argmax), y, argmax)
 }
 
+// SegmentSelect is the optional backend.SegmentSelector of the wrapped
+// backend, broken like every other op.
+func (m mutant) SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth int, e, out, idx *tensor.Tensor) error {
+	return m.bump(m.Backend.(backend.SegmentSelector).SegmentSelect(ctx, un(a), q, nth, e, out, idx), out, idx)
+}
+
 func (m mutant) ScatterArgmax(argmax, dy, dx *tensor.Tensor) error {
 	return m.bump(m.Backend.ScatterArgmax(argmax, dy, dx), dx)
 }
