@@ -161,7 +161,11 @@ func bindShare(g *ir.Graph, env Env, ps *Params, m *meter, share bool) (*Program
 		aux:      make([]opAux, n),
 		scratch:  map[string]*tensor.Tensor{},
 		meter:    m,
-		noShare:  !share,
+		// Layer programs of chunked training (Env.InputGrad) keep a
+		// buffer per tensor: their saved state is copied out and back
+		// between chunks (Saved, Resume), and chunking is what bounds
+		// their memory.
+		noShare: !share || env.InputGrad,
 	}
 	if err := p.bind(); err != nil {
 		p.Release()

@@ -357,8 +357,8 @@ func TestMiniBatchMicroPipeline(t *testing.T) {
 // TestBettyAutoConfig trains the shipped configs/betty-auto-cora.toml: its
 // whole batch does not fit the simulated device, "auto" picks K from the
 // estimate, the peak stays under the capacity, and the test accuracy is
-// within 0.5 points of the same run on an unconstrained device (full
-// graph, one piece). With -short it trains 10 epochs and skips the
+// no more than 0.5 points below the same run on an unconstrained device
+// (full graph, one piece). With -short it trains 10 epochs and skips the
 // accuracy check.
 func TestBettyAutoConfig(t *testing.T) {
 	ctx := context.Background()
@@ -390,8 +390,11 @@ func TestBettyAutoConfig(t *testing.T) {
 	if !auto.MicroBatchesAuto || auto.MicroBatches < 2 || auto.PeakTierBytes["device0"] > capacity || ref.PeakTierBytes["device0"] <= capacity {
 		t.Errorf("auto K=%d peak %d, unconstrained peak %d, capacity %d", auto.MicroBatches, auto.PeakTierBytes["device0"], ref.PeakTierBytes["device0"], capacity)
 	}
-	if !testing.Short() && math.Abs(auto.TestAcc-ref.TestAcc) > 0.005 {
-		t.Errorf("test accuracy %.3f with micro-batches, %.3f unconstrained: more than 0.5 points apart", auto.TestAcc, ref.TestAcc)
+	// Micro-batches draw their dropout masks per micro-batch, so the two
+	// runs differ as two seeds do (TestMicroBatchesMatchFullGraph holds
+	// them equal without dropout); what must not happen is a loss.
+	if !testing.Short() && auto.TestAcc < ref.TestAcc-0.005 {
+		t.Errorf("test accuracy %.3f with micro-batches, %.3f unconstrained: more than 0.5 points lost", auto.TestAcc, ref.TestAcc)
 	}
 }
 
