@@ -225,10 +225,10 @@ func TestMalformedInputs(t *testing.T) {
 		}, []string{`bad.toml:4: model.options.heads: expected integer, float, boolean or string, got array [8]`}},
 		{"config/option-string-for-number", func(t testing.TB) []string {
 			return validate(conf(t, cora+"[model]\nname = \"gat\"\n[model.options]\nheads = \"8\"\n"))
-		}, []string{`op #0 cfg_i64: option "heads" = "8" is a string; the module reads it as a number`}},
+		}, []string{`bad.toml:6: model.options.heads = "8": layer 0 of 2:`, `op #0 cfg_i64: option "heads" = "8" is a string; the module reads it as a number`}},
 		{"config/unknown-aggregator", func(t testing.TB) []string {
 			return validate(conf(t, cora+"[model]\nname = \"sage\"\n[model.options]\naggr = \"powermaen\"\n"))
-		}, []string{`unknown aggregator "powermaen" (registered: attentional, deepsets,`, "powermean"}},
+		}, []string{`bad.toml:6: model.options.aggr = "powermaen": layer 0 of 2:`, `unknown aggregator "powermaen" (registered: attentional, deepsets,`, "powermean"}},
 		{"config/module-not-wasm-path", func(t testing.TB) []string {
 			return validate(conf(t, cora+"[model]\nmodule = \"layer.so\"\n"))
 		}, []string{`bad.toml:4: model.module = "layer.so": expected a path to a .wasm file`}},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"strata/core/config"
@@ -77,6 +78,9 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 		}
 		spec, err := mod.LayerSpec(ctx, lc)
 		if err != nil {
+			if k, ok := blamedOption(cfg, err); ok {
+				return nil, cfg.KeyError(fmt.Sprintf("model.options.%s = %q: layer %d of %d: %v", k, cfg.Model.Options[k], l, m.Layers, err), "model", "options", k)
+			}
 			return nil, fmt.Errorf("layer %d of %d: %w", l, m.Layers, err)
 		}
 		for _, k := range spec.KeysRead {
@@ -175,4 +179,21 @@ func userOptions(cfg *config.Config) (modhost.LayerConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// blamedOption returns the string option of model.options whose value a
+// layer module's error quotes (an unknown aggregator name, a string where
+// the module reads a number), so the error can name its key and line.
+func blamedOption(cfg *config.Config, err error) (string, bool) {
+	keys := make([]string, 0, len(cfg.Model.Options))
+	for k := range cfg.Model.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v, ok := cfg.Model.Options[k].(string); ok && strings.Contains(err.Error(), strconv.Quote(v)) {
+			return k, true
+		}
+	}
+	return "", false
 }
