@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"strata/core/graph"
+	"strata/core/sampling"
 )
 
 // SampleRows samples the neighbours that Sample with the same rng draws for
@@ -33,28 +34,14 @@ func SampleRows(g *graph.CSR, rows, dst []int32, l, fanout int, replace bool, rn
 	ws := &workerScratch{}
 	for i, r := range rows {
 		out := nbr[indptr[i]:indptr[i+1]]
-		start, deg := ip[r], ip[r+1]-ip[r]
-		var sel []int64 // positions in the row; nil: all of them
-		if len(out) > 0 && !(k < 0 || !replace && deg <= k) {
-			rs := newRNG(rng, l, dst[i])
-			if replace {
-				for range k {
-					sel = append(sel, rs.below(deg))
-				}
-			} else {
-				sel = pickSorted(&rs, deg, k, false, ws)
-			}
+		if len(out) == 0 {
+			continue
 		}
-		for q := range out {
-			p := int64(q)
-			if sel != nil {
-				p = sel[q]
-			}
-			if g.Idx32 != nil {
-				out[q] = g.Idx32[start+p]
-			} else {
-				out[q] = int32(g.Idx64[start+p])
-			}
+		start := ip[r]
+		if sel := uniformPick(rng, l, dst[i], ip[r+1]-start, k, replace, ws); sel != nil {
+			sampling.ReadAt(g, start, sel, out)
+		} else {
+			sampling.ReadRow(g, start, out)
 		}
 	}
 	return indptr, nbr, nil

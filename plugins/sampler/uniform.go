@@ -112,26 +112,31 @@ func (u *Uniform) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng u
 				if len(out) == 0 {
 					continue
 				}
-				if k < 0 || !replace && deg <= k {
-					g.Neighbors(v, nil, out)
-					continue
-				}
-				r := newRNG(rng, l, v)
-				var sel []int64
-				if replace {
-					sel = ws.sel[:0]
-					for range k {
-						sel = append(sel, r.below(deg))
-					}
-					ws.sel = sel
-				} else {
-					sel = pickSorted(&r, deg, k, false, ws)
-				}
-				g.Neighbors(v, sel, out)
+				g.Neighbors(v, uniformPick(rng, l, v, deg, k, replace, ws), out)
 			}
 		})
 		return indptr, nbr, nil, nil
 	})
+}
+
+// uniformPick returns the positions in v's row of deg in-edges that
+// v's draw in layer l takes with fanout k (nil: the whole row, in order).
+// The draw depends only on (rng, l, v), so any process sampling v draws
+// the same (SampleRows). The result may live in ws until its next use.
+func uniformPick(rng uint64, l int, v int32, deg, k int64, replace bool, ws *workerScratch) []int64 {
+	if k < 0 || !replace && deg <= k {
+		return nil
+	}
+	r := newRNG(rng, l, v)
+	if !replace {
+		return pickSorted(&r, deg, k, false, ws)
+	}
+	sel := ws.sel[:0]
+	for range k {
+		sel = append(sel, r.below(deg))
+	}
+	ws.sel = sel
+	return sel
 }
 
 // floyd appends k distinct positions drawn uniformly from [0, deg) (k <
