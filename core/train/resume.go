@@ -3,6 +3,7 @@ package train
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"strata/core/backend"
 	"strata/core/tensor"
@@ -73,15 +74,7 @@ func addTraffic(a, b []backend.LinkTraffic, sign int) []backend.LinkTraffic {
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(x, y backend.LinkTraffic) int {
-		switch {
-		case x.Link < y.Link:
-			return -1
-		case x.Link > y.Link:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(x, y backend.LinkTraffic) int { return strings.Compare(x.Link, y.Link) })
 	return out
 }
 

@@ -137,27 +137,13 @@ func TestPhasePeaks(t *testing.T) {
 func TestPredictOutputsAgree(t *testing.T) {
 	outputs := func(t *testing.T, sets ...string) (logits, hidden []float64, width int) {
 		t.Helper()
-		ctx := context.Background()
-		cfg := mustParse(t, coraBase, append([]string{`train.dtype="float64"`, `model.name="sage"`}, sets...)...)
-		strat, err := train.StrategyFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env, _, closeEnv, err := train.NewEnv(ctx, cfg, testHost(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer closeEnv()
-		st, err := strat.NewStepper(ctx, env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Release()
+		_, st := newTestStepper(t, mustParse(t, coraBase, append([]string{`train.dtype="float64"`, `model.name="sage"`}, sets...)...))
 		op, ok := st.(train.OutputPredictor)
 		if !ok {
 			t.Fatalf("%v: the stepper gives no outputs", sets)
 		}
-		if logits, hidden, width, err = op.PredictOutputs(ctx); err != nil {
+		var err error
+		if logits, hidden, width, err = op.PredictOutputs(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		return logits, hidden, width
