@@ -313,12 +313,7 @@ func (d *decoder) inRange(path []string, f *field, x float64, text string) bool 
 		msg += fmt.Sprintf(" or %q (%s)", f.word.text, f.word.meaning)
 	}
 	if f.special != nil {
-		if unset, ok := strings.CutPrefix(f.special.meaning, "unset: "); ok {
-			// The special value is the key's absence: say so, not the sentinel.
-			msg += "; leave the key out for the default (" + unset + ")"
-		} else {
-			msg += fmt.Sprintf(" or %s (%s)", f.special.text, f.special.meaning)
-		}
+		msg += " " + f.special.describe()
 	}
 	d.errorf(path, "%s = %s: %s", d.name(path), text, msg)
 	return false

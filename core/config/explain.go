@@ -60,6 +60,12 @@ func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []
 			fmt.Fprintf(b, "%s# [%s.%s]   (empty by default)\n", indent, section, f.key)
 		case f.required && f.example != "" && fv.IsZero():
 			fmt.Fprintf(b, "%s%s = %s\n", indent, f.key, strconv.Quote(f.example))
+		case f.special != nil && fv.CanFloat() && fv.Float() == f.special.value:
+			if _, unset := f.special.unset(); unset {
+				fmt.Fprintf(b, "%s# %s =   (left out by default)\n", indent, f.key)
+				break
+			}
+			fmt.Fprintf(b, "%s%s = %s\n", indent, f.key, goValue(fv))
 		default:
 			fmt.Fprintf(b, "%s%s = %s\n", indent, f.key, goValue(fv))
 		}

@@ -38,6 +38,21 @@ type field struct {
 	omitdef  bool     // hash:"omitdefault" (a section of Config): left out when it is the default
 }
 
+// describe says how a config gives the special value: "or -1 (same as
+// model.dropout)", or, for a value that stands for the key's absence
+// (meaning "unset: ..."), "or left out (...)" — the sentinel itself is
+// never offered.
+func (s *special) describe() string {
+	if unset, ok := s.unset(); ok {
+		return "or left out (" + unset + ")"
+	}
+	return fmt.Sprintf("or %s (%s)", s.text, s.meaning)
+}
+
+// unset reports whether the special value stands for the key's absence,
+// and what that means.
+func (s *special) unset() (string, bool) { return strings.CutPrefix(s.meaning, "unset: ") }
+
 // special is one extra allowed value outside a field's range.
 type special struct {
 	value   float64
@@ -260,11 +275,11 @@ func (f *field) constraint() string {
 	if f.rng != nil {
 		s += " " + f.rng.String()
 	}
-	if f.special != nil {
-		s += fmt.Sprintf(" or %s (%s)", f.special.text, f.special.meaning)
-	}
 	if f.word != nil {
 		s += fmt.Sprintf(" or %q (%s)", f.word.text, f.word.meaning)
+	}
+	if f.special != nil {
+		s += " " + f.special.describe()
 	}
 	return s
 }

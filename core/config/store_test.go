@@ -20,8 +20,8 @@ func TestStoreSection(t *testing.T) {
 		{minimal + "[store]\ngraph_ratio = \"auto\"\n", GraphRatioAuto, ""},
 		{minimal + "[store]\ngraph_ratio = 1.5\n", 0, `store.graph_ratio = 1.5: must be in [0, 1] or "auto" (`},
 		// The internal "unset" sentinel is never offered as a value.
-		{minimal + "[store]\ngraph_ratio = 2\n", 0, "; leave the key out for the default (the samplers read the host graph)"},
-		{minimal + "[store]\nfeature_ratio = -1\n", 0, "store.feature_ratio = -1: must be in [0, 1]; leave the key out for the default"},
+		{minimal + "[store]\ngraph_ratio = 2\n", 0, " or left out (the samplers read the host graph)"},
+		{minimal + "[store]\nfeature_ratio = -1\n", 0, "store.feature_ratio = -1: must be in [0, 1] or left out ("},
 		{minimal + "[store]\ngraph_ratio = \"aut\"\n", 0, `store.graph_ratio = "aut": the only string store.graph_ratio takes is "auto"`},
 		{minimal + "[store]\nfeature_ratio = -0.5\n", 0, "store.feature_ratio = -0.5"},
 		{minimal + "[store]\nplacement = \"striped\"\n", 0, "store.placement"},
