@@ -165,8 +165,9 @@ type RankStats struct {
 	TrainNodes int              `json:"train_nodes"` // training nodes it owns
 	SentBytes  int64            `json:"sent_bytes"`
 	SentBy     map[string]int64 `json:"sent_by_purpose"`
-	// PredictedFeatureBytes is, for strategy.distfull, the feature bytes
-	// the partition says the rank sends each epoch (the rows of its
-	// nodes in the other ranks' L-hop halos).
-	PredictedFeatureBytes int64 `json:"predicted_feature_bytes,omitempty"`
+	// PredictedBy are the bytes the partition predicts the rank sends
+	// each epoch, by purpose (the keys of SentBy it predicts):
+	// strategy.distfull's halo rows per layer, exactly; strategy.distmini's
+	// expected feature rows of the sampled neighbourhoods.
+	PredictedBy map[string]int64 `json:"predicted_by_purpose,omitempty"`
 }

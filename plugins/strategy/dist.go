@@ -47,11 +47,13 @@ type distRank struct {
 	// "eval-" while predicting.
 	phase string
 	// Figures of the last epoch and every epoch's time.
-	times   []float64
-	commS   float64
-	before  map[string]int64 // counts when the last epoch started
-	lastBy  map[string]int64 // the last epoch's bytes by purpose
-	predict int64            // distfull: predicted feature bytes per epoch
+	times  []float64
+	commS  float64
+	before map[string]int64 // counts when the last epoch started
+	lastBy map[string]int64 // the last epoch's bytes by purpose
+	// predicted are the bytes per epoch by purpose that the partition
+	// predicts this rank sends (nil: no prediction).
+	predicted map[string]int64
 }
 
 // newDistRank partitions the graph among the ranks of the context's
@@ -334,6 +336,13 @@ func (d *distRank) step(ctx context.Context, mine []int32, total int, rng, seed 
 	} else if err := d.r.ps.ZeroGrads(); err != nil {
 		return 0, err
 	}
+	return d.reduceAndUpdate(ctx, loss, update)
+}
+
+// reduceAndUpdate sums the ranks' parameter gradients and their shares of
+// the loss (a collective), then takes the optimizer step; it returns the
+// loss.
+func (d *distRank) reduceAndUpdate(ctx context.Context, loss float64, update func() error) (float64, error) {
 	if err := d.allReduceGrads(ctx); err != nil {
 		return 0, err
 	}
@@ -423,6 +432,12 @@ func (d *distRank) predictAll(ctx context.Context, pred []int32) error {
 			return err
 		}
 	}
+	return d.gatherPredictions(ctx, out, pred)
+}
+
+// gatherPredictions gives every rank every rank's predictions (out: this
+// rank's, in owned order) in pred (a collective).
+func (d *distRank) gatherPredictions(ctx context.Context, out, pred []int32) error {
 	all, err := comm.AllGather(ctx, d.c, "eval-predictions", comm.Bytes(out))
 	if err != nil {
 		return err
@@ -464,7 +479,7 @@ func (d *distRank) report(res *train.Result) {
 		res.Partitioner = d.part
 	}
 	st := train.RankStats{Rank: d.c.Rank(), CommS: d.commS, Nodes: len(d.owned[d.c.Rank()]), TrainNodes: d.train,
-		SentBytes: comm.Total(d.lastBy), SentBy: d.lastBy, PredictedFeatureBytes: d.predict}
+		SentBytes: comm.Total(d.lastBy), SentBy: d.lastBy, PredictedBy: d.predicted}
 	if len(d.times) > 0 {
 		s := slices.Clone(d.times)
 		slices.Sort(s)

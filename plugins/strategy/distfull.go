@@ -6,21 +6,28 @@ import (
 	"slices"
 	"time"
 
+	"strata/core/backend"
 	"strata/core/comm"
+	"strata/core/engine"
+	"strata/core/graph"
+	"strata/core/ir"
 	"strata/core/registry"
+	"strata/core/tensor"
 	"strata/core/train"
 )
 
 // DistFull is strategy.distfull: distributed full-graph training over the
-// ranks of an MPI job. Each rank owns a partition's nodes (their in-edges
-// and feature rows) and computes the loss of the training nodes it owns
-// over their full L-hop neighbourhoods: each step it fetches the
-// neighbour lists and feature rows of the halo (the nodes of that
-// neighbourhood owned by other ranks) by all-to-all-v, and the gradients
-// are all-reduced: one optimizer step per epoch, the gradient of
-// strategy.fullgraph. The halo is exchanged once per step for all L hops
-// (its input rows), not layer by layer: the layers of one model run as
-// one program.
+// ranks of an MPI job, layer by layer. Each rank owns a partition's nodes
+// (their in-edges and feature rows) and computes, at every layer, the
+// output rows of its own nodes only. Before each layer it receives, by
+// all-to-all-v, the rows of that layer's input that its nodes' in-edges
+// read and other ranks own (its 1-hop halo), and sends the rows of its
+// own nodes that the other ranks' halos hold; in backward each rank sends
+// the gradients of its halo rows back to their owners, which add them to
+// their own in rank order. The parameter gradients are all-reduced: one
+// optimizer step per epoch, the gradient of strategy.fullgraph. The
+// layers run one at a time (ir.Graph.SplitLayers), as in
+// strategy.chunked: HongTu's chunk machinery with one chunk per rank.
 type DistFull struct{}
 
 var (
@@ -31,7 +38,7 @@ var (
 // StrataModule implements registry.Module.
 func (*DistFull) StrataModule() registry.ModuleInfo {
 	return registry.ModuleInfo{ID: "strategy.distfull", New: func() registry.Module { return new(DistFull) },
-		Doc: "distributed full-graph training over MPI ranks: a METIS partition per rank, the L-hop halo's rows by all-to-all-v, all-reduced gradients (docs/distributed.md)"}
+		Doc: "distributed full-graph training over MPI ranks: a METIS partition per rank, each layer's 1-hop halo rows (forward) and their gradients (backward) by all-to-all-v, all-reduced parameter gradients (docs/distributed.md)"}
 }
 
 // Distributed implements comm.Distributed.
@@ -42,35 +49,421 @@ func (*DistFull) Uses() train.Uses { return train.Uses{RankPartition: true} }
 
 // NewStepper implements train.Strategy.
 func (*DistFull) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
-	layers := 0
-	for _, op := range env.Model.Ops {
-		layers = max(layers, int(op.Layer)+1)
+	e := envOf(env)
+	for _, op := range e.model.Ops {
+		if op.Kind == ir.OpBatchNorm {
+			return nil, env.Config.KeyError("model.options.batchnorm: distfull normalises each rank's rows apart, which is not the whole graph's batch statistics; remove batchnorm or use train.mode = \"fullgraph\"", "model", "options", "batchnorm")
+		}
 	}
-	d, err := newDistRank(ctx, env.Config, envOf(env), slices.Repeat([]int{-1}, layers), false)
+	layers, err := e.model.SplitLayers()
+	if err != nil {
+		return nil, fmt.Errorf("distfull runs the model layer by layer: %w", err)
+	}
+	d, err := newDistRank(ctx, env.Config, e, slices.Repeat([]int{-1}, len(layers)), false)
 	if err != nil {
 		return nil, err
 	}
-	f := &distFull{distRank: d}
-	f.predict = f.predictedFeatureBytes()
+	f := &distFull{distRank: d, layers: layers, used: graphsPerLayer(e.model)}
+	for _, lg := range layers {
+		f.widths = append(f.widths, int(lg.Ops[0].Shape[1]))
+	}
+	f.widths = append(f.widths, int(e.model.Ops[e.model.Outputs[0]].Shape[1]))
+	if err := f.plan(ctx); err != nil {
+		d.Release()
+		return nil, err
+	}
+	f.predicted = f.predictedBytes(haloRows(e.adjs.Adj, d.owner, d.c.Rank(), d.c.Size()))
 	return f, nil
 }
 
-type distFull struct{ *distRank }
+// distFull is a rank of strategy.distfull.
+type distFull struct {
+	*distRank
+	layers []*ir.Graph       // the model, one graph per layer
+	used   []map[string]bool // the graphs each layer reads
+	widths []int             // widths[l]: layer l's input; widths[L]: the classes
+	// src are the rows a layer reads: the rank's own nodes first (in
+	// owned order, so local row i is owned[me][i]), then the halo.
+	src    []int32
+	graphs map[string]*chunkGraph // the own rows' in-edges, in local ids
+	// halo[j] are the positions in src of the halo rows rank j owns;
+	// serve[j] the rows (into the own nodes) of the nodes rank j's halo
+	// holds, in the order rank j lists them.
+	halo, serve [][]int32
+	trainRows   []int32 // own rows of the training nodes
+	labels      []int32 // the labels of the own rows
+}
 
 var _ train.ResultReporter = (*distFull)(nil)
+
+// plan builds the rank's layer graph (its nodes' in-edges, with the whole
+// graph's GCN and mean weights) and its halo, and tells every owner which
+// of its rows this rank's halo holds (one all-to-all-v, before training).
+func (f *distFull) plan(ctx context.Context) error {
+	me := f.c.Rank()
+	mine := f.owned[me]
+	f.src = slices.Clone(mine)
+	local := make(map[int32]int32) // halo node -> local id
+	f.halo = make([][]int32, f.c.Size())
+	for _, u := range f.topo.Idx32 {
+		if f.owner[u] == int32(me) {
+			continue
+		}
+		if _, ok := local[u]; !ok {
+			local[u] = int32(len(f.src))
+			f.halo[f.owner[u]] = append(f.halo[f.owner[u]], int32(len(f.src)))
+			f.src = append(f.src, u)
+		}
+	}
+	lid := func(u int32) int32 {
+		if f.owner[u] == int32(me) {
+			return f.row[u]
+		}
+		return local[u]
+	}
+	f.graphs = map[string]*chunkGraph{}
+	for _, used := range f.used {
+		for name := range used {
+			if f.graphs[name] != nil {
+				continue
+			}
+			isq := f.r.isqBase
+			if name == "adj_self" {
+				isq = f.r.isqSelf
+			}
+			csr := &graph.CSR{NumRows: len(mine), NumCols: len(f.src), Indptr: make([]int64, len(mine)+1), Idx32: make([]int32, 0, len(f.topo.Idx32))}
+			for i := range mine {
+				start := len(csr.Idx32)
+				for k := f.topo.Indptr[i]; k < f.topo.Indptr[i+1]; k++ {
+					csr.Idx32 = append(csr.Idx32, lid(f.topo.Idx32[k]))
+				}
+				if name == "adj_self" && !slices.Contains(csr.Idx32[start:], int32(i)) {
+					csr.Idx32 = append(csr.Idx32, int32(i))
+					slices.Sort(csr.Idx32[start:])
+				}
+				csr.Indptr[i+1] = int64(len(csr.Idx32))
+			}
+			cg := &chunkGraph{csr: csr, gcn: make([]float32, len(csr.Idx32)), mean: graph.MeanNorm(csr)}
+			for i, v := range mine {
+				for k := csr.Indptr[i]; k < csr.Indptr[i+1]; k++ {
+					cg.gcn[k] = float32(isq[v] * isq[f.src[csr.Idx32[k]]])
+				}
+			}
+			f.graphs[name] = cg
+		}
+	}
+	isTrain := map[int32]bool{}
+	for _, v := range f.e.ds.Train {
+		isTrain[v] = true
+	}
+	for i, v := range mine {
+		f.labels = append(f.labels, f.e.ds.Labels[v])
+		if isTrain[v] {
+			f.trainRows = append(f.trainRows, int32(i))
+		}
+	}
+	send := make([][]byte, f.c.Size())
+	for j, pos := range f.halo {
+		ids := make([]int32, len(pos))
+		for i, p := range pos {
+			ids[i] = f.src[p]
+		}
+		send[j] = comm.Bytes(ids)
+	}
+	reqs, err := f.exchange(ctx, "halo-requests", send)
+	if err != nil {
+		return err
+	}
+	f.serve = make([][]int32, f.c.Size())
+	for j, b := range reqs {
+		ids, err := comm.Decode[int32](b)
+		if err != nil {
+			return err
+		}
+		for _, v := range ids {
+			if v < 0 || int(v) >= len(f.owner) || f.owner[v] != int32(me) {
+				return fmt.Errorf("rank %d lists node %d in its halo as rank %d's", j, v, me)
+			}
+			f.serve[j] = append(f.serve[j], f.row[v])
+		}
+	}
+	return nil
+}
+
+// haloRows counts, for rank me of a partition (owner) of adj into size
+// parts, the rows of one layer's halo exchange: sent, its nodes that are
+// in-neighbours of some node of another rank, once for every such rank;
+// held, the nodes of other ranks that are in-neighbours of its own (its
+// halo).
+func haloRows(adj *graph.CSR, owner []int32, me, size int) (sent, held int64) {
+	inHalo := make(map[int32]bool)
+	sentTo := make(map[int64]bool) // own node · size + the rank it goes to
+	for v, o := range owner {
+		for k := adj.Indptr[v]; k < adj.Indptr[v+1]; k++ {
+			u := int32(adj.Col(k))
+			switch {
+			case int(o) == me && owner[u] != int32(me) && !inHalo[u]:
+				inHalo[u] = true
+				held++
+			case int(o) != me && owner[u] == int32(me):
+				if key := int64(u)*int64(size) + int64(o); !sentTo[key] {
+					sentTo[key] = true
+					sent++
+				}
+			}
+		}
+	}
+	return sent, held
+}
+
+// predictedBytes is what a rank sends in an epoch, by purpose, when it
+// sends sent rows of its own per layer and holds held halo rows: each
+// layer that reads the graph sends the rows of its input that other
+// ranks' halos hold (forward) and, from the second layer on, the
+// gradients of its halo rows to their owners (backward), width × the
+// dtype's size a row.
+func (f *distFull) predictedBytes(sent, held int64) map[string]int64 {
+	out := map[string]int64{}
+	size := int64(f.e.dt.Size())
+	for l := range f.layers {
+		if len(f.used[l]) == 0 {
+			continue
+		}
+		w := int64(f.widths[l]) * size
+		if sent > 0 {
+			out[fmt.Sprintf("halo-forward L%d", l+1)] = sent * w
+		}
+		if l > 0 && held > 0 {
+			out[fmt.Sprintf("halo-backward L%d", l+1)] = held * w
+		}
+	}
+	return out
+}
+
+// encode and decode carry rows in the training dtype.
+func (f *distFull) encode(v []float64) []byte {
+	if f.e.dt == tensor.Float32 {
+		s := make([]float32, len(v))
+		for i, x := range v {
+			s[i] = float32(x)
+		}
+		return comm.Bytes(s)
+	}
+	return comm.Bytes(v)
+}
+
+func (f *distFull) decode(b []byte) ([]float64, error) {
+	if f.e.dt == tensor.Float64 {
+		return comm.Decode[float64](b)
+	}
+	s, err := comm.View[float32](b)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float64, len(s))
+	for i, x := range s {
+		v[i] = float64(x)
+	}
+	return v, nil
+}
+
+// haloForward returns layer l's input rows (src order) from the rank's
+// own rows: the halo rows come from their owners.
+func (f *distFull) haloForward(ctx context.Context, l int, own []float64) ([]float64, error) {
+	w := f.widths[l]
+	if len(f.used[l]) == 0 {
+		return own, nil
+	}
+	send := make([][]byte, f.c.Size())
+	for j, rows := range f.serve {
+		if j == f.c.Rank() {
+			continue
+		}
+		buf := make([]float64, 0, len(rows)*w)
+		for _, r := range rows {
+			buf = append(buf, own[int(r)*w:(int(r)+1)*w]...)
+		}
+		send[j] = f.encode(buf)
+	}
+	got, err := f.exchange(ctx, fmt.Sprintf("halo-forward L%d", l+1), send)
+	if err != nil {
+		return nil, err
+	}
+	x := make([]float64, len(f.src)*w)
+	copy(x, own)
+	for j, pos := range f.halo {
+		if j == f.c.Rank() || len(pos) == 0 {
+			continue
+		}
+		v, err := f.decode(got[j])
+		if err != nil {
+			return nil, err
+		}
+		if len(v) != len(pos)*w {
+			return nil, fmt.Errorf("layer %d: rank %d sent %d values for %d halo rows of %d", l+1, j, len(v), len(pos), w)
+		}
+		for i, p := range pos {
+			copy(x[int(p)*w:(int(p)+1)*w], v[i*w:(i+1)*w])
+		}
+	}
+	return x, nil
+}
+
+// haloBackward turns the gradient of layer l's input rows (src order)
+// into that of the rank's own rows: each halo row's gradient goes to its
+// owner, which adds the contributions of the ranks in rank order (its
+// own among them), so the sum does not depend on timing.
+func (f *distFull) haloBackward(ctx context.Context, l int, g []float64) ([]float64, error) {
+	w, me := f.widths[l], f.c.Rank()
+	n := len(f.owned[me])
+	if len(f.used[l]) == 0 {
+		return g[:n*w], nil
+	}
+	send := make([][]byte, f.c.Size())
+	for j, pos := range f.halo {
+		if j == me {
+			continue
+		}
+		buf := make([]float64, 0, len(pos)*w)
+		for _, p := range pos {
+			buf = append(buf, g[int(p)*w:(int(p)+1)*w]...)
+		}
+		send[j] = f.encode(buf)
+	}
+	got, err := f.exchange(ctx, fmt.Sprintf("halo-backward L%d", l+1), send)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, n*w)
+	for j, rows := range f.serve {
+		if j == me {
+			for i, x := range g[:n*w] {
+				out[i] += x
+			}
+			continue
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		v, err := f.decode(got[j])
+		if err != nil {
+			return nil, err
+		}
+		if len(v) != len(rows)*w {
+			return nil, fmt.Errorf("layer %d: rank %d sent %d gradient values for %d rows of %d", l+1, j, len(v), len(rows), w)
+		}
+		for i, r := range rows {
+			dst := out[int(r)*w : (int(r)+1)*w]
+			for c, x := range v[i*w : (i+1)*w] {
+				dst[c] += x
+			}
+		}
+	}
+	return out, nil
+}
+
+// bind uploads layer l's graphs and input rows x and binds the layer.
+func (f *distFull) bind(l int, x []float64, training bool) (*boundBlocks, error) {
+	e := f.e
+	bb := &boundBlocks{}
+	fail := func(err error) (*boundBlocks, error) {
+		bb.release(e)
+		return nil, err
+	}
+	topo := backend.ForPurpose(e.be, backend.PurposeTopology)
+	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: []map[string]*engine.Graph{{}}, Inference: !training, InputGrad: l > 0 && training}
+	for name := range f.used[l] {
+		cg := f.graphs[name]
+		a, err := topo.UploadGraph(cg.csr, e.tier)
+		if err != nil {
+			return fail(fmt.Errorf("layer %d %s: %w", l+1, name, err))
+		}
+		eg := &engine.Graph{Adj: a}
+		bb.graphs = append(bb.graphs, eg)
+		if engine.UsesEdgeIndex(f.layers[l]) {
+			if eg.Edges, err = engine.BindEdgeIndex(topo, cg.csr, e.dt, e.tier); err != nil {
+				return fail(err)
+			}
+		}
+		for _, w := range []struct {
+			v   []float32
+			dst **tensor.Tensor
+		}{{cg.gcn, &eg.GCNNorm}, {cg.mean, &eg.MeanNorm}} {
+			t, err := train.UploadFloat32s(topo, w.v, []int{len(w.v)}, e.dt, e.tier)
+			if err != nil {
+				return fail(err)
+			}
+			bb.tensors = append(bb.tensors, t)
+			*w.dst = t
+		}
+		env.Blocks[0][name] = eg
+	}
+	in, err := e.be.Alloc(e.dt, []int{len(x) / f.widths[l], f.widths[l]}, e.tier)
+	if err != nil {
+		return fail(err)
+	}
+	bb.tensors = append(bb.tensors, in)
+	if err := engine.UploadFloats(backend.ForPurpose(e.be, backend.PurposeFeatures), in, x); err != nil {
+		return fail(err)
+	}
+	env.Input = in
+	if bb.prog, err = engine.Bind(f.layers[l], env, f.r.ps); err != nil {
+		return fail(err)
+	}
+	return bb, nil
+}
+
+// forward runs the layers one after the other over the rank's own rows,
+// each after its halo exchange. In training it returns every layer bound
+// (for backward; the caller releases them); in evaluation only the last.
+func (f *distFull) forward(ctx context.Context, seed uint64, training bool) ([]*boundBlocks, error) {
+	own := make([]float64, len(f.feats))
+	for i, x := range f.feats {
+		own[i] = float64(x)
+	}
+	var bound []*boundBlocks
+	fail := func(err error) ([]*boundBlocks, error) {
+		for _, bb := range bound {
+			bb.release(f.e)
+		}
+		return nil, err
+	}
+	for l := range f.layers {
+		x, err := f.haloForward(ctx, l, own)
+		if err != nil {
+			return fail(err)
+		}
+		bb, err := f.bind(l, x, training)
+		if err != nil {
+			return fail(err)
+		}
+		if !training && len(bound) > 0 {
+			bound[0].release(f.e)
+			bound = bound[:0]
+		}
+		bound = append(bound, bb)
+		mode := engine.Mode{Train: training, Seed: chunkSeed(seed, l, f.c.Rank()), AccumulateGrads: training}
+		if err := bb.prog.Forward(ctx, mode); err != nil {
+			return fail(fmt.Errorf("layer %d: %w", l+1, err))
+		}
+		if l < len(f.layers)-1 {
+			if own, err = engine.DownloadFloats(f.e.be, bb.prog.Output()); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	return bound, nil
+}
 
 // Epoch implements train.Stepper: one step over every training node.
 func (f *distFull) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	t0 := time.Now()
 	f.startEpoch()
-	me := int32(f.c.Rank())
-	var mine []int32
-	for _, v := range f.e.ds.Train {
-		if f.owner[v] == me {
-			mine = append(mine, v)
-		}
+	me := f.c.Rank()
+	loss, err := f.trainStep(ctx, seed)
+	if err == nil {
+		loss, err = f.reduceAndUpdate(ctx, loss, update)
 	}
-	loss, err := f.step(ctx, mine, len(f.e.ds.Train), 0, seed, update)
 	if err != nil {
 		return 0, fmt.Errorf("rank %d: %w", me, err)
 	}
@@ -78,45 +471,79 @@ func (f *distFull) Epoch(ctx context.Context, seed uint64, update func() error) 
 	return loss, nil
 }
 
-// predictedFeatureBytes is what the partition says this rank sends each
-// epoch: the feature rows of its nodes that lie in another rank's halo,
-// the L-hop in-neighbourhood of that rank's training nodes.
-func (f *distFull) predictedFeatureBytes() int64 {
-	me := int32(f.c.Rank())
-	adj := f.e.adjs.Adj
-	rows := int64(0)
-	seen := make([]bool, f.e.ds.NumNodes)
-	for j := 0; j < f.c.Size(); j++ {
-		if int32(j) == me {
-			continue
+// trainStep runs forward, this rank's share of the loss and backward,
+// leaving the rank's parameter gradients; it returns the share of the
+// loss.
+func (f *distFull) trainStep(ctx context.Context, seed uint64) (float64, error) {
+	e := f.e
+	if err := f.r.ps.ZeroGrads(); err != nil {
+		return 0, err
+	}
+	bound, err := f.forward(ctx, seed, true)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		for _, bb := range bound {
+			bb.release(e)
 		}
-		clear(seen)
-		var front []int32
-		for _, v := range f.e.ds.Train {
-			if f.owner[v] == int32(j) && !seen[v] {
-				seen[v] = true
-				front = append(front, v)
+	}()
+	last := bound[len(bound)-1].prog
+	loss := 0.0
+	if len(f.trainRows) > 0 {
+		share := float64(len(f.trainRows)) / float64(len(e.ds.Train))
+		if loss, err = weighedLoss(e.be, last, f.labels, f.trainRows, e.tier, share); err != nil {
+			return 0, err
+		}
+	} else if err := e.be.Fill(last.OutputGrad(), 0); err != nil {
+		return 0, err
+	}
+	var g []float64 // the gradient of layer l's output rows
+	for l := len(bound) - 1; l >= 0; l-- {
+		p := bound[l].prog
+		if g != nil {
+			if err := engine.UploadFloats(backend.ForPurpose(e.be, backend.PurposeGradients), p.OutputGrad(), g); err != nil {
+				return 0, err
 			}
 		}
-		for range f.fanouts {
-			var next []int32
-			for _, v := range front {
-				for k := adj.Indptr[v]; k < adj.Indptr[v+1]; k++ {
-					if u := int32(adj.Col(k)); !seen[u] {
-						seen[u] = true
-						next = append(next, u)
-					}
-				}
-			}
-			front = next
+		if err := p.Backward(ctx); err != nil {
+			return 0, fmt.Errorf("layer %d backward: %w", l+1, err)
 		}
-		for v, s := range seen {
-			if s && f.owner[v] == me {
-				rows++
-			}
+		if l == 0 {
+			break
+		}
+		ig, err := p.InputGrad()
+		if err != nil {
+			return 0, err
+		}
+		in, err := engine.DownloadFloats(e.be, ig)
+		if err != nil {
+			return 0, err
+		}
+		if g, err = f.haloBackward(ctx, l, in); err != nil {
+			return 0, err
 		}
 	}
-	return rows * int64(f.e.dim) * 4
+	return loss, nil
+}
+
+// Predict implements train.Stepper: the layers forward over the own rows
+// (halo rows exchanged as in training), then every rank's predictions
+// gathered.
+func (f *distFull) Predict(ctx context.Context, pred []int32) error {
+	f.phase = "eval-"
+	defer func() { f.phase = "" }()
+	bound, err := f.forward(ctx, 0, false)
+	if err != nil {
+		return err
+	}
+	out := make([]int32, len(f.owned[f.c.Rank()]))
+	err = train.ArgmaxInto(f.e.be, bound[0].prog.Output(), out)
+	bound[0].release(f.e)
+	if err != nil {
+		return err
+	}
+	return f.gatherPredictions(ctx, out, pred)
 }
 
 func init() { registry.Register(new(DistFull)) }
