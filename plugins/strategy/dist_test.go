@@ -12,6 +12,7 @@ import (
 	"strata/core/config"
 	"strata/core/train"
 	"strata/core/train/strategytest"
+	"strata/plugins/sampler"
 )
 
 // rankRun is what one rank ended with.
@@ -274,4 +275,99 @@ func TestDistFullPredictedRMAT(t *testing.T) {
 			t.Fatalf("%d ranks: METIS predicts %d halo bytes, random parts %d", k, total["metis"], total["random"])
 		}
 	}
+}
+
+// TestDistMiniBytesNearPrediction: the feature bytes distmini's ranks
+// send in an epoch are those of the input nodes of the blocks that the
+// same seeds and random streams give when sampled in one process (a
+// replay: exactly), and close to what the partition and the fanouts
+// predict without the draws (expectedSampledRows, an expectation), for
+// METIS and random partitions; METIS sends fewer.
+func TestDistMiniBytesNearPrediction(t *testing.T) {
+	base := strategytest.CoraBase + "\n[sampler]\nname = \"uniform\"\nfanouts = [4, 6]\n"
+	sent := map[string]int64{}
+	for _, part := range []string{"metis", "random"} {
+		for _, n := range []int{2, 4} {
+			cfg := mustParse(t, base, "train.mode=distmini", "train.batch_size=32", "partition.name="+part)
+			runs := runRanks(t, n, 1, base, "train.mode=distmini", "train.batch_size=32", "partition.name="+part)
+			replay := replayMiniFeatureRows(t, cfg, n)
+			got, want := int64(0), int64(0)
+			for r, s := range runs[0].stats {
+				got, want = got+s.SentBy["features"], want+s.PredictedBy["features"]
+				if b := replay[r] * 1433 * 4; s.SentBy["features"] != b {
+					t.Fatalf("%s, %d ranks: rank %d sent %d feature bytes, the replayed blocks need %d", part, n, r, s.SentBy["features"], b)
+				}
+			}
+			rel := float64(got-want) / float64(want)
+			t.Logf("%s, %d ranks: %d feature bytes sent (as replayed), %d expected (%+.2f%%)", part, n, got, want, 100*rel)
+			if math.Abs(rel) > 0.15 {
+				t.Fatalf("%s, %d ranks: %d feature bytes sent, the partition predicts %d (%+.1f%%)", part, n, got, want, 100*rel)
+			}
+			sent[part] += got
+		}
+	}
+	if sent["metis"] >= sent["random"] {
+		t.Fatalf("METIS partitions send %d feature bytes, random ones %d", sent["metis"], sent["random"])
+	}
+}
+
+// replayMiniFeatureRows samples, in one process over the whole graph, the
+// blocks of every batch of distmini's first epoch on n ranks, with the
+// streams the ranks use, and counts per rank the feature rows of its
+// nodes that the other ranks' blocks read.
+func replayMiniFeatureRows(t *testing.T, cfg *config.Config, n int) []int64 {
+	t.Helper()
+	ranks := comm.NewLocal(n)
+	ctx := comm.With(context.Background(), ranks[0])
+	env, _, closeEnv, err := train.NewEnv(ctx, cfg, testHost(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEnv()
+	fanouts, replace, err := distFanouts(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := newDistRank(ctx, cfg, envOf(env), fanouts, replace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	adj := env.Adjs.Adj
+	seed := uint64(cfg.Train.Seed) * 1_000_003 // trainRank's first epoch
+	order := shuffled(env.Dataset.Train, seed)
+	out := make([]int64, n)
+	for b, lo := 0, 0; lo < len(order); b, lo = b+1, lo+cfg.Train.BatchSize {
+		rng := seed*0x9e3779b97f4a7c15 + uint64(b)
+		for j := 0; j < n; j++ {
+			var dst []int32
+			for _, v := range order[lo:min(lo+cfg.Train.BatchSize, len(order))] {
+				if d.owner[v] == int32(j) {
+					dst = append(dst, v)
+				}
+			}
+			in := map[int32]bool{}
+			for _, v := range dst {
+				in[v] = true
+			}
+			for l := len(fanouts) - 1; l >= 0; l-- {
+				_, nbr, err := sampler.SampleRows(adj, dst, dst, l, fanouts[l], replace, rng)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, u := range nbr {
+					if !in[u] {
+						in[u] = true
+						dst = append(dst, u)
+					}
+				}
+			}
+			for u := range in {
+				if o := d.owner[u]; int(o) != j {
+					out[o]++
+				}
+			}
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package strategy
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"strata/core/comm"
@@ -96,9 +97,10 @@ var _ train.ResultReporter = (*distMini)(nil)
 // Epoch implements train.Stepper: the batches and sampling streams of
 // strategy.minibatch on one device.
 func (m *distMini) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	order := shuffled(m.e.ds.Train, seed)
+	m.predictFeatures(order) // outside the epoch's time
 	t0 := time.Now()
 	m.startEpoch()
-	order := shuffled(m.e.ds.Train, seed)
 	me := int32(m.c.Rank())
 	loss, n := 0.0, 0
 	for lo := 0; lo < len(order); lo += m.batch {
@@ -118,6 +120,24 @@ func (m *distMini) Epoch(ctx context.Context, seed uint64, update func() error) 
 	}
 	m.endEpoch(t0)
 	return loss / float64(max(n, 1)), nil
+}
+
+// predictFeatures sets the feature bytes the partition and the fanouts
+// predict this rank sends in the epoch of the batches of order
+// (expectedSampledRows; float32 rows).
+func (m *distMini) predictFeatures(order []int32) {
+	if m.c.Size() == 1 {
+		return
+	}
+	rows := 0.0
+	for lo := 0; lo < len(order); lo += m.batch {
+		seeds := make([][]int32, m.c.Size())
+		for _, v := range order[lo:min(lo+m.batch, len(order))] {
+			seeds[m.owner[v]] = append(seeds[m.owner[v]], v)
+		}
+		rows += expectedSampledRows(m.e.adjs.Adj, m.owner, m.c.Rank(), seeds, m.fanouts, m.replace)
+	}
+	m.predicted = map[string]int64{"features": int64(math.Round(rows * float64(m.e.dim) * 4))}
 }
 
 func init() { registry.Register(new(DistMini)) }
