@@ -10,19 +10,22 @@ import (
 // Dataset is a node-classification dataset: a graph with node features,
 // labels and a train/valid/test split.
 type Dataset struct {
-	Name       string
-	NumNodes   int
-	Graph      *CSR      // directed edges as stored/loaded (dst row <- src col), before transforms
-	Features   []float32 // row-major NumNodes x FeatDim (may be backed by a read-only mmap)
-	FeatDim    int       // 0 when the dataset has no features
-	Labels     []int32   // -1 = unlabeled; nil for structure-only graphs
-	NumClasses int       // max label + 1 (0 without labels)
-	Train      []int32   // node ids, ascending
-	Valid      []int32   // node ids, ascending
-	Test       []int32   // node ids, ascending
-	Source     string    // path, "embedded:cora" or an rmat spec
-	Citation   string    // how to cite the data ("" if unknown)
-	mapped     []byte    // the file mapping the slices above may point into (OpenBinary)
+	Name     string
+	NumNodes int
+	Graph    *CSR      // directed edges as stored/loaded (dst row <- src col), before transforms
+	Features []float32 // row-major NumNodes x FeatDim (may be backed by a read-only mmap)
+	FeatDim  int       // 0 when the dataset has no features
+	// FeatureNodes, when not nil, are the nodes whose rows Features holds,
+	// in order (len(FeatureNodes) x FeatDim values; WithFeatureRows).
+	FeatureNodes []int32
+	Labels       []int32 // -1 = unlabeled; nil for structure-only graphs
+	NumClasses   int     // max label + 1 (0 without labels)
+	Train        []int32 // node ids, ascending
+	Valid        []int32 // node ids, ascending
+	Test         []int32 // node ids, ascending
+	Source       string  // path, "embedded:cora" or an rmat spec
+	Citation     string  // how to cite the data ("" if unknown)
+	mapped       []byte  // the file mapping the slices above may point into (OpenBinary)
 }
 
 // Validate checks the dataset invariants: graph shape and structure,
@@ -46,9 +49,13 @@ func (d *Dataset) Validate() error {
 	if err := d.Graph.Validate(); err != nil {
 		return fmt.Errorf("%s: %v: %w", name, err, ErrFormat)
 	}
-	if d.FeatDim < 0 || len(d.Features) != d.NumNodes*d.FeatDim {
+	if rows := d.NumNodes; d.FeatDim < 0 || (d.FeatureNodes == nil && len(d.Features) != rows*d.FeatDim) {
 		return fmt.Errorf("%s: %d feature values for %d nodes x %d features: %w",
-			name, len(d.Features), d.NumNodes, d.FeatDim, ErrFormat)
+			name, len(d.Features), rows, d.FeatDim, ErrFormat)
+	}
+	if rows := len(d.FeatureNodes); d.FeatureNodes != nil && len(d.Features) != rows*d.FeatDim {
+		return fmt.Errorf("%s: %d feature values for %d kept rows x %d features: %w",
+			name, len(d.Features), rows, d.FeatDim, ErrFormat)
 	}
 	if d.NumClasses < 0 || d.NumClasses > MaxClasses {
 		return fmt.Errorf("%s: %d classes, outside [0,%d]: %w", name, d.NumClasses, MaxClasses, ErrRange)

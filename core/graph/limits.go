@@ -118,7 +118,11 @@ func OpenContext(ctx context.Context, spec string) (*Dataset, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		d, err := open(spec, MaxMemory(ctx))
+		rows, keep := featureRowsFrom(ctx)
+		d, err := open(spec, loadOpts{budget: MaxMemory(ctx), rows: rows, keep: keep})
+		if err == nil && keep {
+			err = d.keepFeatureRows(rows)
+		}
 		done <- result{d, err}
 	}()
 	select {

@@ -35,6 +35,10 @@ type ogbSource struct {
 	fsys   fs.FS
 	label  func(rel string) string
 	budget int64 // memory budget in bytes (0: DefaultMaxMemory)
+	// keep: read only the feature rows of the nodes rows, in that order
+	// (WithFeatureRows); the other lines are counted, not parsed.
+	rows []int32
+	keep bool
 }
 
 // LoadOGB loads a dataset stored in the OGB node-property "raw" layout in
@@ -43,10 +47,11 @@ type ogbSource struct {
 // .csv.gz form is used, or the plain .csv when the .gz is absent. Node
 // features are optional (FeatDim 0 when raw/node-feat is absent). Edges are
 // stored as given: the line "src,dst" puts src in row dst.
-func LoadOGB(dir, split string) (*Dataset, error) { return loadOGBDir(dir, split, 0) }
+func LoadOGB(dir, split string) (*Dataset, error) { return loadOGBDir(dir, split, loadOpts{}) }
 
-// loadOGBDir is LoadOGB with a memory budget (0: DefaultMaxMemory).
-func loadOGBDir(dir, split string, budget int64) (*Dataset, error) {
+// loadOGBDir is LoadOGB with the options o (a memory budget, the
+// feature rows to keep).
+func loadOGBDir(dir, split string, o loadOpts) (*Dataset, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, ferr(ErrMissing, dir, 0, 0, "dataset directory does not exist; %s", ogbLayout)
@@ -56,7 +61,7 @@ func loadOGBDir(dir, split string, budget int64) (*Dataset, error) {
 	}
 	src := ogbSource{fsys: os.DirFS(dir), label: func(rel string) string {
 		return filepath.Join(dir, filepath.FromSlash(rel))
-	}, budget: budget}
+	}, budget: o.budget, rows: o.rows, keep: o.keep}
 	d, err := loadOGB(src, split)
 	if err != nil {
 		return nil, err
@@ -114,6 +119,9 @@ func loadOGB(src ogbSource, split string) (*Dataset, error) {
 		return nil, err
 	}
 	d := &Dataset{NumNodes: n, Graph: g, Features: feats, FeatDim: dim, Labels: labels, NumClasses: classes}
+	if src.keep {
+		d.FeatureNodes = src.rows
+	}
 	if splitDir != "" {
 		if err := readSplits(src, splitDir, d); err != nil {
 			return nil, err
@@ -458,13 +466,27 @@ func readFeatures(src ogbSource, n int) ([]float32, int, error) {
 	if budget <= 0 {
 		budget = DefaultMaxMemory()
 	}
-	if err := checkBudget(tf.name, fmt.Sprintf("%d nodes x %d features", n, dim), int64(n)*int64(dim)*4, budget); err != nil {
+	kept := n // the rows stored
+	var at []int32
+	if src.keep {
+		if err := checkFeatureRows(src.rows, n); err != nil {
+			return nil, 0, err
+		}
+		if kept = len(src.rows); kept == 0 {
+			return []float32{}, dim, nil // the width only: no row kept, nothing more to read
+		}
+		at = make([]int32, n) // node -> its place in rows + 1 (0: not kept)
+		for i, v := range src.rows {
+			at[v] = int32(i + 1)
+		}
+	}
+	if err := checkBudget(tf.name, fmt.Sprintf("%d nodes x %d features", kept, dim), int64(kept)*int64(dim)*4, budget); err != nil {
 		return nil, 0, err
 	}
-	feats := make([]float32, n*dim)
+	feats := make([]float32, kept*dim)
 	body := &textFile{name: tf.name, r: io.MultiReader(bytes.NewReader(first), br), c: tf.c}
 	lines, err := scanChunks(body, numWorkers(), func(c *lineChunk) error {
-		return parseFeatureChunk(c, tf.name, n, dim, feats)
+		return parseFeatureChunk(c, tf.name, n, dim, feats, at)
 	})
 	if err != nil {
 		return nil, 0, err
@@ -478,8 +500,10 @@ func readFeatures(src ogbSource, n int) ([]float32, int, error) {
 	return feats, dim, nil
 }
 
-// parseFeatureChunk parses feature rows into feats (pre-zeroed).
-func parseFeatureChunk(c *lineChunk, file string, n, dim int, feats []float32) error {
+// parseFeatureChunk parses feature rows into feats (pre-zeroed): row k-1
+// of the file into row k-1, or with at (WithFeatureRows) into row
+// at[k-1]-1, and not at all when at[k-1] is 0.
+func parseFeatureChunk(c *lineChunk, file string, n, dim int, feats []float32, at []int32) error {
 	data, ln := c.data, c.line
 	for len(data) > 0 {
 		var line []byte
@@ -490,7 +514,14 @@ func parseFeatureChunk(c *lineChunk, file string, n, dim int, feats []float32) e
 		if isBlank(line) {
 			return ferr(ErrFormat, file, ln, 0, "empty line; line k must hold the features of node k-1")
 		}
-		row := feats[(ln-1)*dim : ln*dim]
+		r := ln - 1
+		if at != nil {
+			if r = int(at[ln-1]) - 1; r < 0 {
+				ln++ // another rank's row: counted only
+				continue
+			}
+		}
+		row := feats[r*dim : (r+1)*dim]
 		col := 0
 		i := 0
 		for {

@@ -28,10 +28,20 @@ const specForms = "embedded:<name> (e.g. embedded:cora), a directory in the OGB 
 //
 // Open applies the default memory budget and cannot be interrupted; see
 // OpenContext.
-func Open(spec string) (*Dataset, error) { return open(spec, 0) }
+func Open(spec string) (*Dataset, error) { return open(spec, loadOpts{}) }
 
-// open is Open with a memory budget in bytes (0: DefaultMaxMemory).
-func open(spec string, budget int64) (*Dataset, error) {
+// loadOpts are what OpenContext's context asks of the loaders: a memory
+// budget in bytes (0: DefaultMaxMemory) and, with keep, only the feature
+// rows of rows (WithFeatureRows).
+type loadOpts struct {
+	budget int64
+	rows   []int32
+	keep   bool
+}
+
+// open is Open with the options o.
+func open(spec string, o loadOpts) (*Dataset, error) {
+	budget := o.budget
 	if spec == "" {
 		return nil, fmt.Errorf("empty dataset spec; want %s: %w", specForms, ErrMissing)
 	}
@@ -46,9 +56,9 @@ func open(spec string, budget int64) (*Dataset, error) {
 			return nil, err
 		}
 		if st.IsDir() {
-			return openDir(spec, "", budget)
+			return openDir(spec, "", o)
 		}
-		return openFile(spec, budget)
+		return openFile(spec, o)
 	}
 	if i := strings.LastIndexByte(spec, '@'); i > 0 {
 		base, split := spec[:i], spec[i+1:]
@@ -56,12 +66,12 @@ func open(spec string, budget int64) (*Dataset, error) {
 			if split == "" {
 				return nil, ferr(ErrFormat, spec, 0, 0, "empty split name after '@'; write <dataset>@<split>")
 			}
-			return openSplit(base, st.IsDir(), split, budget)
+			return openSplit(base, st.IsDir(), split, o)
 		}
 	}
 	if strings.HasPrefix(spec, "rmat-") && strings.Contains(spec, "@") && !strings.ContainsAny(spec, `/\`) {
 		i := strings.LastIndexByte(spec, '@')
-		return openSplitWith(spec, func() (*Dataset, error) { return open(spec[:i], budget) }, spec[i+1:])
+		return openSplitWith(spec, func() (*Dataset, error) { return open(spec[:i], o) }, spec[i+1:])
 	}
 	if strings.HasPrefix(spec, "rmat-") && !strings.ContainsAny(spec, `/\`) {
 		o, err := ParseRMATName(spec)
@@ -86,14 +96,14 @@ func open(spec string, budget int64) (*Dataset, error) {
 }
 
 // openSplit opens base (a directory when dir) with the split named split.
-func openSplit(base string, dir bool, split string, budget int64) (*Dataset, error) {
+func openSplit(base string, dir bool, split string, o loadOpts) (*Dataset, error) {
 	rs, isRandom, err := ParseRandomSplit(split)
 	if err != nil {
 		return nil, ferr(ErrFormat, base+"@"+split, 0, 0, "%v", err)
 	}
 	if !isRandom {
 		if dir {
-			return openDir(base, split, budget)
+			return openDir(base, split, o)
 		}
 		if strings.HasSuffix(strings.ToLower(base), ".npz") {
 			return loadNPZ(base, split)
@@ -103,11 +113,11 @@ func openSplit(base string, dir bool, split string, budget int64) (*Dataset, err
 	var d *Dataset
 	switch {
 	case dir && isDir(filepath.Join(base, "split", split)):
-		return openDir(base, split, budget) // the stored split of that name
+		return openDir(base, split, o) // the stored split of that name
 	case dir:
-		d, err = openDir(base, noSplit, budget)
+		d, err = openDir(base, noSplit, o)
 	default:
-		d, err = openFile(base, budget)
+		d, err = openFile(base, o)
 	}
 	if err != nil {
 		return nil, err
@@ -140,7 +150,7 @@ func openSplitWith(spec string, open func() (*Dataset, error), split string) (*D
 
 // openDir loads a dataset directory: OGB raw layout (text or data.npz) or
 // .npy arrays. split noSplit reads no split at all.
-func openDir(dir, split string, budget int64) (*Dataset, error) {
+func openDir(dir, split string, o loadOpts) (*Dataset, error) {
 	if fileExists(filepath.Join(dir, "edge_index.npy")) && !isDir(filepath.Join(dir, "raw")) {
 		if split != "" && split != noSplit {
 			return nil, ferr(ErrFormat, dir, 0, 0, "a .npy dataset directory has no named splits; drop \"@%s\" or generate one with @random-<train>-<valid>-seed<k>", split)
@@ -155,19 +165,19 @@ func openDir(dir, split string, budget int64) (*Dataset, error) {
 		return nil, ferr(ErrMissing, filepath.Join(dir, "raw"), 0, 0,
 			"directory does not exist, and there is no edge_index.npy either; %s", ogbLayout)
 	}
-	return loadOGBDir(dir, split, budget)
+	return loadOGBDir(dir, split, o)
 }
 
 // openFile loads a single-file dataset: binary or SNAP edge list.
-func openFile(path string, budget int64) (*Dataset, error) {
+func openFile(path string, o loadOpts) (*Dataset, error) {
 	if IsBinary(path) {
-		d, _, err := openBinary(path, budget)
+		d, _, err := openBinary(path, o.budget)
 		return d, err
 	}
 	lower := strings.ToLower(strings.TrimSuffix(path, ".gz"))
 	switch filepath.Ext(lower) {
 	case ".strata":
-		d, _, err := openBinary(path, budget) // reports the bad magic
+		d, _, err := openBinary(path, o.budget) // reports the bad magic
 		return d, err
 	case ".txt", ".el", ".edges", ".tsv", ".edgelist", ".csv":
 		return LoadSNAP(path)

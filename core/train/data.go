@@ -64,13 +64,8 @@ func rowNormalize(v []float32, dim int) []float32 {
 
 func randomFeatures(n, dim int, seed uint64) []float32 {
 	out := make([]float32, n*dim)
-	s := seed ^ 0x5851f42d4c957f2d
 	for i := range out {
-		s += 0x9e3779b97f4a7c15
-		z := s
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-		out[i] = float32(float64((z^(z>>31))>>40) / (1 << 24))
+		out[i] = randomFeature(seed, i)
 	}
 	return out
 }
@@ -184,4 +179,13 @@ func ReleaseGraphs(be backend.Backend, graphs map[string]*engine.Graph) {
 		}
 		g.Edges.Release(be)
 	}
+}
+
+// randomFeature is value i (row-major) of the synthetic feature matrix of
+// seed: a splitmix64 stream, so any row can be drawn alone.
+func randomFeature(seed uint64, i int) float32 {
+	z := seed ^ 0x5851f42d4c957f2d + uint64(i+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return float32(float64((z^(z>>31))>>40) / (1 << 24))
 }

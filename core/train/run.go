@@ -154,7 +154,7 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 	if host == nil {
 		return nil, nil, nil, errors.New("train: no module host to run the model's layer module (Options.Host)")
 	}
-	ds, feats, dim, err := loadData(ctx, cfg)
+	ds, feats, dim, err := loadData(ctx, cfg, rankLocal(ctx, cfg))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -205,10 +205,14 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 }
 
 // loadData opens the dataset, checks that it can be trained on and returns
-// it with its prepared feature matrix.
-func loadData(ctx context.Context, cfg *config.Config) (*graph.Dataset, []float32, int, error) {
+// it with its prepared feature matrix; with local, without any feature row
+// (the strategy loads its own, LoadFeatureRows), only their width.
+func loadData(ctx context.Context, cfg *config.Config, local bool) (*graph.Dataset, []float32, int, error) {
 	if err := checkSupported(cfg); err != nil {
 		return nil, nil, 0, err
+	}
+	if local {
+		ctx = graph.WithFeatureRows(ctx, nil)
 	}
 	ds, err := LoadDataset(ctx, cfg)
 	if err != nil {
@@ -223,6 +227,15 @@ func loadData(ctx context.Context, cfg *config.Config) (*graph.Dataset, []float3
 	}
 	if len(ds.Train) == 0 {
 		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has no training nodes; give it a split with data.split = \"random-20-30-seed0\" (20 training and 30 validation nodes per class) or split files (docs/datasets.md)", ds.Name), "data", "dataset")
+	}
+	if local {
+		if ds.FeatDim == 0 && cfg.Data.SynthFeatures <= 0 {
+			return nil, nil, 0, fmt.Errorf("data: dataset %q has no node features; set data.synth_features = <width> to train on random features", ds.Name)
+		}
+		if ds.FeatDim == 0 {
+			return ds, nil, cfg.Data.SynthFeatures, nil
+		}
+		return ds, nil, ds.FeatDim, nil
 	}
 	feats, dim, err := prepareFeatures(ds, cfg.Data.FeatureNorm, cfg.Data.SynthFeatures, uint64(cfg.Train.Seed))
 	if err != nil {

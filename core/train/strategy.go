@@ -45,13 +45,16 @@ type Uses struct {
 // model, the dataset with its prepared features and adjacencies, and the
 // module host for cost models.
 type Env struct {
-	Config   *config.Config
-	Backend  backend.Backend
-	DType    tensor.DType
-	Tier     tensor.Tier // where parameters and activations live
-	Model    *ir.Graph
-	Dataset  *graph.Dataset
-	Features []float32 // NumNodes × Dim, prepared (normalised or synthetic)
+	Config  *config.Config
+	Backend backend.Backend
+	DType   tensor.DType
+	Tier    tensor.Tier // where parameters and activations live
+	Model   *ir.Graph
+	Dataset *graph.Dataset
+	// Features are NumNodes × Dim, prepared (normalised or synthetic); nil
+	// on a rank of a distributed strategy (RankPartition, several ranks),
+	// which loads the rows of its own nodes (LoadFeatureRows).
+	Features []float32
 	Dim      int
 	Adjs     *Adjacencies
 	Seed     uint64

@@ -27,9 +27,10 @@ import (
 // make) and the owners of the input nodes send their feature rows, both by
 // all-to-all-v; the ranks' gradients are summed by comm.AllReduce (fixed
 // rank order) and every rank takes the same optimizer step. Every rank
-// holds the partition vector and the degree of every node (4 + 8 bytes a
-// node); the dataset is read whole by each rank and then only its
-// partition's rows are used.
+// holds the whole topology (METIS partitions it, and the byte predictions
+// read it), the partition vector and the degree of every node, but only
+// its own nodes' feature rows: on several ranks NewEnv loads none, and the
+// rank reads its rows from the dataset file (loadFeatures).
 type distRank struct {
 	c       comm.Comm
 	e       stepEnv
@@ -64,41 +65,10 @@ func newDistRank(ctx context.Context, cfg *config.Config, e stepEnv, fanouts []i
 	n := e.ds.NumNodes
 	d.owner = make([]int32, n)
 	if c.Size() > 1 {
-		id := "partitioner.metis"
-		var mod registry.Module
-		if cfg.Partition.Name != "" {
-			id, mod = cfg.Partition.ID, cfg.Partition.Module
-		} else {
-			info, err := registry.Lookup(id)
-			if err != nil {
-				return nil, err
-			}
-			mod = info.New()
+		var err error
+		if d.owner, d.part, err = rankPartition(ctx, cfg, e.adjs.Adj, c.Size()); err != nil {
+			return nil, err
 		}
-		p, ok := mod.(partition.Partitioner)
-		if !ok {
-			return nil, cfg.KeyError(fmt.Sprintf("partition.name = %q is not a partitioner", cfg.Partition.Name), "partition", "name")
-		}
-		if partition.IsSquareOnly(p) && e.adjs.Adj.NumRows != e.adjs.Adj.NumCols {
-			return nil, fmt.Errorf("%s: the graph is not square", id)
-		}
-		if err := registry.Provision(ctx, mod); err != nil {
-			return nil, fmt.Errorf("partition: %w", err)
-		}
-		// Every rank computes the same partition (same graph, same seed).
-		owner, err := p.Partition(ctx, e.adjs.Adj, c.Size(), nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s into %d ranks: %w", id, c.Size(), err)
-		}
-		if len(owner) != n {
-			return nil, fmt.Errorf("%s: %d parts for %d nodes", id, len(owner), n)
-		}
-		for v, o := range owner {
-			if o < 0 || int(o) >= c.Size() {
-				return nil, fmt.Errorf("%s: node %d in part %d of %d", id, v, o, c.Size())
-			}
-		}
-		d.owner, d.part = owner, id
 	}
 	d.row = make([]int32, n)
 	d.owned = make([][]int32, c.Size())
@@ -115,16 +85,15 @@ func newDistRank(ctx context.Context, cfg *config.Config, e stepEnv, fanouts []i
 		}
 		d.topo.Indptr[i+1] = int64(len(d.topo.Idx32))
 	}
-	d.feats = e.feats // alone: every row is the rank's own
-	if c.Size() > 1 {
-		d.feats = gatherRows(e.feats, e.dim, mine)
+	var err error
+	if d.feats, err = d.loadFeatures(ctx, cfg, mine); err != nil {
+		return nil, err
 	}
 	for _, v := range e.ds.Train {
 		if d.owner[v] == int32(c.Rank()) {
 			d.train++
 		}
 	}
-	var err error
 	if d.r, err = newBlockRunner(e, 1); err != nil {
 		return nil, err
 	}
@@ -133,6 +102,73 @@ func newDistRank(ctx context.Context, cfg *config.Config, e stepEnv, fanouts []i
 		return nil, fmt.Errorf("%d fanouts for a %d-layer model", len(fanouts), len(d.r.layers))
 	}
 	return d, nil
+}
+
+// loadFeatures returns the prepared feature rows of the rank's nodes
+// mine: read from the dataset file alone (train.LoadFeatureRows: NewEnv
+// left the environment without rows), with data.feature_norm = "auto"
+// decided over every rank's rows (a collective), or copied from the
+// environment's matrix where it holds one (one rank, relabelled nodes).
+func (d *distRank) loadFeatures(ctx context.Context, cfg *config.Config, mine []int32) ([]float32, error) {
+	e := d.e
+	if e.feats != nil {
+		if d.c.Size() == 1 {
+			return e.feats, nil // alone: every row is the rank's own
+		}
+		return gatherRows(e.feats, e.dim, mine), nil
+	}
+	raw, err := train.LoadFeatureRows(ctx, cfg, e.ds, mine)
+	if err != nil {
+		return nil, err
+	}
+	other := []float64{0} // ranks whose rows are not all 0 or 1
+	if !train.BinaryFeatures(raw) {
+		other[0] = 1
+	}
+	if err := comm.AllReduce(ctx, d.c, "setup-features", other); err != nil {
+		return nil, err
+	}
+	return train.PrepareFeatureRows(cfg.Data.FeatureNorm, raw, e.dim, other[0] == 0), nil
+}
+
+// rankPartition splits adj into size parts with [partition] (METIS by
+// default) and returns every node's part and the partitioner's ID. Every
+// rank computes the same partition (same graph, same seed).
+func rankPartition(ctx context.Context, cfg *config.Config, adj *graph.CSR, size int) ([]int32, string, error) {
+	id := "partitioner.metis"
+	var mod registry.Module
+	if cfg.Partition.Name != "" {
+		id, mod = cfg.Partition.ID, cfg.Partition.Module
+	} else {
+		info, err := registry.Lookup(id)
+		if err != nil {
+			return nil, "", err
+		}
+		mod = info.New()
+	}
+	p, ok := mod.(partition.Partitioner)
+	if !ok {
+		return nil, "", cfg.KeyError(fmt.Sprintf("partition.name = %q is not a partitioner", cfg.Partition.Name), "partition", "name")
+	}
+	if partition.IsSquareOnly(p) && adj.NumRows != adj.NumCols {
+		return nil, "", fmt.Errorf("%s: the graph is not square", id)
+	}
+	if err := registry.Provision(ctx, mod); err != nil {
+		return nil, "", fmt.Errorf("partition: %w", err)
+	}
+	owner, err := p.Partition(ctx, adj, size, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s into %d ranks: %w", id, size, err)
+	}
+	if len(owner) != adj.NumRows {
+		return nil, "", fmt.Errorf("%s: %d parts for %d nodes", id, len(owner), adj.NumRows)
+	}
+	for v, o := range owner {
+		if o < 0 || int(o) >= size {
+			return nil, "", fmt.Errorf("%s: node %d in part %d of %d", id, v, o, size)
+		}
+	}
+	return owner, id, nil
 }
 
 // exchange is one all-to-all-v of the current phase, timed.

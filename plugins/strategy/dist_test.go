@@ -249,24 +249,22 @@ func TestDistFullPredictedRMAT(t *testing.T) {
 	for _, k := range []int{2, 4, 8} {
 		for _, part := range []string{"metis", "random"} {
 			cfg := mustParse(t, "[data]\ndataset = \"rmat-18-16-128-16-0\"\n[model]\nname = \"gcn\"\nhidden = 128\n[train]\nmode = \"distfull\"\n", "partition.name="+part)
-			ranks := comm.NewLocal(k)
-			ctx := comm.With(context.Background(), ranks[0])
+			ctx := context.Background()
 			env, _, closeEnv, err := train.NewEnv(ctx, cfg, testHost(t))
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := newDistRank(ctx, cfg, envOf(env), []int{-1, -1}, false)
+			owner, _, err := rankPartition(ctx, cfg, env.Adjs.Adj, k)
 			if err != nil {
 				closeEnv()
 				t.Fatal(err)
 			}
 			sum, most := int64(0), int64(0)
-			for r := range ranks { // the partition is every rank's: only the rank differs
-				sent, held := haloRows(env.Adjs.Adj, d.owner, r, k)
+			for r := 0; r < k; r++ { // the partition is every rank's: only the rank differs
+				sent, held := haloRows(env.Adjs.Adj, owner, r, k)
 				b := (sent*(128+128) + held*128) * 4
 				sum, most = sum+b, max(most, b)
 			}
-			d.Release()
 			closeEnv()
 			total[part] = sum
 			t.Logf("%d ranks, %s: %d halo bytes an epoch, the busiest rank %d", k, part, sum, most)
@@ -317,8 +315,7 @@ func TestDistMiniBytesNearPrediction(t *testing.T) {
 // nodes that the other ranks' blocks read.
 func replayMiniFeatureRows(t *testing.T, cfg *config.Config, n int) []int64 {
 	t.Helper()
-	ranks := comm.NewLocal(n)
-	ctx := comm.With(context.Background(), ranks[0])
+	ctx := context.Background()
 	env, _, closeEnv, err := train.NewEnv(ctx, cfg, testHost(t))
 	if err != nil {
 		t.Fatal(err)
@@ -328,12 +325,11 @@ func replayMiniFeatureRows(t *testing.T, cfg *config.Config, n int) []int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := newDistRank(ctx, cfg, envOf(env), fanouts, replace)
+	adj := env.Adjs.Adj
+	owner, _, err := rankPartition(ctx, cfg, adj, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Release()
-	adj := env.Adjs.Adj
 	seed := uint64(cfg.Train.Seed) * 1_000_003 // trainRank's first epoch
 	order := shuffled(env.Dataset.Train, seed)
 	out := make([]int64, n)
@@ -342,7 +338,7 @@ func replayMiniFeatureRows(t *testing.T, cfg *config.Config, n int) []int64 {
 		for j := 0; j < n; j++ {
 			var dst []int32
 			for _, v := range order[lo:min(lo+cfg.Train.BatchSize, len(order))] {
-				if d.owner[v] == int32(j) {
+				if owner[v] == int32(j) {
 					dst = append(dst, v)
 				}
 			}
@@ -363,7 +359,7 @@ func replayMiniFeatureRows(t *testing.T, cfg *config.Config, n int) []int64 {
 				}
 			}
 			for u := range in {
-				if o := d.owner[u]; int(o) != j {
+				if o := owner[u]; int(o) != j {
 					out[o]++
 				}
 			}
