@@ -45,6 +45,13 @@ func isBinary(v []float32) bool {
 // rowNormalize divides each row by its sum (rows summing to 0 stay 0).
 func rowNormalize(v []float32, dim int) []float32 {
 	out := make([]float32, len(v))
+	rowNormalizeInto(out, v, dim)
+	return out
+}
+
+// rowNormalizeInto writes v with each row divided by its sum into out
+// (which may be v; out is pre-zeroed or v).
+func rowNormalizeInto(out, v []float32, dim int) {
 	for r := 0; r*dim < len(v); r++ {
 		row := v[r*dim : (r+1)*dim]
 		var s float64
@@ -59,7 +66,6 @@ func rowNormalize(v []float32, dim int) []float32 {
 			out[r*dim+j] = float32(float64(x) * inv)
 		}
 	}
-	return out
 }
 
 func randomFeatures(n, dim int, seed uint64) []float32 {

@@ -56,12 +56,12 @@ func LoadFeatureRows(ctx context.Context, cfg *config.Config, ds *graph.Dataset,
 // every rank's rows.
 func BinaryFeatures(rows []float32) bool { return isBinary(rows) }
 
-// PrepareFeatureRows applies data.feature_norm to rows (width dim) as
-// NewEnv prepares the whole matrix; allBinary is BinaryFeatures of the
-// whole matrix (for "auto").
-func PrepareFeatureRows(norm string, rows []float32, dim int, allBinary bool) []float32 {
+// PrepareFeatureRows applies data.feature_norm to rows (width dim), in
+// place, as NewEnv prepares the whole matrix; allBinary is BinaryFeatures
+// of the whole matrix (for "auto").
+func PrepareFeatureRows(norm string, rows []float32, dim int, allBinary bool) {
 	if norm == "none" || (norm == "auto" && !allBinary) {
-		return rows
+		return
 	}
-	return rowNormalize(rows, dim)
+	rowNormalizeInto(rows, rows, dim)
 }

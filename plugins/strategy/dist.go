@@ -128,7 +128,8 @@ func (d *distRank) loadFeatures(ctx context.Context, cfg *config.Config, mine []
 	if err := comm.AllReduce(ctx, d.c, "setup-features", other); err != nil {
 		return nil, err
 	}
-	return train.PrepareFeatureRows(cfg.Data.FeatureNorm, raw, e.dim, other[0] == 0), nil
+	train.PrepareFeatureRows(cfg.Data.FeatureNorm, raw, e.dim, other[0] == 0)
+	return raw, nil
 }
 
 // rankPartition splits adj into size parts with [partition] (METIS by

@@ -8,6 +8,7 @@ import (
 
 	"strata/core/backend"
 	"strata/core/comm"
+	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/ir"
@@ -50,34 +51,36 @@ func (*DistFull) Uses() train.Uses { return train.Uses{RankPartition: true} }
 // NewStepper implements train.Strategy.
 func (*DistFull) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
 	e := envOf(env)
-	for _, op := range e.model.Ops {
-		if op.Kind == ir.OpBatchNorm {
-			return nil, env.Config.KeyError("model.options.batchnorm: distfull normalises each rank's rows apart, which is not the whole graph's batch statistics; remove batchnorm or use train.mode = \"fullgraph\"", "model", "options", "batchnorm")
-		}
-	}
-	layers, err := e.model.SplitLayers()
+	layers, err := splitForRanks(env.Config, e.model)
 	if err != nil {
-		return nil, fmt.Errorf("distfull runs the model layer by layer: %w", err)
+		return nil, err
 	}
 	d, err := newDistRank(ctx, env.Config, e, slices.Repeat([]int{-1}, len(layers)), false)
 	if err != nil {
 		return nil, err
 	}
-	f := &distFull{distRank: d, layers: layers, used: graphsPerLayer(e.model)}
-	for _, lg := range layers {
-		f.widths = append(f.widths, int(lg.Ops[0].Shape[1]))
-	}
-	f.widths = append(f.widths, int(e.model.Ops[e.model.Outputs[0]].Shape[1]))
-	if err := f.plan(ctx); err != nil {
+	lr, err := newLayerRank(ctx, d, layers)
+	if err != nil {
 		d.Release()
 		return nil, err
 	}
-	f.predicted = f.predictedBytes(haloRows(e.adjs.Adj, d.owner, d.c.Rank(), d.c.Size()))
-	return f, nil
+	d.predicted = lr.predictedBytes(haloRows(e.adjs.Adj, d.owner, d.c.Rank(), d.c.Size()))
+	return &distFull{lr}, nil
 }
 
 // distFull is a rank of strategy.distfull.
-type distFull struct {
+type distFull struct{ *layerRank }
+
+var _ train.ResultReporter = (*distFull)(nil)
+
+// layerRank runs a model layer by layer over a rank's own nodes (a
+// distRank's partition): before each layer the rank receives the rows of
+// that layer's input that its nodes' in-edges read and other ranks own
+// (its 1-hop halo), and sends its own rows that the other ranks' halos
+// hold; in backward the halo rows' gradients go back to their owners.
+// strategy.distfull trains this way, and strategy.distmini predicts this
+// way (full neighbourhoods, one hop of rows at a time).
+type layerRank struct {
 	*distRank
 	layers []*ir.Graph       // the model, one graph per layer
 	used   []map[string]bool // the graphs each layer reads
@@ -94,12 +97,40 @@ type distFull struct {
 	labels      []int32 // the labels of the own rows
 }
 
-var _ train.ResultReporter = (*distFull)(nil)
+// splitForRanks splits the model into its layers for layerRank: batch
+// normalisation would normalise each rank's rows apart, and a model that
+// is not a chain of layers cannot be split.
+func splitForRanks(cfg *config.Config, model *ir.Graph) ([]*ir.Graph, error) {
+	for _, op := range model.Ops {
+		if op.Kind == ir.OpBatchNorm {
+			return nil, cfg.KeyError("model.options.batchnorm: distfull normalises each rank's rows apart, which is not the whole graph's batch statistics; remove batchnorm or use train.mode = \"fullgraph\"", "model", "options", "batchnorm")
+		}
+	}
+	layers, err := model.SplitLayers()
+	if err != nil {
+		return nil, fmt.Errorf("the ranks run the model layer by layer: %w", err)
+	}
+	return layers, nil
+}
+
+// newLayerRank plans d's layers (a collective: the ranks tell each other
+// their halos).
+func newLayerRank(ctx context.Context, d *distRank, layers []*ir.Graph) (*layerRank, error) {
+	f := &layerRank{distRank: d, layers: layers, used: graphsPerLayer(d.e.model)}
+	for _, lg := range layers {
+		f.widths = append(f.widths, int(lg.Ops[0].Shape[1]))
+	}
+	f.widths = append(f.widths, int(d.e.model.Ops[d.e.model.Outputs[0]].Shape[1]))
+	if err := f.plan(ctx); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 
 // plan builds the rank's layer graph (its nodes' in-edges, with the whole
 // graph's GCN and mean weights) and its halo, and tells every owner which
 // of its rows this rank's halo holds (one all-to-all-v, before training).
-func (f *distFull) plan(ctx context.Context) error {
+func (f *layerRank) plan(ctx context.Context) error {
 	me := f.c.Rank()
 	mine := f.owned[me]
 	f.src = slices.Clone(mine)
@@ -222,14 +253,13 @@ func haloRows(adj *graph.CSR, owner []int32, me, size int) (sent, held int64) {
 // ranks' halos hold (forward) and, from the second layer on, the
 // gradients of its halo rows to their owners (backward), width × the
 // dtype's size a row.
-func (f *distFull) predictedBytes(sent, held int64) map[string]int64 {
+func (f *layerRank) predictedBytes(sent, held int64) map[string]int64 {
 	out := map[string]int64{}
-	size := int64(f.e.dt.Size())
 	for l := range f.layers {
 		if len(f.used[l]) == 0 {
 			continue
 		}
-		w := int64(f.widths[l]) * size
+		w := int64(f.widths[l]) * f.rowBytes(l)
 		if sent > 0 {
 			out[fmt.Sprintf("halo-forward L%d", l+1)] = sent * w
 		}
@@ -240,36 +270,47 @@ func (f *distFull) predictedBytes(sent, held int64) map[string]int64 {
 	return out
 }
 
-// encode and decode carry rows in the training dtype.
-func (f *distFull) encode(v []float64) []byte {
-	if f.e.dt == tensor.Float32 {
-		s := make([]float32, len(v))
-		for i, x := range v {
-			s[i] = float32(x)
+// encodeRows and decodeRows carry rows between ranks: float32 ones (the
+// features) as float32, float64 ones (the later layers' rows and
+// gradients, kept in float64 on the host) in the training dtype.
+func encodeRows[T float32 | float64](dt tensor.DType, v []T) []byte {
+	if s, ok := any(v).([]float64); ok && dt == tensor.Float32 {
+		f := make([]float32, len(s))
+		for i, x := range s {
+			f[i] = float32(x)
 		}
-		return comm.Bytes(s)
+		return comm.Bytes(f)
 	}
 	return comm.Bytes(v)
 }
 
-func (f *distFull) decode(b []byte) ([]float64, error) {
-	if f.e.dt == tensor.Float64 {
-		return comm.Decode[float64](b)
+func decodeRows[T float32 | float64](dt tensor.DType, b []byte) ([]T, error) {
+	var z T
+	if _, ok := any(z).(float64); ok && dt == tensor.Float32 {
+		s, err := comm.View[float32](b)
+		if err != nil {
+			return nil, err
+		}
+		v := make([]float64, len(s))
+		for i, x := range s {
+			v[i] = float64(x)
+		}
+		return any(v).([]T), nil
 	}
-	s, err := comm.View[float32](b)
-	if err != nil {
-		return nil, err
+	return comm.Decode[T](b)
+}
+
+// rowBytes is the size of one value of layer l's input between ranks.
+func (f *layerRank) rowBytes(l int) int64 {
+	if l == 0 {
+		return 4 // the features, float32
 	}
-	v := make([]float64, len(s))
-	for i, x := range s {
-		v[i] = float64(x)
-	}
-	return v, nil
+	return int64(f.e.dt.Size())
 }
 
 // haloForward returns layer l's input rows (src order) from the rank's
 // own rows: the halo rows come from their owners.
-func (f *distFull) haloForward(ctx context.Context, l int, own []float64) ([]float64, error) {
+func haloForward[T float32 | float64](ctx context.Context, f *layerRank, l int, own []T) ([]T, error) {
 	w := f.widths[l]
 	if len(f.used[l]) == 0 {
 		return own, nil
@@ -279,23 +320,23 @@ func (f *distFull) haloForward(ctx context.Context, l int, own []float64) ([]flo
 		if j == f.c.Rank() {
 			continue
 		}
-		buf := make([]float64, 0, len(rows)*w)
+		buf := make([]T, 0, len(rows)*w)
 		for _, r := range rows {
 			buf = append(buf, own[int(r)*w:(int(r)+1)*w]...)
 		}
-		send[j] = f.encode(buf)
+		send[j] = encodeRows(f.e.dt, buf)
 	}
 	got, err := f.exchange(ctx, fmt.Sprintf("halo-forward L%d", l+1), send)
 	if err != nil {
 		return nil, err
 	}
-	x := make([]float64, len(f.src)*w)
+	x := make([]T, len(f.src)*w)
 	copy(x, own)
 	for j, pos := range f.halo {
 		if j == f.c.Rank() || len(pos) == 0 {
 			continue
 		}
-		v, err := f.decode(got[j])
+		v, err := decodeRows[T](f.e.dt, got[j])
 		if err != nil {
 			return nil, err
 		}
@@ -313,7 +354,7 @@ func (f *distFull) haloForward(ctx context.Context, l int, own []float64) ([]flo
 // into that of the rank's own rows: each halo row's gradient goes to its
 // owner, which adds the contributions of the ranks in rank order (its
 // own among them), so the sum does not depend on timing.
-func (f *distFull) haloBackward(ctx context.Context, l int, g []float64) ([]float64, error) {
+func (f *layerRank) haloBackward(ctx context.Context, l int, g []float64) ([]float64, error) {
 	w, me := f.widths[l], f.c.Rank()
 	n := len(f.owned[me])
 	if len(f.used[l]) == 0 {
@@ -328,7 +369,7 @@ func (f *distFull) haloBackward(ctx context.Context, l int, g []float64) ([]floa
 		for _, p := range pos {
 			buf = append(buf, g[int(p)*w:(int(p)+1)*w]...)
 		}
-		send[j] = f.encode(buf)
+		send[j] = encodeRows(f.e.dt, buf)
 	}
 	got, err := f.exchange(ctx, fmt.Sprintf("halo-backward L%d", l+1), send)
 	if err != nil {
@@ -345,7 +386,7 @@ func (f *distFull) haloBackward(ctx context.Context, l int, g []float64) ([]floa
 		if len(rows) == 0 {
 			continue
 		}
-		v, err := f.decode(got[j])
+		v, err := decodeRows[float64](f.e.dt, got[j])
 		if err != nil {
 			return nil, err
 		}
@@ -362,8 +403,9 @@ func (f *distFull) haloBackward(ctx context.Context, l int, g []float64) ([]floa
 	return out, nil
 }
 
-// bind uploads layer l's graphs and input rows x and binds the layer.
-func (f *distFull) bind(l int, x []float64, training bool) (*boundBlocks, error) {
+// bind uploads layer l's graphs and input rows x ([]float32 or
+// []float64) and binds the layer.
+func (f *layerRank) bind(l int, x any, training bool) (*boundBlocks, error) {
 	e := f.e
 	bb := &boundBlocks{}
 	fail := func(err error) (*boundBlocks, error) {
@@ -398,14 +440,30 @@ func (f *distFull) bind(l int, x []float64, training bool) (*boundBlocks, error)
 		}
 		env.Blocks[0][name] = eg
 	}
-	in, err := e.be.Alloc(e.dt, []int{len(x) / f.widths[l], f.widths[l]}, e.tier)
+	rows := len(f.src)
+	if len(f.used[l]) == 0 {
+		rows = len(f.owned[f.c.Rank()])
+	}
+	shape := []int{rows, f.widths[l]}
+	feats := backend.ForPurpose(e.be, backend.PurposeFeatures)
+	var in *tensor.Tensor
+	var err error
+	switch x := x.(type) {
+	case []float32:
+		in, err = train.UploadFloat32s(feats, x, shape, e.dt, e.tier)
+	case []float64:
+		if in, err = e.be.Alloc(e.dt, shape, e.tier); err == nil {
+			if err = engine.UploadFloats(feats, in, x); err != nil {
+				e.be.Release(in)
+			}
+		}
+	default:
+		err = fmt.Errorf("layer %d: input rows of type %T", l+1, x)
+	}
 	if err != nil {
 		return fail(err)
 	}
 	bb.tensors = append(bb.tensors, in)
-	if err := engine.UploadFloats(backend.ForPurpose(e.be, backend.PurposeFeatures), in, x); err != nil {
-		return fail(err)
-	}
 	env.Input = in
 	if bb.prog, err = engine.Bind(f.layers[l], env, f.r.ps); err != nil {
 		return fail(err)
@@ -416,11 +474,8 @@ func (f *distFull) bind(l int, x []float64, training bool) (*boundBlocks, error)
 // forward runs the layers one after the other over the rank's own rows,
 // each after its halo exchange. In training it returns every layer bound
 // (for backward; the caller releases them); in evaluation only the last.
-func (f *distFull) forward(ctx context.Context, seed uint64, training bool) ([]*boundBlocks, error) {
-	own := make([]float64, len(f.feats))
-	for i, x := range f.feats {
-		own[i] = float64(x)
-	}
+func (f *layerRank) forward(ctx context.Context, seed uint64, training bool) ([]*boundBlocks, error) {
+	var own []float64 // layer l's own input rows, l ≥ 1
 	var bound []*boundBlocks
 	fail := func(err error) ([]*boundBlocks, error) {
 		for _, bb := range bound {
@@ -429,7 +484,13 @@ func (f *distFull) forward(ctx context.Context, seed uint64, training bool) ([]*
 		return nil, err
 	}
 	for l := range f.layers {
-		x, err := f.haloForward(ctx, l, own)
+		var x any
+		var err error
+		if l == 0 {
+			x, err = haloForward(ctx, f, l, f.feats)
+		} else {
+			x, err = haloForward(ctx, f, l, own)
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -474,7 +535,7 @@ func (f *distFull) Epoch(ctx context.Context, seed uint64, update func() error) 
 // trainStep runs forward, this rank's share of the loss and backward,
 // leaving the rank's parameter gradients; it returns the share of the
 // loss.
-func (f *distFull) trainStep(ctx context.Context, seed uint64) (float64, error) {
+func (f *layerRank) trainStep(ctx context.Context, seed uint64) (float64, error) {
 	e := f.e
 	if err := f.r.ps.ZeroGrads(); err != nil {
 		return 0, err
@@ -530,7 +591,7 @@ func (f *distFull) trainStep(ctx context.Context, seed uint64) (float64, error) 
 // Predict implements train.Stepper: the layers forward over the own rows
 // (halo rows exchanged as in training), then every rank's predictions
 // gathered.
-func (f *distFull) Predict(ctx context.Context, pred []int32) error {
+func (f *layerRank) Predict(ctx context.Context, pred []int32) error {
 	f.phase = "eval-"
 	defer func() { f.phase = "" }()
 	bound, err := f.forward(ctx, 0, false)

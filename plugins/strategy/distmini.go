@@ -80,16 +80,37 @@ func (*DistMini) NewStepper(ctx context.Context, env *train.Env) (train.Stepper,
 	if err != nil {
 		return nil, err
 	}
-	d, err := newDistRank(ctx, env.Config, envOf(env), fanouts, replace)
+	e := envOf(env)
+	d, err := newDistRank(ctx, env.Config, e, fanouts, replace)
 	if err != nil {
 		return nil, err
 	}
-	return &distMini{distRank: d, batch: env.Config.Train.BatchSize}, nil
+	m := &distMini{distRank: d, batch: env.Config.Train.BatchSize}
+	if layers, err := splitForRanks(env.Config, e.model); err == nil {
+		if m.eval, err = newLayerRank(ctx, d, layers); err != nil {
+			d.Release()
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 type distMini struct {
 	*distRank
 	batch int
+	// eval predicts layer by layer, each layer's 1-hop halo rows fetched
+	// (nil: a model that cannot be split into layers predicts over
+	// full-neighbourhood blocks, every input row of the L-hop
+	// neighbourhood fetched at once).
+	eval *layerRank
+}
+
+// Predict implements train.Stepper.
+func (m *distMini) Predict(ctx context.Context, pred []int32) error {
+	if m.eval != nil {
+		return m.eval.Predict(ctx, pred)
+	}
+	return m.predictAll(ctx, pred)
 }
 
 var _ train.ResultReporter = (*distMini)(nil)

@@ -3,8 +3,9 @@
 # MPI"): each case for 1, 2 and 4 ranks with METIS partitions and 2 and 4
 # ranks with random ones, one epoch, dropout 0; writes OUT/results.jsonl
 # (one line per run: case, ranks, partition, the result) and each run's
-# output.model, then compares every model with the 1-rank one.
-# physics (about 4 GiB a rank) and 8 ranks of rmat18 hold /tmp/strata-bigmem.lock. Needs bin/strata from make build-mpi.
+# output.model and OUT/<run>.rss (every rank's peak RSS in KiB, one line
+# each, from /usr/bin/time), then compares every model with the 1-rank one.
+# physics and rmat18 (1-2 GiB a rank) hold /tmp/strata-bigmem.lock. Needs bin/strata from make build-mpi (BIN=path for another).
 #   scripts/mpi/acceptance.sh OUT [case...]   cases: cora rmat18 physics
 # RUNS="4:metis 2:random" picks ranks:partition pairs; a run whose result
 # and model are in OUT is skipped.
@@ -13,6 +14,7 @@ OUT=${1:?usage: acceptance.sh OUT [case...]}
 shift
 cases=("${@:-cora rmat18 physics}")
 MPIRUN=${MPIRUN:-mpirun --oversubscribe --allow-run-as-root}
+BIN=${BIN:-bin/strata}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 common=(--set model.dropout=0 --set train.epochs=1 --set output.json=true --set output.progress=off)
@@ -34,12 +36,13 @@ for c in ${cases[*]}; do
 			continue
 		fi
 		lock=()
-		if [ "$c" = physics ] || { [ "$c" = rmat18 ] && [ "$n" -ge 8 ]; }; then
+		if [ "$c" = physics ] || [ "$c" = rmat18 ]; then
 			lock=(flock /tmp/strata-bigmem.lock)
 		fi
 		echo "== $name $(date -u +%T)"
 		# shellcheck disable=SC2046
-		"${lock[@]}" nice $MPIRUN -np "$n" -x GOMEMLIMIT=4GiB bin/strata train $(args_of "$c") "${common[@]}" "${pset[@]}" \
+		rm -f "$OUT/$name.rss"
+		"${lock[@]}" nice $MPIRUN -np "$n" -x GOMEMLIMIT=4GiB /usr/bin/time -a -o "$OUT/$name.rss" -f "%M" "$BIN" train $(args_of "$c") "${common[@]}" "${pset[@]}" \
 			--set output.model="$OUT/$name.model" >"$OUT/$name.json" 2>"$OUT/$name.err" || { echo "$name failed"; tail -5 "$OUT/$name.err"; continue; }
 		python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({"case":sys.argv[2],"ranks":int(sys.argv[3]),"partition":sys.argv[4],"result":r}))' \
 			"$OUT/$name.json" "$c" "$n" "$part" >>"$OUT/results.jsonl"
