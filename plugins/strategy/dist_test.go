@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -370,4 +371,51 @@ func replayMiniFeatureRows(t *testing.T, cfg *config.Config, n int) []int64 {
 		}
 	}
 	return out
+}
+
+// TestDistRanksLoadOwnRows: on several ranks NewEnv loads no feature row,
+// and each rank holds exactly its own nodes' rows of the matrix one
+// process prepares (Cora's 0/1 features row-normalised, the "auto"
+// decision taken over every rank's rows).
+func TestDistRanksLoadOwnRows(t *testing.T) {
+	const n = 3
+	cfg := mustParse(t, strategytest.CoraBase, "train.mode=distfull")
+	whole, _, closeWhole, err := train.NewEnv(context.Background(), cfg, testHost(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeWhole()
+	dim := whole.Dim
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r, c := range comm.NewLocal(n) {
+		wg.Go(func() {
+			ctx := comm.With(context.Background(), c)
+			env, _, closeEnv, err := train.NewEnv(ctx, mustParse(t, strategytest.CoraBase, "train.mode=distfull"), testHost(t))
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer closeEnv()
+			if env.Features != nil || env.Dim != dim {
+				errs[r] = fmt.Errorf("NewEnv on rank %d of %d: %d feature values of width %d, want none of width %d", r, n, len(env.Features), env.Dim, dim)
+				return
+			}
+			d, err := newDistRank(ctx, cfg, envOf(env), []int{-1, -1}, false)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer d.Release()
+			if want := gatherRows(whole.Features, dim, d.owned[r]); !slices.Equal(d.feats, want) {
+				errs[r] = fmt.Errorf("rank %d of %d: its %d rows differ from the whole matrix's", r, n, len(d.owned[r]))
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
