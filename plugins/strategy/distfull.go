@@ -116,6 +116,9 @@ func splitForRanks(cfg *config.Config, model *ir.Graph) ([]*ir.Graph, error) {
 // newLayerRank plans d's layers (a collective: the ranks tell each other
 // their halos).
 func newLayerRank(ctx context.Context, d *distRank, layers []*ir.Graph) (*layerRank, error) {
+	if len(d.owned[d.c.Rank()]) == 0 {
+		return nil, fmt.Errorf("rank %d of %d owns no node of the %d-node graph (%s); run fewer ranks", d.c.Rank(), d.c.Size(), d.e.ds.NumNodes, d.part)
+	}
 	f := &layerRank{distRank: d, layers: layers, used: graphsPerLayer(d.e.model)}
 	for _, lg := range layers {
 		f.widths = append(f.widths, int(lg.Ops[0].Shape[1]))
