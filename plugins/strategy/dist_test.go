@@ -11,6 +11,7 @@ import (
 
 	"strata/core/comm"
 	"strata/core/config"
+	"strata/core/graph"
 	"strata/core/train"
 	"strata/core/train/strategytest"
 	"strata/plugins/sampler"
@@ -330,13 +331,18 @@ func replayMiniFeatureRows(t *testing.T, cfg *config.Config, n int) []int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adj := env.Adjs.Adj
-	owner, _, err := rankPartition(ctx, cfg, adj, n)
+	owner, _, err := rankPartition(ctx, cfg, env.Adjs.Adj, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := uint64(cfg.Train.Seed) * 1_000_003 // trainRank's first epoch
-	order := shuffled(env.Dataset.Train, seed)
+	return replayRows(t, env.Adjs.Adj, owner, n, env.Dataset.Train, cfg, fanouts, replace)
+}
+
+// replayRows is replayMiniFeatureRows over adj partitioned by owner.
+func replayRows(t *testing.T, adj *graph.CSR, owner []int32, n int, trainIDs []int32, cfg *config.Config, fanouts []int, replace bool) []int64 {
+	t.Helper()
+	seed := uint64(cfg.Train.Seed) * 1_000_003 // the first epoch's (core/train)
+	order := shuffled(trainIDs, seed)
 	out := make([]int64, n)
 	for b, lo := 0, 0; lo < len(order); b, lo = b+1, lo+cfg.Train.BatchSize {
 		rng := seed*0x9e3779b97f4a7c15 + uint64(b)
@@ -371,6 +377,62 @@ func replayMiniFeatureRows(t *testing.T, cfg *config.Config, n int) []int64 {
 		}
 	}
 	return out
+}
+
+// TestDistMiniPredictedPhysics prints, for configs/sage-physics-minibatch
+// on 2, 4 and 8 ranks with METIS and random parts, the feature bytes of
+// the first epoch that the partition and fanouts predict (the
+// expectation) and that a one-process replay of the ranks' streams gives
+// (what the MPI run measures: docs/performance.md). It reads the topology
+// only (no feature row), so it needs no big memory. Long: needs the
+// shared dataset.
+func TestDistMiniPredictedPhysics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads coauthor-physics and partitions it six times (make test-long)")
+	}
+	cfg, err := config.Load("../../configs/sage-physics-minibatch.toml")
+	if err != nil {
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	ds, err := graph.OpenContext(graph.WithFeatureRows(ctx, nil), cfg.DatasetSpec())
+	if err != nil {
+		t.Skipf("coauthor-physics: %v", err)
+	}
+	adjs, err := train.BuildAdjacencies(ds, cfg.Data.Symmetrize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fanouts, replace, err := distFanouts(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{2, 4, 8} {
+		for _, part := range []string{"metis", "random"} {
+			pc := mustParse(t, "[data]\ndataset = \"x\"\n[model]\nname = \"sage\"\n", "partition.name="+part)
+			owner, _, err := rankPartition(ctx, pc, adjs.Adj, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replay := replayRows(t, adjs.Adj, owner, n, ds.Train, cfg, fanouts, replace)
+			order := shuffled(ds.Train, uint64(cfg.Train.Seed)*1_000_003)
+			exp, got := 0.0, int64(0)
+			for lo := 0; lo < len(order); lo += cfg.Train.BatchSize {
+				seeds := make([][]int32, n)
+				for _, v := range order[lo:min(lo+cfg.Train.BatchSize, len(order))] {
+					seeds[owner[v]] = append(seeds[owner[v]], v)
+				}
+				for me := 0; me < n; me++ {
+					exp += expectedSampledRows(adjs.Adj, owner, me, seeds, fanouts, replace)
+				}
+			}
+			for _, r := range replay {
+				got += r
+			}
+			row := float64(ds.FeatDim * 4)
+			t.Logf("%d ranks, %s: expected %.0f feature bytes, replayed %d (%+.2f%%)", n, part, exp*row, got*int64(row), 100*(float64(got)-exp)/exp)
+		}
+	}
 }
 
 // TestDistRanksLoadOwnRows: on several ranks NewEnv loads no feature row,
