@@ -134,6 +134,8 @@ func TestDistributedMatchesOneProcess(t *testing.T) {
 		// self term of SAGE, GAT's attention over the halo rows.
 		{"full-sage", "fullgraph", "distfull", []string{"model.dropout=0", `model.name="sage"`}, []int{1, 3}},
 		{"full-gat", "fullgraph", "distfull", []string{"model.dropout=0", `model.name="gat"`}, []int{1, 3}},
+		// float64 hidden rows and gradients between the ranks.
+		{"full-float64", "fullgraph", "distfull", []string{"model.dropout=0", `train.dtype="float64"`}, []int{1, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := base
@@ -223,6 +225,22 @@ func TestDistFullBytesAsPredicted(t *testing.T) {
 		t.Fatalf("METIS partitions send %d halo bytes, random ones %d", halo["metis"], halo["random"])
 	}
 	t.Logf("halo bytes per epoch, 4 ranks: %v", halo)
+	// float64 training: layer 1's rows (the features) still travel as
+	// float32, layer 2's rows and gradients as float64.
+	runs := runRanks(t, 2, 1, strategytest.CoraBase, "train.mode=distfull", `train.dtype="float64"`)
+	for r, s := range runs[0].stats {
+		if len(s.PredictedBy) != 3 {
+			t.Fatalf("float64: rank %d: predicted purposes %v", r, s.PredictedBy)
+		}
+		for k, want := range s.PredictedBy {
+			if got := s.SentBy[k]; got != want {
+				t.Fatalf("float64: rank %d sent %d bytes for %s, the partition predicts %d", r, got, k, want)
+			}
+		}
+		if f1, f2 := s.SentBy["halo-forward L1"], s.SentBy["halo-forward L2"]; f1%(1433*4) != 0 || f2%(16*8) != 0 {
+			t.Fatalf("float64: rank %d sent %d bytes of 1433-wide float32 rows and %d of 16-wide float64 rows", r, f1, f2)
+		}
+	}
 }
 
 // TestDistConfigErrors: a sampler the owners cannot run is an error
