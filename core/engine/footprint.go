@@ -369,6 +369,12 @@ func (dryBackend) DropoutMask(uint64, float64, *tensor.Tensor) error            
 func (dryBackend) DropoutApply(uint64, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
 	return nil
 }
+
+// DropoutGEMM makes the dry backend a backend.DropoutGEMMer, as the cpu,
+// sim and cuda backends are: a layer's input dropout holds no buffer.
+func (dryBackend) DropoutGEMM(uint64, float64, bool, *tensor.Tensor, *tensor.Tensor, float64, *tensor.Tensor, *tensor.Tensor) error {
+	return nil
+}
 func (dryBackend) BatchNorm(_, _, _, _, _, _ *tensor.Tensor, _ float64) error { return nil }
 func (dryBackend) BatchNormBackward(_, _, _, _, _, _, _, _ *tensor.Tensor) error {
 	return nil

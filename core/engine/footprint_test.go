@@ -57,7 +57,7 @@ func (f *blockFixture) shapedBlockEnv(t *testing.T, seeds []int32, dt tensor.DTy
 // evaluation forward) and the dry run holds what stays allocated after it.
 func TestSizerMatchesBind(t *testing.T) {
 	models := maps.Clone(blockModels)
-	models["mix"] = mixLayer
+	models["mix"], models["dropmm"] = mixLayer, dropMatMulLayer
 	r := newSplitMix(17)
 	usages := []Usage{{}, {AccumulateGrads: true}, {Inference: true}}
 	for trial := 0; trial < 4; trial++ {

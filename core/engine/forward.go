@@ -75,6 +75,9 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	case ir.OpSpMMEdge:
 		return be.SpMM(ctx, p.adj(op.Args[0]).Adj, false, arg(1), arg(2), 0, y)
 	case ir.OpMatMul:
+		if p.aux[i].maskedBy > 0 && m.Train {
+			return p.dropGEMM(i, false, arg(1), 0, y)
+		}
 		return be.GEMM(false, false, 1, arg(0), arg(1), 0, y)
 	case ir.OpBias:
 		return be.Elementwise(backend.Add, arg(0), arg(1), y)
@@ -92,6 +95,9 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	case ir.OpDropout:
 		if !m.Train || op.Alpha == 0 {
 			return p.passDropout(i)
+		}
+		if p.aux[i].dropInto {
+			return nil // the matmuls that read it apply it
 		}
 		mask := p.aux[i].mask
 		if da, ok := be.(dropoutApplier); ok {

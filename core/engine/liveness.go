@@ -145,7 +145,7 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 	reads = func(a int32, t int) {
 		if v := val[a]; v >= 0 {
 			ts[v].end = max(ts[v].end, t)
-		} else if p.aliasDropout(a) {
+		} else if p.aliasDropout(a) || p.aux[a].dropInto {
 			reads(p.g.Ops[a].Args[0], t)
 		}
 	}

@@ -104,6 +104,12 @@ type opAux struct {
 	// reads runs as one SpMM over the adjacency; fusedInto marks that
 	// gather, which then holds no buffer (see fuseGathers).
 	fused, fusedInto bool
+	// dropInto: a dropout of the input computed inside the matmuls that
+	// read it, which then hold its op index in maskedBy (0: none) and
+	// their scratch in dropScratch (see fuseInputDropouts).
+	dropInto    bool
+	maskedBy    int32
+	dropScratch *tensor.Tensor
 }
 
 // Compile binds g to env with fresh parameters initialised from seed; the
@@ -218,6 +224,7 @@ func (p *Program) dry() bool {
 // bind allocates values, gradients and per-op state.
 func (p *Program) bind() error {
 	p.fuseGathers()
+	p.fuseInputDropouts()
 	shapes := make([][]int, len(p.g.Ops))
 	for i := range p.g.Ops {
 		op := &p.g.Ops[i]
@@ -231,6 +238,8 @@ func (p *Program) bind() error {
 			continue
 		case p.aux[i].fusedInto:
 			continue // computed by the segment reduction that reads it
+		case p.aux[i].dropInto:
+			continue // computed inside the matmuls that read it
 		}
 		switch op.Kind {
 		case ir.OpGraph:
@@ -296,6 +305,10 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 	}
 	var err error
 	switch op.Kind {
+	case ir.OpMatMul:
+		if a.maskedBy > 0 {
+			err = p.bindDropGEMM(i, shape)
+		}
 	case ir.OpAggregate:
 		if op.Reducer == "max" {
 			a.argmax, err = p.allocT(KindIndex, tensor.Int32, shape)

@@ -121,6 +121,7 @@ var groups = []group{
 	{"HeadDot", testHeadDot},
 	{"HeadDotBackward", testHeadDotBackward},
 	{"DropoutMask", testDropoutMask},
+	{"DropoutGEMM", testDropoutGEMM},
 	{"BatchNorm", testBatchNorm},
 	{"BatchNormBackward", testBatchNormBackward},
 	{"BatchNormInfer", testBatchNormInfer},

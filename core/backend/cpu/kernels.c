@@ -194,14 +194,16 @@ static inline uint64_t mix64s(uint64_t z) {
 	return z ^ (z >> 31);
 }
 
-// k_dropout_f32 handles elements [lo, hi): mask[i] = keep ? scale : 0 (when
-// mask is set) and y[i] = x[i]·mask[i] (when y is set).
-void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
-		   const float *x, float *y) {
+// dropout_span handles n elements whose dropout stream indices start at
+// idx: mask[j] = keep(idx+j) ? scale : 0 (when mask is set) and
+// y[j] = x[j]·mask[j] (when y is set).
+static inline __attribute__((always_inline)) void dropout_span(uint64_t base, uint64_t thr, float scale,
+							       int64_t idx, int64_t n, float *mask,
+							       const float *x, float *y) {
 	const uint64_t G = 0x9E3779B97F4A7C15ull;
-	int64_t i = lo;
-	if (hi - lo >= 8) {
-		const uint64_t z0 = base + (uint64_t)(i + 1) * G;
+	int64_t j = 0;
+	if (n >= 8) {
+		const uint64_t z0 = base + (uint64_t)(idx + 1) * G;
 		__m256i za = _mm256_setr_epi64x((int64_t)z0, (int64_t)(z0 + G), (int64_t)(z0 + 2 * G),
 						(int64_t)(z0 + 3 * G));
 		__m256i zb = _mm256_add_epi64(za, _mm256_set1_epi64x((int64_t)(4 * G)));
@@ -209,27 +211,47 @@ void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t
 		const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
 		const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 		const __m256 vs = _mm256_set1_ps(scale);
-		for (; i + 8 <= hi; i += 8) {
+		for (; j + 8 <= n; j += 8) {
 			__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
 			__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
 			__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
 						       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
 			__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
 			if (mask)
-				_mm256_storeu_ps(mask + i, m);
+				_mm256_storeu_ps(mask + j, m);
 			if (y)
-				_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), m));
+				_mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), m));
 			za = _mm256_add_epi64(za, step);
 			zb = _mm256_add_epi64(zb, step);
 		}
 	}
-	for (; i < hi; i++) {
-		const float m = (mix64s(base + (uint64_t)(i + 1) * G) >> 11) >= thr ? scale : 0.0f;
+	for (; j < n; j++) {
+		const float m = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr ? scale : 0.0f;
 		if (mask)
-			mask[i] = m;
+			mask[j] = m;
 		if (y)
-			y[i] = x[i] * m;
+			y[j] = x[j] * m;
 	}
+}
+
+// k_dropout_f32 handles elements [lo, hi): mask[i] = keep ? scale : 0 (when
+// mask is set) and y[i] = x[i]·mask[i] (when y is set).
+void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
+		   const float *x, float *y) {
+	if (hi <= lo)
+		return;
+	dropout_span(base, thr, scale, lo, hi - lo, mask ? mask + lo : 0, y ? x + lo : 0, y ? y + lo : 0);
+}
+
+// k_dropout_block_f32 writes the dropout of x's rows [r0, r1) and columns
+// [c0, c1) (x has ldx columns; element (r, c) is stream index r·ldx + c)
+// into y, row by row with c1 - c0 columns: the elements DropoutApply
+// writes there, bit for bit.
+void k_dropout_block_f32(uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
+			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y) {
+	const int64_t w = c1 - c0;
+	for (int64_t r = r0; r < r1; r++)
+		dropout_span(base, thr, scale, r * ldx + c0, w, 0, x + r * ldx + c0, y + (r - r0) * w);
 }
 
 // k_relu_f32: y = x > 0 ? x : 0 (NaN and -0 give 0), as apply in Go.

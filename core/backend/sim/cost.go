@@ -258,6 +258,16 @@ var prices = pricing{
 		}
 		return k(y, costElementwise, elems(y), operands, 5)
 	},
+	// The fused input dropout and matmul, priced as its GEMM: the mask is
+	// made in cache from the region the GEMM reads (the unfused sequence
+	// adds a DropoutApply, priced above).
+	DropoutGEMM: func(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch *tensor.Tensor) kernel {
+		inner := cols(x)
+		if transX {
+			inner = rows(x)
+		}
+		return k(c, costGEMM, rows(c), inner, cols(c))
+	},
 }
 
 // unaryFlops is the op table's flop count of a unary function (at least 1).
