@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"context"
 	"fmt"
 
 	"strata/core/backend"
@@ -69,4 +70,21 @@ func numel(t *tensor.Tensor) int {
 		return 0
 	}
 	return t.Numel()
+}
+
+// SpMMBiasAct computes y = act(A·x + bias) (backend.SpMMBiasActer) as
+// its unfused sequence, SpMM, the bias added in place and the activation
+// in place: it gives the engine's buffer plan the one value per fused
+// chain it plans for every backend, not a faster kernel.
+func (b *Backend) SpMMBiasAct(ctx context.Context, a backend.Adj, w, x, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) error {
+	if err := b.SpMM(ctx, a, false, w, x, 0, y); err != nil {
+		return err
+	}
+	if err := b.Elementwise(backend.Add, y, bias, y); err != nil {
+		return err
+	}
+	if act == backend.Identity {
+		return nil
+	}
+	return b.Apply(act, alpha, y, y)
 }

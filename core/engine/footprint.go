@@ -375,6 +375,13 @@ func (dryBackend) DropoutApply(uint64, float64, *tensor.Tensor, *tensor.Tensor, 
 func (dryBackend) DropoutGEMM(uint64, float64, bool, *tensor.Tensor, *tensor.Tensor, float64, *tensor.Tensor, *tensor.Tensor) error {
 	return nil
 }
+
+// SpMMBiasAct makes the dry backend a backend.SpMMBiasActer, as the cpu,
+// sim and cuda backends are: the buffer plan gives a fused aggregation's
+// chain one value.
+func (dryBackend) SpMMBiasAct(context.Context, backend.Adj, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor, backend.Unary, float64, *tensor.Tensor) error {
+	return nil
+}
 func (dryBackend) BatchNorm(_, _, _, _, _, _ *tensor.Tensor, _ float64) error { return nil }
 func (dryBackend) BatchNormBackward(_, _, _, _, _, _, _, _ *tensor.Tensor) error {
 	return nil

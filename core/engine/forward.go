@@ -53,6 +53,11 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	p.cur[i] = p.vals[i]
 	y := p.vals[i]
 	arg := func(k int) *tensor.Tensor { return p.val(op.Args[k]) }
+	if a := &p.aux[i]; a.epilogue > 0 {
+		return p.forwardEpilogue(ctx, i)
+	} else if a.inEpilogue {
+		return nil // the aggregation's epilogue wrote it (or it is never formed)
+	}
 	if s := ir.Spec(op.Kind); s != nil {
 		return p.forwardTable(ctx, i, s)
 	}

@@ -110,6 +110,14 @@ type opAux struct {
 	dropInto    bool
 	maskedBy    int32
 	dropScratch *tensor.Tensor
+	// epilogue: an aggregation that runs with the bias (and ReLU) after
+	// it as one SpMMBiasAct, the chain's last op (0: none); inEpilogue
+	// marks the chain's ops, epilogueOf the aggregation that writes the
+	// last one's value (-1 for the others, which are never formed). See
+	// fuseEpilogues.
+	epilogue   int32
+	inEpilogue bool
+	epilogueOf int32
 }
 
 // Compile binds g to env with fresh parameters initialised from seed; the

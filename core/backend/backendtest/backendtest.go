@@ -122,6 +122,7 @@ var groups = []group{
 	{"HeadDotBackward", testHeadDotBackward},
 	{"DropoutMask", testDropoutMask},
 	{"DropoutGEMM", testDropoutGEMM},
+	{"SpMMBiasAct", testSpMMBiasAct},
 	{"BatchNorm", testBatchNorm},
 	{"BatchNormBackward", testBatchNormBackward},
 	{"BatchNormInfer", testBatchNormInfer},

@@ -160,6 +160,12 @@ func (m mutant) DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Te
 	return m.bump(m.Backend.(backend.DropoutGEMMer).DropoutGEMM(seed, p, transX, x, b, beta, c, scratch), c)
 }
 
+// SpMMBiasAct is the optional backend.SpMMBiasActer of the wrapped
+// backend.
+func (m mutant) SpMMBiasAct(ctx context.Context, a backend.Adj, w, x, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) error {
+	return m.bump(m.Backend.(backend.SpMMBiasActer).SpMMBiasAct(ctx, un(a), w, x, bias, act, alpha, y), y)
+}
+
 func (m mutant) ScatterArgmax(argmax, dy, dx *tensor.Tensor) error {
 	return m.bump(m.Backend.ScatterArgmax(argmax, dy, dx), dx)
 }

@@ -308,6 +308,27 @@ void k_rows_f32(int mul, int64_t rows, int64_t c, const float *a, const float *b
 	}
 }
 
+// k_bias_relu_f32: y[r,:] = y[r,:] + b, then (relu set) y = y > 0 ? y : 0,
+// for the rows of an n×c matrix: the roundings of k_rows_f32 followed by
+// k_relu_f32, in one pass.
+void k_bias_relu_f32(int relu, int64_t rows, int64_t c, const float *b, float *y) {
+	const __m256 z = _mm256_setzero_ps();
+	for (int64_t r = 0; r < rows; r++) {
+		float *yr = y + r * c;
+		int64_t j = 0;
+		for (; j + 8 <= c; j += 8) {
+			__m256 v = _mm256_add_ps(_mm256_loadu_ps(yr + j), _mm256_loadu_ps(b + j));
+			if (relu)
+				v = _mm256_and_ps(_mm256_cmp_ps(v, z, _CMP_GT_OQ), v);
+			_mm256_storeu_ps(yr + j, v);
+		}
+		for (; j < c; j++) {
+			float v = yr[j] + b[j];
+			yr[j] = relu ? (v > 0 ? v : 0.0f) : v;
+		}
+	}
+}
+
 // k_leaky_f32: y = x > 0 ? x : alpha·x, as apply in Go.
 void k_leaky_f32(float alpha, int64_t n, const float *x, float *y) {
 	const __m256 z = _mm256_setzero_ps(), va = _mm256_set1_ps(alpha);

@@ -258,6 +258,15 @@ var prices = pricing{
 		}
 		return k(y, costElementwise, elems(y), operands, 5)
 	},
+	// The fused aggregation epilogue, priced as its SpMM: the bias and
+	// activation touch rows the SpMM has just written.
+	SpMMBiasAct: func(ctx context.Context, a backend.Adj, w, x, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) kernel {
+		weighted := 0.0
+		if w != nil {
+			weighted = 1
+		}
+		return k(y, costSpMM, rows(y), float64(a.NNZ()), cols(x), weighted)
+	},
 	// The fused input dropout and matmul, priced as its GEMM: the mask is
 	// made in cache from the region the GEMM reads (the unfused sequence
 	// adds a DropoutApply, priced above).
