@@ -20,11 +20,12 @@ import (
 // Not fused: an evaluation forward (the dropout passes its input, and the
 // matmul is a plain GEMM), inference programs (no dropout), the reference
 // binding without buffer sharing (noShare, which tests compare with), and
-// programs whose input takes a gradient (Env.InputGrad).
+// programs whose input takes a gradient (Env.InputGrad), and programs
+// whose backward may run without the input's rows (Env.Resumable).
 
 // fuseInputDropouts marks the dropouts that run inside their matmuls.
 func (p *Program) fuseInputDropouts() {
-	if _, ok := p.be.(backend.DropoutGEMMer); !ok || p.env.Inference || p.env.InputGrad || p.noShare {
+	if _, ok := p.be.(backend.DropoutGEMMer); !ok || p.env.Inference || p.env.InputGrad || p.env.Resumable || p.noShare {
 		return
 	}
 	readers := make([][]int32, len(p.g.Ops))

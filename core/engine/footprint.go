@@ -125,6 +125,7 @@ type Usage struct {
 	Inference       bool
 	AccumulateGrads bool
 	InputGrad       bool // the gradient of the input too (see Env.InputGrad)
+	Resumable       bool // state carried by Saved and Resume (see Env.Resumable)
 }
 
 // Sizer sizes the programs of one model without allocating anything: it
@@ -186,7 +187,7 @@ func (s *Sizer) Blocks(blocks []BlockShape, inputRows int, u Usage) (Footprint, 
 // bind binds the model to dry blocks, counting into m.
 func (s *Sizer) bind(blocks []BlockShape, inputRows int, u Usage, m *meter) (*Program, error) {
 	be := dryBackend{}
-	env := Env{Backend: be, DType: s.dt, Tier: dryTier, Inference: u.Inference, InputGrad: u.InputGrad,
+	env := Env{Backend: be, DType: s.dt, Tier: dryTier, Inference: u.Inference, InputGrad: u.InputGrad, Resumable: u.Resumable,
 		Blocks: make([]map[string]*Graph, len(blocks))}
 	env.Input, _ = be.Alloc(s.dt, []int{inputRows, s.inDim}, dryTier)
 	for l, b := range blocks {

@@ -44,6 +44,12 @@ type Env struct {
 	// (see Program.InputGrad): layer-by-layer training propagates it to
 	// the layer below.
 	InputGrad bool
+	// Resumable binds a program whose forward state is carried to a later
+	// Backward by Saved and Resume, on a binding whose input rows may not
+	// be loaded (chunked training over cached intermediates): no op's
+	// backward reads the input, so the input's dropout is formed, not
+	// multiplied in (see fuseInputDropouts).
+	Resumable bool
 }
 
 // Param is a learnable tensor with its gradient.
