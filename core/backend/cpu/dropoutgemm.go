@@ -7,6 +7,8 @@ import "C"
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas"
@@ -110,26 +112,41 @@ func gemmMasked[T float](be *Backend, transX bool, m, n, k int, mask func(r0, r1
 		size, count = m*kb, tk
 		parts = make([]T, tk*m*n)
 	}
-	slots := min(backend.DropoutGEMMSlots, count)
-	for g0 := 0; g0 < count; g0 += slots {
-		g1 := min(count, g0+slots)
-		be.parallel(nil, evenBounds(int64(g1-g0), int64(g1-g0)), func(lo, _ int64) {
-			r, off := g0+int(lo), int(lo)*size // only the last region is smaller
-			if tk > 1 {                        // one K slice over all of c, as gemm's split-K
-				p0 := r * kb
-				p1 := min(k, p0+kb)
-				a, lda := region(0, m, p0, p1, scratch[off:off+m*(p1-p0)])
-				call(tA, blas.NoTrans, m, n, p1-p0, 1, a, lda, b[p0*ldb:], ldb, 0, parts[r*m*n:], n)
-				return
-			}
-			i0 := r * mb
-			i1 := min(m, i0+mb)
-			a, lda := region(i0, i1, 0, k, scratch[off:off+(i1-i0)*k])
-			for j0 := 0; j0 < n; j0 += nb {
-				j1 := min(n, j0+nb)
-				call(tA, blas.NoTrans, i1-i0, j1-j0, k, 1, a, lda, b[j0:], ldb, beta, c[i0*n+j0:], n)
-			}
+	// run computes region r with its masked part of x in buf.
+	run := func(r int, buf []T) {
+		if tk > 1 { // one K slice over all of c, as gemm's split-K
+			p0 := r * kb
+			p1 := min(k, p0+kb)
+			a, lda := region(0, m, p0, p1, buf[:m*(p1-p0)])
+			call(tA, blas.NoTrans, m, n, p1-p0, 1, a, lda, b[p0*ldb:], ldb, 0, parts[r*m*n:], n)
+			return
+		}
+		i0 := r * mb
+		i1 := min(m, i0+mb)
+		a, lda := region(i0, i1, 0, k, buf[:(i1-i0)*k])
+		for j0 := 0; j0 < n; j0 += nb {
+			j1 := min(n, j0+nb)
+			call(tA, blas.NoTrans, i1-i0, j1-j0, k, 1, a, lda, b[j0:], ldb, beta, c[i0*n+j0:], n)
+		}
+	}
+	if count <= backend.DropoutGEMMSlots { // every region has its place (only the last is smaller)
+		be.parallel(nil, evenBounds(int64(count), int64(count)), func(lo, _ int64) {
+			run(int(lo), scratch[int(lo)*size:])
 		})
+	} else { // workers claim regions in turn, each masking into its own slot
+		workers := min(be.threads, backend.DropoutGEMMSlots)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		wg.Add(workers)
+		for w := range workers {
+			go func() {
+				defer wg.Done()
+				for r := int(next.Add(1) - 1); r < count; r = int(next.Add(1) - 1) {
+					run(r, scratch[w*size:(w+1)*size])
+				}
+			}()
+		}
+		wg.Wait()
 	}
 	if tk > 1 {
 		sumSlices(be, m*n, tk, 1, beta, parts, c)
