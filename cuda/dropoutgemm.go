@@ -19,7 +19,8 @@ import (
 // (beta, then 1). A composition of the existing kernels, not the cpu
 // backend's tiling: the weight gradient sums the rows in block order,
 // deterministic but not the unfused GEMM bit for bit.
-func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch *tensor.Tensor) error {
+// keep is ignored: the mask is drawn again for the weight gradient.
+func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, _ *tensor.Tensor) error {
 	dt, m, n, k, err := b.chk.GEMM(transX, false, x, bm, c)
 	if err != nil {
 		return err

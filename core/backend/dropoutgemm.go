@@ -11,10 +11,21 @@ import "strata/core/tensor"
 // masked x is made again, a region at a time, into scratch (at least
 // DropoutGEMMScratch elements), so a layer's input dropout needs no buffer
 // of the input's size in the forward pass (transX false) nor in the weight
-// gradient (transX true). The result equals DropoutApply followed by GEMM
+// gradient (transX true). keep, when not nil, is an Int32 tensor of
+// DropoutKeepWords(x) words that holds the mask as one bit per element:
+// a forward call (transX false) records it, a weight-gradient call reads
+// it instead of drawing the mask again (a backend may ignore it and draw
+// the mask both times). The result equals DropoutApply followed by GEMM
 // bit for bit: every product runs the GEMM's own call with the same sizes.
 type DropoutGEMMer interface {
-	DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch *tensor.Tensor) error
+	DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error
+}
+
+// DropoutKeepWords is the shape of the keep bits of a DropoutGEMM over
+// an x of rows × cols: a row of 32-bit words per row of x, bit c % 32 of
+// word c / 32 for column c.
+func DropoutKeepWords(rows, cols int) []int {
+	return []int{rows, (cols + 31) / 32}
 }
 
 // DropoutGEMMSlots is how many regions of the masked x a DropoutGEMM holds

@@ -63,9 +63,20 @@ func (p *Program) fuseInputDropouts() {
 // bindDropGEMM allocates the scratch of matmul op i that multiplies by its
 // input's dropout: enough for the forward product (x·W) and the weight
 // gradient (xᵀ·dy), shared by every such matmul of the same size.
+//
+// In float32 the dropout also keeps its mask as bits (one int32 word per
+// 32 elements, KindIndex: 36 MB for physics' input), which the forward
+// product records and the weight gradient reads instead of drawing the
+// mask a second time.
 func (p *Program) bindDropGEMM(i int, shape []int) error {
 	var err error
-	p.aux[i].dropScratch, err = p.scratchFor(KindScratch, p.env.DType, []int{max(p.dropScratchSize(shape[1]), 1)}, 9)
+	if p.aux[i].dropScratch, err = p.scratchFor(KindScratch, p.env.DType, []int{max(p.dropScratchSize(shape[1]), 1)}, 9); err != nil {
+		return err
+	}
+	d := &p.aux[p.aux[i].maskedBy]
+	if d.dropKeep == nil && p.env.DType == tensor.Float32 {
+		d.dropKeep, err = p.allocT(KindIndex, tensor.Int32, backend.DropoutKeepWords(p.env.Input.Rows(), p.env.Input.Cols()))
+	}
 	return err
 }
 
@@ -82,5 +93,5 @@ func (p *Program) dropGEMM(i int32, transX bool, b *tensor.Tensor, beta float64,
 	d := p.aux[i].maskedBy
 	op := &p.g.Ops[d]
 	return p.be.(backend.DropoutGEMMer).DropoutGEMM(mixSeed(p.mode.Seed, uint64(d)), op.Alpha, transX,
-		p.val(op.Args[0]), b, beta, c, p.aux[i].dropScratch)
+		p.val(op.Args[0]), b, beta, c, p.aux[i].dropScratch, p.aux[d].dropKeep)
 }

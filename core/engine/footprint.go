@@ -373,7 +373,7 @@ func (dryBackend) DropoutApply(uint64, float64, *tensor.Tensor, *tensor.Tensor, 
 
 // DropoutGEMM makes the dry backend a backend.DropoutGEMMer, as the cpu,
 // sim and cuda backends are: a layer's input dropout holds no buffer.
-func (dryBackend) DropoutGEMM(uint64, float64, bool, *tensor.Tensor, *tensor.Tensor, float64, *tensor.Tensor, *tensor.Tensor) error {
+func (dryBackend) DropoutGEMM(uint64, float64, bool, *tensor.Tensor, *tensor.Tensor, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
 	return nil
 }
 

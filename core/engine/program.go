@@ -116,6 +116,7 @@ type opAux struct {
 	dropInto    bool
 	maskedBy    int32
 	dropScratch *tensor.Tensor
+	dropKeep    *tensor.Tensor // a fused dropout's mask as bits (float32)
 	// epilogue: an aggregation that runs with the bias (and ReLU) after
 	// it as one SpMMBiasAct, the chain's last op (0: none); inEpilogue
 	// marks the chain's ops, epilogueOf the aggregation that writes the

@@ -381,7 +381,7 @@ func testDropoutGEMM(s *suite, t *testing.T) {
 						y := c.rand(dt, -1, 1, m, n)
 						scratch := c.out(dt, backend.DropoutGEMMScratch(m, n, k))
 						c.call("DropoutGEMM", func(be backend.Backend, sd side) error {
-							return be.(backend.DropoutGEMMer).DropoutGEMM(77, 0.4, transX, sd.T(x), sd.T(b), beta, sd.T(y), sd.T(scratch))
+							return be.(backend.DropoutGEMMer).DropoutGEMM(77, 0.4, transX, sd.T(x), sd.T(b), beta, sd.T(y), sd.T(scratch), nil)
 						})
 						c.check("c", y)
 					})

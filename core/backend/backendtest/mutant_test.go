@@ -156,8 +156,8 @@ func (m mutant) SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth
 
 // DropoutGEMM is the optional backend.DropoutGEMMer of the wrapped
 // backend.
-func (m mutant) DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch *tensor.Tensor) error {
-	return m.bump(m.Backend.(backend.DropoutGEMMer).DropoutGEMM(seed, p, transX, x, b, beta, c, scratch), c)
+func (m mutant) DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
+	return m.bump(m.Backend.(backend.DropoutGEMMer).DropoutGEMM(seed, p, transX, x, b, beta, c, scratch, keep), c)
 }
 
 // SpMMBiasAct is the optional backend.SpMMBiasActer of the wrapped

@@ -27,7 +27,12 @@ import (
 // op(x) over the whole inner dimension, or, when GEMM splits the inner
 // dimension, one slice of it over all rows. scratch holds at least
 // backend.DropoutGEMMScratch(m, n, k) elements of x's dtype.
-func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch *tensor.Tensor) error {
+//
+// keep (backend.DropoutKeepWords of x, Int32, or nil) records the mask's
+// kept elements in a forward call and replaces the draw in a transposed
+// call, so the weight gradient does not draw the mask a second time
+// (float32; float64 draws it both times).
+func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
 	dt, m, n, k, err := chk.GEMM(transX, false, x, bm, c)
 	if err != nil {
 		return err
@@ -39,6 +44,14 @@ func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor
 		return fmt.Errorf("cpu: DropoutGEMM: scratch holds %d elements, the product needs %d of %v",
 			numelOf(scratch), backend.DropoutGEMMScratch(m, n, k), dt)
 	}
+	var bits []int32
+	if keep != nil {
+		want := backend.DropoutKeepWords(x.Rows(), x.Cols())
+		if keep.DType() != tensor.Int32 || keep.Numel() != want[0]*want[1] {
+			return fmt.Errorf("cpu: DropoutGEMM: keep must be int32 with %d×%d words for x %v", want[0], want[1], x.Shape())
+		}
+		bits = I32(keep)
+	}
 	if m == 0 || n == 0 || k == 0 {
 		return b.GEMM(transX, false, 1, x, bm, beta, c) // c = beta·c
 	}
@@ -49,11 +62,25 @@ func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor
 	ldx := x.Cols()
 	if dt == tensor.Float32 {
 		xs := F32(x)
+		// Regions start at a multiple of 32 columns (GEMMTiles' tiles and
+		// slices are whole blocks), so each owns its words of keep.
+		mode, ldb := 0, (ldx+31)/32
+		var bp *C.uint32_t
+		if len(bits) > 0 {
+			mode, bp = 1, (*C.uint32_t)(unsafe.Pointer(&bits[0]))
+			if transX {
+				mode = 2
+			}
+		}
 		mask := func(r0, r1, c0, c1 int, buf []float32) {
 			if r1 > r0 && c1 > c0 {
+				md := mode
+				if c0%32 != 0 {
+					md = 0 // never: see above
+				}
 				C.k_dropout_block_f32(C.uint64_t(base), C.uint64_t(thr), C.float(float32(scale)),
 					(*C.float)(unsafe.Pointer(&xs[0])), C.int64_t(ldx), C.int64_t(r0), C.int64_t(r1),
-					C.int64_t(c0), C.int64_t(c1), (*C.float)(unsafe.Pointer(&buf[0])))
+					C.int64_t(c0), C.int64_t(c1), (*C.float)(unsafe.Pointer(&buf[0])), bp, C.int64_t(ldb), C.int(md))
 			}
 		}
 		gemmMasked(b, transX, m, n, k, mask, F32(bm), bm.Cols(), float32(beta), F32(c), F32(scratch), impl.Sgemm)

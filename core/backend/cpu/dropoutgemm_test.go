@@ -3,9 +3,11 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"strata/core/backend"
+	"strata/core/tensor"
 )
 
 // TestDropoutGEMMMatchesUnfused checks the fused dropout-matmul against
@@ -44,13 +46,30 @@ func TestDropoutGEMMMatchesUnfused(t *testing.T) {
 							c.ok(c.be.DropoutApply(99, 0.5, x, nil, y))
 							c.ok(c.be.GEMM(transX, false, 1, y, b, beta, c0))
 							scratch := c.zeros(max(backend.DropoutGEMMScratch(cs.m, cs.n, cs.k), 1))
-							c.ok(c.be.DropoutGEMM(99, 0.5, transX, x, b, beta, c1, scratch))
-							want, got := get(c0), get(c1)
-							for i := range want {
-								if math.Float64bits(want[i]) != math.Float64bits(got[i]) {
-									t.Fatalf("c[%d] = %v, unfused %v", i, got[i], want[i])
+							c.ok(c.be.DropoutGEMM(99, 0.5, transX, x, b, beta, c1, scratch, nil))
+							want := get(c0)
+							same := func(what string, got []float64) {
+								for i := range want {
+									if math.Float64bits(want[i]) != math.Float64bits(got[i]) {
+										t.Fatalf("%s: c[%d] = %v, unfused %v", what, i, got[i], want[i])
+									}
 								}
 							}
+							same("drawn", get(c1))
+							// With keep bits: a forward call records them (for transX
+							// one over x by a column of ones), the transposed call
+							// reads them.
+							ks := backend.DropoutKeepWords(xs[0], xs[1])
+							keep, err := c.be.Alloc(tensor.Int32, ks, tensor.Host)
+							c.ok(err)
+							c2 := c.put([]int{cs.m, cs.n}, cv)
+							if transX {
+								ones := c.put([]int{cs.m, 1}, slices.Repeat([]float64{1}, cs.m))
+								rec := c.zeros(cs.k, 1)
+								c.ok(c.be.DropoutGEMM(99, 0.5, false, x, ones, 0, rec, c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep))
+							}
+							c.ok(c.be.DropoutGEMM(99, 0.5, transX, x, b, beta, c2, scratch, keep))
+							same("with keep bits", get(c2))
 						})
 					}
 				}
@@ -67,7 +86,7 @@ func TestDropoutGEMMScratchChecked(t *testing.T) {
 	b, _ := c.rand(40, 8)
 	out := c.zeros(700, 8)
 	small := c.zeros(backend.DropoutGEMMScratch(700, 8, 40) - 1)
-	if err := c.be.DropoutGEMM(1, 0.5, false, x, b, 0, out, small); err == nil {
+	if err := c.be.DropoutGEMM(1, 0.5, false, x, b, 0, out, small, nil); err == nil {
 		t.Fatal("a scratch one element short was accepted")
 	}
 }

@@ -86,6 +86,10 @@ func BenchmarkFusedKernels(b *testing.B) {
 		x, w := e.alloc(b, tensor.Float32, m, k), e.alloc(b, tensor.Float32, k, n)
 		y, dy, dw := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, k, n)
 		flops, bytes := 2*float64(m)*float64(k)*float64(n), float64(m*k*4)
+		keep := e.alloc(b, tensor.Int32, backend.DropoutKeepWords(m, k)...)
+		if err := e.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, e.alloc(b, tensor.Float32, backend.DropoutGEMMScratch(m, n, k)), keep); err != nil {
+			b.Fatal(err) // the forward records the bits the transposed calls read
+		}
 		for _, trans := range []bool{false, true} {
 			name := map[bool]string{false: "Forward", true: "Trans"}[trans]
 			b.Run(name+"/Unfused", func(b *testing.B) {
@@ -110,9 +114,9 @@ func BenchmarkFusedKernels(b *testing.B) {
 				defer e.be.Release(scratch)
 				run(b, flops, bytes, func() error {
 					if trans {
-						return e.be.DropoutGEMM(7, 0.5, true, x, dy, 0, dw, scratch)
+						return e.be.DropoutGEMM(7, 0.5, true, x, dy, 0, dw, scratch, keep)
 					}
-					return e.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, scratch)
+					return e.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, scratch, keep)
 				})
 			})
 		}

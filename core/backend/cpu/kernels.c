@@ -246,12 +246,77 @@ void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t
 // k_dropout_block_f32 writes the dropout of x's rows [r0, r1) and columns
 // [c0, c1) (x has ldx columns; element (r, c) is stream index r·ldx + c)
 // into y, row by row with c1 - c0 columns: the elements DropoutApply
-// writes there, bit for bit.
+// writes there, bit for bit. bits (ldb 32-bit words per row of x, bit
+// c % 32 of word c / 32 for column c; c0 a multiple of 32) keeps the mask:
+// mode 1 draws it and records the kept elements, mode 2 reads it instead
+// of drawing it (the same products), mode 0 only draws it.
 void k_dropout_block_f32(uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
-			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y) {
+			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
+			 int64_t ldb, int mode) {
 	const int64_t w = c1 - c0;
-	for (int64_t r = r0; r < r1; r++)
-		dropout_span(base, thr, scale, r * ldx + c0, w, 0, x + r * ldx + c0, y + (r - r0) * w);
+	if (mode == 0 || !bits) {
+		for (int64_t r = r0; r < r1; r++)
+			dropout_span(base, thr, scale, r * ldx + c0, w, 0, x + r * ldx + c0, y + (r - r0) * w);
+		return;
+	}
+	const uint64_t G = 0x9E3779B97F4A7C15ull;
+	const __m256 vs = _mm256_set1_ps(scale);
+	const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+	for (int64_t r = r0; r < r1; r++) {
+		const float *xr = x + r * ldx + c0;
+		float *yr = y + (r - r0) * w;
+		uint32_t *br = bits + r * ldb + c0 / 32;
+		if (mode == 2) {
+			int64_t j = 0;
+			for (; j + 8 <= w; j += 8) {
+				const __m256i b = _mm256_set1_epi32((int)((br[j / 32] >> (j % 32)) & 0xFF));
+				const __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(b, sel), sel));
+				_mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(xr + j), _mm256_and_ps(keep, vs)));
+			}
+			for (; j < w; j++)
+				yr[j] = xr[j] * (((br[j / 32] >> (j % 32)) & 1) ? scale : 0.0f);
+			continue;
+		}
+		// mode 1: draw as dropout_span does, recording the kept elements.
+		const int64_t idx = r * ldx + c0;
+		int64_t j = 0;
+		uint32_t word = 0;
+		if (w >= 8) {
+			const uint64_t z0 = base + (uint64_t)(idx + 1) * G;
+			__m256i za = _mm256_setr_epi64x((int64_t)z0, (int64_t)(z0 + G), (int64_t)(z0 + 2 * G),
+							(int64_t)(z0 + 3 * G));
+			__m256i zb = _mm256_add_epi64(za, _mm256_set1_epi64x((int64_t)(4 * G)));
+			const __m256i step = _mm256_set1_epi64x((int64_t)(8 * G));
+			const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
+			const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+			for (; j + 8 <= w; j += 8) {
+				__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
+				__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
+				__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
+							       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
+				__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
+				_mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(xr + j), m));
+				word |= (uint32_t)(~_mm256_movemask_ps(_mm256_castsi256_ps(d)) & 0xFF) << (j % 32);
+				if (j % 32 == 24) {
+					br[j / 32] = word;
+					word = 0;
+				}
+				za = _mm256_add_epi64(za, step);
+				zb = _mm256_add_epi64(zb, step);
+			}
+		}
+		for (; j < w; j++) {
+			const int keep = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr;
+			yr[j] = xr[j] * (keep ? scale : 0.0f);
+			word |= (uint32_t)keep << (j % 32);
+			if (j % 32 == 31) {
+				br[j / 32] = word;
+				word = 0;
+			}
+		}
+		if (w % 32)
+			br[(w - 1) / 32] = word;
+	}
 }
 
 // k_relu_f32: y = x > 0 ? x : 0 (NaN and -0 give 0), as apply in Go.

@@ -270,7 +270,7 @@ var prices = pricing{
 	// The fused input dropout and matmul, priced as its GEMM: the mask is
 	// made in cache from the region the GEMM reads (the unfused sequence
 	// adds a DropoutApply, priced above).
-	DropoutGEMM: func(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch *tensor.Tensor) kernel {
+	DropoutGEMM: func(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) kernel {
 		inner := cols(x)
 		if transX {
 			inner = rows(x)

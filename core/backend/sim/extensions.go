@@ -19,7 +19,7 @@ type extensions interface {
 	SpMMBiasAct(ctx context.Context, a backend.Adj, w, x, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) error
 	// DropoutGEMM multiplies by a dropout of x without forming it (see
 	// backend.DropoutGEMMer).
-	DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch *tensor.Tensor) error
+	DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error
 	// SegmentSelect picks one in-edge value per row and column (see
 	// backend.SegmentSelector).
 	SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth int, e, out, idx *tensor.Tensor) error
