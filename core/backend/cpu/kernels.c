@@ -195,13 +195,15 @@ static inline uint64_t mix64s(uint64_t z) {
 }
 
 // dropout_span handles n elements whose dropout stream indices start at
-// idx: mask[j] = keep(idx+j) ? scale : 0 (when mask is set) and
-// y[j] = x[j]·mask[j] (when y is set).
+// idx: mask[j] = keep(idx+j) ? scale : 0 (when mask is set),
+// y[j] = x[j]·mask[j] (when y is set) and bit j % 32 of bits[j / 32] =
+// keep(idx+j) (when bits is set; whole words are written).
 static inline __attribute__((always_inline)) void dropout_span(uint64_t base, uint64_t thr, float scale,
 							       int64_t idx, int64_t n, float *mask,
-							       const float *x, float *y) {
+							       const float *x, float *y, uint32_t *bits) {
 	const uint64_t G = 0x9E3779B97F4A7C15ull;
 	int64_t j = 0;
+	uint32_t word = 0;
 	if (n >= 8) {
 		const uint64_t z0 = base + (uint64_t)(idx + 1) * G;
 		__m256i za = _mm256_setr_epi64x((int64_t)z0, (int64_t)(z0 + G), (int64_t)(z0 + 2 * G),
@@ -221,17 +223,34 @@ static inline __attribute__((always_inline)) void dropout_span(uint64_t base, ui
 				_mm256_storeu_ps(mask + j, m);
 			if (y)
 				_mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), m));
+			if (bits) {
+				word |= (uint32_t)(~_mm256_movemask_ps(_mm256_castsi256_ps(d)) & 0xFF) << (j % 32);
+				if (j % 32 == 24) {
+					bits[j / 32] = word;
+					word = 0;
+				}
+			}
 			za = _mm256_add_epi64(za, step);
 			zb = _mm256_add_epi64(zb, step);
 		}
 	}
 	for (; j < n; j++) {
-		const float m = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr ? scale : 0.0f;
+		const int keep = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr;
+		const float m = keep ? scale : 0.0f;
 		if (mask)
 			mask[j] = m;
 		if (y)
 			y[j] = x[j] * m;
+		if (bits) {
+			word |= (uint32_t)keep << (j % 32);
+			if (j % 32 == 31) {
+				bits[j / 32] = word;
+				word = 0;
+			}
+		}
 	}
+	if (bits && n % 32)
+		bits[(n - 1) / 32] = word;
 }
 
 // k_dropout_f32 handles elements [lo, hi): mask[i] = keep ? scale : 0 (when
@@ -240,7 +259,7 @@ void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t
 		   const float *x, float *y) {
 	if (hi <= lo)
 		return;
-	dropout_span(base, thr, scale, lo, hi - lo, mask ? mask + lo : 0, y ? x + lo : 0, y ? y + lo : 0);
+	dropout_span(base, thr, scale, lo, hi - lo, mask ? mask + lo : 0, y ? x + lo : 0, y ? y + lo : 0, 0);
 }
 
 // k_dropout_block_f32 writes the dropout of x's rows [r0, r1) and columns
@@ -254,68 +273,24 @@ void k_dropout_block_f32(uint64_t base, uint64_t thr, float scale, const float *
 			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
 			 int64_t ldb, int mode) {
 	const int64_t w = c1 - c0;
-	if (mode == 0 || !bits) {
-		for (int64_t r = r0; r < r1; r++)
-			dropout_span(base, thr, scale, r * ldx + c0, w, 0, x + r * ldx + c0, y + (r - r0) * w);
-		return;
-	}
-	const uint64_t G = 0x9E3779B97F4A7C15ull;
 	const __m256 vs = _mm256_set1_ps(scale);
 	const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
 	for (int64_t r = r0; r < r1; r++) {
 		const float *xr = x + r * ldx + c0;
 		float *yr = y + (r - r0) * w;
-		uint32_t *br = bits + r * ldb + c0 / 32;
-		if (mode == 2) {
-			int64_t j = 0;
-			for (; j + 8 <= w; j += 8) {
-				const __m256i b = _mm256_set1_epi32((int)((br[j / 32] >> (j % 32)) & 0xFF));
-				const __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(b, sel), sel));
-				_mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(xr + j), _mm256_and_ps(keep, vs)));
-			}
-			for (; j < w; j++)
-				yr[j] = xr[j] * (((br[j / 32] >> (j % 32)) & 1) ? scale : 0.0f);
+		uint32_t *br = bits ? bits + r * ldb + c0 / 32 : 0;
+		if (mode != 2 || !bits) {
+			dropout_span(base, thr, scale, r * ldx + c0, w, 0, xr, yr, mode == 1 ? br : 0);
 			continue;
 		}
-		// mode 1: draw as dropout_span does, recording the kept elements.
-		const int64_t idx = r * ldx + c0;
 		int64_t j = 0;
-		uint32_t word = 0;
-		if (w >= 8) {
-			const uint64_t z0 = base + (uint64_t)(idx + 1) * G;
-			__m256i za = _mm256_setr_epi64x((int64_t)z0, (int64_t)(z0 + G), (int64_t)(z0 + 2 * G),
-							(int64_t)(z0 + 3 * G));
-			__m256i zb = _mm256_add_epi64(za, _mm256_set1_epi64x((int64_t)(4 * G)));
-			const __m256i step = _mm256_set1_epi64x((int64_t)(8 * G));
-			const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
-			const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-			for (; j + 8 <= w; j += 8) {
-				__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
-				__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
-				__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
-							       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
-				__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
-				_mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(xr + j), m));
-				word |= (uint32_t)(~_mm256_movemask_ps(_mm256_castsi256_ps(d)) & 0xFF) << (j % 32);
-				if (j % 32 == 24) {
-					br[j / 32] = word;
-					word = 0;
-				}
-				za = _mm256_add_epi64(za, step);
-				zb = _mm256_add_epi64(zb, step);
-			}
+		for (; j + 8 <= w; j += 8) {
+			const __m256i b = _mm256_set1_epi32((int)((br[j / 32] >> (j % 32)) & 0xFF));
+			const __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(b, sel), sel));
+			_mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(xr + j), _mm256_and_ps(keep, vs)));
 		}
-		for (; j < w; j++) {
-			const int keep = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr;
-			yr[j] = xr[j] * (keep ? scale : 0.0f);
-			word |= (uint32_t)keep << (j % 32);
-			if (j % 32 == 31) {
-				br[j / 32] = word;
-				word = 0;
-			}
-		}
-		if (w % 32)
-			br[(w - 1) / 32] = word;
+		for (; j < w; j++)
+			yr[j] = xr[j] * (((br[j / 32] >> (j % 32)) & 1) ? scale : 0.0f);
 	}
 }
 
