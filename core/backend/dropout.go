@@ -19,3 +19,11 @@ func Mix64(z uint64) uint64 {
 func DropoutThreshold(p float64) uint64 {
 	return uint64(math.Ceil(p * (1 << 53)))
 }
+
+// DropoutBaseAt is the stream base of seed moved on by offset elements:
+// element i of a mask drawn from base DropoutBaseAt(seed, o) (a kernel
+// that takes the base, as the cuda backend's) is element o+i of the mask
+// for seed, so a contiguous part of a tensor can be masked on its own.
+func DropoutBaseAt(seed uint64, offset int) uint64 {
+	return Mix64(seed) + uint64(offset)*0x9E3779B97F4A7C15
+}

@@ -142,6 +142,11 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 			return be.SpMM(ctx, g, true, arg(1), dy, beta, out)
 		})
 	case ir.OpMatMul: // db first: the buffer plan may give a's gradient a's buffer
+		if p.aux[i].maskedBy > 0 { // a's dropout was never formed; its input takes no gradient
+			return p.accumulateBeta(args[1], func(out *tensor.Tensor, beta float64) error {
+				return p.dropGEMM(i, true, dy, beta, out)
+			})
+		}
 		if err := p.accumulateBeta(args[1], func(out *tensor.Tensor, beta float64) error {
 			return be.GEMM(true, false, 1, arg(0), dy, beta, out)
 		}); err != nil {

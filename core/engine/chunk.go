@@ -49,7 +49,9 @@ func (p *Program) Saved() []*tensor.Tensor {
 				continue // an alias of its argument
 			}
 		}
-		out = append(out, p.vals[i])
+		if p.vals[i] != nil { // nil: a dropout applied inside its matmuls
+			out = append(out, p.vals[i])
+		}
 		a := &p.aux[i]
 		for _, t := range []*tensor.Tensor{a.mask, a.argmax, a.mean, a.invStd, a.gates, a.cells, a.hprev} {
 			if t != nil {

@@ -125,6 +125,7 @@ type Usage struct {
 	Inference       bool
 	AccumulateGrads bool
 	InputGrad       bool // the gradient of the input too (see Env.InputGrad)
+	Resumable       bool // state carried by Saved and Resume (see Env.Resumable)
 }
 
 // Sizer sizes the programs of one model without allocating anything: it
@@ -186,7 +187,7 @@ func (s *Sizer) Blocks(blocks []BlockShape, inputRows int, u Usage) (Footprint, 
 // bind binds the model to dry blocks, counting into m.
 func (s *Sizer) bind(blocks []BlockShape, inputRows int, u Usage, m *meter) (*Program, error) {
 	be := dryBackend{}
-	env := Env{Backend: be, DType: s.dt, Tier: dryTier, Inference: u.Inference, InputGrad: u.InputGrad,
+	env := Env{Backend: be, DType: s.dt, Tier: dryTier, Inference: u.Inference, InputGrad: u.InputGrad, Resumable: u.Resumable,
 		Blocks: make([]map[string]*Graph, len(blocks))}
 	env.Input, _ = be.Alloc(s.dt, []int{inputRows, s.inDim}, dryTier)
 	for l, b := range blocks {
@@ -367,6 +368,19 @@ func (dryBackend) DropoutMask(uint64, float64, *tensor.Tensor) error            
 // DropoutApply makes the dry backend a dropoutApplier, as the cpu backend
 // is: programs bound to it keep no dropout masks.
 func (dryBackend) DropoutApply(uint64, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
+	return nil
+}
+
+// DropoutGEMM makes the dry backend a backend.DropoutGEMMer, as the cpu,
+// sim and cuda backends are: a layer's input dropout holds no buffer.
+func (dryBackend) DropoutGEMM(uint64, float64, bool, *tensor.Tensor, *tensor.Tensor, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
+	return nil
+}
+
+// SpMMBiasAct makes the dry backend a backend.SpMMBiasActer, as the cpu,
+// sim and cuda backends are: the buffer plan gives a fused aggregation's
+// chain one value.
+func (dryBackend) SpMMBiasAct(context.Context, backend.Adj, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor, backend.Unary, float64, *tensor.Tensor) error {
 	return nil
 }
 func (dryBackend) BatchNorm(_, _, _, _, _, _ *tensor.Tensor, _ float64) error { return nil }

@@ -57,7 +57,7 @@ func (f *blockFixture) shapedBlockEnv(t *testing.T, seeds []int32, dt tensor.DTy
 // evaluation forward) and the dry run holds what stays allocated after it.
 func TestSizerMatchesBind(t *testing.T) {
 	models := maps.Clone(blockModels)
-	models["mix"] = mixLayer
+	models["mix"], models["dropmm"] = mixLayer, dropMatMulLayer
 	r := newSplitMix(17)
 	usages := []Usage{{}, {AccumulateGrads: true}, {Inference: true}}
 	for trial := 0; trial < 4; trial++ {
@@ -183,5 +183,60 @@ func TestSizerErrors(t *testing.T) {
 	}
 	if _, err := sz.Blocks([]BlockShape{b0}, 5, Usage{}); err == nil {
 		t.Error("no error with one block for two layers")
+	}
+}
+
+// TestSizerMatchesFusedBind sizes a program whose input dropout runs
+// inside its matmuls (a block of over 8,192 input rows, so that the fused
+// kernel's scratch is smaller than the input both ways): the footprint is
+// the peak of a training step, as for every other program.
+func TestSizerMatchesFusedBind(t *testing.T) {
+	f := randomBlockFixture(5, 9000, 20000)
+	seeds := make([]int32, 9000)
+	for v := range seeds {
+		seeds[v] = int32(v)
+	}
+	g := linkLayers(t, dropMatMulLayer, []int64{inDim, width, classes})
+	dt := tensor.Float32
+	sz, err := NewSizer(g, dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := NewParams(g, f.be, dt, tensor.Host, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Release()
+	env, shapes := f.shapedBlockEnv(t, seeds, dt)
+	fp, err := sz.Blocks(shapes, env.Input.Rows(), Usage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.be.(backend.PeakResetter).ResetPeak()
+	before := f.be.Stats().InUse[tensor.Host]
+	p, err := Bind(g, env, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	fused := false
+	for i := range p.g.Ops {
+		fused = fused || p.aux[i].dropInto
+	}
+	if !fused {
+		t.Fatalf("no dropout fused for %d input rows", env.Input.Rows())
+	}
+	ctx := context.Background()
+	if err := p.Forward(ctx, Mode{Train: true, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.be.Fill(p.OutputGrad(), 0.01); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Backward(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.be.Stats().Peak[tensor.Host] - before; got != fp.Bytes() {
+		t.Errorf("peak %d bytes, footprint %d (%+v)", got, fp.Bytes(), fp)
 	}
 }

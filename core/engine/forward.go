@@ -53,6 +53,11 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	p.cur[i] = p.vals[i]
 	y := p.vals[i]
 	arg := func(k int) *tensor.Tensor { return p.val(op.Args[k]) }
+	if a := &p.aux[i]; a.epilogue > 0 {
+		return p.forwardEpilogue(ctx, i)
+	} else if a.inEpilogue {
+		return nil // the aggregation's epilogue wrote it (or it is never formed)
+	}
 	if s := ir.Spec(op.Kind); s != nil {
 		return p.forwardTable(ctx, i, s)
 	}
@@ -75,6 +80,9 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	case ir.OpSpMMEdge:
 		return be.SpMM(ctx, p.adj(op.Args[0]).Adj, false, arg(1), arg(2), 0, y)
 	case ir.OpMatMul:
+		if p.aux[i].maskedBy > 0 && m.Train {
+			return p.dropGEMM(i, false, arg(1), 0, y)
+		}
 		return be.GEMM(false, false, 1, arg(0), arg(1), 0, y)
 	case ir.OpBias:
 		return be.Elementwise(backend.Add, arg(0), arg(1), y)
@@ -92,6 +100,9 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	case ir.OpDropout:
 		if !m.Train || op.Alpha == 0 {
 			return p.passDropout(i)
+		}
+		if p.aux[i].dropInto {
+			return nil // the matmuls that read it apply it
 		}
 		mask := p.aux[i].mask
 		if da, ok := be.(dropoutApplier); ok {

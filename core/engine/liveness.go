@@ -124,13 +124,22 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 		return len(ts) - 1
 	}
 	train := !p.env.Inference
+	p.reluSigns(func(i int32) bool { return shapes[i] != nil && !p.aliasDropout(i) })
+	p.fuseEpilogues(model)
 	for i := range n {
 		val[i], grad[i], mask[i] = -1, -1, -1
 		if shapes[i] == nil || p.aliasDropout(int32(i)) {
 			continue
 		}
 		t := int32(i)
-		val[i] = add(KindValue, &p.vals[i], shapes[i], p.fwdT(t), p.fwdT(t))
+		start := p.fwdT(t)
+		if a := &p.aux[i]; a.inEpilogue {
+			if a.epilogueOf < 0 {
+				continue // computed by the aggregation's epilogue, never formed
+			}
+			start = p.fwdT(a.epilogueOf) // written by the aggregation
+		}
+		val[i] = add(KindValue, &p.vals[i], shapes[i], start, start)
 		if op := &p.g.Ops[i]; op.Kind == ir.OpDropout && train && !p.regeneratesMasks() {
 			end := p.fwdT(t)
 			if p.needGrad[i] {
@@ -145,11 +154,10 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 	reads = func(a int32, t int) {
 		if v := val[a]; v >= 0 {
 			ts[v].end = max(ts[v].end, t)
-		} else if p.aliasDropout(a) {
+		} else if p.aliasDropout(a) || p.aux[a].dropInto {
 			reads(p.g.Ops[a].Args[0], t)
 		}
 	}
-	p.reluSigns(val)
 	for i := range n {
 		op := &p.g.Ops[i]
 		t := int32(i)
@@ -339,7 +347,7 @@ func (p *Program) dropoutBackward(i int32, dy, dx *tensor.Tensor) error {
 // runs in place over it, and the dropout over the ReLU's output), where it
 // otherwise lived until the backward. Only the sign of a zero gradient can
 // differ (+0 for dz·0 = -0).
-func (p *Program) reluSigns(val []int) {
+func (p *Program) reluSigns(hasValue func(int32) bool) {
 	n := len(p.g.Ops)
 	p.xFor = make([]int32, n)
 	readers := make([]int, n)
@@ -366,7 +374,7 @@ func (p *Program) reluSigns(val []int) {
 		if op.Kind != ir.OpReLU || !p.needGrad[i] || readers[i] != 1 {
 			continue
 		}
-		if d := only[i]; p.g.Ops[d].Kind == ir.OpDropout && val[d] >= 0 {
+		if d := only[i]; p.g.Ops[d].Kind == ir.OpDropout && hasValue(d) {
 			p.xFor[i] = d
 		}
 	}

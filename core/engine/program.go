@@ -44,6 +44,12 @@ type Env struct {
 	// (see Program.InputGrad): layer-by-layer training propagates it to
 	// the layer below.
 	InputGrad bool
+	// Resumable binds a program whose forward state is carried to a later
+	// Backward by Saved and Resume, on a binding whose input rows may not
+	// be loaded (chunked training over cached intermediates): no op's
+	// backward reads the input, so the input's dropout is formed, not
+	// multiplied in (see fuseInputDropouts).
+	Resumable bool
 }
 
 // Param is a learnable tensor with its gradient.
@@ -104,6 +110,21 @@ type opAux struct {
 	// reads runs as one SpMM over the adjacency; fusedInto marks that
 	// gather, which then holds no buffer (see fuseGathers).
 	fused, fusedInto bool
+	// dropInto: a dropout of the input computed inside the matmuls that
+	// read it, which then hold its op index in maskedBy (0: none) and
+	// their scratch in dropScratch (see fuseInputDropouts).
+	dropInto    bool
+	maskedBy    int32
+	dropScratch *tensor.Tensor
+	dropKeep    *tensor.Tensor // a fused dropout's mask as bits (float32)
+	// epilogue: an aggregation that runs with the bias (and ReLU) after
+	// it as one SpMMBiasAct, the chain's last op (0: none); inEpilogue
+	// marks the chain's ops, epilogueOf the aggregation that writes the
+	// last one's value (-1 for the others, which are never formed). See
+	// fuseEpilogues.
+	epilogue   int32
+	inEpilogue bool
+	epilogueOf int32
 }
 
 // Compile binds g to env with fresh parameters initialised from seed; the
@@ -218,6 +239,7 @@ func (p *Program) dry() bool {
 // bind allocates values, gradients and per-op state.
 func (p *Program) bind() error {
 	p.fuseGathers()
+	p.fuseInputDropouts()
 	shapes := make([][]int, len(p.g.Ops))
 	for i := range p.g.Ops {
 		op := &p.g.Ops[i]
@@ -231,6 +253,8 @@ func (p *Program) bind() error {
 			continue
 		case p.aux[i].fusedInto:
 			continue // computed by the segment reduction that reads it
+		case p.aux[i].dropInto:
+			continue // computed inside the matmuls that read it
 		}
 		switch op.Kind {
 		case ir.OpGraph:
@@ -296,6 +320,10 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 	}
 	var err error
 	switch op.Kind {
+	case ir.OpMatMul:
+		if a.maskedBy > 0 {
+			err = p.bindDropGEMM(i, shape)
+		}
 	case ir.OpAggregate:
 		if op.Reducer == "max" {
 			a.argmax, err = p.allocT(KindIndex, tensor.Int32, shape)

@@ -146,7 +146,7 @@ func TestMicroGradientsMatchWholeBatch(t *testing.T) {
 func TestAutoMicroBatches(t *testing.T) {
 	ctx := context.Background()
 	prevK := 0
-	for _, capacity := range []int64{20_000_000, 12_000_000, 8_000_000} {
+	for _, capacity := range []int64{16_000_000, 10_000_000, 6_000_000} {
 		t.Run(fmt.Sprint(capacity), func(t *testing.T) {
 			cfg := mustParse(t, coraBase, `model.name="sage"`, `train.backend="sim"`, fmt.Sprintf("devices.memory_bytes=%d", capacity),
 				`train.micro_batches="auto"`, `partition.name="betty-reg"`, "train.epochs=2")

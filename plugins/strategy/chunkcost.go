@@ -65,7 +65,7 @@ func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 				cg := c.graphs[name]
 				shape.Edges[name], shape.Degrees[name] = cg.csr.NNZ(), engine.DegreesOf(cg.csr)
 			}
-			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0})
+			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true})
 			if err != nil {
 				return nil, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
 			}
@@ -189,7 +189,7 @@ func (r *chunkedRun) estimatePeak(plan *chunkPlan, optimizer string, momentum fl
 					shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.csr)
 					graphs += 8*(d+1) + 8*(s+1) + 16*e + 2*e*elt
 				}
-				fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0})
+				fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true})
 				if err != nil {
 					return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
 				}

@@ -539,7 +539,7 @@ func (r *chunkedRun) bind(l, k int, c *chunk, infer bool, feed *rowFeed) (*bound
 		return nil, err
 	}
 	topo := backend.ForPurpose(e.be, backend.PurposeTopology)
-	env := engine.Env{Backend: e.be, DType: e.dt, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, Inference: infer, InputGrad: l > 0 && !infer}
+	env := engine.Env{Backend: e.be, DType: e.dt, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, Inference: infer, InputGrad: l > 0 && !infer, Resumable: !infer}
 	for name := range r.used[l] {
 		cg := c.graphs[name]
 		a, err := topo.UploadGraph(cg.csr, d.tier)

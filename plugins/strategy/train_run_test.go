@@ -280,9 +280,9 @@ func TestSimulatedDevice(t *testing.T) {
 		t.Errorf("device peak %d, cpu host peak %d + features", simRes.PeakTierBytes["device0"], cpuRes.PeakTierBytes["host"])
 	}
 
-	small := []string{`train.backend="sim"`, "devices.memory_bytes=30000000"}
+	small := []string{`train.backend="sim"`, "devices.memory_bytes=26000000"}
 	if _, err := train.Run(ctx, mustParse(t, coraBase, small...), opts); err == nil || !strings.Contains(err.Error(), "device0 out of memory") {
-		t.Fatalf("whole graph on a 30 MB device: error %v, want out of memory", err)
+		t.Fatalf("whole graph on a 26 MB device: error %v, want out of memory", err)
 	}
 	var peaks []int64
 	for _, k := range []string{"2", "8"} {
@@ -292,7 +292,7 @@ func TestSimulatedDevice(t *testing.T) {
 		}
 		peaks = append(peaks, r.PeakTierBytes["device0"])
 	}
-	if !(peaks[1] < peaks[0] && peaks[0] <= 30000000) {
+	if !(peaks[1] < peaks[0] && peaks[0] <= 26000000) {
 		t.Errorf("device peaks %v for 2 and 8 micro-batches: want them under capacity and falling", peaks)
 	}
 }

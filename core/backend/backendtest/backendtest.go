@@ -121,6 +121,8 @@ var groups = []group{
 	{"HeadDot", testHeadDot},
 	{"HeadDotBackward", testHeadDotBackward},
 	{"DropoutMask", testDropoutMask},
+	{"DropoutGEMM", testDropoutGEMM},
+	{"SpMMBiasAct", testSpMMBiasAct},
 	{"BatchNorm", testBatchNorm},
 	{"BatchNormBackward", testBatchNormBackward},
 	{"BatchNormInfer", testBatchNormInfer},

@@ -358,6 +358,39 @@ func testDropoutMask(s *suite, t *testing.T) {
 	}
 }
 
+// testDropoutGEMM covers the optional backend.DropoutGEMMer (skipped for
+// a candidate without it): the forward product and the weight gradient
+// (transX), with one region of the masked x and with more regions than
+// the kernel holds at once, beta 0 and not.
+func testDropoutGEMM(s *suite, t *testing.T) {
+	if _, ok := s.got.(backend.DropoutGEMMer); !ok {
+		t.Skipf("%s has no DropoutGEMM", s.got.Name())
+	}
+	for _, dt := range floats {
+		for _, sh := range [][3]int{{17, 5, 31}, {1100, 3, 12}, {12, 4, 1100}} {
+			for _, transX := range []bool{false, true} {
+				for _, beta := range []float64{0, 0.5} {
+					name := fmt.Sprintf("%s/m=%d,n=%d,k=%d/trans=%v/beta=%g", dt.Short(), sh[0], sh[1], sh[2], transX, beta)
+					s.each(t, "DropoutGEMM", name, func(c *tc) {
+						m, n, k := sh[0], sh[1], sh[2]
+						xs := []int{m, k}
+						if transX {
+							xs = []int{k, m}
+						}
+						x, b := c.rand(dt, -1, 1, xs...), c.rand(dt, -1, 1, k, n)
+						y := c.rand(dt, -1, 1, m, n)
+						scratch := c.out(dt, backend.DropoutGEMMScratch(m, n, k))
+						c.call("DropoutGEMM", func(be backend.Backend, sd side) error {
+							return be.(backend.DropoutGEMMer).DropoutGEMM(77, 0.4, transX, sd.T(x), sd.T(b), beta, sd.T(y), sd.T(scratch), nil)
+						})
+						c.check("c", y)
+					})
+				}
+			}
+		}
+	}
+}
+
 // bnShapes are the [N, C] of the batch norm tests.
 var bnShapes = [][2]int{{64, 7}, {5, 24}, {2, 3}}
 

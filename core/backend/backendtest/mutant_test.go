@@ -154,6 +154,18 @@ func (m mutant) SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth
 	return m.bump(m.Backend.(backend.SegmentSelector).SegmentSelect(ctx, un(a), q, nth, e, out, idx), out, idx)
 }
 
+// DropoutGEMM is the optional backend.DropoutGEMMer of the wrapped
+// backend.
+func (m mutant) DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
+	return m.bump(m.Backend.(backend.DropoutGEMMer).DropoutGEMM(seed, p, transX, x, b, beta, c, scratch, keep), c)
+}
+
+// SpMMBiasAct is the optional backend.SpMMBiasActer of the wrapped
+// backend.
+func (m mutant) SpMMBiasAct(ctx context.Context, a backend.Adj, w, x, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) error {
+	return m.bump(m.Backend.(backend.SpMMBiasActer).SpMMBiasAct(ctx, un(a), w, x, bias, act, alpha, y), y)
+}
+
 func (m mutant) ScatterArgmax(argmax, dy, dx *tensor.Tensor) error {
 	return m.bump(m.Backend.ScatterArgmax(argmax, dy, dx), dx)
 }

@@ -95,6 +95,38 @@ func testSpMM(s *suite, t *testing.T) {
 	})
 }
 
+// testSpMMBiasAct covers the optional backend.SpMMBiasActer (skipped for
+// a candidate without it): unweighted and rank-1 weighted aggregations
+// with a bias and no activation, a ReLU or an ELU.
+func testSpMMBiasAct(s *suite, t *testing.T) {
+	if _, ok := s.got.(backend.SpMMBiasActer); !ok {
+		t.Skipf("%s has no SpMMBiasAct", s.got.Name())
+	}
+	type biasCase struct {
+		weighted bool
+		act      backend.Unary
+	}
+	var vs []variant[biasCase]
+	for _, weighted := range []bool{false, true} {
+		for _, act := range []backend.Unary{backend.Identity, backend.ReLU, backend.ELU} {
+			vs = append(vs, variant[biasCase]{fmt.Sprintf("w=%v/act=%d", weighted, act), biasCase{weighted, act}})
+		}
+	}
+	eachGraph(s, t, "SpMMBiasAct", graphSpecs, vs, func(c *tc, dt tensor.DType, g *adj, v biasCase) {
+		const f = 6
+		var wt *pair
+		if v.weighted {
+			wt = c.rand(dt, -1, 1, int(g.csr.NNZ()))
+		}
+		x, bias := c.rand(dt, -1, 1, g.csr.NumCols, f), c.rand(dt, -1, 1, f)
+		y := c.out(dt, g.csr.NumRows, f)
+		c.call("SpMMBiasAct", func(b backend.Backend, sd side) error {
+			return b.(backend.SpMMBiasActer).SpMMBiasAct(c.ctx, sd.A(g), sd.T(wt), sd.T(x), sd.T(bias), v.act, 0.7, sd.T(y))
+		})
+		c.check("y", y)
+	})
+}
+
 // testSpMMMax checks the max, its argmax (exactly, -1 for empty rows) and
 // ScatterArgmax through each backend's own argmax. x holds distinct
 // values, so there are no ties between different sources.

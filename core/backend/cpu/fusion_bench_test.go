@@ -56,3 +56,92 @@ func BenchmarkMemoryFusions(b *testing.B) {
 		return e.be.Apply(backend.ReLU, 0, z, z)
 	})
 }
+
+// BenchmarkFusedKernels times each fused kernel against its unfused
+// sequence (issue 17), float32, the machine's threads:
+//
+//   - DropoutGEMM: the input dropout and the first layer's matmul on a
+//     coauthor-physics-like input (8,192 × 8,415 by 64; STRATA_BENCH_SCALE
+//     is not read): Unfused is DropoutApply into an input-sized buffer then
+//     GEMM, Fused the region-at-a-time DropoutGEMM (a scratch of
+//     backend.DropoutGEMMScratch elements). Forward (x·W) and the weight
+//     gradient (xᵀ·dy, Trans).
+//   - SpMMBiasReLU: a GCN layer's aggregation, bias and ReLU on an R-MAT
+//     2^18 graph (average degree 16) with 64 features: Unfused is SpMM,
+//     Elementwise(Add) and Apply(ReLU) in place (as the buffer plan runs
+//     them), Fused one SpMMBiasAct.
+func BenchmarkFusedKernels(b *testing.B) {
+	run := func(b *testing.B, flops, bytes float64, f func() error) {
+		b.ResetTimer()
+		for range b.N {
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, flops, bytes)
+	}
+	b.Run("DropoutGEMM", func(b *testing.B) {
+		m, k, n := 8192, 8415, 64
+		e := &benchEnv{be: New(Options{})}
+		x, w := e.alloc(b, tensor.Float32, m, k), e.alloc(b, tensor.Float32, k, n)
+		y, dy, dw := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, k, n)
+		flops, bytes := 2*float64(m)*float64(k)*float64(n), float64(m*k*4)
+		keep := e.alloc(b, tensor.Int32, backend.DropoutKeepWords(m, k)...)
+		if err := e.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, e.alloc(b, tensor.Float32, backend.DropoutGEMMScratch(m, n, k)), keep); err != nil {
+			b.Fatal(err) // the forward records the bits the transposed calls read
+		}
+		for _, trans := range []bool{false, true} {
+			name := map[bool]string{false: "Forward", true: "Trans"}[trans]
+			b.Run(name+"/Unfused", func(b *testing.B) {
+				xd := e.alloc(b, tensor.Float32, m, k)
+				defer e.be.Release(xd)
+				run(b, flops, bytes*3, func() error {
+					if err := e.be.DropoutApply(7, 0.5, x, nil, xd); err != nil {
+						return err
+					}
+					if trans {
+						return e.be.GEMM(true, false, 1, xd, dy, 0, dw)
+					}
+					return e.be.GEMM(false, false, 1, xd, w, 0, y)
+				})
+			})
+			b.Run(name+"/Fused", func(b *testing.B) {
+				mm, kk := m, k
+				if trans {
+					mm, kk = k, m
+				}
+				scratch := e.alloc(b, tensor.Float32, backend.DropoutGEMMScratch(mm, n, kk))
+				defer e.be.Release(scratch)
+				run(b, flops, bytes, func() error {
+					if trans {
+						return e.be.DropoutGEMM(7, 0.5, true, x, dy, 0, dw, scratch, keep)
+					}
+					return e.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, scratch, keep)
+				})
+			})
+		}
+	})
+	b.Run("SpMMBiasReLU", func(b *testing.B) {
+		e := newBench(b, 18, "random")
+		n, nnz, f := e.g.NumRows, int(e.g.NNZ()), 64
+		w, x, y := e.alloc(b, tensor.Float32, nnz), e.alloc(b, tensor.Float32, n, f), e.alloc(b, tensor.Float32, n, f)
+		bias := e.alloc(b, tensor.Float32, f)
+		flops, bytes := 2*float64(nnz)*float64(f), spmmBytes(n, nnz, f)
+		b.Run("Unfused", func(b *testing.B) {
+			run(b, flops, bytes+float64(n*f*16), func() error {
+				if err := e.be.SpMM(ctx, e.a, false, w, x, 0, y); err != nil {
+					return err
+				}
+				if err := e.be.Elementwise(backend.Add, y, bias, y); err != nil {
+					return err
+				}
+				return e.be.Apply(backend.ReLU, 0, y, y)
+			})
+		})
+		b.Run("Fused", func(b *testing.B) {
+			run(b, flops, bytes, func() error {
+				return e.be.SpMMBiasAct(ctx, e.a, w, x, bias, backend.ReLU, 0, y)
+			})
+		})
+	})
+}

@@ -9,6 +9,8 @@ import "C"
 import (
 	"sync"
 
+	"strata/core/backend"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/netlib/blas/netlib"
 
@@ -25,27 +27,6 @@ var blasOnce sync.Once
 
 func initBLAS() {
 	blasOnce.Do(func() { C.openblas_set_num_threads(1) })
-}
-
-// tileSize returns the fixed tile edge along a dimension of size x: the
-// whole of a small dimension, else about x/32 rounded up to whole blocks.
-func tileSize(x, block int) int {
-	if x <= 8*block {
-		return max(x, 1)
-	}
-	t := (x + 31) / 32
-	return max(8*block, (t+block-1)/block*block)
-}
-
-// gemmPlan is the tiling of one GEMM.
-type gemmPlan struct{ mb, nb, kb int }
-
-func planGEMM(m, n, k int) gemmPlan {
-	p := gemmPlan{mb: tileSize(m, 32), nb: tileSize(n, 32), kb: k}
-	if tiles := ceilDiv(m, p.mb) * ceilDiv(n, p.nb); tiles < 8 && k >= 8192 {
-		p.kb = tileSize(k, 256)
-	}
-	return p
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -99,12 +80,12 @@ func gemm[T float](be *Backend, transA, transB bool, m, n, k int, alpha T, a []T
 		}
 		return b[p0*ldb+j0:]
 	}
-	p := planGEMM(m, n, k)
-	tm, tn, tk := ceilDiv(m, p.mb), ceilDiv(n, p.nb), ceilDiv(k, p.kb)
+	mb, nb, kb := backend.GEMMTiles(m, n, k)
+	tm, tn, tk := ceilDiv(m, mb), ceilDiv(n, nb), ceilDiv(k, kb)
 	if tk == 1 {
 		be.parallel(nil, evenBounds(int64(tm*tn), int64(tm*tn)), func(lo, _ int64) {
-			i0, j0 := int(lo)/tn*p.mb, int(lo)%tn*p.nb
-			i1, j1 := min(m, i0+p.mb), min(n, j0+p.nb)
+			i0, j0 := int(lo)/tn*mb, int(lo)%tn*nb
+			i1, j1 := min(m, i0+mb), min(n, j0+nb)
 			call(tA, tB, i1-i0, j1-j0, k, alpha, subA(i0, 0), lda, subB(0, j0), ldb, beta, c[i0*n+j0:], n)
 		})
 		return
@@ -112,15 +93,21 @@ func gemm[T float](be *Backend, transA, transB bool, m, n, k int, alpha T, a []T
 	// Split K: partial products of fixed K slices, then summed in slice order.
 	parts := make([]T, tk*m*n)
 	be.parallel(nil, evenBounds(int64(tk), int64(tk)), func(lo, _ int64) {
-		p0 := int(lo) * p.kb
-		p1 := min(k, p0+p.kb)
+		p0 := int(lo) * kb
+		p1 := min(k, p0+kb)
 		call(tA, tB, m, n, p1-p0, 1, subA(0, p0), lda, subB(p0, 0), ldb, 0, parts[int(lo)*m*n:], n)
 	})
-	be.each(m*n, func(lo, hi int) {
+	sumSlices(be, m*n, tk, alpha, beta, parts, c)
+}
+
+// sumSlices writes c = alpha·Σ parts + beta·c, the tk partial products of
+// a split-K GEMM summed in slice order.
+func sumSlices[T float](be *Backend, mn, tk int, alpha, beta T, parts, c []T) {
+	be.each(mn, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s := parts[i]
 			for j := 1; j < tk; j++ {
-				s += parts[j*m*n+i]
+				s += parts[j*mn+i]
 			}
 			if beta == 0 {
 				c[i] = alpha * s

@@ -194,14 +194,18 @@ static inline uint64_t mix64s(uint64_t z) {
 	return z ^ (z >> 31);
 }
 
-// k_dropout_f32 handles elements [lo, hi): mask[i] = keep ? scale : 0 (when
-// mask is set) and y[i] = x[i]·mask[i] (when y is set).
-void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
-		   const float *x, float *y) {
+// dropout_span handles n elements whose dropout stream indices start at
+// idx: mask[j] = keep(idx+j) ? scale : 0 (when mask is set),
+// y[j] = x[j]·mask[j] (when y is set) and bit j % 32 of bits[j / 32] =
+// keep(idx+j) (when bits is set; whole words are written).
+static inline __attribute__((always_inline)) void dropout_span(uint64_t base, uint64_t thr, float scale,
+							       int64_t idx, int64_t n, float *mask,
+							       const float *x, float *y, uint32_t *bits) {
 	const uint64_t G = 0x9E3779B97F4A7C15ull;
-	int64_t i = lo;
-	if (hi - lo >= 8) {
-		const uint64_t z0 = base + (uint64_t)(i + 1) * G;
+	int64_t j = 0;
+	uint32_t word = 0;
+	if (n >= 8) {
+		const uint64_t z0 = base + (uint64_t)(idx + 1) * G;
 		__m256i za = _mm256_setr_epi64x((int64_t)z0, (int64_t)(z0 + G), (int64_t)(z0 + 2 * G),
 						(int64_t)(z0 + 3 * G));
 		__m256i zb = _mm256_add_epi64(za, _mm256_set1_epi64x((int64_t)(4 * G)));
@@ -209,26 +213,84 @@ void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t
 		const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
 		const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 		const __m256 vs = _mm256_set1_ps(scale);
-		for (; i + 8 <= hi; i += 8) {
+		for (; j + 8 <= n; j += 8) {
 			__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
 			__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
 			__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
 						       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
 			__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
 			if (mask)
-				_mm256_storeu_ps(mask + i, m);
+				_mm256_storeu_ps(mask + j, m);
 			if (y)
-				_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), m));
+				_mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), m));
+			if (bits) {
+				word |= (uint32_t)(~_mm256_movemask_ps(_mm256_castsi256_ps(d)) & 0xFF) << (j % 32);
+				if (j % 32 == 24) {
+					bits[j / 32] = word;
+					word = 0;
+				}
+			}
 			za = _mm256_add_epi64(za, step);
 			zb = _mm256_add_epi64(zb, step);
 		}
 	}
-	for (; i < hi; i++) {
-		const float m = (mix64s(base + (uint64_t)(i + 1) * G) >> 11) >= thr ? scale : 0.0f;
+	for (; j < n; j++) {
+		const int keep = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr;
+		const float m = keep ? scale : 0.0f;
 		if (mask)
-			mask[i] = m;
+			mask[j] = m;
 		if (y)
-			y[i] = x[i] * m;
+			y[j] = x[j] * m;
+		if (bits) {
+			word |= (uint32_t)keep << (j % 32);
+			if (j % 32 == 31) {
+				bits[j / 32] = word;
+				word = 0;
+			}
+		}
+	}
+	if (bits && n % 32)
+		bits[(n - 1) / 32] = word;
+}
+
+// k_dropout_f32 handles elements [lo, hi): mask[i] = keep ? scale : 0 (when
+// mask is set) and y[i] = x[i]·mask[i] (when y is set).
+void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
+		   const float *x, float *y) {
+	if (hi <= lo)
+		return;
+	dropout_span(base, thr, scale, lo, hi - lo, mask ? mask + lo : 0, y ? x + lo : 0, y ? y + lo : 0, 0);
+}
+
+// k_dropout_block_f32 writes the dropout of x's rows [r0, r1) and columns
+// [c0, c1) (x has ldx columns; element (r, c) is stream index r·ldx + c)
+// into y, row by row with c1 - c0 columns: the elements DropoutApply
+// writes there, bit for bit. bits (ldb 32-bit words per row of x, bit
+// c % 32 of word c / 32 for column c; c0 a multiple of 32) keeps the mask:
+// mode 1 draws it and records the kept elements, mode 2 reads it instead
+// of drawing it (the same products), mode 0 only draws it.
+void k_dropout_block_f32(uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
+			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
+			 int64_t ldb, int mode) {
+	const int64_t w = c1 - c0;
+	const __m256 vs = _mm256_set1_ps(scale);
+	const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+	for (int64_t r = r0; r < r1; r++) {
+		const float *xr = x + r * ldx + c0;
+		float *yr = y + (r - r0) * w;
+		uint32_t *br = bits ? bits + r * ldb + c0 / 32 : 0;
+		if (mode != 2 || !bits) {
+			dropout_span(base, thr, scale, r * ldx + c0, w, 0, xr, yr, mode == 1 ? br : 0);
+			continue;
+		}
+		int64_t j = 0;
+		for (; j + 8 <= w; j += 8) {
+			const __m256i b = _mm256_set1_epi32((int)((br[j / 32] >> (j % 32)) & 0xFF));
+			const __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(b, sel), sel));
+			_mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(xr + j), _mm256_and_ps(keep, vs)));
+		}
+		for (; j < w; j++)
+			yr[j] = xr[j] * (((br[j / 32] >> (j % 32)) & 1) ? scale : 0.0f);
 	}
 }
 
@@ -282,6 +344,27 @@ void k_rows_f32(int mul, int64_t rows, int64_t c, const float *a, const float *b
 				_mm256_storeu_ps(yr + j, _mm256_add_ps(_mm256_loadu_ps(ar + j), _mm256_loadu_ps(b + j)));
 			for (; j < c; j++)
 				yr[j] = ar[j] + b[j];
+		}
+	}
+}
+
+// k_bias_relu_f32: y[r,:] = y[r,:] + b, then (relu set) y = y > 0 ? y : 0,
+// for the rows of an n×c matrix: the roundings of k_rows_f32 followed by
+// k_relu_f32, in one pass.
+void k_bias_relu_f32(int relu, int64_t rows, int64_t c, const float *b, float *y) {
+	const __m256 z = _mm256_setzero_ps();
+	for (int64_t r = 0; r < rows; r++) {
+		float *yr = y + r * c;
+		int64_t j = 0;
+		for (; j + 8 <= c; j += 8) {
+			__m256 v = _mm256_add_ps(_mm256_loadu_ps(yr + j), _mm256_loadu_ps(b + j));
+			if (relu)
+				v = _mm256_and_ps(_mm256_cmp_ps(v, z, _CMP_GT_OQ), v);
+			_mm256_storeu_ps(yr + j, v);
+		}
+		for (; j < c; j++) {
+			float v = yr[j] + b[j];
+			yr[j] = relu ? (v > 0 ? v : 0.0f) : v;
 		}
 	}
 }

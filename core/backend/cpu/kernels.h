@@ -44,6 +44,10 @@ void k_gather(int it, int64_t r0, int64_t r1, const void *idx, const void *x, in
 	      void *y);
 void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
 		   const float *x, float *y);
+void k_dropout_block_f32(uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
+			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
+			 int64_t ldb, int mode);
+void k_bias_relu_f32(int relu, int64_t rows, int64_t c, const float *b, float *y);
 void k_relu_f32(int64_t n, const float *x, float *y);
 void k_relu_bwd_f32(int64_t n, const float *x, const float *dy, float *dx);
 void k_mul_f32(int64_t n, const float *a, const float *b, float *y);

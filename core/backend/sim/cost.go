@@ -258,6 +258,25 @@ var prices = pricing{
 		}
 		return k(y, costElementwise, elems(y), operands, 5)
 	},
+	// The fused aggregation epilogue, priced as its SpMM: the bias and
+	// activation touch rows the SpMM has just written.
+	SpMMBiasAct: func(ctx context.Context, a backend.Adj, w, x, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) kernel {
+		weighted := 0.0
+		if w != nil {
+			weighted = 1
+		}
+		return k(y, costSpMM, rows(y), float64(a.NNZ()), cols(x), weighted)
+	},
+	// The fused input dropout and matmul, priced as its GEMM: the mask is
+	// made in cache from the region the GEMM reads (the unfused sequence
+	// adds a DropoutApply, priced above).
+	DropoutGEMM: func(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) kernel {
+		inner := cols(x)
+		if transX {
+			inner = rows(x)
+		}
+		return k(c, costGEMM, rows(c), inner, cols(c))
+	},
 }
 
 // unaryFlops is the op table's flop count of a unary function (at least 1).

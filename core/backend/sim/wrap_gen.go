@@ -45,6 +45,8 @@ type pricing struct {
 	ArgmaxRows            func(x *tensor.Tensor, out *tensor.Tensor) kernel
 	AdamStep              func(p *tensor.Tensor, g *tensor.Tensor, m *tensor.Tensor, v *tensor.Tensor, lr float64, beta1 float64, beta2 float64, eps float64, wd float64, t int) kernel
 	DropoutApply          func(seed uint64, p float64, x *tensor.Tensor, mask *tensor.Tensor, y *tensor.Tensor) kernel
+	SpMMBiasAct           func(ctx context.Context, a backend.Adj, w *tensor.Tensor, x *tensor.Tensor, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) kernel
+	DropoutGEMM           func(seed uint64, p float64, transX bool, x *tensor.Tensor, b *tensor.Tensor, beta float64, c *tensor.Tensor, scratch *tensor.Tensor, keep *tensor.Tensor) kernel
 	SegmentSelect         func(ctx context.Context, a backend.Adj, q float64, nth int, e *tensor.Tensor, out *tensor.Tensor, idx *tensor.Tensor) kernel
 }
 
@@ -411,6 +413,38 @@ func (be *Backend) DropoutApply(seed uint64, p float64, x *tensor.Tensor, mask *
 		return fmt.Errorf("sim: DropoutApply: the %s backend does not offer it", in.Name())
 	}
 	return relabel(ext.DropoutApply(seed, p, unwrap(x), unwrap(mask), unwrap(y)), tier)
+}
+
+// SpMMBiasAct implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
+func (be *Backend) SpMMBiasAct(ctx context.Context, a backend.Adj, w *tensor.Tensor, x *tensor.Tensor, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) error {
+	in, tier, err := be.on("SpMMBiasAct", "w x bias y", w, x, bias, y)
+	if err != nil {
+		return err
+	}
+	if err := be.price(prices.SpMMBiasAct(ctx, a, w, x, bias, act, alpha, y)); err != nil {
+		return err
+	}
+	ext, ok := in.(extensions)
+	if !ok {
+		return fmt.Errorf("sim: SpMMBiasAct: the %s backend does not offer it", in.Name())
+	}
+	return relabel(ext.SpMMBiasAct(ctx, unwrapAdj(a), unwrap(w), unwrap(x), unwrap(bias), act, alpha, unwrap(y)), tier)
+}
+
+// DropoutGEMM implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
+func (be *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x *tensor.Tensor, b *tensor.Tensor, beta float64, c *tensor.Tensor, scratch *tensor.Tensor, keep *tensor.Tensor) error {
+	in, tier, err := be.on("DropoutGEMM", "x b c scratch keep", x, b, c, scratch, keep)
+	if err != nil {
+		return err
+	}
+	if err := be.price(prices.DropoutGEMM(seed, p, transX, x, b, beta, c, scratch, keep)); err != nil {
+		return err
+	}
+	ext, ok := in.(extensions)
+	if !ok {
+		return fmt.Errorf("sim: DropoutGEMM: the %s backend does not offer it", in.Name())
+	}
+	return relabel(ext.DropoutGEMM(seed, p, transX, unwrap(x), unwrap(b), beta, unwrap(c), unwrap(scratch), unwrap(keep)), tier)
 }
 
 // SegmentSelect implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.

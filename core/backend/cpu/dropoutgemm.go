@@ -1,0 +1,181 @@
+package cpu
+
+/*
+#include "kernels.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/netlib/blas/netlib"
+
+	"strata/core/backend"
+	"strata/core/tensor"
+)
+
+// DropoutGEMM computes c = op(dropout(x))·b + beta·c (op transposes when
+// transX) without forming dropout(x): it runs GEMM's own tiles
+// (backend.GEMMTiles) a region of op(x) at a time, backend.DropoutGEMMSlots
+// regions at once, each masked into scratch by the dropout kernel and
+// multiplied by the very BLAS calls GEMM makes for it, so the result is
+// DropoutApply followed by GEMM bit for bit. A region is a row tile of
+// op(x) over the whole inner dimension, or, when GEMM splits the inner
+// dimension, one slice of it over all rows. scratch holds at least
+// backend.DropoutGEMMScratch(m, n, k) elements of x's dtype.
+//
+// keep (backend.DropoutKeepWords of x, Int32, or nil) records the mask's
+// kept elements in a forward call and replaces the draw in a transposed
+// call, so the weight gradient does not draw the mask a second time
+// (float32; float64 draws it both times).
+func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
+	dt, m, n, k, err := chk.GEMM(transX, false, x, bm, c)
+	if err != nil {
+		return err
+	}
+	if _, err := chk.DropoutApply(p, x, nil, x); err != nil {
+		return err
+	}
+	if scratch == nil || scratch.DType() != dt || scratch.Numel() < backend.DropoutGEMMScratch(m, n, k) {
+		return fmt.Errorf("cpu: DropoutGEMM: scratch holds %d elements, the product needs %d of %v",
+			numelOf(scratch), backend.DropoutGEMMScratch(m, n, k), dt)
+	}
+	var bits []int32
+	if keep != nil {
+		want := backend.DropoutKeepWords(x.Rows(), x.Cols())
+		if keep.DType() != tensor.Int32 || keep.Numel() != want[0]*want[1] {
+			return fmt.Errorf("cpu: DropoutGEMM: keep must be int32 with %d×%d words for x %v", want[0], want[1], x.Shape())
+		}
+		bits = I32(keep)
+	}
+	if m == 0 || n == 0 || k == 0 {
+		return b.GEMM(transX, false, 1, x, bm, beta, c) // c = beta·c
+	}
+	initBLAS()
+	impl := netlib.Implementation{}
+	scale := 1 / (1 - p)
+	base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
+	ldx := x.Cols()
+	if dt == tensor.Float32 {
+		xs := F32(x)
+		// Regions start at a multiple of 32 columns (GEMMTiles' tiles and
+		// slices are whole blocks), so each owns its words of keep.
+		mode, ldb := 0, (ldx+31)/32
+		var bp *C.uint32_t
+		if len(bits) > 0 {
+			mode, bp = 1, (*C.uint32_t)(unsafe.Pointer(&bits[0]))
+			if transX {
+				mode = 2
+			}
+		}
+		mask := func(r0, r1, c0, c1 int, buf []float32) {
+			if r1 > r0 && c1 > c0 {
+				md := mode
+				if c0%32 != 0 {
+					md = 0 // never: see above
+				}
+				C.k_dropout_block_f32(C.uint64_t(base), C.uint64_t(thr), C.float(float32(scale)),
+					(*C.float)(unsafe.Pointer(&xs[0])), C.int64_t(ldx), C.int64_t(r0), C.int64_t(r1),
+					C.int64_t(c0), C.int64_t(c1), (*C.float)(unsafe.Pointer(&buf[0])), bp, C.int64_t(ldb), C.int(md))
+			}
+		}
+		gemmMasked(b, transX, m, n, k, mask, F32(bm), bm.Cols(), float32(beta), F32(c), F32(scratch), impl.Sgemm)
+		return nil
+	}
+	xs := F64(x)
+	mask := func(r0, r1, c0, c1 int, buf []float64) {
+		w := c1 - c0
+		for r := r0; r < r1; r++ {
+			for col := c0; col < c1; col++ {
+				v := 0.0
+				if uniform(base, uint64(r*ldx+col)) >= p {
+					v = scale
+				}
+				buf[(r-r0)*w+col-c0] = xs[r*ldx+col] * v
+			}
+		}
+	}
+	gemmMasked(b, transX, m, n, k, mask, F64(bm), bm.Cols(), beta, F64(c), F64(scratch), impl.Dgemm)
+	return nil
+}
+
+func numelOf(t *tensor.Tensor) int {
+	if t == nil {
+		return 0
+	}
+	return t.Numel()
+}
+
+// gemmMasked is gemm with alpha 1 whose a is the masked x, made a region
+// at a time by mask (rows [r0,r1) × columns [c0,c1) of x into buf, c1-c0
+// columns per row). It makes the calls gemm makes, with the same sizes
+// and flags; only a's storage (and leading dimension) differs.
+func gemmMasked[T float](be *Backend, transX bool, m, n, k int, mask func(r0, r1, c0, c1 int, buf []T),
+	b []T, ldb int, beta T, c []T, scratch []T, call gemmFunc[T]) {
+	tA := blas.NoTrans
+	if transX {
+		tA = blas.Trans
+	}
+	// region returns op(x)[i0:i1, p0:p1], masked into buf, and its
+	// leading dimension: x's rows [i0,i1) × columns [p0,p1), or, with
+	// transX, x's rows [p0,p1) × columns [i0,i1).
+	region := func(i0, i1, p0, p1 int, buf []T) ([]T, int) {
+		if transX {
+			mask(p0, p1, i0, i1, buf)
+			return buf, i1 - i0
+		}
+		mask(i0, i1, p0, p1, buf)
+		return buf, p1 - p0
+	}
+	mb, nb, kb := backend.GEMMTiles(m, n, k)
+	tm, tk := ceilDiv(m, mb), ceilDiv(k, kb)
+	size, count := mb*k, tm
+	var parts []T
+	if tk > 1 {
+		size, count = m*kb, tk
+		parts = make([]T, tk*m*n)
+	}
+	// run computes region r with its masked part of x in buf.
+	run := func(r int, buf []T) {
+		if tk > 1 { // one K slice over all of c, as gemm's split-K
+			p0 := r * kb
+			p1 := min(k, p0+kb)
+			a, lda := region(0, m, p0, p1, buf[:m*(p1-p0)])
+			call(tA, blas.NoTrans, m, n, p1-p0, 1, a, lda, b[p0*ldb:], ldb, 0, parts[r*m*n:], n)
+			return
+		}
+		i0 := r * mb
+		i1 := min(m, i0+mb)
+		a, lda := region(i0, i1, 0, k, buf[:(i1-i0)*k])
+		for j0 := 0; j0 < n; j0 += nb {
+			j1 := min(n, j0+nb)
+			call(tA, blas.NoTrans, i1-i0, j1-j0, k, 1, a, lda, b[j0:], ldb, beta, c[i0*n+j0:], n)
+		}
+	}
+	if count <= backend.DropoutGEMMSlots { // every region has its place (only the last is smaller)
+		be.parallel(nil, evenBounds(int64(count), int64(count)), func(lo, _ int64) {
+			run(int(lo), scratch[int(lo)*size:])
+		})
+	} else { // workers claim regions in turn, each masking into its own slot
+		workers := min(be.threads, backend.DropoutGEMMSlots)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		wg.Add(workers)
+		for w := range workers {
+			go func() {
+				defer wg.Done()
+				for r := int(next.Add(1) - 1); r < count; r = int(next.Add(1) - 1) {
+					run(r, scratch[w*size:(w+1)*size])
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if tk > 1 {
+		sumSlices(be, m*n, tk, 1, beta, parts, c)
+	}
+}
