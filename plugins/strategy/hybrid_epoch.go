@@ -182,30 +182,51 @@ func (s *hybridStepper) load(b *hybridBatch) {
 // staged rows uploaded to its device (a CPU trainer binds in place).
 func (s *hybridStepper) transfer(b *hybridBatch) {
 	t0 := time.Now()
+	var cpuBind float64 // the slowest CPU trainer's bind
 	for k := range b.parts {
 		p := &b.parts[k]
 		if len(p.nodes) == 0 {
 			continue
 		}
 		t := s.trainers[k]
+		tk := time.Now()
 		p.runner = t.runner(s.cpuThreads(b.st))
-		bb, err := p.runner.bind(p.blocks, p.x, nil, false)
+		bb, err := s.bindPart(p, t.cpu)
 		if err != nil {
 			b.err = fmt.Errorf("batch %d on %s: %w", b.n, t.name, err)
 			return
 		}
 		p.bound, p.x = bb, nil
+		if t.cpu {
+			cpuBind = max(cpuBind, time.Since(tk).Seconds())
+		}
 	}
 	b.times.Tran = time.Since(t0).Seconds()
 	if s.perf.pcie > 0 && s.simulated() {
-		// A simulated link's time is its bytes over its bandwidth.
-		b.times.Tran = 0
+		// A simulated link's time is its bytes over its bandwidth; a CPU
+		// trainer's bind is host work, timed.
+		b.times.Tran = cpuBind
 		for k, pw := range b.work.parts {
 			if !b.work.cpu[k] {
 				b.times.Tran = max(b.times.Tran, (pw.rows*float64(s.e.dim)*4+pw.topoBytes)/(s.perf.pcie*1e9))
 			}
 		}
 	}
+}
+
+// bindPart binds a part on its runner. A CPU trainer's staged rows become
+// its input tensor in place: the loader gathered them straight into the
+// trainer's input, so there is no second copy; a device's are uploaded.
+func (s *hybridStepper) bindPart(p *hybridPart, cpu bool) (*boundBlocks, error) {
+	if cpu && p.x != nil {
+		e := p.runner.e
+		in, err := placeFeatures(e.be, p.x, []int{len(p.blocks[0].Src), s.e.dim}, e.dt, e.tier)
+		if err != nil {
+			return nil, err
+		}
+		return p.runner.bind(p.blocks, nil, in, false)
+	}
+	return p.runner.bind(p.blocks, p.x, nil, false)
 }
 
 func (s *hybridStepper) simulated() bool {
