@@ -36,11 +36,25 @@ func initialState(share float64, budget int) drmState {
 type stageTimes struct {
 	SC, Load, Tran, TA, TC, Sync float64
 	SA                           float64 // sampling on the devices (hybrid.sample_on = "device"), the slowest
+	Bind                         float64 // the CPU trainers' bind (host work before training), the slowest
 }
 
 func (t *stageTimes) add(o stageTimes) {
 	t.SC, t.Load, t.Tran, t.TA, t.TC, t.Sync = t.SC+o.SC, t.Load+o.Load, t.Tran+o.Tran, t.TA+o.TA, t.TC+o.TC, t.Sync+o.Sync
 	t.SA += o.SA
+	t.Bind += o.Bind
+}
+
+// sides are Alg. 1's two competing times: the accelerator's (its sampler,
+// transfer and trainer) and the CPU trainers'. With the stages
+// overlapping (two-stage prefetch) a side takes its slowest stage; without
+// it a step's transfer precedes its training on each side (the devices'
+// upload, the CPU trainers' bind), so a side takes their sum.
+func (t stageTimes) sides(overlap bool) (accel, cpu float64) {
+	if overlap {
+		return max(t.Tran, t.TA, t.SA), t.TC
+	}
+	return max(t.SA, t.Tran+t.TA), t.Bind + t.TC
 }
 
 // Alg. 1's task names.
@@ -64,14 +78,14 @@ const (
 // differ: balance work aims at the share where both sides would take
 // equally long if each side's time grows with its share (estimated at
 // at), moving cur at most step towards it.
-func drmDecide(cur, at drmState, t stageTimes, step float64) (drmState, string) {
+func drmDecide(cur, at drmState, t stageTimes, step float64, overlap bool) (drmState, string) {
 	st := cur
-	accel := max(t.Tran, t.TA, t.SA) // the accelerator's sampler, transfer and trainer
+	accel, tc := t.sides(overlap)
 	type task struct {
 		name string
 		s    float64
 	}
-	all := []task{{taskSC, t.SC}, {taskLoad, t.Load}, {taskTC, t.TC}, {taskAccel, accel}}
+	all := []task{{taskSC, t.SC}, {taskLoad, t.Load}, {taskTC, tc}, {taskAccel, accel}}
 	// Sort by time, slowest first; ties keep the order above (stable).
 	for i := 1; i < len(all); i++ {
 		for j := i; j > 0 && all[j].s > all[j-1].s; j-- {
@@ -117,17 +131,17 @@ func drmDecide(cur, at drmState, t stageTimes, step float64) (drmState, string) 
 		s, a := st.share, at.share
 		var target float64
 		switch {
-		case t.TC == 0 && accel == 0:
+		case tc == 0 && accel == 0:
 			return st, ""
-		case a <= 0 || t.TC == 0:
+		case a <= 0 || tc == 0:
 			target = a + step
 		case a >= 1 || accel == 0:
 			target = a - step
 		default:
-			cpuRate, devRate := a/t.TC, (1-a)/accel
+			cpuRate, devRate := a/tc, (1-a)/accel
 			target = cpuRate / (cpuRate + devRate)
 		}
-		if math.Abs(t.TC-accel) <= 0.05*max(t.TC, accel) {
+		if math.Abs(tc-accel) <= 0.05*max(tc, accel) {
 			return st, "" // balanced within 5%
 		}
 		target = min(max(target, s-step, 0), s+step, 1)
@@ -313,6 +327,7 @@ const (
 	hsBind
 	hsLayer
 	hsDeviceSample
+	hsHybridIteration
 )
 
 // partWork is one trainer's share of a step, in the model's terms.
@@ -425,7 +440,7 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 				if out, err = p.call(hsBind, e, m.BindMEPS*cpuThreads, 0, m.GBps); err != nil {
 					return t, err
 				}
-				t.Tran = max(t.Tran, out[0])
+				t.Bind = max(t.Bind, out[0])
 			}
 			continue
 		}
@@ -458,6 +473,10 @@ func (p *hyscalePerf) iteration(t stageTimes, edges float64, pipelined bool) (fl
 	if pipelined {
 		pl = 1
 	}
-	out, err := p.call(hsIteration, max(t.SC, t.SA), t.Load, t.Tran, max(t.TA, t.TC), t.Sync, edges, pl)
+	if p.h.PaperModel {
+		out, err := p.call(hsIteration, max(t.SC, t.SA), t.Load, max(t.Tran, t.Bind), max(t.TA, t.TC), t.Sync, edges, pl)
+		return out[0], out[1], err
+	}
+	out, err := p.call(hsHybridIteration, max(t.SC, t.SA), t.Load, t.Tran, t.Bind, t.TA, t.TC, t.Sync, edges, pl)
 	return out[0], out[1], err
 }

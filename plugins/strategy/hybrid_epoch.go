@@ -72,7 +72,7 @@ func median(ts []stageTimes) stageTimes {
 		SC: med(func(t stageTimes) float64 { return t.SC }), Load: med(func(t stageTimes) float64 { return t.Load }),
 		Tran: med(func(t stageTimes) float64 { return t.Tran }), TA: med(func(t stageTimes) float64 { return t.TA }),
 		TC: med(func(t stageTimes) float64 { return t.TC }), Sync: med(func(t stageTimes) float64 { return t.Sync }),
-		SA: med(func(t stageTimes) float64 { return t.SA }),
+		SA: med(func(t stageTimes) float64 { return t.SA }), Bind: med(func(t stageTimes) float64 { return t.Bind }),
 	}
 }
 
@@ -243,37 +243,48 @@ func (s *hybridStepper) load(b *hybridBatch) {
 // transfer is stage two: every part bound on its trainer, its blocks and
 // staged rows uploaded to its device (a CPU trainer binds in place).
 func (s *hybridStepper) transfer(b *hybridBatch) {
+	if b.err = s.transferParts(b, false); b.err == nil {
+		b.err = s.transferParts(b, true)
+	}
+}
+
+// transferParts binds the parts of the devices (cpu false) or of the CPU
+// trainers and times it: the CPU trainers' bind is T_bind (the slowest
+// trainer's), the devices' T_Tran (on sim their link bytes over the link's
+// bandwidth, otherwise the wall clock).
+func (s *hybridStepper) transferParts(b *hybridBatch, cpu bool) error {
 	t0 := time.Now()
-	var cpuBind float64 // the slowest CPU trainer's bind
+	var bind float64
 	for k := range b.parts {
 		p := &b.parts[k]
-		if len(p.nodes) == 0 {
+		t := s.trainers[k]
+		if len(p.nodes) == 0 || t.cpu != cpu {
 			continue
 		}
-		t := s.trainers[k]
 		tk := time.Now()
 		p.runner = t.runner(s.cpuThreads(b.st))
 		bb, err := s.bindPart(p, t.cpu)
 		if err != nil {
-			b.err = fmt.Errorf("batch %d on %s: %w", b.n, t.name, err)
-			return
+			return fmt.Errorf("batch %d on %s: %w", b.n, t.name, err)
 		}
 		p.bound, p.x = bb, nil
-		if t.cpu {
-			cpuBind = max(cpuBind, time.Since(tk).Seconds())
-		}
+		bind = max(bind, time.Since(tk).Seconds())
+	}
+	if cpu {
+		b.times.Bind = bind
+		return nil
 	}
 	b.times.Tran = time.Since(t0).Seconds()
 	if s.perf.pcie > 0 && s.simulated() {
-		// A simulated link's time is its bytes over its bandwidth; a CPU
-		// trainer's bind is host work, timed.
-		b.times.Tran = cpuBind
+		// A simulated link's time is its bytes over its bandwidth.
+		b.times.Tran = 0
 		for k, pw := range b.work.parts {
 			if !b.work.cpu[k] {
 				b.times.Tran = max(b.times.Tran, (pw.rows*float64(s.e.dim)*4+pw.topoBytes)/(s.perf.pcie*1e9))
 			}
 		}
 	}
+	return nil
 }
 
 // bindPart binds a part on its runner. A CPU trainer's staged rows become
@@ -324,15 +335,24 @@ func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, 
 			errs[k] = fmt.Errorf("batch %d on %s: %w", b.n, s.trainers[k].name, errs[k])
 		}
 	}
-	before := train.PredictionNow(s.e.be)
-	t0 := time.Now()
+	// Without two-stage prefetch the parts are bound here, each side its
+	// own before it trains: the CPU trainers do not wait for the devices'
+	// upload.
+	bindHere := !s.h.Prefetch
 	// The CPU trainers, each on its own goroutine, while this one runs
 	// the devices.
 	var cpuWG sync.WaitGroup
+	var bindErr [2]error
 	cpuDone := make(chan float64, 1)
 	cpuWG.Add(1)
 	go func() {
 		defer cpuWG.Done()
+		if bindHere {
+			if bindErr[1] = s.transferParts(b, true); bindErr[1] != nil {
+				cpuDone <- 0
+				return
+			}
+		}
 		t := time.Now()
 		var inner sync.WaitGroup
 		for k := s.nDev; k < len(s.trainers); k++ {
@@ -342,12 +362,22 @@ func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, 
 		inner.Wait()
 		cpuDone <- time.Since(t).Seconds()
 	}()
-	for k := range s.nDev {
-		run(k)
+	if bindHere {
+		bindErr[0] = s.transferParts(b, false)
+	}
+	before := train.PredictionNow(s.e.be)
+	t0 := time.Now()
+	if bindErr[0] == nil {
+		for k := range s.nDev {
+			run(k)
+		}
 	}
 	devWall := time.Since(t0).Seconds()
 	cpuWG.Wait()
 	b.times.TC = <-cpuDone
+	if err := errors.Join(bindErr[:]...); err != nil {
+		return 0, err
+	}
 	if s.nDev > 0 {
 		b.times.TA = devWall
 		if s.simulated() {
@@ -525,8 +555,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 	var loss float64
 	for b := range next {
 		if b.err == nil && !s.h.Prefetch {
-			s.load(b)
-			s.transfer(b)
+			s.load(b) // the trainers bind their parts themselves (train)
 		}
 		if b.err != nil {
 			b.release()
@@ -582,7 +611,7 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 			src = pred
 		}
 		var what string
-		next, what = drmDecide(s.state, b.st, src, s.h.DRMStep)
+		next, what = drmDecide(s.state, b.st, src, s.h.DRMStep, s.h.Prefetch)
 		if what != "" {
 			st.adjustments = append(st.adjustments, strconv.Itoa(b.n)+":"+what)
 			s.total.adjustments++
@@ -603,7 +632,7 @@ func (s *hybridStepper) PredictedS() float64 { return s.stats.predictedS }
 var hybridColumns = []string{"hybrid_cpu_share", "hybrid_threads", "hybrid_adjustments", "hybrid_drm_log", "hybrid_step_shares",
 	"measured_mteps", "predicted_mteps",
 	"sample_s_pred", "load_s", "load_s_pred", "transfer_s", "transfer_s_pred", "cpu_train_s", "cpu_train_s_pred",
-	"dev_train_s", "dev_train_s_pred", "sync_s", "sync_s_pred", "dev_sample_s", "dev_sample_s_pred"}
+	"dev_train_s", "dev_train_s_pred", "sync_s", "sync_s_pred", "dev_sample_s", "dev_sample_s_pred", "cpu_bind_s", "cpu_bind_s_pred"}
 
 // Columns implements train.Columner.
 func (s *hybridStepper) Columns() []string { return hybridColumns }
@@ -624,7 +653,7 @@ func (s *hybridStepper) mteps() (measured, predicted float64) {
 func (s *hybridStepper) ReportEpoch(rec *train.EpochRecord) {
 	st := &s.stats
 	m, p := st.measured, st.predicted
-	rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS = m.SC, m.Load, m.Tran, m.TC+m.TA+m.Sync
+	rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS = m.SC, m.Load, m.Tran+m.Bind, m.TC+m.TA+m.Sync
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	shares := make([]string, len(st.shares))
 	for i, v := range st.shares {
@@ -638,6 +667,7 @@ func (s *hybridStepper) ReportEpoch(rec *train.EpochRecord) {
 		"sample_s_pred": f(p.SC), "load_s": f(m.Load), "load_s_pred": f(p.Load), "transfer_s": f(m.Tran), "transfer_s_pred": f(p.Tran),
 		"cpu_train_s": f(m.TC), "cpu_train_s_pred": f(p.TC), "dev_train_s": f(m.TA), "dev_train_s_pred": f(p.TA),
 		"sync_s": f(m.Sync), "sync_s_pred": f(p.Sync), "dev_sample_s": f(m.SA), "dev_sample_s_pred": f(p.SA),
+		"cpu_bind_s": f(m.Bind), "cpu_bind_s_pred": f(p.Bind),
 	}
 }
 
@@ -646,7 +676,7 @@ func (s *hybridStepper) ReportEpoch(rec *train.EpochRecord) {
 func (s *hybridStepper) ReportResult(res *train.Result) {
 	st := &s.stats
 	m, p := st.measured, st.predicted
-	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.SC, m.Load, m.Tran, m.TC+m.TA+m.Sync
+	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.SC, m.Load, m.Tran+m.Bind, m.TC+m.TA+m.Sync
 	res.MeasuredMTEPS, res.PredictedMTEPS = s.mteps()
 	res.Hybrid = map[string]float64{
 		"cpu_share": s.state.share, "sample_threads": float64(s.state.sample), "load_threads": float64(s.state.load),
@@ -655,15 +685,15 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		"sample_s": m.SC, "sample_s_pred": p.SC, "load_s": m.Load, "load_s_pred": p.Load,
 		"transfer_s": m.Tran, "transfer_s_pred": p.Tran, "cpu_train_s": m.TC, "cpu_train_s_pred": p.TC,
 		"dev_train_s": m.TA, "dev_train_s_pred": p.TA, "sync_s": m.Sync, "sync_s_pred": p.Sync,
-		"dev_sample_s": m.SA, "dev_sample_s_pred": p.SA,
+		"dev_sample_s": m.SA, "dev_sample_s_pred": p.SA, "cpu_bind_s": m.Bind, "cpu_bind_s_pred": p.Bind,
 	}
 	// The median step, measured and predicted (a loaded machine's
 	// outliers do not move it).
 	mm, pm := median(st.perStep[0]), median(st.perStep[1])
-	for k, v := range map[string]float64{"sample": mm.SC, "load": mm.Load, "transfer": mm.Tran, "cpu_train": mm.TC, "dev_train": mm.TA, "sync": mm.Sync, "dev_sample": mm.SA} {
+	for k, v := range map[string]float64{"sample": mm.SC, "load": mm.Load, "transfer": mm.Tran, "cpu_train": mm.TC, "dev_train": mm.TA, "sync": mm.Sync, "dev_sample": mm.SA, "cpu_bind": mm.Bind} {
 		res.Hybrid[k+"_med_s"] = v
 	}
-	for k, v := range map[string]float64{"sample": pm.SC, "load": pm.Load, "transfer": pm.Tran, "cpu_train": pm.TC, "dev_train": pm.TA, "sync": pm.Sync, "dev_sample": pm.SA} {
+	for k, v := range map[string]float64{"sample": pm.SC, "load": pm.Load, "transfer": pm.Tran, "cpu_train": pm.TC, "dev_train": pm.TA, "sync": pm.Sync, "dev_sample": pm.SA, "cpu_bind": pm.Bind} {
 		res.Hybrid[k+"_med_s_pred"] = v
 	}
 	c := s.perf.cpu // the machine description the predictions used

@@ -212,16 +212,26 @@ func TestDRMDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, what := drmDecide(s, s, c.t, 0.1)
+			got, what := drmDecide(s, s, c.t, 0.1, true)
 			if math.Abs(got.share-c.share) > 1e-9 || got.sample != c.th[0] || got.load != c.th[1] || got.train != c.th[2] || !strings.HasPrefix(what, c.what) || (c.what == "") != (what == "") {
 				t.Errorf("got share %v threads %d/%d/%d %q, want %v %v %q", got.share, got.sample, got.load, got.train, what, c.share, c.th, c.what)
 			}
 		})
 	}
+	// Without prefetch a side's transfer precedes its training: the
+	// devices' 3 + 3 s outweigh the CPU trainer's 0.5 + 4 s, although each
+	// device stage alone is faster than the CPU trainer.
+	seq := stageTimes{SC: 1, Load: 1, Tran: 3, TA: 3, TC: 4, Bind: 0.5}
+	if got, what := drmDecide(s, s, seq, 0.1, false); got.share <= 0.5 || !strings.HasPrefix(what, "work") {
+		t.Errorf("sequential stages: share %v %q, want work to the CPU", got.share, what)
+	}
+	if got, _ := drmDecide(s, s, seq, 0.1, true); got.share > 0.5 {
+		t.Errorf("overlapping stages: share %v, want no work to the CPU (the CPU trainer is the slowest stage)", got.share)
+	}
 	// One thread each: balance thread has nothing to move, so a CPU
 	// trainer bottleneck balances work instead.
 	one := drmState{share: 0.9, sample: 1, load: 1, train: 1}
-	if got, what := drmDecide(one, one, stageTimes{SC: 1, Load: 0.5, TC: 9, TA: 2}, 0.1); got.share != 0.8 || !strings.HasPrefix(what, "work") {
+	if got, what := drmDecide(one, one, stageTimes{SC: 1, Load: 0.5, TC: 9, TA: 2}, 0.1, true); got.share != 0.8 || !strings.HasPrefix(what, "work") {
 		t.Errorf("CPU-bound with one thread per task: share %v %q, want 0.8 by balance work", got.share, what)
 	}
 }
@@ -337,6 +347,8 @@ func TestHyscaleCostModel(t *testing.T) {
 		{"a layer's pass, pipelined", hsLayer, []float64{1, 20, 100, S, 1000, 64, 5e6, 0, 0}, max(1000*64*S/20e9, 2*5e6/100e9)},
 		{"CPU bind", hsBind, []float64{2e6, 4, 1e8, 2}, 2e6/4e6 + 1e8/2e9},
 		{"sampling on a device", hsDeviceSample, []float64{3.2e7, 900, 6.4e6, 16}, 3.2e7/900e9 + 6.4e6/16e9},
+		{"iteration, CPU trainers apart, pipelined", hsHybridIteration, []float64{1, 2, 3, 3.5, 4, 2, 0.5, 1e6, 1}, 4.5},
+		{"iteration, CPU trainers apart, in sequence", hsHybridIteration, []float64{1, 2, 3, 0.5, 4, 5, 0.5, 1e6, 0}, 1 + 2 + 7 + 0.5},
 		{"Eq. 6 pipelined iteration", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 1}, 4.5},
 		{"stages in sequence", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 0}, 10.5},
 	}
@@ -434,7 +446,7 @@ func TestHybridCalibrate(t *testing.T) {
 	if s.perf.cpu == machineOf(cfg.Hybrid) {
 		t.Error("the epoch predicted with the configured machine description, not the calibrated one")
 	}
-	if p := s.stats.predicted; !(p.TC > 0 && p.Load > 0 && p.SC > 0 && p.Tran > 0) {
+	if p := s.stats.predicted; !(p.TC > 0 && p.Load > 0 && p.SC > 0 && p.Bind > 0) {
 		t.Errorf("predicted stage times %+v: a stage without a prediction", p)
 	}
 }
@@ -464,8 +476,8 @@ func TestHyscaleModelTerms(t *testing.T) {
 	if !(drop.TC > full.TC) {
 		t.Errorf("with dropout %g s, without %g s: want longer", drop.TC, full.TC)
 	}
-	if paper.Tran != 0 || !(full.Tran > 0) {
-		t.Errorf("CPU bind: %g s (paper model), %g s (ours): want 0 and > 0", paper.Tran, full.Tran)
+	if paper.Bind != 0 || !(full.Bind > 0) {
+		t.Errorf("CPU bind: %g s (paper model), %g s (ours): want 0 and > 0", paper.Bind, full.Bind)
 	}
 	// GraphSAGE's first layer: the weight's gradient but not its input's.
 	if s.perf.bmacsSrc[0]+s.perf.bmacsDst[0] != s.perf.macsSrc[0]+s.perf.macsDst[0] {

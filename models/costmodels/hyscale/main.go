@@ -56,6 +56,14 @@
 //	8 sampling on an accelerator (T_SA; the paper profiles it): in[0]
 //	  topology bytes read in the device's own memory, in[1] its memory
 //	  GB/s, in[2] topology bytes read over links, in[3] their GB/s.
+//	9 one iteration with the CPU trainers' bind and the two sides'
+//	  trainers apart (strata's Eq. 6): in[0] T_samp, in[1] T_load, in[2]
+//	  T_trans (the devices'), in[3] T_bind (the CPU trainers'), in[4]
+//	  T_TA, in[5] T_TC, in[6] T_sync, in[7] edges, in[8] pipelined. With
+//	  the stages pipelined, max(T_samp, T_load, max(T_trans, T_bind),
+//	  max(T_TA, T_TC) + T_sync); without, T_samp + T_load + max(T_trans
+//	  + T_TA, T_bind + T_TC) + T_sync: the CPU trainers do not wait for
+//	  the devices' transfer. out as op 5.
 //	6 the CPU trainer's bind (no equation in the paper: the host work
 //	  of building each block's adjacency and edge weights and binding
 //	  the layer's program before training): in[0] sampled edges, in[1]
@@ -85,6 +93,7 @@ const (
 	opBind
 	opLayer
 	opDeviceSample
+	opHybridIteration
 )
 
 func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
@@ -160,6 +169,15 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 			out[0] = agg + upd + out[3]
 		}
 		out[1], out[2] = agg, upd
+	case opHybridIteration:
+		if a(8) == 1 {
+			out[2] = max(a(4), a(5)) + a(6)
+			out[0] = max(a(0), a(1), a(2), a(3), out[2])
+		} else {
+			out[2] = max(a(2)+a(4), a(3)+a(5)) + a(6)
+			out[0] = a(0) + a(1) + out[2]
+		}
+		out[1] = div(a(7), out[0]*1e6)
 	case opDeviceSample:
 		out[0] = div(a(0), a(1)*1e9) + div(a(2), a(3)*1e9)
 	case opBind:
