@@ -29,7 +29,7 @@ type Hybrid struct {
 // development machine, a shared 2-core AMD EPYC VM (docs/hyscale.md).
 func DefaultHybrid() Hybrid {
 	return Hybrid{CPUTrainers: 1, CPUShare: 0.25, DRM: "off", DRMStep: 0.05, SampleOn: "cpu", Prefetch: true,
-		CPUGFLOPS: 54, CPUGBps: 0.54, SampleMEPS: 17.8, AggGBps: 1, DropoutMEPS: 100, BindMEPS: 10}
+		CPUGFLOPS: 54, CPUGBps: 0.54, SampleMEPS: 17.8, AggGBps: 5.5, DropoutMEPS: 180, BindMEPS: 1}
 }
 
 // IsDefault reports whether the section is at its default (then it is
