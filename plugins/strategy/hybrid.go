@@ -10,6 +10,8 @@ import (
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/registry"
+	"strata/core/sampling"
+	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/train"
 	"strata/plugins/sampler"
@@ -75,6 +77,14 @@ func (*Hybrid) CheckConfig(cfg *config.Config) error {
 			return cfg.KeyError("hybrid.cpu_trainers = 0 on train.backend = \"cpu\" (no devices): nothing would train; set hybrid.cpu_trainers >= 1", "hybrid", "cpu_trainers")
 		}
 	}
+	if h.SampleOn == "device" {
+		if cfg.Train.Backend == "cpu" {
+			return cfg.KeyError("hybrid.sample_on = \"device\" samples on the devices, and train.backend = \"cpu\" has none; set train.backend = \"sim\" (with [devices]) or hybrid.sample_on = \"cpu\"", "hybrid", "sample_on")
+		}
+		if _, ok := cfg.Sampler.Module.(sampling.GraphSampler); !ok {
+			return cfg.KeyError(fmt.Sprintf("hybrid.sample_on = \"device\": sampler %q does not read the graph through the store's access API (sampling.GraphSampler); use full, uniform, khop or randomwalk, or hybrid.sample_on = \"cpu\"", cfg.Sampler.Name), "hybrid", "sample_on")
+		}
+	}
 	if cfg.Train.DType != "float32" {
 		return cfg.KeyError("train.mode = \"hybrid\" all-reduces float32 gradients through the host; set train.dtype = \"float32\"", "train", "dtype")
 	}
@@ -123,9 +133,14 @@ type hybridStepper struct {
 	batch    int
 	prefetch int
 	perf     *hyscalePerf
-	state    drmState // the latest decision (the next epoch starts from it)
-	stats    hybridEpoch
-	total    hybridTotals
+	// With hybrid.sample_on = "device": the memory store holding the
+	// topology on every device, and each device trainer's view of it
+	// (indexed by trainer; nil for the CPU trainers).
+	store *store.Store
+	topo  []*store.TopologyView
+	state drmState // the latest decision (the next epoch starts from it)
+	stats hybridEpoch
+	total hybridTotals
 }
 
 func newHybrid(ctx context.Context, cfg *config.Config, e stepEnv) (*hybridStepper, error) {
@@ -198,7 +213,41 @@ func newHybrid(ctx context.Context, cfg *config.Config, e stepEnv) (*hybridStepp
 		s.Release()
 		return nil, err
 	}
+	if h.SampleOn == "device" {
+		if err := s.placeTopology(cfg, devices); err != nil {
+			s.Release()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// placeTopology puts the whole topology on every device (the memory
+// store, replicated: each device's sampler reads only its own memory)
+// and opens each device trainer's view of it.
+func (s *hybridStepper) placeTopology(cfg *config.Config, devices []tensor.Tier) error {
+	if len(devices) == 0 {
+		return cfg.KeyError(fmt.Sprintf("hybrid.sample_on = \"device\": train.backend = %q has no devices to sample on; set train.backend = \"sim\" or hybrid.sample_on = \"cpu\"", cfg.Train.Backend), "hybrid", "sample_on")
+	}
+	if !s.simulated() {
+		return cfg.KeyError(fmt.Sprintf("hybrid.sample_on = \"device\" needs simulated devices (train.backend = \"sim\"): strata has no sampling kernel for a %q device; set hybrid.sample_on = \"cpu\"", cfg.Train.Backend), "hybrid", "sample_on")
+	}
+	g := s.e.adjs.Adj
+	need := 8*int64(g.NumRows+1) + 4*g.NNZ()
+	st, err := store.New(backend.ForPurpose(s.e.be, backend.PurposeTopology), s.e.feats, s.e.dim, iota32(g.NumRows), store.Options{
+		Placement: store.Replicated, Devices: devices, Capacity: []int64{need}, Prefix: true,
+		Topology: true, Graph: g, GraphRatio: 1, LimitFeatures: true, FeatureRatio: 0})
+	if err != nil {
+		return cfg.KeyError(fmt.Sprintf("hybrid.sample_on = \"device\": placing the topology (%d bytes) on every device: %v; set hybrid.sample_on = \"cpu\"", need, err), "hybrid", "sample_on")
+	}
+	s.store = st
+	s.topo = make([]*store.TopologyView, len(s.trainers))
+	for k := range s.nDev {
+		if s.topo[k], err = st.Topology(s.trainers[k].r.e.tier); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // newCPUBackend opens a cpu backend (backend.cpu) for a CPU trainer.
@@ -214,6 +263,9 @@ func newCPUBackend(ctx context.Context, cfg *config.Config, threads int) (backen
 func (s *hybridStepper) Release() {
 	if s.perf != nil {
 		s.perf.close()
+	}
+	if s.store != nil {
+		s.store.Close()
 	}
 	for _, t := range s.trainers {
 		t.r.release()

@@ -35,10 +35,26 @@ func initialState(share float64, budget int) drmState {
 // all-reduce.
 type stageTimes struct {
 	SC, Load, Tran, TA, TC, Sync float64
+	SA                           float64 // sampling on the devices (hybrid.sample_on = "device"), the slowest
+	Bind                         float64 // the CPU trainers' bind (host work before training), the slowest
 }
 
 func (t *stageTimes) add(o stageTimes) {
 	t.SC, t.Load, t.Tran, t.TA, t.TC, t.Sync = t.SC+o.SC, t.Load+o.Load, t.Tran+o.Tran, t.TA+o.TA, t.TC+o.TC, t.Sync+o.Sync
+	t.SA += o.SA
+	t.Bind += o.Bind
+}
+
+// sides are Alg. 1's two competing times: the accelerator's (its sampler,
+// transfer and trainer) and the CPU trainers'. With the stages
+// overlapping (two-stage prefetch) a side takes its slowest stage; without
+// it a step's transfer precedes its training on each side (the devices'
+// upload, the CPU trainers' bind), so a side takes their sum.
+func (t stageTimes) sides(overlap bool) (accel, cpu float64) {
+	if overlap {
+		return max(t.Tran, t.TA, t.SA), t.TC
+	}
+	return max(t.SA, t.Tran+t.TA), t.Bind + t.TC
 }
 
 // Alg. 1's task names.
@@ -62,14 +78,14 @@ const (
 // differ: balance work aims at the share where both sides would take
 // equally long if each side's time grows with its share (estimated at
 // at), moving cur at most step towards it.
-func drmDecide(cur, at drmState, t stageTimes, step float64) (drmState, string) {
+func drmDecide(cur, at drmState, t stageTimes, step float64, overlap bool) (drmState, string) {
 	st := cur
-	accel := max(t.Tran, t.TA)
+	accel, tc := t.sides(overlap)
 	type task struct {
 		name string
 		s    float64
 	}
-	all := []task{{taskSC, t.SC}, {taskLoad, t.Load}, {taskTC, t.TC}, {taskAccel, accel}}
+	all := []task{{taskSC, t.SC}, {taskLoad, t.Load}, {taskTC, tc}, {taskAccel, accel}}
 	// Sort by time, slowest first; ties keep the order above (stable).
 	for i := 1; i < len(all); i++ {
 		for j := i; j > 0 && all[j].s > all[j-1].s; j-- {
@@ -115,17 +131,17 @@ func drmDecide(cur, at drmState, t stageTimes, step float64) (drmState, string) 
 		s, a := st.share, at.share
 		var target float64
 		switch {
-		case t.TC == 0 && accel == 0:
+		case tc == 0 && accel == 0:
 			return st, ""
-		case a <= 0 || t.TC == 0:
+		case a <= 0 || tc == 0:
 			target = a + step
 		case a >= 1 || accel == 0:
 			target = a - step
 		default:
-			cpuRate, devRate := a/t.TC, (1-a)/accel
+			cpuRate, devRate := a/tc, (1-a)/accel
 			target = cpuRate / (cpuRate + devRate)
 		}
-		if math.Abs(t.TC-accel) <= 0.05*max(t.TC, accel) {
+		if math.Abs(tc-accel) <= 0.05*max(tc, accel) {
 			return st, "" // balanced within 5%
 		}
 		target = min(max(target, s-step, 0), s+step, 1)
@@ -167,10 +183,36 @@ type hyscalePerf struct {
 	// Per layer: multiply-adds per source and per destination row (the
 	// weights applied before and after the aggregation).
 	macsSrc, macsDst []float64
+	// The backward's, per layer: multiply-adds per source and
+	// destination row (weight gradients, and input gradients where a
+	// weight's input needs one) and the width its transposed
+	// aggregations move.
+	bmacsSrc, bmacsDst, bwidth []float64
+	// Dropout, per layer: elements masked per source and destination
+	// row, forward and backward.
+	dropSrc, dropDst []float64
 	scalars          float64 // the model's learnable scalars
 	dim              int
 	dev              topology.DeviceSpec
 	pcie             float64 // host<->device GB/s (0 without devices)
+	cpu              cpuMachine
+	weight           [2]int // the largest weight matrix (the GEMM probe's shape)
+	aggWidth         int    // the widest aggregation (the SpMM probe's width)
+}
+
+// cpuMachine is costmodel.hyscale's description of the CPU, per thread:
+// from [hybrid], or measured by calibrate right before training.
+type cpuMachine struct {
+	GFLOPS     float64 `json:"cpu_gflops"`   // dense GEMM
+	GBps       float64 `json:"cpu_gbps"`     // gathering feature rows
+	AggGBps    float64 `json:"agg_gbps"`     // sparse aggregation (SpMM) bytes moved
+	SampleMEPS float64 `json:"sample_meps"`  // sampled edges
+	DropMEPS   float64 `json:"dropout_meps"` // dropout elements
+	BindMEPS   float64 `json:"bind_meps"`    // block edges bound by a CPU trainer
+}
+
+func machineOf(h config.Hybrid) cpuMachine {
+	return cpuMachine{GFLOPS: h.CPUGFLOPS, GBps: h.CPUGBps, AggGBps: h.AggGBps, SampleMEPS: h.SampleMEPS, DropMEPS: h.DropoutMEPS, BindMEPS: h.BindMEPS}
 }
 
 func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscalePerf, error) {
@@ -178,7 +220,7 @@ func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscal
 	if err != nil {
 		return nil, fmt.Errorf("hybrid: performance model: %w", err)
 	}
-	p := &hyscalePerf{cm: cm, release: release, h: cfg.Hybrid, dim: e.dim, dev: topology.V100}
+	p := &hyscalePerf{cm: cm, release: release, h: cfg.Hybrid, dim: e.dim, dev: topology.V100, cpu: machineOf(cfg.Hybrid)}
 	p.layerShape(cfg.Model.Layers, e.model)
 	if m, ok := e.be.(backend.Machine); ok {
 		topo := m.Topology()
@@ -195,34 +237,70 @@ func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscal
 // layerShape reads the model's layers: the widths they aggregate and the
 // weights of their matrix products, each counted per source row when it
 // runs before the layer's aggregation (on every source of the block) or
-// per destination row after it.
+// per destination row after it; the same for the backward (a weight's
+// input gradient and a transposed aggregation count only where the
+// engine computes them: where their input depends on a parameter) and
+// for dropout.
 func (p *hyscalePerf) layerShape(layers int, g *ir.Graph) {
-	p.width, p.macsSrc, p.macsDst = make([]float64, layers), make([]float64, layers), make([]float64, layers)
+	mk := func() []float64 { return make([]float64, layers) }
+	p.width, p.macsSrc, p.macsDst = mk(), mk(), mk()
+	p.bmacsSrc, p.bmacsDst, p.bwidth, p.dropSrc, p.dropDst = mk(), mk(), mk(), mk(), mk()
 	post := make([]bool, len(g.Ops)) // the value depends on an aggregation of its own layer
+	grad := make([]bool, len(g.Ops)) // the value depends on a parameter: the backward reaches it
 	for i, op := range g.Ops {
 		if op.Kind == ir.OpParam {
 			p.scalars += float64(ir.Numel(op.Shape))
+			grad[i] = true
 		}
 		l := int(op.Layer)
 		for _, a := range op.Args {
 			post[i] = post[i] || post[a] && g.Ops[a].Layer == op.Layer
+			grad[i] = grad[i] || grad[a] && g.Ops[a].Kind != ir.OpGraph
 		}
 		if l < 0 || l >= layers {
 			continue
+		}
+		argGrad := false // a non-graph argument needs a gradient
+		for _, a := range op.Args {
+			argGrad = argGrad || grad[a] && g.Ops[a].Kind != ir.OpParam && g.Ops[a].Kind != ir.OpGraph
+		}
+		perRow := func(src, dst []float64, v float64) {
+			if post[i] {
+				dst[l] += v
+			} else {
+				src[l] += v
+			}
 		}
 		switch op.Kind {
 		case ir.OpAggregate, ir.OpSpMMEdge, ir.OpLSTMAggregate:
 			post[i] = true
 			if len(op.Shape) == 2 && op.Shape[1] > 0 {
 				p.width[l] += float64(op.Shape[1])
+				p.aggWidth = max(p.aggWidth, int(op.Shape[1]))
+				if argGrad {
+					p.bwidth[l] += float64(op.Shape[1])
+				}
 			}
 		case ir.OpMatMul:
 			if w := g.Ops[op.Args[1]].Shape; len(w) == 2 && w[0] > 0 && w[1] > 0 {
-				if post[i] {
-					p.macsDst[l] += float64(w[0] * w[1])
-				} else {
-					p.macsSrc[l] += float64(w[0] * w[1])
+				macs := float64(w[0] * w[1])
+				if w[0]*w[1] > int64(p.weight[0]*p.weight[1]) {
+					p.weight = [2]int{int(w[0]), int(w[1])}
 				}
+				perRow(p.macsSrc, p.macsDst, macs)
+				back := macs // the weight's gradient
+				if grad[op.Args[0]] && g.Ops[op.Args[0]].Kind != ir.OpParam {
+					back += macs // the input's
+				}
+				perRow(p.bmacsSrc, p.bmacsDst, back)
+			}
+		case ir.OpDropout:
+			if op.Alpha > 0 && len(op.Shape) == 2 && op.Shape[1] > 0 {
+				n := float64(op.Shape[1])
+				if argGrad {
+					n *= 2 // the mask applied to the gradient
+				}
+				perRow(p.dropSrc, p.dropDst, n)
 			}
 		}
 	}
@@ -246,6 +324,10 @@ const (
 	hsTrainer
 	hsSync
 	hsIteration
+	hsBind
+	hsLayer
+	hsDeviceSample
+	hsHybridIteration
 )
 
 // partWork is one trainer's share of a step, in the model's terms.
@@ -253,6 +335,9 @@ type partWork struct {
 	edges, dst, src []float64 // per layer
 	rows            float64   // input rows (|V⁰|)
 	topoBytes       float64   // the blocks' topology bytes sent to a device
+	// Sampled on the device: topology bytes it read in its own memory and
+	// over links.
+	sampleLocal, sampleLink float64
 }
 
 // stepWork is one step's work on every trainer (in trainer order).
@@ -264,9 +349,27 @@ type stepWork struct {
 func (w *stepWork) edges() float64 {
 	var n float64
 	for _, p := range w.parts {
-		for _, e := range p.edges {
-			n += e
+		n += p.sum()
+	}
+	return n
+}
+
+// cpuSampled returns the edges the CPU sampler sampled (every part's
+// unless onDevice, then the CPU trainers').
+func (w *stepWork) cpuSampled(onDevice bool) float64 {
+	var n float64
+	for k, p := range w.parts {
+		if !onDevice || w.cpu[k] {
+			n += p.sum()
 		}
+	}
+	return n
+}
+
+func (p *partWork) sum() float64 {
+	var n float64
+	for _, e := range p.edges {
+		n += e
 	}
 	return n
 }
@@ -279,12 +382,13 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 	for _, pw := range w.parts {
 		rows += pw.rows
 	}
-	out, err := p.call(hsSample, w.edges(), float64(st.sample), p.h.SampleMEPS)
+	m := p.cpu
+	out, err := p.call(hsSample, w.cpuSampled(p.h.SampleOn == "device"), float64(st.sample), m.SampleMEPS)
 	if err != nil {
 		return t, err
 	}
 	t.SC = out[0]
-	if out, err = p.call(hsLoad, rows, float64(p.dim), 4, p.h.CPUGBps, float64(st.load)); err != nil {
+	if out, err = p.call(hsLoad, rows, float64(p.dim), 4, m.GBps, float64(st.load)); err != nil {
 		return t, err
 	}
 	t.Load = out[0]
@@ -295,8 +399,9 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 			continue
 		}
 		in := []float64{0, p.dev.MemGBps, p.dev.PeakGFLOPS, 4, float64(len(pw.edges))}
+		dropRate := 0.0 // a device's dropout is an elementwise kernel of its roofline: not modelled
 		if w.cpu[i] {
-			in[1], in[2] = p.h.CPUGBps*cpuThreads, p.h.CPUGFLOPS*cpuThreads
+			in[1], in[2], dropRate = m.AggGBps*cpuThreads, m.GFLOPS*cpuThreads, m.DropMEPS*cpuThreads
 		}
 		for l := range pw.edges {
 			in = append(in, pw.edges[l], p.width[l], pw.src[l]*p.macsSrc[l]+pw.dst[l]*p.macsDst[l])
@@ -304,12 +409,49 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 		if out, err = p.call(hsTrainer, in...); err != nil {
 			return t, err
 		}
+		if !p.h.PaperModel {
+			// The full backward and dropout, layer by layer (op 7).
+			var sum float64
+			for l := range pw.edges {
+				for _, pass := range [2][3]float64{
+					{p.width[l], pw.src[l]*p.macsSrc[l] + pw.dst[l]*p.macsDst[l], pw.src[l]*p.dropSrc[l] + pw.dst[l]*p.dropDst[l]},
+					{p.bwidth[l], pw.src[l]*p.bmacsSrc[l] + pw.dst[l]*p.bmacsDst[l], 0},
+				} {
+					drop := pass[2]
+					if dropRate == 0 {
+						drop = 0
+					}
+					o, err := p.call(hsLayer, 0, in[1], in[2], 4, pw.edges[l], pass[0], pass[1], drop, dropRate)
+					if err != nil {
+						return t, err
+					}
+					sum += o[0]
+				}
+			}
+			out[0] = sum
+		}
 		if w.cpu[i] {
 			t.TC = max(t.TC, out[0])
+			var e float64
+			for _, v := range pw.edges {
+				e += v
+			}
+			if !p.h.PaperModel {
+				if out, err = p.call(hsBind, e, m.BindMEPS*cpuThreads, 0, m.GBps); err != nil {
+					return t, err
+				}
+				t.Bind = max(t.Bind, out[0])
+			}
 			continue
 		}
 		devices++
 		t.TA = max(t.TA, out[0])
+		if p.h.SampleOn == "device" {
+			if out, err = p.call(hsDeviceSample, pw.sampleLocal, p.dev.MemGBps, pw.sampleLink, p.pcie); err != nil {
+				return t, err
+			}
+			t.SA = max(t.SA, out[0])
+		}
 		if out, err = p.call(hsTransfer, pw.rows, float64(p.dim), 4, p.pcie, pw.topoBytes); err != nil {
 			return t, err
 		}
@@ -331,6 +473,10 @@ func (p *hyscalePerf) iteration(t stageTimes, edges float64, pipelined bool) (fl
 	if pipelined {
 		pl = 1
 	}
-	out, err := p.call(hsIteration, t.SC, t.Load, t.Tran, max(t.TA, t.TC), t.Sync, edges, pl)
+	if p.h.PaperModel {
+		out, err := p.call(hsIteration, max(t.SC, t.SA), t.Load, max(t.Tran, t.Bind), max(t.TA, t.TC), t.Sync, edges, pl)
+		return out[0], out[1], err
+	}
+	out, err := p.call(hsHybridIteration, max(t.SC, t.SA), t.Load, t.Tran, t.Bind, t.TA, t.TC, t.Sync, edges, pl)
 	return out[0], out[1], err
 }

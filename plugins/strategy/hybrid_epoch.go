@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"strata/core/backend"
+	"strata/core/sampling"
+	"strata/core/store"
 	"strata/core/train"
 	"strata/plugins/sampler"
 )
@@ -45,7 +48,32 @@ type hybridEpoch struct {
 	predictedS          float64 // Σ Eq. 6 over the predicted stage times
 	measuredPipeS       float64 // Σ Eq. 6 over the measured stage times
 	adjustments         []string
-	shares              []float64 // the CPU share of every step
+	shares              []float64       // the CPU share of every step
+	perStep             [2][]stageTimes // every step's measured and predicted times
+}
+
+// median returns the median over steps of each stage time.
+func median(ts []stageTimes) stageTimes {
+	if len(ts) == 0 {
+		return stageTimes{}
+	}
+	med := func(f func(stageTimes) float64) float64 {
+		v := make([]float64, len(ts))
+		for i, t := range ts {
+			v[i] = f(t)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return stageTimes{
+		SC: med(func(t stageTimes) float64 { return t.SC }), Load: med(func(t stageTimes) float64 { return t.Load }),
+		Tran: med(func(t stageTimes) float64 { return t.Tran }), TA: med(func(t stageTimes) float64 { return t.TA }),
+		TC: med(func(t stageTimes) float64 { return t.TC }), Sync: med(func(t stageTimes) float64 { return t.Sync }),
+		SA: med(func(t stageTimes) float64 { return t.SA }), Bind: med(func(t stageTimes) float64 { return t.Bind }),
+	}
 }
 
 // hybridTotals count over the run.
@@ -111,21 +139,40 @@ func parallel(n, k int, f func(i int) error) error {
 // batch's seed (so that a node's neighbourhood does not depend on the
 // split), on st.sample goroutines.
 func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int32, seed uint64) {
-	t0 := time.Now()
-	defer func() { b.times.SC = time.Since(t0).Seconds() }()
 	b.total = len(nodes)
 	split := s.split(nodes, b.st.share)
 	b.parts = make([]hybridPart, len(split))
 	rng := seed*0x9e3779b97f4a7c15 + uint64(b.n) // strategy.minibatch's seed of batch n on one replica
-	b.err = parallel(len(split), b.st.sample, func(k int) error {
+	onDevice := make([]bool, len(split))         // sampled by the device's own sampler
+	for k := range split {
 		b.parts[k].nodes = split[k]
-		if len(split[k]) == 0 {
-			return nil
-		}
-		blocks, err := s.sampler.Sample(ctx, s.e.adjs.Adj, split[k], rng)
-		b.parts[k].blocks = blocks
-		return err
-	})
+		onDevice[k] = s.topo != nil && !s.trainers[k].cpu
+	}
+	stats := make([]store.TopologyStats, len(split))
+	run := func(dev bool) error {
+		return parallel(len(split), b.st.sample, func(k int) error {
+			if len(split[k]) == 0 || onDevice[k] != dev {
+				return nil
+			}
+			var err error
+			if dev {
+				// The device reads the topology in its own memory:
+				// the blocks are those of the host graph, the reads
+				// counted.
+				b.parts[k].blocks, err = s.sampler.(sampling.GraphSampler).SampleGraph(ctx, s.topo[k], split[k], rng)
+				stats[k] = s.topo[k].Take()
+				return err
+			}
+			b.parts[k].blocks, err = s.sampler.Sample(ctx, s.e.adjs.Adj, split[k], rng)
+			return err
+		})
+	}
+	b.err = run(true)
+	t0 := time.Now()
+	if b.err == nil {
+		b.err = run(false)
+	}
+	b.times.SC = time.Since(t0).Seconds()
 	if b.err != nil {
 		b.err = fmt.Errorf("sampling batch %d: %w", b.n, b.err)
 		return
@@ -143,6 +190,21 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 		}
 		if len(p.blocks) > 0 {
 			pw.rows = float64(len(p.blocks[0].Src))
+		}
+		if onDevice[k] {
+			pw.sampleLocal = float64(stats[k].LocalBytes)
+			for _, v := range stats[k].Bytes {
+				pw.sampleLink += float64(v)
+			}
+			if err := s.store.CountTopology(stats[k]); err != nil {
+				b.err = fmt.Errorf("sampling batch %d on %s: %w", b.n, s.trainers[k].name, err)
+				return
+			}
+			if s.perf.pcie > 0 && s.simulated() {
+				// A simulated device's sampling time is its reads over
+				// its memory's and links' bandwidths.
+				b.times.SA = max(b.times.SA, pw.sampleLocal/(s.perf.dev.MemGBps*1e9)+pw.sampleLink/(s.perf.pcie*1e9))
+			}
 		}
 	}
 }
@@ -181,20 +243,36 @@ func (s *hybridStepper) load(b *hybridBatch) {
 // transfer is stage two: every part bound on its trainer, its blocks and
 // staged rows uploaded to its device (a CPU trainer binds in place).
 func (s *hybridStepper) transfer(b *hybridBatch) {
+	if b.err = s.transferParts(b, false); b.err == nil {
+		b.err = s.transferParts(b, true)
+	}
+}
+
+// transferParts binds the parts of the devices (cpu false) or of the CPU
+// trainers and times it: the CPU trainers' bind is T_bind (the slowest
+// trainer's), the devices' T_Tran (on sim their link bytes over the link's
+// bandwidth, otherwise the wall clock).
+func (s *hybridStepper) transferParts(b *hybridBatch, cpu bool) error {
 	t0 := time.Now()
+	var bind float64
 	for k := range b.parts {
 		p := &b.parts[k]
-		if len(p.nodes) == 0 {
+		t := s.trainers[k]
+		if len(p.nodes) == 0 || t.cpu != cpu {
 			continue
 		}
-		t := s.trainers[k]
+		tk := time.Now()
 		p.runner = t.runner(s.cpuThreads(b.st))
-		bb, err := p.runner.bind(p.blocks, p.x, nil, false)
+		bb, err := s.bindPart(p, t.cpu)
 		if err != nil {
-			b.err = fmt.Errorf("batch %d on %s: %w", b.n, t.name, err)
-			return
+			return fmt.Errorf("batch %d on %s: %w", b.n, t.name, err)
 		}
 		p.bound, p.x = bb, nil
+		bind = max(bind, time.Since(tk).Seconds())
+	}
+	if cpu {
+		b.times.Bind = bind
+		return nil
 	}
 	b.times.Tran = time.Since(t0).Seconds()
 	if s.perf.pcie > 0 && s.simulated() {
@@ -206,6 +284,22 @@ func (s *hybridStepper) transfer(b *hybridBatch) {
 			}
 		}
 	}
+	return nil
+}
+
+// bindPart binds a part on its runner. A CPU trainer's staged rows become
+// its input tensor in place: the loader gathered them straight into the
+// trainer's input, so there is no second copy; a device's are uploaded.
+func (s *hybridStepper) bindPart(p *hybridPart, cpu bool) (*boundBlocks, error) {
+	if cpu && p.x != nil {
+		e := p.runner.e
+		in, err := placeFeatures(e.be, p.x, []int{len(p.blocks[0].Src), s.e.dim}, e.dt, e.tier)
+		if err != nil {
+			return nil, err
+		}
+		return p.runner.bind(p.blocks, nil, in, false)
+	}
+	return p.runner.bind(p.blocks, p.x, nil, false)
 }
 
 func (s *hybridStepper) simulated() bool {
@@ -241,15 +335,24 @@ func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, 
 			errs[k] = fmt.Errorf("batch %d on %s: %w", b.n, s.trainers[k].name, errs[k])
 		}
 	}
-	before := train.PredictionNow(s.e.be)
-	t0 := time.Now()
+	// Without two-stage prefetch the parts are bound here, each side its
+	// own before it trains: the CPU trainers do not wait for the devices'
+	// upload.
+	bindHere := !s.h.Prefetch
 	// The CPU trainers, each on its own goroutine, while this one runs
 	// the devices.
 	var cpuWG sync.WaitGroup
+	var bindErr [2]error
 	cpuDone := make(chan float64, 1)
 	cpuWG.Add(1)
 	go func() {
 		defer cpuWG.Done()
+		if bindHere {
+			if bindErr[1] = s.transferParts(b, true); bindErr[1] != nil {
+				cpuDone <- 0
+				return
+			}
+		}
 		t := time.Now()
 		var inner sync.WaitGroup
 		for k := s.nDev; k < len(s.trainers); k++ {
@@ -259,12 +362,22 @@ func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, 
 		inner.Wait()
 		cpuDone <- time.Since(t).Seconds()
 	}()
-	for k := range s.nDev {
-		run(k)
+	if bindHere {
+		bindErr[0] = s.transferParts(b, false)
+	}
+	before := train.PredictionNow(s.e.be)
+	t0 := time.Now()
+	if bindErr[0] == nil {
+		for k := range s.nDev {
+			run(k)
+		}
 	}
 	devWall := time.Since(t0).Seconds()
 	cpuWG.Wait()
 	b.times.TC = <-cpuDone
+	if err := errors.Join(bindErr[:]...); err != nil {
+		return 0, err
+	}
 	if s.nDev > 0 {
 		b.times.TA = devWall
 		if s.simulated() {
@@ -348,6 +461,13 @@ func (s *hybridStepper) allReduce(b *hybridBatch) error {
 // records the stage times and, with hybrid.drm, decides the split and
 // threads of the step lag() steps later.
 func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	if s.h.Calibrate {
+		m, err := s.calibrate(ctx)
+		if err != nil {
+			return 0, err
+		}
+		s.perf.cpu = m
+	}
 	start := time.Now()
 	order := shuffled(s.e.ds.Train, seed)
 	var batches [][]int32
@@ -435,8 +555,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 	var loss float64
 	for b := range next {
 		if b.err == nil && !s.h.Prefetch {
-			s.load(b)
-			s.transfer(b)
+			s.load(b) // the trainers bind their parts themselves (train)
 		}
 		if b.err != nil {
 			b.release()
@@ -484,6 +603,7 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 	st.predictedS += it
 	st.measuredPipeS += mit
 	st.shares = append(st.shares, b.st.share)
+	st.perStep[0], st.perStep[1] = append(st.perStep[0], b.times), append(st.perStep[1], pred)
 	next := s.state
 	if s.h.DRM != "off" {
 		src := b.times
@@ -491,7 +611,7 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 			src = pred
 		}
 		var what string
-		next, what = drmDecide(s.state, b.st, src, s.h.DRMStep)
+		next, what = drmDecide(s.state, b.st, src, s.h.DRMStep, s.h.Prefetch)
 		if what != "" {
 			st.adjustments = append(st.adjustments, strconv.Itoa(b.n)+":"+what)
 			s.total.adjustments++
@@ -512,7 +632,7 @@ func (s *hybridStepper) PredictedS() float64 { return s.stats.predictedS }
 var hybridColumns = []string{"hybrid_cpu_share", "hybrid_threads", "hybrid_adjustments", "hybrid_drm_log", "hybrid_step_shares",
 	"measured_mteps", "predicted_mteps",
 	"sample_s_pred", "load_s", "load_s_pred", "transfer_s", "transfer_s_pred", "cpu_train_s", "cpu_train_s_pred",
-	"dev_train_s", "dev_train_s_pred", "sync_s", "sync_s_pred"}
+	"dev_train_s", "dev_train_s_pred", "sync_s", "sync_s_pred", "dev_sample_s", "dev_sample_s_pred", "cpu_bind_s", "cpu_bind_s_pred"}
 
 // Columns implements train.Columner.
 func (s *hybridStepper) Columns() []string { return hybridColumns }
@@ -533,7 +653,7 @@ func (s *hybridStepper) mteps() (measured, predicted float64) {
 func (s *hybridStepper) ReportEpoch(rec *train.EpochRecord) {
 	st := &s.stats
 	m, p := st.measured, st.predicted
-	rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS = m.SC, m.Load, m.Tran, m.TC+m.TA+m.Sync
+	rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS = m.SC, m.Load, m.Tran+m.Bind, m.TC+m.TA+m.Sync
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	shares := make([]string, len(st.shares))
 	for i, v := range st.shares {
@@ -546,7 +666,8 @@ func (s *hybridStepper) ReportEpoch(rec *train.EpochRecord) {
 		"hybrid_step_shares": strings.Join(shares, ";"), "measured_mteps": f(mm), "predicted_mteps": f(pm),
 		"sample_s_pred": f(p.SC), "load_s": f(m.Load), "load_s_pred": f(p.Load), "transfer_s": f(m.Tran), "transfer_s_pred": f(p.Tran),
 		"cpu_train_s": f(m.TC), "cpu_train_s_pred": f(p.TC), "dev_train_s": f(m.TA), "dev_train_s_pred": f(p.TA),
-		"sync_s": f(m.Sync), "sync_s_pred": f(p.Sync),
+		"sync_s": f(m.Sync), "sync_s_pred": f(p.Sync), "dev_sample_s": f(m.SA), "dev_sample_s_pred": f(p.SA),
+		"cpu_bind_s": f(m.Bind), "cpu_bind_s_pred": f(p.Bind),
 	}
 }
 
@@ -555,7 +676,7 @@ func (s *hybridStepper) ReportEpoch(rec *train.EpochRecord) {
 func (s *hybridStepper) ReportResult(res *train.Result) {
 	st := &s.stats
 	m, p := st.measured, st.predicted
-	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.SC, m.Load, m.Tran, m.TC+m.TA+m.Sync
+	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.SC, m.Load, m.Tran+m.Bind, m.TC+m.TA+m.Sync
 	res.MeasuredMTEPS, res.PredictedMTEPS = s.mteps()
 	res.Hybrid = map[string]float64{
 		"cpu_share": s.state.share, "sample_threads": float64(s.state.sample), "load_threads": float64(s.state.load),
@@ -564,5 +685,19 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		"sample_s": m.SC, "sample_s_pred": p.SC, "load_s": m.Load, "load_s_pred": p.Load,
 		"transfer_s": m.Tran, "transfer_s_pred": p.Tran, "cpu_train_s": m.TC, "cpu_train_s_pred": p.TC,
 		"dev_train_s": m.TA, "dev_train_s_pred": p.TA, "sync_s": m.Sync, "sync_s_pred": p.Sync,
+		"dev_sample_s": m.SA, "dev_sample_s_pred": p.SA, "cpu_bind_s": m.Bind, "cpu_bind_s_pred": p.Bind,
+	}
+	// The median step, measured and predicted (a loaded machine's
+	// outliers do not move it).
+	mm, pm := median(st.perStep[0]), median(st.perStep[1])
+	for k, v := range map[string]float64{"sample": mm.SC, "load": mm.Load, "transfer": mm.Tran, "cpu_train": mm.TC, "dev_train": mm.TA, "sync": mm.Sync, "dev_sample": mm.SA, "cpu_bind": mm.Bind} {
+		res.Hybrid[k+"_med_s"] = v
+	}
+	for k, v := range map[string]float64{"sample": pm.SC, "load": pm.Load, "transfer": pm.Tran, "cpu_train": pm.TC, "dev_train": pm.TA, "sync": pm.Sync, "dev_sample": pm.SA, "cpu_bind": pm.Bind} {
+		res.Hybrid[k+"_med_s_pred"] = v
+	}
+	c := s.perf.cpu // the machine description the predictions used
+	for k, v := range map[string]float64{"cpu_gflops": c.GFLOPS, "cpu_gbps": c.GBps, "agg_gbps": c.AggGBps, "sample_meps": c.SampleMEPS, "dropout_meps": c.DropMEPS, "bind_meps": c.BindMEPS} {
+		res.Hybrid["machine_"+k] = v
 	}
 }

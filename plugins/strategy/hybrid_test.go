@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,7 @@ func TestHybridEqualsMinibatch(t *testing.T) {
 			{"two devices + CPU, 30% CPU", []string{`train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.3"}},
 			{"two devices + two CPU, 70% CPU, no prefetch", []string{`train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.7", "hybrid.cpu_trainers=2", "hybrid.prefetch=false"}},
 			{"one device + CPU, all on the CPU", []string{`train.backend="sim"`, "hybrid.cpu_share=1"}},
+			{"two devices + CPU, sampled on the devices", []string{`train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.3", `hybrid.sample_on="device"`}},
 		}
 		for _, c := range cases {
 			t.Run(model+"/"+c.name, func(t *testing.T) {
@@ -210,16 +212,26 @@ func TestDRMDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, what := drmDecide(s, s, c.t, 0.1)
+			got, what := drmDecide(s, s, c.t, 0.1, true)
 			if math.Abs(got.share-c.share) > 1e-9 || got.sample != c.th[0] || got.load != c.th[1] || got.train != c.th[2] || !strings.HasPrefix(what, c.what) || (c.what == "") != (what == "") {
 				t.Errorf("got share %v threads %d/%d/%d %q, want %v %v %q", got.share, got.sample, got.load, got.train, what, c.share, c.th, c.what)
 			}
 		})
 	}
+	// Without prefetch a side's transfer precedes its training: the
+	// devices' 3 + 3 s outweigh the CPU trainer's 0.5 + 4 s, although each
+	// device stage alone is faster than the CPU trainer.
+	seq := stageTimes{SC: 1, Load: 1, Tran: 3, TA: 3, TC: 4, Bind: 0.5}
+	if got, what := drmDecide(s, s, seq, 0.1, false); got.share <= 0.5 || !strings.HasPrefix(what, "work") {
+		t.Errorf("sequential stages: share %v %q, want work to the CPU", got.share, what)
+	}
+	if got, _ := drmDecide(s, s, seq, 0.1, true); got.share > 0.5 {
+		t.Errorf("overlapping stages: share %v, want no work to the CPU (the CPU trainer is the slowest stage)", got.share)
+	}
 	// One thread each: balance thread has nothing to move, so a CPU
 	// trainer bottleneck balances work instead.
 	one := drmState{share: 0.9, sample: 1, load: 1, train: 1}
-	if got, what := drmDecide(one, one, stageTimes{SC: 1, Load: 0.5, TC: 9, TA: 2}, 0.1); got.share != 0.8 || !strings.HasPrefix(what, "work") {
+	if got, what := drmDecide(one, one, stageTimes{SC: 1, Load: 0.5, TC: 9, TA: 2}, 0.1, true); got.share != 0.8 || !strings.HasPrefix(what, "work") {
 		t.Errorf("CPU-bound with one thread per task: share %v %q, want 0.8 by balance work", got.share, what)
 	}
 }
@@ -238,6 +250,7 @@ func TestHybridBadConfig(t *testing.T) {
 		{"zero CPU trainers with a CPU share", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.cpu_trainers=0"}, "hybrid.cpu_share"},
 		{"threads above the cores", []string{`train.mode="hybrid"`, `train.backend="sim"`, fmt.Sprintf("hybrid.threads=%d", runtime.NumCPU()+1)}, "hybrid.threads"},
 		{"[hybrid] with another mode", []string{`train.mode="minibatch"`, "hybrid.cpu_share=0.5"}, "hybrid"},
+		{"sampling on the devices without devices", []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", `hybrid.sample_on="device"`}, "hybrid.sample_on"},
 		{"no sampler", []string{`train.mode="hybrid"`, `train.backend="sim"`, `sampler.name=""`, "sampler.fanouts=[]"}, "train.mode"},
 	}
 	for _, c := range cases {
@@ -330,6 +343,12 @@ func TestHyscaleCostModel(t *testing.T) {
 		{"Eq. 10-12 trainer", hsTrainer, []float64{0, 20, 100, S, 2, 1000, 64, 5e6, 200, 16, 1e5}, trainer},
 		{"Eq. 10 pipelined (FPGA)", hsTrainer, []float64{1, 20, 100, S, 2, 1000, 64, 5e6, 200, 16, 1e5}, fpga},
 		{"Eq. 13 sync", hsSync, []float64{1e6, S, 16}, 2 * 1e6 * S / 16e9},
+		{"a layer's pass with dropout", hsLayer, []float64{0, 20, 100, S, 1000, 64, 5e6, 3e5, 150}, 1000*64*S/20e9 + 2*5e6/100e9 + 3e5/150e6},
+		{"a layer's pass, pipelined", hsLayer, []float64{1, 20, 100, S, 1000, 64, 5e6, 0, 0}, max(1000*64*S/20e9, 2*5e6/100e9)},
+		{"CPU bind", hsBind, []float64{2e6, 4, 1e8, 2}, 2e6/4e6 + 1e8/2e9},
+		{"sampling on a device", hsDeviceSample, []float64{3.2e7, 900, 6.4e6, 16}, 3.2e7/900e9 + 6.4e6/16e9},
+		{"iteration, CPU trainers apart, pipelined", hsHybridIteration, []float64{1, 2, 3, 3.5, 4, 2, 0.5, 1e6, 1}, 4.5},
+		{"iteration, CPU trainers apart, in sequence", hsHybridIteration, []float64{1, 2, 3, 0.5, 4, 5, 0.5, 1e6, 0}, 1 + 2 + 7 + 0.5},
 		{"Eq. 6 pipelined iteration", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 1}, 4.5},
 		{"stages in sequence", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 0}, 10.5},
 	}
@@ -350,5 +369,115 @@ func TestHyscaleCostModel(t *testing.T) {
 	}
 	if _, err := cm.Predict(hsTrainer, []float64{0, 20, 100, S, 3, 1000, 64, 5e6}); err == nil {
 		t.Error("three layers with the sizes of one were accepted")
+	}
+}
+
+// TestHybridSampleOnDevice: with hybrid.sample_on = "device" each device
+// trainer's part is sampled through the topology held in its own memory
+// (core/store): the blocks equal the CPU sampler's on the host graph for
+// the same seed, the reads are counted, and T_SA is their time on the
+// device's memory.
+func TestHybridSampleOnDevice(t *testing.T) {
+	cfg := mustParse(t, hybridBase, `train.mode="hybrid"`, `train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.3",
+		`hybrid.sample_on="device"`, "train.batch_size=64")
+	env, st := newTestStepper(t, cfg)
+	s := st.(*hybridStepper)
+	nodes := env.Dataset.Train[:64]
+	b := &hybridBatch{n: 3, st: s.state}
+	seed := uint64(11)
+	s.sample(context.Background(), b, nodes, seed)
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	rng := seed*0x9e3779b97f4a7c15 + 3 // the seed of batch 3, as sample derives it
+	for k, part := range s.split(nodes, s.state.share) {
+		want, err := s.sampler.Sample(context.Background(), s.e.adjs.Adj, part, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := b.parts[k].blocks
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d blocks, want %d", s.trainers[k].name, len(got), len(want))
+		}
+		for l := range want {
+			if !slices.Equal(got[l].Src, want[l].Src) || !slices.Equal(got[l].Dst, want[l].Dst) ||
+				!slices.Equal(got[l].Adj.Indptr, want[l].Adj.Indptr) || !slices.Equal(got[l].Adj.Idx32, want[l].Adj.Idx32) {
+				t.Fatalf("%s block %d differs from the CPU sampler's", s.trainers[k].name, l)
+			}
+		}
+		pw := b.work.parts[k]
+		if dev := !s.trainers[k].cpu; dev != (pw.sampleLocal > 0) {
+			t.Errorf("%s: %g bytes read in device memory", s.trainers[k].name, pw.sampleLocal)
+		}
+	}
+	if b.times.SA <= 0 {
+		t.Errorf("T_SA = %g, want the devices' sampling time", b.times.SA)
+	}
+	pred, err := s.perf.predict(&b.work, b.st, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(pred.SA-b.times.SA) > 1e-12 {
+		t.Errorf("predicted T_SA %g, simulated %g", pred.SA, b.times.SA)
+	}
+}
+
+// TestHybridCalibrate: the probes measure every value of the CPU's
+// machine description (positive, finite) and an epoch predicts with them.
+func TestHybridCalibrate(t *testing.T) {
+	cfg := mustParse(t, hybridBase, `train.mode="hybrid"`, "hybrid.cpu_share=1", "hybrid.calibrate=true", "model.dropout=0.5", "train.batch_size=64")
+	_, st := newTestStepper(t, cfg)
+	s := st.(*hybridStepper)
+	if _, err := st.Epoch(context.Background(), 1, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	m := s.perf.cpu // the epoch calibrated before it began
+	for name, v := range map[string]float64{"cpu_gflops": m.GFLOPS, "cpu_gbps": m.GBps, "agg_gbps": m.AggGBps, "sample_meps": m.SampleMEPS, "dropout_meps": m.DropMEPS, "bind_meps": m.BindMEPS} {
+		if !(v > 0) || math.IsInf(v, 0) {
+			t.Errorf("%s = %g", name, v)
+		}
+	}
+	if m == machineOf(cfg.Hybrid) {
+		t.Error("the epoch predicted with the configured machine description, not the calibrated one")
+	}
+	if p := s.stats.predicted; !(p.TC > 0 && p.Load > 0 && p.SC > 0 && p.Bind > 0) {
+		t.Errorf("predicted stage times %+v: a stage without a prediction", p)
+	}
+}
+
+// TestHyscaleModelTerms: the full backward and dropout make the CPU
+// trainer's prediction longer than Eq. 10's thin backward, and dropout
+// counts only with dropout on.
+func TestHyscaleModelTerms(t *testing.T) {
+	work := func(cfg *config.Config) (stageTimes, *hybridStepper) {
+		_, st := newTestStepper(t, cfg)
+		s := st.(*hybridStepper)
+		b := &hybridBatch{st: s.state}
+		s.sample(context.Background(), b, s.e.ds.Train[:64], 1)
+		p, err := s.perf.predict(&b.work, b.st, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, s
+	}
+	sets := []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", "train.batch_size=64", `model.name="sage"`}
+	paper, _ := work(mustParse(t, hybridBase, append(sets, "hybrid.paper_model=true", "model.dropout=0")...))
+	full, s := work(mustParse(t, hybridBase, append(sets, "model.dropout=0")...))
+	drop, _ := work(mustParse(t, hybridBase, append(sets, "model.dropout=0.5")...))
+	if !(full.TC > paper.TC) {
+		t.Errorf("full backward %g s, Eq. 10's %g s: want longer", full.TC, paper.TC)
+	}
+	if !(drop.TC > full.TC) {
+		t.Errorf("with dropout %g s, without %g s: want longer", drop.TC, full.TC)
+	}
+	if paper.Bind != 0 || !(full.Bind > 0) {
+		t.Errorf("CPU bind: %g s (paper model), %g s (ours): want 0 and > 0", paper.Bind, full.Bind)
+	}
+	// GraphSAGE's first layer: the weight's gradient but not its input's.
+	if s.perf.bmacsSrc[0]+s.perf.bmacsDst[0] != s.perf.macsSrc[0]+s.perf.macsDst[0] {
+		t.Errorf("layer 1 backward MACs %g+%g, forward %g+%g: want equal (no input gradient)", s.perf.bmacsSrc[0], s.perf.bmacsDst[0], s.perf.macsSrc[0], s.perf.macsDst[0])
+	}
+	if s.perf.bmacsSrc[1]+s.perf.bmacsDst[1] != 2*(s.perf.macsSrc[1]+s.perf.macsDst[1]) {
+		t.Errorf("layer 2 backward MACs %g+%g, forward %g+%g: want twice", s.perf.bmacsSrc[1], s.perf.bmacsDst[1], s.perf.macsSrc[1], s.perf.macsDst[1])
 	}
 }

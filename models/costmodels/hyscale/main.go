@@ -39,6 +39,37 @@
 //	  pipelined stages (1: Eq. 6's max, two-stage prefetch; 0: the
 //	  stages run one after another, their sum). out[0] T_execution,
 //	  out[1] MTEPS, out[2] T_prop.
+//	7 one layer's pass of one trainer, forward or backward: Eq. 10's
+//	  term t_agg^l ⊕ t_upd^l with strata's additions. The paper's
+//	  backward (op 3) is the first layer's update plus the later layers'
+//	  forward terms; an autodiff's backward computes every weight's
+//	  gradient, a weight's input gradient where its input depends on a
+//	  parameter (so twice the forward's multiply-adds past the first
+//	  layer), and a transposed aggregation where the aggregation's input
+//	  needs a gradient; and dropout (drawing a mask and applying it,
+//	  forward and backward) is elementwise work Eq. 10 leaves out. in[0]
+//	  pipelined (as op 3), in[1] memory GB/s, in[2] GFLOP/s, in[3] S,
+//	  in[4] |E^l|, in[5] the width the pass aggregates (0: none), in[6]
+//	  the pass's multiply-adds, in[7] dropout elements, in[8] dropout
+//	  elements per second in millions. out[0] t_agg ⊕ t_upd + t_drop,
+//	  out[1] t_agg, out[2] t_upd, out[3] t_drop.
+//	8 sampling on an accelerator (T_SA; the paper profiles it): in[0]
+//	  topology bytes read in the device's own memory, in[1] its memory
+//	  GB/s, in[2] topology bytes read over links, in[3] their GB/s.
+//	9 one iteration with the CPU trainers' bind and the two sides'
+//	  trainers apart (strata's Eq. 6): in[0] T_samp, in[1] T_load, in[2]
+//	  T_trans (the devices'), in[3] T_bind (the CPU trainers'), in[4]
+//	  T_TA, in[5] T_TC, in[6] T_sync, in[7] edges, in[8] pipelined. With
+//	  the stages pipelined, max(T_samp, T_load, max(T_trans, T_bind),
+//	  max(T_TA, T_TC) + T_sync); without, T_samp + T_load + max(T_trans
+//	  + T_TA, T_bind + T_TC) + T_sync: the CPU trainers do not wait for
+//	  the devices' transfer. out as op 5.
+//	6 the CPU trainer's bind (no equation in the paper: the host work
+//	  of building each block's adjacency and edge weights and binding
+//	  the layer's program before training): in[0] sampled edges, in[1]
+//	  M edges per second (one thread), in[2] staged bytes copied into
+//	  the trainer's input (0 when the loader gathers into it), in[3]
+//	  GB/s of that copy.
 package main
 
 import (
@@ -59,6 +90,10 @@ const (
 	opTrainer
 	opSync
 	opIteration
+	opBind
+	opLayer
+	opDeviceSample
+	opHybridIteration
 )
 
 func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
@@ -125,6 +160,28 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 		}
 		out[1] = div(a(5), out[0]*1e6) // Eq. 5
 		out[2] = prop
+	case opLayer:
+		agg, upd := div(a(4)*a(5)*a(3), a(1)*1e9), div(2*a(6), a(2)*1e9)
+		out[3] = div(a(7), a(8)*1e6)
+		if a(0) == 1 {
+			out[0] = max(agg, upd) + out[3]
+		} else {
+			out[0] = agg + upd + out[3]
+		}
+		out[1], out[2] = agg, upd
+	case opHybridIteration:
+		if a(8) == 1 {
+			out[2] = max(a(4), a(5)) + a(6)
+			out[0] = max(a(0), a(1), a(2), a(3), out[2])
+		} else {
+			out[2] = max(a(2)+a(4), a(3)+a(5)) + a(6)
+			out[0] = a(0) + a(1) + out[2]
+		}
+		out[1] = div(a(7), out[0]*1e6)
+	case opDeviceSample:
+		out[0] = div(a(0), a(1)*1e9) + div(a(2), a(3)*1e9)
+	case opBind:
+		out[0] = div(a(0), a(1)*1e6) + div(a(2), a(3)*1e9)
 	default:
 		return cost.UnknownOp
 	}

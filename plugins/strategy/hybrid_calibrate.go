@@ -1,0 +1,264 @@
+package strategy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"strata/core/backend"
+	"strata/core/graph"
+	"strata/core/tensor"
+	"strata/core/train"
+)
+
+// Calibration (hybrid.calibrate): short probes, in this process and right
+// before an epoch, that measure the CPU side of costmodel.hyscale's
+// machine description under whatever load the machine has then, so that
+// the load slows the probes and the epoch alike. Each probe runs the
+// kernel a stage runs on work of its own (random nodes and rows drawn
+// from a fixed probe seed, never the epoch's batches), on one thread.
+// None of them reads a measured stage time: the model is never fitted to
+// what it is compared with.
+
+const (
+	probeRounds = 5                     // rounds over all the probes; each probe's median round counts
+	probeMin    = 30 * time.Millisecond // a probe runs its kernel until at least this long per round
+	probeSeed   = 0x5eed_ca1b_0001      // the probes' random nodes and rows
+)
+
+// probe is one micro-benchmark: f runs the kernel once and returns its
+// work (flops, bytes, edges, elements); busy says it runs beside a busy
+// trainer, as the stage it stands for does under two-stage prefetch.
+type probe struct {
+	rate *float64
+	unit float64 // the rate's unit (1e9: giga, 1e6: mega)
+	busy bool
+	f    func() (float64, error)
+	got  []float64
+}
+
+// runProbes runs the probes in probeRounds rounds, each probe in turn for
+// at least probeMin per round, so that the machine's load drifting over
+// the calibration touches every probe alike; each rate is the median of
+// its rounds. A busy probe runs while another goroutine runs trainer
+// (one-thread GEMM on the trainer's backend), the contention the sampler,
+// the loader and the bind meet in the pipeline while the trainer trains.
+func runProbes(ctx context.Context, probes []*probe, trainer func() error) error {
+	for range probeRounds {
+		for _, p := range probes {
+			stop := make(chan struct{})
+			done := make(chan error, 1)
+			if p.busy && trainer != nil {
+				go func() {
+					for {
+						select {
+						case <-stop:
+							done <- nil
+							return
+						default:
+						}
+						if err := trainer(); err != nil {
+							done <- err
+							return
+						}
+					}
+				}()
+			} else {
+				done <- nil
+			}
+			var work, secs float64
+			var err error
+			for secs < probeMin.Seconds() && err == nil {
+				if err = ctx.Err(); err != nil {
+					break
+				}
+				t0 := time.Now()
+				var w float64
+				w, err = p.f()
+				work += w
+				secs += time.Since(t0).Seconds()
+			}
+			close(stop)
+			if err = errors.Join(err, <-done); err != nil {
+				return err
+			}
+			p.got = append(p.got, work/secs)
+		}
+	}
+	for _, p := range probes {
+		slices.Sort(p.got)
+		*p.rate = p.got[len(p.got)/2] / p.unit
+	}
+	return nil
+}
+
+// probeRNG is a small deterministic generator for the probes' nodes.
+type probeRNG uint64
+
+func (r *probeRNG) intn(n int) int32 {
+	*r = *r*6364136223846793005 + 1442695040888963407
+	return int32(uint64(*r>>33) % uint64(n))
+}
+
+// dropoutApplier is the cpu backend's fused dropout (as the engine calls it).
+type dropoutApplier interface {
+	DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error
+}
+
+// calibrate measures the CPU's machine description, per thread: GEMM on
+// the model's largest weight (forward and weight gradient), the loader's gather of feature rows (the
+// probe batch's input rows, at most 64 MiB), sampling of random seeds
+// with the run's sampler on the run's graph, the aggregation (SpMM) of a
+// probe block at the model's widest aggregated width, dropout over the
+// gathered rows, and a CPU trainer's bind of the probe's blocks. With
+// two-stage prefetch the sampling, gather and bind probes run beside a
+// busy trainer, as their stages do. Keys without a probe keep their
+// value.
+func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
+	m := s.perf.cpu
+	if s.nDev == len(s.trainers) {
+		return m, fmt.Errorf("hybrid.calibrate: no CPU trainer to calibrate")
+	}
+	th, ok := s.trainers[s.nDev].r.e.be.(backend.Threaded)
+	if !ok {
+		return m, fmt.Errorf("hybrid.calibrate: the CPU trainer's backend %s cannot run on one thread", s.trainers[s.nDev].r.e.be.Name())
+	}
+	be := th.WithThreads(1)
+	rng := probeRNG(probeSeed)
+	n, dim := s.e.ds.NumNodes, s.e.dim
+	seeds := make([]int32, 0, min(s.batch, 256, n))
+	seen := map[int32]bool{}
+	for len(seeds) < cap(seeds) {
+		if v := rng.intn(n); !seen[v] {
+			seen[v] = true
+			seeds = append(seeds, v)
+		}
+	}
+	blocks, err := s.sampler.Sample(ctx, s.e.adjs.Adj, seeds, probeSeed)
+	if err != nil {
+		return m, fmt.Errorf("hybrid.calibrate: sampling: %w", err)
+	}
+	var edges int64
+	for _, b := range blocks {
+		edges += b.NumEdges()
+	}
+	var probes []*probe
+	var release []func()
+	defer func() {
+		for _, f := range release {
+			f()
+		}
+	}()
+	alloc := func(r, c int, fill float64) (*tensor.Tensor, error) {
+		t, err := be.Alloc(tensor.Float32, []int{r, c}, tensor.Host)
+		if err == nil && fill != 0 {
+			err = be.Fill(t, fill)
+		}
+		if t != nil {
+			release = append(release, func() { be.Release(t) })
+		}
+		return t, err
+	}
+	fresh := func(r, c int, f func(y *tensor.Tensor) error) error {
+		y, err := be.Alloc(tensor.Float32, []int{r, c}, tensor.Host) // fresh, as a bound program's value
+		if err != nil {
+			return err
+		}
+		defer be.Release(y)
+		return f(y)
+	}
+	busy := s.h.Prefetch
+	rep := uint64(0)
+	probes = append(probes, &probe{rate: &m.SampleMEPS, unit: 1e6, busy: busy, f: func() (float64, error) {
+		rep++
+		bl, err := s.sampler.Sample(ctx, s.e.adjs.Adj, seeds, probeSeed+rep)
+		var e int64
+		for _, b := range bl {
+			e += b.NumEdges()
+		}
+		return float64(e), err
+	}})
+	// The loader's gather: the probe batch's input rows, in the sampler's
+	// order, at most 64 MiB of them, into a fresh buffer as the loader's.
+	ids := blocks[0].Src[:max(1, min(len(blocks[0].Src), (64<<20)/(4*dim)))]
+	rows := gatherRows(s.e.feats, dim, ids)
+	probes = append(probes, &probe{rate: &m.GBps, unit: 1e9, busy: busy, f: func() (float64, error) {
+		return float64(len(gatherRows(s.e.feats, dim, ids)) * 4), nil
+	}})
+	x, err := placeFeatures(be, rows, []int{len(ids), dim}, tensor.Float32, tensor.Host)
+	if err != nil {
+		return m, fmt.Errorf("hybrid.calibrate: %w", err)
+	}
+	if da, ok := be.(dropoutApplier); ok {
+		probes = append(probes, &probe{rate: &m.DropMEPS, unit: 1e6, f: func() (float64, error) {
+			return float64(len(rows)), fresh(len(ids), dim, func(y *tensor.Tensor) error { return da.DropoutApply(probeSeed, 0.5, x, nil, y) })
+		}})
+	}
+	var gemm func() error
+	if k, c := s.perf.weight[0], s.perf.weight[1]; k > 0 && c > 0 {
+		r := min(1024, len(ids))
+		a, err := alloc(r, k, 0.5)
+		if err != nil {
+			return m, err
+		}
+		w, err := alloc(k, c, 0.25)
+		if err != nil {
+			return m, err
+		}
+		dy, err := alloc(r, c, 0.125)
+		if err != nil {
+			return m, err
+		}
+		gemm = func() error {
+			return fresh(r, c, func(y *tensor.Tensor) error { return be.GEMM(false, false, 1, a, w, 0, y) })
+		}
+		// The forward's product and the backward's weight gradient (Aᵀ·dY),
+		// as a layer's training runs them.
+		probes = append(probes, &probe{rate: &m.GFLOPS, unit: 1e9, f: func() (float64, error) {
+			if err := gemm(); err != nil {
+				return 0, err
+			}
+			return 4 * float64(r*k*c), fresh(k, c, func(g *tensor.Tensor) error { return be.GEMM(true, false, 1, a, dy, 0, g) })
+		}})
+	}
+	if f := s.perf.aggWidth; f > 0 {
+		b := blocks[0]
+		adj, err := be.UploadGraph(b.Adj, tensor.Host)
+		if err != nil {
+			return m, err
+		}
+		release = append(release, func() { be.ReleaseGraph(adj) })
+		wt, err := train.UploadFloat32s(be, graph.MeanNorm(b.Adj), []int{int(b.Adj.NNZ())}, tensor.Float32, tensor.Host)
+		if err != nil {
+			return m, err
+		}
+		release = append(release, func() { be.Release(wt) })
+		src, err := alloc(len(b.Src), f, 0.5)
+		if err != nil {
+			return m, err
+		}
+		probes = append(probes, &probe{rate: &m.AggGBps, unit: 1e9, f: func() (float64, error) {
+			return float64(b.NumEdges()) * float64(f) * 4, fresh(len(b.Dst), f, func(y *tensor.Tensor) error { return be.SpMM(ctx, adj, false, wt, src, 0, y) })
+		}})
+	}
+	r := s.trainers[s.nDev].runner(1)
+	in := make([]float32, len(blocks[0].Src)*dim) // never touched: the bind wraps it
+	probes = append(probes, &probe{rate: &m.BindMEPS, unit: 1e6, busy: busy, f: func() (float64, error) {
+		t, err := placeFeatures(r.e.be, in, []int{len(blocks[0].Src), dim}, tensor.Float32, tensor.Host)
+		if err != nil {
+			return 0, err
+		}
+		bb, err := r.bind(blocks, nil, t, false)
+		if err != nil {
+			return 0, err
+		}
+		bb.release(r.e)
+		return float64(edges), nil
+	}})
+	if err := runProbes(ctx, probes, gemm); err != nil {
+		return m, fmt.Errorf("hybrid.calibrate: %w", err)
+	}
+	return m, nil
+}
