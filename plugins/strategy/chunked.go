@@ -3,6 +3,7 @@ package strategy
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"strata/core/backend"
 	"strata/core/config"
@@ -92,7 +93,7 @@ type chunkedRun struct {
 	comm    commRows           // neighbour rows per layer pass
 	hybrid  bool               // intermediates chosen per layer by the estimate
 	estPeak int64              // the estimated device peak (0: no capacity to fit)
-	unmap   func() error       // unmaps chunked.host_file (nil: the host tier is in RAM)
+	unmap   func() error       // closes and removes chunked.host_file (nil: the host tier is in RAM)
 	dedup   string             // chunked.dedup
 	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
 	commS   map[string]float64 // Eq. 4's communication time of an epoch per mode
@@ -283,7 +284,7 @@ func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, used []map[s
 
 // allocHost allocates the host tier: the features and, per layer, its
 // output and the output's gradient; with chunked.host_file the layers'
-// matrices live in a memory-mapped file.
+// matrices live in a scratch file read and written row run by row run.
 func (r *chunkedRun) allocHost(ctx context.Context) error {
 	n := r.e.ds.NumNodes
 	x, err := featureRows(r.e.dt, r.e.feats, n, r.e.dim)
@@ -293,20 +294,21 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 	r.h = []hostRows{x}
 	r.dh = []hostRows{nil}
 	arena := &hostArena{dt: r.e.dt}
-	var size int64 // the activations and their gradients
+	var widths []int // the activations and their gradients
 	for _, w := range r.widths[1:] {
-		size += 2 * int64(n) * int64(w) * int64(r.e.dt.Size())
+		widths = append(widths, w, w)
 	}
+	size := hostFileBytes(r.e.dt, n, widths)
 	if r.cfg.Chunked.HostFile == "" && size > graph.MaxMemory(ctx) {
-		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a memory-mapped file",
+		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a file",
 			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
 	}
 	if path := r.cfg.HostFilePath(); r.cfg.Chunked.HostFile != "" {
-		data, unmap, err := mapHostFile(path, size)
+		f, closeFile, err := openHostFile(path, size)
 		if err != nil {
-			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot map a %s host tier there: %v; give a file in a writable directory with room for it", path, mib(size), err), "chunked", "host_file")
+			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create a %s host tier there: %v; give a file in a writable directory with room for it", path, mib(size), err), "chunked", "host_file")
 		}
-		arena.file, r.unmap = data, unmap
+		arena.file, arena.size, r.unmap = f, size, closeFile
 	}
 	for l := 1; l < len(r.widths); l++ {
 		for _, into := range []*[]hostRows{&r.h, &r.dh} {
@@ -414,10 +416,12 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		}
 	}
 	last := len(r.layers) - 1
-	r.dh[last+1].zero()
+	if err := r.dh[last+1].zero(); err != nil {
+		return 0, err
+	}
 	var loss float64
 	for l := range r.layers {
-		err := r.pass(l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
+		err := r.pass("forward", l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
 			lc, err := r.forward(ctx, l, k, c, feed, seed, true)
 			loss += lc
 			return err
@@ -428,13 +432,15 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	}
 	for l := last; l >= 0; l-- {
 		if l > 0 {
-			r.dh[l].zero()
+			if err := r.dh[l].zero(); err != nil {
+				return 0, err
+			}
 		}
 		var sink *gradSink
 		if l > 0 && r.dedup != dedupNone {
 			sink = r.newSink(l)
 		}
-		err := r.pass(l, !r.cache[l] || r.needIn[l], sink, func(k int, c *chunk, feed *rowFeed) error {
+		err := r.pass("backward", l, !r.cache[l] || r.needIn[l], sink, func(k int, c *chunk, feed *rowFeed) error {
 			return r.backward(ctx, l, k, c, feed, sink, seed)
 		})
 		if err != nil {
@@ -466,11 +472,17 @@ func (r *chunkedRun) broadcast() error {
 	return nil
 }
 
+// chunkLogEvery is how often a long pass reports its progress.
+const chunkLogEvery = 30 * time.Second
+
 // pass runs fn over the chunks of every batch in schedule order, device
 // by device; with load it feeds them layer l's input rows.
 // With a sink, it opens the sink's buffers before each batch and closes
-// them after it.
-func (r *chunkedRun) pass(l int, load bool, sink *gradSink, fn func(k int, c *chunk, feed *rowFeed) error) error {
+// them after it. A pass longer than chunkLogEvery reports its progress
+// (what: forward, backward or predict) every chunkLogEvery.
+func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func(k int, c *chunk, feed *rowFeed) error) error {
+	start := time.Now()
+	last := start
 	var feed *rowFeed
 	if load {
 		feed = r.newFeed(l)
@@ -503,6 +515,10 @@ func (r *chunkedRun) pass(l int, load bool, sink *gradSink, fn func(k int, c *ch
 			if err := sink.close(next); err != nil {
 				return fmt.Errorf("layer %d batch %d: gradients: %w", l, j, err)
 			}
+		}
+		if now := time.Now(); r.e.log != nil && now.Sub(last) >= chunkLogEvery {
+			last = now
+			fmt.Fprintf(r.e.log, "chunked: %s layer %d: batch %d of %d done, %.0f s into the pass\n", what, l, j+1, len(r.plan.sched), now.Sub(start).Seconds())
 		}
 	}
 	return nil
@@ -610,7 +626,9 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunk, feed *rowF
 	if err := backend.ForPurpose(e.be, purposeOutputs).Download(p.Output(), out); err != nil {
 		return 0, err
 	}
-	r.h[l+1].put(c.dst, out)
+	if err := r.h[l+1].put(c.dst, out); err != nil {
+		return 0, err
+	}
 	if !training {
 		return 0, nil
 	}
@@ -634,8 +652,7 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunk, feed *rowF
 	if err := backend.ForPurpose(e.be, backend.PurposeGradients).Download(p.OutputGrad(), grad); err != nil {
 		return 0, err
 	}
-	r.dh[l+1].put(c.dst, grad)
-	return loss, nil
+	return loss, r.dh[l+1].put(c.dst, grad)
 }
 
 // backward runs layer l's backward over chunk c on device d: the
@@ -664,7 +681,11 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *row
 		return err
 	}
 	grads := backend.ForPurpose(e.be, backend.PurposeGradients)
-	if err := grads.Upload(p.OutputGrad(), r.dh[l+1].gather(c.dst)); err != nil {
+	dout, err := r.dh[l+1].gather(c.dst)
+	if err != nil {
+		return err
+	}
+	if err := grads.Upload(p.OutputGrad(), dout); err != nil {
 		return err
 	}
 	if err := p.Backward(ctx); err != nil {
@@ -684,8 +705,7 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *row
 	if err := backend.ForPurpose(e.be, purposeVertGrad).Download(g, buf); err != nil {
 		return err
 	}
-	r.dh[l].add(c.src, buf)
-	return nil
+	return r.dh[l].add(c.src, buf)
 }
 
 // downloadAll copies tensors to new host buffers of their dtypes.
@@ -734,7 +754,7 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 	}
 	last := len(r.layers) - 1
 	for l := 0; l < last; l++ {
-		err := r.pass(l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
+		err := r.pass("predict", l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
 			_, err := r.forward(ctx, l, k, c, feed, 0, false)
 			return err
 		})
@@ -742,7 +762,7 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 			return err
 		}
 	}
-	return r.pass(last, true, nil, func(k int, c *chunk, feed *rowFeed) error {
+	return r.pass("predict", last, true, nil, func(k int, c *chunk, feed *rowFeed) error {
 		b, err := r.bind(last, k, c, true, feed)
 		if err != nil {
 			return err

@@ -38,6 +38,8 @@ type chunkPlan struct {
 	chunks []*chunk // by partitioner id: partition i holds [i·n, (i+1)·n)
 	sched  [][]int
 	owner  []int32 // per node: its partition, the device its rows belong to
+	seen   []int32 // per node: the last batchRows call that met it
+	stamp  int32
 }
 
 // newChunkPlan builds the chunks of the partition part (chunk id per
