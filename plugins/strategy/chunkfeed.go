@@ -39,12 +39,12 @@ const (
 // rowFeed delivers the input rows of one pass over a layer, batch by
 // batch, by chunked.dedup.
 type rowFeed struct {
-	r       *chunkedRun
-	src     hostRows
-	be      backend.Backend // filed under the rows' purpose
-	mode    string
-	trans   []*transition // per device, the current batch's buffer
-	index   [][]int32     // per device, per node: position + 1 in its current buffer (0: absent)
+	r     *chunkedRun
+	src   hostRows
+	be    backend.Backend // filed under the rows' purpose
+	mode  string
+	trans []*transition // per device, the current batch's buffer
+	index [][]int32     // per device, per node: position + 1 in its current buffer (0: absent)
 }
 
 // transition is a device's transition buffer: the rows of its partition
