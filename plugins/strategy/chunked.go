@@ -172,7 +172,7 @@ func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*c
 		capacity = cfg.Devices.MemoryBytes
 	}
 	try := func(k int) (*chunkPlan, int64, error) {
-		p, err := planChunks(ctx, cfg, r.e, r.used, m, k)
+		p, err := planChunks(ctx, cfg, r.e, m, k)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -259,7 +259,7 @@ func chunkCount(cfg *config.Config, e stepEnv, m int) (int, error) {
 
 // planChunks partitions the graph with partitioner.hongtu-2level into m
 // partitions of k/m chunks and builds the chunks.
-func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, used []map[string]bool, m, k int) (*chunkPlan, error) {
+func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, m, k int) (*chunkPlan, error) {
 	mod, err := registry.New[partition.Partitioner]("partitioner.hongtu-2level")
 	if err != nil {
 		return nil, err
@@ -273,13 +273,7 @@ func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, used []map[s
 	if err != nil {
 		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d: %v", k, err), "chunked", "chunks")
 	}
-	all := map[string]bool{}
-	for _, u := range used {
-		for name := range u {
-			all[name] = true
-		}
-	}
-	return newChunkPlan(ctx, e.adjs, all, part, m, k/m, e.ds.Labels, e.ds.Train)
+	return newChunkPlan(ctx, e.adjs, train.GraphReducers(e.model), part, m, k/m, e.ds.Labels, e.ds.Train)
 }
 
 // allocHost allocates the host tier: the features and, per layer, its
@@ -568,6 +562,9 @@ func (r *chunkedRun) bind(l, k int, c *chunk, infer bool, feed *rowFeed) (*bound
 			v   []float32
 			dst **tensor.Tensor
 		}{{cg.gcn, &eg.GCNNorm}, {cg.mean, &eg.MeanNorm}} {
+			if w.v == nil {
+				continue // no aggregation needs these weights
+			}
 			t, err := train.UploadFloat32s(topo, w.v, []int{len(w.v)}, e.dt, d.tier)
 			if err != nil {
 				return fail(err)
