@@ -281,18 +281,12 @@ func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, m, k int) (*
 // matrices live in a scratch file read and written row run by row run.
 func (r *chunkedRun) allocHost(ctx context.Context) error {
 	n := r.e.ds.NumNodes
-	x, err := featureRows(r.e.dt, r.e.feats, n, r.e.dim)
-	if err != nil {
-		return err
-	}
-	r.h = []hostRows{x}
-	r.dh = []hostRows{nil}
 	arena := &hostArena{dt: r.e.dt}
 	var widths []int // the activations and their gradients
 	for _, w := range r.widths[1:] {
 		widths = append(widths, w, w)
 	}
-	size := hostFileBytes(r.e.dt, n, widths)
+	size := hostTierBytes(r.e.dt, n, widths)
 	if r.cfg.Chunked.HostFile == "" && size > graph.MaxMemory(ctx) {
 		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a file",
 			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
@@ -304,6 +298,29 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 		}
 		arena.file, arena.size, r.unmap = f, size, closeFile
 	}
+	x, err := featureRows(r.e.dt, r.e.feats, n, r.e.dim)
+	if err != nil {
+		return err
+	}
+	if pinned, ok := r.e.be.(backend.PinnedHost); ok && arena.file == nil {
+		// The whole host tier, features included, in pinned memory.
+		size += hostTierBytes(r.e.dt, n, []int{r.e.dim})
+		mem, free, err := pinned.AllocPinned(size)
+		if err != nil {
+			return fmt.Errorf("chunked: pinning the host tier (%s): %w", mib(size), err)
+		}
+		arena.mem, arena.size, r.unmap = mem, size, func() error { free(); return nil }
+		px, err := arena.matrix(n, r.e.dim)
+		if err == nil {
+			err = copyRows(px, x, n)
+		}
+		if err != nil {
+			return err
+		}
+		x = px
+	}
+	r.h = []hostRows{x}
+	r.dh = []hostRows{nil}
 	for l := 1; l < len(r.widths); l++ {
 		for _, into := range []*[]hostRows{&r.h, &r.dh} {
 			m, err := arena.matrix(n, r.widths[l])

@@ -348,7 +348,7 @@ func TestHostRows(t *testing.T) {
 	matrices := []matrix{
 		{"ram", func(n, cols int) (hostRows, error) { return newHostRows(tensor.Float64, n, cols, nil) }},
 		{"file", func(n, cols int) (hostRows, error) {
-			size := hostFileBytes(tensor.Float64, n, []int{1, cols})
+			size := hostTierBytes(tensor.Float64, n, []int{1, cols})
 			f, closeFile, err := openHostFile(dir+"/host.bin", size)
 			if err != nil {
 				return nil, err

@@ -144,22 +144,40 @@ func featureRows(dt tensor.DType, feats []float32, n, dim int) (hostRows, error)
 	return newHostRows(dt, n, dim, v)
 }
 
+// copyRows copies the n rows of src into dst, a block of rows at a time.
+func copyRows(dst, src hostRows, n int) error {
+	const block = 1 << 16
+	for lo := 0; lo < n; lo += block {
+		ids := iota32From(lo, min(lo+block, n))
+		v, err := src.gather(ids)
+		if err == nil {
+			err = dst.put(ids, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // hostArena hands out the host tier's matrices: from the Go heap, or
-// carved from one scratch file (chunked.host_file), each matrix at a
-// page-aligned offset.
+// carved from one block of pinned memory (a device backend's
+// backend.PinnedHost) or one scratch file (chunked.host_file), each
+// matrix at a page-aligned offset.
 type hostArena struct {
 	dt   tensor.DType
+	mem  []byte   // the pinned block, or nil
 	file *os.File // the host file, or nil
-	size int64    // its size
+	size int64    // the block's or the file's size
 	used int64
 }
 
 // hostPage aligns the matrices in the host file.
 const hostPage = 4096
 
-// hostFileBytes is the size of a host file holding matrices of n rows
-// of the given widths, each page-aligned.
-func hostFileBytes(dt tensor.DType, n int, widths []int) int64 {
+// hostTierBytes is the size of a host file or pinned block holding
+// matrices of n rows of the given widths, each page-aligned.
+func hostTierBytes(dt tensor.DType, n int, widths []int) int64 {
 	var size int64
 	for _, w := range widths {
 		size += (int64(n)*int64(w)*int64(dt.Size()) + hostPage - 1) / hostPage * hostPage
@@ -169,15 +187,29 @@ func hostFileBytes(dt tensor.DType, n int, widths []int) int64 {
 
 // matrix returns an n × cols matrix of the arena's dtype.
 func (a *hostArena) matrix(n, cols int) (hostRows, error) {
-	if a.file == nil {
+	if a.file == nil && a.mem == nil {
 		return newHostRows(a.dt, n, cols, nil)
 	}
-	size := (int64(n)*int64(cols)*int64(a.dt.Size()) + hostPage - 1) / hostPage * hostPage
+	elems := int64(n) * int64(cols)
+	size := (elems*int64(a.dt.Size()) + hostPage - 1) / hostPage * hostPage
 	if a.used+size > a.size {
-		return nil, fmt.Errorf("host file: %d bytes used of %d, %d more wanted", a.used, a.size, size)
+		return nil, fmt.Errorf("host tier: %d bytes used of %d, %d more wanted", a.used, a.size, size)
 	}
 	off := a.used
 	a.used += size
+	if a.mem != nil {
+		if elems == 0 {
+			return newHostRows(a.dt, n, cols, nil)
+		}
+		p := unsafe.Pointer(&a.mem[off])
+		switch a.dt {
+		case tensor.Float32:
+			return newHostRows(a.dt, n, cols, unsafe.Slice((*float32)(p), elems))
+		case tensor.Float64:
+			return newHostRows(a.dt, n, cols, unsafe.Slice((*float64)(p), elems))
+		}
+		return nil, fmt.Errorf("host tier: dtype %s", a.dt)
+	}
 	switch a.dt {
 	case tensor.Float32:
 		return &hostFileMat[float32]{f: a.file, off: off, n: n, cols: cols}, nil
