@@ -3,6 +3,7 @@ package strategy
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"strata/core/backend"
@@ -296,7 +297,19 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 		if err != nil {
 			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create a %s host tier there: %v; give a file in a writable directory with room for it", path, mib(size), err), "chunked", "host_file")
 		}
-		arena.file, arena.size, r.unmap = f, size, closeFile
+		log, err := newAddLog(filepath.Dir(path))
+		if err != nil {
+			closeFile()
+			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create the log of row additions beside it: %v; give a file in a writable directory with room for it", path, err), "chunked", "host_file")
+		}
+		arena.file, arena.log, arena.size = f, log, size
+		r.unmap = func() error {
+			err := log.close()
+			if cerr := closeFile(); err == nil {
+				err = cerr
+			}
+			return err
+		}
 	}
 	x, err := featureRows(r.e.dt, r.e.feats, n, r.e.dim)
 	if err != nil {

@@ -338,7 +338,9 @@ func TestChunkedDedupTraffic(t *testing.T) {
 // TestHostRows checks the host tier's row gathers, writes, additions
 // and clearing, in RAM (split over goroutines for many rows) and in a
 // host file (sorted into runs: scattered rows, runs longer than one
-// read, rows a page apart), against plain loops over a reference.
+// read, rows a page apart; additions deferred through the log, in small
+// buckets and segments, and dropped by a clear), against plain loops
+// over a reference.
 func TestHostRows(t *testing.T) {
 	type matrix struct {
 		name string
@@ -354,7 +356,13 @@ func TestHostRows(t *testing.T) {
 				return nil, err
 			}
 			t.Cleanup(func() { closeFile() })
-			a := &hostArena{dt: tensor.Float64, file: f, size: size}
+			log, err := newAddLog(dir)
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { log.close() })
+			log.bucketBytes, log.segBytes = 5000, 700 // several buckets and segments
+			a := &hostArena{dt: tensor.Float64, file: f, log: log, size: size}
 			if _, err := a.matrix(n, 1); err != nil { // the matrix under test starts at a later offset
 				return nil, err
 			}
@@ -409,6 +417,13 @@ func TestHostRows(t *testing.T) {
 							}
 						}
 					}
+				}
+				ones := make([]float64, len(sets[1])*cols)
+				for i := range ones {
+					ones[i] = 1
+				}
+				if err := h.add(sets[1], ones); err != nil { // pending, then dropped
+					t.Fatal(err)
 				}
 				if err := h.zero(); err != nil {
 					t.Fatal(err)

@@ -168,6 +168,7 @@ type hostArena struct {
 	dt   tensor.DType
 	mem  []byte   // the pinned block, or nil
 	file *os.File // the host file, or nil
+	log  *addLog  // the host file's log of deferred additions
 	size int64    // the block's or the file's size
 	used int64
 }
@@ -212,9 +213,9 @@ func (a *hostArena) matrix(n, cols int) (hostRows, error) {
 	}
 	switch a.dt {
 	case tensor.Float32:
-		return &hostFileMat[float32]{f: a.file, off: off, n: n, cols: cols}, nil
+		return &hostFileMat[float32]{f: a.file, off: off, n: n, cols: cols, adds: newDeferredAdds[float32](a.log, n, cols)}, nil
 	case tensor.Float64:
-		return &hostFileMat[float64]{f: a.file, off: off, n: n, cols: cols}, nil
+		return &hostFileMat[float64]{f: a.file, off: off, n: n, cols: cols, adds: newDeferredAdds[float64](a.log, n, cols)}, nil
 	}
 	return nil, fmt.Errorf("host tier: dtype %s", a.dt)
 }
@@ -230,6 +231,7 @@ type hostFileMat[T float32 | float64] struct {
 	off  int64
 	n    int
 	cols int
+	adds *deferredAdds[T] // row additions not yet applied (nil: none; see add)
 }
 
 // hostRunBytes bounds one run's read (and a goroutine's buffer).
@@ -242,7 +244,7 @@ func (h *hostFileMat[T]) buf(n int) any { return make([]T, n*h.cols) }
 func (h *hostFileMat[T]) rowBytes() int64 { return int64(h.cols) * int64(unsafe.Sizeof(T(0))) }
 
 // asBytes views a buffer of T as bytes.
-func asBytes[T float32 | float64](v []T) []byte {
+func asBytes[T float32 | float64 | int32](v []T) []byte {
 	if len(v) == 0 {
 		return nil
 	}
@@ -325,6 +327,9 @@ func (h *hostFileMat[T]) runs(ids []int32, gap int32, read bool, fn func(buf []T
 func (h *hostFileMat[T]) gapRows() int32 { return int32(max(1, hostPage/h.rowBytes())) }
 
 func (h *hostFileMat[T]) gather(ids []int32) (any, error) {
+	if err := h.applyAdds(); err != nil {
+		return nil, err
+	}
 	out := make([]T, len(ids)*h.cols)
 	err := h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
 		for _, e := range rs {
@@ -355,6 +360,9 @@ func (h *hostFileMat[T]) writeRuns(buf []T, lo int32, rs []uint64) error {
 }
 
 func (h *hostFileMat[T]) put(ids []int32, v any) error {
+	if err := h.applyAdds(); err != nil {
+		return err
+	}
 	s := v.([]T)
 	return h.runs(ids, 0, false, func(buf []T, lo int32, rs []uint64) error {
 		for _, e := range rs {
@@ -365,7 +373,8 @@ func (h *hostFileMat[T]) put(ids []int32, v any) error {
 	})
 }
 
-func (h *hostFileMat[T]) add(ids []int32, v any) error {
+// addNow adds the rows at once: read, added, written back run by run.
+func (h *hostFileMat[T]) addNow(ids []int32, v any) error {
 	s := v.([]T)
 	return h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
 		for _, e := range rs {
@@ -383,6 +392,9 @@ func (h *hostFileMat[T]) add(ids []int32, v any) error {
 // zeros and costs no writes), or by writing zeros where the file system
 // cannot punch holes.
 func (h *hostFileMat[T]) zero() error {
+	if err := h.dropAdds(); err != nil {
+		return err
+	}
 	size := int64(h.n) * h.rowBytes()
 	if punchHole(h.f, h.off, size) == nil {
 		return nil
