@@ -280,6 +280,23 @@ func (b *Backend) allocRaw(tier tensor.Tier, n int64) (*buffer, error) {
 	return bf, nil
 }
 
+var _ backend.PinnedHost = (*Backend)(nil)
+
+// AllocPinned implements backend.PinnedHost: n zeroed bytes of pinned,
+// mapped host memory from the host pool, counted in the host tier.
+func (b *Backend) AllocPinned(n int64) ([]byte, func(), error) {
+	defer b.enter()()
+	bf, err := b.allocRaw(tensor.Host, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	release := func() { b.releaseRaw(bf) }
+	if n == 0 {
+		return nil, release, nil
+	}
+	return unsafe.Slice((*byte)(bf.host), n), release, nil
+}
+
 func (b *Backend) releaseRaw(bf *buffer) {
 	if bf == nil || bf.released {
 		return

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"strata/core/config"
+	"strata/core/tensor"
 	"strata/core/train"
 	"strata/plugins/wasm"
 )
@@ -141,6 +142,12 @@ func TestCoraChunked(t *testing.T) {
 	for _, inter := range []string{"cache", "recompute"} {
 		g := trainOn(t, coraGCN, []string{"cuda"}, append(sets, "train.mode=chunked", "chunked.chunks=4", "chunked.intermediates="+inter)...)["cuda"]
 		t.Logf("%s: test accuracy cpu full-graph %.4f cuda chunked %.4f; final loss %.12f / %.12f", inter, full.TestAcc, g.TestAcc, full.FinalLoss, g.FinalLoss)
+		// The host tier (features, both layers' outputs and their
+		// gradients, float64) is pinned: counted in the host tier.
+		const nodes, features, hidden, classes = 2708, 1433, 16, 7
+		if got, want := g.PeakTierBytes[string(tensor.Host)], int64(nodes*(features+2*hidden+2*classes)*8); got < want {
+			t.Errorf("%s: %d bytes of pinned host memory at the peak, want the host tier's %d at least", inter, got, want)
+		}
 		if g.TestAcc != full.TestAcc || math.Abs(g.FinalLoss-full.FinalLoss) > 1e-9*full.FinalLoss {
 			t.Errorf("%s: chunked on the GPU: accuracy %.4f, loss %.12f; full graph on the CPU %.4f, %.12f", inter, g.TestAcc, g.FinalLoss, full.TestAcc, full.FinalLoss)
 		}

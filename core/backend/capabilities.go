@@ -136,3 +136,12 @@ type Named interface {
 type Threaded interface {
 	WithThreads(n int) Backend
 }
+
+// PinnedHost is implemented by device backends that allocate page-locked
+// host memory, which the device reads and writes by DMA (cuda:
+// cuMemHostAlloc). Chunked training keeps its host tier there, as HongTu
+// does. AllocPinned returns n zeroed bytes, counted in the backend's host
+// tier, and the function that frees them.
+type PinnedHost interface {
+	AllocPinned(n int64) ([]byte, func(), error)
+}

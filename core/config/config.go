@@ -147,7 +147,7 @@ type Chunked struct {
 	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer from the cost estimate"`
 	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
 	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
-	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier (features, activations, vertex gradients) in this memory-mapped file instead of RAM (\"\" = RAM); relative like output.csv"`
+	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations and vertex gradients in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
 }
 
 // Output configures what a run prints and writes.

@@ -95,9 +95,9 @@ func BuildAdjacencies(d *graph.Dataset, symmetrize bool) (*Adjacencies, error) {
 	return &Adjacencies{Adj: base, AdjSelf: graph.AddSelfLoops(base)}, nil
 }
 
-// BindGraphs uploads the adjacencies named by the model graph, with the
-// edge weights of its reducers.
-func BindGraphs(g *ir.Graph, a *Adjacencies, be backend.Backend, dt tensor.DType, tier tensor.Tier) (map[string]*engine.Graph, error) {
+// GraphReducers returns the graphs a model reads, each with the reducers
+// of its aggregations (whose edge weights it needs: "gcn", "mean").
+func GraphReducers(g *ir.Graph) map[string]map[string]bool {
 	used := map[string]map[string]bool{}
 	for _, op := range g.Ops {
 		if op.Kind == ir.OpGraph && used[op.Name] == nil {
@@ -107,8 +107,14 @@ func BindGraphs(g *ir.Graph, a *Adjacencies, be backend.Backend, dt tensor.DType
 			used[g.Ops[op.Args[0]].Name][op.Reducer] = true
 		}
 	}
+	return used
+}
+
+// BindGraphs uploads the adjacencies named by the model graph, with the
+// edge weights of its reducers.
+func BindGraphs(g *ir.Graph, a *Adjacencies, be backend.Backend, dt tensor.DType, tier tensor.Tier) (map[string]*engine.Graph, error) {
 	out := map[string]*engine.Graph{}
-	for name, reducers := range used {
+	for name, reducers := range GraphReducers(g) {
 		csr := a.Adj
 		if name == "adj_self" {
 			csr = a.AdjSelf

@@ -67,6 +67,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		return interruptedEarly(ctx, err, cfg, opts, start, cfgSHA)
 	}
 	defer closeEnv()
+	env.Progress = opts.Progress
 	if ck != nil && ck.meta.ModuleSHA256 != model.SHA256 {
 		return nil, fmt.Errorf("--resume: %s was written with model module %s (sha256 %s), the config's module %s has sha256 %s: resume with the module the run started with, or start afresh without --resume",
 			cfg.CheckpointPath(), ck.meta.Model, ck.meta.ModuleSHA256, model.Name, model.SHA256)

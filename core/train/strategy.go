@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"io"
 
 	"strata/core/backend"
 	"strata/core/config"
@@ -59,6 +60,7 @@ type Env struct {
 	Adjs     *Adjacencies
 	Seed     uint64
 	Host     modhost.Host
+	Progress io.Writer // where a long step may report its progress (nil: nowhere)
 }
 
 // Stepper computes the gradients of every optimizer step of an epoch and

@@ -187,7 +187,7 @@ func (r *chunkedRun) estimatePeak(plan *chunkPlan, optimizer string, momentum fl
 					cg := c.graphs[name]
 					e := cg.csr.NNZ()
 					shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.csr)
-					graphs += 8*(d+1) + 8*(s+1) + 16*e + 2*e*elt
+					graphs += 8*(d+1) + 8*(s+1) + 16*e + int64(len(cg.gcn)+len(cg.mean))*elt
 				}
 				fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true})
 				if err != nil {

@@ -3,6 +3,8 @@ package strategy
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"time"
 
 	"strata/core/backend"
 	"strata/core/config"
@@ -92,7 +94,7 @@ type chunkedRun struct {
 	comm    commRows           // neighbour rows per layer pass
 	hybrid  bool               // intermediates chosen per layer by the estimate
 	estPeak int64              // the estimated device peak (0: no capacity to fit)
-	unmap   func() error       // unmaps chunked.host_file (nil: the host tier is in RAM)
+	unmap   func() error       // closes and removes chunked.host_file (nil: the host tier is in RAM)
 	dedup   string             // chunked.dedup
 	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
 	commS   map[string]float64 // Eq. 4's communication time of an epoch per mode
@@ -171,7 +173,7 @@ func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*c
 		capacity = cfg.Devices.MemoryBytes
 	}
 	try := func(k int) (*chunkPlan, int64, error) {
-		p, err := planChunks(ctx, cfg, r.e, r.used, m, k)
+		p, err := planChunks(ctx, cfg, r.e, m, k)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -258,7 +260,7 @@ func chunkCount(cfg *config.Config, e stepEnv, m int) (int, error) {
 
 // planChunks partitions the graph with partitioner.hongtu-2level into m
 // partitions of k/m chunks and builds the chunks.
-func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, used []map[string]bool, m, k int) (*chunkPlan, error) {
+func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, m, k int) (*chunkPlan, error) {
 	mod, err := registry.New[partition.Partitioner]("partitioner.hongtu-2level")
 	if err != nil {
 		return nil, err
@@ -272,42 +274,66 @@ func planChunks(ctx context.Context, cfg *config.Config, e stepEnv, used []map[s
 	if err != nil {
 		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d: %v", k, err), "chunked", "chunks")
 	}
-	all := map[string]bool{}
-	for _, u := range used {
-		for name := range u {
-			all[name] = true
-		}
-	}
-	return newChunkPlan(ctx, e.adjs, all, part, m, k/m, e.ds.Labels, e.ds.Train)
+	return newChunkPlan(ctx, e.adjs, train.GraphReducers(e.model), part, m, k/m, e.ds.Labels, e.ds.Train)
 }
 
 // allocHost allocates the host tier: the features and, per layer, its
 // output and the output's gradient; with chunked.host_file the layers'
-// matrices live in a memory-mapped file.
+// matrices live in a scratch file read and written row run by row run.
 func (r *chunkedRun) allocHost(ctx context.Context) error {
 	n := r.e.ds.NumNodes
+	arena := &hostArena{dt: r.e.dt}
+	var widths []int // the activations and their gradients
+	for _, w := range r.widths[1:] {
+		widths = append(widths, w, w)
+	}
+	size := hostTierBytes(r.e.dt, n, widths)
+	if r.cfg.Chunked.HostFile == "" && size > graph.MaxMemory(ctx) {
+		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a file",
+			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
+	}
+	if path := r.cfg.HostFilePath(); r.cfg.Chunked.HostFile != "" {
+		f, closeFile, err := openHostFile(path, size)
+		if err != nil {
+			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create a %s host tier there: %v; give a file in a writable directory with room for it", path, mib(size), err), "chunked", "host_file")
+		}
+		log, err := newAddLog(filepath.Dir(path))
+		if err != nil {
+			closeFile()
+			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create the log of row additions beside it: %v; give a file in a writable directory with room for it", path, err), "chunked", "host_file")
+		}
+		arena.file, arena.log, arena.size = f, log, size
+		r.unmap = func() error {
+			err := log.close()
+			if cerr := closeFile(); err == nil {
+				err = cerr
+			}
+			return err
+		}
+	}
 	x, err := featureRows(r.e.dt, r.e.feats, n, r.e.dim)
 	if err != nil {
 		return err
 	}
+	if pinned, ok := r.e.be.(backend.PinnedHost); ok && arena.file == nil {
+		// The whole host tier, features included, in pinned memory.
+		size += hostTierBytes(r.e.dt, n, []int{r.e.dim})
+		mem, free, err := pinned.AllocPinned(size)
+		if err != nil {
+			return fmt.Errorf("chunked: pinning the host tier (%s): %w", mib(size), err)
+		}
+		arena.mem, arena.size, r.unmap = mem, size, func() error { free(); return nil }
+		px, err := arena.matrix(n, r.e.dim)
+		if err == nil {
+			err = copyRows(px, x, n)
+		}
+		if err != nil {
+			return err
+		}
+		x = px
+	}
 	r.h = []hostRows{x}
 	r.dh = []hostRows{nil}
-	arena := &hostArena{dt: r.e.dt}
-	var size int64 // the activations and their gradients
-	for _, w := range r.widths[1:] {
-		size += 2 * int64(n) * int64(w) * int64(r.e.dt.Size())
-	}
-	if r.cfg.Chunked.HostFile == "" && size > graph.MaxMemory(ctx) {
-		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a memory-mapped file",
-			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
-	}
-	if path := r.cfg.HostFilePath(); r.cfg.Chunked.HostFile != "" {
-		data, unmap, err := mapHostFile(path, size)
-		if err != nil {
-			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot map a %s host tier there: %v; give a file in a writable directory with room for it", path, mib(size), err), "chunked", "host_file")
-		}
-		arena.file, r.unmap = data, unmap
-	}
 	for l := 1; l < len(r.widths); l++ {
 		for _, into := range []*[]hostRows{&r.h, &r.dh} {
 			m, err := arena.matrix(n, r.widths[l])
@@ -414,10 +440,12 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		}
 	}
 	last := len(r.layers) - 1
-	r.dh[last+1].zero()
+	if err := r.dh[last+1].zero(); err != nil {
+		return 0, err
+	}
 	var loss float64
 	for l := range r.layers {
-		err := r.pass(l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
+		err := r.pass("forward", l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
 			lc, err := r.forward(ctx, l, k, c, feed, seed, true)
 			loss += lc
 			return err
@@ -428,13 +456,15 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	}
 	for l := last; l >= 0; l-- {
 		if l > 0 {
-			r.dh[l].zero()
+			if err := r.dh[l].zero(); err != nil {
+				return 0, err
+			}
 		}
 		var sink *gradSink
 		if l > 0 && r.dedup != dedupNone {
 			sink = r.newSink(l)
 		}
-		err := r.pass(l, !r.cache[l] || r.needIn[l], sink, func(k int, c *chunk, feed *rowFeed) error {
+		err := r.pass("backward", l, !r.cache[l] || r.needIn[l], sink, func(k int, c *chunk, feed *rowFeed) error {
 			return r.backward(ctx, l, k, c, feed, sink, seed)
 		})
 		if err != nil {
@@ -466,11 +496,17 @@ func (r *chunkedRun) broadcast() error {
 	return nil
 }
 
+// chunkLogEvery is how often a long pass reports its progress.
+const chunkLogEvery = 30 * time.Second
+
 // pass runs fn over the chunks of every batch in schedule order, device
 // by device; with load it feeds them layer l's input rows.
 // With a sink, it opens the sink's buffers before each batch and closes
-// them after it.
-func (r *chunkedRun) pass(l int, load bool, sink *gradSink, fn func(k int, c *chunk, feed *rowFeed) error) error {
+// them after it. A pass longer than chunkLogEvery reports its progress
+// (what: forward, backward or predict) every chunkLogEvery.
+func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func(k int, c *chunk, feed *rowFeed) error) error {
+	start := time.Now()
+	last := start
 	var feed *rowFeed
 	if load {
 		feed = r.newFeed(l)
@@ -503,6 +539,10 @@ func (r *chunkedRun) pass(l int, load bool, sink *gradSink, fn func(k int, c *ch
 			if err := sink.close(next); err != nil {
 				return fmt.Errorf("layer %d batch %d: gradients: %w", l, j, err)
 			}
+		}
+		if now := time.Now(); r.e.log != nil && now.Sub(last) >= chunkLogEvery {
+			last = now
+			fmt.Fprintf(r.e.log, "chunked: %s layer %d: batch %d of %d done, %.0f s into the pass\n", what, l, j+1, len(r.plan.sched), now.Sub(start).Seconds())
 		}
 	}
 	return nil
@@ -552,6 +592,9 @@ func (r *chunkedRun) bind(l, k int, c *chunk, infer bool, feed *rowFeed) (*bound
 			v   []float32
 			dst **tensor.Tensor
 		}{{cg.gcn, &eg.GCNNorm}, {cg.mean, &eg.MeanNorm}} {
+			if w.v == nil {
+				continue // no aggregation needs these weights
+			}
 			t, err := train.UploadFloat32s(topo, w.v, []int{len(w.v)}, e.dt, d.tier)
 			if err != nil {
 				return fail(err)
@@ -610,7 +653,9 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunk, feed *rowF
 	if err := backend.ForPurpose(e.be, purposeOutputs).Download(p.Output(), out); err != nil {
 		return 0, err
 	}
-	r.h[l+1].put(c.dst, out)
+	if err := r.h[l+1].put(c.dst, out); err != nil {
+		return 0, err
+	}
 	if !training {
 		return 0, nil
 	}
@@ -634,8 +679,7 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunk, feed *rowF
 	if err := backend.ForPurpose(e.be, backend.PurposeGradients).Download(p.OutputGrad(), grad); err != nil {
 		return 0, err
 	}
-	r.dh[l+1].put(c.dst, grad)
-	return loss, nil
+	return loss, r.dh[l+1].put(c.dst, grad)
 }
 
 // backward runs layer l's backward over chunk c on device d: the
@@ -664,7 +708,11 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *row
 		return err
 	}
 	grads := backend.ForPurpose(e.be, backend.PurposeGradients)
-	if err := grads.Upload(p.OutputGrad(), r.dh[l+1].gather(c.dst)); err != nil {
+	dout, err := r.dh[l+1].gather(c.dst)
+	if err != nil {
+		return err
+	}
+	if err := grads.Upload(p.OutputGrad(), dout); err != nil {
 		return err
 	}
 	if err := p.Backward(ctx); err != nil {
@@ -684,8 +732,7 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *row
 	if err := backend.ForPurpose(e.be, purposeVertGrad).Download(g, buf); err != nil {
 		return err
 	}
-	r.dh[l].add(c.src, buf)
-	return nil
+	return r.dh[l].add(c.src, buf)
 }
 
 // downloadAll copies tensors to new host buffers of their dtypes.
@@ -734,7 +781,7 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 	}
 	last := len(r.layers) - 1
 	for l := 0; l < last; l++ {
-		err := r.pass(l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
+		err := r.pass("predict", l, true, nil, func(k int, c *chunk, feed *rowFeed) error {
 			_, err := r.forward(ctx, l, k, c, feed, 0, false)
 			return err
 		})
@@ -742,7 +789,7 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 			return err
 		}
 	}
-	return r.pass(last, true, nil, func(k int, c *chunk, feed *rowFeed) error {
+	return r.pass("predict", last, true, nil, func(k int, c *chunk, feed *rowFeed) error {
 		b, err := r.bind(last, k, c, true, feed)
 		if err != nil {
 			return err

@@ -55,7 +55,7 @@ func TestHongTuTrafficTable(t *testing.T) {
 		if ds.Labels == nil {
 			ds.Labels = make([]int32, ds.NumNodes)
 		}
-		plain, err := planChunks(ctx, cfg, e, []map[string]bool{{"adj_self": true}}, 4, chunks)
+		plain, err := planChunks(ctx, cfg, e, 4, chunks)
 		if err != nil {
 			t.Fatal(err)
 		}

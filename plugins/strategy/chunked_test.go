@@ -335,29 +335,108 @@ func TestChunkedDedupTraffic(t *testing.T) {
 	}
 }
 
-// TestHostRows checks the host tier's row gathers, writes and additions
-// (split over goroutines for many rows) against plain loops.
+// TestHostRows checks the host tier's row gathers, writes, additions
+// and clearing, in RAM (split over goroutines for many rows) and in a
+// host file (sorted into runs: scattered rows, runs longer than one
+// read, rows a page apart; additions deferred through the log, in small
+// buckets and segments, and dropped by a clear), against plain loops
+// over a reference.
 func TestHostRows(t *testing.T) {
-	for _, n := range []int{3, 50000} {
-		const cols = 3
-		h, err := newHostRows(tensor.Float64, n, cols, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids := make([]int32, n)
-		vals := make([]float64, n*cols)
-		for i := range ids {
-			ids[i] = int32((i*7919 + 11) % n) // a permutation: n is not a multiple of 7919
-			for j := range cols {
-				vals[i*cols+j] = float64(i*cols + j)
+	type matrix struct {
+		name string
+		new  func(n, cols int) (hostRows, error)
+	}
+	dir := t.TempDir()
+	matrices := []matrix{
+		{"ram", func(n, cols int) (hostRows, error) { return newHostRows(tensor.Float64, n, cols, nil) }},
+		{"file", func(n, cols int) (hostRows, error) {
+			size := hostTierBytes(tensor.Float64, n, []int{1, cols})
+			f, closeFile, err := openHostFile(dir+"/host.bin", size)
+			if err != nil {
+				return nil, err
 			}
-		}
-		h.put(ids, vals)
-		h.add(ids, vals)
-		got := h.gather(ids).([]float64)
-		for i := range vals {
-			if got[i] != 2*vals[i] {
-				t.Fatalf("n=%d: element %d is %v, want %v", n, i, got[i], 2*vals[i])
+			t.Cleanup(func() { closeFile() })
+			log, err := newAddLog(dir)
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { log.close() })
+			log.bucketBytes, log.segBytes = 5000, 700 // several buckets and segments
+			a := &hostArena{dt: tensor.Float64, file: f, log: log, size: size}
+			if _, err := a.matrix(n, 1); err != nil { // the matrix under test starts at a later offset
+				return nil, err
+			}
+			return a.matrix(n, cols)
+		}},
+	}
+	for _, m := range matrices {
+		for _, n := range []int{3, 50000} {
+			for _, cols := range []int{3, 128} {
+				h, err := m.new(n, cols)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := make([]float64, n*cols)
+				// A permutation of every row, then every third row (gaps), then
+				// the rows of a contiguous range.
+				sets := [][]int32{make([]int32, n), nil, nil}
+				for i := range sets[0] {
+					sets[0][i] = int32((i*7919 + 11) % n) // n is not a multiple of 7919
+				}
+				for i := 0; i < n; i += 3 {
+					sets[1] = append(sets[1], int32(i))
+				}
+				for i := n / 3; i < 2*n/3+1; i++ {
+					sets[2] = append(sets[2], int32(i))
+				}
+				for si, ids := range sets {
+					vals := make([]float64, len(ids)*cols)
+					for i := range vals {
+						vals[i] = float64(si*1000 + i)
+					}
+					if err := h.put(ids, vals); err != nil {
+						t.Fatal(err)
+					}
+					if err := h.add(ids, vals); err != nil {
+						t.Fatal(err)
+					}
+					for i, u := range ids {
+						for j := range cols {
+							want[int(u)*cols+j] = 2 * vals[i*cols+j]
+						}
+					}
+					all := sets[0]
+					got, err := h.gather(all)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i, u := range all {
+						for j := range cols {
+							if g := got.([]float64)[i*cols+j]; g != want[int(u)*cols+j] {
+								t.Fatalf("%s n=%d cols=%d set %d: row %d column %d is %v, want %v", m.name, n, cols, si, u, j, g, want[int(u)*cols+j])
+							}
+						}
+					}
+				}
+				ones := make([]float64, len(sets[1])*cols)
+				for i := range ones {
+					ones[i] = 1
+				}
+				if err := h.add(sets[1], ones); err != nil { // pending, then dropped
+					t.Fatal(err)
+				}
+				if err := h.zero(); err != nil {
+					t.Fatal(err)
+				}
+				got, err := h.gather(sets[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range got.([]float64) {
+					if v != 0 {
+						t.Fatalf("%s n=%d: element %d is %v after zero", m.name, n, i, v)
+					}
+				}
 			}
 		}
 	}

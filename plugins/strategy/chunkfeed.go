@@ -39,20 +39,43 @@ const (
 // rowFeed delivers the input rows of one pass over a layer, batch by
 // batch, by chunked.dedup.
 type rowFeed struct {
-	r       *chunkedRun
-	src     hostRows
-	be      backend.Backend // filed under the rows' purpose
-	mode    string
-	trans   []*transition // per device, the current batch's buffer
-	scratch []int32       // per node: position + 1 in a buffer being built
+	r     *chunkedRun
+	src   hostRows
+	be    backend.Backend // filed under the rows' purpose
+	mode  string
+	trans []*transition // per device, the current batch's buffer
+	index [][]int32     // per device, per node: position + 1 in its current buffer (0: absent)
 }
 
 // transition is a device's transition buffer: the rows of its partition
 // that the current batch reads.
 type transition struct {
 	rows []int32 // global ids
-	pos  map[int32]int32
+	pos  []int32 // per node: position + 1 in rows (the device's index, while t is its current buffer)
 	t    *tensor.Tensor
+}
+
+// indexOf returns device i's node index, all zeros at first.
+func (f *rowFeed) indexOf(i int) []int32 {
+	if f.index == nil {
+		f.index = make([][]int32, len(f.trans))
+	}
+	if f.index[i] == nil {
+		f.index[i] = make([]int32, len(f.r.plan.owner))
+	}
+	return f.index[i]
+}
+
+// setIndex makes idx the index of rows after it was old's (nil: none).
+func setIndex(idx []int32, old *transition, rows []int32) {
+	if old != nil {
+		for _, u := range old.rows {
+			idx[u] = 0
+		}
+	}
+	for k, u := range rows {
+		idx[u] = int32(k + 1)
+	}
 }
 
 func (r *chunkedRun) newFeed(l int) *rowFeed {
@@ -77,11 +100,18 @@ func (f *rowFeed) release() {
 // reads (its transition set), in order of first use.
 func (p *chunkPlan) batchRows(batch []int) [][]int32 {
 	out := make([][]int32, p.m)
-	seen := map[int32]bool{}
+	if len(batch) == 1 && p.m == 1 {
+		out[0] = p.chunks[batch[0]].src // one device: the chunk's rows
+		return out
+	}
+	if p.seen == nil {
+		p.seen = make([]int32, len(p.owner))
+	}
+	p.stamp++
 	for _, c := range batch {
 		for _, u := range p.chunks[c].src {
-			if !seen[u] {
-				seen[u] = true
+			if p.seen[u] != p.stamp {
+				p.seen[u] = p.stamp
 				o := p.owner[u]
 				out[o] = append(out[o], u)
 			}
@@ -112,10 +142,7 @@ func (f *rowFeed) next(batch []int) error {
 	e := f.r.e
 	for i, rows := range f.r.plan.batchRows(batch) {
 		d := f.r.devs[i]
-		nt := &transition{rows: rows, pos: make(map[int32]int32, len(rows))}
-		for k, u := range rows {
-			nt.pos[u] = int32(k)
-		}
+		nt := &transition{rows: rows}
 		var err error
 		if nt.t, err = e.be.Alloc(e.dt, []int{len(rows), f.src.width()}, d.tier); err != nil {
 			return fmt.Errorf("transition buffer: %w", err)
@@ -137,6 +164,9 @@ func (f *rowFeed) next(batch []int) error {
 				return err
 			}
 		}
+		idx := f.indexOf(i)
+		setIndex(idx, old, rows)
+		nt.pos = idx
 		if old != nil {
 			e.be.Release(old.t)
 			f.trans[i] = nil
@@ -156,8 +186,8 @@ func (t *transition) lookup(u int32) (int32, bool) {
 	if t == nil {
 		return 0, false
 	}
-	p, ok := t.pos[u]
-	return p, ok
+	p := t.pos[u]
+	return p - 1, p > 0
 }
 
 // upload copies the host rows ids into rows to of dst (on tier).
@@ -168,7 +198,11 @@ func (f *rowFeed) upload(tier tensor.Tier, ids []int32, dst *tensor.Tensor, to [
 		return err
 	}
 	defer e.be.Release(tmp)
-	if err := f.be.Upload(tmp, f.src.gather(ids)); err != nil {
+	rows, err := f.src.gather(ids)
+	if err != nil {
+		return err
+	}
+	if err := f.be.Upload(tmp, rows); err != nil {
 		return err
 	}
 	return f.scatter(tier, tmp, dst, to)
@@ -221,7 +255,11 @@ func (f *rowFeed) input(k int, c *chunk) (x *tensor.Tensor, owned bool, err erro
 		if x, err = e.be.Alloc(e.dt, []int{len(c.src), f.src.width()}, tier); err != nil {
 			return nil, false, err
 		}
-		if err := f.be.Upload(x, f.src.gather(c.src)); err != nil {
+		rows, err := f.src.gather(c.src)
+		if err == nil {
+			err = f.be.Upload(x, rows)
+		}
+		if err != nil {
 			e.be.Release(x)
 			return nil, false, err
 		}
@@ -289,10 +327,8 @@ func (s *gradSink) open(batch []int) error {
 		if s.trans[i] != nil {
 			continue
 		}
-		nt := &transition{rows: rows, pos: make(map[int32]int32, len(rows))}
-		for k, u := range rows {
-			nt.pos[u] = int32(k)
-		}
+		nt := &transition{rows: rows, pos: s.indexOf(i)}
+		setIndex(nt.pos, nil, rows)
 		var err error
 		if nt.t, err = e.be.Alloc(e.dt, []int{len(rows), s.src.width()}, s.r.devs[i].tier); err != nil {
 			return fmt.Errorf("gradient transition buffer: %w", err)
@@ -346,12 +382,12 @@ func (s *gradSink) close(next []int) error {
 		tier := s.r.devs[i].tier
 		var nt *transition
 		var keepFrom, keepTo, out, outPos []int32
+		var next []int32
 		if sets != nil {
-			nt = &transition{rows: sets[i], pos: make(map[int32]int32, len(sets[i]))}
-			for k, u := range sets[i] {
-				nt.pos[u] = int32(k)
-			}
+			next = sets[i]
+			nt = &transition{rows: next, pos: s.indexOf(i)}
 		}
+		setIndex(s.indexOf(i), old, next)
 		for p, u := range old.rows {
 			if q, ok := nt.lookup(u); ok {
 				keepFrom, keepTo = append(keepFrom, int32(p)), append(keepTo, q)
@@ -370,10 +406,12 @@ func (s *gradSink) close(next []int) error {
 				err = s.be.Download(tmp, buf)
 			}
 			e.be.Release(tmp)
+			if err == nil {
+				err = s.src.add(out, buf)
+			}
 			if err != nil {
 				return err
 			}
-			s.src.add(out, buf)
 		}
 		if nt != nil {
 			var err error

@@ -24,7 +24,8 @@ type chunk struct {
 }
 
 // chunkGraph is a chunk's rows of one adjacency ("adj" or "adj_self"),
-// in local ids, with the full graph's edge weights.
+// in local ids, with the full graph's edge weights of the model's
+// reducers (nil when no aggregation over the graph needs them).
 type chunkGraph struct {
 	csr       *graph.CSR
 	gcn, mean []float32
@@ -38,12 +39,15 @@ type chunkPlan struct {
 	chunks []*chunk // by partitioner id: partition i holds [i·n, (i+1)·n)
 	sched  [][]int
 	owner  []int32 // per node: its partition, the device its rows belong to
+	seen   []int32 // per node: the last batchRows call that met it
+	stamp  int32
 }
 
 // newChunkPlan builds the chunks of the partition part (chunk id per
-// node, k = m·n chunks) over the adjacencies the model reads, and the
-// plain schedule (batch j = the j-th chunk of every partition).
-func newChunkPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]bool, part []int32, m, n int, labels, trainIdx []int32) (*chunkPlan, error) {
+// node, k = m·n chunks) over the adjacencies the model reads (used: each
+// with its aggregations' reducers), and the plain schedule (batch j = the
+// j-th chunk of every partition).
+func newChunkPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]map[string]bool, part []int32, m, n int, labels, trainIdx []int32) (*chunkPlan, error) {
 	k := m * n
 	p := &chunkPlan{m: m, n: n, chunks: make([]*chunk, k), owner: make([]int32, len(part))}
 	for c := range p.chunks {
@@ -67,13 +71,20 @@ func newChunkPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]
 	var graphs []string
 	fulls := map[string]full{}
 	for _, name := range []string{"adj", "adj_self"} {
-		if used[name] {
+		if reducers, ok := used[name]; ok {
 			csr := adjs.Adj
 			if name == "adj_self" {
 				csr = adjs.AdjSelf
 			}
 			graphs = append(graphs, name)
-			fulls[name] = full{csr, graph.GCNNorm(csr), graph.MeanNorm(csr)}
+			f := full{csr: csr}
+			if reducers["gcn"] {
+				f.gcn = graph.GCNNorm(csr)
+			}
+			if reducers["mean"] {
+				f.mean = graph.MeanNorm(csr)
+			}
+			fulls[name] = f
 		}
 	}
 	local := make([]int32, len(part)) // global → local source id + 1 (0: none)
@@ -98,8 +109,13 @@ func newChunkPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]
 			for _, v := range c.dst {
 				nnz += f.csr.Indptr[v+1] - f.csr.Indptr[v]
 			}
-			cg := &chunkGraph{csr: &graph.CSR{NumRows: len(c.dst), Indptr: make([]int64, len(c.dst)+1), Idx32: make([]int32, 0, nnz)},
-				gcn: make([]float32, 0, nnz), mean: make([]float32, 0, nnz)}
+			cg := &chunkGraph{csr: &graph.CSR{NumRows: len(c.dst), Indptr: make([]int64, len(c.dst)+1), Idx32: make([]int32, 0, nnz)}}
+			if f.gcn != nil {
+				cg.gcn = make([]float32, 0, nnz)
+			}
+			if f.mean != nil {
+				cg.mean = make([]float32, 0, nnz)
+			}
 			for i, v := range c.dst {
 				for e := f.csr.Indptr[v]; e < f.csr.Indptr[v+1]; e++ {
 					u := int32(f.csr.Col(e))
@@ -108,8 +124,12 @@ func newChunkPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]
 						local[u] = int32(len(c.src))
 					}
 					cg.csr.Idx32 = append(cg.csr.Idx32, local[u]-1)
-					cg.gcn = append(cg.gcn, f.gcn[e])
-					cg.mean = append(cg.mean, f.mean[e])
+					if f.gcn != nil {
+						cg.gcn = append(cg.gcn, f.gcn[e])
+					}
+					if f.mean != nil {
+						cg.mean = append(cg.mean, f.mean[e])
+					}
 				}
 				cg.csr.Indptr[i+1] = int64(len(cg.csr.Idx32))
 			}

@@ -18,6 +18,7 @@
 package strategy
 
 import (
+	"io"
 	"strata/core/backend"
 	"strata/core/graph"
 	"strata/core/ir"
@@ -38,11 +39,12 @@ type stepEnv struct {
 	adjs  *train.Adjacencies
 	seed  uint64
 	host  modhost.Host // for the cost models (memory estimate)
+	log   io.Writer    // progress of long steps (nil: none)
 }
 
 func envOf(e *train.Env) stepEnv {
 	return stepEnv{be: e.Backend, dt: e.DType, tier: e.Tier, model: e.Model, ds: e.Dataset, feats: e.Features,
-		dim: e.Dim, adjs: e.Adjs, seed: e.Seed, host: e.Host}
+		dim: e.Dim, adjs: e.Adjs, seed: e.Seed, host: e.Host, log: e.Progress}
 }
 
 // pipelinedS predicts a pipeline of batches in which batch i+1's transfers

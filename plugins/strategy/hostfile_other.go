@@ -1,10 +1,13 @@
-//go:build !unix
+//go:build !linux
 
 package strategy
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
-// mapHostFile is not available without mmap.
-func mapHostFile(string, int64) ([]byte, func() error, error) {
-	return nil, nil, errors.New("memory-mapped host files need a unix system")
+// punchHole is not available: the caller writes zeros.
+func punchHole(*os.File, int64, int64) error {
+	return errors.New("no hole punching on this system")
 }

@@ -2,7 +2,9 @@ package strategy
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -12,18 +14,19 @@ import (
 // hostRows is a matrix in the host tier of chunked training: features,
 // a layer's activations or their gradients, one row per node. Rows move
 // to and from the devices through buffers of the run's dtype
-// ([]float32 or []float64).
+// ([]float32 or []float64). The ids of one call are distinct (a chunk's
+// rows are).
 type hostRows interface {
 	// buf returns a zeroed buffer for n rows.
 	buf(n int) any
 	// gather copies the rows ids into a new buffer.
-	gather(ids []int32) any
+	gather(ids []int32) (any, error)
 	// put writes buffer row i into row ids[i].
-	put(ids []int32, v any)
+	put(ids []int32, v any) error
 	// add adds buffer row i into row ids[i].
-	add(ids []int32, v any)
+	add(ids []int32, v any) error
 	// zero clears every row.
-	zero()
+	zero() error
 	width() int
 }
 
@@ -35,6 +38,8 @@ type hostMat[T float32 | float64] struct {
 var (
 	_ hostRows = (*hostMat[float32])(nil)
 	_ hostRows = (*hostMat[float64])(nil)
+	_ hostRows = (*hostFileMat[float32])(nil)
+	_ hostRows = (*hostFileMat[float64])(nil)
 )
 
 // newHostRows returns an n × cols host matrix of dtype dt over v (nil:
@@ -67,28 +72,29 @@ func (h *hostMat[T]) width() int { return h.cols }
 
 func (h *hostMat[T]) buf(n int) any { return make([]T, n*h.cols) }
 
-func (h *hostMat[T]) gather(ids []int32) any {
+func (h *hostMat[T]) gather(ids []int32) (any, error) {
 	out := make([]T, len(ids)*h.cols)
 	rowsParallel(len(ids), func(lo, hi int) {
 		for i, r := range ids[lo:hi] {
 			copy(out[(lo+i)*h.cols:(lo+i+1)*h.cols], h.v[int(r)*h.cols:(int(r)+1)*h.cols])
 		}
 	})
-	return out
+	return out, nil
 }
 
-func (h *hostMat[T]) put(ids []int32, v any) {
+func (h *hostMat[T]) put(ids []int32, v any) error {
 	s := v.([]T)
 	rowsParallel(len(ids), func(lo, hi int) {
 		for i, r := range ids[lo:hi] {
 			copy(h.v[int(r)*h.cols:(int(r)+1)*h.cols], s[(lo+i)*h.cols:(lo+i+1)*h.cols])
 		}
 	})
+	return nil
 }
 
 // add needs distinct ids (a chunk's rows are): rows are split among
 // goroutines, so each is written by one.
-func (h *hostMat[T]) add(ids []int32, v any) {
+func (h *hostMat[T]) add(ids []int32, v any) error {
 	s := v.([]T)
 	rowsParallel(len(ids), func(lo, hi int) {
 		for i, r := range ids[lo:hi] {
@@ -98,6 +104,7 @@ func (h *hostMat[T]) add(ids []int32, v any) {
 			}
 		}
 	})
+	return nil
 }
 
 // rowsParallel runs fn over [0, n) in contiguous ranges on up to
@@ -119,7 +126,10 @@ func rowsParallel(n int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-func (h *hostMat[T]) zero() { clear(h.v) }
+func (h *hostMat[T]) zero() error {
+	clear(h.v)
+	return nil
+}
 
 // featureRows returns the features as a host matrix of dtype dt: the
 // prepared float32 rows themselves, or a float64 copy.
@@ -134,34 +144,267 @@ func featureRows(dt tensor.DType, feats []float32, n, dim int) (hostRows, error)
 	return newHostRows(dt, n, dim, v)
 }
 
+// copyRows copies the n rows of src into dst, a block of rows at a time.
+func copyRows(dst, src hostRows, n int) error {
+	const block = 1 << 16
+	for lo := 0; lo < n; lo += block {
+		ids := iota32From(lo, min(lo+block, n))
+		v, err := src.gather(ids)
+		if err == nil {
+			err = dst.put(ids, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // hostArena hands out the host tier's matrices: from the Go heap, or
-// carved from one memory-mapped file (chunked.host_file).
+// carved from one block of pinned memory (a device backend's
+// backend.PinnedHost) or one scratch file (chunked.host_file), each
+// matrix at a page-aligned offset.
 type hostArena struct {
 	dt   tensor.DType
-	file []byte // the mapping, or nil
+	mem  []byte   // the pinned block, or nil
+	file *os.File // the host file, or nil
+	log  *addLog  // the host file's log of deferred additions
+	size int64    // the block's or the file's size
 	used int64
+}
+
+// hostPage aligns the matrices in the host file.
+const hostPage = 4096
+
+// hostTierBytes is the size of a host file or pinned block holding
+// matrices of n rows of the given widths, each page-aligned.
+func hostTierBytes(dt tensor.DType, n int, widths []int) int64 {
+	var size int64
+	for _, w := range widths {
+		size += (int64(n)*int64(w)*int64(dt.Size()) + hostPage - 1) / hostPage * hostPage
+	}
+	return size
 }
 
 // matrix returns an n × cols matrix of the arena's dtype.
 func (a *hostArena) matrix(n, cols int) (hostRows, error) {
-	if a.file == nil {
+	if a.file == nil && a.mem == nil {
 		return newHostRows(a.dt, n, cols, nil)
 	}
 	elems := int64(n) * int64(cols)
-	size := elems * int64(a.dt.Size())
-	if a.used+size > int64(len(a.file)) {
-		return nil, fmt.Errorf("host file: %d bytes used of %d, %d more wanted", a.used, len(a.file), size)
+	size := (elems*int64(a.dt.Size()) + hostPage - 1) / hostPage * hostPage
+	if a.used+size > a.size {
+		return nil, fmt.Errorf("host tier: %d bytes used of %d, %d more wanted", a.used, a.size, size)
 	}
-	p := unsafe.Pointer(&a.file[a.used])
+	off := a.used
 	a.used += size
-	if elems == 0 {
-		return newHostRows(a.dt, n, cols, nil)
+	if a.mem != nil {
+		if elems == 0 {
+			return newHostRows(a.dt, n, cols, nil)
+		}
+		p := unsafe.Pointer(&a.mem[off])
+		switch a.dt {
+		case tensor.Float32:
+			return newHostRows(a.dt, n, cols, unsafe.Slice((*float32)(p), elems))
+		case tensor.Float64:
+			return newHostRows(a.dt, n, cols, unsafe.Slice((*float64)(p), elems))
+		}
+		return nil, fmt.Errorf("host tier: dtype %s", a.dt)
 	}
 	switch a.dt {
 	case tensor.Float32:
-		return newHostRows(a.dt, n, cols, unsafe.Slice((*float32)(p), elems))
+		return &hostFileMat[float32]{f: a.file, off: off, n: n, cols: cols, adds: newDeferredAdds[float32](a.log, n, cols)}, nil
 	case tensor.Float64:
-		return newHostRows(a.dt, n, cols, unsafe.Slice((*float64)(p), elems))
+		return &hostFileMat[float64]{f: a.file, off: off, n: n, cols: cols, adds: newDeferredAdds[float64](a.log, n, cols)}, nil
 	}
 	return nil, fmt.Errorf("host tier: dtype %s", a.dt)
+}
+
+// hostFileMat is an n × cols matrix at byte offset off of the host file,
+// read and written with explicit positioned I/O (pread, pwrite) of row
+// runs: a call sorts its rows and moves every run of nearby rows with
+// one system call, through a buffer of at most hostRunBytes per
+// goroutine. Nothing of the file is mapped, so the kernel writes back
+// only what the calls wrote (docs/decisions.md, "HongTu's host file").
+type hostFileMat[T float32 | float64] struct {
+	f    *os.File
+	off  int64
+	n    int
+	cols int
+	adds *deferredAdds[T] // row additions not yet applied (nil: none; see add)
+}
+
+// hostRunBytes bounds one run's read (and a goroutine's buffer).
+const hostRunBytes = 1 << 20
+
+func (h *hostFileMat[T]) width() int { return h.cols }
+
+func (h *hostFileMat[T]) buf(n int) any { return make([]T, n*h.cols) }
+
+func (h *hostFileMat[T]) rowBytes() int64 { return int64(h.cols) * int64(unsafe.Sizeof(T(0))) }
+
+// asBytes views a buffer of T as bytes.
+func asBytes[T float32 | float64 | int32](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(v[0])))
+}
+
+// sortedRows returns ids as (id << 32 | position) in ascending id order.
+func sortedRows(ids []int32) []uint64 {
+	s := make([]uint64, len(ids))
+	for i, u := range ids {
+		s[i] = uint64(uint32(u))<<32 | uint64(i)
+	}
+	if !slices.IsSorted(s) {
+		slices.Sort(s)
+	}
+	return s
+}
+
+// runs calls fn, on up to GOMAXPROCS goroutines with a buffer each, for
+// every run of the sorted rows: the rows [lo, hi) hold the entries rs,
+// consecutive entries at most gap rows apart. With read, the buffer
+// holds the file's rows [lo, hi) when fn is called.
+func (h *hostFileMat[T]) runs(ids []int32, gap int32, read bool, fn func(buf []T, lo int32, rs []uint64) error) error {
+	for _, u := range ids {
+		if u < 0 || int(u) >= h.n {
+			return fmt.Errorf("host file: row %d of %d", u, h.n)
+		}
+	}
+	s := sortedRows(ids)
+	maxRows := int32(max(1, hostRunBytes/h.rowBytes()))
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(s)/1024))
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func(p int, s []uint64) {
+			defer wg.Done()
+			var buf []T
+			for len(s) > 0 {
+				lo := int32(s[0] >> 32)
+				end := 1
+				for end < len(s) {
+					u := int32(s[end] >> 32)
+					if u-int32(s[end-1]>>32) > gap || u-lo >= maxRows {
+						break
+					}
+					end++
+				}
+				hi := int32(s[end-1]>>32) + 1
+				need := int(hi-lo) * h.cols
+				if cap(buf) < need {
+					buf = make([]T, need, max(need, int(maxRows)*h.cols))
+				}
+				buf = buf[:need]
+				if read {
+					if _, err := h.f.ReadAt(asBytes(buf), h.off+int64(lo)*h.rowBytes()); err != nil {
+						errs[p] = fmt.Errorf("host file: read rows %d-%d: %w", lo, hi-1, err)
+						return
+					}
+				}
+				if err := fn(buf, lo, s[:end]); err != nil {
+					errs[p] = err
+					return
+				}
+				s = s[end:]
+			}
+		}(p, s[p*len(s)/parts:(p+1)*len(s)/parts])
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gapRows is how far apart two rows may be to be read with one call: a
+// page's worth of rows (reading them costs less than another call).
+func (h *hostFileMat[T]) gapRows() int32 { return int32(max(1, hostPage/h.rowBytes())) }
+
+func (h *hostFileMat[T]) gather(ids []int32) (any, error) {
+	if err := h.applyAdds(); err != nil {
+		return nil, err
+	}
+	out := make([]T, len(ids)*h.cols)
+	err := h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
+		for _, e := range rs {
+			r, i := int(int32(e>>32)-lo), int(uint32(e))
+			copy(out[i*h.cols:(i+1)*h.cols], buf[r*h.cols:(r+1)*h.cols])
+		}
+		return nil
+	})
+	return out, err
+}
+
+// writeRuns writes the rows of rs from buf (holding rows [lo, ...)),
+// one call per run of consecutive rows: rows between them are not
+// written.
+func (h *hostFileMat[T]) writeRuns(buf []T, lo int32, rs []uint64) error {
+	for len(rs) > 0 {
+		end := 1
+		for end < len(rs) && int32(rs[end]>>32) == int32(rs[end-1]>>32)+1 {
+			end++
+		}
+		a, b := int32(rs[0]>>32)-lo, int32(rs[end-1]>>32)-lo+1
+		if _, err := h.f.WriteAt(asBytes(buf[int(a)*h.cols:int(b)*h.cols]), h.off+int64(lo+a)*h.rowBytes()); err != nil {
+			return fmt.Errorf("host file: write rows %d-%d: %w", lo+a, lo+b-1, err)
+		}
+		rs = rs[end:]
+	}
+	return nil
+}
+
+func (h *hostFileMat[T]) put(ids []int32, v any) error {
+	if err := h.applyAdds(); err != nil {
+		return err
+	}
+	s := v.([]T)
+	return h.runs(ids, 0, false, func(buf []T, lo int32, rs []uint64) error {
+		for _, e := range rs {
+			r, i := int(int32(e>>32)-lo), int(uint32(e))
+			copy(buf[r*h.cols:(r+1)*h.cols], s[i*h.cols:(i+1)*h.cols])
+		}
+		return h.writeRuns(buf, lo, rs)
+	})
+}
+
+// addNow adds the rows at once: read, added, written back run by run.
+func (h *hostFileMat[T]) addNow(ids []int32, v any) error {
+	s := v.([]T)
+	return h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
+		for _, e := range rs {
+			r, i := int(int32(e>>32)-lo), int(uint32(e))
+			row := buf[r*h.cols : (r+1)*h.cols]
+			for j, x := range s[i*h.cols : (i+1)*h.cols] {
+				row[j] += x
+			}
+		}
+		return h.writeRuns(buf, lo, rs)
+	})
+}
+
+// zero clears the matrix by deallocating its blocks (a hole reads as
+// zeros and costs no writes), or by writing zeros where the file system
+// cannot punch holes.
+func (h *hostFileMat[T]) zero() error {
+	if err := h.dropAdds(); err != nil {
+		return err
+	}
+	size := int64(h.n) * h.rowBytes()
+	if punchHole(h.f, h.off, size) == nil {
+		return nil
+	}
+	zeros := make([]byte, min(size, hostRunBytes))
+	for at := int64(0); at < size; at += int64(len(zeros)) {
+		n := min(int64(len(zeros)), size-at)
+		if _, err := h.f.WriteAt(zeros[:n], h.off+at); err != nil {
+			return fmt.Errorf("host file: zero: %w", err)
+		}
+	}
+	return nil
 }
