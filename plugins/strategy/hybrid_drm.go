@@ -210,13 +210,13 @@ func (p *hyscalePerf) layerShape(layers int, g *ir.Graph) {
 		if l < 0 || l >= layers {
 			continue
 		}
-		switch op.Kind {
-		case ir.OpAggregate, ir.OpSpMMEdge, ir.OpLSTMAggregate:
+		switch s := ir.Spec(op.Kind); {
+		case s != nil && s.Aggregates():
 			post[i] = true
 			if len(op.Shape) == 2 && op.Shape[1] > 0 {
 				p.width[l] += float64(op.Shape[1])
 			}
-		case ir.OpMatMul:
+		case op.Kind == ir.OpMatMul:
 			if w := g.Ops[op.Args[1]].Shape; len(w) == 2 && w[0] > 0 && w[1] > 0 {
 				if post[i] {
 					p.macsDst[l] += float64(w[0] * w[1])
