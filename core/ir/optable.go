@@ -64,6 +64,7 @@ const (
 	SegSoftmax
 	SegQuantile // the Alpha-quantile of the sorted values, lower element
 	SegNth      // the value of the Alpha-th in-edge in CSR order (0 when fewer)
+	SegProd     // the product (1 without in-edges)
 )
 
 // GradRule says how a binary op's gradient is formed from dy.
@@ -240,6 +241,8 @@ var tableOps = []OpSpec{
 	{Kind: OpSegmentMax, Name: "SegmentMax", SDK: "SegmentMax", Class: ClassSegment, Seg: SegMax, Doc: "max over the node's in-edges (0 without)"},
 	{Kind: OpSegmentMin, Name: "SegmentMin", SDK: "SegmentMin", Class: ClassSegment, Seg: SegMin, Doc: "min over the node's in-edges (0 without)"},
 	{Kind: OpSegmentSoftmax, Name: "SegmentSoftmax", SDK: "SegmentSoftmax", Class: ClassSegment, Seg: SegSoftmax, Doc: "softmax over the node's in-edges, per column: [E,C] -> [E,C]"},
+	{Kind: OpSegmentProd, Name: "SegmentProd", SDK: "SegmentProd", Class: ClassSegment, Seg: SegProd, Flops: 1,
+		Doc: "the product over the node's in-edges (1 without); a factor's gradient is the product of the others, zeros included"},
 	{Kind: OpSegmentQuantile, Name: "SegmentQuantile", SDK: "SegmentQuantile", Class: ClassSegment, Seg: SegQuantile, Attr: "q", CheckAlpha: 0.5,
 		Doc: "the q-quantile of the node's in-edge values per column, the lower element of the sorted values (q = 0.5: the lower median; 0 without in-edges)"},
 	{Kind: OpSegmentNth, Name: "SegmentNth", SDK: "SegmentNth", Class: ClassSegment, Seg: SegNth, Attr: "k", CheckAlpha: 1,
@@ -281,6 +284,7 @@ const (
 	OpSegmentMax      Kind = "segment_max"
 	OpSegmentMin      Kind = "segment_min"
 	OpSegmentSoftmax  Kind = "segment_softmax"
+	OpSegmentProd     Kind = "segment_prod"
 	OpSegmentQuantile Kind = "segment_quantile"
 	OpSegmentNth      Kind = "segment_nth"
 	OpDegree          Kind = "degree"

@@ -174,8 +174,11 @@ func fillDerived(s *OpSpec) {
 		s.Operands, s.Sides = []string{"g", "x"}, ".dd"
 	case ClassSegment:
 		s.Operands, s.Sides = []string{"g", "e"}, ".ed"
-		if s.Seg == SegSoftmax {
+		switch s.Seg {
+		case SegSoftmax:
 			s.Sides, s.ReadsY = ".ee", true
+		case SegProd: // backend.SegmentMultiplier's backward reads the factors
+			s.ReadsArgs = []int{1}
 		}
 	}
 	if s.Cost == nil && s.Table() {

@@ -84,6 +84,9 @@ func SegmentMin(g, e Value) Value { return table("segment_min", g, e, 0) }
 // SegmentSoftmax records segment_softmax: softmax over the node's in-edges, per column: [E,C] -> [E,C].
 func SegmentSoftmax(g, e Value) Value { return table("segment_softmax", g, e, 0) }
 
+// SegmentProd records segment_prod: the product over the node's in-edges (1 without); a factor's gradient is the product of the others, zeros included.
+func SegmentProd(g, e Value) Value { return table("segment_prod", g, e, 0) }
+
 // SegmentQuantile records segment_quantile: the q-quantile of the node's in-edge values per column, the lower element of the sorted values (q = 0.5: the lower median; 0 without in-edges).
 func SegmentQuantile(g, e Value, q float64) Value { return table("segment_quantile", g, e, q) }
 
