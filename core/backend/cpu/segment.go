@@ -132,27 +132,32 @@ func (b *Backend) SegmentProdBackward(ctx context.Context, a backend.Adj, e, dou
 }
 
 func segmentProdBackward[T float](indptr []int64, lo, hi int64, cols int, e, dout, de []T) {
+	zeros, p := make([]int32, cols), make([]T, cols) // per column of the row: zero factors, product of the others
 	for r := lo; r < hi; r++ {
 		k0, k1 := indptr[r], indptr[r+1]
 		for c := range cols {
-			zeros, p := 0, T(1)
-			for k := k0; k < k1; k++ {
-				if v := e[int(k)*cols+c]; v == 0 {
-					zeros++
+			zeros[c], p[c] = 0, 1
+		}
+		for k := k0; k < k1; k++ {
+			for c, v := range e[int(k)*cols : int(k+1)*cols] {
+				if v == 0 {
+					zeros[c]++
 				} else {
-					p *= v
+					p[c] *= v
 				}
 			}
-			dy := dout[int(r)*cols+c]
-			for k := k0; k < k1; k++ {
-				i := int(k)*cols + c
-				switch v := e[i]; {
-				case zeros == 0:
-					de[i] = dy * p / v
-				case zeros == 1 && v == 0:
-					de[i] = dy * p
+		}
+		dy := dout[int(r)*cols : int(r+1)*cols]
+		for k := k0; k < k1; k++ {
+			ev, dv := e[int(k)*cols:int(k+1)*cols], de[int(k)*cols:int(k+1)*cols]
+			for c, v := range ev {
+				switch {
+				case zeros[c] == 0:
+					dv[c] = dy[c] * p[c] / v
+				case zeros[c] == 1 && v == 0:
+					dv[c] = dy[c] * p[c]
 				default:
-					de[i] = 0
+					dv[c] = 0
 				}
 			}
 		}
