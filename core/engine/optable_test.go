@@ -339,3 +339,29 @@ func TestSegmentProdZeros(t *testing.T) {
 		t.Fatalf("the case has rows with 0/1/2+ zeros %v: it must cover one and several", zeroSeen)
 	}
 }
+
+// TestUsesEdgeIndex: only the gather, segment and degree ops bind the
+// edge index; the structural graph ops (aggregate, ...) do not.
+func TestUsesEdgeIndex(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		op   func(b *ir.Builder, g, x int32) int32
+		want bool
+	}{
+		{"aggregate", func(b *ir.Builder, g, x int32) int32 { return b.Aggregate(g, x, "mean") }, false},
+		{"lstm", func(b *ir.Builder, g, x int32) int32 {
+			return b.LSTMAggregate(g, x, b.Param("wih", []int64{inDim, 8}, "glorot"), b.Param("whh", []int64{2, 8}, "glorot"), b.Param("b", []int64{8}, "zeros"))
+		}, false},
+		{"segment_sum", func(b *ir.Builder, g, x int32) int32 { return b.Table(ir.OpSegmentSum, g, b.Table(ir.OpGatherSrc, g, x, 0), 0) }, true},
+	} {
+		b := ir.NewBuilder()
+		b.Output(c.op(b, b.Graph("adj"), b.Input("x", inDim)))
+		g, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := UsesEdgeIndex(g); got != c.want {
+			t.Errorf("%s: UsesEdgeIndex %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -30,7 +30,7 @@ type EdgeIndex struct {
 // adjacency (one of its ops is a gather, segment or degree op).
 func UsesEdgeIndex(g *ir.Graph) bool {
 	for _, op := range g.Ops {
-		if s := ir.Spec(op.Kind); s != nil && ir.GraphOp(op.Kind) {
+		if s := ir.Spec(op.Kind); s != nil && s.Table() && ir.GraphOp(op.Kind) {
 			return true
 		}
 	}
