@@ -361,6 +361,33 @@ func (b *Backend) SegmentSelect(ctx context.Context, a backend.Adj, q float64, n
 		int64(g.rows), int64(cols), q, int64(nth))
 }
 
+var _ backend.SegmentMultiplier = (*Backend)(nil)
+
+// SegmentProd implements backend.SegmentMultiplier: one thread per row and
+// column multiplies the row's in-edge values.
+func (b *Backend) SegmentProd(ctx context.Context, a backend.Adj, e, out *tensor.Tensor) error {
+	g, dt, cols, err := b.chk.SegmentProd(a, e, out)
+	if err != nil {
+		return err
+	}
+	defer b.enter()()
+	n := int64(g.rows) * int64(cols)
+	return b.launch("segment_prod_"+dt.Short(), n, g.fwd.indptr, ptr(e), ptr(out), int64(g.rows), int64(cols))
+}
+
+// SegmentProdBackward implements backend.SegmentMultiplier: one thread per
+// row and column counts the row's zeros, multiplies the non-zero factors
+// and writes every edge's product of the others.
+func (b *Backend) SegmentProdBackward(ctx context.Context, a backend.Adj, e, dout, de *tensor.Tensor) error {
+	g, dt, cols, err := b.chk.SegmentProdBackward(a, e, dout, de)
+	if err != nil {
+		return err
+	}
+	defer b.enter()()
+	n := int64(g.rows) * int64(cols)
+	return b.launch("segment_prod_bwd_"+dt.Short(), n, g.fwd.indptr, ptr(e), ptr(dout), ptr(de), int64(g.rows), int64(cols))
+}
+
 // SDDMM computes out[e,h] = <x[dst(e)] head h, y[src(e)] head h>.
 func (b *Backend) SDDMM(ctx context.Context, a backend.Adj, x, y, out *tensor.Tensor) error {
 	g, dt, h, err := b.chk.SDDMM(a, x, y, out)

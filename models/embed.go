@@ -24,7 +24,7 @@ var files embed.FS
 var (
 	shippedLayers      = []string{"gat", "gcn", "gin", "pna", "sage", "sage-lstm"}
 	shippedCostModels  = []string{"betty-memory", "hongtu", "hyscale", "roofline"}
-	shippedAggregators = []string{"attentional", "deepsets", "degree-scaler", "lstm", "max", "mean", "median", "min",
+	shippedAggregators = []string{"attentional", "deepsets", "degree-scaler", "gru", "lcm", "lstm", "max", "mean", "median", "min",
 		"mlp", "mul", "multi", "powermean", "quantile", "softmax", "std", "sum", "var", "variance-preserving"}
 )
 

@@ -20,3 +20,17 @@ type SegmentSelector interface {
 	// gradient is ScatterArgmax(idx, dout, de).
 	SegmentSelect(ctx context.Context, a Adj, q float64, nth int, e, out, idx *tensor.Tensor) error
 }
+
+// SegmentMultiplier is implemented by backends with the segment product
+// kernel (the op table's segment_prod, PyG's MulAggregation). The engine
+// reports a clear error on a backend without it.
+type SegmentMultiplier interface {
+	// SegmentProd writes out[i,c] = Π e[k,c] over the in-edges k of
+	// destination row i of a (1 for a row without in-edges).
+	SegmentProd(ctx context.Context, a Adj, e, out *tensor.Tensor) error
+	// SegmentProdBackward writes de[k,c] = dout[i,c] · Π e[k',c] over the
+	// other in-edges k' of i: with z zero factors in the row and P the
+	// product of the non-zero ones, dout·P/e[k,c] when z = 0, dout·P at
+	// the zero factor and 0 at the others when z = 1, and 0 when z > 1.
+	SegmentProdBackward(ctx context.Context, a Adj, e, dout, de *tensor.Tensor) error
+}

@@ -280,6 +280,15 @@ func (dryBackend) ScatterArgmax(_, _, _ *tensor.Tensor) error { return nil }
 func (dryBackend) SegmentSelect(context.Context, backend.Adj, float64, int, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
 	return nil
 }
+
+// SegmentProd and SegmentProdBackward implement backend.SegmentMultiplier
+// (no scratch).
+func (dryBackend) SegmentProd(context.Context, backend.Adj, *tensor.Tensor, *tensor.Tensor) error {
+	return nil
+}
+func (dryBackend) SegmentProdBackward(context.Context, backend.Adj, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
+	return nil
+}
 func (dryBackend) UploadGraph(*graph.CSR, tensor.Tier) (backend.Adj, error) {
 	return nil, fmt.Errorf("engine: the dry backend holds no graphs")
 }

@@ -21,7 +21,7 @@ func testGraph() *graph.CSR {
 const (
 	nNodes  = 6
 	inDim   = 5
-	width   = 4
+	width   = ir.CheckWidth
 	classes = 3
 )
 
@@ -30,55 +30,23 @@ type gradCase struct {
 	build func(b *ir.Builder, h, h2, g, gs int32) int32
 }
 
+// gradCases are the structural ops' gradient checks, as the op table
+// declares them (ir.OpSpec.Checks), then a few elementwise forms and a
+// whole GAT layer.
 func gradCases() []gradCase {
 	param := func(b *ir.Builder, name string, shape ...int64) int32 { return b.Param(name, shape, "glorot") }
-	edgeBack := func(b *ir.Builder, g, w, h int32) int32 { return b.SpMMEdge(g, w, h) }
-	return []gradCase{
-		{"aggregate_sum", func(b *ir.Builder, h, _, g, _ int32) int32 { return b.Aggregate(g, h, "sum") }},
-		{"aggregate_mean", func(b *ir.Builder, h, _, g, _ int32) int32 { return b.Aggregate(g, h, "mean") }},
-		{"aggregate_gcn", func(b *ir.Builder, h, _, _, gs int32) int32 { return b.Aggregate(gs, h, "gcn") }},
-		{"aggregate_max", func(b *ir.Builder, h, _, g, _ int32) int32 { return b.Aggregate(g, h, "max") }},
-		{"matmul", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.MatMul(h, param(b, "M", width, 2)) }},
-		{"bias", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Bias(h, param(b, "c", width)) }},
+	out := structuralCases()
+	return append(out, []gradCase{
 		{"add_same", func(b *ir.Builder, h, h2, _, _ int32) int32 { return b.Binary(ir.OpAdd, h, h2) }},
 		{"sub_row", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Binary(ir.OpSub, h, param(b, "r", width)) }},
 		{"mul_same", func(b *ir.Builder, h, h2, _, _ int32) int32 { return b.Binary(ir.OpMul, h, h2) }},
 		{"mul_row", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Binary(ir.OpMul, h, param(b, "r", width)) }},
 		{"mul_scalar", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Binary(ir.OpMul, h, param(b, "s", 1)) }},
-		{"scale", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpScale, h, -1.7) }},
 		{"relu", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpReLU, h, 0) }},
 		{"leaky_relu", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpLeakyReLU, h, 0.2) }},
 		{"elu", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpELU, h, 1) }},
 		{"sigmoid", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpSigmoid, h, 0) }},
 		{"tanh", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpTanh, h, 0) }},
-		{"concat", func(b *ir.Builder, h, h2, _, _ int32) int32 { return b.Concat(h, h2) }},
-		{"dropout", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.Unary(ir.OpDropout, h, 0.4) }},
-		{"batchnorm", func(b *ir.Builder, h, _, _, _ int32) int32 {
-			return b.BatchNorm(h, param(b, "gamma", width), param(b, "beta", width), 1e-5)
-		}},
-		{"head_dot", func(b *ir.Builder, h, _, g, _ int32) int32 {
-			s := b.HeadDot(h, param(b, "a", 2, width/2))
-			return b.MatMul(s, param(b, "P", 2, width))
-		}},
-		{"u_add_v", func(b *ir.Builder, h, h2, g, _ int32) int32 {
-			u := b.MatMul(h, param(b, "U", width, 2))
-			v := b.MatMul(h2, param(b, "V", width, 2))
-			return edgeBack(b, g, b.UAddV(g, u, v), h)
-		}},
-		{"u_dot_v", func(b *ir.Builder, h, h2, g, _ int32) int32 {
-			return edgeBack(b, g, b.UDotV(g, h, h2, 2), h)
-		}},
-		{"edge_softmax", func(b *ir.Builder, h, h2, g, _ int32) int32 {
-			return edgeBack(b, g, b.EdgeSoftmax(g, b.UDotV(g, h, h2, 2)), h2)
-		}},
-		{"spmm_edge", func(b *ir.Builder, h, h2, _, gs int32) int32 {
-			w := b.UDotV(gs, h, h2, 1)
-			return edgeBack(b, gs, w, h)
-		}},
-		{"head_mean", func(b *ir.Builder, h, _, _, _ int32) int32 { return b.HeadMean(h, 2) }},
-		{"lstm_aggregate", func(b *ir.Builder, h, _, g, _ int32) int32 {
-			return b.LSTMAggregate(g, h, param(b, "Wih", width, 8), param(b, "Whh", 2, 8), param(b, "bl", 8))
-		}},
 		{"gat_layer", func(b *ir.Builder, h, _, _, gs int32) int32 {
 			s := b.HeadDot(h, param(b, "as", 2, width/2))
 			d := b.HeadDot(h, param(b, "ad", 2, width/2))
@@ -86,7 +54,24 @@ func gradCases() []gradCase {
 			a := b.Unary(ir.OpDropout, b.EdgeSoftmax(gs, e), 0.3)
 			return b.Unary(ir.OpELU, b.HeadMean(b.SpMMEdge(gs, a, h), 2), 1)
 		}},
+	}...)
+}
+
+// structuralCases derives one gradient case per check of every
+// structural op of the op table: adding a structural op with its Checks
+// adds its finite-difference check.
+func structuralCases() []gradCase {
+	var out []gradCase
+	for _, s := range ir.Ops {
+		for _, c := range s.Checks {
+			name := string(s.Kind)
+			if c.Name != "" {
+				name += "_" + c.Name
+			}
+			out = append(out, gradCase{name, c.Build})
+		}
 	}
+	return out
 }
 
 // buildCase wraps a case between an input projection and a classifier.

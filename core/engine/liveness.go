@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sort"
 
 	"strata/core/backend"
@@ -55,25 +56,14 @@ func (p *Program) aliasDropout(i int32) bool {
 }
 
 // backwardReads says which argument values (by position) and whether its
-// own value op's backward reads, as backwardOp and the backend kernels it
-// calls document them. An op not listed reads everything.
+// own value op's backward reads, as its op table entry declares (ReadsArgs,
+// ReadsY). A narrowing reads nothing; an op outside the table everything.
 func backwardReads(op *ir.Op) (args []int, self bool) {
-	switch op.Kind {
-	case ir.OpAggregate, ir.OpBias, ir.OpAdd, ir.OpSub, ir.OpScale, ir.OpConcat,
-		ir.OpDropout, ir.OpUAddV, ir.OpHeadMean, opNarrow:
+	if op.Kind == opNarrow {
 		return nil, false
-	case ir.OpSpMMEdge, ir.OpUDotV:
-		return []int{1, 2}, false
-	case ir.OpMatMul, ir.OpMul, ir.OpBatchNorm, ir.OpHeadDot:
-		return []int{0, 1}, false
-	case ir.OpReLU, ir.OpLeakyReLU: // backend.ApplyBackward reads x
-		return []int{0}, false
-	case ir.OpELU:
-		return []int{0}, true
-	case ir.OpSigmoid, ir.OpTanh, ir.OpEdgeSoftmax:
-		return nil, true
-	case ir.OpLSTMAggregate:
-		return []int{1, 2, 3}, false
+	}
+	if s := ir.Spec(op.Kind); s != nil {
+		return s.ReadsArgs, s.ReadsY
 	}
 	all := make([]int, len(op.Args))
 	for k := range all {
@@ -83,30 +73,23 @@ func backwardReads(op *ir.Op) (args []int, self bool) {
 }
 
 // inPlaceForward lists the arguments whose buffer op's forward may write
-// its output over (elementwise kernels that read each element before they
-// write it).
+// its output over (the op table's InPlace: elementwise kernels that read
+// each element before they write it).
 func inPlaceForward(op *ir.Op) []int {
-	switch op.Kind {
-	case ir.OpBias, ir.OpReLU, ir.OpLeakyReLU, ir.OpELU, ir.OpSigmoid, ir.OpTanh, ir.OpDropout:
-		return []int{0}
-	case ir.OpAdd, ir.OpSub, ir.OpMul:
-		return []int{0, 1}
+	if s := ir.Spec(op.Kind); s != nil {
+		return s.InPlace
 	}
 	return nil
 }
 
 // inPlaceBackward says whether op's backward may write the gradient of its
-// first argument over its output's gradient: it is computed elementwise
-// from the output gradient, and what else the backward computes from the
-// output gradient (a bias gradient, b's gradient of add and sub) reads the
-// same numbers from it.
+// first argument over its output's gradient (the op table's InPlaceGrad):
+// it is computed elementwise from the output gradient, and what else the
+// backward computes from the output gradient (a bias gradient, b's
+// gradient of add and sub) reads the same numbers from it.
 func inPlaceBackward(op *ir.Op) bool {
-	switch op.Kind {
-	case ir.OpBias, ir.OpAdd, ir.OpSub, ir.OpScale, ir.OpDropout,
-		ir.OpReLU, ir.OpLeakyReLU, ir.OpELU, ir.OpSigmoid, ir.OpTanh:
-		return true
-	}
-	return false
+	s := ir.Spec(op.Kind)
+	return s != nil && s.InPlaceGrad
 }
 
 // planBuffers plans and allocates the values, gradients and dropout masks
@@ -164,6 +147,9 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 		for _, a := range op.Args {
 			reads(a, p.fwdT(t))
 		}
+		if p.aux[i].fused { // the segment of a gather reads the gather's operand
+			reads(p.g.Ops[op.Args[1]].Args[1], p.fwdT(t))
+		}
 		if !train || !p.needGrad[i] {
 			continue
 		}
@@ -198,7 +184,11 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 			if !p.needGrad[i] {
 				continue
 			}
-			for _, a := range p.g.Ops[i].Args {
+			args := p.g.Ops[i].Args
+			if p.aux[i].fused { // the segment of a gather writes the gather operand's gradient
+				args = append(slices.Clone(args), p.g.Ops[args[1]].Args[1])
+			}
+			for _, a := range args {
 				if first[a] < 0 {
 					first[a] = p.bwdT(int32(i))
 				}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"strata/core/backend/cpu"
 	"strata/core/ir"
 	"strata/core/tensor"
 )
@@ -137,11 +138,14 @@ func TestOpTableGradients(t *testing.T) {
 // TestOpTableCovered fails when an op of the table has no gradient case.
 func TestOpTableCovered(t *testing.T) {
 	names := map[string]bool{}
-	for _, c := range tableCases() {
+	for _, c := range append(tableCases(), structuralCases()...) {
 		names[c.name] = true
 	}
 	for _, s := range ir.Ops {
-		if s.Kind == "" {
+		if s.Kind == "" || s.Class == ir.ClassLeaf {
+			continue
+		}
+		if s.Class == ir.ClassStructural && len(s.Checks) > 0 {
 			continue
 		}
 		if !names[string(s.Kind)] && !names[string(s.Kind)+"_same"] {
@@ -208,6 +212,13 @@ func denseSegment(s ir.OpSpec, xs []float64, alpha float64) []float64 {
 }
 
 func reduceDense(s ir.OpSpec, v []float64, alpha float64) float64 {
+	if s.Seg == ir.SegProd {
+		p := 1.0
+		for _, x := range v {
+			p *= x
+		}
+		return p
+	}
 	if len(v) == 0 {
 		return 0
 	}
@@ -260,4 +271,99 @@ func symmetricTestAdj() [][]int64 {
 		}
 	}
 	return out
+}
+
+// TestSegmentProdZeros checks segment_prod's backward against the product
+// of the other factors, computed directly, where rows hold no, one and
+// several zero factors (the case a log-space composition gets wrong).
+func TestSegmentProdZeros(t *testing.T) {
+	be := cpu.New(cpu.Options{Threads: 2})
+	csr := symmetricTestCSR()
+	a, err := be.UploadGraph(csr, tensor.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cols = 3
+	ne := int(csr.NNZ())
+	e := make([]float64, ne*cols)
+	for k := range e {
+		// column 0 no zeros, column 1 about one zero per row, column 2 many
+		switch c := k % cols; {
+		case c == 1 && (k/cols)%3 == 0, c == 2 && (k/cols)%2 == 0:
+			e[k] = 0
+		default:
+			e[k] = 0.5 + float64(k%7)/4
+		}
+	}
+	dout := make([]float64, csr.NumRows*cols)
+	for i := range dout {
+		dout[i] = float64(i%5) - 1.5
+	}
+	up := func(v []float64, rows int) *tensor.Tensor {
+		return upload64(t, be, v, []int{rows, cols}, tensor.Float64)
+	}
+	et, dt := up(e, ne), up(dout, csr.NumRows)
+	de := up(make([]float64, ne*cols), ne)
+	if err := be.SegmentProdBackward(t.Context(), a, et, dt, de); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float64, ne*cols)
+	if err := be.Download(de, got); err != nil {
+		t.Fatal(err)
+	}
+	var zeroSeen [3]int
+	for r := range csr.NumRows {
+		k0, k1 := int(csr.Indptr[r]), int(csr.Indptr[r+1])
+		for c := range cols {
+			z := 0
+			for k := k0; k < k1; k++ {
+				if e[k*cols+c] == 0 {
+					z++
+				}
+			}
+			zeroSeen[min(z, 2)]++
+			for k := k0; k < k1; k++ {
+				want := dout[r*cols+c]
+				for j := k0; j < k1; j++ {
+					if j != k {
+						want *= e[j*cols+c]
+					}
+				}
+				if d := got[k*cols+c] - want; math.Abs(d) > 1e-12*math.Max(1, math.Abs(want)) {
+					t.Fatalf("row %d col %d edge %d (%d zeros): got %g, want %g", r, c, k, z, got[k*cols+c], want)
+				}
+			}
+		}
+	}
+	if zeroSeen[1] == 0 || zeroSeen[2] == 0 {
+		t.Fatalf("the case has rows with 0/1/2+ zeros %v: it must cover one and several", zeroSeen)
+	}
+}
+
+// TestUsesEdgeIndex: only the gather, segment and degree ops bind the
+// edge index; the structural graph ops (aggregate, ...) do not.
+func TestUsesEdgeIndex(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		op   func(b *ir.Builder, g, x int32) int32
+		want bool
+	}{
+		{"aggregate", func(b *ir.Builder, g, x int32) int32 { return b.Aggregate(g, x, "mean") }, false},
+		{"lstm", func(b *ir.Builder, g, x int32) int32 {
+			return b.LSTMAggregate(g, x, b.Param("wih", []int64{inDim, 8}, "glorot"), b.Param("whh", []int64{2, 8}, "glorot"), b.Param("b", []int64{8}, "zeros"))
+		}, false},
+		{"segment_sum", func(b *ir.Builder, g, x int32) int32 {
+			return b.Table(ir.OpSegmentSum, g, b.Table(ir.OpGatherSrc, g, x, 0), 0)
+		}, true},
+	} {
+		b := ir.NewBuilder()
+		b.Output(c.op(b, b.Graph("adj"), b.Input("x", inDim)))
+		g, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := UsesEdgeIndex(g); got != c.want {
+			t.Errorf("%s: UsesEdgeIndex %v, want %v", c.name, got, c.want)
+		}
+	}
 }

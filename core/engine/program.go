@@ -314,33 +314,9 @@ func sameDims(a []int, b []int64) bool {
 }
 
 func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
-	a := &p.aux[i]
-	if s := ir.Spec(op.Kind); s != nil {
-		return p.bindTableAux(i, op, s, shape)
-	}
-	var err error
-	switch op.Kind {
-	case ir.OpMatMul:
-		if a.maskedBy > 0 {
-			err = p.bindDropGEMM(i, shape)
-		}
-	case ir.OpAggregate:
-		if op.Reducer == "max" {
-			a.argmax, err = p.allocT(KindIndex, tensor.Int32, shape)
-		}
-	case ir.OpBatchNorm:
-		c := []int{shape[1]}
-		for _, t := range []**tensor.Tensor{&a.mean, &a.invStd} {
-			if *t, err = p.alloc(KindValue, c); err != nil {
-				return err
-			}
-		}
-		key := p.g.Ops[op.Args[1]].Name
-		a.runMean, a.runVar = p.params.state[key+":running_mean"], p.params.state[key+":running_var"]
-		if a.runMean == nil || a.runVar == nil {
-			return fmt.Errorf("no running statistics for %q in the parameter set", key)
-		}
-	case opNarrow:
+	if op.Kind == opNarrow {
+		a := &p.aux[i]
+		var err error
 		if a.rows, err = p.allocT(KindIndex, tensor.Int32, []int{shape[0]}); err != nil || p.dry() {
 			return err
 		}
@@ -348,32 +324,16 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 		for r := range ids {
 			ids[r] = int32(r)
 		}
-		err = p.be.Upload(a.rows, ids)
-	case ir.OpHeadMean:
-		heads := int(op.Heads)
-		c := shape[1]
-		if a.headMean, err = p.alloc(KindValue, []int{heads * c, c}); err != nil || p.dry() {
-			return err
-		}
-		err = uploadFloats(p.be, a.headMean, headMeanMatrix(heads, c))
-	case ir.OpLSTMAggregate:
-		adj := p.adj(op.Args[0]).Adj
-		h, e := shape[1], int(adj.NNZ())
-		if a.xw, err = p.scratchFor(KindValue, p.env.DType, []int{adj.Cols(), 4 * h}, 7); err != nil || p.env.Inference {
-			return err
-		}
-		p.consumes = true
-		// What the backend's LSTMAggregate saves for its backward:
-		// LSTMSavedPerEdge values per edge and hidden unit.
-		if a.gates, err = p.alloc(KindSaved, []int{e, 4 * h}); err != nil {
-			return err
-		}
-		if a.cells, err = p.alloc(KindSaved, []int{e, h}); err != nil {
-			return err
-		}
-		a.hprev, err = p.alloc(KindSaved, []int{e, h})
+		return p.be.Upload(a.rows, ids)
 	}
-	return err
+	switch s := ir.Spec(op.Kind); {
+	case s == nil || s.Class == ir.ClassLeaf:
+		return nil
+	case s.Class == ir.ClassStructural:
+		return p.bindStructural(i, op, shape)
+	default:
+		return p.bindTableAux(i, op, s, shape)
+	}
 }
 
 // headMeanMatrix stacks H identity blocks scaled by 1/H: x·M averages heads.

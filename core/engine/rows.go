@@ -109,75 +109,48 @@ func makePlan(g *ir.Graph, env sizes) (*plan, error) {
 		}
 		rows, sp := -1, SpaceNone
 		arg := func(k int) int32 { return op.Args[k] }
-		kind := op.Kind
-		if s := ir.Spec(kind); s != nil && s.Class == ir.ClassBinary {
-			kind = ir.OpAdd // shaped like add
-		} else if s != nil && ir.GraphOp(kind) {
-			kind = ir.OpEdgeSoftmax // a graph op, told apart below
-		}
-		switch kind {
-		case ir.OpParam:
-		case ir.OpGraph:
+		s := ir.Spec(op.Kind)
+		switch {
+		case op.Kind == ir.OpParam:
+		case op.Kind == ir.OpGraph:
 			if _, _, _, err := env.graphDims(op.Layer, op.Name); err != nil {
 				return nil, fail("%v", err)
 			}
-		case ir.OpInput:
+		case op.Kind == ir.OpInput:
 			rows, sp = env.inputRows(), SpaceNode
-		case ir.OpAggregate, ir.OpSpMMEdge, ir.OpUAddV, ir.OpUDotV, ir.OpEdgeSoftmax, ir.OpLSTMAggregate:
+		case s != nil && s.Sides != "": // a graph op: its operands' and output's sides (ir.OpSpec.Sides)
 			dst, srcs, edges, err := env.graphDims(op.Layer, g.Ops[g.Ops[i].Args[0]].Name)
 			if err != nil {
 				return nil, fail("%v", err)
 			}
-			// want checks operand k against the rows it must have; a
-			// destination-side operand given on the sources is narrowed.
-			want := func(k, n int, dstSide bool) error {
+			side := func(c byte) (int, Space) {
+				switch c {
+				case 's':
+					return srcs, SpaceNode
+				case 'd':
+					return dst, SpaceNode
+				}
+				return edges, SpaceEdge
+			}
+			// An operand must have its side's rows; a destination-side
+			// operand given on the sources is narrowed.
+			for k := range len(s.Sides) - 1 {
+				c := s.Sides[k]
+				if c == '.' {
+					continue
+				}
+				n, _ := side(c)
 				r := p.rows[arg(k)]
-				if dstSide && r != n && r == srcs && p.space[arg(k)] == SpaceNode {
+				if c == 'd' && r != n && r == srcs && p.space[arg(k)] == SpaceNode {
 					op.Args[k] = narrow(arg(k), n, op.Layer)
-					return nil
+					continue
 				}
 				if r != n {
-					return fail("operand %d has %d rows, want %d", k, r, n)
-				}
-				return nil
-			}
-			var errs []error
-			switch kind {
-			case ir.OpAggregate, ir.OpLSTMAggregate:
-				errs = append(errs, want(1, srcs, false))
-				rows, sp = dst, SpaceNode
-			case ir.OpSpMMEdge:
-				errs = append(errs, want(1, edges, false), want(2, srcs, false))
-				rows, sp = dst, SpaceNode
-			case ir.OpUAddV:
-				errs = append(errs, want(1, srcs, false), want(2, dst, true))
-				rows, sp = edges, SpaceEdge
-			case ir.OpUDotV:
-				errs = append(errs, want(1, dst, true), want(2, srcs, false))
-				rows, sp = edges, SpaceEdge
-			case ir.OpEdgeSoftmax:
-				rows, sp = edges, SpaceEdge
-				switch s := ir.Spec(op.Kind); {
-				case s == nil || s.Seg == ir.SegSoftmax:
-					errs = append(errs, want(1, edges, false))
-				case s.Class == ir.ClassGather && s.Src:
-					errs = append(errs, want(1, srcs, false))
-				case s.Class == ir.ClassGather:
-					errs = append(errs, want(1, dst, true))
-				case s.Class == ir.ClassDegree:
-					errs = append(errs, want(1, dst, true))
-					rows, sp = dst, SpaceNode
-				default: // a segment reduction
-					errs = append(errs, want(1, edges, false))
-					rows, sp = dst, SpaceNode
+					return nil, fail("operand %d has %d rows, want %d", k, r, n)
 				}
 			}
-			for _, err := range errs {
-				if err != nil {
-					return nil, err
-				}
-			}
-		case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpConcat:
+			rows, sp = side(s.Sides[len(s.Sides)-1])
+		case s != nil && s.Aligned:
 			a, b := arg(0), arg(1)
 			rows, sp = p.rows[a], p.space[a]
 			if p.space[b] == SpaceNone || g.Ops[g.Ops[i].Args[1]].Shape[0] > 0 {

@@ -30,7 +30,7 @@ type EdgeIndex struct {
 // adjacency (one of its ops is a gather, segment or degree op).
 func UsesEdgeIndex(g *ir.Graph) bool {
 	for _, op := range g.Ops {
-		if s := ir.Spec(op.Kind); s != nil && ir.GraphOp(op.Kind) {
+		if s := ir.Spec(op.Kind); s != nil && s.Table() && ir.GraphOp(op.Kind) {
 			return true
 		}
 	}
@@ -169,7 +169,7 @@ func (p *Program) fuseGathers() {
 func (p *Program) bindTableAux(i int, op *ir.Op, s *ir.OpSpec, shape []int) (err error) {
 	a := &p.aux[i]
 	switch {
-	case s.Class == ir.ClassSegment && s.Seg != ir.SegSum && s.Seg != ir.SegMean && s.Seg != ir.SegSoftmax:
+	case s.Class == ir.ClassSegment && s.Seg != ir.SegSum && s.Seg != ir.SegMean && s.Seg != ir.SegSoftmax && s.Seg != ir.SegProd:
 		a.argmax, err = p.allocT(KindIndex, tensor.Int32, shape)
 	case s.Class == ir.ClassDegree:
 		if a.ones, err = p.alloc(KindValue, []int{1, shape[1]}); err != nil || p.dry() {
@@ -229,6 +229,12 @@ func (p *Program) forwardTable(ctx context.Context, i int32, s *ir.OpSpec) error
 		return be.Apply(backend.Neg, 0, y, y)
 	case ir.SegSoftmax:
 		return be.EdgeSoftmax(ctx, p.adj(op.Args[0]).Adj, e, y)
+	case ir.SegProd:
+		mul, err := p.multiplier(op.Kind)
+		if err != nil {
+			return err
+		}
+		return mul.SegmentProd(ctx, x.Inc, e, y)
 	case ir.SegQuantile, ir.SegNth:
 		sel, ok := be.(backend.SegmentSelector)
 		if !ok {
@@ -295,6 +301,14 @@ func (p *Program) backwardTable(ctx context.Context, i int32, s *ir.OpSpec) erro
 	case ir.SegSoftmax:
 		g := p.adj(args[0]).Adj
 		return p.accumulate(args[1], func(out *tensor.Tensor) error { return be.EdgeSoftmaxBackward(ctx, g, y, dy, out) })
+	case ir.SegProd:
+		mul, err := p.multiplier(op.Kind)
+		if err != nil {
+			return err
+		}
+		return p.accumulate(args[1], func(out *tensor.Tensor) error {
+			return mul.SegmentProdBackward(ctx, x.Inc, p.val(args[1]), dy, out)
+		})
 	default: // max, min, quantile, nth: the selected edge takes dy
 		de, err := p.zeroed(args[1])
 		if err != nil {
@@ -360,4 +374,14 @@ func (p *Program) backwardBinary(i int32, s *ir.OpSpec, dy *tensor.Tensor) error
 		return err
 	}
 	return p.reduceInto(op.Args[1], a, b, tmp, signB)
+}
+
+// multiplier returns the backend's segment product kernel, or an error
+// naming the op that needs it.
+func (p *Program) multiplier(k ir.Kind) (backend.SegmentMultiplier, error) {
+	mul, ok := p.be.(backend.SegmentMultiplier)
+	if !ok {
+		return nil, fmt.Errorf("the %s backend has no segment product kernel (backend.SegmentMultiplier), which %s needs", p.be.Name(), k)
+	}
+	return mul, nil
 }

@@ -5,15 +5,21 @@ import (
 	"slices"
 )
 
-// The op table: every elementwise, gather, segment and degree op is
-// declared once here, with its arity, shape rule, backend code, which
-// operands its gradient reads, its reference function and derivative, and
-// its flop count for the cost models. The builder validates from it, the
-// engine dispatches forward and backward from it, the simulator prices
-// from it, the tests iterate over it, and `go generate ./core/ir`
-// (internal/opgen) writes the backend's function codes, the SDK wrappers
-// and the CUDA code list from it. Adding an elementwise op is one entry
-// here plus its cpu (and cuda) kernel.
+// The op table: every IR op kind is declared once here, with its
+// operands (arity, which one is a graph), shape rule, attribute, backend
+// code, which operands its gradient reads, its reference function and
+// derivative or the engine methods that run it, its flop and byte counts
+// for the cost models and its gradient-check recipe. The builder validates
+// from it, the engine dispatches forward and backward and plans its
+// buffers and row spaces from it, the simulator prices from it, the tests
+// iterate over it, and `go generate ./core/ir` (internal/opgen) writes the
+// backend's function codes, the builder's typed methods, the engine's
+// dispatch of the structural ops, the WASM host functions, the guest SDK's
+// wrappers and imports, the CUDA code list and docs/ops.md from it.
+// Adding an elementwise op is one entry here plus its cpu (and cuda)
+// kernel; adding a structural op is one entry (ClassStructural, see
+// structural.go) plus its engine methods forward<Impl> and backward<Impl>
+// (and bind<Impl> when it keeps per-op state).
 
 //go:generate go run strata/internal/opgen/cmd/opgen
 
@@ -37,6 +43,13 @@ const (
 	// ClassDegree: (g, x[N,C]) -> [N,C], every column the in-degree of
 	// the row's node in g (x gives the width; its values are not read).
 	ClassDegree
+	// ClassStructural: an op with its own shape rule (Infer) and engine
+	// methods (Impl): matmul, aggregate (SpMM), batchnorm, the GAT and
+	// LSTM ops, ...
+	ClassStructural
+	// ClassLeaf: a value the host provides (input, graph, param); no
+	// operands, no forward.
+	ClassLeaf
 )
 
 // Segment says which reduction a ClassSegment op computes.
@@ -51,6 +64,7 @@ const (
 	SegSoftmax
 	SegQuantile // the Alpha-quantile of the sorted values, lower element
 	SegNth      // the value of the Alpha-th in-edge in CSR order (0 when fewer)
+	SegProd     // the product (1 without in-edges)
 )
 
 // GradRule says how a binary op's gradient is formed from dy.
@@ -67,11 +81,13 @@ const (
 
 // OpSpec declares one op of the table.
 type OpSpec struct {
-	Kind  Kind   // the IR op ("" for a backend-only function: identity, neg)
-	Name  string // the backend code's Go name (Exp, Log, ...)
-	SDK   string // the SDK wrapper's name ("" when hand-written in the SDK)
-	Class Class
-	Doc   string
+	Kind Kind   // the IR op ("" for a backend-only function: identity, neg)
+	Name string // the backend code's Go name (Exp, Log, ...)
+	SDK  string // the SDK wrapper's name ("" when hand-written in the SDK)
+	// SDKDoc is a further paragraph of the SDK wrapper's doc comment.
+	SDKDoc string
+	Class  Class
+	Doc    string
 	// Code is the backend.Unary or backend.Binary value (stable: CUDA
 	// kernels and checkpoints of cost data use it).
 	Code uint8
@@ -97,6 +113,55 @@ type OpSpec struct {
 	// (0,0 means (-2, 2)); Alpha a value the check uses.
 	DomainLo, DomainHi float64
 	CheckAlpha         float64
+
+	// Operands names the arguments in order (the arity is their count);
+	// "g" is a graph. Filled from the class for the elementwise, gather,
+	// segment and degree ops.
+	Operands []string
+	// AttrType says which field of Op holds the attribute Attr names.
+	AttrType AttrType
+	// Infer is a structural op's shape rule: it checks the operands and
+	// the attribute and returns the output shape.
+	Infer func(args []*Op, op *Op) ([]int64, error)
+	// Sides is, for an op with a graph operand, the row space of every
+	// operand and then of the output: 's' the graph's sources, 'd' its
+	// destinations (an operand given on the sources is narrowed), 'e' its
+	// edges, '.' not rows of the graph (the graph itself, parameters).
+	Sides string
+	// Aligned: the second operand has the first's rows (binary ops,
+	// concat); otherwise an op's rows are its first operand's.
+	Aligned bool
+	// ReadsArgs and ReadsY say which operand values (by position) and
+	// whether its own value the backward reads (derived from NeedsX,
+	// NeedsY, Grad and Seg for the other classes).
+	ReadsArgs []int
+	ReadsY    bool
+	// InPlace lists the operands whose buffer the forward may write its
+	// output over; InPlaceGrad says the backward may write the first
+	// operand's gradient over the output's.
+	InPlace     []int
+	InPlaceGrad bool
+	// Impl names a structural op's engine methods: forward<Impl>,
+	// backward<Impl> and, with Aux, bind<Impl> (generated dispatch,
+	// core/engine/dispatch_gen.go).
+	Impl string
+	Aux  bool
+	// Cost is a structural op's flop and byte count for concrete operand
+	// and output shapes (edges: the graph's edge count); the other classes
+	// derive it from Flops.
+	Cost func(args [][]int64, out []int64, edges int64) (flops, bytes float64)
+	// CostDoc is Cost in words (docs/ops.md).
+	CostDoc string
+	// Checks are a structural op's finite-difference gradient cases.
+	Checks []Check
+}
+
+// Check is one gradient-check recipe of an op: it records the op on h
+// and h2 (two [N,width] values), g ("adj") and gs ("adj_self") and
+// returns a [N,C] value.
+type Check struct {
+	Name  string
+	Build func(b *Builder, h, h2, g, gs int32) int32
 }
 
 // Unary and binary function codes that are not IR ops.
@@ -107,23 +172,24 @@ const (
 
 func relu(x, _ float64) float64 { return max(x, 0) }
 
-// Ops is the op table. Unary codes continue the backend's historical
-// numbering (identity 0 ... neg 7); binary codes likewise (add 0 ... div 3).
-var Ops = []OpSpec{
+// tableOps are the elementwise, gather, segment and degree ops. Unary
+// codes continue the backend's historical numbering (identity 0 ... neg
+// 7); binary codes likewise (add 0 ... div 3).
+var tableOps = []OpSpec{
 	// Unary functions.
 	{Name: "Identity", Class: ClassUnary, Code: codeIdentity, Doc: "y = x", Flops: 0,
 		F: func(x, _ float64) float64 { return x }, DF: func(_, _, _ float64) float64 { return 1 }},
-	{Kind: OpReLU, Name: "ReLU", SDK: "ReLU", Class: ClassUnary, Code: 1, NeedsX: true, Doc: "max(x, 0)", Flops: 1,
+	{Kind: OpReLU, Name: "ReLU", SDK: "ReLU", Class: ClassUnary, Code: 1, NeedsX: true, InPlace: []int{0}, InPlaceGrad: true, Doc: "max(x, 0)", Flops: 1,
 		F: relu, DF: func(x, _, _ float64) float64 { return step(x) }},
-	{Kind: OpLeakyReLU, Name: "LeakyReLU", Class: ClassUnary, Code: 2, Attr: "slope", NeedsX: true, Doc: "x if x > 0 else slope·x", Flops: 2, CheckAlpha: 0.2,
+	{Kind: OpLeakyReLU, Name: "LeakyReLU", Class: ClassUnary, Code: 2, Attr: "slope", NeedsX: true, InPlace: []int{0}, InPlaceGrad: true, Doc: "x if x > 0 else slope·x", Flops: 2, CheckAlpha: 0.2,
 		F:  func(x, a float64) float64 { return pick(x > 0, x, a*x) },
 		DF: func(x, _, a float64) float64 { return pick(x > 0, 1, a) }},
-	{Kind: OpELU, Name: "ELU", Class: ClassUnary, Code: 3, Attr: "alpha", NeedsX: true, NeedsY: true, Doc: "x if x > 0 else alpha·(e^x - 1)", Flops: 4, CheckAlpha: 1,
+	{Kind: OpELU, Name: "ELU", Class: ClassUnary, Code: 3, Attr: "alpha", NeedsX: true, NeedsY: true, InPlace: []int{0}, InPlaceGrad: true, Doc: "x if x > 0 else alpha·(e^x - 1)", Flops: 4, CheckAlpha: 1,
 		F:  func(x, a float64) float64 { return pick(x > 0, x, a*math.Expm1(x)) },
 		DF: func(x, y, a float64) float64 { return pick(x > 0, 1, y+a) }},
-	{Kind: OpSigmoid, Name: "Sigmoid", SDK: "Sigmoid", Class: ClassUnary, Code: 4, NeedsY: true, Doc: "1/(1+e^-x)", Flops: 4,
+	{Kind: OpSigmoid, Name: "Sigmoid", SDK: "Sigmoid", Class: ClassUnary, Code: 4, NeedsY: true, InPlace: []int{0}, InPlaceGrad: true, Doc: "1/(1+e^-x)", Flops: 4,
 		F: func(x, _ float64) float64 { return 1 / (1 + math.Exp(-x)) }, DF: func(_, y, _ float64) float64 { return y * (1 - y) }},
-	{Kind: OpTanh, Name: "Tanh", SDK: "Tanh", Class: ClassUnary, Code: 5, NeedsY: true, Doc: "tanh(x)", Flops: 6,
+	{Kind: OpTanh, Name: "Tanh", SDK: "Tanh", Class: ClassUnary, Code: 5, NeedsY: true, InPlace: []int{0}, InPlaceGrad: true, Doc: "tanh(x)", Flops: 6,
 		F: func(x, _ float64) float64 { return math.Tanh(x) }, DF: func(_, y, _ float64) float64 { return 1 - y*y }},
 	{Kind: OpExp, Name: "Exp", SDK: "Exp", Class: ClassUnary, Code: 6, NeedsY: true, Doc: "e^x", Flops: 4,
 		F: func(x, _ float64) float64 { return math.Exp(x) }, DF: func(_, y, _ float64) float64 { return y }},
@@ -150,11 +216,11 @@ var Ops = []OpSpec{
 		F: func(x, _ float64) float64 { return math.Cos(x) }, DF: func(x, _, _ float64) float64 { return -math.Sin(x) }},
 
 	// Binary functions (b broadcasts: same shape, a row [C] or a scalar [1]).
-	{Kind: OpAdd, Name: "Add", SDK: "Add", Class: ClassBinary, Code: 0, Grad: GradAdd, Doc: "a + b", Flops: 1,
+	{Kind: OpAdd, Name: "Add", SDK: "Add", Class: ClassBinary, InPlace: []int{0, 1}, InPlaceGrad: true, Code: 0, Grad: GradAdd, Doc: "a + b", Flops: 1,
 		F2: func(a, b float64) float64 { return a + b }},
-	{Kind: OpSub, Name: "Sub", SDK: "Sub", Class: ClassBinary, Code: 1, Grad: GradSub, Doc: "a - b", Flops: 1,
+	{Kind: OpSub, Name: "Sub", SDK: "Sub", Class: ClassBinary, InPlace: []int{0, 1}, InPlaceGrad: true, Code: 1, Grad: GradSub, Doc: "a - b", Flops: 1,
 		F2: func(a, b float64) float64 { return a - b }},
-	{Kind: OpMul, Name: "Mul", SDK: "Mul", Class: ClassBinary, Code: 2, Grad: GradMul, Doc: "a · b", Flops: 1,
+	{Kind: OpMul, Name: "Mul", SDK: "Mul", Class: ClassBinary, InPlace: []int{0, 1}, Code: 2, Grad: GradMul, Doc: "a · b", Flops: 1,
 		F2: func(a, b float64) float64 { return a * b }},
 	{Kind: OpDiv, Name: "Div", SDK: "Div", Class: ClassBinary, Code: 3, Grad: GradDiv, Doc: "a / b", Flops: 1, DomainLo: 0.3, DomainHi: 2,
 		F2: func(a, b float64) float64 { return a / b }},
@@ -175,6 +241,8 @@ var Ops = []OpSpec{
 	{Kind: OpSegmentMax, Name: "SegmentMax", SDK: "SegmentMax", Class: ClassSegment, Seg: SegMax, Doc: "max over the node's in-edges (0 without)"},
 	{Kind: OpSegmentMin, Name: "SegmentMin", SDK: "SegmentMin", Class: ClassSegment, Seg: SegMin, Doc: "min over the node's in-edges (0 without)"},
 	{Kind: OpSegmentSoftmax, Name: "SegmentSoftmax", SDK: "SegmentSoftmax", Class: ClassSegment, Seg: SegSoftmax, Doc: "softmax over the node's in-edges, per column: [E,C] -> [E,C]"},
+	{Kind: OpSegmentProd, Name: "SegmentProd", SDK: "SegmentProd", Class: ClassSegment, Seg: SegProd, Flops: 1,
+		Doc: "the product over the node's in-edges (1 without); a factor's gradient is the product of the others, zeros included"},
 	{Kind: OpSegmentQuantile, Name: "SegmentQuantile", SDK: "SegmentQuantile", Class: ClassSegment, Seg: SegQuantile, Attr: "q", CheckAlpha: 0.5,
 		Doc: "the q-quantile of the node's in-edge values per column, the lower element of the sorted values (q = 0.5: the lower median; 0 without in-edges)"},
 	{Kind: OpSegmentNth, Name: "SegmentNth", SDK: "SegmentNth", Class: ClassSegment, Seg: SegNth, Attr: "k", CheckAlpha: 1,
@@ -183,6 +251,16 @@ var Ops = []OpSpec{
 	// Degree.
 	{Kind: OpDegree, Name: "Degree", SDK: "Degree", Class: ClassDegree, Doc: "the node's in-degree in g, in every column of x's width (no gradient)"},
 }
+
+// Ops is the op table: the elementwise, gather, segment and degree ops
+// above, then the structural ops and the leaves (structural.go).
+var Ops = func() []OpSpec {
+	all := append(slices.Clone(tableOps), structuralOps...)
+	for i := range all {
+		fillDerived(&all[i])
+	}
+	return all
+}()
 
 // Table ops beyond the hand-written kinds of ir.go.
 const (
@@ -206,6 +284,7 @@ const (
 	OpSegmentMax      Kind = "segment_max"
 	OpSegmentMin      Kind = "segment_min"
 	OpSegmentSoftmax  Kind = "segment_softmax"
+	OpSegmentProd     Kind = "segment_prod"
 	OpSegmentQuantile Kind = "segment_quantile"
 	OpSegmentNth      Kind = "segment_nth"
 	OpDegree          Kind = "degree"
@@ -230,18 +309,22 @@ func pick(c bool, a, b float64) float64 {
 	return b
 }
 
-var specByKind = func() map[Kind]*OpSpec {
-	m := map[Kind]*OpSpec{}
+// specByKind indexes Ops by kind. It is filled by init, not by its
+// initialiser, so that the entries' gradient checks (which record ops
+// through Spec) do not make Ops depend on itself.
+var specByKind map[Kind]*OpSpec
+
+func init() {
+	specByKind = map[Kind]*OpSpec{}
 	for i := range Ops {
 		if Ops[i].Kind != "" {
-			m[Ops[i].Kind] = &Ops[i]
+			specByKind[Ops[i].Kind] = &Ops[i]
 		}
 	}
-	return m
-}()
+}
 
-// Spec returns the table entry of an op kind (nil for the hand-written
-// kinds: matmul, aggregate, ...).
+// Spec returns the table entry of an op kind (nil for a kind not in the
+// table).
 func Spec(k Kind) *OpSpec { return specByKind[k] }
 
 // UnarySpec returns the table entry of a backend unary code (nil when
@@ -273,26 +356,24 @@ func TableKinds(c Class) []Kind {
 }
 
 // takesGraphArg reports whether a table op reads a graph as argument 0.
-func (s *OpSpec) takesGraphArg() bool {
-	return s.Class == ClassGather || s.Class == ClassSegment || s.Class == ClassDegree
-}
+func (s *OpSpec) takesGraphArg() bool { return len(s.Operands) > 0 && s.Operands[0] == "g" }
 
 // GraphOp reports whether an op kind reads a graph as its first argument.
 func GraphOp(k Kind) bool {
-	switch k {
-	case OpAggregate, OpSpMMEdge, OpUAddV, OpUDotV, OpEdgeSoftmax, OpLSTMAggregate:
-		return true
-	}
 	s := Spec(k)
 	return s != nil && s.takesGraphArg()
 }
+
+// Table reports whether an op is one of the elementwise, gather, segment
+// and degree ops the engine runs generically (not structural, not a leaf).
+func (s *OpSpec) Table() bool { return s.Class >= ClassUnary && s.Class <= ClassDegree }
 
 // Table records a table op of class gather, segment or degree: (g, v)
 // with attribute alpha (the quantile q, the position k).
 func (b *Builder) Table(kind Kind, g, v int32, alpha float64) int32 {
 	s := Spec(kind)
-	if s == nil || !s.takesGraphArg() {
-		return b.fail(kind, "not a graph op of the op table")
+	if s == nil || !s.takesGraphArg() || !s.Table() {
+		return b.fail(kind, "not a gather, segment or degree op of the op table")
 	}
 	vs, ok := b.vals(kind, g, v)
 	if !ok {

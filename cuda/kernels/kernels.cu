@@ -723,10 +723,58 @@ DEVICE void lstm_scatter_impl(i64 S, const i64 *bindptr, const I *bidx, const i6
 	}
 }
 
+// segment_prod: per row r and column c of e [nnz,C], the product of the
+// row's in-edge values in edge order (1 for none), one thread each.
+template <typename T>
+DEVICE void segment_prod_impl(const i64 *indptr, const T *e, T *out, i64 rows, i64 C) {
+	for (i64 t = gtid(); t < rows * C; t += gstride()) {
+		i64 r = t / C, c = t % C;
+		T p = (T)1;
+		for (i64 k = indptr[r]; k < indptr[r + 1]; k++)
+			p *= e[k * C + c];
+		out[t] = p;
+	}
+}
+
+// segment_prod_bwd: de[k,c] = dout[r,c] times the product of the row's
+// other factors, from the row's zero count z and the product P of its
+// non-zero factors: dout·P/e when z = 0, dout·P at the zero when z = 1,
+// 0 otherwise (as the cpu backend).
+template <typename T>
+DEVICE void segment_prod_bwd_impl(const i64 *indptr, const T *e, const T *dout, T *de, i64 rows, i64 C) {
+	for (i64 t = gtid(); t < rows * C; t += gstride()) {
+		i64 r = t / C, c = t % C, k0 = indptr[r], k1 = indptr[r + 1], zeros = 0;
+		T p = (T)1;
+		for (i64 k = k0; k < k1; k++) {
+			T v = e[k * C + c];
+			if (v == (T)0)
+				zeros++;
+			else
+				p *= v;
+		}
+		T dy = dout[t];
+		for (i64 k = k0; k < k1; k++) {
+			T v = e[k * C + c];
+			T g = (T)0;
+			if (zeros == 0)
+				g = dy * p / v;
+			else if (zeros == 1 && v == (T)0)
+				g = dy * p;
+			de[k * C + c] = g;
+		}
+	}
+}
+
 // ------------------------------------------------------------ entry points
 
 #define T_KERNELS(T, S)                                                                                            \
 	KERNEL(fill_##S, (T * y, i64 n, double v)) { fill_impl<T>(y, n, v); }                                      \
+	KERNEL(segment_prod_##S, (const i64 *indptr, const T *e, T *out, i64 rows, i64 C)) {                       \
+		segment_prod_impl<T>(indptr, e, out, rows, C);                                                     \
+	}                                                                                                          \
+	KERNEL(segment_prod_bwd_##S, (const i64 *indptr, const T *e, const T *dout, T *de, i64 rows, i64 C)) {     \
+		segment_prod_bwd_impl<T>(indptr, e, dout, de, rows, C);                                            \
+	}                                                                                                          \
 	KERNEL(axpby_##S, (const T *x, T *y, i64 n, double alpha, double beta)) {                                  \
 		axpby_impl<T>(x, y, n, alpha, beta);                                                               \
 	}                                                                                                          \

@@ -34,18 +34,6 @@ func Aggr(name string, g, x Value) Value {
 // CfgStr returns the string option key, or def when it is not set.
 func CfgStr(key, def string) string { return abi.CfgStr(key, def) }
 
-// SegmentProd is the product over each node's in-edges of e[E,C]
-// (PyG's MulAggregation), composed from the op table:
-// sign · exp(min(Σ log max(|e|, 1e-30), 80)), the sign the parity of the
-// negative values, cos(π·#negatives). A zero value makes the product 0 (to
-// 1e-30) and gets no gradient (PyG's: the product of the others); a
-// product beyond e^80 saturates there (float32 overflows at e^88).
-func SegmentProd(g, e Value) Value {
-	mag := Exp(ClampMax(SegmentSum(g, Ln(ClampMin(Abs(e), 1e-30))), 80))
-	neg := Scale(Sub(Abs(Sign(e)), Sign(e)), 0.5) // 1 where e < 0, else 0
-	return Mul(mag, Cos(Scale(SegmentSum(g, neg), 3.141592653589793)))
-}
-
 // Variance is mean_j(x_j²) - mean_j(x_j)² over each node's in-neighbours
 // in g (PyG's VarAggregation).
 func Variance(g, x Value) Value {

@@ -62,3 +62,44 @@ func Post(h Value, act func(Value) Value) Value {
 	}
 	return act(h)
 }
+
+// GRUCell is torch.nn.GRUCell's weights: "<name>.weight_ir", "weight_iz",
+// "weight_in" [in,hidden], "weight_hr", "weight_hz", "weight_hn"
+// [hidden,hidden] (PyTorch's, transposed and split by gate, U(±1/sqrt(rows)))
+// and the biases "<name>.bias_r", "bias_z" (b_i + b_h of the gate),
+// "bias_in" and "bias_hn" [hidden] (zeros). Step applies it.
+type GRUCell struct {
+	wir, wiz, win, whr, whz, whn Value
+	br, bz, bin, bhn             Value
+}
+
+// NewGRUCell declares a GRU cell's parameters.
+func NewGRUCell(name string, in, hidden int64) *GRUCell {
+	w := func(s string, rows int64) Value { return Param(name+".weight_"+s, []int64{rows, hidden}, Uniform) }
+	b := func(s string) Value { return Param(name+".bias_"+s, []int64{hidden}, Zeros) }
+	return &GRUCell{
+		wir: w("ir", in), wiz: w("iz", in), win: w("in", in),
+		whr: w("hr", hidden), whz: w("hz", hidden), whn: w("hn", hidden),
+		br: b("r"), bz: b("z"), bin: b("in"), bhn: b("hn"),
+	}
+}
+
+// Step is one GRU step from input x [R,in] and hidden state h
+// [R,hidden], as PyTorch: r = σ(x W_ir + h W_hr + b_r), z = σ(x W_iz +
+// h W_hz + b_z), n = tanh(x W_in + b_in + r ⊙ (h W_hn + b_hn)), h' =
+// n + z ⊙ (h - n). A negative h (NoState) is the zero state.
+func (c *GRUCell) Step(x, h Value) Value {
+	if h == NoState {
+		r := Sigmoid(Bias(MatMul(x, c.wir), c.br))
+		z := Sigmoid(Bias(MatMul(x, c.wiz), c.bz))
+		n := Tanh(Add(Bias(MatMul(x, c.win), c.bin), Mul(r, c.bhn)))
+		return Sub(n, Mul(z, n))
+	}
+	r := Sigmoid(Bias(Add(MatMul(x, c.wir), MatMul(h, c.whr)), c.br))
+	z := Sigmoid(Bias(Add(MatMul(x, c.wiz), MatMul(h, c.whz)), c.bz))
+	n := Tanh(Add(Bias(MatMul(x, c.win), c.bin), Mul(r, Bias(MatMul(h, c.whn), c.bhn))))
+	return Add(n, Mul(z, Sub(h, n)))
+}
+
+// NoState is the zero hidden state of GRUCell.Step.
+const NoState Value = -1 << 30

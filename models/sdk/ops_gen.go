@@ -84,6 +84,9 @@ func SegmentMin(g, e Value) Value { return table("segment_min", g, e, 0) }
 // SegmentSoftmax records segment_softmax: softmax over the node's in-edges, per column: [E,C] -> [E,C].
 func SegmentSoftmax(g, e Value) Value { return table("segment_softmax", g, e, 0) }
 
+// SegmentProd records segment_prod: the product over the node's in-edges (1 without); a factor's gradient is the product of the others, zeros included.
+func SegmentProd(g, e Value) Value { return table("segment_prod", g, e, 0) }
+
 // SegmentQuantile records segment_quantile: the q-quantile of the node's in-edge values per column, the lower element of the sorted values (q = 0.5: the lower median; 0 without in-edges).
 func SegmentQuantile(g, e Value, q float64) Value { return table("segment_quantile", g, e, q) }
 
@@ -92,3 +95,52 @@ func SegmentNth(g, e Value, k float64) Value { return table("segment_nth", g, e,
 
 // Degree records degree: the node's in-degree in g, in every column of x's width (no gradient).
 func Degree(g, x Value) Value { return table("degree", g, x, 0) }
+
+// Aggregate records aggregate: (g, x[N,C]) -> [N,C]: the sum, mean, max or GCN-normalised sum of each node's source rows (the fused SpMM).
+func Aggregate(g, x Value, reducer Reducer) Value {
+	return Value(abi.Aggregate(int32(g), int32(x), string(reducer)))
+}
+
+// SpMMEdge records spmm_edge: (g, w[E,H], x[N,H·C]) -> [N,H·C]: each node's source rows weighted per edge and head.
+func SpMMEdge(g, w, x Value) Value { return Value(abi.SpMMEdge(int32(g), int32(w), int32(x))) }
+
+// MatMul records matmul: (a[R,K], b[K,M]) -> [R,M], b with concrete rows.
+func MatMul(a, b Value) Value { return Value(abi.MatMul(int32(a), int32(b))) }
+
+// Bias records bias: (x[R,C], b[C]) -> [R,C]: b added to every row.
+func Bias(x, b Value) Value { return Value(abi.Bias(int32(x), int32(b))) }
+
+// Scale records scale: (x) -> x's shape: factor·x.
+func Scale(x Value, factor float64) Value { return unary("scale", x, factor) }
+
+// Concat records concat: (a[R,C1], b[R,C2]) -> [R,C1+C2].
+func Concat(a, b Value) Value { return Value(abi.Concat(int32(a), int32(b))) }
+
+// BatchNorm records batchnorm: (x[R,C], gamma[C], beta[C]) -> [R,C]: columns normalised with the batch statistics in training, the running ones in evaluation; gamma and beta are params.
+func BatchNorm(x, gamma, beta Value, eps float64) Value {
+	return Value(abi.BatchNorm(int32(x), int32(gamma), int32(beta), eps))
+}
+
+// HeadDot records head_dot: (x[R,H·C], a[H,C]) -> [R,H]: one score per row and head.
+func HeadDot(x, a Value) Value { return Value(abi.HeadDot(int32(x), int32(a))) }
+
+// UAddV records u_add_v: (g, u[N,H], v[N,H]) -> [E,H]: u of the edge's source plus v of its destination.
+func UAddV(g, u, v Value) Value { return Value(abi.UAddV(int32(g), int32(u), int32(v))) }
+
+// UDotV records u_dot_v: (g, x[N,H·C], y[N,H·C]) -> [E,H]: per edge and head <x[dst], y[src]>.
+func UDotV(g, x, y Value, heads int64) Value {
+	return Value(abi.UDotV(int32(g), int32(x), int32(y), heads))
+}
+
+// EdgeSoftmax records edge_softmax: (g, s[E,H]) -> [E,H]: softmax over each destination's in-edges.
+func EdgeSoftmax(g, s Value) Value { return Value(abi.EdgeSoftmax(int32(g), int32(s))) }
+
+// HeadMean records head_mean: (x[R,H·C]) -> [R,C]: the mean of the H column blocks.
+func HeadMean(x Value, heads int64) Value { return Value(abi.HeadMean(int32(x), heads)) }
+
+// LSTMAggregate records lstm_aggregate: (g, x[N,C], w_ih[C,4H], w_hh[H,4H], b[4H]) -> [N,H]: an LSTM (gates i, f, g, o as PyTorch, zero initial state) over each node's sources in CSR order, the last hidden state (zeros without sources).
+//
+// See LSTMAggregation.
+func LSTMAggregate(g, x, wih, whh, b Value) Value {
+	return Value(abi.LSTMAggregate(int32(g), int32(x), int32(wih), int32(whh), int32(b)))
+}

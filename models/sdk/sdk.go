@@ -88,20 +88,6 @@ func Param(name string, shape []int64, init Init) Value {
 	return Value(abi.Param(name, shape, string(init)))
 }
 
-// Aggregate reduces neighbour rows of x[N,C] over g.
-func Aggregate(g, x Value, r Reducer) Value {
-	return Value(abi.Aggregate(int32(g), int32(x), string(r)))
-}
-
-// SpMMEdge sums x[N,H*C] over in-edges weighted per edge and head by w[E,H].
-func SpMMEdge(g, w, x Value) Value { return Value(abi.SpMMEdge(int32(g), int32(w), int32(x))) }
-
-// MatMul multiplies a[R,K] by b[K,M].
-func MatMul(a, b Value) Value { return Value(abi.MatMul(int32(a), int32(b))) }
-
-// Bias adds the row b[C] to every row of x[R,C].
-func Bias(x, b Value) Value { return Value(abi.Bias(int32(x), int32(b))) }
-
 func unary(kind string, x Value, alpha float64) Value {
 	return Value(abi.Unary(kind, int32(x), alpha))
 }
@@ -110,9 +96,6 @@ func unary(kind string, x Value, alpha float64) Value {
 func table(kind string, g, v Value, alpha float64) Value {
 	return Value(abi.Table(kind, int32(g), int32(v), alpha))
 }
-
-// Scale multiplies x by alpha.
-func Scale(x Value, alpha float64) Value { return unary("scale", x, alpha) }
 
 // LeakyReLU is x for x > 0, slope*x otherwise.
 func LeakyReLU(x Value, slope float64) Value { return unary("leaky_relu", x, slope) }
@@ -127,39 +110,6 @@ func Dropout(x Value, p float64) Value {
 		return x
 	}
 	return unary("dropout", x, p)
-}
-
-// Concat joins a[R,C1] and b[R,C2] into [R,C1+C2].
-func Concat(a, b Value) Value { return Value(abi.Concat(int32(a), int32(b))) }
-
-// BatchNorm normalises the columns of x with params gamma[C] and beta[C].
-func BatchNorm(x, gamma, beta Value, eps float64) Value {
-	return Value(abi.BatchNorm(int32(x), int32(gamma), int32(beta), eps))
-}
-
-// HeadDot computes one score per row and head: x[R,H*C], a[H,C] -> [R,H].
-func HeadDot(x, a Value) Value { return Value(abi.HeadDot(int32(x), int32(a))) }
-
-// UAddV computes u[src(e)] + v[dst(e)] on every edge of g: [E,H].
-func UAddV(g, u, v Value) Value { return Value(abi.UAddV(int32(g), int32(u), int32(v))) }
-
-// UDotV computes per-head <x[dst(e)], y[src(e)]> on every edge of g: [E,H].
-func UDotV(g, x, y Value, heads int64) Value {
-	return Value(abi.UDotV(int32(g), int32(x), int32(y), heads))
-}
-
-// EdgeSoftmax normalises edge scores s[E,H] over each destination's in-edges.
-func EdgeSoftmax(g, s Value) Value { return Value(abi.EdgeSoftmax(int32(g), int32(s))) }
-
-// HeadMean averages the heads column blocks of x[R,H*C] into [R,C].
-func HeadMean(x Value, heads int64) Value { return Value(abi.HeadMean(int32(x), heads)) }
-
-// LSTMAggregate feeds the sources of every node of g, in the graph's CSR
-// order, through an LSTM (gates i, f, g, o as PyTorch; zero initial state)
-// and returns the last hidden state, zeros for a node without sources:
-// x[N,C], wih[C,4H], whh[H,4H], b[4H] -> [N,H]. See LSTMAggregation.
-func LSTMAggregate(g, x, wih, whh, b Value) Value {
-	return Value(abi.LSTMAggregate(int32(g), int32(x), int32(wih), int32(whh), int32(b)))
 }
 
 // Output marks h as the layer's result. Layers given to Register return

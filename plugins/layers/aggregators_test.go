@@ -3,8 +3,10 @@ package layers
 import (
 	"context"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"strata/core/backend"
@@ -44,6 +46,9 @@ type aggrCase struct {
 	cfg  map[string]string
 	num  map[string]float64
 	ref  func(nbrs [][]float64) []float64
+	// pref is the reference of an aggregator with parameters: it also
+	// reads their values (by name, row-major).
+	pref func(nbrs [][]float64, w params) []float64
 	// tol loosens the gradient check (kinks of clamps, selections).
 	tol float64
 }
@@ -159,10 +164,12 @@ func aggrCases() []aggrCase {
 				}
 				return out
 			}},
-		{name: "lstm"},
-		{name: "attentional"},
-		{name: "mlp", num: map[string]float64{"max_num": 3}},
-		{name: "deepsets"},
+		{name: "lstm", pref: lstmRef},
+		{name: "attentional", pref: attentionalRef},
+		{name: "mlp", num: map[string]float64{"max_num": 3}, pref: mlpRef(3)},
+		{name: "deepsets", pref: deepsetsRef},
+		{name: "gru", num: map[string]float64{"max_num": 4, "gru_hidden": 2}, pref: gruRef(4)},
+		{name: "lcm", num: map[string]float64{"max_num": 5}, pref: lcmRef(5)},
 	}
 }
 
@@ -244,6 +251,10 @@ func download(t *testing.T, be backend.Backend, tt *tensor.Tensor) []float64 {
 	return v
 }
 
+// aggrPrefix matches the prefix the host gives an aggregator's parameter
+// names (aggr<k>.<module>.).
+var aggrPrefix = regexp.MustCompile(`^(aggr[0-9]+\.[^.]+\.)+`)
+
 func TestAggregatorForward(t *testing.T) {
 	rt := aggrRuntime(t)
 	csr := aggrTestCSR()
@@ -258,6 +269,24 @@ func TestAggregatorForward(t *testing.T) {
 			p := aggrProgram(t, be, tensor.Host, g)
 			if err := p.Forward(context.Background(), engine.Mode{}); err != nil {
 				t.Fatal(err)
+			}
+			var w params
+			if c.pref != nil { // move the parameters off their init (zero biases) and read them
+				w = params{}
+				for k, prm := range p.Params() {
+					v := download(t, be, prm.Value)
+					for i := range v {
+						v[i] += 0.3 * math.Sin(float64(i*7+k)+1)
+					}
+					if err := be.Upload(prm.Value, v); err != nil {
+						t.Fatal(err)
+					}
+					w[strings.TrimPrefix(prm.Name, aggrPrefix.FindString(prm.Name))] = param{v, prm.Value.Shape()}
+				}
+				if err := p.Forward(context.Background(), engine.Mode{}); err != nil {
+					t.Fatal(err)
+				}
+				c.ref = func(n [][]float64) []float64 { return c.pref(n, w) }
 			}
 			got := download(t, be, p.Output())
 			if c.ref != nil {
@@ -289,6 +318,13 @@ func TestAggregatorForward(t *testing.T) {
 				t.Fatal(err)
 			}
 			ps := aggrProgram(t, sb, sim.DeviceTier(0), g)
+			for _, prm := range ps.Params() {
+				if v, ok := w[strings.TrimPrefix(prm.Name, aggrPrefix.FindString(prm.Name))]; ok {
+					if err := sb.Upload(prm.Value, v.v); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			if err := ps.Forward(context.Background(), engine.Mode{}); err != nil {
 				t.Fatal(err)
 			}

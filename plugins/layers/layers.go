@@ -50,6 +50,8 @@ var aggrDocs = map[string]string{
 	"mlp":                 "MLP over the first max_num neighbours, zero-padded; option max_num (MLPAggregation)",
 	"deepsets":            "global_nn(Σ local_nn(x_j)) (DeepSetsAggregation)",
 	"variance-preserving": "Σ x_j / sqrt(deg) (VariancePreservingAggregation)",
+	"gru":                 "GRU over the first max_num neighbours in CSR order, zero-padded; options max_num, gru_hidden (GRUAggregation)",
+	"lcm":                 "learnable commutative monoid: a GRU cell over a binary tree of the first max_num neighbours, zero-padded; options max_num, lcm_project (LCMAggregation)",
 }
 
 // Aggregator is a shipped aggregator module (aggregator.<name>).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"strata/core/backend"
@@ -353,20 +354,19 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 // backwardReadsInput reports whether a layer's backward reads the value
 // of its input (rather than only saved values and the topology): then
 // backward loads the neighbour rows again even with cached
-// intermediates. Sums, bias, scaling, concatenation, dropout and row
-// selection differentiate without their input's value.
+// intermediates. Which operands an op's backward reads is its op table
+// entry's ReadsArgs (sums, bias, scaling, concatenation, dropout and row
+// selection read none).
 func backwardReadsInput(g *ir.Graph) bool {
 	for _, op := range g.Ops {
-		for _, a := range op.Args {
+		for k, a := range op.Args {
 			if g.Ops[a].Kind != ir.OpInput {
 				continue
 			}
-			switch op.Kind {
-			case ir.OpAggregate:
-				// sum, mean and gcn read only the weights; max its saved winners
-			case ir.OpBias, ir.OpAdd, ir.OpSub, ir.OpScale, ir.OpConcat, ir.OpDropout, ir.OpHeadMean, ir.OpUAddV:
-			case "narrow":
-			default:
+			if op.Kind == "narrow" {
+				continue
+			}
+			if s := ir.Spec(op.Kind); s == nil || slices.Contains(s.ReadsArgs, k) {
 				return true
 			}
 		}

@@ -271,8 +271,8 @@ func (p *hyscalePerf) layerShape(layers int, g *ir.Graph) {
 				src[l] += v
 			}
 		}
-		switch op.Kind {
-		case ir.OpAggregate, ir.OpSpMMEdge, ir.OpLSTMAggregate:
+		switch s := ir.Spec(op.Kind); {
+		case s != nil && s.Aggregates():
 			post[i] = true
 			if len(op.Shape) == 2 && op.Shape[1] > 0 {
 				p.width[l] += float64(op.Shape[1])
@@ -281,7 +281,7 @@ func (p *hyscalePerf) layerShape(layers int, g *ir.Graph) {
 					p.bwidth[l] += float64(op.Shape[1])
 				}
 			}
-		case ir.OpMatMul:
+		case op.Kind == ir.OpMatMul:
 			if w := g.Ops[op.Args[1]].Shape; len(w) == 2 && w[0] > 0 && w[1] > 0 {
 				macs := float64(w[0] * w[1])
 				if w[0]*w[1] > int64(p.weight[0]*p.weight[1]) {
@@ -294,7 +294,7 @@ func (p *hyscalePerf) layerShape(layers int, g *ir.Graph) {
 				}
 				perRow(p.bmacsSrc, p.bmacsDst, back)
 			}
-		case ir.OpDropout:
+		case op.Kind == ir.OpDropout:
 			if op.Alpha > 0 && len(op.Shape) == 2 && op.Shape[1] > 0 {
 				n := float64(op.Shape[1])
 				if argGrad {

@@ -216,9 +216,13 @@ func sigString(params, results []api.ValueType) string {
 // Type lists for the table below. Strings are (ptr i32, len i32).
 func vt(ts ...api.ValueType) []api.ValueType { return ts }
 
-// hostFuncs is the strata_v1 import module. Every op import forwards to the
-// call's ir.Builder, which does all shape checking and poison handling.
-var hostFuncs = []*hostFunc{
+// hostFuncs is the strata_v1 import module: the functions below and the
+// structural ops of the op table (opHostFuncs, generated). Every op import
+// forwards to the call's ir.Builder, which does all shape checking and
+// poison handling.
+var hostFuncs = append(baseHostFuncs, opHostFuncs...)
+
+var baseHostFuncs = []*hostFunc{
 	{name: "cfg_i64", params: vt(i32, i32, i64), results: vt(i64), layer: func(st *callState, m api.Module, s []uint64) {
 		key, ok := st.str(m, "cfg_i64", "key", s[0], s[1])
 		def := int64(s[2])
@@ -300,23 +304,6 @@ var hostFuncs = []*hostFunc{
 		}
 		s[0] = st.handle(st.b.Param(st.prefix+name, shape, init))
 	}},
-	{name: "aggregate", params: vt(i32, i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		red, ok := st.str(m, "aggregate", "reducer", s[2], s[3])
-		if !ok {
-			s[0] = poison
-			return
-		}
-		s[0] = st.handle(st.b.Aggregate(h32(s[0]), h32(s[1]), red))
-	}},
-	{name: "spmm_edge", params: vt(i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.SpMMEdge(h32(s[0]), h32(s[1]), h32(s[2])))
-	}},
-	{name: "matmul", params: vt(i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.MatMul(h32(s[0]), h32(s[1])))
-	}},
-	{name: "bias", params: vt(i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.Bias(h32(s[0]), h32(s[1])))
-	}},
 	{name: "binary", params: vt(i32, i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		kind, ok := st.str(m, "binary", "kind", s[0], s[1])
 		if !ok {
@@ -353,30 +340,6 @@ var hostFuncs = []*hostFunc{
 			return
 		}
 		s[0] = api.EncodeI32(st.aggregate(name, h32(s[2]), h32(s[3])))
-	}},
-	{name: "concat", params: vt(i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.Concat(h32(s[0]), h32(s[1])))
-	}},
-	{name: "batchnorm", params: vt(i32, i32, i32, f64), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.BatchNorm(h32(s[0]), h32(s[1]), h32(s[2]), api.DecodeF64(s[3])))
-	}},
-	{name: "head_dot", params: vt(i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.HeadDot(h32(s[0]), h32(s[1])))
-	}},
-	{name: "u_add_v", params: vt(i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.UAddV(h32(s[0]), h32(s[1]), h32(s[2])))
-	}},
-	{name: "u_dot_v", params: vt(i32, i32, i32, i64), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.UDotV(h32(s[0]), h32(s[1]), h32(s[2]), int64(s[3])))
-	}},
-	{name: "edge_softmax", params: vt(i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.EdgeSoftmax(h32(s[0]), h32(s[1])))
-	}},
-	{name: "head_mean", params: vt(i32, i64), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.HeadMean(h32(s[0]), int64(s[1])))
-	}},
-	{name: "lstm_aggregate", params: vt(i32, i32, i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		s[0] = st.handle(st.b.LSTMAggregate(h32(s[0]), h32(s[1]), h32(s[2]), h32(s[3]), h32(s[4])))
 	}},
 	{name: "output", params: vt(i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		s[0] = api.EncodeI32(st.b.Output(h32(s[0])))

@@ -630,3 +630,45 @@ func (c *Checker[G]) SegmentSelect(a backend.Adj, e, out, idx *tensor.Tensor) (g
 	}
 	return g, dt, cols, c.Wrap(Dims(op, "idx", idx, g.Rows(), cols))
 }
+
+// SegmentProd checks e [E,C] and out [rows,C].
+func (c *Checker[G]) SegmentProd(a backend.Adj, e, out *tensor.Tensor) (g G, dt tensor.DType, cols int, err error) {
+	const op = "SegmentProd"
+	if g, err = c.Graph(op, a); err != nil {
+		return g, 0, 0, err
+	}
+	if dt, err = c.Floats(op, "e out", e, out); err != nil {
+		return g, 0, 0, err
+	}
+	cols = e.Cols()
+	if err := Dims(op, "e", e, int(g.NNZ()), cols); err != nil {
+		return g, 0, 0, c.Wrap(err)
+	}
+	return g, dt, cols, c.Wrap(Dims(op, "out", out, g.Rows(), cols))
+}
+
+// SegmentProdBackward checks e [E,C], dout [rows,C] and de [E,C] (de must
+// not alias e or dout).
+func (c *Checker[G]) SegmentProdBackward(a backend.Adj, e, dout, de *tensor.Tensor) (g G, dt tensor.DType, cols int, err error) {
+	const op = "SegmentProdBackward"
+	if g, err = c.Graph(op, a); err != nil {
+		return g, 0, 0, err
+	}
+	if dt, err = c.Floats(op, "e dout de", e, dout, de); err != nil {
+		return g, 0, 0, err
+	}
+	cols = e.Cols()
+	if err := Dims(op, "e", e, int(g.NNZ()), cols); err != nil {
+		return g, 0, 0, c.Wrap(err)
+	}
+	if err := Dims(op, "dout", dout, g.Rows(), cols); err != nil {
+		return g, 0, 0, c.Wrap(err)
+	}
+	if err := Dims(op, "de", de, int(g.NNZ()), cols); err != nil {
+		return g, 0, 0, c.Wrap(err)
+	}
+	if de.Buffer() == e.Buffer() || de.Buffer() == dout.Buffer() {
+		return g, 0, 0, c.Errf(op, "de must not alias e or dout")
+	}
+	return g, dt, cols, nil
+}

@@ -107,6 +107,7 @@ var groups = []group{
 	{"EdgeSoftmax", testEdgeSoftmax},
 	{"EdgeSoftmaxBackward", testEdgeSoftmaxBackward},
 	{"SegmentSelect", testSegmentSelect},
+	{"SegmentProd", testSegmentProd},
 	{"LSTMAggregate", testLSTMAggregate},
 	{"LSTMAggregateBackward", testLSTMAggregateBackward},
 	{"Gather", testGather},

@@ -332,6 +332,30 @@ func testLSTMAggregateBackward(s *suite, t *testing.T) {
 	})
 }
 
+// testSegmentProd covers the optional backend.SegmentMultiplier (skipped
+// for a candidate without it): small integer values, many of them zero,
+// so that rows have no, one and several zero factors.
+func testSegmentProd(s *suite, t *testing.T) {
+	if _, ok := s.got.(backend.SegmentMultiplier); !ok {
+		t.Skipf("%s has no SegmentProd", s.got.Name())
+	}
+	eachGraph(s, t, "SegmentProd", graphSpecs, []variant[struct{}]{{"", struct{}{}}}, func(c *tc, dt tensor.DType, g *adj, _ struct{}) {
+		const f = 5
+		rows, e := g.csr.NumRows, int(g.csr.NNZ())
+		vals := c.put(dt, c.ints(e*f, -2, 3), e, f)
+		dout := c.put(dt, c.ints(rows*f, -3, 4), rows, f)
+		out, de := c.out(dt, rows, f), c.out(dt, e, f)
+		c.call("SegmentProd", func(b backend.Backend, sd side) error {
+			return b.(backend.SegmentMultiplier).SegmentProd(c.ctx, sd.A(g), sd.T(vals), sd.T(out))
+		})
+		c.check("out", out)
+		c.call("SegmentProdBackward", func(b backend.Backend, sd side) error {
+			return b.(backend.SegmentMultiplier).SegmentProdBackward(c.ctx, sd.A(g), sd.T(vals), sd.T(dout), sd.T(de))
+		})
+		c.check("de", de)
+	})
+}
+
 // testSegmentSelect covers the optional backend.SegmentSelector (skipped
 // for a candidate without it): by rank (q = 0, 0.5, 1; values with ties,
 // which go in edge order) and by position (nth = 0, 2), both index types.

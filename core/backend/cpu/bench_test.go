@@ -298,6 +298,35 @@ func BenchmarkEdgeSoftmax(b *testing.B) {
 	}
 }
 
+// BenchmarkSegmentProd times the segment product (segment_prod) and its
+// backward over the in-edges of an R-MAT-sized random graph, 16 columns.
+func BenchmarkSegmentProd(b *testing.B) {
+	const f = 16
+	e := newBench(b, 20, "random")
+	nnz, rows := int(e.g.NNZ()), e.g.NumRows
+	vals, dvals := e.alloc(b, tensor.Float32, nnz, f), e.alloc(b, tensor.Float32, nnz, f)
+	out, dout := e.alloc(b, tensor.Float32, rows, f), e.alloc(b, tensor.Float32, rows, f)
+	for i := range F32(vals) {
+		F32(vals)[i] = 1 + float32(i%7)/8
+	}
+	for _, pass := range []string{"forward", "backward"} {
+		b.Run("n=2^20/"+pass, func(b *testing.B) {
+			for range b.N {
+				var err error
+				if pass == "forward" {
+					err = e.be.SegmentProd(ctx, e.a, vals, out)
+				} else {
+					err = e.be.SegmentProdBackward(ctx, e.a, vals, dout, dvals)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(nnz)/(b.Elapsed().Seconds()/float64(b.N))/1e6, "Medges/s")
+		})
+	}
+}
+
 func BenchmarkGatherScatter(b *testing.B) {
 	n, m, f := 1<<20, 1<<18, 128
 	e := &benchEnv{be: New(Options{})}

@@ -204,6 +204,14 @@ var prices = pricing{
 	Elementwise: func(op backend.Binary, a, x, y *tensor.Tensor) kernel {
 		return k(y, costElementwise, elems(y), 2, 1)
 	},
+	// One multiply per edge and column; the backward two passes over the
+	// edges (zero count and product, then one division each).
+	SegmentProd: func(ctx context.Context, a backend.Adj, e, out *tensor.Tensor) kernel {
+		return k(out, costElementwise, elems(e), 1, 1)
+	},
+	SegmentProdBackward: func(ctx context.Context, a backend.Adj, e, dout, de *tensor.Tensor) kernel {
+		return k(de, costElementwise, elems(e), 3, 3)
+	},
 	// A sort of each row's values per column: d·log2(d) comparisons per
 	// edge and column at the mean degree d.
 	SegmentSelect: func(ctx context.Context, a backend.Adj, q float64, nth int, e, out, idx *tensor.Tensor) kernel {

@@ -23,4 +23,8 @@ type extensions interface {
 	// SegmentSelect picks one in-edge value per row and column (see
 	// backend.SegmentSelector).
 	SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth int, e, out, idx *tensor.Tensor) error
+	// SegmentProd and SegmentProdBackward: the product over each row's
+	// in-edges and its gradient (see backend.SegmentMultiplier).
+	SegmentProd(ctx context.Context, a backend.Adj, e, out *tensor.Tensor) error
+	SegmentProdBackward(ctx context.Context, a backend.Adj, e, dout, de *tensor.Tensor) error
 }

@@ -48,6 +48,8 @@ type pricing struct {
 	SpMMBiasAct           func(ctx context.Context, a backend.Adj, w *tensor.Tensor, x *tensor.Tensor, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) kernel
 	DropoutGEMM           func(seed uint64, p float64, transX bool, x *tensor.Tensor, b *tensor.Tensor, beta float64, c *tensor.Tensor, scratch *tensor.Tensor, keep *tensor.Tensor) kernel
 	SegmentSelect         func(ctx context.Context, a backend.Adj, q float64, nth int, e *tensor.Tensor, out *tensor.Tensor, idx *tensor.Tensor) kernel
+	SegmentProd           func(ctx context.Context, a backend.Adj, e *tensor.Tensor, out *tensor.Tensor) kernel
+	SegmentProdBackward   func(ctx context.Context, a backend.Adj, e *tensor.Tensor, dout *tensor.Tensor, de *tensor.Tensor) kernel
 }
 
 // GEMM implements backend.Backend: the operands' tier prices and runs it.
@@ -461,4 +463,36 @@ func (be *Backend) SegmentSelect(ctx context.Context, a backend.Adj, q float64, 
 		return fmt.Errorf("sim: SegmentSelect: the %s backend does not offer it", in.Name())
 	}
 	return relabel(ext.SegmentSelect(ctx, unwrapAdj(a), q, nth, unwrap(e), unwrap(out), unwrap(idx)), tier)
+}
+
+// SegmentProd implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
+func (be *Backend) SegmentProd(ctx context.Context, a backend.Adj, e *tensor.Tensor, out *tensor.Tensor) error {
+	in, tier, err := be.on("SegmentProd", "e out", e, out)
+	if err != nil {
+		return err
+	}
+	if err := be.price(prices.SegmentProd(ctx, a, e, out)); err != nil {
+		return err
+	}
+	ext, ok := in.(extensions)
+	if !ok {
+		return fmt.Errorf("sim: SegmentProd: the %s backend does not offer it", in.Name())
+	}
+	return relabel(ext.SegmentProd(ctx, unwrapAdj(a), unwrap(e), unwrap(out)), tier)
+}
+
+// SegmentProdBackward implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
+func (be *Backend) SegmentProdBackward(ctx context.Context, a backend.Adj, e *tensor.Tensor, dout *tensor.Tensor, de *tensor.Tensor) error {
+	in, tier, err := be.on("SegmentProdBackward", "e dout de", e, dout, de)
+	if err != nil {
+		return err
+	}
+	if err := be.price(prices.SegmentProdBackward(ctx, a, e, dout, de)); err != nil {
+		return err
+	}
+	ext, ok := in.(extensions)
+	if !ok {
+		return fmt.Errorf("sim: SegmentProdBackward: the %s backend does not offer it", in.Name())
+	}
+	return relabel(ext.SegmentProdBackward(ctx, unwrapAdj(a), unwrap(e), unwrap(dout), unwrap(de)), tier)
 }

@@ -1,8 +1,9 @@
 //go:build wasip1
 
 // Mul aggregation (PyG MulAggregation): the columnwise product of x_j over
-// N(i) (sdk.SegmentProd: sign · exp Σ log|x_j|), 1 for a node without
-// neighbours (the empty product).
+// N(i) (the op table's segment_prod, sdk.SegmentProd), 1 for a node
+// without neighbours (the empty product); a factor's gradient is the
+// product of the others, zeros included (as PyG's).
 package main
 
 import "strata/models/sdk"

@@ -39,18 +39,6 @@ func graph(name unsafe.Pointer, nameLen int32) int32
 //go:wasmimport strata_v1 param
 func param(name unsafe.Pointer, nameLen int32, shape unsafe.Pointer, rank int32, init unsafe.Pointer, initLen int32) int32
 
-//go:wasmimport strata_v1 aggregate
-func aggregate(g, x int32, reducer unsafe.Pointer, reducerLen int32) int32
-
-//go:wasmimport strata_v1 spmm_edge
-func spmmEdge(g, w, x int32) int32
-
-//go:wasmimport strata_v1 matmul
-func matmul(a, b int32) int32
-
-//go:wasmimport strata_v1 bias
-func bias(x, b int32) int32
-
 //go:wasmimport strata_v1 binary
 func binary(kind unsafe.Pointer, kindLen int32, a, b int32) int32
 
@@ -65,30 +53,6 @@ func cfgStr(key unsafe.Pointer, keyLen int32, def unsafe.Pointer, defLen int32, 
 
 //go:wasmimport strata_v1 aggregate_with
 func aggregateWith(name unsafe.Pointer, nameLen int32, g, x int32) int32
-
-//go:wasmimport strata_v1 concat
-func concat(a, b int32) int32
-
-//go:wasmimport strata_v1 batchnorm
-func batchnorm(x, gamma, beta int32, eps float64) int32
-
-//go:wasmimport strata_v1 head_dot
-func headDot(x, a int32) int32
-
-//go:wasmimport strata_v1 u_add_v
-func uAddV(g, u, v int32) int32
-
-//go:wasmimport strata_v1 u_dot_v
-func uDotV(g, x, y int32, heads int64) int32
-
-//go:wasmimport strata_v1 edge_softmax
-func edgeSoftmax(g, s int32) int32
-
-//go:wasmimport strata_v1 head_mean
-func headMean(x int32, heads int64) int32
-
-//go:wasmimport strata_v1 lstm_aggregate
-func lstmAggregate(g, x, wih, whh, b int32) int32
 
 //go:wasmimport strata_v1 output
 func output(h int32) int32
@@ -125,21 +89,6 @@ func Param(name string, dims []int64, init string) int32 {
 	return param(p, n, sp, int32(len(dims)), ip, in)
 }
 
-// Aggregate reduces neighbour rows of x over g: sum, mean, max or gcn.
-func Aggregate(g, x int32, reducer string) int32 {
-	p, n := str(reducer)
-	return aggregate(g, x, p, n)
-}
-
-// SpMMEdge aggregates x[N,H*C] with per-edge, per-head weights w[E,H].
-func SpMMEdge(g, w, x int32) int32 { return spmmEdge(g, w, x) }
-
-// MatMul multiplies a[R,K] by b[K,M].
-func MatMul(a, b int32) int32 { return matmul(a, b) }
-
-// Bias adds b[C] to every row of x[R,C].
-func Bias(x, b int32) int32 { return bias(x, b) }
-
 // Binary records add, sub or mul; b matches a, is a row [C] or a scalar [1].
 func Binary(kind string, a, b int32) int32 { p, n := str(kind); return binary(p, n, a, b) }
 
@@ -149,32 +98,6 @@ func Unary(kind string, x int32, alpha float64) int32 {
 	p, n := str(kind)
 	return unary(p, n, x, alpha)
 }
-
-// Concat joins a and b column-wise.
-func Concat(a, b int32) int32 { return concat(a, b) }
-
-// BatchNorm normalises the columns of x with params gamma and beta.
-func BatchNorm(x, gamma, beta int32, eps float64) int32 { return batchnorm(x, gamma, beta, eps) }
-
-// HeadDot computes <x[r, head h], a[h]> for every row and head: [R,H].
-func HeadDot(x, a int32) int32 { return headDot(x, a) }
-
-// UAddV computes u[src(e)] + v[dst(e)] for every edge: [E,H].
-func UAddV(g, u, v int32) int32 { return uAddV(g, u, v) }
-
-// UDotV computes per-head <x[dst(e)], y[src(e)]> for every edge: [E,H].
-func UDotV(g, x, y int32, heads int64) int32 { return uDotV(g, x, y, heads) }
-
-// EdgeSoftmax normalises edge scores over each destination's in-edges.
-func EdgeSoftmax(g, s int32) int32 { return edgeSoftmax(g, s) }
-
-// HeadMean averages the heads column blocks of x.
-func HeadMean(x int32, heads int64) int32 { return headMean(x, heads) }
-
-// LSTMAggregate runs an LSTM over each node's sources of g in CSR order
-// and returns the last hidden state: x[N,C], wih[C,4H], whh[H,4H], b[4H]
-// -> [N,H].
-func LSTMAggregate(g, x, wih, whh, b int32) int32 { return lstmAggregate(g, x, wih, whh, b) }
 
 // Output marks h as the layer's result.
 func Output(h int32) int32 { return output(h) }
