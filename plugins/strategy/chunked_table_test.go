@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"strata/core/config"
+	"strata/core/ir"
 	"strata/core/train"
 )
 
@@ -51,7 +52,7 @@ func TestHongTuTrafficTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := stepEnv{ds: ds, adjs: adjs}
+		e := stepEnv{ds: ds, adjs: adjs, model: gcnAggregation(t)}
 		if ds.Labels == nil {
 			ds.Labels = make([]int32, ds.NumNodes)
 		}
@@ -74,4 +75,17 @@ func TestHongTuTrafficTable(t *testing.T) {
 				float64(c.ori)/float64(c.ru), 100*float64(c.p2p-c.ru)/n/max(dup, 1e-12))
 		}
 	}
+}
+
+// gcnAggregation is the smallest model the plans of the table need: one
+// GCN aggregation over adj_self (the graph and reducer of GCN's layers).
+func gcnAggregation(t *testing.T) *ir.Graph {
+	t.Helper()
+	b := ir.NewBuilder()
+	b.Output(b.Aggregate(b.Graph("adj_self"), b.Input("x", 4), "gcn"))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

@@ -154,6 +154,17 @@ func (m mutant) SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth
 	return m.bump(m.Backend.(backend.SegmentSelector).SegmentSelect(ctx, un(a), q, nth, e, out, idx), out, idx)
 }
 
+// SegmentProd is the optional backend.SegmentMultiplier of the wrapped
+// backend, broken like every other op.
+func (m mutant) SegmentProd(ctx context.Context, a backend.Adj, e, out *tensor.Tensor) error {
+	return m.bump(m.Backend.(backend.SegmentMultiplier).SegmentProd(ctx, un(a), e, out), out)
+}
+
+// SegmentProdBackward is the backward of SegmentProd.
+func (m mutant) SegmentProdBackward(ctx context.Context, a backend.Adj, e, dout, de *tensor.Tensor) error {
+	return m.bump(m.Backend.(backend.SegmentMultiplier).SegmentProdBackward(ctx, un(a), e, dout, de), de)
+}
+
 // DropoutGEMM is the optional backend.DropoutGEMMer of the wrapped
 // backend.
 func (m mutant) DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
