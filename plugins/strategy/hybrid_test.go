@@ -129,6 +129,7 @@ func TestHybridCPUTrainerThreads(t *testing.T) {
 // from 90% of the work on the CPU they move work to the devices.
 func TestHybridPredictedDRMDeterministic(t *testing.T) {
 	sets := []string{`train.mode="hybrid"`, `train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.9", `hybrid.drm="predicted"`, "hybrid.cpu_gbps=20",
+		"hybrid.cpu_gflops=200", "hybrid.agg_gbps=50", "hybrid.bind_meps=50", "hybrid.dropout_meps=2000",
 		"train.batch_size=16", `data.split="random-20-30-seed0"`}
 	var logs [2]string
 	var shares [2]string
@@ -274,13 +275,15 @@ func TestHybridBadConfig(t *testing.T) {
 // brings the CPU share within 0.1 of the best static split (the share
 // whose predicted epoch is fastest, by a sweep with DRM off) within a
 // few epochs. The devices are made slow (10 GB/s, 100 GFLOP/s, 4 GB/s
-// links) and the CPU's memory fast, so that the best split is not at an
-// end. Long: it trains 15 epochs.
+// links) and the CPU fast (its memory, GEMM, aggregation, bind and
+// dropout rates: the model prices each), so that the best split is not
+// at an end. Long: it trains 15 epochs.
 func TestHybridDRMConverges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a sweep of 11 static splits and 4 epochs of DRM (about 20 s); TestHybridPredictedDRMDeterministic covers DRM in -short")
 	}
 	sets := []string{`train.mode="hybrid"`, `train.backend="sim"`, "devices.host_gbps=[4.0,4.0]", "devices.mem_gbps=10", "devices.peak_gflops=100", "hybrid.cpu_gbps=20",
+		"hybrid.cpu_gflops=200", "hybrid.agg_gbps=50", "hybrid.bind_meps=50", "hybrid.dropout_meps=2000",
 		"train.batch_size=16", "train.prefetch=1", `data.split="random-20-30-seed0"`, `model.name="sage"`}
 	predicted := func(share float64, drm string) (float64, train.EpochRecord) {
 		cfg := mustParse(t, hybridBase, append(sets, fmt.Sprintf("hybrid.cpu_share=%g", share), `hybrid.drm="`+drm+`"`)...)
