@@ -126,9 +126,10 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, input *tensor.Te
 	return bb, nil
 }
 
-// gatherRows copies the feature rows of ids.
-func gatherRows(feats []float32, dim int, ids []int32) []float32 {
-	x := make([]float32, 0, len(ids)*dim)
+// gatherRows copies the rows of ids from a row-major matrix of dim
+// columns (feature rows, or a layer's rows for a halo exchange).
+func gatherRows[T float32 | float64](feats []T, dim int, ids []int32) []T {
+	x := make([]T, 0, len(ids)*dim)
 	for _, v := range ids {
 		x = append(x, feats[int(v)*dim:(int(v)+1)*dim]...)
 	}

@@ -323,11 +323,7 @@ func haloForward[T float32 | float64](ctx context.Context, f *layerRank, l int, 
 		if j == f.c.Rank() {
 			continue
 		}
-		buf := make([]T, 0, len(rows)*w)
-		for _, r := range rows {
-			buf = append(buf, own[int(r)*w:(int(r)+1)*w]...)
-		}
-		send[j] = encodeRows(f.e.dt, buf)
+		send[j] = encodeRows(f.e.dt, gatherRows(own, w, rows))
 	}
 	got, err := f.exchange(ctx, fmt.Sprintf("halo-forward L%d", l+1), send)
 	if err != nil {
@@ -368,11 +364,7 @@ func (f *layerRank) haloBackward(ctx context.Context, l int, g []float64) ([]flo
 		if j == me {
 			continue
 		}
-		buf := make([]float64, 0, len(pos)*w)
-		for _, p := range pos {
-			buf = append(buf, g[int(p)*w:(int(p)+1)*w]...)
-		}
-		send[j] = encodeRows(f.e.dt, buf)
+		send[j] = encodeRows(f.e.dt, gatherRows(g, w, pos))
 	}
 	got, err := f.exchange(ctx, fmt.Sprintf("halo-backward L%d", l+1), send)
 	if err != nil {
