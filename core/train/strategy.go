@@ -57,6 +57,9 @@ type Env struct {
 	// which loads the rows of its own nodes (LoadFeatureRows).
 	Features []float32
 	Dim      int
+	// Adjs are the graph's adjacencies. A strategy that does not read them
+	// after NewStepper (it built structures of its own from them) sets
+	// Adjs to nil, so that their memory can be reclaimed.
 	Adjs     *Adjacencies
 	Seed     uint64
 	Host     modhost.Host
