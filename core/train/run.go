@@ -486,6 +486,12 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 			peaks.start()
 			tr, va, te, err := l.evaluate(ctx)
 			if err != nil {
+				if ctx.Err() != nil {
+					// Interrupted: the finished epoch keeps its time and loss.
+					l.res.Epochs = ep + 1
+					stats()
+					return errors.Join(fmt.Errorf("epoch %d evaluation: %w", ep, err), csvw.commit(), logw.commit())
+				}
 				return fmt.Errorf("epoch %d evaluation: %w", ep, err)
 			}
 			peaks.end(peaks.eval)
