@@ -361,7 +361,9 @@ func TestHostRows(t *testing.T) {
 				return nil, err
 			}
 			t.Cleanup(func() { log.close() })
-			log.bucketBytes, log.segBytes = 5000, 700 // several buckets and segments
+			// Several buckets and segments, and a log bound that applies
+			// the additions early many times in a pass.
+			log.bucketBytes, log.segBytes, log.limitBytes = 5000, 700, 3000
 			a := &hostArena{dt: tensor.Float64, file: f, log: log, size: size}
 			if _, err := a.matrix(n, 1); err != nil { // the matrix under test starts at a later offset
 				return nil, err
