@@ -78,7 +78,7 @@ func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor
 				if c0%32 != 0 {
 					md = 0 // never: see above
 				}
-				C.k_dropout_block_f32(C.uint64_t(base), C.uint64_t(thr), C.float(float32(scale)),
+				C.k_dropout_block_f32(cBool(b.wide), C.uint64_t(base), C.uint64_t(thr), C.float(float32(scale)),
 					(*C.float)(unsafe.Pointer(&xs[0])), C.int64_t(ldx), C.int64_t(r0), C.int64_t(r1),
 					C.int64_t(c0), C.int64_t(c1), (*C.float)(unsafe.Pointer(&buf[0])), bp, C.int64_t(ldb), C.int(md))
 			}
