@@ -175,19 +175,32 @@ func gemmMasked[T float](be *Backend, transX bool, m, n, k int, mask func(r0, r1
 		workers := min(be.threads, backend.DropoutGEMMSlots)
 		// With fewer workers than slots, a worker of the weight gradient
 		// claims as many neighbouring regions as it has slots and masks
-		// them in one pass, reading each row of x in longer runs.
+		// them in one pass, reading each row of x in longer runs; one at a
+		// time near the end, so the workers finish together.
 		group := 1
 		if transX && tk == 1 {
 			group = backend.DropoutGEMMSlots / workers
 		}
 		var next atomic.Int64
+		claim := func() (int, int) {
+			for {
+				r := int(next.Load())
+				g := group
+				if count-r < group*workers {
+					g = 1
+				}
+				if r >= count || next.CompareAndSwap(int64(r), int64(r+g)) {
+					return r, min(count, r+g)
+				}
+			}
+		}
 		var wg sync.WaitGroup
 		wg.Add(workers)
 		for w := range workers {
 			go func() {
 				defer wg.Done()
-				for r := int(next.Add(int64(group)) - int64(group)); r < count; r = int(next.Add(int64(group)) - int64(group)) {
-					run(r, min(count, r+group), scratch[w*group*size:(w+1)*group*size])
+				for r0, r1 := claim(); r0 < count; r0, r1 = claim() {
+					run(r0, r1, scratch[w*group*size:(w+1)*group*size])
 				}
 			}()
 		}

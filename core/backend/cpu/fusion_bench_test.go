@@ -74,8 +74,8 @@ func BenchmarkMemoryFusions(b *testing.B) {
 //
 // Step runs what a training step runs of the first layer: the forward
 // product and the weight gradient. Unfused is main before the fusion
-// (DropoutApply into an input-sized buffer, GEMM, then GEMM over the
-// stored buffer, Trans); Fused the two DropoutGEMMs (the forward records
+// (DropoutApply with the AVX2 kernel into an input-sized buffer, GEMM,
+// then GEMM over the stored buffer, Trans); Fused the two DropoutGEMMs (the forward records
 // the keep bits, the weight gradient reads them), with the machine's
 // dropout kernels or AVX2 only (AVX2Only). Each sub-benchmark also
 // reports the process's CPU seconds per call (cpu-s/op, user+sys), which a
@@ -144,7 +144,7 @@ func BenchmarkFusedKernels(b *testing.B) {
 			xd := e.alloc(b, tensor.Float32, m, k)
 			defer e.be.Release(xd)
 			run(b, flops, bytes*4, func() error {
-				if err := e.be.DropoutApply(7, 0.5, x, nil, xd); err != nil {
+				if err := narrow.DropoutApply(7, 0.5, x, nil, xd); err != nil {
 					return err
 				}
 				if err := e.be.GEMM(false, false, 1, xd, w, 0, y); err != nil {
