@@ -26,6 +26,9 @@ type Options struct {
 	// allocation past it fails with a *backend.OutOfMemoryError. A
 	// simulated device is a backend with a capacity (see backend/sim).
 	Capacity int64
+	// AVX2Only keeps the dropout kernels on AVX2 where the CPU has
+	// AVX-512 (tests compare the two; their results are identical).
+	AVX2Only bool
 }
 
 // Backend is the host backend: its only tier is tensor.Host. It
@@ -37,6 +40,7 @@ type Backend struct {
 	threads  int
 	capacity int64
 	mem      *memory
+	wide     bool // the dropout kernels run with AVX-512 (kernels.c)
 }
 
 // memory is the host memory in use and its peak.
@@ -55,7 +59,7 @@ func New(opts Options) *Backend {
 		n = runtime.GOMAXPROCS(0)
 	}
 	initBLAS()
-	return &Backend{threads: n, capacity: max(opts.Capacity, 0), mem: &memory{}}
+	return &Backend{threads: n, capacity: max(opts.Capacity, 0), mem: &memory{}, wide: !opts.AVX2Only && hasAVX512()}
 }
 
 // Threads returns the number of goroutines a call may use.

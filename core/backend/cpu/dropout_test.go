@@ -8,19 +8,26 @@ import (
 	"strata/core/tensor"
 )
 
-// TestDropoutExact checks the AVX2 float32 dropout kernel bit for bit
-// against the scalar definition (Uniform), over chunk boundaries that are
-// not multiples of the vector width, and DropoutApply against DropoutMask
-// followed by Mul, with and without a stored mask.
+// TestDropoutExact checks the float32 dropout kernels (AVX2 and, where
+// the CPU has it, AVX-512) bit for bit against the scalar definition
+// (Uniform), over chunk boundaries that are not multiples of the vector
+// widths, and DropoutApply against DropoutMask followed by Mul, with and
+// without a stored mask.
 func TestDropoutExact(t *testing.T) {
-	for _, grains := range []bool{false, true} {
-		if grains {
+	if !hasAVX512() {
+		t.Log("no AVX-512 here: both runs take the AVX2 kernels")
+	}
+	for _, run := range []struct {
+		grains, avx2Only bool
+	}{{false, false}, {false, true}, {true, false}, {true, true}} {
+		if run.grains {
 			tinyGrains(t)
 		}
 		for _, dt := range dtypes {
 			for _, p := range []float64{0, 0.1, 0.5, 0.6, 1 - 1e-9, 1} {
-				for _, n := range []int{1, 7, 8, 13, 333, 4099} {
+				for _, n := range []int{1, 7, 8, 13, 16, 17, 33, 333, 4099} {
 					c := newTC(t, 3, dt, 5)
+					c.be = New(Options{Threads: 3, AVX2Only: run.avx2Only})
 					mask := c.zeros(n, 1)
 					c.ok(c.be.DropoutMask(1234, p, mask))
 					scale := round(dt, 1/(1-p))

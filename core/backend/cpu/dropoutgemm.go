@@ -78,7 +78,7 @@ func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor
 				if c0%32 != 0 {
 					md = 0 // never: see above
 				}
-				C.k_dropout_block_f32(C.uint64_t(base), C.uint64_t(thr), C.float(float32(scale)),
+				C.k_dropout_block_f32(cBool(b.wide), C.uint64_t(base), C.uint64_t(thr), C.float(float32(scale)),
 					(*C.float)(unsafe.Pointer(&xs[0])), C.int64_t(ldx), C.int64_t(r0), C.int64_t(r1),
 					C.int64_t(c0), C.int64_t(c1), (*C.float)(unsafe.Pointer(&buf[0])), bp, C.int64_t(ldb), C.int(md))
 			}
@@ -139,37 +139,68 @@ func gemmMasked[T float](be *Backend, transX bool, m, n, k int, mask func(r0, r1
 		size, count = m*kb, tk
 		parts = make([]T, tk*m*n)
 	}
-	// run computes region r with its masked part of x in buf.
-	run := func(r int, buf []T) {
-		if tk > 1 { // one K slice over all of c, as gemm's split-K
-			p0 := r * kb
+	// run computes regions [r0, r1) with their masked part of x in buf:
+	// one K slice over all of c (as gemm's split-K; r1 = r0+1), or row
+	// tiles of op(x), masked in one pass (x's column tiles [i0, i1) are
+	// then read in runs of i1-i0 columns) and each multiplied by the calls
+	// gemm makes for it, reading its columns of the group (lda i1-i0).
+	run := func(r0, r1 int, buf []T) {
+		if tk > 1 {
+			p0 := r0 * kb
 			p1 := min(k, p0+kb)
 			a, lda := region(0, m, p0, p1, buf[:m*(p1-p0)])
-			call(tA, blas.NoTrans, m, n, p1-p0, 1, a, lda, b[p0*ldb:], ldb, 0, parts[r*m*n:], n)
+			call(tA, blas.NoTrans, m, n, p1-p0, 1, a, lda, b[p0*ldb:], ldb, 0, parts[r0*m*n:], n)
 			return
 		}
-		i0 := r * mb
-		i1 := min(m, i0+mb)
-		a, lda := region(i0, i1, 0, k, buf[:(i1-i0)*k])
-		for j0 := 0; j0 < n; j0 += nb {
-			j1 := min(n, j0+nb)
-			call(tA, blas.NoTrans, i1-i0, j1-j0, k, 1, a, lda, b[j0:], ldb, beta, c[i0*n+j0:], n)
+		g0, g1 := r0*mb, min(m, r1*mb)
+		a, lda := region(g0, g1, 0, k, buf[:(g1-g0)*k])
+		for i0 := g0; i0 < g1; i0 += mb {
+			i1 := min(g1, i0+mb)
+			off := (i0 - g0) * lda // a row tile of the masked rows of x
+			if transX {
+				off = i0 - g0 // a column tile of the masked columns of x
+			}
+			ai := a[off:]
+			for j0 := 0; j0 < n; j0 += nb {
+				j1 := min(n, j0+nb)
+				call(tA, blas.NoTrans, i1-i0, j1-j0, k, 1, ai, lda, b[j0:], ldb, beta, c[i0*n+j0:], n)
+			}
 		}
 	}
 	if count <= backend.DropoutGEMMSlots { // every region has its place (only the last is smaller)
 		be.parallel(nil, evenBounds(int64(count), int64(count)), func(lo, _ int64) {
-			run(int(lo), scratch[int(lo)*size:])
+			run(int(lo), int(lo)+1, scratch[int(lo)*size:])
 		})
-	} else { // workers claim regions in turn, each masking into its own slot
+	} else { // workers claim regions in turn, each masking into its own slots
 		workers := min(be.threads, backend.DropoutGEMMSlots)
+		// With fewer workers than slots, a worker of the weight gradient
+		// claims as many neighbouring regions as it has slots and masks
+		// them in one pass, reading each row of x in longer runs; one at a
+		// time near the end, so the workers finish together.
+		group := 1
+		if transX && tk == 1 {
+			group = backend.DropoutGEMMSlots / workers
+		}
 		var next atomic.Int64
+		claim := func() (int, int) {
+			for {
+				r := int(next.Load())
+				g := group
+				if count-r < group*workers {
+					g = 1
+				}
+				if r >= count || next.CompareAndSwap(int64(r), int64(r+g)) {
+					return r, min(count, r+g)
+				}
+			}
+		}
 		var wg sync.WaitGroup
 		wg.Add(workers)
 		for w := range workers {
 			go func() {
 				defer wg.Done()
-				for r := int(next.Add(1) - 1); r < count; r = int(next.Add(1) - 1) {
-					run(r, scratch[w*size:(w+1)*size])
+				for r0, r1 := claim(); r0 < count; r0, r1 = claim() {
+					run(r0, r1, scratch[w*group*size:(w+1)*group*size])
 				}
 			}()
 		}

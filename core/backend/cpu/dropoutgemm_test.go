@@ -14,7 +14,9 @@ import (
 // its unfused sequence, DropoutApply into a buffer then GEMM, bit for bit:
 // shapes with one tile, several row tiles, several column tiles and a
 // split inner dimension, transposed (the weight gradient) or not (the
-// forward), with beta 0 and not, and on 1 and 3 threads.
+// forward), with beta 0 and not, on 1, 2 and 3 threads (a worker masks
+// 4, 2 or 1 neighbouring regions at once), and with the AVX2
+// dropout kernels or (where the CPU has them) the AVX-512 ones.
 func TestDropoutGEMMMatchesUnfused(t *testing.T) {
 	cases := []struct{ m, n, k int }{
 		{5, 3, 7},      // one tile
@@ -30,10 +32,15 @@ func TestDropoutGEMMMatchesUnfused(t *testing.T) {
 		for _, cs := range cases {
 			for _, transX := range []bool{false, true} {
 				for _, beta := range []float64{0, 0.5} {
-					for _, threads := range []int{1, 3} {
-						name := fmt.Sprintf("%v/%dx%dx%d/trans=%v/beta=%v/threads=%d", dt, cs.m, cs.n, cs.k, transX, beta, threads)
+					for _, run := range []struct {
+						threads  int
+						avx2Only bool
+					}{{1, false}, {2, false}, {3, false}, {3, true}} {
+						threads := run.threads
+						name := fmt.Sprintf("%v/%dx%dx%d/trans=%v/beta=%v/threads=%d/avx2only=%v", dt, cs.m, cs.n, cs.k, transX, beta, threads, run.avx2Only)
 						t.Run(name, func(t *testing.T) {
 							c := newTC(t, threads, dt, 11)
+							c.be = New(Options{Threads: threads, AVX2Only: run.avx2Only})
 							xs := []int{cs.m, cs.k}
 							if transX {
 								xs = []int{cs.k, cs.m}

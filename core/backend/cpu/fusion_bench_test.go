@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math/rand/v2"
+	"syscall"
 	"testing"
 
 	"strata/core/backend"
@@ -70,14 +72,25 @@ func BenchmarkMemoryFusions(b *testing.B) {
 //     2^18 graph (average degree 16) with 64 features: Unfused is SpMM,
 //     Elementwise(Add) and Apply(ReLU) in place (as the buffer plan runs
 //     them), Fused one SpMMBiasAct.
+//
+// Step runs what a training step runs of the first layer: the forward
+// product and the weight gradient. Unfused is main before the fusion
+// (DropoutApply with the AVX2 kernel into an input-sized buffer, GEMM,
+// then GEMM over the stored buffer, Trans); Fused the two DropoutGEMMs (the forward records
+// the keep bits, the weight gradient reads them), with the machine's
+// dropout kernels or AVX2 only (AVX2Only). Each sub-benchmark also
+// reports the process's CPU seconds per call (cpu-s/op, user+sys), which a
+// loaded machine inflates less than the wall time.
 func BenchmarkFusedKernels(b *testing.B) {
 	run := func(b *testing.B, flops, bytes float64, f func() error) {
 		b.ResetTimer()
+		c0 := cpuSeconds(b)
 		for range b.N {
 			if err := f(); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric((cpuSeconds(b)-c0)/float64(b.N), "cpu-s/op")
 		report(b, flops, bytes)
 	}
 	b.Run("DropoutGEMM", func(b *testing.B) {
@@ -121,6 +134,9 @@ func BenchmarkFusedKernels(b *testing.B) {
 			})
 		}
 	})
+	for _, input := range []string{"Dense", "Sparse"} {
+		b.Run("DropoutGEMM/Step/"+input, func(b *testing.B) { benchStep(b, run, input == "Sparse") })
+	}
 	b.Run("SpMMBiasReLU", func(b *testing.B) {
 		e := newBench(b, 18, "random")
 		n, nnz, f := e.g.NumRows, int(e.g.NNZ()), 64
@@ -144,4 +160,64 @@ func BenchmarkFusedKernels(b *testing.B) {
 			})
 		})
 	})
+}
+
+// cpuSeconds is the process's user+sys CPU time so far.
+func cpuSeconds(b *testing.B) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// benchStep is BenchmarkFusedKernels' Step on a dense x or on a sparse one
+// (0.4% non-zero, as coauthor-physics' keyword counts).
+func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func() error), sparse bool) {
+	m, k, n := 8192, 8415, 64
+	e := &benchEnv{be: New(Options{})}
+	narrow := New(Options{AVX2Only: true})
+	x, w := e.alloc(b, tensor.Float32, m, k), e.alloc(b, tensor.Float32, k, n)
+	if sparse {
+		r := rand.New(rand.NewPCG(3, 4))
+		xs := F32(x)
+		for i := range xs {
+			xs[i] = 0
+			if r.IntN(1000) < 4 {
+				xs[i] = float32(1 + r.IntN(3))
+			}
+		}
+	}
+	y, dy, dw := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, k, n)
+	flops, bytes := 4*float64(m)*float64(k)*float64(n), float64(m*k*4)
+	b.Run("Unfused", func(b *testing.B) {
+		xd := e.alloc(b, tensor.Float32, m, k)
+		defer e.be.Release(xd)
+		run(b, flops, bytes*4, func() error {
+			if err := narrow.DropoutApply(7, 0.5, x, nil, xd); err != nil {
+				return err
+			}
+			if err := e.be.GEMM(false, false, 1, xd, w, 0, y); err != nil {
+				return err
+			}
+			return e.be.GEMM(true, false, 1, xd, dy, 0, dw)
+		})
+	})
+	for _, v := range []struct {
+		name string
+		be   *Backend
+	}{{"Fused", e.be}, {"FusedAVX2Only", narrow}} {
+		b.Run(v.name, func(b *testing.B) {
+			keep := e.alloc(b, tensor.Int32, backend.DropoutKeepWords(m, k)...)
+			scratch := e.alloc(b, tensor.Float32, max(backend.DropoutGEMMScratch(m, n, k), backend.DropoutGEMMScratch(k, n, m)))
+			defer e.be.Release(keep)
+			defer e.be.Release(scratch)
+			run(b, flops, bytes*2, func() error {
+				if err := v.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, scratch, keep); err != nil {
+					return err
+				}
+				return v.be.DropoutGEMM(7, 0.5, true, x, dy, 0, dw, scratch, keep)
+			})
+		})
+	}
 }

@@ -253,13 +253,117 @@ static inline __attribute__((always_inline)) void dropout_span(uint64_t base, ui
 		bits[(n - 1) / 32] = word;
 }
 
+// The dropout kernels with AVX-512 (F, DQ, BW, VL), used where the CPU
+// has it (k_has_avx512) and the backend chose it (the `wide` argument of
+// k_dropout_f32 and k_dropout_block_f32): VPMULLQ makes the 64-bit
+// products of the mix in one instruction, eight lanes at a time, instead
+// of three 32×32 products on four lanes, and a mask register selects the
+// kept elements. Integer arithmetic and the same float products, so the
+// results are those of dropout_span bit for bit (tests run both).
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,avx512f,avx512dq,avx512bw,avx512vl")
+
+static inline __attribute__((always_inline)) __m512i mix64z(__m512i z) {
+	z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 30));
+	z = _mm512_mullo_epi64(z, _mm512_set1_epi64((int64_t)0xBF58476D1CE4E5B9ull));
+	z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 27));
+	z = _mm512_mullo_epi64(z, _mm512_set1_epi64((int64_t)0x94D049BB133111EBull));
+	return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+}
+
+// dropout_span_z is dropout_span sixteen elements at a time.
+static void dropout_span_z(uint64_t base, uint64_t thr, float scale, int64_t idx, int64_t n, float *mask,
+			   const float *x, float *y, uint32_t *bits) {
+	const uint64_t G = 0x9E3779B97F4A7C15ull;
+	int64_t j = 0;
+	uint32_t word = 0;
+	if (n >= 16) {
+		const uint64_t z0 = base + (uint64_t)(idx + 1) * G;
+		__m512i za = _mm512_add_epi64(_mm512_set1_epi64((int64_t)z0),
+					      _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
+								 _mm512_set1_epi64((int64_t)G)));
+		__m512i zb = _mm512_add_epi64(za, _mm512_set1_epi64((int64_t)(8 * G)));
+		const __m512i step = _mm512_set1_epi64((int64_t)(16 * G));
+		const __m512i vthr = _mm512_set1_epi64((int64_t)thr);
+		const __m512 vs = _mm512_set1_ps(scale);
+		for (; j + 16 <= n; j += 16) {
+			const __mmask8 ka = _mm512_cmpge_epu64_mask(_mm512_srli_epi64(mix64z(za), 11), vthr);
+			const __mmask8 kb = _mm512_cmpge_epu64_mask(_mm512_srli_epi64(mix64z(zb), 11), vthr);
+			const __mmask16 k = (__mmask16)((unsigned)ka | ((unsigned)kb << 8));
+			const __m512 m = _mm512_maskz_mov_ps(k, vs);
+			if (mask)
+				_mm512_storeu_ps(mask + j, m);
+			if (y)
+				_mm512_storeu_ps(y + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), m));
+			if (bits) {
+				word |= (uint32_t)k << (j % 32);
+				if (j % 32 == 16) {
+					bits[j / 32] = word;
+					word = 0;
+				}
+			}
+			za = _mm512_add_epi64(za, step);
+			zb = _mm512_add_epi64(zb, step);
+		}
+	}
+	for (; j < n; j++) {
+		const int keep = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr;
+		const float m = keep ? scale : 0.0f;
+		if (mask)
+			mask[j] = m;
+		if (y)
+			y[j] = x[j] * m;
+		if (bits) {
+			word |= (uint32_t)keep << (j % 32);
+			if (j % 32 == 31) {
+				bits[j / 32] = word;
+				word = 0;
+			}
+		}
+	}
+	if (bits && n % 32)
+		bits[(n - 1) / 32] = word;
+}
+
+// keep_row_z writes y[j] = x[j]·(bit j of bits ? scale : 0) for j < w.
+static void keep_row_z(const float *x, const uint32_t *bits, float scale, int64_t w, float *y) {
+	const __m512 vs = _mm512_set1_ps(scale);
+	int64_t j = 0;
+	for (; j + 16 <= w; j += 16) {
+		const __mmask16 k = (__mmask16)(bits[j / 32] >> (j % 32));
+		_mm512_storeu_ps(y + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), _mm512_maskz_mov_ps(k, vs)));
+	}
+	for (; j < w; j++)
+		y[j] = x[j] * (((bits[j / 32] >> (j % 32)) & 1) ? scale : 0.0f);
+}
+
+#pragma GCC pop_options
+
+// k_has_avx512 reports whether the CPU (and the OS) runs the AVX-512
+// dropout kernels.
+int k_has_avx512(void) {
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+	       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
+// span picks the dropout_span of the chosen instruction set.
+static inline void span(int wide, uint64_t base, uint64_t thr, float scale, int64_t idx, int64_t n, float *mask,
+			const float *x, float *y, uint32_t *bits) {
+	if (wide)
+		dropout_span_z(base, thr, scale, idx, n, mask, x, y, bits);
+	else
+		dropout_span(base, thr, scale, idx, n, mask, x, y, bits);
+}
+
 // k_dropout_f32 handles elements [lo, hi): mask[i] = keep ? scale : 0 (when
-// mask is set) and y[i] = x[i]·mask[i] (when y is set).
-void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
+// mask is set) and y[i] = x[i]·mask[i] (when y is set); wide picks the
+// AVX-512 kernel (same results).
+void k_dropout_f32(int wide, uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
 		   const float *x, float *y) {
 	if (hi <= lo)
 		return;
-	dropout_span(base, thr, scale, lo, hi - lo, mask ? mask + lo : 0, y ? x + lo : 0, y ? y + lo : 0, 0);
+	span(wide, base, thr, scale, lo, hi - lo, mask ? mask + lo : 0, y ? x + lo : 0, y ? y + lo : 0, 0);
 }
 
 // k_dropout_block_f32 writes the dropout of x's rows [r0, r1) and columns
@@ -268,8 +372,9 @@ void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t
 // writes there, bit for bit. bits (ldb 32-bit words per row of x, bit
 // c % 32 of word c / 32 for column c; c0 a multiple of 32) keeps the mask:
 // mode 1 draws it and records the kept elements, mode 2 reads it instead
-// of drawing it (the same products), mode 0 only draws it.
-void k_dropout_block_f32(uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
+// of drawing it (the same products), mode 0 only draws it. wide picks the
+// AVX-512 kernels (same results).
+void k_dropout_block_f32(int wide, uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
 			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
 			 int64_t ldb, int mode) {
 	const int64_t w = c1 - c0;
@@ -280,7 +385,11 @@ void k_dropout_block_f32(uint64_t base, uint64_t thr, float scale, const float *
 		float *yr = y + (r - r0) * w;
 		uint32_t *br = bits ? bits + r * ldb + c0 / 32 : 0;
 		if (mode != 2 || !bits) {
-			dropout_span(base, thr, scale, r * ldx + c0, w, 0, xr, yr, mode == 1 ? br : 0);
+			span(wide, base, thr, scale, r * ldx + c0, w, 0, xr, yr, mode == 1 ? br : 0);
+			continue;
+		}
+		if (wide) {
+			keep_row_z(xr, br, scale, w, yr);
 			continue;
 		}
 		int64_t j = 0;

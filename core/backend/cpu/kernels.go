@@ -72,13 +72,25 @@ func f32p(s []float32, off int) *C.float {
 	return (*C.float)(unsafe.Pointer(unsafe.SliceData(s[off:])))
 }
 
-// cDropout runs k_dropout_f32 over [lo, hi); mask or y (with x) may be nil.
-func cDropout(base, thr uint64, scale float32, lo, hi int, mask, x, y []float32) {
+// hasAVX512 reports whether the CPU runs the AVX-512 dropout kernels.
+func hasAVX512() bool { return C.k_has_avx512() != 0 }
+
+// cBool is a C int flag.
+func cBool(v bool) C.int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// cDropout runs k_dropout_f32 over [lo, hi) (with AVX-512 when wide); mask
+// or y (with x) may be nil.
+func cDropout(wide bool, base, thr uint64, scale float32, lo, hi int, mask, x, y []float32) {
 	var xp, yp *C.float
 	if y != nil {
 		xp, yp = f32p(x, 0), f32p(y, 0)
 	}
-	C.k_dropout_f32(C.uint64_t(base), C.uint64_t(thr), C.float(scale), C.int64_t(lo), C.int64_t(hi), f32p(mask, 0), xp, yp)
+	C.k_dropout_f32(cBool(wide), C.uint64_t(base), C.uint64_t(thr), C.float(scale), C.int64_t(lo), C.int64_t(hi), f32p(mask, 0), xp, yp)
 }
 
 func cReLU(x, y []float32) {

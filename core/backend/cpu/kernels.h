@@ -42,9 +42,10 @@ void k_lstm_scatter(int dt, int64_t s0, int64_t s1, int it, const int64_t *bindp
 		    void *dxw);
 void k_gather(int it, int64_t r0, int64_t r1, const void *idx, const void *x, int64_t rowbytes,
 	      void *y);
-void k_dropout_f32(uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
+int k_has_avx512(void);
+void k_dropout_f32(int wide, uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
 		   const float *x, float *y);
-void k_dropout_block_f32(uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
+void k_dropout_block_f32(int wide, uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
 			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
 			 int64_t ldb, int mode);
 void k_bias_relu_f32(int relu, int64_t rows, int64_t c, const float *b, float *y);

@@ -296,7 +296,7 @@ func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error
 	if dt == tensor.Float32 {
 		s := fl[float32](mask)
 		base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
-		b.each(len(s), func(lo, hi int) { cDropout(base, thr, float32(scale), lo, hi, s, nil, nil) })
+		b.each(len(s), func(lo, hi int) { cDropout(b.wide, base, thr, float32(scale), lo, hi, s, nil, nil) })
 	} else {
 		s := fl[float64](mask)
 		b.each(len(s), func(lo, hi int) { dropout(seed, p, scale, s, lo, hi) })
@@ -317,7 +317,7 @@ func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor
 	if dt == tensor.Float32 {
 		xs, ys, ms := fl[float32](x), fl[float32](y), fl[float32](mask)
 		base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
-		b.each(len(xs), func(lo, hi int) { cDropout(base, thr, float32(scale), lo, hi, ms, xs, ys) })
+		b.each(len(xs), func(lo, hi int) { cDropout(b.wide, base, thr, float32(scale), lo, hi, ms, xs, ys) })
 	} else {
 		xs, ys, ms := fl[float64](x), fl[float64](y), fl[float64](mask)
 		base := backend.Mix64(seed)
