@@ -71,12 +71,16 @@ func TestSizerMatchesBind(t *testing.T) {
 		}
 		stats := func() backend.Stats { return f.be.Stats() }
 		for name, layer := range models {
-			for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			// The input rows in the program's dtype, and stored in 16 bits
+			// (data.feature_dtype, read directly or widened: half.go).
+			for _, v := range []struct{ dt, in tensor.DType }{{tensor.Float32, 0}, {tensor.Float64, 0}, {tensor.Float32, tensor.Float16}} {
+				dt := v.dt
 				g := linkLayers(t, layer, []int64{inDim, width, classes})
 				sz, err := NewSizer(g, dt)
 				if err != nil {
 					t.Fatal(err)
 				}
+				sz.Input = v.in
 				if sz.Learnable != g.NumParams() {
 					t.Errorf("%s: %d learnable scalars, the graph has %d", name, sz.Learnable, g.NumParams())
 				}
@@ -85,8 +89,11 @@ func TestSizerMatchesBind(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, u := range usages {
-					t.Run(fmt.Sprintf("%d/%s/%s/infer=%v/acc=%v", trial, name, dt, u.Inference, u.AccumulateGrads), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%d/%s/%s/in=%v/infer=%v/acc=%v", trial, name, dt, v.in, u.Inference, u.AccumulateGrads), func(t *testing.T) {
 						env, shapes := f.shapedBlockEnv(t, seeds, dt)
+						if v.in != 0 {
+							env.Input = toHalf(t, f.be, env.Input, v.in)
+						}
 						env.Inference = u.Inference
 						m := &meter{}
 						if _, err := sz.bind(shapes, env.Input.Rows(), u, m); err != nil {
