@@ -201,7 +201,10 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 		return nil, nil, nil, err
 	}
 	env = &Env{Config: cfg, Backend: be, DType: dt, Tier: tier, Model: model.Graph, Dataset: ds, Features: feats, Dim: dim,
-		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host}
+		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host, FeatureDType: tensor.Float32}
+	if err := compactFeatures(cfg, env); err != nil {
+		return nil, nil, nil, err
+	}
 	return env, model, cleanup, nil
 }
 

@@ -1,0 +1,36 @@
+package train
+
+import (
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/config"
+	"strata/core/tensor"
+)
+
+// compactFeatures stores the prepared feature rows in 16 bits when
+// data.feature_dtype asks for it: Env.Features16 holds them (rounded to
+// nearest even, once, after normalisation), and neither Env.Features nor
+// the dataset keeps the float32 matrix, so the host holds half the bytes.
+// The backend must read 16-bit rows (backend.HalfStorage).
+func compactFeatures(cfg *config.Config, env *Env) error {
+	dt, err := tensor.StorageDType(cfg.Data.FeatureDType)
+	if err != nil {
+		return cfg.KeyError(err.Error(), "data", "feature_dtype")
+	}
+	if dt == tensor.Float32 {
+		return nil
+	}
+	if _, ok := env.Backend.(backend.HalfStorage); !ok {
+		return cfg.KeyError(fmt.Sprintf("data.feature_dtype = %q: train.backend = %q cannot read 16-bit feature rows yet; use train.backend = \"cpu\" or \"sim\", or data.feature_dtype = \"float32\"", cfg.Data.FeatureDType, cfg.Train.Backend), "data", "feature_dtype")
+	}
+	env.FeatureDType = dt
+	if env.Features == nil { // a rank that loads its own rows (rejected before: no strategy of those reads 16 bits)
+		return nil
+	}
+	env.Features16 = make([]uint16, len(env.Features))
+	tensor.EncodeHalf(dt, env.Features16, env.Features)
+	env.Features = nil
+	env.Dataset.Features = nil // the float32 copy (or the mapped file's pages) is no longer referenced
+	return nil
+}
