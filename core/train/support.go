@@ -49,6 +49,9 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Train.CheckpointEvery > 0 && cfg.Output.Checkpoint == "" {
 		return cfg.KeyError("train.checkpoint_every: checkpoints go to output.checkpoint, which is not set; set output.checkpoint = \"run.ckpt\" or remove train.checkpoint_every", "train", "checkpoint_every")
 	}
+	if err := checkFeatureDType(cfg, uses); err != nil {
+		return err
+	}
 	if err := be.CheckConfig(cfg); err != nil {
 		return err
 	}
@@ -56,9 +59,6 @@ func checkSupported(cfg *config.Config) error {
 		if err := c.CheckConfig(cfg); err != nil {
 			return err
 		}
-	}
-	if err := checkFeatureDType(cfg, uses); err != nil {
-		return err
 	}
 	d := cfg.Devices
 	if (d.Count > 1 || d.Preset != "" && d.Preset != "pcie-only" || len(d.HostGBps) > 1) && !uses.Devices {
