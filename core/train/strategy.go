@@ -65,10 +65,10 @@ type Env struct {
 	FeatureDType tensor.DType
 	Features16   []uint16
 	Dim          int
-	Adjs     *Adjacencies
-	Seed     uint64
-	Host     modhost.Host
-	Progress io.Writer // where a long step may report its progress (nil: nowhere)
+	Adjs         *Adjacencies
+	Seed         uint64
+	Host         modhost.Host
+	Progress     io.Writer // where a long step may report its progress (nil: nowhere)
 }
 
 // Stepper computes the gradients of every optimizer step of an epoch and

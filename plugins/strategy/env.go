@@ -40,10 +40,10 @@ type stepEnv struct {
 	half    tensor.DType
 	feats16 []uint16
 	dim     int
-	adjs  *train.Adjacencies
-	seed  uint64
-	host  modhost.Host // for the cost models (memory estimate)
-	log   io.Writer    // progress of long steps (nil: none)
+	adjs    *train.Adjacencies
+	seed    uint64
+	host    modhost.Host // for the cost models (memory estimate)
+	log     io.Writer    // progress of long steps (nil: none)
 }
 
 func envOf(e *train.Env) stepEnv {
