@@ -102,6 +102,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if d, ok := be.(backend.Named); ok {
 		res.Device = d.DeviceName()
 	}
+	if env.FeatureDType.IsHalf() {
+		res.FeatureDType, res.FeatureBytes = env.FeatureDType.String(), 2*int64(len(env.Features16))
+	}
 	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	res.ConfigSHA256 = cfgSHA
 	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, ck: ck, model: model, dim: dim, afterEpoch: opts.AfterEpoch}
