@@ -28,9 +28,16 @@ func compactFeatures(cfg *config.Config, env *Env) error {
 	if env.Features == nil { // a rank that loads its own rows (rejected before: no strategy of those reads 16 bits)
 		return nil
 	}
-	env.Features16 = make([]uint16, len(env.Features))
-	tensor.EncodeHalf(dt, env.Features16, env.Features)
-	env.Features = nil
+	// A chunk at a time, giving a mapped file's pages back as they are
+	// read: the float32 rows and their 16-bit copy are never both
+	// resident in full.
+	f, h := env.Features, make([]uint16, len(env.Features))
+	for lo := 0; lo < len(f); lo += scanChunk {
+		hi := min(len(f), lo+scanChunk)
+		tensor.EncodeHalf(dt, h[lo:hi], f[lo:hi])
+		env.Dataset.DropMappedPages()
+	}
+	env.Features16, env.Features = h, nil
 	env.Dataset.Features = nil // the float32 copy (or the mapped file's pages) is no longer referenced
 	return nil
 }
