@@ -35,9 +35,29 @@ func compactFeatures(cfg *config.Config, env *Env) error {
 	for lo := 0; lo < len(f); lo += scanChunk {
 		hi := min(len(f), lo+scanChunk)
 		tensor.EncodeHalf(dt, h[lo:hi], f[lo:hi])
+		if i := overflow(dt, h[lo:hi]); i >= 0 {
+			return cfg.KeyError(fmt.Sprintf("data.feature_dtype = %q: feature %d of node %d is %g, beyond the format's largest value (it would become Inf); use data.feature_dtype = \"bfloat16\" (float32's range), normalise the features (data.feature_norm = \"row\"), or keep float32",
+				cfg.Data.FeatureDType, (lo+i)%env.Dim, (lo+i)/env.Dim, f[lo+i]), "data", "feature_dtype")
+		}
 		env.Dataset.DropMappedPages()
 	}
 	env.Features16, env.Features = h, nil
 	env.Dataset.Features = nil // the float32 copy (or the mapped file's pages) is no longer referenced
 	return nil
+}
+
+// overflow returns the index of the first ±Inf among 16-bit values of
+// dt (a finite float32 beyond the format's range: features are checked
+// finite when loaded), or -1.
+func overflow(dt tensor.DType, h []uint16) int {
+	inf := uint16(0x7c00) // binary16
+	if dt == tensor.BFloat16 {
+		inf = 0x7f80
+	}
+	for i, v := range h {
+		if v&0x7fff == inf {
+			return i
+		}
+	}
+	return -1
 }
