@@ -16,7 +16,8 @@ import (
 //   - direct: when every reader of the input is a matmul that takes it as
 //     its left operand, or a dropout of it whose readers all are (a dropout
 //     multiplied inside its matmuls, fuseInputDropouts, or one that only
-//     passes its input: inference, rate 0), each such matmul widens the
+//     passes its input: inference, rate 0), and their scratch is smaller
+//     than the input, each such matmul widens the
 //     rows a region at a time inside the backend's DropoutGEMM
 //     (backend.HalfStorage), in the forward product (p = 0 without a
 //     dropout) and in the weight gradient. No float32 copy of the input
@@ -99,10 +100,31 @@ func (p *Program) planHalfInput() error {
 			return nil
 		}
 	}
+	// Read directly only where the matmuls' scratch is smaller than the
+	// input (as fuseInputDropouts): a small input fits all its regions at
+	// once, and a planned float32 value, which other values may share, is
+	// then the cheaper copy.
+	for _, r := range direct {
+		if p.aux[r].maskedBy == 0 && p.halfScratchSize(int(p.g.Ops[r].Shape[1])) >= p.env.Input.Numel() {
+			p.wideIn = true
+			return nil
+		}
+	}
 	for _, r := range direct {
 		p.aux[r].halfX = true
 	}
 	return nil
+}
+
+// halfScratchSize is the scratch of a matmul of the 16-bit input by a
+// weight of n columns: the forward product's in an inference program
+// (there is no weight gradient), else the larger of the forward's and
+// the weight gradient's (dropScratchSize).
+func (p *Program) halfScratchSize(n int) int {
+	if p.env.Inference {
+		return backend.DropoutGEMMScratch(p.env.Input.Rows(), n, p.env.Input.Cols())
+	}
+	return p.dropScratchSize(n)
 }
 
 // bindHalfMatMul gives a matmul that reads 16-bit rows directly the
@@ -111,8 +133,15 @@ func (p *Program) bindHalfMatMul(i int, shape []int) error {
 	if p.aux[i].dropScratch != nil {
 		return nil
 	}
+	// An inference program's forward temporaries count with its values,
+	// as a kernel's do (Footprint), which is what an inference estimate
+	// (costmodel.betty-memory) adds up.
+	kind := KindScratch
+	if p.env.Inference {
+		kind = KindValue
+	}
 	var err error
-	p.aux[i].dropScratch, err = p.scratchFor(KindScratch, p.env.DType, []int{max(p.dropScratchSize(shape[1]), 1)}, 9)
+	p.aux[i].dropScratch, err = p.scratchFor(kind, p.env.DType, []int{max(p.halfScratchSize(shape[1]), 1)}, 9)
 	return err
 }
 
