@@ -1,10 +1,11 @@
 module strata
 
-go 1.26
+go 1.26.0
 
 require (
 	codeberg.org/sbinet/npyio v0.14.0
 	github.com/BurntSushi/toml v1.6.0
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/tetratelabs/wazero v1.12.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/netlib v0.0.0-20220323200511-14de99971b2d

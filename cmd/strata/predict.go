@@ -22,12 +22,14 @@ import (
 // model's output (logits.npy, float32, nodes × classes) and its last
 // hidden layer (embeddings.npy and embeddings.csv, nodes × width) to a
 // directory.
-func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("predict", "-m MODEL -c FILE [--set key=value]... -o DIR", stderr)
 	var cf configFlags
 	cf.register(fs)
 	modelPath := fs.String("m", "", "the model file a training run wrote (output.model)")
 	outDir := fs.String("o", "", "the directory to write predictions.npy, predictions.csv, logits.npy, embeddings.npy and embeddings.csv to (created if missing)")
+	var rf runtimeFlags
+	rf.register(fs)
 	cfg, wopts, err := cf.load(fs, args)
 	if err != nil {
 		return err
@@ -35,6 +37,15 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *modelPath == "" || *outDir == "" {
 		return usagef("predict: -m MODEL and -o DIR are required")
 	}
+	stopProfile, err := rf.start(cf.maxMem, append(profileInputs(cf.path, cfg.DatasetSpec()), *modelPath)...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if perr := stopProfile(); perr != nil && err == nil {
+			err = perr
+		}
+	}()
 	ctx = withMaxMemory(ctx, cf.maxMem)
 	ctx = graph.WithLoadProgress(ctx, graph.LoadProgress{W: progressWriter(cfg.Output.Progress, stderr), Label: "predict: loading", Quiet: quietFor, Every: plainEvery})
 	p, err := train.Predict(ctx, cfg, *modelPath, wasm.Host{Options: wopts})

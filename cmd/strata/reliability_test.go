@@ -109,6 +109,11 @@ func TestOutputSafety(t *testing.T) {
 		{"csv onto the dataset", train("--set", "output.csv="+link), "same file as the input"},
 		{"csv to a device", train("--set", "output.csv=/dev/null"), "output is a character device"},
 		{"experiment --out a file", []string{"experiment", "-c", "../../experiments/cora-hidden.toml", "--out", bin}, "is a file, not a directory"},
+		{"cpu profile onto the dataset", train("--cpuprofile", link), "same file as the input"},
+		{"heap profile to a device", train("--memprofile", "/dev/null"), "output is a character device"},
+		{"cpu profile onto the config", train("--cpuprofile", "../../configs/gcn-cora.toml"), "same file as the input"},
+		{"two profiles in one file", train("--cpuprofile", filepath.Join(dir, "p"), "--memprofile", filepath.Join(dir, "p")), "name the same file"},
+		{"bad memory limit", train("--memory-limit", "lots"), "want a byte count"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -11,15 +11,26 @@ import (
 	"strata/plugins/wasm"
 )
 
-func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("train", "[-c FILE] [--set key=value]... [--resume]", stderr)
 	var cf configFlags
 	cf.register(fs)
 	resume := fs.Bool("resume", false, "continue an interrupted run from output.checkpoint (same config and model module)")
+	var rf runtimeFlags
+	rf.register(fs)
 	cfg, wopts, err := cf.load(fs, args)
 	if err != nil {
 		return err
 	}
+	stopProfile, err := rf.start(cf.maxMem, profileInputs(cf.path, cfg.DatasetSpec())...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if perr := stopProfile(); perr != nil && err == nil {
+			err = perr
+		}
+	}()
 	ctx = withMaxMemory(ctx, cf.maxMem)
 	ctx, stdout, progress, leave, err := joinGroup(ctx, cfg, *resume, stdout, stderr)
 	if err != nil {

@@ -65,10 +65,13 @@ type Env struct {
 	FeatureDType tensor.DType
 	Features16   []uint16
 	Dim          int
-	Adjs         *Adjacencies
-	Seed         uint64
-	Host         modhost.Host
-	Progress     io.Writer // where a long step may report its progress (nil: nowhere)
+	// Adjs are the graph's adjacencies. A strategy that does not read them
+	// after NewStepper (it built structures of its own from them) sets
+	// Adjs to nil, so that their memory can be reclaimed.
+	Adjs     *Adjacencies
+	Seed     uint64
+	Host     modhost.Host
+	Progress io.Writer // where a long step may report its progress (nil: nowhere)
 }
 
 // Stepper computes the gradients of every optimizer step of an epoch and

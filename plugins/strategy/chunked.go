@@ -67,7 +67,14 @@ func (*Chunked) CheckConfig(cfg *config.Config) error {
 
 // NewStepper implements train.Strategy.
 func (*Chunked) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
-	return newChunkedRun(ctx, env.Config, envOf(env))
+	r, err := newChunkedRun(ctx, env.Config, envOf(env))
+	if err != nil {
+		return nil, err
+	}
+	// The chunks hold their own edges: the run's adjacencies are not read
+	// again, and at scale they are gigabytes (2.5 GB at R-MAT 2^24).
+	env.Adjs, r.e.adjs = nil, nil
+	return r, nil
 }
 
 // chunkDevice is one device: its tier and its replica of the parameters

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strings"
+
+	"strata/core/graph"
+	"strata/core/safefile"
+)
+
+// runtimeFlags are the process settings of the long-running commands
+// (train, predict): Go's soft memory limit and the pprof profiles.
+type runtimeFlags struct {
+	memLimit memFlag
+	cpu, mem string
+}
+
+func (r *runtimeFlags) register(fs *flag.FlagSet) {
+	fs.Var(&r.memLimit, "memory-limit", "soft limit of the Go heap (e.g. 10G): the garbage collector works harder as the heap nears it instead of doubling the live heap (default GOMEMLIMIT when set, else the --max-memory budget)")
+	fs.StringVar(&r.cpu, "cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof)")
+	fs.StringVar(&r.mem, "memprofile", "", "write a heap profile (live and allocated bytes) at the end of the run to `FILE`")
+}
+
+// start applies the memory limit and starts the CPU profile. The
+// returned stop ends the CPU profile and writes the heap profile; inputs
+// are the run's input files, which no profile may replace.
+func (r *runtimeFlags) start(maxMem memFlag, inputs ...string) (stop func() error, err error) {
+	limit := int64(r.memLimit)
+	switch {
+	case limit > 0:
+	case os.Getenv("GOMEMLIMIT") != "":
+		limit = -1 // the runtime has applied it
+	case maxMem > 0:
+		limit = int64(maxMem)
+	default:
+		limit = graph.DefaultMaxMemory()
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	for _, p := range []struct{ flag, path string }{{"--cpuprofile", r.cpu}, {"--memprofile", r.mem}} {
+		if p.path == "" {
+			continue
+		}
+		if err := safefile.CheckOutput(p.path, inputs...); err != nil {
+			return nil, usagef("%s: %v", p.flag, err)
+		}
+	}
+	if r.cpu != "" && r.cpu == r.mem {
+		return nil, usagef("--cpuprofile and --memprofile name the same file %s; give two paths", r.cpu)
+	}
+	var cpuOut *safefile.File
+	if r.cpu != "" {
+		if cpuOut, err = safefile.Create(r.cpu, inputs...); err != nil {
+			return nil, usagef("--cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(cpuOut); err != nil {
+			cpuOut.Abort()
+			return nil, fmt.Errorf("--cpuprofile %s: %w", r.cpu, err)
+		}
+	}
+	return func() error {
+		var errs []error
+		if cpuOut != nil {
+			pprof.StopCPUProfile()
+			errs = append(errs, cpuOut.Commit())
+		}
+		if r.mem != "" {
+			runtime.GC() // the live heap as of the end of the run
+			errs = append(errs, safefile.Write(r.mem, func(w io.Writer) error { return pprof.Lookup("heap").WriteTo(w, 0) }, inputs...))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("writing the profile: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// profileInputs lists the files a run reads that a profile must not
+// replace: the config file and a dataset path given as a file.
+func profileInputs(configPath, dataset string) []string {
+	ds, _, _ := strings.Cut(dataset, "@")
+	return []string{configPath, ds}
+}
