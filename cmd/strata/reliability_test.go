@@ -45,6 +45,7 @@ func TestBadInputBounds(t *testing.T) {
 		t.Skip("mkfifo:", err)
 	}
 	huge := tinyOGB(t, map[string]string{"raw/num-node-list.csv": "2147483647\n"})
+	large := tinyOGB(t, map[string]string{"raw/node-feat.csv": "1,0\n0,1\n0.5,70000\n0,0\n1e-3,-3\n"})
 	cfg := "../../configs/gcn-cora.toml"
 	cases := []struct {
 		name string
@@ -57,6 +58,11 @@ func TestBadInputBounds(t *testing.T) {
 		{"prefetch 2^32", []string{"validate", "-c", cfg, "--set", "train.prefetch=4294967296"}, "train.prefetch = 4294967296: must be in [1, 1024]"},
 		{"prefetch maxint", []string{"validate", "-c", cfg, "--set", "train.prefetch=9223372036854775807"}, "must be in [1, 1024]"},
 		{"synth features 1e8", []string{"validate", "-c", cfg, "--set", "data.synth_features=100000000"}, "data.synth_features = 100000000: must be in [0, 65536]"},
+		{"feature dtype unknown", []string{"validate", "-c", cfg, "--set", "data.feature_dtype=float8"}, `data.feature_dtype = "float8": allowed values are`},
+		{"feature dtype with float64", []string{"validate", "-c", cfg, "--set", "data.feature_dtype=float16", "--set", "train.dtype=float64"}, `data.feature_dtype = "float16" stores features for float32 math`},
+		{"float16 overflow", []string{"train", "-c", cfg, "--set", "data.dataset=" + large + "@s", "--set", "data.feature_norm=none", "--set", "data.feature_dtype=float16", "--set", "train.epochs=1"},
+			`data.feature_dtype = "float16": feature 1 of node 2 is 70000, beyond the format's largest value`},
+		{"feature dtype chunked", []string{"train", "-c", "../../configs/hongtu-cora.toml", "--set", "data.feature_dtype=bfloat16"}, `data.feature_dtype = "bfloat16": train.mode = "chunked" cannot read 16-bit feature rows`},
 		{"fifo dataset", []string{"inspect", "-i", fifo}, "is a FIFO, not a regular file"},
 		{"fifo config", []string{"validate", "-c", fifo}, "it is a FIFO"},
 		{"ogb node count", []string{"inspect", "-i", huge, "--max-memory", "1T"}, "says 2147483647 nodes"},

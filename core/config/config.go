@@ -73,6 +73,16 @@ type Data struct {
 	Split         string `toml:"split" hash:"omitempty" example:"random-20-30-seed0" doc:"the split to train on: a named split of an OGB directory (its split/<name>), or a generated one, random-<train>-<valid>-seed<k> = per class <train> training and <valid> validation nodes drawn with seed k, every other labeled node for test (Shchur et al.'s protocol; replaces the dataset's own split); \"\" = the dataset's own split. Same as appending @<split> to data.dataset"`
 	SynthFeatures int    `toml:"synth_features" range:"[0,65536]" doc:"for datasets without features: random features of this width (0 = error instead)"`
 	Reorder       string `toml:"reorder" enum:"none,degree,score" doc:"relabel the nodes before training: degree = by descending degree; score = by the [cache] policy's ranking, hottest first, in parallel (data tiering Alg. 2), so the hot rows are a prefix and the feature store needs no lookup map"`
+	FeatureDType  string `toml:"feature_dtype" hash:"omitempty" enum:",float32,float16,bfloat16" doc:"storage of the feature rows: float32 (\"\", the default), or 16 bits in half the bytes, float16 (IEEE binary16, 3 significant digits, |x| up to 65504) or bfloat16 (float32's range, 2 digits), rounded to nearest even once after feature_norm and widened to float32 where a kernel reads them: all math stays float32 (train.dtype = \"float32\"). Strategies and backends that cannot read 16-bit rows reject it; see docs/datasets.md, \"Feature storage\""`
+}
+
+// FeatureStorage returns data.feature_dtype with its default spelled
+// out: "float32", "float16" or "bfloat16".
+func (d *Data) FeatureStorage() string {
+	if d.FeatureDType == "" {
+		return "float32"
+	}
+	return d.FeatureDType
 }
 
 // Model describes the GNN.

@@ -788,3 +788,27 @@ func TestDataSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestFeatureDTypeDefaultHash: data.feature_dtype = "float32" is the
+// default spelled out, the same config_sha256 as leaving it out; float16 is
+// another config.
+func TestFeatureDTypeDefaultHash(t *testing.T) {
+	hash := func(sets ...string) string {
+		t.Helper()
+		c, err := Parse("x.toml", []byte("[data]\ndataset = \"a\"\n"), sets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := c.SHA256()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if hash() != hash(`data.feature_dtype="float32"`) {
+		t.Error("feature_dtype = float32 changed the config hash")
+	}
+	if hash() == hash(`data.feature_dtype="float16"`) {
+		t.Error("feature_dtype = float16 kept the float32 config's hash")
+	}
+}

@@ -59,6 +59,9 @@ func decodeRaw(raw map[string]any, src *source, name string, overrides []string)
 	if err := join(d.errs); err != nil {
 		return nil, err
 	}
+	if cfg.Data.FeatureDType == "float32" {
+		cfg.Data.FeatureDType = "" // the default, spelled out: the same config (and config_sha256)
+	}
 	return cfg, nil
 }
 

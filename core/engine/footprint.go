@@ -136,6 +136,9 @@ type Sizer struct {
 	dt    tensor.DType
 	ps    *Params
 	inDim int
+	// Input is the dtype of the input rows (data.feature_dtype): the
+	// program's dtype when zero, or tensor.Float16 / tensor.BFloat16.
+	Input tensor.DType
 	// Learnable is the model's learnable scalars (each has a gradient of
 	// the same size); State its other resident elements (batch-norm
 	// running statistics), as NewParams allocates them.
@@ -189,7 +192,11 @@ func (s *Sizer) bind(blocks []BlockShape, inputRows int, u Usage, m *meter) (*Pr
 	be := dryBackend{}
 	env := Env{Backend: be, DType: s.dt, Tier: dryTier, Inference: u.Inference, InputGrad: u.InputGrad, Resumable: u.Resumable,
 		Blocks: make([]map[string]*Graph, len(blocks))}
-	env.Input, _ = be.Alloc(s.dt, []int{inputRows, s.inDim}, dryTier)
+	in := s.dt
+	if s.Input != 0 {
+		in = s.Input
+	}
+	env.Input, _ = be.Alloc(in, []int{inputRows, s.inDim}, dryTier)
 	for l, b := range blocks {
 		env.Blocks[l] = map[string]*Graph{}
 		for name, e := range b.Edges {
@@ -385,6 +392,10 @@ func (dryBackend) DropoutApply(uint64, float64, *tensor.Tensor, *tensor.Tensor, 
 func (dryBackend) DropoutGEMM(uint64, float64, bool, *tensor.Tensor, *tensor.Tensor, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
 	return nil
 }
+
+// Widen makes the dry backend a backend.HalfStorage, as the cpu and sim
+// backends are: programs over 16-bit input rows are sized as bound.
+func (dryBackend) Widen(_, _ *tensor.Tensor) error { return nil }
 
 // SpMMBiasAct makes the dry backend a backend.SpMMBiasActer, as the cpu,
 // sim and cuda backends are: the buffer plan gives a fused aggregation's

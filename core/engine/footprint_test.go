@@ -71,12 +71,16 @@ func TestSizerMatchesBind(t *testing.T) {
 		}
 		stats := func() backend.Stats { return f.be.Stats() }
 		for name, layer := range models {
-			for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+			// The input rows in the program's dtype, and stored in 16 bits
+			// (data.feature_dtype, read directly or widened: half.go).
+			for _, v := range []struct{ dt, in tensor.DType }{{tensor.Float32, 0}, {tensor.Float64, 0}, {tensor.Float32, tensor.Float16}} {
+				dt := v.dt
 				g := linkLayers(t, layer, []int64{inDim, width, classes})
 				sz, err := NewSizer(g, dt)
 				if err != nil {
 					t.Fatal(err)
 				}
+				sz.Input = v.in
 				if sz.Learnable != g.NumParams() {
 					t.Errorf("%s: %d learnable scalars, the graph has %d", name, sz.Learnable, g.NumParams())
 				}
@@ -85,8 +89,11 @@ func TestSizerMatchesBind(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, u := range usages {
-					t.Run(fmt.Sprintf("%d/%s/%s/infer=%v/acc=%v", trial, name, dt, u.Inference, u.AccumulateGrads), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%d/%s/%s/in=%v/infer=%v/acc=%v", trial, name, dt, v.in, u.Inference, u.AccumulateGrads), func(t *testing.T) {
 						env, shapes := f.shapedBlockEnv(t, seeds, dt)
+						if v.in != 0 {
+							env.Input = toHalf(t, f.be, env.Input, v.in)
+						}
 						env.Inference = u.Inference
 						m := &meter{}
 						if _, err := sz.bind(shapes, env.Input.Rows(), u, m); err != nil {
@@ -188,55 +195,81 @@ func TestSizerErrors(t *testing.T) {
 
 // TestSizerMatchesFusedBind sizes a program whose input dropout runs
 // inside its matmuls (a block of over 8,192 input rows, so that the fused
-// kernel's scratch is smaller than the input both ways): the footprint is
-// the peak of a training step, as for every other program.
+// kernel's scratch is smaller than the input both ways), and programs that
+// read 16-bit input rows directly (training and inference): the footprint
+// is the peak of a training step or an evaluation forward, as for every
+// other program.
 func TestSizerMatchesFusedBind(t *testing.T) {
 	f := randomBlockFixture(5, 9000, 20000)
 	seeds := make([]int32, 9000)
 	for v := range seeds {
 		seeds[v] = int32(v)
 	}
-	g := linkLayers(t, dropMatMulLayer, []int64{inDim, width, classes})
 	dt := tensor.Float32
-	sz, err := NewSizer(g, dt)
-	if err != nil {
-		t.Fatal(err)
+	// The fused dropout in float32 rows, and the 16-bit rows read
+	// directly by the matmuls (half.go): training and inference.
+	cases := []struct {
+		name  string
+		layer func(b *ir.Builder, in, out int64, last bool) int32
+		in    tensor.DType
+		infer bool
+	}{
+		{"dropmm", dropMatMulLayer, 0, false},
+		{"dropmm/float16", dropMatMulLayer, tensor.Float16, false},
+		{"dropmm/float16/infer", dropMatMulLayer, tensor.Float16, true},
+		{"gcn/bfloat16", blockModels["gcn"], tensor.BFloat16, false},
 	}
-	ps, err := NewParams(g, f.be, dt, tensor.Host, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Release()
-	env, shapes := f.shapedBlockEnv(t, seeds, dt)
-	fp, err := sz.Blocks(shapes, env.Input.Rows(), Usage{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.be.(backend.PeakResetter).ResetPeak()
-	before := f.be.Stats().InUse[tensor.Host]
-	p, err := Bind(g, env, ps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
-	fused := false
-	for i := range p.g.Ops {
-		fused = fused || p.aux[i].dropInto
-	}
-	if !fused {
-		t.Fatalf("no dropout fused for %d input rows", env.Input.Rows())
-	}
-	ctx := context.Background()
-	if err := p.Forward(ctx, Mode{Train: true, Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.be.Fill(p.OutputGrad(), 0.01); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Backward(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := f.be.Stats().Peak[tensor.Host] - before; got != fp.Bytes() {
-		t.Errorf("peak %d bytes, footprint %d (%+v)", got, fp.Bytes(), fp)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := linkLayers(t, c.layer, []int64{inDim, width, classes})
+			sz, err := NewSizer(g, dt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sz.Input = c.in
+			ps, err := NewParams(g, f.be, dt, tensor.Host, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ps.Release()
+			env, shapes := f.shapedBlockEnv(t, seeds, dt)
+			if c.in != 0 {
+				env.Input = toHalf(t, f.be, env.Input, c.in)
+			}
+			env.Inference = c.infer
+			fp, err := sz.Blocks(shapes, env.Input.Rows(), Usage{Inference: c.infer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.be.(backend.PeakResetter).ResetPeak()
+			before := f.be.Stats().InUse[tensor.Host]
+			p, err := Bind(g, env, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Release()
+			fused, direct := false, false
+			for i := range p.g.Ops {
+				fused = fused || p.aux[i].dropInto
+				direct = direct || p.aux[i].halfX
+			}
+			if c.name == "dropmm" && !fused || c.in != 0 && (!direct || p.wideIn) {
+				t.Fatalf("fused %v, read directly %v, widened %v for %d input rows", fused, direct, p.wideIn, env.Input.Rows())
+			}
+			ctx := context.Background()
+			if c.infer {
+				err = p.Forward(ctx, Mode{})
+			} else if err = p.Forward(ctx, Mode{Train: true, Seed: 3}); err == nil {
+				if err = f.be.Fill(p.OutputGrad(), 0.01); err == nil {
+					err = p.Backward(ctx)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.be.Stats().Peak[tensor.Host] - before; got != fp.Bytes() {
+				t.Errorf("peak %d bytes, footprint %d (%+v)", got, fp.Bytes(), fp)
+			}
+		})
 	}
 }

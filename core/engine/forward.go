@@ -57,6 +57,9 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	if op.Kind == opNarrow {
 		return p.be.Gather(p.val(op.Args[0]), p.aux[i].rows, p.vals[i])
 	}
+	if op.Kind == ir.OpInput && p.wideIn {
+		return p.widenInput(i)
+	}
 	switch s := ir.Spec(op.Kind); {
 	case s == nil:
 		return fmt.Errorf("op kind %q is not supported by the engine", op.Kind)

@@ -95,6 +95,9 @@ type Program struct {
 	// xFor[i] is the value a ReLU's backward reads for its sign in place
 	// of its input (its dropout's output, see planBuffers), or -1.
 	xFor []int32
+	// wideIn: the 16-bit input is widened into a float32 value of the
+	// buffer plan (see planHalfInput).
+	wideIn bool
 }
 
 // opAux holds per-op state: dropout masks, argmax indices, batch statistics.
@@ -125,6 +128,9 @@ type opAux struct {
 	epilogue   int32
 	inEpilogue bool
 	epilogueOf int32
+	// halfX: a matmul whose left operand is the 16-bit input (or its
+	// dropout), widened inside DropoutGEMM (see planHalfInput).
+	halfX bool
 }
 
 // Compile binds g to env with fresh parameters initialised from seed; the
@@ -240,6 +246,9 @@ func (p *Program) dry() bool {
 func (p *Program) bind() error {
 	p.fuseGathers()
 	p.fuseInputDropouts()
+	if err := p.planHalfInput(); err != nil {
+		return err
+	}
 	shapes := make([][]int, len(p.g.Ops))
 	for i := range p.g.Ops {
 		op := &p.g.Ops[i]
@@ -263,8 +272,12 @@ func (p *Program) bind() error {
 			if p.env.Input.Cols() != int(op.Shape[1]) {
 				return fmt.Errorf("engine: model expects %d input features, dataset has %d", op.Shape[1], p.env.Input.Cols())
 			}
-			p.vals[i] = p.env.Input
 			p.needGrad[i] = p.env.InputGrad && !p.env.Inference
+			if p.wideIn { // a float32 value of the plan, which the forward widens into
+				shapes[i] = p.env.Input.Shape()
+				continue
+			}
+			p.vals[i] = p.env.Input
 			continue
 		case ir.OpParam:
 			pr, ok := p.params.named[op.Name]

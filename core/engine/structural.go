@@ -89,7 +89,12 @@ func (p *Program) backwardSpMMEdge(ctx context.Context, i int32) error {
 // fuseInputDropouts) its scratch.
 func (p *Program) bindMatMul(i int, _ *ir.Op, shape []int) error {
 	if p.aux[i].maskedBy > 0 {
-		return p.bindDropGEMM(i, shape)
+		if err := p.bindDropGEMM(i, shape); err != nil {
+			return err
+		}
+	}
+	if p.aux[i].halfX {
+		return p.bindHalfMatMul(i, shape)
 	}
 	return nil
 }
@@ -98,6 +103,9 @@ func (p *Program) forwardMatMul(_ context.Context, i int32, m Mode) error {
 	_, arg, y := p.structArgs(i)
 	if p.aux[i].maskedBy > 0 && m.Train {
 		return p.dropGEMM(i, false, arg(1), 0, y)
+	}
+	if p.aux[i].halfX { // 16-bit rows, widened region by region (half.go)
+		return p.halfGEMM(i, false, arg(0), arg(1), 0, y)
 	}
 	return p.be.GEMM(false, false, 1, arg(0), arg(1), 0, y)
 }
@@ -110,6 +118,11 @@ func (p *Program) backwardMatMul(_ context.Context, i int32) error {
 	if p.aux[i].maskedBy > 0 { // a's dropout was never formed; its input takes no gradient
 		return p.accumulateBeta(args[1], func(out *tensor.Tensor, beta float64) error {
 			return p.dropGEMM(i, true, dy, beta, out)
+		})
+	}
+	if p.aux[i].halfX { // the 16-bit input takes no gradient
+		return p.accumulateBeta(args[1], func(out *tensor.Tensor, beta float64) error {
+			return p.halfGEMM(i, true, arg(0), dy, beta, out)
 		})
 	}
 	if err := p.accumulateBeta(args[1], func(out *tensor.Tensor, beta float64) error {

@@ -17,6 +17,11 @@ const (
 	Float64
 	Int32
 	Int64
+	// Float16 and BFloat16 are storage types: 16-bit floats that hold
+	// feature rows in half the bytes (data.feature_dtype). No kernel
+	// computes in them; readers widen them to float32 (see half.go).
+	Float16
+	BFloat16
 )
 
 // Size returns the element size in bytes.
@@ -26,12 +31,17 @@ func (d DType) Size() int {
 		return 4
 	case Float64, Int64:
 		return 8
+	case Float16, BFloat16:
+		return 2
 	}
 	return 0
 }
 
 // IsFloat reports whether d is a floating-point type.
 func (d DType) IsFloat() bool { return d == Float32 || d == Float64 }
+
+// IsHalf reports whether d is a 16-bit storage float (Float16, BFloat16).
+func (d DType) IsHalf() bool { return d == Float16 || d == BFloat16 }
 
 // Short returns the short name used in kernel and test names: f32, f64,
 // i32 or i64.
@@ -45,6 +55,10 @@ func (d DType) Short() string {
 		return "i32"
 	case Int64:
 		return "i64"
+	case Float16:
+		return "f16"
+	case BFloat16:
+		return "bf16"
 	}
 	return d.String()
 }
@@ -59,6 +73,10 @@ func (d DType) String() string {
 		return "int32"
 	case Int64:
 		return "int64"
+	case Float16:
+		return "float16"
+	case BFloat16:
+		return "bfloat16"
 	}
 	return fmt.Sprintf("dtype(%d)", uint8(d))
 }

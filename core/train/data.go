@@ -24,7 +24,7 @@ func prepareFeatures(d *graph.Dataset, norm string, synth int, seed uint64) ([]f
 	case "none":
 		return feats, dim, nil
 	case "auto":
-		if !isBinary(feats) {
+		if !isBinaryDropping(feats, d.DropMappedPages) {
 			return feats, dim, nil
 		}
 	}
@@ -36,6 +36,24 @@ func prepareFeatures(d *graph.Dataset, norm string, synth int, seed uint64) ([]f
 func isBinary(v []float32) bool {
 	for _, x := range v {
 		if x != 0 && x != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// scanChunk is how many feature values a scan of a mapped matrix reads
+// before it gives the pages back (64 MiB of float32).
+const scanChunk = 1 << 24
+
+// isBinaryDropping is isBinary over a matrix that may be mapped from a
+// file: drop runs after every scanChunk values (Dataset.DropMappedPages),
+// so the scan does not leave the whole file resident.
+func isBinaryDropping(v []float32, drop func()) bool {
+	for lo := 0; lo < len(v); lo += scanChunk {
+		ok := isBinary(v[lo:min(len(v), lo+scanChunk)])
+		drop()
+		if !ok {
 			return false
 		}
 	}

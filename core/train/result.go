@@ -61,9 +61,14 @@ type Result struct {
 	// program holds for a training step by its own accounting (values,
 	// gradients, masks, scratch; see engine.Program.Allocated), where the
 	// strategy reports it (strategy.fullgraph does).
-	LoadPeakRSSBytes int64            `json:"load_peak_rss_bytes,omitempty"`
-	ProgramBytes     int64            `json:"program_bytes,omitempty"`
-	PeakTierBytes    map[string]int64 `json:"peak_tier_bytes"`
+	LoadPeakRSSBytes int64 `json:"load_peak_rss_bytes,omitempty"`
+	ProgramBytes     int64 `json:"program_bytes,omitempty"`
+	// FeatureDType and FeatureBytes: the storage of the host feature
+	// matrix and its bytes, reported for 16-bit storage
+	// (data.feature_dtype; float32 rows would take twice FeatureBytes).
+	FeatureDType  string           `json:"feature_dtype,omitempty"`
+	FeatureBytes  int64            `json:"feature_bytes,omitempty"`
+	PeakTierBytes map[string]int64 `json:"peak_tier_bytes"`
 	// TrainPeakTierBytes is the peak during training steps only (what a
 	// step's micro-batches need), EvalPeakTierBytes during evaluations;
 	// PeakTierBytes also covers set-up.

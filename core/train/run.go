@@ -102,6 +102,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if d, ok := be.(backend.Named); ok {
 		res.Device = d.DeviceName()
 	}
+	if env.FeatureDType.IsHalf() {
+		res.FeatureDType, res.FeatureBytes = env.FeatureDType.String(), 2*int64(len(env.Features16))
+	}
 	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	res.ConfigSHA256 = cfgSHA
 	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, ck: ck, model: model, dim: dim, afterEpoch: opts.AfterEpoch}
@@ -201,7 +204,10 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 		return nil, nil, nil, err
 	}
 	env = &Env{Config: cfg, Backend: be, DType: dt, Tier: tier, Model: model.Graph, Dataset: ds, Features: feats, Dim: dim,
-		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host}
+		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host, FeatureDType: tensor.Float32}
+	if err := compactFeatures(cfg, env); err != nil {
+		return nil, nil, nil, err
+	}
 	return env, model, cleanup, nil
 }
 

@@ -40,6 +40,9 @@ type Uses struct {
 	RankPartition bool
 	Hybrid        bool // [hybrid]: it splits work between CPU trainers and devices
 	Chunked       bool // [chunked]: HongTu's chunked full-graph training
+	// HalfFeatures: it reads feature rows stored in 16 bits
+	// (data.feature_dtype = "float16" or "bfloat16", Env.Features16).
+	HalfFeatures bool
 }
 
 // Env is what a stepper is built from: the run's backend, the linked
@@ -56,7 +59,12 @@ type Env struct {
 	// on a rank of a distributed strategy (RankPartition, several ranks),
 	// which loads the rows of its own nodes (LoadFeatureRows).
 	Features []float32
-	Dim      int
+	// FeatureDType is the storage of the feature rows: tensor.Float32
+	// (Features), or tensor.Float16 / tensor.BFloat16 (data.feature_dtype),
+	// whose bits Features16 then holds instead of Features (nil).
+	FeatureDType tensor.DType
+	Features16   []uint16
+	Dim          int
 	// Adjs are the graph's adjacencies. A strategy that does not read them
 	// after NewStepper (it built structures of its own from them) sets
 	// Adjs to nil, so that their memory can be reclaimed.

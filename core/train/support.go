@@ -49,6 +49,9 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Train.CheckpointEvery > 0 && cfg.Output.Checkpoint == "" {
 		return cfg.KeyError("train.checkpoint_every: checkpoints go to output.checkpoint, which is not set; set output.checkpoint = \"run.ckpt\" or remove train.checkpoint_every", "train", "checkpoint_every")
 	}
+	if err := checkFeatureDType(cfg, uses); err != nil {
+		return err
+	}
 	if err := be.CheckConfig(cfg); err != nil {
 		return err
 	}
@@ -95,4 +98,20 @@ func modesUsing(f func(Uses) bool) string {
 		return "(none registered)"
 	}
 	return strings.Join(names, " or ")
+}
+
+// checkFeatureDType rejects 16-bit feature storage where it cannot be
+// read: a strategy that does not declare Uses.HalfFeatures, float64 math.
+func checkFeatureDType(cfg *config.Config, uses Uses) error {
+	fd := cfg.Data.FeatureStorage()
+	if fd == "float32" {
+		return nil
+	}
+	if !uses.HalfFeatures {
+		return cfg.KeyError(fmt.Sprintf("data.feature_dtype = %q: train.mode = %q cannot read 16-bit feature rows yet; use train.mode = %s, or data.feature_dtype = \"float32\"", fd, cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.HalfFeatures })), "data", "feature_dtype")
+	}
+	if cfg.Train.DType != "float32" {
+		return cfg.KeyError(fmt.Sprintf("data.feature_dtype = %q stores features for float32 math, but train.dtype = %q; use train.dtype = \"float32\" or data.feature_dtype = \"float32\"", fd, cfg.Train.DType), "data", "feature_dtype")
+	}
+	return nil
 }

@@ -98,7 +98,7 @@ func TestMicroGradientsMatchWholeBatch(t *testing.T) {
 					t.Fatal(err)
 				}
 				run := func(bl []sampler.Block, out []int32, share float64, acc bool) {
-					bb, err := r.bind(bl, nil, nil, false)
+					bb, err := r.bind(bl, featRows{}, nil, false)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -428,8 +428,8 @@ func TestSplitShardInfeasible(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mb := range sh.micro {
-		if mb.est.Peak > inf.MinCapacity || len(mb.x) != len(mb.blocks[0].Src)*e.dim {
-			t.Errorf("micro-batch of %d nodes: estimated %d, %d input values", len(mb.nodes), mb.est.Peak, len(mb.x))
+		if mb.est.Peak > inf.MinCapacity || len(mb.x.f32) != len(mb.blocks[0].Src)*e.dim {
+			t.Errorf("micro-batch of %d nodes: estimated %d, %d input values", len(mb.nodes), mb.est.Peak, len(mb.x.f32))
 		}
 	}
 }

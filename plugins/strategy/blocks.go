@@ -82,7 +82,7 @@ type boundBlocks struct {
 // to them; infer binds for evaluation only. The features are input (a
 // tensor already on the device, which bind then owns), or x, or when both
 // are nil gathered from the host.
-func (r *blockRunner) bind(blocks []sampler.Block, x []float32, input *tensor.Tensor, infer bool) (*boundBlocks, error) {
+func (r *blockRunner) bind(blocks []sampler.Block, x featRows, input *tensor.Tensor, infer bool) (*boundBlocks, error) {
 	e := r.e
 	if len(blocks) != len(r.layers) {
 		return nil, fmt.Errorf("%d blocks for a %d-layer model", len(blocks), len(r.layers))
@@ -112,10 +112,10 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, input *tensor.Te
 	if input != nil {
 		env.Input = input
 	} else {
-		if x == nil {
-			x = gatherRows(e.feats, e.dim, src)
+		if x.empty() {
+			x = e.gatherInput(src)
 		}
-		if env.Input, err = train.UploadFloat32s(backend.ForPurpose(e.be, backend.PurposeFeatures), x, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
+		if env.Input, err = uploadRows(backend.ForPurpose(e.be, backend.PurposeFeatures), x, e.half, []int{len(src), e.dim}, e.dt, e.tier); err != nil {
 			return fail(err)
 		}
 	}
@@ -128,7 +128,7 @@ func (r *blockRunner) bind(blocks []sampler.Block, x []float32, input *tensor.Te
 
 // gatherRows copies the rows of ids from a row-major matrix of dim
 // columns (feature rows, or a layer's rows for a halo exchange).
-func gatherRows[T float32 | float64](feats []T, dim int, ids []int32) []T {
+func gatherRows[T float32 | float64 | uint16](feats []T, dim int, ids []int32) []T {
 	x := make([]T, 0, len(ids)*dim)
 	for _, v := range ids {
 		x = append(x, feats[int(v)*dim:(int(v)+1)*dim]...)
@@ -265,7 +265,7 @@ func (r *blockRunner) predict(ctx context.Context, pred []int32) error {
 		if err != nil {
 			return err
 		}
-		bb, err := r.bind(blocks, nil, nil, true)
+		bb, err := r.bind(blocks, featRows{}, nil, true)
 		if err != nil {
 			return err
 		}
@@ -295,7 +295,7 @@ func (r *blockRunner) PredictOutputs(ctx context.Context) (logits, hidden []floa
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		bb, err := r.bind(blocks, nil, nil, true)
+		bb, err := r.bind(blocks, featRows{}, nil, true)
 		if err != nil {
 			return nil, nil, 0, err
 		}

@@ -361,7 +361,7 @@ func (d *distRank) step(ctx context.Context, mine []int32, total int, rng, seed 
 	}
 	loss := 0.0
 	if len(mine) > 0 {
-		bb, err := d.r.bind(blocks, x, nil, false)
+		bb, err := d.r.bind(blocks, featRows{f32: x}, nil, false)
 		if err != nil {
 			return 0, err
 		}
@@ -455,7 +455,7 @@ func (d *distRank) predictAll(ctx context.Context, pred []int32) error {
 		return err
 	}
 	if len(mine) > 0 {
-		bb, err := d.r.bind(blocks, x, nil, true)
+		bb, err := d.r.bind(blocks, featRows{f32: x}, nil, true)
 		if err != nil {
 			return err
 		}

@@ -35,16 +35,24 @@ type stepEnv struct {
 	model *ir.Graph
 	ds    *graph.Dataset
 	feats []float32
-	dim   int
-	adjs  *train.Adjacencies
-	seed  uint64
-	host  modhost.Host // for the cost models (memory estimate)
-	log   io.Writer    // progress of long steps (nil: none)
+	// half is the storage of 16-bit feature rows (tensor.Float16 or
+	// tensor.BFloat16; 0: float32 rows in feats), whose bits feats16 holds.
+	half    tensor.DType
+	feats16 []uint16
+	dim     int
+	adjs    *train.Adjacencies
+	seed    uint64
+	host    modhost.Host // for the cost models (memory estimate)
+	log     io.Writer    // progress of long steps (nil: none)
 }
 
 func envOf(e *train.Env) stepEnv {
-	return stepEnv{be: e.Backend, dt: e.DType, tier: e.Tier, model: e.Model, ds: e.Dataset, feats: e.Features,
-		dim: e.Dim, adjs: e.Adjs, seed: e.Seed, host: e.Host, log: e.Progress}
+	s := stepEnv{be: e.Backend, dt: e.DType, tier: e.Tier, model: e.Model, ds: e.Dataset, feats: e.Features,
+		feats16: e.Features16, dim: e.Dim, adjs: e.Adjs, seed: e.Seed, host: e.Host, log: e.Progress}
+	if e.FeatureDType.IsHalf() {
+		s.half = e.FeatureDType
+	}
+	return s
 }
 
 // pipelinedS predicts a pipeline of batches in which batch i+1's transfers

@@ -17,8 +17,66 @@ type hostWrapper interface {
 // (the dataset's copy, often mapped from the dataset file, is then the
 // only one), else as an uploaded copy.
 func placeFeatures(be backend.Backend, v []float32, shape []int, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
-	if w, ok := be.(hostWrapper); ok && dt == tensor.Float32 && tier == tensor.Host {
-		return w.WrapHost(v, shape)
+	return placeRows(be, featRows{f32: v}, 0, shape, dt, tier)
+}
+
+// hostWrapperHalf is a backend that can use host 16-bit rows in place
+// (cpu.Backend.WrapHostHalf).
+type hostWrapperHalf interface {
+	WrapHostHalf(dt tensor.DType, v []uint16, shape []int) (*tensor.Tensor, error)
+}
+
+// featRows are feature rows on the host: float32 (f32), or the bits of
+// 16-bit rows (u16, data.feature_dtype).
+type featRows struct {
+	f32 []float32
+	u16 []uint16
+}
+
+func (h featRows) empty() bool { return h.f32 == nil && h.u16 == nil }
+
+// gatherInput copies the feature rows of ids on the host, in their
+// storage.
+func (e stepEnv) gatherInput(ids []int32) featRows {
+	if e.half != 0 {
+		return featRows{u16: gatherRows(e.feats16, e.dim, ids)}
 	}
-	return train.UploadFloat32s(be, v, shape, dt, tier)
+	return featRows{f32: gatherRows(e.feats, e.dim, ids)}
+}
+
+// allRows is the whole feature matrix in its storage.
+func (e stepEnv) allRows() featRows { return featRows{f32: e.feats, u16: e.feats16} }
+
+// placeRows puts feature rows on the backend: 16-bit rows (half, the
+// storage of data.feature_dtype) as a tensor of that dtype, float32 rows as
+// placeFeatures does; in place where the backend can use host memory.
+func placeRows(be backend.Backend, v featRows, half tensor.DType, shape []int, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
+	if half != 0 {
+		if w, ok := be.(hostWrapperHalf); ok && tier == tensor.Host {
+			return w.WrapHostHalf(half, v.u16, shape)
+		}
+		return uploadRows(be, v, half, shape, dt, tier)
+	}
+	v32 := v.f32
+	if w, ok := be.(hostWrapper); ok && dt == tensor.Float32 && tier == tensor.Host {
+		return w.WrapHost(v32, shape)
+	}
+	return train.UploadFloat32s(be, v32, shape, dt, tier)
+}
+
+// uploadRows copies host feature rows into a new tensor (16-bit rows as a
+// tensor of their dtype, half; float32 rows in the run's dtype).
+func uploadRows(be backend.Backend, v featRows, half tensor.DType, shape []int, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
+	if half == 0 {
+		return train.UploadFloat32s(be, v.f32, shape, dt, tier)
+	}
+	t, err := be.Alloc(half, shape, tier)
+	if err != nil {
+		return nil, err
+	}
+	if err := be.Upload(t, v.u16); err != nil {
+		be.Release(t)
+		return nil, err
+	}
+	return t, nil
 }

@@ -25,7 +25,7 @@ func (*FullGraph) StrataModule() registry.ModuleInfo {
 }
 
 // Uses implements train.Strategy: nothing beyond the model.
-func (*FullGraph) Uses() train.Uses { return train.Uses{} }
+func (*FullGraph) Uses() train.Uses { return train.Uses{HalfFeatures: true} }
 
 // NewStepper implements train.Strategy.
 func (*FullGraph) NewStepper(_ context.Context, env *train.Env) (train.Stepper, error) {
@@ -46,7 +46,7 @@ func newFullGraph(e stepEnv) (*fullGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := placeFeatures(backend.ForPurpose(e.be, backend.PurposeFeatures), e.feats, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
+	x, err := placeRows(backend.ForPurpose(e.be, backend.PurposeFeatures), e.allRows(), e.half, []int{e.ds.NumNodes, e.dim}, e.dt, e.tier)
 	if err != nil {
 		return nil, fmt.Errorf("upload features: %w", err)
 	}

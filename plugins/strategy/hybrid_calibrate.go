@@ -250,7 +250,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		if err != nil {
 			return 0, err
 		}
-		bb, err := r.bind(blocks, nil, t, false)
+		bb, err := r.bind(blocks, featRows{}, t, false)
 		if err != nil {
 			return 0, err
 		}

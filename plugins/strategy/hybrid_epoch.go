@@ -297,9 +297,9 @@ func (s *hybridStepper) bindPart(p *hybridPart, cpu bool) (*boundBlocks, error) 
 		if err != nil {
 			return nil, err
 		}
-		return p.runner.bind(p.blocks, nil, in, false)
+		return p.runner.bind(p.blocks, featRows{}, in, false)
 	}
-	return p.runner.bind(p.blocks, p.x, nil, false)
+	return p.runner.bind(p.blocks, featRows{f32: p.x}, nil, false)
 }
 
 func (s *hybridStepper) simulated() bool {

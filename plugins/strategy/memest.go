@@ -46,6 +46,7 @@ type memEstimator struct {
 	sizer      *engine.Sizer     // the model's programs, sized by the engine
 	layers     []map[string]bool // the graphs each layer reads
 	elt        float64
+	inElt      float64 // bytes of an input feature value (2 for 16-bit rows)
 	params     float64 // learnable scalars (engine.Sizer)
 	state      float64 // non-learnable state (batch-norm running statistics)
 	slots      float64 // optimizer state tensors per parameter
@@ -84,6 +85,12 @@ func newMemEstimator(ctx context.Context, e stepEnv, optimizer string, momentum 
 	if m.sizer, err = engine.NewSizer(e.model, e.dt); err != nil {
 		release()
 		return nil, fmt.Errorf("memory estimate: %w", err)
+	}
+	// 16-bit feature rows (data.feature_dtype): the program reads them as
+	// bound, and they take their own bytes per value.
+	m.sizer.Input, m.inElt = e.half, m.elt
+	if e.half != 0 {
+		m.inElt = float64(e.half.Size())
 	}
 	m.params, m.state = float64(m.sizer.Learnable), float64(m.sizer.State)
 	return m, nil
@@ -167,7 +174,7 @@ func (m *memEstimator) inputs(blocks []sampler.Block, infer bool) ([]float64, er
 	outputs := float64(len(blocks[len(blocks)-1].Dst))
 	in := make([]float64, 16)
 	in[0], in[1], in[2] = m.elt, m.params, m.slots
-	in[3] = float64(len(blocks[0].Src)) * float64(m.dim)
+	in[3] = float64(len(blocks[0].Src)) * float64(m.dim) * m.inElt / m.elt // the model counts elt bytes a value
 	in[4] = outputs
 	in[5], in[6] = edges, rowPtrs
 	in[7], in[8], in[9], in[10], in[11] = float64(fp.Values), float64(fp.Grads), float64(fp.Masks), float64(fp.Scratch), float64(fp.Index)

@@ -230,3 +230,40 @@ func TestBettyMemoryModel(t *testing.T) {
 		})
 	}
 }
+
+// TestMemEstimateHalfFeatures: with 16-bit feature rows
+// (data.feature_dtype) the estimate still follows the measured peak of
+// the device tier (within 10%, as TestMemEstimateCalibration), and the
+// peak falls below the float32 run's: the input rows take half the bytes
+// (gcn reads them directly; sage widens them into a planned value).
+func TestMemEstimateHalfFeatures(t *testing.T) {
+	ctx := context.Background()
+	for _, model := range []string{"gcn", "sage"} {
+		var peaks [2]int64
+		for i, fd := range []string{"float32", "float16"} {
+			t.Run(model+"/"+fd, func(t *testing.T) {
+				sets := append(modelSets(model), `train.backend="sim"`, "train.micro_batches=4", `partition.name="betty-reg"`, `data.feature_dtype="`+fd+`"`)
+				e := testEnv(t, sets...)
+				mb, err := newMicroBatches(ctx, mustParse(t, coraBase, sets...), e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer mb.release()
+				opt, err := train.NewOptimizer("adam", e.be, 0.01, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stepWithState(t, ctx, mb, opt)
+				peaks[i] = e.be.Stats().Peak[e.tier]
+				rel := float64(mb.estPeak-peaks[i]) / float64(peaks[i])
+				t.Logf("%s %s: measured peak %d, estimated %d (%+.2f%%)", model, fd, peaks[i], mb.estPeak, 100*rel)
+				if math.Abs(rel) > 0.001 { // exact but for Betty's constant terms, as in float32
+					t.Errorf("estimate %d off the measured peak %d by %.1f%%", mb.estPeak, peaks[i], 100*rel)
+				}
+			})
+		}
+		if peaks[1] >= peaks[0] {
+			t.Errorf("%s: float16 features peak at %d bytes, float32 at %d", model, peaks[1], peaks[0])
+		}
+	}
+}

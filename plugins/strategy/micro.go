@@ -216,7 +216,7 @@ func (m *microBatches) epoch(ctx context.Context, seed uint64, update func() err
 	m.inputs = m.inputs[:0]
 	var loss float64
 	for i, mb := range m.batches {
-		bb, err := m.bind(mb.blocks, nil, nil, false)
+		bb, err := m.bind(mb.blocks, featRows{}, nil, false)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", i, err)
 		}
@@ -347,7 +347,7 @@ func (mm *miniMicro) splitShard(ctx context.Context, e stepEnv, sh *shard, gathe
 	mm.curK, mm.curPeak = max(mm.curK, len(sh.micro)), max(mm.curPeak, worst.Peak)
 	if gather {
 		for j := range sh.micro {
-			sh.micro[j].x = gatherRows(e.feats, e.dim, sh.micro[j].blocks[0].Src)
+			sh.micro[j].x = e.gatherInput(sh.micro[j].blocks[0].Src)
 		}
 	}
 	return nil
@@ -419,7 +419,7 @@ func (*Micro) StrataModule() registry.ModuleInfo {
 }
 
 // Uses implements train.Strategy.
-func (*Micro) Uses() train.Uses { return train.Uses{Partition: true} }
+func (*Micro) Uses() train.Uses { return train.Uses{Partition: true, HalfFeatures: true} }
 
 // NewStepper implements train.Strategy.
 func (*Micro) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {

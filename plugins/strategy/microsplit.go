@@ -18,7 +18,7 @@ type microBatch struct {
 	nodes  []int32         // global ids of its outputs (the last block's destinations)
 	blocks []sampler.Block // its sub-blocks (see splitBlocks)
 	est    memEstimate     // zero unless estimated
-	x      []float32       // host-gathered input rows, when the producer gathers
+	x      featRows        // host-gathered input rows, when the producer gathers
 }
 
 // splitBlocks returns the blocks that compute the given destination rows

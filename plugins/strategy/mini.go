@@ -163,7 +163,7 @@ func (m *miniBatches) hitRates() map[string]float64 {
 type shard struct {
 	nodes  []int32
 	blocks []sampler.Block
-	x      []float32           // host-gathered input rows (nil with a store or micro-batches)
+	x      featRows            // host-gathered input rows (none with a store or micro-batches)
 	micro  []microBatch        // its micro-batches, when micro-batching
 	topo   store.TopologyStats // the sampler's reads through the store
 }
@@ -213,7 +213,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 					}
 				}
 				if m.store == nil && sh.micro == nil {
-					sh.x = gatherRows(e.feats, e.dim, blocks[0].Src)
+					sh.x = e.gatherInput(blocks[0].Src)
 				}
 				for _, bl := range blocks {
 					edges += bl.NumEdges()
@@ -531,7 +531,7 @@ func (*Minibatch) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy.
 func (*Minibatch) Uses() train.Uses {
-	return train.Uses{Sampler: true, Cache: true, Overlap: true, Devices: true, Partition: true}
+	return train.Uses{Sampler: true, Cache: true, Overlap: true, Devices: true, Partition: true, HalfFeatures: true}
 }
 
 // NewStepper implements train.Strategy.
@@ -549,6 +549,9 @@ func (*Minibatch) NewStepper(ctx context.Context, env *train.Env) (train.Stepper
 func (*Minibatch) CheckConfig(cfg *config.Config) error {
 	if err := checkSampler(cfg); err != nil {
 		return err
+	}
+	if fd := cfg.Data.FeatureStorage(); fd != "float32" && cfg.Cache.Name != "" {
+		return cfg.KeyError(fmt.Sprintf("data.feature_dtype = %q: the tiered feature store ([cache]) holds float32 rows only; remove [cache] (the rows are then gathered on the host in 16 bits) or use data.feature_dtype = \"float32\"", fd), "data", "feature_dtype")
 	}
 	if cfg.Train.Micro() {
 		if cfg.Train.AutoMicroBatches() {

@@ -33,6 +33,9 @@ import (
 // call, so the weight gradient does not draw the mask a second time
 // (float32; float64 draws it both times).
 func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
+	if x != nil && x.DType().IsHalf() { // 16-bit feature rows (half.go)
+		return b.dropoutGEMMHalf(seed, p, transX, x, bm, beta, c, scratch, keep)
+	}
 	dt, m, n, k, err := chk.GEMM(transX, false, x, bm, c)
 	if err != nil {
 		return err

@@ -506,3 +506,69 @@ void k_act_bwd_f32(int elu, float alpha, int64_t n, const float *x, const float 
 	for (; i < n; i++)
 		dx[i] = x[i] > 0 ? dy[i] : (elu ? dy[i] * (y[i] + alpha) : alpha * dy[i]);
 }
+
+// Half-precision feature storage (data.feature_dtype): 16-bit rows widened
+// to float32 where a kernel reads them. F16C's VCVTPH2PS widens binary16
+// exactly (subnormals, Inf and NaN included); bfloat16 is the top half of
+// a float32.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+// widen_row converts n 16-bit floats (bf 0: binary16, 1: bfloat16) of x
+// into y, exactly.
+static inline __attribute__((always_inline)) void widen_row(int bf, const uint16_t *x, int64_t n, float *y) {
+	int64_t j = 0;
+	if (bf) {
+		for (; j + 8 <= n; j += 8) {
+			__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + j)));
+			_mm256_storeu_ps(y + j, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+		}
+		for (; j < n; j++) {
+			uint32_t u = (uint32_t)x[j] << 16;
+			memcpy(y + j, &u, 4);
+		}
+		return;
+	}
+	for (; j + 8 <= n; j += 8)
+		_mm256_storeu_ps(y + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + j))));
+	for (; j < n; j++)
+		y[j] = _cvtsh_ss(x[j]);
+}
+
+// k_widen_block writes x's rows [r0, r1) and columns [c0, c1) (x has ldx
+// columns) as float32 into y, row by row with c1 - c0 columns.
+void k_widen_block(int bf, const uint16_t *x, int64_t ldx, int64_t r0, int64_t r1, int64_t c0,
+		   int64_t c1, float *y) {
+	for (int64_t r = r0; r < r1; r++)
+		widen_row(bf, x + r * ldx + c0, c1 - c0, y + (r - r0) * (c1 - c0));
+}
+
+// k_dropout_block_h16 is k_dropout_block_f32 on 16-bit rows: each row is
+// widened into y and masked there, so y holds exactly what
+// k_dropout_block_f32 writes for the widened x.
+void k_dropout_block_h16(int bf, uint64_t base, uint64_t thr, float scale, const uint16_t *x,
+			 int64_t ldx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y,
+			 uint32_t *bits, int64_t ldb, int mode) {
+	const int64_t w = c1 - c0;
+	const __m256 vs = _mm256_set1_ps(scale);
+	const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+	for (int64_t r = r0; r < r1; r++) {
+		float *yr = y + (r - r0) * w;
+		uint32_t *br = bits ? bits + r * ldb + c0 / 32 : 0;
+		widen_row(bf, x + r * ldx + c0, w, yr);
+		if (mode != 2 || !bits) {
+			dropout_span(base, thr, scale, r * ldx + c0, w, 0, yr, yr, mode == 1 ? br : 0);
+			continue;
+		}
+		int64_t j = 0;
+		for (; j + 8 <= w; j += 8) {
+			const __m256i b = _mm256_set1_epi32((int)((br[j / 32] >> (j % 32)) & 0xFF));
+			const __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(b, sel), sel));
+			_mm256_storeu_ps(yr + j, _mm256_mul_ps(_mm256_loadu_ps(yr + j), _mm256_and_ps(keep, vs)));
+		}
+		for (; j < w; j++)
+			yr[j] = yr[j] * (((br[j / 32] >> (j % 32)) & 1) ? scale : 0.0f);
+	}
+}
+
+#pragma GCC pop_options

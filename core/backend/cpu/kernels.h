@@ -56,3 +56,8 @@ void k_rows_f32(int mul, int64_t rows, int64_t c, const float *a, const float *b
 void k_leaky_f32(float alpha, int64_t n, const float *x, float *y);
 void k_act_bwd_f32(int elu, float alpha, int64_t n, const float *x, const float *y,
 		   const float *dy, float *dx);
+void k_widen_block(int bf, const uint16_t *x, int64_t ldx, int64_t r0, int64_t r1, int64_t c0,
+		   int64_t c1, float *y);
+void k_dropout_block_h16(int bf, uint64_t base, uint64_t thr, float scale, const uint16_t *x,
+			 int64_t ldx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y,
+			 uint32_t *bits, int64_t ldb, int mode);

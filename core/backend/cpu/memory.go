@@ -17,6 +17,7 @@ type buffer struct {
 	f64      []float64
 	i32      []int32
 	i64      []int64
+	u16      []uint16 // Float16 or BFloat16 bits (feature storage)
 	owner    *Backend
 	bytes    int64
 	released bool
@@ -36,6 +37,8 @@ func (bf *buffer) ptr() unsafe.Pointer {
 		return unsafe.Pointer(&bf.i32[0])
 	case len(bf.i64) > 0:
 		return unsafe.Pointer(&bf.i64[0])
+	case len(bf.u16) > 0:
+		return unsafe.Pointer(&bf.u16[0])
 	}
 	return nil
 }
@@ -84,6 +87,14 @@ func I64(t *tensor.Tensor) []int64 {
 	return nil
 }
 
+// U16 returns the bits of a live cpu Float16 or BFloat16 tensor, or nil.
+func U16(t *tensor.Tensor) []uint16 {
+	if bf := hostBuf(t); bf != nil {
+		return bf.u16
+	}
+	return nil
+}
+
 // Alloc returns a zero-filled tensor of rank 1 or 2 in a tier.
 func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
 	if err := tierErr("Alloc", tier); err != nil {
@@ -115,6 +126,8 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 		bf.i32 = make([]int32, n)
 	case tensor.Int64:
 		bf.i64 = make([]int64, n)
+	case tensor.Float16, tensor.BFloat16:
+		bf.u16 = make([]uint16, n)
 	default:
 		b.account(-bf.bytes)
 		return nil, errf("Alloc", "unknown dtype %v", dt)
@@ -136,6 +149,19 @@ func (b *Backend) WrapHost(v []float32, shape []int) (*tensor.Tensor, error) {
 		return nil, errf("WrapHost", "%d values for shape %v", len(v), shape)
 	}
 	return tensor.New(tensor.Float32, shape, &buffer{f32: v, owner: b}), nil
+}
+
+// WrapHostHalf is WrapHost for 16-bit feature rows (dt Float16 or
+// BFloat16, v their bits).
+func (b *Backend) WrapHostHalf(dt tensor.DType, v []uint16, shape []int) (*tensor.Tensor, error) {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	if !dt.IsHalf() || len(shape) < 1 || len(shape) > 2 || n != len(v) {
+		return nil, errf("WrapHostHalf", "%d %v values for shape %v", len(v), dt, shape)
+	}
+	return tensor.New(dt, shape, &buffer{u16: v, owner: b}), nil
 }
 
 // reserve accounts bytes, failing with a *backend.OutOfMemoryError when
@@ -168,7 +194,7 @@ func (b *Backend) Release(t *tensor.Tensor) {
 		return
 	}
 	bf.released = true
-	bf.f32, bf.f64, bf.i32, bf.i64 = nil, nil, nil, nil
+	bf.f32, bf.f64, bf.i32, bf.i64, bf.u16 = nil, nil, nil, nil, nil
 	if bf.owner != nil {
 		bf.owner.account(-bf.bytes)
 	}
@@ -220,6 +246,11 @@ func (b *Backend) Upload(t *tensor.Tensor, src any) error {
 			copy(bf.i64, s)
 			return nil
 		}
+	case []uint16:
+		if t.DType().IsHalf() && len(s) == len(bf.u16) {
+			copy(bf.u16, s)
+			return nil
+		}
 	}
 	return errf("Upload", "source %s does not match %v", describe(src), t)
 }
@@ -251,6 +282,11 @@ func (b *Backend) Download(t *tensor.Tensor, dst any) error {
 			copy(d, bf.i64)
 			return nil
 		}
+	case []uint16:
+		if t.DType().IsHalf() && len(d) == len(bf.u16) {
+			copy(d, bf.u16)
+			return nil
+		}
 	}
 	return errf("Download", "destination %s does not match %v", describe(dst), t)
 }
@@ -265,6 +301,7 @@ func (b *Backend) Copy(dst, src *tensor.Tensor) error {
 	copy(db.f64, sb.f64)
 	copy(db.i32, sb.i32)
 	copy(db.i64, sb.i64)
+	copy(db.u16, sb.u16)
 	return nil
 }
 
@@ -278,6 +315,8 @@ func describe(v any) string {
 		return fmt.Sprintf("[]int32 of length %d", len(s))
 	case []int64:
 		return fmt.Sprintf("[]int64 of length %d", len(s))
+	case []uint16:
+		return fmt.Sprintf("[]uint16 of length %d", len(s))
 	}
 	return fmt.Sprintf("%T", v)
 }

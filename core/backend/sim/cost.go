@@ -285,6 +285,10 @@ var prices = pricing{
 		}
 		return k(c, costGEMM, rows(c), inner, cols(c))
 	},
+	// Widen: one operand read (2 bytes an element, priced as 4) per element written.
+	Widen: func(x, y *tensor.Tensor) kernel {
+		return k(y, costElementwise, elems(y), 1, 1)
+	},
 }
 
 // unaryFlops is the op table's flop count of a unary function (at least 1).

@@ -20,6 +20,9 @@ type extensions interface {
 	// DropoutGEMM multiplies by a dropout of x without forming it (see
 	// backend.DropoutGEMMer).
 	DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error
+	// Widen writes 16-bit feature rows as float32 (see
+	// backend.HalfStorage).
+	Widen(x, y *tensor.Tensor) error
 	// SegmentSelect picks one in-edge value per row and column (see
 	// backend.SegmentSelector).
 	SegmentSelect(ctx context.Context, a backend.Adj, q float64, nth int, e, out, idx *tensor.Tensor) error

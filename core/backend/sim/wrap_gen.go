@@ -47,6 +47,7 @@ type pricing struct {
 	DropoutApply          func(seed uint64, p float64, x *tensor.Tensor, mask *tensor.Tensor, y *tensor.Tensor) kernel
 	SpMMBiasAct           func(ctx context.Context, a backend.Adj, w *tensor.Tensor, x *tensor.Tensor, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) kernel
 	DropoutGEMM           func(seed uint64, p float64, transX bool, x *tensor.Tensor, b *tensor.Tensor, beta float64, c *tensor.Tensor, scratch *tensor.Tensor, keep *tensor.Tensor) kernel
+	Widen                 func(x *tensor.Tensor, y *tensor.Tensor) kernel
 	SegmentSelect         func(ctx context.Context, a backend.Adj, q float64, nth int, e *tensor.Tensor, out *tensor.Tensor, idx *tensor.Tensor) kernel
 	SegmentProd           func(ctx context.Context, a backend.Adj, e *tensor.Tensor, out *tensor.Tensor) kernel
 	SegmentProdBackward   func(ctx context.Context, a backend.Adj, e *tensor.Tensor, dout *tensor.Tensor, de *tensor.Tensor) kernel
@@ -447,6 +448,22 @@ func (be *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x *tensor.Te
 		return fmt.Errorf("sim: DropoutGEMM: the %s backend does not offer it", in.Name())
 	}
 	return relabel(ext.DropoutGEMM(seed, p, transX, unwrap(x), unwrap(b), beta, unwrap(c), unwrap(scratch), unwrap(keep)), tier)
+}
+
+// Widen implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
+func (be *Backend) Widen(x *tensor.Tensor, y *tensor.Tensor) error {
+	in, tier, err := be.on("Widen", "x y", x, y)
+	if err != nil {
+		return err
+	}
+	if err := be.price(prices.Widen(x, y)); err != nil {
+		return err
+	}
+	ext, ok := in.(extensions)
+	if !ok {
+		return fmt.Errorf("sim: Widen: the %s backend does not offer it", in.Name())
+	}
+	return relabel(ext.Widen(unwrap(x), unwrap(y)), tier)
 }
 
 // SegmentSelect implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
