@@ -24,6 +24,7 @@ type hybridPart struct {
 	nodes  []int32
 	blocks []sampler.Block
 	x      []float32 // the staging buffer: the host-gathered input rows
+	stage  []float32 // the staging buffer to hand back to the pool on release (x is dropped once bound)
 	bound  *boundBlocks
 	runner *blockRunner // the runner it is bound with
 }
@@ -37,6 +38,7 @@ type hybridBatch struct {
 	times stageTimes   // measured, filled by each stage
 	work  stepWork
 	err   error
+	pool  *stagingPool // where release hands the staging buffers back
 }
 
 // hybridEpoch is the last epoch's figures.
@@ -49,6 +51,8 @@ type hybridEpoch struct {
 	measuredPipeS       float64 // Σ Eq. 6 over the measured stage times
 	adjustments         []string
 	shares              []float64       // the CPU share of every step
+	freshBytes          float64         // staging bytes the loader allocated (the pool had none to recycle)
+	freshSteps          int             // steps that allocated staging memory
 	perStep             [2][]stageTimes // every step's measured and predicted times
 }
 
@@ -177,7 +181,7 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 		b.err = fmt.Errorf("sampling batch %d: %w", b.n, b.err)
 		return
 	}
-	b.work = stepWork{parts: make([]partWork, len(split)), cpu: make([]bool, len(split))}
+	b.work = stepWork{parts: make([]partWork, len(split)), cpu: make([]bool, len(split)), step: b.n}
 	for k, p := range b.parts {
 		b.work.cpu[k] = s.trainers[k].cpu
 		pw := &b.work.parts[k]
@@ -223,7 +227,12 @@ func (s *hybridStepper) load(b *hybridBatch) {
 			continue
 		}
 		src := p.blocks[0].Src
-		p.x = make([]float32, len(src)*s.e.dim)
+		var fresh bool
+		p.x, fresh = b.pool.get(len(src) * s.e.dim)
+		p.stage = p.x
+		if fresh {
+			b.work.freshBytes += float64(len(p.x) * 4)
+		}
 		per := max(1, (len(src)+b.st.load-1)/b.st.load)
 		for lo := 0; lo < len(src); lo += per {
 			chunks = append(chunks, chunk{k, lo, min(lo+per, len(src))})
@@ -307,7 +316,8 @@ func (s *hybridStepper) simulated() bool {
 	return ok
 }
 
-// release frees what a batch holds on the trainers.
+// release frees what a batch holds on the trainers and hands its
+// staging buffers back to the pool (after the tensors that wrap them).
 func (b *hybridBatch) release() {
 	for k := range b.parts {
 		p := &b.parts[k]
@@ -315,6 +325,8 @@ func (b *hybridBatch) release() {
 			p.bound.release(p.runner.e)
 			p.bound = nil
 		}
+		b.pool.put(p.stage)
+		p.stage, p.x = nil, nil
 	}
 }
 
@@ -521,7 +533,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 			case <-ctx.Done():
 				return
 			}
-			b := &hybridBatch{n: n, st: st}
+			b := &hybridBatch{n: n, st: st, pool: &s.staging}
 			s.sample(ctx, b, nodes, seed)
 			if !send(sampled, b) || b.err != nil {
 				return
@@ -603,6 +615,10 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 	st.predictedS += it
 	st.measuredPipeS += mit
 	st.shares = append(st.shares, b.st.share)
+	if b.work.freshBytes > 0 {
+		st.freshBytes += b.work.freshBytes
+		st.freshSteps++
+	}
 	st.perStep[0], st.perStep[1] = append(st.perStep[0], b.times), append(st.perStep[1], pred)
 	next := s.state
 	if s.h.DRM != "off" {
@@ -686,6 +702,7 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		"transfer_s": m.Tran, "transfer_s_pred": p.Tran, "cpu_train_s": m.TC, "cpu_train_s_pred": p.TC,
 		"dev_train_s": m.TA, "dev_train_s_pred": p.TA, "sync_s": m.Sync, "sync_s_pred": p.Sync,
 		"dev_sample_s": m.SA, "dev_sample_s_pred": p.SA, "cpu_bind_s": m.Bind, "cpu_bind_s_pred": p.Bind,
+		"load_fresh_bytes": st.freshBytes, "load_fresh_steps": float64(st.freshSteps),
 	}
 	// The median step, measured and predicted (a loaded machine's
 	// outliers do not move it).
@@ -697,7 +714,7 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		res.Hybrid[k+"_med_s_pred"] = v
 	}
 	c := s.perf.cpu // the machine description the predictions used
-	for k, v := range map[string]float64{"cpu_gflops": c.GFLOPS, "cpu_gbps": c.GBps, "agg_gbps": c.AggGBps, "sample_meps": c.SampleMEPS, "dropout_meps": c.DropMEPS, "bind_meps": c.BindMEPS} {
+	for k, v := range map[string]float64{"cpu_gflops": c.GFLOPS, "cpu_gbps": c.GBps, "agg_gbps": c.AggGBps, "sample_meps": c.SampleMEPS, "dropout_meps": c.DropMEPS, "bind_meps": c.BindMEPS, "touch_gbps": c.TouchGBps} {
 		res.Hybrid["machine_"+k] = v
 	}
 }
