@@ -32,28 +32,28 @@ const (
 )
 
 // probe is one micro-benchmark: f runs the kernel once and returns its
-// work (flops, bytes, edges, elements); busy says it runs beside a busy
-// trainer, as the stage it stands for does under two-stage prefetch.
+// work (flops, bytes, edges, elements); beside are the kernels that run
+// in loops on other goroutines meanwhile: the stages the probe's stage
+// meets in the pipeline under two-stage prefetch.
 type probe struct {
-	rate *float64
-	unit float64 // the rate's unit (1e9: giga, 1e6: mega)
-	busy bool
-	f    func() (float64, error)
-	got  []float64
+	rate   *float64
+	unit   float64 // the rate's unit (1e9: giga, 1e6: mega)
+	beside []func() error
+	f      func() (float64, error)
+	got    []float64
 }
 
 // runProbes runs the probes in probeRounds rounds, each probe in turn for
 // at least probeMin per round, so that the machine's load drifting over
 // the calibration touches every probe alike; each rate is the median of
-// its rounds. A busy probe runs while another goroutine runs trainer
-// (one-thread GEMM on the trainer's backend), the contention the sampler,
-// the loader and the bind meet in the pipeline while the trainer trains.
-func runProbes(ctx context.Context, probes []*probe, trainer func() error) error {
+// its rounds. While a probe runs, each of its beside kernels runs in a
+// loop on a goroutine of its own.
+func runProbes(ctx context.Context, probes []*probe) error {
 	for range probeRounds {
 		for _, p := range probes {
 			stop := make(chan struct{})
-			done := make(chan error, 1)
-			if p.busy && trainer != nil {
+			done := make(chan error, len(p.beside))
+			for _, k := range p.beside {
 				go func() {
 					for {
 						select {
@@ -62,14 +62,12 @@ func runProbes(ctx context.Context, probes []*probe, trainer func() error) error
 							return
 						default:
 						}
-						if err := trainer(); err != nil {
+						if err := k(); err != nil {
 							done <- err
 							return
 						}
 					}
 				}()
-			} else {
-				done <- nil
 			}
 			var work, secs float64
 			var err error
@@ -84,7 +82,10 @@ func runProbes(ctx context.Context, probes []*probe, trainer func() error) error
 				secs += time.Since(t0).Seconds()
 			}
 			close(stop)
-			if err = errors.Join(err, <-done); err != nil {
+			for range p.beside {
+				err = errors.Join(err, <-done)
+			}
+			if err != nil {
 				return err
 			}
 			p.got = append(p.got, work/secs)
@@ -187,9 +188,8 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		defer be.Release(y)
 		return f(y)
 	}
-	busy := s.h.Prefetch
 	rep := uint64(0)
-	probes = append(probes, &probe{rate: &m.SampleMEPS, unit: 1e6, busy: busy, f: func() (float64, error) {
+	sampleP := &probe{rate: &m.SampleMEPS, unit: 1e6, f: func() (float64, error) {
 		rep++
 		bl, err := s.sampler.Sample(ctx, s.e.adjs.Adj, sets[rep%probeBatches], probeSeed+rep)
 		var e int64
@@ -197,7 +197,8 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 			e += b.NumEdges()
 		}
 		return float64(e), err
-	}})
+	}}
+	probes = append(probes, sampleP)
 	// The loader's gather: each probe batch's input rows in the sampler's
 	// order, at most 64 MiB of them, into a recycled buffer as the
 	// loader's (stagingPool); the first touch of fresh memory, which the
@@ -217,18 +218,19 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	}
 	rows := slices.Clone(gather(ids[0]))
 	grep := 0
-	probes = append(probes, &probe{rate: &m.GBps, unit: 1e9, busy: busy, f: func() (float64, error) {
+	gatherP := &probe{rate: &m.GBps, unit: 1e9, f: func() (float64, error) {
 		grep++
 		return float64(len(gather(ids[grep%probeBatches])) * 4), nil
-	}})
-	probes = append(probes, &probe{rate: &m.TouchGBps, unit: 1e9, busy: busy, f: func() (float64, error) {
+	}}
+	touchP := &probe{rate: &m.TouchGBps, unit: 1e9, f: func() (float64, error) {
 		x := make([]float32, width*dim)
 		for i := 0; i < len(x); i += 1024 { // a write per 4 KiB page
 			x[i] = 1
 		}
 		runtime.KeepAlive(x)
 		return float64(len(x) * 4), nil
-	}})
+	}}
+	probes = append(probes, gatherP, touchP)
 	ids0 := ids[0]
 	x, err := placeFeatures(be, rows, []int{len(ids0), dim}, tensor.Float32, tensor.Host)
 	if err != nil {
@@ -288,7 +290,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	}
 	r := s.trainers[s.nDev].runner(1)
 	in := make([]float32, len(blocks[0].Src)*dim) // never touched: the bind wraps it
-	probes = append(probes, &probe{rate: &m.BindMEPS, unit: 1e6, busy: busy, f: func() (float64, error) {
+	bindP := &probe{rate: &m.BindMEPS, unit: 1e6, f: func() (float64, error) {
 		t, err := placeFeatures(r.e.be, in, []int{len(blocks[0].Src), dim}, tensor.Float32, tensor.Host)
 		if err != nil {
 			return 0, err
@@ -299,8 +301,34 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		}
 		bb.release(r.e)
 		return float64(edges), nil
-	}})
-	if err := runProbes(ctx, probes, gemm); err != nil {
+	}}
+	probes = append(probes, bindP)
+	if s.h.Prefetch {
+		// Under two-stage prefetch the trainer trains while the next
+		// steps are bound, loaded and sampled: the gather, first-touch and
+		// bind probes run beside the trainer's GEMM; the sampling probe
+		// beside it and the loader's gather too, which the sampler meets
+		// in the pipeline (it samples step n+3+prefetch while step n+2
+		// loads, and the first steps' sampling runs beside the first
+		// loads before any training).
+		stage2 := make([]float32, width*dim)
+		lrep := 0
+		loader := func() error {
+			lrep++
+			for r, v := range ids[lrep%probeBatches] {
+				copy(stage2[r*dim:(r+1)*dim], s.e.feats[int(v)*dim:(int(v)+1)*dim])
+			}
+			return nil
+		}
+		sampleP.beside = []func() error{loader}
+		if gemm != nil {
+			sampleP.beside = append(sampleP.beside, gemm)
+			for _, p := range []*probe{gatherP, touchP, bindP} {
+				p.beside = []func() error{gemm}
+			}
+		}
+	}
+	if err := runProbes(ctx, probes); err != nil {
 		return m, fmt.Errorf("hybrid.calibrate: %w", err)
 	}
 	return m, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 
 	"strata/core/backend"
 	"strata/core/config"
@@ -198,12 +197,7 @@ type hyscalePerf struct {
 	pcie             float64 // host<->device GB/s (0 without devices)
 	cpu              cpuMachine
 	weight           [2]int // the largest weight matrix (the GEMM probe's shape)
-	// cores is this machine's (GOMAXPROCS) and prefetch train.prefetch:
-	// with a calibrated description and two-stage prefetch the CPU's
-	// tasks share the cores (sharesCores).
-	cores    float64
-	prefetch int
-	aggWidth int // the widest aggregation (the SpMM probe's width)
+	aggWidth         int    // the widest aggregation (the SpMM probe's width)
 }
 
 // cpuMachine is costmodel.hyscale's description of the CPU, per thread:
@@ -232,8 +226,7 @@ func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscal
 	if err != nil {
 		return nil, fmt.Errorf("hybrid: performance model: %w", err)
 	}
-	p := &hyscalePerf{cm: cm, release: release, h: cfg.Hybrid, dim: e.dim, dev: topology.V100, cpu: machineOf(cfg.Hybrid),
-		cores: float64(runtime.GOMAXPROCS(0)), prefetch: cfg.Train.Prefetch}
+	p := &hyscalePerf{cm: cm, release: release, h: cfg.Hybrid, dim: e.dim, dev: topology.V100, cpu: machineOf(cfg.Hybrid)}
 	p.layerShape(cfg.Model.Layers, e.model)
 	if m, ok := e.be.(backend.Machine); ok {
 		topo := m.Topology()
@@ -341,7 +334,6 @@ const (
 	hsLayer
 	hsDeviceSample
 	hsHybridIteration
-	hsShare
 )
 
 // partWork is one trainer's share of a step, in the model's terms.
@@ -358,9 +350,6 @@ type partWork struct {
 type stepWork struct {
 	parts []partWork
 	cpu   []bool
-	// step is the step's index in its epoch (the first steps' stages run
-	// before the trainers start: sharesCores).
-	step int
 	// freshBytes are the staging bytes the loader had to allocate (the
 	// pool had no buffer to recycle): zeroed or faulted in before the
 	// gather writes them.
@@ -488,52 +477,6 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 		}
 		t.Sync = out[0]
 	}
-	if p.sharesCores() {
-		return p.shareCores(t, w.step, st, cpuThreads*float64(nCPU))
-	}
-	return t, nil
-}
-
-// sharesCores says whether the CPU's tasks share this machine's cores
-// in the prediction: with a description calibrated on this machine
-// (hybrid.calibrate) and two-stage prefetch, where the sampler, the
-// loader, the CPU trainers' bind and the CPU trainers run at once (our
-// budget gives each task at least one thread, four tasks on 2 cores). A
-// described machine (the keys' values, e.g. the paper's CPU in the
-// ablation) gives every task threads of its own, as the paper does.
-func (p *hyscalePerf) sharesCores() bool {
-	return p.h.Calibrate && p.h.Prefetch && !p.h.PaperModel && p.cores > 0
-}
-
-// shareCores turns the stage times of a step, each on its own threads,
-// into their times on the shared cores (op 10). In the steady state a
-// step's training starts together with the next steps' bind, loading and
-// sampling (the pipeline hands each stage its next batch when the
-// trainers take theirs); the first steps' stages run before the trainers
-// start (the pipeline filling: the bind of step 0, the loading of steps 0
-// and 1, the sampling of steps 0 to train.prefetch + 2), so they share
-// the cores with the other stages only.
-func (p *hyscalePerf) shareCores(t stageTimes, step int, st drmState, trainThreads float64) (stageTimes, error) {
-	if t.TC == 0 {
-		return t, nil // no CPU trainer trains this step
-	}
-	side := []float64{t.Load * float64(st.load), float64(st.load), t.Bind, 1, t.SC * float64(st.sample), float64(st.sample)}
-	steady, err := p.call(hsShare, append([]float64{p.cores, t.TC * trainThreads, trainThreads}, side...)...)
-	if err != nil {
-		return t, err
-	}
-	fill, err := p.call(hsShare, append([]float64{p.cores, 0, trainThreads}, side...)...)
-	if err != nil {
-		return t, err
-	}
-	pick := func(i int, filling bool) float64 {
-		if filling {
-			return fill[i]
-		}
-		return steady[i]
-	}
-	t.TC = steady[0]
-	t.Load, t.Bind, t.SC = pick(1, step <= 1), pick(2, step == 0), pick(3, step <= p.prefetch+2)
 	return t, nil
 }
 

@@ -181,7 +181,7 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 		b.err = fmt.Errorf("sampling batch %d: %w", b.n, b.err)
 		return
 	}
-	b.work = stepWork{parts: make([]partWork, len(split)), cpu: make([]bool, len(split)), step: b.n}
+	b.work = stepWork{parts: make([]partWork, len(split)), cpu: make([]bool, len(split))}
 	for k, p := range b.parts {
 		b.work.cpu[k] = s.trainers[k].cpu
 		pw := &b.work.parts[k]

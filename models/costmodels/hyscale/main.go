@@ -69,13 +69,6 @@
 //	  max(T_TA, T_TC) + T_sync); without, T_samp + T_load + max(T_trans
 //	  + T_TA, T_bind + T_TC) + T_sync: the CPU trainers do not wait for
 //	  the devices' transfer. out as op 5.
-//	10 the CPU's tasks sharing its cores (strata's addition; the paper
-//	  gives every task threads of its own): in[0] cores, then per task
-//	  (at most four) two values at in[1+2i]: its work in core-seconds
-//	  (its time alone × its threads) and its threads. The tasks start
-//	  together and every runnable thread gets min(1, cores / runnable
-//	  threads) of a core (processor sharing) until its task ends. out[i]
-//	  task i's completion time (0 for a task without work).
 //	6 the CPU trainer's bind (no equation in the paper: the host work
 //	  of building each block's adjacency and edge weights and binding
 //	  the layer's program before training): in[0] sampled edges, in[1]
@@ -106,7 +99,6 @@ const (
 	opLayer
 	opDeviceSample
 	opHybridIteration
-	opShare
 )
 
 func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
@@ -197,17 +189,6 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 		out[0] = div(a(0), a(1)*1e9) + div(a(2), a(3)*1e9)
 	case opBind:
 		out[0] = div(a(0), a(1)*1e6) + div(a(2), a(3)*1e9)
-	case opShare:
-		n := (len(in) - 1) / 2
-		if a(0) <= 0 || n < 1 || n > cost.NumOutputs || len(in) != 1+2*n {
-			return cost.BadInputs
-		}
-		for i := range n {
-			if a(1+2*i) > 0 && a(2+2*i) == 0 {
-				return cost.BadInputs // work without a thread never ends
-			}
-		}
-		share(a(0), in[1:], out)
 	default:
 		return cost.UnknownOp
 	}
@@ -217,45 +198,4 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 		}
 	}
 	return cost.OK
-}
-
-// share runs tasks (work in core-seconds, threads; pairs in tw) on cores
-// by processor sharing: while k threads are runnable each gets min(1,
-// cores / k) of a core. It writes each task's completion time to out.
-func share(cores float64, tw []float64, out *[cost.NumOutputs]float64) {
-	n := len(tw) / 2
-	var rem, th [cost.NumOutputs]float64
-	for i := range n {
-		rem[i], th[i] = tw[2*i], tw[2*i+1]
-	}
-	now := 0.0
-	for {
-		threads := 0.0
-		for i := range n {
-			if rem[i] > 0 {
-				threads += th[i]
-			}
-		}
-		if threads == 0 {
-			return
-		}
-		perThread := min(1, cores/threads)
-		first, dt := -1, 0.0
-		for i := range n {
-			if rem[i] > 0 {
-				if d := rem[i] / (th[i] * perThread); first < 0 || d < dt {
-					first, dt = i, d
-				}
-			}
-		}
-		now += dt
-		for i := range n {
-			if rem[i] > 0 {
-				rem[i] -= dt * th[i] * perThread
-				if i == first || rem[i] <= 1e-12*tw[2*i] {
-					rem[i], out[i] = 0, now
-				}
-			}
-		}
-	}
 }
