@@ -436,7 +436,7 @@ func TestHybridCalibrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := s.perf.cpu // the epoch calibrated before it began
-	for name, v := range map[string]float64{"cpu_gflops": m.GFLOPS, "cpu_gbps": m.GBps, "agg_gbps": m.AggGBps, "sample_meps": m.SampleMEPS, "dropout_meps": m.DropMEPS, "bind_meps": m.BindMEPS} {
+	for name, v := range map[string]float64{"cpu_gflops": m.GFLOPS, "cpu_gbps": m.GBps, "agg_gbps": m.AggGBps, "sample_meps": m.SampleMEPS, "dropout_meps": m.DropMEPS, "bind_meps": m.BindMEPS, "touch_gbps": m.TouchGBps} {
 		if !(v > 0) || math.IsInf(v, 0) {
 			t.Errorf("%s = %g", name, v)
 		}
