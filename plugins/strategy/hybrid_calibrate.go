@@ -303,29 +303,15 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		return float64(edges), nil
 	}}
 	probes = append(probes, bindP)
-	if s.h.Prefetch {
+	if s.h.Prefetch && gemm != nil {
 		// Under two-stage prefetch the trainer trains while the next
-		// steps are bound, loaded and sampled: the gather, first-touch and
-		// bind probes run beside the trainer's GEMM; the sampling probe
-		// beside it and the loader's gather too, which the sampler meets
-		// in the pipeline (it samples step n+3+prefetch while step n+2
-		// loads, and the first steps' sampling runs beside the first
-		// loads before any training).
-		stage2 := make([]float32, width*dim)
-		lrep := 0
-		loader := func() error {
-			lrep++
-			for r, v := range ids[lrep%probeBatches] {
-				copy(stage2[r*dim:(r+1)*dim], s.e.feats[int(v)*dim:(int(v)+1)*dim])
-			}
-			return nil
-		}
-		sampleP.beside = []func() error{loader}
-		if gemm != nil {
-			sampleP.beside = append(sampleP.beside, gemm)
-			for _, p := range []*probe{gatherP, touchP, bindP} {
-				p.beside = []func() error{gemm}
-			}
+		// steps are sampled, loaded and bound: those probes run beside
+		// the trainer's GEMM. (The sampler meets the loader too, for part
+		// of its time; a loader's gather looping beside the sampling
+		// probe for all of it slowed the probe 2-5x on this machine, far
+		// more than the pipeline's sampler is slowed: left out.)
+		for _, p := range []*probe{sampleP, gatherP, touchP, bindP} {
+			p.beside = []func() error{gemm}
 		}
 	}
 	if err := runProbes(ctx, probes); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,12 @@ type hybridEpoch struct {
 	freshBytes          float64         // staging bytes the loader allocated (the pool had none to recycle)
 	freshSteps          int             // steps that allocated staging memory
 	perStep             [2][]stageTimes // every step's measured and predicted times
+	// With hybrid.calibrate: every step's work and threads, and the
+	// predictions again with the machine measured before and after the
+	// epoch (bracket).
+	works   []stepWork
+	states  []drmState
+	bracket *bracketed
 }
 
 // median returns the median over steps of each stage time.
@@ -587,7 +594,58 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 		return 0, err
 	}
 	st.wallS = time.Since(start).Seconds()
+	if s.h.Calibrate {
+		if err := s.bracket(ctx); err != nil {
+			return 0, err
+		}
+	}
 	return loss / float64(max(st.steps, 1)), nil
+}
+
+// bracketed are an epoch's predictions with the machine the probes
+// measured before and after it (the geometric mean of each rate): the
+// machine's load changes during an epoch, and one calibration measures
+// one moment of it.
+type bracketed struct {
+	before, after, machine cpuMachine
+	perStep                []stageTimes
+	epochS                 float64 // Σ Eq. 6
+}
+
+// bracket calibrates again after the epoch and predicts its steps again
+// with the mean of the two calibrations. The decisions DRM made during
+// the epoch used the one before it; the next epoch calibrates anew.
+func (s *hybridStepper) bracket(ctx context.Context) error {
+	st := &s.stats
+	after, err := s.calibrate(ctx)
+	if err != nil {
+		return err
+	}
+	before := s.perf.cpu
+	br := &bracketed{before: before, after: after, machine: geoMean(before, after)}
+	s.perf.cpu = br.machine
+	defer func() { s.perf.cpu = after }()
+	for i := range st.works {
+		pred, err := s.perf.predict(&st.works[i], st.states[i], len(s.trainers)-s.nDev)
+		if err != nil {
+			return err
+		}
+		it, _, err := s.perf.iteration(pred, st.works[i].edges(), s.h.Prefetch)
+		if err != nil {
+			return err
+		}
+		br.perStep = append(br.perStep, pred)
+		br.epochS += it
+	}
+	st.bracket = br
+	return nil
+}
+
+// geoMean is the geometric mean of two machine descriptions, rate by rate.
+func geoMean(a, b cpuMachine) cpuMachine {
+	g := func(x, y float64) float64 { return math.Sqrt(x * y) }
+	return cpuMachine{GFLOPS: g(a.GFLOPS, b.GFLOPS), GBps: g(a.GBps, b.GBps), AggGBps: g(a.AggGBps, b.AggGBps),
+		SampleMEPS: g(a.SampleMEPS, b.SampleMEPS), DropMEPS: g(a.DropMEPS, b.DropMEPS), BindMEPS: g(a.BindMEPS, b.BindMEPS), TouchGBps: g(a.TouchGBps, b.TouchGBps)}
 }
 
 // runtime is the runtime's work after step b: it records the measured
@@ -620,6 +678,9 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 		st.freshSteps++
 	}
 	st.perStep[0], st.perStep[1] = append(st.perStep[0], b.times), append(st.perStep[1], pred)
+	if s.h.Calibrate {
+		st.works, st.states = append(st.works, b.work), append(st.states, b.st)
+	}
 	next := s.state
 	if s.h.DRM != "off" {
 		src := b.times
@@ -713,8 +774,20 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 	for k, v := range map[string]float64{"sample": pm.SC, "load": pm.Load, "transfer": pm.Tran, "cpu_train": pm.TC, "dev_train": pm.TA, "sync": pm.Sync, "dev_sample": pm.SA, "cpu_bind": pm.Bind} {
 		res.Hybrid[k+"_med_s_pred"] = v
 	}
-	c := s.perf.cpu // the machine description the predictions used
-	for k, v := range map[string]float64{"cpu_gflops": c.GFLOPS, "cpu_gbps": c.GBps, "agg_gbps": c.AggGBps, "sample_meps": c.SampleMEPS, "dropout_meps": c.DropMEPS, "bind_meps": c.BindMEPS, "touch_gbps": c.TouchGBps} {
-		res.Hybrid["machine_"+k] = v
+	machine := func(prefix string, c cpuMachine) {
+		for k, v := range map[string]float64{"cpu_gflops": c.GFLOPS, "cpu_gbps": c.GBps, "agg_gbps": c.AggGBps, "sample_meps": c.SampleMEPS, "dropout_meps": c.DropMEPS, "bind_meps": c.BindMEPS, "touch_gbps": c.TouchGBps} {
+			res.Hybrid[prefix+k] = v
+		}
+	}
+	machine("machine_", s.perf.cpu) // the machine description the predictions used
+	if br := st.bracket; br != nil {
+		machine("machine_", br.before)
+		machine("machine_after_", br.after)
+		machine("machine_bracketed_", br.machine)
+		bm := median(br.perStep)
+		for k, v := range map[string]float64{"sample": bm.SC, "load": bm.Load, "transfer": bm.Tran, "cpu_train": bm.TC, "dev_train": bm.TA, "sync": bm.Sync, "dev_sample": bm.SA, "cpu_bind": bm.Bind} {
+			res.Hybrid[k+"_med_s_pred_bracketed"] = v
+		}
+		res.Hybrid["epoch_pred_bracketed_s"] = br.epochS
 	}
 }

@@ -427,7 +427,9 @@ func TestHybridSampleOnDevice(t *testing.T) {
 }
 
 // TestHybridCalibrate: the probes measure every value of the CPU's
-// machine description (positive, finite) and an epoch predicts with them.
+// machine description (positive, finite), an epoch predicts with them,
+// and its steps are predicted again with the mean of the calibrations
+// before and after it.
 func TestHybridCalibrate(t *testing.T) {
 	cfg := mustParse(t, hybridBase, `train.mode="hybrid"`, "hybrid.cpu_share=1", "hybrid.calibrate=true", "model.dropout=0.5", "train.batch_size=64")
 	_, st := newTestStepper(t, cfg)
@@ -435,7 +437,11 @@ func TestHybridCalibrate(t *testing.T) {
 	if _, err := st.Epoch(context.Background(), 1, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	m := s.perf.cpu // the epoch calibrated before it began
+	br := s.stats.bracket
+	if br == nil || len(br.perStep) != s.stats.steps || !(br.epochS > 0) {
+		t.Fatalf("the epoch was not predicted again with the calibrations before and after it: %+v", br)
+	}
+	m := br.before // the epoch calibrated before it began
 	for name, v := range map[string]float64{"cpu_gflops": m.GFLOPS, "cpu_gbps": m.GBps, "agg_gbps": m.AggGBps, "sample_meps": m.SampleMEPS, "dropout_meps": m.DropMEPS, "bind_meps": m.BindMEPS, "touch_gbps": m.TouchGBps} {
 		if !(v > 0) || math.IsInf(v, 0) {
 			t.Errorf("%s = %g", name, v)
@@ -446,6 +452,13 @@ func TestHybridCalibrate(t *testing.T) {
 	}
 	if p := s.stats.predicted; !(p.TC > 0 && p.Load > 0 && p.SC > 0 && p.Bind > 0) {
 		t.Errorf("predicted stage times %+v: a stage without a prediction", p)
+	}
+	// The bracketed machine lies between the two calibrations, rate by rate.
+	for _, r := range [][3]float64{{br.before.GFLOPS, br.after.GFLOPS, br.machine.GFLOPS}, {br.before.GBps, br.after.GBps, br.machine.GBps},
+		{br.before.SampleMEPS, br.after.SampleMEPS, br.machine.SampleMEPS}, {br.before.BindMEPS, br.after.BindMEPS, br.machine.BindMEPS}} {
+		if lo, hi := min(r[0], r[1]), max(r[0], r[1]); !(r[2] >= lo*(1-1e-12) && r[2] <= hi*(1+1e-12)) {
+			t.Errorf("bracketed rate %g outside the calibrations %g and %g", r[2], r[0], r[1])
+		}
 	}
 }
 
