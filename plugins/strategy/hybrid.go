@@ -209,6 +209,11 @@ func newHybrid(ctx context.Context, cfg *config.Config, e stepEnv) (*hybridStepp
 			return nil, err
 		}
 	}
+	inFlight := 1 // batches holding staging buffers at once
+	if h.Prefetch {
+		inFlight = 3
+	}
+	s.staging.keep = inFlight * len(s.trainers)
 	var err error
 	if s.perf, err = newHyscalePerf(ctx, cfg, e); err != nil {
 		s.Release()

@@ -2,10 +2,9 @@ package strategy
 
 import "sync"
 
-// stagingKeep is how many free staging buffers a pool keeps: with
-// two-stage prefetch at most three batches hold one (loading, bound,
-// training), so three cover the steady state.
-const stagingKeep = 3
+// stagingKeep is how many free staging buffers a pool keeps unless told
+// (stagingPool.keep): one batch's part for one trainer.
+const stagingKeep = 1
 
 // stagingPool recycles the feature loader's staging buffers between
 // steps. A fresh buffer of a wide input is expensive before the gather
@@ -16,6 +15,11 @@ const stagingKeep = 3
 type stagingPool struct {
 	mu   sync.Mutex
 	free [][]float32
+	// keep is how many free buffers it keeps (0: stagingKeep): as many as
+	// are in flight at once, a part per trainer of every batch between
+	// the loader and the end of training (three with two-stage
+	// prefetch: loading, bound, training; one without).
+	keep int
 }
 
 // get returns a buffer of n elements (its contents are stale: the loader
@@ -44,15 +48,19 @@ func (p *stagingPool) get(n int) ([]float32, bool) {
 	return make([]float32, n, n+n/8), true
 }
 
-// put hands a buffer back; beyond stagingKeep free buffers the smallest
-// is dropped (or b, if it is the smallest).
+// put hands a buffer back; beyond keep free buffers the smallest is
+// dropped (or b, if it is the smallest).
 func (p *stagingPool) put(b []float32) {
 	if p == nil || cap(b) == 0 {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) < stagingKeep {
+	keep := p.keep
+	if keep == 0 {
+		keep = stagingKeep
+	}
+	if len(p.free) < keep {
 		p.free = append(p.free, b[:0])
 		return
 	}

@@ -2,14 +2,15 @@ package strategy
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
 // TestStagingPool: a buffer handed back is recycled for a request it
 // fits (the smallest that fits), a larger request allocates, the pool
-// keeps at most stagingKeep buffers (the largest), and drop empties it.
+// keeps at most keep buffers (the largest), and drop empties it.
 func TestStagingPool(t *testing.T) {
-	var p stagingPool
+	p := stagingPool{keep: 3}
 	a, fresh := p.get(100)
 	if !fresh || len(a) != 100 || cap(a) < 100 {
 		t.Fatalf("first get: len %d cap %d fresh %v, want a fresh buffer of 100", len(a), cap(a), fresh)
@@ -39,8 +40,8 @@ func TestStagingPool(t *testing.T) {
 	for _, n := range []int{10, 20, 30, 40} {
 		p.put(make([]float32, n))
 	}
-	if len(p.free) != stagingKeep {
-		t.Fatalf("%d free buffers kept, want %d", len(p.free), stagingKeep)
+	if len(p.free) != p.keep {
+		t.Fatalf("%d free buffers kept, want %d", len(p.free), p.keep)
 	}
 	for _, f := range p.free {
 		if cap(f) == 10 {
@@ -59,10 +60,22 @@ func TestStagingPool(t *testing.T) {
 }
 
 // TestHybridStagingRecycled: over an epoch of many steps the loader
-// allocates staging memory only while the pipeline fills (at most one
-// step per buffer in flight plus a larger input or two), not every step.
+// allocates staging memory only while the pipeline fills and for an input
+// larger than every free buffer, not every step: with one CPU trainer, and
+// with two devices and a CPU trainer (three parts per batch) with and
+// without two-stage prefetch.
 func TestHybridStagingRecycled(t *testing.T) {
-	cfg := mustParse(t, hybridBase, `train.mode="hybrid"`, "hybrid.cpu_share=1", "train.batch_size=8")
+	for _, sets := range [][]string{
+		{"hybrid.cpu_share=1"},
+		{`train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.3"},
+		{`train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.3", "hybrid.prefetch=false"},
+	} {
+		t.Run(strings.Join(sets, ","), func(t *testing.T) { stagingRecycled(t, sets) })
+	}
+}
+
+func stagingRecycled(t *testing.T, sets []string) {
+	cfg := mustParse(t, hybridBase, append([]string{`train.mode="hybrid"`, "train.batch_size=8"}, sets...)...)
 	_, st := newTestStepper(t, cfg)
 	s := st.(*hybridStepper)
 	for epoch := range 2 {
@@ -77,7 +90,7 @@ func TestHybridStagingRecycled(t *testing.T) {
 		t.Fatalf("%d steps, want at least 10 for the test to mean something", s.stats.steps)
 	}
 	// The second epoch starts with the first's buffers in the pool.
-	if s.stats.freshSteps > stagingKeep {
-		t.Errorf("%d of %d steps allocated staging memory in the second epoch, want at most %d", s.stats.freshSteps, s.stats.steps, stagingKeep)
+	if s.stats.freshSteps > 3 {
+		t.Errorf("%d of %d steps allocated staging memory in the second epoch, want at most 3", s.stats.freshSteps, s.stats.steps)
 	}
 }
