@@ -136,11 +136,12 @@ type hybridStepper struct {
 	// With hybrid.sample_on = "device": the memory store holding the
 	// topology on every device, and each device trainer's view of it
 	// (indexed by trainer; nil for the CPU trainers).
-	store *store.Store
-	topo  []*store.TopologyView
-	state drmState // the latest decision (the next epoch starts from it)
-	stats hybridEpoch
-	total hybridTotals
+	store   *store.Store
+	topo    []*store.TopologyView
+	state   drmState    // the latest decision (the next epoch starts from it)
+	staging stagingPool // the loader's staging buffers, recycled between steps
+	stats   hybridEpoch
+	total   hybridTotals
 }
 
 func newHybrid(ctx context.Context, cfg *config.Config, e stepEnv) (*hybridStepper, error) {
@@ -208,6 +209,11 @@ func newHybrid(ctx context.Context, cfg *config.Config, e stepEnv) (*hybridStepp
 			return nil, err
 		}
 	}
+	inFlight := 1 // batches holding staging buffers at once
+	if h.Prefetch {
+		inFlight = 3
+	}
+	s.staging.keep = inFlight * len(s.trainers)
 	var err error
 	if s.perf, err = newHyscalePerf(ctx, cfg, e); err != nil {
 		s.Release()
@@ -261,6 +267,7 @@ func newCPUBackend(ctx context.Context, cfg *config.Config, threads int) (backen
 
 // Release implements train.Stepper.
 func (s *hybridStepper) Release() {
+	s.staging.drop()
 	if s.perf != nil {
 		s.perf.close()
 	}
@@ -277,6 +284,7 @@ func (s *hybridStepper) Params() *engine.Params { return s.trainers[0].r.ps }
 
 // Predict implements train.Stepper, on the loop's replica.
 func (s *hybridStepper) Predict(ctx context.Context, pred []int32) error {
+	s.staging.drop() // evaluation's buffers are larger than training's: do not hold these beside them
 	return s.trainers[0].r.predict(ctx, pred)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"strata/core/graph"
 	"strata/core/tensor"
 	"strata/core/train"
+	"strata/plugins/sampler"
 )
 
 // Calibration (hybrid.calibrate): short probes, in this process and right
@@ -23,34 +25,35 @@ import (
 // what it is compared with.
 
 const (
-	probeRounds = 5                     // rounds over all the probes; each probe's median round counts
-	probeMin    = 30 * time.Millisecond // a probe runs its kernel until at least this long per round
-	probeSeed   = 0x5eed_ca1b_0001      // the probes' random nodes and rows
+	probeRounds  = 5                     // rounds over all the probes; each probe's median round counts
+	probeMin     = 30 * time.Millisecond // a probe runs its kernel until at least this long per round
+	probeSeed    = 0x5eed_ca1b_0001      // the probes' random nodes and rows
+	probeBatches = 4                     // probe batches of random nodes, cycled through
 )
 
 // probe is one micro-benchmark: f runs the kernel once and returns its
-// work (flops, bytes, edges, elements); busy says it runs beside a busy
-// trainer, as the stage it stands for does under two-stage prefetch.
+// work (flops, bytes, edges, elements); beside are the kernels that run
+// in loops on other goroutines meanwhile: the stages the probe's stage
+// meets in the pipeline under two-stage prefetch.
 type probe struct {
-	rate *float64
-	unit float64 // the rate's unit (1e9: giga, 1e6: mega)
-	busy bool
-	f    func() (float64, error)
-	got  []float64
+	rate   *float64
+	unit   float64 // the rate's unit (1e9: giga, 1e6: mega)
+	beside []func() error
+	f      func() (float64, error)
+	got    []float64
 }
 
 // runProbes runs the probes in probeRounds rounds, each probe in turn for
 // at least probeMin per round, so that the machine's load drifting over
 // the calibration touches every probe alike; each rate is the median of
-// its rounds. A busy probe runs while another goroutine runs trainer
-// (one-thread GEMM on the trainer's backend), the contention the sampler,
-// the loader and the bind meet in the pipeline while the trainer trains.
-func runProbes(ctx context.Context, probes []*probe, trainer func() error) error {
+// its rounds. While a probe runs, each of its beside kernels runs in a
+// loop on a goroutine of its own.
+func runProbes(ctx context.Context, probes []*probe) error {
 	for range probeRounds {
 		for _, p := range probes {
 			stop := make(chan struct{})
-			done := make(chan error, 1)
-			if p.busy && trainer != nil {
+			done := make(chan error, len(p.beside))
+			for _, k := range p.beside {
 				go func() {
 					for {
 						select {
@@ -59,14 +62,12 @@ func runProbes(ctx context.Context, probes []*probe, trainer func() error) error
 							return
 						default:
 						}
-						if err := trainer(); err != nil {
+						if err := k(); err != nil {
 							done <- err
 							return
 						}
 					}
 				}()
-			} else {
-				done <- nil
 			}
 			var work, secs float64
 			var err error
@@ -81,7 +82,10 @@ func runProbes(ctx context.Context, probes []*probe, trainer func() error) error
 				secs += time.Since(t0).Seconds()
 			}
 			close(stop)
-			if err = errors.Join(err, <-done); err != nil {
+			for range p.beside {
+				err = errors.Join(err, <-done)
+			}
+			if err != nil {
 				return err
 			}
 			p.got = append(p.got, work/secs)
@@ -108,14 +112,17 @@ type dropoutApplier interface {
 }
 
 // calibrate measures the CPU's machine description, per thread: GEMM on
-// the model's largest weight (forward and weight gradient), the loader's gather of feature rows (the
-// probe batch's input rows, at most 64 MiB), sampling of random seeds
-// with the run's sampler on the run's graph, the aggregation (SpMM) of a
-// probe block at the model's widest aggregated width, dropout over the
-// gathered rows, and a CPU trainer's bind of the probe's blocks. With
-// two-stage prefetch the sampling, gather and bind probes run beside a
-// busy trainer, as their stages do. Keys without a probe keep their
-// value.
+// the model's largest weight (forward and weight gradient); sampling of
+// probe batches of the run's batch size with the run's sampler on the
+// run's graph; the loader's gather of a probe batch's input rows (at
+// most 64 MiB) into a recycled buffer, as the loader's staging pool
+// gives it; the first touch of fresh memory (what a staging buffer the
+// pool cannot recycle costs before the gather); the aggregation (SpMM) of
+// a probe block at the model's widest aggregated width; dropout over the
+// gathered rows; and a CPU trainer's bind of a probe batch's blocks. With
+// two-stage prefetch the sampling, gather, first-touch and bind probes run
+// beside a busy trainer, as their stages do. Keys without a probe keep
+// their value.
 func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	m := s.perf.cpu
 	if s.nDev == len(s.trainers) {
@@ -128,18 +135,30 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	be := th.WithThreads(1)
 	rng := probeRNG(probeSeed)
 	n, dim := s.e.ds.NumNodes, s.e.dim
-	seeds := make([]int32, 0, min(s.batch, 256, n))
-	seen := map[int32]bool{}
-	for len(seeds) < cap(seeds) {
-		if v := rng.intn(n); !seen[v] {
-			seen[v] = true
-			seeds = append(seeds, v)
+	// probeBatches batches of the run's batch size, of random nodes of
+	// their own, sampled once here: the probes cycle through them, so
+	// that, as the epoch's steps, every call meets a frontier of a
+	// batch's size and nodes the previous call did not bring into the
+	// caches (256 seeds repeated ran from cache on R-MAT 2^20 and
+	// deduplicated fewer edges per node than a batch of 1024).
+	sets := make([][]int32, probeBatches)
+	probeBlocks := make([][]sampler.Block, probeBatches)
+	for i := range sets {
+		seen := map[int32]bool{}
+		seeds := make([]int32, 0, min(s.batch, n))
+		for len(seeds) < cap(seeds) {
+			if v := rng.intn(n); !seen[v] {
+				seen[v] = true
+				seeds = append(seeds, v)
+			}
+		}
+		sets[i] = seeds
+		var err error
+		if probeBlocks[i], err = s.sampler.Sample(ctx, s.e.adjs.Adj, seeds, probeSeed+uint64(i)); err != nil {
+			return m, fmt.Errorf("hybrid.calibrate: sampling: %w", err)
 		}
 	}
-	blocks, err := s.sampler.Sample(ctx, s.e.adjs.Adj, seeds, probeSeed)
-	if err != nil {
-		return m, fmt.Errorf("hybrid.calibrate: sampling: %w", err)
-	}
+	blocks := probeBlocks[0]
 	var edges int64
 	for _, b := range blocks {
 		edges += b.NumEdges()
@@ -169,36 +188,62 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		defer be.Release(y)
 		return f(y)
 	}
-	busy := s.h.Prefetch
 	rep := uint64(0)
-	probes = append(probes, &probe{rate: &m.SampleMEPS, unit: 1e6, busy: busy, f: func() (float64, error) {
+	sampleP := &probe{rate: &m.SampleMEPS, unit: 1e6, f: func() (float64, error) {
 		rep++
-		bl, err := s.sampler.Sample(ctx, s.e.adjs.Adj, seeds, probeSeed+rep)
+		bl, err := s.sampler.Sample(ctx, s.e.adjs.Adj, sets[rep%probeBatches], probeSeed+rep)
 		var e int64
 		for _, b := range bl {
 			e += b.NumEdges()
 		}
 		return float64(e), err
-	}})
-	// The loader's gather: the probe batch's input rows, in the sampler's
-	// order, at most 64 MiB of them, into a fresh buffer as the loader's.
-	ids := blocks[0].Src[:max(1, min(len(blocks[0].Src), (64<<20)/(4*dim)))]
-	rows := gatherRows(s.e.feats, dim, ids)
-	probes = append(probes, &probe{rate: &m.GBps, unit: 1e9, busy: busy, f: func() (float64, error) {
-		return float64(len(gatherRows(s.e.feats, dim, ids)) * 4), nil
-	}})
-	x, err := placeFeatures(be, rows, []int{len(ids), dim}, tensor.Float32, tensor.Host)
+	}}
+	probes = append(probes, sampleP)
+	// The loader's gather: each probe batch's input rows in the sampler's
+	// order, at most 64 MiB of them, into a recycled buffer as the
+	// loader's (stagingPool); the first touch of fresh memory, which the
+	// loader pays when the pool has no buffer, is a probe of its own.
+	ids := make([][]int32, probeBatches)
+	width := 0
+	for i, bl := range probeBlocks {
+		ids[i] = bl[0].Src[:max(1, min(len(bl[0].Src), (64<<20)/(4*dim)))]
+		width = max(width, len(ids[i]))
+	}
+	stage := make([]float32, width*dim)
+	gather := func(ids []int32) []float32 {
+		for r, v := range ids {
+			copy(stage[r*dim:(r+1)*dim], s.e.feats[int(v)*dim:(int(v)+1)*dim])
+		}
+		return stage[:len(ids)*dim]
+	}
+	rows := slices.Clone(gather(ids[0]))
+	grep := 0
+	gatherP := &probe{rate: &m.GBps, unit: 1e9, f: func() (float64, error) {
+		grep++
+		return float64(len(gather(ids[grep%probeBatches])) * 4), nil
+	}}
+	touchP := &probe{rate: &m.TouchGBps, unit: 1e9, f: func() (float64, error) {
+		x := make([]float32, width*dim)
+		for i := 0; i < len(x); i += 1024 { // a write per 4 KiB page
+			x[i] = 1
+		}
+		runtime.KeepAlive(x)
+		return float64(len(x) * 4), nil
+	}}
+	probes = append(probes, gatherP, touchP)
+	ids0 := ids[0]
+	x, err := placeFeatures(be, rows, []int{len(ids0), dim}, tensor.Float32, tensor.Host)
 	if err != nil {
 		return m, fmt.Errorf("hybrid.calibrate: %w", err)
 	}
 	if da, ok := be.(dropoutApplier); ok {
 		probes = append(probes, &probe{rate: &m.DropMEPS, unit: 1e6, f: func() (float64, error) {
-			return float64(len(rows)), fresh(len(ids), dim, func(y *tensor.Tensor) error { return da.DropoutApply(probeSeed, 0.5, x, nil, y) })
+			return float64(len(rows)), fresh(len(ids0), dim, func(y *tensor.Tensor) error { return da.DropoutApply(probeSeed, 0.5, x, nil, y) })
 		}})
 	}
 	var gemm func() error
 	if k, c := s.perf.weight[0], s.perf.weight[1]; k > 0 && c > 0 {
-		r := min(1024, len(ids))
+		r := min(1024, len(ids0))
 		a, err := alloc(r, k, 0.5)
 		if err != nil {
 			return m, err
@@ -245,7 +290,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	}
 	r := s.trainers[s.nDev].runner(1)
 	in := make([]float32, len(blocks[0].Src)*dim) // never touched: the bind wraps it
-	probes = append(probes, &probe{rate: &m.BindMEPS, unit: 1e6, busy: busy, f: func() (float64, error) {
+	bindP := &probe{rate: &m.BindMEPS, unit: 1e6, f: func() (float64, error) {
 		t, err := placeFeatures(r.e.be, in, []int{len(blocks[0].Src), dim}, tensor.Float32, tensor.Host)
 		if err != nil {
 			return 0, err
@@ -256,8 +301,20 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		}
 		bb.release(r.e)
 		return float64(edges), nil
-	}})
-	if err := runProbes(ctx, probes, gemm); err != nil {
+	}}
+	probes = append(probes, bindP)
+	if s.h.Prefetch && gemm != nil {
+		// Under two-stage prefetch the trainer trains while the next
+		// steps are sampled, loaded and bound: those probes run beside
+		// the trainer's GEMM. (The sampler meets the loader too, for part
+		// of its time; a loader's gather looping beside the sampling
+		// probe for all of it slowed the probe 2-5x on this machine, far
+		// more than the pipeline's sampler is slowed: left out.)
+		for _, p := range []*probe{sampleP, gatherP, touchP, bindP} {
+			p.beside = []func() error{gemm}
+		}
+	}
+	if err := runProbes(ctx, probes); err != nil {
 		return m, fmt.Errorf("hybrid.calibrate: %w", err)
 	}
 	return m, nil

@@ -209,10 +209,16 @@ type cpuMachine struct {
 	SampleMEPS float64 `json:"sample_meps"`  // sampled edges
 	DropMEPS   float64 `json:"dropout_meps"` // dropout elements
 	BindMEPS   float64 `json:"bind_meps"`    // block edges bound by a CPU trainer
+	// TouchGBps is the first touch of freshly allocated staging memory
+	// (the allocator's zeroing or the kernel's page faults). It has no
+	// key: without calibration it is taken as cpu_gbps, a fresh byte
+	// costing about what a gathered one does (the calibration on this
+	// machine measures 1.2-1.6x cpu_gbps).
+	TouchGBps float64 `json:"touch_gbps"`
 }
 
 func machineOf(h config.Hybrid) cpuMachine {
-	return cpuMachine{GFLOPS: h.CPUGFLOPS, GBps: h.CPUGBps, AggGBps: h.AggGBps, SampleMEPS: h.SampleMEPS, DropMEPS: h.DropoutMEPS, BindMEPS: h.BindMEPS}
+	return cpuMachine{GFLOPS: h.CPUGFLOPS, GBps: h.CPUGBps, AggGBps: h.AggGBps, SampleMEPS: h.SampleMEPS, DropMEPS: h.DropoutMEPS, BindMEPS: h.BindMEPS, TouchGBps: h.CPUGBps}
 }
 
 func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscalePerf, error) {
@@ -344,6 +350,10 @@ type partWork struct {
 type stepWork struct {
 	parts []partWork
 	cpu   []bool
+	// freshBytes are the staging bytes the loader had to allocate (the
+	// pool had no buffer to recycle): zeroed or faulted in before the
+	// gather writes them.
+	freshBytes float64
 }
 
 func (w *stepWork) edges() float64 {
@@ -388,7 +398,11 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 		return t, err
 	}
 	t.SC = out[0]
-	if out, err = p.call(hsLoad, rows, float64(p.dim), 4, m.GBps, float64(st.load)); err != nil {
+	load := []float64{rows, float64(p.dim), 4, m.GBps, float64(st.load)}
+	if !p.h.PaperModel && w.freshBytes > 0 {
+		load = append(load, w.freshBytes, m.TouchGBps)
+	}
+	if out, err = p.call(hsLoad, load...); err != nil {
 		return t, err
 	}
 	t.Load = out[0]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ type hybridPart struct {
 	nodes  []int32
 	blocks []sampler.Block
 	x      []float32 // the staging buffer: the host-gathered input rows
+	stage  []float32 // the staging buffer to hand back to the pool on release (x is dropped once bound)
 	bound  *boundBlocks
 	runner *blockRunner // the runner it is bound with
 }
@@ -37,6 +39,7 @@ type hybridBatch struct {
 	times stageTimes   // measured, filled by each stage
 	work  stepWork
 	err   error
+	pool  *stagingPool // where release hands the staging buffers back
 }
 
 // hybridEpoch is the last epoch's figures.
@@ -49,7 +52,15 @@ type hybridEpoch struct {
 	measuredPipeS       float64 // Σ Eq. 6 over the measured stage times
 	adjustments         []string
 	shares              []float64       // the CPU share of every step
+	freshBytes          float64         // staging bytes the loader allocated (the pool had none to recycle)
+	freshSteps          int             // steps that allocated staging memory
 	perStep             [2][]stageTimes // every step's measured and predicted times
+	// With hybrid.calibrate: every step's work and threads, and the
+	// predictions again with the machine measured before and after the
+	// epoch (bracket).
+	works   []stepWork
+	states  []drmState
+	bracket *bracketed
 }
 
 // median returns the median over steps of each stage time.
@@ -223,7 +234,12 @@ func (s *hybridStepper) load(b *hybridBatch) {
 			continue
 		}
 		src := p.blocks[0].Src
-		p.x = make([]float32, len(src)*s.e.dim)
+		var fresh bool
+		p.x, fresh = b.pool.get(len(src) * s.e.dim)
+		p.stage = p.x
+		if fresh {
+			b.work.freshBytes += float64(len(p.x) * 4)
+		}
 		per := max(1, (len(src)+b.st.load-1)/b.st.load)
 		for lo := 0; lo < len(src); lo += per {
 			chunks = append(chunks, chunk{k, lo, min(lo+per, len(src))})
@@ -307,7 +323,8 @@ func (s *hybridStepper) simulated() bool {
 	return ok
 }
 
-// release frees what a batch holds on the trainers.
+// release frees what a batch holds on the trainers and hands its
+// staging buffers back to the pool (after the tensors that wrap them).
 func (b *hybridBatch) release() {
 	for k := range b.parts {
 		p := &b.parts[k]
@@ -315,6 +332,8 @@ func (b *hybridBatch) release() {
 			p.bound.release(p.runner.e)
 			p.bound = nil
 		}
+		b.pool.put(p.stage)
+		p.stage, p.x = nil, nil
 	}
 }
 
@@ -521,7 +540,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 			case <-ctx.Done():
 				return
 			}
-			b := &hybridBatch{n: n, st: st}
+			b := &hybridBatch{n: n, st: st, pool: &s.staging}
 			s.sample(ctx, b, nodes, seed)
 			if !send(sampled, b) || b.err != nil {
 				return
@@ -575,7 +594,58 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 		return 0, err
 	}
 	st.wallS = time.Since(start).Seconds()
+	if s.h.Calibrate {
+		if err := s.bracket(ctx); err != nil {
+			return 0, err
+		}
+	}
 	return loss / float64(max(st.steps, 1)), nil
+}
+
+// bracketed are an epoch's predictions with the machine the probes
+// measured before and after it (the geometric mean of each rate): the
+// machine's load changes during an epoch, and one calibration measures
+// one moment of it.
+type bracketed struct {
+	before, after, machine cpuMachine
+	perStep                []stageTimes
+	epochS                 float64 // Σ Eq. 6
+}
+
+// bracket calibrates again after the epoch and predicts its steps again
+// with the mean of the two calibrations. The decisions DRM made during
+// the epoch used the one before it; the next epoch calibrates anew.
+func (s *hybridStepper) bracket(ctx context.Context) error {
+	st := &s.stats
+	after, err := s.calibrate(ctx)
+	if err != nil {
+		return err
+	}
+	before := s.perf.cpu
+	br := &bracketed{before: before, after: after, machine: geoMean(before, after)}
+	s.perf.cpu = br.machine
+	defer func() { s.perf.cpu = after }()
+	for i := range st.works {
+		pred, err := s.perf.predict(&st.works[i], st.states[i], len(s.trainers)-s.nDev)
+		if err != nil {
+			return err
+		}
+		it, _, err := s.perf.iteration(pred, st.works[i].edges(), s.h.Prefetch)
+		if err != nil {
+			return err
+		}
+		br.perStep = append(br.perStep, pred)
+		br.epochS += it
+	}
+	st.bracket = br
+	return nil
+}
+
+// geoMean is the geometric mean of two machine descriptions, rate by rate.
+func geoMean(a, b cpuMachine) cpuMachine {
+	g := func(x, y float64) float64 { return math.Sqrt(x * y) }
+	return cpuMachine{GFLOPS: g(a.GFLOPS, b.GFLOPS), GBps: g(a.GBps, b.GBps), AggGBps: g(a.AggGBps, b.AggGBps),
+		SampleMEPS: g(a.SampleMEPS, b.SampleMEPS), DropMEPS: g(a.DropMEPS, b.DropMEPS), BindMEPS: g(a.BindMEPS, b.BindMEPS), TouchGBps: g(a.TouchGBps, b.TouchGBps)}
 }
 
 // runtime is the runtime's work after step b: it records the measured
@@ -603,7 +673,14 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 	st.predictedS += it
 	st.measuredPipeS += mit
 	st.shares = append(st.shares, b.st.share)
+	if b.work.freshBytes > 0 {
+		st.freshBytes += b.work.freshBytes
+		st.freshSteps++
+	}
 	st.perStep[0], st.perStep[1] = append(st.perStep[0], b.times), append(st.perStep[1], pred)
+	if s.h.Calibrate {
+		st.works, st.states = append(st.works, b.work), append(st.states, b.st)
+	}
 	next := s.state
 	if s.h.DRM != "off" {
 		src := b.times
@@ -686,6 +763,7 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		"transfer_s": m.Tran, "transfer_s_pred": p.Tran, "cpu_train_s": m.TC, "cpu_train_s_pred": p.TC,
 		"dev_train_s": m.TA, "dev_train_s_pred": p.TA, "sync_s": m.Sync, "sync_s_pred": p.Sync,
 		"dev_sample_s": m.SA, "dev_sample_s_pred": p.SA, "cpu_bind_s": m.Bind, "cpu_bind_s_pred": p.Bind,
+		"load_fresh_bytes": st.freshBytes, "load_fresh_steps": float64(st.freshSteps),
 	}
 	// The median step, measured and predicted (a loaded machine's
 	// outliers do not move it).
@@ -696,8 +774,20 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 	for k, v := range map[string]float64{"sample": pm.SC, "load": pm.Load, "transfer": pm.Tran, "cpu_train": pm.TC, "dev_train": pm.TA, "sync": pm.Sync, "dev_sample": pm.SA, "cpu_bind": pm.Bind} {
 		res.Hybrid[k+"_med_s_pred"] = v
 	}
-	c := s.perf.cpu // the machine description the predictions used
-	for k, v := range map[string]float64{"cpu_gflops": c.GFLOPS, "cpu_gbps": c.GBps, "agg_gbps": c.AggGBps, "sample_meps": c.SampleMEPS, "dropout_meps": c.DropMEPS, "bind_meps": c.BindMEPS} {
-		res.Hybrid["machine_"+k] = v
+	machine := func(prefix string, c cpuMachine) {
+		for k, v := range map[string]float64{"cpu_gflops": c.GFLOPS, "cpu_gbps": c.GBps, "agg_gbps": c.AggGBps, "sample_meps": c.SampleMEPS, "dropout_meps": c.DropMEPS, "bind_meps": c.BindMEPS, "touch_gbps": c.TouchGBps} {
+			res.Hybrid[prefix+k] = v
+		}
+	}
+	machine("machine_", s.perf.cpu) // the machine description the predictions used
+	if br := st.bracket; br != nil {
+		machine("machine_", br.before)
+		machine("machine_after_", br.after)
+		machine("machine_bracketed_", br.machine)
+		bm := median(br.perStep)
+		for k, v := range map[string]float64{"sample": bm.SC, "load": bm.Load, "transfer": bm.Tran, "cpu_train": bm.TC, "dev_train": bm.TA, "sync": bm.Sync, "dev_sample": bm.SA, "cpu_bind": bm.Bind} {
+			res.Hybrid[k+"_med_s_pred_bracketed"] = v
+		}
+		res.Hybrid["epoch_pred_bracketed_s"] = br.epochS
 	}
 }

@@ -352,6 +352,7 @@ func TestHyscaleCostModel(t *testing.T) {
 		{"sampling on a device", hsDeviceSample, []float64{3.2e7, 900, 6.4e6, 16}, 3.2e7/900e9 + 6.4e6/16e9},
 		{"iteration, CPU trainers apart, pipelined", hsHybridIteration, []float64{1, 2, 3, 3.5, 4, 2, 0.5, 1e6, 1}, 4.5},
 		{"iteration, CPU trainers apart, in sequence", hsHybridIteration, []float64{1, 2, 3, 0.5, 4, 5, 0.5, 1e6, 0}, 1 + 2 + 7 + 0.5},
+		{"Eq. 7 with fresh staging memory", hsLoad, []float64{5000, 100, S, 2, 4, 3e8, 6}, 5000*100*S/8e9 + 3e8/6e9},
 		{"Eq. 6 pipelined iteration", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 1}, 4.5},
 		{"stages in sequence", hsIteration, []float64{1, 2, 3, 4, 0.5, 1e6, 0}, 10.5},
 	}
@@ -426,7 +427,9 @@ func TestHybridSampleOnDevice(t *testing.T) {
 }
 
 // TestHybridCalibrate: the probes measure every value of the CPU's
-// machine description (positive, finite) and an epoch predicts with them.
+// machine description (positive, finite), an epoch predicts with them,
+// and its steps are predicted again with the mean of the calibrations
+// before and after it.
 func TestHybridCalibrate(t *testing.T) {
 	cfg := mustParse(t, hybridBase, `train.mode="hybrid"`, "hybrid.cpu_share=1", "hybrid.calibrate=true", "model.dropout=0.5", "train.batch_size=64")
 	_, st := newTestStepper(t, cfg)
@@ -434,8 +437,12 @@ func TestHybridCalibrate(t *testing.T) {
 	if _, err := st.Epoch(context.Background(), 1, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	m := s.perf.cpu // the epoch calibrated before it began
-	for name, v := range map[string]float64{"cpu_gflops": m.GFLOPS, "cpu_gbps": m.GBps, "agg_gbps": m.AggGBps, "sample_meps": m.SampleMEPS, "dropout_meps": m.DropMEPS, "bind_meps": m.BindMEPS} {
+	br := s.stats.bracket
+	if br == nil || len(br.perStep) != s.stats.steps || !(br.epochS > 0) {
+		t.Fatalf("the epoch was not predicted again with the calibrations before and after it: %+v", br)
+	}
+	m := br.before // the epoch calibrated before it began
+	for name, v := range map[string]float64{"cpu_gflops": m.GFLOPS, "cpu_gbps": m.GBps, "agg_gbps": m.AggGBps, "sample_meps": m.SampleMEPS, "dropout_meps": m.DropMEPS, "bind_meps": m.BindMEPS, "touch_gbps": m.TouchGBps} {
 		if !(v > 0) || math.IsInf(v, 0) {
 			t.Errorf("%s = %g", name, v)
 		}
@@ -445,6 +452,13 @@ func TestHybridCalibrate(t *testing.T) {
 	}
 	if p := s.stats.predicted; !(p.TC > 0 && p.Load > 0 && p.SC > 0 && p.Bind > 0) {
 		t.Errorf("predicted stage times %+v: a stage without a prediction", p)
+	}
+	// The bracketed machine lies between the two calibrations, rate by rate.
+	for _, r := range [][3]float64{{br.before.GFLOPS, br.after.GFLOPS, br.machine.GFLOPS}, {br.before.GBps, br.after.GBps, br.machine.GBps},
+		{br.before.SampleMEPS, br.after.SampleMEPS, br.machine.SampleMEPS}, {br.before.BindMEPS, br.after.BindMEPS, br.machine.BindMEPS}} {
+		if lo, hi := min(r[0], r[1]), max(r[0], r[1]); !(r[2] >= lo*(1-1e-12) && r[2] <= hi*(1+1e-12)) {
+			t.Errorf("bracketed rate %g outside the calibrations %g and %g", r[2], r[0], r[1])
+		}
 	}
 }
 
@@ -464,7 +478,7 @@ func TestHyscaleModelTerms(t *testing.T) {
 		return p, s
 	}
 	sets := []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", "train.batch_size=64", `model.name="sage"`}
-	paper, _ := work(mustParse(t, hybridBase, append(sets, "hybrid.paper_model=true", "model.dropout=0")...))
+	paper, paperS := work(mustParse(t, hybridBase, append(sets, "hybrid.paper_model=true", "model.dropout=0")...))
 	full, s := work(mustParse(t, hybridBase, append(sets, "model.dropout=0")...))
 	drop, _ := work(mustParse(t, hybridBase, append(sets, "model.dropout=0.5")...))
 	if !(full.TC > paper.TC) {
@@ -472,6 +486,27 @@ func TestHyscaleModelTerms(t *testing.T) {
 	}
 	if !(drop.TC > full.TC) {
 		t.Errorf("with dropout %g s, without %g s: want longer", drop.TC, full.TC)
+	}
+	// Staging memory the pool could not recycle adds its first touch to
+	// the loading; the paper model keeps Eq. 7 as printed.
+	for _, c := range []struct {
+		s      *hybridStepper
+		longer bool
+	}{{s, true}, {paperS, false}} {
+		b := &hybridBatch{st: c.s.state}
+		c.s.sample(context.Background(), b, c.s.e.ds.Train[:64], 1)
+		recycled, err := c.s.perf.predict(&b.work, b.st, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.work.freshBytes = 1e8
+		fresh, err := c.s.perf.predict(&b.work, b.st, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (fresh.Load > recycled.Load) != c.longer {
+			t.Errorf("paper model %v: loading into fresh memory %g s, recycled %g s: longer %v, want %v", c.s.h.PaperModel, fresh.Load, recycled.Load, fresh.Load > recycled.Load, c.longer)
+		}
 	}
 	if paper.Bind != 0 || !(full.Bind > 0) {
 		t.Errorf("CPU bind: %g s (paper model), %g s (ours): want 0 and > 0", paper.Bind, full.Bind)

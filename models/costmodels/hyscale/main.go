@@ -18,7 +18,12 @@
 //	  in[0] sampled edges, in[1] threads, in[2] million edges per second
 //	  per thread
 //	1 feature loading, Eq. 7: in[0] rows gathered (Σ over trainers
-//	  |V⁰|), in[1] f⁰, in[2] S, in[3] GB/s per thread, in[4] threads
+//	  |V⁰|), in[1] f⁰, in[2] S, in[3] GB/s per thread, in[4] threads;
+//	  strata's addition (absent or 0: Eq. 7 as printed): in[5] bytes of
+//	  staging memory allocated fresh for the step, in[6] the GB/s at
+//	  which fresh memory is first touched (zeroed by the allocator or
+//	  faulted in by the kernel) before the gather writes it. out[1] the
+//	  gather, out[2] the first touch.
 //	2 data transfer, Eq. 8: in[0] rows sent to one device, in[1] f⁰,
 //	  in[2] S, in[3] PCIe GB/s, in[4] topology bytes of the blocks (the
 //	  paper counts the features only; 0 reproduces it)
@@ -113,7 +118,9 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 	case opSample:
 		out[0] = div(a(0), a(1)*a(2)*1e6)
 	case opLoad:
-		out[0] = div(a(0)*a(1)*a(2), a(3)*1e9*a(4)) // Eq. 7
+		out[1] = div(a(0)*a(1)*a(2), a(3)*1e9*a(4)) // Eq. 7
+		out[2] = div(a(5), a(6)*1e9)
+		out[0] = out[1] + out[2]
 	case opTransfer:
 		out[0] = div(a(0)*a(1)*a(2)+a(4), a(3)*1e9) // Eq. 8
 	case opTrainer:
