@@ -28,15 +28,7 @@ func (p *Program) fuseInputDropouts() {
 	if _, ok := p.be.(backend.DropoutGEMMer); !ok || p.env.Inference || p.env.InputGrad || p.env.Resumable || p.noShare {
 		return
 	}
-	readers := make([][]int32, len(p.g.Ops))
-	for i, op := range p.g.Ops {
-		for _, a := range op.Args {
-			readers[a] = append(readers[a], int32(i))
-		}
-	}
-	for _, o := range p.g.Outputs {
-		readers[o] = append(readers[o], -1)
-	}
+	readers := p.readers()
 	for d, op := range p.g.Ops {
 		if op.Kind != ir.OpDropout || op.Alpha <= 0 || p.g.Ops[op.Args[0]].Kind != ir.OpInput || len(readers[d]) == 0 {
 			continue
@@ -94,4 +86,19 @@ func (p *Program) dropGEMM(i int32, transX bool, b *tensor.Tensor, beta float64,
 	op := &p.g.Ops[d]
 	return p.be.(backend.DropoutGEMMer).DropoutGEMM(mixSeed(p.mode.Seed, uint64(d)), op.Alpha, transX,
 		p.val(op.Args[0]), b, beta, c, p.aux[i].dropScratch, p.aux[d].dropKeep)
+}
+
+// readers lists, for every value, the ops that read it (-1 for a program
+// output).
+func (p *Program) readers() [][]int32 {
+	readers := make([][]int32, len(p.g.Ops))
+	for i, op := range p.g.Ops {
+		for _, a := range op.Args {
+			readers[a] = append(readers[a], int32(i))
+		}
+	}
+	for _, o := range p.g.Outputs {
+		readers[o] = append(readers[o], -1)
+	}
+	return readers
 }

@@ -50,15 +50,7 @@ func (p *Program) planHalfInput() error {
 	if p.env.InputGrad || p.env.Resumable {
 		return fmt.Errorf("engine: a %v input cannot take a gradient or be resumed without its rows (layer-by-layer training)", dt)
 	}
-	readers := make([][]int32, len(p.g.Ops))
-	for i, op := range p.g.Ops {
-		for _, a := range op.Args {
-			readers[a] = append(readers[a], int32(i))
-		}
-	}
-	for _, o := range p.g.Outputs {
-		readers[o] = append(readers[o], -1)
-	}
+	readers := p.readers()
 	// leftOnly reports whether every reader of v is a matmul with v as its
 	// left operand only, collecting them.
 	var direct []int32

@@ -49,11 +49,10 @@ func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor
 	}
 	var bits []int32
 	if keep != nil {
-		want := backend.DropoutKeepWords(x.Rows(), x.Cols())
-		if keep.DType() != tensor.Int32 || keep.Numel() != want[0]*want[1] {
-			return fmt.Errorf("cpu: DropoutGEMM: keep must be int32 with %d×%d words for x %v", want[0], want[1], x.Shape())
+		var err error
+		if bits, err = keepBits(keep, x); err != nil {
+			return err
 		}
-		bits = I32(keep)
 	}
 	if m == 0 || n == 0 || k == 0 {
 		return b.GEMM(transX, false, 1, x, bm, beta, c) // c = beta·c
@@ -212,4 +211,14 @@ func gemmMasked[T float](be *Backend, transX bool, m, n, k int, mask func(r0, r1
 	if tk > 1 {
 		sumSlices(be, m*n, tk, 1, beta, parts, c)
 	}
+}
+
+// keepBits returns the words of keep, the dropout bits of x, after
+// checking their type and count.
+func keepBits(keep, x *tensor.Tensor) ([]int32, error) {
+	want := backend.DropoutKeepWords(x.Rows(), x.Cols())
+	if keep.DType() != tensor.Int32 || keep.Numel() != want[0]*want[1] {
+		return nil, fmt.Errorf("cpu: DropoutGEMM: keep must be int32 with %d×%d words for x %v", want[0], want[1], x.Shape())
+	}
+	return I32(keep), nil
 }

@@ -76,11 +76,10 @@ func (b *Backend) dropoutGEMMHalf(seed uint64, p float64, transX bool, x, bm *te
 	}
 	var bits []int32
 	if keep != nil && p > 0 {
-		want := backend.DropoutKeepWords(x.Rows(), x.Cols())
-		if keep.DType() != tensor.Int32 || keep.Numel() != want[0]*want[1] {
-			return fmt.Errorf("cpu: DropoutGEMM: keep must be int32 with %d×%d words for x %v", want[0], want[1], x.Shape())
+		var err error
+		if bits, err = keepBits(keep, x); err != nil {
+			return err
 		}
-		bits = I32(keep)
 	}
 	if m == 0 || n == 0 || k == 0 {
 		return b.GEMM(transX, false, 1, xv, bm, beta, c) // c = beta·c

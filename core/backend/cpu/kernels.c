@@ -194,6 +194,30 @@ static inline uint64_t mix64s(uint64_t z) {
 	return z ^ (z >> 31);
 }
 
+// dropout_tail finishes a span one element at a time from element j on,
+// word holding the bits of the current 32-element word so far.
+static inline void dropout_tail(uint64_t base, uint64_t thr, float scale, int64_t idx, int64_t j, int64_t n,
+				float *mask, const float *x, float *y, uint32_t *bits, uint32_t word) {
+	const uint64_t G = 0x9E3779B97F4A7C15ull;
+	for (; j < n; j++) {
+		const int keep = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr;
+		const float m = keep ? scale : 0.0f;
+		if (mask)
+			mask[j] = m;
+		if (y)
+			y[j] = x[j] * m;
+		if (bits) {
+			word |= (uint32_t)keep << (j % 32);
+			if (j % 32 == 31) {
+				bits[j / 32] = word;
+				word = 0;
+			}
+		}
+	}
+	if (bits && n % 32)
+		bits[(n - 1) / 32] = word;
+}
+
 // dropout_span handles n elements whose dropout stream indices start at
 // idx: mask[j] = keep(idx+j) ? scale : 0 (when mask is set),
 // y[j] = x[j]·mask[j] (when y is set) and bit j % 32 of bits[j / 32] =
@@ -234,23 +258,7 @@ static inline __attribute__((always_inline)) void dropout_span(uint64_t base, ui
 			zb = _mm256_add_epi64(zb, step);
 		}
 	}
-	for (; j < n; j++) {
-		const int keep = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr;
-		const float m = keep ? scale : 0.0f;
-		if (mask)
-			mask[j] = m;
-		if (y)
-			y[j] = x[j] * m;
-		if (bits) {
-			word |= (uint32_t)keep << (j % 32);
-			if (j % 32 == 31) {
-				bits[j / 32] = word;
-				word = 0;
-			}
-		}
-	}
-	if (bits && n % 32)
-		bits[(n - 1) / 32] = word;
+	dropout_tail(base, thr, scale, idx, j, n, mask, x, y, bits, word);
 }
 
 // The dropout kernels with AVX-512 (F, DQ, BW, VL), used where the CPU
@@ -306,23 +314,7 @@ static void dropout_span_z(uint64_t base, uint64_t thr, float scale, int64_t idx
 			zb = _mm512_add_epi64(zb, step);
 		}
 	}
-	for (; j < n; j++) {
-		const int keep = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr;
-		const float m = keep ? scale : 0.0f;
-		if (mask)
-			mask[j] = m;
-		if (y)
-			y[j] = x[j] * m;
-		if (bits) {
-			word |= (uint32_t)keep << (j % 32);
-			if (j % 32 == 31) {
-				bits[j / 32] = word;
-				word = 0;
-			}
-		}
-	}
-	if (bits && n % 32)
-		bits[(n - 1) / 32] = word;
+	dropout_tail(base, thr, scale, idx, j, n, mask, x, y, bits, word);
 }
 
 // keep_row_z writes y[j] = x[j]·(bit j of bits ? scale : 0) for j < w.
