@@ -438,3 +438,27 @@ func parseFloat(s string) float64 {
 	}
 	return v
 }
+
+// TestInterruptedDuringEvaluation interrupts a run in its evaluation: the
+// result line still has the finished epoch, its time and its loss.
+func TestInterruptedDuringEvaluation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx = context.WithValue(ctx, beforeEvalKey{}, func(int) { cancel() })
+	args := append([]string{"train", "-c", "../../configs/gcn-cora.toml", "--set", "train.epochs=1",
+		"--set", "output.progress=off", "--set", "output.json=true"}, wasmArgs()...)
+	var out, errb bytes.Buffer
+	if code := run(ctx, args, &out, &errb); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d: %s", code, exitInterrupted, errb.String())
+	}
+	r := resultLine(t, out.String())
+	if r["status"] != "interrupted" || r["epochs"] != float64(1) {
+		t.Errorf("status %v, epochs %v; want interrupted after 1 epoch", r["status"], r["epochs"])
+	}
+	if s, _ := r["epoch_time_median_s"].(float64); s <= 0 {
+		t.Errorf("epoch_time_median_s = %v, want the finished epoch's time", r["epoch_time_median_s"])
+	}
+	if l, _ := r["final_loss"].(float64); l <= 0 {
+		t.Errorf("final_loss = %v, want the finished epoch's loss", r["final_loss"])
+	}
+}

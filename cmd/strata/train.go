@@ -43,6 +43,7 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		Host:       wasm.Host{Options: wopts},
 		Resume:     *resume,
 		AfterEpoch: afterEpochFrom(ctx),
+		BeforeEval: beforeEvalFrom(ctx),
 	})
 	abortGroup(ctx, err, stderr)
 	if res != nil && res.Status == train.StatusInterrupted && errors.Is(err, context.Canceled) {
@@ -95,4 +96,14 @@ func progressWriter(mode string, stderr io.Writer) io.Writer {
 		return nil
 	}
 	return stderr
+}
+
+// beforeEvalKey is the context key of a test's train.Options.BeforeEval
+// hook (a test interrupts an evaluation this way).
+type beforeEvalKey struct{}
+
+// beforeEvalFrom returns the hook a test put in ctx, or nil.
+func beforeEvalFrom(ctx context.Context) func(epoch int) {
+	f, _ := ctx.Value(beforeEvalKey{}).(func(epoch int))
+	return f
 }

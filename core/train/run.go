@@ -32,6 +32,9 @@ type Options struct {
 	// AfterEpoch, when set, is called after each epoch's bookkeeping and
 	// checkpoint (a test hook: it may cancel the run's context).
 	AfterEpoch func(epoch int)
+	// BeforeEval, when set, is called before each evaluation (a test
+	// hook: it may cancel the run's context).
+	BeforeEval func(epoch int)
 }
 
 // Run trains the configured model full-graph and returns the result summary.
@@ -107,7 +110,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	}
 	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	res.ConfigSHA256 = cfgSHA
-	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, ck: ck, model: model, dim: dim, afterEpoch: opts.AfterEpoch}
+	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, ck: ck, model: model, dim: dim, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval}
 	if err := loop.run(ctx, opts); err != nil {
 		var de *DivergedError
 		if errors.As(err, &de) {
@@ -345,6 +348,7 @@ type loop struct {
 	model       *Model
 	dim         int
 	afterEpoch  func(int)
+	beforeEval  func(int)
 	extra       []string // the stepper's own output.csv columns (Columner)
 }
 
@@ -488,6 +492,9 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 		}
 		every := l.cfg.Train.EvalEvery
 		if every > 0 && (ep+1)%every == 0 || ep == epochs-1 {
+			if l.beforeEval != nil {
+				l.beforeEval(ep)
+			}
 			t1 := time.Now()
 			peaks.start()
 			tr, va, te, err := l.evaluate(ctx)
