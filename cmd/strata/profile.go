@@ -32,18 +32,15 @@ func (r *runtimeFlags) register(fs *flag.FlagSet) {
 // returned stop ends the CPU profile and writes the heap profile; inputs
 // are the run's input files, which no profile may replace.
 func (r *runtimeFlags) start(maxMem memFlag, inputs ...string) (stop func() error, err error) {
-	limit := int64(r.memLimit)
 	switch {
-	case limit > 0:
+	case r.memLimit > 0:
+		debug.SetMemoryLimit(int64(r.memLimit))
 	case os.Getenv("GOMEMLIMIT") != "":
-		limit = -1 // the runtime has applied it
+		// the runtime has applied it
 	case maxMem > 0:
-		limit = int64(maxMem)
+		debug.SetMemoryLimit(int64(maxMem))
 	default:
-		limit = graph.DefaultMaxMemory()
-	}
-	if limit > 0 {
-		debug.SetMemoryLimit(limit)
+		debug.SetMemoryLimit(graph.DefaultMaxMemory())
 	}
 	for _, p := range []struct{ flag, path string }{{"--cpuprofile", r.cpu}, {"--memprofile", r.mem}} {
 		if p.path == "" {

@@ -141,24 +141,25 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 // it; nothing strata runs writes to a wrapped tensor, and Release leaves v
 // alone.
 func (b *Backend) WrapHost(v []float32, shape []int) (*tensor.Tensor, error) {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	if len(shape) < 1 || len(shape) > 2 || n != len(v) {
+	if !wrapFits(len(v), shape) {
 		return nil, errf("WrapHost", "%d values for shape %v", len(v), shape)
 	}
 	return tensor.New(tensor.Float32, shape, &buffer{f32: v, owner: b}), nil
 }
 
+// wrapFits reports whether n values fill a rank 1 or 2 shape.
+func wrapFits(n int, shape []int) bool {
+	m := 1
+	for _, d := range shape {
+		m *= d
+	}
+	return len(shape) >= 1 && len(shape) <= 2 && m == n
+}
+
 // WrapHostHalf is WrapHost for 16-bit feature rows (dt Float16 or
 // BFloat16, v their bits).
 func (b *Backend) WrapHostHalf(dt tensor.DType, v []uint16, shape []int) (*tensor.Tensor, error) {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	if !dt.IsHalf() || len(shape) < 1 || len(shape) > 2 || n != len(v) {
+	if !dt.IsHalf() || !wrapFits(len(v), shape) {
 		return nil, errf("WrapHostHalf", "%d %v values for shape %v", len(v), dt, shape)
 	}
 	return tensor.New(dt, shape, &buffer{u16: v, owner: b}), nil
