@@ -56,7 +56,7 @@ HAVE_TORCH=0
 [ -n "$PY" ] && "$PY" -c 'import torch' 2>/dev/null && HAVE_TORCH=1
 
 # --- static checks -------------------------------------------------------------
-for s in $G/bundle.sh $G/run-gpu.sh $G/selftest.sh; do
+for s in "$G"/*.sh; do
 	check "bash -n $s" bash -n "$s"
 	if command -v shellcheck >/dev/null; then
 		check "shellcheck $s" shellcheck "$s"
