@@ -1,34 +1,40 @@
 #!/bin/bash
-# physics-ab.sh: epoch time and peak RSS on Coauthor Physics of two strata
-# binaries (an old one and a new one) and the PyTorch peer, run back to
-# back and alternating, for the issue-17 acceptance ("peak RSS <= 0.5x the
+# fullgraph-ab.sh: full-graph epoch time and peak RSS on Coauthor Physics
+# and R-MAT 2^20 of two strata binaries (an old one and a new one) and the
+# PyTorch peer, run back to back and alternating, for the issue-17 acceptance ("peak RSS <= 0.5x the
 # peer's with epoch time no worse than today's ratio to the peer"). Run it
 # on a quiet machine; it prints one line per run and a summary of medians
 # and ratios per workload.
 #
-#   scripts/perf/physics-ab.sh OLD_BIN NEW_BIN [REPS] [EPOCHS] [WORKLOADS...]
+#   scripts/perf/fullgraph-ab.sh OLD_BIN NEW_BIN [REPS] [EPOCHS] [WORKLOADS...]
 #
 #   OLD_BIN    e.g. a build of f5b7d4e (main before the memory work):
 #              mkdir /tmp/old && git archive f5b7d4e | tar -x -C /tmp/old &&
 #              (cd /tmp/old && scripts/build-models.sh && go build -o bin/strata ./cmd/strata)
 #   NEW_BIN    e.g. ./bin/strata
 #   REPS       rounds of (old, new, peer) per workload (default 3)
-#   EPOCHS     epochs per run (default 10; the median epoch drops the first)
-#   WORKLOADS  phys-gcn phys-gat phys-sage (default phys-gcn phys-gat)
+#   EPOCHS     epochs per run (default 10; the median epoch drops the first;
+#              rmat-gat runs 7, as section 3 of docs/performance.md)
+#   WORKLOADS  phys-gcn phys-gat phys-sage rmat-gcn rmat-sage rmat-gat
+#              (default phys-gcn phys-gat)
 #
 # Environment: DATA (the physics .strata, default /tmp/m2perf/physics.strata,
-# made with `strata convert` when missing), PEERS (the peer harness,
+# made with `strata convert` when missing), RMAT (R-MAT 2^20's .strata,
+# default /tmp/perf/rmat20.strata, converted from the peer's own copy of the
+# graph, which `data.py rmat 20 16 128 16 0` writes when missing), PEERS (the peer harness,
 # default /work/shared/peers), PY (default /usr/bin/python3), LOCK (default
 # /tmp/strata-bigmem.lock: each round holds it, as the peer peaks at ~4.6 GB),
-# OUT (the run log, default /tmp/physics-ab.log).
+# OUT (the run log, default /tmp/fullgraph-ab.log).
 #
 # Commands (as docs/performance.md, section 3, with eval only after the last
 # epoch): strata `train -c configs/gcn-physics.toml --set data.dataset=DATA
 # --set train.epochs=E --set train.eval_every=0 --set train.threads=2
 # --set output.json=true` + the model's sets; peer `fullgraph.py --threads 2
 # --dataset coauthor-physics --layers 2 --lr 0.01 --weight-decay 5e-4
-# --dropout 0.5 --epochs E --eval-every 0` + the model's arguments. Peak RSS
-# is /usr/bin/time's maximum resident set size for every process.
+# --dropout 0.5 --epochs E --eval-every 0` + the model's arguments; R-MAT
+# the same with configs/gcn-rmat20.toml, RMAT and the peer's rmat-20 with
+# section 3's recipe (hidden 128, no input dropout, no weight decay). Peak
+# RSS is /usr/bin/time's maximum resident set size for every process.
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
@@ -46,11 +52,20 @@ DATA=${DATA:-/tmp/m2perf/physics.strata}
 PEERS=${PEERS:-/work/shared/peers}
 PY=${PY:-/usr/bin/python3}
 LOCK=${LOCK:-/tmp/strata-bigmem.lock}
-OUT=${OUT:-/tmp/physics-ab.log}
+OUT=${OUT:-/tmp/fullgraph-ab.log}
 for b in "$OLD" "$NEW"; do
-	[ -x "$b" ] || { echo "physics-ab: $b is not an executable strata binary" >&2; exit 2; }
+	[ -x "$b" ] || { echo "fullgraph-ab: $b is not an executable strata binary" >&2; exit 2; }
 done
-[ -f "$PEERS/fullgraph.py" ] || { echo "physics-ab: no fullgraph.py in PEERS=$PEERS (set PEERS)" >&2; exit 2; }
+[ -f "$PEERS/fullgraph.py" ] || { echo "fullgraph-ab: no fullgraph.py in PEERS=$PEERS (set PEERS)" >&2; exit 2; }
+case " $WORKLOADS " in *" rmat-"*)
+	RMAT=${RMAT:-/tmp/perf/rmat20.strata}
+	if [ ! -f "$RMAT" ]; then
+		mkdir -p "$(dirname "$RMAT")"
+		(cd "$PEERS" && "$PY" data.py rmat 20 16 128 16 0 >&2)
+		"$NEW" convert -i "${TMPDIR:-/tmp}/gnn-peers-data/rmat-20-16-128-16-0" -o "$RMAT"
+	fi
+	;;
+esac
 if [ ! -f "$DATA" ]; then
 	DATA=/tmp/physics-ab/physics.strata
 	mkdir -p /tmp/physics-ab
@@ -69,7 +84,7 @@ one() {
 	local load
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	/usr/bin/time -f '%M %U %S' -o "$TMP/time" "$@" 2>"$TMP/err" | tail -1 >"$TMP/out" || {
-		echo "physics-ab: $name failed:" >&2
+		echo "fullgraph-ab: $name failed:" >&2
 		tail -5 "$TMP/err" >&2
 		exit 1
 	}
@@ -89,7 +104,18 @@ for w in $WORKLOADS; do
 	phys-gcn) SA="--set model.name=gcn --set model.hidden=64" PA="--model gcn --hidden 64" ;;
 	phys-sage) SA="--set model.name=sage --set model.hidden=64" PA="--model sage --hidden 64" ;;
 	phys-gat) SA="--set model.name=gat --set model.hidden=8 --set model.options.heads=8 --set model.options.out_heads=1 --set model.options.attn_dropout=0" PA="--model gat --hidden 64 --heads 8" ;;
-	*) echo "physics-ab: unknown workload $w (phys-gcn, phys-gat, phys-sage)" >&2; exit 2 ;;
+	rmat-gcn) SA="--set model.name=gcn" PA="--model gcn --hidden 128" ;;
+	rmat-sage) SA="--set model.name=sage" PA="--model sage --hidden 128" ;;
+	rmat-gat) SA="--set model.name=gat --set model.hidden=32 --set model.options.heads=4 --set model.options.out_heads=1 --set model.options.attn_dropout=0" PA="--model gat --hidden 128 --heads 4" ;;
+	*) echo "fullgraph-ab: unknown workload $w (phys-gcn, phys-gat, phys-sage, rmat-gcn, rmat-sage, rmat-gat)" >&2; exit 2 ;;
+	esac
+	E=$EPOCHS CFG=configs/gcn-physics.toml PD="--dataset coauthor-physics" PR="--weight-decay 5e-4 --dropout 0.5"
+	WS="$S"
+	case $w in rmat-*)
+		[ "$w" = rmat-gat ] && E=$(( EPOCHS < 7 ? EPOCHS : 7 ))
+		CFG=configs/gcn-rmat20.toml PD="--dataset rmat-20" PR="--weight-decay 0 --dropout 0.5 --in-dropout 0"
+		WS="--set data.dataset=$RMAT --set train.epochs=$E --set train.eval_every=0 --set train.threads=2 --set output.json=true --set output.progress=off --set model.hidden=128 --set model.dropout=0.5 --set model.input_dropout=0 --set train.weight_decay=0 --set train.lr=0.01"
+		;;
 	esac
 	for rep in $(seq "$REPS"); do
 		# Alternate the order of the two strata binaries from round to round.
@@ -101,11 +127,11 @@ for w in $WORKLOADS; do
 			bin=$OLD
 			[ "$who" = new ] && bin=$NEW
 			# shellcheck disable=SC2086
-			(cd "$ROOT" && one "$who" "$w" "$rep" "$bin" train -c configs/gcn-physics.toml $S $SA)
+			(cd "$ROOT" && one "$who" "$w" "$rep" "$bin" train -c $CFG $WS $SA)
 		done
 		# shellcheck disable=SC2086
-		(cd "$PEERS" && one peer "$w" "$rep" "$PY" fullgraph.py --threads 2 --dataset coauthor-physics $PA \
-			--layers 2 --lr 0.01 --weight-decay 5e-4 --dropout 0.5 --epochs "$EPOCHS" --eval-every 0)
+		(cd "$PEERS" && one peer "$w" "$rep" "$PY" fullgraph.py --threads 2 $PD $PA \
+			--layers 2 --lr 0.01 $PR --epochs "$E" --eval-every 0)
 		flock -u 9
 	done
 done
