@@ -24,7 +24,8 @@
 # graph, which `data.py rmat 20 16 128 16 0` writes when missing), PEERS (the peer harness,
 # default /work/shared/peers), PY (default /usr/bin/python3), LOCK (default
 # /tmp/strata-bigmem.lock: each round holds it, as the peer peaks at ~4.6 GB),
-# OUT (the run log, default /tmp/fullgraph-ab.log).
+# OUT (the run log, default /tmp/fullgraph-ab.log), PEER (default 1; 0 skips
+# the peer: old against new alone, when the peer's figures are known).
 #
 # Commands (as docs/performance.md, section 3, with eval only after the last
 # epoch): strata `train -c configs/gcn-physics.toml --set data.dataset=DATA
@@ -53,6 +54,7 @@ PEERS=${PEERS:-/work/shared/peers}
 PY=${PY:-/usr/bin/python3}
 LOCK=${LOCK:-/tmp/strata-bigmem.lock}
 OUT=${OUT:-/tmp/fullgraph-ab.log}
+PEER=${PEER:-1}
 for b in "$OLD" "$NEW"; do
 	[ -x "$b" ] || { echo "fullgraph-ab: $b is not an executable strata binary" >&2; exit 2; }
 done
@@ -130,7 +132,7 @@ for w in $WORKLOADS; do
 			(cd "$ROOT" && one "$who" "$w" "$rep" "$bin" train -c $CFG $WS $SA)
 		done
 		# shellcheck disable=SC2086
-		(cd "$PEERS" && one peer "$w" "$rep" "$PY" fullgraph.py --threads 2 $PD $PA \
+		[ "$PEER" = 0 ] || (cd "$PEERS" && one peer "$w" "$rep" "$PY" fullgraph.py --threads 2 $PD $PA \
 			--layers 2 --lr 0.01 $PR --epochs "$E" --eval-every 0)
 		flock -u 9
 	done
@@ -143,7 +145,8 @@ print("\nmedians over rounds (epoch s = each run's median epoch; RSS = /usr/bin/
 print("| workload | old epoch s | new epoch s | peer epoch s | old/peer | new/peer | new/old | old RSS GiB | new RSS GiB | peer RSS GiB | new RSS/peer | old CPU s | new CPU s | loads | same final loss |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for w in dict.fromkeys(r["workload"] for r in rows):
-    m = {who: {k: statistics.median(r[k] for r in rows if r["workload"] == w and r["who"] == who)
+    nan = float("nan")
+    m = {who: {k: statistics.median([r[k] for r in rows if r["workload"] == w and r["who"] == who] or [nan])
                for k in ("epoch_s", "peak_rss_gib", "cpu_s")} for who in ("old", "new", "peer")}
     loads = [r["load"] for r in rows if r["workload"] == w]
     losses = {r["final_loss"] for r in rows if r["workload"] == w and r["who"] != "peer"}
