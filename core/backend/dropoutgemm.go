@@ -21,6 +21,28 @@ type DropoutGEMMer interface {
 	DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error
 }
 
+// DropoutProduct is one product of a DropoutGEMMs call:
+// C = op(dropout(x))·B + Beta·C.
+type DropoutProduct struct {
+	B    *tensor.Tensor
+	Beta float64
+	C    *tensor.Tensor
+}
+
+// DropoutGEMMSharer is implemented by backends that run several products
+// of the same dropout of x over one masking pass (the cpu backend): a
+// layer whose input dropout two matmuls read (GraphSAGE's self and
+// neighbour weights) masks each region of x once for both, in the forward
+// pass and for the weight gradients. Each product is DropoutGEMM's with
+// the same arguments bit for bit; scratch holds at least the largest
+// DropoutGEMMScratch of the products, and keep is DropoutGEMM's (a forward
+// call records it once). The products' C must not overlap one another or
+// x. A backend without it runs DropoutGEMM once per product (the engine
+// does), with the same results.
+type DropoutGEMMSharer interface {
+	DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Tensor, prods []DropoutProduct, scratch, keep *tensor.Tensor) error
+}
+
 // DropoutKeepWords is the shape of the keep bits of a DropoutGEMM over
 // an x of rows × cols: a row of 32-bit words per row of x, bit c % 32 of
 // word c / 32 for column c.
