@@ -26,12 +26,11 @@ func deadLeadLayer(b *ir.Builder, in, out int64, last bool) int32 {
 	return h
 }
 
-// unsharedDropouts is the cpu backend without DropoutGEMMs (a field of
-// that name hides the promoted method): the engine runs DropoutGEMM once
-// per product of a group.
+// unsharedDropouts offers the cpu backend's backend.Backend methods and
+// of its optional kernels only DropoutGEMM and DropoutApply, not
+// DropoutGEMMs: the engine runs DropoutGEMM once per product of a group.
 type unsharedDropouts struct {
 	backend.Backend
-	DropoutGEMMs struct{}
 }
 
 func (u unsharedDropouts) DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
@@ -44,9 +43,10 @@ func (u unsharedDropouts) DropoutApply(seed uint64, p float64, x, mask, y *tenso
 
 // TestDropoutGroupShared binds models whose first layer reads its input's
 // dropout with two matmuls (dropmm: both get gradients, also 64 wide,
-// where the forward products are joined; deadlead: the first gets none) to a 9,000-node graph, so that the dropout is fused
-// and its two matmuls share one masking pass (the group's lead runs both
-// products, forward and weight gradient), and checks two training steps
+// where the forward products are joined; deadlead: the first gets none)
+// to a 9,000-node graph, so that the dropout is fused and its two matmuls
+// share one masking pass (the group's lead runs both products, forward
+// and weight gradient), and checks two training steps
 // and an evaluation forward (outputs and parameter gradients) bit for bit
 // against the reference binding without sharing (the unfused sequence),
 // in float32 (with keep bits) and float64, on the cpu backend and on one

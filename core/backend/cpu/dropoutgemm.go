@@ -43,7 +43,10 @@ var _ backend.DropoutGEMMSharer = (*Backend)(nil)
 // scratch once and multiplied by every product's calls for it. The
 // products whose tilings split the inner dimension alike share a pass
 // (in practice all: the row tiles depend on x alone, the split on the
-// product's width only when it has fewer than 8 tiles).
+// product's width only when it has fewer than 8 tiles). Forward products
+// that backend.JoinedDropoutProducts allows, of one beta, run as one call
+// per region over their b side by side (joinProducts), so that OpenBLAS
+// packs the region once; scratch then holds backend.DropoutGEMMsScratch.
 func (b *Backend) DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Tensor, prods []backend.DropoutProduct, scratch, keep *tensor.Tensor) error {
 	if x != nil && x.DType().IsHalf() { // 16-bit feature rows (half.go)
 		return b.dropoutGEMMsHalf(seed, p, transX, x, prods, scratch, keep)
