@@ -29,6 +29,11 @@ func (p *Program) Backward(ctx context.Context) error {
 			return err
 		}
 		if !p.needGrad[i] || !p.gradInit[i] {
+			if p.aux[i].dropLead == int32(i) { // its group's other members may have gradients
+				if err := p.dropGroupGrads(int32(i)); err != nil {
+					return fmt.Errorf("backward op #%d %s: %w", i, p.g.Ops[i].Kind, err)
+				}
+			}
 			continue
 		}
 		if err := p.backwardOp(ctx, int32(i)); err != nil {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"strata/core/backend"
 	"strata/core/ir"
 	"strata/core/tensor"
@@ -49,6 +51,41 @@ func (p *Program) fuseInputDropouts() {
 		for _, r := range readers[d] {
 			p.aux[r].maskedBy = int32(d)
 		}
+		p.groupDropReaders(readers, readers[d])
+	}
+}
+
+// Matmuls that read the same fused dropout (GraphSAGE's self and
+// neighbour weights, x·W_r and x·W_n) share its masking: the first of them
+// (the group's lead) runs all their products over one pass of the masked
+// input, in the forward pass (x·W into each one's value) and for the
+// weight gradients (xᵀ·dy into each weight's gradient), instead of one
+// pass per matmul (backend.DropoutGEMMSharer; a backend without it runs
+// DropoutGEMM once per product at the same point, with the same results).
+// The buffer plan follows: a later member's value is written at the
+// lead's forward, so it lives from there, and its output gradient, read
+// at the lead's backward, lives until then (planBuffers). A member's
+// weight is a parameter that only it reads, so moving its gradient's
+// product to the lead's backward changes no sum's order.
+
+// groupDropReaders makes the readers rs of one fused dropout whose weight
+// is a parameter read by that matmul alone a group (when there are two or
+// more): the first is the lead.
+func (p *Program) groupDropReaders(readers [][]int32, rs []int32) {
+	var group []int32
+	for _, r := range rs {
+		w := p.g.Ops[r].Args[1]
+		if p.g.Ops[w].Kind == ir.OpParam && len(readers[w]) == 1 {
+			group = append(group, r)
+		}
+	}
+	if len(group) < 2 {
+		return
+	}
+	slices.Sort(group)
+	p.aux[group[0]].dropGroup = group
+	for _, r := range group {
+		p.aux[r].dropLead = group[0]
 	}
 }
 
@@ -61,8 +98,17 @@ func (p *Program) fuseInputDropouts() {
 // product records and the weight gradient reads instead of drawing the
 // mask a second time.
 func (p *Program) bindDropGEMM(i int, shape []int) error {
+	size := p.dropScratchSize(shape[1])
+	if l := p.aux[i].dropLead; l > 0 { // one scratch for the group's products, forward and backward
+		var ns []int
+		for _, r := range p.aux[l].dropGroup {
+			ns = append(ns, int(p.g.Ops[r].Shape[1]))
+		}
+		rows, cols := p.env.Input.Rows(), p.env.Input.Cols()
+		size = max(backend.DropoutGEMMsScratch(false, rows, cols, ns), backend.DropoutGEMMsScratch(true, cols, rows, ns))
+	}
 	var err error
-	if p.aux[i].dropScratch, err = p.scratchFor(KindScratch, p.env.DType, []int{max(p.dropScratchSize(shape[1]), 1)}, 9); err != nil {
+	if p.aux[i].dropScratch, err = p.scratchFor(KindScratch, p.env.DType, []int{max(size, 1)}, 9); err != nil {
 		return err
 	}
 	d := &p.aux[p.aux[i].maskedBy]
@@ -86,6 +132,59 @@ func (p *Program) dropGEMM(i int32, transX bool, b *tensor.Tensor, beta float64,
 	op := &p.g.Ops[d]
 	return p.be.(backend.DropoutGEMMer).DropoutGEMM(mixSeed(p.mode.Seed, uint64(d)), op.Alpha, transX,
 		p.val(op.Args[0]), b, beta, c, p.aux[i].dropScratch, p.aux[d].dropKeep)
+}
+
+// dropGroupForward runs the forward products of the group that matmul op
+// i leads, each into its member's value.
+func (p *Program) dropGroupForward(i int32) error {
+	var prods []backend.DropoutProduct
+	for _, r := range p.aux[i].dropGroup {
+		// A later member's weight may come after the lead in op order: a
+		// parameter's value is bound, not set by its forward.
+		prods = append(prods, backend.DropoutProduct{B: p.vals[p.g.Ops[r].Args[1]], C: p.vals[r]})
+	}
+	return p.dropGEMMs(i, false, prods)
+}
+
+// dropGroupGrads runs the weight gradients of the group that matmul op i
+// leads, at the lead's backward (which runs it even when the lead's own
+// gradient was never written): those of the members whose backward would
+// have run, with their output gradients, into their weights' gradients.
+func (p *Program) dropGroupGrads(i int32) error {
+	var prods []backend.DropoutProduct
+	for _, r := range p.aux[i].dropGroup {
+		w := p.g.Ops[r].Args[1]
+		if !p.needGrad[r] || !p.gradInit[r] || !p.needGrad[w] {
+			continue
+		}
+		beta := 1.0
+		if !p.gradInit[w] {
+			beta, p.gradInit[w] = 0, true
+		}
+		prods = append(prods, backend.DropoutProduct{B: p.grads[r], Beta: beta, C: p.grads[w]})
+	}
+	if len(prods) == 0 {
+		return nil
+	}
+	return p.dropGEMMs(i, true, prods)
+}
+
+// dropGEMMs runs products over the dropout that matmul op i reads: in one
+// call where the backend shares the masking (backend.DropoutGEMMSharer),
+// else one DropoutGEMM each.
+func (p *Program) dropGEMMs(i int32, transX bool, prods []backend.DropoutProduct) error {
+	d := p.aux[i].maskedBy
+	op := &p.g.Ops[d]
+	seed, x, scratch, keep := mixSeed(p.mode.Seed, uint64(d)), p.val(op.Args[0]), p.aux[i].dropScratch, p.aux[d].dropKeep
+	if sh, ok := p.be.(backend.DropoutGEMMSharer); ok {
+		return sh.DropoutGEMMs(seed, op.Alpha, transX, x, prods, scratch, keep)
+	}
+	for _, pr := range prods {
+		if err := p.be.(backend.DropoutGEMMer).DropoutGEMM(seed, op.Alpha, transX, x, pr.B, pr.Beta, pr.C, scratch, keep); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readers lists, for every value, the ops that read it (-1 for a program

@@ -122,6 +122,9 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 			}
 			start = p.fwdT(a.epilogueOf) // written by the aggregation
 		}
+		if l := p.aux[i].dropLead; l > 0 && train {
+			start = p.fwdT(l) // written by its group's lead (groupDropReaders)
+		}
 		val[i] = add(KindValue, &p.vals[i], shapes[i], start, start)
 		if op := &p.g.Ops[i]; op.Kind == ir.OpDropout && train && !p.regeneratesMasks() {
 			end := p.fwdT(t)
@@ -205,7 +208,11 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 			if first[i] < 0 { // nothing reads the value: the gradient stays unwritten
 				first[i] = p.bwdT(int32(i))
 			}
-			grad[i] = add(KindGrad, &p.grads[i], shapes[i], first[i], p.bwdT(int32(i)))
+			end := p.bwdT(int32(i))
+			if l := p.aux[i].dropLead; l > 0 {
+				end = p.bwdT(l) // read by its group's lead (groupDropReaders)
+			}
+			grad[i] = add(KindGrad, &p.grads[i], shapes[i], first[i], end)
 		}
 	}
 	for i := range n {

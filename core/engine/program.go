@@ -120,6 +120,12 @@ type opAux struct {
 	maskedBy    int32
 	dropScratch *tensor.Tensor
 	dropKeep    *tensor.Tensor // a fused dropout's mask as bits (float32)
+	// dropLead: the matmul that runs this one's products with its own
+	// (the first of the readers of one fused dropout that share its
+	// masking, see groupDropReaders; 0: none); dropGroup, on the lead,
+	// the group in op order.
+	dropLead  int32
+	dropGroup []int32
 	// epilogue: an aggregation that runs with the bias (and ReLU) after
 	// it as one SpMMBiasAct, the chain's last op (0: none); inEpilogue
 	// marks the chain's ops, epilogueOf the aggregation that writes the

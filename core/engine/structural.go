@@ -101,7 +101,13 @@ func (p *Program) bindMatMul(i int, _ *ir.Op, shape []int) error {
 
 func (p *Program) forwardMatMul(_ context.Context, i int32, m Mode) error {
 	_, arg, y := p.structArgs(i)
-	if p.aux[i].maskedBy > 0 && m.Train {
+	if a := &p.aux[i]; a.maskedBy > 0 && m.Train {
+		switch {
+		case a.dropLead == i:
+			return p.dropGroupForward(i)
+		case a.dropLead > 0:
+			return nil // its lead wrote it
+		}
 		return p.dropGEMM(i, false, arg(1), 0, y)
 	}
 	if p.aux[i].halfX { // 16-bit rows, widened region by region (half.go)
@@ -115,7 +121,13 @@ func (p *Program) forwardMatMul(_ context.Context, i int32, m Mode) error {
 func (p *Program) backwardMatMul(_ context.Context, i int32) error {
 	op, arg, _ := p.structArgs(i)
 	be, dy, args := p.be, p.grads[i], op.Args
-	if p.aux[i].maskedBy > 0 { // a's dropout was never formed; its input takes no gradient
+	if a := &p.aux[i]; a.maskedBy > 0 { // a's dropout was never formed; its input takes no gradient
+		switch {
+		case a.dropLead == i:
+			return p.dropGroupGrads(i)
+		case a.dropLead > 0:
+			return nil // its lead runs its product
+		}
 		return p.accumulateBeta(args[1], func(out *tensor.Tensor, beta float64) error {
 			return p.dropGEMM(i, true, dy, beta, out)
 		})

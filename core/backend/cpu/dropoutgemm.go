@@ -33,29 +33,39 @@ import (
 // call, so the weight gradient does not draw the mask a second time
 // (float32; float64 draws it both times).
 func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
+	return b.DropoutGEMMs(seed, p, transX, x, []backend.DropoutProduct{{B: bm, Beta: beta, C: c}}, scratch, keep)
+}
+
+var _ backend.DropoutGEMMSharer = (*Backend)(nil)
+
+// DropoutGEMMs runs DropoutGEMM for every product over one masking pass
+// (backend.DropoutGEMMSharer): each region of op(x) is masked into
+// scratch once and multiplied by every product's calls for it. The
+// products whose tilings split the inner dimension alike share a pass
+// (in practice all: the row tiles depend on x alone, the split on the
+// product's width only when it has fewer than 8 tiles). Forward products
+// that backend.JoinedDropoutProducts allows, of one beta, run as one call
+// per region over their b side by side (joinProducts), so that OpenBLAS
+// packs the region once; scratch then holds backend.DropoutGEMMsScratch.
+func (b *Backend) DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Tensor, prods []backend.DropoutProduct, scratch, keep *tensor.Tensor) error {
 	if x != nil && x.DType().IsHalf() { // 16-bit feature rows (half.go)
-		return b.dropoutGEMMHalf(seed, p, transX, x, bm, beta, c, scratch, keep)
-	}
-	dt, m, n, k, err := chk.GEMM(transX, false, x, bm, c)
-	if err != nil {
-		return err
+		return b.dropoutGEMMsHalf(seed, p, transX, x, prods, scratch, keep)
 	}
 	if _, err := chk.DropoutApply(p, x, nil, x); err != nil {
 		return err
 	}
-	if scratch == nil || scratch.DType() != dt || scratch.Numel() < backend.DropoutGEMMScratch(m, n, k) {
-		return fmt.Errorf("cpu: DropoutGEMM: scratch holds %d elements, the product needs %d of %v",
-			numelOf(scratch), backend.DropoutGEMMScratch(m, n, k), dt)
+	dt, m, k, shared, err := b.checkProducts(transX, x, x, prods, scratch)
+	if err != nil {
+		return err
 	}
 	var bits []int32
 	if keep != nil {
-		var err error
 		if bits, err = keepBits(keep, x); err != nil {
 			return err
 		}
 	}
-	if m == 0 || n == 0 || k == 0 {
-		return b.GEMM(transX, false, 1, x, bm, beta, c) // c = beta·c
+	if len(shared) == 0 {
+		return nil
 	}
 	initBLAS()
 	impl := netlib.Implementation{}
@@ -85,7 +95,9 @@ func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor
 					C.int64_t(c0), C.int64_t(c1), (*C.float)(unsafe.Pointer(&buf[0])), bp, C.int64_t(ldb), C.int(md))
 			}
 		}
-		gemmMasked(b, transX, m, n, k, mask, F32(bm), bm.Cols(), float32(beta), F32(c), F32(scratch), impl.Sgemm)
+		for _, ps := range shared {
+			gemmMasked(b, transX, m, k, mask, maskedProducts[float32](ps, F32), F32(scratch), impl.Sgemm)
+		}
 		return nil
 	}
 	xs := F64(x)
@@ -101,8 +113,75 @@ func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor
 			}
 		}
 	}
-	gemmMasked(b, transX, m, n, k, mask, F64(bm), bm.Cols(), beta, F64(c), F64(scratch), impl.Dgemm)
+	for _, ps := range shared {
+		gemmMasked(b, transX, m, k, mask, maskedProducts[float64](ps, F64), F64(scratch), impl.Dgemm)
+	}
 	return nil
+}
+
+// checkProducts checks the products of a DropoutGEMMs over x (xv: a view
+// of x in the dtype the products multiply) and its scratch, runs the
+// empty ones (c = beta·c), and returns the others grouped by their split
+// of the inner dimension: the products of a group share masked regions.
+func (b *Backend) checkProducts(transX bool, x, xv *tensor.Tensor, prods []backend.DropoutProduct, scratch *tensor.Tensor) (dt tensor.DType, m, k int, shared [][]backend.DropoutProduct, err error) {
+	if len(prods) == 0 {
+		return 0, 0, 0, nil, errf("DropoutGEMM", "no products")
+	}
+	var ns []int
+	var empty []backend.DropoutProduct
+	kbs := map[int]int{} // a split of the inner dimension -> its group
+	for i, pr := range prods {
+		var n int
+		if dt, m, n, k, err = chk.GEMM(transX, false, xv, pr.B, pr.C); err != nil {
+			return 0, 0, 0, nil, err
+		}
+		if xv != x && pr.B.DType() != tensor.Float32 {
+			return 0, 0, 0, nil, errf("DropoutGEMM", "a %v x multiplies float32 operands, not %v", x.DType(), pr.B.DType())
+		}
+		for _, q := range prods[:i] {
+			if overlaps(pr.C, q.C) {
+				return 0, 0, 0, nil, errf("DropoutGEMM", "product %d's c shares a buffer with another product's", i)
+			}
+		}
+		ns = append(ns, n)
+		if m == 0 || n == 0 || k == 0 {
+			empty = append(empty, pr)
+			continue
+		}
+		_, _, kb := backend.GEMMTiles(m, n, k)
+		g, ok := kbs[kb]
+		if !ok {
+			g, kbs[kb] = len(shared), len(shared)
+			shared = append(shared, nil)
+		}
+		shared[g] = append(shared[g], pr)
+	}
+	need := backend.DropoutGEMMsScratch(transX, m, k, ns)
+	if scratch == nil || scratch.DType() != dt || scratch.Numel() < need {
+		return 0, 0, 0, nil, fmt.Errorf("cpu: DropoutGEMM: scratch holds %d elements, the product needs %d of %v",
+			numelOf(scratch), need, dt)
+	}
+	for _, pr := range empty {
+		if err := b.GEMM(transX, false, 1, xv, pr.B, pr.Beta, pr.C); err != nil { // c = beta·c
+			return 0, 0, 0, nil, err
+		}
+	}
+	return dt, m, k, shared, nil
+}
+
+// overlaps reports whether a and b share a buffer (a view shares its
+// tensor's).
+func overlaps(a, b *tensor.Tensor) bool {
+	return a != nil && b != nil && a.Buffer() == b.Buffer()
+}
+
+// maskedProducts is the float data of a group of products.
+func maskedProducts[T float](ps []backend.DropoutProduct, data func(*tensor.Tensor) []T) []maskedProduct[T] {
+	out := make([]maskedProduct[T], len(ps))
+	for i, pr := range ps {
+		out[i] = maskedProduct[T]{b: data(pr.B), ldb: pr.B.Cols(), n: pr.C.Cols(), beta: T(pr.Beta), c: data(pr.C)}
+	}
+	return out
 }
 
 func numelOf(t *tensor.Tensor) int {
@@ -112,12 +191,23 @@ func numelOf(t *tensor.Tensor) int {
 	return t.Numel()
 }
 
+// maskedProduct is one product c = op(masked x)·b + beta·c of gemmMasked,
+// c of n columns.
+type maskedProduct[T float] struct {
+	b      []T
+	ldb, n int
+	beta   T
+	c      []T
+}
+
 // gemmMasked is gemm with alpha 1 whose a is the masked x, made a region
 // at a time by mask (rows [r0,r1) × columns [c0,c1) of x into buf, c1-c0
-// columns per row). It makes the calls gemm makes, with the same sizes
+// columns per row), for every product in ps (which split the inner
+// dimension alike): each region is masked once and multiplied by every
+// product's calls. It makes the calls gemm makes, with the same sizes
 // and flags; only a's storage (and leading dimension) differs.
-func gemmMasked[T float](be *Backend, transX bool, m, n, k int, mask func(r0, r1, c0, c1 int, buf []T),
-	b []T, ldb int, beta T, c []T, scratch []T, call gemmFunc[T]) {
+func gemmMasked[T float](be *Backend, transX bool, m, k int, mask func(r0, r1, c0, c1 int, buf []T),
+	ps []maskedProduct[T], scratch []T, call gemmFunc[T]) {
 	tA := blas.NoTrans
 	if transX {
 		tA = blas.Trans
@@ -133,25 +223,30 @@ func gemmMasked[T float](be *Backend, transX bool, m, n, k int, mask func(r0, r1
 		mask(i0, i1, p0, p1, buf)
 		return buf, p1 - p0
 	}
-	mb, nb, kb := backend.GEMMTiles(m, n, k)
+	mb, _, kb := backend.GEMMTiles(m, ps[0].n, k)
 	tm, tk := ceilDiv(m, mb), ceilDiv(k, kb)
 	size, count := mb*k, tm
-	var parts []T
+	parts := make([][]T, len(ps))
 	if tk > 1 {
 		size, count = m*kb, tk
-		parts = make([]T, tk*m*n)
+		for j, pr := range ps {
+			parts[j] = make([]T, tk*m*pr.n)
+		}
 	}
+	bcat, ccat, wide := joinProducts(transX, m, k, ps, scratch)
 	// run computes regions [r0, r1) with their masked part of x in buf:
 	// one K slice over all of c (as gemm's split-K; r1 = r0+1), or row
 	// tiles of op(x), masked in one pass (x's column tiles [i0, i1) are
 	// then read in runs of i1-i0 columns) and each multiplied by the calls
 	// gemm makes for it, reading its columns of the group (lda i1-i0).
-	run := func(r0, r1 int, buf []T) {
+	run := func(r0, r1 int, buf []T, slot int) {
 		if tk > 1 {
 			p0 := r0 * kb
 			p1 := min(k, p0+kb)
 			a, lda := region(0, m, p0, p1, buf[:m*(p1-p0)])
-			call(tA, blas.NoTrans, m, n, p1-p0, 1, a, lda, b[p0*ldb:], ldb, 0, parts[r0*m*n:], n)
+			for j, pr := range ps {
+				call(tA, blas.NoTrans, m, pr.n, p1-p0, 1, a, lda, pr.b[p0*pr.ldb:], pr.ldb, 0, parts[j][r0*m*pr.n:], pr.n)
+			}
 			return
 		}
 		g0, g1 := r0*mb, min(m, r1*mb)
@@ -163,15 +258,28 @@ func gemmMasked[T float](be *Backend, transX bool, m, n, k int, mask func(r0, r1
 				off = i0 - g0 // a column tile of the masked columns of x
 			}
 			ai := a[off:]
-			for j0 := 0; j0 < n; j0 += nb {
-				j1 := min(n, j0+nb)
-				call(tA, blas.NoTrans, i1-i0, j1-j0, k, 1, ai, lda, b[j0:], ldb, beta, c[i0*n+j0:], n)
+			if bcat != nil { // one call over the products' b side by side
+				cc := ccat[slot*mb*wide : (slot+1)*mb*wide]
+				beta := ps[0].beta
+				if beta != 0 {
+					copyJoined(ps, i0, i1, cc, wide, true)
+				}
+				call(tA, blas.NoTrans, i1-i0, wide, k, 1, ai, lda, bcat, wide, beta, cc, wide)
+				copyJoined(ps, i0, i1, cc, wide, false)
+				continue
+			}
+			for _, pr := range ps {
+				_, nb, _ := backend.GEMMTiles(m, pr.n, k)
+				for j0 := 0; j0 < pr.n; j0 += nb {
+					j1 := min(pr.n, j0+nb)
+					call(tA, blas.NoTrans, i1-i0, j1-j0, k, 1, ai, lda, pr.b[j0:], pr.ldb, pr.beta, pr.c[i0*pr.n+j0:], pr.n)
+				}
 			}
 		}
 	}
 	if count <= backend.DropoutGEMMSlots { // every region has its place (only the last is smaller)
 		be.parallel(nil, evenBounds(int64(count), int64(count)), func(lo, _ int64) {
-			run(int(lo), int(lo)+1, scratch[int(lo)*size:])
+			run(int(lo), int(lo)+1, scratch[int(lo)*size:], int(lo))
 		})
 	} else { // workers claim regions in turn, each masking into its own slots
 		workers := min(be.threads, backend.DropoutGEMMSlots)
@@ -202,14 +310,64 @@ func gemmMasked[T float](be *Backend, transX bool, m, n, k int, mask func(r0, r1
 			go func() {
 				defer wg.Done()
 				for r0, r1 := claim(); r0 < count; r0, r1 = claim() {
-					run(r0, r1, scratch[w*group*size:(w+1)*group*size])
+					run(r0, r1, scratch[w*group*size:(w+1)*group*size], w)
 				}
 			}()
 		}
 		wg.Wait()
 	}
 	if tk > 1 {
-		sumSlices(be, m*n, tk, 1, beta, parts, c)
+		for j, pr := range ps {
+			sumSlices(be, m*pr.n, tk, 1, pr.beta, parts[j], pr.c)
+		}
+	}
+}
+
+// joinProducts lays out, where the products of a gemmMasked run as one
+// call per region (backend.JoinedDropoutProducts, and one beta), their b
+// side by side in scratch after the regions (bcat, k × wide) and returns
+// it with the slots' results (ccat, row tile × wide each); nil otherwise.
+func joinProducts[T float](transX bool, m, k int, ps []maskedProduct[T], scratch []T) (bcat, ccat []T, wide int) {
+	ns := make([]int, len(ps))
+	for j, pr := range ps {
+		ns[j], wide = pr.n, wide+pr.n
+		if pr.beta != ps[0].beta {
+			return nil, nil, 0
+		}
+	}
+	if !backend.JoinedDropoutProducts(transX, m, k, ns) {
+		return nil, nil, 0
+	}
+	mb, _, _ := backend.GEMMTiles(m, ns[0], k)
+	r := backend.DropoutGEMMScratch(m, ns[0], k)
+	if len(scratch) < r+k*wide+backend.DropoutGEMMSlots*mb*wide {
+		return nil, nil, 0 // never: the caller checked DropoutGEMMsScratch
+	}
+	bcat, ccat = scratch[r:r+k*wide], scratch[r+k*wide:r+k*wide+backend.DropoutGEMMSlots*mb*wide]
+	for row := range k {
+		off := row * wide
+		for _, pr := range ps {
+			copy(bcat[off:off+pr.n], pr.b[row*pr.ldb:row*pr.ldb+pr.n])
+			off += pr.n
+		}
+	}
+	return bcat, ccat, wide
+}
+
+// copyJoined copies rows [i0, i1) of the products' c into their columns of
+// cc (wide columns, row i0 first), or back when !in.
+func copyJoined[T float](ps []maskedProduct[T], i0, i1 int, cc []T, wide int, in bool) {
+	for i := i0; i < i1; i++ {
+		off := (i - i0) * wide
+		for _, pr := range ps {
+			c := pr.c[i*pr.n : (i+1)*pr.n]
+			if in {
+				copy(cc[off:off+pr.n], c)
+			} else {
+				copy(c, cc[off:off+pr.n])
+			}
+			off += pr.n
+		}
 	}
 }
 

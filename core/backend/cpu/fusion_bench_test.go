@@ -81,6 +81,10 @@ func BenchmarkMemoryFusions(b *testing.B) {
 // dropout kernels or AVX2 only (AVX2Only). Each sub-benchmark also
 // reports the process's CPU seconds per call (cpu-s/op, user+sys), which a
 // loaded machine inflates less than the wall time.
+//
+// DropoutGEMMs/Step runs the same for a layer whose input dropout two
+// matmuls read (GraphSAGE): two forward products and two weight gradients
+// (benchSharedStep).
 func BenchmarkFusedKernels(b *testing.B) {
 	run := func(b *testing.B, flops, bytes float64, f func() error) {
 		b.ResetTimer()
@@ -137,6 +141,9 @@ func BenchmarkFusedKernels(b *testing.B) {
 	for _, input := range []string{"Dense", "Sparse"} {
 		b.Run("DropoutGEMM/Step/"+input, func(b *testing.B) { benchStep(b, run, input == "Sparse") })
 	}
+	for _, input := range []string{"Dense", "Sparse"} {
+		b.Run("DropoutGEMMs/Step/"+input, func(b *testing.B) { benchSharedStep(b, run, input == "Sparse") })
+	}
 	b.Run("SpMMBiasReLU", func(b *testing.B) {
 		e := newBench(b, 18, "random")
 		n, nnz, f := e.g.NumRows, int(e.g.NNZ()), 64
@@ -171,13 +178,11 @@ func cpuSeconds(b *testing.B) float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// benchStep is BenchmarkFusedKernels' Step on a dense x or on a sparse one
-// (0.4% non-zero, as coauthor-physics' keyword counts).
-func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func() error), sparse bool) {
-	m, k, n := 8192, 8415, 64
-	e := &benchEnv{be: New(Options{})}
-	narrow := New(Options{AVX2Only: true})
-	x, w := e.alloc(b, tensor.Float32, m, k), e.alloc(b, tensor.Float32, k, n)
+// stepInput is the x of BenchmarkFusedKernels' Step benchmarks: m × k,
+// dense (whatever the allocation holds) or sparse (0.4% non-zero, as
+// coauthor-physics' keyword counts).
+func stepInput(b *testing.B, e *benchEnv, m, k int, sparse bool) *tensor.Tensor {
+	x := e.alloc(b, tensor.Float32, m, k)
 	if sparse {
 		r := rand.New(rand.NewPCG(3, 4))
 		xs := F32(x)
@@ -188,6 +193,15 @@ func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func
 			}
 		}
 	}
+	return x
+}
+
+// benchStep is BenchmarkFusedKernels' Step on a dense x or on a sparse one.
+func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func() error), sparse bool) {
+	m, k, n := 8192, 8415, 64
+	e := &benchEnv{be: New(Options{})}
+	narrow := New(Options{AVX2Only: true})
+	x, w := stepInput(b, e, m, k, sparse), e.alloc(b, tensor.Float32, k, n)
 	y, dy, dw := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, k, n)
 	flops, bytes := 4*float64(m)*float64(k)*float64(n), float64(m*k*4)
 	b.Run("Unfused", func(b *testing.B) {
@@ -220,4 +234,67 @@ func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func
 			})
 		})
 	}
+}
+
+// benchSharedStep is what a training step runs of a GraphSAGE first
+// layer, whose input dropout two matmuls read (self and neighbour
+// weights): both forward products and both weight gradients. Unfused is
+// main before the fusion (DropoutApply with the AVX2 kernel into an
+// input-sized buffer once, then four GEMMs over it), PerProduct the four
+// DropoutGEMMs the engine ran before DropoutGEMMs (a masking pass each),
+// Shared two DropoutGEMMs calls (one masking pass forward, one for the
+// weight gradients).
+func benchSharedStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func() error), sparse bool) {
+	m, k, n := 8192, 8415, 64
+	e := &benchEnv{be: New(Options{})}
+	narrow := New(Options{AVX2Only: true})
+	x := stepInput(b, e, m, k, sparse)
+	w1, w2 := e.alloc(b, tensor.Float32, k, n), e.alloc(b, tensor.Float32, k, n)
+	y1, y2 := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n)
+	dy1, dy2 := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n)
+	dw1, dw2 := e.alloc(b, tensor.Float32, k, n), e.alloc(b, tensor.Float32, k, n)
+	flops, bytes := 8*float64(m)*float64(k)*float64(n), float64(m*k*4)
+	b.Run("Unfused", func(b *testing.B) {
+		xd := e.alloc(b, tensor.Float32, m, k)
+		defer e.be.Release(xd)
+		run(b, flops, bytes*6, func() error {
+			if err := narrow.DropoutApply(7, 0.5, x, nil, xd); err != nil {
+				return err
+			}
+			for _, g := range []struct {
+				trans bool
+				b, c  *tensor.Tensor
+			}{{false, w1, y1}, {false, w2, y2}, {true, dy1, dw1}, {true, dy2, dw2}} {
+				if err := e.be.GEMM(g.trans, false, 1, xd, g.b, 0, g.c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	keep := e.alloc(b, tensor.Int32, backend.DropoutKeepWords(m, k)...)
+	scratch := e.alloc(b, tensor.Float32, max(backend.DropoutGEMMsScratch(false, m, k, []int{n, n}), backend.DropoutGEMMsScratch(true, k, m, []int{n, n})))
+	defer e.be.Release(keep)
+	defer e.be.Release(scratch)
+	b.Run("PerProduct", func(b *testing.B) {
+		run(b, flops, bytes*4, func() error {
+			for _, g := range []struct {
+				trans bool
+				b, c  *tensor.Tensor
+			}{{false, w1, y1}, {false, w2, y2}, {true, dy1, dw1}, {true, dy2, dw2}} {
+				if err := e.be.DropoutGEMM(7, 0.5, g.trans, x, g.b, 0, g.c, scratch, keep); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	b.Run("Shared", func(b *testing.B) {
+		run(b, flops, bytes*2, func() error {
+			if err := e.be.DropoutGEMMs(7, 0.5, false, x, []backend.DropoutProduct{{B: w1, C: y1}, {B: w2, C: y2}}, scratch, keep); err != nil {
+				return err
+			}
+			return e.be.DropoutGEMMs(7, 0.5, true, x, []backend.DropoutProduct{{B: dy1, C: dw1}, {B: dy2, C: dw2}}, scratch, keep)
+		})
+	})
 }

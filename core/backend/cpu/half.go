@@ -6,7 +6,6 @@ package cpu
 import "C"
 
 import (
-	"fmt"
 	"unsafe"
 
 	"gonum.org/v1/netlib/blas/netlib"
@@ -50,39 +49,31 @@ func (b *Backend) Widen(x, y *tensor.Tensor) error {
 	return nil
 }
 
-// dropoutGEMMHalf is DropoutGEMM for a Float16 or BFloat16 x: the regions
-// of op(x) are widened (and, for p > 0, masked) into scratch by the C
-// loader, then multiplied by GEMM's own calls, so the result is Widen
-// followed by the float32 DropoutGEMM bit for bit.
-func (b *Backend) dropoutGEMMHalf(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
+// dropoutGEMMsHalf is DropoutGEMMs for a Float16 or BFloat16 x: the
+// regions of op(x) are widened (and, for p > 0, masked) into scratch by
+// the C loader, then multiplied by GEMM's own calls, so each product is
+// Widen followed by the float32 DropoutGEMM bit for bit.
+func (b *Backend) dropoutGEMMsHalf(seed uint64, p float64, transX bool, x *tensor.Tensor, prods []backend.DropoutProduct, scratch, keep *tensor.Tensor) error {
 	if err := chk.Lives("DropoutGEMM", "x", x); err != nil {
 		return err
-	}
-	// The float32 checks of the product on a float32 view of x's shape.
-	xv := tensor.New(tensor.Float32, x.Shape(), x.Buffer())
-	_, m, n, k, err := chk.GEMM(transX, false, xv, bm, c)
-	if err != nil {
-		return err
-	}
-	if bm.DType() != tensor.Float32 {
-		return errf("DropoutGEMM", "a %v x multiplies float32 operands, not %v", x.DType(), bm.DType())
 	}
 	if p < 0 || p >= 1 || p != p {
 		return errf("DropoutGEMM", "dropout rate %g outside [0, 1)", p)
 	}
-	if scratch == nil || scratch.DType() != tensor.Float32 || scratch.Numel() < backend.DropoutGEMMScratch(m, n, k) {
-		return fmt.Errorf("cpu: DropoutGEMM: scratch holds %d elements, the product needs %d of float32",
-			numelOf(scratch), backend.DropoutGEMMScratch(m, n, k))
+	// The float32 checks of the products on a float32 view of x's shape.
+	xv := tensor.New(tensor.Float32, x.Shape(), x.Buffer())
+	_, m, k, shared, err := b.checkProducts(transX, x, xv, prods, scratch)
+	if err != nil {
+		return err
 	}
 	var bits []int32
 	if keep != nil && p > 0 {
-		var err error
 		if bits, err = keepBits(keep, x); err != nil {
 			return err
 		}
 	}
-	if m == 0 || n == 0 || k == 0 {
-		return b.GEMM(transX, false, 1, xv, bm, beta, c) // c = beta·c
+	if len(shared) == 0 {
+		return nil
 	}
 	initBLAS()
 	xs, ldx, code := U16(x), x.Cols(), halfCode(x.DType())
@@ -108,6 +99,8 @@ func (b *Backend) dropoutGEMMHalf(seed uint64, p float64, transX bool, x, bm *te
 		C.k_dropout_block_h16(code, C.uint64_t(base), C.uint64_t(thr), C.float(scale), xp, C.int64_t(ldx),
 			C.int64_t(r0), C.int64_t(r1), C.int64_t(c0), C.int64_t(c1), out, bp, C.int64_t(ldb), C.int(mode))
 	}
-	gemmMasked(b, transX, m, n, k, mask, F32(bm), bm.Cols(), float32(beta), F32(c), F32(scratch), netlib.Implementation{}.Sgemm)
+	for _, ps := range shared {
+		gemmMasked(b, transX, m, k, mask, maskedProducts[float32](ps, F32), F32(scratch), netlib.Implementation{}.Sgemm)
+	}
 	return nil
 }
