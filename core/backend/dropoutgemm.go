@@ -34,57 +34,13 @@ type DropoutProduct struct {
 // layer whose input dropout two matmuls read (GraphSAGE's self and
 // neighbour weights) masks each region of x once for both, in the forward
 // pass and for the weight gradients. Each product is DropoutGEMM's with
-// the same arguments bit for bit; scratch holds at least
-// DropoutGEMMsScratch of the products' widths, and keep is DropoutGEMM's (a forward
+// the same arguments bit for bit; scratch holds at least the largest
+// DropoutGEMMScratch of the products, and keep is DropoutGEMM's (a forward
 // call records it once). The products' C must not overlap one another or
 // x. A backend without it runs DropoutGEMM once per product (the engine
 // does), with the same results.
 type DropoutGEMMSharer interface {
 	DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Tensor, prods []DropoutProduct, scratch, keep *tensor.Tensor) error
-}
-
-// JoinedDropoutProducts reports whether the cpu backend runs the products
-// of a DropoutGEMMs (m×n_j results, n_j in ns, inner size k) as one GEMM
-// call per region over their b side by side: forward products (not
-// transX), two or more, each one column tile of GEMMTiles, a multiple of
-// JoinWidth wide, and no split of the inner dimension, and (checked at the
-// call) one beta. The region is then packed once for all of them.
-func JoinedDropoutProducts(transX bool, m, k int, ns []int) bool {
-	if transX || len(ns) < 2 {
-		return false
-	}
-	for _, n := range ns {
-		if _, nb, kb := GEMMTiles(m, n, k); nb != n || kb != k || n%JoinWidth != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// JoinWidth divides the width of every product that DropoutGEMMs joins.
-// OpenBLAS computes a column of C = A·B the same in a wider call only
-// where the column falls in the same place of its micro-kernel's blocks:
-// on this project's OpenBLAS (0.3.21, its Prescott sgemm kernel) widths
-// 17 and 9 beside 64 changed about 3% of the elements in the last bit,
-// while products of 64 columns side by side (GraphSAGE's hidden width)
-// were bit for bit; 64 is a multiple of every sgemm kernel's unroll. The
-// cpu backend's tests compare joined products with the unfused sequence.
-const JoinWidth = 64
-
-// DropoutGEMMsScratch is the scratch (elements) of a DropoutGEMMs with
-// products of widths ns: the largest product's DropoutGEMMScratch, and
-// where they are joined (JoinedDropoutProducts) room after it for their
-// b side by side (k·Σn) and for each slot's results (row tile × Σn).
-func DropoutGEMMsScratch(transX bool, m, k int, ns []int) int {
-	need, sum := 0, 0
-	for _, n := range ns {
-		need, sum = max(need, DropoutGEMMScratch(m, n, k)), sum+n
-	}
-	if JoinedDropoutProducts(transX, m, k, ns) {
-		mb, _, _ := GEMMTiles(m, ns[0], k)
-		need += k*sum + DropoutGEMMSlots*mb*sum
-	}
-	return need
 }
 
 // DropoutKeepWords is the shape of the keep bits of a DropoutGEMM over

@@ -99,13 +99,10 @@ func (p *Program) groupDropReaders(readers [][]int32, rs []int32) {
 // mask a second time.
 func (p *Program) bindDropGEMM(i int, shape []int) error {
 	size := p.dropScratchSize(shape[1])
-	if l := p.aux[i].dropLead; l > 0 { // one scratch for the group's products, forward and backward
-		var ns []int
+	if l := p.aux[i].dropLead; l > 0 { // one scratch for the group's products
 		for _, r := range p.aux[l].dropGroup {
-			ns = append(ns, int(p.g.Ops[r].Shape[1]))
+			size = max(size, p.dropScratchSize(int(p.g.Ops[r].Shape[1])))
 		}
-		rows, cols := p.env.Input.Rows(), p.env.Input.Cols()
-		size = max(backend.DropoutGEMMsScratch(false, rows, cols, ns), backend.DropoutGEMMsScratch(true, cols, rows, ns))
 	}
 	var err error
 	if p.aux[i].dropScratch, err = p.scratchFor(KindScratch, p.env.DType, []int{max(size, 1)}, 9); err != nil {

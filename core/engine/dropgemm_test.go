@@ -42,11 +42,10 @@ func (u unsharedDropouts) DropoutApply(seed uint64, p float64, x, mask, y *tenso
 }
 
 // TestDropoutGroupShared binds models whose first layer reads its input's
-// dropout with two matmuls (dropmm: both get gradients, also 64 wide,
-// where the forward products are joined; deadlead: the first gets none)
-// to a 9,000-node graph, so that the dropout is fused and its two matmuls
-// share one masking pass (the group's lead runs both products, forward
-// and weight gradient), and checks two training steps
+// dropout with two matmuls (dropmm: both get gradients; deadlead: the
+// first gets none) to a 9,000-node graph, so that the dropout is fused
+// and its two matmuls share one masking pass (the group's lead runs both
+// products, forward and weight gradient), and checks two training steps
 // and an evaluation forward (outputs and parameter gradients) bit for bit
 // against the reference binding without sharing (the unfused sequence),
 // in float32 (with keep bits) and float64, on the cpu backend and on one
@@ -58,18 +57,9 @@ func TestDropoutGroupShared(t *testing.T) {
 	if _, ok := bes["per-product"].(backend.DropoutGEMMSharer); ok {
 		t.Fatal("the per-product backend shares")
 	}
-	// dropmm64: 64 hidden columns, so that the cpu backend joins the two
-	// forward products into one call per region (backend.JoinWidth).
-	for _, name := range []string{"dropmm", "dropmm64", "deadlead"} {
-		layer := map[string]func(*ir.Builder, int64, int64, bool) int32{"dropmm": dropMatMulLayer, "dropmm64": dropMatMulLayer, "deadlead": deadLeadLayer}[name]
-		hidden := int64(width)
-		if name == "dropmm64" {
-			hidden = backend.JoinWidth
-		}
-		if joined := backend.JoinedDropoutProducts(false, 9000, inDim, []int{int(hidden), int(hidden)}); joined != (name == "dropmm64") {
-			t.Fatalf("%s: joined %v", name, joined)
-		}
-		g := linkLayers(t, layer, []int64{inDim, hidden, classes})
+	for _, name := range []string{"dropmm", "deadlead"} {
+		layer := map[string]func(*ir.Builder, int64, int64, bool) int32{"dropmm": dropMatMulLayer, "deadlead": deadLeadLayer}[name]
+		g := linkLayers(t, layer, []int64{inDim, width, classes})
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 			for _, beName := range []string{"shared", "per-product"} {
 				t.Run(fmt.Sprintf("%s/%v/%s", name, dt, beName), func(t *testing.T) {

@@ -43,10 +43,7 @@ var _ backend.DropoutGEMMSharer = (*Backend)(nil)
 // scratch once and multiplied by every product's calls for it. The
 // products whose tilings split the inner dimension alike share a pass
 // (in practice all: the row tiles depend on x alone, the split on the
-// product's width only when it has fewer than 8 tiles). Forward products
-// that backend.JoinedDropoutProducts allows, of one beta, run as one call
-// per region over their b side by side (joinProducts), so that OpenBLAS
-// packs the region once; scratch then holds backend.DropoutGEMMsScratch.
+// product's width only when it has fewer than 8 tiles).
 func (b *Backend) DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Tensor, prods []backend.DropoutProduct, scratch, keep *tensor.Tensor) error {
 	if x != nil && x.DType().IsHalf() { // 16-bit feature rows (half.go)
 		return b.dropoutGEMMsHalf(seed, p, transX, x, prods, scratch, keep)
@@ -127,8 +124,7 @@ func (b *Backend) checkProducts(transX bool, x, xv *tensor.Tensor, prods []backe
 	if len(prods) == 0 {
 		return 0, 0, 0, nil, errf("DropoutGEMM", "no products")
 	}
-	var ns []int
-	var empty []backend.DropoutProduct
+	need, empty := 0, []backend.DropoutProduct(nil)
 	kbs := map[int]int{} // a split of the inner dimension -> its group
 	for i, pr := range prods {
 		var n int
@@ -143,7 +139,7 @@ func (b *Backend) checkProducts(transX bool, x, xv *tensor.Tensor, prods []backe
 				return 0, 0, 0, nil, errf("DropoutGEMM", "product %d's c shares a buffer with another product's", i)
 			}
 		}
-		ns = append(ns, n)
+		need = max(need, backend.DropoutGEMMScratch(m, n, k))
 		if m == 0 || n == 0 || k == 0 {
 			empty = append(empty, pr)
 			continue
@@ -156,7 +152,6 @@ func (b *Backend) checkProducts(transX bool, x, xv *tensor.Tensor, prods []backe
 		}
 		shared[g] = append(shared[g], pr)
 	}
-	need := backend.DropoutGEMMsScratch(transX, m, k, ns)
 	if scratch == nil || scratch.DType() != dt || scratch.Numel() < need {
 		return 0, 0, 0, nil, fmt.Errorf("cpu: DropoutGEMM: scratch holds %d elements, the product needs %d of %v",
 			numelOf(scratch), need, dt)
@@ -233,13 +228,12 @@ func gemmMasked[T float](be *Backend, transX bool, m, k int, mask func(r0, r1, c
 			parts[j] = make([]T, tk*m*pr.n)
 		}
 	}
-	bcat, ccat, wide := joinProducts(transX, m, k, ps, scratch)
 	// run computes regions [r0, r1) with their masked part of x in buf:
 	// one K slice over all of c (as gemm's split-K; r1 = r0+1), or row
 	// tiles of op(x), masked in one pass (x's column tiles [i0, i1) are
 	// then read in runs of i1-i0 columns) and each multiplied by the calls
 	// gemm makes for it, reading its columns of the group (lda i1-i0).
-	run := func(r0, r1 int, buf []T, slot int) {
+	run := func(r0, r1 int, buf []T) {
 		if tk > 1 {
 			p0 := r0 * kb
 			p1 := min(k, p0+kb)
@@ -258,16 +252,6 @@ func gemmMasked[T float](be *Backend, transX bool, m, k int, mask func(r0, r1, c
 				off = i0 - g0 // a column tile of the masked columns of x
 			}
 			ai := a[off:]
-			if bcat != nil { // one call over the products' b side by side
-				cc := ccat[slot*mb*wide : (slot+1)*mb*wide]
-				beta := ps[0].beta
-				if beta != 0 {
-					copyJoined(ps, i0, i1, cc, wide, true)
-				}
-				call(tA, blas.NoTrans, i1-i0, wide, k, 1, ai, lda, bcat, wide, beta, cc, wide)
-				copyJoined(ps, i0, i1, cc, wide, false)
-				continue
-			}
 			for _, pr := range ps {
 				_, nb, _ := backend.GEMMTiles(m, pr.n, k)
 				for j0 := 0; j0 < pr.n; j0 += nb {
@@ -279,7 +263,7 @@ func gemmMasked[T float](be *Backend, transX bool, m, k int, mask func(r0, r1, c
 	}
 	if count <= backend.DropoutGEMMSlots { // every region has its place (only the last is smaller)
 		be.parallel(nil, evenBounds(int64(count), int64(count)), func(lo, _ int64) {
-			run(int(lo), int(lo)+1, scratch[int(lo)*size:], int(lo))
+			run(int(lo), int(lo)+1, scratch[int(lo)*size:])
 		})
 	} else { // workers claim regions in turn, each masking into its own slots
 		workers := min(be.threads, backend.DropoutGEMMSlots)
@@ -310,7 +294,7 @@ func gemmMasked[T float](be *Backend, transX bool, m, k int, mask func(r0, r1, c
 			go func() {
 				defer wg.Done()
 				for r0, r1 := claim(); r0 < count; r0, r1 = claim() {
-					run(r0, r1, scratch[w*group*size:(w+1)*group*size], w)
+					run(r0, r1, scratch[w*group*size:(w+1)*group*size])
 				}
 			}()
 		}
@@ -319,54 +303,6 @@ func gemmMasked[T float](be *Backend, transX bool, m, k int, mask func(r0, r1, c
 	if tk > 1 {
 		for j, pr := range ps {
 			sumSlices(be, m*pr.n, tk, 1, pr.beta, parts[j], pr.c)
-		}
-	}
-}
-
-// joinProducts lays out, where the products of a gemmMasked run as one
-// call per region (backend.JoinedDropoutProducts, and one beta), their b
-// side by side in scratch after the regions (bcat, k × wide) and returns
-// it with the slots' results (ccat, row tile × wide each); nil otherwise.
-func joinProducts[T float](transX bool, m, k int, ps []maskedProduct[T], scratch []T) (bcat, ccat []T, wide int) {
-	ns := make([]int, len(ps))
-	for j, pr := range ps {
-		ns[j], wide = pr.n, wide+pr.n
-		if pr.beta != ps[0].beta {
-			return nil, nil, 0
-		}
-	}
-	if !backend.JoinedDropoutProducts(transX, m, k, ns) {
-		return nil, nil, 0
-	}
-	mb, _, _ := backend.GEMMTiles(m, ns[0], k)
-	r := backend.DropoutGEMMScratch(m, ns[0], k)
-	if len(scratch) < r+k*wide+backend.DropoutGEMMSlots*mb*wide {
-		return nil, nil, 0 // never: the caller checked DropoutGEMMsScratch
-	}
-	bcat, ccat = scratch[r:r+k*wide], scratch[r+k*wide:r+k*wide+backend.DropoutGEMMSlots*mb*wide]
-	for row := range k {
-		off := row * wide
-		for _, pr := range ps {
-			copy(bcat[off:off+pr.n], pr.b[row*pr.ldb:row*pr.ldb+pr.n])
-			off += pr.n
-		}
-	}
-	return bcat, ccat, wide
-}
-
-// copyJoined copies rows [i0, i1) of the products' c into their columns of
-// cc (wide columns, row i0 first), or back when !in.
-func copyJoined[T float](ps []maskedProduct[T], i0, i1 int, cc []T, wide int, in bool) {
-	for i := i0; i < i1; i++ {
-		off := (i - i0) * wide
-		for _, pr := range ps {
-			c := pr.c[i*pr.n : (i+1)*pr.n]
-			if in {
-				copy(cc[off:off+pr.n], c)
-			} else {
-				copy(c, cc[off:off+pr.n])
-			}
-			off += pr.n
 		}
 	}
 }

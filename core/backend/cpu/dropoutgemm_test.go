@@ -107,13 +107,8 @@ func TestDropoutGEMMScratchChecked(t *testing.T) {
 // and 3 threads; a 16-bit x against DropoutGEMM once per product (which
 // TestDropoutGEMMHalfMatchesWidened compares with the widened input); and
 // products that split the inner dimension differently (one masking pass
-// each). Forward products of one beta, one column tile and a multiple of
-// backend.JoinWidth columns each run as one call per region over their b
-// side by side (backend.JoinedDropoutProducts), which some cases do; 17
-// columns beside 64 are not joined (OpenBLAS would round some elements
-// otherwise). Its mutants: one product's tiles skipped, one
-// product's slice sums written into another's, a joined product's columns
-// copied back one column off.
+// each). Its mutants: one product's tiles skipped, the mask drawn with
+// another seed for the second product.
 func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 	cases := []struct{ m, k int }{
 		{5, 7},     // one tile
@@ -131,69 +126,54 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 			}
 		}
 	}
-	// Products of different betas (one masking pass, a call each), and of
-	// one beta and one column tile each (forward: one call per region over
-	// their b side by side, backend.JoinedDropoutProducts).
-	sets := []struct {
-		widths []int
-		betas  []float64
-	}{{[]int{17, 300}, []float64{0.5, 0}}, {[]int{17, 64}, []float64{0, 0}}, {[]int{64, 64}, []float64{0, 0}}, {[]int{64, 128, 64}, []float64{0.5, 0.5, 0.5}}}
-	joined := 0
 	for _, dt := range dtypes {
 		for _, cs := range cases {
 			for _, transX := range []bool{false, true} {
 				for _, threads := range []int{1, 2, 3} {
-					for _, set := range sets {
-						if cs.m > 0 && cs.k > 0 && set.betas[0] == set.betas[len(set.betas)-1] && backend.JoinedDropoutProducts(transX, cs.m, cs.k, set.widths) {
-							joined++
+					t.Run(fmt.Sprintf("%v/%dx%d/trans=%v/threads=%d", dt, cs.m, cs.k, transX, threads), func(t *testing.T) {
+						c := newTC(t, threads, dt, 13)
+						xs := []int{cs.m, cs.k}
+						if transX {
+							xs = []int{cs.k, cs.m}
 						}
-						t.Run(fmt.Sprintf("%v/%dx%d/trans=%v/threads=%d/n=%v/beta=%v", dt, cs.m, cs.k, transX, threads, set.widths, set.betas), func(t *testing.T) {
-							c := newTC(t, threads, dt, 13)
-							xs := []int{cs.m, cs.k}
-							if transX {
-								xs = []int{cs.k, cs.m}
-							}
-							x, _ := c.rand(xs...)
-							widths, betas := set.widths, set.betas
-							y := c.zeros(xs...)
-							c.ok(c.be.DropoutApply(99, 0.5, x, nil, y))
-							var prods, keeps []backend.DropoutProduct
-							var want [][]float64
-							for j, n := range widths {
-								b, _ := c.rand(cs.k, n)
-								c0, cv := c.rand(cs.m, n)
-								c.ok(c.be.GEMM(transX, false, 1, y, b, betas[j], c0))
-								want = append(want, get(c0))
-								prods = append(prods, backend.DropoutProduct{B: b, Beta: betas[j], C: c.put([]int{cs.m, n}, cv)})
-								keeps = append(keeps, backend.DropoutProduct{B: b, Beta: betas[j], C: c.put([]int{cs.m, n}, cv)})
-							}
-							need := backend.DropoutGEMMsScratch(transX, cs.m, cs.k, widths)
-							scratch := c.zeros(max(need, 1))
-							c.ok(c.be.DropoutGEMMs(99, 0.5, transX, x, prods, scratch, nil))
-							for j := range prods {
-								same(t, fmt.Sprintf("product %d, drawn", j), get(prods[j].C), want[j])
-							}
-							// Keep bits: recorded by a forward call (for transX one
-							// over x by a column of ones), read by the transposed one.
-							keep, err := c.be.Alloc(tensor.Int32, backend.DropoutKeepWords(xs[0], xs[1]), tensor.Host)
-							c.ok(err)
-							if transX {
-								ones := c.put([]int{cs.m, 1}, slices.Repeat([]float64{1}, cs.m))
-								rec := c.zeros(cs.k, 1)
-								c.ok(c.be.DropoutGEMM(99, 0.5, false, x, ones, 0, rec, c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep))
-							}
-							c.ok(c.be.DropoutGEMMs(99, 0.5, transX, x, keeps, scratch, keep))
-							for j := range keeps {
-								same(t, fmt.Sprintf("product %d, keep bits", j), get(keeps[j].C), want[j])
-							}
-						})
-					}
+						x, _ := c.rand(xs...)
+						widths, betas := []int{17, 300}, []float64{0.5, 0}
+						y := c.zeros(xs...)
+						c.ok(c.be.DropoutApply(99, 0.5, x, nil, y))
+						need := 0
+						var prods, keeps []backend.DropoutProduct
+						var want [][]float64
+						for j, n := range widths {
+							b, _ := c.rand(cs.k, n)
+							c0, cv := c.rand(cs.m, n)
+							c.ok(c.be.GEMM(transX, false, 1, y, b, betas[j], c0))
+							want = append(want, get(c0))
+							prods = append(prods, backend.DropoutProduct{B: b, Beta: betas[j], C: c.put([]int{cs.m, n}, cv)})
+							keeps = append(keeps, backend.DropoutProduct{B: b, Beta: betas[j], C: c.put([]int{cs.m, n}, cv)})
+							need = max(need, backend.DropoutGEMMScratch(cs.m, n, cs.k))
+						}
+						scratch := c.zeros(max(need, 1))
+						c.ok(c.be.DropoutGEMMs(99, 0.5, transX, x, prods, scratch, nil))
+						for j := range prods {
+							same(t, fmt.Sprintf("product %d, drawn", j), get(prods[j].C), want[j])
+						}
+						// Keep bits: recorded by a forward call (for transX one
+						// over x by a column of ones), read by the transposed one.
+						keep, err := c.be.Alloc(tensor.Int32, backend.DropoutKeepWords(xs[0], xs[1]), tensor.Host)
+						c.ok(err)
+						if transX {
+							ones := c.put([]int{cs.m, 1}, slices.Repeat([]float64{1}, cs.m))
+							rec := c.zeros(cs.k, 1)
+							c.ok(c.be.DropoutGEMM(99, 0.5, false, x, ones, 0, rec, c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep))
+						}
+						c.ok(c.be.DropoutGEMMs(99, 0.5, transX, x, keeps, scratch, keep))
+						for j := range keeps {
+							same(t, fmt.Sprintf("product %d, keep bits", j), get(keeps[j].C), want[j])
+						}
+					})
 				}
 			}
 		}
-	}
-	if joined == 0 {
-		t.Fatal("no case joins its products")
 	}
 	t.Run("half", func(t *testing.T) {
 		be := New(Options{Threads: 2})
@@ -208,16 +188,15 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 					}
 					_, xv := c.rand(xs...)
 					x, _ := halfTensor(t, be, hd, xs, xv)
-					widths := []int{64, 64}
-					scratch := c.zeros(backend.DropoutGEMMsScratch(transX, m, k, widths))
+					scratch := c.zeros(backend.DropoutGEMMScratch(m, 300, k))
 					var prods []backend.DropoutProduct
 					var want [][]float64
-					for _, n := range widths {
+					for j, n := range []int{9, 300} {
 						b, _ := c.rand(k, n)
 						c0, cv := c.rand(m, n)
-						c.ok(be.DropoutGEMM(3, p, transX, x, b, 0.5, c0, scratch, nil))
+						c.ok(be.DropoutGEMM(3, p, transX, x, b, float64(j), c0, scratch, nil))
 						want = append(want, get(c0))
-						prods = append(prods, backend.DropoutProduct{B: b, Beta: 0.5, C: c.put([]int{m, n}, cv)})
+						prods = append(prods, backend.DropoutProduct{B: b, Beta: float64(j), C: c.put([]int{m, n}, cv)})
 					}
 					c.ok(be.DropoutGEMMs(3, p, transX, x, prods, scratch, nil))
 					for j := range prods {
@@ -238,14 +217,15 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 		c.ok(c.be.DropoutApply(5, 0.5, x, nil, y))
 		var prods []backend.DropoutProduct
 		var want [][]float64
+		need := 0
 		for _, n := range []int{5, 1793} {
 			b, _ := c.rand(k, n)
 			c0 := c.zeros(m, n)
 			c.ok(c.be.GEMM(false, false, 1, y, b, 0, c0))
 			want = append(want, get(c0))
 			prods = append(prods, backend.DropoutProduct{B: b, C: c.zeros(m, n)})
+			need = max(need, backend.DropoutGEMMScratch(m, n, k))
 		}
-		need := backend.DropoutGEMMsScratch(false, m, k, []int{5, 1793})
 		if _, _, kb0 := backend.GEMMTiles(m, 5, k); kb0 == k {
 			t.Fatalf("n = 5 does not split k = %d", k)
 		}
@@ -260,8 +240,7 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 }
 
 // TestDropoutGEMMsChecked refuses products whose results share a buffer,
-// a scratch too small for the largest product or for joined products'
-// b and results, and no products.
+// a scratch too small for the largest product, and no products.
 func TestDropoutGEMMsChecked(t *testing.T) {
 	c := newTC(t, 2, dtypes[0], 1)
 	x, _ := c.rand(700, 40)
@@ -269,7 +248,7 @@ func TestDropoutGEMMsChecked(t *testing.T) {
 	out := c.zeros(700, 8)
 	wide, _ := c.rand(40, 300)
 	outWide := c.zeros(700, 300)
-	scratch := c.zeros(backend.DropoutGEMMsScratch(false, 700, 40, []int{8, 300}))
+	scratch := c.zeros(backend.DropoutGEMMScratch(700, 300, 40))
 	for name, ps := range map[string][]backend.DropoutProduct{
 		"shared c": {{B: b, C: out}, {B: b, C: out}},
 		"none":     nil,
@@ -278,17 +257,8 @@ func TestDropoutGEMMsChecked(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	small := c.zeros(backend.DropoutGEMMsScratch(false, 700, 40, []int{8, 300}) - 1)
+	small := c.zeros(backend.DropoutGEMMScratch(700, 300, 40) - 1)
 	if err := c.be.DropoutGEMMs(1, 0.5, false, x, []backend.DropoutProduct{{B: b, C: out}, {B: wide, C: outWide}}, small, nil); err == nil {
 		t.Error("a scratch one element short of the larger product was accepted")
-	}
-	// Joined products need room for their b side by side.
-	b1, b2, out1, out2 := c.zeros(40, 64), c.zeros(40, 64), c.zeros(700, 64), c.zeros(700, 64)
-	joined := backend.DropoutGEMMsScratch(false, 700, 40, []int{64, 64})
-	if joined <= backend.DropoutGEMMScratch(700, 64, 40) {
-		t.Fatalf("joined products' scratch %d is no larger than one product's", joined)
-	}
-	if err := c.be.DropoutGEMMs(1, 0.5, false, x, []backend.DropoutProduct{{B: b1, C: out1}, {B: b2, C: out2}}, c.zeros(joined-1), nil); err == nil {
-		t.Error("a scratch one element short of the joined products was accepted")
 	}
 }

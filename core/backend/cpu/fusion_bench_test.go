@@ -273,7 +273,7 @@ func benchSharedStep(b *testing.B, run func(b *testing.B, flops, bytes float64, 
 		})
 	})
 	keep := e.alloc(b, tensor.Int32, backend.DropoutKeepWords(m, k)...)
-	scratch := e.alloc(b, tensor.Float32, max(backend.DropoutGEMMsScratch(false, m, k, []int{n, n}), backend.DropoutGEMMsScratch(true, k, m, []int{n, n})))
+	scratch := e.alloc(b, tensor.Float32, max(backend.DropoutGEMMScratch(m, n, k), backend.DropoutGEMMScratch(k, n, m)))
 	defer e.be.Release(keep)
 	defer e.be.Release(scratch)
 	b.Run("PerProduct", func(b *testing.B) {
