@@ -313,18 +313,6 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		for _, p := range []*probe{sampleP, gatherP, touchP, bindP} {
 			p.beside = []func() error{gemm}
 		}
-		// A CPU trainer binds step n+1 while the loader gathers step
-		// n+2: both start when step n starts training, so the bind, whose
-		// cost is mostly clearing the program's fresh buffers, shares the
-		// memory bandwidth with the gather (on coauthor-physics a 1 GB
-		// gather against ~150 MB of buffers; bound beside the GEMM alone
-		// it took a tenth of its time in the pipeline).
-		brep := 0
-		bindP.beside = append(bindP.beside, func() error {
-			brep++
-			gather(ids[brep%probeBatches])
-			return nil
-		})
 	}
 	if err := runProbes(ctx, probes); err != nil {
 		return m, fmt.Errorf("hybrid.calibrate: %w", err)
