@@ -96,32 +96,7 @@ func TestDropoutGroupShared(t *testing.T) {
 						if share && (len(groups) != 1 || len(groups[0]) != 2) || !share && len(groups) != 0 {
 							t.Fatalf("share=%v: groups %v, want one of two matmuls when sharing", share, groups)
 						}
-						down := func(x *tensor.Tensor) {
-							v, err := downloadFloats(f.be, x)
-							if err != nil {
-								t.Fatal(err)
-							}
-							got[k] = append(got[k], v)
-						}
-						for step := range 2 {
-							if err := p.Forward(ctx, Mode{Train: true, Seed: uint64(step + 7)}); err != nil {
-								t.Fatal(err)
-							}
-							down(p.Output())
-							if err := f.be.Fill(p.OutputGrad(), 0.25); err != nil {
-								t.Fatal(err)
-							}
-							if err := p.Backward(ctx); err != nil {
-								t.Fatal(err)
-							}
-							for _, pr := range p.Params() {
-								down(pr.Grad)
-							}
-						}
-						if err := p.Forward(ctx, Mode{}); err != nil {
-							t.Fatal(err)
-						}
-						down(p.Output())
+						got[k] = stepTrace(t, ctx, f.be, p, 7)
 					}
 					nonzero := false
 					for i := range got[0] {

@@ -76,34 +76,13 @@ func TestBufferPlanMatchesUnshared(t *testing.T) {
 					}
 					defer p.Release()
 					held[k] = p.Allocated().Bytes()
-					down := func(x *tensor.Tensor) {
-						v, err := downloadFloats(f.be, x)
+					got[k] = stepTrace(t, ctx, f.be, p, 1)
+					if h, ok := g.LastHidden(); ok {
+						v, err := downloadFloats(f.be, p.Value(h))
 						if err != nil {
 							t.Fatal(err)
 						}
 						got[k] = append(got[k], v)
-					}
-					for step := range 2 {
-						if err := p.Forward(ctx, Mode{Train: true, Seed: uint64(step + 1)}); err != nil {
-							t.Fatal(err)
-						}
-						down(p.Output())
-						if err := f.be.Fill(p.OutputGrad(), 0.25); err != nil {
-							t.Fatal(err)
-						}
-						if err := p.Backward(ctx); err != nil {
-							t.Fatal(err)
-						}
-						for _, pr := range p.Params() {
-							down(pr.Grad)
-						}
-					}
-					if err := p.Forward(ctx, Mode{}); err != nil {
-						t.Fatal(err)
-					}
-					down(p.Output())
-					if h, ok := g.LastHidden(); ok {
-						down(p.Value(h))
 					}
 				}
 				for i := range got[0] {
@@ -210,4 +189,40 @@ func TestInputDropoutFused(t *testing.T) {
 			t.Errorf("an inference binding fused dropout #%d", i)
 		}
 	}
+}
+
+// stepTrace runs two training steps of p (seeds seed and seed+1, the
+// output gradient filled with 0.25) and an evaluation forward, and
+// returns every step's output and parameter gradients, then the
+// evaluation's output.
+func stepTrace(t *testing.T, ctx context.Context, be backend.Backend, p *Program, seed uint64) [][]float64 {
+	t.Helper()
+	var got [][]float64
+	down := func(x *tensor.Tensor) {
+		v, err := downloadFloats(be, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	for step := range 2 {
+		if err := p.Forward(ctx, Mode{Train: true, Seed: seed + uint64(step)}); err != nil {
+			t.Fatal(err)
+		}
+		down(p.Output())
+		if err := be.Fill(p.OutputGrad(), 0.25); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Backward(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, pr := range p.Params() {
+			down(pr.Grad)
+		}
+	}
+	if err := p.Forward(ctx, Mode{}); err != nil {
+		t.Fatal(err)
+	}
+	down(p.Output())
+	return got
 }
