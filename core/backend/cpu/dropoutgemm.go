@@ -73,14 +73,7 @@ func (b *Backend) DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Te
 		xs := F32(x)
 		// Regions start at a multiple of 32 columns (GEMMTiles' tiles and
 		// slices are whole blocks), so each owns its words of keep.
-		mode, ldb := 0, (ldx+31)/32
-		var bp *C.uint32_t
-		if len(bits) > 0 {
-			mode, bp = 1, (*C.uint32_t)(unsafe.Pointer(&bits[0]))
-			if transX {
-				mode = 2
-			}
-		}
+		mode, bp, ldb := keepMode(bits, transX, ldx)
 		mask := func(r0, r1, c0, c1 int, buf []float32) {
 			if r1 > r0 && c1 > c0 {
 				md := mode
@@ -305,6 +298,21 @@ func gemmMasked[T float](be *Backend, transX bool, m, k int, mask func(r0, r1, c
 			sumSlices(be, m*pr.n, tk, 1, pr.beta, parts[j], pr.c)
 		}
 	}
+}
+
+// keepMode is how the masking kernels treat the keep bits: 0 without
+// them (draw the mask), 1 to record them (the forward product), 2 to
+// read them (the weight gradient, transX); with the bits' words and
+// the words per row of x's cols columns.
+func keepMode(bits []int32, transX bool, cols int) (mode int, words *C.uint32_t, perRow int) {
+	perRow = (cols + 31) / 32
+	if len(bits) == 0 {
+		return 0, nil, perRow
+	}
+	if transX {
+		return 2, (*C.uint32_t)(unsafe.Pointer(&bits[0])), perRow
+	}
+	return 1, (*C.uint32_t)(unsafe.Pointer(&bits[0])), perRow
 }
 
 // keepBits returns the words of keep, the dropout bits of x, after

@@ -79,14 +79,7 @@ func (b *Backend) dropoutGEMMsHalf(seed uint64, p float64, transX bool, x *tenso
 	xs, ldx, code := U16(x), x.Cols(), halfCode(x.DType())
 	base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
 	scale := float32(1 / (1 - p))
-	mode, ldb := 0, (ldx+31)/32
-	var bp *C.uint32_t
-	if len(bits) > 0 {
-		mode, bp = 1, (*C.uint32_t)(unsafe.Pointer(&bits[0]))
-		if transX {
-			mode = 2
-		}
-	}
+	mode, bp, ldb := keepMode(bits, transX, ldx)
 	mask := func(r0, r1, c0, c1 int, buf []float32) {
 		if r1 <= r0 || c1 <= c0 {
 			return
