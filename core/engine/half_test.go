@@ -101,39 +101,18 @@ func TestHalfInputMatchesWidened(t *testing.T) {
 							if want := direct[name] && f == big; k == 0 && p.wideIn == want {
 								t.Fatalf("widened %v, want %v", p.wideIn, !want)
 							}
-							out := func() {
-								v, err := downloadFloats(f.be, p.Output())
-								if err != nil {
-									t.Fatal(err)
-								}
-								got[k] = append(got[k], v)
-							}
-							for step := range 2 {
-								if infer {
-									break
-								}
-								if err := p.Forward(ctx, Mode{Train: true, Seed: uint64(step + 3)}); err != nil {
-									t.Fatal(err)
-								}
-								out()
-								if err := f.be.Fill(p.OutputGrad(), 0.25); err != nil {
-									t.Fatal(err)
-								}
-								if err := p.Backward(ctx); err != nil {
-									t.Fatal(err)
-								}
-								for _, pr := range p.Params() {
-									v, err := downloadFloats(f.be, pr.Grad)
-									if err != nil {
-										t.Fatal(err)
-									}
-									got[k] = append(got[k], v)
-								}
+							if !infer {
+								got[k] = stepTrace(t, ctx, f.be, p, 3)
+								continue
 							}
 							if err := p.Forward(ctx, Mode{}); err != nil {
 								t.Fatal(err)
 							}
-							out()
+							v, err := downloadFloats(f.be, p.Output())
+							if err != nil {
+								t.Fatal(err)
+							}
+							got[k] = append(got[k], v)
 						}
 						for i := range got[0] {
 							if !slices.Equal(got[0][i], got[1][i]) {

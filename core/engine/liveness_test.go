@@ -139,29 +139,7 @@ func TestInputDropoutFused(t *testing.T) {
 			if want := map[bool]int{true: 1, false: 0}[share]; fused != want || formed != 2-want {
 				t.Fatalf("%v share=%v: fused %d dropouts and formed %d, want %d and %d", dt, share, fused, formed, want, 2-want)
 			}
-			for step := range 2 {
-				if err := p.Forward(ctx, Mode{Train: true, Seed: uint64(step + 7)}); err != nil {
-					t.Fatal(err)
-				}
-				v, err := downloadFloats(f.be, p.Output())
-				if err != nil {
-					t.Fatal(err)
-				}
-				got[k] = append(got[k], v)
-				if err := f.be.Fill(p.OutputGrad(), 0.25); err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Backward(ctx); err != nil {
-					t.Fatal(err)
-				}
-				for _, pr := range p.Params() {
-					v, err := downloadFloats(f.be, pr.Grad)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got[k] = append(got[k], v)
-				}
-			}
+			got[k] = stepTrace(t, ctx, f.be, p, 7)
 		}
 		for i := range got[0] {
 			if !slices.Equal(got[0][i], got[1][i]) {
