@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"strata/core/backend"
 	"strata/core/train"
 )
 
@@ -59,11 +60,7 @@ func TestMemEstimateCalibration(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer mb.release()
-			opt, err := train.NewOptimizer("adam", e.be, 0.01, 0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stepWithState(t, ctx, mb, opt)
+			stepWithState(t, ctx, mb, e.be)
 			peak := e.be.Stats().Peak[e.tier]
 			rel := float64(mb.estPeak-peak) / float64(peak)
 			t.Logf("%s K=%d: measured peak %d, estimated %d (%+.2f%%)", c.model, c.k, peak, mb.estPeak, 100*rel)
@@ -135,11 +132,7 @@ func TestMemEstimateInferenceAndSampled(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer mb.release()
-			opt, err := train.NewOptimizer("adam", e.be, 0.01, 0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stepWithState(t, ctx, mb, opt)
+			stepWithState(t, ctx, mb, e.be)
 			peak := e.be.Stats().Peak[e.tier]
 			est := mb.micro.estPeak
 			t.Logf("sampled: measured %d, estimated %d (%+.2f%%)", peak, est, 100*float64(est-peak)/float64(peak))
@@ -160,11 +153,15 @@ func modelSets(model string) []string {
 	return sets
 }
 
-// stepWithState runs one epoch of st with the optimizer's state already
+// stepWithState runs one epoch of st with Adam on be, its state already
 // allocated (a first step on zero gradients allocates it), so the peak
 // holds every term of the estimate.
-func stepWithState(t *testing.T, ctx context.Context, st train.Stepper, opt train.Optimizer) {
+func stepWithState(t *testing.T, ctx context.Context, st train.Stepper, be backend.Backend) {
 	t.Helper()
+	opt, err := train.NewOptimizer("adam", be, 0.01, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := st.Params().ZeroGrads(); err != nil {
 		t.Fatal(err)
 	}
@@ -249,11 +246,7 @@ func TestMemEstimateHalfFeatures(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer mb.release()
-				opt, err := train.NewOptimizer("adam", e.be, 0.01, 0, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				stepWithState(t, ctx, mb, opt)
+				stepWithState(t, ctx, mb, e.be)
 				peaks[i] = e.be.Stats().Peak[e.tier]
 				rel := float64(mb.estPeak-peaks[i]) / float64(peaks[i])
 				t.Logf("%s %s: measured peak %d, estimated %d (%+.2f%%)", model, fd, peaks[i], mb.estPeak, 100*rel)
