@@ -424,22 +424,26 @@ func TestMicroBatchesAuto(t *testing.T) {
 	}
 }
 
-func TestSHA256(t *testing.T) {
-	hash := func(src string, overrides ...string) string {
-		t.Helper()
-		c, err := Parse("h.toml", []byte(src), overrides...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := c.SHA256()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(h) != 64 {
-			t.Fatalf("hash %q", h)
-		}
-		return h
+// parseHash parses src with the overrides and returns its config_sha256,
+// which must be 64 hex digits.
+func parseHash(t *testing.T, src string, overrides ...string) string {
+	t.Helper()
+	c, err := Parse("h.toml", []byte(src), overrides...)
+	if err != nil {
+		t.Fatal(err)
 	}
+	h, err := c.SHA256()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 64 {
+		t.Fatalf("hash %q", h)
+	}
+	return h
+}
+
+func TestSHA256(t *testing.T) {
+	hash := func(src string, overrides ...string) string { return parseHash(t, src, overrides...) }
 	base := hash(minimal)
 	same := []string{
 		"# a comment\n" + minimal + "[train]\nepochs = 200   # the default, spelt out\n",
@@ -793,18 +797,7 @@ func TestDataSplit(t *testing.T) {
 // default spelled out, the same config_sha256 as leaving it out; float16 is
 // another config.
 func TestFeatureDTypeDefaultHash(t *testing.T) {
-	hash := func(sets ...string) string {
-		t.Helper()
-		c, err := Parse("x.toml", []byte("[data]\ndataset = \"a\"\n"), sets...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := c.SHA256()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	hash := func(sets ...string) string { return parseHash(t, "[data]\ndataset = \"a\"\n", sets...) }
 	if hash() != hash(`data.feature_dtype="float32"`) {
 		t.Error("feature_dtype = float32 changed the config hash")
 	}

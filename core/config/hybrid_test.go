@@ -7,18 +7,7 @@ import "testing"
 // value does.
 func TestHybridHash(t *testing.T) {
 	const base = "[data]\ndataset = \"embedded:cora\"\n"
-	hash := func(text string, sets ...string) string {
-		t.Helper()
-		c, err := Parse("x.toml", []byte(text), sets...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := c.SHA256()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	hash := func(text string, sets ...string) string { return parseHash(t, text, sets...) }
 	plain := hash(base)
 	if h := hash(base+"[hybrid]\ncpu_trainers = 1\ncpu_share = 0.25\n", "hybrid.drm=off"); h != plain {
 		t.Errorf("[hybrid] at its defaults hashes as %s, without it %s", h, plain)
