@@ -19,17 +19,20 @@ type refHalf struct {
 	ulp  float64 // its ulp
 }
 
-// f16Value decodes binary16 bits with math.Ldexp.
-func f16Value(h uint16) (float64, bool) {
-	exp, man := int(h>>10)&0x1f, float64(h&0x3ff)
+// halfValue decodes the bits of a 16-bit float with man mantissa bits
+// (and 15-man exponent bits) with math.Ldexp; false for Inf and NaN.
+func halfValue(h uint16, man int) (float64, bool) {
+	expBits := 15 - man
+	bias := 1<<(expBits-1) - 1
+	exp, m := int(h>>man)&(1<<expBits-1), float64(h&(1<<man-1))
 	v := 0.0
 	switch exp {
-	case 0x1f:
+	case 1<<expBits - 1:
 		return 0, false
 	case 0:
-		v = math.Ldexp(man, -24)
+		v = math.Ldexp(m, 1-bias-man)
 	default:
-		v = math.Ldexp(1+man/1024, exp-15)
+		v = math.Ldexp(1+m/float64(int(1)<<man), exp-bias)
 	}
 	if h&0x8000 != 0 {
 		v = -v
@@ -37,23 +40,9 @@ func f16Value(h uint16) (float64, bool) {
 	return v, true
 }
 
-// bf16Value decodes bfloat16 bits with math.Ldexp.
-func bf16Value(h uint16) (float64, bool) {
-	exp, man := int(h>>7)&0xff, float64(h&0x7f)
-	v := 0.0
-	switch exp {
-	case 0xff:
-		return 0, false
-	case 0:
-		v = math.Ldexp(man, -133)
-	default:
-		v = math.Ldexp(1+man/128, exp-127)
-	}
-	if h&0x8000 != 0 {
-		v = -v
-	}
-	return v, true
-}
+// f16Value decodes binary16 bits; bf16Value decodes bfloat16 bits.
+func f16Value(h uint16) (float64, bool)  { return halfValue(h, 10) }
+func bf16Value(h uint16) (float64, bool) { return halfValue(h, 7) }
 
 func newRefHalf(dec func(uint16) (float64, bool)) *refHalf {
 	r := &refHalf{}
