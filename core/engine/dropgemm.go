@@ -170,14 +170,13 @@ func (p *Program) dropGroupGrads(i int32) error {
 // call where the backend shares the masking (backend.DropoutGEMMSharer),
 // else one DropoutGEMM each.
 func (p *Program) dropGEMMs(i int32, transX bool, prods []backend.DropoutProduct) error {
-	d := p.aux[i].maskedBy
-	op := &p.g.Ops[d]
-	seed, x, scratch, keep := mixSeed(p.mode.Seed, uint64(d)), p.val(op.Args[0]), p.aux[i].dropScratch, p.aux[d].dropKeep
 	if sh, ok := p.be.(backend.DropoutGEMMSharer); ok {
-		return sh.DropoutGEMMs(seed, op.Alpha, transX, x, prods, scratch, keep)
+		d := p.aux[i].maskedBy
+		op := &p.g.Ops[d]
+		return sh.DropoutGEMMs(mixSeed(p.mode.Seed, uint64(d)), op.Alpha, transX, p.val(op.Args[0]), prods, p.aux[i].dropScratch, p.aux[d].dropKeep)
 	}
 	for _, pr := range prods {
-		if err := p.be.(backend.DropoutGEMMer).DropoutGEMM(seed, op.Alpha, transX, x, pr.B, pr.Beta, pr.C, scratch, keep); err != nil {
+		if err := p.dropGEMM(i, transX, pr.B, pr.Beta, pr.C); err != nil {
 			return err
 		}
 	}
