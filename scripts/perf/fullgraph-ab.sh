@@ -12,7 +12,8 @@
 #              mkdir /tmp/old && git archive f5b7d4e | tar -x -C /tmp/old &&
 #              (cd /tmp/old && scripts/build-models.sh && go build -o bin/strata ./cmd/strata)
 #   NEW_BIN    e.g. ./bin/strata
-#   REPS       rounds of (old, new, peer) per workload (default 3)
+#   REPS       rounds of (peer, old, new) per workload, old and new in
+#              alternating order (default 3)
 #   EPOCHS     epochs per run (default 10; the median epoch drops the first;
 #              rmat-gat runs 7, as section 3 of docs/performance.md)
 #   WORKLOADS  phys-gcn phys-gat phys-sage rmat-gcn rmat-sage rmat-gat
@@ -120,20 +121,23 @@ for w in $WORKLOADS; do
 		;;
 	esac
 	for rep in $(seq "$REPS"); do
-		# Alternate the order of the two strata binaries from round to round.
+		# The peer first, then the two strata binaries in an order that
+		# alternates from round to round: the run right after the peer is
+		# often slower (the peer's 4-5 GB leave the page cache and the
+		# kernel's reclaim busy), so that place goes to old and new in turn.
 		order="old new"
 		[ $((rep % 2)) -eq 0 ] && order="new old"
 		exec 9>"$LOCK"
 		flock 9
+		# shellcheck disable=SC2086
+		[ "$PEER" = 0 ] || (cd "$PEERS" && one peer "$w" "$rep" "$PY" fullgraph.py --threads 2 $PD $PA \
+			--layers 2 --lr 0.01 $PR --epochs "$E" --eval-every 0)
 		for who in $order; do
 			bin=$OLD
 			[ "$who" = new ] && bin=$NEW
 			# shellcheck disable=SC2086
 			(cd "$ROOT" && one "$who" "$w" "$rep" "$bin" train -c $CFG $WS $SA)
 		done
-		# shellcheck disable=SC2086
-		[ "$PEER" = 0 ] || (cd "$PEERS" && one peer "$w" "$rep" "$PY" fullgraph.py --threads 2 $PD $PA \
-			--layers 2 --lr 0.01 $PR --epochs "$E" --eval-every 0)
 		flock -u 9
 	done
 done

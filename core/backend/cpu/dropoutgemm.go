@@ -85,6 +85,11 @@ func (b *Backend) DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Te
 					C.int64_t(c0), C.int64_t(c1), (*C.float)(unsafe.Pointer(&buf[0])), bp, C.int64_t(ldb), C.int(md))
 			}
 		}
+		// A sparse wrapped x (input features) is masked from its index of
+		// non-zero elements, with the same results (sparserows.go).
+		if sp := b.sparseIndex(hostBuf(x), x.Rows(), ldx); sp != nil {
+			mask = sp.masker(base, thr, float32(scale), bits, ldb, mode)
+		}
 		for _, ps := range shared {
 			gemmMasked(b, transX, m, k, mask, maskedProducts[float32](ps, F32), F32(scratch), impl.Sgemm)
 		}

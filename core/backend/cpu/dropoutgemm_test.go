@@ -262,3 +262,142 @@ func TestDropoutGEMMsChecked(t *testing.T) {
 		t.Error("a scratch one element short of the larger product was accepted")
 	}
 }
+
+// TestDropoutGEMMSparseWrapped checks the fused dropout-matmul over a
+// sparse wrapped x, masked from its index of non-zero elements
+// (sparserows.go), against the unfused sequence bit for bit: the shapes
+// of TestDropoutGEMMMatchesUnfused, forward and transposed, drawn and
+// with keep bits, on 1 and 3 threads, with negative elements and -0
+// among the listed ones (a dropped -0 stays -0). The keep bits start
+// full of ones, so a bit the forward call leaves stale would show. A
+// matrix denser than the index allows is masked densely, as before.
+func TestDropoutGEMMSparseWrapped(t *testing.T) {
+	cases := []struct{ m, n, k int }{
+		{5, 3, 7}, {700, 17, 40}, {1300, 9, 33}, {300, 300, 12}, {20, 5, 8200}, {9, 260, 9000},
+	}
+	for _, cs := range cases {
+		for _, transX := range []bool{false, true} {
+			for _, threads := range []int{1, 3} {
+				t.Run(fmt.Sprintf("%dx%dx%d/trans=%v/threads=%d", cs.m, cs.n, cs.k, transX, threads), func(t *testing.T) {
+					c := newTC(t, threads, tensor.Float32, 5)
+					xs := []int{cs.m, cs.k}
+					if transX {
+						xs = []int{cs.k, cs.m}
+					}
+					v := make([]float32, xs[0]*xs[1])
+					for i := range v {
+						switch r := c.rng.IntN(200); {
+						case r == 0:
+							v[i] = float32(math.Copysign(0, -1))
+						case r == 1:
+							v[i] = -float32(c.rng.Float64())
+						case r == 2:
+							v[i] = float32(c.rng.Float64())
+						}
+					}
+					x, err := c.be.WrapHost(v, xs)
+					c.ok(err)
+					b, _ := c.rand(cs.k, cs.n)
+					c0, cv := c.rand(cs.m, cs.n)
+					y := c.zeros(xs...)
+					c.ok(c.be.DropoutApply(7, 0.4, x, nil, y))
+					c.ok(c.be.GEMM(transX, false, 1, y, b, 0.5, c0))
+					want := get(c0)
+					same := func(what string, got []float64) {
+						t.Helper()
+						for i := range want {
+							if math.Float64bits(want[i]) != math.Float64bits(got[i]) {
+								t.Fatalf("%s: c[%d] = %v, unfused %v", what, i, got[i], want[i])
+							}
+						}
+					}
+					scratch := c.zeros(max(backend.DropoutGEMMScratch(cs.m, cs.n, cs.k), 1))
+					c1 := c.put([]int{cs.m, cs.n}, cv)
+					c.ok(c.be.DropoutGEMM(7, 0.4, transX, x, b, 0.5, c1, scratch, nil))
+					if hostBuf(x).nz == nil {
+						t.Fatal("no index for a matrix 1.5% non-zero")
+					}
+					same("drawn", get(c1))
+					ks := backend.DropoutKeepWords(xs[0], xs[1])
+					keep32, err := c.be.Alloc(tensor.Int32, ks, tensor.Host)
+					c.ok(err)
+					for i := range I32(keep32) {
+						I32(keep32)[i] = -1
+					}
+					if transX {
+						ones := c.put([]int{cs.m, 1}, slices.Repeat([]float64{1}, cs.m))
+						c.ok(c.be.DropoutGEMM(7, 0.4, false, x, ones, 0, c.zeros(cs.k, 1), c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep32))
+					}
+					c2 := c.put([]int{cs.m, cs.n}, cv)
+					c.ok(c.be.DropoutGEMM(7, 0.4, transX, x, b, 0.5, c2, scratch, keep32))
+					same("with keep bits", get(c2))
+				})
+			}
+		}
+	}
+	t.Run("dense", func(t *testing.T) {
+		c := newTC(t, 2, tensor.Float32, 5)
+		v := make([]float32, 64*64)
+		for i := range v {
+			if i%16 == 0 { // 1/16 non-zero: above the index's 1/32
+				v[i] = 1
+			}
+		}
+		x, err := c.be.WrapHost(v, []int{64, 64})
+		c.ok(err)
+		b, _ := c.rand(64, 4)
+		c.ok(c.be.DropoutGEMM(7, 0.4, false, x, b, 0, c.zeros(64, 4), c.zeros(backend.DropoutGEMMScratch(64, 4, 64)), nil))
+		if hostBuf(x).nz != nil {
+			t.Fatal("a matrix 1/16 non-zero was indexed")
+		}
+	})
+}
+
+// TestSparseRowsMask checks the index's masking of regions against
+// DropoutApply bit for bit, -0 included (the GEMM hides a -0 in most
+// sums): whole rows and column ranges, one after another in one buffer,
+// drawn (mode 0), drawn and recorded (mode 1), then read from the bits
+// (mode 2).
+func TestSparseRowsMask(t *testing.T) {
+	const rows, cols, p = 40, 100, 0.3
+	c := newTC(t, 2, tensor.Float32, 3)
+	v := make([]float32, rows*cols)
+	for i := range v {
+		switch c.rng.IntN(80) {
+		case 0:
+			v[i] = float32(math.Copysign(0, -1))
+		case 1:
+			v[i] = float32(c.rng.NormFloat64())
+		}
+	}
+	x, err := c.be.WrapHost(v, []int{rows, cols})
+	c.ok(err)
+	y := c.zeros(rows, cols)
+	c.ok(c.be.DropoutApply(11, p, x, nil, y))
+	want := F32(y)
+	sp := c.be.sparseIndex(hostBuf(x), rows, cols)
+	if sp == nil {
+		t.Fatal("no index")
+	}
+	bits := make([]int32, rows*4)
+	base, thr := backend.Mix64(11), backend.DropoutThreshold(p)
+	for _, mode := range []int{0, 1, 2} {
+		// One masker and one buffer for all regions, as a worker's slot:
+		// garbage before the first (cleared), then each region over the
+		// last one's elements (zeroed again), larger or smaller.
+		mask := sp.masker(base, thr, float32(1/(1-p)), bits, 4, mode)
+		buf := slices.Repeat([]float32{9}, rows*cols)
+		for _, r := range [][4]int{{3, 17, 32, 64}, {0, rows, 0, cols}, {5, 6, 96, 100}, {0, rows, 64, 100}, {1, 30, 0, 50}} {
+			w := r[3] - r[2]
+			mask(r[0], r[1], r[2], r[3], buf)
+			for i := r[0]; i < r[1]; i++ {
+				for j := r[2]; j < r[3]; j++ {
+					g, w := buf[(i-r[0])*w+j-r[2]], want[i*cols+j]
+					if math.Float32bits(g) != math.Float32bits(w) {
+						t.Fatalf("mode %d region %v: (%d,%d) = %v, DropoutApply %v", mode, r, i, j, g, w)
+					}
+				}
+			}
+		}
+	}
+}

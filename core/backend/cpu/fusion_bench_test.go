@@ -138,11 +138,11 @@ func BenchmarkFusedKernels(b *testing.B) {
 			})
 		}
 	})
-	for _, input := range []string{"Dense", "Sparse"} {
-		b.Run("DropoutGEMM/Step/"+input, func(b *testing.B) { benchStep(b, run, input == "Sparse") })
+	for _, input := range []string{"Dense", "Sparse", "SparseWrapped"} {
+		b.Run("DropoutGEMM/Step/"+input, func(b *testing.B) { benchStep(b, run, input) })
 	}
-	for _, input := range []string{"Dense", "Sparse"} {
-		b.Run("DropoutGEMMs/Step/"+input, func(b *testing.B) { benchSharedStep(b, run, input == "Sparse") })
+	for _, input := range []string{"Dense", "Sparse", "SparseWrapped"} {
+		b.Run("DropoutGEMMs/Step/"+input, func(b *testing.B) { benchSharedStep(b, run, input) })
 	}
 	b.Run("SpMMBiasReLU", func(b *testing.B) {
 		e := newBench(b, 18, "random")
@@ -179,29 +179,39 @@ func cpuSeconds(b *testing.B) float64 {
 }
 
 // stepInput is the x of BenchmarkFusedKernels' Step benchmarks: m × k,
-// dense (whatever the allocation holds) or sparse (0.4% non-zero, as
-// coauthor-physics' keyword counts).
-func stepInput(b *testing.B, e *benchEnv, m, k int, sparse bool) *tensor.Tensor {
-	x := e.alloc(b, tensor.Float32, m, k)
-	if sparse {
-		r := rand.New(rand.NewPCG(3, 4))
-		xs := F32(x)
-		for i := range xs {
-			xs[i] = 0
-			if r.IntN(1000) < 4 {
-				xs[i] = float32(1 + r.IntN(3))
-			}
+// "Dense" (whatever the allocation holds), "Sparse" (0.4% non-zero, as
+// coauthor-physics' keyword counts, allocated: masked densely) or
+// "SparseWrapped" (the same values wrapped, as training's input features
+// are: masked from their index of non-zero elements, sparserows.go).
+func stepInput(b *testing.B, e *benchEnv, m, k int, input string) *tensor.Tensor {
+	if input == "Dense" {
+		return e.alloc(b, tensor.Float32, m, k)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	xs := make([]float32, m*k)
+	for i := range xs {
+		if r.IntN(1000) < 4 {
+			xs[i] = float32(1 + r.IntN(3))
 		}
 	}
+	if input == "SparseWrapped" {
+		x, err := e.be.WrapHost(xs, []int{m, k})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return x
+	}
+	x := e.alloc(b, tensor.Float32, m, k)
+	copy(F32(x), xs)
 	return x
 }
 
-// benchStep is BenchmarkFusedKernels' Step on a dense x or on a sparse one.
-func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func() error), sparse bool) {
+// benchStep is BenchmarkFusedKernels' Step on an input of stepInput's.
+func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func() error), input string) {
 	m, k, n := 8192, 8415, 64
 	e := &benchEnv{be: New(Options{})}
 	narrow := New(Options{AVX2Only: true})
-	x, w := stepInput(b, e, m, k, sparse), e.alloc(b, tensor.Float32, k, n)
+	x, w := stepInput(b, e, m, k, input), e.alloc(b, tensor.Float32, k, n)
 	y, dy, dw := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, k, n)
 	flops, bytes := 4*float64(m)*float64(k)*float64(n), float64(m*k*4)
 	b.Run("Unfused", func(b *testing.B) {
@@ -244,11 +254,11 @@ func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func
 // DropoutGEMMs the engine ran before DropoutGEMMs (a masking pass each),
 // Shared two DropoutGEMMs calls (one masking pass forward, one for the
 // weight gradients).
-func benchSharedStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func() error), sparse bool) {
+func benchSharedStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func() error), input string) {
 	m, k, n := 8192, 8415, 64
 	e := &benchEnv{be: New(Options{})}
 	narrow := New(Options{AVX2Only: true})
-	x := stepInput(b, e, m, k, sparse)
+	x := stepInput(b, e, m, k, input)
 	w1, w2 := e.alloc(b, tensor.Float32, k, n), e.alloc(b, tensor.Float32, k, n)
 	y1, y2 := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n)
 	dy1, dy2 := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n)

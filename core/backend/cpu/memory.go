@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"strata/core/backend"
@@ -21,6 +22,13 @@ type buffer struct {
 	owner    *Backend
 	bytes    int64
 	released bool
+
+	// wrapped marks WrapHost's buffers, which nothing writes; nz is then
+	// the index of their non-zero elements (sparserows.go), built once
+	// under nzOnce (nil when too dense).
+	wrapped bool
+	nzOnce  sync.Once
+	nz      *sparseRows
 }
 
 // Tier returns tensor.Host.
@@ -138,13 +146,14 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 // WrapHost returns a host-tier Float32 tensor that uses v in place, without
 // copying or counting it (the caller owns the memory: a slice, or features
 // mapped from a file, which then stay in the page cache). Kernels may read
-// it; nothing strata runs writes to a wrapped tensor, and Release leaves v
-// alone.
+// it; nothing strata runs writes to a wrapped tensor (a fused
+// dropout-matmul indexes its non-zero elements once: sparserows.go), and
+// Release leaves v alone.
 func (b *Backend) WrapHost(v []float32, shape []int) (*tensor.Tensor, error) {
 	if !wrapFits(len(v), shape) {
 		return nil, errf("WrapHost", "%d values for shape %v", len(v), shape)
 	}
-	return tensor.New(tensor.Float32, shape, &buffer{f32: v, owner: b}), nil
+	return tensor.New(tensor.Float32, shape, &buffer{f32: v, owner: b, wrapped: true}), nil
 }
 
 // wrapFits reports whether n values fill a rank 1 or 2 shape.
