@@ -3,7 +3,7 @@
 GO        ?= go
 BIN       := bin/strata
 CONFIG    ?= configs/gcn-cora.toml
-APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3 python3-numpy libopenmpi-dev openmpi-bin
+APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3 python3-numpy libopenmpi-dev openmpi-bin time
 GOFLAGS_T ?=
 
 .PHONY: all deps models build run test test-long bench lint clean experiments fuzz build-mpi test-mpi

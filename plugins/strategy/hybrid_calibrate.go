@@ -20,7 +20,10 @@ import (
 // machine description under whatever load the machine has then, so that
 // the load slows the probes and the epoch alike. Each probe runs the
 // kernel a stage runs on work of its own (random nodes and rows drawn
-// from a fixed probe seed, never the epoch's batches), on one thread.
+// from a fixed probe seed, never the epoch's batches), on as many threads
+// as its stage has (a CPU trainer's, the loader's; a sampler runs one
+// part on one goroutine), and reports its rate per thread, so that the
+// model's rate × threads includes how well the kernel scales there.
 // None of them reads a measured stage time: the model is never fitted to
 // what it is compared with.
 
@@ -36,11 +39,12 @@ const (
 // in loops on other goroutines meanwhile: the stages the probe's stage
 // meets in the pipeline under two-stage prefetch.
 type probe struct {
-	rate   *float64
-	unit   float64 // the rate's unit (1e9: giga, 1e6: mega)
-	beside []func() error
-	f      func() (float64, error)
-	got    []float64
+	rate    *float64
+	unit    float64 // the rate's unit (1e9: giga, 1e6: mega)
+	threads int     // the threads f runs on (the rate is per thread); 0: one
+	beside  []func() error
+	f       func() (float64, error)
+	got     []float64
 }
 
 // runProbes runs the probes in probeRounds rounds, each probe in turn for
@@ -92,10 +96,16 @@ func runProbes(ctx context.Context, probes []*probe) error {
 		}
 	}
 	for _, p := range probes {
-		slices.Sort(p.got)
-		*p.rate = p.got[len(p.got)/2] / p.unit
+		p.settle()
 	}
 	return nil
+}
+
+// settle sets the probe's rate: the median of its rounds, in its unit,
+// per thread.
+func (p *probe) settle() {
+	slices.Sort(p.got)
+	*p.rate = p.got[len(p.got)/2] / p.unit / float64(max(p.threads, 1))
 }
 
 // probeRNG is a small deterministic generator for the probes' nodes.
@@ -111,7 +121,9 @@ type dropoutApplier interface {
 	DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error
 }
 
-// calibrate measures the CPU's machine description, per thread: GEMM on
+// calibrate measures the CPU's machine description, per thread at the
+// current state's threads (a CPU trainer's for its kernels and bind, the
+// loader's for the gather): GEMM on
 // the model's largest weight (forward and weight gradient); sampling of
 // probe batches of the run's batch size with the run's sampler on the
 // run's graph; the loader's gather of a probe batch's input rows (at
@@ -130,9 +142,13 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	}
 	th, ok := s.trainers[s.nDev].r.e.be.(backend.Threaded)
 	if !ok {
-		return m, fmt.Errorf("hybrid.calibrate: the CPU trainer's backend %s cannot run on one thread", s.trainers[s.nDev].r.e.be.Name())
+		return m, fmt.Errorf("hybrid.calibrate: the CPU trainer's backend %s cannot set its threads", s.trainers[s.nDev].r.e.be.Name())
 	}
-	be := th.WithThreads(1)
+	// A CPU trainer's threads, as the step runs it (stepper.train), and
+	// the loader's.
+	nt := max(1, s.state.train/max(len(s.trainers)-s.nDev, 1))
+	lt := max(1, s.state.load)
+	be := th.WithThreads(nt)
 	rng := probeRNG(probeSeed)
 	n, dim := s.e.ds.NumNodes, s.e.dim
 	// probeBatches batches of the run's batch size, of random nodes of
@@ -210,15 +226,20 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		width = max(width, len(ids[i]))
 	}
 	stage := make([]float32, width*dim)
-	gather := func(ids []int32) []float32 {
-		for r, v := range ids {
-			copy(stage[r*dim:(r+1)*dim], s.e.feats[int(v)*dim:(int(v)+1)*dim])
-		}
+	gather := func(ids []int32) []float32 { // in lt chunks on lt goroutines, as the loader
+		per := max(1, (len(ids)+lt-1)/lt)
+		_ = parallel(lt, lt, func(k int) error {
+			for r := k * per; r < min(len(ids), (k+1)*per); r++ {
+				v := ids[r]
+				copy(stage[r*dim:(r+1)*dim], s.e.feats[int(v)*dim:(int(v)+1)*dim])
+			}
+			return nil
+		})
 		return stage[:len(ids)*dim]
 	}
 	rows := slices.Clone(gather(ids[0]))
 	grep := 0
-	gatherP := &probe{rate: &m.GBps, unit: 1e9, f: func() (float64, error) {
+	gatherP := &probe{rate: &m.GBps, unit: 1e9, threads: lt, f: func() (float64, error) {
 		grep++
 		return float64(len(gather(ids[grep%probeBatches])) * 4), nil
 	}}
@@ -237,13 +258,16 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		return m, fmt.Errorf("hybrid.calibrate: %w", err)
 	}
 	if da, ok := be.(dropoutApplier); ok {
-		probes = append(probes, &probe{rate: &m.DropMEPS, unit: 1e6, f: func() (float64, error) {
+		probes = append(probes, &probe{rate: &m.DropMEPS, unit: 1e6, threads: nt, f: func() (float64, error) {
 			return float64(len(rows)), fresh(len(ids0), dim, func(y *tensor.Tensor) error { return da.DropoutApply(probeSeed, 0.5, x, nil, y) })
 		}})
 	}
 	var gemm func() error
 	if k, c := s.perf.weight[0], s.perf.weight[1]; k > 0 && c > 0 {
-		r := min(1024, len(ids0))
+		// 1024 rows a thread: GEMM splits the rows into tiles of 256
+		// (backend.GEMMTiles), so every thread gets four, as it does in
+		// a step's input layer (a batch's thousands of input rows).
+		r := min(1024*nt, len(ids0))
 		a, err := alloc(r, k, 0.5)
 		if err != nil {
 			return m, err
@@ -261,7 +285,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		}
 		// The forward's product and the backward's weight gradient (Aᵀ·dY),
 		// as a layer's training runs them.
-		probes = append(probes, &probe{rate: &m.GFLOPS, unit: 1e9, f: func() (float64, error) {
+		probes = append(probes, &probe{rate: &m.GFLOPS, unit: 1e9, threads: nt, f: func() (float64, error) {
 			if err := gemm(); err != nil {
 				return 0, err
 			}
@@ -284,13 +308,13 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		if err != nil {
 			return m, err
 		}
-		probes = append(probes, &probe{rate: &m.AggGBps, unit: 1e9, f: func() (float64, error) {
+		probes = append(probes, &probe{rate: &m.AggGBps, unit: 1e9, threads: nt, f: func() (float64, error) {
 			return float64(b.NumEdges()) * float64(f) * 4, fresh(len(b.Dst), f, func(y *tensor.Tensor) error { return be.SpMM(ctx, adj, false, wt, src, 0, y) })
 		}})
 	}
-	r := s.trainers[s.nDev].runner(1)
+	r := s.trainers[s.nDev].runner(nt)
 	in := make([]float32, len(blocks[0].Src)*dim) // never touched: the bind wraps it
-	bindP := &probe{rate: &m.BindMEPS, unit: 1e6, f: func() (float64, error) {
+	bindP := &probe{rate: &m.BindMEPS, unit: 1e6, threads: nt, f: func() (float64, error) {
 		t, err := placeFeatures(r.e.be, in, []int{len(blocks[0].Src), dim}, tensor.Float32, tensor.Host)
 		if err != nil {
 			return 0, err

@@ -376,6 +376,25 @@ func (w *stepWork) cpuSampled(onDevice bool) float64 {
 	return n
 }
 
+// sampleThreads is how many of threads the CPU's sampling of the step
+// keeps busy: the sampler runs the parts in parallel, each part on one
+// goroutine (hybridStepper.sample), so a step of p equal parts uses
+// min(threads, p), and in general the edges over its largest part bound
+// it (the stage takes at least that part's time).
+func (w *stepWork) sampleThreads(onDevice bool, threads int) float64 {
+	var sum, most float64
+	for k, p := range w.parts {
+		if !onDevice || w.cpu[k] {
+			e := p.sum()
+			sum, most = sum+e, max(most, e)
+		}
+	}
+	if most == 0 {
+		return float64(max(threads, 1))
+	}
+	return min(float64(max(threads, 1)), sum/most)
+}
+
 func (p *partWork) sum() float64 {
 	var n float64
 	for _, e := range p.edges {
@@ -393,7 +412,8 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 		rows += pw.rows
 	}
 	m := p.cpu
-	out, err := p.call(hsSample, w.cpuSampled(p.h.SampleOn == "device"), float64(st.sample), m.SampleMEPS)
+	onDev := p.h.SampleOn == "device"
+	out, err := p.call(hsSample, w.cpuSampled(onDev), w.sampleThreads(onDev, st.sample), m.SampleMEPS)
 	if err != nil {
 		return t, err
 	}

@@ -519,3 +519,57 @@ func TestHyscaleModelTerms(t *testing.T) {
 		t.Errorf("layer 2 backward MACs %g+%g, forward %g+%g: want twice", s.perf.bmacsSrc[1], s.perf.bmacsDst[1], s.perf.macsSrc[1], s.perf.macsDst[1])
 	}
 }
+
+// TestHybridSampleThreads: the sampler runs a step's parts in parallel,
+// one goroutine each, so the model's sampling threads are bounded by the
+// parts (by the edges over the largest part when they differ), and parts
+// sampled on the devices do not count.
+func TestHybridSampleThreads(t *testing.T) {
+	part := func(e ...float64) partWork { return partWork{edges: e} }
+	cases := []struct {
+		name     string
+		parts    []partWork
+		cpu      []bool
+		onDevice bool
+		threads  int
+		want     float64
+	}{
+		{"one part, four threads", []partWork{part(100, 900)}, []bool{true}, false, 4, 1},
+		{"four equal parts, two threads", []partWork{part(50), part(50), part(50), part(50)}, []bool{true, true, true, true}, false, 2, 2},
+		{"three equal parts, four threads", []partWork{part(50), part(50), part(50)}, []bool{true, false, false}, false, 4, 3},
+		{"unequal parts: the largest bounds", []partWork{part(300), part(100)}, []bool{true, true}, false, 4, 400.0 / 300},
+		{"device parts sampled on the devices", []partWork{part(100), part(100), part(100)}, []bool{true, false, false}, true, 4, 1},
+		{"no sampled edges", []partWork{part(0)}, []bool{true}, false, 3, 3},
+		{"zero threads count as one", []partWork{part(10), part(10)}, []bool{true, true}, false, 0, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := &stepWork{parts: c.parts, cpu: c.cpu}
+			if got := w.sampleThreads(c.onDevice, c.threads); math.Abs(got-c.want) > 1e-12 {
+				t.Errorf("sampleThreads = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestProbeSettlePerThread: a probe's rate is the median of its rounds in
+// its unit, per thread it ran on.
+func TestProbeSettlePerThread(t *testing.T) {
+	for _, c := range []struct {
+		threads int
+		got     []float64
+		unit    float64
+		want    float64
+	}{
+		{0, []float64{3e9, 1e9, 2e9}, 1e9, 2},
+		{1, []float64{3e9, 1e9, 2e9}, 1e9, 2},
+		{4, []float64{8e6, 4e6, 12e6, 16e6, 20e6}, 1e6, 3},
+	} {
+		var rate float64
+		p := &probe{rate: &rate, unit: c.unit, threads: c.threads, got: c.got}
+		p.settle()
+		if math.Abs(rate-c.want) > 1e-12 {
+			t.Errorf("threads %d, rounds %v: rate %v, want %v", c.threads, c.got, rate, c.want)
+		}
+	}
+}
