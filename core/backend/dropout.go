@@ -20,10 +20,20 @@ func DropoutThreshold(p float64) uint64 {
 	return uint64(math.Ceil(p * (1 << 53)))
 }
 
+// dropoutStep is the stream's step between elements.
+const dropoutStep = 0x9E3779B97F4A7C15
+
+// DropoutKept reports whether element i of the mask drawn from base
+// (Mix64(seed), or a DropoutBaseAt) is kept at threshold thr
+// (DropoutThreshold).
+func DropoutKept(base, thr uint64, i int) bool {
+	return Mix64(base+(uint64(i)+1)*dropoutStep)>>11 >= thr
+}
+
 // DropoutBaseAt is the stream base of seed moved on by offset elements:
 // element i of a mask drawn from base DropoutBaseAt(seed, o) (a kernel
 // that takes the base, as the cuda backend's) is element o+i of the mask
 // for seed, so a contiguous part of a tensor can be masked on its own.
 func DropoutBaseAt(seed uint64, offset int) uint64 {
-	return Mix64(seed) + uint64(offset)*0x9E3779B97F4A7C15
+	return Mix64(seed) + uint64(offset)*dropoutStep
 }

@@ -147,7 +147,6 @@ func (s *sparseRows) masker(base, thr uint64, scale float32, bits []int32, ldb, 
 
 // mask writes the listed elements of region g into y (zero elsewhere).
 func (s *sparseRows) mask(base, thr uint64, scale float32, g region, y []float32, bits []int32, ldb, mode int) {
-	const golden = 0x9E3779B97F4A7C15 // the stream's step (backend.DropoutBaseAt)
 	w := g.c1 - g.c0
 	for r := g.r0; r < g.r1; r++ {
 		lo, hi := s.span(r, g.c0, g.c1)
@@ -158,7 +157,7 @@ func (s *sparseRows) mask(base, thr uint64, scale float32, g region, y []float32
 			if mode == 2 {
 				keep = uint32(bits[r*ldb+c/32])>>(c%32)&1 != 0
 			} else {
-				keep = backend.Mix64(base+uint64(r*s.cols+c+1)*golden)>>11 >= thr
+				keep = backend.DropoutKept(base, thr, r*s.cols+c)
 				if mode == 1 {
 					word, bit := &bits[r*ldb+c/32], int32(uint32(1)<<(c%32))
 					if keep {
