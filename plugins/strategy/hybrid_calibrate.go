@@ -229,10 +229,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	gather := func(ids []int32) []float32 { // in lt chunks on lt goroutines, as the loader
 		per := max(1, (len(ids)+lt-1)/lt)
 		_ = parallel(lt, lt, func(k int) error {
-			for r := k * per; r < min(len(ids), (k+1)*per); r++ {
-				v := ids[r]
-				copy(stage[r*dim:(r+1)*dim], s.e.feats[int(v)*dim:(int(v)+1)*dim])
-			}
+			s.copyRows(stage, ids, min(len(ids), k*per), min(len(ids), (k+1)*per))
 			return nil
 		})
 		return stage[:len(ids)*dim]

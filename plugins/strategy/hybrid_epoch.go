@@ -245,15 +245,22 @@ func (s *hybridStepper) load(b *hybridBatch) {
 			chunks = append(chunks, chunk{k, lo, min(lo+per, len(src))})
 		}
 	}
-	dim := s.e.dim
 	_ = parallel(len(chunks), b.st.load, func(i int) error {
 		c := chunks[i]
 		p := &b.parts[c.part]
-		for r, v := range p.blocks[0].Src[c.lo:c.hi] {
-			copy(p.x[(c.lo+r)*dim:(c.lo+r+1)*dim], s.e.feats[int(v)*dim:(int(v)+1)*dim])
-		}
+		s.copyRows(p.x, p.blocks[0].Src, c.lo, c.hi)
 		return nil
 	})
+}
+
+// copyRows copies the feature rows of nodes ids[lo:hi] into rows [lo, hi)
+// of dst: the loader's gather of one chunk.
+func (s *hybridStepper) copyRows(dst []float32, ids []int32, lo, hi int) {
+	dim := s.e.dim
+	for r := lo; r < hi; r++ {
+		v := int(ids[r])
+		copy(dst[r*dim:(r+1)*dim], s.e.feats[v*dim:(v+1)*dim])
+	}
 }
 
 // transfer is stage two: every part bound on its trainer, its blocks and
