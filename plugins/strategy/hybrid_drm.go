@@ -365,34 +365,24 @@ func (w *stepWork) edges() float64 {
 }
 
 // cpuSampled returns the edges the CPU sampler sampled (every part's
-// unless onDevice, then the CPU trainers').
-func (w *stepWork) cpuSampled(onDevice bool) float64 {
-	var n float64
-	for k, p := range w.parts {
-		if !onDevice || w.cpu[k] {
-			n += p.sum()
-		}
-	}
-	return n
-}
-
-// sampleThreads is how many of threads the CPU's sampling of the step
-// keeps busy: the sampler runs the parts in parallel, each part on one
-// goroutine (hybridStepper.sample), so a step of p equal parts uses
-// min(threads, p), and in general the edges over its largest part bound
-// it (the stage takes at least that part's time).
-func (w *stepWork) sampleThreads(onDevice bool, threads int) float64 {
-	var sum, most float64
+// unless onDevice, then the CPU trainers') and how many of threads that
+// sampling keeps busy: the sampler runs the parts in parallel, each part
+// on one goroutine (hybridStepper.sample), so a step of p equal parts
+// uses min(threads, p), and in general the edges over its largest part
+// bound it (the stage takes at least that part's time).
+func (w *stepWork) cpuSampled(onDevice bool, threads int) (edges, busy float64) {
+	var most float64
 	for k, p := range w.parts {
 		if !onDevice || w.cpu[k] {
 			e := p.sum()
-			sum, most = sum+e, max(most, e)
+			edges, most = edges+e, max(most, e)
 		}
 	}
-	if most == 0 {
-		return float64(max(threads, 1))
+	busy = float64(max(threads, 1))
+	if most > 0 {
+		busy = min(busy, edges/most)
 	}
-	return min(float64(max(threads, 1)), sum/most)
+	return edges, busy
 }
 
 func (p *partWork) sum() float64 {
@@ -412,8 +402,8 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 		rows += pw.rows
 	}
 	m := p.cpu
-	onDev := p.h.SampleOn == "device"
-	out, err := p.call(hsSample, w.cpuSampled(onDev), w.sampleThreads(onDev, st.sample), m.SampleMEPS)
+	edges, busy := w.cpuSampled(p.h.SampleOn == "device", st.sample)
+	out, err := p.call(hsSample, edges, busy, m.SampleMEPS)
 	if err != nil {
 		return t, err
 	}

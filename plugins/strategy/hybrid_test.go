@@ -523,7 +523,7 @@ func TestHyscaleModelTerms(t *testing.T) {
 // TestHybridSampleThreads: the sampler runs a step's parts in parallel,
 // one goroutine each, so the model's sampling threads are bounded by the
 // parts (by the edges over the largest part when they differ), and parts
-// sampled on the devices do not count.
+// sampled on the devices count neither in the threads nor in the edges.
 func TestHybridSampleThreads(t *testing.T) {
 	part := func(e ...float64) partWork { return partWork{edges: e} }
 	cases := []struct {
@@ -533,20 +533,22 @@ func TestHybridSampleThreads(t *testing.T) {
 		onDevice bool
 		threads  int
 		want     float64
+		edges    float64
 	}{
-		{"one part, four threads", []partWork{part(100, 900)}, []bool{true}, false, 4, 1},
-		{"four equal parts, two threads", []partWork{part(50), part(50), part(50), part(50)}, []bool{true, true, true, true}, false, 2, 2},
-		{"three equal parts, four threads", []partWork{part(50), part(50), part(50)}, []bool{true, false, false}, false, 4, 3},
-		{"unequal parts: the largest bounds", []partWork{part(300), part(100)}, []bool{true, true}, false, 4, 400.0 / 300},
-		{"device parts sampled on the devices", []partWork{part(100), part(100), part(100)}, []bool{true, false, false}, true, 4, 1},
-		{"no sampled edges", []partWork{part(0)}, []bool{true}, false, 3, 3},
-		{"zero threads count as one", []partWork{part(10), part(10)}, []bool{true, true}, false, 0, 1},
+		{"one part, four threads", []partWork{part(100, 900)}, []bool{true}, false, 4, 1, 1000},
+		{"four equal parts, two threads", []partWork{part(50), part(50), part(50), part(50)}, []bool{true, true, true, true}, false, 2, 2, 200},
+		{"three equal parts, four threads", []partWork{part(50), part(50), part(50)}, []bool{true, false, false}, false, 4, 3, 150},
+		{"unequal parts: the largest bounds", []partWork{part(300), part(100)}, []bool{true, true}, false, 4, 400.0 / 300, 400},
+		{"device parts sampled on the devices", []partWork{part(100), part(100), part(100)}, []bool{true, false, false}, true, 4, 1, 100},
+		{"no sampled edges", []partWork{part(0)}, []bool{true}, false, 3, 3, 0},
+		{"zero threads count as one", []partWork{part(10), part(10)}, []bool{true, true}, false, 0, 1, 20},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := &stepWork{parts: c.parts, cpu: c.cpu}
-			if got := w.sampleThreads(c.onDevice, c.threads); math.Abs(got-c.want) > 1e-12 {
-				t.Errorf("sampleThreads = %v, want %v", got, c.want)
+			edges, busy := w.cpuSampled(c.onDevice, c.threads)
+			if math.Abs(busy-c.want) > 1e-12 || edges != c.edges {
+				t.Errorf("cpuSampled = %v edges on %v threads, want %v on %v", edges, busy, c.edges, c.want)
 			}
 		})
 	}
