@@ -56,6 +56,7 @@ FUZZ_TARGETS := ./core/config:FuzzParse:100000 ./core/config:FuzzOverride:100000
 	./core/graph:FuzzBinary:20000 ./plugins/wasm:FuzzHostABI:15000 ./core/train:FuzzArrayFile:10000
 
 fuzz: models
+	@case "$(FUZZSCALE)" in ''|*[!0-9]*|0) echo "make fuzz: FUZZSCALE=$(FUZZSCALE): give a positive whole number (the factor on each target's executions)" >&2; exit 2;; esac
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; fn=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \
 		echo "== $$fn ($$pkg, $$n executions)"; \
