@@ -30,15 +30,12 @@ func (p *Program) fuseInputDropouts() {
 	if _, ok := p.be.(backend.DropoutGEMMer); !ok || p.env.Inference || p.env.InputGrad || p.env.Resumable || p.noShare {
 		return
 	}
-	readers := p.readers()
-	for d, op := range p.g.Ops {
-		if op.Kind != ir.OpDropout || op.Alpha <= 0 || p.g.Ops[op.Args[0]].Kind != ir.OpInput || len(readers[d]) == 0 {
+	readers := graphReaders(p.g)
+	for d := range p.g.Ops {
+		if !inputDropoutIntoMatMuls(p.g, readers, d) {
 			continue
 		}
 		ok := true
-		for _, r := range readers[d] {
-			ok = ok && r >= 0 && p.g.Ops[r].Kind == ir.OpMatMul && p.g.Ops[r].Args[0] == int32(d) && p.g.Ops[r].Args[1] != int32(d)
-		}
 		// Fused only where the scratch is smaller than the dropout's value
 		// (an input of few rows fits its regions at once).
 		for _, r := range readers[d] {
@@ -185,15 +182,47 @@ func (p *Program) dropGEMMs(i int32, transX bool, prods []backend.DropoutProduct
 
 // readers lists, for every value, the ops that read it (-1 for a program
 // output).
-func (p *Program) readers() [][]int32 {
-	readers := make([][]int32, len(p.g.Ops))
-	for i, op := range p.g.Ops {
+func graphReaders(g *ir.Graph) [][]int32 {
+	readers := make([][]int32, len(g.Ops))
+	for i, op := range g.Ops {
 		for _, a := range op.Args {
 			readers[a] = append(readers[a], int32(i))
 		}
 	}
-	for _, o := range p.g.Outputs {
+	for _, o := range g.Outputs {
 		readers[o] = append(readers[o], -1)
 	}
 	return readers
+}
+
+// inputDropoutIntoMatMuls reports whether op d is a dropout of the
+// program's input whose only readers are matmuls, as their left operand:
+// the dropouts a DropoutGEMMer backend multiplies in when training.
+func inputDropoutIntoMatMuls(g *ir.Graph, readers [][]int32, d int) bool {
+	op := g.Ops[d]
+	if op.Kind != ir.OpDropout || op.Alpha <= 0 || g.Ops[op.Args[0]].Kind != ir.OpInput || len(readers[d]) == 0 {
+		return false
+	}
+	for _, r := range readers[d] {
+		if r < 0 || g.Ops[r].Kind != ir.OpMatMul || g.Ops[r].Args[0] != int32(d) || g.Ops[r].Args[1] == int32(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// MultipliedInDropouts marks the ops of g that a training program on a
+// backend.DropoutGEMMer runs inside their matmuls (the input dropouts
+// whose only readers are matmuls), each masked twice a step: for the
+// forward products and again for the weight gradients. A cost model
+// counts their masking from it; the engine fuses them unless the
+// binding rules it out (inference, an input gradient, a scratch no
+// smaller than the input).
+func MultipliedInDropouts(g *ir.Graph) []bool {
+	readers := graphReaders(g)
+	out := make([]bool, len(g.Ops))
+	for d := range g.Ops {
+		out[d] = inputDropoutIntoMatMuls(g, readers, d)
+	}
+	return out
 }

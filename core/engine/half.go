@@ -50,7 +50,7 @@ func (p *Program) planHalfInput() error {
 	if p.env.InputGrad || p.env.Resumable {
 		return fmt.Errorf("engine: a %v input cannot take a gradient or be resumed without its rows (layer-by-layer training)", dt)
 	}
-	readers := p.readers()
+	readers := graphReaders(p.g)
 	// leftOnly reports whether every reader of v is a matmul with v as its
 	// left operand only, collecting them.
 	var direct []int32

@@ -139,6 +139,19 @@ func TestInputDropoutFused(t *testing.T) {
 			if want := map[bool]int{true: 1, false: 0}[share]; fused != want || formed != 2-want {
 				t.Fatalf("%v share=%v: fused %d dropouts and formed %d, want %d and %d", dt, share, fused, formed, want, 2-want)
 			}
+			// What a cost model reads: the dropouts a training binding
+			// multiplies in, from the graph alone.
+			if share {
+				marked := MultipliedInDropouts(p.g)
+				for i := range p.g.Ops {
+					if marked[i] != p.aux[i].dropInto {
+						t.Errorf("%v: MultipliedInDropouts marks op %d (%s) %v, the binding fused it: %v", dt, i, p.g.Ops[i].Kind, marked[i], p.aux[i].dropInto)
+					}
+				}
+				if n := len(slices.DeleteFunc(MultipliedInDropouts(g), func(b bool) bool { return !b })); n != 1 {
+					t.Errorf("%v: MultipliedInDropouts marks %d ops of the model, want its one input dropout", dt, n)
+				}
+			}
 			got[k] = stepTrace(t, ctx, f.be, p, 7)
 		}
 		for i := range got[0] {

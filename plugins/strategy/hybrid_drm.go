@@ -7,6 +7,7 @@ import (
 
 	"strata/core/backend"
 	"strata/core/config"
+	"strata/core/engine"
 	"strata/core/ir"
 	"strata/core/modhost"
 	"strata/core/tensor"
@@ -246,11 +247,16 @@ func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscal
 // per destination row after it; the same for the backward (a weight's
 // input gradient and a transposed aggregation count only where the
 // engine computes them: where their input depends on a parameter) and
-// for dropout.
+// for dropout (a dropout multiplied into its matmuls masks its input
+// twice: for the products and for the weight gradients).
 func (p *hyscalePerf) layerShape(layers int, g *ir.Graph) {
 	mk := func() []float64 { return make([]float64, layers) }
 	p.width, p.macsSrc, p.macsDst = mk(), mk(), mk()
 	p.bmacsSrc, p.bmacsDst, p.bwidth, p.dropSrc, p.dropDst = mk(), mk(), mk(), mk(), mk()
+	// The CPU trainers' backend multiplies these dropouts into their
+	// matmuls (engine.MultipliedInDropouts); a device's dropout is not
+	// modelled.
+	multipliedIn := engine.MultipliedInDropouts(g)
 	post := make([]bool, len(g.Ops)) // the value depends on an aggregation of its own layer
 	grad := make([]bool, len(g.Ops)) // the value depends on a parameter: the backward reaches it
 	for i, op := range g.Ops {
@@ -302,9 +308,13 @@ func (p *hyscalePerf) layerShape(layers int, g *ir.Graph) {
 			}
 		case op.Kind == ir.OpDropout:
 			if op.Alpha > 0 && len(op.Shape) == 2 && op.Shape[1] > 0 {
-				n := float64(op.Shape[1])
+				w := float64(op.Shape[1])
+				n := w
 				if argGrad {
-					n *= 2 // the mask applied to the gradient
+					n += w // the mask applied to the gradient
+				}
+				if multipliedIn[i] {
+					n += w // the input masked again for the weight gradients
 				}
 				perRow(p.dropSrc, p.dropDst, n)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"strata/core/config"
+	"strata/core/ir"
 	"strata/core/train"
 )
 
@@ -480,7 +481,7 @@ func TestHyscaleModelTerms(t *testing.T) {
 	sets := []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", "train.batch_size=64", `model.name="sage"`}
 	paper, paperS := work(mustParse(t, hybridBase, append(sets, "hybrid.paper_model=true", "model.dropout=0")...))
 	full, s := work(mustParse(t, hybridBase, append(sets, "model.dropout=0")...))
-	drop, _ := work(mustParse(t, hybridBase, append(sets, "model.dropout=0.5")...))
+	drop, dropS := work(mustParse(t, hybridBase, append(sets, "model.dropout=0.5")...))
 	if !(full.TC > paper.TC) {
 		t.Errorf("full backward %g s, Eq. 10's %g s: want longer", full.TC, paper.TC)
 	}
@@ -517,6 +518,19 @@ func TestHyscaleModelTerms(t *testing.T) {
 	}
 	if s.perf.bmacsSrc[1]+s.perf.bmacsDst[1] != 2*(s.perf.macsSrc[1]+s.perf.macsDst[1]) {
 		t.Errorf("layer 2 backward MACs %g+%g, forward %g+%g: want twice", s.perf.bmacsSrc[1], s.perf.bmacsDst[1], s.perf.macsSrc[1], s.perf.macsDst[1])
+	}
+	// Dropout elements per row: the input's dropout is multiplied into
+	// its matmuls, which mask the input for the products and again for
+	// the weight gradients; layer 2's is formed, and its mask is applied
+	// to its value and to its gradient. Twice the width either way.
+	for _, op := range dropS.e.model.Ops {
+		if op.Kind != ir.OpDropout || op.Alpha <= 0 {
+			continue
+		}
+		l := op.Layer
+		if got, want := dropS.perf.dropSrc[l]+dropS.perf.dropDst[l], 2*float64(op.Shape[1]); got != want {
+			t.Errorf("layer %d: %g dropout elements a row, want %g (twice its width %d)", l+1, got, want, op.Shape[1])
+		}
 	}
 }
 
@@ -573,5 +587,37 @@ func TestProbeSettlePerThread(t *testing.T) {
 		if math.Abs(rate-c.want) > 1e-12 {
 			t.Errorf("threads %d, rounds %v: rate %v, want %v", c.threads, c.got, rate, c.want)
 		}
+	}
+}
+
+// TestRunProbesSetupUntimed: a probe's setup runs before every call of
+// its kernel and outside its time. The setup sleeps ten times as long as
+// the kernel: timed, it would hold the rate under 1/33 ms.
+func TestRunProbesSetupUntimed(t *testing.T) {
+	const setupSleep, kernelSleep = 30 * time.Millisecond, 3 * time.Millisecond
+	var rate float64
+	var order []string
+	p := &probe{rate: &rate, unit: 1,
+		setup: func() { order = append(order, "setup"); time.Sleep(setupSleep) },
+		f: func() (float64, error) {
+			order = append(order, "f")
+			time.Sleep(kernelSleep)
+			return 1, nil
+		}}
+	if err := runProbes(context.Background(), []*probe{p}); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range order {
+		if want := []string{"setup", "f"}[i%2]; s != want {
+			t.Fatalf("call %d is %s, want %s (setup before every kernel call): %v", i, s, want, order)
+		}
+	}
+	if len(order)%2 != 0 || len(order) < 2*probeRounds {
+		t.Errorf("%d calls, want setup and kernel in pairs, at least one pair a round", len(order))
+	}
+	// Untimed, a call is the kernel's 3 ms (10 ms leaves room for a loaded
+	// machine); timed, it would be at least 33 ms.
+	if rate < 100 {
+		t.Errorf("rate %.1f calls/s: the setup's time was counted (want > 100, the kernel alone gives ~330)", rate)
 	}
 }
