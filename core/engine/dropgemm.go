@@ -180,8 +180,8 @@ func (p *Program) dropGEMMs(i int32, transX bool, prods []backend.DropoutProduct
 	return nil
 }
 
-// readers lists, for every value, the ops that read it (-1 for a program
-// output).
+// graphReaders lists, for every value of g, the ops that read it (-1
+// for a program output).
 func graphReaders(g *ir.Graph) [][]int32 {
 	readers := make([][]int32, len(g.Ops))
 	for i, op := range g.Ops {
