@@ -8,7 +8,7 @@ type Hybrid struct {
 	CPUShare    float64 `toml:"cpu_share" range:"[0,1]" doc:"share of each step's batch the CPU trainers get at the start (the rest is split evenly over the devices); 1 with no devices"`
 	DRM         string  `toml:"drm" enum:"off,measured,predicted" doc:"dynamic resource management (HyScale Alg. 1) between steps: off = the split and threads stay; measured = from wall-clock stage times; predicted = from costmodel.hyscale's stage times (deterministic for a fixed seed)"`
 	DRMStep     float64 `toml:"drm_step" range:"(0,0.5]" doc:"how much balance work moves the CPU share per adjustment"`
-	Threads     int     `toml:"threads" range:"[0,4096]" doc:"CPU thread budget of sampling, feature loading and CPU training together (0 = all cores); balance thread moves threads between them"`
+	Threads     int     `toml:"threads" range:"[0,4096]" doc:"CPU thread budget of sampling, feature loading and CPU training together (0 = all cores); balance thread moves threads between them; the host stages (sampling, loading, the CPU trainers' bind) share what the CPU trainers leave and take turns when it is short"`
 	SampleOn    string  `toml:"sample_on" enum:"cpu,device" doc:"where each device trainer's part is sampled: cpu = the CPU sampler reads the host's graph; device = the device's own sampler reads the topology from the device's memory (the memory store, core/store, holds the whole topology on every device; its reads are counted and timed by the device's roofline)"`
 	Prefetch    bool    `toml:"prefetch" doc:"two-stage feature prefetch: host gather into a staging buffer, then host->device, both running ahead of training"`
 	// The machine description of costmodel.hyscale (see docs/hyscale.md

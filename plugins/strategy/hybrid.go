@@ -123,6 +123,15 @@ func (t *hybridTrainer) runner(threads int) *blockRunner {
 	return &rr
 }
 
+// reservedThreads are the threads the CPU trainers own under st: its
+// training threads, none without CPU trainers.
+func (s *hybridStepper) reservedThreads(st drmState) int {
+	if s.h.CPUTrainers == 0 {
+		return 0
+	}
+	return st.train
+}
+
 // hybridStepper is strategy.hybrid's stepper.
 type hybridStepper struct {
 	h        config.Hybrid
@@ -138,7 +147,9 @@ type hybridStepper struct {
 	// (indexed by trainer; nil for the CPU trainers).
 	store   *store.Store
 	topo    []*store.TopologyView
-	state   drmState    // the latest decision (the next epoch starts from it)
+	state   drmState // the latest decision (the next epoch starts from it)
+	budget  int      // the CPU thread budget (hybrid.threads, or every core)
+	host    *hostThreads
 	staging stagingPool // the loader's staging buffers, recycled between steps
 	stats   hybridEpoch
 	total   hybridTotals
@@ -168,6 +179,8 @@ func newHybrid(ctx context.Context, cfg *config.Config, e stepEnv) (*hybridStepp
 		budget = runtime.GOMAXPROCS(0)
 	}
 	s.state = initialState(h.CPUShare, budget)
+	s.budget = budget
+	s.host = newHostThreads(budget, s.reservedThreads(s.state))
 	add := func(name string, cpu bool, re stepEnv) error {
 		r, err := newBlockRunner(re, 1) // same seed: identical replicas
 		if err != nil {

@@ -28,10 +28,11 @@ import (
 // what it is compared with.
 
 const (
-	probeRounds  = 5                     // rounds over all the probes; each probe's median round counts
-	probeMin     = 30 * time.Millisecond // a probe runs its kernel until at least this long per round
-	probeSeed    = 0x5eed_ca1b_0001      // the probes' random nodes and rows
-	probeBatches = 4                     // probe batches of random nodes, cycled through
+	probeRounds   = 5                     // rounds over all the probes; each probe's median round counts
+	probeMin      = 30 * time.Millisecond // a probe runs its kernel until at least this long per round
+	probeSeed     = 0x5eed_ca1b_0001      // the probes' random nodes and rows
+	probeBatches  = 4                     // probe batches of random nodes, cycled through
+	maxGatherSets = 32                    // the most probe batches the gather cycles through
 )
 
 // probe is one micro-benchmark: f runs the kernel once and returns its
@@ -120,6 +121,30 @@ func (r *probeRNG) intn(n int) int32 {
 	return int32(uint64(*r>>33) % uint64(n))
 }
 
+// randomSeeds draws min(batch, n) distinct nodes of n.
+func randomSeeds(rng *probeRNG, n, batch int) []int32 {
+	seen := map[int32]bool{}
+	seeds := make([]int32, 0, min(batch, n))
+	for len(seeds) < cap(seeds) {
+		if v := rng.intn(n); !seen[v] {
+			seen[v] = true
+			seeds = append(seeds, v)
+		}
+	}
+	return seeds
+}
+
+// gatherSets is how many probe batches the gather probe cycles through
+// when one call reads and writes perCall bytes: enough that they move
+// twice the last-level cache's llc bytes, at least probeBatches and at
+// most maxGatherSets.
+func gatherSets(perCall, llc int64) int {
+	if perCall <= 0 {
+		return probeBatches
+	}
+	return int(min(max((2*llc+perCall-1)/perCall, probeBatches), maxGatherSets))
+}
+
 // dropoutApplier is the cpu backend's fused dropout (as the engine calls it).
 type dropoutApplier interface {
 	DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error
@@ -164,17 +189,9 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	sets := make([][]int32, probeBatches)
 	probeBlocks := make([][]sampler.Block, probeBatches)
 	for i := range sets {
-		seen := map[int32]bool{}
-		seeds := make([]int32, 0, min(s.batch, n))
-		for len(seeds) < cap(seeds) {
-			if v := rng.intn(n); !seen[v] {
-				seen[v] = true
-				seeds = append(seeds, v)
-			}
-		}
-		sets[i] = seeds
+		sets[i] = randomSeeds(&rng, n, s.batch)
 		var err error
-		if probeBlocks[i], err = s.sampler.Sample(ctx, s.e.adjs.Adj, seeds, probeSeed+uint64(i)); err != nil {
+		if probeBlocks[i], err = s.sampler.Sample(ctx, s.e.adjs.Adj, sets[i], probeSeed+uint64(i)); err != nil {
 			return m, fmt.Errorf("hybrid.calibrate: sampling: %w", err)
 		}
 	}
@@ -214,14 +231,42 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	// order, at most 64 MiB of them, into a recycled buffer as the
 	// loader's (stagingPool); the first touch of fresh memory, which the
 	// loader pays when the pool has no buffer, is a probe of its own.
-	ids := make([][]int32, probeBatches)
+	// Between two of the loader's gathers a step's training passes
+	// through the caches, so a gather reads rows and writes a buffer the
+	// caches no longer hold; the gather probe cycles through enough
+	// batches, each into a buffer of its own, that its rows and buffers
+	// overflow the last-level cache twice (gatherSets). Four batches
+	// gathered into one buffer ran from the 260 MiB L3 of this machine
+	// and predicted R-MAT 2^20's loading 35-50% short.
+	ids := make([][]int32, 0, probeBatches)
 	width := 0
-	for i, bl := range probeBlocks {
-		ids[i] = bl[0].Src[:max(1, min(len(bl[0].Src), (64<<20)/(4*dim)))]
-		width = max(width, len(ids[i]))
+	addGather := func(bl []sampler.Block) {
+		ids = append(ids, bl[0].Src[:max(1, min(len(bl[0].Src), (64<<20)/(4*dim)))])
+		width = max(width, len(ids[len(ids)-1]))
 	}
-	stage := make([]float32, width*dim)
-	gather := func(ids []int32) []float32 { // in lt chunks on lt goroutines, as the loader
+	for _, bl := range probeBlocks {
+		addGather(bl)
+	}
+	var bytes int64
+	for _, r := range ids {
+		bytes += 8 * int64(len(r)) * int64(dim) // read and written
+	}
+	for i := len(ids); i < gatherSets(bytes/int64(len(ids)), lastLevelCache()); i++ {
+		bl, err := s.sampler.Sample(ctx, s.e.adjs.Adj, randomSeeds(&rng, n, s.batch), probeSeed+uint64(i))
+		if err != nil {
+			return m, fmt.Errorf("hybrid.calibrate: sampling: %w", err)
+		}
+		addGather(bl)
+	}
+	stages := make([][]float32, len(ids))
+	for i := range stages {
+		stages[i] = make([]float32, width*dim)
+		for j := 0; j < len(stages[i]); j += 1024 { // touched once, as the pool's recycled buffers
+			stages[i][j] = 1
+		}
+	}
+	gather := func(i int) []float32 { // in lt chunks on lt goroutines, as the loader
+		ids, stage := ids[i], stages[i]
 		per := max(1, (len(ids)+lt-1)/lt)
 		_ = parallel(lt, lt, func(k int) error {
 			s.copyRows(stage, ids, min(len(ids), k*per), min(len(ids), (k+1)*per))
@@ -229,11 +274,11 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		})
 		return stage[:len(ids)*dim]
 	}
-	rows := slices.Clone(gather(ids[0]))
+	rows := slices.Clone(gather(0))
 	grep := 0
 	gatherP := &probe{rate: &m.GBps, unit: 1e9, threads: lt, f: func() (float64, error) {
 		grep++
-		return float64(len(gather(ids[grep%probeBatches])) * 4), nil
+		return float64(len(gather(grep%len(ids))) * 4), nil
 	}}
 	touchP := &probe{rate: &m.TouchGBps, unit: 1e9, f: func() (float64, error) {
 		x := make([]float32, width*dim)
@@ -260,10 +305,12 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	}
 	var gemm func() error
 	if k, c := s.perf.weight[0], s.perf.weight[1]; k > 0 && c > 0 {
-		// 1024 rows a thread: GEMM splits the rows into tiles of 256
-		// (backend.GEMMTiles), so every thread gets four, as it does in
-		// a step's input layer (a batch's thousands of input rows).
-		r := min(1024*nt, len(ids0))
+		// A probe batch's input rows (at most 64 MiB of them), as a
+		// step's input layer multiplies: its weight gradient sums over
+		// all of them, in the slices GEMM splits the inner dimension
+		// into (backend.GEMMTiles). At 1024 rows a thread the probe read
+		// 28 GFLOP/s on R-MAT 2^20 where the batch's rows gave 25.5.
+		r := len(ids0)
 		a, err := alloc(r, k, 0.5)
 		if err != nil {
 			return m, err

@@ -501,8 +501,9 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 }
 
 // iteration returns Eq. 6's iteration time (pipelined: the stages
-// overlap, as with two-stage prefetch) and Eq. 5's MTEPS.
-func (p *hyscalePerf) iteration(t stageTimes, edges float64, pipelined bool) (float64, float64, error) {
+// overlap, as with two-stage prefetch) and Eq. 5's MTEPS. host are the
+// host stages' thread-seconds and the threads they share (hostShare).
+func (p *hyscalePerf) iteration(t stageTimes, edges float64, host [2]float64, pipelined bool) (float64, float64, error) {
 	pl := 0.0
 	if pipelined {
 		pl = 1
@@ -511,6 +512,27 @@ func (p *hyscalePerf) iteration(t stageTimes, edges float64, pipelined bool) (fl
 		out, err := p.call(hsIteration, max(t.SC, t.SA), t.Load, max(t.Tran, t.Bind), max(t.TA, t.TC), t.Sync, edges, pl)
 		return out[0], out[1], err
 	}
-	out, err := p.call(hsHybridIteration, max(t.SC, t.SA), t.Load, t.Tran, t.Bind, t.TA, t.TC, t.Sync, edges, pl)
+	out, err := p.call(hsHybridIteration, max(t.SC, t.SA), t.Load, t.Tran, t.Bind, t.TA, t.TC, t.Sync, edges, pl, host[0], host[1])
 	return out[0], out[1], err
+}
+
+// hostShare returns the thread-seconds a step's host stages hold under
+// st (sampling on its CPU parts' goroutines, loading on st.load, the CPU
+// trainers' bind on one under two-stage prefetch) and the threads they
+// share (hostThreads): with the stages pipelined, a step takes at least
+// the one over the other.
+func (s *hybridStepper) hostShare(t stageTimes, w *stepWork, st drmState) [2]float64 {
+	capacity := hostCapacity(s.budget, s.reservedThreads(st))
+	cpuParts, cpuPart := 0, false
+	for k, p := range w.parts {
+		if p.sum() > 0 && (s.h.SampleOn != "device" || w.cpu[k]) {
+			cpuParts++
+		}
+		cpuPart = cpuPart || (w.cpu[k] && len(p.edges) > 0)
+	}
+	secs := t.SC*float64(min(st.sample, cpuParts, capacity)) + t.Load*float64(min(st.load, capacity))
+	if s.h.Prefetch && cpuPart {
+		secs += t.Bind
+	}
+	return [2]float64{secs, float64(capacity)}
 }

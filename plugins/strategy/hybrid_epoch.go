@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,8 @@ type hybridEpoch struct {
 	freshBytes          float64         // staging bytes the loader allocated (the pool had none to recycle)
 	freshSteps          int             // steps that allocated staging memory
 	perStep             [2][]stageTimes // every step's measured and predicted times
+	hostPeak            int             // the most threads the host stages held at once (hostThreads)
+	hostWaitS           float64         // seconds the host stages waited for threads
 	// With hybrid.calibrate: every step's work and threads, and the
 	// predictions again with the machine measured before and after the
 	// epoch (bracket).
@@ -127,6 +130,20 @@ func (s *hybridStepper) cpuThreads(st drmState) int {
 	return max(1, st.train/max(1, len(s.trainers)-s.nDev))
 }
 
+// stageLabelKey is the pprof label that names the hybrid stage a
+// goroutine works for (sample, load, bind, train): a CPU profile of a run
+// splits by stage with go tool pprof -tagfocus=hybrid_stage=train.
+// Goroutines a stage starts inherit it.
+const stageLabelKey = "hybrid_stage"
+
+// stageLabel labels the calling goroutine as working for stage and
+// returns ctx with the label.
+func stageLabel(ctx context.Context, stage string) context.Context {
+	ctx = pprof.WithLabels(ctx, pprof.Labels(stageLabelKey, stage))
+	pprof.SetGoroutineLabels(ctx)
+	return ctx
+}
+
 // parallel runs f(0..n-1) on at most k goroutines and returns the first
 // error in index order.
 func parallel(n, k int, f func(i int) error) error {
@@ -160,8 +177,8 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 		onDevice[k] = s.topo != nil && !s.trainers[k].cpu
 	}
 	stats := make([]store.TopologyStats, len(split))
-	run := func(dev bool) error {
-		return parallel(len(split), b.st.sample, func(k int) error {
+	run := func(dev bool, threads int) error {
+		return parallel(len(split), threads, func(k int) error {
 			if len(split[k]) == 0 || onDevice[k] != dev {
 				return nil
 			}
@@ -178,12 +195,22 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 			return err
 		})
 	}
-	b.err = run(true)
-	t0 := time.Now()
-	if b.err == nil {
-		b.err = run(false)
+	b.err = run(true, b.st.sample)
+	cpuParts := 0 // the parts the CPU samples: one goroutine each
+	for k := range split {
+		if len(split[k]) > 0 && !onDevice[k] {
+			cpuParts++
+		}
 	}
-	b.times.SC = time.Since(t0).Seconds()
+	if b.err == nil && cpuParts > 0 {
+		threads, done, err := s.host.acquire(ctx, min(b.st.sample, cpuParts))
+		t0 := time.Now()
+		if b.err = err; err == nil {
+			b.err = run(false, threads)
+		}
+		done()
+		b.times.SC = time.Since(t0).Seconds()
+	}
 	if b.err != nil {
 		b.err = fmt.Errorf("sampling batch %d: %w", b.n, b.err)
 		return
@@ -222,8 +249,14 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 
 // load is stage one of the feature prefetch: every part's input rows
 // gathered from the host feature matrix into a staging buffer, on
-// st.load goroutines.
-func (s *hybridStepper) load(b *hybridBatch) {
+// st.load goroutines once it holds their threads.
+func (s *hybridStepper) load(ctx context.Context, b *hybridBatch) {
+	threads, done, err := s.host.acquire(ctx, b.st.load)
+	if err != nil {
+		b.err = err
+		return
+	}
+	defer done()
 	t0 := time.Now()
 	defer func() { b.times.Load = time.Since(t0).Seconds() }()
 	type chunk struct{ part, lo, hi int }
@@ -245,7 +278,7 @@ func (s *hybridStepper) load(b *hybridBatch) {
 			chunks = append(chunks, chunk{k, lo, min(lo+per, len(src))})
 		}
 	}
-	_ = parallel(len(chunks), b.st.load, func(i int) error {
+	_ = parallel(len(chunks), threads, func(i int) error {
 		c := chunks[i]
 		p := &b.parts[c.part]
 		s.copyRows(p.x, p.blocks[0].Src, c.lo, c.hi)
@@ -265,10 +298,27 @@ func (s *hybridStepper) copyRows(dst []float32, ids []int32, lo, hi int) {
 
 // transfer is stage two: every part bound on its trainer, its blocks and
 // staged rows uploaded to its device (a CPU trainer binds in place).
-func (s *hybridStepper) transfer(b *hybridBatch) {
-	if b.err = s.transferParts(b, false); b.err == nil {
+func (s *hybridStepper) transfer(ctx context.Context, b *hybridBatch) {
+	if b.err = s.transferParts(b, false); b.err != nil || !b.hasCPUPart(s) {
+		return
+	}
+	// The CPU trainers' bind, one goroutine, on a host thread: the
+	// trainers' own are training the step before.
+	_, done, err := s.host.acquire(ctx, 1)
+	if b.err = err; err == nil {
 		b.err = s.transferParts(b, true)
 	}
+	done()
+}
+
+// hasCPUPart reports whether a CPU trainer has nodes in the batch.
+func (b *hybridBatch) hasCPUPart(s *hybridStepper) bool {
+	for k := range b.parts {
+		if s.trainers[k].cpu && len(b.parts[k].nodes) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // transferParts binds the parts of the devices (cpu false) or of the CPU
@@ -351,6 +401,7 @@ func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, 
 	losses := make([]float64, len(s.trainers))
 	errs := make([]error, len(s.trainers))
 	stepSeed := seed ^ uint64(b.n+1)*0xbf58476d1ce4e5b9
+	s.host.reserve(s.reservedThreads(b.st))
 	run := func(k int) {
 		p := &b.parts[k]
 		if len(p.nodes) == 0 {
@@ -373,6 +424,7 @@ func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, 
 	cpuWG.Add(1)
 	go func() {
 		defer cpuWG.Done()
+		stageLabel(ctx, "train") // the trainers' goroutines inherit it
 		if bindHere {
 			if bindErr[1] = s.transferParts(b, true); bindErr[1] != nil {
 				cpuDone <- 0
@@ -494,6 +546,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 		}
 		s.perf.cpu = m
 	}
+	s.host.takeStats() // the epoch's start anew
 	start := time.Now()
 	order := shuffled(s.e.ds.Train, seed)
 	var batches [][]int32
@@ -539,6 +592,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 	wg.Add(1)
 	go func() { // the sampler
 		defer wg.Done()
+		ctx := stageLabel(ctx, "sample")
 		defer close(sampled)
 		for n, nodes := range batches {
 			var st drmState
@@ -559,12 +613,13 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 		// Unbuffered: while batch n trains, n+1 is transferred and n+2
 		// loaded (HyScale's Fig. 7), and no more staging buffers live.
 		loaded, staged = make(chan *hybridBatch), make(chan *hybridBatch)
-		stage := func(in, out chan *hybridBatch, f func(*hybridBatch)) {
+		stage := func(name string, in, out chan *hybridBatch, f func(context.Context, *hybridBatch)) {
 			defer wg.Done()
 			defer close(out)
+			ctx := stageLabel(ctx, name)
 			for b := range in {
 				if b.err == nil {
-					f(b)
+					f(ctx, b)
 				}
 				if !send(out, b) || b.err != nil {
 					return
@@ -572,8 +627,8 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 			}
 		}
 		wg.Add(2)
-		go stage(sampled, loaded, s.load)    // stage one: host gather into the staging buffer
-		go stage(loaded, staged, s.transfer) // stage two: host -> device
+		go stage("load", sampled, loaded, s.load)    // stage one: host gather into the staging buffer
+		go stage("bind", loaded, staged, s.transfer) // stage two: host -> device
 		next = staged
 	}
 	s.stats = hybridEpoch{}
@@ -581,7 +636,9 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 	var loss float64
 	for b := range next {
 		if b.err == nil && !s.h.Prefetch {
-			s.load(b) // the trainers bind their parts themselves (train)
+			pprof.Do(ctx, pprof.Labels(stageLabelKey, "load"), func(ctx context.Context) {
+				s.load(ctx, b) // the trainers bind their parts themselves (train)
+			})
 		}
 		if b.err != nil {
 			b.release()
@@ -601,6 +658,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 		return 0, err
 	}
 	st.wallS = time.Since(start).Seconds()
+	st.hostPeak, st.hostWaitS = s.host.takeStats()
 	if s.h.Calibrate {
 		if err := s.bracket(ctx); err != nil {
 			return 0, err
@@ -637,7 +695,8 @@ func (s *hybridStepper) bracket(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		it, _, err := s.perf.iteration(pred, st.works[i].edges(), s.h.Prefetch)
+		w := &st.works[i]
+		it, _, err := s.perf.iteration(pred, w.edges(), s.hostShare(pred, w, st.states[i]), s.h.Prefetch)
 		if err != nil {
 			return err
 		}
@@ -665,11 +724,11 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 		return err
 	}
 	edges := b.work.edges()
-	it, _, err := s.perf.iteration(pred, edges, s.h.Prefetch)
+	it, _, err := s.perf.iteration(pred, edges, s.hostShare(pred, &b.work, b.st), s.h.Prefetch)
 	if err != nil {
 		return err
 	}
-	mit, _, err := s.perf.iteration(b.times, edges, s.h.Prefetch)
+	mit, _, err := s.perf.iteration(b.times, edges, s.hostShare(b.times, &b.work, b.st), s.h.Prefetch)
 	if err != nil {
 		return err
 	}
@@ -771,6 +830,8 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		"dev_train_s": m.TA, "dev_train_s_pred": p.TA, "sync_s": m.Sync, "sync_s_pred": p.Sync,
 		"dev_sample_s": m.SA, "dev_sample_s_pred": p.SA, "cpu_bind_s": m.Bind, "cpu_bind_s_pred": p.Bind,
 		"load_fresh_bytes": st.freshBytes, "load_fresh_steps": float64(st.freshSteps),
+		"host_threads": float64(hostCapacity(s.budget, s.reservedThreads(s.state))), "host_threads_peak": float64(st.hostPeak),
+		"host_wait_s": st.hostWaitS,
 	}
 	// The median step, measured and predicted (a loaded machine's
 	// outliers do not move it).

@@ -68,7 +68,11 @@
 //	  the stages pipelined, max(T_samp, T_load, max(T_trans, T_bind),
 //	  max(T_TA, T_TC) + T_sync); without, T_samp + T_load + max(T_trans
 //	  + T_TA, T_bind + T_TC) + T_sync: the CPU trainers do not wait for
-//	  the devices' transfer. out as op 5.
+//	  the devices' transfer. With the stages pipelined, in[9] the
+//	  thread-seconds of the host stages that share in[10] threads (the
+//	  CPU thread budget less the CPU trainers' threads; absent or 0:
+//	  each stage has threads of its own) bound the step from below:
+//	  they cannot finish sooner than in[9] / in[10]. out as op 5.
 //	6 the CPU trainer's bind (no equation in the paper: the host work
 //	  of building each block's adjacency and edge weights and binding
 //	  the layer's program before training): in[0] sampled edges, in[1]
@@ -180,6 +184,9 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 		if a(8) == 1 {
 			out[2] = max(a(4), a(5)) + a(6)
 			out[0] = max(a(0), a(1), a(2), a(3), out[2])
+			if a(10) > 0 {
+				out[0] = max(out[0], a(9)/a(10))
+			}
 		} else {
 			out[2] = max(a(2)+a(4), a(3)+a(5)) + a(6)
 			out[0] = a(0) + a(1) + out[2]
