@@ -140,36 +140,42 @@ func TestHostThreadsWaitAndCancel(t *testing.T) {
 }
 
 // TestHybridHostStagesWithinBudget: in an epoch of hybrid training the
-// host stages (sampling, loading, the CPU trainer's bind) never hold
-// more threads at once than the budget leaves beside the CPU trainer's,
-// with and without two-stage prefetch, whatever the budget.
+// host stages (sampling, loading, the CPU trainers' bind) never hold
+// more threads at once than the budget leaves beside the CPU trainers',
+// with and without two-stage prefetch, whatever the budget and however
+// many CPU trainers share the training threads.
 func TestHybridHostStagesWithinBudget(t *testing.T) {
 	budgets := []int{1, 2, runtime.NumCPU()}
 	slices.Sort(budgets)
 	budgets = slices.Compact(budgets)
 	for _, budget := range budgets {
-		for _, prefetch := range []bool{true, false} {
-			t.Run(fmt.Sprintf("threads=%d prefetch=%v", budget, prefetch), func(t *testing.T) {
-				cfg := mustParse(t, hybridBase, "train.batch_size=32", `train.mode="hybrid"`, "hybrid.cpu_share=1",
-					fmt.Sprintf("hybrid.threads=%d", budget), fmt.Sprintf("hybrid.prefetch=%v", prefetch))
-				_, st := newTestStepper(t, cfg)
-				if _, err := st.Epoch(context.Background(), 3, func() error { return nil }); err != nil {
-					t.Fatal(err)
-				}
-				var res train.Result
-				st.(train.ResultReporter).ReportResult(&res)
-				h := res.Hybrid
-				want := hostCapacity(budget, initialState(1, budget).train)
-				if int(h["host_threads"]) != want {
-					t.Errorf("host_threads = %v, want %d", h["host_threads"], want)
-				}
-				if h["host_threads_peak"] < 1 || h["host_threads_peak"] > h["host_threads"] {
-					t.Errorf("the host stages held %v threads at once, %v allowed", h["host_threads_peak"], h["host_threads"])
-				}
-				if h["steps"] < 2 {
-					t.Fatalf("%v steps: too few to overlap", h["steps"])
-				}
-			})
+		for _, trainers := range []int{1, 3} {
+			for _, prefetch := range []bool{true, false} {
+				t.Run(fmt.Sprintf("threads=%d trainers=%d prefetch=%v", budget, trainers, prefetch), func(t *testing.T) {
+					cfg := mustParse(t, hybridBase, "train.batch_size=32", `train.mode="hybrid"`, "hybrid.cpu_share=1",
+						fmt.Sprintf("hybrid.threads=%d", budget), fmt.Sprintf("hybrid.cpu_trainers=%d", trainers),
+						fmt.Sprintf("hybrid.prefetch=%v", prefetch))
+					_, st := newTestStepper(t, cfg)
+					if _, err := st.Epoch(context.Background(), 3, func() error { return nil }); err != nil {
+						t.Fatal(err)
+					}
+					var res train.Result
+					st.(train.ResultReporter).ReportResult(&res)
+					h := res.Hybrid
+					// Each CPU trainer trains on its share of the training
+					// threads, at least one.
+					want := hostCapacity(budget, trainers*max(1, initialState(1, budget).train/trainers))
+					if int(h["host_threads"]) != want {
+						t.Errorf("host_threads = %v, want %d", h["host_threads"], want)
+					}
+					if h["host_threads_peak"] < 1 || h["host_threads_peak"] > h["host_threads"] {
+						t.Errorf("the host stages held %v threads at once, %v allowed", h["host_threads_peak"], h["host_threads"])
+					}
+					if h["steps"] < 2 {
+						t.Fatalf("%v steps: too few to overlap", h["steps"])
+					}
+				})
+			}
 		}
 	}
 }

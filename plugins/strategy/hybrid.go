@@ -123,13 +123,12 @@ func (t *hybridTrainer) runner(threads int) *blockRunner {
 	return &rr
 }
 
-// reservedThreads are the threads the CPU trainers own under st: its
-// training threads, none without CPU trainers.
+// reservedThreads are the threads the CPU trainers own under st: each
+// trainer's share of the training threads (at least one, so more than
+// st.train where there are more trainers than threads), none without
+// CPU trainers.
 func (s *hybridStepper) reservedThreads(st drmState) int {
-	if s.h.CPUTrainers == 0 {
-		return 0
-	}
-	return st.train
+	return s.h.CPUTrainers * max(1, st.train/max(1, s.h.CPUTrainers))
 }
 
 // hybridStepper is strategy.hybrid's stepper.
