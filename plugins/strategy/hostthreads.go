@@ -28,16 +28,15 @@ type hostThreads struct {
 }
 
 func newHostThreads(budget, reserved int) *hostThreads {
-	return &hostThreads{budget: max(1, budget), reserved: reserved, changed: make(chan struct{})}
+	return &hostThreads{budget: budget, reserved: reserved, changed: make(chan struct{})}
 }
 
-// capacity is the host stages' threads: the budget less the CPU
-// trainers', at least one. The caller holds mu.
-func (h *hostThreads) capacity() int { return max(1, h.budget-h.reserved) }
+// capacity is the host stages' threads now. The caller holds mu.
+func (h *hostThreads) capacity() int { return hostCapacity(h.budget, h.reserved) }
 
 // hostCapacity is the host stages' threads beside n CPU trainer threads
-// out of budget (what capacity is once the trainers reserve n).
-func hostCapacity(budget, n int) int { return max(1, max(1, budget)-n) }
+// out of budget: the rest, at least one.
+func hostCapacity(budget, n int) int { return max(1, budget-n) }
 
 // wake tells waiting stages that threads may have become free. The
 // caller holds mu.

@@ -124,11 +124,11 @@ func (t *hybridTrainer) runner(threads int) *blockRunner {
 }
 
 // reservedThreads are the threads the CPU trainers own under st: each
-// trainer's share of the training threads (at least one, so more than
+// trainer's share of the training threads (cpuThreads; more than
 // st.train where there are more trainers than threads), none without
 // CPU trainers.
 func (s *hybridStepper) reservedThreads(st drmState) int {
-	return s.h.CPUTrainers * max(1, st.train/max(1, s.h.CPUTrainers))
+	return s.h.CPUTrainers * s.cpuThreads(st)
 }
 
 // hybridStepper is strategy.hybrid's stepper.

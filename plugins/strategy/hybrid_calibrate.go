@@ -175,7 +175,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	}
 	// A CPU trainer's threads, as the step runs it (stepper.train), and
 	// the loader's.
-	nt := max(1, s.state.train/max(len(s.trainers)-s.nDev, 1))
+	nt := s.cpuThreads(s.state)
 	lt := max(1, s.state.load)
 	be := th.WithThreads(nt)
 	rng := probeRNG(probeSeed)

@@ -125,9 +125,10 @@ func (s *hybridStepper) split(nodes []int32, share float64) [][]int32 {
 	return out
 }
 
-// cpuThreads is each CPU trainer's share of the training threads.
+// cpuThreads is each CPU trainer's share of the training threads, at
+// least one.
 func (s *hybridStepper) cpuThreads(st drmState) int {
-	return max(1, st.train/max(1, len(s.trainers)-s.nDev))
+	return max(1, st.train/max(1, s.h.CPUTrainers))
 }
 
 // stageLabelKey is the pprof label that names the hybrid stage a
