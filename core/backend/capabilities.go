@@ -124,6 +124,36 @@ type PeakResetter interface {
 	ResetPeak()
 }
 
+// Recycler is implemented by backends that can keep the storage of
+// released tensors for reuse, outside the garbage-collected heap.
+// AllocRecycled is Alloc (zero-filled) with storage from that pool on a
+// view returned by Recycling, and plain Alloc on the backend itself: the
+// caller must Release the tensor, since the garbage collector does not
+// reclaim pooled storage, and must not use it afterwards. Engine programs
+// allocate their buffers this way; HyScale's CPU trainers bind theirs on
+// a recycling view (a step's program reuses the memory of the step
+// before, whatever the Go heap's state).
+type Recycler interface {
+	AllocRecycled(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error)
+	Recycling() Backend
+}
+
+// Recycling returns be's recycling view (Recycler), or be.
+func Recycling(be Backend) Backend {
+	if r, ok := be.(Recycler); ok {
+		return r.Recycling()
+	}
+	return be
+}
+
+// PoolTrimmer is implemented by backends that keep released storage for
+// reuse (Recycler): TrimPool gives it back to the operating system, so
+// that a phase with other shapes (an evaluation after training steps)
+// does not hold both sets at once.
+type PoolTrimmer interface {
+	TrimPool()
+}
+
 // Named is implemented by backends that run on a named device (a GPU).
 type Named interface {
 	DeviceName() string

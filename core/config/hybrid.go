@@ -19,7 +19,7 @@ type Hybrid struct {
 	AggGBps     float64 `toml:"agg_gbps" range:"(0,)" doc:"performance model: the CPU trainer's sparse aggregation (SpMM) per thread in GB/s of gathered source rows (BW of Eq. 11 on the CPU)"`
 	DropoutMEPS float64 `toml:"dropout_meps" range:"(0,)" doc:"performance model: dropout elements per second per thread on the CPU, in millions (mask drawn and applied, output written)"`
 	BindMEPS    float64 `toml:"bind_meps" range:"(0,)" doc:"performance model: block edges a CPU trainer binds per second per thread, in millions (adjacency, edge weights and program before training)"`
-	Calibrate   bool    `toml:"calibrate" doc:"measure the CPU's machine description (cpu_gflops, cpu_gbps, agg_gbps, sample_meps, dropout_meps, bind_meps) by short probes in this process before every epoch, replacing the keys' values (predicted DRM then depends on the machine's speed)"`
+	Calibrate   bool    `toml:"calibrate" doc:"measure the CPU's machine description (cpu_gflops, cpu_gbps, agg_gbps, sample_meps, dropout_meps, bind_meps) by short probes in this process before every epoch, replacing the keys' values (predicted DRM then depends on the machine's speed); with prefetch the stage probes run beside a CPU trainer's training step on a probe batch, whose memory the calibration holds while they run"`
 	PaperModel  bool    `toml:"paper_model" doc:"performance model: Eq. 10-12 as printed (the backward is the first layer's update plus the later layers' forward work; no dropout and no CPU bind term)"`
 }
 

@@ -7,6 +7,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"strata/core/backend"
 	"strata/core/ir"
@@ -79,7 +80,7 @@ type Program struct {
 	params    *Params
 	ownParams bool
 	scratch   map[string]*tensor.Tensor
-	owned     []*tensor.Tensor
+	owned     *ownedBuffers
 	// meter counts every buffer the program allocates by kind (and, in a
 	// dry binding that sizes the program, what the dry kernels allocate;
 	// see Sizer).
@@ -194,17 +195,37 @@ func bindShare(g *ir.Graph, env Env, ps *Params, m *meter, share bool) (*Program
 		aux:      make([]opAux, n),
 		scratch:  map[string]*tensor.Tensor{},
 		meter:    m,
+		owned:    &ownedBuffers{be: env.Backend},
 		// Layer programs of chunked training (Env.InputGrad) keep a
 		// buffer per tensor: their saved state is copied out and back
 		// between chunks (Saved, Resume), and chunking is what bounds
 		// their memory.
 		noShare: !share || env.InputGrad,
 	}
+	if _, ok := p.be.(backend.Recycler); ok {
+		// Recycled buffers are not Go memory: a program dropped without
+		// Release gives them back when it is collected.
+		runtime.AddCleanup(p, (*ownedBuffers).release, p.owned)
+	}
 	if err := p.bind(); err != nil {
 		p.Release()
 		return nil, err
 	}
 	return p, nil
+}
+
+// ownedBuffers are the buffers a program allocated, released together.
+type ownedBuffers struct {
+	be backend.Backend
+	ts []*tensor.Tensor
+}
+
+// release releases the buffers once.
+func (o *ownedBuffers) release() {
+	for _, t := range o.ts {
+		o.be.Release(t)
+	}
+	o.ts = nil
 }
 
 // dims resolves a symbolic shape: the first dimension of a node or edge
@@ -232,11 +253,17 @@ func (p *Program) alloc(k Kind, shape []int) (*tensor.Tensor, error) {
 }
 
 func (p *Program) allocT(k Kind, dt tensor.DType, shape []int) (*tensor.Tensor, error) {
-	t, err := p.be.Alloc(dt, shape, p.env.Tier)
+	var t *tensor.Tensor
+	var err error
+	if r, ok := p.be.(backend.Recycler); ok {
+		t, err = r.AllocRecycled(dt, shape, p.env.Tier)
+	} else {
+		t, err = p.be.Alloc(dt, shape, p.env.Tier)
+	}
 	if err != nil {
 		return nil, err
 	}
-	p.owned = append(p.owned, t)
+	p.owned.ts = append(p.owned.ts, t)
 	p.meter.add(k, int64(t.Numel()))
 	return t, nil
 }
@@ -425,10 +452,7 @@ func (p *Program) Allocated() Footprint {
 // Release frees every buffer the program allocated, and its parameters if
 // Compile made them.
 func (p *Program) Release() {
-	for _, t := range p.owned {
-		p.be.Release(t)
-	}
-	p.owned = nil
+	p.owned.release()
 	if p.ownParams {
 		p.params.Release()
 	}

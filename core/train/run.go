@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err != nil {
 		return interruptedEarly(ctx, err, cfg, opts, start, cfgSHA)
 	}
-	defer st.Release()
+	defer func() { st.Release(); trimPool(be) }()
 	ds.DropMappedPages() // what training reads has been copied, or comes back from the page cache
 	debug.FreeOSMemory()
 	loadRSS := metrics.PeakRSS()
@@ -496,6 +496,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 				l.beforeEval(ep)
 			}
 			t1 := time.Now()
+			trimPool(l.be) // the steps' free buffers do not stay beside evaluation's
 			peaks.start()
 			tr, va, te, err := l.evaluate(ctx)
 			if err != nil {
@@ -508,6 +509,7 @@ func (l *loop) run(ctx context.Context, opts Options) error {
 				return fmt.Errorf("epoch %d evaluation: %w", ep, err)
 			}
 			peaks.end(peaks.eval)
+			trimPool(l.be) // nor evaluation's beside the next steps'
 			evalTimes = append(evalTimes, time.Since(t1).Seconds())
 			if snap, err := l.st.Params().Snapshot(); err != nil {
 				return err

@@ -63,3 +63,10 @@ func (p *phasePeaks) end(into map[tensor.Tier]int64) {
 		p.all[t] = max(p.all[t], v)
 	}
 }
+
+// trimPool gives back the free buffers a recycling backend keeps.
+func trimPool(be backend.Backend) {
+	if p, ok := be.(backend.PoolTrimmer); ok {
+		p.TrimPool()
+	}
+}

@@ -119,7 +119,11 @@ func (t *hybridTrainer) runner(threads int) *blockRunner {
 		return t.r
 	}
 	rr := *t.r
-	rr.e.be = th.WithThreads(threads)
+	// A recycling view: each step's program reuses the memory of the
+	// programs released before it (backend.Recycler), so that a bind
+	// costs the same whatever the Go heap's state, in the pipeline and
+	// in the calibration's bind probe alike.
+	rr.e.be = backend.Recycling(th.WithThreads(threads))
 	return &rr
 }
 

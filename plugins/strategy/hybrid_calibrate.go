@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"strata/core/backend"
+	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/tensor"
 	"strata/core/train"
@@ -36,15 +37,12 @@ const (
 )
 
 // probe is one micro-benchmark: f runs the kernel once and returns its
-// work (flops, bytes, edges, elements); beside are the kernels that run
-// in loops on other goroutines meanwhile: the stages the probe's stage
-// meets in the pipeline under two-stage prefetch.
+// work (flops, bytes, edges, elements).
 type probe struct {
 	rate    *float64
 	unit    float64 // the rate's unit (1e9: giga, 1e6: mega)
 	threads int     // the threads f runs on (the rate is per thread); 0: one
-	beside  []func() error
-	setup   func() // runs before each call of f, untimed; nil: none
+	setup   func()  // runs before each call of f, untimed; nil: none
 	f       func() (float64, error)
 	got     []float64
 }
@@ -52,56 +50,57 @@ type probe struct {
 // runProbes runs the probes in probeRounds rounds, each probe in turn for
 // at least probeMin per round, so that the machine's load drifting over
 // the calibration touches every probe alike; each rate is the median of
-// its rounds. While a probe runs, each of its beside kernels runs in a
-// loop on a goroutine of its own.
-func runProbes(ctx context.Context, probes []*probe) error {
+// its rounds. When beside is not nil it runs in a loop on a goroutine of
+// its own for as long as the probes run (the trainer's step, which the
+// probed stages meet in the pipeline), and is cancelled at the end.
+func runProbes(ctx context.Context, probes []*probe, beside func(context.Context) error) error {
+	stop := func() error { return nil }
+	if beside != nil {
+		bctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			for bctx.Err() == nil {
+				if err := beside(bctx); err != nil && bctx.Err() == nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		stop = func() error { cancel(); return <-done }
+	}
+	err := runRounds(ctx, probes)
+	if err := errors.Join(err, stop()); err != nil {
+		return err
+	}
+	for _, p := range probes {
+		p.settle()
+	}
+	return nil
+}
+
+// runRounds runs runProbes' rounds.
+func runRounds(ctx context.Context, probes []*probe) error {
 	for range probeRounds {
 		for _, p := range probes {
-			stop := make(chan struct{})
-			done := make(chan error, len(p.beside))
-			for _, k := range p.beside {
-				go func() {
-					for {
-						select {
-						case <-stop:
-							done <- nil
-							return
-						default:
-						}
-						if err := k(); err != nil {
-							done <- err
-							return
-						}
-					}
-				}()
-			}
 			var work, secs float64
-			var err error
-			for secs < probeMin.Seconds() && err == nil {
-				if err = ctx.Err(); err != nil {
-					break
+			for secs < probeMin.Seconds() {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
 				if p.setup != nil {
 					p.setup()
 				}
 				t0 := time.Now()
-				var w float64
-				w, err = p.f()
+				w, err := p.f()
+				if err != nil {
+					return err
+				}
 				work += w
 				secs += time.Since(t0).Seconds()
 			}
-			close(stop)
-			for range p.beside {
-				err = errors.Join(err, <-done)
-			}
-			if err != nil {
-				return err
-			}
 			p.got = append(p.got, work/secs)
 		}
-	}
-	for _, p := range probes {
-		p.settle()
 	}
 	return nil
 }
@@ -303,7 +302,6 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 			return float64(len(rows)), da.DropoutApply(probeSeed, 0.5, x, nil, y)
 		}})
 	}
-	var gemm func() error
 	if k, c := s.perf.weight[0], s.perf.weight[1]; k > 0 && c > 0 {
 		// A probe batch's input rows (at most 64 MiB of them), as a
 		// step's input layer multiplies: its weight gradient sums over
@@ -331,11 +329,10 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		if err != nil {
 			return m, err
 		}
-		gemm = func() error { return be.GEMM(false, false, 1, a, w, 0, y) }
 		// The forward's product and the backward's weight gradient (Aᵀ·dY),
 		// as a layer's training runs them.
 		probes = append(probes, &probe{rate: &m.GFLOPS, unit: 1e9, threads: nt, f: func() (float64, error) {
-			if err := gemm(); err != nil {
+			if err := be.GEMM(false, false, 1, a, w, 0, y); err != nil {
 				return 0, err
 			}
 			return 4 * float64(r*k*c), be.GEMM(true, false, 1, a, dy, 0, dw)
@@ -400,19 +397,65 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 		return float64(e), nil
 	}}
 	probes = append(probes, bindP)
-	if s.h.Prefetch && gemm != nil {
-		// Under two-stage prefetch the trainer trains while the next
-		// steps are sampled, loaded and bound: those probes run beside
-		// the trainer's GEMM. (The sampler meets the loader too, for part
-		// of its time; a loader's gather looping beside the sampling
-		// probe for all of it slowed the probe 2-5x on this machine, far
-		// more than the pipeline's sampler is slowed: left out.)
-		for _, p := range []*probe{sampleP, gatherP, touchP, bindP} {
-			p.beside = []func() error{gemm}
+	if !s.h.Prefetch {
+		if err := runProbes(ctx, probes, nil); err != nil {
+			return m, fmt.Errorf("hybrid.calibrate: %w", err)
+		}
+		return m, nil
+	}
+	// Under two-stage prefetch the trainer trains while the next steps
+	// are sampled, loaded and bound: those probes run beside the CPU
+	// trainer's real step, looping on a probe batch, and the trainer's own
+	// kernels alone. A GEMM beside them ran from the last-level cache and
+	// slowed the gather probe by at most 10%, where the trainer slowed
+	// R-MAT 2^20's loader by 30-43%: a step also streams its
+	// activations, masks and aggregations through memory. (The sampler
+	// meets the loader too, for part of its time; a loader's gather
+	// looping beside the sampling probe for all of it slowed the probe
+	// 2-5x on this machine, far more than the pipeline's sampler is
+	// slowed: left out.)
+	step, free, err := s.besideStep(r, probeBlocks[0])
+	if err != nil {
+		return m, fmt.Errorf("hybrid.calibrate: %w", err)
+	}
+	defer free()
+	beside := []*probe{sampleP, gatherP, touchP, bindP}
+	var alone []*probe
+	for _, p := range probes {
+		if !slices.Contains(beside, p) {
+			alone = append(alone, p)
 		}
 	}
-	if err := runProbes(ctx, probes); err != nil {
+	if err := runProbes(ctx, beside, step); err != nil {
+		return m, fmt.Errorf("hybrid.calibrate: %w", err)
+	}
+	if err := runProbes(ctx, alone, nil); err != nil {
 		return m, fmt.Errorf("hybrid.calibrate: %w", err)
 	}
 	return m, nil
+}
+
+// besideStep returns a CPU trainer's training step (forward, loss and
+// backward) on blocks, on parameters of its own so that the run's
+// gradients stay as they are, for the probes that run beside the
+// trainer; release frees what it bound.
+func (s *hybridStepper) besideStep(r *blockRunner, blocks []sampler.Block) (func(context.Context) error, func(), error) {
+	e := r.e
+	ps, err := engine.NewParams(e.model, e.be, e.dt, e.tier, probeSeed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the trainer's probe step: %w", err)
+	}
+	rr := *r
+	rr.ps = ps
+	bb, err := rr.bind(blocks, featRows{}, nil, false)
+	if err != nil {
+		ps.Release()
+		return nil, nil, fmt.Errorf("the trainer's probe step: %w", err)
+	}
+	nodes := blocks[len(blocks)-1].Dst
+	step := func(ctx context.Context) error {
+		_, err := rr.trainBatch(ctx, bb, nodes, probeSeed, 1, false)
+		return err
+	}
+	return step, func() { bb.release(e); ps.Release() }, nil
 }

@@ -5,14 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"strata/core/backend"
+	"strata/core/backend/cpu"
 	"strata/core/config"
 	"strata/core/ir"
+	"strata/core/tensor"
 	"strata/core/train"
 )
 
@@ -121,6 +126,33 @@ func TestHybridCPUTrainerThreads(t *testing.T) {
 			if all[name][i] != want[i] {
 				t.Fatalf("%s[%d]: %v with one thread, %v with %d", name, i, want[i], all[name][i], runtime.NumCPU())
 			}
+		}
+	}
+}
+
+// TestHybridCPUTrainerRecycles: a CPU trainer binds its steps on a
+// recycling view of the cpu backend, so its programs' buffers come from
+// the pool (backend.Recycler); the run's own backend does not recycle.
+func TestHybridCPUTrainerRecycles(t *testing.T) {
+	cfg := mustParse(t, hybridBase, `train.mode="hybrid"`, "hybrid.cpu_share=1", "train.batch_size=64")
+	_, st := newTestStepper(t, cfg)
+	s := st.(*hybridStepper)
+	for name, c := range map[string]struct {
+		be      backend.Backend
+		recycle bool
+	}{"the CPU trainer's step": {s.trainers[s.nDev].runner(1).e.be, true}, "the run's backend": {s.e.be, false}} {
+		be, ok := c.be.(*cpu.Backend)
+		if !ok {
+			t.Fatalf("%s: backend %T, want the cpu backend", name, c.be)
+		}
+		before := be.PoolStats()
+		x, err := be.AllocRecycled(tensor.Float32, []int{1 << 20}, tensor.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		be.Release(x)
+		if used := be.PoolStats() != before; used != c.recycle {
+			t.Errorf("%s: the pool was used: %v, want %v", name, used, c.recycle)
 		}
 	}
 }
@@ -593,6 +625,92 @@ func TestProbeSettlePerThread(t *testing.T) {
 	}
 }
 
+// TestRunProbesBeside: the beside function runs, looping, for the whole
+// of the probes' rounds, is cancelled at their end (runProbes returns
+// after it has), and its error is runProbes' error.
+func TestRunProbesBeside(t *testing.T) {
+	var running, calls atomic.Int32
+	beside := func(ctx context.Context) error {
+		calls.Add(1)
+		running.Store(1)
+		defer running.Store(0)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Millisecond):
+		}
+		return nil
+	}
+	var rate float64
+	alone := 0
+	p := &probe{rate: &rate, unit: 1, f: func() (float64, error) {
+		if running.Load() == 0 {
+			alone++
+		}
+		time.Sleep(time.Millisecond)
+		return 1, nil
+	}}
+	if err := runProbes(context.Background(), []*probe{p}, beside); err != nil {
+		t.Fatal(err)
+	}
+	if running.Load() != 0 {
+		t.Error("runProbes returned while the beside function still ran")
+	}
+	if calls.Load() < 2 {
+		t.Errorf("beside ran %d times, want it looping for the probes' rounds", calls.Load())
+	}
+	if len(p.got) != probeRounds || alone > len(p.got)*5 { // between two calls of beside a probe call may find it idle
+		t.Errorf("%d rounds, %d probe calls alone", len(p.got), alone)
+	}
+	boom := errors.New("boom")
+	err := runProbes(context.Background(), []*probe{{rate: &rate, unit: 1, f: func() (float64, error) { time.Sleep(time.Millisecond); return 1, nil }}},
+		func(context.Context) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Errorf("beside's error: runProbes returned %v", err)
+	}
+}
+
+// TestHybridCalibrateBesideStep: with two-stage prefetch the calibration
+// runs the CPU trainer's step beside the stage probes on parameters of
+// its own: the run's parameters and their gradients are as before, and
+// every probed rate is positive.
+func TestHybridCalibrateBesideStep(t *testing.T) {
+	cfg := mustParse(t, hybridBase, `train.mode="hybrid"`, "hybrid.cpu_share=1", "hybrid.prefetch=true", "model.dropout=0.5", "train.batch_size=64")
+	_, st := newTestStepper(t, cfg)
+	s := st.(*hybridStepper)
+	ps := s.trainers[s.nDev].r.ps
+	snap := func() map[string][]float64 {
+		t.Helper()
+		v, err := ps.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps.List() {
+			g := make([]float32, p.Grad.Numel())
+			if err := s.e.be.Download(p.Grad, g); err != nil {
+				t.Fatal(err)
+			}
+			v[p.Name+".grad"] = make([]float64, len(g))
+			for i, x := range g {
+				v[p.Name+".grad"][i] = float64(x)
+			}
+		}
+		return v
+	}
+	before := snap()
+	m, err := s.calibrate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := snap(); !reflect.DeepEqual(before, after) {
+		t.Error("the calibration changed the run's parameters or gradients")
+	}
+	for name, v := range map[string]float64{"cpu_gbps": m.GBps, "sample_meps": m.SampleMEPS, "bind_meps": m.BindMEPS, "touch_gbps": m.TouchGBps} {
+		if !(v > 0) || math.IsInf(v, 0) {
+			t.Errorf("%s = %g", name, v)
+		}
+	}
+}
+
 // TestRunProbesSetupUntimed: a probe's setup runs before every call of
 // its kernel and outside its time. The setup sleeps ten times as long as
 // the kernel: timed, it would hold the rate under 1/33 ms.
@@ -607,7 +725,7 @@ func TestRunProbesSetupUntimed(t *testing.T) {
 			time.Sleep(kernelSleep)
 			return 1, nil
 		}}
-	if err := runProbes(context.Background(), []*probe{p}); err != nil {
+	if err := runProbes(context.Background(), []*probe{p}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range order {

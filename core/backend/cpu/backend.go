@@ -26,6 +26,10 @@ type Options struct {
 	// allocation past it fails with a *backend.OutOfMemoryError. A
 	// simulated device is a backend with a capacity (see backend/sim).
 	Capacity int64
+	// PoolBytes bounds the bytes of released buffers the backend keeps
+	// for reuse by AllocRecycled (pool.go): 0 means DefaultPoolBytes, a
+	// negative value disables the pool.
+	PoolBytes int64
 	// AVX2Only keeps the dropout kernels on AVX2 where the CPU has
 	// AVX-512 (tests compare the two; their results are identical).
 	AVX2Only bool
@@ -41,13 +45,15 @@ type Backend struct {
 	capacity int64
 	mem      *memory
 	wide     bool // the dropout kernels run with AVX-512 (kernels.c)
+	recycle  bool // AllocRecycled takes from the pool (a Recycling view)
 }
 
-// memory is the host memory in use and its peak.
+// memory is the host memory in use and its peak, and the recycling pool.
 type memory struct {
 	mu    sync.Mutex
 	inUse int64
 	peak  int64
+	pool  pool
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -59,7 +65,11 @@ func New(opts Options) *Backend {
 		n = runtime.GOMAXPROCS(0)
 	}
 	initBLAS()
-	return &Backend{threads: n, capacity: max(opts.Capacity, 0), mem: &memory{}, wide: !opts.AVX2Only && hasAVX512()}
+	limit := opts.PoolBytes
+	if limit == 0 {
+		limit = DefaultPoolBytes
+	}
+	return &Backend{threads: n, capacity: max(opts.Capacity, 0), mem: &memory{pool: pool{limit: limit}}, wide: !opts.AVX2Only && hasAVX512()}
 }
 
 // Threads returns the number of goroutines a call may use.

@@ -29,6 +29,10 @@ type buffer struct {
 	wrapped bool
 	nzOnce  sync.Once
 	nz      *sparseRows
+
+	// region is the pooled storage behind the slice (AllocRecycled),
+	// returned to the pool by Release; nil for Go slices.
+	region []byte
 }
 
 // Tier returns tensor.Host.
@@ -103,23 +107,37 @@ func U16(t *tensor.Tensor) []uint16 {
 	return nil
 }
 
-// Alloc returns a zero-filled tensor of rank 1 or 2 in a tier.
-func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
+// allocCheck checks an allocation's tier and shape and returns its
+// element count.
+func allocCheck(dt tensor.DType, shape []int, tier tensor.Tier) (int64, error) {
 	if err := tierErr("Alloc", tier); err != nil {
-		return nil, err
+		return 0, err
 	}
 	if len(shape) < 1 || len(shape) > 2 {
-		return nil, errf("Alloc", "rank %d shape %v, want rank 1 or 2", len(shape), shape)
+		return 0, errf("Alloc", "rank %d shape %v, want rank 1 or 2", len(shape), shape)
 	}
 	n := int64(1)
 	for _, d := range shape {
 		if d < 0 {
-			return nil, errf("Alloc", "negative dimension in shape %v", shape)
+			return 0, errf("Alloc", "negative dimension in shape %v", shape)
 		}
 		if d > 0 && n > maxElems/int64(d) { // checked before multiplying: no overflow
-			return nil, errf("Alloc", "shape %v has more than 2^40 elements", shape)
+			return 0, errf("Alloc", "shape %v has more than 2^40 elements", shape)
 		}
 		n *= int64(d)
+	}
+	switch dt {
+	case tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Float16, tensor.BFloat16:
+		return n, nil
+	}
+	return 0, errf("Alloc", "unknown dtype %v", dt)
+}
+
+// Alloc returns a zero-filled tensor of rank 1 or 2 in a tier.
+func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
+	n, err := allocCheck(dt, shape, tier)
+	if err != nil {
+		return nil, err
 	}
 	bf := &buffer{owner: b, bytes: n * int64(dt.Size())}
 	if err := b.reserve(bf.bytes, fmt.Sprintf("a %v tensor of shape %v", dt, shape)); err != nil {
@@ -136,9 +154,6 @@ func (b *Backend) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor
 		bf.i64 = make([]int64, n)
 	case tensor.Float16, tensor.BFloat16:
 		bf.u16 = make([]uint16, n)
-	default:
-		b.account(-bf.bytes)
-		return nil, errf("Alloc", "unknown dtype %v", dt)
 	}
 	return tensor.New(dt, shape, bf), nil
 }
@@ -183,6 +198,9 @@ func (b *Backend) reserve(bytes int64, what string) error {
 	if c := b.capacity; c > 0 && m.inUse+bytes > c {
 		return &backend.OutOfMemoryError{Backend: "cpu", Tier: tensor.Host, What: what, Bytes: bytes, InUse: m.inUse, Capacity: c}
 	}
+	if c := b.capacity; c > 0 && m.inUse+m.pool.stats.Free+bytes > c {
+		m.trimLocked() // live plus pooled bytes stay within the capacity
+	}
 	m.inUse += bytes
 	m.peak = max(m.peak, m.inUse)
 	return nil
@@ -205,9 +223,17 @@ func (b *Backend) Release(t *tensor.Tensor) {
 	}
 	bf.released = true
 	bf.f32, bf.f64, bf.i32, bf.i64, bf.u16 = nil, nil, nil, nil, nil
-	if bf.owner != nil {
-		bf.owner.account(-bf.bytes)
+	if bf.owner == nil {
+		return
 	}
+	m := bf.owner.mem
+	m.mu.Lock()
+	m.inUse -= bf.bytes
+	if bf.region != nil {
+		m.put(bf.region)
+		bf.region = nil
+	}
+	m.mu.Unlock()
 }
 
 // ResetPeak starts a new peak measurement: the peak becomes the current

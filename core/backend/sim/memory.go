@@ -245,3 +245,14 @@ func (b *Backend) ResetPeak() {
 		}
 	}
 }
+
+var _ backend.PoolTrimmer = (*Backend)(nil)
+
+// TrimPool implements backend.PoolTrimmer on every tier's backend.
+func (b *Backend) TrimPool() {
+	for _, t := range b.tiers {
+		if p, ok := b.inner[t].(backend.PoolTrimmer); ok {
+			p.TrimPool()
+		}
+	}
+}
