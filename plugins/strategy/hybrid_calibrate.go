@@ -377,7 +377,10 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	// took memory the heap had not reused, which after an epoch the
 	// runtime had given back to the OS (physics: 0.16-0.8 M edges/s
 	// after the epoch against 4-5 before it, and 4-5 in both with the
-	// collection).
+	// collection). The program's buffers come from the runner's
+	// recycling view, as a step's do (hybridTrainer.runner); the
+	// collection still sets the heap its blocks' graphs and weights
+	// are made in.
 	bindP := &probe{rate: &m.BindMEPS, unit: 1e6, threads: nt, setup: runtime.GC, f: func() (float64, error) {
 		brep++
 		bl := probeBlocks[brep%probeBatches]
@@ -414,7 +417,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	// looping beside the sampling probe for all of it slowed the probe
 	// 2-5x on this machine, far more than the pipeline's sampler is
 	// slowed: left out.)
-	step, free, err := s.besideStep(r, probeBlocks[0])
+	step, free, err := r.ownStep(probeBlocks[0])
 	if err != nil {
 		return m, fmt.Errorf("hybrid.calibrate: %w", err)
 	}
@@ -435,11 +438,11 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	return m, nil
 }
 
-// besideStep returns a CPU trainer's training step (forward, loss and
+// ownStep returns the runner's training step (forward, loss and
 // backward) on blocks, on parameters of its own so that the run's
-// gradients stay as they are, for the probes that run beside the
-// trainer; release frees what it bound.
-func (s *hybridStepper) besideStep(r *blockRunner, blocks []sampler.Block) (func(context.Context) error, func(), error) {
+// parameters and gradients stay as they are: the step the calibration's
+// stage probes run beside. free releases what it bound.
+func (r *blockRunner) ownStep(blocks []sampler.Block) (step func(context.Context) error, free func(), err error) {
 	e := r.e
 	ps, err := engine.NewParams(e.model, e.be, e.dt, e.tier, probeSeed)
 	if err != nil {
@@ -453,7 +456,7 @@ func (s *hybridStepper) besideStep(r *blockRunner, blocks []sampler.Block) (func
 		return nil, nil, fmt.Errorf("the trainer's probe step: %w", err)
 	}
 	nodes := blocks[len(blocks)-1].Dst
-	step := func(ctx context.Context) error {
+	step = func(ctx context.Context) error {
 		_, err := rr.trainBatch(ctx, bb, nodes, probeSeed, 1, false)
 		return err
 	}

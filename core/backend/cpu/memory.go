@@ -195,14 +195,23 @@ func (b *Backend) reserve(bytes int64, what string) error {
 	m := b.mem
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c := b.capacity; c > 0 && m.inUse+bytes > c {
-		return &backend.OutOfMemoryError{Backend: "cpu", Tier: tensor.Host, What: what, Bytes: bytes, InUse: m.inUse, Capacity: c}
+	if err := b.overCapacityLocked(bytes, what); err != nil {
+		return err
 	}
 	if c := b.capacity; c > 0 && m.inUse+m.pool.stats.Free+bytes > c {
 		m.trimLocked() // live plus pooled bytes stay within the capacity
 	}
 	m.inUse += bytes
 	m.peak = max(m.peak, m.inUse)
+	return nil
+}
+
+// overCapacityLocked returns a *backend.OutOfMemoryError when bytes more
+// would exceed the capacity. The caller holds b.mem.mu.
+func (b *Backend) overCapacityLocked(bytes int64, what string) error {
+	if c := b.capacity; c > 0 && b.mem.inUse+bytes > c {
+		return &backend.OutOfMemoryError{Backend: "cpu", Tier: tensor.Host, What: what, Bytes: bytes, InUse: b.mem.inUse, Capacity: c}
+	}
 	return nil
 }
 
