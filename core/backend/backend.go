@@ -133,8 +133,10 @@ type Backend interface {
 	HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error
 
 	// DropoutMask fills mask with 0 or 1/(1-p), keeping each element with
-	// probability 1-p. The stream is a pure function of (seed, element index).
-	DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error
+	// probability 1-p. The stream is a pure function of (seed, row key,
+	// column) (dropout.go): rows, when not nil, is an Int64 tensor with one
+	// key per row of mask (its first dimension), and nil keys row r by r.
+	DropoutMask(seed uint64, rows *tensor.Tensor, p float64, mask *tensor.Tensor) error
 	// BatchNorm normalises columns with batch statistics: y = (x-μ)/σ·γ + β.
 	// It stores the column means and inverse std devs in mean and invStd.
 	BatchNorm(x, gamma, beta, y, mean, invStd *tensor.Tensor, eps float64) error

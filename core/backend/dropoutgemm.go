@@ -5,9 +5,10 @@ import "strata/core/tensor"
 // DropoutGEMMer is implemented by backends that multiply by a dropout of
 // x without forming it (the cpu backend; the simulator passes it through):
 //
-//	c = op(dropout(x, seed, p))·b + beta·c,  op = transpose when transX
+//	c = op(dropout(x, seed, rows, p))·b + beta·c,  op = transpose when transX
 //
-// with the mask DropoutMask makes for (seed, p) on x's elements. The
+// with the mask DropoutMask makes for (seed, rows, p) on x's elements
+// (rows: nil or x's row keys). The
 // masked x is made again, a region at a time, into scratch (at least
 // DropoutGEMMScratch elements), so a layer's input dropout needs no buffer
 // of the input's size in the forward pass (transX false) nor in the weight
@@ -18,7 +19,7 @@ import "strata/core/tensor"
 // the mask both times). The result equals DropoutApply followed by GEMM
 // bit for bit: every product runs the GEMM's own call with the same sizes.
 type DropoutGEMMer interface {
-	DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error
+	DropoutGEMM(seed uint64, rows *tensor.Tensor, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error
 }
 
 // DropoutProduct is one product of a DropoutGEMMs call:
@@ -40,7 +41,7 @@ type DropoutProduct struct {
 // x. A backend without it runs DropoutGEMM once per product (the engine
 // does), with the same results.
 type DropoutGEMMSharer interface {
-	DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Tensor, prods []DropoutProduct, scratch, keep *tensor.Tensor) error
+	DropoutGEMMs(seed uint64, rows *tensor.Tensor, p float64, transX bool, x *tensor.Tensor, prods []DropoutProduct, scratch, keep *tensor.Tensor) error
 }
 
 // DropoutKeepWords is the shape of the keep bits of a DropoutGEMM over

@@ -124,7 +124,7 @@ func (p *Program) dropScratchSize(n int) int {
 func (p *Program) dropGEMM(i int32, transX bool, b *tensor.Tensor, beta float64, c *tensor.Tensor) error {
 	d := p.aux[i].maskedBy
 	op := &p.g.Ops[d]
-	return p.be.(backend.DropoutGEMMer).DropoutGEMM(mixSeed(p.mode.Seed, uint64(d)), op.Alpha, transX,
+	return p.be.(backend.DropoutGEMMer).DropoutGEMM(p.opStream(p.mode.Seed, d), p.aux[d].dropRows, op.Alpha, transX,
 		p.val(op.Args[0]), b, beta, c, p.aux[i].dropScratch, p.aux[d].dropKeep)
 }
 
@@ -170,7 +170,7 @@ func (p *Program) dropGEMMs(i int32, transX bool, prods []backend.DropoutProduct
 	if sh, ok := p.be.(backend.DropoutGEMMSharer); ok {
 		d := p.aux[i].maskedBy
 		op := &p.g.Ops[d]
-		return sh.DropoutGEMMs(mixSeed(p.mode.Seed, uint64(d)), op.Alpha, transX, p.val(op.Args[0]), prods, p.aux[i].dropScratch, p.aux[d].dropKeep)
+		return sh.DropoutGEMMs(p.opStream(p.mode.Seed, d), p.aux[d].dropRows, op.Alpha, transX, p.val(op.Args[0]), prods, p.aux[i].dropScratch, p.aux[d].dropKeep)
 	}
 	for _, pr := range prods {
 		if err := p.dropGEMM(i, transX, pr.B, pr.Beta, pr.C); err != nil {

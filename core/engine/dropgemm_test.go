@@ -33,12 +33,12 @@ type unsharedDropouts struct {
 	backend.Backend
 }
 
-func (u unsharedDropouts) DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
-	return u.Backend.(backend.DropoutGEMMer).DropoutGEMM(seed, p, transX, x, b, beta, c, scratch, keep)
+func (u unsharedDropouts) DropoutGEMM(seed uint64, rows *tensor.Tensor, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
+	return u.Backend.(backend.DropoutGEMMer).DropoutGEMM(seed, rows, p, transX, x, b, beta, c, scratch, keep)
 }
 
-func (u unsharedDropouts) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error {
-	return u.Backend.(dropoutApplier).DropoutApply(seed, p, x, mask, y)
+func (u unsharedDropouts) DropoutApply(seed uint64, rows *tensor.Tensor, p float64, x, mask, y *tensor.Tensor) error {
+	return u.Backend.(dropoutApplier).DropoutApply(seed, rows, p, x, mask, y)
 }
 
 // TestDropoutGroupShared binds models whose first layer reads its input's

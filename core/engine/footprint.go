@@ -379,17 +379,17 @@ func (dryBackend) Fill(*tensor.Tensor, float64) error                           
 func (dryBackend) SumRows(_, _ *tensor.Tensor) error                            { return nil }
 func (dryBackend) HeadDot(_, _, _ *tensor.Tensor) error                         { return nil }
 func (dryBackend) HeadDotBackward(_, _, _, _, _ *tensor.Tensor) error           { return nil }
-func (dryBackend) DropoutMask(uint64, float64, *tensor.Tensor) error            { return nil }
+func (dryBackend) DropoutMask(uint64, *tensor.Tensor, float64, *tensor.Tensor) error { return nil }
 
 // DropoutApply makes the dry backend a dropoutApplier, as the cpu backend
 // is: programs bound to it keep no dropout masks.
-func (dryBackend) DropoutApply(uint64, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
+func (dryBackend) DropoutApply(uint64, *tensor.Tensor, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
 	return nil
 }
 
 // DropoutGEMM makes the dry backend a backend.DropoutGEMMer, as the cpu,
 // sim and cuda backends are: a layer's input dropout holds no buffer.
-func (dryBackend) DropoutGEMM(uint64, float64, bool, *tensor.Tensor, *tensor.Tensor, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
+func (dryBackend) DropoutGEMM(uint64, *tensor.Tensor, float64, bool, *tensor.Tensor, *tensor.Tensor, float64, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
 	return nil
 }
 

@@ -77,7 +77,7 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 // as DropoutMask followed by Mul. mask may be nil when no backward pass
 // needs it (the dropout of an input that takes no gradient).
 type dropoutApplier interface {
-	DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error
+	DropoutApply(seed uint64, rows *tensor.Tensor, p float64, x, mask, y *tensor.Tensor) error
 }
 
 // updateRunningStats folds the batch statistics into the running estimates

@@ -140,7 +140,7 @@ func (p *Program) bindHalfMatMul(i int, shape []int) error {
 // halfGEMM is matmul op i over 16-bit rows x without a dropout: the
 // forward product (transX false) or the weight gradient (transX true).
 func (p *Program) halfGEMM(i int32, transX bool, x, b *tensor.Tensor, beta float64, c *tensor.Tensor) error {
-	return p.be.(backend.DropoutGEMMer).DropoutGEMM(0, 0, transX, x, b, beta, c, p.aux[i].dropScratch, nil)
+	return p.be.(backend.DropoutGEMMer).DropoutGEMM(0, nil, 0, transX, x, b, beta, c, p.aux[i].dropScratch, nil)
 }
 
 // widenInput fills the float32 value of a widened input op i.

@@ -329,7 +329,7 @@ func (p *Program) regeneratesMasks() bool {
 // again from the step's seed, or the one the forward kept.
 func (p *Program) dropoutBackward(i int32, dy, dx *tensor.Tensor) error {
 	if da, ok := p.be.(dropoutApplier); ok {
-		return da.DropoutApply(mixSeed(p.mode.Seed, uint64(i)), p.g.Ops[i].Alpha, dy, nil, dx)
+		return da.DropoutApply(p.opStream(p.mode.Seed, i), p.aux[i].dropRows, p.g.Ops[i].Alpha, dy, nil, dx)
 	}
 	return p.be.Elementwise(backend.Mul, dy, p.aux[i].mask, dx)
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"strata/core/backend"
+	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/tensor"
 )
@@ -20,6 +21,12 @@ type Graph struct {
 	GCNNorm  *tensor.Tensor // [E] 1/sqrt(d_i d_j), or nil if unused
 	MeanNorm *tensor.Tensor // [E] 1/deg_i, or nil if unused
 	Edges    *EdgeIndex     // for the op table's gather, segment and degree ops, or nil if unused
+	// Host is Adj's structure on the host, in the binding's local ids
+	// (entries in Adj's order): it keys the masks of a dropout over the
+	// graph's edges (EdgeKey of each edge's global endpoints, see
+	// Env.NodeIDs). Needed only by a training program whose model drops
+	// edge values (GAT's attention dropout).
+	Host *graph.CSR
 }
 
 // Env binds the symbolic parts of a graph: node counts, adjacencies and the
@@ -37,6 +44,14 @@ type Env struct {
 	Graphs  map[string]*Graph
 	Blocks  []map[string]*Graph
 	Input   *tensor.Tensor // [sources, in_dim]
+	// NodeIDs are the global node ids of the bound rows, which key the
+	// dropout masks so that a row draws its mask wherever it is computed
+	// (backend.DropoutMask, docs/decisions.md): with Blocks, NodeIDs[l]
+	// holds the global id of every source of block l (its destinations
+	// are the first); with Graphs, nil means row r is node r (the whole
+	// graph), or NodeIDs[0] names the rows. A training program over
+	// blocks whose model has a dropout needs them.
+	NodeIDs [][]int32
 	// Inference binds a program for evaluation only: no gradient buffers
 	// and no dropout masks, so it needs about half the memory. Forward
 	// with Mode.Train and Backward are errors on it.
@@ -80,6 +95,7 @@ type Program struct {
 	params    *Params
 	ownParams bool
 	scratch   map[string]*tensor.Tensor
+	keys      map[keySpace]*tensor.Tensor // the dropouts' row keys, one per row space
 	owned     *ownedBuffers
 	// meter counts every buffer the program allocates by kind (and, in a
 	// dry binding that sizes the program, what the dry kernels allocate;
@@ -121,6 +137,9 @@ type opAux struct {
 	maskedBy    int32
 	dropScratch *tensor.Tensor
 	dropKeep    *tensor.Tensor // a fused dropout's mask as bits (float32)
+	// dropRows: a dropout's row keys (nil: row r is node r), see
+	// bindDropoutKeys.
+	dropRows *tensor.Tensor
 	// dropLead: the matmul that runs this one's products with its own
 	// (the first of the readers of one fused dropout that share its
 	// masking, see groupDropReaders; 0: none); dropGroup, on the lead,
@@ -329,6 +348,9 @@ func (p *Program) bind() error {
 		if err := p.bindAux(i, op, shape); err != nil {
 			return fmt.Errorf("engine: op #%d %s: %w", i, op.Kind, err)
 		}
+	}
+	if err := p.bindDropoutKeys(); err != nil {
+		return err
 	}
 	// Values, gradients and dropout masks share buffers by lifetime.
 	if err := p.planBuffers(shapes, p.model); err != nil {

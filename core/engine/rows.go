@@ -56,6 +56,9 @@ type plan struct {
 	rows  []int
 	space []Space
 	orig  []int32
+	// edgeOf names, for an edge value, the graph whose edges its rows
+	// are ("" for other values).
+	edgeOf []string
 }
 
 // makePlan resolves the row count of every node- and edge-valued op for the
@@ -190,7 +193,31 @@ func makePlan(g *ir.Graph, env sizes) (*plan, error) {
 		}
 		p.g.Outputs[k] = out
 	}
+	p.edgeOf = edgeGraphs(p)
 	return p, nil
+}
+
+// edgeGraphs names the graph behind every edge value of a plan: a graph
+// op's edge-side output has its graph's edges; any other edge value has
+// the rows of its first edge operand.
+func edgeGraphs(p *plan) []string {
+	out := make([]string, len(p.g.Ops))
+	for i, op := range p.g.Ops {
+		if p.space[i] != SpaceEdge {
+			continue
+		}
+		if s := ir.Spec(op.Kind); s != nil && s.Sides != "" && len(op.Args) > 0 && p.g.Ops[op.Args[0]].Kind == ir.OpGraph {
+			out[i] = p.g.Ops[op.Args[0]].Name
+			continue
+		}
+		for _, a := range op.Args {
+			if p.space[a] == SpaceEdge {
+				out[i] = out[a]
+				break
+			}
+		}
+	}
+	return out
 }
 
 func (e Env) hasBlocks() bool { return e.Blocks != nil }

@@ -206,9 +206,9 @@ func (p *Program) forwardDropout(_ context.Context, i int32, m Mode) error {
 		if !p.needGrad[op.Args[0]] {
 			mask = nil // only the backward pass reads it (its pages stay untouched)
 		}
-		return da.DropoutApply(mixSeed(m.Seed, uint64(i)), op.Alpha, arg(0), mask, y)
+		return da.DropoutApply(p.opStream(m.Seed, i), p.aux[i].dropRows, op.Alpha, arg(0), mask, y)
 	}
-	if err := be.DropoutMask(mixSeed(m.Seed, uint64(p.plan.orig[i])), op.Alpha, mask); err != nil {
+	if err := be.DropoutMask(p.opStream(m.Seed, i), p.aux[i].dropRows, op.Alpha, mask); err != nil {
 		return err
 	}
 	return be.Elementwise(backend.Mul, arg(0), mask, y)

@@ -77,6 +77,12 @@ type Op struct {
 	Alpha   float64 // slope, scale, dropout p or eps
 	Heads   int64   // head_mean head count
 	Layer   int32   // the model layer the op belongs to (set by Link)
+	// Stream names a dropout's random stream in the model: its layer and
+	// its index in the layer's own graph, set by Link (0 in a graph that
+	// was never linked). The engine draws masks from it, never from the
+	// op's position in a program, so a layer split off the model
+	// (SplitLayers) draws the masks the whole model draws.
+	Stream uint64
 }
 
 // Graph is a checked op list. Outputs name the values the layer returns.

@@ -26,6 +26,9 @@ func Link(layers []*Graph) (*Graph, error) {
 				continue
 			}
 			op.Layer = int32(li)
+			if op.Kind == OpDropout {
+				op.Stream = StreamOf(li, i)
+			}
 			op.Args = append([]int32(nil), op.Args...)
 			for j, a := range op.Args {
 				op.Args[j] = remap[a]
@@ -46,6 +49,12 @@ func Link(layers []*Graph) (*Graph, error) {
 		return nil, fmt.Errorf("the model's parameters hold %s elements, more than the limit of %d: use fewer or narrower layers", elemCount(n), MaxModelParamElems)
 	}
 	return &out, nil
+}
+
+// StreamOf is the Stream of op i of layer li's own graph: distinct for
+// every (layer, op) and never 0.
+func StreamOf(li, i int) uint64 {
+	return uint64(li+1)<<32 | uint64(uint32(i))
 }
 
 // LastHidden returns the op whose value is the input of a linked model's

@@ -142,6 +142,9 @@ func BindGraphs(g *ir.Graph, a *Adjacencies, be backend.Backend, dt tensor.DType
 			return nil, fmt.Errorf("upload graph %q: %w", name, err)
 		}
 		eg := &engine.Graph{Adj: adj}
+		if engine.DropsEdges(g) {
+			eg.Host = csr // keys the edges' dropout masks
+		}
 		out[name] = eg
 		if engine.UsesEdgeIndex(g) {
 			if eg.Edges, err = engine.BindEdgeIndex(be, csr, dt, tier); err != nil {

@@ -92,9 +92,10 @@ func (r *blockRunner) bind(blocks []sampler.Block, x featRows, input *tensor.Ten
 		bb.release(e)
 		return nil, err
 	}
-	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: make([]map[string]*engine.Graph, len(blocks)), Inference: infer}
+	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: make([]map[string]*engine.Graph, len(blocks)),
+		NodeIDs: make([][]int32, len(blocks)), Inference: infer}
 	for l, b := range blocks {
-		env.Blocks[l] = map[string]*engine.Graph{}
+		env.Blocks[l], env.NodeIDs[l] = map[string]*engine.Graph{}, b.Src
 		for name := range r.layers[l] {
 			adj, isq := b.Adj, r.isqBase
 			if name == "adj_self" {
@@ -144,7 +145,7 @@ func (r *blockRunner) upload(bb *boundBlocks, adj *graph.CSR, b sampler.Block, i
 	if err != nil {
 		return nil, err
 	}
-	eg := &engine.Graph{Adj: a}
+	eg := &engine.Graph{Adj: a, Host: adj}
 	bb.graphs = append(bb.graphs, eg)
 	if engine.UsesEdgeIndex(e.model) {
 		if eg.Edges, err = engine.BindEdgeIndex(be, adj, e.dt, e.tier); err != nil {

@@ -428,10 +428,6 @@ func (r *chunkedRun) Release() {
 	}
 }
 
-func chunkSeed(seed uint64, l, c int) uint64 {
-	return seed ^ uint64(l+1)*0x9e3779b97f4a7c15 ^ uint64(c+1)*0xbf58476d1ce4e5b9
-}
-
 // Epoch implements train.Stepper: the devices receive device 0's
 // parameters, forward runs layer by layer over the batches of chunks, the
 // loss of every chunk's training nodes at the last layer, backward in
@@ -586,7 +582,8 @@ func (r *chunkedRun) bind(l, k int, c *chunk, infer bool, feed *rowFeed) (*bound
 		return nil, err
 	}
 	topo := backend.ForPurpose(e.be, backend.PurposeTopology)
-	env := engine.Env{Backend: e.be, DType: e.dt, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, Inference: infer, InputGrad: l > 0 && !infer, Resumable: !infer}
+	env := engine.Env{Backend: e.be, DType: e.dt, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, NodeIDs: [][]int32{c.src},
+		Inference: infer, InputGrad: l > 0 && !infer, Resumable: !infer}
 	for name := range r.used[l] {
 		cg := c.graphs[name]
 		a, err := topo.UploadGraph(cg.csr, d.tier)
@@ -594,7 +591,7 @@ func (r *chunkedRun) bind(l, k int, c *chunk, infer bool, feed *rowFeed) (*bound
 			return fail(fmt.Errorf("upload %s: %w", name, err))
 		}
 		b.adjs = append(b.adjs, a)
-		eg := &engine.Graph{Adj: a}
+		eg := &engine.Graph{Adj: a, Host: cg.csr}
 		for _, w := range []struct {
 			v   []float32
 			dst **tensor.Tensor
@@ -653,7 +650,7 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunk, feed *rowF
 	}
 	defer b.release(e.be)
 	p := b.prog
-	if err := p.Forward(ctx, engine.Mode{Train: training, Seed: chunkSeed(seed, l, c.id)}); err != nil {
+	if err := p.Forward(ctx, engine.Mode{Train: training, Seed: seed}); err != nil {
 		return 0, err
 	}
 	out := r.h[l+1].buf(len(c.dst))
@@ -702,7 +699,7 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunk, feed *row
 	}
 	defer b.release(e.be)
 	p := b.prog
-	mode := engine.Mode{Train: true, Seed: chunkSeed(seed, l, c.id), AccumulateGrads: true}
+	mode := engine.Mode{Train: true, Seed: seed, AccumulateGrads: true}
 	if cached {
 		if err := uploadAll(backend.ForPurpose(e.be, purposeIntermediates), p.Saved(), r.saved[l][c.id]); err != nil {
 			return err

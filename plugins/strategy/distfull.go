@@ -408,14 +408,15 @@ func (f *layerRank) bind(l int, x any, training bool) (*boundBlocks, error) {
 		return nil, err
 	}
 	topo := backend.ForPurpose(e.be, backend.PurposeTopology)
-	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: []map[string]*engine.Graph{{}}, Inference: !training, InputGrad: l > 0 && training}
+	env := engine.Env{Backend: e.be, DType: e.dt, Tier: e.tier, Blocks: []map[string]*engine.Graph{{}}, NodeIDs: [][]int32{f.src},
+		Inference: !training, InputGrad: l > 0 && training}
 	for name := range f.used[l] {
 		cg := f.graphs[name]
 		a, err := topo.UploadGraph(cg.csr, e.tier)
 		if err != nil {
 			return fail(fmt.Errorf("layer %d %s: %w", l+1, name, err))
 		}
-		eg := &engine.Graph{Adj: a}
+		eg := &engine.Graph{Adj: a, Host: cg.csr}
 		bb.graphs = append(bb.graphs, eg)
 		if engine.UsesEdgeIndex(f.layers[l]) {
 			if eg.Edges, err = engine.BindEdgeIndex(topo, cg.csr, e.dt, e.tier); err != nil {
@@ -498,7 +499,7 @@ func (f *layerRank) forward(ctx context.Context, seed uint64, training bool) ([]
 			bound = bound[:0]
 		}
 		bound = append(bound, bb)
-		mode := engine.Mode{Train: training, Seed: chunkSeed(seed, l, f.c.Rank()), AccumulateGrads: training}
+		mode := engine.Mode{Train: training, Seed: seed, AccumulateGrads: training}
 		if err := bb.prog.Forward(ctx, mode); err != nil {
 			return fail(fmt.Errorf("layer %d: %w", l+1, err))
 		}

@@ -132,7 +132,7 @@ func (m *distMini) Epoch(ctx context.Context, seed uint64, update func() error) 
 				mine = append(mine, v)
 			}
 		}
-		l, err := m.step(ctx, mine, len(batch), seed*0x9e3779b97f4a7c15+uint64(n), seed^uint64(n+1)*0xbf58476d1ce4e5b9, update)
+		l, err := m.step(ctx, mine, len(batch), seed*0x9e3779b97f4a7c15+uint64(n), batchSeed(seed, n), update)
 		if err != nil {
 			return 0, fmt.Errorf("batch %d on rank %d: %w", n, me, err)
 		}

@@ -401,14 +401,14 @@ func (b *hybridBatch) release() {
 func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, update func() error) (float64, error) {
 	losses := make([]float64, len(s.trainers))
 	errs := make([]error, len(s.trainers))
-	stepSeed := seed ^ uint64(b.n+1)*0xbf58476d1ce4e5b9
+	stepSeed := batchSeed(seed, b.n)
 	s.host.reserve(s.reservedThreads(b.st))
 	run := func(k int) {
 		p := &b.parts[k]
 		if len(p.nodes) == 0 {
 			return
 		}
-		losses[k], errs[k] = p.runner.trainBatch(ctx, p.bound, p.nodes, stepSeed^uint64(k), float64(len(p.nodes))/float64(b.total), false)
+		losses[k], errs[k] = p.runner.trainBatch(ctx, p.bound, p.nodes, stepSeed, float64(len(p.nodes))/float64(b.total), false)
 		if errs[k] != nil {
 			errs[k] = fmt.Errorf("batch %d on %s: %w", b.n, s.trainers[k].name, errs[k])
 		}

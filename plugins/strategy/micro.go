@@ -220,7 +220,7 @@ func (m *microBatches) epoch(ctx context.Context, seed uint64, update func() err
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", i, err)
 		}
-		l, err := m.trainBatch(ctx, bb, mb.nodes, seed^uint64(i+1)*0x9e3779b97f4a7c15, float64(len(mb.nodes))/float64(m.total), true)
+		l, err := m.trainBatch(ctx, bb, mb.nodes, seed, float64(len(mb.nodes))/float64(m.total), true)
 		m.inputs = append(m.inputs, len(mb.blocks[0].Src))
 		bb.release(m.e)
 		if err != nil {
@@ -386,7 +386,7 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *blockRunner, 
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
 		}
-		l, err := r.trainBatch(ctx, bb, mb.nodes, seed^uint64(j+1)*0x94d049bb133111eb, float64(len(mb.nodes))/float64(total), true)
+		l, err := r.trainBatch(ctx, bb, mb.nodes, seed, float64(len(mb.nodes))/float64(total), true)
 		bb.release(r.e)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)

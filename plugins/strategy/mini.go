@@ -423,14 +423,14 @@ func (m *miniBatches) train(ctx context.Context, st *staged, seed uint64, n int,
 	for k, sh := range st.shards {
 		r := m.replicas[k]
 		if sh.micro != nil {
-			l, err := m.micro.train(ctx, m, r, sh, total, seed^uint64(n+1)*0xbf58476d1ce4e5b9^uint64(k))
+			l, err := m.micro.train(ctx, m, r, sh, total, batchSeed(seed, n))
 			if err != nil {
 				return 0, fmt.Errorf("batch %d on %s: %w", n, r.e.tier, err)
 			}
 			loss += l
 			continue
 		}
-		l, err := r.trainBatch(ctx, st.bound[k], sh.nodes, seed^uint64(n+1)*0xbf58476d1ce4e5b9^uint64(k), float64(len(sh.nodes))/float64(total), false)
+		l, err := r.trainBatch(ctx, st.bound[k], sh.nodes, batchSeed(seed, n), float64(len(sh.nodes))/float64(total), false)
 		if err != nil {
 			return 0, fmt.Errorf("batch %d on %s: %w", n, r.e.tier, err)
 		}
@@ -497,6 +497,13 @@ func allReduceParams(be backend.Backend, ps []*engine.Params, broadcast bool) er
 	}
 	return nil
 }
+
+// batchSeed is the dropout seed of global batch n of the epoch seeded
+// seed: one for the whole batch, however it is split between devices,
+// trainers, ranks or micro-batches (the masks are keyed by each row's
+// global id, engine.Env.NodeIDs), so every split draws the masks of the
+// batch trained whole.
+func batchSeed(seed uint64, n int) uint64 { return seed ^ uint64(n+1)*0xbf58476d1ce4e5b9 }
 
 // shuffled returns a seeded permutation of ids (Fisher-Yates, splitmix64).
 func shuffled(ids []int32, seed uint64) []int32 {

@@ -259,18 +259,38 @@ func (c *Checker[G]) probability(op string, p float64) error {
 	return nil
 }
 
-// DropoutMask checks a float mask and p in [0,1].
-func (c *Checker[G]) DropoutMask(p float64, mask *tensor.Tensor) (tensor.DType, error) {
+// DropoutMask checks a float mask, its row keys (DropoutRows) and p in
+// [0,1].
+func (c *Checker[G]) DropoutMask(rows *tensor.Tensor, p float64, mask *tensor.Tensor) (tensor.DType, error) {
 	const op = "DropoutMask"
 	dt, err := c.Floats(op, "mask", mask)
 	if err != nil {
 		return 0, err
 	}
+	if err := c.DropoutRows(op, rows, mask); err != nil {
+		return 0, err
+	}
 	return dt, c.probability(op, p)
 }
 
-// DropoutApply checks y and mask (when set) like x, and p in [0,1].
-func (c *Checker[G]) DropoutApply(p float64, x, mask, y *tensor.Tensor) (dt tensor.DType, err error) {
+// DropoutRows checks the row keys of a dropout over x: nil, or a live
+// Int64 tensor with one key per row of x.
+func (c *Checker[G]) DropoutRows(op string, rows, x *tensor.Tensor) error {
+	if rows == nil {
+		return nil
+	}
+	if err := c.Live(op, "rows", rows); err != nil {
+		return err
+	}
+	if rows.DType() != tensor.Int64 {
+		return c.Errf(op, "rows is %v, want int64 row keys", rows.DType())
+	}
+	return c.Wrap(Numel(op, "rows", rows, x.Rows()))
+}
+
+// DropoutApply checks y and mask (when set) like x, x's row keys
+// (DropoutRows) and p in [0,1].
+func (c *Checker[G]) DropoutApply(rows *tensor.Tensor, p float64, x, mask, y *tensor.Tensor) (dt tensor.DType, err error) {
 	const op = "DropoutApply"
 	if mask == nil {
 		dt, err = c.Floats(op, "x y", x, y)
@@ -287,6 +307,9 @@ func (c *Checker[G]) DropoutApply(p float64, x, mask, y *tensor.Tensor) (dt tens
 		if err := Numel(op, "mask", mask, x.Numel()); err != nil {
 			return 0, c.Wrap(err)
 		}
+	}
+	if err := c.DropoutRows(op, rows, x); err != nil {
+		return 0, err
 	}
 	return dt, c.probability(op, p)
 }

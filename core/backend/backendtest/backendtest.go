@@ -122,6 +122,7 @@ var groups = []group{
 	{"HeadDot", testHeadDot},
 	{"HeadDotBackward", testHeadDotBackward},
 	{"DropoutMask", testDropoutMask},
+	{"DropoutSplit", testDropoutSplit},
 	{"DropoutGEMM", testDropoutGEMM},
 	{"SpMMBiasAct", testSpMMBiasAct},
 	{"BatchNorm", testBatchNorm},

@@ -340,21 +340,96 @@ func testHeadDotBackward(s *suite, t *testing.T) {
 }
 
 // testDropoutMask compares masks exactly: the stream is a function of
-// (seed, element index) alone.
+// (seed, row key, column) alone. Rows are keyed by their position (nil
+// keys), by the identity, by distinct keys below the rows of a larger
+// mask, and by 64-bit keys of any value (a hashed edge's).
 func testDropoutMask(s *suite, t *testing.T) {
 	for _, dt := range floats {
 		for _, p := range []float64{0, 0.1, 0.5, 0.9, 1} {
 			for _, seed := range []uint64{0, 7, 0xDEADBEEFCAFEBABE} {
 				for _, shape := range [][]int{{37, 13}, {1000}} {
-					name := fmt.Sprintf("%s/p=%g/seed=%d/%s", dt.Short(), p, seed, shapeName(shape))
-					s.each(t, "DropoutMask", name, func(c *tc) {
-						mask := c.out(dt, shape...)
-						c.call("DropoutMask", func(b backend.Backend, sd side) error { return b.DropoutMask(seed, p, sd.T(mask)) })
-						c.exact("mask", mask)
-					})
+					for _, keys := range dropoutKeyKinds {
+						name := fmt.Sprintf("%s/p=%g/seed=%d/%s/keys=%s", dt.Short(), p, seed, shapeName(shape), keys)
+						s.each(t, "DropoutMask", name, func(c *tc) {
+							mask, rows := c.out(dt, shape...), c.dropoutKeys(keys, shape[0])
+							c.call("DropoutMask", func(b backend.Backend, sd side) error { return b.DropoutMask(seed, sd.T(rows), p, sd.T(mask)) })
+							c.exact("mask", mask)
+						})
+					}
 				}
 			}
 		}
+	}
+}
+
+// dropoutKeyKinds are the row keys the dropout tests draw masks with.
+var dropoutKeyKinds = []string{"none", "identity", "subset", "wide"}
+
+// dropoutKeys makes the row keys of a kind for n rows: nil for "none";
+// 0..n-1; n distinct keys below 3n in random order; or n random 64-bit
+// keys, negative ones among them (the kernels read them unsigned).
+func (c *tc) dropoutKeys(kind string, n int) *pair {
+	c.Helper()
+	keys := make([]int64, n)
+	switch kind {
+	case "none":
+		return nil
+	case "identity":
+		for i := range keys {
+			keys[i] = int64(i)
+		}
+	case "subset":
+		for i, k := range c.rng.Perm(3 * n)[:n] {
+			keys[i] = int64(k)
+		}
+	case "wide":
+		for i := range keys {
+			keys[i] = int64(c.rng.Uint64())
+		}
+	default:
+		c.Fatalf("unknown key kind %q", kind)
+	}
+	p := c.alloc(tensor.Int64, n)
+	c.call("Upload", func(b backend.Backend, sd side) error { return b.Upload(sd.T(p), keys) })
+	return p
+}
+
+// testDropoutSplit is the property every strategy relies on: a mask
+// drawn over some rows, keyed by their global ids, is those rows of the
+// mask drawn over all of them, on the candidate alone (DropoutMask, and
+// DropoutGEMM's products where the candidate has it).
+func testDropoutSplit(s *suite, t *testing.T) {
+	const all, cols = 90, 13
+	for _, dt := range floats {
+		s.each(t, "DropoutSplit", dt.Short(), func(c *tc) {
+			whole := c.out(dt, all, cols)
+			c.call("DropoutMask", func(b backend.Backend, sd side) error { return b.DropoutMask(5, nil, 0.5, sd.T(whole)) })
+			ids := c.rng.Perm(all)[:all/3]
+			keys := make([]int64, len(ids))
+			for i, id := range ids {
+				keys[i] = int64(id)
+			}
+			rows := c.alloc(tensor.Int64, len(ids))
+			c.call("Upload", func(b backend.Backend, sd side) error { return b.Upload(sd.T(rows), keys) })
+			part := c.out(dt, len(ids), cols)
+			c.call("DropoutMask", func(b backend.Backend, sd side) error { return b.DropoutMask(5, sd.T(rows), 0.5, sd.T(part)) })
+			w, err := fetch(c.s.got, whole.g)
+			if err != nil {
+				c.Fatal(err)
+			}
+			g, err := fetch(c.s.got, part.g)
+			if err != nil {
+				c.Fatal(err)
+			}
+			wf, gf := toFloat64s(w), toFloat64s(g)
+			for r, id := range ids {
+				for col := range cols {
+					if gf[r*cols+col] != wf[id*cols+col] {
+						c.Fatalf("row %d keyed %d, column %d: %v, but row %d of the whole mask has %v", r, id, col, gf[r*cols+col], id, wf[id*cols+col])
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -370,21 +445,23 @@ func testDropoutGEMM(s *suite, t *testing.T) {
 		for _, sh := range [][3]int{{17, 5, 31}, {1100, 3, 12}, {12, 4, 1100}} {
 			for _, transX := range []bool{false, true} {
 				for _, beta := range []float64{0, 0.5} {
-					name := fmt.Sprintf("%s/m=%d,n=%d,k=%d/trans=%v/beta=%g", dt.Short(), sh[0], sh[1], sh[2], transX, beta)
-					s.each(t, "DropoutGEMM", name, func(c *tc) {
-						m, n, k := sh[0], sh[1], sh[2]
-						xs := []int{m, k}
-						if transX {
-							xs = []int{k, m}
-						}
-						x, b := c.rand(dt, -1, 1, xs...), c.rand(dt, -1, 1, k, n)
-						y := c.rand(dt, -1, 1, m, n)
-						scratch := c.out(dt, backend.DropoutGEMMScratch(m, n, k))
-						c.call("DropoutGEMM", func(be backend.Backend, sd side) error {
-							return be.(backend.DropoutGEMMer).DropoutGEMM(77, 0.4, transX, sd.T(x), sd.T(b), beta, sd.T(y), sd.T(scratch), nil)
+					for _, keys := range []string{"none", "wide"} {
+						name := fmt.Sprintf("%s/m=%d,n=%d,k=%d/trans=%v/beta=%g/keys=%s", dt.Short(), sh[0], sh[1], sh[2], transX, beta, keys)
+						s.each(t, "DropoutGEMM", name, func(c *tc) {
+							m, n, k := sh[0], sh[1], sh[2]
+							xs := []int{m, k}
+							if transX {
+								xs = []int{k, m}
+							}
+							x, b := c.rand(dt, -1, 1, xs...), c.rand(dt, -1, 1, k, n)
+							y, rows := c.rand(dt, -1, 1, m, n), c.dropoutKeys(keys, xs[0])
+							scratch := c.out(dt, backend.DropoutGEMMScratch(m, n, k))
+							c.call("DropoutGEMM", func(be backend.Backend, sd side) error {
+								return be.(backend.DropoutGEMMer).DropoutGEMM(77, sd.T(rows), 0.4, transX, sd.T(x), sd.T(b), beta, sd.T(y), sd.T(scratch), nil)
+							})
+							c.check("c", y)
 						})
-						c.check("c", y)
-					})
+					}
 				}
 			}
 		}

@@ -167,8 +167,8 @@ func (m mutant) SegmentProdBackward(ctx context.Context, a backend.Adj, e, dout,
 
 // DropoutGEMM is the optional backend.DropoutGEMMer of the wrapped
 // backend.
-func (m mutant) DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
-	return m.bump(m.Backend.(backend.DropoutGEMMer).DropoutGEMM(seed, p, transX, x, b, beta, c, scratch, keep), c)
+func (m mutant) DropoutGEMM(seed uint64, rows *tensor.Tensor, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
+	return m.bump(m.Backend.(backend.DropoutGEMMer).DropoutGEMM(seed, rows, p, transX, x, b, beta, c, scratch, keep), c)
 }
 
 // SpMMBiasAct is the optional backend.SpMMBiasActer of the wrapped
@@ -244,8 +244,8 @@ func (m mutant) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
 	return m.bump(m.Backend.HeadDotBackward(x, a, dy, dx, da), dx, da)
 }
 
-func (m mutant) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error {
-	return m.bump(m.Backend.DropoutMask(seed, p, mask), mask)
+func (m mutant) DropoutMask(seed uint64, rows *tensor.Tensor, p float64, mask *tensor.Tensor) error {
+	return m.bump(m.Backend.DropoutMask(seed, rows, p, mask), mask)
 }
 
 func (m mutant) BatchNorm(x, gamma, beta, y, mean, invStd *tensor.Tensor, eps float64) error {

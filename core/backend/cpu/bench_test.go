@@ -392,7 +392,7 @@ func BenchmarkElementwise(b *testing.B) {
 	})
 	b.Run("Dropout", func(b *testing.B) {
 		for range b.N {
-			e.be.DropoutMask(1, 0.5, z)
+			e.be.DropoutMask(1, nil, 0.5, z)
 		}
 		report(b, 0, elems*4)
 	})

@@ -427,7 +427,7 @@ func TestDropoutMask(t *testing.T) {
 	forAll(t, func(c *tc) []float64 {
 		mask := c.zeros(200, 100)
 		p := 0.3
-		c.ok(c.be.DropoutMask(77, p, mask))
+		c.ok(c.be.DropoutMask(77, nil, p, mask))
 		kept := 0
 		for i, v := range get(mask) {
 			want := 0.0

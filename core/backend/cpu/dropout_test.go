@@ -29,7 +29,7 @@ func TestDropoutExact(t *testing.T) {
 					c := newTC(t, 3, dt, 5)
 					c.be = New(Options{Threads: 3, AVX2Only: run.avx2Only})
 					mask := c.zeros(n, 1)
-					c.ok(c.be.DropoutMask(1234, p, mask))
+					c.ok(c.be.DropoutMask(1234, nil, p, mask))
 					scale := round(dt, 1/(1-p))
 					for i, v := range get(mask) {
 						want := 0.0
@@ -49,7 +49,7 @@ func TestDropoutExact(t *testing.T) {
 							m2 = c.zeros(n, 1)
 						}
 						y := c.zeros(n, 1)
-						c.ok(c.be.DropoutApply(1234, p, x, m2, y))
+						c.ok(c.be.DropoutApply(1234, nil, p, x, m2, y))
 						a, b := get(y0), get(y)
 						for i := range a {
 							if math.Float64bits(a[i]) != math.Float64bits(b[i]) && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
@@ -63,6 +63,51 @@ func TestDropoutExact(t *testing.T) {
 									t.Fatalf("%v p=%v n=%d: DropoutApply mask[%d] = %v, want %v", dt, p, n, i, b[i], a[i])
 								}
 							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDropoutKeyedExact checks keyed masks (rows keyed by random 64-bit
+// keys, read unsigned) bit for bit against the scalar definition:
+// element (r, c) is stream index DropoutIndex(keys[r], cols, c), with
+// the AVX2 and AVX-512 kernels, across row widths that are and are not
+// multiples of the vector widths; DropoutApply with the same keys
+// multiplies by that mask.
+func TestDropoutKeyedExact(t *testing.T) {
+	for _, avx2Only := range []bool{false, true} {
+		for _, dt := range dtypes {
+			for _, p := range []float64{0.1, 0.5, 1 - 1e-9} {
+				for _, cols := range []int{1, 7, 8, 13, 16, 33} {
+					const rows = 19
+					c := newTC(t, 3, dt, 6)
+					c.be = New(Options{Threads: 3, AVX2Only: avx2Only})
+					keys := c.randKeys(rows)
+					mask := c.zeros(rows, cols)
+					c.ok(c.be.DropoutMask(99, keys, p, mask))
+					scale := round(dt, 1/(1-p))
+					got, ks := get(mask), I64(keys)
+					for r := range rows {
+						for col := range cols {
+							want := 0.0
+							if Uniform(99, backend.DropoutIndex(uint64(ks[r]), cols, col)) >= p {
+								want = scale
+							}
+							if v := got[r*cols+col]; v != want {
+								t.Fatalf("%v avx2only=%v p=%v cols=%d: mask[%d,%d] = %v, want %v", dt, avx2Only, p, cols, r, col, v, want)
+							}
+						}
+					}
+					x, _ := c.rand(rows, cols)
+					y0, y := c.zeros(rows, cols), c.zeros(rows, cols)
+					c.ok(c.be.Elementwise(backend.Mul, x, mask, y0))
+					c.ok(c.be.DropoutApply(99, keys, p, x, nil, y))
+					for i, a := range get(y0) {
+						if b := get(y)[i]; math.Float64bits(a) != math.Float64bits(b) {
+							t.Fatalf("%v avx2only=%v p=%v cols=%d: DropoutApply y[%d] = %v, want %v", dt, avx2Only, p, cols, i, b, a)
 						}
 					}
 				}

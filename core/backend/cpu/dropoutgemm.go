@@ -32,8 +32,8 @@ import (
 // kept elements in a forward call and replaces the draw in a transposed
 // call, so the weight gradient does not draw the mask a second time
 // (float32; float64 draws it both times).
-func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
-	return b.DropoutGEMMs(seed, p, transX, x, []backend.DropoutProduct{{B: bm, Beta: beta, C: c}}, scratch, keep)
+func (b *Backend) DropoutGEMM(seed uint64, rows *tensor.Tensor, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error {
+	return b.DropoutGEMMs(seed, rows, p, transX, x, []backend.DropoutProduct{{B: bm, Beta: beta, C: c}}, scratch, keep)
 }
 
 var _ backend.DropoutGEMMSharer = (*Backend)(nil)
@@ -44,11 +44,11 @@ var _ backend.DropoutGEMMSharer = (*Backend)(nil)
 // products whose tilings split the inner dimension alike share a pass
 // (in practice all: the row tiles depend on x alone, the split on the
 // product's width only when it has fewer than 8 tiles).
-func (b *Backend) DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Tensor, prods []backend.DropoutProduct, scratch, keep *tensor.Tensor) error {
+func (b *Backend) DropoutGEMMs(seed uint64, rows *tensor.Tensor, p float64, transX bool, x *tensor.Tensor, prods []backend.DropoutProduct, scratch, keep *tensor.Tensor) error {
 	if x != nil && x.DType().IsHalf() { // 16-bit feature rows (half.go)
-		return b.dropoutGEMMsHalf(seed, p, transX, x, prods, scratch, keep)
+		return b.dropoutGEMMsHalf(seed, rows, p, transX, x, prods, scratch, keep)
 	}
-	if _, err := chk.DropoutApply(p, x, nil, x); err != nil {
+	if _, err := chk.DropoutApply(rows, p, x, nil, x); err != nil {
 		return err
 	}
 	dt, m, k, shared, err := b.checkProducts(transX, x, x, prods, scratch)
@@ -68,7 +68,7 @@ func (b *Backend) DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Te
 	impl := netlib.Implementation{}
 	scale := 1 / (1 - p)
 	base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
-	ldx := x.Cols()
+	ldx, keys := x.Cols(), rowKeys(rows)
 	if dt == tensor.Float32 {
 		xs := F32(x)
 		// Regions start at a multiple of 32 columns (GEMMTiles' tiles and
@@ -81,14 +81,14 @@ func (b *Backend) DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Te
 					md = 0 // never: see above
 				}
 				C.k_dropout_block_f32(cBool(b.wide), C.uint64_t(base), C.uint64_t(thr), C.float(float32(scale)),
-					(*C.float)(unsafe.Pointer(&xs[0])), C.int64_t(ldx), C.int64_t(r0), C.int64_t(r1),
+					(*C.float)(unsafe.Pointer(&xs[0])), C.int64_t(ldx), keysPtr(keys), C.int64_t(r0), C.int64_t(r1),
 					C.int64_t(c0), C.int64_t(c1), (*C.float)(unsafe.Pointer(&buf[0])), bp, C.int64_t(ldb), C.int(md))
 			}
 		}
 		// A sparse wrapped x (input features) is masked from its index of
 		// non-zero elements, with the same results (sparserows.go).
 		if sp := b.sparseIndex(hostBuf(x), x.Rows(), ldx); sp != nil {
-			mask = sp.masker(base, thr, float32(scale), bits, ldb, mode)
+			mask = sp.masker(base, thr, keys, float32(scale), bits, ldb, mode)
 		}
 		for _, ps := range shared {
 			gemmMasked(b, transX, m, k, mask, maskedProducts[float32](ps, F32), F32(scratch), impl.Sgemm)
@@ -99,9 +99,10 @@ func (b *Backend) DropoutGEMMs(seed uint64, p float64, transX bool, x *tensor.Te
 	mask := func(r0, r1, c0, c1 int, buf []float64) {
 		w := c1 - c0
 		for r := r0; r < r1; r++ {
+			k := rowKey(keys, r)
 			for col := c0; col < c1; col++ {
 				v := 0.0
-				if uniform(base, uint64(r*ldx+col)) >= p {
+				if uniform(base, backend.DropoutIndex(k, ldx, col)) >= p {
 					v = scale
 				}
 				buf[(r-r0)*w+col-c0] = xs[r*ldx+col] * v
@@ -303,6 +304,30 @@ func gemmMasked[T float](be *Backend, transX bool, m, k int, mask func(r0, r1, c
 			sumSlices(be, m*pr.n, tk, 1, pr.beta, parts[j], pr.c)
 		}
 	}
+}
+
+// rowKeys returns the row keys of a dropout (nil: row r is keyed r).
+func rowKeys(rows *tensor.Tensor) []int64 {
+	if rows == nil {
+		return nil
+	}
+	return I64(rows)
+}
+
+// rowKey is the key of row r under keys (rowKeys).
+func rowKey(keys []int64, r int) uint64 {
+	if keys == nil {
+		return uint64(r)
+	}
+	return uint64(keys[r])
+}
+
+// keysPtr is keys for C (null without keys).
+func keysPtr(keys []int64) *C.int64_t {
+	if len(keys) == 0 {
+		return nil
+	}
+	return (*C.int64_t)(unsafe.Pointer(&keys[0]))
 }
 
 // keepMode is how the masking kernels treat the keep bits: 0 without

@@ -35,9 +35,10 @@ func TestDropoutGEMMMatchesUnfused(t *testing.T) {
 					for _, run := range []struct {
 						threads  int
 						avx2Only bool
-					}{{1, false}, {2, false}, {3, false}, {3, true}} {
+						keyed    bool // rows keyed by random 64-bit keys
+					}{{1, false, false}, {2, false, false}, {3, false, false}, {3, true, false}, {3, false, true}, {3, true, true}} {
 						threads := run.threads
-						name := fmt.Sprintf("%v/%dx%dx%d/trans=%v/beta=%v/threads=%d/avx2only=%v", dt, cs.m, cs.n, cs.k, transX, beta, threads, run.avx2Only)
+						name := fmt.Sprintf("%v/%dx%dx%d/trans=%v/beta=%v/threads=%d/avx2only=%v/keyed=%v", dt, cs.m, cs.n, cs.k, transX, beta, threads, run.avx2Only, run.keyed)
 						t.Run(name, func(t *testing.T) {
 							c := newTC(t, threads, dt, 11)
 							c.be = New(Options{Threads: threads, AVX2Only: run.avx2Only})
@@ -45,15 +46,19 @@ func TestDropoutGEMMMatchesUnfused(t *testing.T) {
 							if transX {
 								xs = []int{cs.k, cs.m}
 							}
+							var rows *tensor.Tensor
+							if run.keyed {
+								rows = c.randKeys(xs[0])
+							}
 							x, _ := c.rand(xs...)
 							b, _ := c.rand(cs.k, cs.n)
 							c0, cv := c.rand(cs.m, cs.n)
 							c1 := c.put([]int{cs.m, cs.n}, cv)
 							y := c.zeros(xs...)
-							c.ok(c.be.DropoutApply(99, 0.5, x, nil, y))
+							c.ok(c.be.DropoutApply(99, rows, 0.5, x, nil, y))
 							c.ok(c.be.GEMM(transX, false, 1, y, b, beta, c0))
 							scratch := c.zeros(max(backend.DropoutGEMMScratch(cs.m, cs.n, cs.k), 1))
-							c.ok(c.be.DropoutGEMM(99, 0.5, transX, x, b, beta, c1, scratch, nil))
+							c.ok(c.be.DropoutGEMM(99, rows, 0.5, transX, x, b, beta, c1, scratch, nil))
 							want := get(c0)
 							same := func(what string, got []float64) {
 								for i := range want {
@@ -73,9 +78,9 @@ func TestDropoutGEMMMatchesUnfused(t *testing.T) {
 							if transX {
 								ones := c.put([]int{cs.m, 1}, slices.Repeat([]float64{1}, cs.m))
 								rec := c.zeros(cs.k, 1)
-								c.ok(c.be.DropoutGEMM(99, 0.5, false, x, ones, 0, rec, c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep))
+								c.ok(c.be.DropoutGEMM(99, rows, 0.5, false, x, ones, 0, rec, c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep))
 							}
-							c.ok(c.be.DropoutGEMM(99, 0.5, transX, x, b, beta, c2, scratch, keep))
+							c.ok(c.be.DropoutGEMM(99, rows, 0.5, transX, x, b, beta, c2, scratch, keep))
 							same("with keep bits", get(c2))
 						})
 					}
@@ -93,7 +98,7 @@ func TestDropoutGEMMScratchChecked(t *testing.T) {
 	b, _ := c.rand(40, 8)
 	out := c.zeros(700, 8)
 	small := c.zeros(backend.DropoutGEMMScratch(700, 8, 40) - 1)
-	if err := c.be.DropoutGEMM(1, 0.5, false, x, b, 0, out, small, nil); err == nil {
+	if err := c.be.DropoutGEMM(1, nil, 0.5, false, x, b, 0, out, small, nil); err == nil {
 		t.Fatal("a scratch one element short was accepted")
 	}
 }
@@ -139,7 +144,7 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 						x, _ := c.rand(xs...)
 						widths, betas := []int{17, 300}, []float64{0.5, 0}
 						y := c.zeros(xs...)
-						c.ok(c.be.DropoutApply(99, 0.5, x, nil, y))
+						c.ok(c.be.DropoutApply(99, nil, 0.5, x, nil, y))
 						need := 0
 						var prods, keeps []backend.DropoutProduct
 						var want [][]float64
@@ -153,7 +158,7 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 							need = max(need, backend.DropoutGEMMScratch(cs.m, n, cs.k))
 						}
 						scratch := c.zeros(max(need, 1))
-						c.ok(c.be.DropoutGEMMs(99, 0.5, transX, x, prods, scratch, nil))
+						c.ok(c.be.DropoutGEMMs(99, nil, 0.5, transX, x, prods, scratch, nil))
 						for j := range prods {
 							same(t, fmt.Sprintf("product %d, drawn", j), get(prods[j].C), want[j])
 						}
@@ -164,9 +169,9 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 						if transX {
 							ones := c.put([]int{cs.m, 1}, slices.Repeat([]float64{1}, cs.m))
 							rec := c.zeros(cs.k, 1)
-							c.ok(c.be.DropoutGEMM(99, 0.5, false, x, ones, 0, rec, c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep))
+							c.ok(c.be.DropoutGEMM(99, nil, 0.5, false, x, ones, 0, rec, c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep))
 						}
-						c.ok(c.be.DropoutGEMMs(99, 0.5, transX, x, keeps, scratch, keep))
+						c.ok(c.be.DropoutGEMMs(99, nil, 0.5, transX, x, keeps, scratch, keep))
 						for j := range keeps {
 							same(t, fmt.Sprintf("product %d, keep bits", j), get(keeps[j].C), want[j])
 						}
@@ -194,11 +199,11 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 					for j, n := range []int{9, 300} {
 						b, _ := c.rand(k, n)
 						c0, cv := c.rand(m, n)
-						c.ok(be.DropoutGEMM(3, p, transX, x, b, float64(j), c0, scratch, nil))
+						c.ok(be.DropoutGEMM(3, nil, p, transX, x, b, float64(j), c0, scratch, nil))
 						want = append(want, get(c0))
 						prods = append(prods, backend.DropoutProduct{B: b, Beta: float64(j), C: c.put([]int{m, n}, cv)})
 					}
-					c.ok(be.DropoutGEMMs(3, p, transX, x, prods, scratch, nil))
+					c.ok(be.DropoutGEMMs(3, nil, p, transX, x, prods, scratch, nil))
 					for j := range prods {
 						same(t, fmt.Sprintf("%v trans=%v p=%v product %d", hd, transX, p, j), get(prods[j].C), want[j])
 					}
@@ -214,7 +219,7 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 		m, k := 9, 8192
 		x, _ := c.rand(m, k)
 		y := c.zeros(m, k)
-		c.ok(c.be.DropoutApply(5, 0.5, x, nil, y))
+		c.ok(c.be.DropoutApply(5, nil, 0.5, x, nil, y))
 		var prods []backend.DropoutProduct
 		var want [][]float64
 		need := 0
@@ -232,7 +237,7 @@ func TestDropoutGEMMsMatchesUnfused(t *testing.T) {
 		if _, _, kb1 := backend.GEMMTiles(m, 1793, k); kb1 != k {
 			t.Fatalf("n = 1793 splits k = %d", k)
 		}
-		c.ok(c.be.DropoutGEMMs(5, 0.5, false, x, prods, c.zeros(need), nil))
+		c.ok(c.be.DropoutGEMMs(5, nil, 0.5, false, x, prods, c.zeros(need), nil))
 		for j := range prods {
 			same(t, fmt.Sprintf("product %d", j), get(prods[j].C), want[j])
 		}
@@ -253,12 +258,12 @@ func TestDropoutGEMMsChecked(t *testing.T) {
 		"shared c": {{B: b, C: out}, {B: b, C: out}},
 		"none":     nil,
 	} {
-		if err := c.be.DropoutGEMMs(1, 0.5, false, x, ps, scratch, nil); err == nil {
+		if err := c.be.DropoutGEMMs(1, nil, 0.5, false, x, ps, scratch, nil); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 	small := c.zeros(backend.DropoutGEMMScratch(700, 300, 40) - 1)
-	if err := c.be.DropoutGEMMs(1, 0.5, false, x, []backend.DropoutProduct{{B: b, C: out}, {B: wide, C: outWide}}, small, nil); err == nil {
+	if err := c.be.DropoutGEMMs(1, nil, 0.5, false, x, []backend.DropoutProduct{{B: b, C: out}, {B: wide, C: outWide}}, small, nil); err == nil {
 		t.Error("a scratch one element short of the larger product was accepted")
 	}
 }
@@ -300,7 +305,7 @@ func TestDropoutGEMMSparseWrapped(t *testing.T) {
 					b, _ := c.rand(cs.k, cs.n)
 					c0, cv := c.rand(cs.m, cs.n)
 					y := c.zeros(xs...)
-					c.ok(c.be.DropoutApply(7, 0.4, x, nil, y))
+					c.ok(c.be.DropoutApply(7, nil, 0.4, x, nil, y))
 					c.ok(c.be.GEMM(transX, false, 1, y, b, 0.5, c0))
 					want := get(c0)
 					same := func(what string, got []float64) {
@@ -313,7 +318,7 @@ func TestDropoutGEMMSparseWrapped(t *testing.T) {
 					}
 					scratch := c.zeros(max(backend.DropoutGEMMScratch(cs.m, cs.n, cs.k), 1))
 					c1 := c.put([]int{cs.m, cs.n}, cv)
-					c.ok(c.be.DropoutGEMM(7, 0.4, transX, x, b, 0.5, c1, scratch, nil))
+					c.ok(c.be.DropoutGEMM(7, nil, 0.4, transX, x, b, 0.5, c1, scratch, nil))
 					if hostBuf(x).nz == nil {
 						t.Fatal("no index for a matrix 1.5% non-zero")
 					}
@@ -326,10 +331,10 @@ func TestDropoutGEMMSparseWrapped(t *testing.T) {
 					}
 					if transX {
 						ones := c.put([]int{cs.m, 1}, slices.Repeat([]float64{1}, cs.m))
-						c.ok(c.be.DropoutGEMM(7, 0.4, false, x, ones, 0, c.zeros(cs.k, 1), c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep32))
+						c.ok(c.be.DropoutGEMM(7, nil, 0.4, false, x, ones, 0, c.zeros(cs.k, 1), c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1)), keep32))
 					}
 					c2 := c.put([]int{cs.m, cs.n}, cv)
-					c.ok(c.be.DropoutGEMM(7, 0.4, transX, x, b, 0.5, c2, scratch, keep32))
+					c.ok(c.be.DropoutGEMM(7, nil, 0.4, transX, x, b, 0.5, c2, scratch, keep32))
 					same("with keep bits", get(c2))
 				})
 			}
@@ -346,7 +351,7 @@ func TestDropoutGEMMSparseWrapped(t *testing.T) {
 		x, err := c.be.WrapHost(v, []int{64, 64})
 		c.ok(err)
 		b, _ := c.rand(64, 4)
-		c.ok(c.be.DropoutGEMM(7, 0.4, false, x, b, 0, c.zeros(64, 4), c.zeros(backend.DropoutGEMMScratch(64, 4, 64)), nil))
+		c.ok(c.be.DropoutGEMM(7, nil, 0.4, false, x, b, 0, c.zeros(64, 4), c.zeros(backend.DropoutGEMMScratch(64, 4, 64)), nil))
 		if hostBuf(x).nz != nil {
 			t.Fatal("a matrix 1/16 non-zero was indexed")
 		}
@@ -372,8 +377,21 @@ func TestSparseRowsMask(t *testing.T) {
 	}
 	x, err := c.be.WrapHost(v, []int{rows, cols})
 	c.ok(err)
+	for _, keyed := range []bool{false, true} {
+		var keys *tensor.Tensor
+		if keyed {
+			keys = c.randKeys(rows)
+		}
+		sparseRowsMask(t, c, x, keys, p)
+	}
+}
+
+// sparseRowsMask is TestSparseRowsMask with x's rows keyed by keys (nil:
+// by their positions).
+func sparseRowsMask(t *testing.T, c *tc, x, keys *tensor.Tensor, p float64) {
+	rows, cols := x.Rows(), x.Cols()
 	y := c.zeros(rows, cols)
-	c.ok(c.be.DropoutApply(11, p, x, nil, y))
+	c.ok(c.be.DropoutApply(11, keys, p, x, nil, y))
 	want := F32(y)
 	sp := c.be.sparseIndex(hostBuf(x), rows, cols)
 	if sp == nil {
@@ -385,7 +403,7 @@ func TestSparseRowsMask(t *testing.T) {
 		// One masker and one buffer for all regions, as a worker's slot:
 		// garbage before the first (cleared), then each region over the
 		// last one's elements (zeroed again), larger or smaller.
-		mask := sp.masker(base, thr, float32(1/(1-p)), bits, 4, mode)
+		mask := sp.masker(base, thr, rowKeys(keys), float32(1/(1-p)), bits, 4, mode)
 		buf := slices.Repeat([]float32{9}, rows*cols)
 		for _, r := range [][4]int{{3, 17, 32, 64}, {0, rows, 0, cols}, {5, 6, 96, 100}, {0, rows, 64, 100}, {1, 30, 0, 50}} {
 			w := r[3] - r[2]

@@ -26,7 +26,7 @@ func BenchmarkMemoryFusions(b *testing.B) {
 	x, y, z := e.alloc(b, tensor.Float32, n, c), e.alloc(b, tensor.Float32, n, c), e.alloc(b, tensor.Float32, n, c)
 	mask := e.alloc(b, tensor.Float32, n, c)
 	bias := e.alloc(b, tensor.Float32, c)
-	if err := e.be.DropoutMask(7, 0.5, mask); err != nil {
+	if err := e.be.DropoutMask(7, nil, 0.5, mask); err != nil {
 		b.Fatal(err)
 	}
 	elems := float64(n * c)
@@ -41,10 +41,10 @@ func BenchmarkMemoryFusions(b *testing.B) {
 		})
 	}
 	run("DropoutBackward/StoredMask", elems*12, func() error { return e.be.Elementwise(backend.Mul, x, mask, y) })
-	run("DropoutBackward/Regenerated", elems*8, func() error { return e.be.DropoutApply(7, 0.5, x, nil, y) })
-	run("DropoutBackward/RegeneratedInPlace", elems*8, func() error { return e.be.DropoutApply(7, 0.5, y, nil, y) })
-	run("DropoutForward/KeepMask", elems*12, func() error { return e.be.DropoutApply(7, 0.5, x, mask, y) })
-	run("DropoutForward/NoMask", elems*8, func() error { return e.be.DropoutApply(7, 0.5, x, nil, y) })
+	run("DropoutBackward/Regenerated", elems*8, func() error { return e.be.DropoutApply(7, nil, 0.5, x, nil, y) })
+	run("DropoutBackward/RegeneratedInPlace", elems*8, func() error { return e.be.DropoutApply(7, nil, 0.5, y, nil, y) })
+	run("DropoutForward/KeepMask", elems*12, func() error { return e.be.DropoutApply(7, nil, 0.5, x, mask, y) })
+	run("DropoutForward/NoMask", elems*8, func() error { return e.be.DropoutApply(7, nil, 0.5, x, nil, y) })
 	run("BiasReLU/Unfused", elems*16, func() error {
 		if err := e.be.Elementwise(backend.Add, x, bias, y); err != nil {
 			return err
@@ -104,7 +104,7 @@ func BenchmarkFusedKernels(b *testing.B) {
 		y, dy, dw := e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, m, n), e.alloc(b, tensor.Float32, k, n)
 		flops, bytes := 2*float64(m)*float64(k)*float64(n), float64(m*k*4)
 		keep := e.alloc(b, tensor.Int32, backend.DropoutKeepWords(m, k)...)
-		if err := e.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, e.alloc(b, tensor.Float32, backend.DropoutGEMMScratch(m, n, k)), keep); err != nil {
+		if err := e.be.DropoutGEMM(7, nil, 0.5, false, x, w, 0, y, e.alloc(b, tensor.Float32, backend.DropoutGEMMScratch(m, n, k)), keep); err != nil {
 			b.Fatal(err) // the forward records the bits the transposed calls read
 		}
 		for _, trans := range []bool{false, true} {
@@ -113,7 +113,7 @@ func BenchmarkFusedKernels(b *testing.B) {
 				xd := e.alloc(b, tensor.Float32, m, k)
 				defer e.be.Release(xd)
 				run(b, flops, bytes*3, func() error {
-					if err := e.be.DropoutApply(7, 0.5, x, nil, xd); err != nil {
+					if err := e.be.DropoutApply(7, nil, 0.5, x, nil, xd); err != nil {
 						return err
 					}
 					if trans {
@@ -131,9 +131,9 @@ func BenchmarkFusedKernels(b *testing.B) {
 				defer e.be.Release(scratch)
 				run(b, flops, bytes, func() error {
 					if trans {
-						return e.be.DropoutGEMM(7, 0.5, true, x, dy, 0, dw, scratch, keep)
+						return e.be.DropoutGEMM(7, nil, 0.5, true, x, dy, 0, dw, scratch, keep)
 					}
-					return e.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, scratch, keep)
+					return e.be.DropoutGEMM(7, nil, 0.5, false, x, w, 0, y, scratch, keep)
 				})
 			})
 		}
@@ -218,7 +218,7 @@ func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func
 		xd := e.alloc(b, tensor.Float32, m, k)
 		defer e.be.Release(xd)
 		run(b, flops, bytes*4, func() error {
-			if err := narrow.DropoutApply(7, 0.5, x, nil, xd); err != nil {
+			if err := narrow.DropoutApply(7, nil, 0.5, x, nil, xd); err != nil {
 				return err
 			}
 			if err := e.be.GEMM(false, false, 1, xd, w, 0, y); err != nil {
@@ -237,10 +237,10 @@ func benchStep(b *testing.B, run func(b *testing.B, flops, bytes float64, f func
 			defer e.be.Release(keep)
 			defer e.be.Release(scratch)
 			run(b, flops, bytes*2, func() error {
-				if err := v.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, scratch, keep); err != nil {
+				if err := v.be.DropoutGEMM(7, nil, 0.5, false, x, w, 0, y, scratch, keep); err != nil {
 					return err
 				}
-				return v.be.DropoutGEMM(7, 0.5, true, x, dy, 0, dw, scratch, keep)
+				return v.be.DropoutGEMM(7, nil, 0.5, true, x, dy, 0, dw, scratch, keep)
 			})
 		})
 	}
@@ -268,7 +268,7 @@ func benchSharedStep(b *testing.B, run func(b *testing.B, flops, bytes float64, 
 		xd := e.alloc(b, tensor.Float32, m, k)
 		defer e.be.Release(xd)
 		run(b, flops, bytes*6, func() error {
-			if err := narrow.DropoutApply(7, 0.5, x, nil, xd); err != nil {
+			if err := narrow.DropoutApply(7, nil, 0.5, x, nil, xd); err != nil {
 				return err
 			}
 			for _, g := range []struct {
@@ -292,7 +292,7 @@ func benchSharedStep(b *testing.B, run func(b *testing.B, flops, bytes float64, 
 				trans bool
 				b, c  *tensor.Tensor
 			}{{false, w1, y1}, {false, w2, y2}, {true, dy1, dw1}, {true, dy2, dw2}} {
-				if err := e.be.DropoutGEMM(7, 0.5, g.trans, x, g.b, 0, g.c, scratch, keep); err != nil {
+				if err := e.be.DropoutGEMM(7, nil, 0.5, g.trans, x, g.b, 0, g.c, scratch, keep); err != nil {
 					return err
 				}
 			}
@@ -301,10 +301,10 @@ func benchSharedStep(b *testing.B, run func(b *testing.B, flops, bytes float64, 
 	})
 	b.Run("Shared", func(b *testing.B) {
 		run(b, flops, bytes*2, func() error {
-			if err := e.be.DropoutGEMMs(7, 0.5, false, x, []backend.DropoutProduct{{B: w1, C: y1}, {B: w2, C: y2}}, scratch, keep); err != nil {
+			if err := e.be.DropoutGEMMs(7, nil, 0.5, false, x, []backend.DropoutProduct{{B: w1, C: y1}, {B: w2, C: y2}}, scratch, keep); err != nil {
 				return err
 			}
-			return e.be.DropoutGEMMs(7, 0.5, true, x, []backend.DropoutProduct{{B: dy1, C: dw1}, {B: dy2, C: dw2}}, scratch, keep)
+			return e.be.DropoutGEMMs(7, nil, 0.5, true, x, []backend.DropoutProduct{{B: dy1, C: dw1}, {B: dy2, C: dw2}}, scratch, keep)
 		})
 	})
 }

@@ -53,12 +53,15 @@ func (b *Backend) Widen(x, y *tensor.Tensor) error {
 // regions of op(x) are widened (and, for p > 0, masked) into scratch by
 // the C loader, then multiplied by GEMM's own calls, so each product is
 // Widen followed by the float32 DropoutGEMM bit for bit.
-func (b *Backend) dropoutGEMMsHalf(seed uint64, p float64, transX bool, x *tensor.Tensor, prods []backend.DropoutProduct, scratch, keep *tensor.Tensor) error {
+func (b *Backend) dropoutGEMMsHalf(seed uint64, rows *tensor.Tensor, p float64, transX bool, x *tensor.Tensor, prods []backend.DropoutProduct, scratch, keep *tensor.Tensor) error {
 	if err := chk.Lives("DropoutGEMM", "x", x); err != nil {
 		return err
 	}
 	if p < 0 || p >= 1 || p != p {
 		return errf("DropoutGEMM", "dropout rate %g outside [0, 1)", p)
+	}
+	if err := chk.DropoutRows("DropoutGEMM", rows, x); err != nil {
+		return err
 	}
 	// The float32 checks of the products on a float32 view of x's shape.
 	xv := tensor.New(tensor.Float32, x.Shape(), x.Buffer())
@@ -77,7 +80,7 @@ func (b *Backend) dropoutGEMMsHalf(seed uint64, p float64, transX bool, x *tenso
 	}
 	initBLAS()
 	xs, ldx, code := U16(x), x.Cols(), halfCode(x.DType())
-	base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
+	base, thr, keys := backend.Mix64(seed), backend.DropoutThreshold(p), rowKeys(rows)
 	scale := float32(1 / (1 - p))
 	mode, bp, ldb := keepMode(bits, transX, ldx)
 	mask := func(r0, r1, c0, c1 int, buf []float32) {
@@ -89,7 +92,7 @@ func (b *Backend) dropoutGEMMsHalf(seed uint64, p float64, transX bool, x *tenso
 			C.k_widen_block(code, xp, C.int64_t(ldx), C.int64_t(r0), C.int64_t(r1), C.int64_t(c0), C.int64_t(c1), out)
 			return
 		}
-		C.k_dropout_block_h16(code, C.uint64_t(base), C.uint64_t(thr), C.float(scale), xp, C.int64_t(ldx),
+		C.k_dropout_block_h16(code, C.uint64_t(base), C.uint64_t(thr), C.float(scale), xp, C.int64_t(ldx), keysPtr(keys),
 			C.int64_t(r0), C.int64_t(r1), C.int64_t(c0), C.int64_t(c1), out, bp, C.int64_t(ldb), C.int(mode))
 	}
 	for _, ps := range shared {

@@ -58,16 +58,16 @@ func BenchmarkHalfLoader(b *testing.B) {
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float16, tensor.BFloat16} {
 			x, rowBytes := xs[dt], float64(m*k*dt.Size())
 			keep := e.alloc(b, tensor.Int32, backend.DropoutKeepWords(m, k)...)
-			if err := e.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, e.alloc(b, tensor.Float32, backend.DropoutGEMMScratch(m, n, k)), keep); err != nil {
+			if err := e.be.DropoutGEMM(7, nil, 0.5, false, x, w, 0, y, e.alloc(b, tensor.Float32, backend.DropoutGEMMScratch(m, n, k)), keep); err != nil {
 				b.Fatal(err) // the forward records the bits the transposed calls read
 			}
 			name := map[bool]string{false: "Forward", true: "Trans"}[trans]
 			b.Run(name+"/Dropout/"+dt.String(), func(b *testing.B) {
 				run(b, flops, rowBytes, func() error {
 					if trans {
-						return e.be.DropoutGEMM(7, 0.5, true, x, dy, 0, dw, scratch, keep)
+						return e.be.DropoutGEMM(7, nil, 0.5, true, x, dy, 0, dw, scratch, keep)
 					}
-					return e.be.DropoutGEMM(7, 0.5, false, x, w, 0, y, scratch, keep)
+					return e.be.DropoutGEMM(7, nil, 0.5, false, x, w, 0, y, scratch, keep)
 				})
 			})
 			b.Run(name+"/Plain/"+dt.String(), func(b *testing.B) {
@@ -78,9 +78,9 @@ func BenchmarkHalfLoader(b *testing.B) {
 					case dt == tensor.Float32:
 						return e.be.GEMM(false, false, 1, x, w, 0, y)
 					case trans:
-						return e.be.DropoutGEMM(0, 0, true, x, dy, 0, dw, scratch, nil)
+						return e.be.DropoutGEMM(0, nil, 0, true, x, dy, 0, dw, scratch, nil)
 					}
-					return e.be.DropoutGEMM(0, 0, false, x, w, 0, y, scratch, nil)
+					return e.be.DropoutGEMM(0, nil, 0, false, x, w, 0, y, scratch, nil)
 				})
 			})
 		}

@@ -121,13 +121,13 @@ func TestDropoutGEMMHalfMatchesWidened(t *testing.T) {
 								if transX { // record the bits with a forward call
 									ones := c.put([]int{cs.m, 1}, make([]float64, cs.m))
 									sc := c.zeros(max(backend.DropoutGEMMScratch(cs.k, 1, cs.m), 1))
-									c.ok(c.be.DropoutGEMM(7, p, false, xw, ones, 0, c.zeros(cs.k, 1), sc, k1))
-									c.ok(c.be.DropoutGEMM(7, p, false, xh, ones, 0, c.zeros(cs.k, 1), sc, k2))
+									c.ok(c.be.DropoutGEMM(7, nil, p, false, xw, ones, 0, c.zeros(cs.k, 1), sc, k1))
+									c.ok(c.be.DropoutGEMM(7, nil, p, false, xh, ones, 0, c.zeros(cs.k, 1), sc, k2))
 								}
 							}
 							want, got := c.put([]int{cs.m, cs.n}, cv), c.put([]int{cs.m, cs.n}, cv)
-							c.ok(c.be.DropoutGEMM(7, p, transX, xw, b, 0.5, want, scratch, k1))
-							c.ok(c.be.DropoutGEMM(7, p, transX, xh, b, 0.5, got, scratch, k2))
+							c.ok(c.be.DropoutGEMM(7, nil, p, transX, xw, b, 0.5, want, scratch, k1))
+							c.ok(c.be.DropoutGEMM(7, nil, p, transX, xh, b, 0.5, got, scratch, k2))
 							for i, w := range F32(want) {
 								if g := F32(got)[i]; math.Float32bits(g) != math.Float32bits(w) {
 									t.Fatalf("keep=%v: c[%d] = %g, widened %g", withKeep, i, g, w)

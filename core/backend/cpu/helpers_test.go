@@ -95,6 +95,20 @@ func (c *tc) zeros(shape ...int) *tensor.Tensor {
 	return x
 }
 
+// randKeys allocates n random 64-bit dropout row keys (negative ones
+// among them: the kernels read them unsigned).
+func (c *tc) randKeys(n int) *tensor.Tensor {
+	c.t.Helper()
+	v := make([]int64, n)
+	for i := range v {
+		v[i] = int64(c.rng.Uint64())
+	}
+	t, err := c.be.Alloc(tensor.Int64, []int{n}, tensor.Host)
+	c.ok(err)
+	c.ok(c.be.Upload(t, v))
+	return t
+}
+
 // ints allocates an integer tensor.
 func (c *tc) ints(dt tensor.DType, v []int64) *tensor.Tensor {
 	d := make([]float64, len(v))

@@ -196,11 +196,11 @@ static inline uint64_t mix64s(uint64_t z) {
 
 // dropout_tail finishes a span one element at a time from element j on,
 // word holding the bits of the current 32-element word so far.
-static inline void dropout_tail(uint64_t base, uint64_t thr, float scale, int64_t idx, int64_t j, int64_t n,
+static inline void dropout_tail(uint64_t base, uint64_t thr, float scale, uint64_t idx, int64_t j, int64_t n,
 				float *mask, const float *x, float *y, uint32_t *bits, uint32_t word) {
 	const uint64_t G = 0x9E3779B97F4A7C15ull;
 	for (; j < n; j++) {
-		const int keep = (mix64s(base + (uint64_t)(idx + j + 1) * G) >> 11) >= thr;
+		const int keep = (mix64s(base + (idx + (uint64_t)j + 1) * G) >> 11) >= thr;
 		const float m = keep ? scale : 0.0f;
 		if (mask)
 			mask[j] = m;
@@ -219,17 +219,17 @@ static inline void dropout_tail(uint64_t base, uint64_t thr, float scale, int64_
 }
 
 // dropout_span handles n elements whose dropout stream indices start at
-// idx: mask[j] = keep(idx+j) ? scale : 0 (when mask is set),
+// idx (unsigned: a keyed row's index K·C wraps modulo 2^64): mask[j] = keep(idx+j) ? scale : 0 (when mask is set),
 // y[j] = x[j]·mask[j] (when y is set) and bit j % 32 of bits[j / 32] =
 // keep(idx+j) (when bits is set; whole words are written).
 static inline __attribute__((always_inline)) void dropout_span(uint64_t base, uint64_t thr, float scale,
-							       int64_t idx, int64_t n, float *mask,
+							       uint64_t idx, int64_t n, float *mask,
 							       const float *x, float *y, uint32_t *bits) {
 	const uint64_t G = 0x9E3779B97F4A7C15ull;
 	int64_t j = 0;
 	uint32_t word = 0;
 	if (n >= 8) {
-		const uint64_t z0 = base + (uint64_t)(idx + 1) * G;
+		const uint64_t z0 = base + (idx + 1) * G;
 		__m256i za = _mm256_setr_epi64x((int64_t)z0, (int64_t)(z0 + G), (int64_t)(z0 + 2 * G),
 						(int64_t)(z0 + 3 * G));
 		__m256i zb = _mm256_add_epi64(za, _mm256_set1_epi64x((int64_t)(4 * G)));
@@ -280,13 +280,13 @@ static inline __attribute__((always_inline)) __m512i mix64z(__m512i z) {
 }
 
 // dropout_span_z is dropout_span sixteen elements at a time.
-static void dropout_span_z(uint64_t base, uint64_t thr, float scale, int64_t idx, int64_t n, float *mask,
+static void dropout_span_z(uint64_t base, uint64_t thr, float scale, uint64_t idx, int64_t n, float *mask,
 			   const float *x, float *y, uint32_t *bits) {
 	const uint64_t G = 0x9E3779B97F4A7C15ull;
 	int64_t j = 0;
 	uint32_t word = 0;
 	if (n >= 16) {
-		const uint64_t z0 = base + (uint64_t)(idx + 1) * G;
+		const uint64_t z0 = base + (idx + 1) * G;
 		__m512i za = _mm512_add_epi64(_mm512_set1_epi64((int64_t)z0),
 					      _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
 								 _mm512_set1_epi64((int64_t)G)));
@@ -340,7 +340,7 @@ int k_has_avx512(void) {
 }
 
 // span picks the dropout_span of the chosen instruction set.
-static inline void span(int wide, uint64_t base, uint64_t thr, float scale, int64_t idx, int64_t n, float *mask,
+static inline void span(int wide, uint64_t base, uint64_t thr, float scale, uint64_t idx, int64_t n, float *mask,
 			const float *x, float *y, uint32_t *bits) {
 	if (wide)
 		dropout_span_z(base, thr, scale, idx, n, mask, x, y, bits);
@@ -355,11 +355,24 @@ void k_dropout_f32(int wide, uint64_t base, uint64_t thr, float scale, int64_t l
 		   const float *x, float *y) {
 	if (hi <= lo)
 		return;
-	span(wide, base, thr, scale, lo, hi - lo, mask ? mask + lo : 0, y ? x + lo : 0, y ? y + lo : 0, 0);
+	span(wide, base, thr, scale, (uint64_t)lo, hi - lo, mask ? mask + lo : 0, y ? x + lo : 0, y ? y + lo : 0, 0);
+}
+
+// k_dropout_rows_f32 is k_dropout_f32 over rows [r0, r1) of cols columns
+// whose row r is keyed keys[r]: element (r, c) is stream index
+// keys[r]·cols + c (backend.DropoutIndex).
+void k_dropout_rows_f32(int wide, uint64_t base, uint64_t thr, float scale, const int64_t *keys, int64_t cols,
+			int64_t r0, int64_t r1, float *mask, const float *x, float *y) {
+	for (int64_t r = r0; r < r1; r++) {
+		const int64_t o = r * cols;
+		span(wide, base, thr, scale, (uint64_t)keys[r] * (uint64_t)cols, cols, mask ? mask + o : 0,
+		     y ? x + o : 0, y ? y + o : 0, 0);
+	}
 }
 
 // k_dropout_block_f32 writes the dropout of x's rows [r0, r1) and columns
-// [c0, c1) (x has ldx columns; element (r, c) is stream index r·ldx + c)
+// [c0, c1) (x has ldx columns; element (r, c) is stream index K·ldx + c,
+// K = keys[r], or r when keys is null)
 // into y, row by row with c1 - c0 columns: the elements DropoutApply
 // writes there, bit for bit. bits (ldb 32-bit words per row of x, bit
 // c % 32 of word c / 32 for column c; c0 a multiple of 32) keeps the mask:
@@ -367,7 +380,7 @@ void k_dropout_f32(int wide, uint64_t base, uint64_t thr, float scale, int64_t l
 // of drawing it (the same products), mode 0 only draws it. wide picks the
 // AVX-512 kernels (same results).
 void k_dropout_block_f32(int wide, uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
-			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
+			 const int64_t *keys, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
 			 int64_t ldb, int mode) {
 	const int64_t w = c1 - c0;
 	const __m256 vs = _mm256_set1_ps(scale);
@@ -377,7 +390,8 @@ void k_dropout_block_f32(int wide, uint64_t base, uint64_t thr, float scale, con
 		float *yr = y + (r - r0) * w;
 		uint32_t *br = bits ? bits + r * ldb + c0 / 32 : 0;
 		if (mode != 2 || !bits) {
-			span(wide, base, thr, scale, r * ldx + c0, w, 0, xr, yr, mode == 1 ? br : 0);
+			const uint64_t k = keys ? (uint64_t)keys[r] : (uint64_t)r;
+			span(wide, base, thr, scale, k * (uint64_t)ldx + (uint64_t)c0, w, 0, xr, yr, mode == 1 ? br : 0);
 			continue;
 		}
 		if (wide) {
@@ -539,7 +553,7 @@ void k_widen_block(int bf, const uint16_t *x, int64_t ldx, int64_t r0, int64_t r
 // widened into y and masked there, so y holds exactly what
 // k_dropout_block_f32 writes for the widened x.
 void k_dropout_block_h16(int bf, uint64_t base, uint64_t thr, float scale, const uint16_t *x,
-			 int64_t ldx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y,
+			 int64_t ldx, const int64_t *keys, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y,
 			 uint32_t *bits, int64_t ldb, int mode) {
 	const int64_t w = c1 - c0;
 	const __m256 vs = _mm256_set1_ps(scale);
@@ -549,7 +563,8 @@ void k_dropout_block_h16(int bf, uint64_t base, uint64_t thr, float scale, const
 		uint32_t *br = bits ? bits + r * ldb + c0 / 32 : 0;
 		widen_row(bf, x + r * ldx + c0, w, yr);
 		if (mode != 2 || !bits) {
-			dropout_span(base, thr, scale, r * ldx + c0, w, 0, yr, yr, mode == 1 ? br : 0);
+			const uint64_t k = keys ? (uint64_t)keys[r] : (uint64_t)r;
+			dropout_span(base, thr, scale, k * (uint64_t)ldx + (uint64_t)c0, w, 0, yr, yr, mode == 1 ? br : 0);
 			continue;
 		}
 		int64_t j = 0;

@@ -93,6 +93,20 @@ func cDropout(wide bool, base, thr uint64, scale float32, lo, hi int, mask, x, y
 	C.k_dropout_f32(cBool(wide), C.uint64_t(base), C.uint64_t(thr), C.float(scale), C.int64_t(lo), C.int64_t(hi), f32p(mask, 0), xp, yp)
 }
 
+// cDropoutRows runs k_dropout_rows_f32 over rows [r0, r1) of cols
+// columns keyed by keys; mask or y (with x) may be nil.
+func cDropoutRows(wide bool, base, thr uint64, scale float32, keys []int64, cols, r0, r1 int, mask, x, y []float32) {
+	if r1 <= r0 || cols == 0 {
+		return
+	}
+	var xp, yp *C.float
+	if y != nil {
+		xp, yp = f32p(x, 0), f32p(y, 0)
+	}
+	C.k_dropout_rows_f32(cBool(wide), C.uint64_t(base), C.uint64_t(thr), C.float(scale), (*C.int64_t)(unsafe.Pointer(&keys[0])),
+		C.int64_t(cols), C.int64_t(r0), C.int64_t(r1), f32p(mask, 0), xp, yp)
+}
+
 func cReLU(x, y []float32) {
 	if len(x) > 0 {
 		C.k_relu_f32(C.int64_t(len(x)), f32p(x, 0), f32p(y, 0))

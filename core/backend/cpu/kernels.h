@@ -45,8 +45,10 @@ void k_gather(int it, int64_t r0, int64_t r1, const void *idx, const void *x, in
 int k_has_avx512(void);
 void k_dropout_f32(int wide, uint64_t base, uint64_t thr, float scale, int64_t lo, int64_t hi, float *mask,
 		   const float *x, float *y);
+void k_dropout_rows_f32(int wide, uint64_t base, uint64_t thr, float scale, const int64_t *keys, int64_t cols,
+			int64_t r0, int64_t r1, float *mask, const float *x, float *y);
 void k_dropout_block_f32(int wide, uint64_t base, uint64_t thr, float scale, const float *x, int64_t ldx,
-			 int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
+			 const int64_t *keys, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y, uint32_t *bits,
 			 int64_t ldb, int mode);
 void k_bias_relu_f32(int relu, int64_t rows, int64_t c, const float *b, float *y);
 void k_relu_f32(int64_t n, const float *x, float *y);
@@ -59,5 +61,5 @@ void k_act_bwd_f32(int elu, float alpha, int64_t n, const float *x, const float 
 void k_widen_block(int bf, const uint16_t *x, int64_t ldx, int64_t r0, int64_t r1, int64_t c0,
 		   int64_t c1, float *y);
 void k_dropout_block_h16(int bf, uint64_t base, uint64_t thr, float scale, const uint16_t *x,
-			 int64_t ldx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *y,
-			 uint32_t *bits, int64_t ldb, int mode);
+			 int64_t ldx, const int64_t *keys, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+			 float *y, uint32_t *bits, int64_t ldb, int mode);

@@ -285,67 +285,85 @@ func adam[T float](h adamHyper, p, g, m, v []T) {
 	}
 }
 
-// DropoutMask sets mask[i] to 1/(1-p) when Uniform(seed, i) ≥ p and to 0
-// otherwise: the mask depends only on seed and the element index.
-func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error {
-	dt, err := chk.DropoutMask(p, mask)
+// DropoutMask sets element (r, c) of mask to 1/(1-p) when the stream of
+// seed at index DropoutIndex(K[r], cols, c) is kept at rate p and to 0
+// otherwise, K being rows' keys (r when rows is nil): the mask depends
+// only on seed, the row keys and the columns.
+func (b *Backend) DropoutMask(seed uint64, rows *tensor.Tensor, p float64, mask *tensor.Tensor) error {
+	dt, err := chk.DropoutMask(rows, p, mask)
 	if err != nil {
 		return err
 	}
-	scale := 1 / (1 - p)
 	if dt == tensor.Float32 {
-		s := fl[float32](mask)
-		base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
-		b.each(len(s), func(lo, hi int) { cDropout(b.wide, base, thr, float32(scale), lo, hi, s, nil, nil) })
+		b.dropout32(seed, rows, p, fl[float32](mask), nil, nil, mask.Cols())
 	} else {
-		s := fl[float64](mask)
-		b.each(len(s), func(lo, hi int) { dropout(seed, p, scale, s, lo, hi) })
+		b.dropout64(seed, rows, p, fl[float64](mask), nil, nil, mask.Cols())
 	}
 	return nil
 }
 
 // DropoutApply computes y = x·m in one pass, m being the mask DropoutMask
-// makes for (seed, p); it also stores m into mask unless mask is nil (a
-// caller that needs no backward pass skips that write). x and y may be the
-// same tensor. The engine uses it through an optional interface.
-func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error {
-	dt, err := chk.DropoutApply(p, x, mask, y)
+// makes for (seed, rows, p); it also stores m into mask unless mask is
+// nil (a caller that needs no backward pass skips that write). x and y
+// may be the same tensor. The engine uses it through an optional
+// interface.
+func (b *Backend) DropoutApply(seed uint64, rows *tensor.Tensor, p float64, x, mask, y *tensor.Tensor) error {
+	dt, err := chk.DropoutApply(rows, p, x, mask, y)
 	if err != nil {
 		return err
 	}
-	scale := 1 / (1 - p)
 	if dt == tensor.Float32 {
-		xs, ys, ms := fl[float32](x), fl[float32](y), fl[float32](mask)
-		base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
-		b.each(len(xs), func(lo, hi int) { cDropout(b.wide, base, thr, float32(scale), lo, hi, ms, xs, ys) })
+		b.dropout32(seed, rows, p, fl[float32](mask), fl[float32](x), fl[float32](y), x.Cols())
 	} else {
-		xs, ys, ms := fl[float64](x), fl[float64](y), fl[float64](mask)
-		base := backend.Mix64(seed)
-		b.each(len(xs), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				m := 0.0
-				if uniform(base, uint64(i)) >= p {
+		b.dropout64(seed, rows, p, fl[float64](mask), fl[float64](x), fl[float64](y), x.Cols())
+	}
+	return nil
+}
+
+// dropout32 writes the mask of (seed, rows, p) over a matrix of cols
+// columns into ms and x·mask into ys (each when not nil) with the C
+// kernels: one flat span without keys, row by row with them.
+func (b *Backend) dropout32(seed uint64, rows *tensor.Tensor, p float64, ms, xs, ys []float32, cols int) {
+	scale := float32(1 / (1 - p))
+	base, thr := backend.Mix64(seed), backend.DropoutThreshold(p)
+	if rows == nil {
+		n := max(len(ms), len(xs))
+		b.each(n, func(lo, hi int) { cDropout(b.wide, base, thr, scale, lo, hi, ms, xs, ys) })
+		return
+	}
+	keys := I64(rows)
+	b.eachRow(len(keys), cols, func(lo, hi int) { cDropoutRows(b.wide, base, thr, scale, keys, cols, lo, hi, ms, xs, ys) })
+}
+
+// dropout64 is dropout32 in float64, in Go.
+func (b *Backend) dropout64(seed uint64, rows *tensor.Tensor, p float64, ms, xs, ys []float64, cols int) {
+	scale := 1 / (1 - p)
+	base := backend.Mix64(seed)
+	var keys []int64
+	if rows != nil {
+		keys = I64(rows)
+	}
+	n := max(len(ms), len(xs)) / max(cols, 1)
+	b.eachRow(n, cols, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			k := uint64(r)
+			if keys != nil {
+				k = uint64(keys[r])
+			}
+			for c := range cols {
+				i, m := r*cols+c, 0.0
+				if uniform(base, backend.DropoutIndex(k, cols, c)) >= p {
 					m = scale
 				}
 				if ms != nil {
 					ms[i] = m
 				}
-				ys[i] = xs[i] * m
+				if ys != nil {
+					ys[i] = xs[i] * m
+				}
 			}
-		})
-	}
-	return nil
-}
-
-func dropout[T float](seed uint64, p float64, scale T, s []T, lo, hi int) {
-	base := backend.Mix64(seed)
-	for i := lo; i < hi; i++ {
-		if uniform(base, uint64(i)) >= p {
-			s[i] = scale
-		} else {
-			s[i] = 0
 		}
-	}
+	})
 }
 
 // Uniform is the dropout stream: a splitmix64 counter hash of (seed, i) as a

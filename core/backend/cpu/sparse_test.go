@@ -363,7 +363,7 @@ func TestErrors(t *testing.T) {
 		{"BatchNormInfer", c.be.BatchNormInfer(x, c.zeros(4), c.zeros(4), c.zeros(4), c.zeros(4), c.zeros(9, 4), 1e-5)},
 		{"ArgmaxRows", c.be.ArgmaxRows(x, c.zeros(10))},
 		{"AdamStep", c.be.AdamStep(x, x, x, x, 1, 0.9, 0.99, 1e-8, 0, 0)},
-		{"DropoutMask", c.be.DropoutMask(1, 1.5, x)},
+		{"DropoutMask", c.be.DropoutMask(1, nil, 1.5, x)},
 		{"Upload", c.be.Upload(x, []float32{1})},
 		{"Download", c.be.Download(x, []float64{1})},
 		{"Copy", c.be.Copy(x, x64)},

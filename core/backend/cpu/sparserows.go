@@ -121,7 +121,7 @@ func (g region) size() int { return (g.r1 - g.r0) * (g.c1 - g.c0) }
 // The slot is cleared on its first use in the call; afterwards only the
 // elements the slot's last region wrote are zeroed again, as the rest is
 // still zero (the GEMM calls only read it).
-func (s *sparseRows) masker(base, thr uint64, scale float32, bits []int32, ldb, mode int) func(r0, r1, c0, c1 int, y []float32) {
+func (s *sparseRows) masker(base, thr uint64, keys []int64, scale float32, bits []int32, ldb, mode int) func(r0, r1, c0, c1 int, y []float32) {
 	var mu sync.Mutex
 	last := map[*float32]region{} // a slot's first element -> its last region
 	return func(r0, r1, c0, c1 int, y []float32) {
@@ -141,14 +141,16 @@ func (s *sparseRows) masker(base, thr uint64, scale float32, bits []int32, ldb, 
 		if n := g.size(); n > zero {
 			clear(y[zero:n])
 		}
-		s.mask(base, thr, scale, g, y, bits, ldb, mode)
+		s.mask(base, thr, keys, scale, g, y, bits, ldb, mode)
 	}
 }
 
-// mask writes the listed elements of region g into y (zero elsewhere).
-func (s *sparseRows) mask(base, thr uint64, scale float32, g region, y []float32, bits []int32, ldb, mode int) {
+// mask writes the listed elements of region g into y (zero elsewhere);
+// keys are the rows' keys (nil: row r is keyed r).
+func (s *sparseRows) mask(base, thr uint64, keys []int64, scale float32, g region, y []float32, bits []int32, ldb, mode int) {
 	w := g.c1 - g.c0
 	for r := g.r0; r < g.r1; r++ {
+		k := rowKey(keys, r)
 		lo, hi := s.span(r, g.c0, g.c1)
 		off := (r-g.r0)*w - g.c0 // y[off+c] is column c of row r
 		for e := lo; e < hi; e++ {
@@ -157,7 +159,7 @@ func (s *sparseRows) mask(base, thr uint64, scale float32, g region, y []float32
 			if mode == 2 {
 				keep = uint32(bits[r*ldb+c/32])>>(c%32)&1 != 0
 			} else {
-				keep = backend.DropoutKept(base, thr, r*s.cols+c)
+				keep = backend.DropoutKeptAt(base, thr, backend.DropoutIndex(k, s.cols, c))
 				if mode == 1 {
 					word, bit := &bits[r*ldb+c/32], int32(uint32(1)<<(c%32))
 					if keep {

@@ -237,8 +237,8 @@ var prices = pricing{
 	HeadDotBackward: func(x, a, dy, dx, da *tensor.Tensor) kernel {
 		return k(dx, costElementwise, elems(x), 3, 4)
 	},
-	DropoutMask: func(seed uint64, p float64, mask *tensor.Tensor) kernel {
-		return k(mask, costElementwise, elems(mask), 0, 4)
+	DropoutMask: func(seed uint64, keys *tensor.Tensor, p float64, mask *tensor.Tensor) kernel {
+		return k(mask, costElementwise, elems(mask), keyReads(keys, mask), 4)
 	},
 	BatchNorm: func(x, gamma, beta, y, mean, invStd *tensor.Tensor, eps float64) kernel {
 		return k(y, costElementwise, elems(x), 3, 5)
@@ -259,12 +259,12 @@ var prices = pricing{
 		return k(p, costElementwise, elems(p), 4, 12)
 	},
 	// The cpu backend's fused dropout: mask and apply in one pass.
-	DropoutApply: func(seed uint64, p float64, x, mask, y *tensor.Tensor) kernel {
+	DropoutApply: func(seed uint64, keys *tensor.Tensor, p float64, x, mask, y *tensor.Tensor) kernel {
 		operands := 1.0
 		if mask != nil {
 			operands = 2
 		}
-		return k(y, costElementwise, elems(y), operands, 5)
+		return k(y, costElementwise, elems(y), operands+keyReads(keys, y), 5)
 	},
 	// The fused aggregation epilogue, priced as its SpMM: the bias and
 	// activation touch rows the SpMM has just written.
@@ -278,7 +278,7 @@ var prices = pricing{
 	// The fused input dropout and matmul, priced as its GEMM: the mask is
 	// made in cache from the region the GEMM reads (the unfused sequence
 	// adds a DropoutApply, priced above).
-	DropoutGEMM: func(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) kernel {
+	DropoutGEMM: func(seed uint64, keys *tensor.Tensor, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) kernel {
 		inner := cols(x)
 		if transX {
 			inner = rows(x)
@@ -289,6 +289,15 @@ var prices = pricing{
 	Widen: func(x, y *tensor.Tensor) kernel {
 		return k(y, costElementwise, elems(y), 1, 1)
 	},
+}
+
+// keyReads is the operand reads per element of a dropout's row keys over
+// x: one key (two elements' bytes) per row, none without keys.
+func keyReads(keys, x *tensor.Tensor) float64 {
+	if keys == nil || x.Numel() == 0 {
+		return 0
+	}
+	return 2 * float64(keys.Numel()) / float64(x.Numel())
 }
 
 // unaryFlops is the op table's flop count of a unary function (at least 1).

@@ -13,13 +13,13 @@ import (
 type extensions interface {
 	// DropoutApply builds the dropout mask and applies it in one pass
 	// (see cpu.Backend.DropoutApply).
-	DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error
+	DropoutApply(seed uint64, rows *tensor.Tensor, p float64, x, mask, y *tensor.Tensor) error
 	// SpMMBiasAct aggregates, adds a bias and activates in one pass (see
 	// backend.SpMMBiasActer).
 	SpMMBiasAct(ctx context.Context, a backend.Adj, w, x, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) error
 	// DropoutGEMM multiplies by a dropout of x without forming it (see
 	// backend.DropoutGEMMer).
-	DropoutGEMM(seed uint64, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error
+	DropoutGEMM(seed uint64, rows *tensor.Tensor, p float64, transX bool, x, b *tensor.Tensor, beta float64, c, scratch, keep *tensor.Tensor) error
 	// Widen writes 16-bit feature rows as float32 (see
 	// backend.HalfStorage).
 	Widen(x, y *tensor.Tensor) error

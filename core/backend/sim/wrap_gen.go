@@ -37,16 +37,16 @@ type pricing struct {
 	SumRows               func(x *tensor.Tensor, y *tensor.Tensor) kernel
 	HeadDot               func(x *tensor.Tensor, a *tensor.Tensor, y *tensor.Tensor) kernel
 	HeadDotBackward       func(x *tensor.Tensor, a *tensor.Tensor, dy *tensor.Tensor, dx *tensor.Tensor, da *tensor.Tensor) kernel
-	DropoutMask           func(seed uint64, p float64, mask *tensor.Tensor) kernel
+	DropoutMask           func(seed uint64, rows *tensor.Tensor, p float64, mask *tensor.Tensor) kernel
 	BatchNorm             func(x *tensor.Tensor, gamma *tensor.Tensor, beta *tensor.Tensor, y *tensor.Tensor, mean *tensor.Tensor, invStd *tensor.Tensor, eps float64) kernel
 	BatchNormBackward     func(x *tensor.Tensor, gamma *tensor.Tensor, dy *tensor.Tensor, mean *tensor.Tensor, invStd *tensor.Tensor, dx *tensor.Tensor, dgamma *tensor.Tensor, dbeta *tensor.Tensor) kernel
 	BatchNormInfer        func(x *tensor.Tensor, gamma *tensor.Tensor, beta *tensor.Tensor, mean *tensor.Tensor, variance *tensor.Tensor, y *tensor.Tensor, eps float64) kernel
 	SoftmaxCrossEntropy   func(logits *tensor.Tensor, labels *tensor.Tensor, idx *tensor.Tensor, dlogits *tensor.Tensor) kernel
 	ArgmaxRows            func(x *tensor.Tensor, out *tensor.Tensor) kernel
 	AdamStep              func(p *tensor.Tensor, g *tensor.Tensor, m *tensor.Tensor, v *tensor.Tensor, lr float64, beta1 float64, beta2 float64, eps float64, wd float64, t int) kernel
-	DropoutApply          func(seed uint64, p float64, x *tensor.Tensor, mask *tensor.Tensor, y *tensor.Tensor) kernel
+	DropoutApply          func(seed uint64, rows *tensor.Tensor, p float64, x *tensor.Tensor, mask *tensor.Tensor, y *tensor.Tensor) kernel
 	SpMMBiasAct           func(ctx context.Context, a backend.Adj, w *tensor.Tensor, x *tensor.Tensor, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) kernel
-	DropoutGEMM           func(seed uint64, p float64, transX bool, x *tensor.Tensor, b *tensor.Tensor, beta float64, c *tensor.Tensor, scratch *tensor.Tensor, keep *tensor.Tensor) kernel
+	DropoutGEMM           func(seed uint64, rows *tensor.Tensor, p float64, transX bool, x *tensor.Tensor, b *tensor.Tensor, beta float64, c *tensor.Tensor, scratch *tensor.Tensor, keep *tensor.Tensor) kernel
 	Widen                 func(x *tensor.Tensor, y *tensor.Tensor) kernel
 	SegmentSelect         func(ctx context.Context, a backend.Adj, q float64, nth int, e *tensor.Tensor, out *tensor.Tensor, idx *tensor.Tensor) kernel
 	SegmentProd           func(ctx context.Context, a backend.Adj, e *tensor.Tensor, out *tensor.Tensor) kernel
@@ -318,15 +318,15 @@ func (be *Backend) HeadDotBackward(x *tensor.Tensor, a *tensor.Tensor, dy *tenso
 }
 
 // DropoutMask implements backend.Backend: the operands' tier prices and runs it.
-func (be *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error {
-	in, tier, err := be.on("DropoutMask", "mask", mask)
+func (be *Backend) DropoutMask(seed uint64, rows *tensor.Tensor, p float64, mask *tensor.Tensor) error {
+	in, tier, err := be.on("DropoutMask", "rows mask", rows, mask)
 	if err != nil {
 		return err
 	}
-	if err := be.price(prices.DropoutMask(seed, p, mask)); err != nil {
+	if err := be.price(prices.DropoutMask(seed, rows, p, mask)); err != nil {
 		return err
 	}
-	return relabel(in.DropoutMask(seed, p, unwrap(mask)), tier)
+	return relabel(in.DropoutMask(seed, unwrap(rows), p, unwrap(mask)), tier)
 }
 
 // BatchNorm implements backend.Backend: the operands' tier prices and runs it.
@@ -403,19 +403,19 @@ func (be *Backend) AdamStep(p *tensor.Tensor, g *tensor.Tensor, m *tensor.Tensor
 }
 
 // DropoutApply implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
-func (be *Backend) DropoutApply(seed uint64, p float64, x *tensor.Tensor, mask *tensor.Tensor, y *tensor.Tensor) error {
-	in, tier, err := be.on("DropoutApply", "x mask y", x, mask, y)
+func (be *Backend) DropoutApply(seed uint64, rows *tensor.Tensor, p float64, x *tensor.Tensor, mask *tensor.Tensor, y *tensor.Tensor) error {
+	in, tier, err := be.on("DropoutApply", "rows x mask y", rows, x, mask, y)
 	if err != nil {
 		return err
 	}
-	if err := be.price(prices.DropoutApply(seed, p, x, mask, y)); err != nil {
+	if err := be.price(prices.DropoutApply(seed, rows, p, x, mask, y)); err != nil {
 		return err
 	}
 	ext, ok := in.(extensions)
 	if !ok {
 		return fmt.Errorf("sim: DropoutApply: the %s backend does not offer it", in.Name())
 	}
-	return relabel(ext.DropoutApply(seed, p, unwrap(x), unwrap(mask), unwrap(y)), tier)
+	return relabel(ext.DropoutApply(seed, unwrap(rows), p, unwrap(x), unwrap(mask), unwrap(y)), tier)
 }
 
 // SpMMBiasAct implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
@@ -435,19 +435,19 @@ func (be *Backend) SpMMBiasAct(ctx context.Context, a backend.Adj, w *tensor.Ten
 }
 
 // DropoutGEMM implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
-func (be *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x *tensor.Tensor, b *tensor.Tensor, beta float64, c *tensor.Tensor, scratch *tensor.Tensor, keep *tensor.Tensor) error {
-	in, tier, err := be.on("DropoutGEMM", "x b c scratch keep", x, b, c, scratch, keep)
+func (be *Backend) DropoutGEMM(seed uint64, rows *tensor.Tensor, p float64, transX bool, x *tensor.Tensor, b *tensor.Tensor, beta float64, c *tensor.Tensor, scratch *tensor.Tensor, keep *tensor.Tensor) error {
+	in, tier, err := be.on("DropoutGEMM", "rows x b c scratch keep", rows, x, b, c, scratch, keep)
 	if err != nil {
 		return err
 	}
-	if err := be.price(prices.DropoutGEMM(seed, p, transX, x, b, beta, c, scratch, keep)); err != nil {
+	if err := be.price(prices.DropoutGEMM(seed, rows, p, transX, x, b, beta, c, scratch, keep)); err != nil {
 		return err
 	}
 	ext, ok := in.(extensions)
 	if !ok {
 		return fmt.Errorf("sim: DropoutGEMM: the %s backend does not offer it", in.Name())
 	}
-	return relabel(ext.DropoutGEMM(seed, p, transX, unwrap(x), unwrap(b), beta, unwrap(c), unwrap(scratch), unwrap(keep)), tier)
+	return relabel(ext.DropoutGEMM(seed, unwrap(rows), p, transX, unwrap(x), unwrap(b), beta, unwrap(c), unwrap(scratch), unwrap(keep)), tier)
 }
 
 // Widen implements an optional kernel of the inner backend (extensions): the operands' tier prices and runs it.
