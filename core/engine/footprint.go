@@ -374,11 +374,11 @@ func (dryBackend) ApplyBackward(backend.Unary, float64, *tensor.Tensor, *tensor.
 func (dryBackend) Elementwise(backend.Binary, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) error {
 	return nil
 }
-func (dryBackend) Axpby(float64, *tensor.Tensor, float64, *tensor.Tensor) error { return nil }
-func (dryBackend) Fill(*tensor.Tensor, float64) error                           { return nil }
-func (dryBackend) SumRows(_, _ *tensor.Tensor) error                            { return nil }
-func (dryBackend) HeadDot(_, _, _ *tensor.Tensor) error                         { return nil }
-func (dryBackend) HeadDotBackward(_, _, _, _, _ *tensor.Tensor) error           { return nil }
+func (dryBackend) Axpby(float64, *tensor.Tensor, float64, *tensor.Tensor) error      { return nil }
+func (dryBackend) Fill(*tensor.Tensor, float64) error                                { return nil }
+func (dryBackend) SumRows(_, _ *tensor.Tensor) error                                 { return nil }
+func (dryBackend) HeadDot(_, _, _ *tensor.Tensor) error                              { return nil }
+func (dryBackend) HeadDotBackward(_, _, _, _, _ *tensor.Tensor) error                { return nil }
 func (dryBackend) DropoutMask(uint64, *tensor.Tensor, float64, *tensor.Tensor) error { return nil }
 
 // DropoutApply makes the dry backend a dropoutApplier, as the cpu backend
