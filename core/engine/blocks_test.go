@@ -164,7 +164,7 @@ func (f *blockFixture) bind(t *testing.T, gcn, mean *graph.CSR, dt tensor.DType)
 		t.Fatal(err)
 	}
 	e := []int{int(gcn.NNZ())}
-	return &Graph{Adj: a, GCNNorm: upload64(t, f.be, toF64(gcn.Values), e, dt), MeanNorm: upload64(t, f.be, toF64(mean.Values), e, dt)}
+	return &Graph{Adj: a, GCNNorm: upload64(t, f.be, toF64(gcn.Values), e, dt), MeanNorm: upload64(t, f.be, toF64(mean.Values), e, dt), Host: gcn}
 }
 
 func (f *blockFixture) rows(t *testing.T, ids []int32, dt tensor.DType) *tensor.Tensor {
@@ -191,8 +191,9 @@ func (f *blockFixture) blockEnv(t *testing.T, seeds []int32, dt tensor.DType) En
 	}
 	return Env{
 		Backend: f.be, DType: dt, Tier: tensor.Host,
-		Blocks: []map[string]*Graph{layer(s1, s0, b0), layer(seeds, s1, b1)},
-		Input:  f.rows(t, s0, dt),
+		Blocks:  []map[string]*Graph{layer(s1, s0, b0), layer(seeds, s1, b1)},
+		NodeIDs: [][]int32{s0, s1},
+		Input:   f.rows(t, s0, dt),
 	}
 }
 

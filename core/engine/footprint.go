@@ -29,7 +29,7 @@ const (
 	KindMask                // dropout masks
 	KindSaved               // aggregator state saved for backward (the LSTM's gates, cells and previous hidden states)
 	KindScratch             // backward temporaries
-	KindIndex               // int32 index buffers (narrowed rows, argmax)
+	KindIndex               // index buffers in int32 words (narrowed rows, argmax, dropout row keys)
 	numKinds
 )
 
@@ -69,7 +69,7 @@ type Footprint struct {
 	Masks   int64 // KindMask elements of DType
 	Saved   int64 // KindSaved elements of DType
 	Scratch int64 // KindScratch elements of DType
-	Index   int64 // KindIndex elements (int32)
+	Index   int64 // KindIndex int32 words
 	// GraphWords are int64 words the backend keeps with the bound graphs
 	// beyond their CSR (an LSTM aggregation's step schedule).
 	GraphWords int64

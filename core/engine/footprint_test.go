@@ -45,6 +45,7 @@ func (f *blockFixture) shapedBlockEnv(t *testing.T, seeds []int32, dt tensor.DTy
 	}
 	env := Env{Backend: f.be, DType: dt, Tier: tensor.Host}
 	env.Blocks = []map[string]*Graph{layer(s1, s0, b0), layer(seeds, s1, b1)}
+	env.NodeIDs = [][]int32{s0, s1}
 	env.Input = f.rows(t, s0, dt)
 	return env, shapes
 }

@@ -108,7 +108,7 @@ func newHarness(t *testing.T, gr *ir.Graph, dt tensor.DType) *harness {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eg := &Graph{Adj: a}
+		eg := &Graph{Adj: a, Host: csr}
 		eg.GCNNorm = upload64(t, be, toF64(graph.GCNNorm(csr)), []int{int(csr.NNZ())}, dt)
 		eg.MeanNorm = upload64(t, be, toF64(graph.MeanNorm(csr)), []int{int(csr.NNZ())}, dt)
 		if UsesEdgeIndex(gr) {

@@ -86,7 +86,7 @@ func (c lstmCase) harness(t *testing.T, dt tensor.DType) *harness {
 	for i := range xs {
 		xs[i] = r.normal()
 	}
-	env := Env{Backend: be, DType: dt, Tier: tensor.Host, Blocks: []map[string]*Graph{{"adj": {Adj: a}}},
+	env := Env{Backend: be, DType: dt, Tier: tensor.Host, Blocks: []map[string]*Graph{{"adj": {Adj: a, Host: blk}}}, NodeIDs: [][]int32{identityIDs(blk.NumCols)},
 		Input: upload64(t, be, xs, []int{blk.NumCols, inDim}, dt)}
 	prog, err := Compile(gr, env, 42)
 	if err != nil {

@@ -283,7 +283,11 @@ func (p *Program) allocT(k Kind, dt tensor.DType, shape []int) (*tensor.Tensor, 
 		return nil, err
 	}
 	p.owned.ts = append(p.owned.ts, t)
-	p.meter.add(k, int64(t.Numel()))
+	n := int64(t.Numel())
+	if k == KindIndex {
+		n = n * int64(dt.Size()) / 4 // int32 words: an Int64 key is two
+	}
+	p.meter.add(k, n)
 	return t, nil
 }
 

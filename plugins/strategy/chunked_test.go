@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"strata/core/backend"
-	"strata/core/engine"
 	"strata/core/tensor"
 	"strata/core/train"
 )
@@ -32,49 +31,9 @@ type stepRecord struct {
 // steps, recording each.
 func runSteps(t *testing.T, steps int, text string, sets ...string) []stepRecord {
 	t.Helper()
-	ctx := context.Background()
-	cfg := mustParse(t, text, sets...)
-	env, _, closeEnv, err := train.NewEnv(ctx, cfg, testHost(t))
+	out, err := stepsIn(context.Background(), t, steps, mustParse(t, text, sets...))
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer closeEnv()
-	strat, err := train.StrategyFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := strat.NewStepper(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Release()
-	opt, err := train.NewOptimizer(cfg.Train.Optimizer, env.Backend, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := envOf(env)
-	var out []stepRecord
-	for s := range steps {
-		var rec stepRecord
-		loss, err := st.Epoch(ctx, uint64(s+1), func() error {
-			rec.grads = map[string][]float64{}
-			for _, p := range st.Params().List() {
-				v, err := engine.DownloadFloats(e.be, p.Grad)
-				if err != nil {
-					return err
-				}
-				rec.grads[p.Name] = v
-			}
-			return opt.Step(st.Params().List())
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.loss = loss
-		if rec.params, err = st.Params().Snapshot(); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, rec)
 	}
 	return out
 }
@@ -125,8 +84,9 @@ func compareSteps(t *testing.T, got, want []stepRecord, tol, ptol float64) {
 // the same initial parameters and compares the loss, the gradients and
 // the parameters after every step: to 1e-12 relative in float64 and to
 // float32 rounding in float32, for every model, chunk count and handling
-// of the intermediates, on three graphs (dropout off: its draws are per
-// chunk). -short runs a corner of the matrix.
+// of the intermediates, on three graphs and on several devices, with
+// every dropout on (TestSplitsMatchFullGraph derives 1e-12). -short runs
+// a corner of the matrix.
 func TestChunkedMatchesFullGraph(t *testing.T) {
 	type row struct {
 		model, graph, inter, dtype string
@@ -161,7 +121,7 @@ func TestChunkedMatchesFullGraph(t *testing.T) {
 					g = x
 				}
 			}
-			sets := append(modelSets(c.model), "model.dropout=0.0", "model.input_dropout=0.0", "train.dtype=\""+c.dtype+"\"",
+			sets := append(append(modelSets(c.model), splitDropouts(c.model)...), "train.dtype=\""+c.dtype+"\"",
 				"data.dataset=\""+g.dataset+"\"", "data.symmetrize="+g.sym, "model.layers=2")
 			backend := []string{`train.backend="sim"`}
 			if c.devices > 1 {
@@ -170,7 +130,7 @@ func TestChunkedMatchesFullGraph(t *testing.T) {
 			want := runSteps(t, 2, coraBase, append(sets, backend[0])...)
 			got := runSteps(t, 2, coraBase, append(append(sets, backend...), `train.mode="chunked"`,
 				fmt.Sprintf("chunked.chunks=%d", c.perPart*c.devices), `chunked.intermediates="`+c.inter+`"`)...)
-			tol, ptol := 1e-12, 1e-12
+			tol, ptol := splitTol, splitTol
 			if c.dtype == "float32" {
 				// Adam's step g/(|g|+eps) turns the float32 rounding of a
 				// gradient near zero into a larger change of its parameter
@@ -262,7 +222,7 @@ func TestChunkedBeyondDeviceMemory(t *testing.T) {
 // tier in RAM, and the file is gone afterwards.
 func TestChunkedHostFile(t *testing.T) {
 	path := t.TempDir() + "/host.bin"
-	sets := []string{`train.mode="chunked"`, "chunked.chunks=3", `model.name="sage"`, "model.dropout=0.0", "model.input_dropout=0.0", `train.dtype="float64"`}
+	sets := []string{`train.mode="chunked"`, "chunked.chunks=3", `model.name="sage"`, "model.dropout=0.5", "model.input_dropout=0.3", `train.dtype="float64"`}
 	want := runSteps(t, 2, coraBase, sets...)
 	got := runSteps(t, 2, coraBase, append(sets, "chunked.host_file="+path)...)
 	compareSteps(t, got, want, 0, 0)
@@ -445,13 +405,13 @@ func TestHostRows(t *testing.T) {
 }
 
 // TestChunkedDevicesMatchOne trains on one and on four simulated devices
-// with evaluation every epoch: the same losses, best epoch and test
+// with evaluation every epoch and dropout on: the same losses, best epoch and test
 // accuracy, which the loop reads after restoring the best epoch's
 // parameters into device 0 (the other devices receive them before
 // predicting).
 func TestChunkedDevicesMatchOne(t *testing.T) {
 	ctx := context.Background()
-	base := chunkedSets(`train.dtype="float64"`, "train.epochs=6", "train.eval_every=1", "train.lr=0.05")
+	base := chunkedSets(`train.dtype="float64"`, "train.epochs=6", "train.eval_every=1", "train.lr=0.05", "model.dropout=0.5", "model.input_dropout=0.3")
 	one, err := train.Run(ctx, mustParse(t, coraBase, append(base, "chunked.chunks=4")...), train.Options{Host: testHost(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -460,7 +420,7 @@ func TestChunkedDevicesMatchOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if one.BestEpoch != four.BestEpoch || one.TestAcc != four.TestAcc || math.Abs(one.FinalLoss-four.FinalLoss) > 1e-12*one.FinalLoss {
+	if one.BestEpoch != four.BestEpoch || one.TestAcc != four.TestAcc || math.Abs(one.FinalLoss-four.FinalLoss) > splitTol*one.FinalLoss {
 		t.Errorf("one device: best epoch %d, test accuracy %v, loss %.15g; four: %d, %v, %.15g",
 			one.BestEpoch, one.TestAcc, one.FinalLoss, four.BestEpoch, four.TestAcc, four.FinalLoss)
 	}

@@ -117,36 +117,41 @@ func samePredictions(a, b []int32) float64 {
 }
 
 // TestDistributedMatchesOneProcess: 1, 2 and 4 ranks of the distributed
-// strategies reach the parameters of the one-process strategy they
-// distribute (minibatch, fullgraph), to float32 rounding, and every rank
-// holds the same parameters. Dropout is off: its masks follow the rows'
-// positions, which differ between ranks.
+// strategies reach the loss, the parameters and the predictions of the
+// one-process strategy they distribute (minibatch, fullgraph), with every
+// dropout on, and every rank holds the same parameters bit for bit. The
+// runs are in float64: a rank's masks are keyed by the global ids of its
+// rows, so the ranks differ from one process only in the order of their
+// sums (rows split between ranks, gradients all-reduced in rank order):
+// splitTol, derived at TestSplitsMatchFullGraph (which also checks
+// distfull on the power-law graph and every model). Predictions could
+// differ only where two logits tie to within that: none of Cora's 2708
+// nodes do.
 func TestDistributedMatchesOneProcess(t *testing.T) {
 	base := strategytest.CoraBase + "\n[sampler]\nname = \"uniform\"\nfanouts = [4, 6]\n"
+	drop := []string{`train.dtype="float64"`, "model.dropout=0.5", "model.input_dropout=0.3"}
 	for _, tc := range []struct {
 		name, ref, dist string
 		sets            []string
 		ranks           []int
 	}{
-		{"mini", "minibatch", "distmini", []string{"model.dropout=0", "train.batch_size=32"}, []int{1, 2, 4}},
-		{"full", "fullgraph", "distfull", []string{"model.dropout=0"}, []int{1, 2, 4}},
+		{"mini", "minibatch", "distmini", []string{"train.batch_size=32"}, []int{1, 2, 4}},
+		{"full", "fullgraph", "distfull", nil, []int{1, 2, 4}},
 		// distfull's layer-by-layer halo exchange with other layers: the
-		// self term of SAGE, GAT's attention over the halo rows.
-		{"full-sage", "fullgraph", "distfull", []string{"model.dropout=0", `model.name="sage"`}, []int{1, 3}},
-		{"full-gat", "fullgraph", "distfull", []string{"model.dropout=0", `model.name="gat"`}, []int{1, 3}},
-		// float64 hidden rows and gradients between the ranks.
-		{"full-float64", "fullgraph", "distfull", []string{"model.dropout=0", `train.dtype="float64"`}, []int{1, 2}},
+		// self term of SAGE, GAT's attention (and its dropout) over the
+		// halo rows.
+		{"full-sage", "fullgraph", "distfull", []string{`model.name="sage"`}, []int{1, 3}},
+		{"full-gat", "fullgraph", "distfull", []string{`model.name="gat"`, "model.options.attn_dropout=0.4"}, []int{1, 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := base
 			if tc.dist == "distfull" {
 				text = strategytest.CoraBase
 			}
-			sets := append([]string{"train.mode=" + tc.ref}, tc.sets...)
+			sets := append(append([]string{"train.mode=" + tc.ref}, drop...), tc.sets...)
 			ref := runRanks(t, 1, 2, text, sets...)[0]
-			var one rankRun
 			for _, n := range tc.ranks {
-				sets := append([]string{"train.mode=" + tc.dist}, tc.sets...)
+				sets := append(append([]string{"train.mode=" + tc.dist}, drop...), tc.sets...)
 				runs := runRanks(t, n, 2, text, sets...)
 				for r, run := range runs {
 					if d := maxRelDiff(t, run.params, runs[0].params); d != 0 {
@@ -156,26 +161,16 @@ func TestDistributedMatchesOneProcess(t *testing.T) {
 						t.Fatalf("%d ranks: rank %d predicts other classes than rank 0", n, r)
 					}
 				}
-				if n == 1 {
-					one = runs[0]
-				}
-				// N ranks against one: float32 rounding of the sums.
-				if d := maxRelDiff(t, runs[0].params, one.params); d > 1e-4 {
-					t.Fatalf("%d ranks: parameters differ from 1 rank's by %g (relative)", n, d)
-				}
-				// One rank against the one-process strategy: the blocks'
-				// SpMM adds in another order than the whole graph's, and
-				// Adam normalises near-zero gradients.
-				if d := maxRelDiff(t, runs[0].params, ref.params); d > 1e-3 {
+				if d := maxRelDiff(t, runs[0].params, ref.params); d > splitTol {
 					t.Fatalf("%d ranks: parameters differ from %s by %g (relative)", n, tc.ref, d)
 				}
-				if s := samePredictions(runs[0].pred, ref.pred); s < 0.995 {
-					t.Fatalf("%d ranks: %.4f of the nodes predicted as %s does", n, s, tc.ref)
+				if !slices.Equal(runs[0].pred, ref.pred) {
+					t.Fatalf("%d ranks: %.4f of the nodes predicted as %s does", n, samePredictions(runs[0].pred, ref.pred), tc.ref)
 				}
-				if math.Abs(runs[0].loss-ref.loss) > 1e-5*math.Abs(ref.loss) {
+				if math.Abs(runs[0].loss-ref.loss) > splitTol*math.Abs(ref.loss) {
 					t.Fatalf("%d ranks: loss %v, %s %v", n, runs[0].loss, tc.ref, ref.loss)
 				}
-				t.Logf("%d ranks: max relative parameter difference %.3g to 1 rank, %.3g to %s", n, maxRelDiff(t, runs[0].params, one.params), maxRelDiff(t, runs[0].params, ref.params), tc.ref)
+				t.Logf("%d ranks: max relative parameter difference %.3g to %s", n, maxRelDiff(t, runs[0].params, ref.params), tc.ref)
 			}
 		})
 	}

@@ -85,9 +85,6 @@ func (*Hybrid) CheckConfig(cfg *config.Config) error {
 			return cfg.KeyError(fmt.Sprintf("hybrid.sample_on = \"device\": sampler %q does not read the graph through the store's access API (sampling.GraphSampler); use full, uniform, khop or randomwalk, or hybrid.sample_on = \"cpu\"", cfg.Sampler.Name), "hybrid", "sample_on")
 		}
 	}
-	if cfg.Train.DType != "float32" {
-		return cfg.KeyError("train.mode = \"hybrid\" all-reduces float32 gradients through the host; set train.dtype = \"float32\"", "train", "dtype")
-	}
 	return nil
 }
 

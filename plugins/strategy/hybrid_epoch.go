@@ -15,6 +15,7 @@ import (
 	"strata/core/backend"
 	"strata/core/sampling"
 	"strata/core/store"
+	"strata/core/tensor"
 	"strata/core/train"
 	"strata/plugins/sampler"
 )
@@ -504,13 +505,22 @@ func (s *hybridStepper) allReduce(b *hybridBatch) error {
 	if len(s.trainers) < 2 {
 		return nil
 	}
+	if s.e.dt == tensor.Float64 {
+		return hostAllReduce[float64](s, b)
+	}
+	return hostAllReduce[float32](s, b)
+}
+
+// hostAllReduce is allReduce in the run's float type T: each gradient
+// summed on the host in trainer order, then handed back to every trainer.
+func hostAllReduce[T float32 | float64](s *hybridStepper, b *hybridBatch) error {
 	views := make([]backend.Backend, len(s.trainers))
 	for k, t := range s.trainers {
 		views[k] = backend.ForPurpose(t.r.e.be, backend.PurposeGradients)
 	}
 	for i, p := range s.trainers[0].r.ps.List() {
-		sum := make([]float32, p.Grad.Numel())
-		buf := make([]float32, len(sum))
+		sum := make([]T, p.Grad.Numel())
+		buf := make([]T, len(sum))
 		for k, t := range s.trainers {
 			if len(b.parts[k].nodes) == 0 {
 				continue

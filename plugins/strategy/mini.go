@@ -502,8 +502,9 @@ func allReduceParams(be backend.Backend, ps []*engine.Params, broadcast bool) er
 // seed: one for the whole batch, however it is split between devices,
 // trainers, ranks or micro-batches (the masks are keyed by each row's
 // global id, engine.Env.NodeIDs), so every split draws the masks of the
-// batch trained whole.
-func batchSeed(seed uint64, n int) uint64 { return seed ^ uint64(n+1)*0xbf58476d1ce4e5b9 }
+// batch trained whole. Batch 0's is the epoch's: one batch of every
+// training node over full-neighbour blocks is full-graph training.
+func batchSeed(seed uint64, n int) uint64 { return seed ^ uint64(n)*0xbf58476d1ce4e5b9 }
 
 // shuffled returns a seeded permutation of ids (Fisher-Yates, splitmix64).
 func shuffled(ids []int32, seed uint64) []int32 {
