@@ -13,19 +13,20 @@ import (
 // DropoutGEMM computes c = op(dropout(x))·b + beta·c without forming
 // dropout(x) (backend.DropoutGEMMer): x is masked a block of contiguous
 // rows at a time into scratch by the dropout kernel (the block's stream
-// offset folded into its base, backend.DropoutBaseAt) and multiplied by
+// offset folded into its base, backend.DropoutBaseAt, or with row keys
+// the keys from the block's first row on) and multiplied by
 // cuBLAS, each block's rows of c in the forward product (transX false)
 // and, for the weight gradient (transX true), block after block into c
 // (beta, then 1). A composition of the existing kernels, not the cpu
 // backend's tiling: the weight gradient sums the rows in block order,
 // deterministic but not the unfused GEMM bit for bit.
 // keep is ignored: the mask is drawn again for the weight gradient.
-func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, _ *tensor.Tensor) error {
+func (b *Backend) DropoutGEMM(seed uint64, keys *tensor.Tensor, p float64, transX bool, x, bm *tensor.Tensor, beta float64, c, scratch, _ *tensor.Tensor) error {
 	dt, m, n, k, err := b.chk.GEMM(transX, false, x, bm, c)
 	if err != nil {
 		return err
 	}
-	if _, err := b.chk.DropoutApply(p, x, nil, x); err != nil {
+	if _, err := b.chk.DropoutApply(keys, p, x, nil, x); err != nil {
 		return err
 	}
 	rows, cols := x.Rows(), x.Cols()
@@ -41,13 +42,15 @@ func (b *Backend) DropoutGEMM(seed uint64, p float64, transX bool, x, bm *tensor
 		return b.scale(c, beta)
 	}
 	f64, es := dt == tensor.Float64, uintptr(dt.Size())
-	thr, scale := backend.DropoutThreshold(p), 1/(1-p)
 	block := scratch.Numel() / cols
 	for r0 := 0; r0 < rows; r0 += block {
 		r1 := min(rows, r0+block)
+		base, kp := backend.DropoutBaseAt(seed, r0*cols), uintptr(0)
+		if keys != nil {
+			base, kp = backend.Mix64(seed), ptr(keys)+uintptr(r0)*8
+		}
 		ne := int64((r1 - r0) * cols)
-		if err := b.launch("dropout_"+dt.Short(), ne, backend.DropoutBaseAt(seed, r0*cols), thr, scale,
-			uintptr(0), ptr(x)+uintptr(r0*cols)*es, ptr(scratch), ne); err != nil {
+		if err := b.dropout(dt, base, p, kp, cols, 0, ptr(x)+uintptr(r0*cols)*es, ptr(scratch), ne); err != nil {
 			return err
 		}
 		if !transX {

@@ -230,28 +230,36 @@ func (b *Backend) HeadDotBackward(x, a, dy, dx, da *tensor.Tensor) error {
 	return b.launch("add_colsum_"+dt.Short(), H*C, part, nb, H*C, ptr(da))
 }
 
-// DropoutMask fills mask with 0 or 1/(1-p) from the CPU backend's stream,
-// so both backends draw the same masks.
-func (b *Backend) DropoutMask(seed uint64, p float64, mask *tensor.Tensor) error {
-	dt, err := b.chk.DropoutMask(p, mask)
+// DropoutMask fills mask with 0 or 1/(1-p) from the CPU backend's stream
+// (backend.DropoutMask: element (r, c) is stream index K[r]·C + c, K the
+// keys in rows, or r when rows is nil), so both backends draw the same
+// masks.
+func (b *Backend) DropoutMask(seed uint64, rows *tensor.Tensor, p float64, mask *tensor.Tensor) error {
+	dt, err := b.chk.DropoutMask(rows, p, mask)
 	if err != nil {
 		return err
 	}
 	defer b.enter()()
-	n := int64(mask.Numel())
-	return b.launch("dropout_"+dt.Short(), n, backend.Mix64(seed), backend.DropoutThreshold(p), 1/(1-p), ptr(mask), uintptr(0), uintptr(0), n)
+	return b.dropout(dt, backend.Mix64(seed), p, ptr(rows), mask.Cols(), ptr(mask), 0, 0, int64(mask.Numel()))
 }
 
 // DropoutApply computes y = x·m in one pass and stores m in mask unless it
 // is nil (see the CPU backend's method of the same name).
-func (b *Backend) DropoutApply(seed uint64, p float64, x, mask, y *tensor.Tensor) error {
-	dt, err := b.chk.DropoutApply(p, x, mask, y)
+func (b *Backend) DropoutApply(seed uint64, rows *tensor.Tensor, p float64, x, mask, y *tensor.Tensor) error {
+	dt, err := b.chk.DropoutApply(rows, p, x, mask, y)
 	if err != nil {
 		return err
 	}
 	defer b.enter()()
-	n := int64(x.Numel())
-	return b.launch("dropout_"+dt.Short(), n, backend.Mix64(seed), backend.DropoutThreshold(p), 1/(1-p), ptr(mask), ptr(x), ptr(y), n)
+	return b.dropout(dt, backend.Mix64(seed), p, ptr(rows), x.Cols(), ptr(mask), ptr(x), ptr(y), int64(x.Numel()))
+}
+
+// dropout launches the dropout kernel over n elements, rows of cols
+// columns, from stream base base (Mix64(seed) or a DropoutBaseAt): the
+// mask into mask and x·mask into y, each unless 0 (device addresses);
+// keys, unless 0, holds the rows' Int64 keys.
+func (b *Backend) dropout(dt tensor.DType, base uint64, p float64, keys uintptr, cols int, mask, x, y uintptr, n int64) error {
+	return b.launch("dropout_"+dt.Short(), n, base, backend.DropoutThreshold(p), 1/(1-p), mask, x, y, n, keys, int64(cols))
 }
 
 // BatchNorm normalises columns with the batch mean and biased variance.

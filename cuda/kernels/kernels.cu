@@ -180,18 +180,31 @@ DEVICE void copy_cols_impl(T *dst, i64 dcols, i64 doff, const T *src, i64 scols,
 	}
 }
 
-// Dropout: the splitmix64 counter stream of the CPU backend. Element i is
-// kept when (mix64(base + (i+1)·φ) >> 11) ≥ thr, thr = ceil(p·2^53).
+// Dropout: the splitmix64 counter stream of the CPU backend
+// (backend.DropoutMask). Element i (row i / cols, column i % cols) has the
+// stream index keys[i / cols]·cols + i % cols, unsigned and wrapping, or i
+// when keys is null, and is kept when (mix64(base + (index+1)·φ) >> 11) ≥
+// thr, thr = ceil(p·2^53).
 DEVICE u64 mix64(u64 z) {
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
 	return z ^ (z >> 31);
 }
 
+// dropout_index is element i's stream index; the division by cols runs
+// only with keys (keys is the same for every thread: no divergence).
+DEVICE u64 dropout_index(const i64 *keys, i64 cols, i64 i) {
+	if (!keys)
+		return (u64)i;
+	const u64 c = (u64)cols, r = (u64)i / c;
+	return (u64)keys[r] * c + ((u64)i - r * c);
+}
+
 template <typename T>
-DEVICE void dropout_impl(u64 base, u64 thr, double scale, T *mask, const T *x, T *y, i64 n) {
+DEVICE void dropout_impl(u64 base, u64 thr, double scale, T *mask, const T *x, T *y, i64 n, const i64 *keys,
+			 i64 cols) {
 	for (i64 i = gtid(); i < n; i += gstride()) {
-		u64 k = mix64(base + ((u64)i + 1) * 0x9E3779B97F4A7C15ULL) >> 11;
+		u64 k = mix64(base + (dropout_index(keys, cols, i) + 1) * 0x9E3779B97F4A7C15ULL) >> 11;
 		T m = k >= thr ? (T)scale : (T)0;
 		if (mask)
 			mask[i] = m;
@@ -785,8 +798,9 @@ DEVICE void segment_prod_bwd_impl(const i64 *indptr, const T *e, const T *dout, 
 	KERNEL(binary_##S, (i64 op, const T *a, const T *b, T *y, i64 n, i64 cols)) {                              \
 		binary_impl<T>(op, a, b, y, n, cols);                                                              \
 	}                                                                                                          \
-	KERNEL(dropout_##S, (u64 base, u64 thr, double scale, T *mask, const T *x, T *y, i64 n)) {                 \
-		dropout_impl<T>(base, thr, scale, mask, x, y, n);                                                  \
+	KERNEL(dropout_##S, (u64 base, u64 thr, double scale, T *mask, const T *x, T *y, i64 n, const i64 *keys,   \
+			     i64 cols)) {                                                                          \
+		dropout_impl<T>(base, thr, scale, mask, x, y, n, keys, cols);                                      \
 	}                                                                                                          \
 	KERNEL(colsum_##S, (i64 mode, const T *x, const T *dy, const double *mu, const double *inv, i64 n, i64 c,  \
 			    i64 chunk, double *part)) {                                                            \
