@@ -396,4 +396,29 @@ func BenchmarkElementwise(b *testing.B) {
 		}
 		report(b, 0, elems*4)
 	})
+	// The same mask with every row keyed by a global id (a chunk's or a
+	// block's rows): one span per row instead of one over the tensor.
+	keys := e.alloc(b, tensor.Int64, n)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range I64(keys) {
+		I64(keys)[i] = int64(r.IntN(1 << 24))
+	}
+	b.Run("DropoutKeyed", func(b *testing.B) {
+		for range b.N {
+			e.be.DropoutMask(1, keys, 0.5, z)
+		}
+		report(b, 0, elems*4+float64(n*8))
+	})
+	b.Run("DropoutApplyKeyed", func(b *testing.B) {
+		for range b.N {
+			e.be.DropoutApply(1, keys, 0.5, x, nil, y)
+		}
+		report(b, 0, elems*8+float64(n*8))
+	})
+	b.Run("DropoutApply", func(b *testing.B) {
+		for range b.N {
+			e.be.DropoutApply(1, nil, 0.5, x, nil, y)
+		}
+		report(b, 0, elems*8)
+	})
 }
