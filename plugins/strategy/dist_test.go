@@ -136,12 +136,16 @@ func TestDistributedMatchesOneProcess(t *testing.T) {
 		ranks           []int
 	}{
 		{"mini", "minibatch", "distmini", []string{"train.batch_size=32"}, []int{1, 2, 4}},
+		{"mini-sage", "minibatch", "distmini", []string{"train.batch_size=32", `model.name="sage"`}, []int{3}},
+		{"mini-gat", "minibatch", "distmini", []string{"train.batch_size=32", `model.name="gat"`, "model.options.attn_dropout=0.4"}, []int{3}},
+		{"mini-gin", "minibatch", "distmini", []string{"train.batch_size=32", `model.name="gin"`}, []int{3}},
 		{"full", "fullgraph", "distfull", nil, []int{1, 2, 4}},
 		// distfull's layer-by-layer halo exchange with other layers: the
 		// self term of SAGE, GAT's attention (and its dropout) over the
 		// halo rows.
 		{"full-sage", "fullgraph", "distfull", []string{`model.name="sage"`}, []int{1, 3}},
 		{"full-gat", "fullgraph", "distfull", []string{`model.name="gat"`, "model.options.attn_dropout=0.4"}, []int{1, 3}},
+		{"full-gin", "fullgraph", "distfull", []string{`model.name="gin"`}, []int{3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := base
