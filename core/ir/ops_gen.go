@@ -32,7 +32,7 @@ func (bl *Builder) Concat(a, b int32) int32 {
 	return bl.Record("concat", Attrs{}, a, b)
 }
 
-// Dropout records dropout (x) -> x's shape: each element zeroed with probability p and the rest scaled by 1/(1-p), in training only.
+// Dropout records dropout (x) -> x's shape: each element zeroed with probability p and the rest scaled by 1/(1-p), in training only; an element's draw depends on the step, the op and its row's global node or edge id, never on where the row is computed.
 func (bl *Builder) Dropout(x int32, p float64) int32 {
 	return bl.Record("dropout", Attrs{Alpha: p}, x)
 }

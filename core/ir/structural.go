@@ -79,7 +79,7 @@ var structuralOps = []OpSpec{
 	{Kind: OpDropout, Name: "Dropout", Class: ClassStructural, Impl: "Dropout", // SDK: hand-written, sdk.Dropout(x, 0) records nothing
 
 		Operands: []string{"x"}, Attr: "p", AttrType: AttrFloat, InPlace: []int{0}, InPlaceGrad: true, Infer: inferDropout,
-		Doc:  "(x) -> x's shape: each element zeroed with probability p and the rest scaled by 1/(1-p), in training only",
+		Doc:  "(x) -> x's shape: each element zeroed with probability p and the rest scaled by 1/(1-p), in training only; an element's draw depends on the step, the op and its row's global node or edge id, never on where the row is computed",
 		Cost: costElementwise(5), CostDoc: "5 flops per element (mask and scale); 3 values per element",
 		Checks: []Check{{"", func(b *Builder, h, _, _, _ int32) int32 { return b.Record(OpDropout, Attrs{Alpha: 0.4}, h) }}}},
 	{Kind: OpBatchNorm, Name: "BatchNorm", SDK: "BatchNorm", Class: ClassStructural, Impl: "BatchNorm", Aux: true,
