@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime/pprof"
 	"slices"
@@ -464,8 +465,8 @@ func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, 
 			b.times.TA = 0
 			for _, byPurpose := range train.PredictionNow(s.e.be).Since(before).KernelS {
 				var k float64
-				for _, v := range byPurpose {
-					k += v
+				for _, p := range slices.Sorted(maps.Keys(byPurpose)) { // a fixed order: the sum is the same every run
+					k += byPurpose[p]
 				}
 				b.times.TA = max(b.times.TA, k)
 			}
