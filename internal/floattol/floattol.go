@@ -16,8 +16,11 @@
 // exact value. Under this model a sum of n terms in any order is within
 // γ_{n−1}·Σ|x_i| of the exact sum, and a dot product of length n within
 // γ_n·Σ|x_i||y_i| (Higham §3.1), with γ_n = n·u/(1−n·u); two correct
-// implementations differ by at most twice that. Underflow is outside the
-// model: the tests that use it work with values far from it.
+// implementations differ by at most twice that. A result below the
+// smallest normal number may be off by that number (flushed to zero, or
+// rounded among subnormals): Val's arithmetic adds it to each operation;
+// the plain bounds leave it out, for the tests whose values are far from
+// it.
 //
 // Val carries a value with a bound on the error of any correct
 // implementation of the computation that produced it (a running error
@@ -34,6 +37,13 @@ const (
 	UFloat16  = 0x1p-11
 	UFloat32  = 0x1p-24
 	UFloat64  = 0x1p-53
+)
+
+// The smallest normal numbers of float32 and float64: the absolute error
+// of an operation whose result underflows.
+const (
+	MinNormal32 = 0x1p-126
+	MinNormal64 = 0x1p-1022
 )
 
 // FuncULPs bounds the error of an elementary function (exp, expm1, log,
@@ -116,10 +126,40 @@ func excess(g, w, b float64) float64 {
 
 // CentralStep returns the step h of a central difference
 // (f(x+h) − f(x−h))/2h that balances its truncation error h²/6·d3 (d3
-// bounds |f”'| near x) against its rounding error eps/h (eps bounds the
-// error of each computed f): h = (3·eps/d3)^(1/3).
+// bounds the third derivative near x) against its rounding error eps/h
+// (eps bounds the error of each computed f): h = (3·eps/d3)^(1/3). For a
+// function of scale s in its value and in its third derivative (inputs of
+// order 1), d3 = s and eps = γ_k·s: h ≈ (3·k·u)^(1/3).
 func CentralStep(eps, d3 float64) float64 { return math.Cbrt(3 * eps / d3) }
 
-// Central bounds the error of that central difference with step h:
-// h²/6·d3 + eps/h.
-func Central(h, eps, d3 float64) float64 { return h*h/6*d3 + eps/h }
+// Slope estimates f'(0) by the central difference D(h) = (f(h) −
+// f(−h))/2h, f(d) evaluating the function with its input moved by d, and
+// bounds the estimate's error from the function itself:
+//   - its truncation error T (about h²/6 times the third derivative) by
+//     Richardson's comparison with D(2h), which is off by 4T: D(2h) − D(h)
+//     is 3T plus rounding, and |D(2h) − D(h)| leaves a factor 3 on T for
+//     the O(h⁴) terms Richardson neglects;
+//   - a kink (a ReLU, a max) within h, where D(h) averages two slopes and
+//     f'(0) is one of them, by half the difference of the one-sided
+//     differences (f(h) − f(0))/h and (f(0) − f(−h))/h; on a smooth
+//     function that adds h·|f''|/2;
+//   - its rounding error by eps/h, eps bounding the error of each
+//     evaluation (and 3·eps/h more for the rounding of the two estimates).
+func Slope(f func(d float64) float64, h, eps float64) (d, bound float64) {
+	f0, fp, fm := f(0), f(h), f(-h)
+	d1 := (fp - fm) / (2 * h)
+	d2 := (f(2*h) - f(-2*h)) / (4 * h)
+	kink := math.Abs((fp-f0)/h-(f0-fm)/h) / 2
+	return d1, math.Abs(d2-d1) + kink + 4*eps/h
+}
+
+// Gradient is Slope for every input i < n of a function: f(i, d)
+// evaluates it with input i moved by d. It returns the estimates and
+// their bounds.
+func Gradient(n int, f func(i int, d float64) float64, h, eps float64) (num, bound []float64) {
+	num, bound = make([]float64, n), make([]float64, n)
+	for i := range n {
+		num[i], bound[i] = Slope(func(d float64) float64 { return f(i, d) }, h, eps)
+	}
+	return num, bound
+}

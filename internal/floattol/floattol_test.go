@@ -168,21 +168,42 @@ func TestExceeds(t *testing.T) {
 	}
 }
 
-// TestCentral checks the step and bound of a central difference of sin
-// computed in float32 (an error of u per evaluation) against cos.
-func TestCentral(t *testing.T) {
-	f := func(x float64) float64 { return float64(float32(math.Sin(x))) }
-	for _, x := range []float64{0.3, 1, 2.5} {
-		eps := UFloat32 * 1 // |sin| ≤ 1, one rounding
-		h := CentralStep(eps, 1)
-		got := (f(x+h) - f(x-h)) / (2 * h)
-		if d, b := math.Abs(got-math.Cos(x)), Central(h, eps, 1); d > b {
-			t.Errorf("x=%g: central difference off by %g > bound %g (h=%g)", x, d, b, h)
+// TestSlope checks central differences of functions computed in float32
+// (an error of u·|f| per evaluation) against their exact derivatives: two
+// smooth ones, one whose derivatives are 20, 400 and 8000 times what the
+// step assumes, and one next to a kink: for the last two the bound must
+// grow rather than fail.
+func TestSlope(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		f, df  func(x float64) float64
+		x, d3  float64
+		loose  bool
+	}{
+		{"sin", math.Sin, math.Cos, 1, 1, false},
+		{"sin(20x)", func(x float64) float64 { return math.Sin(20 * x) }, func(x float64) float64 { return 20 * math.Cos(20*x) }, 0.3, 1, true},
+		{"exp", math.Exp, math.Exp, 2.5, math.Exp(2.5), false},
+		{"relu near its kink", func(x float64) float64 { return max(x, 0) }, func(x float64) float64 { return 1 }, 1e-4, 1, true},
+	} {
+		eps := UFloat32 * 2 * math.Max(1, math.Abs(c.f(c.x))) // one rounding of a value of that scale, with room
+		h := CentralStep(eps, c.d3)
+		got, bound := Slope(func(d float64) float64 { return float64(float32(c.f(c.x + d))) }, h, eps)
+		if d := math.Abs(got - c.df(c.x)); d > bound {
+			t.Errorf("%s: central difference %g off the derivative %g by %g > bound %g (h=%g)", c.name, got, c.df(c.x), d, bound, h)
 		}
-		// A step 100 times too small is dominated by rounding: its bound grows.
-		if Central(h/100, eps, 1) < 10*Central(h, eps, 1) {
-			t.Errorf("x=%g: the bound does not grow as the step shrinks", x)
+		if !c.loose && bound > 1e-2*math.Max(1, math.Abs(c.df(c.x))) {
+			t.Errorf("%s: bound %g is vacuous", c.name, bound)
 		}
+	}
+	num, bound := Gradient(2, func(i int, d float64) float64 { return float64(i+1) * d * d * d }, 1e-3, 0)
+	// At 0, (i+1)·x³: D(h) = (i+1)h², D(2h) = 4(i+1)h², one-sided
+	// differences equal (f'' = 0 there).
+	if math.Abs(num[1]-2e-6) > 1e-15 || math.Abs(bound[1]-6e-6) > 1e-12 {
+		t.Errorf("Gradient of (i+1)·x³ at 0: %v ± %v, want 2e-6 ± 6e-6 (Richardson)", num, bound)
+	}
+	// Next to the kink of |x|, the one-sided differences disagree.
+	if _, b := Slope(math.Abs, 1e-3, 0); b < 0.99 {
+		t.Errorf("|x| at its kink: bound %g, want about 1", b)
 	}
 }
 
@@ -200,7 +221,7 @@ func perturb(rng *rand.Rand, x Val) float64 {
 // the exact value and the derived bound (float64 references: U covers
 // both roundings); and that bounds are finite and small where they should.
 func TestValHolds(t *testing.T) {
-	a := Arith{U: UFloat32 + UFloat64}
+	a := Checked32
 	type op struct {
 		name string
 		val  func(x, y Val) Val
@@ -267,6 +288,9 @@ func TestValEdges(t *testing.T) {
 	}
 	if got := a.Add(In(1), In(2)); got.V != 3 || got.E != 3*UFloat32 {
 		t.Errorf("1+2 = %+v, want {3, 3u}", got)
+	}
+	if got := (Arith{U: UFloat32, Tiny: MinNormal32}).Mul(In(0x1p-70), In(0x1p-70)); got.E != 0x1p-140*UFloat32+MinNormal32 {
+		t.Errorf("an underflowing product's error %g, want u·|v| + the smallest normal", got.E)
 	}
 	if got := a.Sum(); got.V != 0 || got.E != 0 {
 		t.Errorf("empty sum = %+v", got)

@@ -9,11 +9,21 @@ import "math"
 // first-order.
 type Val struct{ V, E float64 }
 
-// Arith is the arithmetic of a format with unit roundoff U. To bound a
-// float64 reference's own rounding together with the implementation's,
-// give U the sum of both unit roundoffs: the bound of the sum is at least
-// the sum of the bounds (each is a series in u with nonnegative terms).
-type Arith struct{ U float64 }
+// Arith is the arithmetic of a format with unit roundoff U, in which a
+// result below the smallest normal number may also be off by Tiny (it is
+// flushed to zero, or rounded in the subnormal range): each operation adds
+// Tiny to its error. To bound a float64 reference's own rounding together
+// with the implementation's, give U and Tiny the sums of both formats':
+// the bound of the sum is at least the sum of the bounds (each is a series
+// in u with nonnegative terms). Checked32 and Checked64 are those.
+type Arith struct{ U, Tiny float64 }
+
+// Checked32 and Checked64 bound a float32 or float64 implementation and a
+// float64 reference of it at once.
+var (
+	Checked32 = Arith{U: UFloat32 + UFloat64, Tiny: MinNormal32 + MinNormal64}
+	Checked64 = Arith{U: 2 * UFloat64, Tiny: 2 * MinNormal64}
+)
 
 // In is an input of the computation: exactly what the implementation reads.
 func In(v float64) Val { return Val{V: v} }
@@ -46,8 +56,8 @@ func Errors(vs []Val) []float64 {
 }
 
 // round is one rounding of a computed quantity whose exact value is v and
-// whose operands were off by e: e + u·(|v| + e).
-func (a Arith) round(v, e float64) Val { return Val{v, e + a.U*(math.Abs(v)+e)} }
+// whose operands were off by e: e + u·(|v| + e) + tiny.
+func (a Arith) round(v, e float64) Val { return Val{v, e + a.U*(math.Abs(v)+e) + a.Tiny} }
 
 // Param is a float64 argument (a scale, a learning rate) that the
 // implementation may first round to its format.
@@ -86,7 +96,8 @@ func (a Arith) Sum(xs ...Val) Val {
 		mag += math.Abs(x.V)
 		e += x.E
 	}
-	return Val{v, e + Gamma(len(xs)-1, a.U)*(mag+e)}
+	n := max(len(xs)-1, 0)
+	return Val{v, e + Gamma(n, a.U)*(mag+e) + float64(n)*a.Tiny}
 }
 
 // Dot returns Σ x_i·y_i in any order, each product rounded once (or
@@ -110,7 +121,7 @@ func (a Arith) fn(x Val, f func(float64) float64, lip func(lo, hi float64) float
 	if math.IsNaN(e) {
 		e = math.Inf(1)
 	}
-	return Val{v, e + 2*FuncULPs*a.U*(math.Abs(v)+e)}
+	return Val{v, e + 2*FuncULPs*a.U*(math.Abs(v)+e) + a.Tiny}
 }
 
 // Exp returns e^x.
