@@ -16,7 +16,7 @@
 //     Fill, transfers, maxima and selections must match exactly.
 //   - Every other float result is checked element by element against its
 //     exact value, computed on the host in float64 from the inputs, within
-//     a bound derived from the op (refs.go): the length and magnitude of
+//     a bound derived from the op (package ref): the length and magnitude of
 //     each reduction, the dtype, the conditioning of the functions on the
 //     way (internal/floattol). Both backends must be within it, so it
 //     holds whichever BLAS kernels, threads or summation orders they use.
@@ -453,12 +453,12 @@ func (c *tc) download(what string, p *pair, sd side) any {
 // the candidate are both correct implementations, so both must be within.
 func (c *tc) near(what string, p *pair, want []floattol.Val) {
 	c.Helper()
-	ref, got := c.fetchBoth(what, p)
-	c.nearValues(what, p.r.DType(), toFloat64s(ref), toFloat64s(got), want)
+	refv, got := c.fetchBoth(what, p)
+	c.nearValues(what, p.r.DType(), toFloat64s(refv), toFloat64s(got), want)
 }
 
 // nearValues is near on downloaded values.
-func (c *tc) nearValues(what string, dt tensor.DType, ref, got []float64, want []floattol.Val) {
+func (c *tc) nearValues(what string, dt tensor.DType, refv, got []float64, want []floattol.Val) {
 	c.Helper()
 	v, e := floattol.Values(want), floattol.Errors(want)
 	if !c.sound(what, dt, v, e) {
@@ -467,7 +467,7 @@ func (c *tc) nearValues(what string, dt tensor.DType, ref, got []float64, want [
 	for _, s := range []struct {
 		who  string
 		vals []float64
-	}{{"reference (" + c.s.ref.Name() + ")", ref}, {"candidate (" + c.s.got.Name() + ")", got}} {
+	}{{"reference (" + c.s.ref.Name() + ")", refv}, {"candidate (" + c.s.got.Name() + ")", got}} {
 		if i, r := floattol.Exceeds(s.vals, v, e); i >= 0 {
 			var gv any = "?"
 			if i < len(s.vals) {
@@ -532,10 +532,15 @@ func unit(dt tensor.DType) float64 {
 	return floattol.UFloat64
 }
 
-// arithOf is the arithmetic a case derives its bounds in: dt's unit roundoff
-// plus float64's, so that each bound covers the backend's rounding and
-// that of the float64 computation of the exact value on the host.
-func arithOf(dt tensor.DType) floattol.Arith { return floattol.Arith{U: unit(dt) + floattol.UFloat64} }
+// arithOf is the arithmetic a case derives its bounds in: dt's plus
+// float64's, so that each bound covers the backend's rounding and that of
+// the float64 computation of the exact value on the host.
+func arithOf(dt tensor.DType) floattol.Arith {
+	if dt == tensor.Float32 {
+		return floattol.Checked32
+	}
+	return floattol.Checked64
+}
 
 // loosest is the largest bound the suite accepts, relative to
 // max(1, |value|): 2^21 unit roundoffs (0.125 in float32, 2.3e-10 in

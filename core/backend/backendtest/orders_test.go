@@ -6,7 +6,6 @@ import (
 	"strata/core/backend"
 	"strata/core/backend/argcheck"
 	"strata/core/backend/cpu"
-	"strata/core/ir"
 	"strata/core/tensor"
 )
 
@@ -88,26 +87,4 @@ var _ backend.DropoutGEMMer = reordered{}
 // an AVX-512 machine (issue 29).
 func TestOtherOrdersPass(t *testing.T) {
 	Run(t, cpu.New(cpu.Options{Threads: 2}), reordered{cpu.New(cpu.Options{Threads: 1})}, Options{Tier: tensor.Host, Seed: 4})
-}
-
-// TestUnaryModels checks that every unary op of the op table has an error
-// model and every binary op a reference, so that a new op cannot enter the
-// suite without its bounds.
-func TestUnaryModels(t *testing.T) {
-	ar := arithOf(tensor.Float32)
-	for _, s := range ir.Ops {
-		switch s.Class {
-		case ir.ClassUnary:
-			if _, err := modelOf(s); err != nil {
-				t.Error(err)
-			}
-		case ir.ClassBinary:
-			if _, err := refBinary(ar, s.Name, []float64{1}, []float64{2}); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	if _, err := modelOf(ir.OpSpec{Name: "Brand new"}); err == nil {
-		t.Error("an op without a model was accepted")
-	}
 }

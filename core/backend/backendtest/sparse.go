@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"strata/core/backend"
+	"strata/core/backend/backendtest/ref"
 	"strata/core/ir"
 	"strata/core/tensor"
 	"strata/internal/floattol"
@@ -95,7 +96,7 @@ func testSpMM(s *suite, t *testing.T) {
 		c.call("SpMM", func(b backend.Backend, sd side) error {
 			return b.SpMM(c.ctx, sd.A(g), v.trans, sd.T(wt), sd.T(x), v.beta, sd.T(y))
 		})
-		c.near("y", y, refSpMM(arithOf(dt), g.csr, v.trans, wv, wh, x.h, v.w.h, v.w.c, v.beta, y.h))
+		c.near("y", y, ref.SpMM(arithOf(dt), g.csr, v.trans, wv, wh, x.h, v.w.h, v.w.c, v.beta, y.h))
 	})
 }
 
@@ -132,10 +133,10 @@ func testSpMMBiasAct(s *suite, t *testing.T) {
 		})
 		// bias as a beta term of 1 over a column of biases: y = act(A·x + bias).
 		ar := arithOf(dt)
-		agg := refSpMM(ar, g.csr, false, wv, 0, x.h, 1, f, 0, nil)
-		want := make([]val, len(agg))
+		agg := ref.SpMM(ar, g.csr, false, wv, 0, x.h, 1, f, 0, nil)
+		want := make([]ref.Val, len(agg))
 		for i, z := range agg {
-			want[i] = refAct(ar, v.name, ar.Add(z, in(bias.h[i%f])), 0.7)
+			want[i] = ref.Act(ar, v.name, ar.Add(z, floattol.In(bias.h[i%f])), 0.7)
 		}
 		c.near("y", y, want)
 	})
@@ -166,7 +167,7 @@ func testSpMMMax(s *suite, t *testing.T) {
 		amv := c.refValues("argmax", am)
 		dy, dx := c.rand(dt, -1, 1, rows, f), c.rand(dt, -1, 1, cols, f)
 		c.call("ScatterArgmax", func(b backend.Backend, sd side) error { return b.ScatterArgmax(sd.T(am), sd.T(dy), sd.T(dx)) })
-		c.near("dx of ScatterArgmax", dx, refScatter(arithOf(dt), dy.h, func(i, j int) int { return int(amv[i*f+j]) }, rows, f, dx.h))
+		c.near("dx of ScatterArgmax", dx, ref.Scatter(arithOf(dt), dy.h, func(i, j int) int { return int(amv[i*f+j]) }, rows, f, dx.h))
 	})
 }
 
@@ -185,7 +186,7 @@ func testScatterArgmax(s *suite, t *testing.T) {
 					amt := c.put(it, am, n, f)
 					dy, dx := c.rand(dt, -1, 1, n, f), c.rand(dt, -1, 1, rows, f)
 					c.call("ScatterArgmax", func(b backend.Backend, sd side) error { return b.ScatterArgmax(sd.T(amt), sd.T(dy), sd.T(dx)) })
-					c.near("dx", dx, refScatter(arithOf(dt), dy.h, func(i, j int) int { return int(am[i*f+j]) }, n, f, dx.h))
+					c.near("dx", dx, ref.Scatter(arithOf(dt), dy.h, func(i, j int) int { return int(am[i*f+j]) }, n, f, dx.h))
 				})
 			}
 		}
@@ -208,7 +209,7 @@ func testSDDMM(s *suite, t *testing.T) {
 		x, y := c.rand(dt, -1, 1, g.csr.NumRows, f), c.rand(dt, -1, 1, g.csr.NumCols, f)
 		out := c.out(dt, int(g.csr.NNZ()), h)
 		c.call("SDDMM", func(b backend.Backend, sd side) error { return b.SDDMM(c.ctx, sd.A(g), sd.T(x), sd.T(y), sd.T(out)) })
-		c.near("out", out, refSDDMM(arithOf(dt), g.csr, x.h, y.h, h, f/h))
+		c.near("out", out, ref.SDDMM(arithOf(dt), g.csr, x.h, y.h, h, f/h))
 	})
 }
 
@@ -218,7 +219,7 @@ func testUAddV(s *suite, t *testing.T) {
 		u, v := c.rand(dt, -1, 1, g.csr.NumCols, h), c.rand(dt, -1, 1, g.csr.NumRows, h)
 		out := c.out(dt, int(g.csr.NNZ()), h)
 		c.call("UAddV", func(b backend.Backend, sd side) error { return b.UAddV(c.ctx, sd.A(g), sd.T(u), sd.T(v), sd.T(out)) })
-		c.near("out", out, refUAddV(arithOf(dt), g.csr, u.h, v.h, h))
+		c.near("out", out, ref.UAddV(arithOf(dt), g.csr, u.h, v.h, h))
 	})
 }
 
@@ -243,7 +244,7 @@ func testEdgeReduce(s *suite, t *testing.T) {
 		e := c.rand(dt, -1, 1, int(g.csr.NNZ()), h)
 		out := c.out(dt, n, h)
 		c.call("EdgeReduce", func(b backend.Backend, sd side) error { return b.EdgeReduce(c.ctx, sd.A(g), toSrc, sd.T(e), sd.T(out)) })
-		c.near("out", out, refEdgeReduce(arithOf(dt), g.csr, toSrc, e.h, h))
+		c.near("out", out, ref.EdgeReduce(arithOf(dt), g.csr, toSrc, e.h, h))
 	})
 }
 
@@ -253,7 +254,7 @@ func testEdgeSoftmax(s *suite, t *testing.T) {
 		e := int(g.csr.NNZ())
 		scores, out := c.rand(dt, -3, 3, e, h), c.out(dt, e, h)
 		c.call("EdgeSoftmax", func(b backend.Backend, sd side) error { return b.EdgeSoftmax(c.ctx, sd.A(g), sd.T(scores), sd.T(out)) })
-		c.near("out", out, refEdgeSoftmax(arithOf(dt), g.csr, scores.h, h))
+		c.near("out", out, ref.EdgeSoftmax(arithOf(dt), g.csr, scores.h, h))
 	})
 }
 
@@ -262,12 +263,12 @@ func testEdgeSoftmax(s *suite, t *testing.T) {
 func testEdgeSoftmaxBackward(s *suite, t *testing.T) {
 	eachGraph(s, t, "EdgeSoftmaxBackward", graphSpecs, heads(1, 2), func(c *tc, dt tensor.DType, g *adj, h int) {
 		e := int(g.csr.NNZ())
-		out := c.put(dt, floattol.Values(refEdgeSoftmax(arithOf(dt), g.csr, c.uniform(e*h, -3, 3), h)), e, h)
+		out := c.put(dt, floattol.Values(ref.EdgeSoftmax(arithOf(dt), g.csr, c.uniform(e*h, -3, 3), h)), e, h)
 		dout, ds := c.rand(dt, -1, 1, e, h), c.out(dt, e, h)
 		c.call("EdgeSoftmaxBackward", func(b backend.Backend, sd side) error {
 			return b.EdgeSoftmaxBackward(c.ctx, sd.A(g), sd.T(out), sd.T(dout), sd.T(ds))
 		})
-		c.near("dscores", ds, refEdgeSoftmaxBackward(arithOf(dt), g.csr, out.h, dout.h, h))
+		c.near("dscores", ds, ref.EdgeSoftmaxBackward(arithOf(dt), g.csr, out.h, dout.h, h))
 	})
 }
 
@@ -279,7 +280,7 @@ const lstmH = 3
 type lstm struct {
 	xw, whh, bias, out  *pair
 	gates, cells, hprev *pair // nil for inference
-	ref                 *lstmRef
+	host                *ref.LSTM
 }
 
 // lstmForward runs LSTMAggregate on both backends, training (saving state)
@@ -298,9 +299,8 @@ func (c *tc) lstmForward(dt tensor.DType, g *adj, train bool) *lstm {
 	c.call("LSTMAggregate", func(b backend.Backend, sd side) error {
 		return b.LSTMAggregate(c.ctx, sd.A(g), sd.T(l.xw), sd.T(l.whh), sd.T(l.bias), sd.T(l.out), sd.T(l.gates), sd.T(l.cells), sd.T(l.hprev))
 	})
-	l.ref = &lstmRef{ar: arithOf(dt), g: g.csr, h: h, xw: l.xw.h, whh: l.whh.h, bias: l.bias.h}
-	l.ref.forward()
-	c.near("out", l.out, l.ref.out)
+	l.host = ref.NewLSTM(arithOf(dt), g.csr, h, l.xw.h, l.whh.h, l.bias.h)
+	c.near("out", l.out, l.host.Out)
 	return l
 }
 
@@ -323,9 +323,9 @@ func testLSTMAggregateBackward(s *suite, t *testing.T) {
 		c.call("LSTMAggregateBackward", func(b backend.Backend, sd side) error {
 			return b.LSTMAggregateBackward(c.ctx, sd.A(g), sd.T(l.whh), sd.T(l.gates), sd.T(l.cells), sd.T(l.hprev), sd.T(dout), sd.T(dxw), sd.T(dwhh))
 		})
-		l.ref.backward(dout.h)
-		c.near("dxw", dxw, l.ref.dxw)
-		c.near("dwhh", dwhh, l.ref.dwhh)
+		l.host.Backward(dout.h)
+		c.near("dxw", dxw, l.host.DXW)
+		c.near("dwhh", dwhh, l.host.DWHH)
 	})
 }
 

@@ -1,4 +1,14 @@
-package backendtest
+// Package ref holds the host references of the backend ops with their
+// error bounds: the exact result of each op (computed in float64) and a
+// bound on the error of any correct implementation, in the model of
+// internal/floattol (every +, −, ×, ÷ rounds once; an elementary function
+// is within floattol.FuncULPs ulps; sums go in any order). The
+// conformance suite (backendtest) and the cpu backend's tests check
+// results against them. Every float64 argument of an op (alpha, beta,
+// eps, a learning rate) is a Param: a kernel may round it to its dtype
+// first. Give Arith the sum of the dtype's unit roundoff and float64's, so
+// that a bound covers the reference's own rounding too.
+package ref
 
 import (
 	"math"
@@ -7,27 +17,22 @@ import (
 	"strata/internal/floattol"
 )
 
-// Host references: the exact result of each op (in float64) with a bound
-// on the error of any correct implementation (internal/floattol's model:
-// every +, −, ×, ÷ rounds once, an elementary function is within
-// floattol.FuncULPs ulps, sums go in any order). Every float64 argument
-// of an op (alpha, beta, eps, a learning rate) is a Param: a kernel may
-// round it to its dtype first.
-
 type (
-	val   = floattol.Val
-	arith = floattol.Arith
+	// Val is floattol.Val: an exact value and its error bound.
+	Val = floattol.Val
+	// Arith is floattol.Arith: the arithmetic a bound is derived in.
+	Arith = floattol.Arith
 )
 
 var in = floattol.In
 
-// refGEMM is c = alpha·op(a)·op(b) + beta·c (beta 0: c is not read).
-func refGEMM(ar arith, ta, tb bool, m, n, k int, alpha float64, av, bv []float64, beta float64, cv []float64) []val {
-	out := make([]val, m*n)
+// GEMM is c = alpha·op(a)·op(b) + beta·c (beta 0: c is not read).
+func GEMM(ar Arith, ta, tb bool, m, n, k int, alpha float64, av, bv []float64, beta float64, cv []float64) []Val {
+	out := make([]Val, m*n)
 	al, be := ar.Param(alpha), ar.Param(beta)
 	for i := range m {
 		for j := range n {
-			terms := make([]val, 0, k+1)
+			terms := make([]Val, 0, k+1)
 			for p := range k {
 				ai, bi := i*k+p, p*n+j
 				if ta {
@@ -47,12 +52,12 @@ func refGEMM(ar arith, ta, tb bool, m, n, k int, alpha float64, av, bv []float64
 	return out
 }
 
-// dropoutGEMMBound bounds one element of c = op(dropout(x))·b + beta·c
+// DropoutGEMMBound bounds one element of c = op(dropout(x))·b + beta·c
 // without knowing the mask: every element of x counts as kept, scaled by
 // 1/(1-p) (rounded to the dtype, then a product): the k+1 terms take k
 // additions and at most 4 roundings each, so γ_{k+4} of
 // Σ|x||b|/(1-p) + |beta||c|.
-func dropoutGEMMBound(u float64, transX bool, m, n, k int, p float64, xv, bv []float64, beta float64, cv []float64) []float64 {
+func DropoutGEMMBound(u float64, transX bool, m, n, k int, p float64, xv, bv []float64, beta float64, cv []float64) []float64 {
 	out := make([]float64, m*n)
 	for i := range m {
 		for j := range n {
@@ -83,17 +88,17 @@ func edges(g *graph.CSR) (dst, src []int) {
 	return dst, src
 }
 
-// refSpMM is y = A·x + beta·y (Aᵀ with trans) for x with h heads of cc
+// SpMM is y = A·x + beta·y (Aᵀ with trans) for x with h heads of cc
 // columns; w is nil (the adjacency's values, ones without), [E] or
 // [E,h] (wh = h).
-func refSpMM(ar arith, g *graph.CSR, trans bool, w []float64, wh int, x []float64, h, cc int, beta float64, y []float64) []val {
+func SpMM(ar Arith, g *graph.CSR, trans bool, w []float64, wh int, x []float64, h, cc int, beta float64, y []float64) []Val {
 	dst, src := edges(g)
 	rows := g.NumRows
 	if trans {
 		rows, dst, src = g.NumCols, src, dst
 	}
 	f := h * cc
-	terms := make([][]val, rows*f)
+	terms := make([][]Val, rows*f)
 	for e := range dst {
 		for j := range f {
 			wt := 1.0
@@ -109,7 +114,7 @@ func refSpMM(ar arith, g *graph.CSR, trans bool, w []float64, wh int, x []float6
 			terms[o] = append(terms[o], ar.Mul(in(wt), in(x[src[e]*f+j])))
 		}
 	}
-	out := make([]val, rows*f)
+	out := make([]Val, rows*f)
 	for o := range out {
 		if beta != 0 {
 			terms[o] = append(terms[o], ar.Mul(ar.Param(beta), in(y[o])))
@@ -119,12 +124,12 @@ func refSpMM(ar arith, g *graph.CSR, trans bool, w []float64, wh int, x []float6
 	return out
 }
 
-// refScatter is y[idx[i], :] += x[i, :] over cols columns, idx[i] < 0
+// Scatter is y[idx[i], :] += x[i, :] over cols columns, idx[i] < 0
 // skipped (ScatterAdd, and ScatterArgmax column by column).
-func refScatter(ar arith, x []float64, idx func(i, col int) int, n, cols int, y []float64) []val {
-	terms := make([][]val, len(y))
+func Scatter(ar Arith, x []float64, idx func(i, col int) int, n, cols int, y []float64) []Val {
+	terms := make([][]Val, len(y))
 	for o := range y {
-		terms[o] = []val{in(y[o])}
+		terms[o] = []Val{in(y[o])}
 	}
 	for i := range n {
 		for j := range cols {
@@ -133,17 +138,17 @@ func refScatter(ar arith, x []float64, idx func(i, col int) int, n, cols int, y 
 			}
 		}
 	}
-	out := make([]val, len(y))
+	out := make([]Val, len(y))
 	for o := range out {
 		out[o] = ar.Sum(terms[o]...)
 	}
 	return out
 }
 
-// refSDDMM is out[e,h] = <x[dst(e)] head h, y[src(e)] head h>.
-func refSDDMM(ar arith, g *graph.CSR, x, y []float64, h, cc int) []val {
+// SDDMM is out[e,h] = <x[dst(e)] head h, y[src(e)] head h>.
+func SDDMM(ar Arith, g *graph.CSR, x, y []float64, h, cc int) []Val {
 	dst, src := edges(g)
-	out := make([]val, len(dst)*h)
+	out := make([]Val, len(dst)*h)
 	f := h * cc
 	for e := range dst {
 		for hh := range h {
@@ -154,10 +159,10 @@ func refSDDMM(ar arith, g *graph.CSR, x, y []float64, h, cc int) []val {
 	return out
 }
 
-// refUAddV is out[e,h] = u[src(e),h] + v[dst(e),h].
-func refUAddV(ar arith, g *graph.CSR, u, v []float64, h int) []val {
+// UAddV is out[e,h] = u[src(e),h] + v[dst(e),h].
+func UAddV(ar Arith, g *graph.CSR, u, v []float64, h int) []Val {
 	dst, src := edges(g)
-	out := make([]val, len(dst)*h)
+	out := make([]Val, len(dst)*h)
 	for e := range dst {
 		for hh := range h {
 			out[e*h+hh] = ar.Add(in(u[src[e]*h+hh]), in(v[dst[e]*h+hh]))
@@ -166,31 +171,31 @@ func refUAddV(ar arith, g *graph.CSR, u, v []float64, h int) []val {
 	return out
 }
 
-// refEdgeReduce sums e [E,h] into the destinations (or the sources).
-func refEdgeReduce(ar arith, g *graph.CSR, toSrc bool, ev []float64, h int) []val {
+// EdgeReduce sums e [E,h] into the destinations (or the sources).
+func EdgeReduce(ar Arith, g *graph.CSR, toSrc bool, ev []float64, h int) []Val {
 	dst, src := edges(g)
 	rows := g.NumRows
 	if toSrc {
 		rows, dst = g.NumCols, src
 	}
-	terms := make([][]val, rows*h)
+	terms := make([][]Val, rows*h)
 	for e, d := range dst {
 		for hh := range h {
 			terms[d*h+hh] = append(terms[d*h+hh], in(ev[e*h+hh]))
 		}
 	}
-	out := make([]val, rows*h)
+	out := make([]Val, rows*h)
 	for o := range out {
 		out[o] = ar.Sum(terms[o]...)
 	}
 	return out
 }
 
-// refEdgeSoftmax is the softmax of s [E,h] over each destination's edges,
+// EdgeSoftmax is the softmax of s [E,h] over each destination's edges,
 // as exp(s − max)/Σ exp(s − max), the sum in any order (an implementation
 // without the max shift rounds less).
-func refEdgeSoftmax(ar arith, g *graph.CSR, s []float64, h int) []val {
-	out := make([]val, len(s))
+func EdgeSoftmax(ar Arith, g *graph.CSR, s []float64, h int) []Val {
+	out := make([]Val, len(s))
 	for i := range g.NumRows {
 		k0, k1 := int(g.Indptr[i]), int(g.Indptr[i+1])
 		for hh := range h {
@@ -198,7 +203,7 @@ func refEdgeSoftmax(ar arith, g *graph.CSR, s []float64, h int) []val {
 			for k := k0; k < k1; k++ {
 				m = max(m, s[k*h+hh])
 			}
-			ex := make([]val, 0, k1-k0)
+			ex := make([]Val, 0, k1-k0)
 			for k := k0; k < k1; k++ {
 				ex = append(ex, ar.Exp(ar.Sub(in(s[k*h+hh]), in(m))))
 			}
@@ -211,13 +216,13 @@ func refEdgeSoftmax(ar arith, g *graph.CSR, s []float64, h int) []val {
 	return out
 }
 
-// refEdgeSoftmaxBackward is ds = out·(dout − Σ_row out·dout).
-func refEdgeSoftmaxBackward(ar arith, g *graph.CSR, o, dout []float64, h int) []val {
-	out := make([]val, len(o))
+// EdgeSoftmaxBackward is ds = out·(dout − Σ_row out·dout).
+func EdgeSoftmaxBackward(ar Arith, g *graph.CSR, o, dout []float64, h int) []Val {
+	out := make([]Val, len(o))
 	for i := range g.NumRows {
 		k0, k1 := int(g.Indptr[i]), int(g.Indptr[i+1])
 		for hh := range h {
-			var os, ds []val
+			var os, ds []Val
 			for k := k0; k < k1; k++ {
 				os, ds = append(os, in(o[k*h+hh])), append(ds, in(dout[k*h+hh]))
 			}
@@ -230,9 +235,9 @@ func refEdgeSoftmaxBackward(ar arith, g *graph.CSR, o, dout []float64, h int) []
 	return out
 }
 
-// refHeadDot is y[n,h] = Σ_c x[n,h·C+c]·a[h,c].
-func refHeadDot(ar arith, x, a []float64, n, h, cc int) []val {
-	out := make([]val, n*h)
+// HeadDot is y[n,h] = Σ_c x[n,h·C+c]·a[h,c].
+func HeadDot(ar Arith, x, a []float64, n, h, cc int) []Val {
+	out := make([]Val, n*h)
 	for i := range n {
 		for hh := range h {
 			out[i*h+hh] = ar.Dot(floattol.Ins(x[i*h*cc+hh*cc:][:cc]), floattol.Ins(a[hh*cc:][:cc]))
@@ -241,13 +246,13 @@ func refHeadDot(ar arith, x, a []float64, n, h, cc int) []val {
 	return out
 }
 
-// refHeadDotBackward is dx += dy ⊗ a per head and da += Σ_n dy·x.
-func refHeadDotBackward(ar arith, x, a, dy, dx, da []float64, n, h, cc int) (dxv, dav []val) {
+// HeadDotBackward is dx += dy ⊗ a per head and da += Σ_n dy·x.
+func HeadDotBackward(ar Arith, x, a, dy, dx, da []float64, n, h, cc int) (dxv, dav []Val) {
 	f := h * cc
-	dxv = make([]val, n*f)
-	daTerms := make([][]val, f)
+	dxv = make([]Val, n*f)
+	daTerms := make([][]Val, f)
 	for j := range f {
-		daTerms[j] = []val{in(da[j])}
+		daTerms[j] = []Val{in(da[j])}
 	}
 	for i := range n {
 		for j := range f {
@@ -256,18 +261,18 @@ func refHeadDotBackward(ar arith, x, a, dy, dx, da []float64, n, h, cc int) (dxv
 			daTerms[j] = append(daTerms[j], ar.Mul(g, in(x[i*f+j])))
 		}
 	}
-	dav = make([]val, f)
+	dav = make([]Val, f)
 	for j := range f {
 		dav[j] = ar.Sum(daTerms[j]...)
 	}
 	return dxv, dav
 }
 
-// refSumRows is y[c] = Σ_i x[i,c].
-func refSumRows(ar arith, x []float64, rows, cols int) []val {
-	out := make([]val, cols)
+// SumRows is y[c] = Σ_i x[i,c].
+func SumRows(ar Arith, x []float64, rows, cols int) []Val {
+	out := make([]Val, cols)
 	for j := range cols {
-		col := make([]val, rows)
+		col := make([]Val, rows)
 		for i := range rows {
 			col[i] = in(x[i*cols+j])
 		}
