@@ -7,10 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"strata/core/backend/backendtest/ref"
 	"strata/core/backend/cpu"
 	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
 
 const lstmHidden = 3
@@ -117,34 +119,6 @@ func TestLSTMAggregateGradients(t *testing.T) {
 	}
 }
 
-// lstmDense is the reference: for every row, its sources in CSR order
-// through a PyTorch-style LSTM cell from a zero state; the last h.
-func lstmDense(g *graph.CSR, x, wih, whh, b []float64, c, hd int) []float64 {
-	sig := func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
-	out := make([]float64, g.NumRows*hd)
-	for i := range g.NumRows {
-		h, cell := make([]float64, hd), make([]float64, hd)
-		for e := g.Indptr[i]; e < g.Indptr[i+1]; e++ {
-			xj := x[int(g.Col(e))*c:][:c]
-			z := append([]float64(nil), b...)
-			for k := range 4 * hd {
-				for l := range c {
-					z[k] += xj[l] * wih[l*4*hd+k]
-				}
-				for l := range hd {
-					z[k] += h[l] * whh[l*4*hd+k]
-				}
-			}
-			for k := range hd {
-				cell[k] = sig(z[hd+k])*cell[k] + sig(z[k])*math.Tanh(z[2*hd+k])
-				h[k] = sig(z[3*hd+k]) * math.Tanh(cell[k])
-			}
-		}
-		copy(out[i*hd:], h)
-	}
-	return out
-}
-
 // TestLSTMAggregateMatchesDense compares the model's output with the dense
 // reference in both precisions, and checks that a program bound for
 // inference (no saved state) computes the same bits.
@@ -162,19 +136,17 @@ func TestLSTMAggregateMatchesDense(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				xs := download(t, h, h.prog.env.Input)
+				// The dense reference in the program's order (x·W1, ·W_ih,
+				// the recurrence, ·W_out) with its bounds.
+				ar := checked(dt)
+				in := floattol.Ins
 				g := c.csr()
-				hid := matmul(xs, s["W1"], g.NumCols, inDim, width)
-				agg := lstmDense(g, hid, s["Wih"], s["Whh"], s["b"], width, lstmHidden)
-				want := matmul(agg, s["Wout"], g.NumRows, lstmHidden, classes)
-				tol := 1e-12
-				if dt == tensor.Float32 {
-					tol = 1e-5
-				}
-				for i := range want {
-					if math.Abs(got[i]-want[i]) > tol*math.Max(1, math.Abs(want[i])) {
-						t.Fatalf("output[%d] = %g, dense reference %g", i, got[i], want[i])
-					}
+				hid := matmulV(ar, in(download(t, h, h.prog.env.Input)), in(s["W1"]), g.NumCols, inDim, width)
+				xw := matmulV(ar, hid, in(s["Wih"]), g.NumCols, width, 4*lstmHidden)
+				agg := ref.NewLSTM(ar, g, lstmHidden, xw, s["Whh"], s["b"]).Out
+				want := matmulV(ar, agg, in(s["Wout"]), g.NumRows, lstmHidden, classes)
+				if i, r := floattol.Exceeds(got, floattol.Values(want), floattol.Errors(want)); i >= 0 {
+					t.Fatalf("output[%d] = %g, dense reference %g: off by %.3g times the bound %.3g", i, got[i], want[i].V, r, want[i].E)
 				}
 				env := h.prog.env
 				env.Inference = true

@@ -299,7 +299,7 @@ func (c *tc) lstmForward(dt tensor.DType, g *adj, train bool) *lstm {
 	c.call("LSTMAggregate", func(b backend.Backend, sd side) error {
 		return b.LSTMAggregate(c.ctx, sd.A(g), sd.T(l.xw), sd.T(l.whh), sd.T(l.bias), sd.T(l.out), sd.T(l.gates), sd.T(l.cells), sd.T(l.hprev))
 	})
-	l.host = ref.NewLSTM(arithOf(dt), g.csr, h, l.xw.h, l.whh.h, l.bias.h)
+	l.host = ref.NewLSTM(arithOf(dt), g.csr, h, floattol.Ins(l.xw.h), l.whh.h, l.bias.h)
 	c.near("out", l.out, l.host.Out)
 	return l
 }

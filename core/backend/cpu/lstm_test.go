@@ -73,7 +73,7 @@ func TestLSTMAggregate(t *testing.T) {
 						}
 					}
 					dxw, dwhh := r.backward()
-					want := ref.NewLSTM(c.ar(), g, h, xw, whh, bias)
+					want := ref.NewLSTM(c.ar(), g, h, floattol.Ins(xw), whh, bias)
 					want.Backward(dout)
 					c.near("out", out, want.Out)
 					c.near("dxw", dxw, want.DXW)
@@ -106,7 +106,7 @@ func TestLSTMAggregateExtremes(t *testing.T) {
 		r.xw = c.put([]int{len(vals), 4 * h}, xw)
 		zero := make([]float64, 4*h*h)
 		r.whh, r.bias = c.put([]int{h, 4 * h}, zero), c.put([]int{4 * h}, zero[:4*h])
-		want := ref.NewLSTM(c.ar(), g, h, xw, zero, zero[:4*h])
+		want := ref.NewLSTM(c.ar(), g, h, floattol.Ins(xw), zero, zero[:4*h])
 		c.near("out", r.forward(true), want.Out)
 		xw[5] = math.NaN()
 		r.xw = c.put([]int{len(vals), 4 * h}, xw)

@@ -304,15 +304,16 @@ type LSTM struct {
 	ar        Arith
 	g         *graph.CSR
 	h         int
-	xw, whh   []float64
-	bias      []float64
+	xw        []Val
+	whh, bias []float64
 	steps     [][]lstmStep // per row
 	Out       []Val        // [R,H], after Forward
 	DXW, DWHH []Val        // [S,4H] and [H,4H], after Backward
 }
 
-// NewLSTM runs the forward of an LSTM of hidden size h over g.
-func NewLSTM(ar Arith, g *graph.CSR, h int, xw, whh, bias []float64) *LSTM {
+// NewLSTM runs the forward of an LSTM of hidden size h over g, xw [S,4H]
+// being x·W_ih (inputs, or computed values with their bounds).
+func NewLSTM(ar Arith, g *graph.CSR, h int, xw []Val, whh, bias []float64) *LSTM {
 	l := &LSTM{ar: ar, g: g, h: h, xw: xw, whh: whh, bias: bias}
 	l.forward()
 	return l
@@ -336,7 +337,7 @@ func (l *LSTM) forward() {
 			src := int(l.g.Col(k))
 			st := lstmStep{src: src, act: make([]Val, g4), cprev: cs, hprev: hs, c: make([]Val, h)}
 			for j := range g4 {
-				terms := []Val{in(l.xw[src*g4+j]), in(l.bias[j])}
+				terms := []Val{l.xw[src*g4+j], in(l.bias[j])}
 				for q := range h {
 					terms = append(terms, ar.Mul(hs[q], in(l.whh[q*g4+j])))
 				}
