@@ -142,7 +142,7 @@ func CentralStep(eps, d3 float64) float64 { return math.Cbrt(3 * eps / d3) }
 //   - a kink (a ReLU, a max) within h, where D(h) averages two slopes and
 //     f'(0) is one of them, by half the difference of the one-sided
 //     differences (f(h) − f(0))/h and (f(0) − f(−h))/h; on a smooth
-//     function that adds h·|f''|/2;
+//     function that adds h/2 times the second derivative;
 //   - its rounding error by eps/h, eps bounding the error of each
 //     evaluation (and 3·eps/h more for the rounding of the two estimates).
 func Slope(f func(d float64) float64, h, eps float64) (d, bound float64) {

@@ -175,10 +175,10 @@ func TestExceeds(t *testing.T) {
 // grow rather than fail.
 func TestSlope(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		f, df  func(x float64) float64
-		x, d3  float64
-		loose  bool
+		name  string
+		f, df func(x float64) float64
+		x, d3 float64
+		loose bool
 	}{
 		{"sin", math.Sin, math.Cos, 1, 1, false},
 		{"sin(20x)", func(x float64) float64 { return math.Sin(20 * x) }, func(x float64) float64 { return 20 * math.Cos(20*x) }, 0.3, 1, true},
