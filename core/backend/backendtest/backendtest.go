@@ -544,8 +544,8 @@ func arithOf(dt tensor.DType) floattol.Arith {
 
 // loosest is the largest bound the suite accepts, relative to
 // max(1, |value|): 2^21 unit roundoffs (0.125 in float32, 2.3e-10 in
-// float64), above the loosest case (a float32 dot product of length 1100,
-// bound γ_1105·Σ|x||b|/(1-p)). The mutant backend is off by ten times it.
+// float64), twice the loosest case's (DropoutGEMM's dot products of length
+// 1100: 2γ_1104·Σ|x||b|/(1-p)). The mutant backend is off by ten times it.
 func loosest(dt tensor.DType) float64 { return 0x1p21 * unit(dt) }
 
 // compare reports a difference beyond tol between host slices.
