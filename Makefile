@@ -6,7 +6,7 @@ CONFIG    ?= configs/gcn-cora.toml
 APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3 python3-numpy libopenmpi-dev openmpi-bin time
 GOFLAGS_T ?=
 
-.PHONY: all deps models build run test test-long bench lint clean experiments fuzz build-mpi test-mpi
+.PHONY: all deps models build run test test-long test-float bench lint clean experiments fuzz build-mpi test-mpi
 .PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle gpu-selftest
 
 all: build
@@ -35,6 +35,15 @@ test: models
 
 test-long: models
 	$(GO) test $(GOFLAGS_T) -timeout 60m $(addprefix ./,$(LONG_PKGS))
+
+# make test-float runs the float-sensitive tests (backend conformance on
+# cpu, sim and the cuda mock, the engine, the strategy equivalence tests)
+# under every OpenBLAS kernel family the CPU runs (OPENBLAS_CORETYPE,
+# checked to take effect) and with strata's own kernels on AVX2
+# (STRATA_CPU_ISA=avx2): a tolerance tuned to one CPU fails here.
+# FLOAT_FAMILIES="Haswell" picks the families. scripts/test-float.sh.
+test-float: models cuda-mock
+	GO=$(GO) CUDA_HDR=$(CUDA_HDR) CUDA_MOCK=$(CUDA_MOCK) scripts/test-float.sh
 
 # `make fuzz` fuzzes every loader and parser (plain `go test` runs only
 # their seed corpora); a failing input is saved under the package's

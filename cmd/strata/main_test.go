@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"strata/core/backend/cpu"
 	"strata/core/config"
 )
 
@@ -706,6 +707,23 @@ func TestLogsOffTerminal(t *testing.T) {
 		}
 		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Epoch != i || !(rec.Loss > 0) {
 			t.Errorf("line %d %q: %+v, %v", i, l, rec, err)
+		}
+	}
+}
+
+// TestBadCPUISA: a bad STRATA_CPU_ISA is an input error naming the
+// variable and its values, exit 2, before any training, on the backends
+// that compute on the CPU.
+func TestBadCPUISA(t *testing.T) {
+	t.Setenv(cpu.ISAEnv, "avx512")
+	for _, args := range [][]string{
+		{"validate", "-c", conf(t, cora), "--skip-data"},
+		{"train", "-c", conf(t, cora), "--set", "train.epochs=1"},
+		{"train", "-c", conf(t, cora), "--set", "train.epochs=1", "--set", "train.backend=sim"},
+	} {
+		code, _, stderr := cli(t, args...)
+		if code != exitUser || !strings.Contains(stderr, `STRATA_CPU_ISA="avx512": want auto`) || strings.Contains(stderr, "goroutine ") {
+			t.Errorf("%v: exit %d, stderr %q: want exit %d naming STRATA_CPU_ISA", args, code, stderr, exitUser)
 		}
 	}
 }

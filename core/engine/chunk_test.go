@@ -13,7 +13,6 @@ import (
 // central finite differences, for every op case (batch norm aside: its
 // statistics couple the rows), in float64.
 func TestInputGrad(t *testing.T) {
-	const eps = 1e-6
 	for _, c := range gradCases() {
 		if c.name == "batchnorm" || c.name == "lstm_aggregate" {
 			continue // statistics over the rows; sequence state (checked by the strategy)
@@ -37,29 +36,7 @@ func TestInputGrad(t *testing.T) {
 			if err := h.be.Download(g, analytic); err != nil {
 				t.Fatal(err)
 			}
-			x := env.Input
-			vals := make([]float64, x.Numel())
-			if err := h.be.Download(x, vals); err != nil {
-				t.Fatal(err)
-			}
-			var num2, diff2 float64
-			for i := range vals {
-				orig := vals[i]
-				vals[i] = orig + eps
-				h.upload(t, x, vals)
-				lp := h.loss(t, false)
-				vals[i] = orig - eps
-				h.upload(t, x, vals)
-				lm := h.loss(t, false)
-				vals[i] = orig
-				h.upload(t, x, vals)
-				num := (lp - lm) / (2 * eps)
-				num2 += num * num
-				diff2 += (num - analytic[i]) * (num - analytic[i])
-			}
-			if rel := math.Sqrt(diff2) / math.Max(math.Sqrt(num2), 1e-12); rel > 1e-4 {
-				t.Errorf("input gradient: relative error %.3g against finite differences", rel)
-			}
+			h.checkFD(t, "input gradient", env.Input, analytic)
 		})
 	}
 }

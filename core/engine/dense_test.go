@@ -8,6 +8,7 @@ import (
 	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
 
 // TestGCNMatchesDense compares a 2-layer GCN forward against a dense
@@ -36,18 +37,17 @@ func TestGCNMatchesDense(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		xs := download(t, hn, hn.prog.env.Input)
-		a := denseGCNAdj(graph.AddSelfLoops(graph.Symmetrize(testGraph())))
-		hid := relu(addRow(matmul(a, matmul(xs, snap["W1"], nNodes, inDim, width), nNodes, nNodes, width), snap["b1"]))
-		want := addRow(matmul(matmul(a, hid, nNodes, nNodes, width), snap["W2"], nNodes, width, classes), snap["b2"])
-		tol := 1e-12
-		if dt == tensor.Float32 {
-			tol = 1e-5
-		}
-		for i := range want {
-			if math.Abs(got[i]-want[i]) > tol*math.Max(1, math.Abs(want[i])) {
-				t.Fatalf("%s: output[%d] = %g, dense reference %g", dt, i, got[i], want[i])
-			}
+		// The dense reference in the program's order, with the bound of
+		// each value (floattol.Val): its exact value and how far any
+		// correct float32 or float64 computation of it can be.
+		ar := checked(dt)
+		in := func(v []float64) []floattol.Val { return floattol.Ins(v) }
+		xs := in(download(t, hn, hn.prog.env.Input))
+		a := in(denseGCNAdj(graph.AddSelfLoops(graph.Symmetrize(testGraph()))))
+		hid := reluV(addRowV(ar, matmulV(ar, a, matmulV(ar, xs, in(snap["W1"]), nNodes, inDim, width), nNodes, nNodes, width), in(snap["b1"])))
+		want := addRowV(ar, matmulV(ar, matmulV(ar, a, hid, nNodes, nNodes, width), in(snap["W2"]), nNodes, width, classes), in(snap["b2"]))
+		if i, r := floattol.Exceeds(got, floattol.Values(want), floattol.Errors(want)); i >= 0 {
+			t.Fatalf("%s: output[%d] = %g, dense reference %g: off by %.3g times the bound %.3g", dt, i, got[i], want[i].V, r, want[i].E)
 		}
 	}
 }
@@ -79,27 +79,48 @@ func denseGCNAdj(g *graph.CSR) []float64 {
 }
 
 func matmul(a, b []float64, r, k, c int) []float64 {
-	out := make([]float64, r*c)
-	for i := 0; i < r; i++ {
-		for l := 0; l < k; l++ {
-			for j := 0; j < c; j++ {
-				out[i*c+j] += a[i*k+l] * b[l*c+j]
+	return floattol.Values(matmulV(floattol.Arith{}, floattol.Ins(a), floattol.Ins(b), r, k, c))
+}
+
+// checked is the arithmetic of a dtype's bounds against a float64
+// reference (floattol.Checked32, Checked64).
+func checked(dt tensor.DType) floattol.Arith {
+	if dt == tensor.Float32 {
+		return floattol.Checked32
+	}
+	return floattol.Checked64
+}
+
+// matmulV is a·b (r×k by k×c) with bounds: each element a dot product of
+// length k in any order.
+func matmulV(ar floattol.Arith, a, b []floattol.Val, r, k, c int) []floattol.Val {
+	out := make([]floattol.Val, r*c)
+	col := make([]floattol.Val, k)
+	for i := range r {
+		for j := range c {
+			for l := range k {
+				col[l] = b[l*c+j]
 			}
+			out[i*c+j] = ar.Dot(a[i*k:][:k], col)
 		}
 	}
 	return out
 }
 
-func addRow(a, row []float64) []float64 {
+// addRowV adds row to every row of a.
+func addRowV(ar floattol.Arith, a, row []floattol.Val) []floattol.Val {
+	out := make([]floattol.Val, len(a))
 	for i := range a {
-		a[i] += row[i%len(row)]
+		out[i] = ar.Add(a[i], row[i%len(row)])
 	}
-	return a
+	return out
 }
 
-func relu(a []float64) []float64 {
+// reluV is max(a, 0), elementwise.
+func reluV(a []floattol.Val) []floattol.Val {
+	out := make([]floattol.Val, len(a))
 	for i, v := range a {
-		a[i] = math.Max(v, 0)
+		out[i] = floattol.Max(v, floattol.In(0))
 	}
-	return a
+	return out
 }

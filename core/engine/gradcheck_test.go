@@ -10,6 +10,7 @@ import (
 	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
 
 // testGraph is a small directed graph with an isolated node and varied degrees.
@@ -92,6 +93,7 @@ func buildCase(t *testing.T, c gradCase) *ir.Graph {
 }
 
 type harness struct {
+	gr     *ir.Graph
 	be     backend.Backend
 	prog   *Program
 	labels *tensor.Tensor
@@ -136,7 +138,7 @@ func newHarness(t *testing.T, gr *ir.Graph, dt tensor.DType) *harness {
 	if err := be.Upload(idx, []int32{0, 1, 2, 3, 4, 5}); err != nil {
 		t.Fatal(err)
 	}
-	return &harness{be: be, prog: prog, labels: labels, idx: idx}
+	return &harness{gr: gr, be: be, prog: prog, labels: labels, idx: idx}
 }
 
 func toF64(v []float32) []float64 {
@@ -205,45 +207,48 @@ func TestGradients(t *testing.T) {
 // differences in float64.
 func checkGradients(t *testing.T, c gradCase) {
 	t.Helper()
-	const eps = 1e-6
-	{
-		{
-			h := newHarness(t, buildCase(t, c), tensor.Float64)
-			h.loss(t, true)
-			for _, p := range h.prog.Params() {
-				analytic := make([]float64, p.Grad.Numel())
-				if err := h.be.Download(p.Grad, analytic); err != nil {
-					t.Fatal(err)
-				}
-				vals := make([]float64, p.Value.Numel())
-				if err := h.be.Download(p.Value, vals); err != nil {
-					t.Fatal(err)
-				}
-				var num2, diff2, ana2 float64
-				for i := range vals {
-					orig := vals[i]
-					vals[i] = orig + eps
-					h.upload(t, p.Value, vals)
-					lp := h.loss(t, false)
-					vals[i] = orig - eps
-					h.upload(t, p.Value, vals)
-					lm := h.loss(t, false)
-					vals[i] = orig
-					h.upload(t, p.Value, vals)
-					num := (lp - lm) / (2 * eps)
-					num2 += num * num
-					ana2 += analytic[i] * analytic[i]
-					diff2 += (num - analytic[i]) * (num - analytic[i])
-				}
-				scale := math.Max(math.Sqrt(num2), math.Sqrt(ana2))
-				if scale < 1e-9 {
-					continue
-				}
-				if rel := math.Sqrt(diff2) / scale; rel > 1e-4 {
-					t.Errorf("param %s: relative error %.3g between backward and finite differences", p.Name, rel)
-				}
-			}
-		}
+	h := newHarness(t, buildCase(t, c), tensor.Float64)
+	h.loss(t, true)
+	for _, p := range h.prog.Params() {
+		h.checkFD(t, "param "+p.Name, p.Value, download(t, h, p.Grad))
+	}
+}
+
+// fdRoundings bounds the roundings on any path to the loss of these tiny
+// programs: each op of gr adds at most its longest reduction and two, and
+// no reduction is longer than the largest dimension here (nodes, features,
+// classes, edges of adj_self).
+func fdRoundings(gr *ir.Graph) int {
+	dim := max(nNodes, inDim, width, classes, int(graph.AddSelfLoops(symmetricTestCSR()).NNZ()))
+	return len(gr.Ops) * (dim + 2)
+}
+
+// checkFD compares analytic, the gradient of the loss with respect to the
+// values of tt, element by element with central differences in float64:
+// the step and the bound follow from the loss's scale s = max(1, |loss|)
+// (a mean of positive cross-entropy terms, of unit derivatives in
+// parameters of order 1) and its roundings (floattol.Slope, which also
+// widens the bound next to a kink of a ReLU or a max).
+func (h *harness) checkFD(t *testing.T, what string, tt *tensor.Tensor, analytic []float64) {
+	t.Helper()
+	vals := download(t, h, tt)
+	s := math.Max(1, math.Abs(h.loss(t, false)))
+	g := floattol.Gamma(fdRoundings(h.gr), floattol.UFloat64)
+	eps := g * s
+	num, bound := floattol.Gradient(len(vals), func(i int, d float64) float64 {
+		orig := vals[i]
+		vals[i] = orig + d
+		h.upload(t, tt, vals)
+		l := h.loss(t, false)
+		vals[i] = orig
+		h.upload(t, tt, vals)
+		return l
+	}, floattol.CentralStep(eps, s), eps)
+	for i, a := range analytic {
+		bound[i] += g * (math.Abs(a) + s) // the backward's own rounding
+	}
+	if i, r := floattol.Exceeds(analytic, num, bound); i >= 0 {
+		t.Errorf("%s[%d]: backward %g, central difference %g: off by %.3g times the bound %.3g", what, i, analytic[i], num[i], r, bound[i])
 	}
 }
 
@@ -261,7 +266,11 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 	gr := buildCase(t, c)
 	l64 := newHarness(t, gr, tensor.Float64).loss(t, true)
 	l32 := newHarness(t, gr, tensor.Float32).loss(t, true)
-	if math.Abs(l64-l32) > 1e-5*math.Max(1, math.Abs(l64)) {
+	// float64 is exact at float32's scale: the float32 loss is within
+	// γ_k(u32) of the loss's scale, k bounding the roundings on any path
+	// (fdRoundings), each moving a cross-entropy of order-one logits by
+	// at most its own relative size.
+	if math.Abs(l64-l32) > floattol.Gamma(fdRoundings(gr), floattol.Checked32.U)*math.Max(1, math.Abs(l64)) {
 		t.Fatalf("float32 loss %.8g differs from float64 loss %.8g", l32, l64)
 	}
 }

@@ -25,11 +25,20 @@ func (*CPU) StrataModule() registry.ModuleInfo {
 		Doc: "the host: OpenBLAS GEMM, AVX2 C sparse kernels, parallel and deterministic"}
 }
 
-// CheckConfig implements train.BackendModule: [devices] is an error.
-func (*CPU) CheckConfig(cfg *config.Config) error { return train.RejectDevices(cfg) }
+// CheckConfig implements train.BackendModule: [devices] is an error, and
+// so is a bad STRATA_CPU_ISA.
+func (*CPU) CheckConfig(cfg *config.Config) error {
+	if err := cpu.CheckEnv(); err != nil {
+		return err
+	}
+	return train.RejectDevices(cfg)
+}
 
 // NewBackend implements train.BackendModule.
 func (*CPU) NewBackend(_ context.Context, _ *config.Config, threads int) (backend.Backend, error) {
+	if err := cpu.CheckEnv(); err != nil {
+		return nil, err
+	}
 	return cpu.New(cpu.Options{Threads: threads}), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"strata/core/backend"
+	"strata/core/backend/cpu"
 	"strata/core/backend/sim"
 	"strata/core/config"
 	"strata/core/registry"
@@ -25,14 +26,21 @@ func (*Sim) StrataModule() registry.ModuleInfo {
 		Doc: "simulated devices ([devices]): capacity enforced, every link byte counted, times predicted by cost models"}
 }
 
-// CheckConfig implements train.BackendModule: the topology must be valid.
+// CheckConfig implements train.BackendModule: the topology must be
+// valid, and STRATA_CPU_ISA (the devices compute on cpu backends).
 func (*Sim) CheckConfig(cfg *config.Config) error {
+	if err := cpu.CheckEnv(); err != nil {
+		return err
+	}
 	_, err := machineTopology(cfg)
 	return err
 }
 
 // NewBackend implements train.BackendModule.
 func (*Sim) NewBackend(_ context.Context, cfg *config.Config, threads int) (backend.Backend, error) {
+	if err := cpu.CheckEnv(); err != nil {
+		return nil, err
+	}
 	topo, err := machineTopology(cfg)
 	if err != nil {
 		return nil, err

@@ -76,5 +76,5 @@ func TestUserAggregator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAggrGradients(t, gp, 1e-5)
+	checkAggrGradients(t, gp)
 }

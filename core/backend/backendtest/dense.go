@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"strata/core/backend"
+	"strata/core/backend/backendtest/ref"
 	"strata/core/ir"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
 
 // Dense ops: GEMM, indexing, elementwise, reductions and the NN helpers.
@@ -42,7 +44,7 @@ func testGEMM(s *suite, t *testing.T) {
 						c.call("GEMM", func(be backend.Backend, sd side) error {
 							return be.GEMM(ta, tb, ab[0], sd.T(a), sd.T(b), ab[1], sd.T(y))
 						})
-						c.check("c", y)
+						c.near("c", y, ref.GEMM(arithOf(dt), ta, tb, m, n, k, ab[0], a.h, b.h, ab[1], y.h))
 					})
 				}
 			}
@@ -103,7 +105,7 @@ func testScatterAdd(s *suite, t *testing.T) {
 					idx := c.put(it, c.indices(n, rows), n)
 					y := c.rand(dt, -1, 1, rows, cols)
 					c.call("ScatterAdd", func(b backend.Backend, sd side) error { return b.ScatterAdd(sd.T(x), sd.T(idx), sd.T(y)) })
-					c.check("y", y)
+					c.near("y", y, ref.Scatter(arithOf(dt), x.h, func(i, _ int) int { return int(idx.h[i]) }, n, cols, y.h))
 				})
 			}
 		}
@@ -184,7 +186,12 @@ func testApply(s *suite, t *testing.T) {
 						y = c.out(dt, shape...)
 					}
 					c.call("Apply", func(b backend.Backend, sd side) error { return b.Apply(u.f, u.alpha, sd.T(x), sd.T(y)) })
-					c.check("y", y)
+					m := c.model(u.spec)
+					want := make([]ref.Val, len(x.h))
+					for i, v := range x.h {
+						want[i] = m.Fwd(arithOf(dt), floattol.In(v), u.alpha)
+					}
+					c.near("y", y, want)
 				})
 			}
 		}
@@ -208,7 +215,12 @@ func testApplyBackward(s *suite, t *testing.T) {
 				c.call("ApplyBackward", func(b backend.Backend, sd side) error {
 					return b.ApplyBackward(u.f, u.alpha, sd.T(x), sd.T(y), sd.T(dy), sd.T(dx))
 				})
-				c.check("dx", dx)
+				m := c.model(u.spec)
+				want := make([]ref.Val, len(x.h))
+				for i := range want {
+					want[i] = m.Bwd(arithOf(dt), floattol.In(x.h[i]), floattol.In(y.h[i]), floattol.In(dy.h[i]), u.alpha)
+				}
+				c.near("dx", dx, want)
 			})
 		}
 	}
@@ -246,7 +258,11 @@ func testElementwise(s *suite, t *testing.T) {
 					b := c.put(dt, bv, bc.shape...)
 					y := c.out(dt, rows, cols)
 					c.call("Elementwise", func(be backend.Backend, sd side) error { return be.Elementwise(o.op, sd.T(a), sd.T(b), sd.T(y)) })
-					c.check("y", y)
+					want, err := ref.Binary(arithOf(dt), o.name, a.h, b.h)
+					if err != nil {
+						c.Fatal(err)
+					}
+					c.near("y", y, want)
 				})
 			}
 		}
@@ -264,8 +280,17 @@ func testAxpby(s *suite, t *testing.T) {
 				if ab[1] == 0 {
 					y = c.out(dt, 41, 7)
 				}
+				y0 := y.h
 				c.call("Axpby", func(b backend.Backend, sd side) error { return b.Axpby(ab[0], sd.T(x), ab[1], sd.T(y)) })
-				c.check("y", y)
+				ar := arithOf(dt)
+				want := make([]ref.Val, len(x.h))
+				for i, v := range x.h {
+					want[i] = ar.Mul(ar.Param(ab[0]), floattol.In(v))
+					if ab[1] != 0 {
+						want[i] = ar.Add(want[i], ar.Mul(ar.Param(ab[1]), floattol.In(y0[i])))
+					}
+				}
+				c.near("y", y, want)
 			})
 		}
 	}
@@ -296,7 +321,7 @@ func testSumRows(s *suite, t *testing.T) {
 				x := c.rand(dt, -1, 1, sh[0], sh[1])
 				y := c.out(dt, sh[1])
 				c.call("SumRows", func(b backend.Backend, sd side) error { return b.SumRows(sd.T(x), sd.T(y)) })
-				c.check("y", y)
+				c.near("y", y, ref.SumRows(arithOf(dt), x.h, sh[0], sh[1]))
 			})
 		}
 	}
@@ -314,7 +339,7 @@ func testHeadDot(s *suite, t *testing.T) {
 				x, a := c.rand(dt, -1, 1, n, hc[0]*hc[1]), c.rand(dt, -1, 1, hc[0], hc[1])
 				y := c.out(dt, n, hc[0])
 				c.call("HeadDot", func(b backend.Backend, sd side) error { return b.HeadDot(sd.T(x), sd.T(a), sd.T(y)) })
-				c.check("y", y)
+				c.near("y", y, ref.HeadDot(arithOf(dt), x.h, a.h, n, hc[0], hc[1]))
 			})
 		}
 	}
@@ -332,8 +357,9 @@ func testHeadDotBackward(s *suite, t *testing.T) {
 				c.call("HeadDotBackward", func(b backend.Backend, sd side) error {
 					return b.HeadDotBackward(sd.T(x), sd.T(a), sd.T(dy), sd.T(dx), sd.T(da))
 				})
-				c.check("dx", dx)
-				c.check("da", da)
+				wdx, wda := ref.HeadDotBackward(arithOf(dt), x.h, a.h, dy.h, dx.h, da.h, n, h, cc)
+				c.near("dx", dx, wdx)
+				c.near("da", da, wda)
 			})
 		}
 	}
@@ -459,7 +485,7 @@ func testDropoutGEMM(s *suite, t *testing.T) {
 							c.call("DropoutGEMM", func(be backend.Backend, sd side) error {
 								return be.(backend.DropoutGEMMer).DropoutGEMM(77, sd.T(rows), 0.4, transX, sd.T(x), sd.T(b), beta, sd.T(y), sd.T(scratch), nil)
 							})
-							c.check("c", y)
+							c.agree("c", y, ref.DropoutGEMMBound(unit(dt), transX, m, n, k, 0.4, x.h, b.h, beta, y.h))
 						})
 					}
 				}
@@ -485,9 +511,10 @@ func testBatchNorm(s *suite, t *testing.T) {
 				c.call("BatchNorm", func(b backend.Backend, sd side) error {
 					return b.BatchNorm(sd.T(x), sd.T(gamma), sd.T(beta), sd.T(y), sd.T(mean), sd.T(inv), bnEps)
 				})
-				c.check("y", y)
-				c.check("mean", mean)
-				c.check("invStd", inv)
+				wy, wm, wi := ref.BatchNorm(arithOf(dt), x.h, gamma.h, beta.h, n, k, bnEps)
+				c.near("y", y, wy)
+				c.near("mean", mean, wm)
+				c.near("invStd", inv, wi)
 			})
 		}
 	}
@@ -527,9 +554,10 @@ func testBatchNormBackward(s *suite, t *testing.T) {
 				c.call("BatchNormBackward", func(b backend.Backend, sd side) error {
 					return b.BatchNormBackward(sd.T(x), sd.T(gamma), sd.T(dy), sd.T(mean), sd.T(inv), sd.T(dx), sd.T(dg), sd.T(db))
 				})
-				c.check("dx", dx)
-				c.check("dgamma", dg)
-				c.check("dbeta", db)
+				wdx, wdg, wdb := ref.BatchNormBackward(arithOf(dt), x.h, gamma.h, dy.h, mean.h, inv.h, n, k)
+				c.near("dx", dx, wdx)
+				c.near("dgamma", dg, wdg)
+				c.near("dbeta", db, wdb)
 			})
 		}
 	}
@@ -548,7 +576,7 @@ func testBatchNormInfer(s *suite, t *testing.T) {
 				c.call("BatchNormInfer", func(b backend.Backend, sd side) error {
 					return b.BatchNormInfer(sd.T(x), sd.T(gamma), sd.T(beta), sd.T(mean), sd.T(vr), sd.T(y), bnEps)
 				})
-				c.check("y", y)
+				c.near("y", y, ref.BatchNormInfer(arithOf(dt), x.h, gamma.h, beta.h, mean.h, vr.h, n, k, bnEps))
 			})
 		}
 	}
@@ -585,9 +613,10 @@ func testSoftmaxCrossEntropy(s *suite, t *testing.T) {
 							loss[map[bool]int{false: 0, true: 1}[sd.got]], err = b.SoftmaxCrossEntropy(sd.T(logits), sd.T(labels), sd.T(idx), sd.T(dl))
 							return err
 						})
-						c.compare("loss", dt, []float64{loss[0]}, []float64{loss[1]}, s.tol(dt))
+						wl, wdl := ref.SoftmaxCE(arithOf(dt), logits.h, ints(labels.h), ints(idx.h), k)
+						c.nearValues("loss", dt, loss[:1], loss[1:], []ref.Val{wl})
 						if grad {
-							c.check("dlogits", dl)
+							c.near("dlogits", dl, wdl)
 						}
 					})
 				}
@@ -619,16 +648,38 @@ func testAdamStep(s *suite, t *testing.T) {
 				const rows, cols = 37, 5
 				p := c.rand(dt, -1, 1, rows, cols)
 				m, v := c.alloc(dt, rows, cols), c.alloc(dt, rows, cols)
+				host := ref.NewAdam(p.h)
 				for step := 1; step <= 3; step++ {
 					g := c.rand(dt, -1, 1, rows, cols)
 					c.call("AdamStep", func(b backend.Backend, sd side) error {
 						return b.AdamStep(sd.T(p), sd.T(g), sd.T(m), sd.T(v), 0.01, 0.9, 0.999, 1e-8, wd, step)
 					})
-					c.check(fmt.Sprintf("p after step %d", step), p)
-					c.check(fmt.Sprintf("m after step %d", step), m)
-					c.check(fmt.Sprintf("v after step %d", step), v)
+					host.Step(arithOf(dt), g.h, 0.01, 0.9, 0.999, 1e-8, wd, step)
+					c.near(fmt.Sprintf("p after step %d", step), p, host.P)
+					c.near(fmt.Sprintf("m after step %d", step), m, host.M)
+					c.near(fmt.Sprintf("v after step %d", step), v, host.V)
 				}
 			})
 		}
 	}
+}
+
+// ints converts host index values to ints.
+func ints(v []float64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// model returns the error model of a unary op, failing the case when it
+// has none.
+func (c *tc) model(s ir.OpSpec) ref.Unary {
+	c.Helper()
+	m, err := ref.UnaryModel(s)
+	if err != nil {
+		c.Fatal(err)
+	}
+	return m
 }

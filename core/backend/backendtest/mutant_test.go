@@ -15,8 +15,8 @@ import (
 	"strata/core/tensor"
 )
 
-// mutant is a deliberately broken backend: every op's output is off by
-// ten times the tolerance in one element, Alloc does not zero-fill, Upload
+// mutant is a deliberately broken backend: every op's output is off in
+// one element by ten times the loosest bound the suite accepts (loosest), Alloc does not zero-fill, Upload
 // loses -0, NaN payloads and the smallest int, adjacencies report one edge too many,
 // Stats halves the memory in use, ReleaseGraph frees nothing and every
 // error is swallowed. Run against it, every case of the suite must fail,
@@ -51,9 +51,9 @@ func (m mutant) bump(err error, outs ...*tensor.Tensor) error {
 		i := t.Numel() / 2
 		switch s := v.(type) {
 		case []float32:
-			s[i] += float32(1e-4 * max(1, math.Abs(float64(s[i]))))
+			s[i] += float32(off(tensor.Float32, float64(s[i])))
 		case []float64:
-			s[i] += 1e-9 * max(1, math.Abs(s[i]))
+			s[i] += off(tensor.Float64, s[i])
 		case []int32:
 			s[i]++
 		case []int64:
@@ -65,6 +65,9 @@ func (m mutant) bump(err error, outs ...*tensor.Tensor) error {
 	}
 	return nil
 }
+
+// off is how far the mutant moves a value v of dtype dt.
+func off(dt tensor.DType, v float64) float64 { return 10 * loosest(dt) * max(1, math.Abs(v)) }
 
 func (m mutant) Alloc(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
 	t, err := m.Backend.Alloc(dt, shape, tier)
@@ -262,7 +265,7 @@ func (m mutant) BatchNormInfer(x, gamma, beta, mean, variance, y *tensor.Tensor,
 
 func (m mutant) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tensor) (float64, error) {
 	loss, err := m.Backend.SoftmaxCrossEntropy(logits, labels, idx, dlogits)
-	return loss * (1 + 1e-4), m.bump(err, dlogits)
+	return loss + off(logits.DType(), loss), m.bump(err, dlogits)
 }
 
 func (m mutant) ArgmaxRows(x, out *tensor.Tensor) error {

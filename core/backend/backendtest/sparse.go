@@ -2,12 +2,13 @@ package backendtest
 
 import (
 	"fmt"
-	"math"
 	"testing"
 
 	"strata/core/backend"
-	"strata/core/graph"
+	"strata/core/backend/backendtest/ref"
+	"strata/core/ir"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
 
 // Graph ops. Every case draws its graph from graphSpecs (or lstmSpecs) with
@@ -75,11 +76,15 @@ func testSpMM(s *suite, t *testing.T) {
 		}
 		e, f := int(g.csr.NNZ()), v.w.h*v.w.c
 		var wt *pair
+		var wv []float64
+		wh := 0
 		switch {
 		case v.w.rank1:
 			wt = c.rand(dt, -1, 1, e)
+			wv = wt.h
 		case v.w.weights:
 			wt = c.rand(dt, -1, 1, e, v.w.h)
+			wv, wh = wt.h, v.w.h
 		}
 		x := c.rand(dt, -1, 1, in, f)
 		var y *pair
@@ -91,7 +96,7 @@ func testSpMM(s *suite, t *testing.T) {
 		c.call("SpMM", func(b backend.Backend, sd side) error {
 			return b.SpMM(c.ctx, sd.A(g), v.trans, sd.T(wt), sd.T(x), v.beta, sd.T(y))
 		})
-		c.check("y", y)
+		c.near("y", y, ref.SpMM(arithOf(dt), g.csr, v.trans, wv, wh, x.h, v.w.h, v.w.c, v.beta, y.h))
 	})
 }
 
@@ -105,25 +110,35 @@ func testSpMMBiasAct(s *suite, t *testing.T) {
 	type biasCase struct {
 		weighted bool
 		act      backend.Unary
+		name     string
 	}
 	var vs []variant[biasCase]
 	for _, weighted := range []bool{false, true} {
 		for _, act := range []backend.Unary{backend.Identity, backend.ReLU, backend.ELU} {
-			vs = append(vs, variant[biasCase]{fmt.Sprintf("w=%v/act=%d", weighted, act), biasCase{weighted, act}})
+			vs = append(vs, variant[biasCase]{fmt.Sprintf("w=%v/act=%d", weighted, act), biasCase{weighted, act, ir.UnarySpec(uint8(act)).Name}})
 		}
 	}
 	eachGraph(s, t, "SpMMBiasAct", graphSpecs, vs, func(c *tc, dt tensor.DType, g *adj, v biasCase) {
 		const f = 6
 		var wt *pair
+		var wv []float64
 		if v.weighted {
 			wt = c.rand(dt, -1, 1, int(g.csr.NNZ()))
+			wv = wt.h
 		}
 		x, bias := c.rand(dt, -1, 1, g.csr.NumCols, f), c.rand(dt, -1, 1, f)
 		y := c.out(dt, g.csr.NumRows, f)
 		c.call("SpMMBiasAct", func(b backend.Backend, sd side) error {
 			return b.(backend.SpMMBiasActer).SpMMBiasAct(c.ctx, sd.A(g), sd.T(wt), sd.T(x), sd.T(bias), v.act, 0.7, sd.T(y))
 		})
-		c.check("y", y)
+		// bias as a beta term of 1 over a column of biases: y = act(A·x + bias).
+		ar := arithOf(dt)
+		agg := ref.SpMM(ar, g.csr, false, wv, 0, x.h, 1, f, 0, nil)
+		want := make([]ref.Val, len(agg))
+		for i, z := range agg {
+			want[i] = ref.Act(ar, v.name, ar.Add(z, floattol.In(bias.h[i%f])), 0.7)
+		}
+		c.near("y", y, want)
 	})
 }
 
@@ -147,11 +162,12 @@ func testSpMMMax(s *suite, t *testing.T) {
 		x := c.put(dt, c.distinct(cols*f), cols, f)
 		y, am := c.out(dt, rows, f), c.out(it, rows, f)
 		c.call("SpMMMax", func(b backend.Backend, sd side) error { return b.SpMMMax(c.ctx, sd.A(g), sd.T(x), sd.T(y), sd.T(am)) })
-		c.check("y", y)
+		c.exact("y", y) // a maximum of the inputs: no rounding
 		c.exact("argmax", am)
+		amv := c.refValues("argmax", am)
 		dy, dx := c.rand(dt, -1, 1, rows, f), c.rand(dt, -1, 1, cols, f)
 		c.call("ScatterArgmax", func(b backend.Backend, sd side) error { return b.ScatterArgmax(sd.T(am), sd.T(dy), sd.T(dx)) })
-		c.check("dx of ScatterArgmax", dx)
+		c.near("dx of ScatterArgmax", dx, ref.Scatter(arithOf(dt), dy.h, func(i, j int) int { return int(amv[i*f+j]) }, rows, f, dx.h))
 	})
 }
 
@@ -170,7 +186,7 @@ func testScatterArgmax(s *suite, t *testing.T) {
 					amt := c.put(it, am, n, f)
 					dy, dx := c.rand(dt, -1, 1, n, f), c.rand(dt, -1, 1, rows, f)
 					c.call("ScatterArgmax", func(b backend.Backend, sd side) error { return b.ScatterArgmax(sd.T(amt), sd.T(dy), sd.T(dx)) })
-					c.check("dx", dx)
+					c.near("dx", dx, ref.Scatter(arithOf(dt), dy.h, func(i, j int) int { return int(am[i*f+j]) }, n, f, dx.h))
 				})
 			}
 		}
@@ -193,7 +209,7 @@ func testSDDMM(s *suite, t *testing.T) {
 		x, y := c.rand(dt, -1, 1, g.csr.NumRows, f), c.rand(dt, -1, 1, g.csr.NumCols, f)
 		out := c.out(dt, int(g.csr.NNZ()), h)
 		c.call("SDDMM", func(b backend.Backend, sd side) error { return b.SDDMM(c.ctx, sd.A(g), sd.T(x), sd.T(y), sd.T(out)) })
-		c.check("out", out)
+		c.near("out", out, ref.SDDMM(arithOf(dt), g.csr, x.h, y.h, h, f/h))
 	})
 }
 
@@ -203,7 +219,7 @@ func testUAddV(s *suite, t *testing.T) {
 		u, v := c.rand(dt, -1, 1, g.csr.NumCols, h), c.rand(dt, -1, 1, g.csr.NumRows, h)
 		out := c.out(dt, int(g.csr.NNZ()), h)
 		c.call("UAddV", func(b backend.Backend, sd side) error { return b.UAddV(c.ctx, sd.A(g), sd.T(u), sd.T(v), sd.T(out)) })
-		c.check("out", out)
+		c.near("out", out, ref.UAddV(arithOf(dt), g.csr, u.h, v.h, h))
 	})
 }
 
@@ -228,7 +244,7 @@ func testEdgeReduce(s *suite, t *testing.T) {
 		e := c.rand(dt, -1, 1, int(g.csr.NNZ()), h)
 		out := c.out(dt, n, h)
 		c.call("EdgeReduce", func(b backend.Backend, sd side) error { return b.EdgeReduce(c.ctx, sd.A(g), toSrc, sd.T(e), sd.T(out)) })
-		c.check("out", out)
+		c.near("out", out, ref.EdgeReduce(arithOf(dt), g.csr, toSrc, e.h, h))
 	})
 }
 
@@ -238,31 +254,8 @@ func testEdgeSoftmax(s *suite, t *testing.T) {
 		e := int(g.csr.NNZ())
 		scores, out := c.rand(dt, -3, 3, e, h), c.out(dt, e, h)
 		c.call("EdgeSoftmax", func(b backend.Backend, sd side) error { return b.EdgeSoftmax(c.ctx, sd.A(g), sd.T(scores), sd.T(out)) })
-		c.check("out", out)
+		c.near("out", out, ref.EdgeSoftmax(arithOf(dt), g.csr, scores.h, h))
 	})
-}
-
-// edgeSoftmax is the softmax of s [E,H] over each row's edges, on the host.
-func edgeSoftmax(g *graph.CSR, s []float64, h int) []float64 {
-	out := make([]float64, len(s))
-	for i := range g.NumRows {
-		k0, k1 := int(g.Indptr[i]), int(g.Indptr[i+1])
-		for j := range h {
-			m := math.Inf(-1)
-			for k := k0; k < k1; k++ {
-				m = max(m, s[k*h+j])
-			}
-			sum := 0.0
-			for k := k0; k < k1; k++ {
-				out[k*h+j] = math.Exp(s[k*h+j] - m)
-				sum += out[k*h+j]
-			}
-			for k := k0; k < k1; k++ {
-				out[k*h+j] /= sum
-			}
-		}
-	}
-	return out
 }
 
 // testEdgeSoftmaxBackward feeds a softmax output (computed on the host)
@@ -270,22 +263,24 @@ func edgeSoftmax(g *graph.CSR, s []float64, h int) []float64 {
 func testEdgeSoftmaxBackward(s *suite, t *testing.T) {
 	eachGraph(s, t, "EdgeSoftmaxBackward", graphSpecs, heads(1, 2), func(c *tc, dt tensor.DType, g *adj, h int) {
 		e := int(g.csr.NNZ())
-		out := c.put(dt, edgeSoftmax(g.csr, c.uniform(e*h, -3, 3), h), e, h)
+		out := c.put(dt, floattol.Values(ref.EdgeSoftmax(arithOf(dt), g.csr, c.uniform(e*h, -3, 3), h)), e, h)
 		dout, ds := c.rand(dt, -1, 1, e, h), c.out(dt, e, h)
 		c.call("EdgeSoftmaxBackward", func(b backend.Backend, sd side) error {
 			return b.EdgeSoftmaxBackward(c.ctx, sd.A(g), sd.T(out), sd.T(dout), sd.T(ds))
 		})
-		c.check("dscores", ds)
+		c.near("dscores", ds, ref.EdgeSoftmaxBackward(arithOf(dt), g.csr, out.h, dout.h, h))
 	})
 }
 
 // lstmH is the hidden size of the LSTM tests.
 const lstmH = 3
 
-// lstm is the tensors of one LSTMAggregate on both backends.
+// lstm is the tensors of one LSTMAggregate on both backends and its
+// host reference.
 type lstm struct {
 	xw, whh, bias, out  *pair
 	gates, cells, hprev *pair // nil for inference
+	host                *ref.LSTM
 }
 
 // lstmForward runs LSTMAggregate on both backends, training (saving state)
@@ -304,7 +299,8 @@ func (c *tc) lstmForward(dt tensor.DType, g *adj, train bool) *lstm {
 	c.call("LSTMAggregate", func(b backend.Backend, sd side) error {
 		return b.LSTMAggregate(c.ctx, sd.A(g), sd.T(l.xw), sd.T(l.whh), sd.T(l.bias), sd.T(l.out), sd.T(l.gates), sd.T(l.cells), sd.T(l.hprev))
 	})
-	c.check("out", l.out)
+	l.host = ref.NewLSTM(arithOf(dt), g.csr, h, floattol.Ins(l.xw.h), l.whh.h, l.bias.h)
+	c.near("out", l.out, l.host.Out)
 	return l
 }
 
@@ -327,8 +323,9 @@ func testLSTMAggregateBackward(s *suite, t *testing.T) {
 		c.call("LSTMAggregateBackward", func(b backend.Backend, sd side) error {
 			return b.LSTMAggregateBackward(c.ctx, sd.A(g), sd.T(l.whh), sd.T(l.gates), sd.T(l.cells), sd.T(l.hprev), sd.T(dout), sd.T(dxw), sd.T(dwhh))
 		})
-		c.check("dxw", dxw)
-		c.check("dwhh", dwhh)
+		l.host.Backward(dout.h)
+		c.near("dxw", dxw, l.host.DXW)
+		c.near("dwhh", dwhh, l.host.DWHH)
 	})
 }
 
@@ -345,14 +342,16 @@ func testSegmentProd(s *suite, t *testing.T) {
 		vals := c.put(dt, c.ints(e*f, -2, 3), e, f)
 		dout := c.put(dt, c.ints(rows*f, -3, 4), rows, f)
 		out, de := c.out(dt, rows, f), c.out(dt, e, f)
+		// Products of at most maxDeg small integers are integers below 2^24:
+		// every rounding is exact, in both dtypes, in any order.
 		c.call("SegmentProd", func(b backend.Backend, sd side) error {
 			return b.(backend.SegmentMultiplier).SegmentProd(c.ctx, sd.A(g), sd.T(vals), sd.T(out))
 		})
-		c.check("out", out)
+		c.exact("out", out)
 		c.call("SegmentProdBackward", func(b backend.Backend, sd side) error {
 			return b.(backend.SegmentMultiplier).SegmentProdBackward(c.ctx, sd.A(g), sd.T(vals), sd.T(dout), sd.T(de))
 		})
-		c.check("de", de)
+		c.exact("de", de)
 	})
 }
 

@@ -32,6 +32,7 @@ type Options struct {
 	PoolBytes int64
 	// AVX2Only keeps the dropout kernels on AVX2 where the CPU has
 	// AVX-512 (tests compare the two; their results are identical).
+	// STRATA_CPU_ISA=avx2 (ISAEnv) sets it for every backend New makes.
 	AVX2Only bool
 }
 
@@ -58,8 +59,13 @@ type memory struct {
 
 var _ backend.Backend = (*Backend)(nil)
 
-// New returns a host backend.
+// New returns a host backend. It panics on a bad STRATA_CPU_ISA, which
+// the backend modules check first (CheckEnv).
 func New(opts Options) *Backend {
+	avx2, err := avx2FromEnv()
+	if err != nil {
+		panic("cpu: " + err.Error())
+	}
 	n := opts.Threads
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
@@ -69,7 +75,7 @@ func New(opts Options) *Backend {
 	if limit == 0 {
 		limit = DefaultPoolBytes
 	}
-	return &Backend{threads: n, capacity: max(opts.Capacity, 0), mem: &memory{pool: pool{limit: limit}}, wide: !opts.AVX2Only && hasAVX512()}
+	return &Backend{threads: n, capacity: max(opts.Capacity, 0), mem: &memory{pool: pool{limit: limit}}, wide: !opts.AVX2Only && !avx2 && hasAVX512()}
 }
 
 // Threads returns the number of goroutines a call may use.

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"strata/core/backend"
+	"strata/core/backend/backendtest/ref"
+	"strata/core/ir"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
 
 func TestGEMM(t *testing.T) {
@@ -27,27 +30,7 @@ func TestGEMM(t *testing.T) {
 						b, bv := c.rand(bsh...)
 						y, yv := c.rand(m, n)
 						c.ok(c.be.GEMM(tr[0], tr[1], 1.5, a, b, beta, y))
-						want := make([]float64, m*n)
-						scale := make([]float64, m*n)
-						for i := range m {
-							for j := range n {
-								s := beta * yv[i*n+j]
-								sc := math.Abs(s)
-								for p := range k {
-									ai, bi := i*k+p, p*n+j
-									if tr[0] {
-										ai = p*m + i
-									}
-									if tr[1] {
-										bi = j*k + p
-									}
-									s += 1.5 * av[ai] * bv[bi]
-									sc += math.Abs(1.5 * av[ai] * bv[bi])
-								}
-								want[i*n+j], scale[i*n+j] = s, sc
-							}
-						}
-						c.near("GEMM", get(y), want, scale)
+						c.near("GEMM", get(y), ref.GEMM(c.ar(), tr[0], tr[1], m, n, k, 1.5, av, bv, beta, yv))
 						return get(y)
 					})
 				})
@@ -74,24 +57,19 @@ func TestGatherScatterCopyCols(t *testing.T) {
 					for i, r := range iv {
 						copy(want[i*f:(i+1)*f], xv[int(r)*f:int(r+1)*f])
 					}
-					c.near("Gather", get(y), want, nil)
+					c.same("Gather", get(y), want)
 
 					src, sv := c.rand(n, f)
 					dst, dv := c.rand(m, f)
 					c.ok(c.be.ScatterAdd(src, idx, dst))
-					for i, r := range iv {
-						for j := range f {
-							dv[int(r)*f+j] += sv[i*f+j]
-						}
-					}
-					c.near("ScatterAdd", get(dst), dv, nil)
+					c.near("ScatterAdd", get(dst), ref.Scatter(c.ar(), sv, func(i, _ int) int { return int(iv[i]) }, n, f, dv))
 
 					wide, wv := c.rand(n, f+5)
 					c.ok(c.be.CopyCols(wide, 2, src, 0, f))
 					for i := range n {
 						copy(wv[i*(f+5)+2:i*(f+5)+2+f], sv[i*f:(i+1)*f])
 					}
-					c.near("CopyCols", get(wide), wv, nil)
+					c.same("CopyCols", get(wide), wv)
 					return append(append(get(y), get(dst)...), get(wide)...)
 				})
 			})
@@ -109,29 +87,14 @@ func TestHeadDot(t *testing.T) {
 				a, av := c.rand(h, cc)
 				y := c.zeros(n, h)
 				c.ok(c.be.HeadDot(x, a, y))
-				want := make([]float64, n*h)
-				scale := make([]float64, n*h)
-				for i := range n {
-					for j := range f {
-						want[i*h+j/cc] += xv[i*f+j] * av[j]
-						scale[i*h+j/cc] += math.Abs(xv[i*f+j] * av[j])
-					}
-				}
-				c.near("HeadDot", get(y), want, scale)
+				c.near("HeadDot", get(y), ref.HeadDot(c.ar(), xv, av, n, h, cc))
 				dy, dyv := c.rand(n, h)
 				dx, dxv := c.rand(n, f)
 				da, dav := c.rand(h, cc)
 				c.ok(c.be.HeadDotBackward(x, a, dy, dx, da))
-				dsc := make([]float64, h*cc)
-				for i := range n {
-					for j := range f {
-						dxv[i*f+j] += dyv[i*h+j/cc] * av[j]
-						dav[j] += dyv[i*h+j/cc] * xv[i*f+j]
-						dsc[j] += math.Abs(dyv[i*h+j/cc] * xv[i*f+j])
-					}
-				}
-				c.near("HeadDotBackward dx", get(dx), dxv, nil)
-				c.near("HeadDotBackward da", get(da), dav, dsc)
+				wdx, wda := ref.HeadDotBackward(c.ar(), xv, av, dyv, dxv, dav, n, h, cc)
+				c.near("HeadDotBackward dx", get(dx), wdx)
+				c.near("HeadDotBackward da", get(da), wda)
 				return append(append(get(y), get(dx)...), get(da)...)
 			})
 		})
@@ -139,36 +102,6 @@ func TestHeadDot(t *testing.T) {
 }
 
 var unaries = []backend.Unary{backend.Identity, backend.ReLU, backend.LeakyReLU, backend.ELU, backend.Sigmoid, backend.Tanh, backend.Exp, backend.Neg}
-
-func refUnary(f backend.Unary, a, x float64) (y, d float64) {
-	switch f {
-	case backend.Identity:
-		return x, 1
-	case backend.ReLU:
-		if x > 0 {
-			return x, 1
-		}
-		return 0, 0
-	case backend.LeakyReLU:
-		if x > 0 {
-			return x, 1
-		}
-		return a * x, a
-	case backend.ELU:
-		if x > 0 {
-			return x, 1
-		}
-		return a * (math.Exp(x) - 1), a * math.Exp(x)
-	case backend.Sigmoid:
-		s := 1 / (1 + math.Exp(-x))
-		return s, s * (1 - s)
-	case backend.Tanh:
-		return math.Tanh(x), 1 - math.Tanh(x)*math.Tanh(x)
-	case backend.Exp:
-		return math.Exp(x), math.Exp(x)
-	}
-	return -x, -1
-}
 
 func TestApply(t *testing.T) {
 	for _, f := range unaries {
@@ -185,15 +118,17 @@ func TestApply(t *testing.T) {
 				dy, dyv := c.rand(31, 7)
 				dx := c.zeros(31, 7)
 				c.ok(c.be.ApplyBackward(f, 0.2, x, y, dy, dx))
-				wy, wd := make([]float64, len(xv)), make([]float64, len(xv))
+				// The gradient from x, the computed y and dy, as the kernel.
+				m := c.model(f)
+				wy, wd := make([]ref.Val, len(xv)), make([]ref.Val, len(xv))
 				for i, v := range xv {
-					r, d := refUnary(f, round(c.dt, 0.2), v)
-					wy[i], wd[i] = r, d*dyv[i]
+					wy[i] = m.Fwd(c.ar(), floattol.In(v), 0.2)
+					wd[i] = m.Bwd(c.ar(), floattol.In(v), floattol.In(yv[i]), floattol.In(dyv[i]), 0.2)
 				}
-				c.near("Apply", yv, wy, nil)
-				c.near("ApplyBackward", get(dx), wd, nil)
+				c.near("Apply", yv, wy)
+				c.near("ApplyBackward", get(dx), wd)
 				c.ok(c.be.Apply(f, 0.2, x, x)) // in place
-				c.near("Apply in place", get(x), wy, nil)
+				c.near("Apply in place", get(x), wy)
 				return append(yv, get(dx)...)
 			})
 		})
@@ -209,27 +144,9 @@ func TestElementwise(t *testing.T) {
 					b, bv := c.rand(bshape...)
 					y := c.zeros(19, 6)
 					c.ok(c.be.Elementwise(op, a, b, y))
-					want := make([]float64, len(av))
-					for i, v := range av {
-						w := bv[0]
-						switch len(bv) {
-						case 6:
-							w = bv[i%6]
-						case len(av):
-							w = bv[i]
-						}
-						switch op {
-						case backend.Add:
-							want[i] = v + w
-						case backend.Sub:
-							want[i] = v - w
-						case backend.Mul:
-							want[i] = v * w
-						case backend.Div:
-							want[i] = v / w
-						}
-					}
-					c.near("Elementwise", get(y), want, nil)
+					want, err := ref.Binary(c.ar(), ir.BinarySpec(uint8(op)).Name, av, bv)
+					c.ok(err)
+					c.near("Elementwise", get(y), want)
 					return get(y)
 				})
 			})
@@ -244,10 +161,15 @@ func TestAxpbyFillSumRows(t *testing.T) {
 			x, xv := c.rand(40, 3)
 			y, yv := c.rand(40, 3)
 			c.ok(c.be.Axpby(1.3, x, beta, y))
+			ar := c.ar()
+			want := make([]ref.Val, len(yv))
 			for i := range yv {
-				yv[i] = 1.3*xv[i] + beta*yv[i]
+				want[i] = ar.Mul(ar.Param(1.3), floattol.In(xv[i]))
+				if beta != 0 {
+					want[i] = ar.Add(want[i], ar.Mul(ar.Param(beta), floattol.In(yv[i])))
+				}
 			}
-			c.near("Axpby", get(y), yv, nil)
+			c.near("Axpby", get(y), want)
 			res = append(res, get(y)...)
 		}
 		for _, dt := range []tensor.DType{c.dt, tensor.Int32, tensor.Int64} {
@@ -264,13 +186,7 @@ func TestAxpbyFillSumRows(t *testing.T) {
 			x, xv := c.rand(257, cols)
 			y := c.zeros(cols)
 			c.ok(c.be.SumRows(x, y))
-			want := make([]float64, cols)
-			scale := make([]float64, cols)
-			for i, v := range xv {
-				want[i%cols] += v
-				scale[i%cols] += math.Abs(v)
-			}
-			c.near("SumRows", get(y), want, scale)
+			c.near("SumRows", get(y), ref.SumRows(c.ar(), xv, 257, cols))
 			res = append(res, get(y)...)
 		}
 		return res
@@ -285,42 +201,19 @@ func TestBatchNorm(t *testing.T) {
 		beta, bv := c.rand(k)
 		y, mean, inv := c.zeros(n, k), c.zeros(k), c.zeros(k)
 		c.ok(c.be.BatchNorm(x, gamma, beta, y, mean, inv, eps))
-		mu, is := make([]float64, k), make([]float64, k)
-		for i, v := range xv {
-			mu[i%k] += v / float64(n)
-		}
-		for i, v := range xv {
-			is[i%k] += (v - mu[i%k]) * (v - mu[i%k]) / float64(n)
-		}
-		for j := range is {
-			is[j] = 1 / math.Sqrt(is[j]+eps)
-		}
-		xh, wy := make([]float64, n*k), make([]float64, n*k)
-		for i, v := range xv {
-			j := i % k
-			xh[i] = (v - mu[j]) * is[j]
-			wy[i] = xh[i]*gv[j] + bv[j]
-		}
-		c.near("BatchNorm mean", get(mean), mu, nil)
-		c.near("BatchNorm invStd", get(inv), is, nil)
-		c.near("BatchNorm y", get(y), wy, nil)
+		wy, wm, wi := ref.BatchNorm(c.ar(), xv, gv, bv, n, k, eps)
+		c.near("BatchNorm mean", get(mean), wm)
+		c.near("BatchNorm invStd", get(inv), wi)
+		c.near("BatchNorm y", get(y), wy)
 
+		// The backward from the statistics the forward stored.
 		dy, dyv := c.rand(n, k)
 		dx, dg, db := c.zeros(n, k), c.zeros(k), c.zeros(k)
 		c.ok(c.be.BatchNormBackward(x, gamma, dy, mean, inv, dx, dg, db))
-		wdb, wdg := make([]float64, k), make([]float64, k)
-		for i, d := range dyv {
-			wdb[i%k] += d
-			wdg[i%k] += d * xh[i]
-		}
-		wdx := make([]float64, n*k)
-		for i, d := range dyv {
-			j := i % k
-			wdx[i] = gv[j] * is[j] / float64(n) * (float64(n)*d - wdb[j] - xh[i]*wdg[j])
-		}
-		c.near("BatchNormBackward dbeta", get(db), wdb, nil)
-		c.near("BatchNormBackward dgamma", get(dg), wdg, nil)
-		c.near("BatchNormBackward dx", get(dx), wdx, nil)
+		wdx, wdg, wdb := ref.BatchNormBackward(c.ar(), xv, gv, dyv, get(mean), get(inv), n, k)
+		c.near("BatchNormBackward dbeta", get(db), wdb)
+		c.near("BatchNormBackward dgamma", get(dg), wdg)
+		c.near("BatchNormBackward dx", get(dx), wdx)
 
 		vr, vv := c.rand(k)
 		for i := range vv {
@@ -329,12 +222,7 @@ func TestBatchNorm(t *testing.T) {
 		vr = c.put([]int{k}, vv)
 		yi := c.zeros(n, k)
 		c.ok(c.be.BatchNormInfer(x, gamma, beta, mean, vr, yi, eps))
-		mv := get(mean)
-		for i, v := range xv {
-			j := i % k
-			wy[i] = (v-mv[j])/math.Sqrt(vv[j]+eps)*gv[j] + bv[j]
-		}
-		c.near("BatchNormInfer", get(yi), wy, nil)
+		c.near("BatchNormInfer", get(yi), ref.BatchNormInfer(c.ar(), xv, gv, bv, get(mean), vv, n, k, eps))
 		return append(append(append(get(y), get(dx)...), get(dg)...), get(yi)...)
 	})
 }
@@ -355,22 +243,9 @@ func TestSoftmaxCrossEntropy(t *testing.T) {
 				dz, _ := c.rand(n, k)
 				loss, err := c.be.SoftmaxCrossEntropy(z, labels, idx, dz)
 				c.ok(err)
-				want, wdz := 0.0, make([]float64, n*k)
-				inv := 1 / float64(len(iv))
-				for _, r := range iv {
-					row := zv[r*int64(k) : (r+1)*int64(k)]
-					s := 0.0
-					for _, v := range row {
-						s += math.Exp(v)
-					}
-					want += (math.Log(s) - row[lv[r]]) * inv
-					for j, v := range row {
-						wdz[int(r)*k+j] += math.Exp(v) / s * inv
-					}
-					wdz[int(r)*k+int(lv[r])] -= inv
-				}
-				c.near("loss", []float64{loss}, []float64{want}, nil)
-				c.near("dlogits", get(dz), wdz, nil)
+				want, wdz := ref.SoftmaxCE(c.ar(), zv, toInts(lv), toInts(iv), k)
+				c.near("loss", []float64{loss}, []ref.Val{want})
+				c.near("dlogits", get(dz), wdz)
 				loss2, err := c.be.SoftmaxCrossEntropy(z, labels, idx, nil)
 				c.ok(err)
 				if loss2 != loss {
@@ -408,17 +283,11 @@ func TestAdamStep(t *testing.T) {
 		v = c.put([]int{13, 5}, vv)
 		lr, b1, b2, eps, wd, step := 0.01, 0.9, 0.999, 1e-8, 0.1, 3
 		c.ok(c.be.AdamStep(p, g, m, v, lr, b1, b2, eps, wd, step))
-		for i := range pv {
-			gi := gv[i] + wd*pv[i]
-			mv[i] = b1*mv[i] + (1-b1)*gi
-			vv[i] = b2*vv[i] + (1-b2)*gi*gi
-			mh := mv[i] / (1 - math.Pow(b1, float64(step)))
-			vh := vv[i] / (1 - math.Pow(b2, float64(step)))
-			pv[i] -= lr * mh / (math.Sqrt(vh) + eps)
-		}
-		c.near("Adam m", get(m), mv, nil)
-		c.near("Adam v", get(v), vv, nil)
-		c.near("Adam p", get(p), pv, nil)
+		want := ref.Adam{P: floattol.Ins(pv), M: floattol.Ins(mv), V: floattol.Ins(vv)}
+		want.Step(c.ar(), gv, lr, b1, b2, eps, wd, step)
+		c.near("Adam m", get(m), want.M)
+		c.near("Adam v", get(v), want.V)
+		c.near("Adam p", get(p), want.P)
 		return get(p)
 	})
 }
@@ -439,6 +308,8 @@ func TestDropoutMask(t *testing.T) {
 				t.Fatalf("mask[%d] = %v, want %v", i, v, want)
 			}
 		}
+		// 20000 draws kept with probability 0.7: σ = √(0.7·0.3/20000) =
+		// 0.0032, and 0.02 is 6σ (a chance of 2e-9 for a sound stream).
 		if frac := float64(kept) / 20000; math.Abs(frac-0.7) > 0.02 {
 			t.Fatalf("kept %.3f, want about 0.7", frac)
 		}
@@ -483,4 +354,21 @@ func TestMemory(t *testing.T) {
 	if F32(a) != nil || F64(b) != nil || I64(b) == nil {
 		t.Error("accessors")
 	}
+}
+
+// toInts converts int64 indices to ints.
+func toInts(v []int64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// model returns the error model of unary f (package ref).
+func (c *tc) model(f backend.Unary) ref.Unary {
+	c.t.Helper()
+	m, err := ref.UnaryModel(*ir.UnarySpec(uint8(f)))
+	c.ok(err)
+	return m
 }

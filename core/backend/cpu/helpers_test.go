@@ -5,8 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"strata/core/backend/backendtest/ref"
 	"strata/core/graph"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
 
 // tinyGrains makes the small test inputs run in many chunks for the rest
@@ -143,29 +145,32 @@ func get(t *tensor.Tensor) []float64 {
 	return out
 }
 
-func (c *tc) tol() float64 {
+// ar is the arithmetic the tests derive their bounds in: the dtype's plus
+// float64's, which covers the float64 reference's own rounding
+// (internal/floattol).
+func (c *tc) ar() ref.Arith {
 	if c.dt == tensor.Float32 {
-		return 1e-5
+		return floattol.Checked32
 	}
-	return 1e-12
+	return floattol.Checked64
 }
 
-// near checks got against want with a tolerance relative to the magnitude
-// of the terms (scale, per element, or 1 + |want| when nil).
-func (c *tc) near(name string, got, want, scale []float64) {
+// near checks got against the exact values of want, each element within
+// its bound (package ref: derived from the op, its reductions and dtype).
+func (c *tc) near(name string, got []float64, want []ref.Val) {
 	c.t.Helper()
-	if len(got) != len(want) {
-		c.t.Fatalf("%s: %d values, want %d", name, len(got), len(want))
-	}
-	for i := range want {
-		s := 1 + math.Abs(want[i])
-		if scale != nil {
-			s = 1 + scale[i]
+	if i, r := floattol.Exceeds(got, floattol.Values(want), floattol.Errors(want)); i >= 0 {
+		if i >= len(want) {
+			c.t.Fatalf("%s %v: %d values, want %d", name, c.dt, len(got), len(want))
 		}
-		if d := math.Abs(got[i] - want[i]); !(d <= c.tol()*s) {
-			c.t.Fatalf("%s %v: [%d] = %v, want %v (diff %.3g)", name, c.dt, i, got[i], want[i], d)
-		}
+		c.t.Fatalf("%s %v: [%d] = %v, exact %v (off by %.3g times the bound %.3g)", name, c.dt, i, got[i], want[i].V, r, want[i].E)
 	}
+}
+
+// same checks that got equals want exactly (copies, selections).
+func (c *tc) same(name string, got, want []float64) {
+	c.t.Helper()
+	c.near(name, got, floattol.Ins(want))
 }
 
 func (c *tc) ok(err error) {

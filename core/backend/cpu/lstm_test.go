@@ -9,76 +9,11 @@ import (
 	"testing"
 
 	"strata/core/backend"
+	"strata/core/backend/backendtest/ref"
 	"strata/core/graph"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
-
-// lstmRef is a straightforward LSTM aggregation: for every row, its
-// sources in CSR order through the cell, then backpropagation through
-// time. It returns out [R,H], dxw [S,4H] and dwhh [H,4H] for the output
-// gradient dout.
-func lstmRef(g *graph.CSR, h int, xw, whh, bias, dout []float64) (out, dxw, dwhh []float64) {
-	sig := func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
-	g4 := 4 * h
-	out = make([]float64, g.NumRows*h)
-	dxw = make([]float64, g.NumCols*g4)
-	dwhh = make([]float64, h*g4)
-	type step struct {
-		src                  int
-		act, cprev, c, hprev []float64
-	}
-	for i := range g.NumRows {
-		hs, cs := make([]float64, h), make([]float64, h)
-		var steps []step
-		for k := g.Indptr[i]; k < g.Indptr[i+1]; k++ {
-			src := int(g.Col(k))
-			z := make([]float64, g4)
-			for j := range g4 {
-				z[j] = xw[src*g4+j] + bias[j]
-				for l := range h {
-					z[j] += hs[l] * whh[l*g4+j]
-				}
-			}
-			st := step{src: src, act: make([]float64, g4), cprev: cs, hprev: hs, c: make([]float64, h)}
-			hn := make([]float64, h)
-			for j := range h {
-				in, f, u, o := sig(z[j]), sig(z[h+j]), math.Tanh(z[2*h+j]), sig(z[3*h+j])
-				st.act[j], st.act[h+j], st.act[2*h+j], st.act[3*h+j] = in, f, u, o
-				st.c[j] = f*cs[j] + in*u
-				hn[j] = o * math.Tanh(st.c[j])
-			}
-			steps = append(steps, st)
-			hs, cs = hn, st.c
-		}
-		copy(out[i*h:], hs)
-		dh, dc := append([]float64(nil), dout[i*h:(i+1)*h]...), make([]float64, h)
-		for s := len(steps) - 1; s >= 0; s-- {
-			st := steps[s]
-			dz := make([]float64, g4)
-			for j := range h {
-				in, f, u, o := st.act[j], st.act[h+j], st.act[2*h+j], st.act[3*h+j]
-				tc := math.Tanh(st.c[j])
-				d := dc[j] + dh[j]*o*(1-tc*tc)
-				dz[j] = d * u * in * (1 - in)
-				dz[h+j] = d * st.cprev[j] * f * (1 - f)
-				dz[2*h+j] = d * in * (1 - u*u)
-				dz[3*h+j] = dh[j] * tc * o * (1 - o)
-				dc[j] = d * f
-			}
-			for j := range g4 {
-				dxw[st.src*g4+j] += dz[j]
-			}
-			for l := range h {
-				dh[l] = 0
-				for j := range g4 {
-					dwhh[l*g4+j] += st.hprev[l] * dz[j]
-					dh[l] += whh[l*g4+j] * dz[j]
-				}
-			}
-		}
-	}
-	return out, dxw, dwhh
-}
 
 // lstmRun is one forward (saving the state) and backward on the backend.
 type lstmRun struct {
@@ -138,21 +73,11 @@ func TestLSTMAggregate(t *testing.T) {
 						}
 					}
 					dxw, dwhh := r.backward()
-					wout, wdxw, wdwhh := lstmRef(g, h, xw, whh, bias, dout)
-					tol := 1e-12
-					if c.dt == tensor.Float32 {
-						tol = 2e-5
-					}
-					for _, v := range []struct {
-						name      string
-						got, want []float64
-					}{{"out", out, wout}, {"dxw", dxw, wdxw}, {"dwhh", dwhh, wdwhh}} {
-						for i := range v.want {
-							if d := math.Abs(v.got[i] - v.want[i]); !(d <= tol*(1+math.Abs(v.want[i]))) {
-								t.Fatalf("%s[%d] = %v, reference %v", v.name, i, v.got[i], v.want[i])
-							}
-						}
-					}
+					want := ref.NewLSTM(c.ar(), g, h, floattol.Ins(xw), whh, bias)
+					want.Backward(dout)
+					c.near("out", out, want.Out)
+					c.near("dxw", dxw, want.DXW)
+					c.near("dwhh", dwhh, want.DWHH)
 					return append(append(out, dxw...), dwhh...)
 				})
 			})
@@ -161,8 +86,9 @@ func TestLSTMAggregate(t *testing.T) {
 }
 
 // TestLSTMAggregateExtremes feeds pre-activations from -1e4 to 1e4
-// (float32's vectorised exp, sigmoid and tanh clamp and switch formulas)
-// and a NaN, which must come out as NaN.
+// (float32's vectorised exp, sigmoid and tanh clamp and switch formulas),
+// which must stay within floattol.FuncULPs of the exact functions, and a
+// NaN, which must come out as NaN.
 func TestLSTMAggregateExtremes(t *testing.T) {
 	vals := []float64{-1e4, -100, -88.5, -30, -9, -1, -0.6, -1e-3, -1e-30, 0, 1e-30, 1e-3, 0.6, 0.7, 1, 9, 30, 88.5, 100, 1e4}
 	g := &graph.CSR{NumRows: len(vals), NumCols: len(vals), Indptr: make([]int64, len(vals)+1), Idx32: make([]int32, len(vals))}
@@ -180,13 +106,8 @@ func TestLSTMAggregateExtremes(t *testing.T) {
 		r.xw = c.put([]int{len(vals), 4 * h}, xw)
 		zero := make([]float64, 4*h*h)
 		r.whh, r.bias = c.put([]int{h, 4 * h}, zero), c.put([]int{4 * h}, zero[:4*h])
-		want, _, _ := lstmRef(g, h, xw, zero, zero[:4*h], make([]float64, len(vals)*h))
-		got := r.forward(true)
-		for i := range want {
-			if d := math.Abs(got[i] - want[i]); !(d <= 1e-6) {
-				t.Fatalf("%v: out[%d] = %v, reference %v", dt, i, got[i], want[i])
-			}
-		}
+		want := ref.NewLSTM(c.ar(), g, h, floattol.Ins(xw), zero, zero[:4*h])
+		c.near("out", r.forward(true), want.Out)
 		xw[5] = math.NaN()
 		r.xw = c.put([]int{len(vals), 4 * h}, xw)
 		if got := r.forward(true); !math.IsNaN(got[5]) {
@@ -218,27 +139,37 @@ func TestLSTMAggregateFiniteDifferences(t *testing.T) {
 				}
 				return s
 			}
-			const eps = 1e-6
+			// Step and bound from the loss's roundings (a row's chain: each
+			// step's h·W_hh sum, gates and cell, then the sum over rows)
+			// and its scale Σ|out·dout| (floattol.Slope).
+			scale, maxDeg := 0.0, int64(0)
+			for i, v := range r.forward(false) {
+				scale += math.Abs(v * dout[i])
+			}
+			for i := range g.NumRows {
+				maxDeg = max(maxDeg, g.Indptr[i+1]-g.Indptr[i])
+			}
+			scale = math.Max(1, scale)
+			gam := floattol.Gamma(int(maxDeg)*(h+8)+g.NumRows*h, floattol.UFloat64)
+			eps := gam * scale
 			for _, p := range []struct {
 				name string
 				t    *tensor.Tensor
 				grad []float64
 			}{{"xw", r.xw, dxw}, {"whh", r.whh, dwhh}, {"bias", r.bias, dbias}} {
 				v := F64(p.t)
-				var diff2, norm2 float64
-				for i := range v {
+				num, bound := floattol.Gradient(len(v), func(i int, d float64) float64 {
 					orig := v[i]
-					v[i] = orig + eps
-					lp := loss()
-					v[i] = orig - eps
-					lm := loss()
+					v[i] = orig + d
+					l := loss()
 					v[i] = orig
-					num := (lp - lm) / (2 * eps)
-					diff2 += (num - p.grad[i]) * (num - p.grad[i])
-					norm2 += num * num
+					return l
+				}, floattol.CentralStep(eps, scale), eps)
+				for i, a := range p.grad {
+					bound[i] += gam * (math.Abs(a) + scale) // the backward's own rounding
 				}
-				if rel := math.Sqrt(diff2) / math.Max(math.Sqrt(norm2), 1e-12); rel > 1e-6 {
-					t.Errorf("%s: relative error %.3g between backward and finite differences", p.name, rel)
+				if i, q := floattol.Exceeds(p.grad, num, bound); i >= 0 {
+					t.Errorf("%s[%d]: backward %g, central difference %g: off by %.3g times the bound %.3g", p.name, i, p.grad[i], num[i], q, bound[i])
 				}
 			}
 		})

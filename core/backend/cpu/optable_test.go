@@ -5,22 +5,22 @@ import (
 	"testing"
 
 	"strata/core/backend"
+	"strata/core/backend/backendtest/ref"
 	"strata/core/ir"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
 
 // TestOpTableKernels checks every unary and binary function of the op
 // table (ir.Ops) against its reference function and derivative, in both
 // float types: Apply against F, ApplyBackward against DF·dy, Elementwise
-// against F2 (same shape, row and scalar b).
+// against F2 (same shape, row and scalar b), each within the bound of its
+// error model (backendtest/ref).
 func TestOpTableKernels(t *testing.T) {
 	for _, dt := range dtypes {
-		tol := 1e-12
-		if dt == tensor.Float32 {
-			tol = 1e-5
-		}
-		close := func(got, want float64) bool {
-			return got == want || math.Abs(got-want) <= tol*math.Max(1, math.Abs(want))
+		close := func(got float64, want ref.Val) bool {
+			i, _ := floattol.Exceeds([]float64{got}, []float64{want.V}, []float64{want.E})
+			return i < 0
 		}
 		for _, s := range ir.Ops {
 			c := newTC(t, 2, dt, uint64(s.Code)+1)
@@ -52,12 +52,18 @@ func TestOpTableKernels(t *testing.T) {
 					t.Fatalf("%s backward: %v", s.Name, err)
 				}
 				yv, dxv := get(y), get(dx)
+				m, err := ref.UnaryModel(s)
+				c.ok(err)
 				for i := range xv {
-					if want := s.F(xv[i], s.CheckAlpha); !close(yv[i], want) {
-						t.Fatalf("%s %v: f(%g) = %g, want %g", s.Name, dt, xv[i], yv[i], want)
+					x := floattol.In(xv[i])
+					if want := m.Fwd(c.ar(), x, s.CheckAlpha); want.V != s.F(xv[i], s.CheckAlpha) || !close(yv[i], want) {
+						t.Fatalf("%s %v: f(%g) = %g, want %g ± %.3g (op table: %g)", s.Name, dt, xv[i], yv[i], want.V, want.E, s.F(xv[i], s.CheckAlpha))
 					}
-					if want := s.DF(xv[i], yv[i], s.CheckAlpha) * dyv[i]; !close(dxv[i], want) {
-						t.Fatalf("%s %v: f'(%g)·%g = %g, want %g", s.Name, dt, xv[i], dyv[i], dxv[i], want)
+					want := m.Bwd(c.ar(), x, floattol.In(yv[i]), floattol.In(dyv[i]), s.CheckAlpha)
+					// The model's gradient is the table's formula, up to the
+					// order of two float64 products (2 roundings each side).
+					if table := s.DF(xv[i], yv[i], s.CheckAlpha) * dyv[i]; math.Abs(want.V-table) > 4*floattol.UFloat64*math.Abs(table) || !close(dxv[i], want) {
+						t.Fatalf("%s %v: f'(%g)·%g = %g, want %g ± %.3g (op table: %g)", s.Name, dt, xv[i], dyv[i], dxv[i], want.V, want.E, table)
 					}
 				}
 			case ir.ClassBinary:
@@ -69,9 +75,11 @@ func TestOpTableKernels(t *testing.T) {
 					if err := c.be.Elementwise(backend.Binary(s.Code), a, b, y); err != nil {
 						t.Fatalf("%s: %v", s.Name, err)
 					}
+					want, err := ref.Binary(c.ar(), s.Name, av, bv)
+					c.ok(err)
 					for i, got := range get(y) {
-						if want := s.F2(av[i], bv[i%n]); !close(got, want) {
-							t.Fatalf("%s %v b%v: element %d = %g, want %g", s.Name, dt, bshape, i, got, want)
+						if table := s.F2(av[i], bv[i%n]); want[i].V != table || !close(got, want[i]) {
+							t.Fatalf("%s %v b%v: element %d = %g, want %g ± %.3g (op table: %g)", s.Name, dt, bshape, i, got, want[i].V, want[i].E, table)
 						}
 					}
 				}
