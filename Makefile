@@ -17,8 +17,13 @@ deps:
 models: deps
 	@scripts/build-models.sh
 
+# The binary carries the revision it was built at (Go's VCS stamp, and the
+# linked one below where GOFLAGS=-buildvcs=false): make experiments
+# publishes only from a binary built at the work tree's HEAD.
+REVISION  := $(shell git rev-parse HEAD 2>/dev/null)
+
 build: models
-	$(GO) build -o $(BIN) ./cmd/strata
+	$(GO) build -ldflags "-X main.linkedRevision=$(REVISION)" -o $(BIN) ./cmd/strata
 
 run: build
 	./$(BIN) train -c $(CONFIG)

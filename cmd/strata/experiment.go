@@ -130,7 +130,8 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	opts := runner.Options{OutDir: dir, Jobs: f.jobs, Fresh: f.fresh, Shard: shard, Progress: stderr, Force: f.force, Numerics: &num, Train: trainFn}
+	opts := runner.Options{OutDir: dir, Jobs: f.jobs, Fresh: f.fresh, Shard: shard, Progress: stderr, Force: f.force, Numerics: &num, Train: trainFn,
+		Stamp: &runner.Revision{Revision: binaryRevision()}}
 	merged := 0
 	if f.merge && !f.dry {
 		if merged, err = mergeShards(plan, dir, opts); err != nil {

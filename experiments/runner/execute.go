@@ -56,8 +56,10 @@ type Options struct {
 	// Force writes results into a git work tree that has uncommitted
 	// changes, or with a binary not built at its HEAD (PublishError).
 	Force bool
-	// stamp reads the binary's VCS stamp (buildRevision; tests set it).
-	stamp func() Revision
+	// Stamp is the revision the strata binary was built at, for the
+	// publishing gate; nil = its Go VCS stamp (vcs.revision). The CLI
+	// passes the revision make build links in where Go stamped none.
+	Stamp *Revision
 }
 
 // DefaultOutDir is results/<name> next to the experiment file
@@ -219,11 +221,11 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 func newRunEnv(p *Plan, opts Options, out string) (*runEnv, error) {
 	env := &runEnv{exp: p.Exp, opts: opts, memo: &memo{}, version: p.build()}
 	env.rev = sourceRevision(filepath.Dir(p.Exp.File), resultsDirs(p.Exp, out)...)
-	stamp := opts.stamp
-	if stamp == nil {
-		stamp = buildRevision
+	stamp := buildRevision()
+	if opts.Stamp != nil {
+		stamp = *opts.Stamp
 	}
-	if probs := publishProblems(p.Exp, out, stamp()); len(probs) > 0 {
+	if probs := publishProblems(p.Exp, out, stamp); len(probs) > 0 {
 		if !opts.Force {
 			return nil, &PublishError{Out: out, Problems: probs}
 		}

@@ -134,7 +134,7 @@ func publishProblems(e *Experiment, out string, stamp Revision) []string {
 	}
 	switch {
 	case stamp.Revision == "":
-		probs = append(probs, "the strata binary carries no revision (built with -buildvcs=false or outside git): build it with make build")
+		probs = append(probs, "the strata binary carries no revision (built outside make build, with -buildvcs=false): build it with make build")
 	case stamp.Revision != t.Head:
 		probs = append(probs, fmt.Sprintf("the strata binary was built at %s, the work tree is at %s: rebuild it (make build)", short(stamp.Revision), short(t.Head)))
 	}

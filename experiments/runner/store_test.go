@@ -184,7 +184,7 @@ func TestPublishGate(t *testing.T) {
 	}
 	run := func(stamp Revision, force bool) (*Summary, error) {
 		var f fakeTrain
-		sum, _, err := Execute(context.Background(), plan(), Options{Train: f.run, Binary: "b", Force: force, stamp: func() Revision { return stamp }})
+		sum, _, err := Execute(context.Background(), plan(), Options{Train: f.run, Binary: "b", Force: force, Stamp: &stamp})
 		return sum, err
 	}
 	if _, err := run(head, false); err != nil {
