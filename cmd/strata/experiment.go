@@ -15,6 +15,7 @@ import (
 	"strata/core/train"
 	"strata/experiments/runner"
 	"strata/experiments/runner/check"
+	"strata/experiments/runner/numerics"
 	"strata/plugins/wasm"
 )
 
@@ -40,7 +41,7 @@ func (f *experimentFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.merge, "merge", false, "assemble the shards' results (DIR/shards/*) into DIR and write the reports; runs nothing")
 	fs.BoolVar(&f.check, "check", false, "rerun the experiment into a temporary directory and compare every checked column with the committed results (exit 1 on a difference); never writes the results")
 	fs.BoolVar(&f.subset, "subset", false, "with --check: rerun only the runs the experiment's [check] table selects")
-	fs.BoolVar(&f.native, "native-numerics", false, "run with this machine's own kernels instead of the pinned ones ("+runner.PinnedNumerics().EnvString()+"); with --check, compare even when they differ from the committed results' (a warning)")
+	fs.BoolVar(&f.native, "native-numerics", false, "run with this machine's own kernels instead of the pinned ones ("+numerics.Pinned().EnvString()+"); with --check, compare even when they differ from the committed results' (a warning)")
 	fs.BoolVar(&f.force, "force", false, "write results into a git work tree with uncommitted changes, or with a binary not built at its HEAD (provenance.json records the revision as dirty)")
 	fs.StringVar(&f.index, "index", "", "regenerate the index table of `README` (experiments/README.md) from the experiment files beside it and their results; runs nothing")
 	f.wasm.register(fs)
@@ -122,9 +123,9 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if f.check {
 		return experimentCheck(ctx, plan, dir, &f, trainFn, stdout, stderr)
 	}
-	want := runner.PinnedNumerics()
+	want := numerics.Pinned()
 	if f.native {
-		want = runner.CurrentNumerics(false)
+		want = numerics.Current(false)
 	}
 	num, err := ensureNumerics(ctx, want, f.native, stderr)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"strata/experiments/runner"
+	"strata/experiments/runner/numerics"
 )
 
 // reexecKey is the context key of the function that replaces the process
@@ -44,8 +44,8 @@ const reexecGuard = "STRATA_NUMERICS_REEXEC"
 // (exit 2), as it does when the kernels still differ; native
 // (--native-numerics) runs with this machine's own kernels and only
 // warns.
-func ensureNumerics(ctx context.Context, want runner.Numerics, native bool, stderr io.Writer) (runner.Numerics, error) {
-	have := runner.CurrentNumerics(want.Pinned && !native)
+func ensureNumerics(ctx context.Context, want numerics.Numerics, native bool, stderr io.Writer) (numerics.Numerics, error) {
+	have := numerics.Current(want.Pinned && !native)
 	if native {
 		if want.Pinned || want.BLASCore != "" {
 			probs, warns := have.Compare(want)
@@ -57,7 +57,7 @@ func ensureNumerics(ctx context.Context, want runner.Numerics, native bool, stde
 		return have, nil
 	}
 	if want.Pinned {
-		if err := runner.CanPin(); err != nil {
+		if err := numerics.CanPin(); err != nil {
 			return have, usagef("experiment: %v; run with --native-numerics (results then differ from pinned ones in their last bits)", err)
 		}
 	}
@@ -90,7 +90,7 @@ func ensureNumerics(ctx context.Context, want runner.Numerics, native bool, stde
 
 // envText spells the environment of the numerics ("no numerics
 // variables" for none).
-func envText(n runner.Numerics) string {
+func envText(n numerics.Numerics) string {
 	if s := n.EnvString(); s != "" {
 		return s
 	}
@@ -98,7 +98,7 @@ func envText(n runner.Numerics) string {
 }
 
 // numericsOf says whose numerics want are.
-func numericsOf(want runner.Numerics) string {
+func numericsOf(want numerics.Numerics) string {
 	if want.BLASCore != "" {
 		return "the committed results (provenance.json)"
 	}

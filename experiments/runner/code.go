@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"strata/core/config"
+	"strata/experiments/runner/numerics"
 )
 
 // BinaryDigest is the SHA-256 of the code this process runs: its
@@ -93,7 +94,7 @@ func fileSHA256(path string) (string, error) {
 // each file hashed once.
 type runKeyer struct {
 	binary   string
-	numerics Numerics
+	numerics numerics.Numerics
 	mu       sync.Mutex
 	files    map[string]string
 }
@@ -101,7 +102,7 @@ type runKeyer struct {
 // key is the code key of a run of cfg.
 func (k *runKeyer) key(cfg *config.Config) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "binary %s\nnumerics %s\n", k.binary, k.numerics.key())
+	fmt.Fprintf(h, "binary %s\nnumerics %s\n", k.binary, k.numerics.Key())
 	var paths []string
 	if p := cfg.ModulePath(); p != "" {
 		paths = append(paths, p)

@@ -18,6 +18,7 @@ import (
 	"strata/core/config"
 	"strata/core/safefile"
 	"strata/core/train"
+	"strata/experiments/runner/numerics"
 )
 
 // TrainFunc trains one config (train.Run in the CLI; tests count calls).
@@ -49,10 +50,10 @@ type Options struct {
 	SkipReports bool
 	// Binary is the digest of the code that runs (BinaryDigest; "" =
 	// computed) and Numerics its kernel choices (nil =
-	// CurrentNumerics(false)): with the modules a run loads, they make
+	// numerics.Current(false)): with the modules a run loads, they make
 	// the code key under which a stored result is reused.
 	Binary   string
-	Numerics *Numerics
+	Numerics *numerics.Numerics
 	// Force writes results into a git work tree that has uncommitted
 	// changes, or with a binary not built at its HEAD (PublishError).
 	Force bool
@@ -91,10 +92,10 @@ type Record struct {
 	// Code is the run's code key: the binary and its libraries
 	// (Binary), the numerics and the module files it loaded. A stored
 	// result is reused only under the same key.
-	Code     string    `json:"code,omitempty"`
-	Binary   string    `json:"binary_sha256,omitempty"`
-	Numerics *Numerics `json:"numerics,omitempty"`
-	Config   string    `json:"config"` // canonical TOML, before the thread split
+	Code     string             `json:"code,omitempty"`
+	Binary   string             `json:"binary_sha256,omitempty"`
+	Numerics *numerics.Numerics `json:"numerics,omitempty"`
+	Config   string             `json:"config"` // canonical TOML, before the thread split
 	// Result is the run's result: *train.Result for kind train (the JSON
 	// line of strata train), the kind's result type for the others, and
 	// decoded JSON for a stored record.

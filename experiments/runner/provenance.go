@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"strata/core/graph"
+	"strata/experiments/runner/numerics"
 )
 
 // Provenance is provenance.json: what produced the results, and where.
@@ -49,9 +50,9 @@ type Provenance struct {
 	// environment and OpenBLAS's kernel family), Binary the digest of the
 	// strata executable and its libraries (BinaryDigest); --check
 	// compares the numerics with its own.
-	Numerics *Numerics       `json:"numerics,omitempty"`
-	Binary   string          `json:"binary_sha256,omitempty"`
-	Runs     []ProvenanceRun `json:"runs"`
+	Numerics *numerics.Numerics `json:"numerics,omitempty"`
+	Binary   string             `json:"binary_sha256,omitempty"`
+	Runs     []ProvenanceRun    `json:"runs"`
 }
 
 // RevisionRuns counts the runs that ran at one revision.
@@ -309,7 +310,7 @@ func cpuModel() string {
 // runsNumerics returns the numerics and binary digest the stored runs
 // ran with: those of the first run that records them (a result set holds
 // runs of one code key, so of one numerics and binary).
-func runsNumerics(records []*Record) (*Numerics, string) {
+func runsNumerics(records []*Record) (*numerics.Numerics, string) {
 	for _, rec := range records {
 		if rec != nil && rec.Numerics != nil {
 			return rec.Numerics, rec.Binary

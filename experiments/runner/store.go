@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"strata/experiments/runner/numerics"
 )
 
 // RunState is what a results directory holds for a run.
@@ -26,7 +28,7 @@ func codeKeys(p *Plan, opts Options) (*runKeyer, map[string]string, error) {
 			return nil, nil, err
 		}
 	}
-	num := CurrentNumerics(false)
+	num := numerics.Current(false)
 	if opts.Numerics != nil {
 		num = *opts.Numerics
 	}
@@ -136,19 +138,10 @@ func loadRecord(out string, r *Run, e *Experiment, k *runKeyer, key string) (*Re
 // the current one.
 func staleReason(rec *Record, k *runKeyer) string {
 	switch {
-	case rec.Numerics != nil && rec.Numerics.key() != k.numerics.key():
-		return fmt.Sprintf("the numerics changed (%s → %s)", numericsText(*rec.Numerics), numericsText(k.numerics))
+	case rec.Numerics != nil && rec.Numerics.Key() != k.numerics.Key():
+		return fmt.Sprintf("the numerics changed (%s → %s)", rec.Numerics.Text(), k.numerics.Text())
 	case rec.Binary != k.binary:
 		return fmt.Sprintf("the strata binary or its libraries changed (%s → %s)", short(rec.Binary), short(k.binary))
 	}
 	return "a module file they load changed"
-}
-
-// numericsText describes numerics in a few words.
-func numericsText(n Numerics) string {
-	env := n.EnvString()
-	if env == "" {
-		env = "unpinned"
-	}
-	return fmt.Sprintf("%s, OpenBLAS %s", env, n.BLASCore)
 }

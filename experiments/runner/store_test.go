@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"strata/core/config"
+	"strata/experiments/runner/numerics"
 )
 
 // TestCodeKey: a stored result is reused only under the code key it was
@@ -21,12 +22,12 @@ import (
 // records no key runs again, with a line saying why, and is never mixed
 // into the reports with the new ones.
 func TestCodeKey(t *testing.T) {
-	num := Numerics{Env: map[string]string{"OPENBLAS_CORETYPE": "Haswell"}, BLASCore: "Haswell"}
-	other := Numerics{BLASCore: "SkylakeX"}
+	num := numerics.Numerics{Env: map[string]string{"OPENBLAS_CORETYPE": "Haswell"}, BLASCore: "Haswell"}
+	other := numerics.Numerics{BLASCore: "SkylakeX"}
 	tests := []struct {
 		name     string
 		binary   string
-		numerics Numerics
+		numerics numerics.Numerics
 		edit     func(t *testing.T, out string) // on the stored results before the second invocation
 		runs     int                            // runs the second invocation executes
 		why      string                         // in its progress
@@ -60,12 +61,12 @@ func TestCodeKey(t *testing.T) {
 				t.Errorf("progress does not say %q:\n%s", tc.why, progress.String())
 			}
 			for _, rec := range recs {
-				if rec.Binary != tc.binary || rec.Numerics.key() != n.key() {
+				if rec.Binary != tc.binary || rec.Numerics.Key() != n.Key() {
 					t.Errorf("a record of binary %q numerics %+v in the result set of %q %+v", rec.Binary, rec.Numerics, tc.binary, n)
 				}
 			}
 			pv := ReadProvenance(filepath.Join(out, "provenance.json"))
-			if pv == nil || pv.Binary != tc.binary || pv.Numerics == nil || pv.Numerics.key() != n.key() {
+			if pv == nil || pv.Binary != tc.binary || pv.Numerics == nil || pv.Numerics.Key() != n.Key() {
 				t.Errorf("provenance does not record binary %q and numerics %+v", tc.binary, n)
 			}
 		})

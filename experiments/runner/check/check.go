@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"strata/experiments/runner"
+	"strata/experiments/runner/numerics"
 )
 
 // Options are the settings of a check.
@@ -25,7 +26,7 @@ type Options struct {
 	Run      runner.RunFunc
 	Progress io.Writer
 	Binary   string
-	Numerics *runner.Numerics
+	Numerics *numerics.Numerics
 	// TempDir is where the rerun's directory is made ("" = os.TempDir()).
 	TempDir string
 }

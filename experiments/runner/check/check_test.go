@@ -14,6 +14,7 @@ import (
 	"strata/core/config"
 	"strata/core/train"
 	"strata/experiments/runner"
+	"strata/experiments/runner/numerics"
 	_ "strata/plugins/all" // every built-in plugin
 	"strata/plugins/wasm"
 )
@@ -305,14 +306,14 @@ func TestNumerics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := c.Numerics(); n.EnvString() != runner.PinnedNumerics().EnvString() || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "record no numerics") {
+	if n := c.Numerics(); n.EnvString() != numerics.Pinned().EnvString() || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "record no numerics") {
 		t.Errorf("numerics %+v, warnings %q", n, c.Warnings)
 	}
 	c, err = Load(planOf(t, file), results)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := c.Numerics(); n.BLASCore != runner.CurrentNumerics(false).BLASCore || len(c.Warnings) != 0 {
+	if n := c.Numerics(); n.BLASCore != numerics.Current(false).BLASCore || len(c.Warnings) != 0 {
 		t.Errorf("recorded numerics %+v, warnings %q", n, c.Warnings)
 	}
 }

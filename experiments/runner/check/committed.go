@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"strata/experiments/runner"
+	"strata/experiments/runner/numerics"
 )
 
 // InputError is a check that cannot be made as asked: no committed
@@ -173,12 +174,12 @@ func jsonlErrors(path string) (map[string]string, error) {
 
 // Numerics returns the numerics the committed runs ran with; for results
 // made before they were recorded, the pinned ones (with a warning).
-func (c *Committed) Numerics() runner.Numerics {
+func (c *Committed) Numerics() numerics.Numerics {
 	if c.Prov.Numerics != nil {
 		return *c.Prov.Numerics
 	}
-	c.Warnings = append(c.Warnings, "the committed results record no numerics (made before they were recorded): rerunning with the pinned ones ("+runner.PinnedNumerics().EnvString()+"); a difference in the last digits may come from the kernels")
-	return runner.PinnedNumerics()
+	c.Warnings = append(c.Warnings, "the committed results record no numerics (made before they were recorded): rerunning with the pinned ones ("+numerics.Pinned().EnvString()+"); a difference in the last digits may come from the kernels")
+	return numerics.Pinned()
 }
 
 // runKey identifies a run by its axis values and seed, as JSON.

@@ -1,4 +1,8 @@
-package runner
+// Package numerics describes what chooses the kernels whose floats an
+// experiment's results depend on (OpenBLAS's kernel family, strata's own
+// instruction set), the values published results pin them to, and how
+// two processes' numerics differ (docs/experiments.md, "Numerics").
+package numerics
 
 import (
 	"bufio"
@@ -44,9 +48,9 @@ type Numerics struct {
 	BLAS     string            `json:"blas,omitempty"` // OpenBLAS's build: version, options
 }
 
-// CurrentNumerics describes this process's numerics; pinned says whether
+// Current describes this process's numerics; pinned says whether
 // they were required to be Pins.
-func CurrentNumerics(pinned bool) Numerics {
+func Current(pinned bool) Numerics {
 	n := Numerics{Pinned: pinned, BLASCore: cpu.BLASCore(), BLAS: cpu.BLASConfig()}
 	for _, p := range Pins() {
 		if v, ok := os.LookupEnv(p.Var); ok {
@@ -59,10 +63,10 @@ func CurrentNumerics(pinned bool) Numerics {
 	return n
 }
 
-// PinnedNumerics are the numerics the pins ask for (without the kernel
+// Pinned are the numerics the pins ask for (without the kernel
 // family OpenBLAS will report, which only a process started with them
 // can tell).
-func PinnedNumerics() Numerics {
+func Pinned() Numerics {
 	n := Numerics{Pinned: true, Env: map[string]string{}}
 	for _, p := range Pins() {
 		n.Env[p.Var] = p.Value
@@ -70,8 +74,8 @@ func PinnedNumerics() Numerics {
 	return n
 }
 
-// key is a stable text of the numerics, part of a run's code key.
-func (n Numerics) key() string {
+// Key is a stable text of the numerics, part of a run's code key.
+func (n Numerics) Key() string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(n.Env)) {
 		fmt.Fprintf(&b, "%s=%s;", k, n.Env[k])
@@ -138,7 +142,7 @@ func (n Numerics) Environ(environ []string) []string {
 // nil where it cannot tell (not Linux).
 func CanPin() error {
 	if runtime.GOARCH != "amd64" {
-		return fmt.Errorf("the pinned numerics (%s) are x86-64 kernels and this is %s", PinnedNumerics().EnvString(), runtime.GOARCH)
+		return fmt.Errorf("the pinned numerics (%s) are x86-64 kernels and this is %s", Pinned().EnvString(), runtime.GOARCH)
 	}
 	flags, err := cpuFlags()
 	if err != nil {
@@ -151,7 +155,7 @@ func CanPin() error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("this CPU lacks %s, which the pinned kernels (%s) need", strings.Join(missing, " and "), PinnedNumerics().EnvString())
+		return fmt.Errorf("this CPU lacks %s, which the pinned kernels (%s) need", strings.Join(missing, " and "), Pinned().EnvString())
 	}
 	return nil
 }
@@ -199,4 +203,14 @@ func blasVersion(config string) string {
 		return f[1]
 	}
 	return ""
+}
+
+// Text describes the numerics in a few words: "OPENBLAS_CORETYPE=Haswell
+// STRATA_CPU_ISA=avx2, OpenBLAS Haswell".
+func (n Numerics) Text() string {
+	env := n.EnvString()
+	if env == "" {
+		env = "unpinned"
+	}
+	return fmt.Sprintf("%s, OpenBLAS %s", env, n.BLASCore)
 }
