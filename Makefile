@@ -6,7 +6,7 @@ CONFIG    ?= configs/gcn-cora.toml
 APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3 python3-numpy libopenmpi-dev openmpi-bin time
 GOFLAGS_T ?=
 
-.PHONY: all deps models build run test test-long test-float bench lint clean experiments fuzz build-mpi test-mpi
+.PHONY: all deps models build run test test-long test-float bench lint clean experiments experiments-check experiments-index reproduce fuzz build-mpi test-mpi
 .PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle gpu-selftest
 
 all: build
@@ -17,8 +17,13 @@ deps:
 models: deps
 	@scripts/build-models.sh
 
+# The binary carries the revision it was built at (Go's VCS stamp, and the
+# linked one below where GOFLAGS=-buildvcs=false): make experiments
+# publishes only from a binary built at the work tree's HEAD.
+REVISION  := $(shell git rev-parse HEAD 2>/dev/null)
+
 build: models
-	$(GO) build -o $(BIN) ./cmd/strata
+	$(GO) build -ldflags "-X main.linkedRevision=$(REVISION)" -o $(BIN) ./cmd/strata
 
 run: build
 	./$(BIN) train -c $(CONFIG)
@@ -76,24 +81,58 @@ bench: models
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./core/... ./plugins/... ./partitioners/...
 
 # `make experiments` runs every published experiment (experiments/*.toml)
-# into experiments/results/<name>/, resuming: finished runs are skipped, so
-# a second invocation only rewrites the reports. FRESH=1 reruns every run;
-# OUT=DIR writes DIR/<name>/ instead (to compare a rerun with the committed
-# results); EXP="experiments/a.toml ..." picks experiments.
+# into experiments/results/<name>/, resuming: a finished run is reused
+# only if its code (binary, libraries, modules, numerics) is unchanged, so
+# a second invocation at the same build only rewrites the reports. Runs go
+# with the pinned numerics (bin/strata sets OPENBLAS_CORETYPE and
+# STRATA_CPU_ISA itself), and the runner refuses to write into
+# experiments/results from a work tree with uncommitted changes (FORCE=1
+# writes anyway, recorded as dirty). FRESH=1 reruns every run; OUT=DIR
+# writes DIR/<name>/ instead (the index of experiments/README.md is then
+# left alone); EXP="experiments/a.toml ..." picks experiments. At the end
+# it regenerates the index of experiments/README.md.
 EXP       ?= $(sort $(wildcard experiments/*.toml))
 FRESH     ?=
 OUT       ?=
+FORCE     ?=
+FULL      ?=
 
 experiments: build
 	@status=0; start=$$(date +%s); \
 	for e in $(EXP); do \
 		name=$$(basename $$e .toml); t0=$$(date +%s); \
 		echo "== $$name"; \
-		./$(BIN) experiment -c $$e $(if $(FRESH),--fresh) $(if $(OUT),--out $(OUT)/$$name) || status=1; \
+		./$(BIN) experiment -c $$e $(if $(FRESH),--fresh) $(if $(FORCE),--force) $(if $(OUT),--out $(OUT)/$$name) || status=1; \
 		echo "== $$name: $$(( $$(date +%s) - t0 )) s"; \
 	done; \
 	echo "== all experiments: $$(( $$(date +%s) - start )) s"; \
+	$(if $(OUT),,./$(BIN) experiment --index experiments/README.md || status=1;) \
 	exit $$status
+
+# `make experiments-check` reruns each published experiment's [check]
+# subset (a few minutes on 2 cores; CI runs it) into a temporary directory
+# with the committed results' numerics and compares every checked column
+# with experiments/results/<name>/; it fails on any difference, printing
+# each (docs/experiments.md, "--check"). FULL=1, or `make reproduce`,
+# reruns every run of every experiment (hours). EXP picks experiments.
+experiments-check: build
+	@status=0; start=$$(date +%s); \
+	for e in $(EXP); do \
+		name=$$(basename $$e .toml); t0=$$(date +%s); \
+		echo "== $$name"; \
+		./$(BIN) experiment -c $$e --check $(if $(FULL),,--subset) || status=1; \
+		echo "== $$name: $$(( $$(date +%s) - t0 )) s"; \
+	done; \
+	echo "== all checks: $$(( $$(date +%s) - start )) s"; \
+	exit $$status
+
+reproduce:
+	@$(MAKE) --no-print-directory experiments-check FULL=1
+
+# The index of experiments/README.md, from the experiment files and their
+# committed results (a test fails when it is stale).
+experiments-index: build
+	./$(BIN) experiment --index experiments/README.md
 
 # ----------------------------------------------------------------- MPI ----
 # build-mpi builds bin/strata with the Open MPI communicator (comm.mpi,

@@ -36,8 +36,26 @@ import (
 // version is the strata release; the VCS revision is appended when known.
 const version = "0.1.0"
 
+// linkedRevision is the git revision make build links in
+// (-ldflags "-X main.linkedRevision=..."), for a binary that Go did not
+// stamp (GOFLAGS=-buildvcs=false); "" otherwise. Set by the linker only.
+var linkedRevision string
+
+// binaryRevision is the revision the binary was built at: Go's VCS stamp,
+// else the one make build linked in; "" when unknown.
+func binaryRevision() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+	}
+	return linkedRevision
+}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(withReexec(context.Background()), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -226,12 +244,8 @@ func report(err error, stderr io.Writer) int {
 
 func fullVersion() string {
 	v := version
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += "+" + s.Value[:12]
-			}
-		}
+	if r := binaryRevision(); len(r) >= 12 {
+		v += "+" + r[:12]
 	}
 	return v
 }

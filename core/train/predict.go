@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strata/core/backend"
 	"strata/core/modhost"
 
@@ -89,26 +91,27 @@ var stagePurposes = map[string]bool{backend.PurposeFeatures: true, backend.Purpo
 // in parallel, see core/backend/sim), the purposes one after another,
 // devices computing in parallel.
 func (p Prediction) Split() (stage, compute float64) {
-	for k, s := range p.TransferS {
-		if stagePurposes[k] {
-			stage += s
-		} else {
-			compute += s
-		}
-	}
+	stage, compute = splitSum(p.TransferS)
 	var stageK, computeK float64
 	for _, m := range p.KernelS {
-		var st, c float64
-		for k, s := range m {
-			if stagePurposes[k] {
-				st += s
-			} else {
-				c += s
-			}
-		}
+		st, c := splitSum(m)
 		stageK, computeK = max(stageK, st), max(computeK, c)
 	}
 	return stage + stageK, compute + computeK
+}
+
+// splitSum sums the seconds of the stage's purposes and of the others, in
+// the order of the purposes' names: a float sum in map order would differ
+// in its last bit from run to run.
+func splitSum(m map[string]float64) (stage, compute float64) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if stagePurposes[k] {
+			stage += m[k]
+		} else {
+			compute += m[k]
+		}
+	}
+	return stage, compute
 }
 
 // SequentialS is the predicted time when nothing overlaps.
@@ -121,8 +124,8 @@ func (p Prediction) SequentialS() float64 {
 func (p Prediction) computeSeconds() map[string]float64 {
 	out := map[string]float64{}
 	for tier, m := range p.KernelS {
-		for _, s := range m {
-			out[string(tier)] += s
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out[string(tier)] += m[k]
 		}
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 	"strata/core/config"
 	"strata/core/safefile"
 	"strata/core/train"
+	"strata/experiments/runner/numerics"
 )
 
 // TrainFunc trains one config (train.Run in the CLI; tests count calls).
@@ -41,6 +42,25 @@ type Options struct {
 	// Shard, when Count > 1, runs only the shard's runs (OutDir should be
 	// its ShardDir); the reports show the others as not run.
 	Shard Shard
+	// Select, when set, runs only the runs it accepts (the others are
+	// left as not run), like a shard.
+	Select func(*Run) bool
+	// SkipReports writes only the runs' results, no report (a rerun of
+	// --check, which compares them itself).
+	SkipReports bool
+	// Binary is the digest of the code that runs (BinaryDigest; "" =
+	// computed) and Numerics its kernel choices (nil =
+	// numerics.Current(false)): with the modules a run loads, they make
+	// the code key under which a stored result is reused.
+	Binary   string
+	Numerics *numerics.Numerics
+	// Force writes results into a git work tree that has uncommitted
+	// changes, or with a binary not built at its HEAD (PublishError).
+	Force bool
+	// Stamp is the revision the strata binary was built at, for the
+	// publishing gate; nil = its Go VCS stamp (vcs.revision). The CLI
+	// passes the revision make build links in where Go stamped none.
+	Stamp *Revision
 }
 
 // DefaultOutDir is results/<name> next to the experiment file
@@ -58,15 +78,24 @@ type Record struct {
 	Seed       int64          `json:"seed"`
 	Status     string         `json:"status"` // ok, failed
 	Error      string         `json:"error,omitempty"`
-	Started    time.Time      `json:"started"`
-	DurationS  float64        `json:"duration_s"`
-	Threads    int            `json:"threads"`
-	Version    string         `json:"version"`
+	// Expected is why the experiment expects this run to fail
+	// ([[expected_failure]]); such a failure is stored like a result.
+	Expected  string    `json:"expected_failure,omitempty"`
+	Started   time.Time `json:"started"`
+	DurationS float64   `json:"duration_s"`
+	Threads   int       `json:"threads"`
+	Version   string    `json:"version"`
 	// Revision and Dirty are the source revision the run ran at and
 	// whether its work tree had uncommitted changes (see Revision).
 	Revision string `json:"revision,omitempty"`
 	Dirty    *bool  `json:"dirty,omitempty"`
-	Config   string `json:"config"` // canonical TOML, before the thread split
+	// Code is the run's code key: the binary and its libraries
+	// (Binary), the numerics and the module files it loaded. A stored
+	// result is reused only under the same key.
+	Code     string             `json:"code,omitempty"`
+	Binary   string             `json:"binary_sha256,omitempty"`
+	Numerics *numerics.Numerics `json:"numerics,omitempty"`
+	Config   string             `json:"config"` // canonical TOML, before the thread split
 	// Result is the run's result: *train.Result for kind train (the JSON
 	// line of strata train), the kind's result type for the others, and
 	// decoded JSON for a stored record.
@@ -102,25 +131,25 @@ type Summary struct {
 	Runs       int    `json:"runs"`
 	Executed   int    `json:"executed"`
 	Skipped    int    `json:"skipped"`
-	Failed     int    `json:"failed"`
-	Out        string `json:"out"`
-	DryRun     bool   `json:"dry_run,omitempty"`
-	Shard      string `json:"shard,omitempty"`  // "i/N" for a shard's run
-	Merged     int    `json:"merged,omitempty"` // results --merge copied from the shards
+	// Failed counts the failures the experiment does not expect (they
+	// make the sweep fail); ExpectedFailed those it declares.
+	Failed         int `json:"failed"`
+	ExpectedFailed int `json:"expected_failed,omitempty"`
+	// Stale counts the stored results of other code (binary, modules or
+	// numerics) that ran again.
+	Stale int `json:"stale,omitempty"`
+	// Succeeded lists the runs declared to fail that succeeded.
+	Succeeded []string `json:"expected_failures_succeeded,omitempty"`
+	Out       string   `json:"out"`
+	DryRun    bool     `json:"dry_run,omitempty"`
+	Shard     string   `json:"shard,omitempty"`  // "i/N" for a shard's run
+	Merged    int      `json:"merged,omitempty"` // results --merge copied from the shards
 }
 
-// Done reports, per run of the plan, whether out holds its result.
-func Done(p *Plan, out string) []bool {
-	done := make([]bool, len(p.Runs))
-	for _, r := range p.Runs {
-		done[r.Index] = loadRecord(out, r) != nil
-	}
-	return done
-}
-
-// Execute runs the plan's runs that have no stored result yet, then writes
-// the reports. Failed runs are recorded and do not stop the others (they
-// run again on the next invocation). On cancellation the runs in flight
+// Execute runs the plan's runs that have no stored result of the current
+// code yet, then writes the reports. Failed runs are recorded and do not
+// stop the others (they run again on the next invocation, unless the
+// experiment expects them to fail). On cancellation the runs in flight
 // are abandoned, the reports are written for the finished ones and the
 // context's error is returned.
 func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, error) {
@@ -128,11 +157,13 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 		return nil, nil, errors.New("runner: Options.Train is not set")
 	}
 	started := time.Now()
-	env := &runEnv{exp: p.Exp, opts: opts, memo: &memo{}, version: p.build()}
-	env.rev = sourceRevision(filepath.Dir(p.Exp.File))
 	out := opts.OutDir
 	if out == "" {
 		out = DefaultOutDir(p.Exp)
+	}
+	env, err := newRunEnv(p, opts, out)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, nil, err
@@ -152,29 +183,67 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 		return nil, nil, err
 	}
 	removeStaleTemps(out)
-	records := make([]*Record, len(p.Runs))
-	var pending []*Run
-	mine := 0
-	for _, r := range p.Runs {
-		if !opts.Shard.Has(r) {
-			continue
-		}
-		mine++
-		if rec := loadRecord(out, r); rec != nil {
-			records[r.Index] = rec
-		} else {
-			pending = append(pending, r)
-		}
-	}
-	sum := &Summary{Experiment: p.Exp.Name, Runs: mine, Skipped: mine - len(pending), Out: out}
+	st := env.scan(p, out)
+	sum := &Summary{Experiment: p.Exp.Name, Runs: st.mine, Skipped: st.mine - len(st.pending), Stale: st.stale, Out: out}
 	if opts.Shard.Count > 1 {
 		sum.Shard = opts.Shard.String()
 	}
-	prog := &progress{w: opts.Progress, total: mine, done: sum.Skipped, start: time.Now()}
+	prog := &progress{w: opts.Progress, total: st.mine, done: sum.Skipped, start: time.Now()}
 	if sum.Skipped > 0 {
-		prog.printf("experiment %s: %d of %d runs already done in %s, skipped", p.Exp.Name, sum.Skipped, mine, out)
+		prog.printf("experiment %s: %d of %d runs already done in %s, skipped", p.Exp.Name, sum.Skipped, st.mine, out)
 	}
+	for _, why := range st.staleWhy {
+		prog.printf("experiment %s: %s", p.Exp.Name, why)
+	}
+	records, writeErr := env.runAll(ctx, p, st, out, prog)
+	tally(p, records, sum)
+	if opts.SkipReports {
+		return sum, records, errors.Join(writeErr, ctx.Err())
+	}
+	// The reports cover what finished, even when some results could not
+	// be stored.
+	end := time.Now()
+	if sum.Executed == 0 && sum.Failed == 0 && sum.ExpectedFailed == 0 {
+		end = time.Time{} // nothing ran: keep the reports' invocation as it was
+	}
+	repErr := writeReports(p, records, out, started, end, env.memo)
+	if writeErr != nil {
+		return sum, records, errors.Join(fmt.Errorf("storing a run result: %w", writeErr), repErr)
+	}
+	if repErr != nil {
+		return sum, records, repErr
+	}
+	return sum, records, ctx.Err()
+}
 
+// newRunEnv prepares what the runs share: the revision and the code keys
+// of the runs; it refuses to write into a git work tree whose state would
+// not name one clean revision (PublishError), unless opts.Force.
+func newRunEnv(p *Plan, opts Options, out string) (*runEnv, error) {
+	env := &runEnv{exp: p.Exp, opts: opts, memo: &memo{}, version: p.build()}
+	env.rev = sourceRevision(filepath.Dir(p.Exp.File), resultsDirs(p.Exp, out)...)
+	stamp := buildRevision()
+	if opts.Stamp != nil {
+		stamp = *opts.Stamp
+	}
+	if probs := publishProblems(p.Exp, out, stamp); len(probs) > 0 {
+		if !opts.Force {
+			return nil, &PublishError{Out: out, Problems: probs}
+		}
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "experiment %s: --force: writing into %s although:\n  %s\n", p.Exp.Name, out, strings.Join(probs, "\n  "))
+		}
+	}
+	var err error
+	env.keyer, env.keys, err = codeKeys(p, opts)
+	return env, err
+}
+
+// runAll runs the pending runs, opts.Jobs at a time, storing each result
+// (and each expected failure) as it finishes.
+func (env *runEnv) runAll(ctx context.Context, p *Plan, st *scanned, out string, prog *progress) ([]*Record, error) {
+	opts := env.opts
+	records := st.records
 	jobs := max(opts.Jobs, 1)
 	threads := 0
 	if jobs > 1 {
@@ -184,7 +253,7 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var writeErr error
-	for range min(jobs, max(len(pending), 1)) {
+	for range min(jobs, max(len(st.pending), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -193,11 +262,11 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 				if rec == nil { // cancelled
 					continue
 				}
-				if rec.Status == "ok" {
+				if rec.Status == "ok" || rec.Expected != "" {
 					if err := writeJSON(filepath.Join(out, "runs", r.ID+".json"), rec); err != nil {
 						// Not stored, so not done: it counts as failed
 						// and runs again on the next invocation.
-						rec.Status, rec.Error = "failed", "storing the result: "+err.Error()
+						rec.Status, rec.Error, rec.Expected = "failed", "storing the result: "+err.Error(), ""
 						mu.Lock()
 						writeErr = errors.Join(writeErr, err)
 						mu.Unlock()
@@ -211,7 +280,7 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 		}()
 	}
 feed:
-	for _, r := range pending {
+	for _, r := range st.pending {
 		select {
 		case work <- r:
 		case <-ctx.Done():
@@ -220,29 +289,27 @@ feed:
 	}
 	close(work)
 	wg.Wait()
+	return records, writeErr
+}
+
+// tally counts the records into the summary.
+func tally(p *Plan, records []*Record, sum *Summary) {
 	for _, rec := range records {
 		switch {
 		case rec == nil:
+		case rec.Status != "ok" && rec.Expected != "":
+			sum.ExpectedFailed++
 		case rec.Status != "ok":
 			sum.Failed++
 		case !rec.Skipped:
 			sum.Executed++
 		}
 	}
-	// The reports cover what finished, even when some results could not
-	// be stored.
-	end := time.Now()
-	if sum.Executed == 0 && sum.Failed == 0 {
-		end = time.Time{} // nothing ran: keep the reports' invocation as it was
+	for _, r := range p.Runs {
+		if rec := records[r.Index]; rec != nil && rec.Status == "ok" && !rec.Skipped && p.Exp.ExpectedFailure(r) != nil {
+			sum.Succeeded = append(sum.Succeeded, r.Label())
+		}
 	}
-	repErr := writeReports(p, records, out, started, end, env.memo)
-	if writeErr != nil {
-		return sum, records, errors.Join(fmt.Errorf("storing a run result: %w", writeErr), repErr)
-	}
-	if repErr != nil {
-		return sum, records, repErr
-	}
-	return sum, records, ctx.Err()
 }
 
 // execute runs one run; nil when the context was cancelled.
@@ -254,7 +321,8 @@ func execute(ctx context.Context, p *Plan, r *Run, env *runEnv, threads int) *Re
 	canon, _ := r.Config.Canonical()
 	rec := &Record{RunID: r.ID, Experiment: p.Exp.Name, Axes: axisMap(r.Cell), Seed: r.Seed,
 		Version: p.build(), Config: string(canon), Started: time.Now().UTC(),
-		Revision: env.rev.Revision, Dirty: env.rev.Dirty}
+		Revision: env.rev.Revision, Dirty: env.rev.Dirty,
+		Code: env.keys[r.ID], Binary: env.keyer.binary, Numerics: &env.keyer.numerics}
 	cfg := *r.Config // the plan keeps its config as validated
 	if threads > 0 && cfg.Train.Threads == 0 {
 		cfg.Train.Threads = threads
@@ -272,12 +340,14 @@ func execute(ctx context.Context, p *Plan, r *Run, env *runEnv, threads int) *Re
 	if err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
 		return nil
 	}
+	if err == nil && (res == nil || reflect.ValueOf(res).Kind() == reflect.Pointer && reflect.ValueOf(res).IsNil()) {
+		err = errors.New("the run returned no result")
+	}
 	if err != nil {
 		rec.Status, rec.Error = "failed", err.Error()
-		return rec
-	}
-	if res == nil || reflect.ValueOf(res).Kind() == reflect.Pointer && reflect.ValueOf(res).IsNil() {
-		rec.Status, rec.Error = "failed", "the run returned no result"
+		if f := p.Exp.ExpectedFailure(r); f != nil {
+			rec.Expected = f.Why
+		}
 		return rec
 	}
 	rec.Status, rec.Result = "ok", res
@@ -304,20 +374,6 @@ func axisMap(c *Cell) map[string]any {
 		m[c.axes[i].Key] = v
 	}
 	return m
-}
-
-// loadRecord returns the stored successful result of r, or nil.
-func loadRecord(out string, r *Run) *Record {
-	b, err := os.ReadFile(filepath.Join(out, "runs", r.ID+".json"))
-	if err != nil {
-		return nil
-	}
-	var rec Record
-	if json.Unmarshal(b, &rec) != nil || rec.RunID != r.ID || rec.Status != "ok" || rec.Result == nil {
-		return nil
-	}
-	rec.Skipped = true
-	return &rec
 }
 
 // removeStaleTemps deletes the temporary files that an invocation killed

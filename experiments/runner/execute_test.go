@@ -331,7 +331,7 @@ func TestProvenanceRevisions(t *testing.T) {
 			t.Errorf("%s: revision %q dirty %s, want %q %s", path, rec.Revision, dirtyKey(rec.Dirty), want.Revision, dirtyKey(want.Dirty))
 		}
 	}
-	pv := readProvenance(filepath.Join(out, "provenance.json"))
+	pv := ReadProvenance(filepath.Join(out, "provenance.json"))
 	if pv == nil || len(pv.Revisions) != 1 || pv.Revisions[0].Runs != 4 || pv.Revisions[0].Revision != want.Revision {
 		t.Fatalf("provenance revisions %+v", pv)
 	}

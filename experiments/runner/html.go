@@ -126,6 +126,9 @@ func reportHTML(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot, 
 		hr := htmlRun{N: r.Index + 1, Label: r.Label(), ID: r.ID, Status: "not run"}
 		if rec != nil {
 			hr.Status, hr.Error = rec.Status, rec.Error
+			if rec.Expected != "" {
+				hr.Error += " (expected: " + rec.Expected + ")"
+			}
 			hr.Duration = strconv.FormatFloat(rec.DurationS, 'f', 1, 64) + " s"
 			for _, m := range e.Metrics {
 				if v, ok := rec.Metric(m); ok {
@@ -338,7 +341,7 @@ pre { background: #f6f8fa; padding: 10px; overflow-x: auto; font-size: 12.5px; b
 </table></div>
 
 {{if .FailedRuns}}<h2 id="failed">Failed runs</h2>
-<p>Failed runs are not stored: rerunning the experiment retries them.</p>
+<p>Failed runs are not stored, so rerunning the experiment retries them, except those the experiment expects to fail (marked "expected").</p>
 <div class="scroll"><table>
 <thead><tr><th>#</th><th class="axis">run</th><th class="axis">error</th></tr></thead>
 <tbody>

@@ -35,6 +35,8 @@ type Kind struct {
 	// docs explains metrics (by name or "prefix.*") beyond the
 	// doc tags of Result.
 	docs map[string]string
+	// classes say which result columns --check compares (ClassOf).
+	classes []classRule
 }
 
 // runEnv is what a kind's run sees besides its config: the experiment,
@@ -45,6 +47,8 @@ type runEnv struct {
 	memo    *memo
 	version string // the strata build, for results that record it
 	rev     Revision
+	keyer   *runKeyer
+	keys    map[string]string // the code key of each run, by run ID
 }
 
 // Kinds are the experiment kinds, "train" first (the default).
@@ -63,7 +67,8 @@ var Kinds = []*Kind{
 			}
 			return res, err
 		},
-		docs: trainDocs,
+		docs:    trainDocs,
+		classes: trainClasses,
 	},
 	{
 		Name: "partition", Command: "strata partition -k K",
@@ -73,7 +78,8 @@ var Kinds = []*Kind{
 		run: func(ctx context.Context, env *runEnv, cfg *config.Config) (any, error) {
 			return partreport.Partition(ctx, cfg, cfg.Train.MicroBatches, false, nil)
 		},
-		docs: partitionDocs,
+		docs:    partitionDocs,
+		classes: partitionClasses,
 	},
 	{
 		Name: "partition-batch", Command: "strata partition -k K --batch",
@@ -91,14 +97,16 @@ var Kinds = []*Kind{
 			}
 			return out, nil
 		},
-		docs: partitionDocs,
+		docs:    partitionDocs,
+		classes: partitionClasses,
 	},
 	{
 		Name: "hitratio", Command: "strata hitratio",
-		Doc:    "sample one epoch of mini-batches with the config's [sampler], cache the top cache.capacity of the nodes ranked by its [cache] policy, and measure the share of feature reads the cache serves and the host-to-device feature bytes on one simulated device",
-		Result: reflect.TypeFor[HitRatio](),
-		check:  needCache,
-		run:    runHitRatio,
+		Doc:     "sample one epoch of mini-batches with the config's [sampler], cache the top cache.capacity of the nodes ranked by its [cache] policy, and measure the share of feature reads the cache serves and the host-to-device feature bytes on one simulated device",
+		Result:  reflect.TypeFor[HitRatio](),
+		check:   needCache,
+		run:     runHitRatio,
+		classes: hitRatioClasses,
 	},
 }
 
@@ -294,54 +302,20 @@ func (k *Kind) metricDoc(name string) string {
 }
 
 // flatten maps every numeric leaf of a result's JSON to its value, by
-// dotted path: "test_acc", "peak_tier_bytes.device0",
+// dotted path (Leaves): "test_acc", "peak_tier_bytes.device0",
 // "layer_redundancy.0", and for lists of objects that have a "link" or
 // "name" field, that field's value ("traffic.host->device0.bytes").
 func flatten(result any) (map[string]float64, error) {
-	b, err := json.Marshal(result)
+	leaves, err := Leaves(result)
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	var walk func(v any, path string)
-	walk = func(v any, path string) {
-		join := func(k string) string {
-			if path == "" {
-				return k
-			}
-			return path + "." + k
-		}
-		switch x := v.(type) {
-		case json.Number:
-			if f, err := x.Float64(); err == nil && path != "" {
-				out[path] = f
-			}
-		case map[string]any:
-			for k, e := range x {
-				walk(e, join(k))
-			}
-		case []any:
-			for i, e := range x {
-				key := strconv.Itoa(i)
-				if m, ok := e.(map[string]any); ok {
-					for _, f := range []string{"link", "name"} {
-						if s, ok := m[f].(string); ok && s != "" {
-							key = s
-							break
-						}
-					}
-				}
-				walk(e, join(key))
-			}
+	out := make(map[string]float64, len(leaves))
+	for k, raw := range leaves {
+		if f, ok := leafNumber(raw); ok && k != "" {
+			out[k] = f
 		}
 	}
-	walk(v, "")
 	return out, nil
 }
 

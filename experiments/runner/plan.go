@@ -211,6 +211,9 @@ func NewPlan(ctx context.Context, e *Experiment, version string, check CheckFunc
 		}
 		seen[r.ID] = r
 	}
+	if err := p.checkSelections(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -340,3 +343,6 @@ func (e *runError) Error() string {
 	return e.err.Error() + " [run " + e.where + "]"
 }
 func (e *runError) Unwrap() error { return e.err }
+
+// Axes are the run's axis values, by key.
+func (r *Run) Axes() map[string]any { return axisMap(r.Cell) }

@@ -2,10 +2,8 @@ package runner
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"strata/core/graph"
+	"strata/experiments/runner/numerics"
 )
 
 // Provenance is provenance.json: what produced the results, and where.
@@ -46,8 +45,14 @@ type Provenance struct {
 	Datasets []DatasetProvenance `json:"datasets"`
 	// Revisions lists the source revisions the stored runs ran at, in the
 	// order of their first run.
-	Revisions []RevisionRuns  `json:"revisions"`
-	Runs      []ProvenanceRun `json:"runs"`
+	Revisions []RevisionRuns `json:"revisions"`
+	// Numerics are the kernel choices of the runs (the pinned
+	// environment and OpenBLAS's kernel family), Binary the digest of the
+	// strata executable and its libraries (BinaryDigest); --check
+	// compares the numerics with its own.
+	Numerics *numerics.Numerics `json:"numerics,omitempty"`
+	Binary   string             `json:"binary_sha256,omitempty"`
+	Runs     []ProvenanceRun    `json:"runs"`
 }
 
 // RevisionRuns counts the runs that ran at one revision.
@@ -65,12 +70,19 @@ type Revision struct {
 }
 
 // sourceRevision returns the git revision of the work tree holding dir and
-// whether it has uncommitted changes; outside a git work tree (or without
-// git), the revision Go stamped into the running binary when it was built
-// from one (runtime/debug.ReadBuildInfo: vcs.revision, vcs.modified).
-func sourceRevision(dir string) Revision {
-	if rev, dirty := gitState(dir); rev != "" {
-		return Revision{Revision: rev, Dirty: dirty, Source: "git"}
+// whether it has uncommitted changes (tracked or untracked files, the
+// exclude paths left out: the results being written do not make the
+// tree dirty); outside a git work tree (or without git), the revision Go
+// stamped into the running binary when it was built from one
+// (runtime/debug.ReadBuildInfo: vcs.revision, vcs.modified).
+func sourceRevision(dir string, exclude ...string) Revision {
+	if t := readGitTree(dir, exclude...); t.Head != "" {
+		r := Revision{Revision: t.Head, Source: "git"}
+		if t.Complete {
+			d := len(t.Changes) > 0
+			r.Dirty = &d
+		}
+		return r
 	}
 	return buildRevision()
 }
@@ -127,6 +139,9 @@ type ProvenanceRun struct {
 	Version      string         `json:"version,omitempty"`
 	Revision     string         `json:"revision,omitempty"`
 	Dirty        *bool          `json:"dirty,omitempty"`
+	// ExpectedFailure is why the experiment expects the run to fail
+	// ([[expected_failure]]), for a run that failed.
+	ExpectedFailure string `json:"expected_failure,omitempty"`
 }
 
 // newProvenance describes the results. A zero end means that this
@@ -134,7 +149,7 @@ type ProvenanceRun struct {
 // (machine, build, revision, dates) is then taken from prev, the
 // provenance.json already written, so that the file and report.html stay
 // byte-identical; without prev it is the current one.
-func newProvenance(p *Plan, records []*Record, start, end time.Time, m *memo, prev *Provenance) (*Provenance, error) {
+func newProvenance(p *Plan, records []*Record, out string, start, end time.Time, m *memo, prev *Provenance) (*Provenance, error) {
 	if end.IsZero() {
 		end = time.Now()
 	} else {
@@ -158,8 +173,9 @@ func newProvenance(p *Plan, records []*Record, start, end time.Time, m *memo, pr
 		}
 	}
 	pv.Hostname, _ = os.Hostname()
-	rev := sourceRevision(filepath.Dir(e.File))
+	rev := sourceRevision(filepath.Dir(e.File), resultsDirs(e, out)...)
 	pv.GitRevision, pv.GitDirty, pv.RevisionSource = rev.Revision, rev.Dirty, rev.Source
+	pv.Numerics, pv.Binary = runsNumerics(records)
 	if prev != nil {
 		pv.StrataVersion, pv.StrataBuild, pv.GoVersion, pv.OS, pv.Arch = prev.StrataVersion, prev.StrataBuild, prev.GoVersion, prev.OS, prev.Arch
 		pv.CPUModel, pv.Cores, pv.Hostname, pv.Start, pv.End = prev.CPUModel, prev.Cores, prev.Hostname, prev.Start, prev.End
@@ -181,6 +197,7 @@ func newProvenance(p *Plan, records []*Record, start, end time.Time, m *memo, pr
 		}
 		if rec := records[r.Index]; rec != nil {
 			pr.Status, pr.Version, pr.Revision, pr.Dirty = rec.Status, rec.Version, rec.Revision, rec.Dirty
+			pr.ExpectedFailure = rec.Expected
 			st := rec.Started
 			pr.Started = &st
 			key := rec.Revision + "|" + dirtyKey(rec.Dirty)
@@ -205,8 +222,8 @@ func dirtyKey(b *bool) string {
 	return strconv.FormatBool(*b)
 }
 
-// readProvenance reads a provenance.json (nil when absent or unreadable).
-func readProvenance(path string) *Provenance {
+// ReadProvenance reads a provenance.json (nil when absent or unreadable).
+func ReadProvenance(path string) *Provenance {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil
@@ -290,20 +307,14 @@ func cpuModel() string {
 	return ""
 }
 
-// gitState returns the git revision of dir and whether the work tree has
-// uncommitted changes (best effort: "" and nil without git).
-func gitState(dir string) (string, *bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "", nil
+// runsNumerics returns the numerics and binary digest the stored runs
+// ran with: those of the first run that records them (a result set holds
+// runs of one code key, so of one numerics and binary).
+func runsNumerics(records []*Record) (*numerics.Numerics, string) {
+	for _, rec := range records {
+		if rec != nil && rec.Numerics != nil {
+			return rec.Numerics, rec.Binary
+		}
 	}
-	rev := strings.TrimSpace(string(out))
-	st, err := exec.CommandContext(ctx, "git", "--no-optional-locks", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output()
-	if err != nil {
-		return rev, nil
-	}
-	dirty := len(strings.TrimSpace(string(st))) > 0
-	return rev, &dirty
+	return nil, ""
 }

@@ -161,3 +161,33 @@ func TestPublishedExperimentsGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishedCheckSubsets: every published experiment says what it
+// mirrors and declares a [check] subset, with why, that CI's make
+// experiments-check reruns; the subset is a part of the sweep (at most a
+// third of its runs, or one run).
+func TestPublishedCheckSubsets(t *testing.T) {
+	files, err := filepath.Glob("../*.toml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no published experiments (%v)", err)
+	}
+	for _, f := range files {
+		e, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPlan(context.Background(), e, "test", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(p.Subset())
+		switch {
+		case e.Mirrors == "":
+			t.Errorf("%s: no mirrors = \"...\" (what it reproduces, for the index of experiments/README.md)", f)
+		case n == 0 || e.Check.Why == "":
+			t.Errorf("%s: no [check] runs with why: declare the cheap runs make experiments-check reruns", f)
+		case n > max(1, len(p.Runs)/3):
+			t.Errorf("%s: the [check] subset has %d of %d runs; keep it to the cheap ones", f, n, len(p.Runs))
+		}
+	}
+}

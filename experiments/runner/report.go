@@ -167,9 +167,9 @@ func writeReports(p *Plan, records []*Record, out string, start, end time.Time, 
 	}
 	var prev *Provenance
 	if end.IsZero() {
-		prev = readProvenance(filepath.Join(out, "provenance.json"))
+		prev = ReadProvenance(filepath.Join(out, "provenance.json"))
 	}
-	prov, err := newProvenance(p, records, start, end, m, prev)
+	prov, err := newProvenance(p, records, out, start, end, m, prev)
 	if err != nil {
 		return err
 	}
@@ -508,7 +508,11 @@ func summaryMD(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot) [
 	var failed []string
 	for _, rec := range records {
 		if rec != nil && rec.Status != "ok" {
-			failed = append(failed, fmt.Sprintf("- %s: %s", labelOf(p, rec), rec.Error))
+			line := fmt.Sprintf("- %s: %s", labelOf(p, rec), rec.Error)
+			if rec.Expected != "" {
+				line += " (expected: " + rec.Expected + ")"
+			}
+			failed = append(failed, line)
 		}
 	}
 	if len(failed) > 0 {

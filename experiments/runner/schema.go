@@ -54,6 +54,15 @@ type Experiment struct {
 	// HitRatio holds the [hitratio] options of kind hitratio.
 	HitRatio HitRatioOptions
 
+	// Mirrors names what the experiment reproduces (a paper's figure or
+	// table), for the index of experiments/README.md.
+	Mirrors string
+	// Check is [check]: the subset --check --subset reruns and the
+	// columns it does not compare; ExpectedFailures the runs expected to
+	// fail.
+	Check            CheckSpec
+	ExpectedFailures []ExpectedFailure
+
 	seedsLine   int
 	metricsLine int
 }
@@ -174,6 +183,10 @@ type expFile struct {
 	Derived     []derivedTable `toml:"derived" doc:"computed columns against a baseline row"`
 	Plot        []plotTable    `toml:"plot" doc:"the plots to draw"`
 	HitRatio    hitRatioTable  `toml:"hitratio" doc:"options of kind hitratio"`
+	Mirrors     string         `toml:"mirrors" doc:"what the experiment reproduces (a paper's figure or table), for the index in experiments/README.md"`
+	Check       checkTable     `toml:"check" doc:"the subset of runs strata experiment --check --subset reruns, and the columns it does not compare"`
+	// ExpectedFailure is [[expected_failure]].
+	ExpectedFailure []expectFailTable `toml:"expected_failure" doc:"runs expected to fail, each with why"`
 }
 
 // axisTable is one [[axis]].
@@ -294,6 +307,7 @@ func Parse(file string, data []byte) (*Experiment, error) {
 	e.checkZips(el)
 	e.parseSeeds(el, &f)
 	e.parseMetrics(el, &f)
+	e.parseDeclarations(el, &f)
 	for i := range f.Derived {
 		e.parseDerived(el, &f.Derived[i])
 	}

@@ -52,11 +52,17 @@ type MergeReport struct {
 }
 
 // Merge copies into out/runs the result of every run of the plan that out
-// lacks and a shard directory of out (out/shards/*) holds. It writes no
-// report: Execute then finds every run done and writes them (and runs
-// whatever is missing, unless the caller stops first).
-func Merge(p *Plan, out string) (*MergeReport, error) {
+// lacks and a shard directory of out (out/shards/*) holds, made by the
+// code of opts (Binary, Numerics: a shard's result of other code counts
+// as missing). It writes no report: Execute then finds every run done and
+// writes them (and runs whatever is missing, unless the caller stops
+// first).
+func Merge(p *Plan, out string, opts Options) (*MergeReport, error) {
 	dirs, err := filepath.Glob(filepath.Join(out, "shards", "*-of-*"))
+	if err != nil {
+		return nil, err
+	}
+	k, keys, err := codeKeys(p, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -65,12 +71,12 @@ func Merge(p *Plan, out string) (*MergeReport, error) {
 	}
 	rep := &MergeReport{}
 	for _, r := range p.Runs {
-		if loadRecord(out, r) != nil {
+		if rec, _ := loadRecord(out, r, p.Exp, k, keys[r.ID]); rec != nil {
 			continue
 		}
 		found := false
 		for _, d := range dirs {
-			if loadRecord(d, r) == nil {
+			if rec, _ := loadRecord(d, r, p.Exp, k, keys[r.ID]); rec == nil {
 				continue
 			}
 			b, err := os.ReadFile(filepath.Join(d, "runs", r.ID+".json"))
