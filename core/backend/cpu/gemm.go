@@ -3,7 +3,6 @@ package cpu
 /*
 #cgo LDFLAGS: -lopenblas
 void openblas_set_num_threads(int);
-char *openblas_get_corename(void);
 */
 import "C"
 
@@ -29,12 +28,6 @@ var blasOnce sync.Once
 func initBLAS() {
 	blasOnce.Do(func() { C.openblas_set_num_threads(1) })
 }
-
-// BLASCore returns the kernel family OpenBLAS runs ("Haswell",
-// "SkylakeX", ...): the CPU's, or the one OPENBLAS_CORETYPE picks in a
-// DYNAMIC_ARCH build such as Debian's (an unknown name falls back to
-// another family silently, hence make test-float checks this).
-func BLASCore() string { return C.GoString(C.openblas_get_corename()) }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
