@@ -107,6 +107,22 @@ done | sort -u | while read -r name path; do
 	cp -L "$path" "$LIBS/$name"
 done
 
+# The float-sensitive suites (float.sh: make test-float's packages), built
+# to run on the GPU machine's host CPU under its OpenBLAS families, AVX-512
+# ones among them where the CPU has them. They run from the repository
+# root (their testdata), with the bundle's libraries. FLOAT_TESTS=0 skips
+# them (about 10 MB compressed).
+if [ "${FLOAT_TESTS:-1}" = 1 ] && [ -z "${GPU_TEST_PKG+x}" ]; then
+	mkdir -p "$OUTDIR/extra"
+	for pt in cpu:./core/backend/cpu backendtest:./core/backend/backendtest engine:./core/engine strategy:./plugins/strategy; do
+		echo "bundle: go test -c ${flags[*]} ${pt#*:}"
+		"$GO" test -c -trimpath -ldflags=-s\ -w -o "$STAGE/${pt%%:*}.test" "${pt#*:}" ||
+			die "the tests of ${pt#*:} do not build"
+		xz -T0 -6 -c "$STAGE/${pt%%:*}.test" >"$OUTDIR/extra/${pt%%:*}.test.xz"
+	done
+	cp scripts/gpu/float.sh "$OUTDIR/"
+fi
+
 echo "bundle: compressing"
 tar -C "$STAGE" --owner=0 --group=0 --numeric-owner --sort=name -cf - strata cuda.test lib |
 	xz -T0 -6 >"$OUTDIR/bin.tar.xz"
