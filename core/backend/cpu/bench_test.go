@@ -422,3 +422,33 @@ func BenchmarkElementwise(b *testing.B) {
 		report(b, 0, elems*8)
 	})
 }
+
+// BenchmarkDropoutRowWidth draws a mask over 2^23 elements flat and with
+// every row keyed, for row widths of an attention dropout (1, 4 and 8
+// heads: whole rows per vector, dropout_pow2_rows), an odd one (a span
+// per row) and a hidden layer's.
+func BenchmarkDropoutRowWidth(b *testing.B) {
+	for _, cols := range []int{1, 4, 8, 7, 64} {
+		n := (1 << 23) / cols
+		e := &benchEnv{be: New(Options{})}
+		x, y := e.alloc(b, tensor.Float32, n, cols), e.alloc(b, tensor.Float32, n, cols)
+		keys := e.alloc(b, tensor.Int64, n)
+		for i := range I64(keys) {
+			I64(keys)[i] = int64(i*7 + 3)
+		}
+		for _, keyed := range []bool{false, true} {
+			var rows *tensor.Tensor
+			if keyed {
+				rows = keys
+			}
+			b.Run(fmt.Sprintf("cols=%d/keyed=%v", cols, keyed), func(b *testing.B) {
+				for range b.N {
+					if err := e.be.DropoutApply(1, rows, 0.5, x, nil, y); err != nil {
+						b.Fatal(err)
+					}
+				}
+				report(b, 0, float64(n*cols*8))
+			})
+		}
+	}
+}

@@ -81,7 +81,7 @@ func TestDropoutKeyedExact(t *testing.T) {
 	for _, avx2Only := range []bool{false, true} {
 		for _, dt := range dtypes {
 			for _, p := range []float64{0.1, 0.5, 1 - 1e-9} {
-				for _, cols := range []int{1, 7, 8, 13, 16, 33} {
+				for _, cols := range []int{1, 2, 4, 7, 8, 13, 16, 33} {
 					const rows = 19
 					c := newTC(t, 3, dt, 6)
 					c.be = New(Options{Threads: 3, AVX2Only: avx2Only})

@@ -361,8 +361,123 @@ void k_dropout_f32(int wide, uint64_t base, uint64_t thr, float scale, int64_t l
 // k_dropout_rows_f32 is k_dropout_f32 over rows [r0, r1) of cols columns
 // whose row r is keyed keys[r]: element (r, c) is stream index
 // keys[r]·cols + c (backend.DropoutIndex).
+// dropout_pow2_rows is k_dropout_rows_f32 for rows of 1, 2, 4 or 8
+// columns (2^shift; an attention dropout's heads): a vector of eight
+// elements holds 8 >> shift whole rows, its lanes' stream indices
+// keys[r]·cols + c made in the vector from the rows' keys, so narrow rows
+// cost what a flat span does instead of a span per row. The same bits as
+// dropout_span.
+static void dropout_pow2_rows(uint64_t base, uint64_t thr, float scale, const int64_t *keys, int shift, int64_t r0,
+			      int64_t r1, float *mask, const float *x, float *y) {
+	const uint64_t G = 0x9E3779B97F4A7C15ull;
+	const int64_t cols = (int64_t)1 << shift, per = 8 >> shift;
+	const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
+	const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+	const __m256i zbase = _mm256_set1_epi64x((int64_t)(base + G));
+	const __m256 vs = _mm256_set1_ps(scale);
+	// lane l of a vector: row l >> shift of its rows, column l & (cols-1)
+	const __m256i ca = _mm256_setr_epi64x(0 & (cols - 1), 1 & (cols - 1), 2 & (cols - 1), 3 & (cols - 1));
+	const __m256i cb = _mm256_setr_epi64x(4 & (cols - 1), 5 & (cols - 1), 6 & (cols - 1), 7 & (cols - 1));
+	const __m128i sh = _mm_cvtsi32_si128(shift);
+	int64_t r = r0;
+	for (; r + per <= r1; r += per) {
+		const int64_t *k = keys + r;
+		__m256i ka, kb;
+		switch (shift) {
+		case 0:
+			ka = _mm256_loadu_si256((const __m256i *)k);
+			kb = _mm256_loadu_si256((const __m256i *)(k + 4));
+			break;
+		case 1:
+			ka = _mm256_setr_epi64x(k[0], k[0], k[1], k[1]);
+			kb = _mm256_setr_epi64x(k[2], k[2], k[3], k[3]);
+			break;
+		case 2:
+			ka = _mm256_set1_epi64x(k[0]);
+			kb = _mm256_set1_epi64x(k[1]);
+			break;
+		default:
+			ka = kb = _mm256_set1_epi64x(k[0]);
+		}
+		// z = base + (keys·cols + c + 1)·G
+		const __m256i za = _mm256_add_epi64(zbase, mul64c(_mm256_add_epi64(_mm256_sll_epi64(ka, sh), ca), G));
+		const __m256i zb = _mm256_add_epi64(zbase, mul64c(_mm256_add_epi64(_mm256_sll_epi64(kb, sh), cb), G));
+		__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
+		__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
+		__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
+					       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
+		__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
+		const int64_t o = r << shift;
+		if (mask)
+			_mm256_storeu_ps(mask + o, m);
+		if (y)
+			_mm256_storeu_ps(y + o, _mm256_mul_ps(_mm256_loadu_ps(x + o), m));
+	}
+	for (; r < r1; r++) {
+		const int64_t o = r << shift;
+		dropout_span(base, thr, scale, (uint64_t)keys[r] << shift, cols, mask ? mask + o : 0, y ? x + o : 0,
+			     y ? y + o : 0, 0);
+	}
+}
+
+// dropout_short_rows is k_dropout_rows_f32 for rows of fewer than 16
+// columns other than a power of two: eight consecutive elements of any
+// rows per vector, each lane's stream index keys[r]·cols + c counted in
+// turn, mixed in the vector. The same bits as dropout_span.
+static void dropout_short_rows(uint64_t base, uint64_t thr, float scale, const int64_t *keys, int64_t cols,
+			       int64_t r0, int64_t r1, float *mask, const float *x, float *y) {
+	const uint64_t G = 0x9E3779B97F4A7C15ull;
+	const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
+	const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+	const __m256i zbase = _mm256_set1_epi64x((int64_t)(base + G));
+	const __m256 vs = _mm256_set1_ps(scale);
+	const int64_t n = (r1 - r0) * cols, o0 = r0 * cols;
+	int64_t r = r0, c = 0, j = 0;
+	uint64_t rk = (uint64_t)keys[r0] * (uint64_t)cols; // keys[r]·cols
+	int64_t i[8];
+	for (; j + 8 <= n; j += 8) {
+		for (int l = 0; l < 8; l++) {
+			i[l] = (int64_t)(rk + (uint64_t)c);
+			if (++c == cols) {
+				c = 0;
+				if (++r < r1)
+					rk = (uint64_t)keys[r] * (uint64_t)cols;
+			}
+		}
+		const __m256i za = _mm256_add_epi64(zbase, mul64c(_mm256_setr_epi64x(i[0], i[1], i[2], i[3]), G));
+		const __m256i zb = _mm256_add_epi64(zbase, mul64c(_mm256_setr_epi64x(i[4], i[5], i[6], i[7]), G));
+		__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
+		__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
+		__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
+					       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
+		__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
+		if (mask)
+			_mm256_storeu_ps(mask + o0 + j, m);
+		if (y)
+			_mm256_storeu_ps(y + o0 + j, _mm256_mul_ps(_mm256_loadu_ps(x + o0 + j), m));
+	}
+	// The last elements: what is left of row r, then whole rows.
+	if (j < n) {
+		const int64_t o = o0 + j, w = cols - c;
+		dropout_span(base, thr, scale, rk + (uint64_t)c, w, mask ? mask + o : 0, y ? x + o : 0, y ? y + o : 0, 0);
+		for (r++; r < r1; r++) {
+			const int64_t ro = r * cols;
+			dropout_span(base, thr, scale, (uint64_t)keys[r] * (uint64_t)cols, cols, mask ? mask + ro : 0,
+				     y ? x + ro : 0, y ? y + ro : 0, 0);
+		}
+	}
+}
+
 void k_dropout_rows_f32(int wide, uint64_t base, uint64_t thr, float scale, const int64_t *keys, int64_t cols,
 			int64_t r0, int64_t r1, float *mask, const float *x, float *y) {
+	if (cols == 1 || cols == 2 || cols == 4 || cols == 8) {
+		dropout_pow2_rows(base, thr, scale, keys, __builtin_ctzll((uint64_t)cols), r0, r1, mask, x, y);
+		return;
+	}
+	if (cols < 16) {
+		dropout_short_rows(base, thr, scale, keys, cols, r0, r1, mask, x, y);
+		return;
+	}
 	for (int64_t r = r0; r < r1; r++) {
 		const int64_t o = r * cols;
 		span(wide, base, thr, scale, (uint64_t)keys[r] * (uint64_t)cols, cols, mask ? mask + o : 0,
