@@ -194,6 +194,18 @@ static inline uint64_t mix64s(uint64_t z) {
 	return z ^ (z >> 31);
 }
 
+// draw8 is the mask of eight elements whose stream counters are the lanes
+// of za (the first four) and zb: scale where the draw keeps an element, 0
+// where it drops it (*drop: all ones in a dropped element's lane).
+static inline __attribute__((always_inline)) __m256 draw8(__m256i za, __m256i zb, __m256i vthr, __m256 vs,
+							  __m256i *drop) {
+	const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+	const __m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
+	const __m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
+	*drop = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw), _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
+	return _mm256_andnot_ps(_mm256_castsi256_ps(*drop), vs);
+}
+
 // dropout_tail finishes a span one element at a time from element j on,
 // word holding the bits of the current 32-element word so far.
 static inline void dropout_tail(uint64_t base, uint64_t thr, float scale, uint64_t idx, int64_t j, int64_t n,
@@ -235,14 +247,10 @@ static inline __attribute__((always_inline)) void dropout_span(uint64_t base, ui
 		__m256i zb = _mm256_add_epi64(za, _mm256_set1_epi64x((int64_t)(4 * G)));
 		const __m256i step = _mm256_set1_epi64x((int64_t)(8 * G));
 		const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
-		const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 		const __m256 vs = _mm256_set1_ps(scale);
 		for (; j + 8 <= n; j += 8) {
-			__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
-			__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
-			__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
-						       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
-			__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
+			__m256i d;
+			const __m256 m = draw8(za, zb, vthr, vs, &d);
 			if (mask)
 				_mm256_storeu_ps(mask + j, m);
 			if (y)
@@ -372,7 +380,6 @@ static void dropout_pow2_rows(uint64_t base, uint64_t thr, float scale, const in
 	const uint64_t G = 0x9E3779B97F4A7C15ull;
 	const int64_t cols = (int64_t)1 << shift, per = 8 >> shift;
 	const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
-	const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 	const __m256i zbase = _mm256_set1_epi64x((int64_t)(base + G));
 	const __m256 vs = _mm256_set1_ps(scale);
 	// lane l of a vector: row l >> shift of its rows, column l & (cols-1)
@@ -402,11 +409,8 @@ static void dropout_pow2_rows(uint64_t base, uint64_t thr, float scale, const in
 		// z = base + (keys·cols + c + 1)·G
 		const __m256i za = _mm256_add_epi64(zbase, mul64c(_mm256_add_epi64(_mm256_sll_epi64(ka, sh), ca), G));
 		const __m256i zb = _mm256_add_epi64(zbase, mul64c(_mm256_add_epi64(_mm256_sll_epi64(kb, sh), cb), G));
-		__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
-		__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
-		__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
-					       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
-		__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
+		__m256i d;
+		const __m256 m = draw8(za, zb, vthr, vs, &d);
 		const int64_t o = r << shift;
 		if (mask)
 			_mm256_storeu_ps(mask + o, m);
@@ -428,7 +432,6 @@ static void dropout_short_rows(uint64_t base, uint64_t thr, float scale, const i
 			       int64_t r0, int64_t r1, float *mask, const float *x, float *y) {
 	const uint64_t G = 0x9E3779B97F4A7C15ull;
 	const __m256i vthr = _mm256_set1_epi64x((int64_t)thr);
-	const __m256i lowdw = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 	const __m256i zbase = _mm256_set1_epi64x((int64_t)(base + G));
 	const __m256 vs = _mm256_set1_ps(scale);
 	const int64_t n = (r1 - r0) * cols, o0 = r0 * cols;
@@ -446,11 +449,8 @@ static void dropout_short_rows(uint64_t base, uint64_t thr, float scale, const i
 		}
 		const __m256i za = _mm256_add_epi64(zbase, mul64c(_mm256_setr_epi64x(i[0], i[1], i[2], i[3]), G));
 		const __m256i zb = _mm256_add_epi64(zbase, mul64c(_mm256_setr_epi64x(i[4], i[5], i[6], i[7]), G));
-		__m256i da = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(za), 11));
-		__m256i db = _mm256_cmpgt_epi64(vthr, _mm256_srli_epi64(mix64v(zb), 11));
-		__m256i d = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(da, lowdw),
-					       _mm256_permutevar8x32_epi32(db, lowdw), 0xF0);
-		__m256 m = _mm256_andnot_ps(_mm256_castsi256_ps(d), vs);
+		__m256i d;
+		const __m256 m = draw8(za, zb, vthr, vs, &d);
 		if (mask)
 			_mm256_storeu_ps(mask + o0 + j, m);
 		if (y)
