@@ -20,8 +20,8 @@ import (
 // fuseGathers) and the unfused kernels ("edges": the gathered rows scaled
 // by 1 before the reduction, so the gather, the [E,C] buffer and the
 // incidence SpMM all run), forward and forward+backward, on an
-// R-MAT graph of 2^STRATA_BENCH_SCALE nodes (default 16; docs/performance.md
-// uses 20), average degree 8, 16 columns.
+// R-MAT graph of 2^STRATA_BENCH_SCALE nodes (default 16;
+// docs/performance/aggregators.md uses 20), average degree 8, 16 columns.
 func BenchmarkAggregateComposed(b *testing.B) {
 	scale := 16
 	if s, err := strconv.Atoi(os.Getenv("STRATA_BENCH_SCALE")); err == nil && s > 0 && s <= 24 {

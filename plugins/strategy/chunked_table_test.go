@@ -16,7 +16,7 @@ import (
 // neighbour rows one layer pass loads from the host on a 4-device machine
 // (m = 4), without deduplication (V_ori), with p2p (V_+p2p) and with p2p
 // and reuse (V_+ru), normalised by |V|, for the graphs of
-// docs/performance.md, with and without the Alg. 4 reorganisation. It
+// docs/performance/hongtu.md, with and without the Alg. 4 reorganisation. It
 // checks that deduplication never loads more. Set STRATA_HONGTU_TABLE to
 // a comma-separated list of "name=dataset-spec:chunks" to choose the
 // graphs; the default is the small coauthor-physics case when

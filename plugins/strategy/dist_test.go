@@ -258,7 +258,7 @@ func TestDistConfigErrors(t *testing.T) {
 // TestDistFullPredictedRMAT prints the halo bytes that METIS and random
 // partitions of R-MAT 2^18 predict for distfull (GCN, 2 layers, hidden
 // 128: 128 + 128 + 128 values a halo row per epoch) on 2, 4 and 8 ranks
-// (the measured bytes equal them: docs/performance.md) and checks that
+// (the measured bytes equal them: docs/performance/mpi.md) and checks that
 // METIS never predicts more. Long: it partitions the graph six times.
 func TestDistFullPredictedRMAT(t *testing.T) {
 	if testing.Short() {
@@ -400,7 +400,7 @@ func replayRows(t *testing.T, adj *graph.CSR, owner []int32, n int, trainIDs []i
 // on 2, 4 and 8 ranks with METIS and random parts, the feature bytes of
 // the first epoch that the partition and fanouts predict (the
 // expectation) and that a one-process replay of the ranks' streams gives
-// (what the MPI run measures: docs/performance.md). It reads the topology
+// (what the MPI run measures: docs/performance/mpi.md). It reads the topology
 // only (no feature row), so it needs no big memory. Long: needs the
 // shared dataset.
 func TestDistMiniPredictedPhysics(t *testing.T) {

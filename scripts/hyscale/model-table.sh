@@ -2,7 +2,7 @@
 # The HyScale performance model against measurement (issue 13): GraphSAGE
 # on R-MAT 2^20 and coauthor-physics, the CPU trainer alone on the cpu
 # backend, calibrated in process (hybrid.calibrate), 2 epochs; prints
-# the table of docs/performance.md, one row per run: each stage's median
+# the table of docs/performance/hyscale.md, one row per run: each stage's median
 # step measured / predicted (the prediction's error; predicted with the
 # mean of the calibrations before and after the epoch, and in brackets
 # the error with the one before it alone), the epoch's wall time against

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The acceptance runs of docs/performance.md ("Multi-process training on
-# MPI"): each case for 1, 2 and 4 ranks with METIS partitions and 2 and 4
+# The acceptance runs of docs/performance/mpi.md ("Multi-process training
+# on MPI"): each case for 1, 2 and 4 ranks with METIS partitions and 2 and 4
 # ranks with random ones, one epoch, dropout 0; writes OUT/results.jsonl
 # (one line per run: case, ranks, partition, the result) and each run's
 # output.model and OUT/<run>.rss (every rank's peak RSS in KiB, one line

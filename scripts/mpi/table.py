@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print the docs/performance.md table of scripts/mpi/acceptance.sh's runs.
+"""Print the docs/performance/mpi.md table of scripts/mpi/acceptance.sh's runs.
 
 usage: table.py OUT
 

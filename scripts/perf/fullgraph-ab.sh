@@ -15,7 +15,7 @@
 #   REPS       rounds of (peer, old, new) per workload, old and new in
 #              alternating order (default 3)
 #   EPOCHS     epochs per run (default 10; the median epoch drops the first;
-#              rmat-gat runs 7, as section 3 of docs/performance.md)
+#              rmat-gat runs 7: docs/performance/cpu-fullgraph.md, section 3)
 #   WORKLOADS  phys-gcn phys-gat phys-sage rmat-gcn rmat-sage rmat-gat
 #              (default phys-gcn phys-gat)
 #
@@ -28,8 +28,8 @@
 # OUT (the run log, default /tmp/fullgraph-ab.log), PEER (default 1; 0 skips
 # the peer: old against new alone, when the peer's figures are known).
 #
-# Commands (as docs/performance.md, section 3, with eval only after the last
-# epoch): strata `train -c configs/gcn-physics.toml --set data.dataset=DATA
+# Commands (as docs/performance/cpu-fullgraph.md, section 3, with eval only
+# after the last epoch): strata `train -c configs/gcn-physics.toml --set data.dataset=DATA
 # --set train.epochs=E --set train.eval_every=0 --set train.threads=2
 # --set output.json=true` + the model's sets; peer `fullgraph.py --threads 2
 # --dataset coauthor-physics --layers 2 --lr 0.01 --weight-decay 5e-4
