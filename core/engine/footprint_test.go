@@ -59,6 +59,9 @@ func (f *blockFixture) shapedBlockEnv(t *testing.T, seeds []int32, dt tensor.DTy
 func TestSizerMatchesBind(t *testing.T) {
 	models := maps.Clone(blockModels)
 	models["mix"], models["dropmm"] = mixLayer, dropMatMulLayer
+	for name, layer := range dropModels { // dropout row keys
+		models["drop-"+name] = layer
+	}
 	r := newSplitMix(17)
 	usages := []Usage{{}, {AccumulateGrads: true}, {Inference: true}}
 	for trial := 0; trial < 4; trial++ {

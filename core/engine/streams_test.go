@@ -30,6 +30,17 @@ var dropModels = map[string]func(b *ir.Builder, in, out int64, last bool) int32{
 		nbr := b.MatMul(b.Aggregate(b.Graph("adj"), x, "mean"), b.Param("wn", []int64{in, out}, "glorot"))
 		return b.Dropout(b.Binary(ir.OpAdd, root, nbr), 0.3)
 	},
+	"sage-lstm": func(b *ir.Builder, in, out int64, last bool) int32 {
+		x := b.Dropout(b.Input("x", in), 0.5)
+		root := b.MatMul(x, b.Param("wr", []int64{in, out}, "glorot"))
+		agg := b.LSTMAggregate(b.Graph("adj"), x, b.Param("wih", []int64{in, 4 * in}, "uniform"),
+			b.Param("whh", []int64{in, 4 * in}, "uniform"), b.Param("b", []int64{4 * in}, "glorot"))
+		h := b.Binary(ir.OpAdd, root, b.MatMul(agg, b.Param("wn", []int64{in, out}, "glorot")))
+		if !last {
+			h = b.Dropout(b.Unary(ir.OpTanh, h, 0), 0.5)
+		}
+		return h
+	},
 	"gat": func(b *ir.Builder, in, out int64, last bool) int32 {
 		x := b.Dropout(b.Input("x", in), 0.6)
 		g := b.Graph("adj_self")
