@@ -15,6 +15,7 @@ import (
 	"strata/core/config"
 	"strata/core/tensor"
 	"strata/core/train"
+	"strata/internal/floattol"
 	"strata/plugins/wasm"
 )
 
@@ -140,6 +141,15 @@ func TestCoraChunked(t *testing.T) {
 	epochs := strconv.Itoa(max(trainEpochs(t)/10, 2))
 	sets := []string{"train.dtype=float64", "model.dropout=0.5", "model.input_dropout=0.3", "train.epochs=" + epochs}
 	full := trainOn(t, coraGCN, []string{"cpu"}, sets...)["cpu"]
+	// The runs differ in the order of their float64 sums only (cuBLAS,
+	// chunks): two orders of the longest, a weight gradient's over the
+	// 2708 rows, differ by 2γ_2708; each Adam step carries a relative
+	// change δ of a gradient into the parameters as at most lr·δ
+	// (plugins/strategy's splitTol), so the loss after the epochs' steps
+	// is within epochs·2γ_2708, times 100 for magnitude against
+	// cancellation (observed on an H100: equal to 12 digits).
+	n, _ := strconv.Atoi(epochs)
+	tol := floattol.Orders(floattol.Gamma(2708, floattol.UFloat64)) * 100 * float64(n)
 	for _, inter := range []string{"cache", "recompute"} {
 		g := trainOn(t, coraGCN, []string{"cuda"}, append(sets, "train.mode=chunked", "chunked.chunks=4", "chunked.intermediates="+inter)...)["cuda"]
 		t.Logf("%s: test accuracy cpu full-graph %.4f cuda chunked %.4f; final loss %.12f / %.12f", inter, full.TestAcc, g.TestAcc, full.FinalLoss, g.FinalLoss)
@@ -149,7 +159,7 @@ func TestCoraChunked(t *testing.T) {
 		if got, want := g.PeakTierBytes[string(tensor.Host)], int64(nodes*(features+2*hidden+2*classes)*8); got < want {
 			t.Errorf("%s: %d bytes of pinned host memory at the peak, want the host tier's %d at least", inter, got, want)
 		}
-		if g.TestAcc != full.TestAcc || math.Abs(g.FinalLoss-full.FinalLoss) > 1e-9*full.FinalLoss {
+		if g.TestAcc != full.TestAcc || math.Abs(g.FinalLoss-full.FinalLoss) > tol*full.FinalLoss {
 			t.Errorf("%s: chunked on the GPU: accuracy %.4f, loss %.12f; full graph on the CPU %.4f, %.12f", inter, g.TestAcc, g.FinalLoss, full.TestAcc, full.FinalLoss)
 		}
 	}

@@ -288,6 +288,11 @@ func TestAggregatorForward(t *testing.T) {
 				c.ref = func(n [][]float64) []float64 { return c.pref(n, w) }
 			}
 			got := download(t, be, p.Output())
+			// As in the gradient check: every value passes through at
+			// most the program's ops, each summing at most every node or
+			// feature, of terms no larger than the inputs' square (≤ 4:
+			// aggrInput is in [0.3, 2]) or the value itself.
+			gam := floattol.Gamma(len(g.Ops)*(aggrNodes+aggrIn+2), floattol.UFloat64)
 			if c.ref != nil {
 				cols := len(got) / aggrNodes
 				for i := range aggrNodes {
@@ -301,8 +306,8 @@ func TestAggregatorForward(t *testing.T) {
 						t.Fatalf("node %d: %d columns, reference has %d", i, cols, len(want))
 					}
 					for k, w := range want {
-						if d := got[i*cols+k] - w; math.Abs(d) > 1e-9*math.Max(1, math.Abs(w)) {
-							t.Fatalf("node %d column %d: got %.12g, want %.12g", i, k, got[i*cols+k], w)
+						if d := got[i*cols+k] - w; math.Abs(d) > gam*math.Max(4, math.Abs(w)) {
+							t.Fatalf("node %d column %d: got %.12g, want %.12g (bound %.2g)", i, k, got[i*cols+k], w, gam*math.Max(4, math.Abs(w)))
 						}
 					}
 				}

@@ -132,8 +132,8 @@ func TestMicroGradientsMatchWholeBatch(t *testing.T) {
 						worst = max(worst, math.Abs(got[name][i]-w[i])/max(1, math.Abs(w[i])))
 					}
 				}
-				if worst > 1e-5 {
-					t.Errorf("accumulated gradients differ from the whole batch's by %.3g", worst)
+				if worst > splitTol { // the same sums in another order (TestSplitsMatchFullGraph derives it)
+					t.Errorf("accumulated gradients differ from the whole batch's by %.3g, bound %.3g", worst, splitTol)
 				}
 				t.Logf("%d micro-batches: largest gradient difference %.2g", len(mbs), worst)
 			})
@@ -312,16 +312,17 @@ func TestMiniBatchMicro(t *testing.T) {
 	}
 }
 
-// TestMiniBatchMicroPipeline runs micro-batches of sampled batches in
-// float32 through the feature cache and the overlapped transfer stage:
-// the losses stay those of whole batches.
+// TestMiniBatchMicroPipeline runs micro-batches of a sampled batch (the
+// whole training set, dropout on) through the feature cache and the
+// overlapped transfer stage: the step's loss stays the whole batch's,
+// within float32StepTol (the feature store holds float32 rows; one step,
+// since float32 runs after an Adam step have no uniform bound, see
+// compareFloat32Step).
 func TestMiniBatchMicroPipeline(t *testing.T) {
 	ctx := context.Background()
-	base := []string{`model.name="sage"`, "model.dropout=0.5", "train.epochs=3", `train.mode="minibatch"`, `sampler.name="uniform"`,
-		"sampler.fanouts=[5, 10]", "train.batch_size=64", `train.backend="sim"`, `cache.name="degree"`, "cache.capacity=0.3"}
-	if testing.Short() { // one epoch's steps instead of three
-		base = append(base, "train.epochs=1")
-	}
+	base := []string{`model.name="sage"`, "model.dropout=0.5", "train.epochs=1", "train.eval_every=0", `train.mode="minibatch"`, `sampler.name="uniform"`,
+		"sampler.fanouts=[5, 10]", "train.batch_size=140", `train.backend="sim"`, `cache.name="degree"`, "cache.capacity=0.3"}
+	tol := float32StepTol(chunkedSumLength(t, coraBase, base))
 	cases := []struct {
 		name string
 		sets []string
@@ -329,7 +330,7 @@ func TestMiniBatchMicroPipeline(t *testing.T) {
 		{"whole", nil},
 		{"cache", []string{"train.micro_batches=4", `partition.name="betty-reg"`}},
 		{"overlap", []string{"train.micro_batches=4", `partition.name="betty-reg"`, "train.overlap=true"}},
-		{"auto", []string{`train.micro_batches="auto"`, `partition.name="betty-reg"`, "devices.memory_bytes=11000000", "train.batch_size=140"}},
+		{"auto", []string{`train.micro_batches="auto"`, `partition.name="betty-reg"`, "devices.memory_bytes=11000000"}},
 	}
 	var want *train.Result
 	for _, c := range cases {
@@ -342,8 +343,8 @@ func TestMiniBatchMicroPipeline(t *testing.T) {
 				want = r
 				return
 			}
-			if d := math.Abs(r.FinalLoss-want.FinalLoss) / want.FinalLoss; d > 1e-5 && !r.MicroBatchesAuto { // auto: other batches
-				t.Errorf("final loss %.9f, whole batches %.9f", r.FinalLoss, want.FinalLoss)
+			if d := math.Abs(r.FinalLoss-want.FinalLoss) / want.FinalLoss; d > tol {
+				t.Errorf("loss %.9f, whole batch %.9f (relative %.2g, bound %.2g)", r.FinalLoss, want.FinalLoss, d, tol)
 			}
 			if r.CacheHitRate <= 0 || !r.MicroBatchesAuto && r.MicroBatches != 4 {
 				t.Errorf("hit rate %v, %d micro-batches", r.CacheHitRate, r.MicroBatches)

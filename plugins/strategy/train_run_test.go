@@ -149,23 +149,29 @@ func TestRunDeterministic(t *testing.T) {
 	}
 }
 
-// TestFloat32MatchesFloat64 trains the same model in both precisions: the
-// float64 run is the reference for the float32 kernels over whole epochs.
+// TestFloat32MatchesFloat64 runs a full-graph step of the same model in
+// both precisions, every dropout on: the float64 step is the reference
+// for the float32 kernels, whose loss and gradients must be within
+// compareFloat32Step's 2γ_K(u32)·100 (the float64 step's own error, γ_K
+// of u64, is below the factor 2). Later steps have no such bound (Adam
+// turns rounding noise into ±lr moves; compareFloat32Step says why);
+// whole runs must still train (finite, falling loss).
 func TestFloat32MatchesFloat64(t *testing.T) {
 	ctx := context.Background()
 	for _, model := range []string{"gcn", "sage", "gat", "gin"} {
 		t.Run(model, func(t *testing.T) {
-			var loss [2]float64
+			sets := append(append(modelSets(model), splitDropouts(model)...), "train.eval_every=0")
+			var steps [2][]stepRecord
 			for i, dt := range []string{"float32", "float64"} {
-				cfg := mustParse(t, coraBase, `model.name="`+model+`"`, `train.dtype="`+dt+`"`, "model.dropout=0.0")
-				r, err := train.Run(ctx, cfg, train.Options{Host: testHost(t)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				loss[i] = r.FinalLoss
+				steps[i] = runSteps(t, 1, coraBase, append(append([]string(nil), sets...), `train.dtype="`+dt+`"`)...)
 			}
-			if d := math.Abs(loss[0]-loss[1]) / loss[1]; d > 1e-3 {
-				t.Errorf("float32 loss %.7f vs float64 %.7f: relative difference %.2g", loss[0], loss[1], d)
+			compareFloat32Step(t, steps[0][0], steps[1][0], chunkedSumLength(t, coraBase, sets))
+			r, err := train.Run(ctx, mustParse(t, coraBase, append(sets, `train.dtype="float32"`)...), train.Options{Host: testHost(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first := steps[0][0].loss; !(r.FinalLoss < first) || math.IsNaN(r.FinalLoss) {
+				t.Errorf("float32 run ends at loss %v, first step %v", r.FinalLoss, first)
 			}
 		})
 	}

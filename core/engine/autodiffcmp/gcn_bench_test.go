@@ -19,6 +19,7 @@ import (
 	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/tensor"
+	"strata/internal/floattol"
 )
 
 const (
@@ -227,18 +228,30 @@ func (m *tapeGCN) step(tb testing.TB) float64 {
 	return loss
 }
 
-// TestSameLoss checks that both implementations compute the same model: the
-// same initial loss from identical weights, and the same losses over a few
-// Adam steps (which also checks gradients and the optimiser).
+// TestSameLoss checks that both implementations compute the same model:
+// the same initial loss from identical weights, to 2γ_K (float32) of two
+// summation orders times 100 for magnitude against cancellation, K the
+// longest sum (a dense Â row or a feature row, then the loss's mean over
+// the nodes), and falling losses over a few Adam steps. Later losses have
+// no bound: Adam's first update moves a parameter whose gradient is
+// rounding noise by up to ±lr in either run (plugins/strategy's
+// compareFloat32Step says more).
 func TestSameLoss(t *testing.T) {
 	d := loadCora(t)
 	w := initWeights(t, d)
 	gm, tm := newGorgonia(t, d, w, true), newTape(t, d, w)
+	tol := floattol.Orders(floattol.Gamma(max(d.n, d.f)+d.n, floattol.UFloat32)) * 100
+	var first [2]float64
 	for s := 0; s < 5; s++ {
 		lg, lt := gm.step(t), tm.step(t)
 		t.Logf("step %d: gorgonia %.7f tape %.7f", s, lg, lt)
-		if math.Abs(lg-lt) > 1e-4 {
-			t.Fatalf("step %d: gorgonia loss %.7f, tape loss %.7f", s, lg, lt)
+		switch {
+		case s == 0 && math.Abs(lg-lt) > tol*math.Abs(lt):
+			t.Fatalf("step 0: gorgonia loss %.7f, tape loss %.7f (relative bound %.2g)", lg, lt, tol)
+		case s == 0:
+			first = [2]float64{lg, lt}
+		case !(lg < first[0]) || !(lt < first[1]):
+			t.Fatalf("step %d: losses %.7f (gorgonia), %.7f (tape) do not fall from %.7f, %.7f", s, lg, lt, first[0], first[1])
 		}
 	}
 }
