@@ -241,6 +241,13 @@ func aggrInput() []float64 {
 	return x
 }
 
+// aggrGamma is the float64 rounding bound of an aggregator program of
+// ops ops on the test graph: every value passes through at most the
+// program's ops, each summing at most every node or feature.
+func aggrGamma(ops int) float64 {
+	return floattol.Gamma(ops*(aggrNodes+aggrIn+2), floattol.UFloat64)
+}
+
 func download(t *testing.T, be backend.Backend, tt *tensor.Tensor) []float64 {
 	t.Helper()
 	v := make([]float64, tt.Numel())
@@ -288,11 +295,9 @@ func TestAggregatorForward(t *testing.T) {
 				c.ref = func(n [][]float64) []float64 { return c.pref(n, w) }
 			}
 			got := download(t, be, p.Output())
-			// As in the gradient check: every value passes through at
-			// most the program's ops, each summing at most every node or
-			// feature, of terms no larger than the inputs' square (≤ 4:
-			// aggrInput is in [0.3, 2]) or the value itself.
-			gam := floattol.Gamma(len(g.Ops)*(aggrNodes+aggrIn+2), floattol.UFloat64)
+			// Terms no larger than the inputs' square (≤ 4: aggrInput is
+			// in [0.3, 2]) or the value itself.
+			gam := aggrGamma(len(g.Ops))
 			if c.ref != nil {
 				cols := len(got) / aggrNodes
 				for i := range aggrNodes {
@@ -401,9 +406,7 @@ func checkAggrGradients(t *testing.T, g *ir.Graph) {
 		scale += math.Abs(r[i] * v)
 	}
 	scale = math.Max(1, scale)
-	// Every value passes through at most the program's ops, each summing
-	// at most every node or feature.
-	gam := floattol.Gamma(len(g.Ops)*(aggrNodes+aggrIn+2), floattol.UFloat64)
+	gam := aggrGamma(len(g.Ops))
 	eps := gam * scale
 	for _, prm := range p.Params() {
 		ana := download(t, be, prm.Grad)

@@ -14,7 +14,6 @@ import (
 	"strata/core/engine"
 	"strata/core/modhost"
 	"strata/core/tensor"
-	"strata/internal/floattol"
 )
 
 // buildUserAggregator builds a copy of testdata/useraggr, a guest module
@@ -76,9 +75,8 @@ func TestUserAggregator(t *testing.T) {
 	}
 	got := download(t, be, p.Output())
 	csr, x := aggrTestCSR(), aggrInput()
-	// TestAggregatorForward's bound: the program's ops, each summing at
-	// most every node or feature, of terms no larger than 4 or the value.
-	gam := floattol.Gamma(len(g.Ops)*(aggrNodes+aggrIn+2), floattol.UFloat64)
+	// TestAggregatorForward's bound: terms no larger than 4 or the value.
+	gam := aggrGamma(len(g.Ops))
 	for i := range aggrNodes {
 		for c := range aggrIn {
 			want := 0.0
