@@ -16,7 +16,6 @@ import (
 	"strata/core/graph"
 	"strata/core/metrics"
 	"strata/core/modhost"
-	"strata/core/safefile"
 	"strata/core/tensor"
 )
 
@@ -330,7 +329,8 @@ func tierMap(m map[tensor.Tier]int64) map[string]int64 {
 	return out
 }
 
-// loop holds the state of one training run.
+// loop holds the state of one training run: what it trains, its
+// measurements, and the observers that follow its epochs (observer.go).
 type loop struct {
 	cfg  *config.Config
 	be   backend.Backend
@@ -340,254 +340,158 @@ type loop struct {
 	res  *Result
 	pred []int32
 
-	ck      *checkpoint // to resume from, or nil
-	traffic trafficBase // link counters carried over a resume
-	// transferred is the link bytes counted up to the last epoch record.
-	transferred int64
-	records     []EpochRecord
-	model       *Model
-	dim         int
-	afterEpoch  func(int)
-	beforeEval  func(int)
-	extra       []string // the stepper's own output.csv columns (Columner)
+	ck         *checkpoint // to resume from, or nil
+	traffic    trafficBase // link counters carried over a resume
+	model      *Model
+	dim        int
+	afterEpoch func(int)
+	beforeEval func(int)
+
+	next     int          // the first epoch to run (a resume's next epoch)
+	clock    *timings     // the epochs' and evaluations' measurements
+	best     *bestModel   // best-validation parameters, early stopping
+	links    *linkCounter // the link bytes of each record
+	hist     *history     // every epoch's record, for the checkpoint
+	obs      []observer   // in the order their hooks run
+	releases []func()     // what open acquired, released in reverse order
 }
 
-func (l *loop) run(ctx context.Context, opts Options) error {
-	epochs := l.cfg.Train.Epochs
-	// A bar on a terminal; otherwise (nohup, a batch scheduler) a plain
-	// line per epoch, at most one a second, and the last one.
-	bar := metrics.NewLogProgress(opts.Progress, "train", epochs, time.Second, nil)
-	defer bar.Done()
-	var logw *logOut
-	if path := l.cfg.LogPath(); path != "" {
-		var err error
-		if logw, err = openLog(l.cfg, path); err != nil {
-			return err
-		}
-		defer logw.close()
+// run trains the epochs. Every way out of it (finished, early stopping,
+// divergence, interruption, an error, in set-up too) goes through finish.
+func (l *loop) run(ctx context.Context, opts Options, extra ...observer) error {
+	defer l.releaseAll()
+	if err := l.open(ctx, opts, extra); err != nil {
+		return l.finish(endFailed, err)
 	}
-	var csvw *csvOut
-	if path := l.cfg.CSVPath(); path != "" {
-		var err error
-		if csvw, err = openCSV(l.cfg, path); err != nil {
-			return fmt.Errorf("output.csv: %w", err)
-		}
-		defer csvw.close()
-		header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc", "sample_s", "extract_s", "stage_s", "train_s", "cache_hit_rate", "transfer_bytes", "predicted_s"}
-		for _, tier := range l.be.Tiers() {
-			header = append(header, "peak_"+string(tier)+"_bytes")
-		}
-		if c, ok := l.st.(Columner); ok {
-			l.extra = c.Columns()
-			header = append(header, l.extra...)
-		}
-		if err := csvw.write(header); err != nil {
-			return err
-		}
+	return l.finish(l.train(ctx))
+}
+
+// train runs the epochs from l.next on and returns how the run ended and
+// why (the error of a stopped or failed run).
+func (l *loop) train(ctx context.Context) (endKind, error) {
+	stop, err := l.start(ctx)
+	if err != nil {
+		return endFailed, err
 	}
-	var times, evalTimes, predicted []float64
-	_, simulated := l.be.(backend.TimePredictor)
-	peaks := newPhasePeaks(l.be)
-	var best map[string][]float64
-	sinceBest := 0
-	start := 0
-	if l.ck != nil {
-		m := l.ck.meta
-		if err := l.st.Params().Restore(prefixed(l.ck.arrays, "param/")); err != nil {
-			return fmt.Errorf("--resume: %w", err)
-		}
-		if err := l.st.Params().RestoreState(prefixed(l.ck.arrays, "state/")); err != nil {
-			return fmt.Errorf("--resume: %w", err)
-		}
-		if err := l.opt.SetState(l.st.Params().List(), OptimizerState{Name: m.Optimizer, Step: m.OptimizerStep, Bufs: prefixed(l.ck.arrays, "opt/")}); err != nil {
-			return fmt.Errorf("--resume: %w", err)
-		}
-		if m.HasBest {
-			best = prefixed(l.ck.arrays, "best/")
-		}
-		sinceBest, start = m.SinceBest, m.NextEpoch
-		times, evalTimes, predicted = m.TimesS, m.EvalTimesS, m.PredictedS
-		l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = m.BestEpoch, m.BestValidAcc, m.TrainAcc, m.TestAcc
-		l.res.FinalLoss, l.res.Epochs, l.res.PredictedComputeS = m.FinalLoss, m.NextEpoch, m.PredictedComputeS
-		if tc, ok := l.be.(backend.TrafficCounter); ok {
-			setup := tc.Traffic()
-			l.traffic = resumeTraffic(m.Traffic, m.TrafficByPurpose, setup, tc.TrafficByPurpose())
-			// The next record counts its epoch and what the checkpoint's
-			// own downloads added after the last record, as uninterrupted.
-			l.transferred = linkBytes(setup) - m.UnrecordedTransferBytes
-		}
-		// The peaks so far are the checkpoint's: the resumed set-up is no
-		// part of the uninterrupted run.
-		peaks.all, peaks.train, peaks.eval = tierKeyed(m.PeakBytes), tierKeyed(m.TrainPeakBytes), tierKeyed(m.EvalPeakBytes)
-		// The epochs before the checkpoint go into output.csv and
-		// output.log again, so they hold the whole run.
-		for _, rec := range m.Records {
-			if err := l.emit(csvw, logw, rec); err != nil {
-				return err
-			}
-		}
-		l.ck = nil
-	}
-	ckEvery, ckPath := l.cfg.Train.CheckpointEvery, l.cfg.CheckpointPath()
-	if ckEvery > 0 && ckPath != "" {
-		lock, err := safefile.Acquire(ckPath)
+	for ep := l.next; ep < l.cfg.Train.Epochs && !stop; ep++ {
+		rec, kind, err := l.epoch(ctx, ep)
 		if err != nil {
-			return fmt.Errorf("output.checkpoint: %w", err)
+			return kind, err
 		}
-		defer lock.Release()
-	}
-	// stats fills the result's timings and peaks, at the end or when the
-	// run diverges.
-	stats := func() {
-		l.res.PeakTierBytes, l.res.TrainPeakTierBytes, l.res.EvalPeakTierBytes = tierMap(peaks.all), tierMap(peaks.train), tierMap(peaks.eval)
-		l.res.EpochTimeMedianS = median(times, 2)
-		l.res.PredictedEpochS = median(predicted, 0)
-		l.res.EvalTimeMedianS = median(evalTimes, 0)
-		l.res.PeakRSSBytes = metrics.PeakRSS()
-	}
-	for ep := start; ep < epochs; ep++ {
-		if p := l.cfg.Train.Patience; p > 0 && sinceBest >= p {
-			break
-		}
-		t0 := time.Now()
-		var before Prediction
-		if simulated {
-			before = PredictionNow(l.be)
-		}
-		peaks.start()
-		loss, err := l.step(ctx, ep)
-		if err != nil {
-			if ctx.Err() != nil {
-				stats()
-				return errors.Join(fmt.Errorf("epoch %d: %w", ep, err), csvw.commit(), logw.commit())
-			}
-			return fmt.Errorf("epoch %d: %w", ep, err)
-		}
-		if s, ok := l.be.(backend.Synchronizer); ok { // the optimizer step may still be queued
-			if err := s.Synchronize(); err != nil {
-				return fmt.Errorf("epoch %d: %w", ep, err)
-			}
-		}
-		peaks.end(peaks.train)
-		dt := time.Since(t0).Seconds()
-		times = append(times, dt)
-		l.res.FinalLoss = loss
-		if !finite(loss) {
-			l.res.Epochs = ep + 1
-			stats()
-			return errors.Join(&DivergedError{Epoch: ep, What: "the loss", Value: loss}, csvw.commit(), logw.commit())
-		}
-		rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(peaks.all)}
-		if simulated {
-			work := PredictionNow(l.be).Since(before)
-			rec.PredictedS = work.SequentialS()
-			if p, ok := l.st.(Pipelined); ok {
-				rec.PredictedS = p.PredictedS()
-			}
-			predicted = append(predicted, rec.PredictedS)
-			l.res.PredictedComputeS = work.computeSeconds()
-		}
-		if r, ok := l.st.(EpochReporter); ok {
-			r.ReportEpoch(&rec)
-		}
-		every := l.cfg.Train.EvalEvery
-		if every > 0 && (ep+1)%every == 0 || ep == epochs-1 {
-			if l.beforeEval != nil {
-				l.beforeEval(ep)
-			}
-			t1 := time.Now()
-			trimPool(l.be) // the steps' free buffers do not stay beside evaluation's
-			peaks.start()
-			tr, va, te, err := l.evaluate(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					// Interrupted: the finished epoch keeps its time and loss.
-					l.res.Epochs = ep + 1
-					stats()
-					return errors.Join(fmt.Errorf("epoch %d evaluation: %w", ep, err), csvw.commit(), logw.commit())
-				}
-				return fmt.Errorf("epoch %d evaluation: %w", ep, err)
-			}
-			peaks.end(peaks.eval)
-			trimPool(l.be) // nor evaluation's beside the next steps'
-			evalTimes = append(evalTimes, time.Since(t1).Seconds())
-			if snap, err := l.st.Params().Snapshot(); err != nil {
-				return err
-			} else if err := checkFinite(ep, snap); err != nil {
-				l.res.Epochs = ep + 1
-				stats()
-				return errors.Join(err, csvw.commit(), logw.commit())
-			}
-			rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
-			if l.res.BestEpoch < 0 || va > l.res.BestValidAcc {
-				l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = ep, va, tr, te
-				if best, err = l.st.Params().Snapshot(); err != nil {
-					return err
-				}
-				sinceBest = 0
-			} else {
-				sinceBest += max(every, 1)
-			}
-		}
-		if tc, ok := l.be.(backend.TrafficCounter); ok {
-			total := int64(0)
-			for _, t := range tc.Traffic() {
-				total += t.Bytes
-			}
-			rec.TransferBytes, l.transferred = total-l.transferred, total
-		}
-		if err := l.emit(csvw, logw, rec); err != nil {
-			return err
-		}
-		l.res.Epochs = ep + 1
-		bar.Update(ep+1, fmt.Sprintf("epoch %d loss %.4f valid %.3f (best) %.3gs/epoch", ep+1, loss, l.res.BestValidAcc, dt))
-		if ckEvery > 0 && ckPath != "" && ((ep+1)%ckEvery == 0 || ep == epochs-1) {
-			meta := checkpointMeta{NextEpoch: ep + 1, SinceBest: sinceBest, HasBest: best != nil,
-				TimesS: times, EvalTimesS: evalTimes, PredictedS: predicted, Records: l.records,
-				PeakBytes: tierMap(peaks.all), TrainPeakBytes: tierMap(peaks.train), EvalPeakBytes: tierMap(peaks.eval)}
-			if err := l.saveCheckpoint(ckPath, meta, best); err != nil {
-				return fmt.Errorf("output.checkpoint after epoch %d: %w", ep, err)
-			}
-		}
-		if l.afterEpoch != nil {
-			l.afterEpoch(ep)
+		if stop, err = l.observe(ctx, &rec); err != nil {
+			return endFailed, err
 		}
 		if err := ctx.Err(); err != nil {
-			stats()
-			// An interrupted run keeps the rows of its finished epochs.
-			return errors.Join(err, csvw.commit(), logw.commit())
+			return endStopped, err // an interrupted run keeps the rows of its finished epochs
 		}
 	}
-	stats()
-	if err := csvw.commit(); err != nil {
-		return err
-	}
-	if err := logw.commit(); err != nil {
-		return err
-	}
-	if best != nil {
-		if err := l.st.Params().Restore(best); err != nil { // through the parameters' view: counted as parameters
-			return err
-		}
-	}
-	if path := l.cfg.ModelPath(); path != "" {
-		if err := l.saveModel(path); err != nil {
-			return fmt.Errorf("output.model: %w", err)
-		}
-	}
-	return nil
+	return endFinished, nil
 }
 
-// emit writes one epoch's record to output.csv and output.log (either may
-// be nil) and keeps it for the checkpoint.
-func (l *loop) emit(csvw *csvOut, logw *logOut, rec EpochRecord) error {
-	l.records = append(l.records, rec)
-	if csvw != nil {
-		if err := csvw.write(recordRow(rec, l.be.Tiers(), l.extra)); err != nil {
-			return err
+// epoch runs epoch ep (its training step, then the evaluation when one is
+// due) and returns its record; on an error, how the run ends with it.
+func (l *loop) epoch(ctx context.Context, ep int) (EpochRecord, endKind, error) {
+	rec, kind, err := l.trainStep(ctx, ep)
+	if err != nil || !l.evalDue(ep) {
+		return rec, kind, err
+	}
+	kind, err = l.evalStep(ctx, &rec)
+	return rec, kind, err
+}
+
+// evalDue reports whether epoch ep ends with an evaluation: every
+// train.eval_every epochs and after the last.
+func (l *loop) evalDue(ep int) bool {
+	every := l.cfg.Train.EvalEvery
+	return every > 0 && (ep+1)%every == 0 || ep == l.cfg.Train.Epochs-1
+}
+
+// trainStep runs epoch ep's training step, timed and measured (peaks,
+// predicted time on simulated devices), and returns its record. A
+// non-finite loss stops the run with a *DivergedError.
+func (l *loop) trainStep(ctx context.Context, ep int) (EpochRecord, endKind, error) {
+	c := l.clock
+	t0 := time.Now()
+	var before Prediction
+	if c.simulated {
+		before = PredictionNow(l.be)
+	}
+	c.peaks.start()
+	loss, err := l.step(ctx, ep)
+	if err != nil {
+		return EpochRecord{}, interrupted(ctx), fmt.Errorf("epoch %d: %w", ep, err)
+	}
+	if s, ok := l.be.(backend.Synchronizer); ok { // the optimizer step may still be queued
+		if err := s.Synchronize(); err != nil {
+			return EpochRecord{}, endFailed, fmt.Errorf("epoch %d: %w", ep, err)
 		}
 	}
-	return logw.write(rec)
+	c.peaks.end(c.peaks.train)
+	dt := time.Since(t0).Seconds()
+	c.times = append(c.times, dt)
+	l.res.FinalLoss = loss
+	if !finite(loss) {
+		l.res.Epochs = ep + 1
+		return EpochRecord{}, endStopped, &DivergedError{Epoch: ep, What: "the loss", Value: loss}
+	}
+	rec := EpochRecord{Epoch: ep, TimeS: dt, Loss: loss, PeakBytes: tierMap(c.peaks.all)}
+	if c.simulated {
+		work := PredictionNow(l.be).Since(before)
+		rec.PredictedS = work.SequentialS()
+		if p, ok := l.st.(Pipelined); ok {
+			rec.PredictedS = p.PredictedS()
+		}
+		c.predicted = append(c.predicted, rec.PredictedS)
+		l.res.PredictedComputeS = work.computeSeconds()
+	}
+	if r, ok := l.st.(EpochReporter); ok {
+		r.ReportEpoch(&rec)
+	}
+	return rec, endFinished, nil
+}
+
+// evalStep evaluates the model after the epoch of rec (accuracies with
+// dropout off, timed and measured) and fills them into rec. Non-finite
+// parameters stop the run with a *DivergedError.
+func (l *loop) evalStep(ctx context.Context, rec *EpochRecord) (endKind, error) {
+	ep, c := rec.Epoch, l.clock
+	if l.beforeEval != nil {
+		l.beforeEval(ep)
+	}
+	t1 := time.Now()
+	trimPool(l.be) // the steps' free buffers do not stay beside evaluation's
+	c.peaks.start()
+	tr, va, te, err := l.evaluate(ctx)
+	if err != nil {
+		kind := interrupted(ctx)
+		if kind == endStopped {
+			l.res.Epochs = ep + 1 // the finished epoch keeps its time and loss
+		}
+		return kind, fmt.Errorf("epoch %d evaluation: %w", ep, err)
+	}
+	c.peaks.end(c.peaks.eval)
+	trimPool(l.be) // nor evaluation's beside the next steps'
+	c.evalTimes = append(c.evalTimes, time.Since(t1).Seconds())
+	snap, err := l.st.Params().Snapshot()
+	if err != nil {
+		return endFailed, err
+	}
+	if err := checkFinite(ep, snap); err != nil {
+		l.res.Epochs = ep + 1
+		return endStopped, err
+	}
+	rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
+	return endFinished, nil
+}
+
+// interrupted is how a run ends with the error of a step or an evaluation:
+// stopped (keeping its finished epochs) when ctx was cancelled, otherwise
+// failed.
+func interrupted(ctx context.Context) endKind {
+	if ctx.Err() != nil {
+		return endStopped
+	}
+	return endFailed
 }
 
 // step runs one training epoch and returns the loss.
@@ -640,37 +544,6 @@ func median(v []float64, warmup int) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// saveCheckpoint writes the loop's state to path (see docs/checkpoints.md).
-func (l *loop) saveCheckpoint(path string, meta checkpointMeta, best map[string][]float64) error {
-	r := l.res
-	meta.ConfigSHA256, meta.ModuleSHA256, meta.Model, meta.Seed = r.ConfigSHA256, l.model.SHA256, l.model.Name, l.cfg.Train.Seed
-	meta.BestEpoch, meta.BestValidAcc, meta.TrainAcc, meta.TestAcc = r.BestEpoch, r.BestValidAcc, r.TrainAcc, r.TestAcc
-	meta.FinalLoss, meta.PredictedComputeS = r.FinalLoss, r.PredictedComputeS
-	arrays := map[string][]float64{}
-	params, err := l.st.Params().Snapshot()
-	if err != nil {
-		return err
-	}
-	addPrefixed(arrays, "param/", params)
-	state, err := l.st.Params().SnapshotState()
-	if err != nil {
-		return err
-	}
-	addPrefixed(arrays, "state/", state)
-	addPrefixed(arrays, "best/", best)
-	ost, err := l.opt.State()
-	if err != nil {
-		return err
-	}
-	meta.Optimizer, meta.OptimizerStep = ost.Name, ost.Step
-	addPrefixed(arrays, "opt/", ost.Bufs)
-	if tc, ok := l.be.(backend.TrafficCounter); ok { // after the snapshots' downloads
-		meta.Traffic, meta.TrafficByPurpose = l.traffic.totals(tc.Traffic(), tc.TrafficByPurpose())
-		meta.UnrecordedTransferBytes = linkBytes(tc.Traffic()) - l.transferred
-	}
-	return writeArrays(path, "checkpoint", meta, arrays, outputInputs(l.cfg)...)
-}
-
 // saveModel writes output.model: the parameters the run ends with (the
 // best-validation ones), the batch-norm statistics, and what predict
 // checks them against.
@@ -683,6 +556,15 @@ func (l *loop) saveModel(path string) error {
 	meta := ModelMeta{ConfigSHA256: r.ConfigSHA256, Config: string(canon), ModuleSHA256: l.model.SHA256, Model: l.model.Name,
 		Features: l.dim, Classes: l.ds.NumClasses, Params: r.Params, BestEpoch: r.BestEpoch, BestValidAcc: r.BestValidAcc}
 	arrays := map[string][]float64{}
+	if err := l.addParams(arrays); err != nil {
+		return err
+	}
+	return writeArrays(path, "model", meta, arrays, outputInputs(l.cfg)...)
+}
+
+// addParams adds the parameters ("param/<name>") and their non-learnable
+// state ("state/<key>", batch-norm statistics) to arrays.
+func (l *loop) addParams(arrays map[string][]float64) error {
 	params, err := l.st.Params().Snapshot()
 	if err != nil {
 		return err
@@ -693,5 +575,5 @@ func (l *loop) saveModel(path string) error {
 		return err
 	}
 	addPrefixed(arrays, "state/", state)
-	return writeArrays(path, "model", meta, arrays, outputInputs(l.cfg)...)
+	return nil
 }
