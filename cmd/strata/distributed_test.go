@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"strata/core/train"
 )
 
 // TestTrainUnderMPIWithoutTag: a binary built without MPI and started by
@@ -30,12 +29,3 @@ func TestTrainDistributedAlone(t *testing.T) {
 	}
 }
 
-func TestRanksSummary(t *testing.T) {
-	if s := ranksSummary([]train.RankStats{{Rank: 0}}); s != "" {
-		t.Fatalf("one rank: %q", s)
-	}
-	s := ranksSummary([]train.RankStats{{Rank: 0, EpochTimeMedianS: 1.5, SentBytes: 2048}, {Rank: 1, EpochTimeMedianS: 2, SentBytes: 10}})
-	if !strings.Contains(s, "0: 1.5s") || !strings.Contains(s, "1: 2s") || !strings.Contains(s, "sent") {
-		t.Fatalf("summary %q", s)
-	}
-}
