@@ -3,7 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
 )
 
 // TestTrainUnderMPIWithoutTag: a binary built without MPI and started by
@@ -28,4 +27,3 @@ func TestTrainDistributedAlone(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
-
