@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"strata/core/comm"
 	"strata/core/config"
-	"strata/core/graph"
 	"strata/core/train"
 )
 
@@ -68,24 +66,6 @@ func joinGroup(ctx context.Context, cfg *config.Config, resume bool, stdout, std
 		return comm.With(ctx, c), io.Discard, nil, leave, nil
 	}
 	return comm.With(ctx, c), stdout, progress, leave, nil
-}
-
-// ranksSummary is the per-rank part of the text result line of a
-// distributed run: each rank's epoch time and bytes sent in the last
-// epoch; "" for a run in one process.
-func ranksSummary(ranks []train.RankStats) string {
-	if len(ranks) < 2 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString("; ranks:")
-	for _, r := range ranks {
-		fmt.Fprintf(&b, " %d: %.4gs %s sent", r.Rank, r.EpochTimeMedianS, graph.FormatBytes(r.SentBytes))
-		if r.Rank < len(ranks)-1 {
-			b.WriteString(",")
-		}
-	}
-	return b.String()
 }
 
 // abortGroup ends the whole group when this rank failed while others may

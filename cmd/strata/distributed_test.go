@@ -3,8 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"strata/core/train"
 )
 
 // TestTrainUnderMPIWithoutTag: a binary built without MPI and started by
@@ -27,15 +25,5 @@ func TestTrainDistributedAlone(t *testing.T) {
 	code, stdout, stderr := cli(t, append([]string{"train", "--set", "data.dataset=embedded:cora", "--set", "train.mode=distfull", "--set", "train.epochs=2", "--set", "output.progress=off", "--set", "output.json=false"}, wasmArgs()...)...)
 	if code != 0 || !strings.Contains(stdout, "best valid") || strings.Contains(stdout, "ranks:") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
-	}
-}
-
-func TestRanksSummary(t *testing.T) {
-	if s := ranksSummary([]train.RankStats{{Rank: 0}}); s != "" {
-		t.Fatalf("one rank: %q", s)
-	}
-	s := ranksSummary([]train.RankStats{{Rank: 0, EpochTimeMedianS: 1.5, SentBytes: 2048}, {Rank: 1, EpochTimeMedianS: 2, SentBytes: 10}})
-	if !strings.Contains(s, "0: 1.5s") || !strings.Contains(s, "1: 2s") || !strings.Contains(s, "sent") {
-		t.Fatalf("summary %q", s)
 	}
 }

@@ -73,7 +73,7 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		fmt.Fprintf(stdout, "%s\n", line)
 	} else {
 		fmt.Fprintf(stdout, "%s %s: best valid %.4f (epoch %d), test %.4f, %.4gs/epoch%s\n",
-			res.Model, res.Dataset, res.BestValidAcc, res.BestEpoch, res.TestAcc, res.EpochTimeMedianS, ranksSummary(res.Ranks))
+			res.Model, res.Dataset, res.BestValidAcc, res.BestEpoch, res.TestAcc, res.EpochTimeMedianS, res.Summaries())
 	}
 	return nil
 }

@@ -32,7 +32,11 @@ func (c *Config) SHA256() (string, error) {
 
 func (c *Config) encode(hashOnly bool) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := toml.NewEncoder(&buf).Encode(structMap(reflect.ValueOf(c).Elem(), fieldsOf(configType), hashOnly)); err != nil {
+	m := structMap(reflect.ValueOf(c).Elem(), fieldsOf(configType), hashOnly)
+	if name, sm := c.strategyMap(hashOnly); sm != nil {
+		m[name] = sm
+	}
+	if err := toml.NewEncoder(&buf).Encode(m); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

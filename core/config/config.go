@@ -58,9 +58,11 @@ type Config struct {
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
 	Store     Store   `toml:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
-	Hybrid    Hybrid  `toml:"hybrid" hash:"omitempty" doc:"hybrid CPU + device training (train.mode = \"hybrid\", HyScale-GNN): split, DRM, performance model"`
-	Chunked   Chunked `toml:"chunked" hash:"omitempty" doc:"HongTu's chunked full-graph training (train.mode = \"chunked\"): vertex data on the host, one chunk at a time on the devices; see docs/hongtu.md"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
+	// Strategy is the strategy train.mode names, decoded from its own
+	// top-level section (named after it, see strategy.go) and validated;
+	// its Module is nil only for a Config not made by Parse.
+	Strategy Plugin `toml:"-"`
 
 	src *source // key positions, for KeyError
 }
@@ -150,16 +152,6 @@ const (
 	GraphRatioAuto  = -1
 )
 
-// Chunked configures train.mode = "chunked" (HongTu). Its zero value is
-// the default, so configs without the section keep their hash.
-type Chunked struct {
-	Chunks        int    `toml:"chunks" range:"[0,1073741824]" word:"auto:0:the smallest multiple of the device count whose largest chunk fits devices.memory_bytes" doc:"total number of chunks k of the 2-level partition (METIS into m = device count partitions, each cut into k/m edge-balanced chunks); a multiple of m, at most the number of nodes; 0 = \"auto\""`
-	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer from the cost estimate"`
-	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
-	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
-	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations and vertex gradients in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
-}
-
 // Output configures what a run prints and writes.
 type Output struct {
 	Log        string `toml:"log" example:"run.jsonl" doc:"write one JSON line per epoch (the epoch's record) to this file (\"\" = none); relative paths and safety as output.csv"`
@@ -218,7 +210,6 @@ func Default() *Config {
 		},
 		Devices: Devices{LaunchUS: -1},
 		Store:   Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5},
-		Hybrid:  DefaultHybrid(),
 		Output: Output{
 			JSON:     true,
 			Progress: "auto",
@@ -369,9 +360,4 @@ func (p Plugin) String() string {
 		return "none"
 	}
 	return p.ID
-}
-
-// HostFilePath returns Chunked.HostFile resolved like CSVPath.
-func (c *Config) HostFilePath() string {
-	return c.resolveKey(c.Chunked.HostFile, "chunked", "host_file")
 }

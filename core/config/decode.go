@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -404,6 +405,15 @@ func findKey(leaf string, parent []string) string {
 		for _, f := range fieldsOf(sec.typ) {
 			if f.key == leaf {
 				return sec.key + "." + f.key
+			}
+		}
+	}
+	sections := strategySections()
+	for _, name := range slices.Sorted(maps.Keys(sections)) {
+		fields, _ := moduleFields(sections[name].New())
+		for _, f := range fields {
+			if f.key == leaf && name != here {
+				return name + "." + f.key
 			}
 		}
 	}

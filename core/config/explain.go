@@ -25,6 +25,9 @@ func Explain() string {
 `)
 	def := reflect.ValueOf(Default()).Elem()
 	for _, sec := range fieldsOf(configType) {
+		if sec.key == "output" {
+			explainStrategies(&b)
+		}
 		fmt.Fprintf(&b, "\n[%s]\n", sec.key)
 		writeComment(&b, "", sec.doc)
 		if sec.typ == pluginType {

@@ -54,7 +54,9 @@ func decodeRaw(raw map[string]any, src *source, name string, overrides []string)
 	cfg := Default()
 	cfg.Path = name
 	cfg.src = src
+	sections := takeStrategySections(raw)
 	d.table(nil, raw, reflect.ValueOf(cfg).Elem(), fieldsOf(configType), d.unknownKey)
+	d.strategy(cfg, sections)
 	d.check(cfg)
 	if err := join(d.errs); err != nil {
 		return nil, err

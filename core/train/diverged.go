@@ -2,8 +2,11 @@ package train
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"strata/core/jsonfloat"
 )
@@ -48,7 +51,25 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	if r.noTest {
 		null("test_acc", r.TestAcc)
 	}
-	return b, nil
+	return appendFigures(b, r.Figures)
+}
+
+// appendFigures adds each strategy's figures to the encoded result
+// object b, as members named after the strategies, in name order.
+func appendFigures(b []byte, figures map[string]any) ([]byte, error) {
+	if len(figures) == 0 {
+		return b, nil
+	}
+	b = bytes.TrimSuffix(bytes.TrimSpace(b), []byte("}"))
+	for _, name := range slices.Sorted(maps.Keys(figures)) {
+		f, err := jsonfloat.Marshal(figures[name])
+		if err != nil {
+			return nil, fmt.Errorf("figures of %s: %w", name, err)
+		}
+		key, _ := json.Marshal(name)
+		b = append(append(append(append(b, ','), key...), ':'), f...)
+	}
+	return append(b, '}'), nil
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

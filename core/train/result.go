@@ -3,7 +3,13 @@
 // evaluation and metrics.
 package train
 
-import "strata/core/backend"
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"strata/core/backend"
+)
 
 // EpochRecord is one line of the per-epoch metrics.
 type EpochRecord struct {
@@ -85,10 +91,6 @@ type Result struct {
 	// Redundancy is, for micro-batches, their input rows summed over a
 	// step divided by the input rows of the whole batch (Betty's measure).
 	Redundancy float64 `json:"redundancy,omitempty"`
-	// Ranks are, for a run over several processes (strategy.distmini,
-	// strategy.distfull; docs/distributed.md), every rank's figures in
-	// rank order.
-	Ranks []RankStats `json:"ranks,omitempty"`
 	// Mini-batch stages of the last epoch, in seconds: sampling and
 	// feature extraction run ahead of training and overlap with it.
 	SampleTimeS      float64 `json:"sample_time_s,omitempty"`
@@ -129,50 +131,38 @@ type Result struct {
 	PredictedTopologyS float64            `json:"predicted_topology_s,omitempty"`
 	TopologyRatio      float64            `json:"topology_ratio,omitempty"`
 	PredictedComputeS  map[string]float64 `json:"predicted_compute_s,omitempty"`
-	// Hybrid training (strategy.hybrid): Eq. 5's throughput (million
-	// traversed edges per second) of the last epoch, measured by the
-	// wall clock and predicted by costmodel.hyscale, and its stage times
-	// measured and predicted (docs/hyscale.md).
-	MeasuredMTEPS  float64            `json:"measured_mteps,omitempty"`
-	PredictedMTEPS float64            `json:"predicted_mteps,omitempty"`
-	Hybrid         map[string]float64 `json:"hybrid,omitempty"`
-	// Chunked training (HongTu): the chunk count, each layer's handling
-	// of its intermediate results ("cache" or "recompute"), and the
-	// host→device bytes of neighbour rows per epoch without deduplication
-	// ("original"), with p2p sharing ("p2p") and with p2p and reuse
-	// ("p2p_reuse").
-	Chunks        int              `json:"chunks,omitempty"`
-	Intermediates []string         `json:"intermediates,omitempty"`
-	CommBytes     map[string]int64 `json:"comm_bytes,omitempty"`
-	// CommPredictedS prices the same bytes with HongTu's Eq. 4
-	// (costmodel.hongtu) on the machine's links, in seconds.
-	CommPredictedS map[string]float64 `json:"comm_predicted_s,omitempty"`
-	Threads        int                `json:"threads"`
-	Seed           int64              `json:"seed"`
-	ConfigSHA256   string             `json:"config_sha256"`
-	Version        string             `json:"version"`
+	// Figures are the strategy's own figures: each a typed sub-object of
+	// the result line under the name of the strategy that reports it
+	// ("chunked": {...}), set with SetFigures; see FigureDeclarer.
+	Figures      map[string]any `json:"-"`
+	Threads      int            `json:"threads"`
+	Seed         int64          `json:"seed"`
+	ConfigSHA256 string         `json:"config_sha256"`
+	Version      string         `json:"version"`
 
 	// noValid and noTest mark an empty split: its accuracy is absent
 	// (JSON null), not 0.
 	noValid, noTest bool
 }
 
-// RankStats are one rank's figures of a distributed run: its epoch times,
-// what it owns, and the bytes it sent to the other ranks in its last
-// epoch, by purpose (features, topology, requests, gradients, loss).
-type RankStats struct {
-	Rank             int     `json:"rank"`
-	EpochTimeMedianS float64 `json:"epoch_time_median_s"`
-	// CommS is the last epoch's time spent in collectives (waiting for
-	// the other ranks included).
-	CommS      float64          `json:"comm_s"`
-	Nodes      int              `json:"nodes"`       // nodes it owns
-	TrainNodes int              `json:"train_nodes"` // training nodes it owns
-	SentBytes  int64            `json:"sent_bytes"`
-	SentBy     map[string]int64 `json:"sent_by_purpose"`
-	// PredictedBy are the bytes the partition predicts the rank sends
-	// each epoch, by purpose (the keys of SentBy it predicts):
-	// strategy.distfull's halo rows per layer, exactly; strategy.distmini's
-	// expected feature rows of the sampled neighbourhoods.
-	PredictedBy map[string]int64 `json:"predicted_by_purpose,omitempty"`
+// SetFigures sets the figures a strategy reports under its name.
+func (r *Result) SetFigures(name string, figures any) {
+	if r.Figures == nil {
+		r.Figures = map[string]any{}
+	}
+	r.Figures[name] = figures
+}
+
+// Summaries joins what the strategies' figures add to the text result
+// line (see Summarizer), in name order, each after "; ".
+func (r *Result) Summaries() string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(r.Figures)) {
+		if s, ok := r.Figures[name].(Summarizer); ok {
+			if text := s.Summary(); text != "" {
+				b.WriteString("; " + text)
+			}
+		}
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"strata/core/backend"
@@ -38,8 +39,6 @@ type Uses struct {
 	// RankPartition: [partition] splits the graph among the ranks of a
 	// distributed run (it defaults to METIS).
 	RankPartition bool
-	Hybrid        bool // [hybrid]: it splits work between CPU trainers and devices
-	Chunked       bool // [chunked]: HongTu's chunked full-graph training
 	// HalfFeatures: it reads feature rows stored in 16 bits
 	// (data.feature_dtype = "float16" or "bfloat16", Env.Features16).
 	HalfFeatures bool
@@ -128,19 +127,42 @@ type BackendModule interface {
 	NewBackend(ctx context.Context, cfg *config.Config, threads int) (backend.Backend, error)
 }
 
-// StrategyFor returns the strategy train.mode names. A full-graph run
-// split into micro-batches (train.micro_batches > 1 or "auto") is Betty's
-// strategy.micro.
+// StrategyFor returns the strategy train.mode names, decoded from its
+// section (config.Config.Strategy), or the one it hands the config to
+// (see Resolver).
 func StrategyFor(cfg *config.Config) (Strategy, error) {
-	name := cfg.Train.Mode
-	if name == "fullgraph" && cfg.Train.Micro() {
-		name = "micro"
+	var s Strategy
+	if m, ok := cfg.Strategy.Module.(Strategy); ok && cfg.Strategy.ID == "strategy."+cfg.Train.Mode {
+		s = m
+	} else {
+		// A Config not made by config.Parse: the strategy's defaults.
+		fresh, err := registry.New[Strategy]("strategy." + cfg.Train.Mode)
+		if err != nil {
+			return nil, cfg.KeyError("train.mode: "+err.Error(), "train", "mode")
+		}
+		s = fresh
 	}
-	s, err := registry.New[Strategy]("strategy." + name)
+	r, ok := s.(Resolver)
+	if !ok {
+		return s, nil
+	}
+	id := r.Resolve(cfg)
+	if id == "" {
+		return s, nil
+	}
+	other, err := registry.New[Strategy](id)
 	if err != nil {
-		return nil, cfg.KeyError("train.mode: "+err.Error(), "train", "mode")
+		return nil, cfg.KeyError(fmt.Sprintf("train.mode = %q hands this config to %s: %v", cfg.Train.Mode, id, err), "train", "mode")
 	}
-	return s, nil
+	return other, nil
+}
+
+// Resolver is implemented by a strategy that hands some configs to
+// another strategy: Resolve returns that strategy's registry ID, or ""
+// to run the config itself (strategy.fullgraph hands a run split into
+// micro-batches to Betty's strategy).
+type Resolver interface {
+	Resolve(cfg *config.Config) string
 }
 
 // BackendFor returns the backend module train.backend names.
@@ -159,3 +181,37 @@ func BackendFor(cfg *config.Config) (BackendModule, error) {
 type Exampler interface {
 	ExampleConfig() []string
 }
+
+// FigureDeclarer is implemented by a strategy that reports figures of its
+// own (Result.SetFigures under its registry name): Figures returns a zero
+// value of their type, a struct whose json and doc tags name and document
+// each figure. The experiment runner learns a strategy's metrics from it.
+type FigureDeclarer interface {
+	Figures() any
+}
+
+// Summarizer is implemented by a strategy's figures that add to the text
+// result line (output.json = false), such as each rank's epoch time.
+type Summarizer interface {
+	Summary() string
+}
+
+// CheckRule classes some of a strategy's figures for `strata experiment
+// --check`: the figures whose key path below the strategy's name matches
+// Pattern (path.Match with "." as the separator: "ranks.*.comm_s",
+// "*_pred") are compared with the committed results when Why is "", and
+// not compared, for the reason Why, otherwise. The first matching rule
+// decides; a figure that no rule matches is compared.
+type CheckRule struct{ Pattern, Why string }
+
+// CheckRuler is implemented by figures not all of which repeat from run
+// to run (wall-clock times, this machine's threads).
+type CheckRuler interface {
+	CheckRules() []CheckRule
+}
+
+// The reasons a figure is not compared by `strata experiment --check`.
+const (
+	WhyWallClock = "wall-clock time: depends on the machine and its load"
+	WhyMachine   = "depends on the machine's cores or devices"
+)

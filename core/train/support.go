@@ -37,12 +37,6 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Partition.Name != "" && !uses.RankPartition && (cfg.Train.MicroBatches == 1 || !uses.Partition) {
 		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
 	}
-	if cfg.Hybrid != config.DefaultHybrid() && !uses.Hybrid {
-		return cfg.KeyError(fmt.Sprintf("hybrid: the section configures hybrid CPU + device training, which train.mode = %q does not do; set train.mode = %s or remove [hybrid]", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Hybrid })), "hybrid")
-	}
-	if cfg.Chunked != (config.Chunked{}) && !uses.Chunked {
-		return cfg.KeyError(fmt.Sprintf("chunked: the section configures train.mode = %s, not %q; set train.mode or remove [chunked]", modesUsing(func(u Uses) bool { return u.Chunked }), cfg.Train.Mode), "chunked")
-	}
 	if cfg.Train.Overlap && !uses.Overlap {
 		return cfg.KeyError(fmt.Sprintf("train.overlap pipelines the transfers of sampled mini-batches, which train.mode = %q does not have; set train.mode = %s or remove it", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Overlap })), "train", "overlap")
 	}

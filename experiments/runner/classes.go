@@ -7,6 +7,9 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"strata/core/registry"
+	"strata/core/train"
 )
 
 // Class says whether `strata experiment --check` compares a result
@@ -21,9 +24,9 @@ type Class struct {
 
 // The reasons a column is not checked.
 const (
-	whyWallClock = "wall-clock time: depends on the machine and its load"
+	whyWallClock = train.WhyWallClock
 	whyRSS       = "process memory: depends on the Go heap, the allocator and what the process held before"
-	whyMachine   = "depends on the machine's cores or devices"
+	whyMachine   = train.WhyMachine
 	whyIdentity  = "identifies the run (resolved config hash, release); the check matches runs by axis values and seed"
 )
 
@@ -50,7 +53,50 @@ func (k *Kind) ClassOf(column string) Class {
 			return r.class
 		}
 	}
+	if k.figures {
+		return figureClass(column)
+	}
 	return checked
+}
+
+// figureClass classes a column of a strategy's figures ("hybrid.cpu_share")
+// by the rules its figures declare (train.CheckRuler); checked otherwise.
+func figureClass(column string) Class {
+	name, rest, ok := strings.Cut(column, ".")
+	if !ok {
+		return checked
+	}
+	figures, ok := declaredFigures()[name]
+	if !ok {
+		return checked
+	}
+	ruler, ok := figures.(train.CheckRuler)
+	if !ok {
+		return checked
+	}
+	slashed := strings.ReplaceAll(rest, ".", "/")
+	for _, r := range ruler.CheckRules() {
+		if ok, _ := path.Match(strings.ReplaceAll(r.Pattern, ".", "/"), slashed); ok {
+			if r.Why == "" {
+				return checked
+			}
+			return notChecked(r.Why)
+		}
+	}
+	return checked
+}
+
+// declaredFigures returns the zero figures of every registered strategy
+// that declares some (train.FigureDeclarer), by strategy name: the result
+// line holds them under that name.
+func declaredFigures() map[string]any {
+	out := map[string]any{}
+	for _, m := range registry.Namespace("strategy") {
+		if d, ok := m.New().(train.FigureDeclarer); ok {
+			out[m.Name()] = d.Figures()
+		}
+	}
+	return out
 }
 
 // trainClasses class the fields of strata train's result.
@@ -64,32 +110,12 @@ var trainClasses = []classRule{
 	{"stage_time_s", notChecked(whyWallClock)},
 	{"train_time_s", notChecked(whyWallClock)},
 	{"sampled_edges_per_s", notChecked(whyWallClock)},
-	{"measured_mteps", notChecked(whyWallClock)},
-	{"ranks.*.epoch_time_median_s", notChecked(whyWallClock)},
-	{"ranks.*.comm_s", notChecked(whyWallClock)},
 	{"peak_rss_bytes", notChecked(whyRSS)},
 	{"load_peak_rss_bytes", notChecked(whyRSS)},
 	{"threads", notChecked(whyMachine)},
 	{"device", notChecked(whyMachine)},
 	{"config_sha256", notChecked(whyIdentity)},
 	{"version", notChecked(whyIdentity)},
-	// strategy.hybrid's figures: predictions, DRM's decisions and counts
-	// are checked; the stage times it measures and the thread split of
-	// this machine's cores are not. (A run with hybrid.drm = "measured"
-	// decides from measured times: its experiment excludes cpu_share and
-	// what follows from it, [[check.exclude]].)
-	{"hybrid.*_pred", checked},
-	{"hybrid.*_pred_bracketed", checked},
-	{"hybrid.epoch_pred_s", checked},
-	{"hybrid.epoch_pred_bracketed_s", checked},
-	{"hybrid.cpu_share", checked},
-	{"hybrid.adjustments", checked},
-	{"hybrid.edges", checked},
-	{"hybrid.steps", checked},
-	{"hybrid.load_fresh_*", checked},
-	{"hybrid.machine_*", checked},
-	{"hybrid.*threads*", notChecked(whyMachine)},
-	{"hybrid.*", notChecked(whyWallClock + " (hybrid's measured stage times)")},
 	// Everything else is checked: accuracies and losses of seeded runs,
 	// bytes and device tier peaks, predicted times, traffic, hit ratios,
 	// redundancies, what the run reports it did (mode, partitioner,
@@ -102,12 +128,10 @@ var trainClasses = []classRule{
 	{"feature_dtype", checked}, {"feature_bytes", checked}, {"peak_tier_bytes.*", checked},
 	{"train_peak_tier_bytes.*", checked}, {"eval_peak_tier_bytes.*", checked}, {"micro_batches", checked},
 	{"micro_batches_auto", checked}, {"estimated_peak_bytes", checked}, {"partitioner", checked},
-	{"redundancy", checked}, {"ranks.*", checked}, {"cache_hit_rate", checked}, {"tier_hit_rates.*", checked},
+	{"redundancy", checked}, {"cache_hit_rate", checked}, {"tier_hit_rates.*", checked},
 	{"traffic.*", checked}, {"transfer_time_s", checked}, {"traffic_by_purpose.*", checked},
 	{"predicted_epoch_s", checked}, {"predicted_features_s", checked}, {"predicted_topology_s", checked},
-	{"topology_ratio", checked}, {"predicted_compute_s.*", checked}, {"predicted_mteps", checked},
-	{"chunks", checked}, {"intermediates.*", checked}, {"comm_bytes.*", checked},
-	{"comm_predicted_s.*", checked}, {"seed", checked},
+	{"topology_ratio", checked}, {"predicted_compute_s.*", checked}, {"seed", checked},
 }
 
 // partitionClasses class the fields of strata partition's report.

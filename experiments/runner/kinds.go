@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -37,6 +38,9 @@ type Kind struct {
 	docs map[string]string
 	// classes say which result columns --check compares (ClassOf).
 	classes []classRule
+	// figures: the result also holds the figures of the strategy that
+	// ran, under its name (train.FigureDeclarer), as metrics.
+	figures bool
 }
 
 // runEnv is what a kind's run sees besides its config: the experiment,
@@ -55,8 +59,9 @@ type runEnv struct {
 var Kinds = []*Kind{
 	{
 		Name: "train", Command: "strata train",
-		Doc:    "train the config's model; the result is the JSON line of strata train",
-		Result: reflect.TypeFor[train.Result](),
+		Doc:     "train the config's model; the result is the JSON line of strata train",
+		Result:  reflect.TypeFor[train.Result](),
+		figures: true,
 		run: func(ctx context.Context, env *runEnv, cfg *config.Config) (any, error) {
 			if env.opts.Train == nil {
 				return nil, errors.New("runner: Options.Train is not set")
@@ -177,7 +182,11 @@ func (m metricSpec) String() string {
 // metricSpecs lists the metrics of a result type: its numeric fields
 // (embedded structs flattened, as encoding/json does), and families for
 // its maps and lists.
-func metricSpecs(t reflect.Type) []metricSpec {
+func metricSpecs(t reflect.Type) []metricSpec { return metricSpecsAt(t, "") }
+
+// metricSpecsAt lists the metrics of a result type whose names start
+// with prefix ("chunked." for a strategy's figures).
+func metricSpecsAt(t reflect.Type, prefix string) []metricSpec {
 	var out []metricSpec
 	var walk func(t reflect.Type, prefix string)
 	walk = func(t reflect.Type, prefix string) {
@@ -229,7 +238,31 @@ func metricSpecs(t reflect.Type) []metricSpec {
 			}
 		}
 	}
-	walk(t, "")
+	walk(t, prefix)
+	return out
+}
+
+// specs are the kind's metrics: its result's and, for a kind whose result
+// holds them, every registered strategy's figures under its name (a
+// struct's fields, or the keys of a map of numbers).
+func (k *Kind) specs() []metricSpec {
+	out := metricSpecs(k.Result)
+	if !k.figures {
+		return out
+	}
+	figures := declaredFigures()
+	for _, name := range slices.Sorted(maps.Keys(figures)) {
+		t := reflect.TypeOf(figures[name])
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t.Kind() == reflect.Struct:
+			out = append(out, metricSpecsAt(t, name+".")...)
+		case t.Kind() == reflect.Map && numericKind(t.Elem().Kind()):
+			out = append(out, metricSpec{name: name, family: "<key>", doc: "figures of strategy." + name})
+		}
+	}
 	return out
 }
 
@@ -241,7 +274,7 @@ func numericKind(k reflect.Kind) bool {
 // families as "name.<key>".
 func (k *Kind) Metrics() []string {
 	var one, fam []string
-	for _, s := range metricSpecs(k.Result) {
+	for _, s := range k.specs() {
 		if s.family == "" {
 			one = append(one, s.name)
 		} else {
@@ -255,7 +288,7 @@ func (k *Kind) Metrics() []string {
 // single metrics, or a member of a family ("peak_tier_bytes.device0",
 // whose key the results tell).
 func (k *Kind) validMetric(name string) bool {
-	for _, s := range metricSpecs(k.Result) {
+	for _, s := range k.specs() {
 		if s.family == "" && s.name == name {
 			return true
 		}
@@ -287,7 +320,7 @@ func (k *Kind) metricDoc(name string) string {
 	if d, ok := k.docs[name]; ok {
 		return d
 	}
-	for _, s := range metricSpecs(k.Result) {
+	for _, s := range k.specs() {
 		if s.family == "" && s.name == name && s.doc != "" {
 			return s.doc
 		}
@@ -376,9 +409,6 @@ var trainDocs = map[string]string{
 	"transfer_time_s":         "time the link bandwidths predict for all transfers, seconds",
 	"micro_batches":           "micro-batches per step",
 	"estimated_peak_bytes":    "Betty's memory estimate (costmodel.betty-memory) of the largest micro-batch's training step on the simulated device; micro-batched runs only",
-	"chunks":                  "chunks of chunked (HongTu) training, all devices together",
-	"comm_bytes.*":            "chunked (HongTu): host→device bytes of neighbour rows per epoch without deduplication (original), with p2p sharing (p2p) and with p2p and reuse (p2p_reuse), from the plan",
-	"comm_predicted_s.*":      "chunked (HongTu): the same bytes priced by Eq. 4 (costmodel.hongtu) on the machine's links, seconds",
 	"nodes":                   "nodes of the graph",
 	"edges":                   "stored edges of the graph",
 	"sampled_edges_per_s":     "sampled edges per second of sampling time",

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -616,17 +615,7 @@ func splitKey(k string) ([]string, error) {
 }
 
 // configKeys returns the top-level config sections.
-func configKeys() []string {
-	t := reflect.TypeFor[config.Config]()
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
-		if tag != "" && tag != "-" {
-			out = append(out, tag)
-		}
-	}
-	return out
-}
+func configKeys() []string { return config.Sections() }
 
 // MetricNames are the metrics of kind train: the numeric fields of the
 // strata train result, by JSON name, then the families of its maps and

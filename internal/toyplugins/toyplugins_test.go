@@ -2,6 +2,9 @@ package toyplugins
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,8 +27,8 @@ func toys(t *testing.T) []registry.ModuleInfo {
 			}
 		}
 	}
-	if len(out) != 5 {
-		t.Fatalf("%d toy modules registered, want one of each of five kinds", len(out))
+	if len(out) != 6 {
+		t.Fatalf("%d toy modules registered, want one of each of five kinds and a second strategy", len(out))
 	}
 	return out
 }
@@ -72,5 +75,62 @@ func TestToysTrain(t *testing.T) {
 		if _, err := config.Parse("toy.toml", []byte("[data]\ndataset = \"embedded:cora\"\n"), sets...); err != nil {
 			t.Errorf("%v: %v", sets, err)
 		}
+	}
+}
+
+// TestToyStrategyOwnsItsSection: strategy.toy-repeat's options, figures
+// and CSV column come from its one file: set from TOML and --set, shown
+// by config explain and list-plugins, checked strictly, and found in the
+// result line and output.csv.
+func TestToyStrategyOwnsItsSection(t *testing.T) {
+	dir := t.TempDir()
+	text := "[data]\ndataset = \"embedded:cora\"\n[train]\nmode = \"toy-repeat\"\nepochs = 3\n[toy-repeat]\nsteps = 2\ntag = \"file\"\n[output]\nprogress = \"off\"\n"
+	cfg, err := config.Parse(filepath.Join(dir, "toy.toml"), []byte(text), `toy-repeat.tag=set`, "output.csv="+filepath.Join(dir, "out.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := cfg.Strategy.Module.(*Repeat); !ok || r.Steps != 2 || r.Tag != "set" {
+		t.Fatalf("decoded strategy %#v, want steps 2 from the file and tag from --set", cfg.Strategy.Module)
+	}
+	if canon, _ := cfg.Canonical(); !strings.Contains(string(canon), "[toy-repeat]") || !strings.Contains(string(canon), "steps = 2") {
+		t.Errorf("the canonical config (config_sha256) lacks the section:\n%s", canon)
+	}
+	explain := config.Explain()
+	if !strings.Contains(explain, "\n[toy-repeat]\n") || !strings.Contains(explain, "steps = 1") || !strings.Contains(explain, "optimizer steps per epoch") {
+		t.Errorf("config explain lacks [toy-repeat] with its defaults and docs")
+	}
+	res, err := train.Run(context.Background(), cfg, train.Options{Host: wasm.Host{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(line), `"toy-repeat":{"steps":6,"tag":"set"}`) {
+		t.Errorf("result line lacks the strategy's figures: %s", line)
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, "out.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if !strings.HasSuffix(rows[0], ",toy_steps") || !strings.HasSuffix(rows[len(rows)-1], ",6") {
+		t.Errorf("output.csv lacks the toy_steps column: %q ... %q", rows[0], rows[len(rows)-1])
+	}
+	bad := []struct{ set, where, want string }{
+		{"toy-repeat.stepz=2", "--set toy-repeat.stepz=2", `did you mean "toy-repeat.steps"`},
+		{"toy-repeat.steps=0", "--set toy-repeat.steps=0", "toy-repeat.steps = 0: must be in [1, 16]"},
+		{"train.mode=fullgraph", "toy.toml:6", `the section configures train.mode = "toy-repeat", not "fullgraph"`},
+	}
+	for _, b := range bad {
+		_, err := config.Parse("toy.toml", []byte(text), b.set)
+		if err == nil || !strings.Contains(err.Error(), b.want) || !strings.Contains(err.Error(), b.where) {
+			t.Errorf("--set %s: error %v, want one at %s saying %q", b.set, err, b.where, b.want)
+		}
+	}
+	// A section at the strategy's defaults is no error under another mode.
+	if _, err := config.Parse("toy.toml", []byte("[data]\ndataset = \"embedded:cora\"\n[toy-repeat]\nsteps = 1\n")); err != nil {
+		t.Errorf("[toy-repeat] at its defaults under train.mode = \"fullgraph\": %v", err)
 	}
 }

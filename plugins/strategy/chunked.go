@@ -30,7 +30,16 @@ import (
 // chunks (Alg. 1), backward in reverse, accumulating the vertex gradients
 // on the host (§4.3); each layer's intermediates are kept on the host or
 // recomputed (§4.2).
-type Chunked struct{}
+//
+// Its options are the [chunked] section; the zero value is the default,
+// so configs without the section keep their hash.
+type Chunked struct {
+	Chunks        int    `toml:"chunks" range:"[0,1073741824]" word:"auto:0:the smallest multiple of the device count whose largest chunk fits devices.memory_bytes" doc:"total number of chunks k of the 2-level partition (METIS into m = device count partitions, each cut into k/m edge-balanced chunks); a multiple of m, at most the number of nodes; 0 = \"auto\""`
+	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer from the cost estimate"`
+	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
+	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
+	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations and vertex gradients in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
+}
 
 var (
 	_ train.Strategy      = (*Chunked)(nil)
@@ -44,30 +53,30 @@ func (*Chunked) StrataModule() registry.ModuleInfo {
 		Doc: "HongTu: full-graph training chunk by chunk, vertex data in the host tier, deduplicated communication (see [chunked])"}
 }
 
-// Uses implements train.Strategy: [chunked], and every device of the
+// Uses implements train.Strategy: every device of the
 // machine (one partition each).
-func (*Chunked) Uses() train.Uses { return train.Uses{Devices: true, Chunked: true} }
+func (*Chunked) Uses() train.Uses { return train.Uses{Devices: true} }
 
 // ExampleConfig implements train.Exampler: four chunks.
 func (*Chunked) ExampleConfig() []string { return []string{"chunked.chunks=4"} }
 
 // CheckConfig implements train.ConfigChecker.
-func (*Chunked) CheckConfig(cfg *config.Config) error {
-	if cfg.Chunked.HostFile != "" && cfg.Train.Backend != "cpu" {
+func (s *Chunked) CheckConfig(cfg *config.Config) error {
+	if s.HostFile != "" && cfg.Train.Backend != "cpu" {
 		return cfg.KeyError(fmt.Sprintf("chunked.host_file maps the host tier to a file on the cpu backend, but train.backend = %q; set train.backend = \"cpu\" or remove chunked.host_file", cfg.Train.Backend), "chunked", "host_file")
 	}
-	if cfg.Chunked.Chunks == 0 && cfg.Train.Backend == "sim" && cfg.Devices.MemoryBytes == 0 {
+	if s.Chunks == 0 && cfg.Train.Backend == "sim" && cfg.Devices.MemoryBytes == 0 {
 		return cfg.KeyError("chunked.chunks = \"auto\" sizes the chunks to devices.memory_bytes, which is 0 (unlimited); set devices.memory_bytes or give chunked.chunks a number", "chunked", "chunks")
 	}
-	if cfg.Chunked.Chunks == 0 && cfg.Train.Backend != "sim" {
+	if s.Chunks == 0 && cfg.Train.Backend != "sim" {
 		return cfg.KeyError(fmt.Sprintf("chunked.chunks = \"auto\" sizes the chunks to a simulated device's memory, but train.backend = %q; give chunked.chunks a number", cfg.Train.Backend), "chunked", "chunks")
 	}
 	return nil
 }
 
 // NewStepper implements train.Strategy.
-func (*Chunked) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
-	r, err := newChunkedRun(ctx, env.Config, envOf(env))
+func (s *Chunked) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
+	r, err := newChunkedRun(ctx, env.Config, *s, envOf(env))
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +98,7 @@ type chunkDevice struct {
 type chunkedRun struct {
 	e       stepEnv
 	cfg     *config.Config
+	opts    Chunked            // the [chunked] section
 	layers  []*ir.Graph        // the model, one graph per layer
 	used    []map[string]bool  // the graphs each layer reads
 	widths  []int              // widths[l]: layer l's input; widths[L]: the classes
@@ -114,7 +124,7 @@ var (
 	_ train.Announcer      = (*chunkedRun)(nil)
 )
 
-func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunkedRun, error) {
+func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e stepEnv) (*chunkedRun, error) {
 	for _, op := range e.model.Ops {
 		if op.Kind == ir.OpBatchNorm {
 			return nil, cfg.KeyError("model.options.batchnorm: chunked training normalises chunk by chunk, which is not the whole graph's batch statistics; remove batchnorm or use train.mode = \"fullgraph\"", "model", "options", "batchnorm")
@@ -124,7 +134,7 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunked
 	if err != nil {
 		return nil, fmt.Errorf("chunked: %w", err)
 	}
-	r := &chunkedRun{e: e, cfg: cfg, layers: layers, used: graphsPerLayer(e.model), total: len(e.ds.Train), dedup: cfg.Chunked.Dedup}
+	r := &chunkedRun{e: e, cfg: cfg, opts: opts, layers: layers, used: graphsPerLayer(e.model), total: len(e.ds.Train), dedup: opts.Dedup}
 	if r.dedup == "" {
 		r.dedup = dedupReuse
 	}
@@ -165,7 +175,7 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, e stepEnv) (*chunked
 	if err := r.allocHost(ctx); err != nil {
 		return fail(err)
 	}
-	if err := r.chooseIntermediates(cfg.Chunked.Intermediates); err != nil {
+	if err := r.chooseIntermediates(opts.Intermediates); err != nil {
 		return fail(err)
 	}
 	return r, nil
@@ -185,7 +195,7 @@ func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*c
 		if err != nil {
 			return nil, 0, err
 		}
-		if cfg.Chunked.Reorganize {
+		if r.opts.Reorganize {
 			// Alg. 4, kept when Eq. 4 prices it cheaper.
 			q := p.reorganize(r.e.ds.NumNodes)
 			cp, err := r.commCost(p)
@@ -206,7 +216,7 @@ func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*c
 		peak, err := r.estimatePeak(p, cfg.Train.Optimizer, cfg.Train.Momentum)
 		return p, peak, err
 	}
-	k, err := chunkCount(cfg, r.e, m)
+	k, err := chunkCount(cfg, r.opts.Chunks, r.e, m)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +245,7 @@ func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*c
 		if peak > capacity {
 			continue
 		}
-		if cfg.Chunked.Chunks == 0 {
+		if r.opts.Chunks == 0 {
 			r.estPeak = peak
 			return p, nil
 		}
@@ -248,8 +258,7 @@ func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*c
 
 // chunkCount returns the total number of chunks k: chunked.chunks,
 // checked against the nodes and the device count m.
-func chunkCount(cfg *config.Config, e stepEnv, m int) (int, error) {
-	k := cfg.Chunked.Chunks
+func chunkCount(cfg *config.Config, k int, e stepEnv, m int) (int, error) {
 	if k == 0 {
 		k = m // "auto" starts from one chunk per device (see fitChunks)
 	}
@@ -296,11 +305,11 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 		widths = append(widths, w, w)
 	}
 	size := hostTierBytes(r.e.dt, n, widths)
-	if r.cfg.Chunked.HostFile == "" && size > graph.MaxMemory(ctx) {
+	if r.opts.HostFile == "" && size > graph.MaxMemory(ctx) {
 		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a file",
 			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
 	}
-	if path := r.cfg.HostFilePath(); r.cfg.Chunked.HostFile != "" {
+	if path := r.cfg.StrategyKeyPath(r.opts.HostFile, "host_file"); r.opts.HostFile != "" {
 		f, closeFile, err := openHostFile(path, size)
 		if err != nil {
 			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create a %s host tier there: %v; give a file in a writable directory with room for it", path, mib(size), err), "chunked", "host_file")
@@ -399,17 +408,36 @@ func (r *chunkedRun) modes() []string {
 	return out
 }
 
+// ChunkedFigures are strategy.chunked's figures in the result line,
+// "chunked": {...}.
+type ChunkedFigures struct {
+	Chunks        int      `json:"chunks" doc:"chunks of chunked (HongTu) training, all devices together"`
+	Intermediates []string `json:"intermediates" doc:"each layer's handling of its intermediate results: cache or recompute"`
+	// CommBytes are the host→device bytes of neighbour rows per epoch
+	// without deduplication ("original"), with p2p sharing ("p2p") and
+	// with p2p and reuse ("p2p_reuse"), from the plan.
+	CommBytes map[string]int64 `json:"comm_bytes" doc:"host→device bytes of neighbour rows per epoch without deduplication (original), with p2p sharing (p2p) and with p2p and reuse (p2p_reuse), from the plan"`
+	// CommPredictedS prices the same bytes with HongTu's Eq. 4
+	// (costmodel.hongtu) on the machine's links, in seconds.
+	CommPredictedS map[string]float64 `json:"comm_predicted_s" doc:"the same bytes priced with HongTu's Eq. 4 (costmodel.hongtu) on the machine's links, in seconds"`
+}
+
+// Figures implements train.FigureDeclarer.
+func (*Chunked) Figures() any { return &ChunkedFigures{} }
+
 // ReportResult implements train.ResultReporter.
 func (r *chunkedRun) ReportResult(res *train.Result) {
-	res.Chunks = len(r.plan.chunks)
-	res.Intermediates = r.modes()
 	res.Partitioner = "hongtu-2level"
 	res.EstimatedPeakBytes = r.estPeak
 	// Every layer loads its neighbour rows in forward and again in
 	// backward (HongTu reloads the checkpoint, §4.3).
 	b := r.commBytes(r.comm)
-	res.CommBytes = map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]}
-	res.CommPredictedS = map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]}
+	res.SetFigures("chunked", &ChunkedFigures{
+		Chunks:         len(r.plan.chunks),
+		Intermediates:  r.modes(),
+		CommBytes:      map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
+		CommPredictedS: map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
+	})
 }
 
 // Params implements train.Stepper.

@@ -260,7 +260,7 @@ func TestChunkedBeyondDeviceMemory(t *testing.T) {
 	if got.TestAcc != full.TestAcc || math.Abs(got.FinalLoss-full.FinalLoss) > splitTol*full.FinalLoss {
 		t.Errorf("chunked: test accuracy %v, loss %.15g; full graph %v, %.15g", got.TestAcc, got.FinalLoss, full.TestAcc, full.FinalLoss)
 	}
-	t.Logf("full graph needs %d bytes; %d chunks fit %d (peak %d)", full.PeakTierBytes["device0"], got.Chunks, capacity, got.PeakTierBytes["device0"])
+	t.Logf("full graph needs %d bytes; %d chunks fit %d (peak %d)", full.PeakTierBytes["device0"], got.Figures["chunked"].(*ChunkedFigures).Chunks, capacity, got.PeakTierBytes["device0"])
 }
 
 // TestChunkedHostFile trains with the host tier in a memory-mapped file
@@ -296,7 +296,7 @@ func TestChunkedDedupTraffic(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer closeEnv()
-			st, err := newChunkedRun(ctx, cfg, envOf(env))
+			st, err := newChunkedRun(ctx, cfg, *cfg.Strategy.Module.(*Chunked), envOf(env))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,10 +310,10 @@ func TestChunkedDedupTraffic(t *testing.T) {
 			by := env.Backend.(backend.TrafficCounter).TrafficByPurpose()
 			var res train.Result
 			st.ReportResult(&res)
-			volumes = res.CommBytes
+			volumes = res.Figures["chunked"].(*ChunkedFigures).CommBytes
 			key := map[string]string{"none": "original", "p2p": "p2p", "p2p_reuse": "p2p_reuse"}[mode]
-			if got := by[backend.PurposeFeatures] + by[backend.PurposeActivations]; got != res.CommBytes[key] {
-				t.Errorf("host→device neighbour rows %d bytes, plan's %s volume %d", got, key, res.CommBytes[key])
+			if got := by[backend.PurposeFeatures] + by[backend.PurposeActivations]; got != volumes[key] {
+				t.Errorf("host→device neighbour rows %d bytes, plan's %s volume %d", got, key, volumes[key])
 			}
 			// Alg. 3: the vertex gradients of layers ≥ 1 go to the host
 			// once per row of the same volume.

@@ -509,34 +509,37 @@ func (d *distRank) endEpoch(t0 time.Time) {
 	}
 }
 
-// report gathers every rank's figures into res.Ranks (a collective: every
-// rank's loop calls ReportResult once, at the end).
+// report gathers every rank's figures into the result's figures under
+// the strategy's name (a collective: every rank's loop calls ReportResult
+// once, at the end).
 func (d *distRank) report(res *train.Result) {
 	if d.part != "" {
 		res.Partitioner = d.part
 	}
-	st := train.RankStats{Rank: d.c.Rank(), CommS: d.commS, Nodes: len(d.owned[d.c.Rank()]), TrainNodes: d.train,
+	st := RankStats{Rank: d.c.Rank(), CommS: d.commS, Nodes: len(d.owned[d.c.Rank()]), TrainNodes: d.train,
 		SentBytes: comm.Total(d.lastBy), SentBy: d.lastBy, PredictedBy: d.predicted}
 	if len(d.times) > 0 {
 		s := slices.Clone(d.times)
 		slices.Sort(s)
 		st.EpochTimeMedianS = s[len(s)/2]
 	}
+	fig := &DistFigures{}
 	b, err := json.Marshal(st)
 	if err == nil {
 		var all [][]byte
 		if all, err = comm.AllGather(context.Background(), d.c, "report", b); err == nil {
-			res.Ranks = make([]train.RankStats, len(all))
+			fig.Ranks = make([]RankStats, len(all))
 			for j, b := range all {
-				if err = json.Unmarshal(b, &res.Ranks[j]); err != nil {
+				if err = json.Unmarshal(b, &fig.Ranks[j]); err != nil {
 					break
 				}
 			}
 		}
 	}
 	if err != nil {
-		res.Ranks = []train.RankStats{st} // this rank's own, at least
+		fig.Ranks = []RankStats{st} // this rank's own, at least
 	}
+	res.SetFigures(res.Mode, fig)
 }
 
 // Stepper methods shared by both strategies.

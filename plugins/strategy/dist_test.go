@@ -21,7 +21,7 @@ import (
 type rankRun struct {
 	params map[string][]float64
 	pred   []int32
-	stats  []train.RankStats
+	stats  []RankStats
 	loss   float64
 }
 
@@ -81,7 +81,9 @@ func trainRank(ctx context.Context, t *testing.T, cfg *config.Config, epochs int
 	if r, ok := st.(train.ResultReporter); ok {
 		var res train.Result
 		r.ReportResult(&res)
-		out.stats = res.Ranks
+		if f, ok := res.Figures[res.Mode].(*DistFigures); ok {
+			out.stats = f.Ranks
+		}
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"strata/core/backend"
+	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/ir"
 	"strata/core/registry"
@@ -16,7 +17,10 @@ import (
 // with one program, everything resident on the compute tier.
 type FullGraph struct{}
 
-var _ train.Strategy = (*FullGraph)(nil)
+var (
+	_ train.Strategy = (*FullGraph)(nil)
+	_ train.Resolver = (*FullGraph)(nil)
+)
 
 // StrataModule implements registry.Module.
 func (*FullGraph) StrataModule() registry.ModuleInfo {
@@ -26,6 +30,16 @@ func (*FullGraph) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy: nothing beyond the model.
 func (*FullGraph) Uses() train.Uses { return train.Uses{HalfFeatures: true} }
+
+// Resolve implements train.Resolver: a full-graph run split into
+// micro-batches (train.micro_batches > 1 or "auto") is Betty's
+// strategy.micro.
+func (*FullGraph) Resolve(cfg *config.Config) string {
+	if cfg.Train.Micro() {
+		return "strategy.micro"
+	}
+	return ""
+}
 
 // NewStepper implements train.Strategy.
 func (*FullGraph) NewStepper(_ context.Context, env *train.Env) (train.Stepper, error) {

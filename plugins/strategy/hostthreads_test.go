@@ -161,7 +161,7 @@ func TestHybridHostStagesWithinBudget(t *testing.T) {
 					}
 					var res train.Result
 					st.(train.ResultReporter).ReportResult(&res)
-					h := res.Hybrid
+					h := res.Figures["hybrid"].(HybridFigures)
 					// Each CPU trainer trains on its share of the training
 					// threads, at least one.
 					want := hostCapacity(budget, trainers*max(1, initialState(1, budget).train/trainers))

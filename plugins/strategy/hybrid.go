@@ -26,8 +26,43 @@ import (
 // data transfer, trainers, synchronizer, runtime) run as a pipeline of
 // bounded queues, each timing its own work; the runtime's dynamic
 // resource management (Alg. 1) moves work and threads between steps, from
-// measured stage times or from costmodel.hyscale's predictions.
-type Hybrid struct{}
+// measured stage times or from costmodel.hyscale's predictions. Its
+// options are the [hybrid] section.
+type Hybrid struct {
+	HybridOptions
+}
+
+// HybridOptions are the [hybrid] section (HyScale-GNN, docs/hyscale.md):
+// each step's mini-batch split between CPU trainers and the devices, with
+// dynamic resource management and a performance model.
+type HybridOptions struct {
+	CPUTrainers int     `toml:"cpu_trainers" range:"[0,64]" doc:"CPU trainers (replicas on the host's cpu backend) besides the devices"`
+	CPUShare    float64 `toml:"cpu_share" range:"[0,1]" doc:"share of each step's batch the CPU trainers get at the start (the rest is split evenly over the devices); 1 with no devices"`
+	DRM         string  `toml:"drm" enum:"off,measured,predicted" doc:"dynamic resource management (HyScale Alg. 1) between steps: off = the split and threads stay; measured = from wall-clock stage times; predicted = from costmodel.hyscale's stage times (deterministic for a fixed seed)"`
+	DRMStep     float64 `toml:"drm_step" range:"(0,0.5]" doc:"how much balance work moves the CPU share per adjustment"`
+	Threads     int     `toml:"threads" range:"[0,4096]" doc:"CPU thread budget of sampling, feature loading and CPU training together (0 = all cores); balance thread moves threads between them; the host stages (sampling, loading, the CPU trainers' bind) share what the CPU trainers leave and take turns when it is short"`
+	SampleOn    string  `toml:"sample_on" enum:"cpu,device" doc:"where each device trainer's part is sampled: cpu = the CPU sampler reads the host's graph; device = the device's own sampler reads the topology from the device's memory (the memory store, core/store, holds the whole topology on every device; its reads are counted and timed by the device's roofline)"`
+	Prefetch    bool    `toml:"prefetch" doc:"two-stage feature prefetch: host gather into a staging buffer, then host->device, both running ahead of training"`
+	// The machine description of costmodel.hyscale (see docs/hyscale.md
+	// for the micro-benchmark that measures them).
+	CPUGFLOPS   float64 `toml:"cpu_gflops" range:"(0,)" doc:"performance model: the CPU trainer's dense throughput per thread in GFLOP/s (N x freq of Eq. 12)"`
+	CPUGBps     float64 `toml:"cpu_gbps" range:"(0,)" doc:"performance model: effective CPU memory bandwidth per thread in GB/s for gathers and aggregation (BW_DDR of Eq. 7, 11)"`
+	SampleMEPS  float64 `toml:"sample_meps" range:"(0,)" doc:"performance model: sampled edges per second per thread, in millions (the measured sampling profile that stands for T_samp)"`
+	AggGBps     float64 `toml:"agg_gbps" range:"(0,)" doc:"performance model: the CPU trainer's sparse aggregation (SpMM) per thread in GB/s of gathered source rows (BW of Eq. 11 on the CPU)"`
+	DropoutMEPS float64 `toml:"dropout_meps" range:"(0,)" doc:"performance model: dropout elements per second per thread on the CPU, in millions (mask drawn and applied, output written)"`
+	BindMEPS    float64 `toml:"bind_meps" range:"(0,)" doc:"performance model: block edges a CPU trainer binds per second per thread, in millions (adjacency, edge weights and program before training)"`
+	Calibrate   bool    `toml:"calibrate" doc:"measure the CPU's machine description (cpu_gflops, cpu_gbps, agg_gbps, sample_meps, dropout_meps, bind_meps) by short probes in this process before every epoch, replacing the keys' values (predicted DRM then depends on the machine's speed); with prefetch the stage probes run beside a CPU trainer's training step on a probe batch, whose memory the calibration holds while they run"`
+	PaperModel  bool    `toml:"paper_model" doc:"performance model: Eq. 10-12 as printed (the backward is the first layer's update plus the later layers' forward work; no dropout and no CPU bind term)"`
+}
+
+// DefaultHybrid is the [hybrid] section's default (left at it, the
+// section does not enter config_sha256). The machine description is the median of
+// three runs of BenchmarkHyscaleCalibrate (plugins/strategy) on strata's
+// development machine, a shared 2-core AMD EPYC VM (docs/hyscale.md).
+func DefaultHybrid() HybridOptions {
+	return HybridOptions{CPUTrainers: 1, CPUShare: 0.25, DRM: "off", DRMStep: 0.05, SampleOn: "cpu", Prefetch: true,
+		CPUGFLOPS: 54, CPUGBps: 0.54, SampleMEPS: 17.8, AggGBps: 5.5, DropoutMEPS: 180, BindMEPS: 1}
+}
 
 var (
 	_ train.Strategy      = (*Hybrid)(nil)
@@ -37,13 +72,13 @@ var (
 
 // StrataModule implements registry.Module.
 func (*Hybrid) StrataModule() registry.ModuleInfo {
-	return registry.ModuleInfo{ID: "strategy.hybrid", New: func() registry.Module { return new(Hybrid) },
+	return registry.ModuleInfo{ID: "strategy.hybrid", New: func() registry.Module { return &Hybrid{DefaultHybrid()} },
 		Doc: "HyScale-GNN: each mini-batch split between CPU trainers and devices, two-stage feature prefetch, dynamic resource management ([hybrid])"}
 }
 
 // Uses implements train.Strategy.
 func (*Hybrid) Uses() train.Uses {
-	return train.Uses{Sampler: true, Devices: true, Hybrid: true}
+	return train.Uses{Sampler: true, Devices: true}
 }
 
 // ExampleConfig implements train.Exampler: a two-layer uniform sampler,
@@ -54,8 +89,8 @@ func (*Hybrid) ExampleConfig() []string {
 
 // CheckConfig implements train.ConfigChecker: what can be told without
 // the data or the backend.
-func (*Hybrid) CheckConfig(cfg *config.Config) error {
-	h := cfg.Hybrid
+func (s *Hybrid) CheckConfig(cfg *config.Config) error {
+	h := s.HybridOptions
 	if err := checkSampler(cfg); err != nil {
 		return err
 	}
@@ -89,11 +124,39 @@ func (*Hybrid) CheckConfig(cfg *config.Config) error {
 }
 
 // NewStepper implements train.Strategy.
-func (*Hybrid) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
-	return newHybrid(ctx, env.Config, envOf(env))
+func (s *Hybrid) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
+	return newHybrid(ctx, env.Config, s, envOf(env))
 }
 
 func init() { registry.Register(new(Hybrid)) }
+
+// HybridFigures are strategy.hybrid's figures in the result line,
+// "hybrid": {...}: Eq. 5's throughput of the last epoch (million traversed
+// edges per second) measured by the wall clock (measured_mteps) and
+// predicted by costmodel.hyscale (predicted_mteps), DRM's state
+// (cpu_share, the thread split, adjustments) and the stage times measured
+// (<stage>_med_s) and predicted (<stage>_med_s_pred); docs/hyscale.md.
+type HybridFigures map[string]float64
+
+// Figures implements train.FigureDeclarer.
+func (*Hybrid) Figures() any { return HybridFigures{} }
+
+// CheckRules implements train.CheckRuler: predictions, DRM's decisions
+// and counts are compared by the experiment check; the stage times it
+// measures and the thread split of this machine's cores are not. (A run
+// with hybrid.drm = "measured" decides from measured times: its
+// experiment excludes cpu_share and what follows from it,
+// [[check.exclude]].)
+func (HybridFigures) CheckRules() []train.CheckRule {
+	rules := []train.CheckRule{}
+	for _, p := range []string{"*_pred", "*_pred_bracketed", "epoch_pred_s", "epoch_pred_bracketed_s", "predicted_mteps",
+		"cpu_share", "adjustments", "edges", "steps", "load_fresh_*", "machine_*"} {
+		rules = append(rules, train.CheckRule{Pattern: p})
+	}
+	return append(rules,
+		train.CheckRule{Pattern: "*threads*", Why: train.WhyMachine},
+		train.CheckRule{Pattern: "*", Why: train.WhyWallClock + " (hybrid's measured stage times)"})
+}
 
 // hybridTrainer is one replica: a CPU trainer (on its own cpu backend,
 // threads set per step) or a device trainer (a device of the run's
@@ -134,7 +197,7 @@ func (s *hybridStepper) reservedThreads(st drmState) int {
 
 // hybridStepper is strategy.hybrid's stepper.
 type hybridStepper struct {
-	h        config.Hybrid
+	h        HybridOptions
 	e        stepEnv
 	trainers []*hybridTrainer // the loop's replica first, then the other devices, then the CPU trainers
 	nDev     int
@@ -155,11 +218,11 @@ type hybridStepper struct {
 	total   hybridTotals
 }
 
-func newHybrid(ctx context.Context, cfg *config.Config, e stepEnv) (*hybridStepper, error) {
-	if err := (*Hybrid)(nil).CheckConfig(cfg); err != nil {
+func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e stepEnv) (*hybridStepper, error) {
+	if err := mod.CheckConfig(cfg); err != nil {
 		return nil, err
 	}
-	h := cfg.Hybrid
+	h := mod.HybridOptions
 	var devices []tensor.Tier
 	if md, ok := e.be.(backend.MultiDevice); ok {
 		devices = md.DeviceTiers()
@@ -228,7 +291,7 @@ func newHybrid(ctx context.Context, cfg *config.Config, e stepEnv) (*hybridStepp
 	}
 	s.staging.keep = inFlight * len(s.trainers)
 	var err error
-	if s.perf, err = newHyscalePerf(ctx, cfg, e); err != nil {
+	if s.perf, err = newHyscalePerf(ctx, cfg, h, e); err != nil {
 		s.Release()
 		return nil, err
 	}

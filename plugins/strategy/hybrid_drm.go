@@ -179,7 +179,7 @@ func drmDecide(cur, at drmState, t stageTimes, step float64, overlap bool) (drmS
 type hyscalePerf struct {
 	cm      modhost.CostModel
 	release func()
-	h       config.Hybrid
+	h       HybridOptions
 	width   []float64 // per layer: the width it aggregates (f^l)
 	// Per layer: multiply-adds per source and per destination row (the
 	// weights applied before and after the aggregation).
@@ -218,16 +218,16 @@ type cpuMachine struct {
 	TouchGBps float64 `json:"touch_gbps"`
 }
 
-func machineOf(h config.Hybrid) cpuMachine {
+func machineOf(h HybridOptions) cpuMachine {
 	return cpuMachine{GFLOPS: h.CPUGFLOPS, GBps: h.CPUGBps, AggGBps: h.AggGBps, SampleMEPS: h.SampleMEPS, DropMEPS: h.DropoutMEPS, BindMEPS: h.BindMEPS, TouchGBps: h.CPUGBps}
 }
 
-func newHyscalePerf(ctx context.Context, cfg *config.Config, e stepEnv) (*hyscalePerf, error) {
+func newHyscalePerf(ctx context.Context, cfg *config.Config, h HybridOptions, e stepEnv) (*hyscalePerf, error) {
 	cm, release, err := train.LoadCostModel(ctx, e.host, "costmodel.hyscale")
 	if err != nil {
 		return nil, fmt.Errorf("hybrid: performance model: %w", err)
 	}
-	p := &hyscalePerf{cm: cm, release: release, h: cfg.Hybrid, dim: e.dim, dev: topology.V100, cpu: machineOf(cfg.Hybrid)}
+	p := &hyscalePerf{cm: cm, release: release, h: h, dim: e.dim, dev: topology.V100, cpu: machineOf(h)}
 	p.layerShape(cfg.Model.Layers, e.model)
 	if m, ok := e.be.(backend.Machine); ok {
 		topo := m.Topology()

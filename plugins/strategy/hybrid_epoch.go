@@ -832,8 +832,7 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 	st := &s.stats
 	m, p := st.measured, st.predicted
 	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.SC, m.Load, m.Tran+m.Bind, m.TC+m.TA+m.Sync
-	res.MeasuredMTEPS, res.PredictedMTEPS = s.mteps()
-	res.Hybrid = map[string]float64{
+	fig := HybridFigures{
 		"cpu_share": s.state.share, "sample_threads": float64(s.state.sample), "load_threads": float64(s.state.load),
 		"train_threads": float64(s.state.train), "adjustments": float64(s.total.adjustments), "steps": float64(st.steps),
 		"edges": st.edges, "epoch_wall_s": st.wallS, "epoch_pred_s": st.predictedS, "epoch_pipelined_measured_s": st.measuredPipeS,
@@ -845,18 +844,20 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		"host_threads": float64(hostCapacity(s.budget, s.reservedThreads(s.state))), "host_threads_peak": float64(st.hostPeak),
 		"host_wait_s": st.hostWaitS,
 	}
+	fig["measured_mteps"], fig["predicted_mteps"] = s.mteps()
+	res.SetFigures("hybrid", fig)
 	// The median step, measured and predicted (a loaded machine's
 	// outliers do not move it).
 	mm, pm := median(st.perStep[0]), median(st.perStep[1])
 	for k, v := range map[string]float64{"sample": mm.SC, "load": mm.Load, "transfer": mm.Tran, "cpu_train": mm.TC, "dev_train": mm.TA, "sync": mm.Sync, "dev_sample": mm.SA, "cpu_bind": mm.Bind} {
-		res.Hybrid[k+"_med_s"] = v
+		fig[k+"_med_s"] = v
 	}
 	for k, v := range map[string]float64{"sample": pm.SC, "load": pm.Load, "transfer": pm.Tran, "cpu_train": pm.TC, "dev_train": pm.TA, "sync": pm.Sync, "dev_sample": pm.SA, "cpu_bind": pm.Bind} {
-		res.Hybrid[k+"_med_s_pred"] = v
+		fig[k+"_med_s_pred"] = v
 	}
 	machine := func(prefix string, c cpuMachine) {
 		for k, v := range map[string]float64{"cpu_gflops": c.GFLOPS, "cpu_gbps": c.GBps, "agg_gbps": c.AggGBps, "sample_meps": c.SampleMEPS, "dropout_meps": c.DropMEPS, "bind_meps": c.BindMEPS, "touch_gbps": c.TouchGBps} {
-			res.Hybrid[prefix+k] = v
+			fig[prefix+k] = v
 		}
 	}
 	machine("machine_", s.perf.cpu) // the machine description the predictions used
@@ -866,8 +867,8 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		machine("machine_bracketed_", br.machine)
 		bm := median(br.perStep)
 		for k, v := range map[string]float64{"sample": bm.SC, "load": bm.Load, "transfer": bm.Tran, "cpu_train": bm.TC, "dev_train": bm.TA, "sync": bm.Sync, "dev_sample": bm.SA, "cpu_bind": bm.Bind} {
-			res.Hybrid[k+"_med_s_pred_bracketed"] = v
+			fig[k+"_med_s_pred_bracketed"] = v
 		}
-		res.Hybrid["epoch_pred_bracketed_s"] = br.epochS
+		fig["epoch_pred_bracketed_s"] = br.epochS
 	}
 }

@@ -483,7 +483,7 @@ func TestHybridCalibrate(t *testing.T) {
 			t.Errorf("%s = %g", name, v)
 		}
 	}
-	if m == machineOf(cfg.Hybrid) {
+	if m == machineOf(cfg.Strategy.Module.(*Hybrid).HybridOptions) {
 		t.Error("the epoch predicted with the configured machine description, not the calibrated one")
 	}
 	if p := s.stats.predicted; !(p.TC > 0 && p.Load > 0 && p.SC > 0 && p.Bind > 0) {

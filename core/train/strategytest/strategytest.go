@@ -7,6 +7,7 @@ package strategytest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
@@ -136,6 +137,7 @@ func Test(t *testing.T, id string, host modhost.Host) {
 			t.Errorf("final loss %v", res.FinalLoss)
 		}
 	})
+	t.Run("Capabilities", func(t *testing.T) { testCapabilities(t, id, host) })
 	t.Run("Deterministic", func(t *testing.T) {
 		var r [2]*train.Result
 		for i := range r {
@@ -149,6 +151,80 @@ func Test(t *testing.T, id string, host modhost.Host) {
 				r[0].FinalLoss, r[1].FinalLoss, r[0].BestValidAcc, r[1].BestValidAcc, r[0].TestAcc, r[1].TestAcc)
 		}
 	})
+}
+
+// capability is one thing a strategy may declare in its Uses: the --set
+// assignments that ask for it, and what the result of a run that used it
+// shows.
+type capability struct {
+	name     string
+	declared func(train.Uses) bool
+	sets     []string
+	// base, when set, are the assignments of a run without the
+	// capability, whose result used compares with (nil: no such run).
+	base []string
+	used func(res, base *train.Result) string // "" when the result shows the capability at work
+}
+
+var capabilities = []capability{
+	{"HalfFeatures", func(u train.Uses) bool { return u.HalfFeatures }, []string{"data.feature_dtype=bfloat16"},
+		nil, func(res, _ *train.Result) string {
+			if res.FeatureDType != "bfloat16" || res.FeatureBytes <= 0 {
+				return fmt.Sprintf("features stored as %q in %d bytes, want bfloat16", res.FeatureDType, res.FeatureBytes)
+			}
+			return ""
+		}},
+	{"Devices", func(u train.Uses) bool { return u.Devices }, []string{"train.backend=sim", "devices.count=2"},
+		nil, func(res, _ *train.Result) string {
+			if res.PeakTierBytes["device1"] <= 0 {
+				return fmt.Sprintf("the second simulated device held nothing (peaks %v)", res.PeakTierBytes)
+			}
+			return ""
+		}},
+	{"Overlap", func(u train.Uses) bool { return u.Overlap }, []string{"train.backend=sim", "train.overlap=true"},
+		[]string{"train.backend=sim"}, func(res, base *train.Result) string {
+			if !(res.PredictedEpochS < base.PredictedEpochS) {
+				return fmt.Sprintf("the predicted epoch (%g s) is not shorter than without overlap (%g s): transfers do not overlap compute", res.PredictedEpochS, base.PredictedEpochS)
+			}
+			return ""
+		}},
+}
+
+// testCapabilities trains one epoch with each capability the strategy
+// declares and checks that the result shows it at work, and checks that
+// a capability it does not declare is refused before training, not
+// silently ignored.
+func testCapabilities(t *testing.T, id string, host modhost.Host) {
+	ctx := context.Background()
+	info, err := registry.Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses := info.New().(train.Strategy).Uses()
+	for _, c := range capabilities {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Config(t, id, append([]string{"train.epochs=1", "train.eval_every=1"}, c.sets...)...)
+			if !c.declared(uses) {
+				if err := train.Check(ctx, cfg, host, true); err == nil {
+					t.Errorf("%v: accepted, but %s does not declare %s", c.sets, id, c.name)
+				}
+				return
+			}
+			res, err := train.Run(ctx, cfg, train.Options{Host: host})
+			if err != nil {
+				t.Fatalf("%s declares %s, but %v fails: %v", id, c.name, c.sets, err)
+			}
+			var base *train.Result
+			if c.base != nil {
+				if base, err = train.Run(ctx, Config(t, id, append([]string{"train.epochs=1", "train.eval_every=1"}, c.base...)...), train.Options{Host: host}); err != nil {
+					t.Fatalf("%v: %v", c.base, err)
+				}
+			}
+			if why := c.used(res, base); why != "" {
+				t.Errorf("%s declares %s, but with %v %s", id, c.name, c.sets, why)
+			}
+		})
+	}
 }
 
 // CoraBase is a small run that tests share: GCN on the embedded Cora

@@ -1,0 +1,167 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"strata/core/registry"
+)
+
+// A strategy's section. A training strategy (a module of the registry
+// namespace "strategy") that has options decodes them from a top-level
+// section named after it, as a sampler decodes [sampler]: `[chunked]` for
+// strategy.chunked. Core declares none of these sections; they are
+// discovered from the registry. The strategy that train.mode names is
+// decoded from its section (or from its defaults when the section is
+// absent) into Config.Strategy; the section of any other strategy is an
+// error unless it only repeats that strategy's defaults (a config written
+// out by TOML before the mode changed).
+
+// strategyNamespace is the registry namespace of the training strategies.
+const strategyNamespace = "strategy"
+
+// strategySections returns the registered strategies that have options,
+// by section name (the module's name).
+func strategySections() map[string]registry.ModuleInfo {
+	out := map[string]registry.ModuleInfo{}
+	for _, m := range registry.Namespace(strategyNamespace) {
+		if fields, _ := moduleFields(m.New()); len(fields) > 0 {
+			out[m.Name()] = m
+		}
+	}
+	return out
+}
+
+// takeStrategySections removes the top-level keys of raw that name a
+// strategy section (and are not keys of Config) and returns them.
+func takeStrategySections(raw map[string]any) map[string]any {
+	builtin := map[string]bool{}
+	for _, f := range fieldsOf(configType) {
+		builtin[f.key] = true
+	}
+	out := map[string]any{}
+	for name := range strategySections() {
+		if v, ok := raw[name]; ok && !builtin[name] {
+			out[name] = v
+			delete(raw, name)
+		}
+	}
+	return out
+}
+
+// strategy decodes the section of the strategy train.mode names into
+// c.Strategy and checks that no other strategy's section is set.
+func (d *decoder) strategy(c *Config, sections map[string]any) {
+	mode := c.Train.Mode
+	info, err := registry.Lookup(strategyNamespace + "." + mode)
+	if err == nil {
+		inst := d.strategySection(info, sections[mode])
+		c.Strategy = Plugin{Name: info.Name(), ID: info.ID, Module: inst}
+		if v, ok := sections[mode].(map[string]any); ok {
+			c.Strategy.Options, _ = plain(v).(map[string]any)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(sections)) {
+		if name == mode {
+			continue
+		}
+		other := strategySections()[name]
+		before := len(d.errs)
+		inst := d.strategySection(other, sections[name])
+		if len(d.errs) > before || reflect.DeepEqual(inst, other.New()) {
+			continue
+		}
+		d.errorf([]string{name}, "%s: the section configures train.mode = %q, not %q; set train.mode = %q or remove [%s]", name, name, mode, name, name)
+	}
+}
+
+// strategySection decodes one strategy's section (v, nil when absent)
+// into a new instance of the module, then runs its Validate.
+func (d *decoder) strategySection(info registry.ModuleInfo, v any) registry.Module {
+	inst := info.New()
+	fields, target := moduleFields(inst)
+	if v == nil || !target.IsValid() {
+		return inst
+	}
+	path := []string{info.Name()}
+	m, ok := unwrap(v, reflect.Map).(map[string]any)
+	if !ok {
+		d.errorf(path, "%s: expected table, got %s", info.Name(), DescribeValue(v))
+		return inst
+	}
+	before := len(d.errs)
+	saved := d.unknown
+	d.unknown = func(kp []string, known []string) {
+		msg := fmt.Sprintf("unknown key %q for strategy %q", toml.Key(kp).String(), info.Name())
+		if sug := registry.Suggest(kp[len(kp)-1], known); sug != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", toml.Key(append(slices.Clone(kp[:len(kp)-1]), sug)).String())
+		}
+		d.errs = append(d.errs, d.src.errorAt(kp, msg+"; its options are "+quoteList(known)))
+	}
+	d.table(path, m, target, fields, d.unknown)
+	d.unknown = saved
+	if len(d.errs) == before {
+		if val, ok := inst.(registry.Validator); ok {
+			if err := val.Validate(); err != nil {
+				d.errorf(path, "[%s] (%s): %v", info.Name(), info.ID, err)
+			}
+		}
+	}
+	return inst
+}
+
+// strategyMap is the strategy's section as a TOML tree for Canonical and
+// TOML, or nil when it has no options or (hashOnly) they are all at their
+// defaults: a section at its defaults does not change the results, and
+// configs written before the strategy had options keep their hash.
+func (c *Config) strategyMap(hashOnly bool) (string, map[string]any) {
+	m := c.Strategy.Module
+	if m == nil {
+		return "", nil
+	}
+	fields, target := moduleFields(m)
+	if len(fields) == 0 {
+		return "", nil
+	}
+	if hashOnly {
+		if info, err := registry.Lookup(c.Strategy.ID); err == nil && reflect.DeepEqual(m, info.New()) {
+			return "", nil
+		}
+	}
+	return c.Strategy.Name, structMap(target, fields, hashOnly)
+}
+
+// explainStrategies writes a section per strategy with options, with its
+// defaults uncommented (a section at its defaults is a valid config under
+// any train.mode).
+func explainStrategies(b *strings.Builder) {
+	for _, m := range registry.Namespace(strategyNamespace) {
+		fields, target := moduleFields(m.New())
+		if len(fields) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "\n[%s]\n", m.Name())
+		writeComment(b, "", fmt.Sprintf("options of train.mode = %s (%s): %s", strconv.Quote(m.Name()), m.ID, m.Doc))
+		explainFields(b, "", target, fields, m.Name())
+	}
+}
+
+// StrategyKeyPath resolves the path value p of the strategy's option key
+// like CSVPath: relative to the config file's directory, or to the
+// working directory when --set gave it.
+func (c *Config) StrategyKeyPath(p, key string) string {
+	return c.resolveKey(p, c.Strategy.Name, key)
+}
+
+// Sections lists the top-level sections of a config: those of Config, then
+// the registered strategies' own sections, by name.
+func Sections() []string {
+	out := keysOf(fieldsOf(configType))
+	return append(out, slices.Sorted(maps.Keys(strategySections()))...)
+}
