@@ -25,7 +25,7 @@ type Hybrid struct {
 
 // DefaultHybrid is the [hybrid] section's default; a config whose section
 // differs from it sets [hybrid]. The machine description is the median of
-// three runs of BenchmarkHyscaleCalibrate (plugins/strategy) on strata's
+// three runs of BenchmarkHyscaleCalibrate (plugins/strategy/hybrid) on strata's
 // development machine, a shared 2-core AMD EPYC VM (docs/hyscale.md).
 func DefaultHybrid() Hybrid {
 	return Hybrid{CPUTrainers: 1, CPUShare: 0.25, DRM: "off", DRMStep: 0.05, SampleOn: "cpu", Prefetch: true,
