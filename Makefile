@@ -143,9 +143,9 @@ build-mpi: models
 	$(GO) build -tags mpi -o $(BIN) ./cmd/strata
 
 test-mpi: build-mpi
-	$(GO) vet -tags mpi ./plugins/mpi/ ./plugins/strategy/ ./cmd/strata/
+	$(GO) vet -tags mpi ./plugins/mpi/ ./plugins/strategy/... ./cmd/strata/
 	$(GO) test -c -tags mpi -o build/mpi.test ./plugins/mpi
-	$(GO) test -c -tags mpi -o build/strategy-mpi.test ./plugins/strategy
+	$(GO) test -c -tags mpi -o build/strategy-mpi.test ./plugins/strategy/dist
 	@for n in 1 2 4; do echo "== comm.mpi and the distributed strategies on $$n ranks"; \
 		$(MPIRUN) -np $$n build/mpi.test -test.run TestUnderMPI || exit 1; \
 		$(MPIRUN) -np $$n build/strategy-mpi.test -test.run TestDistUnderMPI || exit 1; done

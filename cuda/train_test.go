@@ -145,8 +145,8 @@ func TestCoraChunked(t *testing.T) {
 	// chunks): two orders of the longest, a weight gradient's over the
 	// 2708 rows, differ by 2γ_2708; each Adam step carries a relative
 	// change δ of a gradient into the parameters as at most lr·δ
-	// (plugins/strategy's splitTol), so the loss after the epochs' steps
-	// is within epochs·2γ_2708, times 100 for magnitude against
+	// (plugins/strategy/internal/testkit's SplitTol), so the loss after
+	// the epochs' steps is within epochs·2γ_2708, times 100 for magnitude against
 	// cancellation (observed on an H100: equal to 12 digits).
 	n, _ := strconv.Atoi(epochs)
 	tol := floattol.Orders(floattol.Gamma(2708, floattol.UFloat64)) * 100 * float64(n)

@@ -18,7 +18,7 @@
 # library's environment): the cpu backend's tests, the backend conformance
 # suite (cpu, simulated device, a reordered backend), the cuda backend's
 # conformance against the CPU mock (when CUDA_MOCK is set, as make passes
-# it), the engine, and the strategy equivalence tests of plugins/strategy
+# it), the engine, and the strategy equivalence tests of plugins/strategy/...
 # (by the project's naming: Match, Equal; and data-parallel training).
 #
 # Settings (environment): GO (go); CUDA_HDR and CUDA_MOCK, the headers and
@@ -62,7 +62,7 @@ suites() {
 		gotest CGO_ENABLED=1 CGO_CFLAGS="-I$CUDA_HDR" CGO_LDFLAGS="-L$CUDA_MOCK" LD_LIBRARY_PATH="$CUDA_MOCK" \
 			"$GO" test -short -count=1 -tags cuda -run 'TestConformance' ./cuda/
 	fi
-	gotest "$GO" test -short -count=1 -run 'Match|Equal|DataParallel' ./plugins/strategy
+	gotest "$GO" test -short -count=1 -run 'Match|Equal|DataParallel' ./plugins/strategy/...
 	echo "== test-float: $cfg done in $(($(date +%s) - t)) s"
 }
 

@@ -13,5 +13,10 @@ import (
 	_ "strata/plugins/mpi"
 	_ "strata/plugins/placement"
 	_ "strata/plugins/sampler"
-	_ "strata/plugins/strategy"
+	_ "strata/plugins/strategy/chunked"
+	_ "strata/plugins/strategy/dist"
+	_ "strata/plugins/strategy/fullgraph"
+	_ "strata/plugins/strategy/hybrid"
+	_ "strata/plugins/strategy/micro"
+	_ "strata/plugins/strategy/minibatch"
 )

@@ -114,7 +114,9 @@ done
 # them (about 10 MB compressed).
 if [ "${FLOAT_TESTS:-1}" = 1 ] && [ -z "${GPU_TEST_PKG+x}" ]; then
 	mkdir -p "$OUTDIR/extra"
-	for pt in cpu:./core/backend/cpu backendtest:./core/backend/backendtest engine:./core/engine strategy:./plugins/strategy; do
+	for pt in cpu:./core/backend/cpu backendtest:./core/backend/backendtest engine:./core/engine \
+		strategy:./plugins/strategy/strategytests strategy-chunked:./plugins/strategy/chunked strategy-hybrid:./plugins/strategy/hybrid \
+		strategy-minibatch:./plugins/strategy/minibatch strategy-dist:./plugins/strategy/dist; do
 		echo "bundle: go test -c ${flags[*]} ${pt#*:}"
 		"$GO" test -c -trimpath -ldflags=-s\ -w -o "$STAGE/${pt%%:*}.test" "${pt#*:}" ||
 			die "the tests of ${pt#*:} do not build"

@@ -62,7 +62,10 @@ suites() { # label
 	run "$1 cpu" core/backend/cpu 120 "$T/cpu.test" -test.short -test.count=1
 	run "$1 backendtest" core/backend/backendtest 120 "$T/backendtest.test" -test.short -test.count=1
 	run "$1 engine" core/engine 120 "$T/engine.test" -test.short -test.count=1
-	run "$1 strategy" plugins/strategy 180 "$T/strategy.test" -test.short -test.count=1 -test.run 'Match|Equal|DataParallel'
+	run "$1 strategy" plugins/strategy/strategytests 180 "$T/strategy.test" -test.short -test.count=1 -test.run 'Match|Equal|DataParallel'
+	for p in chunked hybrid minibatch dist; do
+		run "$1 strategy $p" plugins/strategy/$p 60 "$T/strategy-$p.test" -test.short -test.count=1 -test.run 'Match|Equal|DataParallel'
+	done
 	[ -x "${CUDA_TEST:-}" ] && run "$1 cuda conformance" cuda 120 "$CUDA_TEST" -test.count=1 -test.run 'TestConformance|TestHeadDotBackwardNil|TestDropoutGEMMKeyedBlocks'
 }
 for f in "" "${families[@]}"; do

@@ -5,7 +5,7 @@
 #     float64: one result line (rank 0's) with one entry per rank, and the
 #     loss after one epoch of 1 rank to 1e-12 relative (masks are drawn by
 #     the rows' global ids, so only the order of sums differs: the bound is
-#     derived at plugins/strategy's TestSplitsMatchFullGraph) and the same
+#     derived at plugins/strategy/strategytests' TestSplitsMatchFullGraph) and the same
 #     test accuracy;
 #  2. a binary built without MPI, started by mpirun, exits 2 naming the fix;
 #  3. a rank killed, or hung, mid-run ends the job (non-zero) within 60 s.

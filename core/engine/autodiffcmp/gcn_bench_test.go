@@ -234,8 +234,8 @@ func (m *tapeGCN) step(tb testing.TB) float64 {
 // longest sum (a dense Â row or a feature row, then the loss's mean over
 // the nodes), and falling losses over a few Adam steps. Later losses have
 // no bound: Adam's first update moves a parameter whose gradient is
-// rounding noise by up to ±lr in either run (plugins/strategy's
-// compareFloat32Step says more).
+// rounding noise by up to ±lr in either run
+// (plugins/strategy/internal/testkit's CompareFloat32Step says more).
 func TestSameLoss(t *testing.T) {
 	d := loadCora(t)
 	w := initWeights(t, d)

@@ -1,0 +1,267 @@
+package chunked
+
+import (
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/engine"
+	"strata/core/ir"
+	"strata/core/topology"
+	"strata/core/train"
+	"strata/plugins/strategy/internal/chunkplan"
+	"strata/plugins/strategy/internal/memest"
+)
+
+// layerCost is the estimated cost of one layer's backward over all chunks
+// with cached and with recomputed intermediates (HongTu §4.2), and what
+// it is made of.
+type layerCost struct {
+	savedBytes   int64   // the intermediates, summed over the chunks
+	srcBytes     int64   // the chunks' input rows
+	forwardS     float64 // the layer's forward, all chunks
+	cacheS       float64 // the intermediates to the host and back (and the rows, if backward reads them)
+	recomputeS   float64 // the input rows again and the forward
+	cacheWins    bool
+	inputInCache bool // backward reads the input rows even with cached intermediates
+}
+
+// machineSpec returns the host link bandwidth and device spec the
+// estimates use: the simulated machine's, otherwise a PCIe-attached V100.
+func machineSpec(be backend.Backend) (hostGBps float64, dev topology.DeviceSpec) {
+	if m, ok := be.(backend.Machine); ok {
+		t := m.Topology()
+		if len(t.HostGBps) > 0 && t.Compute.PeakGFLOPS > 0 {
+			return t.HostGBps[0], t.Compute
+		}
+	}
+	return topology.PCIeGBps, topology.V100
+}
+
+// estimateLayers estimates every layer's cost of caching and of
+// recomputing its intermediates, over the plan's chunks, with
+// costmodel.hongtu (§4.2). The intermediates are sized by the engine
+// (engine.Sizer: what a training step over the chunk allocates); the
+// forward is priced as a roofline, the dense products at peak throughput
+// plus every value written and read once at memory bandwidth.
+func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
+	hostGBps, dev := machineSpec(r.e.Be)
+	elt := int64(r.e.DT.Size())
+	out := make([]layerCost, len(r.layers))
+	for l, lg := range r.layers {
+		sz, err := engine.NewSizer(lg, r.e.DT)
+		if err != nil {
+			return nil, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+		}
+		var dense int64 // Σ K·M of the products with a parameter
+		for _, op := range lg.Ops {
+			if op.Kind == ir.OpMatMul && lg.Ops[op.Args[1]].Kind == ir.OpParam {
+				s := lg.Ops[op.Args[1]].Shape
+				dense += s[0] * s[1]
+			}
+		}
+		lc := &out[l]
+		lc.inputInCache = r.needIn[l]
+		for _, c := range r.plan.Chunks {
+			shape := engine.BlockShape{Dst: len(c.Dst), Src: len(c.Src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+			for name := range r.used[l] {
+				cg := c.Graphs[name]
+				shape.Edges[name], shape.Degrees[name] = cg.Csr.NNZ(), engine.DegreesOf(cg.Csr)
+			}
+			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.Src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true})
+			if err != nil {
+				return nil, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+			}
+			lc.savedBytes += (fp.Values+fp.Masks+fp.Saved)*elt + 4*fp.Index
+			lc.srcBytes += int64(len(c.Src)) * int64(r.widths[l]) * elt
+			lc.forwardS += 2*float64(len(c.Src))*float64(dense)/(dev.PeakGFLOPS*1e9) + 2*float64(fp.Values*elt)/(dev.MemGBps*1e9)
+		}
+		read := 0.0
+		if lc.inputInCache {
+			read = 1
+		}
+		res, err := r.cost.Predict(hongtuOpIntermediates, []float64{hostGBps, float64(lc.savedBytes), float64(lc.srcBytes), lc.forwardS, read})
+		if err != nil {
+			return nil, fmt.Errorf("chunked: %s: %w", train.CostModelHongTu, err)
+		}
+		lc.cacheS, lc.recomputeS, lc.cacheWins = res[0], res[1], res[2] == 1
+	}
+	return out, nil
+}
+
+// chooseIntermediates sets each layer's handling of its intermediates:
+// chunked.intermediates, or with "hybrid" ("") the cheaper by the
+// estimate.
+func (r *chunkedRun) chooseIntermediates(mode string) error {
+	r.cache = make([]bool, len(r.layers))
+	switch mode {
+	case "cache":
+		for l := range r.cache {
+			r.cache[l] = true
+		}
+	case "recompute":
+	default:
+		r.hybrid = true
+		est, err := r.estimateLayers()
+		if err != nil {
+			return err
+		}
+		for l, c := range est {
+			r.cache[l] = c.cacheWins
+		}
+	}
+	return nil
+}
+
+// estimatePeak estimates a device's peak memory in a training epoch over
+// plan, following the allocations of a layer pass: the resident
+// parameters, their gradients and the optimizer state; the transition
+// buffers of deduplicated communication (the batch before's and the
+// current one while it fills, with the staging rows, and in backward the
+// gradient buffers of Alg. 3); and the step of one
+// layer over one chunk (its graphs with their weights as the cpu kernels
+// keep them, its input rows unless they are the transition buffer, the
+// staging of p2p and reused rows, and the program's buffers as the
+// engine sizes them).
+func (r *chunkedRun) estimatePeak(plan *chunkplan.Plan, optimizer string, momentum float64) (int64, error) {
+	elt := int64(r.e.DT.Size())
+	whole, err := engine.NewSizer(r.e.Model, r.e.DT)
+	if err != nil {
+		return 0, err
+	}
+	resident := whole.Learnable*elt*int64(2+memest.OptimizerSlots(optimizer, momentum)) + whole.State*elt
+	if plan.M > 1 {
+		resident += whole.Learnable * elt // the all-reduce's buffer (at most)
+	}
+	dedup := r.dedup != dedupNone
+	var worst int64
+	for l, lg := range r.layers {
+		sz, err := engine.NewSizer(lg, r.e.DT)
+		if err != nil {
+			return 0, err
+		}
+		wb := int64(r.widths[l]) * elt
+		prev := make([]map[int32]bool, plan.M)
+		grads := dedup && l > 0 // backward collects the vertex gradients in buffers (Alg. 3)
+		for j, batch := range plan.Sched {
+			var sets [][]int32
+			trans := make([]int64, plan.M)
+			if dedup {
+				sets = plan.BatchRows(batch)
+				if grads {
+					// Closing the batch: its row and gradient buffers, the
+					// next batch's gradient buffer, the rows staged.
+					var next [][]int32
+					if j+1 < len(plan.Sched) && r.dedup == dedupReuse {
+						next = plan.BatchRows(plan.Sched[j+1])
+					}
+					for i, rows := range sets {
+						n := int64(len(rows))
+						b := 2*n*wb + n*(wb+4)
+						if next != nil {
+							b += int64(len(next[i])) * wb
+						}
+						worst = max(worst, b)
+					}
+				}
+				for i, rows := range sets {
+					var keep int64
+					cur := make(map[int32]bool, len(rows))
+					for _, u := range rows {
+						cur[u] = true
+						if prev[i][u] && r.dedup == dedupReuse {
+							keep++
+						}
+					}
+					load := int64(len(rows)) - keep
+					t := int64(len(rows)) * wb
+					trans[i] = t
+					fill := max(int64(len(prev[i]))*wb+t+keep*(wb+4), t+load*(wb+4))
+					worst = max(worst, fill)
+					prev[i] = cur
+				}
+			}
+			for k, ci := range batch {
+				c := plan.Chunks[ci]
+				d, s := int64(len(c.Dst)), int64(len(c.Src))
+				shape := engine.BlockShape{Dst: len(c.Dst), Src: len(c.Src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+				var graphs int64
+				for name := range r.used[l] {
+					cg := c.Graphs[name]
+					e := cg.Csr.NNZ()
+					shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.Csr)
+					graphs += 8*(d+1) + 8*(s+1) + 16*e + int64(len(cg.Gcn)+len(cg.Mean))*elt
+				}
+				fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.Src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true})
+				if err != nil {
+					return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+				}
+				input, staging := s*wb, int64(0)
+				if dedup {
+					if plan.Aliased(k, sets[k], c) {
+						input = 0
+					} else {
+						staging = s * (wb + 4) // at most: every row staged once
+						for o := range sets {
+							if o != k {
+								worst = max(worst, trans[o]+s*(wb+4)) // serving a p2p fetch
+							}
+						}
+					}
+				}
+				b := trans[k] + graphs + input + max(staging, fp.Bytes())
+				if grads {
+					// The gradient buffer, and the gradients staged into it
+					// while the program is still bound.
+					b = 2*trans[k] + graphs + input + max(staging, fp.Bytes()+s*(wb+4))
+				}
+				if l == len(r.layers)-1 {
+					b += 4 * (d + int64(len(c.Train)))
+				}
+				worst = max(worst, b)
+			}
+		}
+	}
+	return resident + worst, nil
+}
+
+// hongtuOps are the op codes of costmodel.hongtu.
+const (
+	hongtuOpComm          = 0
+	hongtuOpIntermediates = 1
+)
+
+// commBytes returns the neighbour-row bytes of an epoch under each
+// deduplication mode: every layer loads its rows in forward and again in
+// backward.
+func (r *chunkedRun) commBytes(c chunkplan.CommRows) map[string]int64 {
+	elt := int64(r.e.DT.Size())
+	var w int64
+	for l := range r.layers {
+		w += int64(r.widths[l])
+	}
+	return map[string]int64{dedupNone: 2 * c.Ori * w * elt, dedupP2P: 2 * c.P2p * w * elt, dedupReuse: 2 * c.Ru * w * elt}
+}
+
+// commCost prices an epoch's neighbour rows under plan with Eq. 4
+// (costmodel.hongtu) for each deduplication mode, in seconds.
+func (r *chunkedRun) commCost(plan *chunkplan.Plan) (map[string]float64, error) {
+	b := r.commBytes(plan.Comm(r.e.DS.NumNodes))
+	hd, dev := machineSpec(r.e.Be)
+	var dd float64
+	if m, ok := r.e.Be.(backend.Machine); ok {
+		t := m.Topology()
+		if t.Devices > 1 {
+			dd = t.PeerGBps[0][1]
+		}
+	}
+	ori, p2p, ru := float64(b[dedupNone]), float64(b[dedupP2P]), float64(b[dedupReuse])
+	out := map[string]float64{}
+	for mode, v := range map[string][3]float64{dedupNone: {ori, ori, ori}, dedupP2P: {ori, p2p, p2p}, dedupReuse: {ori, p2p, ru}} {
+		res, err := r.cost.Predict(hongtuOpComm, []float64{hd, dd, dev.MemGBps, v[0], v[1], v[2]})
+		if err != nil {
+			return nil, fmt.Errorf("chunked: %s: %w", train.CostModelHongTu, err)
+		}
+		out[mode] = res[0]
+	}
+	return out, nil
+}

@@ -1,0 +1,850 @@
+// Package chunked is strategy.chunked, HongTu: full-graph training layer
+// by layer over the chunks of a 2-level partition, vertex data in a host
+// tier.
+package chunked
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"strata/core/backend"
+	"strata/core/config"
+	"strata/core/engine"
+	"strata/core/graph"
+	"strata/core/ir"
+	"strata/core/modhost"
+	"strata/core/partition"
+	"strata/core/registry"
+	"strata/core/tensor"
+	"strata/core/train"
+	"strata/partitioners"
+	"strata/plugins/strategy/internal/chunkplan"
+	"strata/plugins/strategy/internal/hosttier"
+	"strata/plugins/strategy/internal/steprun"
+)
+
+// Chunked is strategy.chunked, HongTu's full-graph training (Wang et al.,
+// SIGMOD 2023): vertex data (features, every layer's activations, vertex
+// gradients) stays in a host tier; the devices hold the parameters and
+// one chunk's working set at a time. The graph is cut by
+// partitioner.hongtu-2level into m partitions (one per device) of n
+// chunks of destination nodes with all their in-edges, so every chunk's
+// layer output is exact. Forward runs layer by layer over the batches of
+// chunks (Alg. 1), backward in reverse, accumulating the vertex gradients
+// on the host (§4.3); each layer's intermediates are kept on the host or
+// recomputed (§4.2).
+//
+// Its options are the [chunked] section; the zero value is the default,
+// so configs without the section keep their hash.
+type Chunked struct {
+	Chunks        int    `toml:"chunks" range:"[0,1073741824]" word:"auto:0:the smallest multiple of the device count whose largest chunk fits devices.memory_bytes" doc:"total number of chunks k of the 2-level partition (METIS into m = device count partitions, each cut into k/m edge-balanced chunks); a multiple of m, at most the number of nodes; 0 = \"auto\""`
+	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer from the cost estimate"`
+	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
+	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
+	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations and vertex gradients in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
+}
+
+var (
+	_ train.Strategy      = (*Chunked)(nil)
+	_ train.Exampler      = (*Chunked)(nil)
+	_ train.ConfigChecker = (*Chunked)(nil)
+)
+
+// StrataModule implements registry.Module.
+func (*Chunked) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{ID: "strategy.chunked", New: func() registry.Module { return new(Chunked) },
+		Doc: "HongTu: full-graph training chunk by chunk, vertex data in the host tier, deduplicated communication (see [chunked])"}
+}
+
+// Uses implements train.Strategy: every device of the
+// machine (one partition each).
+func (*Chunked) Uses() train.Uses { return train.Uses{Devices: true} }
+
+// ExampleConfig implements train.Exampler: four chunks.
+func (*Chunked) ExampleConfig() []string { return []string{"chunked.chunks=4"} }
+
+// CheckConfig implements train.ConfigChecker.
+func (s *Chunked) CheckConfig(cfg *config.Config) error {
+	if s.HostFile != "" && cfg.Train.Backend != "cpu" {
+		return cfg.KeyError(fmt.Sprintf("chunked.host_file maps the host tier to a file on the cpu backend, but train.backend = %q; set train.backend = \"cpu\" or remove chunked.host_file", cfg.Train.Backend), "chunked", "host_file")
+	}
+	if s.Chunks == 0 && cfg.Train.Backend == "sim" && cfg.Devices.MemoryBytes == 0 {
+		return cfg.KeyError("chunked.chunks = \"auto\" sizes the chunks to devices.memory_bytes, which is 0 (unlimited); set devices.memory_bytes or give chunked.chunks a number", "chunked", "chunks")
+	}
+	if s.Chunks == 0 && cfg.Train.Backend != "sim" {
+		return cfg.KeyError(fmt.Sprintf("chunked.chunks = \"auto\" sizes the chunks to a simulated device's memory, but train.backend = %q; give chunked.chunks a number", cfg.Train.Backend), "chunked", "chunks")
+	}
+	return nil
+}
+
+// NewStepper implements train.Strategy.
+func (s *Chunked) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
+	r, err := newChunkedRun(ctx, env.Config, *s, steprun.EnvOf(env))
+	if err != nil {
+		return nil, err
+	}
+	// The chunks hold their own edges: the run's adjacencies are not read
+	// again, and at scale they are gigabytes (2.5 GB at R-MAT 2^24).
+	env.Adjs, r.e.Adjs = nil, nil
+	return r, nil
+}
+
+// chunkDevice is one device: its tier and its replica of the parameters
+// (device 0's are the loop's; the others receive them before each epoch
+// and each prediction).
+type chunkDevice struct {
+	tier tensor.Tier
+	ps   *engine.Params
+}
+
+// chunkedRun is the stepper of strategy.chunked.
+type chunkedRun struct {
+	e       steprun.Env
+	cfg     *config.Config
+	opts    Chunked            // the [chunked] section
+	layers  []*ir.Graph        // the model, one graph per layer
+	used    []map[string]bool  // the graphs each layer reads
+	widths  []int              // widths[l]: layer l's input; widths[L]: the classes
+	devs    []*chunkDevice     // one per partition
+	plan    *chunkplan.Plan    // the chunks and their schedule
+	h, dh   []hosttier.Rows    // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
+	cache   []bool             // per layer: keep the intermediates on the host
+	saved   []map[int][]any    // per layer and chunk: the host copies of the intermediates
+	needIn  []bool             // per layer: backward reads the layer's input
+	total   int                // training nodes
+	comm    chunkplan.CommRows // neighbour rows per layer pass
+	hybrid  bool               // intermediates chosen per layer by the estimate
+	estPeak int64              // the estimated device peak (0: no capacity to fit)
+	unmap   func() error       // closes and removes chunked.host_file (nil: the host tier is in RAM)
+	dedup   string             // chunked.dedup
+	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
+	commS   map[string]float64 // Eq. 4's communication time of an epoch per mode
+}
+
+var (
+	_ train.Stepper        = (*chunkedRun)(nil)
+	_ train.ResultReporter = (*chunkedRun)(nil)
+	_ train.Announcer      = (*chunkedRun)(nil)
+)
+
+func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e steprun.Env) (*chunkedRun, error) {
+	for _, op := range e.Model.Ops {
+		if op.Kind == ir.OpBatchNorm {
+			return nil, cfg.KeyError("model.options.batchnorm: chunked training normalises chunk by chunk, which is not the whole graph's batch statistics; remove batchnorm or use train.mode = \"fullgraph\"", "model", "options", "batchnorm")
+		}
+	}
+	layers, err := e.Model.SplitLayers()
+	if err != nil {
+		return nil, fmt.Errorf("chunked: %w", err)
+	}
+	r := &chunkedRun{e: e, cfg: cfg, opts: opts, layers: layers, used: steprun.GraphsPerLayer(e.Model), total: len(e.DS.Train), dedup: opts.Dedup}
+	if r.dedup == "" {
+		r.dedup = dedupReuse
+	}
+	for _, lg := range layers {
+		r.widths = append(r.widths, int(lg.Ops[0].Shape[1]))
+		r.needIn = append(r.needIn, backwardReadsInput(lg))
+	}
+	r.widths = append(r.widths, int(e.Model.Ops[e.Model.Outputs[0]].Shape[1]))
+	cm, release, err := train.LoadCostModel(ctx, e.Host, train.CostModelHongTu)
+	if err != nil {
+		return nil, fmt.Errorf("chunked: %w", err)
+	}
+	defer release()
+	r.cost = cm
+	defer func() { r.cost = nil }()
+	tiers := []tensor.Tier{e.Tier}
+	if md, ok := e.Be.(backend.MultiDevice); ok {
+		tiers = md.DeviceTiers()
+	}
+	if r.plan, err = r.fitPlan(ctx, cfg, len(tiers)); err != nil {
+		return nil, err
+	}
+	r.comm = r.plan.Comm(e.DS.NumNodes)
+	if r.commS, err = r.commCost(r.plan); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*chunkedRun, error) {
+		r.Release()
+		return nil, err
+	}
+	for _, tier := range tiers {
+		d := &chunkDevice{tier: tier}
+		if d.ps, err = engine.NewParams(e.Model, backend.ForPurpose(e.Be, backend.PurposeParameters), e.DT, tier, e.Seed); err != nil {
+			return fail(err)
+		}
+		r.devs = append(r.devs, d)
+	}
+	if err := r.allocHost(ctx); err != nil {
+		return fail(err)
+	}
+	if err := r.chooseIntermediates(opts.Intermediates); err != nil {
+		return fail(err)
+	}
+	return r, nil
+}
+
+// fitPlan plans chunked.chunks chunks over m devices, or with "auto" the
+// fewest (m times a power of two) whose estimated peak fits the simulated
+// devices' capacity. A count that does not fit is an error naming one
+// that does, or, when none does, the smallest feasible capacity.
+func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*chunkplan.Plan, error) {
+	var capacity int64
+	if _, sim := r.e.Be.(backend.Machine); sim {
+		capacity = cfg.Devices.MemoryBytes
+	}
+	try := func(k int) (*chunkplan.Plan, int64, error) {
+		p, err := planChunks(ctx, cfg, r.e, m, k)
+		if err != nil {
+			return nil, 0, err
+		}
+		if r.opts.Reorganize {
+			// Alg. 4, kept when Eq. 4 prices it cheaper.
+			q := p.Reorganize(r.e.DS.NumNodes)
+			cp, err := r.commCost(p)
+			if err != nil {
+				return nil, 0, err
+			}
+			cq, err := r.commCost(q)
+			if err != nil {
+				return nil, 0, err
+			}
+			if cq[dedupReuse] <= cp[dedupReuse] {
+				p = q
+			}
+		}
+		if capacity == 0 {
+			return p, 0, nil
+		}
+		peak, err := r.estimatePeak(p, cfg.Train.Optimizer, cfg.Train.Momentum)
+		return p, peak, err
+	}
+	k, err := chunkCount(cfg, r.opts.Chunks, r.e, m)
+	if err != nil {
+		return nil, err
+	}
+	p, peak, err := try(k)
+	if err != nil {
+		return nil, err
+	}
+	r.estPeak = peak
+	if capacity == 0 || peak <= capacity {
+		return p, nil
+	}
+	nodes := r.e.DS.NumNodes
+	bestK, best := k, peak
+	for n := k / m; n*m < nodes; {
+		n = min(2*n, nodes/m)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p, peak, err := try(m * n)
+		if err != nil {
+			break // the partitioner cannot cut this fine
+		}
+		if peak < best {
+			bestK, best = m*n, peak
+		}
+		if peak > capacity {
+			continue
+		}
+		if r.opts.Chunks == 0 {
+			r.estPeak = peak
+			return p, nil
+		}
+		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d does not fit devices.memory_bytes = %d (%s): the largest chunk's training step needs an estimated %d bytes (%s) on a device; chunked.chunks = %d fits (%s), or set chunked.chunks = \"auto\"",
+			k, capacity, steprun.MiB(capacity), r.estPeak, steprun.MiB(r.estPeak), m*n, steprun.MiB(peak)), "chunked", "chunks")
+	}
+	return nil, cfg.KeyError(fmt.Sprintf("devices.memory_bytes = %d (%s) is too small for one chunk at any chunk count: the smallest estimated peak is %d bytes (%s), with chunked.chunks = %d; the smallest feasible capacity is devices.memory_bytes = %d",
+		capacity, steprun.MiB(capacity), best, steprun.MiB(best), bestK, best), "devices", "memory_bytes")
+}
+
+// chunkCount returns the total number of chunks k: chunked.chunks,
+// checked against the nodes and the device count m.
+func chunkCount(cfg *config.Config, k int, e steprun.Env, m int) (int, error) {
+	if k == 0 {
+		k = m // "auto" starts from one chunk per device (see fitChunks)
+	}
+	if k%m != 0 {
+		use := fmt.Sprintf("%d or %d", k/m*m, (k/m+1)*m)
+		if k < m {
+			use = fmt.Sprint(m)
+		}
+		return 0, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d is not a multiple of the %d devices (m, one partition per device); use %s", k, m, use), "chunked", "chunks")
+	}
+	if k > e.DS.NumNodes {
+		return 0, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d is more than the %d nodes; every chunk needs a destination node", k, e.DS.NumNodes), "chunked", "chunks")
+	}
+	return k, nil
+}
+
+// planChunks partitions the graph with partitioner.hongtu-2level into m
+// partitions of k/m chunks and builds the chunks.
+func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int) (*chunkplan.Plan, error) {
+	mod, err := registry.New[partition.Partitioner]("partitioner.hongtu-2level")
+	if err != nil {
+		return nil, err
+	}
+	h, ok := mod.(*partitioners.HongTu2Level)
+	if !ok {
+		return nil, fmt.Errorf("chunked: partitioner.hongtu-2level is a %T", mod)
+	}
+	h.M = m
+	part, err := h.Partition(ctx, e.Adjs.Adj, k, nil)
+	if err != nil {
+		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d: %v", k, err), "chunked", "chunks")
+	}
+	return chunkplan.NewPlan(ctx, e.Adjs, train.GraphReducers(e.Model), part, m, k/m, e.DS.Labels, e.DS.Train)
+}
+
+// allocHost allocates the host tier: the features and, per layer, its
+// output and the output's gradient; with chunked.host_file the layers'
+// matrices live in a scratch file read and written row run by row run.
+func (r *chunkedRun) allocHost(ctx context.Context) error {
+	n := r.e.DS.NumNodes
+	arena := &hosttier.Arena{DT: r.e.DT}
+	var widths []int // the activations and their gradients
+	for _, w := range r.widths[1:] {
+		widths = append(widths, w, w)
+	}
+	size := hosttier.Bytes(r.e.DT, n, widths)
+	if r.opts.HostFile == "" && size > graph.MaxMemory(ctx) {
+		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a file",
+			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
+	}
+	if path := r.cfg.StrategyKeyPath(r.opts.HostFile, "host_file"); r.opts.HostFile != "" {
+		f, closeFile, err := hosttier.OpenFile(path, size)
+		if err != nil {
+			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create a %s host tier there: %v; give a file in a writable directory with room for it", path, steprun.MiB(size), err), "chunked", "host_file")
+		}
+		log, err := hosttier.NewAddLog(filepath.Dir(path))
+		if err != nil {
+			closeFile()
+			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create the log of row additions beside it: %v; give a file in a writable directory with room for it", path, err), "chunked", "host_file")
+		}
+		arena.File, arena.Log, arena.Size = f, log, size
+		r.unmap = func() error {
+			err := log.Close()
+			if cerr := closeFile(); err == nil {
+				err = cerr
+			}
+			return err
+		}
+	}
+	x, err := hosttier.FeatureRows(r.e.DT, r.e.Feats, n, r.e.Dim)
+	if err != nil {
+		return err
+	}
+	if pinned, ok := r.e.Be.(backend.PinnedHost); ok && arena.File == nil {
+		// The whole host tier, features included, in pinned memory.
+		size += hosttier.Bytes(r.e.DT, n, []int{r.e.Dim})
+		mem, free, err := pinned.AllocPinned(size)
+		if err != nil {
+			return fmt.Errorf("chunked: pinning the host tier (%s): %w", steprun.MiB(size), err)
+		}
+		arena.Mem, arena.Size, r.unmap = mem, size, func() error { free(); return nil }
+		px, err := arena.Matrix(n, r.e.Dim)
+		if err == nil {
+			err = hosttier.CopyRows(px, x, n)
+		}
+		if err != nil {
+			return err
+		}
+		x = px
+	}
+	r.h = []hosttier.Rows{x}
+	r.dh = []hosttier.Rows{nil}
+	for l := 1; l < len(r.widths); l++ {
+		for _, into := range []*[]hosttier.Rows{&r.h, &r.dh} {
+			m, err := arena.Matrix(n, r.widths[l])
+			if err != nil {
+				return err
+			}
+			*into = append(*into, m)
+		}
+	}
+	r.saved = make([]map[int][]any, len(r.layers))
+	for l := range r.saved {
+		r.saved[l] = map[int][]any{}
+	}
+	return nil
+}
+
+// backwardReadsInput reports whether a layer's backward reads the value
+// of its input (rather than only saved values and the topology): then
+// backward loads the neighbour rows again even with cached
+// intermediates. Which operands an op's backward reads is its op table
+// entry's ReadsArgs (sums, bias, scaling, concatenation, dropout and row
+// selection read none).
+func backwardReadsInput(g *ir.Graph) bool {
+	for _, op := range g.Ops {
+		for k, a := range op.Args {
+			if g.Ops[a].Kind != ir.OpInput {
+				continue
+			}
+			if op.Kind == "narrow" {
+				continue
+			}
+			if s := ir.Spec(op.Kind); s == nil || slices.Contains(s.ReadsArgs, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Announce implements train.Announcer.
+func (r *chunkedRun) Announce() string {
+	modes := r.modes()
+	return fmt.Sprintf("chunked: %d chunks (%d per device on %d devices), intermediates %v, neighbour rows per layer pass: %d original, %d with p2p, %d with p2p+reuse",
+		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru)
+}
+
+func (r *chunkedRun) modes() []string {
+	out := make([]string, len(r.cache))
+	for l, c := range r.cache {
+		out[l] = "recompute"
+		if c {
+			out[l] = "cache"
+		}
+	}
+	return out
+}
+
+// ChunkedFigures are strategy.chunked's figures in the result line,
+// "chunked": {...}.
+type ChunkedFigures struct {
+	Chunks        int      `json:"chunks" doc:"chunks of chunked (HongTu) training, all devices together"`
+	Intermediates []string `json:"intermediates" doc:"each layer's handling of its intermediate results: cache or recompute"`
+	// CommBytes are the host→device bytes of neighbour rows per epoch
+	// without deduplication ("original"), with p2p sharing ("p2p") and
+	// with p2p and reuse ("p2p_reuse"), from the plan.
+	CommBytes map[string]int64 `json:"comm_bytes" doc:"host→device bytes of neighbour rows per epoch without deduplication (original), with p2p sharing (p2p) and with p2p and reuse (p2p_reuse), from the plan"`
+	// CommPredictedS prices the same bytes with HongTu's Eq. 4
+	// (costmodel.hongtu) on the machine's links, in seconds.
+	CommPredictedS map[string]float64 `json:"comm_predicted_s" doc:"the same bytes priced with HongTu's Eq. 4 (costmodel.hongtu) on the machine's links, in seconds"`
+}
+
+// Figures implements train.FigureDeclarer.
+func (*Chunked) Figures() any { return &ChunkedFigures{} }
+
+// ReportResult implements train.ResultReporter.
+func (r *chunkedRun) ReportResult(res *train.Result) {
+	res.Partitioner = "hongtu-2level"
+	res.EstimatedPeakBytes = r.estPeak
+	// Every layer loads its neighbour rows in forward and again in
+	// backward (HongTu reloads the checkpoint, §4.3).
+	b := r.commBytes(r.comm)
+	res.SetFigures("chunked", &ChunkedFigures{
+		Chunks:         len(r.plan.Chunks),
+		Intermediates:  r.modes(),
+		CommBytes:      map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
+		CommPredictedS: map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
+	})
+}
+
+// Params implements train.Stepper.
+func (r *chunkedRun) Params() *engine.Params { return r.devs[0].ps }
+
+// Release implements train.Stepper.
+func (r *chunkedRun) Release() {
+	for _, d := range r.devs {
+		d.ps.Release()
+	}
+	r.devs = nil
+	r.h, r.dh = nil, nil
+	if r.unmap != nil {
+		r.unmap() // the file is scratch: nothing is lost if this fails
+		r.unmap = nil
+	}
+}
+
+// Epoch implements train.Stepper: the devices receive device 0's
+// parameters, forward runs layer by layer over the batches of chunks, the
+// loss of every chunk's training nodes at the last layer, backward in
+// reverse; then the devices' gradients are summed onto device 0, whose
+// parameters the loop's optimizer steps.
+func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	if err := r.broadcast(); err != nil {
+		return 0, err
+	}
+	for _, d := range r.devs {
+		if err := d.ps.ZeroGrads(); err != nil {
+			return 0, err
+		}
+	}
+	last := len(r.layers) - 1
+	if err := r.dh[last+1].Zero(); err != nil {
+		return 0, err
+	}
+	var loss float64
+	for l := range r.layers {
+		err := r.pass("forward", l, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+			lc, err := r.forward(ctx, l, k, c, feed, seed, true)
+			loss += lc
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	for l := last; l >= 0; l-- {
+		if l > 0 {
+			if err := r.dh[l].Zero(); err != nil {
+				return 0, err
+			}
+		}
+		var sink *gradSink
+		if l > 0 && r.dedup != dedupNone {
+			sink = r.newSink(l)
+		}
+		err := r.pass("backward", l, !r.cache[l] || r.needIn[l], sink, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+			return r.backward(ctx, l, k, c, feed, sink, seed)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("backward: %w", err)
+		}
+	}
+	ps := make([]*engine.Params, len(r.devs))
+	for i, d := range r.devs {
+		ps[i] = d.ps
+	}
+	if err := steprun.AllReduceParams(r.e.Be, ps, false); err != nil {
+		return 0, fmt.Errorf("reduce: %w", err)
+	}
+	return loss, update()
+}
+
+// broadcast gives every device the parameters of device 0, which the
+// loop's optimizer steps (and a checkpoint or the best epoch restores).
+func (r *chunkedRun) broadcast() error {
+	be := backend.ForPurpose(r.e.Be, backend.PurposeParameters)
+	root := r.devs[0].ps.List()
+	for _, d := range r.devs[1:] {
+		for i, p := range d.ps.List() {
+			if err := be.Copy(p.Value, root[i].Value); err != nil {
+				return fmt.Errorf("parameters to %s: %w", d.tier, err)
+			}
+		}
+	}
+	return nil
+}
+
+// chunkLogEvery is how often a long pass reports its progress.
+const chunkLogEvery = 30 * time.Second
+
+// pass runs fn over the chunks of every batch in schedule order, device
+// by device; with load it feeds them layer l's input rows.
+// With a sink, it opens the sink's buffers before each batch and closes
+// them after it. A pass longer than chunkLogEvery reports its progress
+// (what: forward, backward or predict) every chunkLogEvery.
+func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func(k int, c *chunkplan.Chunk, feed *rowFeed) error) error {
+	start := time.Now()
+	last := start
+	var feed *rowFeed
+	if load {
+		feed = r.newFeed(l)
+		defer feed.release()
+	}
+	if sink != nil {
+		defer sink.release()
+	}
+	for j, batch := range r.plan.Sched {
+		if feed != nil {
+			if err := feed.next(batch); err != nil {
+				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
+			}
+		}
+		if sink != nil {
+			if err := sink.open(batch); err != nil {
+				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
+			}
+		}
+		for k, c := range batch {
+			if err := fn(k, r.plan.Chunks[c], feed); err != nil {
+				return fmt.Errorf("layer %d chunk %d: %w", l, c, err)
+			}
+		}
+		if sink != nil {
+			var next []int
+			if j+1 < len(r.plan.Sched) {
+				next = r.plan.Sched[j+1]
+			}
+			if err := sink.close(next); err != nil {
+				return fmt.Errorf("layer %d batch %d: gradients: %w", l, j, err)
+			}
+		}
+		if now := time.Now(); r.e.Log != nil && now.Sub(last) >= chunkLogEvery {
+			last = now
+			fmt.Fprintf(r.e.Log, "chunked: %s layer %d: batch %d of %d done, %.0f s into the pass\n", what, l, j+1, len(r.plan.Sched), now.Sub(start).Seconds())
+		}
+	}
+	return nil
+}
+
+// boundChunk is one layer bound to one chunk on a device.
+type boundChunk struct {
+	prog    *engine.Program
+	tensors []*tensor.Tensor
+	adjs    []backend.Adj
+}
+
+func (b *boundChunk) release(be backend.Backend) {
+	if b.prog != nil {
+		b.prog.Release()
+	}
+	for _, t := range b.tensors {
+		be.Release(t)
+	}
+	for _, a := range b.adjs {
+		be.ReleaseGraph(a)
+	}
+}
+
+// bind uploads a chunk's graphs for layer l to device k and binds the
+// layer to them; feed delivers the chunk's input rows (nil: a backward
+// over cached intermediates that does not read them).
+func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFeed) (*boundChunk, error) {
+	d := r.devs[k]
+	e := r.e
+	b := &boundChunk{}
+	fail := func(err error) (*boundChunk, error) {
+		b.release(e.Be)
+		return nil, err
+	}
+	topo := backend.ForPurpose(e.Be, backend.PurposeTopology)
+	env := engine.Env{Backend: e.Be, DType: e.DT, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, NodeIDs: [][]int32{c.Src},
+		Inference: infer, InputGrad: l > 0 && !infer, Resumable: !infer}
+	for name := range r.used[l] {
+		cg := c.Graphs[name]
+		a, err := topo.UploadGraph(cg.Csr, d.tier)
+		if err != nil {
+			return fail(fmt.Errorf("upload %s: %w", name, err))
+		}
+		b.adjs = append(b.adjs, a)
+		eg := &engine.Graph{Adj: a, Host: cg.Csr}
+		for _, w := range []struct {
+			v   []float32
+			dst **tensor.Tensor
+		}{{cg.Gcn, &eg.GCNNorm}, {cg.Mean, &eg.MeanNorm}} {
+			if w.v == nil {
+				continue // no aggregation needs these weights
+			}
+			t, err := train.UploadFloat32s(topo, w.v, []int{len(w.v)}, e.DT, d.tier)
+			if err != nil {
+				return fail(err)
+			}
+			b.tensors = append(b.tensors, t)
+			*w.dst = t
+		}
+		env.Blocks[0][name] = eg
+	}
+	var x *tensor.Tensor
+	if feed != nil {
+		var owned bool
+		var err error
+		if x, owned, err = feed.input(k, c); err != nil {
+			return fail(fmt.Errorf("input rows: %w", err))
+		}
+		if owned {
+			b.tensors = append(b.tensors, x)
+		}
+	} else {
+		var err error
+		if x, err = e.Be.Alloc(e.DT, []int{len(c.Src), r.widths[l]}, d.tier); err != nil {
+			return fail(fmt.Errorf("input rows: %w", err))
+		}
+		b.tensors = append(b.tensors, x)
+	}
+	env.Input = x
+	var err error
+	if b.prog, err = engine.Bind(r.layers[l], env, d.ps); err != nil {
+		return fail(err)
+	}
+	return b, nil
+}
+
+// purposeIntermediates files the traffic of cached intermediate results.
+const purposeIntermediates = "intermediates"
+
+// forward runs layer l over chunk c on device d and writes its output
+// rows to the host tier. In training it keeps the intermediates on the
+// host when the layer caches them, and at the last layer computes the
+// chunk's share of the loss and leaves its gradient in dh. It returns
+// that share of the loss.
+func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, feed *rowFeed, seed uint64, training bool) (float64, error) {
+	e := r.e
+	d := r.devs[k]
+	b, err := r.bind(l, k, c, !training, feed)
+	if err != nil {
+		return 0, err
+	}
+	defer b.release(e.Be)
+	p := b.prog
+	if err := p.Forward(ctx, engine.Mode{Train: training, Seed: seed}); err != nil {
+		return 0, err
+	}
+	out := r.h[l+1].Buf(len(c.Dst))
+	if err := backend.ForPurpose(e.Be, purposeOutputs).Download(p.Output(), out); err != nil {
+		return 0, err
+	}
+	if err := r.h[l+1].Put(c.Dst, out); err != nil {
+		return 0, err
+	}
+	if !training {
+		return 0, nil
+	}
+	if r.cache[l] {
+		bufs, err := downloadAll(backend.ForPurpose(e.Be, purposeIntermediates), p.Saved())
+		if err != nil {
+			return 0, err
+		}
+		r.saved[l][c.Id] = bufs
+	}
+	if l < len(r.layers)-1 || len(c.Train) == 0 {
+		return 0, nil
+	}
+	// The chunk's training nodes' rows of its output.
+	share := float64(len(c.Train)) / float64(r.total)
+	loss, err := steprun.WeighedLoss(e.Be, p, c.Labels, c.Train, d.tier, share)
+	if err != nil {
+		return 0, err
+	}
+	grad := r.dh[l+1].Buf(len(c.Dst))
+	if err := backend.ForPurpose(e.Be, backend.PurposeGradients).Download(p.OutputGrad(), grad); err != nil {
+		return 0, err
+	}
+	return loss, r.dh[l+1].Put(c.Dst, grad)
+}
+
+// backward runs layer l's backward over chunk c on device d: the
+// intermediates restored from the host or recomputed, the output gradient
+// loaded from dh[l+1], the parameter gradients accumulated on the device
+// and the input gradient added into dh[l] on the host.
+func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk, feed *rowFeed, sink *gradSink, seed uint64) error {
+	e := r.e
+	cached := r.cache[l]
+	b, err := r.bind(l, k, c, false, feed)
+	if err != nil {
+		return err
+	}
+	defer b.release(e.Be)
+	p := b.prog
+	mode := engine.Mode{Train: true, Seed: seed, AccumulateGrads: true}
+	if cached {
+		if err := uploadAll(backend.ForPurpose(e.Be, purposeIntermediates), p.Saved(), r.saved[l][c.Id]); err != nil {
+			return err
+		}
+		delete(r.saved[l], c.Id)
+		if err := p.Resume(mode); err != nil {
+			return err
+		}
+	} else if err := p.Forward(ctx, mode); err != nil {
+		return err
+	}
+	grads := backend.ForPurpose(e.Be, backend.PurposeGradients)
+	dout, err := r.dh[l+1].Gather(c.Dst)
+	if err != nil {
+		return err
+	}
+	if err := grads.Upload(p.OutputGrad(), dout); err != nil {
+		return err
+	}
+	if err := p.Backward(ctx); err != nil {
+		return err
+	}
+	if l == 0 {
+		return nil
+	}
+	g, err := p.InputGrad()
+	if err != nil {
+		return err
+	}
+	if sink != nil {
+		return sink.push(k, c, g)
+	}
+	buf := r.dh[l].Buf(len(c.Src))
+	if err := backend.ForPurpose(e.Be, purposeVertGrad).Download(g, buf); err != nil {
+		return err
+	}
+	return r.dh[l].Add(c.Src, buf)
+}
+
+// downloadAll copies tensors to new host buffers of their dtypes.
+func downloadAll(be backend.Backend, ts []*tensor.Tensor) ([]any, error) {
+	out := make([]any, len(ts))
+	for i, t := range ts {
+		var v any
+		switch t.DType() {
+		case tensor.Float32:
+			v = make([]float32, t.Numel())
+		case tensor.Float64:
+			v = make([]float64, t.Numel())
+		case tensor.Int32:
+			v = make([]int32, t.Numel())
+		case tensor.Int64:
+			v = make([]int64, t.Numel())
+		default:
+			return nil, fmt.Errorf("intermediate of dtype %s", t.DType())
+		}
+		if err := be.Download(t, v); err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// uploadAll copies host buffers from downloadAll back into tensors.
+func uploadAll(be backend.Backend, ts []*tensor.Tensor, bufs []any) error {
+	if len(ts) != len(bufs) {
+		return fmt.Errorf("%d cached intermediates for %d buffers", len(bufs), len(ts))
+	}
+	for i, t := range ts {
+		if err := be.Upload(t, bufs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Predict implements train.Stepper: the layers chunk by chunk in
+// inference, the last layer's classes straight into pred.
+func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
+	if err := r.broadcast(); err != nil {
+		return err
+	}
+	last := len(r.layers) - 1
+	for l := 0; l < last; l++ {
+		err := r.pass("predict", l, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+			_, err := r.forward(ctx, l, k, c, feed, 0, false)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return r.pass("predict", last, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+		b, err := r.bind(last, k, c, true, feed)
+		if err != nil {
+			return err
+		}
+		defer b.release(r.e.Be)
+		if err := b.prog.Forward(ctx, engine.Mode{}); err != nil {
+			return err
+		}
+		out := make([]int32, len(c.Dst))
+		if err := train.ArgmaxInto(r.e.Be, b.prog.Output(), out); err != nil {
+			return err
+		}
+		for j, v := range c.Dst {
+			pred[v] = out[j]
+		}
+		return nil
+	})
+}
+
+func init() { registry.Register(new(Chunked)) }

@@ -1,0 +1,165 @@
+package dist
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"strata/core/comm"
+	"strata/core/config"
+	"strata/core/registry"
+	"strata/core/train"
+	"strata/plugins/sampler"
+	"strata/plugins/strategy/internal/steprun"
+)
+
+// DistMini is strategy.distmini: distributed mini-batch training over the
+// ranks of an MPI job (DistDGL's design, see distRank). Every rank shuffles
+// the training nodes into the same global batches of train.batch_size;
+// each rank trains the seeds of a batch that it owns, sampling them with
+// [sampler] (uniform or full) through their owners, and the gradients are
+// all-reduced before every step. With the same seed the ranks' batches
+// together are strategy.minibatch's, so N ranks reach its parameters (to
+// float32 rounding, without dropout).
+type DistMini struct{}
+
+var (
+	_ train.Strategy      = (*DistMini)(nil)
+	_ train.ConfigChecker = (*DistMini)(nil)
+	_ train.Exampler      = (*DistMini)(nil)
+	_ comm.Distributed    = (*DistMini)(nil)
+)
+
+// StrataModule implements registry.Module.
+func (*DistMini) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{ID: "strategy.distmini", New: func() registry.Module { return new(DistMini) },
+		Doc: "distributed mini-batches over MPI ranks (DistDGL): a METIS partition per rank, remote neighbours and features by all-to-all-v, all-reduced gradients (docs/distributed.md)"}
+}
+
+// Distributed implements comm.Distributed.
+func (*DistMini) Distributed() {}
+
+// Uses implements train.Strategy.
+func (*DistMini) Uses() train.Uses { return train.Uses{Sampler: true, RankPartition: true} }
+
+// CheckConfig implements train.ConfigChecker.
+func (*DistMini) CheckConfig(cfg *config.Config) error {
+	_, _, err := distFanouts(cfg)
+	return err
+}
+
+// distFanouts returns the fanouts of [sampler] (uniform, or full: every
+// neighbour), one per model layer.
+func distFanouts(cfg *config.Config) ([]int, bool, error) {
+	var fanouts []int
+	replace := false
+	switch s := cfg.Sampler.Module.(type) {
+	case *sampler.Uniform:
+		fanouts, replace = s.Fanouts, s.Replace
+	case *sampler.Full:
+		for range s.Hops {
+			fanouts = append(fanouts, -1)
+		}
+	default:
+		return nil, false, cfg.KeyError(fmt.Sprintf("train.mode = \"distmini\" samples on the nodes' owners with sampler.name = \"uniform\" or \"full\", not %q", cfg.Sampler.Name), "sampler", "name")
+	}
+	if len(fanouts) != cfg.Model.Layers {
+		return nil, false, cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, len(fanouts), cfg.Model.Layers), "sampler")
+	}
+	return fanouts, replace, nil
+}
+
+// ExampleConfig implements train.Exampler.
+func (*DistMini) ExampleConfig() []string {
+	return []string{`sampler.name="uniform"`, "sampler.fanouts=[5,5]", "train.batch_size=64"}
+}
+
+// NewStepper implements train.Strategy.
+func (*DistMini) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
+	fanouts, replace, err := distFanouts(env.Config)
+	if err != nil {
+		return nil, err
+	}
+	e := steprun.EnvOf(env)
+	d, err := newDistRank(ctx, env.Config, e, fanouts, replace)
+	if err != nil {
+		return nil, err
+	}
+	m := &distMini{distRank: d, batch: env.Config.Train.BatchSize}
+	if layers, err := splitForRanks(env.Config, e.Model); err == nil {
+		if m.eval, err = newLayerRank(ctx, d, layers); err != nil {
+			d.Release()
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+type distMini struct {
+	*distRank
+	batch int
+	// eval predicts layer by layer, each layer's 1-hop halo rows fetched
+	// (nil: a model that cannot be split into layers predicts over
+	// full-neighbourhood blocks, every input row of the L-hop
+	// neighbourhood fetched at once).
+	eval *layerRank
+}
+
+// Predict implements train.Stepper.
+func (m *distMini) Predict(ctx context.Context, pred []int32) error {
+	if m.eval != nil {
+		return m.eval.Predict(ctx, pred)
+	}
+	return m.predictAll(ctx, pred)
+}
+
+var _ train.ResultReporter = (*distMini)(nil)
+
+// Epoch implements train.Stepper: the batches and sampling streams of
+// strategy.minibatch on one device.
+func (m *distMini) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	order := steprun.Shuffled(m.e.DS.Train, seed)
+	m.predictFeatures(order) // outside the epoch's time
+	t0 := time.Now()
+	m.startEpoch()
+	me := int32(m.c.Rank())
+	loss, n := 0.0, 0
+	for lo := 0; lo < len(order); lo += m.batch {
+		batch := order[lo:min(lo+m.batch, len(order))]
+		var mine []int32
+		for _, v := range batch {
+			if m.owner[v] == me {
+				mine = append(mine, v)
+			}
+		}
+		l, err := m.step(ctx, mine, len(batch), seed*0x9e3779b97f4a7c15+uint64(n), steprun.BatchSeed(seed, n), update)
+		if err != nil {
+			return 0, fmt.Errorf("batch %d on rank %d: %w", n, me, err)
+		}
+		loss += l
+		n++
+	}
+	m.endEpoch(t0)
+	return loss / float64(max(n, 1)), nil
+}
+
+// predictFeatures sets the feature bytes the partition and the fanouts
+// predict this rank sends in the epoch of the batches of order
+// (expectedSampledRows; float32 rows).
+func (m *distMini) predictFeatures(order []int32) {
+	if m.c.Size() == 1 {
+		return
+	}
+	rows := 0.0
+	for lo := 0; lo < len(order); lo += m.batch {
+		seeds := make([][]int32, m.c.Size())
+		for _, v := range order[lo:min(lo+m.batch, len(order))] {
+			seeds[m.owner[v]] = append(seeds[m.owner[v]], v)
+		}
+		rows += expectedSampledRows(m.e.Adjs.Adj, m.owner, m.c.Rank(), seeds, m.fanouts, m.replace)
+	}
+	m.predicted = map[string]int64{"features": int64(math.Round(rows * float64(m.e.Dim) * 4))}
+}
+
+func init() { registry.Register(new(DistMini)) }

@@ -1,0 +1,146 @@
+// Package fullgraph is strategy.fullgraph: every step over the whole
+// graph with one program.
+package fullgraph
+
+import (
+	"context"
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/config"
+	"strata/core/engine"
+	"strata/core/ir"
+	"strata/core/registry"
+	"strata/core/tensor"
+	"strata/core/train"
+	"strata/plugins/strategy/internal/steprun"
+)
+
+// FullGraph is strategy.fullgraph: every step runs over the whole graph
+// with one program, everything resident on the compute tier.
+type FullGraph struct{}
+
+var (
+	_ train.Strategy = (*FullGraph)(nil)
+	_ train.Resolver = (*FullGraph)(nil)
+)
+
+// StrataModule implements registry.Module.
+func (*FullGraph) StrataModule() registry.ModuleInfo {
+	return registry.ModuleInfo{ID: "strategy.fullgraph", New: func() registry.Module { return new(FullGraph) },
+		Doc: "full-graph training: one program over the whole graph, one optimizer step per epoch"}
+}
+
+// Uses implements train.Strategy: nothing beyond the model.
+func (*FullGraph) Uses() train.Uses { return train.Uses{HalfFeatures: true} }
+
+// Resolve implements train.Resolver: a full-graph run split into
+// micro-batches (train.micro_batches > 1 or "auto") is Betty's
+// strategy.micro.
+func (*FullGraph) Resolve(cfg *config.Config) string {
+	if cfg.Train.Micro() {
+		return "strategy.micro"
+	}
+	return ""
+}
+
+// NewStepper implements train.Strategy.
+func (*FullGraph) NewStepper(_ context.Context, env *train.Env) (train.Stepper, error) {
+	return newFullGraph(steprun.EnvOf(env))
+}
+
+// fullGraph runs every step over the whole graph with one program.
+type fullGraph struct {
+	be                  backend.Backend
+	prog                *engine.Program
+	x, labels, trainIdx *tensor.Tensor
+	graphs              map[string]*engine.Graph
+	model               *ir.Graph
+}
+
+func newFullGraph(e steprun.Env) (*fullGraph, error) {
+	graphs, err := train.BindGraphs(e.Model, e.Adjs, backend.ForPurpose(e.Be, backend.PurposeTopology), e.DT, e.Tier)
+	if err != nil {
+		return nil, err
+	}
+	x, err := steprun.PlaceRows(backend.ForPurpose(e.Be, backend.PurposeFeatures), e.AllRows(), e.Half, []int{e.DS.NumNodes, e.Dim}, e.DT, e.Tier)
+	if err != nil {
+		return nil, fmt.Errorf("upload features: %w", err)
+	}
+	// The program's own transfers are its parameters' upload (and
+	// snapshots); activations never leave the device.
+	prog, err := engine.Compile(e.Model, engine.Env{Backend: backend.ForPurpose(e.Be, backend.PurposeParameters), DType: e.DT, Tier: e.Tier, Graphs: graphs, Input: x}, e.Seed)
+	if err != nil {
+		return nil, err
+	}
+	f := &fullGraph{be: e.Be, prog: prog, x: x, graphs: graphs, model: e.Model}
+	labels := backend.ForPurpose(e.Be, backend.PurposeLabels)
+	if f.labels, err = train.UploadInt32s(labels, e.DS.Labels, e.Tier); err != nil {
+		prog.Release()
+		return nil, err
+	}
+	if f.trainIdx, err = train.UploadInt32s(labels, e.DS.Train, e.Tier); err != nil {
+		prog.Release()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Epoch implements train.Stepper.
+func (f *fullGraph) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	if err := f.prog.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
+		return 0, err
+	}
+	loss, err := f.be.SoftmaxCrossEntropy(f.prog.Output(), f.labels, f.trainIdx, f.prog.OutputGrad())
+	if err != nil {
+		return 0, fmt.Errorf("loss: %w", err)
+	}
+	if err := f.prog.Backward(ctx); err != nil {
+		return 0, err
+	}
+	return loss, update()
+}
+
+// Predict implements train.Stepper.
+func (f *fullGraph) Predict(ctx context.Context, pred []int32) error {
+	if err := f.prog.Forward(ctx, engine.Mode{}); err != nil {
+		return err
+	}
+	return train.ArgmaxInto(f.be, f.prog.Output(), pred)
+}
+
+// PredictOutputs implements train.OutputPredictor.
+func (f *fullGraph) PredictOutputs(ctx context.Context) (logits, hidden []float64, width int, err error) {
+	if err := f.prog.Forward(ctx, engine.Mode{}); err != nil {
+		return nil, nil, 0, err
+	}
+	if logits, err = engine.DownloadFloats(f.be, f.prog.Output()); err != nil {
+		return nil, nil, 0, err
+	}
+	if h, ok := f.model.LastHidden(); ok {
+		t := f.prog.Value(h)
+		if hidden, err = engine.DownloadFloats(f.be, t); err != nil {
+			return nil, nil, 0, err
+		}
+		width = t.Shape()[len(t.Shape())-1]
+	}
+	return logits, hidden, width, nil
+}
+
+// ReportResult implements train.ResultReporter: the bytes the program
+// holds by the engine's own accounting.
+func (f *fullGraph) ReportResult(res *train.Result) { res.ProgramBytes = f.prog.Allocated().Bytes() }
+
+// Params implements train.Stepper.
+func (f *fullGraph) Params() *engine.Params { return f.prog.ParamSet() }
+
+// Release implements train.Stepper.
+func (f *fullGraph) Release() {
+	f.prog.Release()
+	f.be.Release(f.x)
+	train.ReleaseGraphs(f.be, f.graphs)
+	f.be.Release(f.labels)
+	f.be.Release(f.trainIdx)
+}
+
+func init() { registry.Register(new(FullGraph)) }

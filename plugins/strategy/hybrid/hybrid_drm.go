@@ -1,0 +1,539 @@
+package hybrid
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"strata/core/backend"
+	"strata/core/config"
+	"strata/core/engine"
+	"strata/core/ir"
+	"strata/core/modhost"
+	"strata/core/tensor"
+	"strata/core/topology"
+	"strata/core/train"
+	"strata/plugins/strategy/internal/steprun"
+)
+
+// drmState is what dynamic resource management decides for a step: the
+// CPU trainers' share of the batch and the threads of the CPU tasks.
+type drmState struct {
+	share               float64
+	sample, load, train int
+}
+
+// initialState splits a thread budget: a quarter each to sampling and
+// loading, the rest to CPU training, each at least one (on fewer than
+// three cores the tasks share them).
+func initialState(share float64, budget int) drmState {
+	s := max(1, budget/4)
+	return drmState{share: share, sample: s, load: s, train: max(1, budget-2*s)}
+}
+
+// stageTimes are one step's stage times (Alg. 1's inputs): sampling on
+// the CPU, feature loading, data transfer and training on the devices
+// (slowest device), training on the CPU (slowest CPU trainer), and the
+// all-reduce.
+type stageTimes struct {
+	SC, Load, Tran, TA, TC, Sync float64
+	SA                           float64 // sampling on the devices (hybrid.sample_on = "device"), the slowest
+	Bind                         float64 // the CPU trainers' bind (host work before training), the slowest
+}
+
+func (t *stageTimes) add(o stageTimes) {
+	t.SC, t.Load, t.Tran, t.TA, t.TC, t.Sync = t.SC+o.SC, t.Load+o.Load, t.Tran+o.Tran, t.TA+o.TA, t.TC+o.TC, t.Sync+o.Sync
+	t.SA += o.SA
+	t.Bind += o.Bind
+}
+
+// sides are Alg. 1's two competing times: the accelerator's (its sampler,
+// transfer and trainer) and the CPU trainers'. With the stages
+// overlapping (two-stage prefetch) a side takes its slowest stage; without
+// it a step's transfer precedes its training on each side (the devices'
+// upload, the CPU trainers' bind), so a side takes their sum.
+func (t stageTimes) sides(overlap bool) (accel, cpu float64) {
+	if overlap {
+		return max(t.Tran, t.TA, t.SA), t.TC
+	}
+	return max(t.SA, t.Tran+t.TA), t.Bind + t.TC
+}
+
+// Alg. 1's task names.
+const (
+	taskSC    = "sample"
+	taskLoad  = "load"
+	taskTC    = "cpu_train"
+	taskAccel = "accel"
+)
+
+// drmDecide is HyScale's Alg. 1: it finds the bottleneck of the step's
+// stage times and either moves work between the CPU trainers and the
+// devices (balance work) or moves a thread from the fastest CPU task to
+// the bottleneck (balance thread). When balance thread has no thread to
+// move (every CPU task has one) it balances work instead, so that a
+// CPU-bound start still converges. It returns the new state and a
+// description of the change ("" for none).
+//
+// The times were measured under state at (the step's own); the change
+// applies to cur, the latest decision, which in a pipeline may already
+// differ: balance work aims at the share where both sides would take
+// equally long if each side's time grows with its share (estimated at
+// at), moving cur at most step towards it.
+func drmDecide(cur, at drmState, t stageTimes, step float64, overlap bool) (drmState, string) {
+	st := cur
+	accel, tc := t.sides(overlap)
+	type task struct {
+		name string
+		s    float64
+	}
+	all := []task{{taskSC, t.SC}, {taskLoad, t.Load}, {taskTC, tc}, {taskAccel, accel}}
+	// Sort by time, slowest first; ties keep the order above (stable).
+	for i := 1; i < len(all); i++ {
+		for j := i; j > 0 && all[j].s > all[j-1].s; j-- {
+			all[j], all[j-1] = all[j-1], all[j]
+		}
+	}
+	bottleneck, fastest := all[0].name, all[len(all)-1].name
+	if all[0].s == 0 {
+		return st, ""
+	}
+	threads := func(s *drmState, name string) *int {
+		switch name {
+		case taskSC:
+			return &s.sample
+		case taskLoad:
+			return &s.load
+		case taskTC:
+			return &s.train
+		}
+		return nil
+	}
+	balanceThread := func() (drmState, string, bool) {
+		// The fastest CPU task other than the bottleneck gives a thread.
+		for i := len(all) - 1; i > 0; i-- {
+			n := all[i].name
+			if n == bottleneck || n == taskAccel {
+				continue
+			}
+			out := st
+			from, to := threads(&out, n), threads(&out, bottleneck)
+			if *from <= 1 {
+				return st, "", false
+			}
+			*from--
+			*to++
+			return out, fmt.Sprintf("thread %s->%s %d/%d/%d", n, bottleneck, out.sample, out.load, out.train), true
+		}
+		return st, "", false
+	}
+	balanceWork := func() (drmState, string) {
+		// The share at which both sides would take equally long if each
+		// side's time is proportional to its share, bounded by step.
+		s, a := st.share, at.share
+		var target float64
+		switch {
+		case tc == 0 && accel == 0:
+			return st, ""
+		case a <= 0 || tc == 0:
+			target = a + step
+		case a >= 1 || accel == 0:
+			target = a - step
+		default:
+			cpuRate, devRate := a/tc, (1-a)/accel
+			target = cpuRate / (cpuRate + devRate)
+		}
+		if math.Abs(tc-accel) <= 0.05*max(tc, accel) {
+			return st, "" // balanced within 5%
+		}
+		target = min(max(target, s-step, 0), s+step, 1)
+		target = math.Round(target*1000) / 1000
+		if target == s {
+			return st, ""
+		}
+		out := st
+		out.share = target
+		return out, fmt.Sprintf("work %.3f->%.3f", s, target)
+	}
+	switch bottleneck {
+	case taskAccel:
+		return balanceWork()
+	case taskLoad:
+		out, what, _ := balanceThread()
+		return out, what
+	case taskSC, taskTC:
+		if bottleneck == taskTC && fastest == taskAccel {
+			return balanceWork()
+		}
+		if out, what, ok := balanceThread(); ok {
+			return out, what
+		}
+		if bottleneck == taskTC {
+			return balanceWork()
+		}
+	}
+	return st, ""
+}
+
+// hyscalePerf is HyScale's performance model (costmodel.hyscale) for one
+// run: the model's layer sizes and the machine description.
+type hyscalePerf struct {
+	cm      modhost.CostModel
+	release func()
+	h       HybridOptions
+	width   []float64 // per layer: the width it aggregates (f^l)
+	// Per layer: multiply-adds per source and per destination row (the
+	// weights applied before and after the aggregation).
+	macsSrc, macsDst []float64
+	// The backward's, per layer: multiply-adds per source and
+	// destination row (weight gradients, and input gradients where a
+	// weight's input needs one) and the width its transposed
+	// aggregations move.
+	bmacsSrc, bmacsDst, bwidth []float64
+	// Dropout, per layer: elements masked per source and destination
+	// row, forward and backward.
+	dropSrc, dropDst []float64
+	scalars          float64 // the model's learnable scalars
+	dim              int
+	dev              topology.DeviceSpec
+	pcie             float64 // host<->device GB/s (0 without devices)
+	cpu              cpuMachine
+	weight           [2]int // the largest weight matrix (the GEMM probe's shape)
+	aggWidth         int    // the widest aggregation (the SpMM probe's width)
+}
+
+// cpuMachine is costmodel.hyscale's description of the CPU, per thread:
+// from [hybrid], or measured by calibrate right before training.
+type cpuMachine struct {
+	GFLOPS     float64 `json:"cpu_gflops"`   // dense GEMM
+	GBps       float64 `json:"cpu_gbps"`     // gathering feature rows
+	AggGBps    float64 `json:"agg_gbps"`     // sparse aggregation (SpMM) bytes moved
+	SampleMEPS float64 `json:"sample_meps"`  // sampled edges
+	DropMEPS   float64 `json:"dropout_meps"` // dropout elements
+	BindMEPS   float64 `json:"bind_meps"`    // block edges bound by a CPU trainer
+	// TouchGBps is the first touch of freshly allocated staging memory
+	// (the allocator's zeroing or the kernel's page faults). It has no
+	// key: without calibration it is taken as cpu_gbps, a fresh byte
+	// costing about what a gathered one does (the calibration on this
+	// machine measures 1.2-1.6x cpu_gbps).
+	TouchGBps float64 `json:"touch_gbps"`
+}
+
+func machineOf(h HybridOptions) cpuMachine {
+	return cpuMachine{GFLOPS: h.CPUGFLOPS, GBps: h.CPUGBps, AggGBps: h.AggGBps, SampleMEPS: h.SampleMEPS, DropMEPS: h.DropoutMEPS, BindMEPS: h.BindMEPS, TouchGBps: h.CPUGBps}
+}
+
+func newHyscalePerf(ctx context.Context, cfg *config.Config, h HybridOptions, e steprun.Env) (*hyscalePerf, error) {
+	cm, release, err := train.LoadCostModel(ctx, e.Host, "costmodel.hyscale")
+	if err != nil {
+		return nil, fmt.Errorf("hybrid: performance model: %w", err)
+	}
+	p := &hyscalePerf{cm: cm, release: release, h: h, dim: e.Dim, dev: topology.V100, cpu: machineOf(h)}
+	p.layerShape(cfg.Model.Layers, e.Model)
+	if m, ok := e.Be.(backend.Machine); ok {
+		topo := m.Topology()
+		p.dev = topo.Compute
+		if len(topo.HostGBps) > 0 {
+			p.pcie = topo.HostGBps[0]
+		}
+	} else if e.Tier != tensor.Host {
+		p.pcie = 16 // a PCIe 3.0 x16 link, for a real device
+	}
+	return p, nil
+}
+
+// layerShape reads the model's layers: the widths they aggregate and the
+// weights of their matrix products, each counted per source row when it
+// runs before the layer's aggregation (on every source of the block) or
+// per destination row after it; the same for the backward (a weight's
+// input gradient and a transposed aggregation count only where the
+// engine computes them: where their input depends on a parameter) and
+// for dropout (a dropout multiplied into its matmuls masks its input
+// twice: for the products and for the weight gradients).
+func (p *hyscalePerf) layerShape(layers int, g *ir.Graph) {
+	mk := func() []float64 { return make([]float64, layers) }
+	p.width, p.macsSrc, p.macsDst = mk(), mk(), mk()
+	p.bmacsSrc, p.bmacsDst, p.bwidth, p.dropSrc, p.dropDst = mk(), mk(), mk(), mk(), mk()
+	// The CPU trainers' backend multiplies these dropouts into their
+	// matmuls (engine.MultipliedInDropouts); a device's dropout is not
+	// modelled.
+	multipliedIn := engine.MultipliedInDropouts(g)
+	post := make([]bool, len(g.Ops)) // the value depends on an aggregation of its own layer
+	grad := make([]bool, len(g.Ops)) // the value depends on a parameter: the backward reaches it
+	for i, op := range g.Ops {
+		if op.Kind == ir.OpParam {
+			p.scalars += float64(ir.Numel(op.Shape))
+			grad[i] = true
+		}
+		l := int(op.Layer)
+		for _, a := range op.Args {
+			post[i] = post[i] || post[a] && g.Ops[a].Layer == op.Layer
+			grad[i] = grad[i] || grad[a] && g.Ops[a].Kind != ir.OpGraph
+		}
+		if l < 0 || l >= layers {
+			continue
+		}
+		argGrad := false // a non-graph argument needs a gradient
+		for _, a := range op.Args {
+			argGrad = argGrad || grad[a] && g.Ops[a].Kind != ir.OpParam && g.Ops[a].Kind != ir.OpGraph
+		}
+		perRow := func(src, dst []float64, v float64) {
+			if post[i] {
+				dst[l] += v
+			} else {
+				src[l] += v
+			}
+		}
+		switch s := ir.Spec(op.Kind); {
+		case s != nil && s.Aggregates():
+			post[i] = true
+			if len(op.Shape) == 2 && op.Shape[1] > 0 {
+				p.width[l] += float64(op.Shape[1])
+				p.aggWidth = max(p.aggWidth, int(op.Shape[1]))
+				if argGrad {
+					p.bwidth[l] += float64(op.Shape[1])
+				}
+			}
+		case op.Kind == ir.OpMatMul:
+			if w := g.Ops[op.Args[1]].Shape; len(w) == 2 && w[0] > 0 && w[1] > 0 {
+				macs := float64(w[0] * w[1])
+				if w[0]*w[1] > int64(p.weight[0]*p.weight[1]) {
+					p.weight = [2]int{int(w[0]), int(w[1])}
+				}
+				perRow(p.macsSrc, p.macsDst, macs)
+				back := macs // the weight's gradient
+				if grad[op.Args[0]] && g.Ops[op.Args[0]].Kind != ir.OpParam {
+					back += macs // the input's
+				}
+				perRow(p.bmacsSrc, p.bmacsDst, back)
+			}
+		case op.Kind == ir.OpDropout:
+			if op.Alpha > 0 && len(op.Shape) == 2 && op.Shape[1] > 0 {
+				w := float64(op.Shape[1])
+				n := w
+				if argGrad {
+					n += w // the mask applied to the gradient
+				}
+				if multipliedIn[i] {
+					n += w // the input masked again for the weight gradients
+				}
+				perRow(p.dropSrc, p.dropDst, n)
+			}
+		}
+	}
+}
+
+func (p *hyscalePerf) close() { p.release() }
+
+func (p *hyscalePerf) call(op int32, in ...float64) ([4]float64, error) {
+	out, err := p.cm.Predict(op, in)
+	if err != nil {
+		return out, fmt.Errorf("costmodel.hyscale op %d: %w", op, err)
+	}
+	return out, nil
+}
+
+// Op codes of costmodel.hyscale (see models/costmodels/hyscale).
+const (
+	hsSample int32 = iota
+	hsLoad
+	hsTransfer
+	hsTrainer
+	hsSync
+	hsIteration
+	hsBind
+	hsLayer
+	hsDeviceSample
+	hsHybridIteration
+)
+
+// partWork is one trainer's share of a step, in the model's terms.
+type partWork struct {
+	edges, dst, src []float64 // per layer
+	rows            float64   // input rows (|V⁰|)
+	topoBytes       float64   // the blocks' topology bytes sent to a device
+	// Sampled on the device: topology bytes it read in its own memory and
+	// over links.
+	sampleLocal, sampleLink float64
+}
+
+// stepWork is one step's work on every trainer (in trainer order).
+type stepWork struct {
+	parts []partWork
+	cpu   []bool
+	// freshBytes are the staging bytes the loader had to allocate (the
+	// pool had no buffer to recycle): zeroed or faulted in before the
+	// gather writes them.
+	freshBytes float64
+}
+
+func (w *stepWork) edges() float64 {
+	var n float64
+	for _, p := range w.parts {
+		n += p.sum()
+	}
+	return n
+}
+
+// cpuSampled returns the edges the CPU sampler sampled (every part's
+// unless onDevice, then the CPU trainers') and how many of threads that
+// sampling keeps busy: the sampler runs the parts in parallel, each part
+// on one goroutine (hybridStepper.sample), so a step of p equal parts
+// uses min(threads, p), and in general the edges over its largest part
+// bound it (the stage takes at least that part's time).
+func (w *stepWork) cpuSampled(onDevice bool, threads int) (edges, busy float64) {
+	var most float64
+	for k, p := range w.parts {
+		if !onDevice || w.cpu[k] {
+			e := p.sum()
+			edges, most = edges+e, max(most, e)
+		}
+	}
+	busy = float64(max(threads, 1))
+	if most > 0 {
+		busy = min(busy, edges/most)
+	}
+	return edges, busy
+}
+
+func (p *partWork) sum() float64 {
+	var n float64
+	for _, e := range p.edges {
+		n += e
+	}
+	return n
+}
+
+// predict returns the model's stage times of a step for the state's
+// threads (the CPU trainers share the training threads).
+func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, error) {
+	var t stageTimes
+	var rows float64
+	for _, pw := range w.parts {
+		rows += pw.rows
+	}
+	m := p.cpu
+	edges, busy := w.cpuSampled(p.h.SampleOn == "device", st.sample)
+	out, err := p.call(hsSample, edges, busy, m.SampleMEPS)
+	if err != nil {
+		return t, err
+	}
+	t.SC = out[0]
+	load := []float64{rows, float64(p.dim), 4, m.GBps, float64(st.load)}
+	if !p.h.PaperModel && w.freshBytes > 0 {
+		load = append(load, w.freshBytes, m.TouchGBps)
+	}
+	if out, err = p.call(hsLoad, load...); err != nil {
+		return t, err
+	}
+	t.Load = out[0]
+	cpuThreads := float64(max(1, st.train/max(nCPU, 1)))
+	devices := 0
+	for i, pw := range w.parts {
+		if len(pw.edges) == 0 {
+			continue
+		}
+		in := []float64{0, p.dev.MemGBps, p.dev.PeakGFLOPS, 4, float64(len(pw.edges))}
+		dropRate := 0.0 // a device's dropout is an elementwise kernel of its roofline: not modelled
+		if w.cpu[i] {
+			in[1], in[2], dropRate = m.AggGBps*cpuThreads, m.GFLOPS*cpuThreads, m.DropMEPS*cpuThreads
+		}
+		for l := range pw.edges {
+			in = append(in, pw.edges[l], p.width[l], pw.src[l]*p.macsSrc[l]+pw.dst[l]*p.macsDst[l])
+		}
+		if out, err = p.call(hsTrainer, in...); err != nil {
+			return t, err
+		}
+		if !p.h.PaperModel {
+			// The full backward and dropout, layer by layer (op 7).
+			var sum float64
+			for l := range pw.edges {
+				for _, pass := range [2][3]float64{
+					{p.width[l], pw.src[l]*p.macsSrc[l] + pw.dst[l]*p.macsDst[l], pw.src[l]*p.dropSrc[l] + pw.dst[l]*p.dropDst[l]},
+					{p.bwidth[l], pw.src[l]*p.bmacsSrc[l] + pw.dst[l]*p.bmacsDst[l], 0},
+				} {
+					drop := pass[2]
+					if dropRate == 0 {
+						drop = 0
+					}
+					o, err := p.call(hsLayer, 0, in[1], in[2], 4, pw.edges[l], pass[0], pass[1], drop, dropRate)
+					if err != nil {
+						return t, err
+					}
+					sum += o[0]
+				}
+			}
+			out[0] = sum
+		}
+		if w.cpu[i] {
+			t.TC = max(t.TC, out[0])
+			var e float64
+			for _, v := range pw.edges {
+				e += v
+			}
+			if !p.h.PaperModel {
+				if out, err = p.call(hsBind, e, m.BindMEPS*cpuThreads, 0, m.GBps); err != nil {
+					return t, err
+				}
+				t.Bind = max(t.Bind, out[0])
+			}
+			continue
+		}
+		devices++
+		t.TA = max(t.TA, out[0])
+		if p.h.SampleOn == "device" {
+			if out, err = p.call(hsDeviceSample, pw.sampleLocal, p.dev.MemGBps, pw.sampleLink, p.pcie); err != nil {
+				return t, err
+			}
+			t.SA = max(t.SA, out[0])
+		}
+		if out, err = p.call(hsTransfer, pw.rows, float64(p.dim), 4, p.pcie, pw.topoBytes); err != nil {
+			return t, err
+		}
+		t.Tran = max(t.Tran, out[0])
+	}
+	if devices > 0 {
+		if out, err = p.call(hsSync, p.scalars, 4, p.pcie); err != nil {
+			return t, err
+		}
+		t.Sync = out[0]
+	}
+	return t, nil
+}
+
+// iteration returns Eq. 6's iteration time (pipelined: the stages
+// overlap, as with two-stage prefetch) and Eq. 5's MTEPS. host are the
+// host stages' thread-seconds and the threads they share (hostShare).
+func (p *hyscalePerf) iteration(t stageTimes, edges float64, host [2]float64, pipelined bool) (float64, float64, error) {
+	pl := 0.0
+	if pipelined {
+		pl = 1
+	}
+	if p.h.PaperModel {
+		out, err := p.call(hsIteration, max(t.SC, t.SA), t.Load, max(t.Tran, t.Bind), max(t.TA, t.TC), t.Sync, edges, pl)
+		return out[0], out[1], err
+	}
+	out, err := p.call(hsHybridIteration, max(t.SC, t.SA), t.Load, t.Tran, t.Bind, t.TA, t.TC, t.Sync, edges, pl, host[0], host[1])
+	return out[0], out[1], err
+}
+
+// hostShare returns the thread-seconds a step's host stages hold under
+// st (sampling on its CPU parts' goroutines, loading on st.load, the CPU
+// trainers' bind on one under two-stage prefetch) and the threads they
+// share (hostThreads): with the stages pipelined, a step takes at least
+// the one over the other.
+func (s *hybridStepper) hostShare(t stageTimes, w *stepWork, st drmState) [2]float64 {
+	capacity := hostCapacity(s.budget, s.reservedThreads(st))
+	cpuParts, cpuPart := 0, false
+	for k, p := range w.parts {
+		if p.sum() > 0 && (s.h.SampleOn != "device" || w.cpu[k]) {
+			cpuParts++
+		}
+		cpuPart = cpuPart || (w.cpu[k] && len(p.edges) > 0)
+	}
+	secs := t.SC*float64(min(st.sample, cpuParts, capacity)) + t.Load*float64(min(st.load, capacity))
+	if s.h.Prefetch && cpuPart {
+		secs += t.Bind
+	}
+	return [2]float64{secs, float64(capacity)}
+}

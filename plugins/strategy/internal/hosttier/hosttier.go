@@ -1,0 +1,414 @@
+// Package hosttier is the host tier of out-of-core training: vertex data
+// as host matrices in RAM or in a scratch file read and written by row
+// runs, with deferred additions (internal kit of plugins/strategy).
+package hosttier
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"strata/core/tensor"
+	"strata/plugins/strategy/internal/steprun"
+)
+
+// Rows is a matrix in the host tier of chunked training: features,
+// a layer's activations or their gradients, one row per node. Rows move
+// to and from the devices through buffers of the run's dtype
+// ([]float32 or []float64). The ids of one call are distinct (a chunk's
+// rows are).
+type Rows interface {
+	// Buf returns a zeroed buffer for n rows.
+	Buf(n int) any
+	// Gather copies the rows ids into a new buffer.
+	Gather(ids []int32) (any, error)
+	// Put writes buffer row i into row ids[i].
+	Put(ids []int32, v any) error
+	// Add adds buffer row i into row ids[i].
+	Add(ids []int32, v any) error
+	// Zero clears every row.
+	Zero() error
+	Width() int
+}
+
+type hostMat[T float32 | float64] struct {
+	cols int
+	v    []T
+}
+
+var (
+	_ Rows = (*hostMat[float32])(nil)
+	_ Rows = (*hostMat[float64])(nil)
+	_ Rows = (*hostFileMat[float32])(nil)
+	_ Rows = (*hostFileMat[float64])(nil)
+)
+
+// newHostRows returns an n × cols host matrix of dtype dt over v (nil:
+// freshly allocated; otherwise v must hold n·cols elements of dt).
+func newHostRows(dt tensor.DType, n, cols int, v any) (Rows, error) {
+	switch dt {
+	case tensor.Float32:
+		s, _ := v.([]float32)
+		if s == nil {
+			s = make([]float32, n*cols)
+		}
+		if len(s) != n*cols {
+			return nil, fmt.Errorf("host tier: %d values for %d x %d", len(s), n, cols)
+		}
+		return &hostMat[float32]{cols: cols, v: s}, nil
+	case tensor.Float64:
+		s, _ := v.([]float64)
+		if s == nil {
+			s = make([]float64, n*cols)
+		}
+		if len(s) != n*cols {
+			return nil, fmt.Errorf("host tier: %d values for %d x %d", len(s), n, cols)
+		}
+		return &hostMat[float64]{cols: cols, v: s}, nil
+	}
+	return nil, fmt.Errorf("host tier: dtype %s", dt)
+}
+
+func (h *hostMat[T]) Width() int { return h.cols }
+
+func (h *hostMat[T]) Buf(n int) any { return make([]T, n*h.cols) }
+
+func (h *hostMat[T]) Gather(ids []int32) (any, error) {
+	out := make([]T, len(ids)*h.cols)
+	rowsParallel(len(ids), func(lo, hi int) {
+		for i, r := range ids[lo:hi] {
+			copy(out[(lo+i)*h.cols:(lo+i+1)*h.cols], h.v[int(r)*h.cols:(int(r)+1)*h.cols])
+		}
+	})
+	return out, nil
+}
+
+func (h *hostMat[T]) Put(ids []int32, v any) error {
+	s := v.([]T)
+	rowsParallel(len(ids), func(lo, hi int) {
+		for i, r := range ids[lo:hi] {
+			copy(h.v[int(r)*h.cols:(int(r)+1)*h.cols], s[(lo+i)*h.cols:(lo+i+1)*h.cols])
+		}
+	})
+	return nil
+}
+
+// Add needs distinct ids (a chunk's rows are): rows are split among
+// goroutines, so each is written by one.
+func (h *hostMat[T]) Add(ids []int32, v any) error {
+	s := v.([]T)
+	rowsParallel(len(ids), func(lo, hi int) {
+		for i, r := range ids[lo:hi] {
+			row := h.v[int(r)*h.cols : (int(r)+1)*h.cols]
+			for j, x := range s[(lo+i)*h.cols : (lo+i+1)*h.cols] {
+				row[j] += x
+			}
+		}
+	})
+	return nil
+}
+
+// rowsParallel runs fn over [0, n) in contiguous ranges on up to
+// GOMAXPROCS goroutines (one range when n is small).
+func rowsParallel(n int, fn func(lo, hi int)) {
+	parts := min(runtime.GOMAXPROCS(0), max(1, n/4096))
+	if parts <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(p*n/parts, (p+1)*n/parts)
+	}
+	wg.Wait()
+}
+
+func (h *hostMat[T]) Zero() error {
+	clear(h.v)
+	return nil
+}
+
+// FeatureRows returns the features as a host matrix of dtype dt: the
+// prepared float32 rows themselves, or a float64 copy.
+func FeatureRows(dt tensor.DType, feats []float32, n, dim int) (Rows, error) {
+	if dt == tensor.Float32 {
+		return newHostRows(dt, n, dim, feats)
+	}
+	v := make([]float64, len(feats))
+	for i, x := range feats {
+		v[i] = float64(x)
+	}
+	return newHostRows(dt, n, dim, v)
+}
+
+// CopyRows copies the n rows of src into dst, a block of rows at a time.
+func CopyRows(dst, src Rows, n int) error {
+	const block = 1 << 16
+	for lo := 0; lo < n; lo += block {
+		ids := steprun.Iota32From(lo, min(lo+block, n))
+		v, err := src.Gather(ids)
+		if err == nil {
+			err = dst.Put(ids, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Arena hands out the host tier's matrices: from the Go heap, or
+// carved from one block of pinned memory (a device backend's
+// backend.PinnedHost) or one scratch file (chunked.host_file), each
+// matrix at a page-aligned offset.
+type Arena struct {
+	DT   tensor.DType
+	Mem  []byte   // the pinned block, or nil
+	File *os.File // the host file, or nil
+	Log  *addLog  // the host file's log of deferred additions
+	Size int64    // the block's or the file's size
+	used int64
+}
+
+// hostPage aligns the matrices in the host file.
+const hostPage = 4096
+
+// Bytes is the size of a host file or pinned block holding
+// matrices of n rows of the given widths, each page-aligned.
+func Bytes(dt tensor.DType, n int, widths []int) int64 {
+	var size int64
+	for _, w := range widths {
+		size += (int64(n)*int64(w)*int64(dt.Size()) + hostPage - 1) / hostPage * hostPage
+	}
+	return size
+}
+
+// Matrix returns an n × cols matrix of the arena's dtype.
+func (a *Arena) Matrix(n, cols int) (Rows, error) {
+	if a.File == nil && a.Mem == nil {
+		return newHostRows(a.DT, n, cols, nil)
+	}
+	elems := int64(n) * int64(cols)
+	size := (elems*int64(a.DT.Size()) + hostPage - 1) / hostPage * hostPage
+	if a.used+size > a.Size {
+		return nil, fmt.Errorf("host tier: %d bytes used of %d, %d more wanted", a.used, a.Size, size)
+	}
+	off := a.used
+	a.used += size
+	if a.Mem != nil {
+		if elems == 0 {
+			return newHostRows(a.DT, n, cols, nil)
+		}
+		p := unsafe.Pointer(&a.Mem[off])
+		switch a.DT {
+		case tensor.Float32:
+			return newHostRows(a.DT, n, cols, unsafe.Slice((*float32)(p), elems))
+		case tensor.Float64:
+			return newHostRows(a.DT, n, cols, unsafe.Slice((*float64)(p), elems))
+		}
+		return nil, fmt.Errorf("host tier: dtype %s", a.DT)
+	}
+	switch a.DT {
+	case tensor.Float32:
+		return &hostFileMat[float32]{f: a.File, off: off, n: n, cols: cols, adds: newDeferredAdds[float32](a.Log, n, cols)}, nil
+	case tensor.Float64:
+		return &hostFileMat[float64]{f: a.File, off: off, n: n, cols: cols, adds: newDeferredAdds[float64](a.Log, n, cols)}, nil
+	}
+	return nil, fmt.Errorf("host tier: dtype %s", a.DT)
+}
+
+// hostFileMat is an n × cols matrix at byte offset off of the host file,
+// read and written with explicit positioned I/O (pread, pwrite) of row
+// runs: a call sorts its rows and moves every run of nearby rows with
+// one system call, through a buffer of at most hostRunBytes per
+// goroutine. Nothing of the file is mapped, so the kernel writes back
+// only what the calls wrote (docs/decisions.md, "HongTu's host file").
+type hostFileMat[T float32 | float64] struct {
+	f    *os.File
+	off  int64
+	n    int
+	cols int
+	adds *deferredAdds[T] // row additions not yet applied (nil: none; see add)
+}
+
+// hostRunBytes bounds one run's read (and a goroutine's buffer).
+const hostRunBytes = 1 << 20
+
+func (h *hostFileMat[T]) Width() int { return h.cols }
+
+func (h *hostFileMat[T]) Buf(n int) any { return make([]T, n*h.cols) }
+
+func (h *hostFileMat[T]) rowBytes() int64 { return int64(h.cols) * int64(unsafe.Sizeof(T(0))) }
+
+// asBytes views a buffer of T as bytes.
+func asBytes[T float32 | float64 | int32](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(v[0])))
+}
+
+// sortedRows returns ids as (id << 32 | position) in ascending id order.
+func sortedRows(ids []int32) []uint64 {
+	s := make([]uint64, len(ids))
+	for i, u := range ids {
+		s[i] = uint64(uint32(u))<<32 | uint64(i)
+	}
+	if !slices.IsSorted(s) {
+		slices.Sort(s)
+	}
+	return s
+}
+
+// runs calls fn, on up to GOMAXPROCS goroutines with a buffer each, for
+// every run of the sorted rows: the rows [lo, hi) hold the entries rs,
+// consecutive entries at most gap rows apart. With read, the buffer
+// holds the file's rows [lo, hi) when fn is called.
+func (h *hostFileMat[T]) runs(ids []int32, gap int32, read bool, fn func(buf []T, lo int32, rs []uint64) error) error {
+	for _, u := range ids {
+		if u < 0 || int(u) >= h.n {
+			return fmt.Errorf("host file: row %d of %d", u, h.n)
+		}
+	}
+	s := sortedRows(ids)
+	maxRows := int32(max(1, hostRunBytes/h.rowBytes()))
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(s)/1024))
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func(p int, s []uint64) {
+			defer wg.Done()
+			var buf []T
+			for len(s) > 0 {
+				lo := int32(s[0] >> 32)
+				end := 1
+				for end < len(s) {
+					u := int32(s[end] >> 32)
+					if u-int32(s[end-1]>>32) > gap || u-lo >= maxRows {
+						break
+					}
+					end++
+				}
+				hi := int32(s[end-1]>>32) + 1
+				need := int(hi-lo) * h.cols
+				if cap(buf) < need {
+					buf = make([]T, need, max(need, int(maxRows)*h.cols))
+				}
+				buf = buf[:need]
+				if read {
+					if _, err := h.f.ReadAt(asBytes(buf), h.off+int64(lo)*h.rowBytes()); err != nil {
+						errs[p] = fmt.Errorf("host file: read rows %d-%d: %w", lo, hi-1, err)
+						return
+					}
+				}
+				if err := fn(buf, lo, s[:end]); err != nil {
+					errs[p] = err
+					return
+				}
+				s = s[end:]
+			}
+		}(p, s[p*len(s)/parts:(p+1)*len(s)/parts])
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gapRows is how far apart two rows may be to be read with one call: a
+// page's worth of rows (reading them costs less than another call).
+func (h *hostFileMat[T]) gapRows() int32 { return int32(max(1, hostPage/h.rowBytes())) }
+
+func (h *hostFileMat[T]) Gather(ids []int32) (any, error) {
+	if err := h.applyAdds(); err != nil {
+		return nil, err
+	}
+	out := make([]T, len(ids)*h.cols)
+	err := h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
+		for _, e := range rs {
+			r, i := int(int32(e>>32)-lo), int(uint32(e))
+			copy(out[i*h.cols:(i+1)*h.cols], buf[r*h.cols:(r+1)*h.cols])
+		}
+		return nil
+	})
+	return out, err
+}
+
+// writeRuns writes the rows of rs from buf (holding rows [lo, ...)),
+// one call per run of consecutive rows: rows between them are not
+// written.
+func (h *hostFileMat[T]) writeRuns(buf []T, lo int32, rs []uint64) error {
+	for len(rs) > 0 {
+		end := 1
+		for end < len(rs) && int32(rs[end]>>32) == int32(rs[end-1]>>32)+1 {
+			end++
+		}
+		a, b := int32(rs[0]>>32)-lo, int32(rs[end-1]>>32)-lo+1
+		if _, err := h.f.WriteAt(asBytes(buf[int(a)*h.cols:int(b)*h.cols]), h.off+int64(lo+a)*h.rowBytes()); err != nil {
+			return fmt.Errorf("host file: write rows %d-%d: %w", lo+a, lo+b-1, err)
+		}
+		rs = rs[end:]
+	}
+	return nil
+}
+
+func (h *hostFileMat[T]) Put(ids []int32, v any) error {
+	if err := h.applyAdds(); err != nil {
+		return err
+	}
+	s := v.([]T)
+	return h.runs(ids, 0, false, func(buf []T, lo int32, rs []uint64) error {
+		for _, e := range rs {
+			r, i := int(int32(e>>32)-lo), int(uint32(e))
+			copy(buf[r*h.cols:(r+1)*h.cols], s[i*h.cols:(i+1)*h.cols])
+		}
+		return h.writeRuns(buf, lo, rs)
+	})
+}
+
+// addNow adds the rows at once: read, added, written back run by run.
+func (h *hostFileMat[T]) addNow(ids []int32, v any) error {
+	s := v.([]T)
+	return h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
+		for _, e := range rs {
+			r, i := int(int32(e>>32)-lo), int(uint32(e))
+			row := buf[r*h.cols : (r+1)*h.cols]
+			for j, x := range s[i*h.cols : (i+1)*h.cols] {
+				row[j] += x
+			}
+		}
+		return h.writeRuns(buf, lo, rs)
+	})
+}
+
+// Zero clears the matrix by deallocating its blocks (a hole reads as
+// zeros and costs no writes), or by writing zeros where the file system
+// cannot punch holes.
+func (h *hostFileMat[T]) Zero() error {
+	if err := h.dropAdds(); err != nil {
+		return err
+	}
+	size := int64(h.n) * h.rowBytes()
+	if punchHole(h.f, h.off, size) == nil {
+		return nil
+	}
+	zeros := make([]byte, min(size, hostRunBytes))
+	for at := int64(0); at < size; at += int64(len(zeros)) {
+		n := min(int64(len(zeros)), size-at)
+		if _, err := h.f.WriteAt(zeros[:n], h.off+at); err != nil {
+			return fmt.Errorf("host file: zero: %w", err)
+		}
+	}
+	return nil
+}

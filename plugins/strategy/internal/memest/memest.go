@@ -1,0 +1,204 @@
+// Package memest is Betty's memory estimate of a training step or an
+// evaluation forward on given blocks (costmodel.betty-memory), part of
+// the internal kit of plugins/strategy.
+package memest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strata/core/engine"
+	"strata/core/graph"
+	"strata/core/modhost"
+	"strata/core/train"
+	"strata/plugins/sampler"
+	"strata/plugins/strategy/internal/steprun"
+)
+
+// Betty's memory estimate (Yang et al., ASPLOS 2023, §4.4): before a
+// micro-batch runs, count what its training step will hold on the device
+// (parameters, features, labels, blocks, hidden values, aggregator
+// intermediates, gradients, optimizer state) and let the cost model
+// costmodel.betty-memory turn the counts into bytes. The program's buffers
+// are counted by the engine (engine.Sizer: the model bound to the
+// micro-batch's block shapes by the code of engine.Bind, and its step run,
+// on a backend that allocates and computes nothing); the features, labels
+// and blocks are counted from the blocks.
+
+// Op codes of costmodel.betty-memory.
+const (
+	memOpTrain = 0
+	memOpInfer = 1
+)
+
+// Estimate is the cost model's answer for one batch, in bytes.
+type Estimate struct {
+	Peak        int64 // everything at once: the step's peak
+	Resident    int64 // parameters, gradients, optimizer state (and a cache)
+	Data        int64 // input features, labels, blocks
+	Activations int64 // values, their gradients, masks, scratch, aggregators
+}
+
+// Estimator estimates the device peak of a model's training steps (and
+// evaluation forwards) on given blocks with costmodel.betty-memory. It is
+// not safe for concurrent use.
+type Estimator struct {
+	release    func() // closes cm and its runtime
+	Cm         modhost.CostModel
+	sizer      *engine.Sizer     // the model's programs, sized by the engine
+	layers     []map[string]bool // the graphs each layer reads
+	Elt        float64
+	inElt      float64 // bytes of an input feature value (2 for 16-bit rows)
+	Params     float64 // learnable scalars (engine.Sizer)
+	State      float64 // non-learnable state (batch-norm running statistics)
+	slots      float64 // optimizer state tensors per parameter
+	dim        int     // input features per node
+	Resident   float64 // other bytes on the device (a feature cache)
+	Gathered   bool    // input rows come from a feature cache on the device
+	accumulate bool    // backward adds into the parameter gradients
+}
+
+// OptimizerSlots returns the state tensors per parameter of an optimizer:
+// Adam's two moments, SGD's velocity when it has momentum.
+func OptimizerSlots(name string, momentum float64) float64 {
+	switch {
+	case name == "adam":
+		return 2
+	case momentum != 0:
+		return 1
+	}
+	return 0
+}
+
+// New loads costmodel.betty-memory for the model of e.
+// accumulate says whether backward accumulates into the parameter
+// gradients (micro-batches do). Close it when done.
+func New(ctx context.Context, e steprun.Env, optimizer string, momentum float64, accumulate bool) (*Estimator, error) {
+	cm, release, err := train.LoadCostModel(ctx, e.Host, train.CostModelBetty)
+	if err != nil {
+		return nil, fmt.Errorf("memory estimate: %w", err)
+	}
+	m := &Estimator{
+		Cm: cm, release: release,
+		Elt:   float64(e.DT.Size()),
+		slots: OptimizerSlots(optimizer, momentum), dim: e.Dim, accumulate: accumulate,
+	}
+	m.layers = steprun.GraphsPerLayer(e.Model)
+	if m.sizer, err = engine.NewSizer(e.Model, e.DT); err != nil {
+		release()
+		return nil, fmt.Errorf("memory estimate: %w", err)
+	}
+	// 16-bit feature rows (data.feature_dtype): the program reads them as
+	// bound, and they take their own bytes per value.
+	m.sizer.Input, m.inElt = e.Half, m.Elt
+	if e.Half != 0 {
+		m.inElt = float64(e.Half.Size())
+	}
+	m.Params, m.State = float64(m.sizer.Learnable), float64(m.sizer.State)
+	return m, nil
+}
+
+// Close releases the cost model and its runtime.
+func (m *Estimator) Close() {
+	if m.Cm != nil {
+		m.release()
+		m.Cm = nil
+	}
+}
+
+// Step estimates the training step of one micro-batch over blocks whose
+// last block's destinations are its outputs.
+func (m *Estimator) Step(blocks []sampler.Block) (Estimate, error) {
+	return m.estimate(blocks, false)
+}
+
+// Infer estimates an evaluation forward over blocks.
+func (m *Estimator) Infer(blocks []sampler.Block) (Estimate, error) {
+	return m.estimate(blocks, true)
+}
+
+func (m *Estimator) estimate(blocks []sampler.Block, infer bool) (Estimate, error) {
+	in, err := m.inputs(blocks, infer)
+	if err != nil {
+		return Estimate{}, err
+	}
+	op := int32(memOpTrain)
+	if infer {
+		op = memOpInfer
+	}
+	out, err := m.Cm.Predict(op, in)
+	if err != nil {
+		return Estimate{}, fmt.Errorf("memory estimate: %w", err)
+	}
+	return Estimate{Peak: int64(math.Ceil(out[0])), Resident: int64(out[1]), Data: int64(out[2]), Activations: int64(out[3])}, nil
+}
+
+// inputs counts what a step over blocks holds, in the input layout of
+// costmodel.betty-memory (see models/costmodels/betty-memory): the blocks
+// and labels from the blocks, the program's buffers from the engine
+// (engine.Sizer: the program bound as engine.Bind binds it, on a backend
+// that allocates nothing).
+func (m *Estimator) inputs(blocks []sampler.Block, infer bool) ([]float64, error) {
+	if len(blocks) != len(m.layers) {
+		return nil, fmt.Errorf("memory estimate: %d blocks for a %d-layer model", len(blocks), len(m.layers))
+	}
+	shapes := make([]engine.BlockShape, len(blocks))
+	var edges, rowPtrs float64
+	for l, b := range blocks {
+		s := engine.BlockShape{Dst: len(b.Dst), Src: len(b.Src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+		for name := range m.layers[l] {
+			e, ds := rowDegrees(b.Adj, name == "adj_self")
+			s.Edges[name], s.Degrees[name] = e, ds
+			edges += float64(e)
+			rowPtrs += float64(s.Dst + s.Src + 2)
+		}
+		shapes[l] = s
+	}
+	fp, err := m.sizer.Blocks(shapes, len(blocks[0].Src), engine.Usage{Inference: infer, AccumulateGrads: m.accumulate})
+	if err != nil {
+		return nil, fmt.Errorf("memory estimate: %w", err)
+	}
+	rowPtrs += float64(fp.GraphWords)
+	outputs := float64(len(blocks[len(blocks)-1].Dst))
+	in := make([]float64, 16)
+	in[0], in[1], in[2] = m.Elt, m.Params, m.slots
+	in[3] = float64(len(blocks[0].Src)) * float64(m.dim) * m.inElt / m.Elt // the model counts elt bytes a value
+	in[4] = outputs
+	in[5], in[6] = edges, rowPtrs
+	in[7], in[8], in[9], in[10], in[11] = float64(fp.Values), float64(fp.Grads), float64(fp.Masks), float64(fp.Scratch), float64(fp.Index)
+	// The aggregators' saved state as Betty counts it: S = Σ E × H over
+	// the sequence aggregations, f values per element.
+	in[12], in[13] = float64(fp.Saved/engine.LSTMSavedPerEdge), engine.LSTMSavedPerEdge
+	in[14] = m.Resident + m.State*m.Elt
+	if m.Gathered {
+		in[15] = float64(len(blocks[0].Src))
+	}
+	return in, nil
+}
+
+// rowDegrees returns the edges and the degrees of a block's adjacency,
+// with selfLoops as withLocalSelfLoops makes it (a self loop added to
+// every row without one).
+func rowDegrees(a *graph.CSR, selfLoops bool) (edges int64, st engine.Degrees) {
+	for r := 0; r < a.NumRows; r++ {
+		d := a.Indptr[r+1] - a.Indptr[r]
+		if selfLoops {
+			self := false
+			for k := a.Indptr[r]; k < a.Indptr[r+1] && !self; k++ {
+				self = a.Col(k) == int64(r)
+			}
+			if !self {
+				d++
+			}
+		}
+		edges += d
+		st.Max = max(st.Max, d)
+		if d >= 1 {
+			st.Rows1++
+		}
+		if d >= 2 {
+			st.Rows2++
+		}
+	}
+	return edges, st
+}

@@ -1,0 +1,185 @@
+package minibatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strata/core/backend"
+	"strata/core/config"
+	"strata/core/tensor"
+	"strata/plugins/strategy/internal/memest"
+	"strata/plugins/strategy/internal/microsplit"
+	"strata/plugins/strategy/internal/steprun"
+)
+
+// miniMicro splits sampled mini-batches into micro-batches (Betty on a
+// sampled batch): each shard's output nodes are split by the [partition]
+// plugin, each micro-batch runs over its share of the shard's sampled
+// blocks (the same neighbours, so the gradient is the shard's), and their
+// gradients accumulate into the batch's one step. With "auto" every shard
+// gets the smallest K whose largest micro-batch fits the device by the
+// memory estimate. Micro-batches are bound one at a time by the training
+// goroutine (the transfer stage does not stage them: two at once would
+// double the peak the split bounds).
+type miniMicro struct {
+	split *microsplit.Splitter
+	k     int
+	auto  bool
+	// microK and estPeak are the largest K and estimated micro-batch peak
+	// of the last epoch (written by the producer, read after it is done).
+	microK, curK     int
+	estPeak, curPeak int64
+	// Feature-store gathers made while training micro-batches.
+	hits, rows, peer int64
+}
+
+// newMiniMicro returns the micro-batching of a minibatch config, or nil
+// when train.micro_batches is 1.
+func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*miniMicro, error) {
+	if !cfg.Train.Micro() {
+		return nil, nil
+	}
+	if err := checkMiniMicro(cfg, len(e.DS.Train)); err != nil {
+		return nil, err
+	}
+	s, err := microsplit.NewSplitter(ctx, cfg, "output nodes of each mini-batch")
+	if err != nil {
+		return nil, err
+	}
+	mm := &miniMicro{split: s, k: cfg.Train.MicroBatches, auto: cfg.Train.AutoMicroBatches()}
+	if _, isSim := e.Be.(backend.Machine); isSim {
+		if s.Est, err = memest.New(ctx, e, cfg.Train.Optimizer, cfg.Train.Momentum, true); err != nil {
+			return nil, err
+		}
+		s.Capacity = cfg.Devices.MemoryBytes
+	}
+	return mm, nil
+}
+
+// checkMiniMicro checks train.micro_batches against mini-batches of
+// train.batch_size output nodes.
+func checkMiniMicro(cfg *config.Config, train int) error {
+	if cfg.Train.AutoMicroBatches() {
+		return microsplit.CheckAutoMicro(cfg)
+	}
+	k, n := cfg.Train.MicroBatches, min(cfg.Train.BatchSize, train)
+	if k > n {
+		what := fmt.Sprintf("train.batch_size = %d output nodes of a mini-batch", cfg.Train.BatchSize)
+		if train < cfg.Train.BatchSize {
+			what = fmt.Sprintf("%d training nodes", train)
+		}
+		return cfg.KeyError(fmt.Sprintf("train.micro_batches = %d is more than the %s; a micro-batch needs at least one output node", k, what), "train", "micro_batches")
+	}
+	return nil
+}
+
+// evalChunks returns the evaluation chunks to use on a device with a
+// capacity: start, or with "auto" as many as the memory estimate needs.
+func (mm *miniMicro) evalChunks(ctx context.Context, e steprun.Env, start int) (int, error) {
+	if mm == nil || !mm.auto {
+		return start, nil
+	}
+	return microsplit.FitEvalChunks(ctx, e, mm.split.Est, mm.split.Capacity, start)
+}
+
+// settle records what else lives on the training device once the stepper
+// is set up (a feature cache), for the estimate: what is in use beyond the
+// model's parameters, gradients and state. With "auto" and such bytes the
+// evaluation chunks of the replicas are sized again, around them.
+func (mm *miniMicro) settle(ctx context.Context, e steprun.Env, m *miniBatches) error {
+	if mm == nil || mm.split.Est == nil {
+		return nil
+	}
+	est := mm.split.Est
+	model := int64((2*est.Params + est.State) * est.Elt)
+	est.Resident = float64(max(0, e.Be.Stats().InUse[e.Tier]-model))
+	est.Gathered = m.store != nil
+	if !mm.auto || est.Resident == 0 || len(m.replicas) == 0 {
+		return nil
+	}
+	chunks, err := microsplit.FitEvalChunks(ctx, e, est, mm.split.Capacity, len(m.replicas[0].Eval))
+	if err != nil {
+		return err
+	}
+	for _, r := range m.replicas {
+		r.Eval = steprun.EvalChunkList(e.DS.NumNodes, chunks)
+	}
+	return nil
+}
+
+// splitShard splits a sampled shard into its micro-batches and, when
+// gather is set, extracts their input rows on the host. It runs on the
+// producer goroutine.
+func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, gather bool) error {
+	var worst memest.Estimate
+	var err error
+	if mm.auto {
+		sh.micro, worst, err = mm.split.Auto(ctx, sh.blocks)
+	} else {
+		sh.micro, worst, err = mm.split.Split(ctx, sh.blocks, min(mm.k, len(sh.nodes)))
+	}
+	if err != nil {
+		var inf *microsplit.InfeasibleError
+		if errors.As(err, &inf) {
+			inf.Sampled = true
+		}
+		return fmt.Errorf("splitting into micro-batches: %w", err)
+	}
+	mm.curK, mm.curPeak = max(mm.curK, len(sh.micro)), max(mm.curPeak, worst.Peak)
+	if gather {
+		for j := range sh.micro {
+			sh.micro[j].X = e.GatherInput(sh.micro[j].Blocks[0].Src)
+		}
+	}
+	return nil
+}
+
+// endEpoch publishes the epoch's largest K and estimate and adds the
+// micro-batches' feature-store gathers to the epoch's.
+func (mm *miniMicro) endEpoch(m *miniBatches) {
+	if mm == nil {
+		return
+	}
+	mm.microK, mm.estPeak, mm.curK, mm.curPeak = mm.curK, mm.curPeak, 0, 0
+	m.hits, m.rows, m.peer = m.hits+mm.hits, m.rows+mm.rows, m.peer+mm.peer
+	mm.hits, mm.rows, mm.peer = 0, 0, 0
+}
+
+// train runs one shard's micro-batches on replica r, accumulating their
+// gradients; each micro-batch's loss is weighed by its share of the
+// batch's total output nodes. It returns the weighed loss.
+func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runner, sh shard, total int, seed uint64) (float64, error) {
+	if err := r.PS.ZeroGrads(); err != nil {
+		return 0, err
+	}
+	var loss float64
+	for j, mb := range sh.micro {
+		var input *tensor.Tensor
+		if m.store != nil {
+			in, gs, err := m.store.Gather(ctx, mb.Blocks[0].Src, r.Env.Tier)
+			if err != nil {
+				return 0, fmt.Errorf("micro-batch %d: gathering features: %w", j, err)
+			}
+			input = in
+			mm.hits, mm.rows, mm.peer = mm.hits+int64(gs.Local), mm.rows+int64(gs.Rows), mm.peer+int64(gs.Peer)
+		}
+		bb, err := r.Bind(mb.Blocks, mb.X, input, false)
+		if err != nil {
+			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
+		}
+		l, err := r.TrainBatch(ctx, bb, mb.Nodes, seed, float64(len(mb.Nodes))/float64(total), true)
+		bb.Release(r.Env)
+		if err != nil {
+			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
+		}
+		loss += l
+	}
+	return loss, nil
+}
+
+// close releases the memory estimator.
+func (mm *miniMicro) close() {
+	if mm != nil && mm.split.Est != nil {
+		mm.split.Est.Close()
+	}
+}
