@@ -21,7 +21,8 @@
 // use. Plugin sections ([sampler], [cache], [partition]) name a module of
 // the plugin registry; the other keys of the section are decoded into that
 // module's own config struct with the same strict rules, then checked by
-// its Validate method.
+// its Validate method; a run provisions the modules once and cleans them
+// up at its end (Config.Provision, registry.Lifecycle).
 //
 // Errors name the file and line (or the --set override), the key path, the
 // expected type or allowed values and, for a misspelt key, the closest
@@ -62,7 +63,8 @@ type Config struct {
 	Chunked   Chunked `toml:"chunked" hash:"omitempty" doc:"HongTu's chunked full-graph training (train.mode = \"chunked\"): vertex data on the host, one chunk at a time on the devices; see docs/hongtu.md"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 
-	src *source // key positions, for KeyError
+	src  *source             // key positions, for KeyError
+	life *registry.Lifecycle // the plugin modules' lifecycle (Provision, Cleanup)
 }
 
 // Data selects the dataset.
@@ -182,8 +184,8 @@ type Plugin struct {
 	// (int64, float64, bool, string, []any, map[string]any).
 	Options map[string]any
 	// Module is the module instance with its options decoded and
-	// validated (not provisioned: see registry.Provision); nil when Name
-	// is "".
+	// validated (registry.ValidateDecoded), provisioned by
+	// Config.Provision; nil when Name is "".
 	Module registry.Module
 }
 

@@ -115,9 +115,6 @@ func newSplitter(ctx context.Context, cfg *config.Config, what string) (*splitte
 	if !ok {
 		return nil, fmt.Errorf("partition.name = %q is not a partitioner", cfg.Partition.Name)
 	}
-	if err := registry.Provision(ctx, cfg.Partition.Module); err != nil {
-		return nil, fmt.Errorf("partition: %w", err)
-	}
 	s := &splitter{part: part, id: cfg.Partition.ID}
 	if sq, ok := part.(partitioners.SquareOnly); ok && sq.SquareOnly() {
 		s.square = true
