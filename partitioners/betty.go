@@ -356,9 +356,6 @@ func (b *BettyREG) PartitionBlock(ctx context.Context, block *graph.CSR, k int, 
 	if err := checkArgs(id, block, k, nodeWeights); err != nil {
 		return nil, REGStats{}, err
 	}
-	if err := b.Validate(); err != nil {
-		return nil, REGStats{}, fmt.Errorf("%s: %w", id, err)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, REGStats{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/registry"
 )
 
 // bruteREG builds the REG densely: w[i][j] = distinct inputs shared by
@@ -260,7 +261,7 @@ func TestBettySquare(t *testing.T) {
 
 func TestBettyValidate(t *testing.T) {
 	bt := &BettyREG{MaxHubDegree: -2, MetisOptions: defaultMetisOptions()}
-	if _, err := bt.Partition(context.Background(), gridPlus(3, 3, 0, 0), 2, nil); err == nil || !strings.Contains(err.Error(), "max_hub_degree = -2") {
+	if _, err := registry.Ready(context.Background(), bt); err == nil || !strings.Contains(err.Error(), "partitioner.betty-reg: max_hub_degree = -2") {
 		t.Fatalf("error %v", err)
 	}
 }

@@ -65,9 +65,6 @@ func (h *HongTu2Level) Partition(ctx context.Context, g *graph.CSR, k int, nodeW
 	if err := checkArgs(id, g, k, nodeWeights); err != nil {
 		return nil, err
 	}
-	if err := h.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	if k%h.M != 0 {
 		return nil, fmt.Errorf("%s: k = %d chunks is not a multiple of m = %d partitions", id, k, h.M)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/registry"
 )
 
 func TestHongTu(t *testing.T) {
@@ -98,7 +99,12 @@ func TestHongTuErrors(t *testing.T) {
 		if strings.Contains(tt.want, "balance") {
 			h.Balance = "vertices"
 		}
-		_, err := h.Partition(context.Background(), g, tt.k, nil)
+		// Options are checked once, by the lifecycle; the arguments
+		// on every call.
+		_, err := registry.Ready(context.Background(), h)
+		if err == nil {
+			_, err = h.Partition(context.Background(), g, tt.k, nil)
+		}
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "partitioner.hongtu-2level: ") {
 			t.Errorf("m=%d k=%d: error %v, want %q", tt.m, tt.k, err, tt.want)
 		}

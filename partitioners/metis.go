@@ -355,9 +355,6 @@ func (m *Metis) Partition(ctx context.Context, g *graph.CSR, k int, nodeWeights 
 	if err := checkArgs(id, g, k, nodeWeights); err != nil {
 		return nil, err
 	}
-	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/registry"
 )
 
 // gridPlus returns a w x h 2D grid (edges stored in one direction) plus
@@ -312,7 +313,12 @@ func TestMetisErrors(t *testing.T) {
 			if tt.set != nil {
 				tt.set(&m.MetisOptions)
 			}
-			_, err := m.Partition(context.Background(), tt.g, 2, tt.weights)
+			// Options are checked once, by the lifecycle; the
+			// arguments on every call.
+			_, err := registry.Ready(context.Background(), m)
+			if err == nil {
+				_, err = m.Partition(context.Background(), tt.g, 2, tt.weights)
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "partitioner.metis: ") {
 				t.Fatalf("error %v, want %q", err, tt.want)
 			}

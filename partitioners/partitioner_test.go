@@ -208,8 +208,8 @@ func TestRangeValidate(t *testing.T) {
 	if err := (&Range{Balance: "vertices"}).Validate(); err == nil || !strings.Contains(err.Error(), `"nodes", "edges"`) {
 		t.Fatalf("Validate = %v", err)
 	}
-	if _, err := (&Range{Balance: "x"}).Partition(context.Background(), skewed(4), 2, nil); err == nil {
-		t.Fatal("Partition accepted a bad balance")
+	if _, err := registry.Ready(context.Background(), &Range{Balance: "x"}); err == nil || !strings.HasPrefix(err.Error(), "partitioner.range: ") {
+		t.Fatalf("the lifecycle accepted a bad balance: %v", err)
 	}
 }
 

@@ -43,9 +43,6 @@ func (r *Range) Partition(ctx context.Context, g *graph.CSR, k int, nodeWeights 
 	if err := checkArgs(id, g, k, nodeWeights); err != nil {
 		return nil, err
 	}
-	if err := r.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	n := g.NumRows
 	// prefix[i] = total weight of nodes [0, i).
 	prefix := make([]int64, n+1)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -59,7 +60,7 @@ func dynamicCaches() []string {
 // by the top X% of nodes under each score) and the host->device feature
 // traffic of one epoch with 0/5/10/25% of the rows cached on one simulated
 // device.
-func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("hitratio", "-i DATASET -o DIR [--name NAME] [--traffic]", stderr)
 	in := fs.String("i", "", "dataset spec (an OGB directory, rmat-18, ...)")
 	outDir := fs.String("o", "", "directory for NAME-hitratio.csv/.svg and NAME-traffic.csv (required; the published figures use docs/figures)")
@@ -116,9 +117,11 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("hitratio: %s has no training split; give --synth-train FRACTION to draw one", d.Name)
 	}
 	smp := &sampler.Uniform{Fanouts: fanouts}
-	if err := smp.Validate(); err != nil {
+	cleanup, err := registry.Ready(ctx, smp)
+	if err != nil {
 		return usagef("hitratio: %v", err)
 	}
+	defer joinCleanup(&err, cleanup)
 	fmt.Fprintf(stdout, "%s: %d nodes, %d edges, %d training nodes, %d features; fanouts %v, batch %d\n",
 		d.Name, d.NumNodes, d.Graph.NNZ(), len(seeds), d.FeatDim, fanouts, *batch)
 
@@ -194,7 +197,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // fullRanking returns the full ranking (capacity 1) of a registered
 // static policy, seeded with seed and sampling as the measured epochs do.
-func fullRanking(ctx context.Context, name string, d *graph.Dataset, fanouts []int, batch, epochs int, seed int64) ([]int32, error) {
+func fullRanking(ctx context.Context, name string, d *graph.Dataset, fanouts []int, batch, epochs int, seed int64) (rank []int32, err error) {
 	p, err := registry.New[caching.Policy]("cache." + name)
 	if err != nil {
 		return nil, err
@@ -206,9 +209,11 @@ func fullRanking(ctx context.Context, name string, d *graph.Dataset, fanouts []i
 	if s, ok := p.(caching.SamplingAware); ok {
 		s.MatchSampling(fanouts, batch, epochs, seed)
 	}
-	if err := registry.Provision(ctx, p.(registry.Module)); err != nil {
+	cleanup, err := registry.Ready(ctx, p.(registry.Module))
+	if err != nil {
 		return nil, err
 	}
+	defer joinCleanup(&err, cleanup)
 	return p.Rank(ctx, d)
 }
 
@@ -278,7 +283,7 @@ func red(zero, b int64) float64 {
 // dynamicTraffic replays the epoch's reads through an online cache
 // (cache.lru, cache.clock, ...) holding k rows (cold start) and returns the missed rows'
 // bytes and the hit rate.
-func dynamicTraffic(name string, d *graph.Dataset, k int, batches [][]int32) (int64, float64, error) {
+func dynamicTraffic(name string, d *graph.Dataset, k int, batches [][]int32) (missed int64, hitRate float64, err error) {
 	c, err := registry.New[caching.Dynamic]("cache." + name)
 	if err != nil {
 		return 0, 0, err
@@ -288,6 +293,11 @@ func dynamicTraffic(name string, d *graph.Dataset, k int, batches [][]int32) (in
 		return 0, 0, fmt.Errorf("cache.%s cannot be sized in bytes (caching.ByteSized)", name)
 	}
 	sized.SetBytes(int64(k) * int64(d.FeatDim) * 4)
+	cleanup, err := registry.Ready(context.Background(), c.(registry.Module))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer joinCleanup(&err, cleanup)
 	if err := c.Init(d); err != nil {
 		return 0, 0, err
 	}
@@ -344,4 +354,12 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// joinCleanup calls cleanup, a module's (registry.Ready), and joins its
+// error to *err; deferred, after the module's last use.
+func joinCleanup(err *error, cleanup func() error) {
+	if cerr := cleanup(); cerr != nil {
+		*err = errors.Join(*err, cerr)
+	}
 }

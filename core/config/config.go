@@ -21,7 +21,8 @@
 // use. Plugin sections ([sampler], [cache], [partition]) name a module of
 // the plugin registry; the other keys of the section are decoded into that
 // module's own config struct with the same strict rules, then checked by
-// its Validate method.
+// its Validate method; a run provisions the modules once and cleans them
+// up at its end (Config.Provision, registry.Lifecycle).
 //
 // Errors name the file and line (or the --set override), the key path, the
 // expected type or allowed values and, for a misspelt key, the closest
@@ -64,7 +65,8 @@ type Config struct {
 	// its Module is nil only for a Config not made by Parse.
 	Strategy Plugin `toml:"-"`
 
-	src *source // key positions, for KeyError
+	src  *source             // key positions, for KeyError
+	life *registry.Lifecycle // the plugin modules' lifecycle (Provision, Cleanup)
 }
 
 // Data selects the dataset.
@@ -174,8 +176,8 @@ type Plugin struct {
 	// (int64, float64, bool, string, []any, map[string]any).
 	Options map[string]any
 	// Module is the module instance with its options decoded and
-	// validated (not provisioned: see registry.Provision); nil when Name
-	// is "".
+	// validated (registry.ValidateDecoded), provisioned by
+	// Config.Provision; nil when Name is "".
 	Module registry.Module
 }
 

@@ -107,10 +107,8 @@ func (d *decoder) plugin(path []string, v any, rv reflect.Value, ns string) {
 		}
 	}
 	if len(d.errs) == before {
-		if val, ok := inst.(registry.Validator); ok {
-			if err := val.Validate(); err != nil {
-				d.errorf(path, "%s (%s): %v", section, info.ID, err)
-			}
+		if err := registry.ValidateDecoded(inst); err != nil {
+			d.errorf(path, "%s (%s): %v", section, info.ID, err)
 		}
 	}
 	o, _ := plain(opts).(map[string]any)

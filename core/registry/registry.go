@@ -6,8 +6,10 @@
 //
 // A module's configuration is its own exported fields that carry a `toml`
 // tag: ModuleInfo.New returns a fresh instance with the defaults set, the
-// config loader decodes the plugin's TOML table into it, then calls
-// Validate (see Validator) and, at run time, Provision (see Provisioner).
+// config loader decodes the plugin's TOML table into it. A Lifecycle then
+// runs the rest of Caddy's module lifecycle once per module and run:
+// Provision (see Provisioner), Validate (see Validator), and Cleanup
+// (see CleanerUpper) when the run ends.
 // Fields may carry a `doc` tag (one line, shown by `strata config explain`),
 // and the config loader also enforces `enum:"a,b"` and `range:"[lo,hi)"`
 // tags on them.
@@ -60,14 +62,15 @@ func (mi ModuleInfo) Name() string {
 }
 
 // Validator is implemented by modules that check their own configuration.
-// Validate is called after the module's options were decoded.
+// Validate is called once, after the module's options were decoded and
+// it was provisioned (see Lifecycle), not on every call of the module.
 type Validator interface {
 	Validate() error
 }
 
 // Provisioner is implemented by modules that need set-up after their
-// configuration was decoded and validated (opening files, compiling a
-// WASM module...). Call it through Provision.
+// configuration was decoded (opening files, compiling a WASM module...);
+// Validate runs after it. Lifecycle calls it, once per run.
 type Provisioner interface {
 	Provision(ctx context.Context) error
 }
@@ -225,22 +228,6 @@ func New[T any](id string) (T, error) {
 		return zero, fmt.Errorf("module %q (%T) does not implement %s", id, m, reflect.TypeFor[T]())
 	}
 	return t, nil
-}
-
-// Provision runs the optional set-up of a decoded module: Validate if it is
-// a Validator, then Provision if it is a Provisioner.
-func Provision(ctx context.Context, m Module) error {
-	if v, ok := m.(Validator); ok {
-		if err := v.Validate(); err != nil {
-			return fmt.Errorf("%s: %w", m.StrataModule().ID, err)
-		}
-	}
-	if p, ok := m.(Provisioner); ok {
-		if err := p.Provision(ctx); err != nil {
-			return fmt.Errorf("%s: %w", m.StrataModule().ID, err)
-		}
-	}
-	return nil
 }
 
 // QuoteList formats names as `"a", "b", "c"`.

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"context"
 	"errors"
 	"maps"
 	"strings"
@@ -202,34 +201,6 @@ func TestNewTyped(t *testing.T) {
 	}
 	if _, err := New[runner]("sampler.none"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing module error = %v", err)
-	}
-}
-
-// provisioned records the calls Provision makes.
-type provisioned struct {
-	fake
-	validateErr error
-	calls       []string
-}
-
-func (p *provisioned) Validate() error { p.calls = append(p.calls, "validate"); return p.validateErr }
-func (p *provisioned) Provision(context.Context) error {
-	p.calls = append(p.calls, "provision")
-	return nil
-}
-
-func TestProvision(t *testing.T) {
-	p := &provisioned{fake: fake{id: "cache.p"}}
-	if err := Provision(context.Background(), p); err != nil || strings.Join(p.calls, ",") != "validate,provision" {
-		t.Fatalf("Provision: %v, calls %v", err, p.calls)
-	}
-	p = &provisioned{fake: fake{id: "cache.p"}, validateErr: errors.New("bad width")}
-	err := Provision(context.Background(), p)
-	if err == nil || err.Error() != "cache.p: bad width" || len(p.calls) != 1 {
-		t.Fatalf("Provision with invalid config: %v, calls %v", err, p.calls)
-	}
-	if err := Provision(context.Background(), &fake{id: "cache.plain"}); err != nil {
-		t.Fatal(err)
 	}
 }
 

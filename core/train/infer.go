@@ -29,11 +29,8 @@ type Predictions struct {
 	HiddenWidth int
 }
 
-// Predict rebuilds cfg's model, loads the parameters saved at modelPath
-// (output.model) and predicts every node with dropout off. A model saved
-// with another config or another layer module is refused, naming both
-// hashes.
-func Predict(ctx context.Context, cfg *config.Config, modelPath string, host modhost.Host) (*Predictions, error) {
+// predict is Predict with the config's modules provisioned.
+func predict(ctx context.Context, cfg *config.Config, modelPath string, host modhost.Host) (*Predictions, error) {
 	meta, arrays, err := ReadModel(modelPath)
 	if err != nil {
 		return nil, err

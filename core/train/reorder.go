@@ -7,7 +7,6 @@ import (
 	"strata/core/caching"
 	"strata/core/config"
 	"strata/core/graph"
-	"strata/core/registry"
 	"strata/core/store"
 )
 
@@ -15,14 +14,12 @@ import (
 // [cache] policy and relabels the dataset by the ranking with the tiering
 // paper's parallel Alg. 2 (store.Reorder), hottest node first, so that the
 // feature store's hot rows are a prefix (store.Options.Prefix). Labels and
-// splits follow the nodes.
+// splits follow the nodes. The policy is provisioned (Config.Provision at
+// the run's entry point).
 func reorderByScore(ctx context.Context, cfg *config.Config, ds *graph.Dataset) error {
 	pol, ok := cfg.Cache.Module.(caching.Policy)
 	if !ok {
 		return cfg.KeyError("data.reorder = \"score\" relabels the nodes by the [cache] policy's ranking; set cache.name to a static policy (degree, rpagerank, weighted-rpagerank, presample, random)", "data", "reorder")
-	}
-	if err := registry.Provision(ctx, cfg.Cache.Module); err != nil {
-		return fmt.Errorf("cache: %w", err)
 	}
 	rank, err := RankAll(ctx, pol, ds)
 	if err != nil {

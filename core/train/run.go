@@ -36,8 +36,8 @@ type Options struct {
 	BeforeEval func(epoch int)
 }
 
-// Run trains the configured model full-graph and returns the result summary.
-func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
+// run is Run with the config's modules provisioned.
+func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
 	start := time.Now()
 	strat, err := StrategyFor(cfg)
 	if err != nil {
@@ -254,7 +254,8 @@ func loadData(ctx context.Context, cfg *config.Config, local bool) (*graph.Datas
 }
 
 // LoadDataset opens data.dataset (cancelled with ctx, within the memory
-// budget ctx carries) and applies data.reorder.
+// budget ctx carries) and applies data.reorder ("score" ranks with the
+// [cache] module: provision cfg first, see config.Config.Provision).
 func LoadDataset(ctx context.Context, cfg *config.Config) (*graph.Dataset, error) {
 	ds, err := graph.OpenContext(ctx, cfg.DatasetSpec())
 	if err != nil {
@@ -274,12 +275,8 @@ func LoadDataset(ctx context.Context, cfg *config.Config) (*graph.Dataset, error
 	return ds, nil
 }
 
-// Check does everything Run does before training, by the same code: it
-// checks the config against the strategy and backend, opens the dataset,
-// prepares the features, opens the backend, builds the model and the
-// strategy's stepper (then releases them). With skipData it runs the
-// config checks and builds the model with nominal sizes, without data.
-func Check(ctx context.Context, cfg *config.Config, host modhost.Host, skipData bool) error {
+// check is Check, with the config's modules provisioned unless skipData.
+func check(ctx context.Context, cfg *config.Config, host modhost.Host, skipData bool) error {
 	if err := checkSupported(cfg); err != nil {
 		return err
 	}

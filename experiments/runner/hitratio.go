@@ -83,12 +83,11 @@ func runHitRatio(ctx context.Context, env *runEnv, cfg *config.Config) (any, err
 	if !ok {
 		return nil, fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
 	}
-	if err := registry.Provision(ctx, cfg.Sampler.Module); err != nil {
-		return nil, fmt.Errorf("sampler: %w", err)
-	}
-	if err := registry.Provision(ctx, cfg.Cache.Module); err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
-	}
+	return config.Provisioned(ctx, cfg, func() (any, error) { return hitRatio(ctx, env, cfg, smp) })
+}
+
+// hitRatio is runHitRatio with the config's modules provisioned.
+func hitRatio(ctx context.Context, env *runEnv, cfg *config.Config, smp sampler.Sampler) (any, error) {
 	m := env.memo
 	m.mu.Lock()
 	defer m.mu.Unlock()

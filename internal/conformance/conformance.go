@@ -1,8 +1,10 @@
 // Package conformance runs registered modules through the conformance
 // suite of their namespace: backendtest for backends, strategytest for
 // training strategies, partitionertest, samplertest, cachetest and
-// placementtest for the plugins. plugins/all's test runs every module the
-// binary links; a new plugin's own test can run just its module.
+// placementtest for the plugins; and every module, of any namespace,
+// through its registry lifecycle (Lifecycle). plugins/all's test runs
+// every module the binary links; a new plugin's own test can run just its
+// module.
 package conformance
 
 import (
@@ -100,11 +102,12 @@ var suites = map[string]func(t *testing.T, info registry.ModuleInfo){
 }
 
 // instance returns a fresh instance of the module with its defaults,
-// validated and provisioned as a config would be, asserted to implement T.
-func instance[T any](info registry.ModuleInfo) (T, error) {
+// provisioned and validated through life as a run's would be, asserted
+// to implement T.
+func instance[T any](info registry.ModuleInfo, life *registry.Lifecycle) (T, error) {
 	var zero T
 	m := info.New()
-	if err := registry.Provision(context.Background(), m); err != nil {
+	if err := life.Provision(context.Background(), m); err != nil {
 		return zero, fmt.Errorf("Provision with the defaults: %w", err)
 	}
 	x, ok := m.(T)
@@ -115,19 +118,52 @@ func instance[T any](info registry.ModuleInfo) (T, error) {
 }
 
 // constructor checks that the module can be instantiated as a T and
-// returns the constructor a suite takes.
+// returns the constructor a suite takes. The instances are cleaned up
+// when t ends.
 func constructor[T any](t *testing.T, info registry.ModuleInfo) (func() T, bool) {
-	if _, err := instance[T](info); err != nil {
+	life := new(registry.Lifecycle)
+	t.Cleanup(func() {
+		if err := life.Cleanup(); err != nil {
+			t.Errorf("Cleanup: %v", err)
+		}
+	})
+	if _, err := instance[T](info, life); err != nil {
 		t.Errorf("%s: %v", info.ID, err)
 		return nil, false
 	}
 	return func() T {
-		x, err := instance[T](info)
+		x, err := instance[T](info, life)
 		if err != nil {
 			panic(fmt.Sprintf("%s: %v", info.ID, err)) // it worked a moment ago
 		}
 		return x
 	}, true
+}
+
+// Lifecycle checks a module's registry lifecycle with its defaults, as a
+// run drives it (registry.Lifecycle): Provision (then Validate) succeeds
+// and holds the module; a second Provision of it is a no-op; Cleanup
+// succeeds and releases it, and a second Cleanup is a no-op.
+func Lifecycle(t *testing.T, info registry.ModuleInfo) {
+	ctx := context.Background()
+	m := info.New()
+	var life registry.Lifecycle
+	for i := range 2 {
+		if err := life.Provision(ctx, m); err != nil {
+			t.Fatalf("%s: Provision #%d with the defaults: %v", info.ID, i+1, err)
+		}
+		if n := life.Live(); n != 1 {
+			t.Fatalf("%s: after Provision #%d the lifecycle holds %d modules, want 1 (a module is provisioned once; is it a comparable pointer?)", info.ID, i+1, n)
+		}
+	}
+	for i := range 2 {
+		if err := life.Cleanup(); err != nil {
+			t.Errorf("%s: Cleanup #%d: %v", info.ID, i+1, err)
+		}
+		if n := life.Live(); n != 0 {
+			t.Errorf("%s: after Cleanup #%d the lifecycle holds %d modules, want 0", info.ID, i+1, n)
+		}
+	}
 }
 
 // Has reports whether namespace ns has a conformance suite.
@@ -136,22 +172,28 @@ func Has(ns string) bool {
 	return ok
 }
 
-// Run runs one registered module through its namespace's suite.
+// Run runs one registered module through Lifecycle and its namespace's
+// suite.
 func Run(t *testing.T, info registry.ModuleInfo) {
 	run, ok := suites[info.Namespace()]
 	if !ok {
 		t.Fatalf("%s: namespace %q has no conformance suite", info.ID, info.Namespace())
 	}
+	t.Run("Lifecycle", func(t *testing.T) { Lifecycle(t, info) })
 	run(t, info)
 }
 
 // RunAll runs every registered module of every namespace that has a
 // suite, one subtest per module, and fails when such a namespace has no
-// module.
+// module; the modules of the other namespaces are checked by Lifecycle
+// alone.
 func RunAll(t *testing.T) {
 	covered := 0
 	for _, ns := range registry.Namespaces() {
 		if !Has(ns) {
+			for _, info := range registry.Namespace(ns) {
+				t.Run(info.ID, func(t *testing.T) { Lifecycle(t, info) })
+			}
 			continue
 		}
 		covered++

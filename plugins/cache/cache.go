@@ -89,7 +89,7 @@ func (c *Capacity) Current() (fraction float64, bytes int64) { return c.Capacity
 
 // Count returns how many of n nodes the capacity holds: floor(capacity*n).
 func (c *Capacity) Count(n int) int {
-	return min(n, int(math.Floor(c.Capacity*float64(n))))
+	return max(0, min(n, int(math.Floor(c.Capacity*float64(n)))))
 }
 
 // defaultCapacity is the capacity of a freshly made policy.

@@ -100,11 +100,12 @@ func TestCapacityValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "must be in [0, 1]") {
 			t.Errorf("capacity %v: %v", c, err)
 		}
-		if _, err := (&Degree{Capacity{Capacity: c}}).Rank(context.Background(), dataset()); err == nil || !strings.HasPrefix(err.Error(), "cache.degree: capacity") {
-			t.Errorf("Degree.Rank with capacity %v: %v", c, err)
+		// The lifecycle rejects it before use (Rank does not check again).
+		if _, err := registry.Ready(context.Background(), &Degree{Capacity{Capacity: c}}); err == nil || !strings.HasPrefix(err.Error(), "cache.degree: capacity") {
+			t.Errorf("cache.degree with capacity %v: %v", c, err)
 		}
-		if _, err := (&Random{Capacity: Capacity{Capacity: c}}).Rank(context.Background(), dataset()); err == nil {
-			t.Errorf("Random.Rank accepted capacity %v", c)
+		if _, err := registry.Ready(context.Background(), &Random{Capacity: Capacity{Capacity: c}}); err == nil {
+			t.Errorf("cache.random accepted capacity %v", c)
 		}
 	}
 	for _, c := range []float64{0, 0.5, 1} {

@@ -156,9 +156,6 @@ func sizeDynamic(id string, c *Capacity, d *graph.Dataset) (int, error) {
 	if d == nil {
 		return 0, fmt.Errorf("%s: no dataset", id)
 	}
-	if err := c.Validate(); err != nil {
-		return 0, fmt.Errorf("%s: %w", id, err)
-	}
 	k, err := c.Rows(d)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", id, err)

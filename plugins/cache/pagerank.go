@@ -97,9 +97,6 @@ func rankScorer(ctx context.Context, id string, d *graph.Dataset, c *Capacity, s
 	if err := checkDataset(id, d); err != nil {
 		return nil, err
 	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	k, err := c.Rows(d)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
@@ -161,9 +158,6 @@ func (p *RPageRank) Scores(ctx context.Context, d *graph.Dataset) ([]float64, er
 	if err := checkDataset(id, d); err != nil {
 		return nil, err
 	}
-	if err := p.PageRankOptions.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	s, err := ReversePageRank(ctx, d.Graph, nil, p.Iterations, p.Damping)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
@@ -173,9 +167,6 @@ func (p *RPageRank) Scores(ctx context.Context, d *graph.Dataset) ([]float64, er
 
 // Rank implements Policy.
 func (p *RPageRank) Rank(ctx context.Context, d *graph.Dataset) ([]int32, error) {
-	if err := p.PageRankOptions.Validate(); err != nil {
-		return nil, fmt.Errorf("cache.rpagerank: %w", err)
-	}
 	return rankScorer(ctx, "cache.rpagerank", d, &p.Capacity, p)
 }
 
@@ -214,9 +205,6 @@ func (p *WeightedRPageRank) Scores(ctx context.Context, d *graph.Dataset) ([]flo
 	if err := checkDataset(id, d); err != nil {
 		return nil, err
 	}
-	if err := p.PageRankOptions.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	n := d.NumNodes
 	init := make([]float64, n)
 	for i := range init {
@@ -240,8 +228,5 @@ func (p *WeightedRPageRank) Scores(ctx context.Context, d *graph.Dataset) ([]flo
 
 // Rank implements Policy.
 func (p *WeightedRPageRank) Rank(ctx context.Context, d *graph.Dataset) ([]int32, error) {
-	if err := p.PageRankOptions.Validate(); err != nil {
-		return nil, fmt.Errorf("cache.weighted-rpagerank: %w", err)
-	}
 	return rankScorer(ctx, "cache.weighted-rpagerank", d, &p.Capacity, p)
 }

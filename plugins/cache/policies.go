@@ -51,9 +51,6 @@ func (p *Degree) Rank(ctx context.Context, d *graph.Dataset) ([]int32, error) {
 	if err := checkDataset(id, d); err != nil {
 		return nil, err
 	}
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	_, out := graph.Degrees(d.Graph)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -86,9 +83,6 @@ func (p *Random) Rank(ctx context.Context, d *graph.Dataset) ([]int32, error) {
 	const id = "cache.random"
 	if err := checkDataset(id, d); err != nil {
 		return nil, err
-	}
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
 	}
 	n := d.NumNodes
 	ids := make([]int32, n)

@@ -139,9 +139,6 @@ func (p *Presample) Counts(ctx context.Context, d *graph.Dataset) ([]int64, erro
 	if err := checkDataset(id, d); err != nil {
 		return nil, err
 	}
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	seeds := d.Train
 	if len(seeds) == 0 {
 		seeds = make([]int32, d.NumNodes)

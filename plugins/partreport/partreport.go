@@ -48,15 +48,17 @@ type PartitionReport struct {
 // A non-nil progress draws a bar over the stages: loading, sampling, the
 // partitioner's own stages (partitioners.Staged) and measuring.
 func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progress io.Writer) (*PartitionReport, error) {
+	return config.Provisioned(ctx, cfg, func() (*PartitionReport, error) { return partition(ctx, cfg, k, batch, progress) })
+}
+
+// partition is Partition with the config's modules provisioned.
+func partition(ctx context.Context, cfg *config.Config, k int, batch bool, progress io.Writer) (*PartitionReport, error) {
 	if cfg.Partition.Name == "" {
 		return nil, cfg.KeyError(fmt.Sprintf("partition.name: the config names no partitioner; add [partition] with name = one of %s", registry.QuoteList(partitionerNames())), "partition", "name")
 	}
 	part, ok := cfg.Partition.Module.(partitioners.Partitioner)
 	if !ok {
 		return nil, fmt.Errorf("partition.name = %q is not a partitioner", cfg.Partition.Name)
-	}
-	if err := registry.Provision(ctx, cfg.Partition.Module); err != nil {
-		return nil, fmt.Errorf("partition: %w", err)
 	}
 	bar := newStageBar(progress, part, batch)
 	defer bar.done()
@@ -93,9 +95,6 @@ func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 		s, ok := cfg.Sampler.Module.(sampler.Sampler)
 		if !ok {
 			return nil, fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
-		}
-		if err := registry.Provision(ctx, cfg.Sampler.Module); err != nil {
-			return nil, fmt.Errorf("sampler: %w", err)
 		}
 		smp, rep.Sampler = s, cfg.Sampler.ID
 	}

@@ -41,9 +41,6 @@ func (c *Clique) Validate() error { return checkLocal(c.LocalGBps) }
 
 // Place implements Solver.
 func (c *Clique) Place(ctx context.Context, topo topology.Topology, devices []int) (*Plan, error) {
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("placement.clique: %w", err)
-	}
 	v, err := newView(topo, devices)
 	if err != nil {
 		return nil, fmt.Errorf("placement.clique: %w", err)

@@ -45,9 +45,6 @@ func (c *CliqueOpt) Validate() error {
 
 // Place implements Solver.
 func (c *CliqueOpt) Place(ctx context.Context, topo topology.Topology, devices []int) (*Plan, error) {
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("placement.cliqueopt: %w", err)
-	}
 	p, err := (&Clique{LocalGBps: c.LocalGBps}).Place(ctx, topo, devices)
 	if err != nil {
 		return nil, fmt.Errorf("placement.cliqueopt: %w", err)

@@ -386,9 +386,10 @@ func TestOptions(t *testing.T) {
 			if tt.substr == "" && err != nil || tt.substr != "" && (err == nil || !strings.Contains(err.Error(), tt.substr)) {
 				t.Fatalf("Validate() = %v, want %q", err, tt.substr)
 			}
-			if s, ok := tt.mod.(Solver); ok && tt.substr != "" {
-				if _, err := s.Place(context.Background(), preset(t, "nvlink-ring-4"), nil); err == nil {
-					t.Error("Place accepted bad options")
+			if m, ok := tt.mod.(registry.Module); ok && tt.substr != "" {
+				// Rejected before use; Place does not check them again.
+				if _, err := registry.Ready(context.Background(), m); err == nil {
+					t.Error("the lifecycle accepted bad options")
 				}
 			}
 		})

@@ -62,9 +62,6 @@ func (x *XGNN) Validate() error {
 
 // Place implements Solver.
 func (x *XGNN) Place(ctx context.Context, topo topology.Topology, devices []int) (*Plan, error) {
-	if err := x.Validate(); err != nil {
-		return nil, fmt.Errorf("placement.xgnn: %w", err)
-	}
 	v, err := newView(topo, devices)
 	if err != nil {
 		return nil, fmt.Errorf("placement.xgnn: %w", err)

@@ -54,9 +54,6 @@ func (f *Full) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint
 // degree read and one batched read of the whole rows.
 func (f *Full) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.full"
-	if err := f.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}

@@ -151,7 +151,13 @@ func TestFullErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := (&Full{Hops: tt.layers}).Sample(context.Background(), tt.g, tt.seeds, 0)
+			// Options are checked once, by the lifecycle; the
+			// arguments on every call.
+			f := &Full{Hops: tt.layers}
+			_, err := registry.Ready(context.Background(), f)
+			if err == nil {
+				_, err = f.Sample(context.Background(), tt.g, tt.seeds, 0)
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "sampler.full: ") {
 				t.Fatalf("error = %v, want %q", err, tt.want)
 			}

@@ -2,7 +2,6 @@ package sampler
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"strata/core/graph"
@@ -68,9 +67,6 @@ func (kh *KHop) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uin
 // degree read and one batched neighbour read.
 func (kh *KHop) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.khop"
-	if err := kh.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}

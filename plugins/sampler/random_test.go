@@ -502,10 +502,13 @@ func TestSamplerConfigErrors(t *testing.T) {
 			if err := tt.s.(registry.Validator).Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Validate() = %v, want %q", err, tt.want)
 			}
-			_, err := tt.s.Sample(context.Background(), g, []int32{1}, 0)
+			// The lifecycle rejects it before use; Sample does not check
+			// its options again on every call.
+			_, err := registry.Ready(context.Background(), tt.s.(registry.Module))
 			if err == nil || !strings.HasPrefix(err.Error(), tt.id+": ") || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Sample error = %v, want %q", err, tt.want)
+				t.Fatalf("registry.Ready error = %v, want %q", err, tt.want)
 			}
+			_ = g
 		})
 	}
 	// input errors are shared with sampler.full

@@ -145,9 +145,6 @@ func (rw *RandomWalk) Sample(ctx context.Context, g *graph.CSR, seeds []int32, r
 // walks is one batched degree read and one read per walk.
 func (rw *RandomWalk) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.randomwalk"
-	if err := rw.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}

@@ -92,9 +92,6 @@ func (u *Uniform) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng u
 // soon as they are picked.
 func (u *Uniform) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.uniform"
-	if err := u.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
 	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}

@@ -68,6 +68,17 @@ func Test(t *testing.T, id string, host modhost.Host) {
 		if strat.StrataModule().ID != id {
 			t.Fatalf("train.mode = %q selects %s, want %s", cfg.Train.Mode, strat.StrataModule().ID, id)
 		}
+		// As train.Run: the config's modules provisioned before use,
+		// cleaned up at the end.
+		release, err := cfg.Provision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := release(); err != nil {
+				t.Errorf("Cleanup: %v", err)
+			}
+		}()
 		env, _, closeEnv, err := train.NewEnv(ctx, cfg, host)
 		if err != nil {
 			t.Fatal(err)

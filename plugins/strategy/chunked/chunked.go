@@ -293,6 +293,9 @@ func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int
 		return nil, fmt.Errorf("chunked: partitioner.hongtu-2level is a %T", mod)
 	}
 	h.M = m
+	if err := cfg.ProvisionModule(ctx, "chunked", h); err != nil {
+		return nil, err
+	}
 	part, err := h.Partition(ctx, e.Adjs.Adj, k, nil)
 	if err != nil {
 		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d: %v", k, err), "chunked", "chunks")

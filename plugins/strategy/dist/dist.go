@@ -152,6 +152,9 @@ func rankPartition(ctx context.Context, cfg *config.Config, adj *graph.CSR, size
 			return nil, "", err
 		}
 		mod = info.New()
+		if err := cfg.ProvisionModule(ctx, "partition", mod); err != nil {
+			return nil, "", err
+		}
 	}
 	p, ok := mod.(partition.Partitioner)
 	if !ok {
@@ -159,9 +162,6 @@ func rankPartition(ctx context.Context, cfg *config.Config, adj *graph.CSR, size
 	}
 	if partition.IsSquareOnly(p) && adj.NumRows != adj.NumCols {
 		return nil, "", fmt.Errorf("%s: the graph is not square", id)
-	}
-	if err := registry.Provision(ctx, mod); err != nil {
-		return nil, "", fmt.Errorf("partition: %w", err)
 	}
 	owner, err := p.Partition(ctx, adj, size, nil)
 	if err != nil {

@@ -236,9 +236,6 @@ func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.E
 	if len(devices) == 0 && (h.CPUShare != 1 || h.DRM != "off" || h.CPUTrainers == 0) {
 		return nil, cfg.KeyError(fmt.Sprintf("train.backend = %q has no devices; hybrid training without devices needs hybrid.cpu_share = 1, hybrid.drm = \"off\" and hybrid.cpu_trainers >= 1", cfg.Train.Backend), "train", "backend")
 	}
-	if err := registry.Provision(ctx, cfg.Sampler.Module); err != nil {
-		return nil, fmt.Errorf("sampler: %w", err)
-	}
 	s := &hybridStepper{h: h, e: e, nDev: len(devices), sampler: cfg.Sampler.Module.(sampler.Sampler),
 		batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch}
 	budget := h.Threads

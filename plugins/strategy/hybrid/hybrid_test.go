@@ -250,6 +250,20 @@ func TestDRMDecide(t *testing.T) {
 
 // TestHybridBadConfig: hybrid keys that cannot work are errors naming
 // the key.
+// TestHybridSectionWithAnotherMode: [hybrid] belongs to strategy.hybrid;
+// set under another train.mode it is an error at the section's line
+// when parsing, unless it only repeats the defaults.
+func TestHybridSectionWithAnotherMode(t *testing.T) {
+	_, err := config.Parse("h.toml", []byte(hybridBase), `train.mode="minibatch"`, "hybrid.cpu_share=0.5")
+	errs := config.Errors(err)
+	if len(errs) != 1 || errs[0].Key != "hybrid" || !strings.Contains(errs[0].Msg, `set train.mode = "hybrid" or remove [hybrid]`) {
+		t.Fatalf("error %v, want one naming [hybrid] and the fix", err)
+	}
+	if _, err := config.Parse("h.toml", []byte(hybridBase), `train.mode="minibatch"`, "hybrid.cpu_share=0.25"); err != nil {
+		t.Fatalf("[hybrid] at its defaults under minibatch: %v", err)
+	}
+}
+
 func TestHybridBadConfig(t *testing.T) {
 	cases := []struct {
 		name string
@@ -261,7 +275,6 @@ func TestHybridBadConfig(t *testing.T) {
 		{"zero CPU trainers with DRM", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.cpu_trainers=0", "hybrid.cpu_share=0", `hybrid.drm="predicted"`}, "hybrid.cpu_trainers"},
 		{"zero CPU trainers with a CPU share", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.cpu_trainers=0"}, "hybrid.cpu_share"},
 		{"threads above the cores", []string{`train.mode="hybrid"`, `train.backend="sim"`, fmt.Sprintf("hybrid.threads=%d", runtime.NumCPU()+1)}, "hybrid.threads"},
-		{"[hybrid] with another mode", []string{`train.mode="minibatch"`, "hybrid.cpu_share=0.5"}, "hybrid"},
 		{"sampling on the devices without devices", []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", `hybrid.sample_on="device"`}, "hybrid.sample_on"},
 		{"no sampler", []string{`train.mode="hybrid"`, `train.backend="sim"`, `sampler.name=""`, "sampler.fanouts=[]"}, "train.mode"},
 	}

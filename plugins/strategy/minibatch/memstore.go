@@ -9,7 +9,6 @@ import (
 	"strata/core/backend"
 	"strata/core/caching"
 	"strata/core/config"
-	"strata/core/registry"
 	"strata/core/sampling"
 	"strata/core/store"
 	"strata/core/tensor"
@@ -39,9 +38,6 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 	}
 	if e.DT != tensor.Float32 {
 		return nil, cfg.KeyError("cache: the feature store holds float32 rows; set train.dtype = \"float32\"", "train", "dtype")
-	}
-	if err := registry.Provision(ctx, cfg.Cache.Module); err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
 	}
 	D := int64(len(devices))
 	rowBytes := int64(e.Dim) * 4
@@ -93,9 +89,6 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 			return nil, fmt.Errorf("placement.name = %q is not a placement solver", cfg.Placement.Name)
 		case !isSim:
 			return nil, cfg.KeyError("placement: placing partitions needs simulated devices; set train.backend = \"sim\"", "placement", "name")
-		}
-		if err := registry.Provision(ctx, cfg.Placement.Module); err != nil {
-			return nil, fmt.Errorf("placement: %w", err)
 		}
 		plan, err := solver.Place(ctx, machine.Topology(), nil)
 		if err != nil {

@@ -72,9 +72,6 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 		return nil, err
 	}
 	s := cfg.Sampler.Module.(sampler.Sampler)
-	if err := registry.Provision(ctx, cfg.Sampler.Module); err != nil {
-		return nil, fmt.Errorf("sampler: %w", err)
-	}
 	micro, err := newMiniMicro(ctx, cfg, e)
 	if err != nil {
 		return nil, err

@@ -121,9 +121,6 @@ func NewSplitter(ctx context.Context, cfg *config.Config, what string) (*Splitte
 	if !ok {
 		return nil, fmt.Errorf("partition.name = %q is not a partitioner", cfg.Partition.Name)
 	}
-	if err := registry.Provision(ctx, cfg.Partition.Module); err != nil {
-		return nil, fmt.Errorf("partition: %w", err)
-	}
 	s := &Splitter{part: part, id: cfg.Partition.ID}
 	if sq, ok := part.(partitioners.SquareOnly); ok && sq.SquareOnly() {
 		s.square = true
