@@ -20,7 +20,6 @@ import (
 	"strata/core/registry"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/partitioners"
 	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/hosttier"
 	"strata/plugins/strategy/internal/steprun"
@@ -272,18 +271,28 @@ func chunkCount(cfg *config.Config, e steprun.Env, m int) (int, error) {
 	return k, nil
 }
 
-// planChunks partitions the graph with partitioner.hongtu-2level into m
-// partitions of k/m chunks and builds the chunks.
-func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int) (*chunkplan.Plan, error) {
-	mod, err := registry.New[partition.Partitioner]("partitioner.hongtu-2level")
+// twoLevel returns a new instance of the partitioner id, which must
+// split in two levels (partition.TwoLevel).
+func twoLevel(id string) (partition.TwoLevel, error) {
+	mod, err := registry.New[partition.Partitioner](id)
 	if err != nil {
 		return nil, err
 	}
-	h, ok := mod.(*partitioners.HongTu2Level)
+	h, ok := mod.(partition.TwoLevel)
 	if !ok {
-		return nil, fmt.Errorf("chunked: partitioner.hongtu-2level is a %T", mod)
+		return nil, fmt.Errorf("chunked: %s (a %T) does not split in two levels: it lacks the capability partition.TwoLevel (SetPartitions, the m partitions of the chunks)", id, mod)
 	}
-	h.M = m
+	return h, nil
+}
+
+// planChunks partitions the graph with partitioner.hongtu-2level into m
+// partitions of k/m chunks and builds the chunks.
+func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int) (*chunkplan.Plan, error) {
+	h, err := twoLevel("partitioner.hongtu-2level")
+	if err != nil {
+		return nil, err
+	}
+	h.SetPartitions(m)
 	part, err := h.Partition(ctx, e.Adjs.Adj, k, nil)
 	if err != nil {
 		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d: %v", k, err), "chunked", "chunks")

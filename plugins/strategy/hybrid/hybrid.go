@@ -17,7 +17,6 @@ import (
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -142,7 +141,7 @@ type hybridStepper struct {
 	e        steprun.Env
 	trainers []*hybridTrainer // the loop's replica first, then the other devices, then the CPU trainers
 	nDev     int
-	sampler  sampler.Sampler
+	sampler  sampling.Sampler
 	batch    int
 	prefetch int
 	perf     *hyscalePerf
@@ -176,7 +175,7 @@ func newHybrid(ctx context.Context, cfg *config.Config, e steprun.Env) (*hybridS
 	if err := registry.Provision(ctx, cfg.Sampler.Module); err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)
 	}
-	s := &hybridStepper{h: h, e: e, nDev: len(devices), sampler: cfg.Sampler.Module.(sampler.Sampler),
+	s := &hybridStepper{h: h, e: e, nDev: len(devices), sampler: cfg.Sampler.Module.(sampling.Sampler),
 		batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch}
 	budget := h.Threads
 	if budget == 0 {
