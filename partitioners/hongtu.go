@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"strata/core/graph"
+	"strata/core/partition"
 	"strata/core/registry"
 )
 
@@ -35,6 +36,11 @@ type HongTu2Level struct {
 
 // SquareOnly reports that the 2-level partitioner needs a square graph.
 func (*HongTu2Level) SquareOnly() bool { return true }
+
+// SetPartitions implements partition.TwoLevel: m, the METIS partitions.
+func (h *HongTu2Level) SetPartitions(m int) { h.M = m }
+
+var _ partition.TwoLevel = (*HongTu2Level)(nil)
 
 // StrataModule registers partitioner.hongtu-2level.
 func (*HongTu2Level) StrataModule() registry.ModuleInfo {

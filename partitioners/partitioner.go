@@ -39,7 +39,12 @@ type (
 	SquareOnly = partition.SquareOnly
 	// Staged is partition.Staged.
 	Staged = partition.Staged
+	// Metrics is partition.Metrics.
+	Metrics = partition.Metrics
 )
+
+// Quality measures a partition of g (partition.Quality).
+func Quality(g *graph.CSR, parts []int32, k int) Metrics { return partition.Quality(g, parts, k) }
 
 // checkArgs validates the arguments common to every partitioner.
 func checkArgs(id string, g *graph.CSR, k int, nodeWeights []int64) error {

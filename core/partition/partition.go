@@ -41,3 +41,14 @@ type Staged interface {
 	// with "done" at the end); nil stops reporting.
 	ReportStages(func(stage string))
 }
+
+// TwoLevel is implemented by partitioners that split a graph in two
+// levels, as HongTu's 2-level partition does (partitioner.hongtu-2level,
+// which strategy.chunked partitions with): m partitions (one per device),
+// each cut into k/m chunks. SetPartitions sets m; Partition(ctx, g, k, w)
+// then returns the chunk of every node, partition i holding the chunks
+// [i·k/m, (i+1)·k/m), and fails unless k is a multiple of m.
+type TwoLevel interface {
+	Partitioner
+	SetPartitions(m int)
+}

@@ -41,6 +41,27 @@ var forbidden = map[string][]string{
 	"experiments":  {"cmd"},
 }
 
+// linkers are the plugin packages exempt from the family rule (see
+// pluginImport): plugins/all links every built-in plugin into a program.
+var linkers = map[string]bool{"plugins/all": true}
+
+// pluginImport checks an import of a package under plugins/ (from) against
+// the family rule: a plugin reaches another plugin only through the core
+// contracts, so from plugins/ and partitioners/ it imports only packages
+// of its own family's internal kit, plugins/<family>/internal/... (sibling
+// packages of one family, such as two strategies, never import each
+// other; the kit never imports them). It returns the violation, or "".
+func pluginImport(from, to string) string {
+	if tree(from) != "plugins" || linkers[from] || (tree(to) != "plugins" && tree(to) != "partitioners") {
+		return ""
+	}
+	family := strings.Join(strings.SplitN(from, "/", 3)[:2], "/")
+	if kit := family + "/internal"; to == kit || strings.HasPrefix(to, kit+"/") {
+		return ""
+	}
+	return fmt.Sprintf("%s imports %s: a plugin reaches another plugin only through core's contracts; from plugins/ and partitioners/ it imports only its family's kit, %s/internal/...", from, to, family)
+}
+
 type pkg struct {
 	ImportPath string
 	Imports    []string
@@ -124,6 +145,9 @@ func violations(pkgs []pkg) []string {
 					out = append(out, fmt.Sprintf("%s imports %s: %s/ must not depend on %s/", from, to, tree(from), bad))
 				}
 			}
+			if v := pluginImport(from, to); v != "" {
+				out = append(out, v)
+			}
 			if tree(from) == "core" && ranked {
 				if toRank, ok := rankOf(to); ok && toRank >= fromRank && !strings.HasPrefix(from, to+"/") {
 					out = append(out, fmt.Sprintf("%s (layer %d) imports %s (layer %d): a core package imports only lower layers", from, fromRank, to, toRank))
@@ -162,6 +186,16 @@ func TestRulesCatch(t *testing.T) {
 		{"core imports a leaf helper", pkg{"strata/core/backend/backendtest", []string{"strata/internal/floattol"}}, false},
 		{"core imports another internal package", pkg{"strata/core/train", []string{"strata/internal/conformance"}}, true},
 		{"a leaf helper imports strata", pkg{"strata/internal/floattol", []string{"strata/core/tensor"}}, true},
+		{"partitioners imports a plugin", pkg{"strata/partitioners", []string{"strata/plugins/sampler"}}, true},
+		{"a plugin imports another family", pkg{"strata/plugins/cache", []string{"strata/plugins/sampler"}}, true},
+		{"a plugin imports partitioners", pkg{"strata/plugins/strategy/chunked", []string{"strata/partitioners"}}, true},
+		{"a strategy imports a sibling strategy", pkg{"strata/plugins/strategy/hybrid", []string{"strata/plugins/strategy/minibatch"}}, true},
+		{"a strategy imports its family's kit", pkg{"strata/plugins/strategy/hybrid", []string{"strata/plugins/strategy/internal/steprun", "strata/core/train"}}, false},
+		{"the kit imports a strategy", pkg{"strata/plugins/strategy/internal/steprun", []string{"strata/plugins/strategy/micro"}}, true},
+		{"the kit imports the kit", pkg{"strata/plugins/strategy/internal/microsplit", []string{"strata/plugins/strategy/internal/memest"}}, false},
+		{"a plugin imports another family's kit", pkg{"strata/plugins/cache", []string{"strata/plugins/strategy/internal/steprun"}}, true},
+		{"a family imports a kit by a look-alike name", pkg{"strata/plugins/strategy/micro", []string{"strata/plugins/strategy/internalx"}}, true},
+		{"plugins/all links every plugin", pkg{"strata/plugins/all", []string{"strata/plugins/strategy/chunked", "strata/plugins/sampler", "strata/partitioners"}}, false},
 	}
 	for _, c := range cases {
 		if got := len(violations([]pkg{c.p})) > 0; got != c.bad {

@@ -7,7 +7,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/registry"
-	"strata/plugins/sampler"
+	"strata/core/sampling"
 )
 
 // Epoch runs one sampling epoch: the seeds (the training nodes) are
@@ -15,7 +15,7 @@ import (
 // batchSize, and each batch is sampled with s and the stream
 // mix(seed, epoch, batch); fn gets each batch's blocks in order. The same
 // arguments give the same calls. seeds is not modified.
-func Epoch(ctx context.Context, g *graph.CSR, seeds []int32, s sampler.Sampler, batchSize int, seed uint64, epoch int, fn func(batch int, blocks []sampler.Block) error) error {
+func Epoch(ctx context.Context, g *graph.CSR, seeds []int32, s sampling.Sampler, batchSize int, seed uint64, epoch int, fn func(batch int, blocks []sampling.Block) error) error {
 	if batchSize < 1 {
 		return fmt.Errorf("batch size %d: must be >= 1", batchSize)
 	}
@@ -53,10 +53,10 @@ func mix(z uint64) uint64 {
 // AccessCounts runs epochs sampling epochs (see Epoch, epochs 0..epochs-1)
 // and counts, per node, the mini-batches whose input nodes (blocks[0].Src,
 // the rows whose features a batch reads) include it.
-func AccessCounts(ctx context.Context, g *graph.CSR, seeds []int32, s sampler.Sampler, batchSize, epochs int, seed uint64) ([]int64, error) {
+func AccessCounts(ctx context.Context, g *graph.CSR, seeds []int32, s sampling.Sampler, batchSize, epochs int, seed uint64) ([]int64, error) {
 	counts := make([]int64, g.NumRows)
 	for e := range epochs {
-		err := Epoch(ctx, g, seeds, s, batchSize, seed, e, func(_ int, blocks []sampler.Block) error {
+		err := Epoch(ctx, g, seeds, s, batchSize, seed, e, func(_ int, blocks []sampling.Block) error {
 			if len(blocks) == 0 {
 				return nil
 			}
@@ -130,7 +130,7 @@ func (p *Presample) Validate() error {
 	if p.BatchSize < 1 {
 		return fmt.Errorf("batch_size = %d: must be >= 1", p.BatchSize)
 	}
-	return (&sampler.Uniform{Fanouts: p.Fanouts}).Validate()
+	return sampling.CheckFanouts(p.Fanouts)
 }
 
 // Counts returns the access count of every node.
@@ -146,11 +146,31 @@ func (p *Presample) Counts(ctx context.Context, d *graph.Dataset) ([]int64, erro
 			seeds[i] = int32(i)
 		}
 	}
-	c, err := AccessCounts(ctx, d.Graph, seeds, &sampler.Uniform{Fanouts: slices.Clone(p.Fanouts)}, p.BatchSize, p.Epochs, uint64(p.Seed))
+	s, err := uniform(slices.Clone(p.Fanouts))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	c, err := AccessCounts(ctx, d.Graph, seeds, s, p.BatchSize, p.Epochs, uint64(p.Seed))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
 	return c, nil
+}
+
+// uniform returns sampler.uniform with the given fanouts, made by the
+// registry (the plugin that links strata links it) and set through the
+// sampler contract (sampling.Fanned).
+func uniform(fanouts []int) (sampling.Sampler, error) {
+	s, err := registry.New[sampling.Sampler]("sampler.uniform")
+	if err != nil {
+		return nil, err
+	}
+	f, ok := s.(sampling.Fanned)
+	if !ok {
+		return nil, fmt.Errorf("sampler.uniform (a %T) takes no fanouts: it lacks the capability sampling.Fanned", s)
+	}
+	f.SetFanouts(fanouts)
+	return s, nil
 }
 
 // Scores implements Scorer: the access count plus out-degree/(M+1), M the

@@ -12,10 +12,10 @@ import (
 	"strata/core/config"
 	"strata/core/graph"
 	"strata/core/metrics"
+	"strata/core/partition"
 	"strata/core/registry"
+	"strata/core/sampling"
 	"strata/core/train"
-	"strata/partitioners"
-	"strata/plugins/sampler"
 )
 
 // PartitionReport is what `strata partition` prints: the quality of one
@@ -26,7 +26,7 @@ type PartitionReport struct {
 	Target      string  `json:"target"`            // "graph" or "batch"
 	Sampler     string  `json:"sampler,omitempty"` // how the batch's blocks were built
 	TimeS       float64 `json:"time_s"`
-	partitioners.Metrics
+	partition.Metrics
 	// LayerRedundancy is, for a batch split into micro-batches, the source
 	// nodes of every layer's blocks summed over the micro-batches, divided
 	// by those of the whole batch; the first entry is the model's input
@@ -46,17 +46,17 @@ type PartitionReport struct {
 // others by the batch's last block.
 //
 // A non-nil progress draws a bar over the stages: loading, sampling, the
-// partitioner's own stages (partitioners.Staged) and measuring.
+// partitioner's own stages (partition.Staged) and measuring.
 func Partition(ctx context.Context, cfg *config.Config, k int, batch bool, progress io.Writer) (*PartitionReport, error) {
-	return config.Provisioned(ctx, cfg, func() (*PartitionReport, error) { return partition(ctx, cfg, k, batch, progress) })
+	return config.Provisioned(ctx, cfg, func() (*PartitionReport, error) { return partitionReport(ctx, cfg, k, batch, progress) })
 }
 
-// partition is Partition with the config's modules provisioned.
-func partition(ctx context.Context, cfg *config.Config, k int, batch bool, progress io.Writer) (*PartitionReport, error) {
+// partitionReport is Partition with the config's modules provisioned.
+func partitionReport(ctx context.Context, cfg *config.Config, k int, batch bool, progress io.Writer) (*PartitionReport, error) {
 	if cfg.Partition.Name == "" {
 		return nil, cfg.KeyError(fmt.Sprintf("partition.name: the config names no partitioner; add [partition] with name = one of %s", registry.QuoteList(partitionerNames())), "partition", "name")
 	}
-	part, ok := cfg.Partition.Module.(partitioners.Partitioner)
+	part, ok := cfg.Partition.Module.(partition.Partitioner)
 	if !ok {
 		return nil, fmt.Errorf("partition.name = %q is not a partitioner", cfg.Partition.Name)
 	}
@@ -81,7 +81,7 @@ func partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 		}
 		rep.TimeS = time.Since(t0).Seconds()
 		bar.stage("measure")
-		rep.Metrics = partitioners.Quality(adjs.Adj, parts, k)
+		rep.Metrics = partition.Quality(adjs.Adj, parts, k)
 		return rep, nil
 	}
 	rep.Target = "batch"
@@ -89,10 +89,10 @@ func partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 	if len(train) == 0 {
 		return nil, fmt.Errorf("data: dataset %q has no training nodes to split", ds.Name)
 	}
-	var smp sampler.Sampler = &sampler.Full{Hops: cfg.Model.Layers}
+	var smp sampling.Sampler = sampling.Full{Hops: cfg.Model.Layers}
 	rep.Sampler = "sampler.full"
 	if cfg.Sampler.Name != "" {
-		s, ok := cfg.Sampler.Module.(sampler.Sampler)
+		s, ok := cfg.Sampler.Module.(sampling.Sampler)
 		if !ok {
 			return nil, fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
 		}
@@ -105,7 +105,7 @@ func partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 	}
 	last := blocks[len(blocks)-1].Adj
 	g := last
-	if sq, ok := cfg.Partition.Module.(partitioners.SquareOnly); ok && sq.SquareOnly() {
+	if sq, ok := cfg.Partition.Module.(partition.SquareOnly); ok && sq.SquareOnly() {
 		g = induced(adjs.Adj, train)
 	}
 	bar.stage("partition")
@@ -116,7 +116,7 @@ func partition(ctx context.Context, cfg *config.Config, k int, batch bool, progr
 	}
 	rep.TimeS = time.Since(t0).Seconds()
 	bar.stage("measure")
-	rep.Metrics = partitioners.Quality(last, parts, k)
+	rep.Metrics = partition.Quality(last, parts, k)
 	rep.LayerRedundancy = splitRedundancy(blocks, parts, k)
 	return rep, nil
 }
@@ -143,7 +143,7 @@ func induced(g *graph.CSR, nodes []int32) *graph.CSR {
 // splitRedundancy walks the batch's blocks down from each micro-batch's
 // outputs and compares the sources each micro-batch needs, layer by layer,
 // with the whole batch's.
-func splitRedundancy(blocks []sampler.Block, parts []int32, k int) []float64 {
+func splitRedundancy(blocks []sampling.Block, parts []int32, k int) []float64 {
 	L := len(blocks)
 	sum := make([]int, L)
 	for p := 0; p < k; p++ {
@@ -184,16 +184,16 @@ func splitRedundancy(blocks []sampler.Block, parts []int32, k int) []float64 {
 // stageBar is the progress bar of Partition: one step per stage.
 type stageBar struct {
 	bar    *metrics.Progress
-	staged partitioners.Staged
+	staged partition.Staged
 	steps  map[string]int
 }
 
-func newStageBar(w io.Writer, part partitioners.Partitioner, batch bool) *stageBar {
+func newStageBar(w io.Writer, part partition.Partitioner, batch bool) *stageBar {
 	names := []string{"load"}
 	if batch {
 		names = append(names, "sample")
 	}
-	staged, _ := part.(partitioners.Staged)
+	staged, _ := part.(partition.Staged)
 	if staged != nil {
 		names = append(names, staged.Stages()...)
 	} else {

@@ -3,7 +3,6 @@ package sampler
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"strata/core/graph"
 	"strata/core/registry"
@@ -44,61 +43,23 @@ func (f *Full) Validate() error {
 
 // Sample implements Sampler. rng is unused: full blocks are deterministic.
 func (f *Full) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
-	if err := checkInput("sampler.full", g, seeds); err != nil {
+	if err := sampling.CheckInput("sampler.full", g, seeds); err != nil {
 		return nil, err
 	}
 	return f.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
 }
 
 // SampleGraph implements sampling.GraphSampler: per layer one batched
-// degree read and one batched read of the whole rows.
+// degree read and one batched read of the whole rows (sampling.Full).
 func (f *Full) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
-	const id = "sampler.full"
-	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
-		return nil, err
-	}
-	// local maps a global id to its local id in the current Src list. Each
-	// block's Dst is the next block's Src prefix in the same order, so one
-	// map serves all layers.
-	local := make(map[int32]int32, len(seeds)*4)
-	for i, s := range seeds {
-		local[s] = int32(i)
-	}
-	blocks := make([]Block, f.Hops)
-	dst := slices.Clone(seeds)
-	for l := f.Hops - 1; l >= 0; l-- {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		deg := make([]int64, len(dst))
-		g.NumNeighbors(dst, deg)
-		indptr := make([]int64, len(dst)+1)
-		for i, d := range deg {
-			indptr[i+1] = indptr[i] + d
-		}
-		idx := make([]int32, indptr[len(dst)])
-		g.NeighborsBatch(dst, indptr, nil, idx)
-		src := slices.Clone(dst)
-		for e, c := range idx {
-			if e%(1<<16) == 0 && e > 0 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-			}
-			li, ok := local[c]
-			if !ok {
-				li = int32(len(src))
-				local[c] = li
-				src = append(src, c)
-			}
-			idx[e] = li
-		}
-		blocks[l] = Block{
-			Dst: dst,
-			Src: src,
-			Adj: &graph.CSR{NumRows: len(dst), NumCols: len(src), Indptr: indptr, Idx32: idx},
-		}
-		dst = src
-	}
-	return blocks, nil
+	return sampling.Full{Hops: f.Hops}.SampleGraph(ctx, g, seeds, rng)
+}
+
+// RowFanouts implements sampling.RowSampler: every neighbour in every
+// block.
+func (f *Full) RowFanouts() ([]int, bool) { return sampling.Full{Hops: f.Hops}.RowFanouts() }
+
+// SampleRows implements sampling.RowSampler: the whole rows.
+func (f *Full) SampleRows(g *graph.CSR, rows, dst []int32, l, fanout int, replace bool, rng uint64) ([]int64, []int32, error) {
+	return sampling.Full{Hops: f.Hops}.SampleRows(g, rows, dst, l, fanout, replace, rng)
 }

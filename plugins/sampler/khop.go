@@ -53,11 +53,11 @@ func (*KHop) StrataModule() registry.ModuleInfo {
 func (k *KHop) Layers() int { return len(k.Fanouts) }
 
 // Validate checks the config.
-func (k *KHop) Validate() error { return checkFanouts(k.Fanouts) }
+func (k *KHop) Validate() error { return sampling.CheckFanouts(k.Fanouts) }
 
 // Sample implements Sampler.
 func (kh *KHop) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
-	if err := checkInput("sampler.khop", g, seeds); err != nil {
+	if err := sampling.CheckInput("sampler.khop", g, seeds); err != nil {
 		return nil, err
 	}
 	return kh.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
@@ -67,7 +67,7 @@ func (kh *KHop) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uin
 // degree read and one batched neighbour read.
 func (kh *KHop) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.khop"
-	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
+	if err := sampling.CheckSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}
 	fanouts := slices.Clone(kh.Fanouts)

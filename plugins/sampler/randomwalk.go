@@ -135,7 +135,7 @@ func walkRow(g Graph, r *rngStream, v int32, length int, cur []int32, deg []int6
 
 // Sample implements Sampler.
 func (rw *RandomWalk) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
-	if err := checkInput("sampler.randomwalk", g, seeds); err != nil {
+	if err := sampling.CheckInput("sampler.randomwalk", g, seeds); err != nil {
 		return nil, err
 	}
 	return rw.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
@@ -145,7 +145,7 @@ func (rw *RandomWalk) Sample(ctx context.Context, g *graph.CSR, seeds []int32, r
 // walks is one batched degree read and one read per walk.
 func (rw *RandomWalk) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.randomwalk"
-	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
+	if err := sampling.CheckSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}
 	cfg := *rw

@@ -1,8 +1,6 @@
 package sampler
 
 import (
-	"fmt"
-
 	"strata/core/graph"
 	"strata/core/sampling"
 )
@@ -17,32 +15,8 @@ import (
 // block's fanout (-1: every neighbour). It returns the neighbours of
 // dst[i] as nbr[indptr[i]:indptr[i+1]], global ids.
 func SampleRows(g *graph.CSR, rows, dst []int32, l, fanout int, replace bool, rng uint64) (indptr []int64, nbr []int32, err error) {
-	if len(rows) != len(dst) {
-		return nil, nil, fmt.Errorf("sampler: %d rows for %d destinations", len(rows), len(dst))
-	}
-	for _, r := range rows {
-		if r < 0 || int(r) >= g.NumRows {
-			return nil, nil, fmt.Errorf("sampler: row %d outside the graph's %d rows", r, g.NumRows)
-		}
-	}
-	k, ip := int64(fanout), g.Indptr
-	indptr = make([]int64, len(dst)+1)
-	for i, r := range rows {
-		indptr[i+1] = indptr[i] + uniformCount(ip[r+1]-ip[r], k, replace)
-	}
-	nbr = make([]int32, indptr[len(dst)])
+	k := int64(fanout)
 	ws := &workerScratch{}
-	for i, r := range rows {
-		out := nbr[indptr[i]:indptr[i+1]]
-		if len(out) == 0 {
-			continue
-		}
-		start := ip[r]
-		if sel := uniformPick(rng, l, dst[i], ip[r+1]-start, k, replace, ws); sel != nil {
-			sampling.ReadAt(g, start, sel, out)
-		} else {
-			sampling.ReadRow(g, start, out)
-		}
-	}
-	return indptr, nbr, nil
+	return sampling.SampleRowsWith(g, rows, dst, func(deg int64) int64 { return uniformCount(deg, k, replace) },
+		func(i int, deg int64) []int64 { return uniformPick(rng, l, dst[i], deg, k, replace, ws) })
 }

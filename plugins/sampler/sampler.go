@@ -26,9 +26,6 @@
 package sampler
 
 import (
-	"fmt"
-
-	"strata/core/graph"
 	"strata/core/registry"
 	"strata/core/sampling"
 )
@@ -47,35 +44,6 @@ type (
 
 // NumLayers returns the number of blocks s returns (sampling.NumLayers).
 func NumLayers(s Sampler) int { return sampling.NumLayers(s) }
-
-// checkInput validates the arguments common to samplers.
-func checkInput(id string, g *graph.CSR, seeds []int32) error {
-	if g == nil {
-		return fmt.Errorf("%s: nil graph", id)
-	}
-	if g.NumRows != g.NumCols {
-		return fmt.Errorf("%s: graph is %d x %d; samplers need a square adjacency", id, g.NumRows, g.NumCols)
-	}
-	return checkSeeds(id, g.NumRows, seeds)
-}
-
-// checkSeeds validates the seeds of a graph of n nodes.
-func checkSeeds(id string, n int, seeds []int32) error {
-	if n > 1<<31-1 {
-		return fmt.Errorf("%s: graph has %d nodes; blocks use int32 node ids", id, n)
-	}
-	seen := make(map[int32]struct{}, len(seeds))
-	for i, s := range seeds {
-		if s < 0 || int(s) >= n {
-			return fmt.Errorf("%s: seed %d (position %d) is outside [0,%d)", id, s, i, n)
-		}
-		if _, dup := seen[s]; dup {
-			return fmt.Errorf("%s: seed %d is listed twice", id, s)
-		}
-		seen[s] = struct{}{}
-	}
-	return nil
-}
 
 func init() {
 	registry.Register(new(Full))

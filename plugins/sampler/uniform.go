@@ -2,7 +2,6 @@ package sampler
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"strata/core/graph"
@@ -49,19 +48,17 @@ func (*Uniform) StrataModule() registry.ModuleInfo {
 func (u *Uniform) Layers() int { return len(u.Fanouts) }
 
 // Validate checks the config.
-func (u *Uniform) Validate() error { return checkFanouts(u.Fanouts) }
+func (u *Uniform) Validate() error { return sampling.CheckFanouts(u.Fanouts) }
 
-// checkFanouts validates a fanouts list.
-func checkFanouts(f []int) error {
-	if len(f) == 0 {
-		return fmt.Errorf("fanouts is empty: give one fanout per GNN layer, first layer first, e.g. fanouts = [10, 25]")
-	}
-	for i, k := range f {
-		if k == 0 || k < -1 {
-			return fmt.Errorf("fanouts[%d] = %d: must be >= 1, or -1 for all neighbours", i, k)
-		}
-	}
-	return nil
+// SetFanouts implements sampling.Fanned.
+func (u *Uniform) SetFanouts(f []int) { u.Fanouts = f }
+
+// RowFanouts implements sampling.RowSampler.
+func (u *Uniform) RowFanouts() ([]int, bool) { return u.Fanouts, u.Replace }
+
+// SampleRows implements sampling.RowSampler (see the function SampleRows).
+func (u *Uniform) SampleRows(g *graph.CSR, rows, dst []int32, l, fanout int, replace bool, rng uint64) ([]int64, []int32, error) {
+	return SampleRows(g, rows, dst, l, fanout, replace, rng)
 }
 
 // uniformCount is the number of neighbours a node of in-degree deg gets.
@@ -81,7 +78,7 @@ func uniformCount(deg, k int64, replace bool) int64 {
 
 // Sample implements Sampler.
 func (u *Uniform) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
-	if err := checkInput("sampler.uniform", g, seeds); err != nil {
+	if err := sampling.CheckInput("sampler.uniform", g, seeds); err != nil {
 		return nil, err
 	}
 	return u.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
@@ -92,7 +89,7 @@ func (u *Uniform) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng u
 // soon as they are picked.
 func (u *Uniform) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
 	const id = "sampler.uniform"
-	if err := checkSeeds(id, g.NumNodes(), seeds); err != nil {
+	if err := sampling.CheckSeeds(id, g.NumNodes(), seeds); err != nil {
 		return nil, err
 	}
 	fanouts, replace := slices.Clone(u.Fanouts), u.Replace

@@ -20,7 +20,6 @@ import (
 	"strata/core/registry"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/partitioners"
 	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/hosttier"
 	"strata/plugins/strategy/internal/steprun"
@@ -281,20 +280,32 @@ func chunkCount(cfg *config.Config, k int, e steprun.Env, m int) (int, error) {
 	return k, nil
 }
 
-// planChunks partitions the graph with partitioner.hongtu-2level into m
-// partitions of k/m chunks and builds the chunks.
-func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int) (*chunkplan.Plan, error) {
-	mod, err := registry.New[partition.Partitioner]("partitioner.hongtu-2level")
+// twoLevel returns a new instance of the partitioner id, which must
+// split in two levels (partition.TwoLevel).
+func twoLevel(id string) (partition.TwoLevel, error) {
+	mod, err := registry.New[partition.Partitioner](id)
 	if err != nil {
 		return nil, err
 	}
-	h, ok := mod.(*partitioners.HongTu2Level)
+	h, ok := mod.(partition.TwoLevel)
 	if !ok {
-		return nil, fmt.Errorf("chunked: partitioner.hongtu-2level is a %T", mod)
+		return nil, fmt.Errorf("chunked: %s (a %T) does not split in two levels: it lacks the capability partition.TwoLevel (SetPartitions, the m partitions of the chunks)", id, mod)
 	}
-	h.M = m
-	if err := cfg.ProvisionModule(ctx, "chunked", h); err != nil {
+	return h, nil
+}
+
+// planChunks partitions the graph with partitioner.hongtu-2level into m
+// partitions of k/m chunks and builds the chunks.
+func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int) (*chunkplan.Plan, error) {
+	h, err := twoLevel("partitioner.hongtu-2level")
+	if err != nil {
 		return nil, err
+	}
+	h.SetPartitions(m)
+	if mod, ok := h.(registry.Module); ok {
+		if err := cfg.ProvisionModule(ctx, "chunked", mod); err != nil {
+			return nil, err
+		}
 	}
 	part, err := h.Partition(ctx, e.Adjs.Adj, k, nil)
 	if err != nil {

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
+	"testing"
+
 	"strata/core/backend"
 	"strata/core/train"
 	"strata/plugins/strategy/internal/steprun"
 	"strata/plugins/strategy/internal/testkit"
-	"testing"
 )
 
 // chunkedGraphs are the graphs of the exactness tests: Cora, a power-law
@@ -257,5 +259,18 @@ func TestChunkedDevicesMatchOne(t *testing.T) {
 	t.Logf("best epoch %d of 6, test accuracy %v", four.BestEpoch, four.TestAcc)
 	if four.TrafficByPurpose[backend.PurposeParameters] == 0 {
 		t.Error("no parameters crossed to the other devices")
+	}
+}
+
+// TestTwoLevelCapability: chunked partitions with a partitioner that has
+// the capability partition.TwoLevel and refuses one without it, naming
+// the capability.
+func TestTwoLevelCapability(t *testing.T) {
+	if _, err := twoLevel("partitioner.hongtu-2level"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := twoLevel("partitioner.range")
+	if err == nil || !strings.Contains(err.Error(), "partition.TwoLevel") {
+		t.Fatalf("a partitioner without the capability: %v", err)
 	}
 }

@@ -18,9 +18,9 @@ import (
 	"strata/core/graph"
 	"strata/core/partition"
 	"strata/core/registry"
+	"strata/core/sampling"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -45,9 +45,10 @@ type distRank struct {
 	row     []int32   // the row of a node in topo and feats on its owner
 	owned   [][]int32 // the nodes of every rank, ascending
 	topo    *graph.CSR
-	feats   []float32 // the owned nodes' rows
-	train   int       // training nodes owned
-	fanouts []int     // per block, first layer first; -1: every neighbour
+	feats   []float32           // the owned nodes' rows
+	train   int                 // training nodes owned
+	rows    sampling.RowSampler // draws the owned rows' neighbours
+	fanouts []int               // per block, first layer first; -1: every neighbour
 	replace bool
 	part    string // the partitioner's ID
 	// phase prefixes the purposes of the bytes: "" while training,
@@ -65,9 +66,10 @@ type distRank struct {
 
 // newDistRank partitions the graph among the ranks of the context's
 // communicator and keeps this rank's share.
-func newDistRank(ctx context.Context, cfg *config.Config, e steprun.Env, fanouts []int, replace bool) (*distRank, error) {
+func newDistRank(ctx context.Context, cfg *config.Config, e steprun.Env, rows sampling.RowSampler) (*distRank, error) {
 	c := comm.From(ctx)
-	d := &distRank{c: c, e: e, fanouts: fanouts, replace: replace}
+	fanouts, replace := rows.RowFanouts()
+	d := &distRank{c: c, e: e, rows: rows, fanouts: fanouts, replace: replace}
 	n := e.DS.NumNodes
 	d.owner = make([]int32, n)
 	if c.Size() > 1 {
@@ -202,9 +204,9 @@ func (d *distRank) byOwner(ids []int32) (lists [][]int32, pos []int32) {
 // none) for the sampling stream rng. It is a collective: every rank calls
 // it for the same batch, and every block is one request and one reply
 // round of all-to-all-v.
-func (d *distRank) sample(ctx context.Context, seeds []int32, rng uint64) ([]sampler.Block, error) {
+func (d *distRank) sample(ctx context.Context, seeds []int32, rng uint64) ([]sampling.Block, error) {
 	L := len(d.fanouts)
-	blocks := make([]sampler.Block, L)
+	blocks := make([]sampling.Block, L)
 	dst := slices.Clone(seeds)
 	local := make(map[int32]int32, len(dst)*4)
 	for i, v := range dst {
@@ -233,7 +235,7 @@ func (d *distRank) sample(ctx context.Context, seeds []int32, rng uint64) ([]sam
 				}
 				rows[i] = d.row[v]
 			}
-			indptr, nbr, err := sampler.SampleRows(d.topo, rows, ids, l, d.fanouts[l], d.replace, rng)
+			indptr, nbr, err := d.rows.SampleRows(d.topo, rows, ids, l, d.fanouts[l], d.replace, rng)
 			if err != nil {
 				return nil, err
 			}
@@ -287,7 +289,7 @@ func (d *distRank) sample(ctx context.Context, seeds []int32, rng uint64) ([]sam
 			adj.Idx32 = []int32{}
 		}
 		adj.NumCols = len(src)
-		blocks[l] = sampler.Block{Dst: dst, Src: src, Adj: adj}
+		blocks[l] = sampling.Block{Dst: dst, Src: src, Adj: adj}
 		dst = src
 	}
 	return blocks, nil

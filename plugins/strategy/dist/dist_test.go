@@ -5,17 +5,19 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"sync"
+	"testing"
+
 	"strata/core/comm"
 	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/sampling"
 	"strata/core/train"
 	"strata/core/train/strategytest"
 	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/steprun"
 	"strata/plugins/strategy/internal/testkit"
-	"strings"
-	"sync"
-	"testing"
 )
 
 // rankRun is what one rank ended with.
@@ -328,10 +330,11 @@ func replayMiniFeatureRows(t *testing.T, cfg *config.Config, n int) []int64 {
 		t.Fatal(err)
 	}
 	defer closeEnv()
-	fanouts, replace, err := distFanouts(cfg)
+	rs, err := rowSampler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fanouts, replace := rs.RowFanouts()
 	owner, _, err := rankPartition(ctx, cfg, env.Adjs.Adj, n)
 	if err != nil {
 		t.Fatal(err)
@@ -404,10 +407,11 @@ func TestDistMiniPredictedPhysics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fanouts, replace, err := distFanouts(cfg)
+	rs, err := rowSampler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fanouts, replace := rs.RowFanouts()
 	for _, n := range []int{2, 4, 8} {
 		for _, part := range []string{"metis", "random"} {
 			pc := testkit.MustParse(t, "[data]\ndataset = \"x\"\n[model]\nname = \"sage\"\n", "partition.name="+part)
@@ -464,7 +468,7 @@ func TestDistRanksLoadOwnRows(t *testing.T) {
 				errs[r] = fmt.Errorf("NewEnv on rank %d of %d: %d feature values of width %d, want none of width %d", r, n, len(env.Features), env.Dim, dim)
 				return
 			}
-			d, err := newDistRank(ctx, cfg, steprun.EnvOf(env), []int{-1, -1}, false)
+			d, err := newDistRank(ctx, cfg, steprun.EnvOf(env), sampling.Full{Hops: 2})
 			if err != nil {
 				errs[r] = err
 				return

@@ -13,6 +13,7 @@ import (
 	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/registry"
+	"strata/core/sampling"
 	"strata/core/tensor"
 	"strata/core/train"
 	"strata/plugins/strategy/internal/chunkplan"
@@ -57,7 +58,7 @@ func (*DistFull) NewStepper(ctx context.Context, env *train.Env) (train.Stepper,
 	if err != nil {
 		return nil, err
 	}
-	d, err := newDistRank(ctx, env.Config, e, slices.Repeat([]int{-1}, len(layers)), false)
+	d, err := newDistRank(ctx, env.Config, e, sampling.Full{Hops: len(layers)})
 	if err != nil {
 		return nil, err
 	}

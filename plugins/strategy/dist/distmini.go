@@ -9,8 +9,8 @@ import (
 	"strata/core/comm"
 	"strata/core/config"
 	"strata/core/registry"
+	"strata/core/sampling"
 	"strata/core/train"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -45,29 +45,22 @@ func (*DistMini) Uses() train.Uses { return train.Uses{Sampler: true, RankPartit
 
 // CheckConfig implements train.ConfigChecker.
 func (*DistMini) CheckConfig(cfg *config.Config) error {
-	_, _, err := distFanouts(cfg)
+	_, err := rowSampler(cfg)
 	return err
 }
 
-// distFanouts returns the fanouts of [sampler] (uniform, or full: every
-// neighbour), one per model layer.
-func distFanouts(cfg *config.Config) ([]int, bool, error) {
-	var fanouts []int
-	replace := false
-	switch s := cfg.Sampler.Module.(type) {
-	case *sampler.Uniform:
-		fanouts, replace = s.Fanouts, s.Replace
-	case *sampler.Full:
-		for range s.Hops {
-			fanouts = append(fanouts, -1)
-		}
-	default:
-		return nil, false, cfg.KeyError(fmt.Sprintf("train.mode = \"distmini\" samples on the nodes' owners with sampler.name = \"uniform\" or \"full\", not %q", cfg.Sampler.Name), "sampler", "name")
+// rowSampler returns [sampler] as a sampling.RowSampler (uniform, or
+// full: every neighbour), one fanout per model layer.
+func rowSampler(cfg *config.Config) (sampling.RowSampler, error) {
+	s, ok := cfg.Sampler.Module.(sampling.RowSampler)
+	if !ok {
+		return nil, cfg.KeyError(fmt.Sprintf("train.mode = \"distmini\" samples on the nodes' owners, which needs a sampler that draws every node's neighbours on its own "+
+			"(the capability sampling.RowSampler: RowFanouts and SampleRows), as sampler.name = \"uniform\" and \"full\" do; sampler.name = %q does not", cfg.Sampler.Name), "sampler", "name")
 	}
-	if len(fanouts) != cfg.Model.Layers {
-		return nil, false, cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, len(fanouts), cfg.Model.Layers), "sampler")
+	if fanouts, _ := s.RowFanouts(); len(fanouts) != cfg.Model.Layers {
+		return nil, cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, len(fanouts), cfg.Model.Layers), "sampler")
 	}
-	return fanouts, replace, nil
+	return s, nil
 }
 
 // ExampleConfig implements train.Exampler.
@@ -77,12 +70,12 @@ func (*DistMini) ExampleConfig() []string {
 
 // NewStepper implements train.Strategy.
 func (*DistMini) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
-	fanouts, replace, err := distFanouts(env.Config)
+	rs, err := rowSampler(env.Config)
 	if err != nil {
 		return nil, err
 	}
 	e := steprun.EnvOf(env)
-	d, err := newDistRank(ctx, env.Config, e, fanouts, replace)
+	d, err := newDistRank(ctx, env.Config, e, rs)
 	if err != nil {
 		return nil, err
 	}

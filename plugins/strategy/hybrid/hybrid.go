@@ -17,7 +17,6 @@ import (
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -205,7 +204,7 @@ type hybridStepper struct {
 	e        steprun.Env
 	trainers []*hybridTrainer // the loop's replica first, then the other devices, then the CPU trainers
 	nDev     int
-	sampler  sampler.Sampler
+	sampler  sampling.Sampler
 	batch    int
 	prefetch int
 	perf     *hyscalePerf
@@ -236,7 +235,7 @@ func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.E
 	if len(devices) == 0 && (h.CPUShare != 1 || h.DRM != "off" || h.CPUTrainers == 0) {
 		return nil, cfg.KeyError(fmt.Sprintf("train.backend = %q has no devices; hybrid training without devices needs hybrid.cpu_share = 1, hybrid.drm = \"off\" and hybrid.cpu_trainers >= 1", cfg.Train.Backend), "train", "backend")
 	}
-	s := &hybridStepper{h: h, e: e, nDev: len(devices), sampler: cfg.Sampler.Module.(sampler.Sampler),
+	s := &hybridStepper{h: h, e: e, nDev: len(devices), sampler: cfg.Sampler.Module.(sampling.Sampler),
 		batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch}
 	budget := h.Threads
 	if budget == 0 {

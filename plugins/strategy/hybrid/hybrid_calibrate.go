@@ -11,9 +11,9 @@ import (
 	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/graph"
+	"strata/core/sampling"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -187,7 +187,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	// caches (256 seeds repeated ran from cache on R-MAT 2^20 and
 	// deduplicated fewer edges per node than a batch of 1024).
 	sets := make([][]int32, probeBatches)
-	probeBlocks := make([][]sampler.Block, probeBatches)
+	probeBlocks := make([][]sampling.Block, probeBatches)
 	for i := range sets {
 		sets[i] = randomSeeds(&rng, n, s.batch)
 		var err error
@@ -240,7 +240,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 	// and predicted R-MAT 2^20's loading 35-50% short.
 	ids := make([][]int32, 0, probeBatches)
 	width := 0
-	addGather := func(bl []sampler.Block) {
+	addGather := func(bl []sampling.Block) {
 		ids = append(ids, bl[0].Src[:max(1, min(len(bl[0].Src), (64<<20)/(4*dim)))])
 		width = max(width, len(ids[len(ids)-1]))
 	}
@@ -443,7 +443,7 @@ func (s *hybridStepper) calibrate(ctx context.Context) (cpuMachine, error) {
 // backward) on blocks, on parameters of its own so that the run's
 // parameters and gradients stay as they are: the step the calibration's
 // stage probes run beside. free releases what it bound.
-func ownStep(r *steprun.Runner, blocks []sampler.Block) (step func(context.Context) error, free func(), err error) {
+func ownStep(r *steprun.Runner, blocks []sampling.Block) (step func(context.Context) error, free func(), err error) {
 	e := r.Env
 	ps, err := engine.NewParams(e.Model, e.Be, e.DT, e.Tier, probeSeed)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -27,7 +26,7 @@ import (
 // its trainer (stage two: uploaded to a device).
 type hybridPart struct {
 	nodes  []int32
-	blocks []sampler.Block
+	blocks []sampling.Block
 	x      []float32 // the staging buffer: the host-gathered input rows
 	stage  []float32 // the staging buffer to hand back to the pool on release (x is dropped once bound)
 	bound  *steprun.Bound

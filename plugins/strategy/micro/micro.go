@@ -7,12 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/registry"
+	"strata/core/sampling"
 	"strata/core/train"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/steprun"
@@ -70,7 +71,7 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*m
 	if err != nil {
 		return nil, err
 	}
-	full := &sampler.Full{Hops: len(steprun.GraphsPerLayer(e.Model))}
+	full := sampling.Full{Hops: len(steprun.GraphsPerLayer(e.Model))}
 	whole, err := full.Sample(ctx, e.Adjs.Adj, train, 0)
 	if err != nil {
 		return nil, err

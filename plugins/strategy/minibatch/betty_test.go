@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"testing"
+
 	"strata/core/config"
 	"strata/core/engine"
+	"strata/core/sampling"
 	"strata/core/train"
 	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/steprun"
 	"strata/plugins/strategy/internal/testkit"
-	"strings"
-	"testing"
 )
 
 // gradients returns a copy of every parameter gradient.
@@ -36,7 +38,7 @@ func gradients(t *testing.T, e steprun.Env, ps *engine.Params) map[string][]floa
 func TestSplitBlocks(t *testing.T) {
 	ctx := context.Background()
 	e := testkit.TestEnv(t)
-	full := &sampler.Full{Hops: 2}
+	full := sampling.Full{Hops: 2}
 	whole, err := full.Sample(ctx, e.Adjs.Adj, e.DS.Train, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +83,7 @@ func TestMicroGradientsMatchWholeBatch(t *testing.T) {
 				}
 				defer r.Release()
 				nodes := e.DS.Train
-				var smp sampler.Sampler = &sampler.Full{Hops: 2}
+				var smp sampling.Sampler = sampling.Full{Hops: 2}
 				if mode == "minibatch" {
 					nodes = steprun.Shuffled(e.DS.Train, 7)[:64]
 					smp = &sampler.Uniform{Fanouts: []int{5, 10}}
@@ -90,7 +92,7 @@ func TestMicroGradientsMatchWholeBatch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				run := func(bl []sampler.Block, out []int32, share float64, acc bool) {
+				run := func(bl []sampling.Block, out []int32, share float64, acc bool) {
 					bb, err := r.Bind(bl, steprun.FeatRows{}, nil, false)
 					if err != nil {
 						t.Fatal(err)

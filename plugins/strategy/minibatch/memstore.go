@@ -9,13 +9,11 @@ import (
 	"strata/core/backend"
 	"strata/core/caching"
 	"strata/core/config"
+	"strata/core/placing"
 	"strata/core/sampling"
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/plugins/cache"
-	"strata/plugins/placement"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -29,7 +27,7 @@ import (
 // all nodes) as many rows per device as the ranked rows need spread over
 // the devices.
 func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, devices []tensor.Tier) (*store.Store, error) {
-	pol, ok := cfg.Cache.Module.(cache.Policy)
+	pol, ok := cfg.Cache.Module.(caching.Policy)
 	if !ok {
 		return nil, cfg.KeyError(fmt.Sprintf("cache.name = %q decides online; mini-batch training takes a static policy that ranks the nodes (degree, rpagerank, weighted-rpagerank, presample, random, none)", cfg.Cache.Name), "cache", "name")
 	}
@@ -82,7 +80,7 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 		if cfg.Store.Placement != "" {
 			return nil, cfg.KeyError(fmt.Sprintf("store.placement = %q and [placement] both place the hot rows; keep one", cfg.Store.Placement), "store", "placement")
 		}
-		solver, ok := cfg.Placement.Module.(placement.Solver)
+		solver, ok := cfg.Placement.Module.(placing.Solver)
 		machine, isSim := e.Be.(backend.Machine)
 		switch {
 		case !ok:
@@ -125,7 +123,7 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 // sample builds shard k's blocks: through the store's topology as device k
 // reads it when the store holds the topology (the reads are counted on
 // the links when the shard is staged), else from the host graph.
-func (m *miniBatches) sample(ctx context.Context, k int, part []int32, rng uint64) ([]sampler.Block, store.TopologyStats, error) {
+func (m *miniBatches) sample(ctx context.Context, k int, part []int32, rng uint64) ([]sampling.Block, store.TopologyStats, error) {
 	e := m.replicas[0].Env
 	if m.store == nil || !m.store.HoldsTopology() {
 		b, err := m.sampler.Sample(ctx, e.Adjs.Adj, part, rng)
@@ -142,7 +140,7 @@ func (m *miniBatches) sample(ctx context.Context, k int, part []int32, rng uint6
 // rankedCount is how many nodes the policy's capacity ranks: with
 // capacity_bytes (per device) devices x bytes of rows, else the fraction
 // of the n nodes (cache.Capacity.Rows).
-func rankedCount(pol cache.Policy, n int, rowBytes, devices int64) int {
+func rankedCount(pol caching.Policy, n int, rowBytes, devices int64) int {
 	c, ok := pol.(interface{ Current() (float64, int64) })
 	if !ok {
 		return 0

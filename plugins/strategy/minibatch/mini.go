@@ -7,17 +7,18 @@ package minibatch
 import (
 	"context"
 	"fmt"
+	"time"
+
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/registry"
+	"strata/core/sampling"
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/steprun"
-	"time"
 )
 
 // miniBatches trains on sampled mini-batches: every epoch shuffles the
@@ -41,7 +42,7 @@ import (
 type miniBatches struct {
 	replicas []*steprun.Runner // one per device; replicas[0] is the loop's
 	opts     []train.Optimizer // the optimizers of replicas[1:]
-	sampler  sampler.Sampler
+	sampler  sampling.Sampler
 	batch    int
 	prefetch int
 	overlap  bool
@@ -71,7 +72,7 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 	if err := (*Minibatch)(nil).CheckConfig(cfg); err != nil {
 		return nil, err
 	}
-	s := cfg.Sampler.Module.(sampler.Sampler)
+	s := cfg.Sampler.Module.(sampling.Sampler)
 	micro, err := newMiniMicro(ctx, cfg, e)
 	if err != nil {
 		return nil, err
@@ -164,7 +165,7 @@ func (m *miniBatches) hitRates() map[string]float64 {
 // shard is one device's part of a batch, made ready by the producer.
 type shard struct {
 	nodes  []int32
-	blocks []sampler.Block
+	blocks []sampling.Block
 	x      steprun.FeatRows        // host-gathered input rows (none with a store or micro-batches)
 	micro  []microsplit.MicroBatch // its micro-batches, when micro-batching
 	topo   store.TopologyStats     // the sampler's reads through the store

@@ -7,11 +7,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/modhost"
+	"strata/core/sampling"
 	"strata/core/train"
-	"strata/plugins/sampler"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -108,16 +109,16 @@ func (m *Estimator) Close() {
 
 // Step estimates the training step of one micro-batch over blocks whose
 // last block's destinations are its outputs.
-func (m *Estimator) Step(blocks []sampler.Block) (Estimate, error) {
+func (m *Estimator) Step(blocks []sampling.Block) (Estimate, error) {
 	return m.estimate(blocks, false)
 }
 
 // Infer estimates an evaluation forward over blocks.
-func (m *Estimator) Infer(blocks []sampler.Block) (Estimate, error) {
+func (m *Estimator) Infer(blocks []sampling.Block) (Estimate, error) {
 	return m.estimate(blocks, true)
 }
 
-func (m *Estimator) estimate(blocks []sampler.Block, infer bool) (Estimate, error) {
+func (m *Estimator) estimate(blocks []sampling.Block, infer bool) (Estimate, error) {
 	in, err := m.inputs(blocks, infer)
 	if err != nil {
 		return Estimate{}, err
@@ -138,7 +139,7 @@ func (m *Estimator) estimate(blocks []sampler.Block, infer bool) (Estimate, erro
 // and labels from the blocks, the program's buffers from the engine
 // (engine.Sizer: the program bound as engine.Bind binds it, on a backend
 // that allocates nothing).
-func (m *Estimator) inputs(blocks []sampler.Block, infer bool) ([]float64, error) {
+func (m *Estimator) inputs(blocks []sampling.Block, infer bool) ([]float64, error) {
 	if len(blocks) != len(m.layers) {
 		return nil, fmt.Errorf("memory estimate: %d blocks for a %d-layer model", len(blocks), len(m.layers))
 	}

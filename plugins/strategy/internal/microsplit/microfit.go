@@ -3,9 +3,10 @@ package microsplit
 import (
 	"context"
 	"fmt"
+
 	"strata/core/config"
 	"strata/core/registry"
-	"strata/plugins/sampler"
+	"strata/core/sampling"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/steprun"
 )
@@ -27,7 +28,7 @@ func CheckAutoMicro(cfg *config.Config) error {
 // estimate; when not even one node at a time fits, an *EvalInfeasibleError.
 func FitEvalChunks(ctx context.Context, e steprun.Env, est *memest.Estimator, capacity int64, start int) (int, error) {
 	n := e.DS.NumNodes
-	full := &sampler.Full{Hops: len(steprun.GraphsPerLayer(e.Model))}
+	full := sampling.Full{Hops: len(steprun.GraphsPerLayer(e.Model))}
 	for chunks := max(1, min(start, n)); chunks < n; chunks = min(n, 2*chunks) {
 		fits := true
 		for c := 0; c < chunks && fits; c++ {
@@ -58,7 +59,7 @@ func FitEvalChunks(ctx context.Context, e steprun.Env, est *memest.Estimator, ca
 // EvalMinCapacity returns the smallest capacity evaluation fits in: the
 // largest estimated inference peak of one node's full neighbourhood.
 func EvalMinCapacity(ctx context.Context, e steprun.Env, est *memest.Estimator) (int64, error) {
-	full := &sampler.Full{Hops: len(steprun.GraphsPerLayer(e.Model))}
+	full := sampling.Full{Hops: len(steprun.GraphsPerLayer(e.Model))}
 	var worst int64
 	for v := range e.DS.NumNodes {
 		blocks, err := full.Sample(ctx, e.Adjs.Adj, []int32{int32(v)}, 0)

@@ -9,11 +9,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
 	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/partition"
 	"strata/core/registry"
-	"strata/partitioners"
-	"strata/plugins/sampler"
+	"strata/core/sampling"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/steprun"
 )
@@ -22,7 +23,7 @@ import (
 // the batch's blocks and its estimated peak.
 type MicroBatch struct {
 	Nodes  []int32          // global ids of its outputs (the last block's destinations)
-	Blocks []sampler.Block  // its sub-blocks (see splitBlocks)
+	Blocks []sampling.Block // its sub-blocks (see splitBlocks)
 	Est    memest.Estimate  // zero unless estimated
 	X      steprun.FeatRows // host-gathered input rows, when the producer gathers
 }
@@ -33,8 +34,8 @@ type MicroBatch struct {
 // destinations of the block below. A micro-batch over these blocks sees the
 // same neighbours as the whole batch, so its outputs equal the batch's.
 // Destinations stay the first sources, in order (the block convention).
-func SplitBlocks(blocks []sampler.Block, rows []int32) []sampler.Block {
-	out := make([]sampler.Block, len(blocks))
+func SplitBlocks(blocks []sampling.Block, rows []int32) []sampling.Block {
+	out := make([]sampling.Block, len(blocks))
 	need := rows
 	for l := len(blocks) - 1; l >= 0; l-- {
 		b := blocks[l]
@@ -71,7 +72,7 @@ func SplitBlocks(blocks []sampler.Block, rows []int32) []sampler.Block {
 			}
 			indptr[i+1] = int64(len(idx))
 		}
-		nb := sampler.Block{Dst: make([]int32, len(need)), Src: make([]int32, len(src)),
+		nb := sampling.Block{Dst: make([]int32, len(need)), Src: make([]int32, len(src)),
 			Adj: &graph.CSR{NumRows: len(need), NumCols: len(src), Indptr: indptr, Idx32: idx, Values: vals}}
 		for i, r := range need {
 			nb.Dst[i] = b.Dst[r]
@@ -90,7 +91,7 @@ func SplitBlocks(blocks []sampler.Block, rows []int32) []sampler.Block {
 // the smallest K whose largest micro-batch's estimated peak fits (Betty's
 // memory-aware repartitioning).
 type Splitter struct {
-	part     partitioners.Partitioner
+	part     partition.Partitioner
 	id       string // the partitioner's registry ID, for messages
 	square   bool   // the partitioner takes the graph among the outputs
 	Est      *memest.Estimator
@@ -117,12 +118,12 @@ func NewSplitter(ctx context.Context, cfg *config.Config, what string) (*Splitte
 	if err := NeedPartitioner(cfg, what); err != nil {
 		return nil, err
 	}
-	part, ok := cfg.Partition.Module.(partitioners.Partitioner)
+	part, ok := cfg.Partition.Module.(partition.Partitioner)
 	if !ok {
 		return nil, fmt.Errorf("partition.name = %q is not a partitioner", cfg.Partition.Name)
 	}
 	s := &Splitter{part: part, id: cfg.Partition.ID}
-	if sq, ok := part.(partitioners.SquareOnly); ok && sq.SquareOnly() {
+	if sq, ok := part.(partition.SquareOnly); ok && sq.SquareOnly() {
 		s.square = true
 	}
 	return s, nil
@@ -133,7 +134,7 @@ func NewSplitter(ctx context.Context, cfg *config.Config, what string) (*Splitte
 // Partitioners that need a square graph split the graph induced on the
 // outputs (the last block's columns that are destinations); the others the
 // last block itself, outputs by the inputs they read (betty-reg's REG).
-func (s *Splitter) partition(ctx context.Context, blocks []sampler.Block, k int) ([][]int32, error) {
+func (s *Splitter) partition(ctx context.Context, blocks []sampling.Block, k int) ([][]int32, error) {
 	last := blocks[len(blocks)-1].Adj
 	n := last.NumRows
 	if k > n {
@@ -202,7 +203,7 @@ func squareBlock(a *graph.CSR) *graph.CSR {
 
 // Split returns the k micro-batches of a batch, estimated when s has an
 // estimator, and the largest estimate.
-func (s *Splitter) Split(ctx context.Context, blocks []sampler.Block, k int) ([]MicroBatch, memest.Estimate, error) {
+func (s *Splitter) Split(ctx context.Context, blocks []sampling.Block, k int) ([]MicroBatch, memest.Estimate, error) {
 	rows, err := s.partition(ctx, blocks, k)
 	if err != nil {
 		return nil, memest.Estimate{}, err
@@ -210,7 +211,7 @@ func (s *Splitter) Split(ctx context.Context, blocks []sampler.Block, k int) ([]
 	return s.microBatches(blocks, rows)
 }
 
-func (s *Splitter) microBatches(blocks []sampler.Block, rows [][]int32) ([]MicroBatch, memest.Estimate, error) {
+func (s *Splitter) microBatches(blocks []sampling.Block, rows [][]int32) ([]MicroBatch, memest.Estimate, error) {
 	var worst memest.Estimate
 	out := make([]MicroBatch, len(rows))
 	for i, r := range rows {
@@ -267,7 +268,7 @@ func (e *InfeasibleError) Error() string {
 // fits in: a micro-batch's peak only grows with its outputs, so the split
 // into single nodes is the best there is, and its largest member bounds
 // every split.
-func (s *Splitter) minCapacity(ctx context.Context, blocks []sampler.Block) (memest.Estimate, int32, error) {
+func (s *Splitter) minCapacity(ctx context.Context, blocks []sampling.Block) (memest.Estimate, int32, error) {
 	var worst memest.Estimate
 	var node int32
 	n := len(blocks[len(blocks)-1].Dst)
@@ -290,7 +291,7 @@ func (s *Splitter) minCapacity(ctx context.Context, blocks []sampler.Block) (mem
 // in steps of K/8 beyond K = 8) whose largest micro-batch's estimated peak
 // fits s.capacity, and returns its micro-batches. It fails with an
 // *InfeasibleError when no K can fit.
-func (s *Splitter) Auto(ctx context.Context, blocks []sampler.Block) ([]MicroBatch, memest.Estimate, error) {
+func (s *Splitter) Auto(ctx context.Context, blocks []sampling.Block) ([]MicroBatch, memest.Estimate, error) {
 	n := len(blocks[len(blocks)-1].Dst)
 	whole, err := s.Est.Step(blocks)
 	if err != nil {

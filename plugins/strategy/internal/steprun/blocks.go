@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strata/core/backend"
-	"strata/core/train"
 
+	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/graph"
+	"strata/core/sampling"
 	"strata/core/tensor"
-	"strata/plugins/sampler"
+	"strata/core/train"
 )
 
 // Runner runs the model over message-flow blocks: the shared machinery
@@ -25,7 +25,7 @@ type Runner struct {
 	Layers  []map[string]bool // the graph names each layer reads
 	IsqBase []float64         // 1/sqrt(row length) of adj, for GCN weights
 	IsqSelf []float64         // the same for adj_self
-	Full    *sampler.Full     // every neighbour, for evaluation
+	Full    sampling.Full     // every neighbour, for evaluation
 	Eval    [][]int32         // chunks of all nodes, for prediction
 }
 
@@ -39,7 +39,7 @@ func NewRunner(e Env, evalChunks int) (*Runner, error) {
 			r.Layers[op.Layer][op.Name] = true
 		}
 	}
-	r.Full = &sampler.Full{Hops: len(r.Layers)}
+	r.Full = sampling.Full{Hops: len(r.Layers)}
 	r.IsqBase, r.IsqSelf = invSqrtRowLengths(e.Adjs.Adj, 0), invSqrtRowLengths(e.Adjs.Adj, 1)
 	r.Eval = EvalChunkList(e.DS.NumNodes, evalChunks)
 	var err error
@@ -82,7 +82,7 @@ type Bound struct {
 // to them; infer binds for evaluation only. The features are input (a
 // tensor already on the device, which bind then owns), or x, or when both
 // are nil gathered from the host.
-func (r *Runner) Bind(blocks []sampler.Block, x FeatRows, input *tensor.Tensor, infer bool) (*Bound, error) {
+func (r *Runner) Bind(blocks []sampling.Block, x FeatRows, input *tensor.Tensor, infer bool) (*Bound, error) {
 	e := r.Env
 	if len(blocks) != len(r.Layers) {
 		return nil, fmt.Errorf("%d blocks for a %d-layer model", len(blocks), len(r.Layers))
@@ -138,7 +138,7 @@ func GatherRows[T float32 | float64 | uint16](feats []T, dim int, ids []int32) [
 }
 
 // upload places one block graph with its GCN and mean weights.
-func (r *Runner) upload(bb *Bound, adj *graph.CSR, b sampler.Block, isq []float64) (*engine.Graph, error) {
+func (r *Runner) upload(bb *Bound, adj *graph.CSR, b sampling.Block, isq []float64) (*engine.Graph, error) {
 	e := r.Env
 	be := backend.ForPurpose(e.Be, backend.PurposeTopology)
 	a, err := be.UploadGraph(adj, e.Tier)

@@ -2,11 +2,12 @@ package steprun
 
 import (
 	"fmt"
+
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/ir"
-	"strata/plugins/sampler"
+	"strata/core/sampling"
 )
 
 // AllReduceParams sums the gradients of the replicas ps onto ps[0] and,
@@ -77,11 +78,11 @@ func CheckSampler(cfg *config.Config) error {
 	if cfg.Sampler.Name == "" {
 		return cfg.KeyError(fmt.Sprintf("train.mode = %q needs a neighbour sampler: add [sampler] with name = \"uniform\" and fanouts = [...] (one per model layer)", cfg.Train.Mode), "train", "mode")
 	}
-	s, ok := cfg.Sampler.Module.(sampler.Sampler)
+	s, ok := cfg.Sampler.Module.(sampling.Sampler)
 	if !ok {
 		return fmt.Errorf("sampler.name = %q is not a sampler", cfg.Sampler.Name)
 	}
-	if n := sampler.NumLayers(s); n != cfg.Model.Layers {
+	if n := sampling.NumLayers(s); n != cfg.Model.Layers {
 		return cfg.KeyError(fmt.Sprintf("%s samples %d layers but model.layers = %d; give one fanout per layer", cfg.Sampler.ID, n, cfg.Model.Layers), "sampler")
 	}
 	return nil

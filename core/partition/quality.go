@@ -1,4 +1,4 @@
-package partitioners
+package partition
 
 import (
 	"fmt"
