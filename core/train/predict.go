@@ -26,8 +26,8 @@ func attachKernelCost(ctx context.Context, cfg *config.Config, tp backend.TimePr
 		name = "roofline"
 	}
 	id := "costmodel." + name
-	if what, ok := map[string]string{CostModelBetty: "a batch's memory", CostModelHongTu: "chunked training's communication"}[id]; ok {
-		return nil, cfg.KeyError(fmt.Sprintf("devices.cost_model = %q estimates %s, not a kernel's time; use \"roofline\" or a kernel-time model of your own", cfg.Devices.CostModel, what), "devices", "cost_model")
+	if owner, ok := ownCostModels()[id]; ok {
+		return nil, cfg.KeyError(fmt.Sprintf("devices.cost_model = %q is %s's own model, which estimates something other than a kernel's time; use \"roofline\" or a kernel-time model of your own", cfg.Devices.CostModel, owner), "devices", "cost_model")
 	}
 	cm, release, err := LoadCostModel(ctx, host, id)
 	switch {
@@ -42,12 +42,29 @@ func attachKernelCost(ctx context.Context, cfg *config.Config, tp backend.TimePr
 }
 
 // costModelNames lists the registered kernel-time cost models by short
-// name (not Betty's memory model).
+// name (not the strategies' own models, see CostModelUser).
 func costModelNames() []string {
+	own := ownCostModels()
 	var out []string
 	for _, mi := range registry.Namespace("costmodel") {
-		if mi.ID != CostModelBetty && mi.ID != CostModelHongTu {
+		if _, ok := own[mi.ID]; !ok {
 			out = append(out, mi.Name())
+		}
+	}
+	return out
+}
+
+// ownCostModels maps the cost models that registered strategies run for
+// their own estimates (CostModelUser) to the strategy's ID.
+func ownCostModels() map[string]string {
+	out := map[string]string{}
+	for _, m := range registry.Namespace("strategy") {
+		if u, ok := m.New().(CostModelUser); ok {
+			for _, id := range u.OwnCostModels() {
+				if _, seen := out[id]; !seen {
+					out[id] = m.ID // the first strategy, in ID order
+				}
+			}
 		}
 	}
 	return out
@@ -130,14 +147,6 @@ func (p Prediction) computeSeconds() map[string]float64 {
 	}
 	return out
 }
-
-// CostModelBetty is the registry ID of Betty's memory model, which
-// estimates a batch's memory rather than a kernel's time.
-const CostModelBetty = "costmodel.betty-memory"
-
-// CostModelHongTu is the registry ID of HongTu's communication and
-// intermediates model (strategy.chunked), not a kernel-time model either.
-const CostModelHongTu = "costmodel.hongtu"
 
 // LoadCostModel starts a registered cost model (costmodel.<name>) on the
 // module host; release frees it.

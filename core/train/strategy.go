@@ -215,3 +215,11 @@ const (
 	WhyWallClock = "wall-clock time: depends on the machine and its load"
 	WhyMachine   = "depends on the machine's cores or devices"
 )
+
+// CostModelUser is implemented by a strategy that runs cost models of its
+// own (a memory estimate, a communication or performance model):
+// OwnCostModels returns their registry IDs. They estimate something other
+// than a kernel's time, so devices.cost_model does not take them.
+type CostModelUser interface {
+	OwnCostModels() []string
+}

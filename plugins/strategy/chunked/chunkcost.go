@@ -7,7 +7,6 @@ import (
 	"strata/core/engine"
 	"strata/core/ir"
 	"strata/core/topology"
-	"strata/core/train"
 	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/memest"
 )
@@ -81,7 +80,7 @@ func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 		}
 		res, err := r.cost.Predict(hongtuOpIntermediates, []float64{hostGBps, float64(lc.savedBytes), float64(lc.srcBytes), lc.forwardS, read})
 		if err != nil {
-			return nil, fmt.Errorf("chunked: %s: %w", train.CostModelHongTu, err)
+			return nil, fmt.Errorf("chunked: %s: %w", CostModel, err)
 		}
 		lc.cacheS, lc.recomputeS, lc.cacheWins = res[0], res[1], res[2] == 1
 	}
@@ -259,7 +258,7 @@ func (r *chunkedRun) commCost(plan *chunkplan.Plan) (map[string]float64, error) 
 	for mode, v := range map[string][3]float64{dedupNone: {ori, ori, ori}, dedupP2P: {ori, p2p, p2p}, dedupReuse: {ori, p2p, ru}} {
 		res, err := r.cost.Predict(hongtuOpComm, []float64{hd, dd, dev.MemGBps, v[0], v[1], v[2]})
 		if err != nil {
-			return nil, fmt.Errorf("chunked: %s: %w", train.CostModelHongTu, err)
+			return nil, fmt.Errorf("chunked: %s: %w", CostModel, err)
 		}
 		out[mode] = res[0]
 	}

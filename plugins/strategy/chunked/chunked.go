@@ -148,7 +148,7 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 		r.needIn = append(r.needIn, backwardReadsInput(lg))
 	}
 	r.widths = append(r.widths, int(e.Model.Ops[e.Model.Outputs[0]].Shape[1]))
-	cm, release, err := train.LoadCostModel(ctx, e.Host, train.CostModelHongTu)
+	cm, release, err := train.LoadCostModel(ctx, e.Host, CostModel)
 	if err != nil {
 		return nil, fmt.Errorf("chunked: %w", err)
 	}
@@ -862,3 +862,10 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 }
 
 func init() { registry.Register(new(Chunked)) }
+
+// CostModel is the registry ID of HongTu's communication and
+// intermediates model, which chunked training runs for its own plan.
+const CostModel = "costmodel.hongtu"
+
+// OwnCostModels implements train.CostModelUser.
+func (*Chunked) OwnCostModels() []string { return []string{CostModel} }

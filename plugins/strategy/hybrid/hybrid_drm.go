@@ -224,7 +224,7 @@ func machineOf(h HybridOptions) cpuMachine {
 }
 
 func newHyscalePerf(ctx context.Context, cfg *config.Config, h HybridOptions, e steprun.Env) (*hyscalePerf, error) {
-	cm, release, err := train.LoadCostModel(ctx, e.Host, "costmodel.hyscale")
+	cm, release, err := train.LoadCostModel(ctx, e.Host, CostModel)
 	if err != nil {
 		return nil, fmt.Errorf("hybrid: performance model: %w", err)
 	}
@@ -537,3 +537,10 @@ func (s *hybridStepper) hostShare(t stageTimes, w *stepWork, st drmState) [2]flo
 	}
 	return [2]float64{secs, float64(capacity)}
 }
+
+// CostModel is the registry ID of HyScale-GNN's performance model, which
+// predicts hybrid training's stage times.
+const CostModel = "costmodel.hyscale"
+
+// OwnCostModels implements train.CostModelUser.
+func (*Hybrid) OwnCostModels() []string { return []string{CostModel} }

@@ -225,3 +225,7 @@ func init() { registry.Register(new(Micro)) }
 func (*Micro) ExampleConfig() []string {
 	return []string{"train.micro_batches=2", `partition.name="range"`}
 }
+
+// OwnCostModels implements train.CostModelUser: Betty's memory estimate
+// (train.micro_batches = "auto").
+func (*Micro) OwnCostModels() []string { return []string{memest.CostModel} }

@@ -17,6 +17,7 @@ import (
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/train"
+	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/steprun"
 )
@@ -563,3 +564,7 @@ func init() { registry.Register(new(Minibatch)) }
 func (*Minibatch) ExampleConfig() []string {
 	return []string{`sampler.name="uniform"`, "sampler.fanouts=[5,5]", "train.batch_size=64"}
 }
+
+// OwnCostModels implements train.CostModelUser: Betty's memory estimate
+// (train.micro_batches = "auto").
+func (*Minibatch) OwnCostModels() []string { return []string{memest.CostModel} }

@@ -53,7 +53,7 @@ func TestPredictionErrors(t *testing.T) {
 		err  string
 	}{
 		{[]string{`train.backend="sim"`, `devices.cost_model="tpu"`}, `devices.cost_model = "tpu" is not a registered cost model`},
-		{[]string{`train.backend="sim"`, `devices.cost_model="betty-memory"`}, `estimates a batch's memory, not a kernel's time`},
+		{[]string{`train.backend="sim"`, `devices.cost_model="betty-memory"`}, `is strategy.micro's own model, which estimates something other than a kernel's time`},
 		{[]string{`devices.peak_gflops=100`}, "devices.peak_gflops describes simulated devices"},
 		{[]string{`train.overlap=true`}, "train.overlap pipelines the transfers of sampled mini-batches"},
 	}

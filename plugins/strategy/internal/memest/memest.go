@@ -75,7 +75,7 @@ func OptimizerSlots(name string, momentum float64) float64 {
 // accumulate says whether backward accumulates into the parameter
 // gradients (micro-batches do). Close it when done.
 func New(ctx context.Context, e steprun.Env, optimizer string, momentum float64, accumulate bool) (*Estimator, error) {
-	cm, release, err := train.LoadCostModel(ctx, e.Host, train.CostModelBetty)
+	cm, release, err := train.LoadCostModel(ctx, e.Host, CostModel)
 	if err != nil {
 		return nil, fmt.Errorf("memory estimate: %w", err)
 	}
@@ -203,3 +203,7 @@ func rowDegrees(a *graph.CSR, selfLoops bool) (edges int64, st engine.Degrees) {
 	}
 	return edges, st
 }
+
+// CostModel is the registry ID of Betty's memory model, which estimates a
+// batch's memory rather than a kernel's time.
+const CostModel = "costmodel.betty-memory"
