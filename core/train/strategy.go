@@ -42,6 +42,12 @@ type Uses struct {
 	// HalfFeatures: it reads feature rows stored in 16 bits
 	// (data.feature_dtype = "float16" or "bfloat16", Env.Features16).
 	HalfFeatures bool
+	// Float64: it trains in float64 (train.dtype = "float64").
+	Float64 bool
+	// Checkpoints: a run it trains can be checkpointed
+	// (train.checkpoint_every) and resumed (strata train --resume), and
+	// the resumed run continues exactly as the uninterrupted one.
+	Checkpoints bool
 }
 
 // Env is what a stepper is built from: the run's backend, the linked

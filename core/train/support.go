@@ -43,6 +43,12 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Train.CheckpointEvery > 0 && cfg.Output.Checkpoint == "" {
 		return cfg.KeyError("train.checkpoint_every: checkpoints go to output.checkpoint, which is not set; set output.checkpoint = \"run.ckpt\" or remove train.checkpoint_every", "train", "checkpoint_every")
 	}
+	if cfg.Train.DType == "float64" && !uses.Float64 {
+		return cfg.KeyError(fmt.Sprintf("train.dtype = \"float64\": train.mode = %q trains in float32 only; use train.dtype = \"float32\" or train.mode = %s", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Float64 })), "train", "dtype")
+	}
+	if cfg.Train.CheckpointEvery > 0 && !uses.Checkpoints {
+		return cfg.KeyError(fmt.Sprintf("train.checkpoint_every: train.mode = %q cannot resume from a checkpoint; remove train.checkpoint_every or use train.mode = %s", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Checkpoints })), "train", "checkpoint_every")
+	}
 	if err := checkFeatureDType(cfg, uses); err != nil {
 		return err
 	}

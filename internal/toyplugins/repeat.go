@@ -29,7 +29,7 @@ func (*Repeat) StrataModule() registry.ModuleInfo {
 }
 
 // Uses implements train.Strategy.
-func (*Repeat) Uses() train.Uses { return train.Uses{} }
+func (*Repeat) Uses() train.Uses { return train.Uses{Float64: true, Checkpoints: true} }
 
 // RepeatFigures are strategy.toy-repeat's figures.
 type RepeatFigures struct {

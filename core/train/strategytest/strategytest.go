@@ -7,8 +7,10 @@ package strategytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"testing"
 
 	"strata/core/config"
@@ -175,30 +177,43 @@ type capability struct {
 	// capability, whose result used compares with (nil: no such run).
 	base []string
 	used func(res, base *train.Result) string // "" when the result shows the capability at work
+	// check, when set, replaces the run of sets and used.
+	check func(t *testing.T, id string, host modhost.Host)
 }
 
 var capabilities = []capability{
+	{name: "Float64", declared: func(u train.Uses) bool { return u.Float64 }, sets: []string{"train.dtype=float64"}, base: []string{},
+		used: func(res, base *train.Result) string {
+			// The same run in float32 rounds differently: an equal loss
+			// means float64 was not used; a far one, not the same run.
+			if d := math.Abs(res.FinalLoss - base.FinalLoss); d == 0 || d > 1e-3*math.Abs(base.FinalLoss) {
+				return fmt.Sprintf("final loss %.17g against float32's %.17g: want a difference of float32 rounding, neither none nor more", res.FinalLoss, base.FinalLoss)
+			}
+			return ""
+		}},
+	{name: "Checkpoints", declared: func(u train.Uses) bool { return u.Checkpoints }, sets: []string{"train.checkpoint_every=1", "output.checkpoint=run.ckpt"},
+		check: testResume},
 	{"HalfFeatures", func(u train.Uses) bool { return u.HalfFeatures }, []string{"data.feature_dtype=bfloat16"},
 		nil, func(res, _ *train.Result) string {
 			if res.FeatureDType != "bfloat16" || res.FeatureBytes <= 0 {
 				return fmt.Sprintf("features stored as %q in %d bytes, want bfloat16", res.FeatureDType, res.FeatureBytes)
 			}
 			return ""
-		}},
+		}, nil},
 	{"Devices", func(u train.Uses) bool { return u.Devices }, []string{"train.backend=sim", "devices.count=2"},
 		nil, func(res, _ *train.Result) string {
 			if res.PeakTierBytes["device1"] <= 0 {
 				return fmt.Sprintf("the second simulated device held nothing (peaks %v)", res.PeakTierBytes)
 			}
 			return ""
-		}},
+		}, nil},
 	{"Overlap", func(u train.Uses) bool { return u.Overlap }, []string{"train.backend=sim", "train.overlap=true"},
 		[]string{"train.backend=sim"}, func(res, base *train.Result) string {
 			if !(res.PredictedEpochS < base.PredictedEpochS) {
 				return fmt.Sprintf("the predicted epoch (%g s) is not shorter than without overlap (%g s): transfers do not overlap compute", res.PredictedEpochS, base.PredictedEpochS)
 			}
 			return ""
-		}},
+		}, nil},
 }
 
 // testCapabilities trains one epoch with each capability the strategy
@@ -221,6 +236,10 @@ func testCapabilities(t *testing.T, id string, host modhost.Host) {
 				}
 				return
 			}
+			if c.check != nil {
+				c.check(t, id, host)
+				return
+			}
 			res, err := train.Run(ctx, cfg, train.Options{Host: host})
 			if err != nil {
 				t.Fatalf("%s declares %s, but %v fails: %v", id, c.name, c.sets, err)
@@ -235,6 +254,36 @@ func testCapabilities(t *testing.T, id string, host modhost.Host) {
 				t.Errorf("%s declares %s, but with %v %s", id, c.name, c.sets, why)
 			}
 		})
+	}
+}
+
+// testResume interrupts a run after its second epoch, resumes it from its
+// checkpoint and compares it with the uninterrupted run: the same final
+// loss and accuracies, to the bit.
+func testResume(t *testing.T, id string, host modhost.Host) {
+	ckpt := filepath.Join(t.TempDir(), "run.ckpt")
+	sets := []string{"train.epochs=3", "train.eval_every=1", "train.checkpoint_every=1", "output.checkpoint=" + ckpt}
+	whole, err := train.Run(context.Background(), Config(t, id, "train.epochs=3", "train.eval_every=1"), train.Options{Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := func(epoch int) {
+		if epoch == 2 {
+			cancel()
+		}
+	}
+	if _, err := train.Run(ctx, Config(t, id, sets...), train.Options{Host: host, AfterEpoch: stop}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the run interrupted after epoch 2 returned %v", err)
+	}
+	resumed, err := train.Run(context.Background(), Config(t, id, sets...), train.Options{Host: host, Resume: true})
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if resumed.FinalLoss != whole.FinalLoss || resumed.TestAcc != whole.TestAcc || resumed.BestValidAcc != whole.BestValidAcc {
+		t.Errorf("resumed after epoch 2: loss %.17g, test %v, valid %v; uninterrupted: %.17g, %v, %v",
+			resumed.FinalLoss, resumed.TestAcc, resumed.BestValidAcc, whole.FinalLoss, whole.TestAcc, whole.BestValidAcc)
 	}
 }
 

@@ -60,7 +60,7 @@ func (*Chunked) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy: every device of the
 // machine (one partition each).
-func (*Chunked) Uses() train.Uses { return train.Uses{Devices: true} }
+func (*Chunked) Uses() train.Uses { return train.Uses{Devices: true, Float64: true, Checkpoints: true} }
 
 // ExampleConfig implements train.Exampler: four chunks.
 func (*Chunked) ExampleConfig() []string { return []string{"chunked.chunks=4"} }

@@ -49,7 +49,9 @@ func (*DistFull) StrataModule() registry.ModuleInfo {
 func (*DistFull) Distributed() {}
 
 // Uses implements train.Strategy.
-func (*DistFull) Uses() train.Uses { return train.Uses{RankPartition: true} }
+func (*DistFull) Uses() train.Uses {
+	return train.Uses{RankPartition: true, Float64: true, Checkpoints: true}
+}
 
 // NewStepper implements train.Strategy.
 func (*DistFull) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {

@@ -41,7 +41,9 @@ func (*DistMini) StrataModule() registry.ModuleInfo {
 func (*DistMini) Distributed() {}
 
 // Uses implements train.Strategy.
-func (*DistMini) Uses() train.Uses { return train.Uses{Sampler: true, RankPartition: true} }
+func (*DistMini) Uses() train.Uses {
+	return train.Uses{Sampler: true, RankPartition: true, Float64: true, Checkpoints: true}
+}
 
 // CheckConfig implements train.ConfigChecker.
 func (*DistMini) CheckConfig(cfg *config.Config) error {

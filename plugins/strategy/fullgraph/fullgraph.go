@@ -32,7 +32,9 @@ func (*FullGraph) StrataModule() registry.ModuleInfo {
 }
 
 // Uses implements train.Strategy: nothing beyond the model.
-func (*FullGraph) Uses() train.Uses { return train.Uses{HalfFeatures: true} }
+func (*FullGraph) Uses() train.Uses {
+	return train.Uses{HalfFeatures: true, Float64: true, Checkpoints: true}
+}
 
 // Resolve implements train.Resolver: a full-graph run split into
 // micro-batches (train.micro_batches > 1 or "auto") is Betty's

@@ -161,7 +161,9 @@ func (*Micro) StrataModule() registry.ModuleInfo {
 }
 
 // Uses implements train.Strategy.
-func (*Micro) Uses() train.Uses { return train.Uses{Partition: true, HalfFeatures: true} }
+func (*Micro) Uses() train.Uses {
+	return train.Uses{Partition: true, HalfFeatures: true, Float64: true, Checkpoints: true}
+}
 
 // NewStepper implements train.Strategy.
 func (*Micro) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
