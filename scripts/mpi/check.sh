@@ -36,8 +36,9 @@ for n in (1, 2, 4):
     if len(lines) != 1:
         sys.exit(f"{mode} on {n} ranks printed {len(lines)} lines on stdout, want rank 0's one")
     r = json.loads(lines[0])
-    if n > 1 and len(r.get("ranks", [])) != n:
-        sys.exit(f"{mode} on {n} ranks: {len(r.get('ranks', []))} rank entries")
+    ranks = r.get(mode, {}).get("ranks", [])  # the strategy's figures
+    if n > 1 and len(ranks) != n:
+        sys.exit(f"{mode} on {n} ranks: {len(ranks)} rank entries")
     res[n] = r
 for n in (2, 4):
     a, b = res[n], res[1]
@@ -45,7 +46,7 @@ for n in (2, 4):
         sys.exit(f"{mode}: loss after one epoch {a['final_loss']} on {n} ranks, {b['final_loss']} on 1")
     if a["test_acc"] != b["test_acc"]:
         sys.exit(f"{mode}: test accuracy {a['test_acc']} on {n} ranks, {b['test_acc']} on 1")
-    sent = sum(x["sent_bytes"] for x in a["ranks"])
+    sent = sum(x["sent_bytes"] for x in a[mode]["ranks"])
     print(f"{mode}: {n} ranks match 1 (loss {a['final_loss']:.6f}, test {a['test_acc']}), {sent} bytes sent in the epoch")
 PY
 done

@@ -38,14 +38,14 @@ def main():
             refs[r["case"]] = model
         d = "—" if r["ranks"] == 1 or r["case"] not in refs else f"{diff(refs[r['case']], model):.1e}"
         sent, pred = {}, {}
-        for s in res.get("ranks", []):
+        for s in res.get(res.get("mode"), {}).get("ranks", []):
             for k, v in s.get("sent_by_purpose", {}).items():
                 sent[k] = sent.get(k, 0) + v
             for k, v in s.get("predicted_by_purpose", {}).items():
                 pred[k] = pred.get(k, 0) + v
         data = sum(v for k, v in sent.items() if k.startswith("halo") or k == "features")
         topo = sent.get("topology", 0) + sent.get("requests", 0)
-        epoch = max([s["epoch_time_median_s"] for s in res.get("ranks", [])] or [res["epoch_time_median_s"]])
+        epoch = max([s["epoch_time_median_s"] for s in res.get(res.get("mode"), {}).get("ranks", [])] or [res["epoch_time_median_s"]])
         rss = 0
         try:
             rss = max(int(x) for x in open(os.path.join(out, name + ".rss")) if x.strip().isdigit())
