@@ -57,5 +57,5 @@ for name in ["minibatch", "fixed", "devonly", "drm-bad", "drm-pred"]:
         continue
     h = r.get("hybrid", {})
     print(f"| {name} | {r.get('device','')} | {r['epochs']} | {r['final_loss']:.9g} | {r['test_acc']:.4f} | {r['epoch_time_median_s']:.3f} | "
-          f"{r.get('measured_mteps', 0):.1f} | {r.get('predicted_mteps', 0):.1f} | {h.get('cpu_share', '')} | {h.get('adjustments', '')} |")
+          f"{h.get('measured_mteps', 0):.1f} | {h.get('predicted_mteps', 0):.1f} | {h.get('cpu_share', '')} | {h.get('adjustments', '')} |")
 PY
