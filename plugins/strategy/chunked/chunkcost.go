@@ -122,6 +122,25 @@ func (r *chunkedRun) chooseIntermediates(mode string) error {
 // staging of p2p and reused rows, and the program's buffers as the
 // engine sizes them).
 func (r *chunkedRun) estimatePeak(plan *chunkplan.Plan, optimizer string, momentum float64) (int64, error) {
+	resident, err := r.residentBytes(plan, optimizer, momentum)
+	if err != nil {
+		return 0, err
+	}
+	var worst int64
+	for l, lg := range r.layers {
+		w, err := r.layerPeak(plan, l, lg)
+		if err != nil {
+			return 0, err
+		}
+		worst = max(worst, w)
+	}
+	return resident + worst, nil
+}
+
+// residentBytes is what stays on a device for the whole epoch: the
+// parameters, their gradients, the optimizer state and the model's
+// state, and with several partitions the all-reduce's buffer.
+func (r *chunkedRun) residentBytes(plan *chunkplan.Plan, optimizer string, momentum float64) (int64, error) {
 	elt := int64(r.e.DT.Size())
 	whole, err := engine.NewSizer(r.e.Model, r.e.DT)
 	if err != nil {
@@ -131,96 +150,134 @@ func (r *chunkedRun) estimatePeak(plan *chunkplan.Plan, optimizer string, moment
 	if plan.M > 1 {
 		resident += whole.Learnable * elt // the all-reduce's buffer (at most)
 	}
+	return resident, nil
+}
+
+// layerSizing is what estimatePeak sizes one layer's pass with.
+type layerSizing struct {
+	l     int
+	sz    *engine.Sizer
+	elt   int64 // bytes per element
+	wb    int64 // bytes per row of the layer's input
+	grads bool  // backward collects the vertex gradients in buffers (Alg. 3)
+}
+
+// layerPeak is the peak of layer l's pass over the plan's batches above
+// the resident memory.
+func (r *chunkedRun) layerPeak(plan *chunkplan.Plan, l int, lg *ir.Graph) (int64, error) {
+	elt := int64(r.e.DT.Size())
 	dedup := r.dedup != dedupNone
+	sz, err := engine.NewSizer(lg, r.e.DT)
+	if err != nil {
+		return 0, err
+	}
+	ls := layerSizing{l: l, sz: sz, elt: elt, wb: int64(r.widths[l]) * elt, grads: dedup && l > 0}
 	var worst int64
-	for l, lg := range r.layers {
-		sz, err := engine.NewSizer(lg, r.e.DT)
-		if err != nil {
-			return 0, err
+	prev := make([]map[int32]bool, plan.M)
+	for j, batch := range plan.Sched {
+		var sets [][]int32
+		trans := make([]int64, plan.M)
+		if dedup {
+			sets = plan.BatchRows(batch)
+			worst = max(worst, r.transitionPeak(plan, j, sets, prev, trans, ls))
 		}
-		wb := int64(r.widths[l]) * elt
-		prev := make([]map[int32]bool, plan.M)
-		grads := dedup && l > 0 // backward collects the vertex gradients in buffers (Alg. 3)
-		for j, batch := range plan.Sched {
-			var sets [][]int32
-			trans := make([]int64, plan.M)
-			if dedup {
-				sets = plan.BatchRows(batch)
-				if grads {
-					// Closing the batch: its row and gradient buffers, the
-					// next batch's gradient buffer, the rows staged.
-					var next [][]int32
-					if j+1 < len(plan.Sched) && r.dedup == dedupReuse {
-						next = plan.BatchRows(plan.Sched[j+1])
-					}
-					for i, rows := range sets {
-						n := int64(len(rows))
-						b := 2*n*wb + n*(wb+4)
-						if next != nil {
-							b += int64(len(next[i])) * wb
-						}
-						worst = max(worst, b)
-					}
-				}
-				for i, rows := range sets {
-					var keep int64
-					cur := make(map[int32]bool, len(rows))
-					for _, u := range rows {
-						cur[u] = true
-						if prev[i][u] && r.dedup == dedupReuse {
-							keep++
-						}
-					}
-					load := int64(len(rows)) - keep
-					t := int64(len(rows)) * wb
-					trans[i] = t
-					fill := max(int64(len(prev[i]))*wb+t+keep*(wb+4), t+load*(wb+4))
-					worst = max(worst, fill)
-					prev[i] = cur
-				}
+		for k, ci := range batch {
+			b, err := r.chunkPeak(plan, plan.Chunks[ci], k, sets, trans, ls)
+			if err != nil {
+				return 0, err
 			}
-			for k, ci := range batch {
-				c := plan.Chunks[ci]
-				d, s := int64(len(c.Dst)), int64(len(c.Src))
-				shape := engine.BlockShape{Dst: len(c.Dst), Src: len(c.Src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
-				var graphs int64
-				for name := range r.used[l] {
-					cg := c.Graphs[name]
-					e := cg.Csr.NNZ()
-					shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.Csr)
-					graphs += 8*(d+1) + 8*(s+1) + 16*e + int64(len(cg.Gcn)+len(cg.Mean))*elt
+			worst = max(worst, b)
+		}
+	}
+	return worst, nil
+}
+
+// transitionPeak is the peak of batch j's transition buffers under
+// deduplication (sets: each device's rows of the batch): closing the
+// batch in backward, and filling each device's buffer from the batch
+// before's (prev, updated to this batch's rows). It sets trans to each
+// device's buffer bytes.
+func (r *chunkedRun) transitionPeak(plan *chunkplan.Plan, j int, sets [][]int32, prev []map[int32]bool, trans []int64, ls layerSizing) int64 {
+	wb := ls.wb
+	var worst int64
+	if ls.grads {
+		// Closing the batch: its row and gradient buffers, the
+		// next batch's gradient buffer, the rows staged.
+		var next [][]int32
+		if j+1 < len(plan.Sched) && r.dedup == dedupReuse {
+			next = plan.BatchRows(plan.Sched[j+1])
+		}
+		for i, rows := range sets {
+			n := int64(len(rows))
+			b := 2*n*wb + n*(wb+4)
+			if next != nil {
+				b += int64(len(next[i])) * wb
+			}
+			worst = max(worst, b)
+		}
+	}
+	for i, rows := range sets {
+		var keep int64
+		cur := make(map[int32]bool, len(rows))
+		for _, u := range rows {
+			cur[u] = true
+			if prev[i][u] && r.dedup == dedupReuse {
+				keep++
+			}
+		}
+		load := int64(len(rows)) - keep
+		t := int64(len(rows)) * wb
+		trans[i] = t
+		fill := max(int64(len(prev[i]))*wb+t+keep*(wb+4), t+load*(wb+4))
+		worst = max(worst, fill)
+		prev[i] = cur
+	}
+	return worst
+}
+
+// chunkPeak is the peak of the step over chunk c on device k: its
+// graphs, its input rows unless they are the transition buffer, the
+// staging of p2p and reused rows, the program's buffers, and (serving
+// the other devices' p2p fetches) their transition buffers.
+func (r *chunkedRun) chunkPeak(plan *chunkplan.Plan, c *chunkplan.Chunk, k int, sets [][]int32, trans []int64, ls layerSizing) (int64, error) {
+	l, elt, wb := ls.l, ls.elt, ls.wb
+	var worst int64
+	d, s := int64(len(c.Dst)), int64(len(c.Src))
+	shape := engine.BlockShape{Dst: len(c.Dst), Src: len(c.Src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+	var graphs int64
+	for name := range r.used[l] {
+		cg := c.Graphs[name]
+		e := cg.Csr.NNZ()
+		shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.Csr)
+		graphs += 8*(d+1) + 8*(s+1) + 16*e + int64(len(cg.Gcn)+len(cg.Mean))*elt
+	}
+	fp, err := ls.sz.Blocks([]engine.BlockShape{shape}, len(c.Src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true})
+	if err != nil {
+		return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+	}
+	input, staging := s*wb, int64(0)
+	if r.dedup != dedupNone {
+		if plan.Aliased(k, sets[k], c) {
+			input = 0
+		} else {
+			staging = s * (wb + 4) // at most: every row staged once
+			for o := range sets {
+				if o != k {
+					worst = max(worst, trans[o]+s*(wb+4)) // serving a p2p fetch
 				}
-				fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.Src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true})
-				if err != nil {
-					return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
-				}
-				input, staging := s*wb, int64(0)
-				if dedup {
-					if plan.Aliased(k, sets[k], c) {
-						input = 0
-					} else {
-						staging = s * (wb + 4) // at most: every row staged once
-						for o := range sets {
-							if o != k {
-								worst = max(worst, trans[o]+s*(wb+4)) // serving a p2p fetch
-							}
-						}
-					}
-				}
-				b := trans[k] + graphs + input + max(staging, fp.Bytes())
-				if grads {
-					// The gradient buffer, and the gradients staged into it
-					// while the program is still bound.
-					b = 2*trans[k] + graphs + input + max(staging, fp.Bytes()+s*(wb+4))
-				}
-				if l == len(r.layers)-1 {
-					b += 4 * (d + int64(len(c.Train)))
-				}
-				worst = max(worst, b)
 			}
 		}
 	}
-	return resident + worst, nil
+	b := trans[k] + graphs + input + max(staging, fp.Bytes())
+	if ls.grads {
+		// The gradient buffer, and the gradients staged into it
+		// while the program is still bound.
+		b = 2*trans[k] + graphs + input + max(staging, fp.Bytes()+s*(wb+4))
+	}
+	if l == len(r.layers)-1 {
+		b += 4 * (d + int64(len(c.Train)))
+	}
+	return max(worst, b), nil
 }
 
 // hongtuOps are the op codes of costmodel.hongtu.

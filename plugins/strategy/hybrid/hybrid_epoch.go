@@ -560,91 +560,160 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 	}
 	s.host.takeStats() // the epoch's start anew
 	start := time.Now()
+	p := s.newPipeline(ctx, s.epochBatches(seed))
+	defer p.stop()
+	ctx = p.ctx
+	p.wg.Add(1)
+	go p.sample(s, seed)
+	next := p.sampled
+	if s.h.Prefetch {
+		next = p.startStages(s)
+	}
+	s.stats = hybridEpoch{}
+	st := &s.stats
+	loss, err := s.trainBatches(ctx, next, p.decisions, seed, update)
+	if err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	st.wallS = time.Since(start).Seconds()
+	st.hostPeak, st.hostWaitS = s.host.takeStats()
+	if s.h.Calibrate {
+		if err := s.bracket(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return loss / float64(max(st.steps, 1)), nil
+}
+
+// epochBatches splits the training nodes, shuffled with the epoch's
+// seed, into batches of the batch size.
+func (s *hybridStepper) epochBatches(seed uint64) [][]int32 {
 	order := steprun.Shuffled(s.e.DS.Train, seed)
 	var batches [][]int32
 	for lo := 0; lo < len(order); lo += s.batch {
 		batches = append(batches, order[lo:min(lo+s.batch, len(order))])
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	decisions := make([]chan drmState, len(batches))
-	for i := range decisions {
-		decisions[i] = make(chan drmState, 1)
+	return batches
+}
+
+// hybridPipeline is an epoch's pipeline: its context (cancelled when it
+// stops), its batches, the DRM decision of each batch (the first lag()
+// known at the start) and the channels between its stages (loaded and
+// staged only under two-stage prefetch).
+type hybridPipeline struct {
+	ctx                     context.Context
+	cancel                  context.CancelFunc
+	wg                      sync.WaitGroup
+	batches                 [][]int32
+	decisions               []chan drmState
+	sampled, loaded, staged chan *hybridBatch
+}
+
+// newPipeline returns the epoch's pipeline on batches, its stages not yet
+// started.
+func (s *hybridStepper) newPipeline(ctx context.Context, batches [][]int32) *hybridPipeline {
+	p := &hybridPipeline{batches: batches}
+	p.ctx, p.cancel = context.WithCancel(ctx)
+	p.decisions = make([]chan drmState, len(batches))
+	for i := range p.decisions {
+		p.decisions[i] = make(chan drmState, 1)
 		if i < s.lag() {
-			decisions[i] <- s.state
+			p.decisions[i] <- s.state
 		}
 	}
-	sampled := make(chan *hybridBatch, s.prefetch)
-	var staged, loaded chan *hybridBatch
+	p.sampled = make(chan *hybridBatch, s.prefetch)
+	return p
+}
+
+// stop cancels the pipeline, releases the batches its channels still
+// hold and waits for its goroutines.
+func (p *hybridPipeline) stop() {
 	drain := func(ch chan *hybridBatch) {
 		for b := range ch {
 			b.release()
 		}
 	}
-	defer func() {
-		cancel()
-		drain(sampled)
-		if loaded != nil {
-			drain(loaded)
-		}
-		if staged != nil {
-			drain(staged)
-		}
-		wg.Wait()
-	}()
-	send := func(ch chan *hybridBatch, b *hybridBatch) bool {
+	p.cancel()
+	drain(p.sampled)
+	if p.loaded != nil {
+		drain(p.loaded)
+	}
+	if p.staged != nil {
+		drain(p.staged)
+	}
+	p.wg.Wait()
+}
+
+// send hands b to the next stage, or releases it when the pipeline is
+// cancelled first (false).
+func (p *hybridPipeline) send(ch chan *hybridBatch, b *hybridBatch) bool {
+	select {
+	case ch <- b:
+		return true
+	case <-p.ctx.Done():
+		b.release()
+		return false
+	}
+}
+
+// sample is the sampler's goroutine: each batch, once its decision is
+// known, sampled into p.sampled, until a batch fails or the pipeline is
+// cancelled.
+func (p *hybridPipeline) sample(s *hybridStepper, seed uint64) {
+	defer p.wg.Done()
+	ctx := stageLabel(p.ctx, "sample")
+	defer close(p.sampled)
+	for n, nodes := range p.batches {
+		var st drmState
 		select {
-		case ch <- b:
-			return true
+		case st = <-p.decisions[n]:
 		case <-ctx.Done():
-			b.release()
-			return false
+			return
+		}
+		b := &hybridBatch{n: n, st: st, pool: &s.staging}
+		s.sample(ctx, b, nodes, seed)
+		if !p.send(p.sampled, b) || b.err != nil {
+			return
 		}
 	}
-	wg.Add(1)
-	go func() { // the sampler
-		defer wg.Done()
-		ctx := stageLabel(ctx, "sample")
-		defer close(sampled)
-		for n, nodes := range batches {
-			var st drmState
-			select {
-			case st = <-decisions[n]:
-			case <-ctx.Done():
-				return
-			}
-			b := &hybridBatch{n: n, st: st, pool: &s.staging}
-			s.sample(ctx, b, nodes, seed)
-			if !send(sampled, b) || b.err != nil {
-				return
-			}
+}
+
+// startStages starts two-stage prefetch's loader and transfer
+// goroutines and returns the channel of the staged batches.
+func (p *hybridPipeline) startStages(s *hybridStepper) chan *hybridBatch {
+	// Unbuffered: while batch n trains, n+1 is transferred and n+2
+	// loaded (HyScale's Fig. 7), and no more staging buffers live.
+	p.loaded, p.staged = make(chan *hybridBatch), make(chan *hybridBatch)
+	p.wg.Add(2)
+	go p.stage("load", p.sampled, p.loaded, s.load)    // stage one: host gather into the staging buffer
+	go p.stage("bind", p.loaded, p.staged, s.transfer) // stage two: host -> device
+	return p.staged
+}
+
+// stage is a prefetch stage's goroutine: f on every batch of in that has
+// not failed, handed on to out, until a batch fails or the pipeline is
+// cancelled.
+func (p *hybridPipeline) stage(name string, in, out chan *hybridBatch, f func(context.Context, *hybridBatch)) {
+	defer p.wg.Done()
+	defer close(out)
+	ctx := stageLabel(p.ctx, name)
+	for b := range in {
+		if b.err == nil {
+			f(ctx, b)
 		}
-	}()
-	next := sampled
-	if s.h.Prefetch {
-		// Unbuffered: while batch n trains, n+1 is transferred and n+2
-		// loaded (HyScale's Fig. 7), and no more staging buffers live.
-		loaded, staged = make(chan *hybridBatch), make(chan *hybridBatch)
-		stage := func(name string, in, out chan *hybridBatch, f func(context.Context, *hybridBatch)) {
-			defer wg.Done()
-			defer close(out)
-			ctx := stageLabel(ctx, name)
-			for b := range in {
-				if b.err == nil {
-					f(ctx, b)
-				}
-				if !send(out, b) || b.err != nil {
-					return
-				}
-			}
+		if !p.send(out, b) || b.err != nil {
+			return
 		}
-		wg.Add(2)
-		go stage("load", sampled, loaded, s.load)    // stage one: host gather into the staging buffer
-		go stage("bind", loaded, staged, s.transfer) // stage two: host -> device
-		next = staged
 	}
-	s.stats = hybridEpoch{}
-	st := &s.stats
+}
+
+// trainBatches trains the batches of next in turn (loading each first
+// without two-stage prefetch), runs the runtime after each, and returns
+// the sum of their losses.
+func (s *hybridStepper) trainBatches(ctx context.Context, next chan *hybridBatch, decisions []chan drmState, seed uint64, update func() error) (float64, error) {
 	var loss float64
 	for b := range next {
 		if b.err == nil && !s.h.Prefetch {
@@ -666,17 +735,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 			return 0, err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	st.wallS = time.Since(start).Seconds()
-	st.hostPeak, st.hostWaitS = s.host.takeStats()
-	if s.h.Calibrate {
-		if err := s.bracket(ctx); err != nil {
-			return 0, err
-		}
-	}
-	return loss / float64(max(st.steps, 1)), nil
+	return loss, nil
 }
 
 // bracketed are an epoch's predictions with the machine the probes

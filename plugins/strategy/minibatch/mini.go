@@ -180,171 +180,248 @@ type sampled struct {
 
 func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	e := m.replicas[0].Env
+	batches := m.epochBatches(e, seed)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := &miniEpoch{m: m, e: e, ctx: ctx, cancel: cancel, seed: seed, queue: make(chan sampled, m.prefetch), done: make(chan struct{})}
+	go p.produce(batches)
+	// The transfer stage: inline, or a goroutine one batch ahead.
+	_, p.sb = e.Be.(backend.TimePredictor)
+	p.stageDone = make(chan struct{})
+	if m.overlap {
+		p.stages = make(chan *staged) // unbuffered: one batch staged while one trains
+		go p.transfer()
+	} else {
+		close(p.stageDone)
+	}
+	defer p.stop()
+	t, err := p.trainAll(update)
+	if err != nil {
+		return 0, err
+	}
+	<-p.done
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.recordEpoch(p, &t)
+	return t.loss / float64(max(t.n, 1)), nil
+}
+
+// epochBatches splits the training nodes, shuffled with the epoch's
+// seed, into batches of the batch size.
+func (m *miniBatches) epochBatches(e steprun.Env, seed uint64) [][]int32 {
 	order := steprun.Shuffled(e.DS.Train, seed)
 	var batches [][]int32
 	for lo := 0; lo < len(order); lo += m.batch {
 		batches = append(batches, order[lo:min(lo+m.batch, len(order))])
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	queue := make(chan sampled, m.prefetch)
-	var sampleS, hostExtractS float64
-	var edges int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(queue)
-		for i, nodes := range batches {
-			var b sampled
-			d := len(m.replicas)
-			for k := 0; k < d && b.err == nil; k++ {
-				part := nodes[k*len(nodes)/d : (k+1)*len(nodes)/d]
-				if len(part) == 0 {
-					continue
-				}
-				t0 := time.Now()
-				blocks, topo, err := m.sample(ctx, k, part, seed*0x9e3779b97f4a7c15+uint64(i*d+k))
-				t1 := time.Now()
-				sampleS += t1.Sub(t0).Seconds()
-				if err != nil {
-					b.err = err
-					break
-				}
-				sh := shard{nodes: part, blocks: blocks, topo: topo}
-				if m.micro != nil {
-					if b.err = m.micro.splitShard(ctx, e, &sh, m.store == nil); b.err != nil {
-						break
-					}
-				}
-				if m.store == nil && sh.micro == nil {
-					sh.x = e.GatherInput(blocks[0].Src)
-				}
-				for _, bl := range blocks {
-					edges += bl.NumEdges()
-				}
-				hostExtractS += time.Since(t1).Seconds()
-				b.shards = append(b.shards, sh)
-			}
-			select {
-			case queue <- b:
-			case <-ctx.Done():
-				return
-			}
-			if b.err != nil {
-				return
-			}
+	return batches
+}
+
+// miniEpoch is one epoch's pipeline: the producer (sampling and host
+// extraction) feeding queue, and the transfer stage, inline or (with
+// overlap) a goroutine feeding stages.
+type miniEpoch struct {
+	m      *miniBatches
+	e      steprun.Env
+	ctx    context.Context
+	cancel context.CancelFunc
+	seed   uint64
+	sb     bool // the backend predicts time (a simulated machine)
+	queue  chan sampled
+	done   chan struct{} // closed when the producer ends
+	// stages carries the staged batches with overlap (nil without);
+	// stageDone is closed when its goroutine ends (at once without).
+	stages    chan *staged
+	stageDone chan struct{}
+	// The producer's totals, read once done is closed.
+	sampleS, hostExtractS float64
+	edges                 int64
+}
+
+// miniTotals are the training goroutine's totals over an epoch.
+type miniTotals struct {
+	loss, trainS, stageS, featS, topoS float64
+	hits, peer, rows                   int64
+	stagePred, computePred             []float64
+	n                                  int // the batches trained
+}
+
+// produce is the producer's goroutine: every batch sampled and
+// extracted into the queue, until a batch fails or the epoch is
+// cancelled.
+func (p *miniEpoch) produce(batches [][]int32) {
+	defer close(p.done)
+	defer close(p.queue)
+	for i, nodes := range batches {
+		b := p.sampleBatch(i, nodes)
+		select {
+		case p.queue <- b:
+		case <-p.ctx.Done():
+			return
 		}
-	}()
-	// The transfer stage: inline, or a goroutine one batch ahead.
-	_, sb := e.Be.(backend.TimePredictor)
-	stageOne := func(b sampled, n int) *staged {
-		var before train.Prediction
-		if sb {
-			before = train.PredictionNow(e.Be)
+		if b.err != nil {
+			return
 		}
-		st := m.stage(ctx, b, n)
-		if sb {
-			d := train.PredictionNow(e.Be).Since(before)
-			st.predictedS, _ = d.Split()
-			st.featS, st.topoS = d.TransferS[backend.PurposeFeatures], d.TransferS[backend.PurposeTopology]
-		}
-		return st
 	}
-	var stages chan *staged
-	stageDone := make(chan struct{})
-	if m.overlap {
-		stages = make(chan *staged) // unbuffered: one batch staged while one trains
-		go func() {
-			defer close(stageDone)
-			defer close(stages)
-			n := 0
-			for b := range queue {
-				st := stageOne(b, n)
-				select {
-				case stages <- st:
-				case <-ctx.Done():
-					st.release(m)
-					return
-				}
-				if st.err != nil {
-					return
-				}
-				n++
-			}
-		}()
-	} else {
-		close(stageDone)
-	}
-	defer func() {
-		cancel()
-		if stages != nil {
-			for st := range stages { // drain what the stage made after an early return
-				st.release(m)
+}
+
+// sampleBatch samples batch i's shard of every device, splits it into
+// micro-batches when micro-batching and gathers its input rows on the
+// host when there is neither a store nor micro-batches; it stops at the
+// first error.
+func (p *miniEpoch) sampleBatch(i int, nodes []int32) sampled {
+	m, e := p.m, p.e
+	var b sampled
+	d := len(m.replicas)
+	for k := 0; k < d && b.err == nil; k++ {
+		part := nodes[k*len(nodes)/d : (k+1)*len(nodes)/d]
+		if len(part) == 0 {
+			continue
+		}
+		t0 := time.Now()
+		blocks, topo, err := m.sample(p.ctx, k, part, p.seed*0x9e3779b97f4a7c15+uint64(i*d+k))
+		t1 := time.Now()
+		p.sampleS += t1.Sub(t0).Seconds()
+		if err != nil {
+			b.err = err
+			break
+		}
+		sh := shard{nodes: part, blocks: blocks, topo: topo}
+		if m.micro != nil {
+			if b.err = m.micro.splitShard(p.ctx, e, &sh, m.store == nil); b.err != nil {
+				break
 			}
 		}
-		<-stageDone
-	}()
-	next := func(n int) (*staged, bool) {
-		if stages != nil {
-			st, ok := <-stages
-			return st, ok
+		if m.store == nil && sh.micro == nil {
+			sh.x = e.GatherInput(blocks[0].Src)
 		}
-		b, ok := <-queue
-		if !ok {
-			return nil, false
+		for _, bl := range blocks {
+			p.edges += bl.NumEdges()
 		}
-		return stageOne(b, n), true
+		p.hostExtractS += time.Since(t1).Seconds()
+		b.shards = append(b.shards, sh)
 	}
-	var loss, trainS, stageS, featS, topoS float64
-	var hits, peer, rows int64
-	var stagePred, computePred []float64
+	return b
+}
+
+// stageOne runs the transfer stage on batch n, with its predicted times
+// on a simulated machine.
+func (p *miniEpoch) stageOne(b sampled, n int) *staged {
+	e := p.e
+	var before train.Prediction
+	if p.sb {
+		before = train.PredictionNow(e.Be)
+	}
+	st := p.m.stage(p.ctx, b, n)
+	if p.sb {
+		d := train.PredictionNow(e.Be).Since(before)
+		st.predictedS, _ = d.Split()
+		st.featS, st.topoS = d.TransferS[backend.PurposeFeatures], d.TransferS[backend.PurposeTopology]
+	}
+	return st
+}
+
+// transfer is the transfer stage's goroutine with overlap: every queued
+// batch staged into stages, until one fails or the epoch is cancelled.
+func (p *miniEpoch) transfer() {
+	defer close(p.stageDone)
+	defer close(p.stages)
 	n := 0
+	for b := range p.queue {
+		st := p.stageOne(b, n)
+		select {
+		case p.stages <- st:
+		case <-p.ctx.Done():
+			st.release(p.m)
+			return
+		}
+		if st.err != nil {
+			return
+		}
+		n++
+	}
+}
+
+// stop cancels the epoch, releases what the transfer stage made after an
+// early return and waits for it.
+func (p *miniEpoch) stop() {
+	p.cancel()
+	if p.stages != nil {
+		for st := range p.stages { // drain what the stage made after an early return
+			st.release(p.m)
+		}
+	}
+	<-p.stageDone
+}
+
+// next returns batch n staged: from the transfer goroutine, or staged
+// here from the queue; false when there are no more.
+func (p *miniEpoch) next(n int) (*staged, bool) {
+	if p.stages != nil {
+		st, ok := <-p.stages
+		return st, ok
+	}
+	b, ok := <-p.queue
+	if !ok {
+		return nil, false
+	}
+	return p.stageOne(b, n), true
+}
+
+// trainAll trains every staged batch in turn and sums the epoch's
+// totals; it stops at the first error.
+func (p *miniEpoch) trainAll(update func() error) (miniTotals, error) {
+	m, e := p.m, p.e
+	var t miniTotals
 	for {
-		st, ok := next(n)
+		st, ok := p.next(t.n)
 		if !ok {
 			break
 		}
 		if st.err != nil {
 			st.release(m)
-			return 0, st.err
+			return t, st.err
 		}
-		stageS += st.seconds
-		featS, topoS = featS+st.featS, topoS+st.topoS
-		hits, peer, rows = hits+st.hits, peer+st.peer, rows+st.rows
+		t.stageS += st.seconds
+		t.featS, t.topoS = t.featS+st.featS, t.topoS+st.topoS
+		t.hits, t.peer, t.rows = t.hits+st.hits, t.peer+st.peer, t.rows+st.rows
 		var before train.Prediction
-		if sb {
+		if p.sb {
 			before = train.PredictionNow(e.Be)
 		}
 		t0 := time.Now()
-		l, err := m.train(ctx, st, seed, n, update)
+		l, err := m.train(p.ctx, st, p.seed, t.n, update)
 		st.release(m)
 		if err != nil {
-			return 0, err
+			return t, err
 		}
-		loss += l
-		trainS += time.Since(t0).Seconds()
-		if sb {
+		t.loss += l
+		t.trainS += time.Since(t0).Seconds()
+		if p.sb {
 			_, c := train.PredictionNow(e.Be).Since(before).Split()
-			stagePred, computePred = append(stagePred, st.predictedS), append(computePred, c)
+			t.stagePred, t.computePred = append(t.stagePred, st.predictedS), append(t.computePred, c)
 		}
-		n++
+		t.n++
 	}
-	<-done
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	m.sampleS, m.extractS, m.stageS, m.trainS, m.sampledEdges = sampleS, hostExtractS, stageS, trainS, edges
-	m.hits, m.peer, m.rows = hits, peer, rows
-	m.predFeatS, m.predTopoS = featS/float64(max(n, 1)), topoS/float64(max(n, 1))
+	return t, nil
+}
+
+// recordEpoch keeps the finished epoch's stage times, counts and
+// predicted time.
+func (m *miniBatches) recordEpoch(p *miniEpoch, t *miniTotals) {
+	n := t.n
+	m.sampleS, m.extractS, m.stageS, m.trainS, m.sampledEdges = p.sampleS, p.hostExtractS, t.stageS, t.trainS, p.edges
+	m.hits, m.peer, m.rows = t.hits, t.peer, t.rows
+	m.predFeatS, m.predTopoS = t.featS/float64(max(n, 1)), t.topoS/float64(max(n, 1))
 	m.micro.endEpoch(m)
 	m.predicted = 0
-	for i := range stagePred {
-		m.predicted += stagePred[i] + computePred[i]
+	for i := range t.stagePred {
+		m.predicted += t.stagePred[i] + t.computePred[i]
 	}
 	if m.overlap {
-		m.predicted = steprun.PipelinedS(stagePred, computePred)
+		m.predicted = steprun.PipelinedS(t.stagePred, t.computePred)
 	}
-	return loss / float64(max(n, 1)), nil
 }
 
 // predictedS implements pipelined.

@@ -51,6 +51,33 @@ type Plan struct {
 // with its aggregations' reducers), and the plain schedule (batch j = the
 // j-th chunk of every partition).
 func NewPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]map[string]bool, part []int32, m, n int, labels, trainIdx []int32) (*Plan, error) {
+	p, err := newPartition(part, m, n)
+	if err != nil {
+		return nil, err
+	}
+	isTrain := make([]bool, len(part))
+	for _, v := range trainIdx {
+		isTrain[v] = true
+	}
+	graphs, fulls := usedGraphs(adjs, used)
+	local := make([]int32, len(part)) // global → local source id + 1 (0: none)
+	for _, c := range p.Chunks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(c.Dst) == 0 {
+			return nil, fmt.Errorf("chunked: chunk %d of partition %d is empty", c.Id%n, c.part)
+		}
+		c.build(local, isTrain, labels, graphs, fulls)
+	}
+	p.Sched = plainSchedule(m, n)
+	return p, nil
+}
+
+// newPartition returns the plan of the partition part (chunk id per node,
+// k = m·n chunks): its chunks with their destinations, and each node's
+// owner; no schedule yet.
+func newPartition(part []int32, m, n int) (*Plan, error) {
 	k := m * n
 	p := &Plan{M: m, N: n, Chunks: make([]*Chunk, k), Owner: make([]int32, len(part))}
 	for c := range p.Chunks {
@@ -63,16 +90,21 @@ func NewPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]map[s
 		p.Chunks[c].Dst = append(p.Chunks[c].Dst, int32(v))
 		p.Owner[v] = c / int32(n)
 	}
-	isTrain := make([]bool, len(part))
-	for _, v := range trainIdx {
-		isTrain[v] = true
-	}
-	type full struct {
-		csr       *graph.CSR
-		gcn, mean []float32
-	}
+	return p, nil
+}
+
+// fullGraph is one adjacency of the whole graph with the edge weights of
+// the reducers the model uses over it (nil where unused).
+type fullGraph struct {
+	csr       *graph.CSR
+	gcn, mean []float32
+}
+
+// usedGraphs returns the names of the adjacencies the model reads ("adj",
+// then "adj_self") and each one's fullGraph.
+func usedGraphs(adjs *train.Adjacencies, used map[string]map[string]bool) ([]string, map[string]fullGraph) {
 	var graphs []string
-	fulls := map[string]full{}
+	fulls := map[string]fullGraph{}
 	for _, name := range []string{"adj", "adj_self"} {
 		if reducers, ok := used[name]; ok {
 			csr := adjs.Adj
@@ -80,7 +112,7 @@ func NewPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]map[s
 				csr = adjs.AdjSelf
 			}
 			graphs = append(graphs, name)
-			f := full{csr: csr}
+			f := fullGraph{csr: csr}
 			if reducers["gcn"] {
 				f.gcn = graph.GCNNorm(csr)
 			}
@@ -90,69 +122,77 @@ func NewPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]map[s
 			fulls[name] = f
 		}
 	}
-	local := make([]int32, len(part)) // global → local source id + 1 (0: none)
-	for _, c := range p.Chunks {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	return graphs, fulls
+}
+
+// build fills the chunk's rows (src), labels, training rows and graphs.
+// local maps a global id to its local source id + 1, all zero before and
+// after.
+func (c *Chunk) build(local []int32, isTrain []bool, labels []int32, graphs []string, fulls map[string]fullGraph) {
+	c.Src = append(make([]int32, 0, 2*len(c.Dst)), c.Dst...)
+	for i, v := range c.Dst {
+		local[v] = int32(i + 1)
+		c.Labels = append(c.Labels, labels[v])
+		if isTrain[v] {
+			c.Train = append(c.Train, int32(i))
 		}
-		if len(c.Dst) == 0 {
-			return nil, fmt.Errorf("chunked: chunk %d of partition %d is empty", c.Id%n, c.part)
-		}
-		c.Src = append(make([]int32, 0, 2*len(c.Dst)), c.Dst...)
-		for i, v := range c.Dst {
-			local[v] = int32(i + 1)
-			c.Labels = append(c.Labels, labels[v])
-			if isTrain[v] {
-				c.Train = append(c.Train, int32(i))
+	}
+	for _, name := range graphs {
+		c.Graphs[name] = c.graphOf(fulls[name], local)
+	}
+	for _, cg := range c.Graphs {
+		cg.Csr.NumCols = len(c.Src)
+	}
+	for _, u := range c.Src {
+		local[u] = 0
+	}
+}
+
+// graphOf returns the chunk's rows of f in local ids (NumCols not yet
+// set), appending to src the in-neighbours it meets first.
+func (c *Chunk) graphOf(f fullGraph, local []int32) *Graph {
+	var nnz int64
+	for _, v := range c.Dst {
+		nnz += f.csr.Indptr[v+1] - f.csr.Indptr[v]
+	}
+	cg := &Graph{Csr: &graph.CSR{NumRows: len(c.Dst), Indptr: make([]int64, len(c.Dst)+1), Idx32: make([]int32, 0, nnz)}}
+	if f.gcn != nil {
+		cg.Gcn = make([]float32, 0, nnz)
+	}
+	if f.mean != nil {
+		cg.Mean = make([]float32, 0, nnz)
+	}
+	for i, v := range c.Dst {
+		for e := f.csr.Indptr[v]; e < f.csr.Indptr[v+1]; e++ {
+			u := int32(f.csr.Col(e))
+			if local[u] == 0 {
+				c.Src = append(c.Src, u)
+				local[u] = int32(len(c.Src))
 			}
-		}
-		for _, name := range graphs {
-			f := fulls[name]
-			var nnz int64
-			for _, v := range c.Dst {
-				nnz += f.csr.Indptr[v+1] - f.csr.Indptr[v]
-			}
-			cg := &Graph{Csr: &graph.CSR{NumRows: len(c.Dst), Indptr: make([]int64, len(c.Dst)+1), Idx32: make([]int32, 0, nnz)}}
+			cg.Csr.Idx32 = append(cg.Csr.Idx32, local[u]-1)
 			if f.gcn != nil {
-				cg.Gcn = make([]float32, 0, nnz)
+				cg.Gcn = append(cg.Gcn, f.gcn[e])
 			}
 			if f.mean != nil {
-				cg.Mean = make([]float32, 0, nnz)
+				cg.Mean = append(cg.Mean, f.mean[e])
 			}
-			for i, v := range c.Dst {
-				for e := f.csr.Indptr[v]; e < f.csr.Indptr[v+1]; e++ {
-					u := int32(f.csr.Col(e))
-					if local[u] == 0 {
-						c.Src = append(c.Src, u)
-						local[u] = int32(len(c.Src))
-					}
-					cg.Csr.Idx32 = append(cg.Csr.Idx32, local[u]-1)
-					if f.gcn != nil {
-						cg.Gcn = append(cg.Gcn, f.gcn[e])
-					}
-					if f.mean != nil {
-						cg.Mean = append(cg.Mean, f.mean[e])
-					}
-				}
-				cg.Csr.Indptr[i+1] = int64(len(cg.Csr.Idx32))
-			}
-			c.Graphs[name] = cg
 		}
-		for _, cg := range c.Graphs {
-			cg.Csr.NumCols = len(c.Src)
-		}
-		for _, u := range c.Src {
-			local[u] = 0
+		cg.Csr.Indptr[i+1] = int64(len(cg.Csr.Idx32))
+	}
+	return cg
+}
+
+// plainSchedule is the plain schedule of m partitions of n chunks:
+// batch j runs the j-th chunk of every partition.
+func plainSchedule(m, n int) [][]int {
+	sched := make([][]int, n)
+	for j := range sched {
+		sched[j] = make([]int, m)
+		for i := range sched[j] {
+			sched[j][i] = i*n + j
 		}
 	}
-	p.Sched = make([][]int, n)
-	for j := range p.Sched {
-		p.Sched[j] = make([]int, m)
-		for i := range p.Sched[j] {
-			p.Sched[j][i] = i*n + j
-		}
-	}
-	return p, nil
+	return sched
 }
 
 // CommRows counts the neighbour rows one pass over a layer loads from the
