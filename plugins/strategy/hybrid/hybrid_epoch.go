@@ -675,7 +675,8 @@ func (p *hybridPipeline) sample(s *hybridStepper, seed uint64) {
 		}
 		b := &hybridBatch{n: n, st: st, pool: &s.staging}
 		s.sample(ctx, b, nodes, seed)
-		if !p.send(p.sampled, b) || b.err != nil {
+		failed := b.err != nil // read before the next stage owns b
+		if !p.send(p.sampled, b) || failed {
 			return
 		}
 	}
@@ -704,7 +705,10 @@ func (p *hybridPipeline) stage(name string, in, out chan *hybridBatch, f func(co
 		if b.err == nil {
 			f(ctx, b)
 		}
-		if !p.send(out, b) || b.err != nil {
+		// Read the error before handing the batch on: the next stage
+		// owns it from then on and may set its error.
+		failed := b.err != nil
+		if !p.send(out, b) || failed {
 			return
 		}
 	}
