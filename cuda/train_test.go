@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	_ "strata/plugins/all" // every built-in plugin
+	"strata/plugins/strategy/minibatch"
 	"strconv"
 	"testing"
 
@@ -124,12 +125,12 @@ func testCoraMiniBatch(t *testing.T, overlap bool) {
 	epochs := max(trainEpochs(t)/10, 2)
 	res := trainOn(t, coraSAGEMiniBatch, []string{"sim", "cuda"}, "train.epochs="+strconv.Itoa(epochs), "train.overlap="+strconv.FormatBool(overlap))
 	s, g := res["sim"], res["cuda"]
-	t.Logf("test accuracy sim %.4f cuda %.4f; cache hit rate sim %.4f cuda %.4f", s.TestAcc, g.TestAcc, s.CacheHitRate, g.CacheHitRate)
+	t.Logf("test accuracy sim %.4f cuda %.4f; cache hit rate sim %.4f cuda %.4f", s.TestAcc, g.TestAcc, s.Figures["minibatch"].(*minibatch.Figures).CacheHitRate, g.Figures["minibatch"].(*minibatch.Figures).CacheHitRate)
 	if math.Abs(s.TestAcc-g.TestAcc) > 0.005 {
 		t.Errorf("test accuracy %.4f on the GPU, %.4f on the simulated device", g.TestAcc, s.TestAcc)
 	}
-	if s.CacheHitRate != g.CacheHitRate || g.CacheHitRate == 0 {
-		t.Errorf("cache hit rate %.6f on the GPU, %.6f on the simulated device", g.CacheHitRate, s.CacheHitRate)
+	if s.Figures["minibatch"].(*minibatch.Figures).CacheHitRate != g.Figures["minibatch"].(*minibatch.Figures).CacheHitRate || g.Figures["minibatch"].(*minibatch.Figures).CacheHitRate == 0 {
+		t.Errorf("cache hit rate %.6f on the GPU, %.6f on the simulated device", g.Figures["minibatch"].(*minibatch.Figures).CacheHitRate, s.Figures["minibatch"].(*minibatch.Figures).CacheHitRate)
 	}
 }
 

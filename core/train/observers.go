@@ -123,7 +123,7 @@ type csvRows struct {
 
 // header writes the header row, the stepper's columns last.
 func (c *csvRows) header(st Stepper) error {
-	header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc", "sample_s", "extract_s", "stage_s", "train_s", "cache_hit_rate", "transfer_bytes", "predicted_s"}
+	header := []string{"epoch", "time_s", "loss", "train_acc", "valid_acc", "test_acc", "sample_s", "extract_s", "stage_s", "train_s", "transfer_bytes", "predicted_s"}
 	for _, tier := range c.be.Tiers() {
 		header = append(header, "peak_"+string(tier)+"_bytes")
 	}

@@ -22,11 +22,10 @@ type EpochRecord struct {
 	Evaluated bool             `json:"evaluated"`
 	PeakBytes map[string]int64 `json:"peak_bytes"`
 	// Mini-batch stages of the epoch and the device cache's hit rate.
-	SampleS      float64 `json:"sample_s"`
-	ExtractS     float64 `json:"extract_s"`
-	StageS       float64 `json:"stage_s"` // moving batches to the devices
-	TrainS       float64 `json:"train_s"`
-	CacheHitRate float64 `json:"cache_hit_rate"`
+	SampleS  float64 `json:"sample_s"`
+	ExtractS float64 `json:"extract_s"`
+	StageS   float64 `json:"stage_s"` // moving batches to the devices
+	TrainS   float64 `json:"train_s"`
 	// TransferBytes crossed the simulated links since the previous record
 	// (the first record includes the set-up: parameters, cached rows).
 	TransferBytes int64 `json:"transfer_bytes"`
@@ -98,13 +97,6 @@ type Result struct {
 	StageTimeS       float64 `json:"stage_time_s,omitempty"` // gathering from the feature store and uploading batches
 	TrainTimeS       float64 `json:"train_time_s,omitempty"`
 	SampledEdgesPerS float64 `json:"sampled_edges_per_s,omitempty"`
-	// CacheHitRate is the share of the last epoch's feature rows served by
-	// the device's feature cache ([cache], mini-batch on sim).
-	CacheHitRate float64 `json:"cache_hit_rate,omitempty"`
-	// TierHitRates splits those rows by where they came from: "local"
-	// (the training device's own cache), "peer" (another device's, over a
-	// link) and "host".
-	TierHitRates map[string]float64 `json:"tier_hit_rates,omitempty"`
 	// Traffic is, on simulated devices, the bytes that crossed each link
 	// and the time the link bandwidths predict for them; TransferTimeS is
 	// their sum (the busy time of all links; the predicted times take the
@@ -120,17 +112,8 @@ type Result struct {
 	// the overlap of the mini-batch pipeline (train.overlap).
 	// PredictedComputeS is each device's predicted kernel time in the
 	// last epoch.
-	PredictedEpochS float64 `json:"predicted_epoch_s,omitempty"`
-	// PredictedFeaturesS and PredictedTopologyS are the mean predicted
-	// transfer time per step of the last epoch's feature extraction
-	// (store gathers, input rows) and topology (the samplers' reads
-	// through the store, block uploads), links in parallel (mini-batch on
-	// sim). TopologyRatio is the share of the nodes whose topology the
-	// devices hold (store.graph_ratio, "auto" resolved).
-	PredictedFeaturesS float64            `json:"predicted_features_s,omitempty"`
-	PredictedTopologyS float64            `json:"predicted_topology_s,omitempty"`
-	TopologyRatio      float64            `json:"topology_ratio,omitempty"`
-	PredictedComputeS  map[string]float64 `json:"predicted_compute_s,omitempty"`
+	PredictedEpochS   float64            `json:"predicted_epoch_s,omitempty"`
+	PredictedComputeS map[string]float64 `json:"predicted_compute_s,omitempty"`
 	// Figures are the strategy's own figures: each a typed sub-object of
 	// the result line under the name of the strategy that reports it
 	// ("chunked": {...}), set with SetFigures; see FigureDeclarer.

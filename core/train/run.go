@@ -512,7 +512,7 @@ func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, error) 
 func recordRow(r EpochRecord, tiers []tensor.Tier, extra []string) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	row := []string{strconv.Itoa(r.Epoch), f(r.TimeS), f(r.Loss), "", "", "",
-		f(r.SampleS), f(r.ExtractS), f(r.StageS), f(r.TrainS), f(r.CacheHitRate), strconv.FormatInt(r.TransferBytes, 10), f(r.PredictedS)}
+		f(r.SampleS), f(r.ExtractS), f(r.StageS), f(r.TrainS), strconv.FormatInt(r.TransferBytes, 10), f(r.PredictedS)}
 	if r.Evaluated {
 		row[3], row[4], row[5] = f(r.TrainAcc), f(r.ValidAcc), f(r.TestAcc)
 	}

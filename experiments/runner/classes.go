@@ -128,10 +128,10 @@ var trainClasses = []classRule{
 	{"feature_dtype", checked}, {"feature_bytes", checked}, {"peak_tier_bytes.*", checked},
 	{"train_peak_tier_bytes.*", checked}, {"eval_peak_tier_bytes.*", checked}, {"micro_batches", checked},
 	{"micro_batches_auto", checked}, {"estimated_peak_bytes", checked}, {"partitioner", checked},
-	{"redundancy", checked}, {"cache_hit_rate", checked}, {"tier_hit_rates.*", checked},
+	{"redundancy", checked},
 	{"traffic.*", checked}, {"transfer_time_s", checked}, {"traffic_by_purpose.*", checked},
-	{"predicted_epoch_s", checked}, {"predicted_features_s", checked}, {"predicted_topology_s", checked},
-	{"topology_ratio", checked}, {"predicted_compute_s.*", checked}, {"seed", checked},
+	{"predicted_epoch_s", checked},
+	{"predicted_compute_s.*", checked}, {"seed", checked},
 }
 
 // partitionClasses class the fields of strata partition's report.

@@ -339,13 +339,13 @@ func TestMiniBatchMicroPipeline(t *testing.T) {
 			if d := math.Abs(r.FinalLoss-want.FinalLoss) / want.FinalLoss; d > tol {
 				t.Errorf("loss %.9f, whole batch %.9f (relative %.2g, bound %.2g)", r.FinalLoss, want.FinalLoss, d, tol)
 			}
-			if r.CacheHitRate <= 0 || !r.MicroBatchesAuto && r.MicroBatches != 4 {
-				t.Errorf("hit rate %v, %d micro-batches", r.CacheHitRate, r.MicroBatches)
+			if r.Figures["minibatch"].(*Figures).CacheHitRate <= 0 || !r.MicroBatchesAuto && r.MicroBatches != 4 {
+				t.Errorf("hit rate %v, %d micro-batches", r.Figures["minibatch"].(*Figures).CacheHitRate, r.MicroBatches)
 			}
 			if r.MicroBatchesAuto && (r.MicroBatches < 2 || r.PeakTierBytes["device0"] > 11000000) {
 				t.Errorf("auto beside the cache: K=%d, peak %d, estimated %d", r.MicroBatches, r.PeakTierBytes["device0"], r.EstimatedPeakBytes)
 			}
-			t.Logf("K=%d, peak %d, estimated %d, hit rate %.2f", r.MicroBatches, r.PeakTierBytes["device0"], r.EstimatedPeakBytes, r.CacheHitRate)
+			t.Logf("K=%d, peak %d, estimated %d, hit rate %.2f", r.MicroBatches, r.PeakTierBytes["device0"], r.EstimatedPeakBytes, r.Figures["minibatch"].(*Figures).CacheHitRate)
 		})
 	}
 }

@@ -7,6 +7,7 @@ package minibatch
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"strata/core/backend"
@@ -615,8 +616,15 @@ func (m *miniBatches) PredictedS() float64 { return m.predictedS() }
 
 // ReportEpoch implements train.EpochReporter.
 func (m *miniBatches) ReportEpoch(rec *train.EpochRecord) {
-	rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS, rec.CacheHitRate = m.sampleS, m.extractS, m.stageS, m.trainS, m.hitRate()
+	rec.SampleS, rec.ExtractS, rec.StageS, rec.TrainS = m.sampleS, m.extractS, m.stageS, m.trainS
+	if rec.Extra == nil {
+		rec.Extra = map[string]string{}
+	}
+	rec.Extra["cache_hit_rate"] = strconv.FormatFloat(m.hitRate(), 'g', 6, 64)
 }
+
+// Columns implements train.Columner: the epoch's cache hit rate.
+func (m *miniBatches) Columns() []string { return []string{"cache_hit_rate"} }
 
 // ReportResult implements train.ResultReporter.
 func (m *miniBatches) ReportResult(res *train.Result) {
@@ -624,18 +632,41 @@ func (m *miniBatches) ReportResult(res *train.Result) {
 		res.Partitioner, res.MicroBatches, res.MicroBatchesAuto, res.EstimatedPeakBytes = m.partitioner, mm.microK, mm.auto, mm.estPeak
 	}
 	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.sampleS, m.extractS, m.stageS, m.trainS
-	res.CacheHitRate, res.TierHitRates = m.hitRate(), m.hitRates()
-	res.PredictedFeaturesS, res.PredictedTopologyS = m.predFeatS, m.predTopoS
+	fig := &Figures{CacheHitRate: m.hitRate(), TierHitRates: m.hitRates(), PredictedFeaturesS: m.predFeatS, PredictedTopologyS: m.predTopoS}
 	if m.store != nil && m.store.HoldsTopology() {
 		k, _ := m.store.HotTopology()
-		res.TopologyRatio = float64(k) / float64(max(m.store.NumRows(), 1))
+		fig.TopologyRatio = float64(k) / float64(max(m.store.NumRows(), 1))
 	}
+	res.SetFigures("minibatch", fig)
 	if m.sampleS > 0 {
 		res.SampledEdgesPerS = float64(m.sampledEdges) / m.sampleS
 	}
 }
 
 func init() { registry.Register(new(Minibatch)) }
+
+// Figures are strategy.minibatch's figures of its tiered feature store
+// ([cache], [store]) in the result line, "minibatch": {...}.
+type Figures struct {
+	// CacheHitRate is the share of the last epoch's feature rows served
+	// by the device's feature cache; TierHitRates splits those rows by
+	// where they came from: "local" (the training device's own cache),
+	// "peer" (another device's, over a link) and "host".
+	CacheHitRate float64            `json:"cache_hit_rate,omitempty" doc:"share of the last epoch's feature rows served by the device cache"`
+	TierHitRates map[string]float64 `json:"tier_hit_rates,omitempty" doc:"share of the last epoch's feature rows served by the device's own cache (local), another device's (peer) or the host"`
+	// PredictedFeaturesS and PredictedTopologyS are the mean predicted
+	// transfer time per step of the last epoch's feature extraction
+	// (store gathers, input rows) and topology (the samplers' reads
+	// through the store, block uploads), links in parallel (on sim).
+	PredictedFeaturesS float64 `json:"predicted_features_s,omitempty" doc:"mean predicted transfer time per step of the last epoch's feature extraction, seconds"`
+	PredictedTopologyS float64 `json:"predicted_topology_s,omitempty" doc:"mean predicted transfer time per step of the last epoch's topology reads and block uploads, seconds"`
+	// TopologyRatio is the share of the nodes whose topology the devices
+	// hold (store.graph_ratio, "auto" resolved).
+	TopologyRatio float64 `json:"topology_ratio,omitempty" doc:"share of the nodes whose topology the devices hold (store.graph_ratio, auto resolved)"`
+}
+
+// Figures implements train.FigureDeclarer.
+func (*Minibatch) Figures() any { return &Figures{} }
 
 // ExampleConfig implements train.Exampler: a two-layer uniform sampler.
 func (*Minibatch) ExampleConfig() []string {

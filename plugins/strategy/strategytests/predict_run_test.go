@@ -7,6 +7,7 @@ import (
 	"strata/core/train"
 	"strata/internal/floattol"
 	"strata/plugins/strategy/internal/testkit"
+	"strata/plugins/strategy/minibatch"
 	"strings"
 	"testing"
 )
@@ -79,9 +80,9 @@ func TestOverlap(t *testing.T) {
 		if !(ovl.PredictedEpochS < seq.PredictedEpochS) || ovl.StageTimeS <= 0 {
 			t.Errorf("%v: predicted epoch %v with overlap, %v without; stage %v s", devices, ovl.PredictedEpochS, seq.PredictedEpochS, ovl.StageTimeS)
 		}
-		h := ovl.TierHitRates // three ratios, each rounded, then added: within 3γ_3 of 1
-		if math.Abs(h["local"]+h["peer"]+h["host"]-1) > 3*floattol.Gamma(3, floattol.UFloat64) || h["local"] != ovl.CacheHitRate || (len(devices) > 0) != (h["peer"] > 0) {
-			t.Errorf("%v: hit rates per tier %v, cache hit rate %v", devices, h, ovl.CacheHitRate)
+		h := ovl.Figures["minibatch"].(*minibatch.Figures).TierHitRates // three ratios, each rounded, then added: within 3γ_3 of 1
+		if math.Abs(h["local"]+h["peer"]+h["host"]-1) > 3*floattol.Gamma(3, floattol.UFloat64) || h["local"] != ovl.Figures["minibatch"].(*minibatch.Figures).CacheHitRate || (len(devices) > 0) != (h["peer"] > 0) {
+			t.Errorf("%v: hit rates per tier %v, cache hit rate %v", devices, h, ovl.Figures["minibatch"].(*minibatch.Figures).CacheHitRate)
 		}
 		if !reflect.DeepEqual(ovl.PredictedComputeS, seq.PredictedComputeS) {
 			t.Errorf("%v: kernel times differ: %v vs %v", devices, ovl.PredictedComputeS, seq.PredictedComputeS)

@@ -15,6 +15,7 @@ import (
 	_ "strata/plugins/layers"
 	_ "strata/plugins/placement"
 	"strata/plugins/strategy/internal/testkit"
+	"strata/plugins/strategy/minibatch"
 	"strings"
 	"testing"
 )
@@ -346,8 +347,8 @@ func TestMiniBatchFeatureCache(t *testing.T) {
 			if r.FinalLoss != prev.FinalLoss {
 				t.Errorf("capacity %s: loss %v differs from %v", capacity, r.FinalLoss, prev.FinalLoss)
 			}
-			if capacity != "0.1" && r.CacheHitRate <= prev.CacheHitRate {
-				t.Errorf("capacity %s: hit rate %v not above %v", capacity, r.CacheHitRate, prev.CacheHitRate)
+			if capacity != "0.1" && r.Figures["minibatch"].(*minibatch.Figures).CacheHitRate <= prev.Figures["minibatch"].(*minibatch.Figures).CacheHitRate {
+				t.Errorf("capacity %s: hit rate %v not above %v", capacity, r.Figures["minibatch"].(*minibatch.Figures).CacheHitRate, prev.Figures["minibatch"].(*minibatch.Figures).CacheHitRate)
 			}
 			if r.TrafficByPurpose["features"] >= prev.TrafficByPurpose["features"] && capacity == "0.5" {
 				t.Errorf("capacity %s: %d feature bytes, not fewer than %d", capacity, r.TrafficByPurpose["features"], prev.TrafficByPurpose["features"])
