@@ -44,6 +44,7 @@ func resultLine(t *testing.T, stdout string) map[string]any {
 // sameResult reports every non-timing field that differs between a and b.
 func sameResult(t *testing.T, a, b map[string]any) {
 	t.Helper()
+	a, b = flattenObjects(a), flattenObjects(b) // a strategy's figures too
 	for k := range b {
 		if _, ok := a[k]; !ok {
 			t.Errorf("resumed result has %q, the uninterrupted one does not", k)
@@ -59,6 +60,23 @@ func sameResult(t *testing.T, a, b map[string]any) {
 			t.Errorf("%s: uninterrupted %s, resumed %s", k, ja, jb)
 		}
 	}
+}
+
+// flattenObjects lifts the members of nested objects to dotted keys
+// ("minibatch.sampled_edges_per_s"), so that their wall-clock members are
+// told by their names like the top level's.
+func flattenObjects(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if inner, ok := v.(map[string]any); ok {
+			for ik, iv := range flattenObjects(inner) {
+				out[k+"."+ik] = iv
+			}
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func slurp(t *testing.T, path string) []byte {

@@ -92,11 +92,10 @@ type Result struct {
 	Redundancy float64 `json:"redundancy,omitempty"`
 	// Mini-batch stages of the last epoch, in seconds: sampling and
 	// feature extraction run ahead of training and overlap with it.
-	SampleTimeS      float64 `json:"sample_time_s,omitempty"`
-	ExtractTimeS     float64 `json:"extract_time_s,omitempty"`
-	StageTimeS       float64 `json:"stage_time_s,omitempty"` // gathering from the feature store and uploading batches
-	TrainTimeS       float64 `json:"train_time_s,omitempty"`
-	SampledEdgesPerS float64 `json:"sampled_edges_per_s,omitempty"`
+	SampleTimeS  float64 `json:"sample_time_s,omitempty"`
+	ExtractTimeS float64 `json:"extract_time_s,omitempty"`
+	StageTimeS   float64 `json:"stage_time_s,omitempty"` // gathering from the feature store and uploading batches
+	TrainTimeS   float64 `json:"train_time_s,omitempty"`
 	// Traffic is, on simulated devices, the bytes that crossed each link
 	// and the time the link bandwidths predict for them; TransferTimeS is
 	// their sum (the busy time of all links; the predicted times take the

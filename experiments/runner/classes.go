@@ -109,7 +109,6 @@ var trainClasses = []classRule{
 	{"extract_time_s", notChecked(whyWallClock)},
 	{"stage_time_s", notChecked(whyWallClock)},
 	{"train_time_s", notChecked(whyWallClock)},
-	{"sampled_edges_per_s", notChecked(whyWallClock)},
 	{"peak_rss_bytes", notChecked(whyRSS)},
 	{"load_peak_rss_bytes", notChecked(whyRSS)},
 	{"threads", notChecked(whyMachine)},

@@ -33,6 +33,8 @@ func TestClassOf(t *testing.T) {
 		{train, "hybrid.measured_mteps", false},
 		{train, "hybrid.predicted_mteps", true},
 		{train, "chunked.comm_bytes.p2p", true},
+		{train, "minibatch.sampled_edges_per_s", false},
+		{train, "minibatch.tier_hit_rates.host", true},
 		{train, "chunked.intermediates.0", true},
 		{train, "config_sha256", false},
 		{train, "threads", false},

@@ -409,7 +409,6 @@ var trainDocs = map[string]string{
 	"estimated_peak_bytes":    "Betty's memory estimate (costmodel.betty-memory) of the largest micro-batch's training step on the simulated device; micro-batched runs only",
 	"nodes":                   "nodes of the graph",
 	"edges":                   "stored edges of the graph",
-	"sampled_edges_per_s":     "sampled edges per second of sampling time",
 	"predicted_epoch_s":       "epoch time the cost model and link bandwidths predict for the simulated machine, seconds",
 	"sample_time_s":           "sampling time of the last epoch, seconds",
 	"extract_time_s":          "feature extraction time of the last epoch, seconds",

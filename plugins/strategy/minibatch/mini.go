@@ -637,10 +637,10 @@ func (m *miniBatches) ReportResult(res *train.Result) {
 		k, _ := m.store.HotTopology()
 		fig.TopologyRatio = float64(k) / float64(max(m.store.NumRows(), 1))
 	}
-	res.SetFigures("minibatch", fig)
 	if m.sampleS > 0 {
-		res.SampledEdgesPerS = float64(m.sampledEdges) / m.sampleS
+		fig.SampledEdgesPerS = float64(m.sampledEdges) / m.sampleS
 	}
+	res.SetFigures("minibatch", fig)
 }
 
 func init() { registry.Register(new(Minibatch)) }
@@ -663,6 +663,15 @@ type Figures struct {
 	// TopologyRatio is the share of the nodes whose topology the devices
 	// hold (store.graph_ratio, "auto" resolved).
 	TopologyRatio float64 `json:"topology_ratio,omitempty" doc:"share of the nodes whose topology the devices hold (store.graph_ratio, auto resolved)"`
+	// SampledEdgesPerS is the last epoch's sampled edges per second of
+	// sampling time.
+	SampledEdgesPerS float64 `json:"sampled_edges_per_s,omitempty" doc:"sampled edges per second of sampling time"`
+}
+
+// CheckRules implements train.CheckRuler: the sampling rate is measured
+// by the wall clock; the store's figures are compared.
+func (*Figures) CheckRules() []train.CheckRule {
+	return []train.CheckRule{{Pattern: "sampled_edges_per_s", Why: train.WhyWallClock}}
 }
 
 // Figures implements train.FigureDeclarer.
