@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -55,7 +57,10 @@ func decodeRaw(raw map[string]any, src *source, name string, overrides []string)
 	cfg.Path = name
 	cfg.src = src
 	sections := takeStrategySections(raw)
-	d.table(nil, raw, reflect.ValueOf(cfg).Elem(), fieldsOf(configType), d.unknownKey)
+	topLevel := func(path []string, known []string) {
+		d.unknownKey(path, append(known, slices.Sorted(maps.Keys(strategySections()))...))
+	}
+	d.table(nil, raw, reflect.ValueOf(cfg).Elem(), fieldsOf(configType), topLevel)
 	d.strategy(cfg, sections)
 	d.check(cfg)
 	if err := join(d.errs); err != nil {

@@ -54,3 +54,29 @@ func TestConfigsRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestStrategySectionErrors: a strategy's section is a top-level key like
+// the built-in ones: a misspelt one is suggested, an unknown one lists
+// the sections with the strategies', and a section that is not a table is
+// refused at its line.
+func TestStrategySectionErrors(t *testing.T) {
+	base := "[data]\ndataset = \"embedded:cora\"\n"
+	cases := []struct {
+		text string
+		sets []string
+		want string
+	}{
+		{base, []string{"chunkd.chunks=4"}, `unknown key "chunkd" (did you mean "chunked"?)`},
+		{base, []string{"nosuch.x=4"}, `the keys of the top level are "data"`},
+		{base, []string{"nosuch.x=4"}, `"chunked"`},
+		{"chunked = 5\n" + base, nil, `c.toml:1: chunked: expected table, got integer 5`},
+		{base + "[train]\nmode = \"chunked\"\n[[chunked]]\nchunks = 4\n", nil, "chunked: expected table, got array of tables"},
+		{base + "[train]\nmode = \"chunked\"\n[chunked]\nchunks = 3\ndedup = \"p2pp\"\n", nil, `chunked.dedup = "p2pp": allowed values are`},
+	}
+	for _, c := range cases {
+		_, err := config.Parse("c.toml", []byte(c.text), c.sets...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q %v: error %v, want %q", c.text, c.sets, err, c.want)
+		}
+	}
+}
