@@ -80,6 +80,17 @@ func (d *decoder) plugin(path []string, v any, rv reflect.Value, ns string) {
 		d.errs = append(d.errs, d.src.errorAt(namePath, msg+"; "+available(ns)))
 		return
 	}
+	inst := d.moduleOptions(path, section, ns, info, opts)
+	o, _ := plain(opts).(map[string]any)
+	rv.Set(reflect.ValueOf(Plugin{Name: info.Name(), ID: info.ID, Options: o, Module: inst}))
+}
+
+// moduleOptions decodes the options of a module section (opts, the
+// section's keys other than what picked the module) into a new instance
+// of the module, strictly, then validates it as the lifecycle does at
+// decode time (registry.ValidateDecoded). A misspelt option is suggested
+// and named "for <ns> <name>".
+func (d *decoder) moduleOptions(path []string, section, ns string, info registry.ModuleInfo, opts map[string]any) registry.Module {
 	inst := info.New()
 	before := len(d.errs)
 	fields, target := moduleFields(inst)
@@ -111,8 +122,7 @@ func (d *decoder) plugin(path []string, v any, rv reflect.Value, ns string) {
 			d.errorf(path, "%s (%s): %v", section, info.ID, err)
 		}
 	}
-	o, _ := plain(opts).(map[string]any)
-	rv.Set(reflect.ValueOf(Plugin{Name: info.Name(), ID: info.ID, Options: o, Module: inst}))
+	return inst
 }
 
 // moduleFields returns the config keys of a module instance and the struct

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"strata/core/registry"
 )
 
@@ -67,11 +65,12 @@ func (d *decoder) strategy(c *Config, sections map[string]any) {
 			c.Strategy.Options, _ = plain(v).(map[string]any)
 		}
 	}
+	known := strategySections()
 	for _, name := range slices.Sorted(maps.Keys(sections)) {
 		if name == mode {
 			continue
 		}
-		other := strategySections()[name]
+		other := known[name]
 		before := len(d.errs)
 		inst := d.strategySection(other, sections[name])
 		if len(d.errs) > before || reflect.DeepEqual(inst, other.New()) {
@@ -82,38 +81,18 @@ func (d *decoder) strategy(c *Config, sections map[string]any) {
 }
 
 // strategySection decodes one strategy's section (v, nil when absent)
-// into a new instance of the module, then runs its Validate.
+// into a new instance of the module, as a plugin section is decoded.
 func (d *decoder) strategySection(info registry.ModuleInfo, v any) registry.Module {
-	inst := info.New()
-	fields, target := moduleFields(inst)
-	if v == nil || !target.IsValid() {
-		return inst
+	if v == nil {
+		return info.New()
 	}
 	path := []string{info.Name()}
 	m, ok := unwrap(v, reflect.Map).(map[string]any)
 	if !ok {
 		d.errorf(path, "%s: expected table, got %s", info.Name(), DescribeValue(v))
-		return inst
+		return info.New()
 	}
-	before := len(d.errs)
-	saved := d.unknown
-	d.unknown = func(kp []string, known []string) {
-		msg := fmt.Sprintf("unknown key %q for strategy %q", toml.Key(kp).String(), info.Name())
-		if sug := registry.Suggest(kp[len(kp)-1], known); sug != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", toml.Key(append(slices.Clone(kp[:len(kp)-1]), sug)).String())
-		}
-		d.errs = append(d.errs, d.src.errorAt(kp, msg+"; its options are "+quoteList(known)))
-	}
-	d.table(path, m, target, fields, d.unknown)
-	d.unknown = saved
-	if len(d.errs) == before {
-		if val, ok := inst.(registry.Validator); ok {
-			if err := val.Validate(); err != nil {
-				d.errorf(path, "[%s] (%s): %v", info.Name(), info.ID, err)
-			}
-		}
-	}
-	return inst
+	return d.moduleOptions(path, info.Name(), strategyNamespace, info, m)
 }
 
 // strategyMap is the strategy's section as a TOML tree for Canonical and

@@ -66,11 +66,11 @@ func figureClass(column string) Class {
 	if !ok {
 		return checked
 	}
-	figures, ok := declaredFigures()[name]
-	if !ok {
+	mod, err := registry.New[train.FigureDeclarer]("strategy." + name)
+	if err != nil {
 		return checked
 	}
-	ruler, ok := figures.(train.CheckRuler)
+	ruler, ok := mod.Figures().(train.CheckRuler)
 	if !ok {
 		return checked
 	}
