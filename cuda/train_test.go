@@ -123,7 +123,7 @@ func TestCoraMiniBatchTiered(t *testing.T) {
 // drives the backend from its own goroutine while training runs.
 func testCoraMiniBatch(t *testing.T, overlap bool) {
 	epochs := max(trainEpochs(t)/10, 2)
-	res := trainOn(t, coraSAGEMiniBatch, []string{"sim", "cuda"}, "train.epochs="+strconv.Itoa(epochs), "train.overlap="+strconv.FormatBool(overlap))
+	res := trainOn(t, coraSAGEMiniBatch, []string{"sim", "cuda"}, "train.epochs="+strconv.Itoa(epochs), "minibatch.overlap="+strconv.FormatBool(overlap))
 	s, g := res["sim"], res["cuda"]
 	t.Logf("test accuracy sim %.4f cuda %.4f; cache hit rate sim %.4f cuda %.4f", s.TestAcc, g.TestAcc, s.Figures["minibatch"].(*minibatch.Figures).CacheHitRate, g.Figures["minibatch"].(*minibatch.Figures).CacheHitRate)
 	if math.Abs(s.TestAcc-g.TestAcc) > 0.005 {

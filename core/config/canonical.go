@@ -36,6 +36,9 @@ func (c *Config) encode(hashOnly bool) ([]byte, error) {
 	if name, sm := c.strategyMap(hashOnly); sm != nil {
 		m[name] = sm
 	}
+	if hashOnly {
+		c.placeMovedKeys(m)
+	}
 	if err := toml.NewEncoder(&buf).Encode(m); err != nil {
 		return nil, err
 	}

@@ -57,7 +57,6 @@ type Config struct {
 	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy (fullgraph training does not use it)"`
 	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (fullgraph) or each mini-batch's output nodes (minibatch); betty-reg is Betty's redundancy-aware split"`
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
-	Store     Store   `toml:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 	// Strategy is the strategy train.mode names, decoded from its own
@@ -116,7 +115,6 @@ type Train struct {
 	DType           string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
 	BatchSize       int     `toml:"batch_size" range:"[1,1073741824]" doc:"training nodes per mini-batch (minibatch mode)"`
 	Prefetch        int     `toml:"prefetch" range:"[1,1024]" doc:"mini-batches sampled and extracted ahead of training (the pipeline queue depth)"`
-	Overlap         bool    `toml:"overlap" doc:"minibatch mode: move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing"`
 	CheckpointEvery int     `toml:"checkpoint_every" hash:"-" range:"[0,10000000]" doc:"write output.checkpoint (parameters, optimizer state, early-stopping state, next epoch) atomically every this many epochs (0 = never; not part of config_sha256: it does not change the result); strata train --resume continues from it, see docs/checkpoints.md"`
 	MicroBatches    int     `toml:"micro_batches" range:"[1,1048576]" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty): in fullgraph mode the training nodes, each micro-batch running over the full-neighbour blocks of its nodes; in minibatch mode each sampled batch's output nodes, each micro-batch running over its share of the batch's blocks; their gradients accumulate into one optimizer step; needs [partition]. \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md"`
 }
@@ -137,22 +135,6 @@ type Devices struct {
 	MemGBps    float64 `toml:"mem_gbps" range:"[0,)" doc:"device memory bandwidth in GB/s for the cost model (0 = a V100's 900)"`
 	LaunchUS   float64 `toml:"launch_us" range:"[0,)" special:"-1:a V100's 5 µs" doc:"fixed cost of a kernel launch in µs for the cost model (-1 = a V100's 5)"`
 }
-
-// Store configures the memory store of mini-batch training with a
-// [cache] policy (docs/store.md).
-type Store struct {
-	GraphRatio   float64 `toml:"graph_ratio" range:"[0,1]" special:"-2:unset: the samplers read the host graph" word:"auto:-1:topology first when the whole topology fits the devices, else features first (XGNN §6.8)" doc:"share of the nodes whose topology (CSR rows, hottest first) lives on the devices, placed like the hot feature rows and taken from the device budget before the features; the samplers then read the graph through the store, every read counted on its link. Unset = the samplers read the host graph as before"`
-	FeatureRatio float64 `toml:"feature_ratio" range:"[0,1]" special:"-2:unset: as many feature rows as the budget holds" doc:"share of the nodes whose feature rows (hottest first) may be cached on the devices, XGNN's feat_ratio; unset = as many as the device budget holds after the topology"`
-	Placement    string  `toml:"placement" enum:",interleaved,replicated,replicated-interleaved" doc:"the hot tier without [placement]: interleaved (hot row r on device r mod D, the default), replicated (every device the same hottest rows), replicated-interleaved (the hottest rows replicated, the next interleaved; data tiering §4.2)"`
-	Replicate    float64 `toml:"replicate" range:"[0,1]" doc:"replicated-interleaved: the share of each device's feature budget that holds the replicated hottest rows"`
-}
-
-// GraphRatioUnset and GraphRatioAuto are Store.GraphRatio when the key is
-// absent and when it is "auto".
-const (
-	GraphRatioUnset = -2
-	GraphRatioAuto  = -1
-)
 
 // Output configures what a run prints and writes.
 type Output struct {
@@ -211,7 +193,6 @@ func Default() *Config {
 			MicroBatches: 1,
 		},
 		Devices: Devices{LaunchUS: -1},
-		Store:   Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5},
 		Output: Output{
 			JSON:     true,
 			Progress: "auto",

@@ -40,9 +40,15 @@ func Explain() string {
 }
 
 // explainFields writes one key per field: a comment with its constraint
-// and doc, then `key = default`.
+// and doc, then `key = default`; a struct field follows as its own table,
+// [section.key].
 func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []field, section string) {
+	var tables []field
 	for _, f := range fields {
+		if isTable(f.typ) {
+			tables = append(tables, f)
+			continue
+		}
 		b.WriteString("\n")
 		doc := f.constraint()
 		if f.required {
@@ -72,6 +78,11 @@ func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []
 		default:
 			fmt.Fprintf(b, "%s%s = %s\n", indent, f.key, goValue(fv))
 		}
+	}
+	for _, f := range tables {
+		fmt.Fprintf(b, "\n%s[%s.%s]\n", indent, section, f.key)
+		writeComment(b, indent, f.doc)
+		explainFields(b, indent, v.FieldByIndex(f.index), fieldsOf(f.typ), section+"."+f.key)
 	}
 }
 

@@ -57,11 +57,12 @@ func decodeRaw(raw map[string]any, src *source, name string, overrides []string)
 	cfg.Path = name
 	cfg.src = src
 	sections := takeStrategySections(raw)
+	moved := d.moveKeys(raw, sections)
 	topLevel := func(path []string, known []string) {
 		d.unknownKey(path, append(known, slices.Sorted(maps.Keys(strategySections()))...))
 	}
 	d.table(nil, raw, reflect.ValueOf(cfg).Elem(), fieldsOf(configType), topLevel)
-	d.strategy(cfg, sections)
+	d.strategy(cfg, sections, moved)
 	d.check(cfg)
 	if err := join(d.errs); err != nil {
 		return nil, err

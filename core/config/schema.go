@@ -36,6 +36,7 @@ type field struct {
 	nohash   bool     // hash:"-": left out of the canonical form
 	omitzero bool     // hash:"omitempty": left out of the canonical form when zero
 	omitdef  bool     // hash:"omitdefault" (a section of Config): left out when it is the default
+	moved    []string // moved:"train.overlap": a strategy's option that Config once held there (moved.go)
 }
 
 // describe says how a config gives the special value: "or -1 (same as
@@ -102,6 +103,7 @@ func fieldsOf(t reflect.Type) []field {
 				nohash:   sf.Tag.Get("hash") == "-",
 				omitzero: sf.Tag.Get("hash") == "omitempty",
 				omitdef:  sf.Tag.Get("hash") == "omitdefault",
+				moved:    parseMovedTag(t, sf.Name, sf.Tag.Get("moved")),
 			}
 			if m := sf.Tag.Get("modules"); m != "" {
 				ns, alias, _ := strings.Cut(m, "+")

@@ -54,8 +54,9 @@ func takeStrategySections(raw map[string]any) map[string]any {
 }
 
 // strategy decodes the section of the strategy train.mode names into
-// c.Strategy and checks that no other strategy's section is set.
-func (d *decoder) strategy(c *Config, sections map[string]any) {
+// c.Strategy and checks that no other strategy's section is set; moved
+// are the keys moveKeys took from their old places, by section.
+func (d *decoder) strategy(c *Config, sections map[string]any, moved map[string][]movedKey) {
 	mode := c.Train.Mode
 	info, err := registry.Lookup(strategyNamespace + "." + mode)
 	if err == nil {
@@ -73,11 +74,32 @@ func (d *decoder) strategy(c *Config, sections map[string]any) {
 		other := known[name]
 		before := len(d.errs)
 		inst := d.strategySection(other, sections[name])
-		if len(d.errs) > before || reflect.DeepEqual(inst, other.New()) {
+		def := other.New()
+		if len(d.errs) > before || reflect.DeepEqual(inst, def) {
+			continue
+		}
+		if d.otherMoved(inst, def, moved[name], mode) {
 			continue
 		}
 		d.errorf([]string{name}, "%s: the section configures train.mode = %q, not %q; set train.mode = %q or remove [%s]", name, name, mode, name, name)
 	}
+}
+
+// otherMoved reports the keys of moved (at their old places) that set
+// inst, another strategy than train.mode's, away from its defaults def;
+// it returns true when those are all that differ.
+func (d *decoder) otherMoved(inst, def registry.Module, moved []movedKey, mode string) bool {
+	_, target := moduleFields(inst)
+	_, defTarget := moduleFields(def)
+	for _, k := range moved {
+		if !reflect.DeepEqual(target.FieldByIndex(k.f.index).Interface(), defTarget.FieldByIndex(k.f.index).Interface()) {
+			d.movedError(k, mode)
+		}
+	}
+	taken := func(f field) bool {
+		return slices.ContainsFunc(moved, func(k movedKey) bool { return slices.Equal(k.f.index, f.index) })
+	}
+	return reflect.DeepEqual(withoutMoved(inst, def, taken), def)
 }
 
 // strategySection decodes one strategy's section (v, nil when absent)
@@ -109,7 +131,9 @@ func (c *Config) strategyMap(hashOnly bool) (string, map[string]any) {
 		return "", nil
 	}
 	if hashOnly {
-		if info, err := registry.Lookup(c.Strategy.ID); err == nil && reflect.DeepEqual(m, info.New()) {
+		// Moved options hash at their old places (placeMovedKeys).
+		fields = slices.DeleteFunc(slices.Clone(fields), isMoved)
+		if info, err := registry.Lookup(c.Strategy.ID); err == nil && reflect.DeepEqual(withoutMoved(m, info.New(), isMoved), info.New()) {
 			return "", nil
 		}
 	}
@@ -139,8 +163,15 @@ func (c *Config) StrategyKeyPath(p, key string) string {
 }
 
 // Sections lists the top-level sections of a config: those of Config, then
-// the registered strategies' own sections, by name.
+// the registered strategies' own sections, by name, then the old sections
+// of options a strategy took over (moved.go), which a config may still set.
 func Sections() []string {
 	out := keysOf(fieldsOf(configType))
-	return append(out, slices.Sorted(maps.Keys(strategySections()))...)
+	out = append(out, slices.Sorted(maps.Keys(strategySections()))...)
+	for _, k := range movedKeys() {
+		if len(k.from) == 1 && !slices.Contains(out, k.from[0]) {
+			out = append(out, k.from[0])
+		}
+	}
+	return out
 }

@@ -108,7 +108,7 @@ type Result struct {
 	// PredictedEpochS is, on simulated devices, the median epoch training
 	// time predicted for the simulated machine: kernel times from
 	// devices.cost_model, transfer times from the link bandwidths, and
-	// the overlap of the mini-batch pipeline (train.overlap).
+	// the overlap of the mini-batch pipeline (minibatch.overlap).
 	// PredictedComputeS is each device's predicted kernel time in the
 	// last epoch.
 	PredictedEpochS   float64            `json:"predicted_epoch_s,omitempty"`

@@ -33,7 +33,6 @@ type Strategy interface {
 type Uses struct {
 	Sampler   bool // [sampler]: it samples mini-batches
 	Cache     bool // [cache] (and [placement]): it reads features through the tiered store
-	Overlap   bool // train.overlap: it pipelines transfers
 	Devices   bool // several devices ([devices] count > 1): it trains data-parallel
 	Partition bool // [partition]: it splits work with a partitioner (with train.micro_batches)
 	// RankPartition: [partition] splits the graph among the ranks of a

@@ -37,9 +37,6 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Partition.Name != "" && !uses.RankPartition && (cfg.Train.MicroBatches == 1 || !uses.Partition) {
 		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
 	}
-	if cfg.Train.Overlap && !uses.Overlap {
-		return cfg.KeyError(fmt.Sprintf("train.overlap pipelines the transfers of sampled mini-batches, which train.mode = %q does not have; set train.mode = %s or remove it", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Overlap })), "train", "overlap")
-	}
 	if cfg.Train.CheckpointEvery > 0 && cfg.Output.Checkpoint == "" {
 		return cfg.KeyError("train.checkpoint_every: checkpoints go to output.checkpoint, which is not set; set output.checkpoint = \"run.ckpt\" or remove train.checkpoint_every", "train", "checkpoint_every")
 	}

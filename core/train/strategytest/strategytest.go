@@ -208,13 +208,6 @@ var capabilities = []capability{
 			}
 			return ""
 		}, nil},
-	{"Overlap", func(u train.Uses) bool { return u.Overlap }, []string{"train.backend=sim", "train.overlap=true"},
-		[]string{"train.backend=sim"}, func(res, base *train.Result) string {
-			if !(res.PredictedEpochS < base.PredictedEpochS) {
-				return fmt.Sprintf("the predicted epoch (%g s) is not shorter than without overlap (%g s): transfers do not overlap compute", res.PredictedEpochS, base.PredictedEpochS)
-			}
-			return ""
-		}, nil},
 }
 
 // testCapabilities trains one epoch with each capability the strategy

@@ -18,8 +18,8 @@ import (
 )
 
 // newFeatureStore ranks the nodes with the [cache] policy and places the
-// hot rows on the training devices: interleaved, or as [store] placement
-// or a [placement] plan says; with store.graph_ratio the store holds the
+// hot rows on the training devices: interleaved, or as minibatch.store.placement
+// or a [placement] plan says; with minibatch.store.graph_ratio the store holds the
 // topology too and the samplers read through it (docs/store.md).
 //
 // The device budget: cache.capacity_bytes per device (the policy ranks
@@ -37,6 +37,7 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 	if e.DT != tensor.Float32 {
 		return nil, cfg.KeyError("cache: the feature store holds float32 rows; set train.dtype = \"float32\"", "train", "dtype")
 	}
+	opt := optionsOf(cfg).Store
 	D := int64(len(devices))
 	rowBytes := int64(e.Dim) * 4
 	perDevBytes, _ := cfg.Cache.Options["capacity_bytes"].(int64)
@@ -59,26 +60,26 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 	if perDevBytes <= 0 {
 		perDevBytes = perDevice * rowBytes
 	}
-	if cfg.Store.GraphRatio != config.GraphRatioUnset {
+	if opt.GraphRatio != GraphRatioUnset {
 		// The topology ratio is of all the nodes, hottest first: rank
 		// them all (the budget still bounds the feature rows).
 		var err error
 		if prefix {
 			rank = steprun.Iota32(e.DS.NumNodes)
 		} else if rank, err = train.RankAll(ctx, pol, e.DS); err != nil {
-			return nil, cfg.KeyError(fmt.Sprintf("store.graph_ratio: %s: %v", cfg.Cache.ID, err), "store", "graph_ratio")
+			return nil, cfg.KeyError(fmt.Sprintf("minibatch.store.graph_ratio: %s: %v", cfg.Cache.ID, err), storeKey("graph_ratio")...)
 		}
 	}
 	opts := store.Options{Placement: store.Interleaved, Devices: devices, Capacity: []int64{perDevBytes}, Prefix: prefix}
-	switch cfg.Store.Placement {
+	switch opt.Placement {
 	case "replicated":
 		opts.Placement = store.Replicated
 	case "replicated-interleaved":
-		opts.Placement, opts.Replicate = store.ReplicatedInterleaved, cfg.Store.Replicate
+		opts.Placement, opts.Replicate = store.ReplicatedInterleaved, opt.Replicate
 	}
 	if cfg.Placement.Name != "" {
-		if cfg.Store.Placement != "" {
-			return nil, cfg.KeyError(fmt.Sprintf("store.placement = %q and [placement] both place the hot rows; keep one", cfg.Store.Placement), "store", "placement")
+		if opt.Placement != "" {
+			return nil, cfg.KeyError(fmt.Sprintf("minibatch.store.placement = %q and [placement] both place the hot rows; keep one", opt.Placement), storeKey("placement")...)
 		}
 		solver, ok := cfg.Placement.Module.(placing.Solver)
 		machine, isSim := e.Be.(backend.Machine)
@@ -103,19 +104,19 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 			opts.Capacity = []int64{perDevice * int64(plan.MaxStored()) * rowBytes}
 		}
 	}
-	if r := cfg.Store.GraphRatio; r != config.GraphRatioUnset {
+	if r := opt.GraphRatio; r != GraphRatioUnset {
 		if _, ok := cfg.Sampler.Module.(sampling.GraphSampler); !ok {
-			return nil, cfg.KeyError(fmt.Sprintf("store.graph_ratio: sampler %q does not read the graph through the store's access API (sampling.GraphSampler); remove store.graph_ratio or use full, uniform, khop or randomwalk", cfg.Sampler.Name), "store", "graph_ratio")
+			return nil, cfg.KeyError(fmt.Sprintf("minibatch.store.graph_ratio: sampler %q does not read the graph through the store's access API (sampling.GraphSampler); remove minibatch.store.graph_ratio or use full, uniform, khop or randomwalk", cfg.Sampler.Name), storeKey("graph_ratio")...)
 		}
 		opts.Topology, opts.Graph = true, e.Adjs.Adj
-		opts.GraphRatio, opts.GraphAuto = max(r, 0), r == config.GraphRatioAuto
+		opts.GraphRatio, opts.GraphAuto = max(r, 0), r == GraphRatioAuto
 	}
-	if f := cfg.Store.FeatureRatio; f != config.GraphRatioUnset {
+	if f := opt.FeatureRatio; f != GraphRatioUnset {
 		opts.LimitFeatures, opts.FeatureRatio = true, f
 	}
 	s, err := store.New(backend.ForPurpose(e.Be, backend.PurposeFeatures), e.Feats, e.Dim, rank, opts)
 	if errors.Is(err, store.ErrTopologyBudget) {
-		return nil, cfg.KeyError(err.Error(), "store", "graph_ratio")
+		return nil, cfg.KeyError(err.Error(), storeKey("graph_ratio")...)
 	}
 	return s, err
 }

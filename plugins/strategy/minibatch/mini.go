@@ -37,7 +37,7 @@ import (
 // sampling and host feature extraction run ahead on a goroutine, through a
 // queue of train.prefetch batches; the transfer stage gathers each batch's
 // input rows from the feature store and uploads its blocks and rows to the
-// devices; the training goroutine computes. With train.overlap the
+// devices; the training goroutine computes. With minibatch.overlap the
 // transfer stage runs on its own goroutine, one batch ahead of training
 // (double buffering); otherwise the training goroutine runs it before
 // each batch.
@@ -89,7 +89,7 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 			return nil, err
 		}
 	}
-	m := &miniBatches{sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch, overlap: cfg.Train.Overlap}
+	m := &miniBatches{sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch, overlap: optionsOf(cfg).Overlap}
 	m.micro = micro
 	devices := []tensor.Tier{e.Tier}
 	if md, ok := e.Be.(backend.MultiDevice); ok {
@@ -543,23 +543,25 @@ func (m *miniBatches) allReduce(n int) error {
 }
 
 // Minibatch is strategy.minibatch: sampled mini-batches ([sampler]) on a
-// prefetching pipeline (train.prefetch, train.overlap), input rows read
+// prefetching pipeline (train.prefetch, minibatch.overlap), input rows read
 // through the tiered feature store when [cache] is set, data-parallel over
 // every device of a machine with several, optionally each batch split
 // into micro-batches.
-type Minibatch struct{}
+type Minibatch struct {
+	Options
+}
 
 var _ train.Strategy = (*Minibatch)(nil)
 
 // StrataModule implements registry.Module.
 func (*Minibatch) StrataModule() registry.ModuleInfo {
-	return registry.ModuleInfo{ID: "strategy.minibatch", New: func() registry.Module { return new(Minibatch) },
+	return registry.ModuleInfo{ID: "strategy.minibatch", New: func() registry.Module { return &Minibatch{Options: defaultOptions()} },
 		Doc: "sampled mini-batches ([sampler]) on a prefetching pipeline, features through the tiered store ([cache]), data-parallel over devices"}
 }
 
 // Uses implements train.Strategy.
 func (*Minibatch) Uses() train.Uses {
-	return train.Uses{Sampler: true, Cache: true, Overlap: true, Devices: true, Partition: true, HalfFeatures: true, Float64: true, Checkpoints: true}
+	return train.Uses{Sampler: true, Cache: true, Devices: true, Partition: true, HalfFeatures: true, Float64: true, Checkpoints: true}
 }
 
 // NewStepper implements train.Strategy.
@@ -643,10 +645,10 @@ func (m *miniBatches) ReportResult(res *train.Result) {
 	res.SetFigures("minibatch", fig)
 }
 
-func init() { registry.Register(new(Minibatch)) }
+func init() { registry.Register(&Minibatch{Options: defaultOptions()}) }
 
 // Figures are strategy.minibatch's figures of its tiered feature store
-// ([cache], [store]) in the result line, "minibatch": {...}.
+// ([cache], [minibatch.store]) in the result line, "minibatch": {...}.
 type Figures struct {
 	// CacheHitRate is the share of the last epoch's feature rows served
 	// by the device's feature cache; TierHitRates splits those rows by
@@ -661,8 +663,8 @@ type Figures struct {
 	PredictedFeaturesS float64 `json:"predicted_features_s,omitempty" doc:"mean predicted transfer time per step of the last epoch's feature extraction, seconds"`
 	PredictedTopologyS float64 `json:"predicted_topology_s,omitempty" doc:"mean predicted transfer time per step of the last epoch's topology reads and block uploads, seconds"`
 	// TopologyRatio is the share of the nodes whose topology the devices
-	// hold (store.graph_ratio, "auto" resolved).
-	TopologyRatio float64 `json:"topology_ratio,omitempty" doc:"share of the nodes whose topology the devices hold (store.graph_ratio, auto resolved)"`
+	// hold (minibatch.store.graph_ratio, "auto" resolved).
+	TopologyRatio float64 `json:"topology_ratio,omitempty" doc:"share of the nodes whose topology the devices hold (minibatch.store.graph_ratio, auto resolved)"`
 	// SampledEdgesPerS is the last epoch's sampled edges per second of
 	// sampling time.
 	SampledEdgesPerS float64 `json:"sampled_edges_per_s,omitempty" doc:"sampled edges per second of sampling time"`

@@ -56,7 +56,6 @@ func TestPredictionErrors(t *testing.T) {
 		{[]string{`train.backend="sim"`, `devices.cost_model="tpu"`}, `devices.cost_model = "tpu" is not a registered cost model`},
 		{[]string{`train.backend="sim"`, `devices.cost_model="betty-memory"`}, `is strategy.micro's own model, which estimates something other than a kernel's time`},
 		{[]string{`devices.peak_gflops=100`}, "devices.peak_gflops describes simulated devices"},
-		{[]string{`train.overlap=true`}, "train.overlap pipelines the transfers of sampled mini-batches"},
 	}
 	for _, c := range cases {
 		_, err := train.Run(context.Background(), testkit.MustParse(t, testkit.CoraBase, c.sets...), train.Options{Host: testkit.TestHost(t)})
@@ -72,7 +71,7 @@ func TestPredictionErrors(t *testing.T) {
 func TestOverlap(t *testing.T) {
 	for _, devices := range [][]string{nil, {`devices.preset="nvlink-clique-4"`}} {
 		seq := simMiniBatch(t, devices...)
-		ovl := simMiniBatch(t, append([]string{"train.overlap=true"}, devices...)...)
+		ovl := simMiniBatch(t, append([]string{"minibatch.overlap=true"}, devices...)...)
 		if ovl.FinalLoss != seq.FinalLoss || ovl.TestAcc != seq.TestAcc || !reflect.DeepEqual(ovl.TrafficByPurpose, seq.TrafficByPurpose) {
 			t.Errorf("%v: overlap changed the run: loss %v vs %v, acc %v vs %v, bytes %v vs %v", devices,
 				ovl.FinalLoss, seq.FinalLoss, ovl.TestAcc, seq.TestAcc, ovl.TrafficByPurpose, seq.TrafficByPurpose)

@@ -1,0 +1,45 @@
+package minibatch
+
+import "strata/core/config"
+
+// Options are strategy.minibatch's section, [minibatch]. Both keys lived
+// in core's config before the strategy owned them; their moved tags keep
+// the old spellings (train.overlap, [store]) readable and config_sha256
+// unchanged (core/config/moved.go).
+type Options struct {
+	Overlap bool  `toml:"overlap" moved:"train.overlap" doc:"move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing (was train.overlap, still read there)"`
+	Store   Store `toml:"store" moved:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md (was [store], still read there)"`
+}
+
+// Store configures the memory store of mini-batch training with a
+// [cache] policy (docs/store.md).
+type Store struct {
+	GraphRatio   float64 `toml:"graph_ratio" range:"[0,1]" special:"-2:unset: the samplers read the host graph" word:"auto:-1:topology first when the whole topology fits the devices, else features first (XGNN §6.8)" doc:"share of the nodes whose topology (CSR rows, hottest first) lives on the devices, placed like the hot feature rows and taken from the device budget before the features; the samplers then read the graph through the store, every read counted on its link. Unset = the samplers read the host graph"`
+	FeatureRatio float64 `toml:"feature_ratio" range:"[0,1]" special:"-2:unset: as many feature rows as the budget holds" doc:"share of the nodes whose feature rows (hottest first) may be cached on the devices, XGNN's feat_ratio; unset = as many as the device budget holds after the topology"`
+	Placement    string  `toml:"placement" enum:",interleaved,replicated,replicated-interleaved" doc:"the hot tier without [placement]: interleaved (hot row r on device r mod D, the default), replicated (every device the same hottest rows), replicated-interleaved (the hottest rows replicated, the next interleaved; data tiering §4.2)"`
+	Replicate    float64 `toml:"replicate" range:"[0,1]" doc:"replicated-interleaved: the share of each device's feature budget that holds the replicated hottest rows"`
+}
+
+// GraphRatioUnset and GraphRatioAuto are Store.GraphRatio when the key is
+// absent and when it is "auto".
+const (
+	GraphRatioUnset = -2
+	GraphRatioAuto  = -1
+)
+
+// defaultOptions are the options of a config without [minibatch].
+func defaultOptions() Options {
+	return Options{Store: Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5}}
+}
+
+// optionsOf returns the [minibatch] options of cfg (the defaults when
+// train.mode names another strategy).
+func optionsOf(cfg *config.Config) Options {
+	if m, ok := cfg.Strategy.Module.(*Minibatch); ok {
+		return m.Options
+	}
+	return defaultOptions()
+}
+
+// storeKey is the path of a [minibatch.store] key, for errors.
+func storeKey(key string) []string { return []string{"minibatch", "store", key} }
