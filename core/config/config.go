@@ -53,9 +53,9 @@ type Config struct {
 	Data      Data    `toml:"data" doc:"the dataset and how it is prepared"`
 	Model     Model   `toml:"model" doc:"the GNN: a layer module and its sizes"`
 	Train     Train   `toml:"train" doc:"the training loop"`
-	Sampler   Plugin  `toml:"sampler" ns:"sampler" doc:"neighbourhood sampler for mini-batch training (fullgraph training does not use it)"`
-	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy (fullgraph training does not use it)"`
-	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits the training nodes (fullgraph) or each mini-batch's output nodes (minibatch); betty-reg is Betty's redundancy-aware split"`
+	Sampler   Plugin  `toml:"sampler" ns:"sampler" doc:"neighbourhood sampler of the strategies that sample batches (train.mode; the others refuse it)"`
+	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy of the strategies that read features through a cache (train.mode; the others refuse it)"`
+	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits each step's output nodes (the training nodes, or a sampled batch's); betty-reg is Betty's redundancy-aware split"`
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
@@ -101,7 +101,7 @@ type Model struct {
 
 // Train configures the training loop.
 type Train struct {
-	Mode            string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (see strata list-plugins): fullgraph (with micro_batches > 1: Betty's micro), minibatch (sampled batches, see [sampler]), ..."`
+	Mode            string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (what each does: strata list-plugins); a strategy with options of its own reads them from its section, [<mode>]"`
 	Epochs          int     `toml:"epochs" range:"[1,10000000]" doc:"number of training epochs"`
 	Optimizer       string  `toml:"optimizer" enum:"adam,sgd" doc:"optimizer"`
 	LR              float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
@@ -113,10 +113,10 @@ type Train struct {
 	Backend         string  `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
 	Threads         int     `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
 	DType           string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
-	BatchSize       int     `toml:"batch_size" range:"[1,1073741824]" doc:"training nodes per mini-batch (minibatch mode)"`
+	BatchSize       int     `toml:"batch_size" range:"[1,1073741824]" doc:"training nodes per sampled batch (strategies that sample)"`
 	Prefetch        int     `toml:"prefetch" range:"[1,1024]" doc:"mini-batches sampled and extracted ahead of training (the pipeline queue depth)"`
 	CheckpointEvery int     `toml:"checkpoint_every" hash:"-" range:"[0,10000000]" doc:"write output.checkpoint (parameters, optimizer state, early-stopping state, next epoch) atomically every this many epochs (0 = never; not part of config_sha256: it does not change the result); strata train --resume continues from it, see docs/checkpoints.md"`
-	MicroBatches    int     `toml:"micro_batches" range:"[1,1048576]" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty): in fullgraph mode the training nodes, each micro-batch running over the full-neighbour blocks of its nodes; in minibatch mode each sampled batch's output nodes, each micro-batch running over its share of the batch's blocks; their gradients accumulate into one optimizer step; needs [partition]. \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md"`
+	MicroBatches    int     `toml:"micro_batches" range:"[1,1048576]" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty), each over its share of the step's output nodes (the training nodes, or a sampled batch's) and of their blocks; their gradients accumulate into one optimizer step; needs [partition]. \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md"`
 }
 
 // Devices describes the simulated machine (train.backend = "sim").

@@ -104,13 +104,8 @@ func explainPlugin(b *strings.Builder, sec field) {
 			b.WriteString("#     (no options)\n")
 			continue
 		}
-		for _, f := range fields {
-			line := fmt.Sprintf("#     %s = %s", f.key, goValue(target.FieldByIndex(f.index)))
-			doc := f.constraint()
-			if f.doc != "" {
-				doc += ". " + f.doc
-			}
-			fmt.Fprintf(b, "%-30s # %s\n", line, doc)
+		for _, o := range optionsOf("", target, fields) {
+			fmt.Fprintf(b, "%-30s # %s\n", fmt.Sprintf("#     %s = %s", o.key, o.value), o.doc)
 		}
 	}
 }
@@ -155,16 +150,42 @@ func goValue(v reflect.Value) string {
 }
 
 // PluginOptions describes the options of a module for `strata
-// list-plugins`: one "key = default  # constraint. doc" line per option.
+// list-plugins`: one "key = default  # constraint. doc" line per option,
+// the keys of a table option dotted ("store.graph_ratio").
 func PluginOptions(m registry.Module) []string {
 	fields, target := moduleFields(m)
 	var out []string
+	for _, o := range optionsOf("", target, fields) {
+		out = append(out, fmt.Sprintf("%s = %s  # %s", o.key, o.value, o.doc))
+	}
+	return out
+}
+
+// option is one key of a module's options as list-plugins and explain
+// show it.
+type option struct{ key, value, doc string }
+
+// optionsOf lists the options of the fields of v, their keys after
+// prefix, a table option's keys dotted.
+func optionsOf(prefix string, v reflect.Value, fields []field) []option {
+	var out []option
 	for _, f := range fields {
+		fv := v.FieldByIndex(f.index)
+		if isTable(f.typ) {
+			out = append(out, optionsOf(prefix+f.key+".", fv, fieldsOf(f.typ))...)
+			continue
+		}
 		doc := f.constraint()
 		if f.doc != "" {
 			doc += ". " + f.doc
 		}
-		out = append(out, fmt.Sprintf("%s = %s  # %s", f.key, goValue(target.FieldByIndex(f.index)), doc))
+		val := goValue(fv)
+		if f.special != nil && fv.CanFloat() && fv.Float() == f.special.value {
+			if _, unset := f.special.unset(); unset {
+				val = "(left out)"
+			}
+		}
+		out = append(out, option{prefix + f.key, val, doc})
 	}
 	return out
 }
