@@ -1,0 +1,36 @@
+package toyplugins
+
+import (
+	"context"
+	"testing"
+
+	"strata/core/graph/graphtest"
+	"strata/core/sampling/samplertest"
+)
+
+// TestFirstKPinned holds sampler.toy-first-k to the blocks it drew before
+// it moved onto the sampler base (samplertest.Checksum), on an R-MAT graph
+// with duplicate edges (the toy keeps the first k DISTINCT neighbours).
+func TestFirstKPinned(t *testing.T) {
+	g := graphtest.RMAT(9, 16, 6)
+	var seeds []int32
+	for v := int32(3); v < int32(g.NumRows); v += 7 {
+		seeds = append(seeds, v)
+	}
+	for _, c := range []struct {
+		s    *FirstK
+		want string
+	}{
+		{&FirstK{K: 3, Hops: 2}, "89f9ae969cfb75a5"},
+		{&FirstK{K: 1, Hops: 3}, "da4fa24ef1e78ac8"},
+		{&FirstK{K: 40, Hops: 1}, "493cf07795f6ddf6"},
+	} {
+		blocks, err := c.s.Sample(context.Background(), g, seeds, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := samplertest.Checksum(blocks); got != c.want {
+			t.Errorf("k %d, hops %d: blocks %s, pinned %s", c.s.K, c.s.Hops, got, c.want)
+		}
+	}
+}
