@@ -114,7 +114,7 @@ type scratch struct {
 	wk  []*workerScratch
 }
 
-// workerScratch is the per-goroutine state of one call.
+// workerScratch is the per-goroutine state of one layer's draw.
 type workerScratch struct {
 	sel     []int64  // picked positions of one row
 	bits    []uint64 // bitmap over a row's positions; all zero between rows
