@@ -67,8 +67,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	name := fs.String("name", "", "file name prefix (default: the dataset name)")
 	fanoutsS := fs.String("fanouts", "10,10,10", "sampler.uniform fanouts, first layer first")
 	batch := fs.Int("batch", 1024, "seed nodes per mini-batch")
-	seed := fs.Uint64("seed", 1, "seed of the measured epoch (presample uses seed+1000)")
-	preEpochs := fs.Int("presample-epochs", 1, "epochs cache.presample runs")
+	seed := fs.Uint64("seed", 1, "seed of the measured epoch (each score ranks with its own options' defaults, as the experiment kind hitratio does)")
 	epochs := fs.Int("epochs", 1, "measured epochs whose reads the curves count (the traffic table uses the first)")
 	traffic := fs.Bool("traffic", true, "also measure the host->device feature bytes through the tiered store")
 	symmetrize := fs.Bool("symmetrize", true, "sample the undirected graph (add reverse edges), as training does with data.symmetrize")
@@ -129,7 +128,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if *epochs < 1 {
 		return usagef("hitratio: --epochs %d: must be >= 1", *epochs)
 	}
-	counts, err := cache.AccessCounts(ctx, d.Graph, seeds, smp, *batch, *epochs, *seed)
+	reads, err := cache.MeasureReads(ctx, d.Graph, seeds, smp, *batch, *epochs, *seed)
 	if err != nil {
 		return err
 	}
@@ -139,7 +138,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	var scores []string
 	for _, s := range hitScores() {
 		t0 := time.Now()
-		r, err := fullRanking(ctx, s, d, fanouts, *batch, *preEpochs, int64(*seed)+1000)
+		r, err := fullRanking(ctx, s, d)
 		if err != nil {
 			return err
 		}
@@ -150,7 +149,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		scores = append(scores, s)
 		fmt.Fprintf(stdout, "%-20s ranked in %.2fs\n", s, time.Since(t0).Seconds())
 	}
-	ranks["oracle"] = cache.RankByScore(counts, d.NumNodes)
+	ranks["oracle"] = cache.RankByScore(reads.Counts, d.NumNodes)
 	series := append(append([]string{}, scores...), "oracle")
 
 	pcts := make([]float64, 50)
@@ -159,7 +158,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	curves := map[string][]float64{}
 	for _, s := range series {
-		curves[s] = cache.HitCurve(counts, ranks[s], pcts)
+		curves[s] = reads.Curve(ranks[s], pcts)
 	}
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return err
@@ -192,45 +191,32 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if d.FeatDim == 0 {
 		return fmt.Errorf("hitratio: %s has no features to move", d.Name)
 	}
-	return trafficTable(ctx, stdout, base+"-traffic.csv", d, seeds, smp, *batch, *seed, ranks)
+	return trafficTable(ctx, stdout, base+"-traffic.csv", d, reads.Batches, ranks)
 }
 
-// fullRanking returns the full ranking (capacity 1) of a registered
-// static policy, seeded with seed and sampling as the measured epochs do.
-func fullRanking(ctx context.Context, name string, d *graph.Dataset, fanouts []int, batch, epochs int, seed int64) (rank []int32, err error) {
+// fullRanking returns the full ranking of a registered static policy
+// with its registered options (cache.FullRanking: capacity all the
+// nodes), as the experiment kind hitratio ranks a [cache] section that
+// sets no options.
+func fullRanking(ctx context.Context, name string, d *graph.Dataset) (rank []int32, err error) {
 	p, err := registry.New[caching.Policy]("cache." + name)
 	if err != nil {
 		return nil, err
-	}
-	p.(caching.Sized).SetFraction(1)
-	if s, ok := p.(caching.Seeded); ok {
-		s.SetSeed(seed)
-	}
-	if s, ok := p.(caching.SamplingAware); ok {
-		s.MatchSampling(fanouts, batch, epochs, seed)
 	}
 	cleanup, err := registry.Ready(ctx, p.(registry.Module))
 	if err != nil {
 		return nil, err
 	}
 	defer joinCleanup(&err, cleanup)
-	return p.Rank(ctx, d)
+	return cache.FullRanking(ctx, p, d)
 }
 
-// trafficTable runs the measured epoch again through a tiered store on one
-// simulated pcie-only device for each score and hot capacity, gathering
-// every batch's blocks[0].Src to the device, and reports the host->device
-// feature bytes (checked against the sim backend's link counter).
-func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.Dataset, seeds []int32, smp sampler.Sampler, batch int, seed uint64, ranks map[string][]int32) error {
+// trafficTable runs the first measured epoch's batches (their
+// blocks[0].Src) through a tiered store on one simulated pcie-only device
+// for each score and hot capacity, and reports the host->device feature
+// bytes (checked against the sim backend's link counter).
+func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.Dataset, batches [][]int32, ranks map[string][]int32) error {
 	caps := []float64{0, 5, 10, 25}
-	var batches [][]int32
-	err := cache.Epoch(ctx, d.Graph, seeds, smp, batch, seed, 0, func(_ int, b []sampler.Block) error {
-		batches = append(batches, b[0].Src)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
 	var csv strings.Builder
 	csv.WriteString("score,hot_pct,hot_rows,host_to_device_feature_bytes,hit_rate,reduction_vs_0\n")
 	fmt.Fprintf(stdout, "\nhost->device feature bytes per epoch, one simulated pcie-only device (%s)\n", path)
@@ -298,15 +284,15 @@ func dynamicTraffic(name string, d *graph.Dataset, k int, batches [][]int32) (mi
 		return 0, 0, err
 	}
 	defer joinCleanup(&err, cleanup)
-	if err := c.Init(d); err != nil {
+	hits, err := cache.Replay(c, d, batches)
+	if err != nil {
 		return 0, 0, err
 	}
-	var hits, reads int
+	reads := 0
 	for _, ids := range batches {
-		hits += c.Access(ids)
 		reads += len(ids)
 	}
-	return int64(reads-hits) * int64(d.FeatDim) * 4, float64(hits) / float64(max(reads, 1)), nil
+	return (int64(reads) - hits) * int64(d.FeatDim) * 4, float64(hits) / float64(max(reads, 1)), nil
 }
 
 // hitPlot writes the hit-ratio curves as SVG.

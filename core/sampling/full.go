@@ -20,73 +20,33 @@ const FullID = "sampler.full"
 type Full struct{ Hops int }
 
 var (
-	_ Sampler      = Full{}
-	_ GraphSampler = Full{}
-	_ RowSampler   = Full{}
+	_ Sampler    = Full{}
+	_ RowSampler = Full{}
+	_ Drawer     = Full{}
 )
 
-// Sample implements Sampler. rng is unused: full blocks are deterministic.
+// Sample implements Sampler (the base, SampleLayers). rng is unused:
+// full blocks are deterministic.
 func (f Full) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
-	if err := CheckInput(FullID, g, seeds); err != nil {
-		return nil, err
-	}
-	return f.SampleGraph(ctx, CSR(g), seeds, rng)
+	return SampleLayers(ctx, f, g, seeds, rng)
 }
 
-// SampleGraph implements GraphSampler: per layer one batched degree read
-// and one batched read of the whole rows.
-func (f Full) SampleGraph(ctx context.Context, g Graph, seeds []int32, _ uint64) ([]Block, error) {
-	if f.Hops < 1 {
-		return nil, fmt.Errorf("%s: layers = %d: must be >= 1", FullID, f.Hops)
+// DrawLayer implements Drawer: one batched degree read and one batched
+// read of the whole rows.
+func (Full) DrawLayer(_ context.Context, g Graph, _ int, dst []int32, _ uint64) ([]int64, []int32, []float32, error) {
+	deg := make([]int64, len(dst))
+	g.NumNeighbors(dst, deg)
+	indptr := make([]int64, len(dst)+1)
+	for i, d := range deg {
+		indptr[i+1] = indptr[i] + d
 	}
-	if err := CheckSeeds(FullID, g.NumNodes(), seeds); err != nil {
-		return nil, err
-	}
-	// local maps a global id to its local id in the current Src list. Each
-	// block's Dst is the next block's Src prefix in the same order, so one
-	// map serves all layers.
-	local := make(map[int32]int32, len(seeds)*4)
-	for i, s := range seeds {
-		local[s] = int32(i)
-	}
-	blocks := make([]Block, f.Hops)
-	dst := slices.Clone(seeds)
-	for l := f.Hops - 1; l >= 0; l-- {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		deg := make([]int64, len(dst))
-		g.NumNeighbors(dst, deg)
-		indptr := make([]int64, len(dst)+1)
-		for i, d := range deg {
-			indptr[i+1] = indptr[i] + d
-		}
-		idx := make([]int32, indptr[len(dst)])
-		g.NeighborsBatch(dst, indptr, nil, idx)
-		src := slices.Clone(dst)
-		for e, c := range idx {
-			if e%(1<<16) == 0 && e > 0 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-			}
-			li, ok := local[c]
-			if !ok {
-				li = int32(len(src))
-				local[c] = li
-				src = append(src, c)
-			}
-			idx[e] = li
-		}
-		blocks[l] = Block{
-			Dst: dst,
-			Src: src,
-			Adj: &graph.CSR{NumRows: len(dst), NumCols: len(src), Indptr: indptr, Idx32: idx},
-		}
-		dst = src
-	}
-	return blocks, nil
+	nbr := make([]int32, indptr[len(dst)])
+	g.NeighborsBatch(dst, indptr, nil, nbr)
+	return indptr, nbr, nil, nil
 }
+
+// SamplerID implements Named.
+func (Full) SamplerID() string { return FullID }
 
 // Capabilities implements Describer: full blocks are deterministic and
 // hold every in-edge once.

@@ -33,7 +33,7 @@ func BenchmarkSamplersThroughStore(b *testing.B) {
 	topo, _ := topology.Preset("dgx1-v100-8", 0, 0)
 	for _, sp := range []struct {
 		name string
-		s    sampling.GraphSampler
+		s    sampling.Sampler
 	}{
 		{"uniform", &sampler.Uniform{Fanouts: []int{10, 25}}},
 		{"khop", &sampler.KHop{Fanouts: []int{10, 25}}},
@@ -58,7 +58,8 @@ func BenchmarkSamplersThroughStore(b *testing.B) {
 					seeds[j] = int32((i*1000 + j) * 7919 % n)
 				}
 				v, _ := s.Topology(devs[0])
-				if _, err := sp.s.SampleGraph(context.Background(), v, dedup(seeds), uint64(i)); err != nil {
+				gs, _ := sampling.AsGraphSampler(sp.s)
+				if _, err := gs.SampleGraph(context.Background(), v, dedup(seeds), uint64(i)); err != nil {
 					b.Fatal(err)
 				}
 				st := v.Take()

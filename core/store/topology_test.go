@@ -25,7 +25,7 @@ func TestSamplersThroughStore(t *testing.T) {
 	d := dataset(t)
 	n, dim := d.NumNodes, d.FeatDim
 	rank := fullRank(t, "cache.degree", d)
-	samplers := []sampling.GraphSampler{
+	samplers := []sampling.Sampler{
 		&sampler.Full{Hops: 2},
 		&sampler.Uniform{Fanouts: []int{3, 5}},
 		&sampler.Uniform{Fanouts: []int{4, 2}, Replace: true},
@@ -35,7 +35,7 @@ func TestSamplersThroughStore(t *testing.T) {
 	seeds := []int32{0, 5, 17, 99, 256, 300, 511}
 	want := make([][]sampling.Block, len(samplers))
 	for i, sp := range samplers {
-		b, err := sp.(sampling.Sampler).Sample(context.Background(), d.Graph, seeds, 42)
+		b, err := sp.Sample(context.Background(), d.Graph, seeds, 42)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,8 @@ func TestSamplersThroughStore(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i, sp := range samplers {
-					got, err := sp.SampleGraph(context.Background(), v, seeds, 42)
+					gs, _ := sampling.AsGraphSampler(sp)
+					got, err := gs.SampleGraph(context.Background(), v, seeds, 42)
 					if err != nil {
 						t.Fatal(err)
 					}

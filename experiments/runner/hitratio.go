@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -11,7 +10,6 @@ import (
 
 	"strata/core/config"
 	"strata/core/graph"
-	"strata/core/registry"
 	"strata/core/store"
 	"strata/plugins/cache"
 	"strata/plugins/sampler"
@@ -56,18 +54,12 @@ type memo struct {
 	mu       sync.Mutex
 	dsKey    string
 	ds       *graph.Dataset
-	epochs   map[string]*epochReads
+	epochs   map[string]*cache.Reads
 	rankings map[string][]int32
 
 	// hashes are the dataset files hashed for provenance.json, by path.
 	hashMu sync.Mutex
 	hashes map[string]FileChecksum
-}
-
-type epochReads struct {
-	batches [][]int32 // blocks[0].Src of every batch
-	counts  []int64   // reads per node
-	total   int64
 }
 
 // HitRatioOptions are the options of kind hitratio, the [hitratio] table
@@ -96,7 +88,7 @@ func hitRatio(ctx context.Context, env *runEnv, cfg *config.Config, smp sampler.
 	spec := cfg.DatasetSpec()
 	dsKey := fmt.Sprintf("%s|sym=%v|reorder=%s|synth=%d", spec, cfg.Data.Symmetrize, cfg.Data.Reorder, cfg.Data.SynthFeatures)
 	if m.dsKey != dsKey {
-		m.ds, m.dsKey, m.epochs, m.rankings = nil, "", map[string]*epochReads{}, map[string][]int32{}
+		m.ds, m.dsKey, m.epochs, m.rankings = nil, "", map[string]*cache.Reads{}, map[string][]int32{}
 		debug.FreeOSMemory()
 		d, err := graph.OpenContext(ctx, spec)
 		if err != nil {
@@ -141,28 +133,16 @@ func hitRatio(ctx context.Context, env *runEnv, cfg *config.Config, smp sampler.
 	ep := m.epochs[epochKey]
 	if ep == nil {
 		t0 := time.Now()
-		ep = &epochReads{counts: make([]int64, d.NumNodes)}
-		err := cache.Epoch(ctx, d.Graph, d.Train, smp, cfg.Train.BatchSize, uint64(cfg.Train.Seed), 0, func(_ int, b []sampler.Block) error {
-			if len(b) == 0 {
-				return nil
-			}
-			ep.batches = append(ep.batches, b[0].Src)
-			for _, v := range b[0].Src {
-				ep.counts[v]++
-			}
-			ep.total += int64(len(b[0].Src))
-			return nil
-		})
-		if err != nil {
+		if ep, err = cache.MeasureReads(ctx, d.Graph, d.Train, smp, cfg.Train.BatchSize, 1, uint64(cfg.Train.Seed)); err != nil {
 			return nil, err
 		}
 		m.epochs[epochKey] = ep
 		res.SampleTimeS = time.Since(t0).Seconds()
 	}
-	res.Batches, res.Reads = len(ep.batches), ep.total
+	res.Batches, res.Reads = len(ep.Batches), ep.Total
 
 	// The cache: its rows, and the reads they serve.
-	capa := capacityOf(cfg.Cache.Module)
+	capa := cache.CapacityOf(cfg.Cache.Module)
 	k := 0
 	if capa != nil {
 		if k, err = capa.Rows(&d); err != nil {
@@ -178,7 +158,7 @@ func hitRatio(ctx context.Context, env *runEnv, cfg *config.Config, smp sampler.
 		rank, ok := m.rankings[rankKey]
 		if !ok {
 			t0 := time.Now()
-			full, err := fullRanking(ctx, pol, &d)
+			full, err := cache.FullRanking(ctx, pol, &d)
 			if err != nil {
 				return nil, err
 			}
@@ -187,48 +167,32 @@ func hitRatio(ctx context.Context, env *runEnv, cfg *config.Config, smp sampler.
 			res.RankTimeS = time.Since(t0).Seconds()
 		}
 		rank = rank[:min(k, len(rank))]
-		for _, v := range rank {
-			hits += ep.counts[v]
-		}
+		hits = ep.Served(rank)
 		if d.FeatDim > 0 && env.exp.measuresTraffic() {
 			t0 := time.Now()
-			tr, err := store.MeasureEpoch(ctx, d.Features, d.FeatDim, rank, ep.batches)
+			tr, err := store.MeasureEpoch(ctx, d.Features, d.FeatDim, rank, ep.Batches)
 			if err != nil {
 				return nil, err
 			}
 			feat, idx, local := tr.FeatureBytes, tr.IndexBytes, tr.Local
-			if local != hits || feat != (ep.total-hits)*rowBytes {
-				return nil, fmt.Errorf("the store served %d of %d reads from the device and moved %d feature bytes; the ranking says %d hits", local, ep.total, feat, hits)
+			if local != hits || feat != (ep.Total-hits)*rowBytes {
+				return nil, fmt.Errorf("the store served %d of %d reads from the device and moved %d feature bytes; the ranking says %d hits", local, ep.Total, feat, hits)
 			}
 			res.FeatureBytes, res.IndexBytes = &feat, &idx
 			res.GatherTimeS = time.Since(t0).Seconds()
 		}
 	case cache.Dynamic:
-		// A fresh copy: the configured module keeps no state.
-		c := reflect.New(reflect.TypeOf(pol).Elem())
-		c.Elem().Set(reflect.ValueOf(pol).Elem())
-		dyn := c.Interface().(cache.Dynamic)
-		if err := dyn.Init(&d); err != nil {
+		if hits, err = cache.Replay(pol, &d, ep.Batches); err != nil {
 			return nil, err
 		}
-		for _, ids := range ep.batches {
-			hits += int64(dyn.Access(ids))
-		}
 		if d.FeatDim > 0 && env.exp.measuresTraffic() {
-			feat := (ep.total - hits) * rowBytes
+			feat := (ep.Total - hits) * rowBytes
 			res.FeatureBytes = &feat
 		}
 	default:
 		return nil, fmt.Errorf("cache.name = %q is neither a static policy nor a dynamic cache", cfg.Cache.Name)
 	}
-	var oracle int64
-	for _, v := range cache.RankByScore(ep.counts, k) {
-		oracle += ep.counts[v]
-	}
-	if ep.total > 0 {
-		res.HitRatio = float64(hits) / float64(ep.total)
-		res.OracleHitRatio = float64(oracle) / float64(ep.total)
-	}
+	res.HitRatio, res.OracleHitRatio = ep.Ratio(hits), ep.Ratio(ep.Oracle(k))
 	return res, nil
 }
 
@@ -240,19 +204,6 @@ func (e *Experiment) measuresTraffic() bool {
 		slices.ContainsFunc(e.Derived, func(d Derived) bool { return d.Metric == "feature_bytes" || d.Metric == "index_bytes" })
 }
 
-// capacityOf returns the cache.Capacity a policy embeds (nil for none).
-func capacityOf(m registry.Module) *cache.Capacity {
-	v := reflect.ValueOf(m)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return nil
-	}
-	f := v.Elem().FieldByName("Capacity")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[cache.Capacity]() {
-		return nil
-	}
-	return f.Addr().Interface().(*cache.Capacity)
-}
-
 func withoutCapacity(opts map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range opts {
@@ -261,20 +212,4 @@ func withoutCapacity(opts map[string]any) map[string]any {
 		}
 	}
 	return out
-}
-
-// fullRanking ranks every node with a copy of the policy whose capacity
-// is all the nodes: the ranking of a smaller cache is its prefix.
-func fullRanking(ctx context.Context, pol cache.Policy, d *graph.Dataset) ([]int32, error) {
-	v := reflect.ValueOf(pol)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return pol.Rank(ctx, d)
-	}
-	c := reflect.New(v.Elem().Type())
-	c.Elem().Set(v.Elem())
-	full := c.Interface().(cache.Policy)
-	if capa := capacityOf(full.(registry.Module)); capa != nil {
-		*capa = cache.Capacity{Capacity: 1}
-	}
-	return full.Rank(ctx, d)
 }

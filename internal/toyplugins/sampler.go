@@ -2,7 +2,7 @@ package toyplugins
 
 import (
 	"context"
-	"fmt"
+	"slices"
 
 	"strata/core/graph"
 	"strata/core/registry"
@@ -10,7 +10,10 @@ import (
 )
 
 // FirstK is sampler.toy-first-k: every destination keeps its first k
-// in-neighbours (CSR order), for `hops` blocks. Deterministic.
+// distinct in-neighbours (CSR order), for `hops` blocks. Deterministic. It
+// implements only its per-layer draw; the sampler base
+// (sampling.SampleLayers) checks the input, walks the layers and
+// relabels.
 type FirstK struct {
 	K    int `toml:"k" range:"[1,)" doc:"in-neighbours kept per node"`
 	Hops int `toml:"hops" range:"[1,)" doc:"blocks (one per GNN layer)"`
@@ -18,7 +21,7 @@ type FirstK struct {
 
 var (
 	_ sampling.Sampler   = (*FirstK)(nil)
-	_ sampling.Layered   = (*FirstK)(nil)
+	_ sampling.Drawer    = (*FirstK)(nil)
 	_ sampling.Describer = (*FirstK)(nil)
 )
 
@@ -34,60 +37,33 @@ func (f *FirstK) Layers() int { return f.Hops }
 // Capabilities implements sampling.Describer.
 func (*FirstK) Capabilities() sampling.Capabilities { return sampling.Capabilities{Subset: true} }
 
-// Sample implements sampling.Sampler.
-func (f *FirstK) Sample(ctx context.Context, g *graph.CSR, seeds []int32, _ uint64) ([]sampling.Block, error) {
-	if g == nil || g.NumRows != g.NumCols {
-		return nil, fmt.Errorf("toy-first-k: want a square graph")
-	}
-	seen := make(map[int32]bool, len(seeds))
-	for _, s := range seeds {
-		if s < 0 || int(s) >= g.NumRows || seen[s] {
-			return nil, fmt.Errorf("toy-first-k: bad or repeated seed %d", s)
-		}
-		seen[s] = true
-	}
-	blocks := make([]sampling.Block, f.Hops)
-	dst := append([]int32(nil), seeds...)
-	for l := f.Hops - 1; l >= 0; l-- {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		local := make(map[int32]int32, len(dst))
-		src := append([]int32(nil), dst...)
-		for i, v := range dst {
-			local[v] = int32(i)
-		}
-		indptr := make([]int64, 1, len(dst)+1)
-		var cols []int32
-		for _, v := range dst {
-			dup := map[int64]bool{}
-			for e := g.Indptr[v]; e < g.Indptr[v+1]; e++ {
-				u := g.Col(e)
-				if len(dup) == f.K {
-					break
-				}
-				if dup[u] {
-					continue
-				}
-				dup[u] = true
-				id, ok := local[int32(u)]
-				if !ok {
-					id = int32(len(src))
-					local[int32(u)] = id
-					src = append(src, int32(u))
-				}
-				cols = append(cols, id)
+// Sample implements sampling.Sampler (the base).
+func (f *FirstK) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]sampling.Block, error) {
+	return sampling.SampleLayers(ctx, f, g, seeds, rng)
+}
+
+// DrawLayer implements sampling.Drawer: the first K distinct neighbours of
+// each row.
+func (f *FirstK) DrawLayer(_ context.Context, g sampling.Graph, _ int, dst []int32, _ uint64) ([]int64, []int32, []float32, error) {
+	deg := make([]int64, len(dst))
+	g.NumNeighbors(dst, deg)
+	indptr := make([]int64, 1, len(dst)+1)
+	var nbr []int32
+	for i, v := range dst {
+		row := make([]int32, deg[i])
+		g.Neighbors(v, nil, row)
+		start := len(nbr)
+		for _, u := range row {
+			if len(nbr)-start == f.K {
+				break
 			}
-			indptr = append(indptr, int64(len(cols)))
+			if !slices.Contains(nbr[start:], u) {
+				nbr = append(nbr, u)
+			}
 		}
-		if cols == nil {
-			cols = []int32{}
-		}
-		adj := &graph.CSR{NumRows: len(dst), NumCols: len(src), Indptr: indptr, Idx32: cols}
-		blocks[l] = sampling.Block{Dst: dst, Src: src, Adj: adj}
-		dst = src
+		indptr = append(indptr, int64(len(nbr)))
 	}
-	return blocks, nil
+	return indptr, nbr, nil, nil
 }
 
 func init() { registry.Register(new(FirstK)) }

@@ -52,47 +52,13 @@ func mix(z uint64) uint64 {
 
 // AccessCounts runs epochs sampling epochs (see Epoch, epochs 0..epochs-1)
 // and counts, per node, the mini-batches whose input nodes (blocks[0].Src,
-// the rows whose features a batch reads) include it.
+// the rows whose features a batch reads) include it (Reads.Counts).
 func AccessCounts(ctx context.Context, g *graph.CSR, seeds []int32, s sampling.Sampler, batchSize, epochs int, seed uint64) ([]int64, error) {
-	counts := make([]int64, g.NumRows)
-	for e := range epochs {
-		err := Epoch(ctx, g, seeds, s, batchSize, seed, e, func(_ int, blocks []sampling.Block) error {
-			if len(blocks) == 0 {
-				return nil
-			}
-			for _, v := range blocks[0].Src {
-				counts[v]++
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	r, err := readEpochs(ctx, g, seeds, s, batchSize, epochs, seed, false)
+	if err != nil {
+		return nil, err
 	}
-	return counts, nil
-}
-
-// HitCurve returns, for each percentage p in pcts, the share of all
-// accesses (counts[v] per node) that fall on the first floor(p/100 · N)
-// nodes of rank (N = len(counts)). A rank shorter than that is used whole.
-func HitCurve(counts []int64, rank []int32, pcts []float64) []float64 {
-	var total int64
-	for _, c := range counts {
-		total += c
-	}
-	out := make([]float64, len(pcts))
-	// prefix sums of the counts along the ranking
-	pre := make([]int64, len(rank)+1)
-	for i, v := range rank {
-		pre[i+1] = pre[i] + counts[v]
-	}
-	for i, p := range pcts {
-		k := min(len(rank), int(p/100*float64(len(counts))))
-		if total > 0 {
-			out[i] = float64(pre[k]) / float64(total)
-		}
-	}
-	return out
+	return r.Counts, nil
 }
 
 // Presample is GNNLab's pre-sampling policy: it runs `epochs` sampling

@@ -231,15 +231,15 @@ func TestPresampleCounts(t *testing.T) {
 }
 
 func TestHitCurve(t *testing.T) {
-	counts := []int64{5, 0, 3, 2, 0, 0, 0, 0, 0, 0}
+	r := &Reads{Counts: []int64{5, 0, 3, 2, 0, 0, 0, 0, 0, 0}, Total: 10}
 	rank := []int32{0, 2, 3, 1, 4, 5, 6, 7, 8, 9}
-	got := HitCurve(counts, rank, []float64{0, 10, 20, 30, 100})
+	got := r.Curve(rank, []float64{0, 10, 20, 30, 100})
 	want := []float64{0, 0.5, 0.8, 1, 1}
 	for i := range want {
 		// Integer hits over an integer total, divided once: correctly
 		// rounded, as the literals.
 		if got[i] != want[i] {
-			t.Fatalf("HitCurve = %v, want %v", got, want)
+			t.Fatalf("Reads.Curve = %v, want %v", got, want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package sampler
 
 import (
-	"context"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -11,15 +10,16 @@ import (
 	"strata/core/graph"
 )
 
-// This file holds the machinery shared by the random samplers: per-row RNG
-// streams, the parallel row loop, the global→local id map and the layer
-// loop that relabels sampled neighbours into blocks.
+// This file holds the machinery shared by the random samplers' per-layer
+// draws: per-row RNG streams, the parallel row loop, recycled scratch and
+// the position picking. The layer loop, the seed checks and the
+// relabelling to local ids are the sampler base's (sampling.SampleLayers).
 //
 // Determinism: every random decision about destination row v in layer l
 // comes from the stream newRNG(rng, l, v), so the blocks depend only on
 // (graph, seeds, rng, config), never on GOMAXPROCS or on how rows are
-// split among goroutines. Local ids are assigned by one ordered pass over
-// the edges, in row order, exactly as sampler.full does.
+// split among goroutines. The base assigns local ids by one ordered pass
+// over the edges, in row order, for every sampler.
 
 // rngStream is a SplitMix64 generator: every (seed, layer, node) triple
 // gets an independent sequence.
@@ -103,26 +103,9 @@ func (s *scratch) parallel(n int, cost []int64, fn func(w, lo, hi int)) {
 	wg.Wait()
 }
 
-// denseMapLimit is the largest node count for which the global→local map
-// is a slice indexed by node id (4 bytes per node, at most 64 MiB, kept
-// between calls); larger graphs use an open-addressing hash map sized by
-// the batch. A variable so that tests can exercise the hash map.
-var denseMapLimit = 1 << 24
-
-// localMap maps global node ids to local ids + 1 (0 = absent).
-type localMap struct {
-	dense []int32 // len >= NumNodes when used; all zero between calls
-
-	// open addressing, linear probing; keys hold node+1 (0 = empty)
-	keys, vals []int32
-	mask       uint64
-	count      int
-}
-
-// scratch is the per-call state, recycled through a small free list so
-// that the dense map is not reallocated (and re-zeroed) for every batch.
+// scratch is the state of one layer's draw, recycled through a small free
+// list (getScratch, putScratch).
 type scratch struct {
-	m   localMap
 	pos []int64   // khop: sampled edge positions of a layer
 	deg []int64   // the degrees of a layer's destinations
 	row []int32   // randomwalk: fixed-stride row slots
@@ -131,7 +114,7 @@ type scratch struct {
 	wk  []*workerScratch
 }
 
-// workerScratch is the per-goroutine state of one call.
+// workerScratch is the per-goroutine state of one layer's draw.
 type workerScratch struct {
 	sel     []int64  // picked positions of one row
 	bits    []uint64 // bitmap over a row's positions; all zero between rows
@@ -147,15 +130,17 @@ var freeScratch struct {
 	list []*scratch
 }
 
+// getScratch returns a scratch with one worker scratch per GOMAXPROCS.
 func getScratch() *scratch {
 	freeScratch.Lock()
-	defer freeScratch.Unlock()
+	s := &scratch{}
 	if n := len(freeScratch.list); n > 0 {
-		s := freeScratch.list[n-1]
+		s = freeScratch.list[n-1]
 		freeScratch.list = freeScratch.list[:n-1]
-		return s
 	}
-	return &scratch{}
+	freeScratch.Unlock()
+	s.ensureWorkers()
+	return s
 }
 
 func putScratch(s *scratch) {
@@ -220,163 +205,6 @@ func (p *posSet) insert(x int64) bool {
 		}
 		h = (h + 1) & p.mask
 	}
-}
-
-// layerFunc samples the in-neighbours of the destinations of block l. It
-// returns the row pointers, the neighbours as GLOBAL ids (relabelled in
-// place by the caller) and optional per-edge values.
-type layerFunc func(ctx context.Context, s *scratch, l int, dst []int32) (indptr []int64, nbr []int32, vals []float32, err error)
-
-// buildBlocks runs the layer loop common to the samplers: from the seeds
-// (the Dst of the last block) towards the inputs, sample each layer's
-// neighbours with sample, then relabel them to local ids, appending the
-// nodes not seen yet to Src after the destinations.
-func buildBlocks(ctx context.Context, numNodes int, seeds []int32, layers int, sample layerFunc) ([]Block, error) {
-	s := getScratch()
-	s.ensureWorkers()
-	m := &s.m
-	useDense := numNodes <= denseMapLimit
-	if useDense {
-		if len(m.dense) < numNodes {
-			m.dense = make([]int32, numNodes)
-		}
-	} else {
-		m.hashInit(len(seeds) * 8)
-	}
-	dst := slices.Clone(seeds)
-	// inserted tracks the nodes in the map, for the reset below.
-	inserted := dst
-	defer func() {
-		if useDense {
-			d := m.dense
-			for _, v := range inserted {
-				d[v] = 0
-			}
-		}
-		putScratch(s)
-	}()
-	for i, v := range dst {
-		if useDense {
-			m.dense[v] = int32(i + 1)
-		} else {
-			m.hashPut(v, int32(i+1))
-		}
-	}
-	blocks := make([]Block, layers)
-	for l := layers - 1; l >= 0; l-- {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		indptr, nbr, vals, err := sample(ctx, s, l, dst)
-		if err != nil {
-			return nil, err
-		}
-		src := make([]int32, len(dst), len(dst)+len(nbr)/2+16)
-		copy(src, dst)
-		if useDense {
-			src = relabelDense(m.dense, nbr, src)
-		} else {
-			src = m.relabelHash(nbr, src)
-		}
-		inserted = src
-		blocks[l] = Block{
-			Dst: dst,
-			Src: src,
-			Adj: &graph.CSR{NumRows: len(dst), NumCols: len(src), Indptr: indptr, Idx32: nbr, Values: vals},
-		}
-		dst = src
-	}
-	return blocks, nil
-}
-
-// relabelDense rewrites nbr from global to local ids, appending unseen
-// nodes to src.
-func relabelDense(local []int32, nbr []int32, src []int32) []int32 {
-	for e, v := range nbr {
-		li := local[v]
-		if li == 0 {
-			src = append(src, v)
-			li = int32(len(src))
-			local[v] = li
-		}
-		nbr[e] = li - 1
-	}
-	return src
-}
-
-func (m *localMap) hashInit(n int) {
-	size := 1024
-	for size < 2*n {
-		size <<= 1
-	}
-	if len(m.keys) != size {
-		m.keys = make([]int32, size)
-		m.vals = make([]int32, size)
-	} else {
-		clear(m.keys)
-	}
-	m.mask = uint64(size - 1)
-	m.count = 0
-}
-
-func (m *localMap) hashGrow() {
-	oldK, oldV := m.keys, m.vals
-	m.keys = make([]int32, 2*len(oldK))
-	m.vals = make([]int32, 2*len(oldK))
-	m.mask = uint64(len(m.keys) - 1)
-	for i, k := range oldK {
-		if k != 0 {
-			h := mix64(uint64(k)) & m.mask
-			for m.keys[h] != 0 {
-				h = (h + 1) & m.mask
-			}
-			m.keys[h], m.vals[h] = k, oldV[i]
-		}
-	}
-}
-
-// hashGet returns the value of node v, or 0.
-func (m *localMap) hashGet(v int32) int32 {
-	k := v + 1
-	h := mix64(uint64(k)) & m.mask
-	for {
-		switch m.keys[h] {
-		case k:
-			return m.vals[h]
-		case 0:
-			return 0
-		}
-		h = (h + 1) & m.mask
-	}
-}
-
-// hashPut sets the value of node v (absent before).
-func (m *localMap) hashPut(v, val int32) {
-	if 2*(m.count+1) > len(m.keys) {
-		m.hashGrow()
-	}
-	k := v + 1
-	h := mix64(uint64(k)) & m.mask
-	for m.keys[h] != 0 && m.keys[h] != k {
-		h = (h + 1) & m.mask
-	}
-	if m.keys[h] == 0 {
-		m.count++
-	}
-	m.keys[h], m.vals[h] = k, val
-}
-
-func (m *localMap) relabelHash(nbr []int32, src []int32) []int32 {
-	for e, v := range nbr {
-		li := m.hashGet(v)
-		if li == 0 {
-			src = append(src, v)
-			li = int32(len(src))
-			m.hashPut(v, li)
-		}
-		nbr[e] = li - 1
-	}
-	return src
 }
 
 // prefixCounts returns the row pointers (len(degs)+1) of per-row counts.

@@ -41,18 +41,15 @@ func (f *Full) Validate() error {
 	return nil
 }
 
-// Sample implements Sampler. rng is unused: full blocks are deterministic.
+// Sample implements Sampler (the base, sampling.SampleLayers).
 func (f *Full) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
-	if err := sampling.CheckInput("sampler.full", g, seeds); err != nil {
-		return nil, err
-	}
-	return f.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
+	return sampling.SampleLayers(ctx, f, g, seeds, rng)
 }
 
-// SampleGraph implements sampling.GraphSampler: per layer one batched
-// degree read and one batched read of the whole rows (sampling.Full).
-func (f *Full) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
-	return sampling.Full{Hops: f.Hops}.SampleGraph(ctx, g, seeds, rng)
+// DrawLayer implements sampling.Drawer: per layer one batched degree
+// read and one batched read of the whole rows (sampling.Full).
+func (f *Full) DrawLayer(ctx context.Context, g Graph, l int, dst []int32, rng uint64) ([]int64, []int32, []float32, error) {
+	return sampling.Full{Hops: f.Hops}.DrawLayer(ctx, g, l, dst, rng)
 }
 
 // RowFanouts implements sampling.RowSampler: every neighbour in every

@@ -2,7 +2,6 @@ package sampler
 
 import (
 	"context"
-	"slices"
 
 	"strata/core/graph"
 	"strata/core/registry"
@@ -55,53 +54,45 @@ func (k *KHop) Layers() int { return len(k.Fanouts) }
 // Validate checks the config.
 func (k *KHop) Validate() error { return sampling.CheckFanouts(k.Fanouts) }
 
-// Sample implements Sampler.
+// Sample implements Sampler (the base, sampling.SampleLayers).
 func (kh *KHop) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
-	if err := sampling.CheckInput("sampler.khop", g, seeds); err != nil {
-		return nil, err
-	}
-	return kh.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
+	return sampling.SampleLayers(ctx, kh, g, seeds, rng)
 }
 
-// SampleGraph implements sampling.GraphSampler: per layer one batched
-// degree read and one batched neighbour read.
-func (kh *KHop) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
-	const id = "sampler.khop"
-	if err := sampling.CheckSeeds(id, g.NumNodes(), seeds); err != nil {
-		return nil, err
+// DrawLayer implements sampling.Drawer: one batched degree read and one
+// batched neighbour read.
+func (kh *KHop) DrawLayer(_ context.Context, g Graph, l int, dst []int32, rng uint64) ([]int64, []int32, []float32, error) {
+	s := getScratch()
+	defer putScratch(s)
+	k := int64(kh.Fanouts[l])
+	degs := s.degrees(g, dst)
+	indptr := prefixCounts(degs, func(d int64) int64 { return uniformCount(d, k, false) })
+	m := indptr[len(dst)]
+	if int64(cap(s.pos)) < m {
+		s.pos = make([]int64, m)
 	}
-	fanouts := slices.Clone(kh.Fanouts)
-	return buildBlocks(ctx, g.NumNodes(), seeds, len(fanouts), func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
-		k := int64(fanouts[l])
-		degs := s.degrees(g, dst)
-		indptr := prefixCounts(degs, func(d int64) int64 { return uniformCount(d, k, false) })
-		m := indptr[len(dst)]
-		if int64(cap(s.pos)) < m {
-			s.pos = make([]int64, m)
-		}
-		pos := s.pos[:m]
-		// Phase 1: the positions of the sampled neighbours, ascending
-		// within each row.
-		s.parallel(len(dst), indptr, func(w, lo, hi int) {
-			ws := s.worker(w)
-			for i := lo; i < hi; i++ {
-				deg := degs[i]
-				out := pos[indptr[i]:indptr[i+1]]
-				if k < 0 || deg <= k {
-					for q := range out {
-						out[q] = int64(q)
-					}
-					continue
+	pos := s.pos[:m]
+	// Phase 1: the positions of the sampled neighbours, ascending
+	// within each row.
+	s.parallel(len(dst), indptr, func(w, lo, hi int) {
+		ws := s.worker(w)
+		for i := lo; i < hi; i++ {
+			deg := degs[i]
+			out := pos[indptr[i]:indptr[i+1]]
+			if k < 0 || deg <= k {
+				for q := range out {
+					out[q] = int64(q)
 				}
-				r := newRNG(rng, l, dst[i])
-				copy(out, pickSorted(&r, deg, k, true, ws))
+				continue
 			}
-		})
-		// Phase 2: one batched read of the whole layer.
-		nbr := make([]int32, m)
-		g.NeighborsBatch(dst, indptr, pos, nbr)
-		return indptr, nbr, nil, nil
+			r := newRNG(rng, l, dst[i])
+			copy(out, pickSorted(&r, deg, k, true, ws))
+		}
 	})
+	// Phase 2: one batched read of the whole layer.
+	nbr := make([]int32, m)
+	g.NeighborsBatch(dst, indptr, pos, nbr)
+	return indptr, nbr, nil, nil
 }
 
 // Capabilities implements sampling.Describer: random, without replacement.

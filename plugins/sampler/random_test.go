@@ -281,29 +281,6 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-// TestHashMapPath runs the samplers with the open-addressing local map
-// (used for graphs above denseMapLimit) and compares with the dense map.
-func TestHashMapPath(t *testing.T) {
-	g := rmatGraph(t, 12)
-	seeds := spreadSeeds(700, g.NumRows)
-	for _, k := range samplerKinds() {
-		want, err := k.s.Sample(context.Background(), g, seeds, 9)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old := denseMapLimit
-		denseMapLimit = 0
-		got, err := k.s.Sample(context.Background(), g, seeds, 9)
-		denseMapLimit = old
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := equalBlocks(got, want); err != nil {
-			t.Errorf("%s: hash map vs dense map: %v", k.name, err)
-		}
-	}
-}
-
 // TestWideGraph checks that a graph with 64-bit column ids gives the same
 // blocks as its 32-bit twin.
 func TestWideGraph(t *testing.T) {

@@ -133,74 +133,67 @@ func walkRow(g Graph, r *rngStream, v int32, length int, cur []int32, deg []int6
 	return visits
 }
 
-// Sample implements Sampler.
+// Sample implements Sampler (the base, sampling.SampleLayers).
 func (rw *RandomWalk) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
-	if err := sampling.CheckInput("sampler.randomwalk", g, seeds); err != nil {
-		return nil, err
-	}
-	return rw.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
+	return sampling.SampleLayers(ctx, rw, g, seeds, rng)
 }
 
-// SampleGraph implements sampling.GraphSampler: every hop of a row's
-// walks is one batched degree read and one read per walk.
-func (rw *RandomWalk) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
-	const id = "sampler.randomwalk"
-	if err := sampling.CheckSeeds(id, g.NumNodes(), seeds); err != nil {
-		return nil, err
-	}
+// DrawLayer implements sampling.Drawer: every hop of a row's walks is one
+// batched degree read and one read per walk.
+func (rw *RandomWalk) DrawLayer(_ context.Context, g Graph, l int, dst []int32, rng uint64) ([]int64, []int32, []float32, error) {
+	s := getScratch()
+	defer putScratch(s)
 	cfg := *rw
-	return buildBlocks(ctx, g.NumNodes(), seeds, cfg.NumLayers, func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
-		k := min(cfg.TopK, cfg.Walks*cfg.WalkLength) // no row has more distinct visits
-		n := len(dst)
-		// Each row writes at most k neighbours into its own fixed slot.
-		if cap(s.row) < n*k {
-			s.row = make([]int32, n*k)
-			s.val = make([]float32, n*k)
-		}
-		if cap(s.cnt) < n {
-			s.cnt = make([]int64, n)
-		}
-		slots, wslots, cnt := s.row[:n*k], s.val[:n*k], s.cnt[:n]
-		s.parallel(n, nil, func(w, lo, hi int) {
-			ws := s.worker(w)
-			for i := lo; i < hi; i++ {
-				v := dst[i]
-				r := newRNG(rng, l, v)
-				if len(ws.walk) < cfg.Walks {
-					ws.walk = make([]int32, cfg.Walks)
-					ws.walkDeg = make([]int64, cfg.Walks)
-				}
-				ws.visits = walkRow(g, &r, v, cfg.WalkLength, ws.walk[:cfg.Walks], ws.walkDeg[:cfg.Walks], ws.visits[:0])
-				top := topVisited(ws.visits, k, ws.pairs)
-				ws.pairs = top[:0]
-				var total int64
-				for q, p := range top {
-					slots[i*k+q] = p.node
-					total += int64(p.count)
-				}
-				for q, p := range top {
-					wslots[i*k+q] = float32(p.count) / float32(total)
-				}
-				cnt[i] = int64(len(top))
+	k := min(cfg.TopK, cfg.Walks*cfg.WalkLength) // no row has more distinct visits
+	n := len(dst)
+	// Each row writes at most k neighbours into its own fixed slot.
+	if cap(s.row) < n*k {
+		s.row = make([]int32, n*k)
+		s.val = make([]float32, n*k)
+	}
+	if cap(s.cnt) < n {
+		s.cnt = make([]int64, n)
+	}
+	slots, wslots, cnt := s.row[:n*k], s.val[:n*k], s.cnt[:n]
+	s.parallel(n, nil, func(w, lo, hi int) {
+		ws := s.worker(w)
+		for i := lo; i < hi; i++ {
+			v := dst[i]
+			r := newRNG(rng, l, v)
+			if len(ws.walk) < cfg.Walks {
+				ws.walk = make([]int32, cfg.Walks)
+				ws.walkDeg = make([]int64, cfg.Walks)
 			}
-		})
-		indptr := make([]int64, n+1)
-		for i, c := range cnt {
-			indptr[i+1] = indptr[i] + c
-		}
-		nbr := make([]int32, indptr[n])
-		var vals []float32
-		if cfg.Weights {
-			vals = make([]float32, indptr[n])
-		}
-		for i := range n {
-			copy(nbr[indptr[i]:indptr[i+1]], slots[i*k:])
-			if vals != nil {
-				copy(vals[indptr[i]:indptr[i+1]], wslots[i*k:])
+			ws.visits = walkRow(g, &r, v, cfg.WalkLength, ws.walk[:cfg.Walks], ws.walkDeg[:cfg.Walks], ws.visits[:0])
+			top := topVisited(ws.visits, k, ws.pairs)
+			ws.pairs = top[:0]
+			var total int64
+			for q, p := range top {
+				slots[i*k+q] = p.node
+				total += int64(p.count)
 			}
+			for q, p := range top {
+				wslots[i*k+q] = float32(p.count) / float32(total)
+			}
+			cnt[i] = int64(len(top))
 		}
-		return indptr, nbr, vals, nil
 	})
+	indptr := make([]int64, n+1)
+	for i, c := range cnt {
+		indptr[i+1] = indptr[i] + c
+	}
+	nbr := make([]int32, indptr[n])
+	var vals []float32
+	if cfg.Weights {
+		vals = make([]float32, indptr[n])
+	}
+	for i := range n {
+		copy(nbr[indptr[i]:indptr[i+1]], slots[i*k:])
+		if vals != nil {
+			copy(vals[indptr[i]:indptr[i+1]], wslots[i*k:])
+		}
+	}
+	return indptr, nbr, vals, nil
 }
 
 // Capabilities implements sampling.Describer: random; its edges join a

@@ -18,6 +18,10 @@
 // peer's minibatch.py list them seeds first ("25,10" there is
 // fanouts = [10, 25] here).
 //
+// Every sampler implements only its per-layer draw (sampling.Drawer); the
+// sampler base (sampling.SampleLayers) checks the graph and the seeds,
+// walks the layers and relabels the drawn neighbours into blocks.
+//
 // The random samplers run rows in parallel on GOMAXPROCS goroutines and
 // are deterministic: the blocks depend only on the graph, the seeds, rng
 // and the config (each destination row draws from a stream derived from
@@ -52,10 +56,12 @@ func init() {
 	registry.Register(new(RandomWalk))
 }
 
-// Every sampler reads the graph only through sampling.Graph.
+// Every sampler is a per-layer draw on the sampler base
+// (sampling.Drawer), reading the graph only through sampling.Graph (a
+// sampling.GraphSampler through sampling.AsGraphSampler).
 var (
-	_ sampling.GraphSampler = (*Full)(nil)
-	_ sampling.GraphSampler = (*Uniform)(nil)
-	_ sampling.GraphSampler = (*KHop)(nil)
-	_ sampling.GraphSampler = (*RandomWalk)(nil)
+	_ sampling.Drawer = (*Full)(nil)
+	_ sampling.Drawer = (*Uniform)(nil)
+	_ sampling.Drawer = (*KHop)(nil)
+	_ sampling.Drawer = (*RandomWalk)(nil)
 )

@@ -76,41 +76,34 @@ func uniformCount(deg, k int64, replace bool) int64 {
 	}
 }
 
-// Sample implements Sampler.
+// Sample implements Sampler (the base, sampling.SampleLayers).
 func (u *Uniform) Sample(ctx context.Context, g *graph.CSR, seeds []int32, rng uint64) ([]Block, error) {
-	if err := sampling.CheckInput("sampler.uniform", g, seeds); err != nil {
-		return nil, err
-	}
-	return u.SampleGraph(ctx, sampling.CSR(g), seeds, rng)
+	return sampling.SampleLayers(ctx, u, g, seeds, rng)
 }
 
-// SampleGraph implements sampling.GraphSampler: per layer one batched
-// degree read, then each row's picked neighbours requested one by one as
-// soon as they are picked.
-func (u *Uniform) SampleGraph(ctx context.Context, g Graph, seeds []int32, rng uint64) ([]Block, error) {
-	const id = "sampler.uniform"
-	if err := sampling.CheckSeeds(id, g.NumNodes(), seeds); err != nil {
-		return nil, err
-	}
-	fanouts, replace := slices.Clone(u.Fanouts), u.Replace
-	return buildBlocks(ctx, g.NumNodes(), seeds, len(fanouts), func(ctx context.Context, s *scratch, l int, dst []int32) ([]int64, []int32, []float32, error) {
-		k := int64(fanouts[l])
-		degs := s.degrees(g, dst)
-		indptr := prefixCounts(degs, func(d int64) int64 { return uniformCount(d, k, replace) })
-		nbr := make([]int32, indptr[len(dst)])
-		s.parallel(len(dst), indptr, func(w, lo, hi int) {
-			ws := s.worker(w)
-			for i := lo; i < hi; i++ {
-				v, deg := dst[i], degs[i]
-				out := nbr[indptr[i]:indptr[i+1]]
-				if len(out) == 0 {
-					continue
-				}
-				g.Neighbors(v, uniformPick(rng, l, v, deg, k, replace, ws), out)
+// DrawLayer implements sampling.Drawer: one batched degree read, then
+// each row's picked neighbours requested one by one as soon as they are
+// picked.
+func (u *Uniform) DrawLayer(_ context.Context, g Graph, l int, dst []int32, rng uint64) ([]int64, []int32, []float32, error) {
+	s := getScratch()
+	defer putScratch(s)
+	replace := u.Replace
+	k := int64(u.Fanouts[l])
+	degs := s.degrees(g, dst)
+	indptr := prefixCounts(degs, func(d int64) int64 { return uniformCount(d, k, replace) })
+	nbr := make([]int32, indptr[len(dst)])
+	s.parallel(len(dst), indptr, func(w, lo, hi int) {
+		ws := s.worker(w)
+		for i := lo; i < hi; i++ {
+			v, deg := dst[i], degs[i]
+			out := nbr[indptr[i]:indptr[i+1]]
+			if len(out) == 0 {
+				continue
 			}
-		})
-		return indptr, nbr, nil, nil
+			g.Neighbors(v, uniformPick(rng, l, v, deg, k, replace, ws), out)
+		}
 	})
+	return indptr, nbr, nil, nil
 }
 
 // uniformPick returns the positions in v's row of deg in-edges that

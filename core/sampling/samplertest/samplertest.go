@@ -26,7 +26,9 @@ package samplertest
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"runtime"
 	"slices"
@@ -337,4 +339,27 @@ func testErrors(t *testing.T, newS func() sampling.Sampler) {
 			}
 		})
 	}
+}
+
+// Checksum returns a hex FNV-64a digest of blocks: every block's Dst, Src,
+// row pointers, local column ids and edge values (their bits), in order.
+// Tests pin a sampler's output with it, so that a refactoring that should
+// not change the draw is held to the same blocks.
+func Checksum(blocks []sampling.Block) string {
+	h := fnv.New64a()
+	w := func(v any) { _ = binary.Write(h, binary.LittleEndian, v) }
+	for _, b := range blocks {
+		w(int64(len(b.Dst)))
+		w(b.Dst)
+		w(int64(len(b.Src)))
+		w(b.Src)
+		w(b.Adj.Indptr)
+		w(int64(b.Adj.NNZ()))
+		for e := range b.Adj.NNZ() {
+			w(b.Adj.Col(e))
+		}
+		w(int64(len(b.Adj.Values)))
+		w(b.Adj.Values)
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
 }

@@ -119,7 +119,7 @@ func (s *Hybrid) CheckConfig(cfg *config.Config) error {
 		if cfg.Train.Backend == "cpu" {
 			return cfg.KeyError("hybrid.sample_on = \"device\" samples on the devices, and train.backend = \"cpu\" has none; set train.backend = \"sim\" (with [devices]) or hybrid.sample_on = \"cpu\"", "hybrid", "sample_on")
 		}
-		if _, ok := cfg.Sampler.Module.(sampling.GraphSampler); !ok {
+		if _, ok := sampling.AsGraphSampler(cfg.Sampler.Module); !ok {
 			return cfg.KeyError(fmt.Sprintf("hybrid.sample_on = \"device\": sampler %q does not read the graph through the store's access API (sampling.GraphSampler); use full, uniform, khop or randomwalk, or hybrid.sample_on = \"cpu\"", cfg.Sampler.Name), "hybrid", "sample_on")
 		}
 	}

@@ -190,7 +190,8 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 				// The device reads the topology in its own memory:
 				// the blocks are those of the host graph, the reads
 				// counted.
-				b.parts[k].blocks, err = s.sampler.(sampling.GraphSampler).SampleGraph(ctx, s.topo[k], split[k], rng)
+				gs, _ := sampling.AsGraphSampler(s.sampler) // checked by CheckConfig
+				b.parts[k].blocks, err = gs.SampleGraph(ctx, s.topo[k], split[k], rng)
 				stats[k] = s.topo[k].Take()
 				return err
 			}

@@ -105,7 +105,7 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 		}
 	}
 	if r := opt.GraphRatio; r != GraphRatioUnset {
-		if _, ok := cfg.Sampler.Module.(sampling.GraphSampler); !ok {
+		if _, ok := sampling.AsGraphSampler(cfg.Sampler.Module); !ok {
 			return nil, cfg.KeyError(fmt.Sprintf("minibatch.store.graph_ratio: sampler %q does not read the graph through the store's access API (sampling.GraphSampler); remove minibatch.store.graph_ratio or use full, uniform, khop or randomwalk", cfg.Sampler.Name), storeKey("graph_ratio")...)
 		}
 		opts.Topology, opts.Graph = true, e.Adjs.Adj
@@ -134,7 +134,8 @@ func (m *miniBatches) sample(ctx context.Context, k int, part []int32, rng uint6
 	if err != nil {
 		return nil, store.TopologyStats{}, err
 	}
-	b, err := m.sampler.(sampling.GraphSampler).SampleGraph(ctx, v, part, rng)
+	gs, _ := sampling.AsGraphSampler(m.sampler) // checked by newFeatureStore
+	b, err := gs.SampleGraph(ctx, v, part, rng)
 	return b, v.Take(), err
 }
 
