@@ -160,7 +160,7 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin models/wasm/*.wasm
+	rm -rf bin models/wasm/*.wasm models/wasm/.build
 
 # ---------------------------------------------------------------- CUDA ----
 # The cuda backend (package cuda, build tag `cuda`) is built and tested here

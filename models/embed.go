@@ -2,6 +2,11 @@
 // strata: their Go sources (layers/, aggregators/, costmodels/, built for wasip1 with the
 // guest SDK in sdk/) and, on the host side, the compiled .wasm files that
 // `make models` writes to wasm/ and this package embeds.
+//
+// The shipped modules are the files of wasm/: no list names them. A
+// module's one-line doc and its other declarations travel inside its
+// .wasm as custom sections (Meta), written by scripts/build-models.sh from
+// the `//strata:<key> <value>` directives of its sources.
 package models
 
 import (
@@ -19,81 +24,90 @@ import (
 //go:embed wasm
 var files embed.FS
 
-// The modules this tree ships (directories of models/layers and
-// models/costmodels; a test keeps the lists in sync).
+// Kind is a kind of shipped module: the source directory under models/
+// and the prefix of its built file in wasm/.
+type Kind struct {
+	Noun   string // "layer"
+	Dir    string // source directory under models/: "layers"
+	Prefix string // of the built file: "" for layers
+}
+
+// Kinds are the kinds of shipped modules.
 var (
-	shippedLayers      = []string{"gat", "gcn", "gin", "pna", "sage", "sage-lstm"}
-	shippedCostModels  = []string{"betty-memory", "hongtu", "hyscale", "roofline"}
-	shippedAggregators = []string{"attentional", "deepsets", "degree-scaler", "gru", "lcm", "lstm", "max", "mean", "median", "min",
-		"mlp", "mul", "multi", "powermean", "quantile", "softmax", "std", "sum", "var", "variance-preserving"}
+	Layers      = Kind{Noun: "layer", Dir: "layers"}
+	Aggregators = Kind{Noun: "aggregator", Dir: "aggregators", Prefix: "aggregator-"}
+	CostModels  = Kind{Noun: "cost model", Dir: "costmodels", Prefix: "costmodel-"}
 )
 
-const (
-	costPrefix = "costmodel-"
-	aggrPrefix = "aggregator-"
-)
+// kindOf returns the kind a built file's base name (without .wasm)
+// belongs to, and the module's name.
+func kindOf(base string) (Kind, string) {
+	for _, k := range []Kind{Aggregators, CostModels} {
+		if name, ok := strings.CutPrefix(base, k.Prefix); ok {
+			return k, name
+		}
+	}
+	return Layers, base
+}
+
+// File is the name of a module's built file in wasm/.
+func (k Kind) File(name string) string { return k.Prefix + name + ".wasm" }
+
+// Names returns the names of the embedded modules of kind k, sorted.
+func (k Kind) Names() []string {
+	ents, err := files.ReadDir("wasm")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		base, ok := strings.CutSuffix(e.Name(), ".wasm")
+		if !ok || e.IsDir() {
+			continue
+		}
+		if kk, name := kindOf(base); kk == k {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out) // "sage-lstm.wasm" sorts before "sage.wasm"
+	return out
+}
+
+// Module returns the embedded module name of kind k.
+func (k Kind) Module(name string) ([]byte, error) {
+	b, err := files.ReadFile("wasm/" + k.File(name))
+	if err == nil {
+		return b, nil
+	}
+	names := k.Names()
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s module %q: no %s modules are built into this binary: run `make models` (scripts/build-models.sh), then rebuild strata", k.Noun, name, k.Noun)
+	}
+	return nil, fmt.Errorf("unknown %s module %q (shipped: %s; a module of your own is loaded from a path ending in .wasm)",
+		k.Noun, name, strings.Join(names, ", "))
+}
 
 // AggregatorNames returns the names of the shipped aggregator modules,
 // sorted.
-func AggregatorNames() []string { return slices.Clone(shippedAggregators) }
+func AggregatorNames() []string { return Aggregators.Names() }
 
 // Aggregator returns the embedded module of a shipped aggregator.
-func Aggregator(name string) ([]byte, error) {
-	return embedded("aggregator", name, aggrPrefix+name+".wasm", shippedAggregators)
-}
+func Aggregator(name string) ([]byte, error) { return Aggregators.Module(name) }
 
 // MaxModuleBytes bounds a module read from a file.
 const MaxModuleBytes = 64 << 20
 
 // LayerNames returns the names of the shipped layer modules, sorted.
-func LayerNames() []string { return slices.Clone(shippedLayers) }
+func LayerNames() []string { return Layers.Names() }
 
 // CostModelNames returns the names of the shipped cost models, sorted.
-func CostModelNames() []string { return slices.Clone(shippedCostModels) }
+func CostModelNames() []string { return CostModels.Names() }
 
 // Layer returns the embedded module of a shipped layer.
-func Layer(name string) ([]byte, error) {
-	return embedded("layer", name, name+".wasm", shippedLayers)
-}
+func Layer(name string) ([]byte, error) { return Layers.Module(name) }
 
 // CostModel returns the embedded module of a shipped cost model.
-func CostModel(name string) ([]byte, error) {
-	return embedded("cost model", name, costPrefix+name+".wasm", shippedCostModels)
-}
-
-func embedded(kind, name, file string, shipped []string) ([]byte, error) {
-	b, err := files.ReadFile("wasm/" + file)
-	if err == nil {
-		return b, nil
-	}
-	if !slices.Contains(shipped, name) {
-		return nil, fmt.Errorf("unknown %s module %q (shipped: %s; a module of your own is loaded from a path ending in .wasm)",
-			kind, name, strings.Join(shipped, ", "))
-	}
-	return nil, fmt.Errorf("%s module %q is not built into this binary: run `make models` (scripts/build-models.sh), then rebuild strata", kind, name)
-}
-
-// Missing reports which shipped modules are missing from this binary (nil
-// when all are embedded).
-func Missing() []string {
-	var out []string
-	for _, n := range shippedLayers {
-		if _, err := fs.Stat(files, "wasm/"+n+".wasm"); err != nil {
-			out = append(out, n)
-		}
-	}
-	for _, n := range shippedCostModels {
-		if _, err := fs.Stat(files, "wasm/"+costPrefix+n+".wasm"); err != nil {
-			out = append(out, costPrefix+n)
-		}
-	}
-	for _, n := range shippedAggregators {
-		if _, err := fs.Stat(files, "wasm/"+aggrPrefix+n+".wasm"); err != nil {
-			out = append(out, aggrPrefix+n)
-		}
-	}
-	return out
-}
+func CostModel(name string) ([]byte, error) { return CostModels.Module(name) }
 
 // LoadFile reads a user's module (model.module = "path/to/x.wasm") and
 // checks that it is a WebAssembly binary.

@@ -200,6 +200,12 @@ func TestMalformedInputs(t *testing.T) {
 		{"config/validate-like-train-minibatch", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "train.mode=minibatch")
 		}, []string{`train.mode = "minibatch" needs a neighbour sampler`}},
+		// A layer that cannot bind one sampled block per layer (APPNP
+		// propagates k hops in its last layer) is refused before
+		// batch 0, at model.name.
+		{"config/model-cannot-bind-blocks", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[model]\nname = \"appnp\"\n[train]\nmode = \"minibatch\"\n[sampler]\nname = \"uniform\"\nfanouts = [5, 5]\n"))
+		}, []string{`bad.toml:4: model.name = "appnp"`, `layer 0 of 2 reads no graph, but train.mode = "minibatch" binds one sampled block (one hop) per layer`}},
 		{"config/micro-mode-one-batch", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "train.mode=micro")
 		}, []string{`train.mode = "micro" splits the training nodes into micro-batches, but train.micro_batches = 1`}},

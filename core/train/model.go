@@ -118,7 +118,37 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 	if w := linked.Ops[linked.Outputs[0]].Shape[1]; w != int64(classes) {
 		return nil, fmt.Errorf("model %q produces %d outputs per node, but the dataset has %d classes", name, w, classes)
 	}
+	if err := checkBindable(cfg, name, linked); err != nil {
+		return nil, err
+	}
 	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked}, nil
+}
+
+// checkBindable refuses a model the strategy train.mode names cannot
+// bind: one that binds a sampled block per layer (Uses.Blocks) needs every
+// layer one hop deep into the graph. The error names model.name, or
+// model.module for a module file.
+func checkBindable(cfg *config.Config, name string, g *ir.Graph) error {
+	strat, err := StrategyFor(cfg)
+	if err != nil || !strat.Uses().Blocks {
+		return nil // an unknown mode is reported where the strategy is made
+	}
+	for l, n := range g.Needs() {
+		if n.Blocks() {
+			continue
+		}
+		what := fmt.Sprintf("reads the graph %d hops deep", n.Hops)
+		if !n.ReadsGraph {
+			what = "reads no graph"
+		}
+		msg := fmt.Sprintf("model %q: layer %d of %d %s, but train.mode = %q binds one sampled block (one hop) per layer; "+
+			"train this model with train.mode = \"fullgraph\", or pick a layer that reads its neighbours once per layer", name, l, len(g.Needs()), what, cfg.Train.Mode)
+		if cfg.Model.Module != "" {
+			return cfg.KeyError("model.module: "+msg, "model", "module")
+		}
+		return cfg.KeyError(fmt.Sprintf("model.name = %q: %s", cfg.Model.Name, msg), "model", "name")
+	}
+	return nil
 }
 
 // moduleBytes returns the module named by model.module (a file) or

@@ -47,6 +47,10 @@ type Uses struct {
 	// (train.checkpoint_every) and resumed (strata train --resume), and
 	// the resumed run continues exactly as the uninterrupted one.
 	Checkpoints bool
+	// Blocks: it binds the model to one sampled block per layer, so every
+	// layer must read the graph one hop deep (ir.LayerNeeds.Blocks); a
+	// model that cannot is refused at model.name before training.
+	Blocks bool
 }
 
 // Env is what a stepper is built from: the run's backend, the linked

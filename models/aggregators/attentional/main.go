@@ -6,6 +6,8 @@
 // C -> C.
 package main
 
+//strata:doc gated attention: softmax(gate(x_j))·nn(x_j) summed (AttentionalAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

@@ -5,6 +5,8 @@
 // global_nn a linear map, both C -> C.
 package main
 
+//strata:doc global_nn(Σ local_nn(x_j)) (DeepSetsAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

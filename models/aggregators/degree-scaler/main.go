@@ -10,6 +10,8 @@
 // training graph, delta_lin (default 1) its mean degree.
 package main
 
+//strata:doc PNA's degree scalers over an aggregator; options scaled, scalers, delta, delta_lin (DegreeScalerAggregation)
+
 import (
 	"strings"
 

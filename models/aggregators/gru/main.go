@@ -9,6 +9,9 @@
 // length). Order-dependent, as PyG's.
 package main
 
+//strata:doc GRU over the first max_num neighbours in CSR order, zero-padded; options max_num, gru_hidden (GRUAggregation)
+//strata:order-dependent
+
 import "strata/models/sdk"
 
 func main() {}

@@ -11,6 +11,9 @@
 // Order-dependent, as PyG's.
 package main
 
+//strata:doc learnable commutative monoid: a GRU cell over a binary tree of the first max_num neighbours, zero-padded; options max_num, lcm_project (LCMAggregation)
+//strata:order-dependent
+
 import "strata/models/sdk"
 
 func main() {}

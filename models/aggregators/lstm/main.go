@@ -4,6 +4,9 @@
 // its last hidden state; option lstm_hidden (default: the input width).
 package main
 
+//strata:doc LSTM over the neighbours in CSR order; option lstm_hidden (LSTMAggregation)
+//strata:order-dependent
+
 import "strata/models/sdk"
 
 func main() {}

@@ -4,6 +4,8 @@
 // a node without neighbours.
 package main
 
+//strata:doc mean of the neighbours' rows (MeanAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

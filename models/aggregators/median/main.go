@@ -4,6 +4,8 @@
 // N(i) per column, 0 for a node without neighbours.
 package main
 
+//strata:doc lower median (MedianAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

@@ -4,6 +4,8 @@
 // N(i), 0 for a node without neighbours.
 package main
 
+//strata:doc columnwise min (MinAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

@@ -5,6 +5,9 @@
 // an MLP K·C -> C -> C (ReLU between). Order-dependent, as PyG's.
 package main
 
+//strata:doc MLP over the first max_num neighbours, zero-padded; option max_num (MLPAggregation)
+//strata:order-dependent
+
 import "strata/models/sdk"
 
 func main() {}

@@ -6,6 +6,8 @@
 // product of the others, zeros included (as PyG's).
 package main
 
+//strata:doc columnwise product (MulAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

@@ -5,6 +5,8 @@
 // with sdk.Aggr, concatenated: [N, Σ widths].
 package main
 
+//strata:doc several aggregators concatenated; option aggrs (MultiAggregation)
+
 import (
 	"strings"
 

@@ -7,6 +7,8 @@
 // clamped so that nothing overflows); a node without neighbours gets 0.
 package main
 
+//strata:doc power mean with learnable p; options p, learn (PowerMeanAggregation)
+
 import (
 	"math"
 

@@ -5,6 +5,8 @@
 // 0.5), 0 for a node without neighbours.
 package main
 
+//strata:doc q-quantile, lower element; option q (QuantileAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

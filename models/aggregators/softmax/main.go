@@ -5,6 +5,8 @@
 // learnable (option learn, default true) from option t (default 1).
 package main
 
+//strata:doc softmax-weighted sum with learnable inverse temperature; options t, learn (SoftmaxAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

@@ -4,6 +4,8 @@
 // where var <= 1e-5, as PyG does.
 package main
 
+//strata:doc columnwise standard deviation (StdAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

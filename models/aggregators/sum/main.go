@@ -4,6 +4,8 @@
 // op table: the source rows gathered onto the edges, summed per node.
 package main
 
+//strata:doc sum of the neighbours' rows (SumAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

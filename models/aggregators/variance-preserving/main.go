@@ -4,6 +4,8 @@
 // Schneckenreiter et al.): Σ_j x_j / sqrt(max(|N(i)|, 1)).
 package main
 
+//strata:doc Σ x_j / sqrt(deg) (VariancePreservingAggregation)
+
 import "strata/models/sdk"
 
 func main() {}

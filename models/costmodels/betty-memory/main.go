@@ -90,6 +90,8 @@
 // labels, blocks), out[3] activation bytes ((5), (6) and (7')).
 package main
 
+//strata:doc Betty memory estimate (ASPLOS 2023 §4.4): peak device bytes of one micro-batch training step from its sizes; picks train.micro_batches = "auto"
+
 import (
 	"math"
 

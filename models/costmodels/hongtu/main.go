@@ -36,6 +36,8 @@
 //	caching is cheaper, out[3] the cheaper one's seconds
 package main
 
+//strata:doc HongTu cost model (SIGMOD 2023): Eq. 4's cost of deduplicated communication and §4.2's cache-or-recompute choice per layer; used by train.mode = "chunked"
+
 import "strata/models/sdk/cost"
 
 func main() {}

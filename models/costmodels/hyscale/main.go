@@ -81,6 +81,8 @@
 //	  GB/s of that copy.
 package main
 
+//strata:doc HyScale-GNN performance model (IPDPS 2023 §V, Eq. 5-13): stage times, iteration time and MTEPS of hybrid CPU + device training
+
 import (
 	"math"
 

@@ -29,6 +29,8 @@
 // intensity (flops per byte; compare with peak/bandwidth to see the bound).
 package main
 
+//strata:doc roofline cost model: max(flops/peak, bytes/bandwidth) + launch overhead per op
+
 import (
 	"math"
 

@@ -14,6 +14,8 @@
 // out_heads (1), attn_dropout (0), negative_slope (0.2).
 package main
 
+//strata:doc GAT (Velickovic et al.): multi-head attention; options heads, out_heads, attn_dropout, negative_slope
+
 import (
 	"strconv"
 

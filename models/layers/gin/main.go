@@ -13,6 +13,8 @@
 // Options: in_dim, out_dim, dropout, last, batchnorm, eps, train_eps.
 package main
 
+//strata:doc GIN (Xu et al.): MLP((1+eps) x + sum_j x_j); options eps, train_eps
+
 import "strata/models/sdk"
 
 func main() {}

@@ -15,6 +15,8 @@
 // x_i and edge features to its pre-network).
 package main
 
+//strata:doc PNA (Corso et al.): [x || DegreeScaler(Multi(mean, min, max, std))(x W_pre)] W; options aggrs, scalers, delta (mean log(d+1) of the training graph)
+
 import "strata/models/sdk"
 
 func main() {}

@@ -14,6 +14,9 @@
 // batchnorm, lstm_hidden.
 package main
 
+//strata:doc GraphSAGE-LSTM (DGL's lstm aggregator): X W_root + LSTM(x_j in CSR order) W_nbr; option lstm_hidden
+//strata:order-dependent
+
 import "strata/models/sdk"
 
 func main() {}

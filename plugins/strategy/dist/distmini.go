@@ -42,7 +42,7 @@ func (*DistMini) Distributed() {}
 
 // Uses implements train.Strategy.
 func (*DistMini) Uses() train.Uses {
-	return train.Uses{Sampler: true, RankPartition: true, Float64: true, Checkpoints: true}
+	return train.Uses{Sampler: true, Blocks: true, RankPartition: true, Float64: true, Checkpoints: true}
 }
 
 // CheckConfig implements train.ConfigChecker.

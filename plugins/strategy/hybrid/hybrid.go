@@ -81,7 +81,7 @@ func (*Hybrid) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy.
 func (*Hybrid) Uses() train.Uses {
-	return train.Uses{Sampler: true, Devices: true, Float64: true, Checkpoints: true}
+	return train.Uses{Sampler: true, Blocks: true, Devices: true, Float64: true, Checkpoints: true}
 }
 
 // ExampleConfig implements train.Exampler: a two-layer uniform sampler,

@@ -162,7 +162,7 @@ func (*Micro) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy.
 func (*Micro) Uses() train.Uses {
-	return train.Uses{Partition: true, HalfFeatures: true, Float64: true, Checkpoints: true}
+	return train.Uses{Partition: true, Blocks: true, HalfFeatures: true, Float64: true, Checkpoints: true}
 }
 
 // NewStepper implements train.Strategy.

@@ -561,7 +561,7 @@ func (*Minibatch) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy.
 func (*Minibatch) Uses() train.Uses {
-	return train.Uses{Sampler: true, Cache: true, Devices: true, Partition: true, HalfFeatures: true, Float64: true, Checkpoints: true}
+	return train.Uses{Sampler: true, Blocks: true, Cache: true, Devices: true, Partition: true, HalfFeatures: true, Float64: true, Checkpoints: true}
 }
 
 // NewStepper implements train.Strategy.

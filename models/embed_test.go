@@ -1,0 +1,82 @@
+package models
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestEverySourceEmbedded lists the source directories of every kind and
+// requires each to be built into the binary, with a doc line: a module
+// whose build was forgotten fails here, not silently.
+func TestEverySourceEmbedded(t *testing.T) {
+	for _, k := range []Kind{Layers, Aggregators, CostModels} {
+		ents, err := os.ReadDir(k.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dirs []string
+		for _, e := range ents {
+			if e.IsDir() {
+				dirs = append(dirs, e.Name())
+			}
+		}
+		if len(dirs) == 0 {
+			t.Fatalf("no %s sources under models/%s", k.Noun, k.Dir)
+		}
+		if got := k.Names(); !slices.Equal(got, dirs) {
+			t.Errorf("embedded %s modules %v, sources %v: run `make models` (scripts/build-models.sh)", k.Noun, got, dirs)
+		}
+		for _, name := range dirs {
+			b, err := k.Module(name)
+			if err != nil {
+				t.Errorf("%v", err)
+				continue
+			}
+			if d := Doc(b); d == "" || strings.Contains(d, "\n") {
+				t.Errorf("%s %s: doc %q; give its sources one `//strata:doc <one line>` directive", k.Noun, name, d)
+			}
+		}
+	}
+}
+
+// TestMetaMalformed: a section whose size runs past the module, or a
+// truncated size, is an error, not a panic or an allocation.
+func TestMetaMalformed(t *testing.T) {
+	head := []byte("\x00asm\x01\x00\x00\x00")
+	cases := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"not wasm", []byte("hello world"), "not a WebAssembly"},
+		{"size past end", append(head, 0, 0x10, 1), "runs past"},
+		{"huge size", append(head, 0, 0xff, 0xff, 0xff, 0xff, 0x0f), "runs past"},
+		{"truncated size", append(head, 0, 0x80), "LEB128"},
+		{"bad name", append(head, 0, 2, 9, 'a'), "bad name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := Meta(c.b); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Meta: %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	m, err := Meta(append(head, 0, 13, 10, 's', 't', 'r', 'a', 't', 'a', '.', 'd', 'o', 'c', 'h', 'i'))
+	if err != nil || m[MetaDoc] != "hi" {
+		t.Fatalf("Meta = %v, %v; want doc hi", m, err)
+	}
+}
+
+// TestUnknownModule names the shipped modules.
+func TestUnknownModule(t *testing.T) {
+	_, err := Layer("nope")
+	if err == nil || !strings.Contains(err.Error(), "gcn") {
+		t.Fatalf("Layer(nope): %v", err)
+	}
+	if _, _, err := Resolve(filepath.Join(t.TempDir(), "x.wasm")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("Resolve(missing file): %v", err)
+	}
+}
