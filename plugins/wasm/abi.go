@@ -50,6 +50,7 @@ type callState struct {
 	// resolver, the parameter-name prefix of the aggregator running
 	// ("" in the layer itself), the nesting depth and the count so far.
 	ctx     context.Context
+	clock   *guestDeadline // the call's deadline, paused while resolve compiles
 	resolve func(name string) (*Module, error)
 	prefix  string
 	depth   int

@@ -49,7 +49,9 @@ func (st *callState) aggregate(name string, g, x int32) int32 {
 		st.failf(fn, "no aggregator modules can be loaded here")
 		return -1
 	}
+	resume := st.clock.pause() // compiling is host time
 	mod, err := st.resolve(name)
+	resume()
 	if err != nil {
 		st.failf(fn, "%v", err)
 		return -1
@@ -133,9 +135,9 @@ func (r *Runtime) resolver(ctx context.Context, c *aggregators, cfg Config) func
 func (r *Runtime) AggregatorGraph(ctx context.Context, name string, cfg Config, in int64, project bool) (*ir.Graph, error) {
 	st := newLayerState(cfg, &outBuf{})
 	st.resolve = r.resolver(ctx, &r.aggrs, cfg)
-	cctx, cancel := context.WithTimeout(context.WithValue(ctx, stateKey{}, st), r.opts.Deadline)
+	cctx, cancel := withGuestDeadline(context.WithValue(ctx, stateKey{}, st), r.opts.Deadline)
 	defer cancel()
-	st.ctx = cctx
+	st.ctx, st.clock = cctx, cctx
 	x := st.b.Input("x", in)
 	if project {
 		x = st.b.MatMul(x, st.b.Param("proj.weight", []int64{in, in}, "glorot"))

@@ -331,9 +331,9 @@ func (m *Module) instantiate(ctx context.Context, rt wazero.Runtime, compiled wa
 // definitionCall runs fn on a fresh instance in the deadline runtime and
 // closes the instance afterwards.
 func (m *Module) definitionCall(ctx context.Context, kind string, st *callState, fn func(ctx context.Context, inst api.Module) (string, error)) error {
-	cctx, cancel := context.WithTimeout(context.WithValue(ctx, stateKey{}, st), m.rt.opts.Deadline)
+	cctx, cancel := withGuestDeadline(context.WithValue(ctx, stateKey{}, st), m.rt.opts.Deadline)
 	defer cancel()
-	st.ctx = cctx
+	st.ctx, st.clock = cctx, cctx
 	inst, err := m.instantiate(cctx, m.rt.def, m.compiled, st.out)
 	if err != nil {
 		var exit *sys.ExitError
