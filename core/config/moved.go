@@ -59,7 +59,8 @@ func movedKeys() []movedKey {
 // positions of their lines; it returns the keys it moved, by section.
 func (d *decoder) moveKeys(raw, sections map[string]any) map[string][]movedKey {
 	moved := map[string][]movedKey{}
-	for _, k := range movedKeys() {
+	mode := rawMode(raw)
+	for _, k := range owners(movedKeys(), mode) {
 		v, ok := takePath(raw, k.from)
 		if !ok {
 			continue
@@ -83,6 +84,37 @@ func (d *decoder) moveKeys(raw, sections map[string]any) map[string][]movedKey {
 		moved[k.section] = append(moved[k.section], k)
 	}
 	return moved
+}
+
+// owners picks, for each old path that several strategies took over
+// (train.batch_size, say), the one key that stands for it: the strategy
+// mode's, else the first by section name (whose default the canonical form
+// then holds; owners of one path share its default, as Config had one).
+func owners(keys []movedKey, mode string) []movedKey {
+	var out []movedKey
+	at := map[string]int{}
+	for _, k := range keys {
+		path := toml.Key(k.from).String()
+		i, seen := at[path]
+		switch {
+		case !seen:
+			at[path] = len(out)
+			out = append(out, k)
+		case k.section == mode:
+			out[i] = k
+		}
+	}
+	return out
+}
+
+// rawMode is the train.mode a raw config sets, or the default.
+func rawMode(raw map[string]any) string {
+	if t, ok := unwrap(raw["train"], reflect.Map).(map[string]any); ok {
+		if mode, ok := unwrap(t["mode"], reflect.String).(string); ok {
+			return mode
+		}
+	}
+	return Default().Train.Mode
 }
 
 // takePath removes and returns the value at path in raw.
@@ -122,10 +154,10 @@ func (d *decoder) movedError(k movedKey, mode string) {
 }
 
 // placeMovedKeys writes every moved key into the canonical tree m at its
-// old path: the value of c.Strategy when it owns the key, else the
+// old path: the value of c.Strategy when it owns the key, else an
 // owner's default.
 func (c *Config) placeMovedKeys(m map[string]any) {
-	for _, k := range movedKeys() {
+	for _, k := range owners(movedKeys(), c.Strategy.Name) {
 		info, err := registry.Lookup(strategyNamespace + "." + k.section)
 		if err != nil {
 			continue
