@@ -60,7 +60,7 @@ func FuzzNPY(f *testing.F) {
 	f.Add(npyFile(1, "<f8", false, []int{1 << 40}, nil))
 	f.Add(npyRaw(2, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", leBytes([]int32{1, 2, 3})))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _, _ = readNPY(bytes.NewReader(data), int64(len(data)), "fuzz.npy")
+		_, _, _ = readNPY(bytes.NewReader(data), int64(len(data)), "fuzz.npy", 64<<20)
 	})
 }
 
