@@ -287,15 +287,7 @@ func loadNPZ(path, split string, budget int64) (*Dataset, error) {
 // pickles something other than a CSR/CSC matrix.
 func (z *npzFile) adjMatrixError() error {
 	const fix = "save a scipy.sparse CSR or CSC matrix (numpy.savez(f, adj_matrix=scipy.sparse.csr_matrix(A), ...)) or its parts adj_data, adj_indices, adj_indptr, adj_shape"
-	descr, shape := "?", []int(nil)
-	if e := z.entry("adj_matrix"); e != nil {
-		if rc, err := z.r.Open(e.Name); err == nil {
-			if h, err := npyioHeader(rc); err == nil {
-				descr, shape = strings.Trim(h.Descr.Type, `'" `), h.Descr.Shape
-			}
-			rc.Close()
-		}
-	}
+	descr, shape := z.header("adj_matrix")
 	if descr == "|O" {
 		return ferr(ErrFormat, z.path, 0, 0, "array \"adj_matrix\": holds pickled Python objects of shape %v that are not one scipy.sparse CSR/CSC matrix; %s", shape, fix)
 	}
@@ -382,21 +374,8 @@ func (z *npzFile) csr(p string, rows, cols int) ([]int64, []int64, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(indptr) != rows+1 {
-		return nil, nil, ferr(ErrCount, z.path, 0, 0, "array %q: %d entries, want %d (rows + 1 of %s_shape)", p+"_indptr", len(indptr), rows+1, p)
-	}
-	if indptr[0] != 0 || indptr[rows] != int64(len(idx)) {
-		return nil, nil, ferr(ErrCount, z.path, 0, 0, "array %q: runs from %d to %d, want 0 to %d (the length of %s_indices)", p+"_indptr", indptr[0], indptr[rows], len(idx), p)
-	}
-	for i := 0; i < rows; i++ {
-		if indptr[i+1] < indptr[i] {
-			return nil, nil, ferr(ErrFormat, z.path, 0, 0, "array %q: decreases at row %d (%d after %d)", p+"_indptr", i, indptr[i+1], indptr[i])
-		}
-	}
-	for k, j := range idx {
-		if j < 0 || j >= int64(cols) {
-			return nil, nil, ferr(ErrRange, z.path, 0, 0, "array %q: element %d is column %d, outside [0,%d) of %s_shape", p+"_indices", k, j, cols, p)
-		}
+	if err := checkCSRParts(z.path, p+"_indptr", p+"_indices", p+"_shape", indptr, idx, rows, cols); err != nil {
+		return nil, nil, err
 	}
 	if e := z.entry(p + "_data"); e != nil {
 		shape, _, err := z.read(p + "_data")
@@ -408,6 +387,29 @@ func (z *npzFile) csr(p string, rows, cols int) ([]int64, []int64, error) {
 		}
 	}
 	return indptr, idx, nil
+}
+
+// checkCSR checks the parts of a compressed sparse matrix of rows outer
+// and cols inner entries (rows and columns of CSR, the other way round for
+// CSC); ptrName, idxName and shapeName name its arrays in errors.
+func checkCSRParts(file, ptrName, idxName, shapeName string, indptr, idx []int64, rows, cols int) error {
+	if len(indptr) != rows+1 {
+		return ferr(ErrCount, file, 0, 0, "array %q: %d entries, want %d (rows + 1 of %s)", ptrName, len(indptr), rows+1, shapeName)
+	}
+	if indptr[0] != 0 || indptr[rows] != int64(len(idx)) {
+		return ferr(ErrCount, file, 0, 0, "array %q: runs from %d to %d, want 0 to %d (the length of %s)", ptrName, indptr[0], indptr[rows], len(idx), idxName)
+	}
+	for i := 0; i < rows; i++ {
+		if indptr[i+1] < indptr[i] {
+			return ferr(ErrFormat, file, 0, 0, "array %q: decreases at row %d (%d after %d)", ptrName, i, indptr[i+1], indptr[i])
+		}
+	}
+	for k, j := range idx {
+		if j < 0 || j >= int64(cols) {
+			return ferr(ErrRange, file, 0, 0, "array %q: element %d is column %d, outside [0,%d) of %s", idxName, k, j, cols, shapeName)
+		}
+	}
+	return nil
 }
 
 // denseFromCSR reads the sparse attribute matrix <p>_* as dense row-major
