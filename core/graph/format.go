@@ -140,3 +140,67 @@ func hasExt(path string, exts ...string) bool {
 	ext := filepath.Ext(strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(path, ".gz"), ".GZ")))
 	return slices.Contains(exts, ext)
 }
+
+// Example is an input of a format's conformance suite (formattest).
+type Example struct {
+	Name string
+	// Spec is what Open reads (a path under the directory the examples
+	// were written to, or a spec such as "embedded:cora").
+	Spec string
+	// Want is what a valid example loads (nil: anything valid); unused
+	// for a broken one.
+	Want *Dataset
+	// Kind and Err describe a broken example: the sentinel its error
+	// wraps and fragments it must hold (the file and its line, column or
+	// array). A nil Kind marks a valid example.
+	Kind error
+	Err  []string
+	// Huge: a broken example that declares sizes far beyond a small
+	// budget; it must be refused before they are allocated.
+	Huge bool
+}
+
+// Exampler is a Format that provides its conformance suite's inputs:
+// valid datasets (at least one, not empty, with labels unless GraphOnly)
+// and broken ones, written into dir.
+type Exampler interface {
+	Examples(dir string) ([]Example, error)
+}
+
+// TinyDataset is a small dataset for examples: n nodes in a ring with
+// chords, dim features, 2 classes (with one unlabeled node) and splits.
+func TinyDataset(n, dim int) *Dataset {
+	var edges [][2]int64
+	for i := range n {
+		edges = append(edges, [2]int64{int64(i), int64((i + 1) % n)}, [2]int64{int64(i), int64((i * 3) % n)})
+	}
+	d := &Dataset{Name: "tiny", NumNodes: n, Graph: FromEdges(n, edges), FeatDim: dim, NumClasses: 2}
+	d.Features = make([]float32, n*dim)
+	for i := range d.Features {
+		d.Features[i] = float32(i%7) - 2.5
+	}
+	d.Labels = make([]int32, n)
+	for i := range n {
+		d.Labels[i] = int32(i % 2)
+		switch {
+		case i == n-1:
+			d.Labels[i] = -1
+		case i < n/2:
+			d.Train = append(d.Train, int32(i))
+		case i < 3*n/4:
+			d.Valid = append(d.Valid, int32(i))
+		default:
+			d.Test = append(d.Test, int32(i))
+		}
+	}
+	if dim == 0 {
+		d.Features = nil
+	}
+	return d
+}
+
+// GraphOnly returns d's graph alone, named name, as a graph-only format
+// loads it.
+func GraphOnly(d *Dataset, name, source string) *Dataset {
+	return &Dataset{Name: name, NumNodes: d.NumNodes, Graph: d.Graph, Source: source}
+}

@@ -268,7 +268,7 @@ func loadNPZ(path, split string, budget int64) (*Dataset, error) {
 			return nil, err
 		}
 		if split != "" && split != noSplit {
-			return nil, ferr(ErrMissing, path, 0, 0, "a Shchur .npz file has no named splits; use a generated one such as @random-20-30-seed0")
+			return nil, ferr(ErrMissing, path, 0, 0, "split %q: a Shchur .npz file has no named splits; use a generated one such as @random-20-30-seed0", split)
 		}
 		return d, nil
 	case z.has("edge_index"):

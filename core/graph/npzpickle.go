@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"embed"
 	"fmt"
 	"io"
 	"io/fs"
@@ -257,4 +258,30 @@ func (z *npzFile) sparseParts(name string, sp *pySparse) (*sparseMatrix, error) 
 		s.vals = vals
 	}
 	return s, nil
+}
+
+// scipyExamples are a pickled CSR archive and one whose pickle calls
+// os.system (which the unpickler must refuse).
+//
+//go:embed testdata/scipy/csr.npz testdata/scipy/os-system.npz
+var scipyExamples embed.FS
+
+func (*npzScipyFormat) Examples(dir string) ([]Example, error) {
+	var out []Example
+	for _, name := range []string{"csr.npz", "os-system.npz"} {
+		b, err := scipyExamples.ReadFile("testdata/scipy/" + name)
+		if err != nil {
+			return nil, err
+		}
+		p, err := writeExample(dir, name, b)
+		if err != nil {
+			return nil, err
+		}
+		if name == "csr.npz" {
+			out = append(out, Example{Name: "csr", Spec: p})
+		} else {
+			out = append(out, Example{Name: "os.system", Spec: p, Kind: ErrFormat, Err: []string{p, `array "adj_matrix"`, "refusing to load os.system"}})
+		}
+	}
+	return out, nil
 }
