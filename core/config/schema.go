@@ -36,6 +36,7 @@ type field struct {
 	nohash   bool     // hash:"-": left out of the canonical form
 	omitzero bool     // hash:"omitempty": left out of the canonical form when zero
 	omitdef  bool     // hash:"omitdefault" (a section of Config): left out when it is the default
+	docmods  string   // docmodules:"ns": the doc lists the registered modules of ns (data.dataset's formats)
 }
 
 // describe says how a config gives the special value: "or -1 (same as
@@ -102,6 +103,7 @@ func fieldsOf(t reflect.Type) []field {
 				nohash:   sf.Tag.Get("hash") == "-",
 				omitzero: sf.Tag.Get("hash") == "omitempty",
 				omitdef:  sf.Tag.Get("hash") == "omitdefault",
+				docmods:  sf.Tag.Get("docmodules"),
 			}
 			if m := sf.Tag.Get("modules"); m != "" {
 				ns, alias, _ := strings.Cut(m, "+")
