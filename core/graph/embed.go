@@ -60,9 +60,10 @@ func (*embeddedFormat) Open(spec string, o LoadOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, ferr(ErrMissing, "embedded:"+name, 0, 0, "%v", err)
 	}
+	o.Budget = 0 // shipped with the binary: its size was fixed when strata was built
 	return loadOGBFS(sub, "embedded:"+name, "", o)
 }
 
 func (*embeddedFormat) Supports() Support {
-	return Support{Spec: "embedded:<name> (e.g. embedded:cora)", Rows: true, Budget: true}
+	return Support{Spec: "embedded:<name> (e.g. embedded:cora)", Rows: true}
 }
