@@ -111,6 +111,25 @@ func TestDatasetFormats(t *testing.T) {
 		{"ogb-csv/edges-labels-splits", func(t *testing.T) []string {
 			return train(t, "data.dataset="+tinyOGB(t, nil)+"@s")
 		}, 0, []string{`"dataset":"tiny"`}},
+		{"mtx/inspect", func(t *testing.T) []string {
+			return []string{"inspect", "-i", write(t, t.TempDir(), "g.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n")}
+		}, 0, []string{"nodes     3", "edges     4"}},
+		{"mtx/bad-index", func(t *testing.T) []string {
+			return []string{"inspect", "-i", write(t, t.TempDir(), "g.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n0 1\n")}
+		}, 2, []string{"g.mtx:3: column 1:", "1-based"}},
+		{"npz-scipy/inspect", func(t *testing.T) []string {
+			return []string{"inspect", "-i", scipyNPZ(t, "csr.npz")}
+		}, 0, []string{"nodes     4", "features  3", "classes   2"}},
+		{"npz-scipy/os-system-refused", func(t *testing.T) []string {
+			evil := scipyNPZ(t, "os-system.npz")
+			t.Chdir(t.TempDir()) // where the pickle would create pwned-by-pickle
+			t.Cleanup(func() {
+				if _, err := os.Stat("pwned-by-pickle"); !os.IsNotExist(err) {
+					t.Errorf("the pickle ran: pwned-by-pickle exists (%v)", err)
+				}
+			})
+			return []string{"inspect", "-i", evil}
+		}, 2, []string{"os-system.npz", `array "adj_matrix"`, "refusing to load os.system"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -129,6 +148,15 @@ func TestDatasetFormats(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scipyNPZ returns the absolute path of a fixture of format.npz-scipy.
+func scipyNPZ(t *testing.T, name string) string {
+	p, err := filepath.Abs(filepath.Join("..", "..", "core", "graph", "testdata", "scipy", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // corruptNPZ rewrites the member name of the archive at path with edit.

@@ -70,7 +70,7 @@ type Config struct {
 
 // Data selects the dataset.
 type Data struct {
-	Dataset       string `toml:"dataset" required:"true" example:"embedded:cora" doc:"\"embedded:cora\", an OGB-layout directory \"path[@split]\", a .strata file, a SNAP edge list or \"rmat-<scale>-<avgdeg>-<features>-<classes>-<seed>\"; a relative path is relative to the config file (to the working directory when given with --set)"`
+	Dataset       string `toml:"dataset" required:"true" example:"embedded:cora" docmodules:"format" doc:"the dataset, in any registered format (format.* modules, listed below and by strata list-plugins), optionally followed by @<split>; a relative path is relative to the config file (to the working directory when given with --set)"`
 	Symmetrize    bool   `toml:"symmetrize" doc:"add the reverse of every edge (train on the undirected graph)"`
 	FeatureNorm   string `toml:"feature_norm" enum:"auto,none,row" doc:"feature normalisation: row = divide each row by its sum, auto = row for 0/1 (bag-of-words) features, none otherwise"`
 	Split         string `toml:"split" hash:"omitempty" example:"random-20-30-seed0" doc:"the split to train on: a named split of an OGB directory (its split/<name>), or a generated one, random-<train>-<valid>-seed<k> = per class <train> training and <valid> validation nodes drawn with seed k, every other labeled node for test (Shchur et al.'s protocol; replaces the dataset's own split); \"\" = the dataset's own split. Same as appending @<split> to data.dataset"`

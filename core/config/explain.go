@@ -57,6 +57,7 @@ func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []
 		if f.doc != "" {
 			doc += ". " + f.doc
 		}
+		doc += moduleDocs(f.docmods)
 		if section == "model" && f.key == "name" {
 			if names := pluginNames("model"); len(names) > 0 {
 				doc += "; registered: " + strings.Join(names, ", ")
@@ -84,6 +85,19 @@ func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []
 		writeComment(b, indent, f.doc)
 		explainFields(b, indent, v.FieldByIndex(f.index), fieldsOf(f.typ), section+"."+f.key)
 	}
+}
+
+// moduleDocs lists the registered modules of ns with their doc lines,
+// for a key whose values they read (data.dataset: the formats), or "".
+func moduleDocs(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	var parts []string
+	for _, m := range registry.Namespace(ns) {
+		parts = append(parts, fmt.Sprintf("%q (%s.%s): %s", m.Name(), ns, m.Name(), m.Doc))
+	}
+	return fmt.Sprintf(". Registered %s modules: %s", ns, strings.Join(parts, "; "))
 }
 
 // explainPlugin lists the registered plugins of a plugin section.

@@ -37,6 +37,7 @@ type field struct {
 	omitzero bool     // hash:"omitempty": left out of the canonical form when zero
 	omitdef  bool     // hash:"omitdefault" (a section of Config): left out when it is the default
 	moved    []string // moved:"train.overlap": a strategy's option that Config once held there (moved.go)
+	docmods  string   // docmodules:"ns": the doc lists the registered modules of ns (data.dataset's formats)
 }
 
 // describe says how a config gives the special value: "or -1 (same as
@@ -104,6 +105,7 @@ func fieldsOf(t reflect.Type) []field {
 				omitzero: sf.Tag.Get("hash") == "omitempty",
 				omitdef:  sf.Tag.Get("hash") == "omitdefault",
 				moved:    parseMovedTag(t, sf.Name, sf.Tag.Get("moved")),
+				docmods:  sf.Tag.Get("docmodules"),
 			}
 			if m := sf.Tag.Get("modules"); m != "" {
 				ns, alias, _ := strings.Cut(m, "+")

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strata/core/registry"
 	"strings"
 	"unsafe"
 
@@ -542,4 +544,35 @@ func IsBinary(path string) bool {
 	var b [8]byte
 	_, err = io.ReadFull(f, b[:])
 	return err == nil && string(b[:]) == binMagic
+}
+
+// binaryFormat is format.binary: a file written by WriteBinary.
+type binaryFormat struct{}
+
+func init() { registry.Register(&binaryFormat{}) }
+
+func (*binaryFormat) StrataModule() registry.ModuleInfo {
+	return formatInfo("binary", "strata's binary graph file (`strata convert`), memory-mapped; recognised by its magic whatever its name",
+		func() *binaryFormat { return &binaryFormat{} })
+}
+
+// Detect takes a file with the magic, and a .strata file to report a
+// bad one.
+func (*binaryFormat) Detect(spec string, st fs.FileInfo) int {
+	switch {
+	case isFile(st) && IsBinary(spec):
+		return DetectContent
+	case isFile(st) && hasExt(spec, ".strata"):
+		return DetectSuffix
+	}
+	return 0
+}
+
+func (*binaryFormat) Open(spec string, o LoadOptions) (*Dataset, error) {
+	d, _, err := openBinary(spec, o.Budget)
+	return d, err
+}
+
+func (*binaryFormat) Supports() Support {
+	return Support{Spec: "a .strata binary written by `strata convert`", Budget: true}
 }

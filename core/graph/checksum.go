@@ -92,7 +92,7 @@ func Sources(spec string) (files []SourceFile, generator string, err error) {
 		return nil, fmt.Sprintf("graph.RMAT(%s): scale %d, edge factor %d, %d features, %d classes, seed %d, Graph500 quadrants a=.57 b=.19 c=.19, split .1/.1/.8",
 			spec, o.Scale, o.EdgeFactor, o.FeatDim, o.NumClasses, o.Seed), nil
 	}
-	return nil, "", ferr(ErrMissing, spec, 0, 0, "no such file or directory; a dataset spec is %s", specForms)
+	return nil, "", ferr(ErrMissing, spec, 0, 0, "no such file or directory; a dataset spec is %s", SpecForms())
 }
 
 // ogbSources lists the raw/ files, the chosen split's files and a

@@ -10,7 +10,9 @@ import (
 
 // The fuzz targets feed arbitrary bytes to every loader: none may panic,
 // hang or allocate beyond what the input can justify; errors are expected.
-// `go test` runs the seeds; `make fuzz` fuzzes each target for a while.
+// `go test` runs the seeds and the saved corpora; `make fuzz` fuzzes FuzzNPY,
+// and the formats through plugins/all's FuzzFormats (FuzzSNAP, FuzzOGB and
+// FuzzBinary stay as regression tests of their saved inputs).
 
 func FuzzSNAP(f *testing.F) {
 	for _, s := range []string{"0 1\n1 2\n", "# Nodes: 5 Edges: 2\n0\t1\n3 4\n", "%c\n0 1", "", "1 99999999999\n", "0 1 2\n", "-1 0\n", "\x1f\x8b"} {
@@ -60,7 +62,7 @@ func FuzzNPY(f *testing.F) {
 	f.Add(npyFile(1, "<f8", false, []int{1 << 40}, nil))
 	f.Add(npyRaw(2, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", leBytes([]int32{1, 2, 3})))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _, _ = readNPY(bytes.NewReader(data), int64(len(data)), "fuzz.npy")
+		_, _, _ = readNPY(bytes.NewReader(data), int64(len(data)), "fuzz.npy", 64<<20)
 	})
 }
 

@@ -61,6 +61,14 @@ func checkBudget(file, what string, need, budget int64) error {
 	return nil
 }
 
+// budgetOr returns budget, or DefaultMaxMemory when budget <= 0.
+func budgetOr(budget int64) int64 {
+	if budget <= 0 {
+		return DefaultMaxMemory()
+	}
+	return budget
+}
+
 // FormatBytes formats a byte count with a binary unit ("1.5 GiB").
 func FormatBytes(n int64) string { return metrics.FormatBytes(n) }
 
@@ -119,7 +127,7 @@ func OpenContext(ctx context.Context, spec string) (*Dataset, error) {
 	done := make(chan result, 1)
 	go func() {
 		rows, keep := featureRowsFrom(ctx)
-		d, err := open(spec, loadOpts{budget: MaxMemory(ctx), rows: rows, keep: keep})
+		d, err := open(spec, LoadOptions{Ctx: ctx, Budget: MaxMemory(ctx), Rows: rows, Keep: keep})
 		if err == nil && keep {
 			err = d.keepFeatureRows(rows)
 		}

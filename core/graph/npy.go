@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strata/core/registry"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -24,7 +26,10 @@ const maxNPYHeader = 1 << 20
 // C-order little-endian array of dtype <f4, <f8, <i4, <i8 or |b1. data is
 // []float32, []float64, []int32, []int64 or []bool. Errors name the file
 // and the header field at fault.
-func ReadNPY(path string) (shape []int, data any, err error) {
+func ReadNPY(path string) (shape []int, data any, err error) { return readNPYFile(path, 0) }
+
+// readNPYFile is ReadNPY with a memory budget (0: DefaultMaxMemory).
+func readNPYFile(path string, budget int64) (shape []int, data any, err error) {
 	if _, serr := statRegular(path); serr != nil && !os.IsNotExist(serr) {
 		return nil, nil, serr
 	}
@@ -40,7 +45,7 @@ func ReadNPY(path string) (shape []int, data any, err error) {
 	if err != nil {
 		return nil, nil, ferr(ErrFormat, path, 0, 0, "cannot stat: %v", err)
 	}
-	return readNPY(f, st.Size(), path)
+	return readNPY(f, st.Size(), path, budget)
 }
 
 // npyHeader is the decoded header dictionary.
@@ -50,7 +55,9 @@ type npyHeader struct {
 	shape   []int
 }
 
-func readNPY(r io.Reader, size int64, path string) ([]int, any, error) {
+// readNPY reads a .npy array of size bytes from r; path names it in
+// errors. budget bounds the array's bytes (0: DefaultMaxMemory).
+func readNPY(r io.Reader, size int64, path string, budget int64) ([]int, any, error) {
 	var pre [10]byte
 	if k, err := io.ReadFull(r, pre[:8]); err != nil {
 		if k == 0 {
@@ -96,32 +103,19 @@ func readNPY(r io.Reader, size int64, path string) ([]int, any, error) {
 	if h.fortran {
 		return nil, nil, ferr(ErrFormat, path, 0, 0, "header field 'fortran_order': True is not supported; save a C-order array (numpy.ascontiguousarray)")
 	}
-	var elem int64
-	switch h.descr {
-	case "<f4", "<i4":
-		elem = 4
-	case "<f8", "<i8":
-		elem = 8
-	case "|b1":
-		elem = 1
-	default:
+	t, ok := npyDtypes[h.descr]
+	if !ok || !t.lone {
 		hint := ""
 		if strings.HasPrefix(h.descr, ">") {
 			hint = " (big-endian data: convert with arr.astype(arr.dtype.newbyteorder('<')))"
 		}
 		return nil, nil, ferr(ErrFormat, path, 0, 0, "header field 'descr': %q is not supported%s; want '<f4', '<f8', '<i4', '<i8' or '|b1'", h.descr, hint)
 	}
-	count := int64(1)
-	for _, d := range h.shape {
-		if d < 0 {
-			return nil, nil, ferr(ErrFormat, path, 0, 0, "header field 'shape': negative dimension %d", d)
-		}
-		if d > 0 && count > (math.MaxInt64/8)/int64(d) {
-			return nil, nil, ferr(ErrRange, path, 0, 0, "header field 'shape': %v has too many elements", h.shape)
-		}
-		count *= int64(d)
+	count, err := npyCount(path, "", h.shape)
+	if err != nil {
+		return nil, nil, err
 	}
-	if want := count * elem; size-pos != want {
+	if want := count * t.size; size-pos != want {
 		if size-pos < want {
 			return nil, nil, ferr(ErrTruncated, path, 0, 0, "data: %d bytes, but header field 'shape' %v of %s needs %d; the file is truncated",
 				size-pos, h.shape, h.descr, want)
@@ -129,36 +123,15 @@ func readNPY(r io.Reader, size int64, path string) ([]int, any, error) {
 		return nil, nil, ferr(ErrFormat, path, 0, 0, "data: %d bytes, but header field 'shape' %v of %s needs %d; extra bytes at the end",
 			size-pos, h.shape, h.descr, want)
 	}
-	var data any
-	var raw []byte
-	switch h.descr {
-	case "<f4":
-		s := make([]float32, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*4)
-	case "<f8":
-		s := make([]float64, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*8)
-	case "<i4":
-		s := make([]int32, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*4)
-	case "<i8":
-		s := make([]int64, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*8)
-	case "|b1":
-		s := make([]bool, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count)
+	if err := checkBudget(path, fmt.Sprintf("an array of shape %v of %s", h.shape, h.descr), count*t.size, budgetOr(budget)); err != nil {
+		return nil, nil, err
 	}
+	data, raw := t.alloc(count)
 	if _, err := io.ReadFull(r, raw); err != nil {
 		return nil, nil, ferr(ErrTruncated, path, 0, 0, "data: file ends early (%v)", err)
 	}
-	if elem == 1 {
-		for i, b := range raw {
-			if b > 1 {
-				return nil, nil, ferr(ErrFormat, path, 0, 0, "data: bool element %d has byte value %d (want 0 or 1)", i, b)
-			}
-		}
-	} else if !littleEndianHost() {
-		swapBytes(raw, int(elem))
+	if i, b := finishNPY(h.descr, raw, t.size); i >= 0 {
+		return nil, nil, ferr(ErrFormat, path, 0, 0, "data: bool element %d has byte value %d (want 0 or 1)", i, b)
 	}
 	return h.shape, data, nil
 }
@@ -315,7 +288,11 @@ func (p *pyParser) tuple() ([]int, error) {
 // test_idx.npy (int node ids, or bool masks of length N). The PyG names
 // that WriteNPYDir writes are read too: y.npy, x.npy, train_mask.npy,
 // val_mask.npy, test_mask.npy.
-func LoadNPYDir(dir string) (*Dataset, error) {
+func LoadNPYDir(dir string) (*Dataset, error) { return loadNPYDir(dir, 0) }
+
+// loadNPYDir is LoadNPYDir with a memory budget for each array (0:
+// DefaultMaxMemory).
+func loadNPYDir(dir string, budget int64) (*Dataset, error) {
 	file := func(name string) string {
 		alias := map[string]string{"labels.npy": "y.npy", "features.npy": "x.npy",
 			"train_idx.npy": "train_mask.npy", "valid_idx.npy": "val_mask.npy", "test_idx.npy": "test_mask.npy"}[name]
@@ -330,7 +307,7 @@ func LoadNPYDir(dir string) (*Dataset, error) {
 
 	// Labels fix the node count.
 	lp := file("labels.npy")
-	shape, data, err := ReadNPY(lp)
+	shape, data, err := readNPYFile(lp, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +333,7 @@ func LoadNPYDir(dir string) (*Dataset, error) {
 	}
 
 	ep := file("edge_index.npy")
-	shape, data, err = ReadNPY(ep)
+	shape, data, err = readNPYFile(ep, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +374,7 @@ func LoadNPYDir(dir string) (*Dataset, error) {
 
 	fp := file("features.npy")
 	if _, serr := os.Stat(fp); serr == nil {
-		shape, data, err := ReadNPY(fp)
+		shape, data, err := readNPYFile(fp, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -422,7 +399,7 @@ func LoadNPYDir(dir string) (*Dataset, error) {
 		if _, serr := os.Stat(sp); serr != nil {
 			continue
 		}
-		ids, err := readNPYSplit(sp, n)
+		ids, err := readNPYSplit(sp, n, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -452,8 +429,8 @@ func LoadNPYDir(dir string) (*Dataset, error) {
 }
 
 // readNPYSplit reads a split file: int node ids or a bool mask of length n.
-func readNPYSplit(path string, n int) ([]int32, error) {
-	shape, data, err := ReadNPY(path)
+func readNPYSplit(path string, n int, budget int64) ([]int32, error) {
+	shape, data, err := readNPYFile(path, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -548,4 +525,37 @@ func npyKind(data any) string {
 		return "bool"
 	}
 	return fmt.Sprintf("%T", data)
+}
+
+// npyFormat is format.npy: a directory of .npy arrays.
+type npyFormat struct{}
+
+func init() { registry.Register(&npyFormat{}) }
+
+func (*npyFormat) StrataModule() registry.ModuleInfo {
+	return formatInfo("npy", "a directory of .npy arrays: edge_index.npy, labels.npy, optional features.npy and train/valid/test_idx.npy (the PyG names too)",
+		func() *npyFormat { return &npyFormat{} })
+}
+
+// Detect takes a directory with edge_index.npy and no raw/ (a directory
+// with both layouts is OGB's), and a lone .npy file to explain it.
+func (*npyFormat) Detect(spec string, st fs.FileInfo) int {
+	switch {
+	case st != nil && st.IsDir() && fileExists(filepath.Join(spec, "edge_index.npy")) && !isDir(filepath.Join(spec, "raw")):
+		return DetectLayout
+	case isFile(st) && hasExt(spec, ".npy"):
+		return DetectSuffix
+	}
+	return 0
+}
+
+func (*npyFormat) Open(spec string, o LoadOptions) (*Dataset, error) {
+	if !isDir(spec) {
+		return nil, ferr(ErrFormat, spec, 0, 0, "a single .npy file is not a dataset; pass the directory that holds edge_index.npy")
+	}
+	return loadNPYDir(spec, o.Budget)
+}
+
+func (*npyFormat) Supports() Support {
+	return Support{Spec: "a directory of .npy arrays (edge_index.npy, labels.npy, ...)", Budget: true}
 }

@@ -4,12 +4,13 @@ import (
 	"archive/zip"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strata/core/registry"
 	"strings"
-	"unsafe"
 
 	"codeberg.org/sbinet/npyio/npy"
 	"codeberg.org/sbinet/npyio/npz"
@@ -32,6 +33,8 @@ type npzFile struct {
 	zr   *zip.Reader
 	f    *os.File
 	keys []string // array names, without ".npy"
+	// budget bounds each array's bytes (0: DefaultMaxMemory).
+	budget int64
 }
 
 // openNPZ opens a .npz archive with npyio.
@@ -110,66 +113,30 @@ func (z *npzFile) read(name string) (shape []int, data any, err error) {
 		return nil, nil, bad(ErrFormat, "header field 'fortran_order': True is not supported; save a C-order array (numpy.ascontiguousarray)")
 	}
 	descr := strings.Trim(hdr.Descr.Type, `'" `)
-	var elem int64
-	switch descr {
-	case "<f4", "<i4":
-		elem = 4
-	case "<f8", "<i8":
-		elem = 8
-	case "|b1", "|u1", "|i1":
-		elem = 1
-	default:
+	t, ok := npyDtypes[descr]
+	if !ok {
+		if descr == "|O" {
+			return nil, nil, bad(ErrFormat, "holds pickled Python objects (dtype object), which only the pickled scipy.sparse layout reads; save plain numeric arrays (numpy.savez of the CSR parts)")
+		}
 		return nil, nil, bad(ErrFormat, "dtype %q is not supported; want float32/64, int32/64, uint8 or bool (little-endian)", descr)
 	}
-	count := int64(1)
-	for _, d := range shape {
-		if d < 0 {
-			return nil, nil, bad(ErrFormat, "header field 'shape': negative dimension %d", d)
-		}
-		if d > 0 && count > (math.MaxInt64/8)/int64(d) {
-			return nil, nil, bad(ErrRange, "header field 'shape': %v has too many elements", shape)
-		}
-		count *= int64(d)
+	count, err := npyCount(z.path, fmt.Sprintf("array %q: ", name), shape)
+	if err != nil {
+		return nil, nil, err
 	}
-	if need := uint64(count * elem); need > e.UncompressedSize64 {
+	if need := uint64(count * t.size); need > e.UncompressedSize64 {
 		return nil, nil, bad(ErrTruncated, "header field 'shape' %v of %s needs %d bytes, but the entry holds only %d; the array is truncated or its shape is wrong",
 			shape, descr, need, e.UncompressedSize64)
 	}
-	var raw []byte
-	switch descr {
-	case "<f4":
-		s := make([]float32, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*4)
-	case "<f8":
-		s := make([]float64, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*8)
-	case "<i4":
-		s := make([]int32, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*4)
-	case "<i8":
-		s := make([]int64, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count*8)
-	case "|u1":
-		s := make([]uint8, count)
-		data, raw = s, s
-	case "|i1":
-		s := make([]int8, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count)
-	case "|b1":
-		s := make([]bool, count)
-		data, raw = s, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), count)
+	if err := checkBudget(z.path, fmt.Sprintf("array %q of shape %v", name, shape), count*t.size, budgetOr(z.budget)); err != nil {
+		return nil, nil, err
 	}
+	data, raw := t.alloc(count)
 	if _, err := io.ReadFull(rc, raw); err != nil {
 		return nil, nil, bad(ErrTruncated, "header field 'shape' %v of %s needs %d bytes of data, but the entry ends early (%v)", shape, descr, len(raw), err)
 	}
-	if descr == "|b1" {
-		for i, b := range raw {
-			if b > 1 {
-				return nil, nil, bad(ErrFormat, "bool element %d has byte value %d (want 0 or 1)", i, b)
-			}
-		}
-	} else if elem > 1 && !littleEndianHost() {
-		swapBytes(raw, int(elem))
+	if i, b := finishNPY(descr, raw, t.size); i >= 0 {
+		return nil, nil, bad(ErrFormat, "bool element %d has byte value %d (want 0 or 1)", i, b)
 	}
 	if len(shape) == 0 {
 		shape = []int{} // a scalar
@@ -282,34 +249,49 @@ func (z *npzFile) floats(name string) ([]int, []float32, error) {
 // with "<file>@random-20-30-seed0" (data.split). Row i of the adjacency
 // (node i's neighbours j) becomes the edges i -> j.
 func LoadNPZ(path string) (*Dataset, error) {
-	return loadNPZ(path, "")
+	return loadNPZ(path, "", 0)
 }
 
-func loadNPZ(path, split string) (*Dataset, error) {
+// loadNPZ is LoadNPZ with a named split (OGB's data.npz) and a memory
+// budget for each array (0: DefaultMaxMemory).
+func loadNPZ(path, split string, budget int64) (*Dataset, error) {
 	z, err := openNPZ(path)
 	if err != nil {
 		return nil, err
 	}
 	defer z.Close()
+	z.budget = budget
 	switch {
 	case z.has("adj_indptr") || z.has("adj_data"):
 		d, err := loadShchur(z)
 		if err != nil {
 			return nil, err
 		}
-		if split != "" {
-			return nil, ferr(ErrMissing, path, 0, 0, "a Shchur .npz file has no named splits; use a generated one such as @random-20-30-seed0")
+		if split != "" && split != noSplit {
+			return nil, ferr(ErrMissing, path, 0, 0, "split %q: a Shchur .npz file has no named splits; use a generated one such as @random-20-30-seed0", split)
 		}
 		return d, nil
 	case z.has("edge_index"):
 		return loadOGBNPZ(z, split)
 	case z.has("adj_matrix"):
-		return nil, ferr(ErrFormat, path, 0, 0, "array \"adj_matrix\": a dense adjacency is not supported; store it as scipy CSR parts adj_data, adj_indices, adj_indptr, adj_shape")
+		return nil, z.adjMatrixError()
 	}
 	if len(z.keys) == 0 {
 		return nil, ferr(ErrFormat, path, 0, 0, "empty archive; %s", npzLayouts)
 	}
 	return nil, ferr(ErrFormat, path, 0, 0, "unknown .npz layout (arrays: %s); %s", strings.Join(z.keys, ", "), npzLayouts)
+}
+
+// adjMatrixError says why an "adj_matrix" array that the pickled
+// scipy.sparse format did not take cannot be read: it is dense, or it
+// pickles something other than a CSR/CSC matrix.
+func (z *npzFile) adjMatrixError() error {
+	const fix = "save a scipy.sparse CSR or CSC matrix (numpy.savez(f, adj_matrix=scipy.sparse.csr_matrix(A), ...)) or its parts adj_data, adj_indices, adj_indptr, adj_shape"
+	descr, shape := z.header("adj_matrix")
+	if descr == "|O" {
+		return ferr(ErrFormat, z.path, 0, 0, "array \"adj_matrix\": holds pickled Python objects of shape %v that are not one scipy.sparse CSR/CSC matrix; %s", shape, fix)
+	}
+	return ferr(ErrFormat, z.path, 0, 0, "array \"adj_matrix\": a dense %v adjacency of dtype %s is not supported (it needs N x N values); %s", shape, descr, fix)
 }
 
 // npzName is the dataset name of a .npz file: its base name without the
@@ -392,21 +374,8 @@ func (z *npzFile) csr(p string, rows, cols int) ([]int64, []int64, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(indptr) != rows+1 {
-		return nil, nil, ferr(ErrCount, z.path, 0, 0, "array %q: %d entries, want %d (rows + 1 of %s_shape)", p+"_indptr", len(indptr), rows+1, p)
-	}
-	if indptr[0] != 0 || indptr[rows] != int64(len(idx)) {
-		return nil, nil, ferr(ErrCount, z.path, 0, 0, "array %q: runs from %d to %d, want 0 to %d (the length of %s_indices)", p+"_indptr", indptr[0], indptr[rows], len(idx), p)
-	}
-	for i := 0; i < rows; i++ {
-		if indptr[i+1] < indptr[i] {
-			return nil, nil, ferr(ErrFormat, z.path, 0, 0, "array %q: decreases at row %d (%d after %d)", p+"_indptr", i, indptr[i+1], indptr[i])
-		}
-	}
-	for k, j := range idx {
-		if j < 0 || j >= int64(cols) {
-			return nil, nil, ferr(ErrRange, z.path, 0, 0, "array %q: element %d is column %d, outside [0,%d) of %s_shape", p+"_indices", k, j, cols, p)
-		}
+	if err := checkCSRParts(z.path, p+"_indptr", p+"_indices", p+"_shape", indptr, idx, rows, cols); err != nil {
+		return nil, nil, err
 	}
 	if e := z.entry(p + "_data"); e != nil {
 		shape, _, err := z.read(p + "_data")
@@ -418,6 +387,29 @@ func (z *npzFile) csr(p string, rows, cols int) ([]int64, []int64, error) {
 		}
 	}
 	return indptr, idx, nil
+}
+
+// checkCSR checks the parts of a compressed sparse matrix of rows outer
+// and cols inner entries (rows and columns of CSR, the other way round for
+// CSC); ptrName, idxName and shapeName name its arrays in errors.
+func checkCSRParts(file, ptrName, idxName, shapeName string, indptr, idx []int64, rows, cols int) error {
+	if len(indptr) != rows+1 {
+		return ferr(ErrCount, file, 0, 0, "array %q: %d entries, want %d (rows + 1 of %s)", ptrName, len(indptr), rows+1, shapeName)
+	}
+	if indptr[0] != 0 || indptr[rows] != int64(len(idx)) {
+		return ferr(ErrCount, file, 0, 0, "array %q: runs from %d to %d, want 0 to %d (the length of %s)", ptrName, indptr[0], indptr[rows], len(idx), idxName)
+	}
+	for i := 0; i < rows; i++ {
+		if indptr[i+1] < indptr[i] {
+			return ferr(ErrFormat, file, 0, 0, "array %q: decreases at row %d (%d after %d)", ptrName, i, indptr[i+1], indptr[i])
+		}
+	}
+	for k, j := range idx {
+		if j < 0 || j >= int64(cols) {
+			return ferr(ErrRange, file, 0, 0, "array %q: element %d is column %d, outside [0,%d) of %s", idxName, k, j, cols, shapeName)
+		}
+	}
+	return nil
 }
 
 // denseFromCSR reads the sparse attribute matrix <p>_* as dense row-major
@@ -489,7 +481,7 @@ func loadOGBNPZ(z *npzFile, split string) (*Dataset, error) {
 		if splitDir, err = chooseSplit(src, split); err != nil {
 			return nil, err
 		}
-	} else if split != "" {
+	} else if split != "" && split != noSplit {
 		return nil, ferr(ErrMissing, z.path, 0, 0, "named split %q: a data.npz outside an OGB raw/ directory has no split/ directory", split)
 	}
 
@@ -548,6 +540,7 @@ func loadOGBNPZ(z *npzFile, split string) (*Dataset, error) {
 			return nil, err
 		}
 		defer lz.Close()
+		lz.budget = z.budget
 		if d.Labels, d.NumClasses, err = lz.labels("node_label", n); err != nil {
 			return nil, err
 		}
@@ -562,4 +555,45 @@ func loadOGBNPZ(z *npzFile, split string) (*Dataset, error) {
 		}
 	}
 	return d, nil
+}
+
+// npzFormat is format.npz: a .npz file of numeric arrays, or an OGB
+// directory whose raw/ holds data.npz.
+type npzFormat struct{}
+
+func init() { registry.Register(&npzFormat{}) }
+
+func (*npzFormat) StrataModule() registry.ModuleInfo {
+	return formatInfo("npz", "a .npz file of numeric arrays (Shchur et al.'s CSR parts, or OGB's data.npz), or an OGB directory whose raw/ holds data.npz",
+		func() *npzFormat { return &npzFormat{} })
+}
+
+// Detect takes a .npz file, and a directory whose raw/ holds data.npz
+// but no edge.csv[.gz] (the text layout wins).
+func (*npzFormat) Detect(spec string, st fs.FileInfo) int {
+	switch {
+	case isFile(st) && hasExt(spec, ".npz"):
+		return DetectSuffix
+	case st != nil && st.IsDir():
+		raw := filepath.Join(spec, "raw")
+		if fileExists(filepath.Join(raw, "data.npz")) && !fileExists(filepath.Join(raw, "edge.csv.gz")) && !fileExists(filepath.Join(raw, "edge.csv")) {
+			return DetectLayout
+		}
+	}
+	return 0
+}
+
+func (*npzFormat) Open(spec string, o LoadOptions) (*Dataset, error) {
+	if isDir(spec) {
+		spec = filepath.Join(spec, "raw", "data.npz")
+	}
+	return loadNPZ(spec, o.Split, o.Budget)
+}
+
+func (*npzFormat) HasSplit(spec, name string) bool {
+	return isDir(spec) && isDir(filepath.Join(spec, "split", name))
+}
+
+func (*npzFormat) Supports() Support {
+	return Support{Spec: "a .npz file (Shchur et al. or OGB data.npz)", NamedSplits: true, Budget: true}
 }

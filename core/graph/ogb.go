@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strata/core/registry"
 	"strings"
 	"sync"
 )
@@ -21,7 +22,7 @@ const ogbLayout = "an OGB node-property dataset directory holds raw/{edge,node-l
 	"optionally raw/node-feat.csv.gz, and split/<name>/{train,valid,test}.csv.gz (plain .csv files are accepted too)"
 
 // noSplit, as a split name, reads no split (a generated one replaces it).
-const noSplit = "\x00none"
+const noSplit = NoSplit
 
 // maxFeatureValues bounds N x FeatDim (64 GiB of float32) to catch absurd inputs.
 const maxFeatureValues = 1 << 34
@@ -47,11 +48,11 @@ type ogbSource struct {
 // .csv.gz form is used, or the plain .csv when the .gz is absent. Node
 // features are optional (FeatDim 0 when raw/node-feat is absent). Edges are
 // stored as given: the line "src,dst" puts src in row dst.
-func LoadOGB(dir, split string) (*Dataset, error) { return loadOGBDir(dir, split, loadOpts{}) }
+func LoadOGB(dir, split string) (*Dataset, error) { return loadOGBDir(dir, split, LoadOptions{}) }
 
 // loadOGBDir is LoadOGB with the options o (a memory budget, the
 // feature rows to keep).
-func loadOGBDir(dir, split string, o loadOpts) (*Dataset, error) {
+func loadOGBDir(dir, split string, o LoadOptions) (*Dataset, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, ferr(ErrMissing, dir, 0, 0, "dataset directory does not exist; %s", ogbLayout)
@@ -61,7 +62,7 @@ func loadOGBDir(dir, split string, o loadOpts) (*Dataset, error) {
 	}
 	src := ogbSource{fsys: os.DirFS(dir), label: func(rel string) string {
 		return filepath.Join(dir, filepath.FromSlash(rel))
-	}, budget: o.budget, rows: o.rows, keep: o.keep}
+	}, budget: o.Budget, rows: o.Rows, keep: o.Keep}
 	d, err := loadOGB(src, split)
 	if err != nil {
 		return nil, err
@@ -77,7 +78,13 @@ func loadOGBDir(dir, split string, o loadOpts) (*Dataset, error) {
 // reported as "<label>/raw/edge.csv.gz"); the dataset Name is the last
 // element of label.
 func LoadOGBFS(fsys fs.FS, label, split string) (*Dataset, error) {
-	src := ogbSource{fsys: fsys, label: func(rel string) string { return label + "/" + rel }}
+	return loadOGBFS(fsys, label, split, LoadOptions{})
+}
+
+// loadOGBFS is LoadOGBFS with the options o (a memory budget, the
+// feature rows to keep).
+func loadOGBFS(fsys fs.FS, label, split string, o LoadOptions) (*Dataset, error) {
+	src := ogbSource{fsys: fsys, label: func(rel string) string { return label + "/" + rel }, budget: o.Budget, rows: o.Rows, keep: o.Keep}
 	d, err := loadOGB(src, split)
 	if err != nil {
 		return nil, err
@@ -676,4 +683,36 @@ func knownCitation(name string) string {
 			`Boldi, Codenotti, Santini, Vigna, "UbiCrawler: A Scalable Fully Distributed Web Crawler", Software: Practice & Experience 2004`
 	}
 	return ""
+}
+
+// ogbFormat is format.ogb: a directory in the OGB raw layout.
+type ogbFormat struct{}
+
+func init() { registry.Register(&ogbFormat{}) }
+
+func (*ogbFormat) StrataModule() registry.ModuleInfo {
+	return formatInfo("ogb", "a directory in the OGB node-property raw layout (raw/*.csv[.gz], split/<name>/), <dir>@<split> for a named split",
+		func() *ogbFormat { return &ogbFormat{} })
+}
+
+// Detect takes any directory, last: it explains what the layout lacks.
+func (*ogbFormat) Detect(_ string, st fs.FileInfo) int {
+	if st != nil && st.IsDir() {
+		return DetectFallback
+	}
+	return 0
+}
+
+func (*ogbFormat) Open(spec string, o LoadOptions) (*Dataset, error) {
+	if !isDir(filepath.Join(spec, "raw")) {
+		return nil, ferr(ErrMissing, filepath.Join(spec, "raw"), 0, 0,
+			"directory does not exist, and there is no edge_index.npy either; %s", ogbLayout)
+	}
+	return loadOGBDir(spec, o.Split, o)
+}
+
+func (*ogbFormat) HasSplit(spec, name string) bool { return isDir(filepath.Join(spec, "split", name)) }
+
+func (*ogbFormat) Supports() Support {
+	return Support{Spec: "a directory in the OGB raw layout (optionally <dir>@<split>)", NamedSplits: true, Rows: true, Budget: true}
 }

@@ -1,192 +1,113 @@
 package graph
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 )
 
-// specForms lists the dataset specs Open accepts, for error messages.
-const specForms = "embedded:<name> (e.g. embedded:cora), a directory in the OGB raw layout (optionally <dir>@<split>), " +
-	"a directory of .npy arrays (edge_index.npy, labels.npy, ...), a .npz file (Shchur et al. or OGB data.npz), " +
-	"a .strata binary written by `strata convert`, a SNAP edge list (.txt, .txt.gz, .el, .edges, .tsv) or comma-separated .csv edge list " +
-	"or rmat-<scale>[-<edgefactor>-<feat>-<classes>-<seed>]; any of them may end in @random-<train>-<valid>-seed<k> " +
-	"(a generated split, see docs/datasets.md)"
-
-// Open loads a dataset from a spec: "embedded:cora"; a directory in the OGB
-// raw layout, optionally followed by "@<split>"; a directory of .npy arrays;
-// a binary file written by WriteBinary (recognised by its magic, whatever
-// its name); a SNAP edge list (.txt, .txt.gz, .el, .edges, .tsv, optionally
-// .gz); or an R-MAT spec "rmat-<scale>[-<edgefactor>-<feat>-<classes>-<seed>]"
-// (used when no file of that name exists); a .npz file (LoadNPZ) or a
-// comma-separated edge list (.csv). Any spec may end in
-// "@random-<train>-<valid>-seed<k>", which replaces the dataset's split with
-// a generated one (RandomSplit; an OGB directory's split/<name> of that name
-// wins). A binary file stays mapped for the life of the process: use
-// OpenBinary to unmap it.
+// Open loads a dataset from a spec in one of the registered formats
+// (Format; SpecForms lists them): "embedded:cora", a directory in the OGB
+// raw layout, a directory of .npy arrays, a .npz file, a binary file
+// written by WriteBinary (recognised by its magic, whatever its name), a
+// SNAP or CSV edge list, an R-MAT spec "rmat-<scale>[-...]" (used when no
+// file of that name exists), and what plugins add. Any spec may end in
+// "@random-<train>-<valid>-seed<k>", which replaces the dataset's split
+// with a generated one (RandomSplit; a stored split of that name wins), or,
+// for a format with named splits, "@<split>". A binary file stays mapped
+// for the life of the process: use OpenBinary to unmap it.
 //
 // Open applies the default memory budget and cannot be interrupted; see
 // OpenContext.
-func Open(spec string) (*Dataset, error) { return open(spec, loadOpts{}) }
-
-// loadOpts are what OpenContext's context asks of the loaders: a memory
-// budget in bytes (0: DefaultMaxMemory) and, with keep, only the feature
-// rows of rows (WithFeatureRows).
-type loadOpts struct {
-	budget int64
-	rows   []int32
-	keep   bool
+func Open(spec string) (*Dataset, error) {
+	return open(spec, LoadOptions{Ctx: context.Background()})
 }
 
-// open is Open with the options o.
-func open(spec string, o loadOpts) (*Dataset, error) {
-	budget := o.budget
+// open is Open with the options o: detection over the registry, then
+// the split after '@'.
+func open(spec string, o LoadOptions) (*Dataset, error) {
 	if spec == "" {
-		return nil, fmt.Errorf("empty dataset spec; want %s: %w", specForms, ErrMissing)
+		return nil, fmt.Errorf("empty dataset spec; want %s: %w", SpecForms(), ErrMissing)
 	}
-	if name, ok := strings.CutPrefix(spec, "embedded:"); ok {
-		if i := strings.LastIndexByte(name, '@'); i > 0 {
-			return openSplitWith(spec, func() (*Dataset, error) { return LoadEmbedded(name[:i]) }, name[i+1:])
-		}
-		return LoadEmbedded(name)
-	}
-	if st, err := os.Stat(spec); err == nil {
-		if err := checkRegular(spec, st); err != nil {
-			return nil, err
-		}
-		if st.IsDir() {
-			return openDir(spec, "", o)
-		}
-		return openFile(spec, o)
-	}
-	if i := strings.LastIndexByte(spec, '@'); i > 0 {
-		base, split := spec[:i], spec[i+1:]
-		if st, err := os.Stat(base); err == nil {
-			if split == "" {
-				return nil, ferr(ErrFormat, spec, 0, 0, "empty split name after '@'; write <dataset>@<split>")
-			}
-			return openSplit(base, st.IsDir(), split, o)
-		}
-	}
-	if strings.HasPrefix(spec, "rmat-") && strings.Contains(spec, "@") && !strings.ContainsAny(spec, `/\`) {
-		i := strings.LastIndexByte(spec, '@')
-		return openSplitWith(spec, func() (*Dataset, error) { return open(spec[:i], o) }, spec[i+1:])
-	}
-	if strings.HasPrefix(spec, "rmat-") && !strings.ContainsAny(spec, `/\`) {
-		o, err := ParseRMATName(spec)
+	o.Budget = budgetOr(o.Budget)
+	f, st, err := Detect(spec)
+	if err != nil || f != nil {
 		if err != nil {
 			return nil, err
 		}
-		if budget <= 0 {
-			budget = DefaultMaxMemory()
-		}
-		n, ef := int64(1)<<o.Scale, int64(max(o.EdgeFactor, 16))
-		if o.EdgeFactor > 0 {
-			ef = int64(o.EdgeFactor)
-		}
-		// Features, per-node arrays, and the edges (generated pairs and CSR).
-		need := n*(int64(o.FeatDim)*4+bytesPerNode) + n*ef*24
-		if err := checkBudget(spec, "generating the graph", need, budget); err != nil {
+		return openWith(f, spec, o)
+	}
+	if i := strings.LastIndexByte(spec, '@'); i > 0 {
+		base, split := spec[:i], spec[i+1:]
+		bf, _, err := Detect(base)
+		if err != nil {
 			return nil, err
 		}
-		return RMAT(o)
+		if bf != nil {
+			if split == "" {
+				return nil, ferr(ErrFormat, spec, 0, 0, "empty split name after '@'; write <dataset>@<split>")
+			}
+			return openSplit(bf, base, split, o)
+		}
 	}
-	return nil, ferr(ErrMissing, spec, 0, 0, "no such file or directory; a dataset spec is %s", specForms)
+	if st != nil && !st.IsDir() {
+		return nil, ferr(ErrFormat, spec, 0, 0, "unknown dataset file type %q; a dataset spec is %s", filepath.Ext(spec), SpecForms())
+	}
+	return nil, ferr(ErrMissing, spec, 0, 0, "no such file or directory; a dataset spec is %s", SpecForms())
 }
 
-// openSplit opens base (a directory when dir) with the split named split.
-func openSplit(base string, dir bool, split string, o loadOpts) (*Dataset, error) {
-	rs, isRandom, err := ParseRandomSplit(split)
-	if err != nil {
-		return nil, ferr(ErrFormat, base+"@"+split, 0, 0, "%v", err)
-	}
-	if !isRandom {
-		if dir {
-			return openDir(base, split, o)
+// openWith opens spec with f, first holding a format that checks no
+// sizes to the size of its files.
+func openWith(f Format, spec string, o LoadOptions) (*Dataset, error) {
+	if !f.Supports().Budget {
+		if err := checkBudget(spec, "loading its files whole", SpecBytes(spec), o.Budget); err != nil {
+			return nil, err
 		}
-		if strings.HasSuffix(strings.ToLower(base), ".npz") {
-			return loadNPZ(base, split)
-		}
-		return nil, ferr(ErrFormat, base+"@"+split, 0, 0, "split %q: a single-file dataset has no named splits; generate one with @random-<train>-<valid>-seed<k> (e.g. @random-20-30-seed0)", split)
 	}
-	var d *Dataset
-	switch {
-	case dir && isDir(filepath.Join(base, "split", split)):
-		return openDir(base, split, o) // the stored split of that name
-	case dir:
-		d, err = openDir(base, noSplit, o)
-	default:
-		d, err = openFile(base, o)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := rs.Apply(d); err != nil {
-		return nil, ferr(ErrSplit, base+"@"+split, 0, 0, "%v; give labels (see docs/datasets.md)", err)
-	}
-	return d, nil
+	return f.Open(spec, o)
 }
 
-// openSplitWith loads a dataset with open and gives it the generated split
-// named split (the only kind an embedded or R-MAT dataset can take).
-func openSplitWith(spec string, open func() (*Dataset, error), split string) (*Dataset, error) {
+// StoredSplitter is a Format with named splits that can tell whether a
+// split of a name is stored: a stored "random-..." split wins over the
+// generated one of that name.
+type StoredSplitter interface {
+	HasSplit(spec, name string) bool
+}
+
+// openSplit opens base with f and the split named split, as f declares:
+// a named split when it has them, otherwise only a generated one.
+func openSplit(f Format, base, split string, o LoadOptions) (*Dataset, error) {
+	spec := base + "@" + split
 	rs, isRandom, err := ParseRandomSplit(split)
 	if err != nil {
 		return nil, ferr(ErrFormat, spec, 0, 0, "%v", err)
 	}
+	sup := f.Supports()
 	if !isRandom {
-		return nil, ferr(ErrFormat, spec, 0, 0, "split %q: only a generated split random-<train>-<valid>-seed<k> (e.g. random-20-30-seed0) can follow '@' here", split)
+		if !sup.NamedSplits {
+			return nil, ferr(ErrFormat, spec, 0, 0, "split %q: %s has no named splits; only a generated split random-<train>-<valid>-seed<k> can follow '@': drop \"@%s\" or generate one (e.g. @random-20-30-seed0)",
+				split, sup.Spec, split)
+		}
+		o.Split = split
+		return openWith(f, base, o)
 	}
-	d, err := open()
+	if ss, ok := f.(StoredSplitter); ok && ss.HasSplit(base, split) {
+		o.Split = split // the stored split of that name
+		return openWith(f, base, o)
+	}
+	if sup.NamedSplits {
+		o.Split = NoSplit
+	}
+	d, err := openWith(f, base, o)
 	if err != nil {
 		return nil, err
 	}
 	if err := rs.Apply(d); err != nil {
-		return nil, ferr(ErrSplit, spec, 0, 0, "%v", err)
+		return nil, ferr(ErrSplit, spec, 0, 0, "%v; give labels (see docs/datasets.md)", err)
 	}
 	return d, nil
-}
-
-// openDir loads a dataset directory: OGB raw layout (text or data.npz) or
-// .npy arrays. split noSplit reads no split at all.
-func openDir(dir, split string, o loadOpts) (*Dataset, error) {
-	if fileExists(filepath.Join(dir, "edge_index.npy")) && !isDir(filepath.Join(dir, "raw")) {
-		if split != "" && split != noSplit {
-			return nil, ferr(ErrFormat, dir, 0, 0, "a .npy dataset directory has no named splits; drop \"@%s\" or generate one with @random-<train>-<valid>-seed<k>", split)
-		}
-		return LoadNPYDir(dir)
-	}
-	if raw := filepath.Join(dir, "raw"); fileExists(filepath.Join(raw, "data.npz")) &&
-		!fileExists(filepath.Join(raw, "edge.csv.gz")) && !fileExists(filepath.Join(raw, "edge.csv")) {
-		return loadNPZ(filepath.Join(raw, "data.npz"), split)
-	}
-	if !isDir(filepath.Join(dir, "raw")) {
-		return nil, ferr(ErrMissing, filepath.Join(dir, "raw"), 0, 0,
-			"directory does not exist, and there is no edge_index.npy either; %s", ogbLayout)
-	}
-	return loadOGBDir(dir, split, o)
-}
-
-// openFile loads a single-file dataset: binary or SNAP edge list.
-func openFile(path string, o loadOpts) (*Dataset, error) {
-	if IsBinary(path) {
-		d, _, err := openBinary(path, o.budget)
-		return d, err
-	}
-	lower := strings.ToLower(strings.TrimSuffix(path, ".gz"))
-	switch filepath.Ext(lower) {
-	case ".strata":
-		d, _, err := openBinary(path, o.budget) // reports the bad magic
-		return d, err
-	case ".txt", ".el", ".edges", ".tsv", ".edgelist", ".csv":
-		return LoadSNAP(path)
-	case ".npz":
-		return LoadNPZ(path)
-	case ".npy":
-		return nil, ferr(ErrFormat, path, 0, 0, "a single .npy file is not a dataset; pass the directory that holds edge_index.npy")
-	}
-	return nil, ferr(ErrFormat, path, 0, 0, "unknown dataset file type %q; a dataset spec is %s", filepath.Ext(path), specForms)
 }
 
 // fileExists reports whether path is an existing regular file.

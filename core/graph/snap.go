@@ -2,9 +2,12 @@ package graph
 
 import (
 	"bytes"
+	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"strata/core/registry"
 	"strings"
 	"sync"
 )
@@ -12,6 +15,11 @@ import (
 // maxSparseFactor bounds the node count of an edge list relative to its edge
 // count, so that one huge id cannot make the loader allocate gigabytes.
 const maxSparseFactor = 64
+
+// bytesPerEdgeCSR is what an edge list costs per edge at its peak: the
+// parsed pairs (16 bytes) while the CSR is built from them (8 bytes of
+// endpoints, 4 of column ids).
+const bytesPerEdgeCSR = 28
 
 // LoadSNAP loads a SNAP-style edge list: '#' (or '%') comment lines, then
 // one "src dst" line per edge, separated by spaces or tabs; ids are 0-based
@@ -21,7 +29,13 @@ const maxSparseFactor = 64
 // The dataset has no features, labels or splits. A ".csv" file (optionally
 // .gz) separates the two ids with a comma instead, and may start with a
 // header line such as "source,target".
-func LoadSNAP(path string) (*Dataset, error) {
+func LoadSNAP(path string) (*Dataset, error) { return loadSNAP(path, 0) }
+
+// loadSNAP is LoadSNAP with a memory budget (0: DefaultMaxMemory): the
+// parsed edges are checked against it chunk by chunk as they are read,
+// and the CSR before it is built.
+func loadSNAP(path string, budget int64) (*Dataset, error) {
+	budget = budgetOr(budget)
 	if _, err := statRegular(path); err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
@@ -48,6 +62,7 @@ func LoadSNAP(path string) (*Dataset, error) {
 		parts       [][]int64 // per chunk: interleaved src, dst
 		maxID       = int64(-1)
 		headerNodes = int64(-1)
+		held        int64 // bytes of parsed edges
 	)
 	lines, err := scanChunks(tf, numWorkers(), func(c *lineChunk) error {
 		out := make([]int64, 0, len(c.data)/6)
@@ -101,6 +116,11 @@ func LoadSNAP(path string) (*Dataset, error) {
 			ln++
 		}
 		mu.Lock()
+		held += int64(len(out)) * 8
+		if held > budget {
+			mu.Unlock()
+			return checkBudget(tf.name, fmt.Sprintf("the edges up to line %d", ln), held, budget)
+		}
 		for len(parts) <= c.seq {
 			parts = append(parts, nil)
 		}
@@ -127,6 +147,9 @@ func LoadSNAP(path string) (*Dataset, error) {
 		line := findID(parts, maxID)
 		return nil, ferr(ErrRange, path, 0, 0, "node id %d (edge %d) is far larger than the %d edges call for; "+
 			"SNAP ids must be dense 0..N-1: renumber the nodes", maxID, line, m)
+	}
+	if err := checkBudget(path, fmt.Sprintf("%d edges of %d nodes", m, n), m*bytesPerEdgeCSR+n*8, budget); err != nil {
+		return nil, err
 	}
 	base := filepath.Base(path)
 	for _, ext := range []string{".gz", ".txt", ".el", ".edges", ".tsv", ".csv"} {
@@ -181,4 +204,29 @@ func findID(parts [][]int64, id int64) int64 {
 		e += int64(len(p) / 2)
 	}
 	return 0
+}
+
+// snapFormat is format.snap: a SNAP or comma-separated edge list.
+type snapFormat struct{}
+
+func init() { registry.Register(&snapFormat{}) }
+
+func (*snapFormat) StrataModule() registry.ModuleInfo {
+	return formatInfo("snap", "an edge list, one \"src dst\" (SNAP) or \"src,dst\" (.csv) line per edge, 0-based ids, optionally gzipped; the graph alone",
+		func() *snapFormat { return &snapFormat{} })
+}
+
+func (*snapFormat) Detect(spec string, st fs.FileInfo) int {
+	if isFile(st) && hasExt(spec, ".txt", ".el", ".edges", ".tsv", ".edgelist", ".csv") {
+		return DetectSuffix
+	}
+	return 0
+}
+
+func (*snapFormat) Open(spec string, o LoadOptions) (*Dataset, error) {
+	return loadSNAP(spec, o.Budget)
+}
+
+func (*snapFormat) Supports() Support {
+	return Support{Spec: "a SNAP edge list (.txt, .txt.gz, .el, .edges, .tsv) or comma-separated .csv edge list", Budget: true, GraphOnly: true}
 }

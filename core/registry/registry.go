@@ -79,7 +79,7 @@ type Provisioner interface {
 var ErrNotFound = errors.New("module not found")
 
 // namespaces is the fixed list of namespaces, in display order.
-var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cache", "model", "aggregator", "costmodel", "placement", "comm"}
+var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cache", "model", "aggregator", "costmodel", "placement", "comm", "format"}
 
 var (
 	mu          sync.RWMutex
@@ -89,7 +89,7 @@ var (
 
 // Namespaces returns the fixed list of module namespaces: backend,
 // strategy, partitioner, sampler, cache, model, aggregator, costmodel,
-// placement, comm.
+// placement, comm, format.
 func Namespaces() []string { return slices.Clone(namespaces) }
 
 // RegisterUnavailable records a module that exists but is not compiled

@@ -171,7 +171,7 @@ func TestLookupAndNamespace(t *testing.T) {
 }
 
 func TestNamespacesFixed(t *testing.T) {
-	want := "backend,strategy,partitioner,sampler,cache,model,aggregator,costmodel,placement,comm"
+	want := "backend,strategy,partitioner,sampler,cache,model,aggregator,costmodel,placement,comm,format"
 	ns := Namespaces()
 	if got := strings.Join(ns, ","); got != want {
 		t.Fatalf("Namespaces() = %s", got)

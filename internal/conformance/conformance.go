@@ -1,7 +1,7 @@
 // Package conformance runs registered modules through the conformance
 // suite of their namespace: backendtest for backends, strategytest for
 // training strategies, partitionertest, samplertest, cachetest and
-// placementtest for the plugins; and every module, of any namespace,
+// placementtest for the plugins, formattest for dataset formats; and every module, of any namespace,
 // through its registry lifecycle (Lifecycle). plugins/all's test runs
 // every module the binary links; a new plugin's own test can run just its
 // module.
@@ -18,6 +18,8 @@ import (
 	"strata/core/caching"
 	"strata/core/caching/cachetest"
 	"strata/core/config"
+	"strata/core/graph"
+	"strata/core/graph/formattest"
 	"strata/core/partition"
 	"strata/core/partition/partitionertest"
 	"strata/core/placing"
@@ -93,6 +95,13 @@ var suites = map[string]func(t *testing.T, info registry.ModuleInfo){
 			tier = d.ComputeTier()
 		}
 		backendtest.Run(t, cpu.New(cpu.Options{Threads: 2}), got, backendtest.Options{Tier: tier, Seed: 3})
+	},
+	"format": func(t *testing.T, info registry.ModuleInfo) {
+		f, ok := info.New().(graph.Format)
+		if !ok {
+			t.Fatalf("%s (%T) is not a graph.Format", info.ID, info.New())
+		}
+		formattest.Test(t, f)
 	},
 	"placement": func(t *testing.T, info registry.ModuleInfo) {
 		if newS, ok := constructor[placing.Solver](t, info); ok {
