@@ -18,6 +18,7 @@ import (
 	"strata/core/modhost"
 	"strata/core/tensor"
 	"strata/core/topology"
+	"strata/core/train"
 	"strata/internal/floattol"
 	"strata/plugins/wasm"
 )
@@ -199,20 +200,13 @@ func aggrProgram(t *testing.T, be backend.Backend, tier tensor.Tier, g *ir.Graph
 }
 
 // programOn compiles a graph on be over csr ("adj", and "adj_self" with
-// one self loop per node) with aggrInput as its input.
+// one self loop per node, bound as training binds them) with aggrInput as
+// its input.
 func programOn(t *testing.T, be backend.Backend, tier tensor.Tier, g *ir.Graph, csr *graph.CSR) *engine.Program {
 	t.Helper()
-	graphs := map[string]*engine.Graph{}
-	for name, c := range map[string]*graph.CSR{"adj": csr, "adj_self": graph.AddSelfLoops(csr)} {
-		a, err := be.UploadGraph(c, tier)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eg := &engine.Graph{Adj: a}
-		if eg.Edges, err = engine.BindEdgeIndex(be, c, tensor.Float64, tier); err != nil {
-			t.Fatal(err)
-		}
-		graphs[name] = eg
+	graphs, err := train.BindGraphs(g, &train.Adjacencies{Adj: csr, AdjSelf: graph.AddSelfLoops(csr)}, be, tensor.Float64, tier)
+	if err != nil {
+		t.Fatal(err)
 	}
 	x, err := be.Alloc(tensor.Float64, []int{aggrNodes, aggrIn}, tier)
 	if err != nil {
@@ -324,14 +318,7 @@ func TestAggregatorForward(t *testing.T) {
 // the cpu output got bit for bit.
 func simMatchesCPU(t *testing.T, g *ir.Graph, vals func(name string) []float64, got []float64) {
 	t.Helper()
-	topo, err := topology.Preset("pcie-only", 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sim.New(topo, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := simBackend(t)
 	ps := aggrProgram(t, sb, sim.DeviceTier(0), g)
 	for _, prm := range ps.Params() {
 		if v := vals(prm.Name); v != nil {
@@ -346,6 +333,20 @@ func simMatchesCPU(t *testing.T, g *ir.Graph, vals func(name string) []float64, 
 	if simOut := download(t, sb, ps.Output()); !slices.Equal(simOut, got) {
 		t.Fatalf("sim output %v differs from cpu %v", simOut, got)
 	}
+}
+
+// simBackend is a sim backend of one simulated device (on two threads).
+func simBackend(t *testing.T) *sim.Backend {
+	t.Helper()
+	topo, err := topology.Preset("pcie-only", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sim.New(topo, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
 }
 
 // TestAggregatorGradients checks d(Σ r·out)/d(params) of every aggregator

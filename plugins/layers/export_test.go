@@ -13,6 +13,7 @@ var (
 	CheckAggrGradients = checkAggrGradients
 	Download           = download
 	SimMatchesCPU      = simMatchesCPU
+	SimBackend         = simBackend
 )
 
 // AggrNodes and AggrIn are the test graph's nodes and input width.

@@ -2,6 +2,7 @@ package layers_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -26,8 +27,9 @@ import (
 // testdata/<kind>/ (built by scripts/build-models.sh, directives and all):
 // a module is checked as soon as it exists, with no list to edit. With
 // STRATA_MUTANT=1 they run the deliberately broken modules of
-// testdata/mutants/<kind>/ instead, and TestSuitesFailOnMutants requires
-// them to fail there.
+// testdata/mutants/<kind>/ instead, and TestSuiteFailsOnMutants requires
+// them to fail there. The model.* suite is in layersuite_test.go; both
+// suites' learning checks train on the narrowed Cora of cora_test.go.
 
 // mutantEnv makes a child test process run the suites on the mutants.
 const mutantEnv = "STRATA_MUTANT"
@@ -129,10 +131,15 @@ func forwardOn(t *testing.T, g *ir.Graph, csr *graph.CSR) []float64 {
 }
 
 // TestAggregatorSuite runs every aggregator through the aggregator.*
-// suite.
+// suite: cpu against sim, permutation invariance (or declared order
+// dependence), finite-difference gradients, and Learns: GraphSAGE with
+// the aggregator over its 16-wide projection (option project, so an
+// LSTM-style aggregator stays narrow) must learn the narrowed Cora.
 func TestAggregatorSuite(t *testing.T) {
 	rt := layers.AggrRuntime(t)
-	for _, m := range modules(t, "aggregator", "aggregators") {
+	mods := modules(t, "aggregator", "aggregators")
+	c := narrowCora(t, t.TempDir())
+	for _, m := range mods {
 		t.Run(m.name, func(t *testing.T) {
 			var cfg modhost.LayerConfig
 			if m.file != "" {
@@ -152,8 +159,20 @@ func TestAggregatorSuite(t *testing.T) {
 				}
 				layers.CheckAggrGradients(t, gp)
 			})
+			t.Run("Learns", func(t *testing.T) { c.checkLearns(t, c.run(t, `name = "sage"`, aggrSets(m)...)) })
 		})
 	}
+}
+
+// aggrSets select m as GraphSAGE's aggregator over its projection, the
+// hidden width: the aggregator reads 16 columns, whatever the input's
+// width.
+func aggrSets(m module) []string {
+	aggr := m.name
+	if m.file != "" {
+		aggr = m.file
+	}
+	return []string{fmt.Sprintf("model.options.aggr=%q", aggr), "model.options.project=true"}
 }
 
 // checkPermutation: permuting every node's incoming messages leaves an
@@ -177,28 +196,39 @@ func checkPermutation(t *testing.T, m module, g *ir.Graph, got []float64) {
 	}
 }
 
-// TestSuiteFailsOnMutants runs the suite in a child process on the broken
-// modules of testdata/mutants (STRATA_MUTANT=1) and requires the subtest
-// meant to catch each to fail: an aggregator that depends on its
-// neighbours' order without declaring it fails Permutation.
+// TestSuiteFailsOnMutants runs the suites in a child process on the
+// broken modules of testdata/mutants (STRATA_MUTANT=1) and requires the
+// subtest meant to catch each to fail and the others to pass: an
+// aggregator that depends on its neighbours' order without declaring it
+// fails Permutation; a layer blind to its input (testdata/mutants/layers/
+// blind) fails Learns.
 func TestSuiteFailsOnMutants(t *testing.T) {
 	if os.Getenv(mutantEnv) != "" {
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAggregatorSuite$", "-test.v", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^(TestAggregatorSuite|TestLayerSuite)$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), mutantEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
-		t.Fatalf("the suite passed on the mutants:\n%s", out)
+		t.Fatalf("the suites passed on the mutants:\n%s", out)
 	}
-	for _, want := range []string{"--- FAIL: TestAggregatorSuite/first.wasm/Permutation ", "depends on the neighbours' order"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the child's output lacks %q:\n%s", want, out)
+	cases := []struct {
+		suite, mutant, fails, why string
+		passes                    []string // the mutant is broken only where it fails
+	}{
+		{"TestAggregatorSuite", "first.wasm", "Permutation", "depends on the neighbours' order", []string{"Gradients", "Backends", "Learns"}},
+		{"TestLayerSuite", "blind.wasm", "Learns", "not below 1.9459, the training labels' entropy", []string{"Gradients", "Backends", "Blocks"}},
+	}
+	for _, c := range cases {
+		for _, want := range []string{"--- FAIL: " + c.suite + "/" + c.mutant + "/" + c.fails + " ", c.why} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("the child's output lacks %q:\n%s", want, out)
+			}
 		}
-	}
-	for _, pass := range []string{"--- PASS: TestAggregatorSuite/first.wasm/Gradients ", "--- PASS: TestAggregatorSuite/first.wasm/Backends "} {
-		if !strings.Contains(string(out), pass) {
-			t.Errorf("the child's output lacks %q (the mutant is broken only in its order):\n%s", pass, out)
+		for _, sub := range c.passes {
+			if pass := "--- PASS: " + c.suite + "/" + c.mutant + "/" + sub + " "; !strings.Contains(string(out), pass) {
+				t.Errorf("the child's output lacks %q:\n%s", pass, out)
+			}
 		}
 	}
 }
