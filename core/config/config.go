@@ -96,7 +96,7 @@ type Model struct {
 	Hidden       int            `toml:"hidden" range:"[1,65536]" doc:"hidden width (per head for attention models)"`
 	Dropout      float64        `toml:"dropout" range:"[0,1)" doc:"dropout rate between layers"`
 	InputDropout float64        `toml:"input_dropout" range:"[0,1)" special:"-1:same as model.dropout" doc:"dropout rate on the input features"`
-	Options      map[string]any `toml:"options" doc:"extra settings passed to the layer module (integers, floats, booleans and strings), e.g. heads = 8 or aggr = \"powermean\"; a string ending in .wasm names a module file (an aggregator), relative like model.module"`
+	Options      map[string]any `toml:"options" docmodules:"aggregator" doc:"extra settings passed to the layer module (integers, floats, booleans and strings), e.g. heads = 8 or aggr = \"powermean\"; a string ending in .wasm names a module file (an aggregator), relative like model.module"`
 }
 
 // Train configures the training loop.

@@ -117,6 +117,16 @@ func aggrCases() []aggrCase {
 			return out
 		}},
 		{name: "var", ref: colwise(variance)},
+		{name: "logsumexp", ref: colwise(func(v []float64) float64 { // ln Σ exp, 0 without neighbours
+			s := 0.0
+			for _, x := range v {
+				s += math.Exp(x)
+			}
+			if len(v) == 0 {
+				return 0
+			}
+			return math.Log(s)
+		})},
 		{name: "std", ref: colwise(func(v []float64) float64 {
 			if s := variance(v); s > 1e-5 {
 				return math.Sqrt(s)
