@@ -1,114 +1,12 @@
 package graph
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
-
-// sharedData returns the shared benchmark data directory (STRATA_SHARED_DATA,
-// or ../shared/data beside the repository root), skipping the test when it
-// is absent.
-func sharedData(tb testing.TB) string {
-	tb.Helper()
-	if d := os.Getenv("STRATA_SHARED_DATA"); d != "" {
-		if isDir(d) {
-			return d
-		}
-		tb.Skipf("STRATA_SHARED_DATA=%s is not a directory", d)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		tb.Skip(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if fileExists(filepath.Join(dir, "go.mod")) {
-			d := filepath.Join(dir, "..", "shared", "data")
-			if !isDir(d) {
-				tb.Skipf("shared data not found at %s (set STRATA_SHARED_DATA)", d)
-			}
-			return d
-		}
-		if filepath.Dir(dir) == dir {
-			tb.Skip("repository root not found")
-		}
-	}
-}
-
-// sharedDataset returns the path of one shared dataset, skipping if absent.
-func sharedDataset(tb testing.TB, name string) string {
-	tb.Helper()
-	p := filepath.Join(sharedData(tb), name)
-	if _, err := os.Stat(p); err != nil {
-		tb.Skipf("%s not present", p)
-	}
-	return p
-}
-
-// gz compresses s.
-func gz(s string) []byte {
-	var b bytes.Buffer
-	w := gzip.NewWriter(&b)
-	w.Write([]byte(s))
-	w.Close()
-	return b.Bytes()
-}
-
-// writeFile writes data to dir/rel, creating directories.
-func writeFile(t *testing.T, dir, rel string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// tinyOGB is a valid 5-node dataset in the OGB raw layout: relative path
-// (without .gz) -> content.
-func tinyOGB() map[string]string {
-	return map[string]string{
-		"raw/edge.csv":          "0,1\n1,2\n2,3\n3,4\n",
-		"raw/num-edge-list.csv": "4\n",
-		"raw/num-node-list.csv": "5\n",
-		"raw/node-label.csv":    "0\n1\n0\n1\n-1\n",
-		"raw/node-feat.csv":     "1,0\n0,1\n0.5,2\n0,0\n1e-3,-3\n",
-		"split/s/train.csv":     "1\n0\n",
-		"split/s/valid.csv":     "2\n",
-		"split/s/test.csv":      "3\n",
-	}
-}
-
-// writeOGB writes files (gzip-compressed, as .csv.gz) into a new temp dir.
-// A value of "\x00missing" leaves the file out; raw bytes can be given with
-// the "\x00raw:" prefix.
-func writeOGB(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ds")
-	for rel, content := range files {
-		if content == "\x00missing" {
-			continue
-		}
-		if raw, ok := strings.CutPrefix(content, "\x00raw:"); ok {
-			writeFile(t, dir, rel+".gz", []byte(raw))
-			continue
-		}
-		writeFile(t, dir, rel+".gz", gz(content))
-	}
-	return dir
-}
 
 // wantErr checks that err wraps kind and mentions every fragment.
 func wantErr(t *testing.T, err error, kind error, fragments ...string) {
@@ -227,60 +125,26 @@ func dense(g *CSR) [][]int {
 	return m
 }
 
-// npyFile encodes a .npy file of format version major with the given
-// header fields and raw data bytes.
-func npyFile(major byte, descr string, fortran bool, shape []int, data []byte) []byte {
-	dims := make([]string, len(shape))
-	for i, d := range shape {
-		dims[i] = strconv.Itoa(d)
+// sameDataset reports the first difference between two datasets' content
+// (the source excepted), or "".
+func sameDataset(a, b *Dataset) string {
+	switch {
+	case a.Name != b.Name:
+		return "name"
+	case a.Citation != b.Citation:
+		return "citation"
+	case a.NumNodes != b.NumNodes || a.FeatDim != b.FeatDim || a.NumClasses != b.NumClasses:
+		return "sizes"
+	case (a.Graph == nil) != (b.Graph == nil):
+		return "graph presence"
+	case a.Graph != nil && (!csrEqual(a.Graph, b.Graph) || a.Graph.Wide() != b.Graph.Wide()):
+		return "graph"
+	case !slices.Equal(a.Features, b.Features):
+		return "features"
+	case (a.Labels == nil) != (b.Labels == nil) || !slices.Equal(a.Labels, b.Labels):
+		return "labels"
+	case !slices.Equal(a.Train, b.Train) || !slices.Equal(a.Valid, b.Valid) || !slices.Equal(a.Test, b.Test):
+		return "splits"
 	}
-	tuple := "(" + strings.Join(dims, ", ") + ")"
-	if len(shape) == 1 {
-		tuple = "(" + dims[0] + ",)"
-	}
-	fo := "False"
-	if fortran {
-		fo = "True"
-	}
-	return npyRaw(major, fmt.Sprintf("{'descr': '%s', 'fortran_order': %s, 'shape': %s, }", descr, fo, tuple), data)
-}
-
-// npyRaw encodes a .npy file with a literal header dictionary, padded like
-// numpy does to a multiple of 64 bytes.
-func npyRaw(major byte, header string, data []byte) []byte {
-	pre := 10
-	if major >= 2 {
-		pre = 12
-	}
-	hlen := len(header) + 1
-	hlen += (64 - (pre+hlen)%64) % 64
-	header += strings.Repeat(" ", hlen-len(header)-1) + "\n"
-	var b bytes.Buffer
-	b.WriteString(npyMagic)
-	b.WriteByte(major)
-	b.WriteByte(0)
-	if major >= 2 {
-		binary.Write(&b, binary.LittleEndian, uint32(hlen))
-	} else {
-		binary.Write(&b, binary.LittleEndian, uint16(hlen))
-	}
-	b.WriteString(header)
-	b.Write(data)
-	return b.Bytes()
-}
-
-// leBytes returns the little-endian bytes of a slice of fixed-size values.
-func leBytes(v any) []byte {
-	var b bytes.Buffer
-	if err := binary.Write(&b, binary.LittleEndian, v); err != nil {
-		panic(err)
-	}
-	return b.Bytes()
-}
-
-// npyOf encodes a 1-version .npy file holding v (a []float32, []float64,
-// []int32, []int64 or []bool) with the given shape.
-func npyOf(v any, shape ...int) []byte {
-	descr := map[string]string{"[]float32": "<f4", "[]float64": "<f8", "[]int32": "<i4", "[]int64": "<i8", "[]bool": "|b1"}[fmt.Sprintf("%T", v)]
-	return npyFile(1, descr, false, shape, leBytes(v))
+	return ""
 }

@@ -285,22 +285,22 @@ func TestRMATSplits(t *testing.T) {
 			owner := map[int32]string{}
 			for i, s := range [][]int32{d.Train, d.Valid, d.Test} {
 				if s == nil {
-					t.Errorf("%s split is nil", splitName(i))
+					t.Errorf("%s split is nil", SplitName(i))
 				}
 				if !slices.IsSorted(s) {
-					t.Errorf("%s split not sorted", splitName(i))
+					t.Errorf("%s split not sorted", SplitName(i))
 				}
 				for _, id := range s {
 					if o, dup := owner[id]; dup {
-						t.Fatalf("node %d in %s and %s", id, o, splitName(i))
+						t.Fatalf("node %d in %s and %s", id, o, SplitName(i))
 					}
-					owner[id] = splitName(i)
+					owner[id] = SplitName(i)
 				}
 				frac := []float64{c.train, c.valid, c.test}[i]
 				// Binomial: within 5 standard deviations.
 				sd := math.Sqrt(n * frac * (1 - frac))
 				if got := float64(len(s)); math.Abs(got-frac*n) > 5*sd+1 {
-					t.Errorf("%s split has %d nodes, want about %.0f", splitName(i), len(s), frac*n)
+					t.Errorf("%s split has %d nodes, want about %.0f", SplitName(i), len(s), frac*n)
 				}
 			}
 			if err := d.Validate(); err != nil {

@@ -638,7 +638,7 @@ func TestReorderByDegree(t *testing.T) {
 				}
 				slices.Sort(want)
 				if !slices.Equal(s, want) {
-					t.Fatalf("%s split %v, want %v", splitName(i), s, want)
+					t.Fatalf("%s split %v, want %v", SplitName(i), s, want)
 				}
 			}
 			if err := d.Validate(); err != nil {
