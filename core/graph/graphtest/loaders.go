@@ -1,6 +1,7 @@
 // Loader test helpers: files, OGB fixtures and comparisons of graphs and
-// datasets for the tests of the dataset formats (core/graph/formats,
-// core/graph/numpy).
+// datasets for the tests of core/graph and its dataset formats
+// (core/graph/formats, core/graph/numpy).
+
 package graphtest
 
 import (
