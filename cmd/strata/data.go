@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"strata/core/graph"
+	"strata/core/graph/formats"
+	"strata/core/graph/numpy"
 	"strata/core/metrics"
 	"strata/core/safefile"
 )
@@ -48,10 +50,10 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usagef("inspect: -i DATASET is required (e.g. -i embedded:cora)")
 	}
 	if *verify {
-		if !graph.IsBinary(*in) {
+		if !formats.IsBinary(*in) {
 			return usagef("inspect: --verify checks a .strata binary file; %s is not one", *in)
 		}
-		if err := graph.VerifyBinary(*in); err != nil {
+		if err := formats.VerifyBinary(*in); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "%s: verified (checksums and finite features)\n", *in)
@@ -160,7 +162,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// The output must be a regular file and none of the input's files (a
 	// .strata input is mapped: overwriting it would crash the reader).
 	inputs := []string{*in}
-	if files, _, err := graph.Sources(*in); err == nil {
+	if files, _, err := formats.Sources(*in); err == nil {
 		for _, f := range files {
 			inputs = append(inputs, f.Name)
 		}
@@ -181,7 +183,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		var files []string
 		err := trackWrite(stderr, "convert: writing", npyBytes(ds), func() error {
 			var err error
-			files, err = graph.WriteNPYDir(*out, ds)
+			files, err = numpy.WriteNPYDir(*out, ds)
 			return err
 		})
 		if err != nil {
@@ -197,12 +199,12 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	binBytes := graph.TotalBytes(ds.MemoryFootprint())
 	if err := trackWrite(stderr, "convert: writing", binBytes, func() error {
-		return graph.WriteBinary(*out, ds)
+		return formats.WriteBinary(*out, ds)
 	}); err != nil {
 		return err
 	}
 	t1 := time.Now()
-	back, closer, err := graph.OpenBinary(*out)
+	back, closer, err := formats.OpenBinary(*out)
 	if err != nil {
 		return fmt.Errorf("reopening %s: %w", *out, err)
 	}

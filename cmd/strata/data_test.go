@@ -152,7 +152,7 @@ func TestDatasetFormats(t *testing.T) {
 
 // scipyNPZ returns the absolute path of a fixture of format.npz-scipy.
 func scipyNPZ(t *testing.T, name string) string {
-	p, err := filepath.Abs(filepath.Join("..", "..", "core", "graph", "testdata", "scipy", name))
+	p, err := filepath.Abs(filepath.Join("..", "..", "core", "graph", "numpy", "testdata", "scipy", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"strata/core/graph"
+	"strata/core/graph/numpy"
 	"strata/core/safefile"
 	"strata/core/train"
 	"strata/plugins/wasm"
@@ -63,7 +64,7 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	n := len(p.Classes)
 	err = safefile.Write(filepath.Join(*outDir, "predictions.npy"), func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
-		bw.Write(graph.NPYHeader([]int{n}, "<i4"))
+		bw.Write(numpy.NPYHeader([]int{n}, "<i4"))
 		var b [4]byte
 		for _, c := range p.Classes {
 			binary.LittleEndian.PutUint32(b[:], uint32(c))
@@ -126,7 +127,7 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 func writeFloatNPY(path string, v []float64, rows, cols int, inputs ...string) error {
 	return safefile.Write(path, func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
-		bw.Write(graph.NPYHeader([]int{rows, cols}, "<f4"))
+		bw.Write(numpy.NPYHeader([]int{rows, cols}, "<f4"))
 		var b [4]byte
 		for _, x := range v {
 			binary.LittleEndian.PutUint32(b[:], math.Float32bits(float32(x)))

@@ -3,18 +3,19 @@ package graph
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"sync"
 )
 
-// index is the type of a column id slice element.
-type index interface{ ~int32 | ~int64 }
+// Index is the type of a column id slice element.
+type Index interface{ ~int32 | ~int64 }
 
 // NewCSR builds a square n x n CSR from indptr and 64-bit column ids,
 // storing the ids in 32 bits when n fits in int32. indptr is kept; cols is
 // kept when 64-bit ids are needed and copied otherwise.
 func NewCSR(n int, indptr []int64, cols []int64) *CSR {
-	return makeCSR(n, n, indptr, cols)
+	return MakeCSR(n, n, indptr, cols)
 }
 
 // FromEdges builds an n x n CSR from (src, dst) pairs: row dst lists src,
@@ -30,13 +31,13 @@ func FromEdges(n int, edges [][2]int64) *CSR {
 		}
 		src[i], dst[i] = e[0], e[1]
 	}
-	indptr, cols := groupEdges(n, dst, src)
-	return makeCSR(n, n, indptr, cols)
+	indptr, cols := GroupEdges(n, dst, src)
+	return MakeCSR(n, n, indptr, cols)
 }
 
-// makeCSR wraps indptr and column ids in a CSR, converting the ids to the
+// MakeCSR wraps indptr and column ids in a CSR, converting the ids to the
 // width that numCols calls for.
-func makeCSR[K index](numRows, numCols int, indptr []int64, idx []K) *CSR {
+func MakeCSR[K Index](numRows, numCols int, indptr []int64, idx []K) *CSR {
 	g := &CSR{NumRows: numRows, NumCols: numCols, Indptr: indptr}
 	narrow := numCols <= math.MaxInt32
 	switch v := any(idx).(type) {
@@ -44,11 +45,11 @@ func makeCSR[K index](numRows, numCols int, indptr []int64, idx []K) *CSR {
 		if narrow {
 			g.Idx32 = v
 		} else {
-			g.Idx64 = convertIdx[int32, int64](v)
+			g.Idx64 = ConvertIdx[int32, int64](v)
 		}
 	case []int64:
 		if narrow {
-			g.Idx32 = convertIdx[int64, int32](v)
+			g.Idx32 = ConvertIdx[int64, int32](v)
 		} else {
 			g.Idx64 = v
 		}
@@ -63,8 +64,8 @@ func makeCSR[K index](numRows, numCols int, indptr []int64, idx []K) *CSR {
 	return g
 }
 
-// convertIdx converts an id slice to another width, in parallel.
-func convertIdx[A, B index](in []A) []B {
+// ConvertIdx converts an id slice to another width, in parallel.
+func ConvertIdx[A, B Index](in []A) []B {
 	out := make([]B, len(in))
 	parallelFor(len(in), 1<<16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -82,7 +83,7 @@ func convertIdx[A, B index](in []A) []B {
 func ParallelFor(n, grain int, fn func(lo, hi int)) { parallelFor(n, grain, fn) }
 
 func parallelFor(n, grain int, fn func(lo, hi int)) {
-	parts := numWorkers()
+	parts := NumWorkers()
 	if grain < 1 {
 		grain = 1
 	}
@@ -126,7 +127,7 @@ func rowParts(indptr []int64, parts int) []int {
 
 // runRowParts runs fn concurrently over the row ranges of rowParts.
 func runRowParts(indptr []int64, fn func(lo, hi int)) {
-	b := rowParts(indptr, numWorkers())
+	b := rowParts(indptr, NumWorkers())
 	if len(b) == 2 {
 		fn(b[0], b[1])
 		return
@@ -142,12 +143,12 @@ func runRowParts(indptr []int64, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-// groupEdges is a stable counting sort of the entries (dst[e], src[e]) by
+// GroupEdges is a stable counting sort of the entries (dst[e], src[e]) by
 // dst: it returns indptr over n rows and the src ids of each row in input
 // order. The result does not depend on the number of goroutines.
-func groupEdges[K index](n int, dst, src []K) ([]int64, []K) {
+func GroupEdges[K Index](n int, dst, src []K) ([]int64, []K) {
 	m := len(dst)
-	parts := numWorkers()
+	parts := NumWorkers()
 	// Each part needs an n-entry histogram: only split when that is cheap.
 	parts = max(1, min(parts, m/(1<<16), max(1, 4*m/max(n, 1))))
 	indptr := make([]int64, n+1)
@@ -210,3 +211,6 @@ func groupEdges[K index](n int, dst, src []K) ([]int64, []K) {
 
 // rowLen returns the number of entries in row r.
 func (c *CSR) rowLen(r int) int64 { return c.Indptr[r+1] - c.Indptr[r] }
+
+// NumWorkers returns the number of parser goroutines to use.
+func NumWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }

@@ -1,10 +1,13 @@
-package graph
+package graph_test
 
 import (
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"strata/core/graph"
+	"strata/core/graph/graphtest"
 )
 
 // refRows lists, for every destination, the sources of its edges in input
@@ -34,18 +37,18 @@ func TestFromEdges(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			edges := randEdges(uint64(c.n+c.m), c.n, min(c.n, 3), c.m)
+			edges := graphtest.RandEdges(uint64(c.n+c.m), c.n, min(c.n, 3), c.m)
 			want := refRows(c.n, edges)
-			var first *CSR
+			var first *graph.CSR
 			for _, procs := range []int{1, 3} {
 				old := runtime.GOMAXPROCS(procs)
-				g := FromEdges(c.n, edges)
+				g := graph.FromEdges(c.n, edges)
 				runtime.GOMAXPROCS(old)
 				checkCSR(t, g, c.n, c.n)
 				if g.Wide() || g.Values != nil {
 					t.Error("small graph stored with 64-bit ids or values")
 				}
-				got := rowsOf(g)
+				got := graphtest.RowsOf(g)
 				for r := range want {
 					if !slices.Equal(got[r], want[r]) {
 						t.Fatalf("GOMAXPROCS %d: row %d = %v, want %v", procs, r, got[r], want[r])
@@ -53,7 +56,7 @@ func TestFromEdges(t *testing.T) {
 				}
 				if first == nil {
 					first = g
-				} else if !csrEqual(first, g) {
+				} else if !graphtest.SameCSR(first, g) {
 					t.Fatal("result depends on GOMAXPROCS")
 				}
 			}
@@ -62,7 +65,7 @@ func TestFromEdges(t *testing.T) {
 			for e := range cols {
 				cols[e] = first.Col(int64(e))
 			}
-			if h := NewCSR(c.n, slices.Clone(first.Indptr), cols); !csrEqual(h, first) || h.Wide() {
+			if h := graph.NewCSR(c.n, slices.Clone(first.Indptr), cols); !graphtest.SameCSR(h, first) || h.Wide() {
 				t.Error("NewCSR differs")
 			}
 		})
@@ -78,26 +81,26 @@ func TestFromEdgesPanicsOnBadID(t *testing.T) {
 					t.Errorf("edge %v: recover() = %v", e, r)
 				}
 			}()
-			FromEdges(3, [][2]int64{{0, 1}, e})
+			graph.FromEdges(3, [][2]int64{{0, 1}, e})
 		}()
 	}
 }
 
 func TestCSRValidate(t *testing.T) {
-	good := FromEdges(3, [][2]int64{{0, 1}, {2, 1}, {1, 2}})
+	good := graph.FromEdges(3, [][2]int64{{0, 1}, {2, 1}, {1, 2}})
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	bad := []struct {
 		name string
-		g    *CSR
+		g    *graph.CSR
 		want string
 	}{
-		{"negative rows", &CSR{NumRows: -1, NumCols: 3}, "negative"},
-		{"negative cols", &CSR{NumRows: 1, NumCols: -1, Indptr: []int64{0, 0}, Idx32: []int32{}}, "negative"},
-		{"indptr not from 0", &CSR{NumRows: 2, NumCols: 2, Indptr: []int64{1, 1, 2}, Idx32: []int32{0, 1}}, "indptr starts at 1"},
-		{"short indptr", &CSR{NumRows: 2, NumCols: 2, Indptr: []int64{0, 0}, Idx32: []int32{}}, "indptr has 2 entries, want 3"},
-		{"column too large", &CSR{NumRows: 1, NumCols: 2, Indptr: []int64{0, 1}, Idx64: []int64{2}}, "column 2 outside [0,2)"},
+		{"negative rows", &graph.CSR{NumRows: -1, NumCols: 3}, "negative"},
+		{"negative cols", &graph.CSR{NumRows: 1, NumCols: -1, Indptr: []int64{0, 0}, Idx32: []int32{}}, "negative"},
+		{"indptr not from 0", &graph.CSR{NumRows: 2, NumCols: 2, Indptr: []int64{1, 1, 2}, Idx32: []int32{0, 1}}, "indptr starts at 1"},
+		{"short indptr", &graph.CSR{NumRows: 2, NumCols: 2, Indptr: []int64{0, 0}, Idx32: []int32{}}, "indptr has 2 entries, want 3"},
+		{"column too large", &graph.CSR{NumRows: 1, NumCols: 2, Indptr: []int64{0, 1}, Idx64: []int64{2}}, "column 2 outside [0,2)"},
 	}
 	for _, c := range bad {
 		err := c.g.Validate()

@@ -1,4 +1,9 @@
-// Package graph holds graph storage (CSR/CSC), loaders, transforms and generators.
+// Package graph holds the graph and dataset model: CSR storage (and the
+// CSC by Transpose), the Dataset with its checks, transforms, generated
+// splits, the R-MAT generator, memory limits and the loader errors; and
+// the dataset format contract (Format) with Open, a loop over the
+// registered format.* modules. The built-in formats live in
+// core/graph/formats and core/graph/numpy.
 package graph
 
 import "fmt"

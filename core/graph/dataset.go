@@ -86,7 +86,7 @@ func (d *Dataset) Validate() error {
 			}
 			if o := owner[id]; o != 0 {
 				return fmt.Errorf("%s: node %d is in both the %s and the %s split: %w",
-					name, id, splitName(int(o)-1), s.name, ErrSplit)
+					name, id, SplitName(int(o)-1), s.name, ErrSplit)
 			}
 			owner[id] = int8(si + 1)
 			if d.Labels == nil || d.Labels[id] < 0 {
@@ -103,14 +103,14 @@ func (d *Dataset) Validate() error {
 func CheckFeatures(file string, feats []float32, dim int) error {
 	for i, v := range feats {
 		if v-v != 0 { // NaN or ±Inf
-			return ferr(ErrRange, file, 0, 0, "feature [%d, %d] is %v, not a finite float32 (NaN and infinities would poison training); fix the data", i/max(dim, 1), i%max(dim, 1), v)
+			return FileErrorf(ErrRange, file, 0, 0, "feature [%d, %d] is %v, not a finite float32 (NaN and infinities would poison training); fix the data", i/max(dim, 1), i%max(dim, 1), v)
 		}
 	}
 	return nil
 }
 
-// splitName returns the name of split i (0 train, 1 valid, 2 test).
-func splitName(i int) string { return [3]string{"train", "valid", "test"}[i] }
+// SplitName returns the name of split i (0 train, 1 valid, 2 test).
+func SplitName(i int) string { return [3]string{"train", "valid", "test"}[i] }
 
 // Component is one named part of a dataset's memory footprint.
 type Component struct {

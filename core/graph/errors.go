@@ -61,24 +61,7 @@ func (e *FileError) Error() string {
 // Unwrap returns the sentinel error.
 func (e *FileError) Unwrap() error { return e.Err }
 
-// ferr builds a *FileError.
-func ferr(kind error, file string, line, col int, format string, args ...any) *FileError {
+// FileErrorf builds a *FileError of kind at file:line, column col.
+func FileErrorf(kind error, file string, line, col int, format string, args ...any) *FileError {
 	return &FileError{File: file, Line: line, Column: col, Msg: fmt.Sprintf(format, args...), Err: kind}
-}
-
-// quoteField quotes a field for an error message, shortening long ones.
-func quoteField(b []byte) string {
-	const maxLen = 40
-	if len(b) > maxLen {
-		return strconv.Quote(string(b[:maxLen])) + "..."
-	}
-	return strconv.Quote(string(b))
-}
-
-// plural formats a count with its noun: "1 value", "3 values".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -3,7 +3,6 @@ package graph
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 )
 
@@ -12,10 +11,10 @@ func TestFileErrorFormat(t *testing.T) {
 		e    *FileError
 		want string
 	}{
-		{ferr(ErrFormat, "a/b.txt", 3, 2, "bad %s", "thing"), "a/b.txt:3: column 2: bad thing"},
-		{ferr(ErrRange, "a/b.txt", 7, 0, "too big"), "a/b.txt:7: too big"},
-		{ferr(ErrMissing, "dir", 0, 0, "gone"), "dir: gone"},
-		{ferr(ErrFormat, "embedded:cora/raw/edge.csv.gz", 0, 4, "x"), "embedded:cora/raw/edge.csv.gz: column 4: x"},
+		{FileErrorf(ErrFormat, "a/b.txt", 3, 2, "bad %s", "thing"), "a/b.txt:3: column 2: bad thing"},
+		{FileErrorf(ErrRange, "a/b.txt", 7, 0, "too big"), "a/b.txt:7: too big"},
+		{FileErrorf(ErrMissing, "dir", 0, 0, "gone"), "dir: gone"},
+		{FileErrorf(ErrFormat, "embedded:cora/raw/edge.csv.gz", 0, 4, "x"), "embedded:cora/raw/edge.csv.gz: column 4: x"},
 	}
 	for _, c := range cases {
 		if got := c.e.Error(); got != c.want {
@@ -40,28 +39,13 @@ func TestErrorKinds(t *testing.T) {
 		if errors.Is(k, ErrRange) || errors.Is(k, ErrMissing) {
 			t.Errorf("%v wraps another base kind", k)
 		}
-		if e := ferr(k, "f", 1, 0, "m"); !errors.Is(e, ErrFormat) || !errors.Is(e, k) {
+		if e := FileErrorf(k, "f", 1, 0, "m"); !errors.Is(e, ErrFormat) || !errors.Is(e, k) {
 			t.Errorf("FileError of %v does not match", k)
 		}
 	}
 	for _, k := range []error{ErrRange, ErrMissing} {
 		if errors.Is(k, ErrFormat) {
 			t.Errorf("%v is an ErrFormat", k)
-		}
-	}
-}
-
-func TestQuoteFieldAndPlural(t *testing.T) {
-	if got := quoteField([]byte("a\tb")); got != `"a\tb"` {
-		t.Errorf("quoteField = %s", got)
-	}
-	long := strings.Repeat("x", 100)
-	if got := quoteField([]byte(long)); got != `"`+strings.Repeat("x", 40)+`"...` {
-		t.Errorf("long field quoted as %s", got)
-	}
-	for n, want := range map[int]string{0: "0 values", 1: "1 value", 2: "2 values"} {
-		if got := plural(n, "value"); got != want {
-			t.Errorf("plural(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

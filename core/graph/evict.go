@@ -11,3 +11,7 @@ func (d *Dataset) DropMappedPages() {
 		dropPages(d.mapped)
 	}
 }
+
+// SetMapping records the file mapping d's slices point into (a format
+// that maps its file sets it), for DropMappedPages.
+func (d *Dataset) SetMapping(data []byte) { d.mapped = data }

@@ -28,8 +28,8 @@ func featureRowsFrom(ctx context.Context) ([]int32, bool) {
 	return rows, ok
 }
 
-// checkFeatureRows checks that every node of rows is one of n.
-func checkFeatureRows(rows []int32, n int) error {
+// CheckFeatureRows checks that every node of rows is one of n.
+func CheckFeatureRows(rows []int32, n int) error {
 	for _, v := range rows {
 		if v < 0 || int(v) >= n {
 			return fmt.Errorf("graph: feature row of node %d asked for, but the dataset has %d nodes: %w", v, n, ErrRange)
@@ -44,7 +44,7 @@ func (d *Dataset) keepFeatureRows(rows []int32) error {
 	if d.FeatureNodes != nil {
 		return nil
 	}
-	if err := checkFeatureRows(rows, d.NumNodes); err != nil {
+	if err := CheckFeatureRows(rows, d.NumNodes); err != nil {
 		return err
 	}
 	dim := d.FeatDim

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,8 +15,9 @@ import (
 // a directory layout or a spec such as "rmat-<scale>"). Open asks every
 // registered format to Detect a spec, opens it with the most certain one
 // and applies the split after '@' itself, as the format's Support says.
-// A format registers itself from init (registry.Register); the formats of
-// this package are what core can open without plugins.
+// A format registers itself from init (registry.Register); the built-in
+// formats (core/graph/formats, core/graph/numpy) are what core opens
+// without plugins: core/train links them.
 type Format interface {
 	registry.Module
 	// Detect reports how surely the format reads spec: 0 not at all,
@@ -111,7 +113,7 @@ func SpecForms() string {
 // (FIFO, device) is an error.
 func Detect(spec string) (Format, fs.FileInfo, error) {
 	var st fs.FileInfo
-	if s, err := statRegular(spec); err == nil {
+	if s, err := StatRegular(spec); err == nil {
 		st = s
 	} else if s != nil {
 		return nil, nil, err
@@ -126,17 +128,17 @@ func Detect(spec string) (Format, fs.FileInfo, error) {
 	return best, st, nil
 }
 
-// formatInfo is the ModuleInfo of a format of this package.
-func formatInfo[F Format](name, doc string, newF func() F) registry.ModuleInfo {
+// FormatInfo is the ModuleInfo of a format module named "format."+name.
+func FormatInfo[F Format](name, doc string, newF func() F) registry.ModuleInfo {
 	return registry.ModuleInfo{ID: "format." + name, Doc: doc, New: func() registry.Module { return newF() }}
 }
 
-// isFile reports whether st is a regular file.
-func isFile(st fs.FileInfo) bool { return st != nil && st.Mode().IsRegular() }
+// IsFile reports whether st is a regular file.
+func IsFile(st fs.FileInfo) bool { return st != nil && st.Mode().IsRegular() }
 
-// hasExt reports whether path (less a ".gz") ends in one of exts,
+// HasExt reports whether path (less a ".gz") ends in one of exts,
 // ignoring case.
-func hasExt(path string, exts ...string) bool {
+func HasExt(path string, exts ...string) bool {
 	ext := filepath.Ext(strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(path, ".gz"), ".GZ")))
 	return slices.Contains(exts, ext)
 }
@@ -158,6 +160,15 @@ type Example struct {
 	// Huge: a broken example that declares sizes far beyond a small
 	// budget; it must be refused before they are allocated.
 	Huge bool
+}
+
+// WriteExample writes body to dir/name and returns the path.
+func WriteExample(dir, name string, body []byte) (string, error) {
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", err
+	}
+	return p, os.WriteFile(p, body, 0o644)
 }
 
 // Exampler is a Format that provides its conformance suite's inputs:

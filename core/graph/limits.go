@@ -6,9 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strata/core/metrics"
 	"strings"
 	"time"
+
+	"strata/core/metrics"
 )
 
 // Bounds on what a dataset file may declare, checked before allocating.
@@ -17,9 +18,9 @@ const (
 	MaxClasses = 1 << 16
 	// MaxLineBytes bounds one line of a text dataset file.
 	MaxLineBytes = 16 << 20
-	// maxGzipRatio bounds how much text one compressed byte may expand
+	// MaxGzipRatio bounds how much text one compressed byte may expand
 	// to (deflate's limit is about 1032:1).
-	maxGzipRatio = 1032
+	MaxGzipRatio = 1032
 )
 
 // limitsKey is the context key of the memory budget.
@@ -51,18 +52,18 @@ func DefaultMaxMemory() int64 {
 	return 8 << 30
 }
 
-// checkBudget returns an ErrRange error naming file when a declared size
+// CheckBudget returns an ErrRange error naming file when a declared size
 // needs more than budget bytes.
-func checkBudget(file, what string, need, budget int64) error {
+func CheckBudget(file, what string, need, budget int64) error {
 	if need < 0 || need > budget {
-		return ferr(ErrRange, file, 0, 0, "%s would need %s, more than the memory budget of %s: raise it with --max-memory if that size is right, otherwise the input is wrong or corrupt",
+		return FileErrorf(ErrRange, file, 0, 0, "%s would need %s, more than the memory budget of %s: raise it with --max-memory if that size is right, otherwise the input is wrong or corrupt",
 			what, FormatBytes(need), FormatBytes(budget))
 	}
 	return nil
 }
 
-// budgetOr returns budget, or DefaultMaxMemory when budget <= 0.
-func budgetOr(budget int64) int64 {
+// BudgetOr returns budget, or DefaultMaxMemory when budget <= 0.
+func BudgetOr(budget int64) int64 {
 	if budget <= 0 {
 		return DefaultMaxMemory()
 	}
@@ -72,9 +73,9 @@ func budgetOr(budget int64) int64 {
 // FormatBytes formats a byte count with a binary unit ("1.5 GiB").
 func FormatBytes(n int64) string { return metrics.FormatBytes(n) }
 
-// checkRegular refuses a path that is not a regular file or directory
+// CheckRegular refuses a path that is not a regular file or directory
 // (a FIFO would block the open, a device would stream without end).
-func checkRegular(path string, st fs.FileInfo) error {
+func CheckRegular(path string, st fs.FileInfo) error {
 	m := st.Mode()
 	if m.IsRegular() || m.IsDir() {
 		return nil
@@ -90,16 +91,16 @@ func checkRegular(path string, st fs.FileInfo) error {
 	case m&fs.ModeSocket != 0:
 		kind = "a socket"
 	}
-	return ferr(ErrFormat, path, 0, 0, "is %s, not a regular file; give a dataset file or directory", kind)
+	return FileErrorf(ErrFormat, path, 0, 0, "is %s, not a regular file; give a dataset file or directory", kind)
 }
 
-// statRegular stats path (following links) and refuses special files.
-func statRegular(path string) (os.FileInfo, error) {
+// StatRegular stats path (following links) and refuses special files.
+func StatRegular(path string) (os.FileInfo, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
-	return st, checkRegular(path, st)
+	return st, CheckRegular(path, st)
 }
 
 // OpenContext is Open with a context: it returns ctx.Err() as soon as ctx
@@ -195,3 +196,13 @@ func SpecBytes(spec string) int64 {
 	})
 	return total
 }
+
+// MaxFeatureValues bounds N x FeatDim (64 GiB of float32) to catch absurd inputs.
+const MaxFeatureValues = 1 << 34
+
+// MaxNodes bounds the node count a text file may declare.
+const MaxNodes = 1 << 36
+
+// BytesPerNode is what loading costs per declared node (labels, CSR
+// offsets, split bookkeeping), for the memory budget.
+const BytesPerNode = 32

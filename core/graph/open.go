@@ -31,7 +31,7 @@ func open(spec string, o LoadOptions) (*Dataset, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("empty dataset spec; want %s: %w", SpecForms(), ErrMissing)
 	}
-	o.Budget = budgetOr(o.Budget)
+	o.Budget = BudgetOr(o.Budget)
 	f, st, err := Detect(spec)
 	if err != nil || f != nil {
 		if err != nil {
@@ -47,22 +47,22 @@ func open(spec string, o LoadOptions) (*Dataset, error) {
 		}
 		if bf != nil {
 			if split == "" {
-				return nil, ferr(ErrFormat, spec, 0, 0, "empty split name after '@'; write <dataset>@<split>")
+				return nil, FileErrorf(ErrFormat, spec, 0, 0, "empty split name after '@'; write <dataset>@<split>")
 			}
 			return openSplit(bf, base, split, o)
 		}
 	}
 	if st != nil && !st.IsDir() {
-		return nil, ferr(ErrFormat, spec, 0, 0, "unknown dataset file type %q; a dataset spec is %s", filepath.Ext(spec), SpecForms())
+		return nil, FileErrorf(ErrFormat, spec, 0, 0, "unknown dataset file type %q; a dataset spec is %s", filepath.Ext(spec), SpecForms())
 	}
-	return nil, ferr(ErrMissing, spec, 0, 0, "no such file or directory; a dataset spec is %s", SpecForms())
+	return nil, FileErrorf(ErrMissing, spec, 0, 0, "no such file or directory; a dataset spec is %s", SpecForms())
 }
 
 // openWith opens spec with f, first holding a format that checks no
 // sizes to the size of its files.
 func openWith(f Format, spec string, o LoadOptions) (*Dataset, error) {
 	if !f.Supports().Budget {
-		if err := checkBudget(spec, "loading its files whole", SpecBytes(spec), o.Budget); err != nil {
+		if err := CheckBudget(spec, "loading its files whole", SpecBytes(spec), o.Budget); err != nil {
 			return nil, err
 		}
 	}
@@ -82,12 +82,12 @@ func openSplit(f Format, base, split string, o LoadOptions) (*Dataset, error) {
 	spec := base + "@" + split
 	rs, isRandom, err := ParseRandomSplit(split)
 	if err != nil {
-		return nil, ferr(ErrFormat, spec, 0, 0, "%v", err)
+		return nil, FileErrorf(ErrFormat, spec, 0, 0, "%v", err)
 	}
 	sup := f.Supports()
 	if !isRandom {
 		if !sup.NamedSplits {
-			return nil, ferr(ErrFormat, spec, 0, 0, "split %q: %s has no named splits; only a generated split random-<train>-<valid>-seed<k> can follow '@': drop \"@%s\" or generate one (e.g. @random-20-30-seed0)",
+			return nil, FileErrorf(ErrFormat, spec, 0, 0, "split %q: %s has no named splits; only a generated split random-<train>-<valid>-seed<k> can follow '@': drop \"@%s\" or generate one (e.g. @random-20-30-seed0)",
 				split, sup.Spec, split)
 		}
 		o.Split = split
@@ -105,19 +105,19 @@ func openSplit(f Format, base, split string, o LoadOptions) (*Dataset, error) {
 		return nil, err
 	}
 	if err := rs.Apply(d); err != nil {
-		return nil, ferr(ErrSplit, spec, 0, 0, "%v; give labels (see docs/datasets.md)", err)
+		return nil, FileErrorf(ErrSplit, spec, 0, 0, "%v; give labels (see docs/datasets.md)", err)
 	}
 	return d, nil
 }
 
-// fileExists reports whether path is an existing regular file.
-func fileExists(path string) bool {
+// FileExists reports whether path is an existing regular file.
+func FileExists(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
 }
 
-// isDir reports whether path is an existing directory.
-func isDir(path string) bool {
+// IsDir reports whether path is an existing directory.
+func IsDir(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.IsDir()
 }

@@ -2,10 +2,8 @@ package graph
 
 import (
 	"fmt"
-	"io/fs"
 	"math"
 	"slices"
-	"strata/core/registry"
 	"strconv"
 	"strings"
 )
@@ -124,7 +122,7 @@ func (o RMATOptions) check() error {
 		return bad("quadrant probabilities a=%g b=%g c=%g must be >= 0 with a+b+c <= 1", o.A, o.B, o.C)
 	case o.FeatDim < 0 || o.FeatDim > 1<<16:
 		return bad("feature dimension %d outside [0,65536]", o.FeatDim)
-	case int64(o.FeatDim)<<o.Scale > maxFeatureValues:
+	case int64(o.FeatDim)<<o.Scale > MaxFeatureValues:
 		return bad("%d nodes x %d features is too large", 1<<o.Scale, o.FeatDim)
 	case o.NumClasses < 0 || o.NumClasses > 1<<16:
 		return bad("class count %d outside [0,65536]", o.NumClasses)
@@ -231,9 +229,9 @@ func rmatGraph(o RMATOptions, n int, m int64) *CSR {
 			}
 		}
 	})
-	indptr, cols := groupEdges(n, dst, src)
+	indptr, cols := GroupEdges(n, dst, src)
 	sortRows(indptr, cols)
-	return makeCSR(n, n, indptr, cols)
+	return MakeCSR(n, n, indptr, cols)
 }
 
 // idPerm is a keyed bijection of [0, 2^bits): odd multiplications and
@@ -445,43 +443,4 @@ func (r *rng) fastNormal() float32 {
 	// Each term is uniform on [0, 65535]: mean 32767.5, variance ~ 65536²/12,
 	// so the sum has standard deviation 65536/sqrt(3).
 	return (float32(s) - 4*32767.5) * (1.7320508 / 65536)
-}
-
-// rmatFormat is format.rmat: a generated R-MAT graph.
-type rmatFormat struct{}
-
-func init() { registry.Register(&rmatFormat{}) }
-
-func (*rmatFormat) StrataModule() registry.ModuleInfo {
-	return formatInfo("rmat", "a generated R-MAT graph (Graph500 quadrants, Gaussian features around class centroids): rmat-<scale>[-<edgefactor>-<feat>-<classes>-<seed>]",
-		func() *rmatFormat { return &rmatFormat{} })
-}
-
-// Detect takes "rmat-..." when no file of that name exists.
-func (*rmatFormat) Detect(spec string, st fs.FileInfo) int {
-	if st == nil && strings.HasPrefix(spec, "rmat-") && !strings.ContainsAny(spec, `/\@`) {
-		return DetectLayout
-	}
-	return 0
-}
-
-func (*rmatFormat) Open(spec string, o LoadOptions) (*Dataset, error) {
-	opts, err := ParseRMATName(spec)
-	if err != nil {
-		return nil, err
-	}
-	n, ef := int64(1)<<opts.Scale, int64(max(opts.EdgeFactor, 16))
-	if opts.EdgeFactor > 0 {
-		ef = int64(opts.EdgeFactor)
-	}
-	// Features, per-node arrays, and the edges (generated pairs and CSR).
-	need := n*(int64(opts.FeatDim)*4+bytesPerNode) + n*ef*24
-	if err := checkBudget(spec, "generating the graph", need, budgetOr(o.Budget)); err != nil {
-		return nil, err
-	}
-	return RMAT(opts)
-}
-
-func (*rmatFormat) Supports() Support {
-	return Support{Spec: "rmat-<scale>[-<edgefactor>-<feat>-<classes>-<seed>]", Budget: true}
 }

@@ -1,19 +1,21 @@
-package graph
+package graph_test
 
 import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"strata/core/graph"
+	"strata/core/graph/graphtest"
 )
 
 // ncc returns the test accuracy of a nearest-class-centroid classifier on
 // feats, with centroids from the train split.
-func ncc(d *Dataset, feats []float32) float64 {
+func ncc(d *graph.Dataset, feats []float32) float64 {
 	dim, k := d.FeatDim, d.NumClasses
 	cent := make([]float64, k*dim)
 	cnt := make([]int, k)
@@ -56,7 +58,7 @@ func ncc(d *Dataset, feats []float32) float64 {
 
 // aggFeatures returns the mean of the features over every node, its in-
 // and its out-neighbours.
-func aggFeatures(d *Dataset) []float32 {
+func aggFeatures(d *graph.Dataset) []float32 {
 	n, dim := d.NumNodes, d.FeatDim
 	sum := make([]float64, n*dim)
 	cnt := make([]float64, n)
@@ -85,32 +87,32 @@ func aggFeatures(d *Dataset) []float32 {
 }
 
 func TestRMATDeterministic(t *testing.T) {
-	o := RMATOptions{Scale: 13, EdgeFactor: 16, FeatDim: 8, NumClasses: 5, Seed: 11}
-	gen := func(procs int, o RMATOptions) *Dataset {
+	o := graph.RMATOptions{Scale: 13, EdgeFactor: 16, FeatDim: 8, NumClasses: 5, Seed: 11}
+	gen := func(procs int, o graph.RMATOptions) *graph.Dataset {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		d, err := RMAT(o)
+		d, err := graph.RMAT(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
 	a, b := gen(1, o), gen(4, o)
-	if diff := sameDataset(a, b); diff != "" || a.Source != b.Source {
+	if diff := graphtest.SameDataset(a, b); diff != "" || a.Source != b.Source {
 		t.Fatalf("same options, different %s (GOMAXPROCS 1 vs 4)", diff)
 	}
-	if c := gen(2, o); sameDataset(a, c) != "" {
+	if c := gen(2, o); graphtest.SameDataset(a, c) != "" {
 		t.Fatal("same options, different datasets")
 	}
 	o2 := o
 	o2.Seed = 12
 	c := gen(2, o2)
-	if csrEqual(a.Graph, c.Graph) || slices.Equal(a.Features, c.Features) || slices.Equal(a.Labels, c.Labels) || slices.Equal(a.Train, c.Train) {
+	if graphtest.SameCSR(a.Graph, c.Graph) || slices.Equal(a.Features, c.Features) || slices.Equal(a.Labels, c.Labels) || slices.Equal(a.Train, c.Train) {
 		t.Error("different seeds give the same graph, features, labels or splits")
 	}
 }
 
 func TestRMATShape(t *testing.T) {
-	cases := []RMATOptions{
+	cases := []graph.RMATOptions{
 		{Scale: 1},
 		{Scale: 4, EdgeFactor: 1},
 		{Scale: 9, EdgeFactor: 3, FeatDim: 7, NumClasses: 2, Seed: 3},
@@ -124,7 +126,7 @@ func TestRMATShape(t *testing.T) {
 	}
 	for i, o := range cases {
 		t.Run(fmt.Sprintf("%d_%s", i, o.Name()), func(t *testing.T) {
-			d, err := RMAT(o)
+			d, err := graph.RMAT(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,12 +182,12 @@ func TestRMATShape(t *testing.T) {
 // TestRMATSkew checks that Graph500 parameters give a heavy-tailed degree
 // distribution while uniform quadrants (Erdős–Rényi-like) do not.
 func TestRMATSkew(t *testing.T) {
-	ratio := func(o RMATOptions) float64 {
-		d, err := RMAT(o)
+	ratio := func(o graph.RMATOptions) float64 {
+		d, err := graph.RMAT(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, out := Degrees(d.Graph)
+		in, out := graph.Degrees(d.Graph)
 		var maxDeg, sum int64
 		for i := range in {
 			deg := int64(in[i]) + int64(out[i])
@@ -195,8 +197,8 @@ func TestRMATSkew(t *testing.T) {
 		return float64(maxDeg) / (float64(sum) / float64(len(in)))
 	}
 	for seed := uint64(0); seed < 3; seed++ {
-		g500 := ratio(RMATOptions{Scale: 11, Seed: seed})
-		er := ratio(RMATOptions{Scale: 11, Seed: seed, A: 0.25, B: 0.25, C: 0.25})
+		g500 := ratio(graph.RMATOptions{Scale: 11, Seed: seed})
+		er := ratio(graph.RMATOptions{Scale: 11, Seed: seed, A: 0.25, B: 0.25, C: 0.25})
 		if g500 < 10 {
 			t.Errorf("seed %d: Graph500 max/mean degree %.1f, want a heavy tail (> 10)", seed, g500)
 		}
@@ -213,25 +215,25 @@ func TestRMATSkew(t *testing.T) {
 func TestRMATLearnable(t *testing.T) {
 	cases := []struct {
 		spec      string
-		opts      RMATOptions
+		opts      graph.RMATOptions
 		minRaw    float64
 		aggBetter bool
 	}{
-		{"4 classes", RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4}, 0.35, true},
-		{"4 classes seed 1", RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, Seed: 1}, 0.35, true},
-		{"4 classes half train", RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, Seed: 2, TrainFrac: .5, ValidFrac: .1, TestFrac: .4}, 0.38, true},
-		{"rmat-12 defaults", RMATOptions{}, 0.16, false},
+		{"4 classes", graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4}, 0.35, true},
+		{"4 classes seed 1", graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, Seed: 1}, 0.35, true},
+		{"4 classes half train", graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, Seed: 2, TrainFrac: .5, ValidFrac: .1, TestFrac: .4}, 0.38, true},
+		{"rmat-12 defaults", graph.RMATOptions{}, 0.16, false},
 	}
 	for _, c := range cases {
 		t.Run(c.spec, func(t *testing.T) {
 			o := c.opts
 			if c.spec == "rmat-12 defaults" {
 				var err error
-				if o, err = ParseRMATName("rmat-12"); err != nil {
+				if o, err = graph.ParseRMATName("rmat-12"); err != nil {
 					t.Fatal(err)
 				}
 			}
-			d, err := RMAT(o)
+			d, err := graph.RMAT(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,12 +250,12 @@ func TestRMATLearnable(t *testing.T) {
 		})
 	}
 	// Without centroids the node's own features carry much less signal.
-	o := RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, CentroidScale: -1}
-	d, err := RMAT(o)
+	o := graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, CentroidScale: -1}
+	d, err := graph.RMAT(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	with, err := RMAT(RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4})
+	with, err := graph.RMAT(graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,17 +269,17 @@ func TestRMATLearnable(t *testing.T) {
 
 func TestRMATSplits(t *testing.T) {
 	cases := []struct {
-		o                  RMATOptions
+		o                  graph.RMATOptions
 		train, valid, test float64
 	}{
-		{RMATOptions{Scale: 12, NumClasses: 4}, .1, .1, .8},
-		{RMATOptions{Scale: 12, NumClasses: 4, Seed: 5, TrainFrac: .5, ValidFrac: .25, TestFrac: .25}, .5, .25, .25},
-		{RMATOptions{Scale: 12, NumClasses: 4, TrainFrac: .3, TestFrac: .2}, .3, 0, .2},
-		{RMATOptions{Scale: 12, NumClasses: 4, TrainFrac: 1}, 1, 0, 0},
+		{graph.RMATOptions{Scale: 12, NumClasses: 4}, .1, .1, .8},
+		{graph.RMATOptions{Scale: 12, NumClasses: 4, Seed: 5, TrainFrac: .5, ValidFrac: .25, TestFrac: .25}, .5, .25, .25},
+		{graph.RMATOptions{Scale: 12, NumClasses: 4, TrainFrac: .3, TestFrac: .2}, .3, 0, .2},
+		{graph.RMATOptions{Scale: 12, NumClasses: 4, TrainFrac: 1}, 1, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%g/%g/%g", c.train, c.valid, c.test), func(t *testing.T) {
-			d, err := RMAT(c.o)
+			d, err := graph.RMAT(c.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,22 +287,22 @@ func TestRMATSplits(t *testing.T) {
 			owner := map[int32]string{}
 			for i, s := range [][]int32{d.Train, d.Valid, d.Test} {
 				if s == nil {
-					t.Errorf("%s split is nil", splitName(i))
+					t.Errorf("%s split is nil", graph.SplitName(i))
 				}
 				if !slices.IsSorted(s) {
-					t.Errorf("%s split not sorted", splitName(i))
+					t.Errorf("%s split not sorted", graph.SplitName(i))
 				}
 				for _, id := range s {
 					if o, dup := owner[id]; dup {
-						t.Fatalf("node %d in %s and %s", id, o, splitName(i))
+						t.Fatalf("node %d in %s and %s", id, o, graph.SplitName(i))
 					}
-					owner[id] = splitName(i)
+					owner[id] = graph.SplitName(i)
 				}
 				frac := []float64{c.train, c.valid, c.test}[i]
 				// Binomial: within 5 standard deviations.
 				sd := math.Sqrt(n * frac * (1 - frac))
 				if got := float64(len(s)); math.Abs(got-frac*n) > 5*sd+1 {
-					t.Errorf("%s split has %d nodes, want about %.0f", splitName(i), len(s), frac*n)
+					t.Errorf("%s split has %d nodes, want about %.0f", graph.SplitName(i), len(s), frac*n)
 				}
 			}
 			if err := d.Validate(); err != nil {
@@ -312,53 +314,53 @@ func TestRMATSplits(t *testing.T) {
 
 func TestRMATBadOptions(t *testing.T) {
 	cases := []struct {
-		o    RMATOptions
+		o    graph.RMATOptions
 		want string
 	}{
-		{RMATOptions{Scale: 0}, "scale 0 outside [1,30]"},
-		{RMATOptions{Scale: 31}, "scale 31"},
-		{RMATOptions{Scale: 4, EdgeFactor: -1}, "edge factor -1"},
-		{RMATOptions{Scale: 4, EdgeFactor: 5000}, "edge factor 5000"},
-		{RMATOptions{Scale: 30, EdgeFactor: 32}, "too many"},
-		{RMATOptions{Scale: 4, A: 0.6, B: 0.3, C: 0.2}, "quadrant probabilities"},
-		{RMATOptions{Scale: 4, A: -0.1, B: 0.5}, "quadrant probabilities"},
-		{RMATOptions{Scale: 4, A: math.NaN()}, "quadrant probabilities"},
-		{RMATOptions{Scale: 4, FeatDim: -1}, "feature dimension -1"},
-		{RMATOptions{Scale: 4, NumClasses: -2}, "class count -2"},
-		{RMATOptions{Scale: 4, NumClasses: 2, TrainFrac: .6, ValidFrac: .6}, "split fractions"},
-		{RMATOptions{Scale: 4, NumClasses: 2, TestFrac: -.1}, "split fractions"},
-		{RMATOptions{Scale: 4, CentroidScale: math.Inf(1)}, "centroid scale"},
+		{graph.RMATOptions{Scale: 0}, "scale 0 outside [1,30]"},
+		{graph.RMATOptions{Scale: 31}, "scale 31"},
+		{graph.RMATOptions{Scale: 4, EdgeFactor: -1}, "edge factor -1"},
+		{graph.RMATOptions{Scale: 4, EdgeFactor: 5000}, "edge factor 5000"},
+		{graph.RMATOptions{Scale: 30, EdgeFactor: 32}, "too many"},
+		{graph.RMATOptions{Scale: 4, A: 0.6, B: 0.3, C: 0.2}, "quadrant probabilities"},
+		{graph.RMATOptions{Scale: 4, A: -0.1, B: 0.5}, "quadrant probabilities"},
+		{graph.RMATOptions{Scale: 4, A: math.NaN()}, "quadrant probabilities"},
+		{graph.RMATOptions{Scale: 4, FeatDim: -1}, "feature dimension -1"},
+		{graph.RMATOptions{Scale: 4, NumClasses: -2}, "class count -2"},
+		{graph.RMATOptions{Scale: 4, NumClasses: 2, TrainFrac: .6, ValidFrac: .6}, "split fractions"},
+		{graph.RMATOptions{Scale: 4, NumClasses: 2, TestFrac: -.1}, "split fractions"},
+		{graph.RMATOptions{Scale: 4, CentroidScale: math.Inf(1)}, "centroid scale"},
 	}
 	for _, c := range cases {
-		d, err := RMAT(c.o)
+		d, err := graph.RMAT(c.o)
 		if d != nil {
 			t.Errorf("%+v: dataset returned with an error", c.o)
 		}
-		wantErr(t, err, ErrRange, "rmat: ", c.want)
+		graphtest.WantErr(t, err, graph.ErrRange, "rmat: ", c.want)
 	}
 }
 
 func TestParseRMATName(t *testing.T) {
-	def := RMATOptions{EdgeFactor: 16, FeatDim: 64, NumClasses: 8}
-	with := func(f func(o *RMATOptions)) RMATOptions {
+	def := graph.RMATOptions{EdgeFactor: 16, FeatDim: 64, NumClasses: 8}
+	with := func(f func(o *graph.RMATOptions)) graph.RMATOptions {
 		o := def
 		f(&o)
 		return o
 	}
 	good := []struct {
 		spec string
-		want RMATOptions
+		want graph.RMATOptions
 	}{
-		{"rmat-16", with(func(o *RMATOptions) { o.Scale = 16 })},
-		{"rmat-1", with(func(o *RMATOptions) { o.Scale = 1 })},
-		{"rmat-10-8", with(func(o *RMATOptions) { o.Scale, o.EdgeFactor = 10, 8 })},
-		{"rmat-10-8-0", with(func(o *RMATOptions) { o.Scale, o.EdgeFactor, o.FeatDim = 10, 8, 0 })},
-		{"rmat-10-8-32-0", with(func(o *RMATOptions) { o.Scale, o.EdgeFactor, o.FeatDim, o.NumClasses = 10, 8, 32, 0 })},
-		{"rmat-16-16-64-8-0", with(func(o *RMATOptions) { o.Scale = 16 })},
-		{"rmat-5-2-3-4-18446744073709551615", RMATOptions{Scale: 5, EdgeFactor: 2, FeatDim: 3, NumClasses: 4, Seed: math.MaxUint64}},
+		{"rmat-16", with(func(o *graph.RMATOptions) { o.Scale = 16 })},
+		{"rmat-1", with(func(o *graph.RMATOptions) { o.Scale = 1 })},
+		{"rmat-10-8", with(func(o *graph.RMATOptions) { o.Scale, o.EdgeFactor = 10, 8 })},
+		{"rmat-10-8-0", with(func(o *graph.RMATOptions) { o.Scale, o.EdgeFactor, o.FeatDim = 10, 8, 0 })},
+		{"rmat-10-8-32-0", with(func(o *graph.RMATOptions) { o.Scale, o.EdgeFactor, o.FeatDim, o.NumClasses = 10, 8, 32, 0 })},
+		{"rmat-16-16-64-8-0", with(func(o *graph.RMATOptions) { o.Scale = 16 })},
+		{"rmat-5-2-3-4-18446744073709551615", graph.RMATOptions{Scale: 5, EdgeFactor: 2, FeatDim: 3, NumClasses: 4, Seed: math.MaxUint64}},
 	}
 	for _, c := range good {
-		o, err := ParseRMATName(c.spec)
+		o, err := graph.ParseRMATName(c.spec)
 		if err != nil {
 			t.Errorf("%s: %v", c.spec, err)
 			continue
@@ -367,12 +369,12 @@ func TestParseRMATName(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", c.spec, o, c.want)
 		}
 		// Name is canonical and parses back to the same options.
-		back, err := ParseRMATName(o.Name())
+		back, err := graph.ParseRMATName(o.Name())
 		if err != nil || back != o {
 			t.Errorf("%s: Name %q parses to %+v, %v", c.spec, o.Name(), back, err)
 		}
 	}
-	if got := (RMATOptions{Scale: 3}).Name(); got != "rmat-3-16-0-0-0" {
+	if got := (graph.RMATOptions{Scale: 3}).Name(); got != "rmat-3-16-0-0-0" {
 		t.Errorf("Name of zero options %q", got)
 	}
 	bad := []struct {
@@ -380,94 +382,35 @@ func TestParseRMATName(t *testing.T) {
 		kind error
 		want string
 	}{
-		{"rmat-", ErrFormat, "want rmat-<scale>"},
-		{"rmat", ErrFormat, "want rmat-<scale>"},
-		{"graph-10", ErrFormat, "want rmat-<scale>"},
-		{"rmat-x", ErrFormat, `scale "x" is not a non-negative integer`},
-		{"rmat-10-", ErrFormat, `edgefactor "" is not`},
-		{"rmat--10", ErrFormat, `scale ""`},
-		{"rmat-10--8", ErrFormat, `edgefactor ""`},
-		{"rmat-10-8-a", ErrFormat, `feat "a"`},
-		{"rmat-10-8-4-c", ErrFormat, `classes "c"`},
-		{"rmat-10-8-4-2-", ErrFormat, `seed "" is not`},
-		{"rmat-10-8-4-2--1", ErrFormat, "6 fields"},
-		{"rmat-10-8-4-2-x", ErrFormat, `seed "x"`},
-		{"rmat-10-8-4-2-1-9", ErrFormat, "6 fields, at most 5"},
-		{"rmat-1.5", ErrFormat, `scale "1.5"`},
-		{"rmat-0", ErrRange, "scale 0 outside"},
-		{"rmat-31", ErrRange, "scale 31 outside"},
-		{"rmat-10-0", ErrRange, "edge factor 0"},
-		{"rmat-10-9999", ErrRange, "edge factor 9999"},
-		{"rmat-10-8-99999", ErrRange, "feature dimension 99999"},
-		{"rmat-10-8-4-99999", ErrRange, "class count 99999"},
+		{"rmat-", graph.ErrFormat, "want rmat-<scale>"},
+		{"rmat", graph.ErrFormat, "want rmat-<scale>"},
+		{"graph-10", graph.ErrFormat, "want rmat-<scale>"},
+		{"rmat-x", graph.ErrFormat, `scale "x" is not a non-negative integer`},
+		{"rmat-10-", graph.ErrFormat, `edgefactor "" is not`},
+		{"rmat--10", graph.ErrFormat, `scale ""`},
+		{"rmat-10--8", graph.ErrFormat, `edgefactor ""`},
+		{"rmat-10-8-a", graph.ErrFormat, `feat "a"`},
+		{"rmat-10-8-4-c", graph.ErrFormat, `classes "c"`},
+		{"rmat-10-8-4-2-", graph.ErrFormat, `seed "" is not`},
+		{"rmat-10-8-4-2--1", graph.ErrFormat, "6 fields"},
+		{"rmat-10-8-4-2-x", graph.ErrFormat, `seed "x"`},
+		{"rmat-10-8-4-2-1-9", graph.ErrFormat, "6 fields, at most 5"},
+		{"rmat-1.5", graph.ErrFormat, `scale "1.5"`},
+		{"rmat-0", graph.ErrRange, "scale 0 outside"},
+		{"rmat-31", graph.ErrRange, "scale 31 outside"},
+		{"rmat-10-0", graph.ErrRange, "edge factor 0"},
+		{"rmat-10-9999", graph.ErrRange, "edge factor 9999"},
+		{"rmat-10-8-99999", graph.ErrRange, "feature dimension 99999"},
+		{"rmat-10-8-4-99999", graph.ErrRange, "class count 99999"},
 	}
 	for _, c := range bad {
-		_, err := ParseRMATName(c.spec)
-		wantErr(t, err, c.kind, fmt.Sprintf("%q", c.spec), c.want)
-		if c.kind == ErrFormat && !strings.Contains(fmt.Sprint(err), "e.g. rmat-16-16-64-8-0") {
+		_, err := graph.ParseRMATName(c.spec)
+		graphtest.WantErr(t, err, c.kind, fmt.Sprintf("%q", c.spec), c.want)
+		if c.kind == graph.ErrFormat && !strings.Contains(fmt.Sprint(err), "e.g. rmat-16-16-64-8-0") {
 			t.Errorf("%s: error %v does not show the accepted form", c.spec, err)
 		}
-		if c.kind == ErrRange && errors.Is(err, ErrFormat) {
+		if c.kind == graph.ErrRange && errors.Is(err, graph.ErrFormat) {
 			t.Errorf("%s: range error %v also wraps ErrFormat", c.spec, err)
-		}
-	}
-}
-
-func TestRNGHelpers(t *testing.T) {
-	r := newRNG(1, 2, 3)
-	for i := 0; i < 10000; i++ {
-		a, b := r.next(), r.next()
-		if i%3 == 0 {
-			b >>= 40
-		}
-		hi, lo := mulHi(a, b)
-		wantHi, wantLo := bits.Mul64(a, b)
-		if hi != wantHi || lo != wantLo {
-			t.Fatalf("mulHi(%d, %d) = %d, %d; want %d, %d", a, b, hi, lo, wantHi, wantLo)
-		}
-	}
-	for _, n := range []uint64{1, 2, 7, 1000, 1 << 40} {
-		seen := map[uint64]bool{}
-		for i := 0; i < 2000; i++ {
-			v := r.below(n)
-			if v >= n {
-				t.Fatalf("below(%d) = %d", n, v)
-			}
-			seen[v] = true
-		}
-		if n <= 7 && len(seen) != int(n) {
-			t.Errorf("below(%d) hit only %d values", n, len(seen))
-		}
-	}
-	// newRNG streams differ; the same triple repeats.
-	a, b, c := newRNG(5, streamEdges, 0), newRNG(5, streamEdges, 1), newRNG(5, streamEdges, 0)
-	if x, y, z := a.next(), b.next(), c.next(); x == y || x != z {
-		t.Error("rng streams are not independent and repeatable")
-	}
-	// fastNormal: bounded, mean about 0, variance about 1.
-	var sum, sq float64
-	const k = 100000
-	for i := 0; i < k; i++ {
-		v := float64(r.fastNormal())
-		if math.Abs(v) > 3.47 {
-			t.Fatalf("fastNormal %g outside ±3.46", v)
-		}
-		sum += v
-		sq += v * v
-	}
-	if mean, vr := sum/k, sq/k-(sum/k)*(sum/k); math.Abs(mean) > 0.02 || math.Abs(vr-1) > 0.03 {
-		t.Errorf("fastNormal mean %g variance %g", mean, vr)
-	}
-	// idPerm is a bijection for every scale.
-	for scale := 1; scale <= 12; scale++ {
-		p := newIDPerm(uint64(scale), scale)
-		hit := make([]bool, 1<<scale)
-		for x := uint64(0); x < 1<<scale; x++ {
-			y := p.apply(x)
-			if y >= 1<<scale || hit[y] {
-				t.Fatalf("scale %d: idPerm is not a bijection", scale)
-			}
-			hit[y] = true
 		}
 	}
 }

@@ -23,7 +23,7 @@ func Symmetrize(g *CSR) *CSR {
 	return symmetrize(g, idx32(g))
 }
 
-func symmetrize[K index](g *CSR, idx []K) *CSR {
+func symmetrize[K Index](g *CSR, idx []K) *CSR {
 	n := max(g.NumRows, g.NumCols)
 	indptr := padIndptr(g.Indptr[:g.NumRows+1], n)
 	sorted := slices.Clone(idx)
@@ -45,13 +45,13 @@ func symmetrize[K index](g *CSR, idx []K) *CSR {
 			mergeRow(sorted[indptr[r]:indptr[r+1]], tidx[tptr[r]:tptr[r+1]], K(r), cols[out[r]:out[r+1]])
 		}
 	})
-	return makeCSR(n, n, out, cols)
+	return MakeCSR(n, n, out, cols)
 }
 
 // mergeRow merges two sorted lists into their sorted union without
 // duplicates and without skip. It writes into dst when non-nil and returns
 // the union's length.
-func mergeRow[K index](a, b []K, skip K, dst []K) int {
+func mergeRow[K Index](a, b []K, skip K, dst []K) int {
 	n := 0
 	last := K(-1) // ids are >= 0
 	i, j := 0, 0
@@ -86,7 +86,7 @@ func AddSelfLoops(g *CSR) *CSR {
 	return addSelfLoops(g, idx32(g))
 }
 
-func addSelfLoops[K index](g *CSR, idx []K) *CSR {
+func addSelfLoops[K Index](g *CSR, idx []K) *CSR {
 	n := g.NumRows
 	out := make([]int64, n+1)
 	runRowParts(g.Indptr, func(lo, hi int) {
@@ -123,7 +123,7 @@ func addSelfLoops[K index](g *CSR, idx []K) *CSR {
 			slices.Sort(row)
 		}
 	})
-	return makeCSR(n, g.NumCols, out, cols)
+	return MakeCSR(n, g.NumCols, out, cols)
 }
 
 // RemoveSelfLoops returns g without its (i, i) entries. The order of the
@@ -135,7 +135,7 @@ func RemoveSelfLoops(g *CSR) *CSR {
 	return removeSelfLoops(g, idx32(g))
 }
 
-func removeSelfLoops[K index](g *CSR, idx []K) *CSR {
+func removeSelfLoops[K Index](g *CSR, idx []K) *CSR {
 	n := g.NumRows
 	out := make([]int64, n+1)
 	runRowParts(g.Indptr, func(lo, hi int) {
@@ -171,7 +171,7 @@ func removeSelfLoops[K index](g *CSR, idx []K) *CSR {
 			}
 		}
 	})
-	h := makeCSR(n, g.NumCols, out, cols)
+	h := MakeCSR(n, g.NumCols, out, cols)
 	h.Values = vals
 	return h
 }
@@ -185,10 +185,10 @@ func Transpose(g *CSR) (*CSR, []int64) {
 	var perm []int64
 	if g.Idx64 != nil || g.NumRows > math.MaxInt32 {
 		tptr, tidx, p := transpose(g.NumRows, g.NumCols, g.Indptr, idx64(g), true)
-		t, perm = makeCSR(g.NumCols, g.NumRows, tptr, tidx), p
+		t, perm = MakeCSR(g.NumCols, g.NumRows, tptr, tidx), p
 	} else {
 		tptr, tidx, p := transpose(g.NumRows, g.NumCols, g.Indptr, idx32(g), true)
-		t, perm = makeCSR(g.NumCols, g.NumRows, tptr, tidx), p
+		t, perm = MakeCSR(g.NumCols, g.NumRows, tptr, tidx), p
 	}
 	if g.Values != nil {
 		t.Values = make([]float32, len(perm))
@@ -205,7 +205,7 @@ func Transpose(g *CSR) (*CSR, []int64) {
 // by column into ncols rows (ncols >= every column id + 1). Row ids must
 // fit in K. With wantPerm it also returns the source entry of every output
 // entry.
-func transpose[K index](rows, ncols int, indptr []int64, idx []K, wantPerm bool) ([]int64, []K, []int64) {
+func transpose[K Index](rows, ncols int, indptr []int64, idx []K, wantPerm bool) ([]int64, []K, []int64) {
 	nnz := indptr[rows]
 	tptr := make([]int64, ncols+1)
 	tidx := make([]K, nnz)
@@ -213,7 +213,7 @@ func transpose[K index](rows, ncols int, indptr []int64, idx []K, wantPerm bool)
 	if wantPerm {
 		perm = make([]int64, nnz)
 	}
-	parts := rowParts(indptr, numWorkers())
+	parts := rowParts(indptr, NumWorkers())
 	// Each part needs an ncols-entry histogram: only split when that is cheap.
 	if np := len(parts) - 1; np > 1 && int64(np)*int64(ncols) > 4*nnz {
 		parts = []int{0, rows}
@@ -286,8 +286,8 @@ func Degrees(g *CSR) (in, out []int32) {
 }
 
 // countCols adds the number of occurrences of every id to out.
-func countCols[K index](idx []K, out []int32) {
-	parts := max(1, min(numWorkers(), len(idx)/(1<<16), 4*len(idx)/max(len(out), 1)))
+func countCols[K Index](idx []K, out []int32) {
+	parts := max(1, min(NumWorkers(), len(idx)/(1<<16), 4*len(idx)/max(len(out), 1)))
 	if parts == 1 {
 		for _, c := range idx {
 			out[c]++
@@ -396,9 +396,9 @@ func ReorderByDegree(d *Dataset) []int32 {
 	}
 	var ng *CSR
 	if g.Idx64 != nil {
-		ng = makeCSR(n, n, indptr, relabelRows(g, g.Idx64, perm, inv, indptr, vals))
+		ng = MakeCSR(n, n, indptr, relabelRows(g, g.Idx64, perm, inv, indptr, vals))
 	} else {
-		ng = makeCSR(n, n, indptr, relabelRows(g, idx32(g), perm, inv, indptr, vals))
+		ng = MakeCSR(n, n, indptr, relabelRows(g, idx32(g), perm, inv, indptr, vals))
 	}
 	ng.Values = vals
 	d.Graph = ng
@@ -442,7 +442,7 @@ func RelabelNodeData(d *Dataset, perm, inv []int32) {
 }
 
 // relabelRows builds the relabelled column array for ReorderByDegree.
-func relabelRows[K index](g *CSR, idx []K, perm, inv []int32, indptr []int64, vals []float32) []K {
+func relabelRows[K Index](g *CSR, idx []K, perm, inv []int32, indptr []int64, vals []float32) []K {
 	cols := make([]K, len(idx))
 	runRowParts(indptr, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -461,7 +461,7 @@ func relabelRows[K index](g *CSR, idx []K, perm, inv []int32, indptr []int64, va
 }
 
 // sortRows sorts the column ids of every row in place.
-func sortRows[K index](indptr []int64, idx []K) {
+func sortRows[K Index](indptr []int64, idx []K) {
 	runRowParts(indptr, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			if row := idx[indptr[r]:indptr[r+1]]; !slices.IsSorted(row) {
@@ -497,5 +497,5 @@ func idx64(g *CSR) []int64 {
 	if g.Idx64 != nil {
 		return g.Idx64
 	}
-	return convertIdx[int32, int64](idx32(g))
+	return ConvertIdx[int32, int64](idx32(g))
 }

@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"fmt"
@@ -9,13 +9,15 @@ import (
 	"sort"
 	"testing"
 
+	"strata/core/graph"
+	"strata/core/graph/graphtest"
 	"strata/internal/floattol"
 )
 
 // graphCase is a small random graph for the transform tests.
 type graphCase struct {
 	name string
-	g    *CSR
+	g    *graph.CSR
 }
 
 // smallGraphs returns small random graphs (self loops, duplicates,
@@ -26,19 +28,19 @@ func smallGraphs() []graphCase {
 	shapes := []struct{ n, iso, m int }{{0, 0, 0}, {1, 0, 0}, {1, 0, 3}, {5, 2, 0}, {7, 2, 15}, {12, 3, 40}, {20, 4, 90}, {33, 0, 300}}
 	for _, s := range shapes {
 		for seed := uint64(1); seed <= 3; seed++ {
-			g := FromEdges(s.n, randEdges(seed, s.n, s.iso, s.m))
+			g := graph.FromEdges(s.n, graphtest.RandEdges(seed, s.n, s.iso, s.m))
 			base := fmt.Sprintf("n%d_m%d_seed%d", s.n, s.m, seed)
-			cases = append(cases, graphCase{base + "_i32", g}, graphCase{base + "_i64", widen(g)})
-			gv := cloneCSR(g)
-			gv.Values = randValues(seed, g.NNZ())
-			cases = append(cases, graphCase{base + "_i32_values", gv}, graphCase{base + "_i64_values", widen(gv)})
+			cases = append(cases, graphCase{base + "_i32", g}, graphCase{base + "_i64", graphtest.Widen(g)})
+			gv := graphtest.Clone(g)
+			gv.Values = graphtest.RandValues(seed, g.NNZ())
+			cases = append(cases, graphCase{base + "_i32_values", gv}, graphCase{base + "_i64_values", graphtest.Widen(gv)})
 		}
 	}
 	return cases
 }
 
 // checkCSR checks the structural invariants of a transform's output.
-func checkCSR(t *testing.T, g *CSR, rows, cols int) {
+func checkCSR(t *testing.T, g *graph.CSR, rows, cols int) {
 	t.Helper()
 	if err := g.Validate(); err != nil {
 		t.Fatal(err)
@@ -53,7 +55,7 @@ func checkCSR(t *testing.T, g *CSR, rows, cols int) {
 
 // sortedRows reports whether the columns of every row are ascending
 // (strictly when strict).
-func sortedRows(g *CSR, strict bool) bool {
+func sortedRows(g *graph.CSR, strict bool) bool {
 	for r := 0; r < g.NumRows; r++ {
 		for e := g.Indptr[r] + 1; e < g.Indptr[r+1]; e++ {
 			if a, b := g.Col(e-1), g.Col(e); a > b || strict && a == b {
@@ -77,11 +79,11 @@ func denseEqual(a, b [][]int) bool {
 }
 
 // transformsKeepInput runs fn and fails if it modified g.
-func transformsKeepInput(t *testing.T, g *CSR, fn func()) {
+func transformsKeepInput(t *testing.T, g *graph.CSR, fn func()) {
 	t.Helper()
-	before := cloneCSR(g)
+	before := graphtest.Clone(g)
 	fn()
-	if !csrEqual(before, g) || before.Wide() != g.Wide() {
+	if !graphtest.SameCSR(before, g) || before.Wide() != g.Wide() {
 		t.Fatal("transform modified its input")
 	}
 }
@@ -89,8 +91,8 @@ func transformsKeepInput(t *testing.T, g *CSR, fn func()) {
 func TestSymmetrizeDense(t *testing.T) {
 	for _, c := range smallGraphs() {
 		t.Run(c.name, func(t *testing.T) {
-			var s *CSR
-			transformsKeepInput(t, c.g, func() { s = Symmetrize(c.g) })
+			var s *graph.CSR
+			transformsKeepInput(t, c.g, func() { s = graph.Symmetrize(c.g) })
 			n := c.g.NumRows
 			checkCSR(t, s, n, n)
 			if s.Values != nil {
@@ -99,7 +101,7 @@ func TestSymmetrizeDense(t *testing.T) {
 			if !sortedRows(s, true) {
 				t.Error("rows not strictly ascending")
 			}
-			a := dense(c.g)
+			a := graphtest.Dense(c.g)
 			want := make([][]int, n)
 			for i := range want {
 				want[i] = make([]int, n)
@@ -109,11 +111,11 @@ func TestSymmetrizeDense(t *testing.T) {
 					}
 				}
 			}
-			if got := dense(s); !denseEqual(got, want) {
+			if got := graphtest.Dense(s); !denseEqual(got, want) {
 				t.Errorf("got %v, want %v", got, want)
 			}
 			// Idempotent.
-			if !csrEqual(Symmetrize(s), s) {
+			if !graphtest.SameCSR(graph.Symmetrize(s), s) {
 				t.Error("Symmetrize(Symmetrize(g)) != Symmetrize(g)")
 			}
 		})
@@ -121,22 +123,22 @@ func TestSymmetrizeDense(t *testing.T) {
 }
 
 // rectCSR returns a 3 x 5 CSR with a column beyond the rows.
-func rectCSR(wide bool) *CSR {
-	g := &CSR{NumRows: 3, NumCols: 5, Indptr: []int64{0, 2, 2, 5}, Idx32: []int32{4, 0, 1, 2, 2}}
+func rectCSR(wide bool) *graph.CSR {
+	g := &graph.CSR{NumRows: 3, NumCols: 5, Indptr: []int64{0, 2, 2, 5}, Idx32: []int32{4, 0, 1, 2, 2}}
 	if wide {
-		return widen(g)
+		return graphtest.Widen(g)
 	}
 	return g
 }
 
 func TestSymmetrizeNonSquare(t *testing.T) {
 	for _, wide := range []bool{false, true} {
-		s := Symmetrize(rectCSR(wide))
+		s := graph.Symmetrize(rectCSR(wide))
 		checkCSR(t, s, 5, 5)
 		// Entries (0,4) (0,0) (2,1) (2,2) (2,2): loops dropped, union with
 		// the transpose.
 		want := "[[4] [2] [1] [] [0]]"
-		if got := fmt.Sprint(rowsOf(s)); got != want {
+		if got := fmt.Sprint(graphtest.RowsOf(s)); got != want {
 			t.Errorf("wide=%v: rows %s, want %s", wide, got, want)
 		}
 	}
@@ -145,8 +147,8 @@ func TestSymmetrizeNonSquare(t *testing.T) {
 func TestAddSelfLoopsDense(t *testing.T) {
 	for _, c := range smallGraphs() {
 		t.Run(c.name, func(t *testing.T) {
-			var s *CSR
-			transformsKeepInput(t, c.g, func() { s = AddSelfLoops(c.g) })
+			var s *graph.CSR
+			transformsKeepInput(t, c.g, func() { s = graph.AddSelfLoops(c.g) })
 			checkCSR(t, s, c.g.NumRows, c.g.NumCols)
 			if s.Values != nil {
 				t.Error("values kept")
@@ -154,14 +156,14 @@ func TestAddSelfLoopsDense(t *testing.T) {
 			if !sortedRows(s, false) {
 				t.Error("rows not ascending")
 			}
-			want := dense(c.g)
+			want := graphtest.Dense(c.g)
 			for i := range want {
 				want[i][i] = 1
 			}
-			if got := dense(s); !denseEqual(got, want) {
+			if got := graphtest.Dense(s); !denseEqual(got, want) {
 				t.Errorf("got %v, want %v", got, want)
 			}
-			if !csrEqual(AddSelfLoops(s), s) {
+			if !graphtest.SameCSR(graph.AddSelfLoops(s), s) {
 				t.Error("AddSelfLoops is not idempotent")
 			}
 		})
@@ -169,25 +171,25 @@ func TestAddSelfLoopsDense(t *testing.T) {
 	for _, wide := range []bool{false, true} {
 		// A 5 x 3 matrix gets loops in rows 0..2 only; old loops go.
 		g := Transposed(rectCSR(wide)) // rows [0] [2] [2 2] [] [0]
-		s := AddSelfLoops(g)
+		s := graph.AddSelfLoops(g)
 		checkCSR(t, s, 5, 3)
-		if got, want := fmt.Sprint(rowsOf(s)), "[[0] [1 2] [2] [] [0]]"; got != want {
+		if got, want := fmt.Sprint(graphtest.RowsOf(s)), "[[0] [1 2] [2] [] [0]]"; got != want {
 			t.Errorf("wide=%v: rows %s, want %s", wide, got, want)
 		}
 	}
 }
 
 // Transposed returns the transpose of g (dropping the permutation).
-func Transposed(g *CSR) *CSR {
-	t, _ := Transpose(g)
+func Transposed(g *graph.CSR) *graph.CSR {
+	t, _ := graph.Transpose(g)
 	return t
 }
 
 func TestRemoveSelfLoops(t *testing.T) {
 	for _, c := range smallGraphs() {
 		t.Run(c.name, func(t *testing.T) {
-			var s *CSR
-			transformsKeepInput(t, c.g, func() { s = RemoveSelfLoops(c.g) })
+			var s *graph.CSR
+			transformsKeepInput(t, c.g, func() { s = graph.RemoveSelfLoops(c.g) })
 			checkCSR(t, s, c.g.NumRows, c.g.NumCols)
 			if (s.Values == nil) != (c.g.Values == nil) {
 				t.Fatal("values not kept")
@@ -217,7 +219,7 @@ func TestRemoveSelfLoops(t *testing.T) {
 				}
 			}
 			// AddSelfLoops(RemoveSelfLoops(g)) == AddSelfLoops(g).
-			if !csrEqual(AddSelfLoops(s), AddSelfLoops(c.g)) {
+			if !graphtest.SameCSR(graph.AddSelfLoops(s), graph.AddSelfLoops(c.g)) {
 				t.Error("AddSelfLoops(RemoveSelfLoops(g)) != AddSelfLoops(g)")
 			}
 		})
@@ -234,14 +236,14 @@ func TestTransposeDense(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := c.g
-			var tr *CSR
+			var tr *graph.CSR
 			var perm []int64
-			transformsKeepInput(t, g, func() { tr, perm = Transpose(g) })
+			transformsKeepInput(t, g, func() { tr, perm = graph.Transpose(g) })
 			checkCSR(t, tr, g.NumCols, g.NumRows)
 			if !sortedRows(tr, false) {
 				t.Error("transposed rows not ascending")
 			}
-			a, b := dense(g), dense(tr)
+			a, b := graphtest.Dense(g), graphtest.Dense(tr)
 			for i := range a {
 				for j := range a[i] {
 					if a[i][j] != b[j][i] {
@@ -285,7 +287,7 @@ func TestTransposeDense(t *testing.T) {
 			}
 			// Transposing twice gives g with every row sorted (stably).
 			back := Transposed(tr)
-			if got, want := dense(back), dense(g); !denseEqual(got, want) {
+			if got, want := graphtest.Dense(back), graphtest.Dense(g); !denseEqual(got, want) {
 				t.Error("T(T(g)) != g")
 			}
 		})
@@ -297,8 +299,8 @@ func TestDegrees(t *testing.T) {
 	cases = append(cases, graphCase{"rect", rectCSR(false)}, graphCase{"rect_wide", rectCSR(true)})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in, out := Degrees(c.g)
-			a := dense(c.g)
+			in, out := graph.Degrees(c.g)
+			a := graphtest.Dense(c.g)
 			wantIn, wantOut := make([]int32, c.g.NumRows), make([]int32, c.g.NumCols)
 			for i := range a {
 				for j, k := range a[i] {
@@ -314,9 +316,9 @@ func TestDegrees(t *testing.T) {
 }
 
 // refSummary computes a degree summary by brute force.
-func refSummary(deg []int32) DegreeSummary {
+func refSummary(deg []int32) graph.DegreeSummary {
 	if len(deg) == 0 {
-		return DegreeSummary{}
+		return graph.DegreeSummary{}
 	}
 	s := slices.Clone(deg)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
@@ -358,10 +360,10 @@ func refSummary(deg []int32) DegreeSummary {
 		}
 		hist[b]++
 	}
-	return DegreeSummary{Min: int64(s[0]), Max: int64(s[n-1]), Mean: float64(sum) / float64(n), Median: med, P99: p99, Hist: hist}
+	return graph.DegreeSummary{Min: int64(s[0]), Max: int64(s[n-1]), Mean: float64(sum) / float64(n), Median: med, P99: p99, Hist: hist}
 }
 
-func summaryEqual(a, b DegreeSummary) bool {
+func summaryEqual(a, b graph.DegreeSummary) bool {
 	// The mean of the same degrees summed in two orders (float64, exact
 	// below 2^53: the degrees are integers) and divided once: equal.
 	return a.Min == b.Min && a.Max == b.Max && a.Mean == b.Mean &&
@@ -370,22 +372,22 @@ func summaryEqual(a, b DegreeSummary) bool {
 
 func TestDegreeStats(t *testing.T) {
 	// Hand-checked: 1->0, 2->0, 3->0, 0->0; node 4 isolated.
-	g := FromEdges(5, [][2]int64{{1, 0}, {2, 0}, {3, 0}, {0, 0}})
+	g := graph.FromEdges(5, [][2]int64{{1, 0}, {2, 0}, {3, 0}, {0, 0}})
 	st := g.DegreeStats()
-	wantIn := DegreeSummary{Min: 0, Max: 4, Mean: 0.8, Median: 0, P99: 4, Hist: []int64{4, 0, 0, 1}}
-	wantOut := DegreeSummary{Min: 0, Max: 1, Mean: 0.8, Median: 1, P99: 1, Hist: []int64{1, 4}}
+	wantIn := graph.DegreeSummary{Min: 0, Max: 4, Mean: 0.8, Median: 0, P99: 4, Hist: []int64{4, 0, 0, 1}}
+	wantOut := graph.DegreeSummary{Min: 0, Max: 1, Mean: 0.8, Median: 1, P99: 1, Hist: []int64{1, 4}}
 	if st.Nodes != 5 || st.Edges != 4 || st.Isolated != 1 || !summaryEqual(st.In, wantIn) || !summaryEqual(st.Out, wantOut) {
 		t.Errorf("got %+v, want in %+v out %+v isolated 1", st, wantIn, wantOut)
 	}
 
 	cases := smallGraphs()
 	// A larger graph, so P99 differs from the maximum.
-	cases = append(cases, graphCase{"n500", FromEdges(500, randEdges(9, 500, 50, 3000))})
+	cases = append(cases, graphCase{"n500", graph.FromEdges(500, graphtest.RandEdges(9, 500, 50, 3000))})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st := c.g.DegreeStats()
 			// Count degrees straight from the dense matrix.
-			a := dense(c.g)
+			a := graphtest.Dense(c.g)
 			in, out := make([]int32, c.g.NumRows), make([]int32, c.g.NumCols)
 			isolated := 0
 			for i := range a {
@@ -420,7 +422,7 @@ func TestDegreeStats(t *testing.T) {
 			}
 		})
 	}
-	if st := (&Dataset{NumNodes: 3}).DegreeStats(); st.Nodes != 3 || st.Edges != 0 {
+	if st := (&graph.Dataset{NumNodes: 3}).DegreeStats(); st.Nodes != 3 || st.Edges != 0 {
 		t.Errorf("no graph: %+v", st)
 	}
 }
@@ -430,16 +432,16 @@ func TestGCNNorm(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, prep := range []struct {
 				name string
-				g    *CSR
-			}{{"raw", c.g}, {"sym+loops", AddSelfLoops(Symmetrize(c.g))}} {
+				g    *graph.CSR
+			}{{"raw", c.g}, {"sym+loops", graph.AddSelfLoops(graph.Symmetrize(c.g))}} {
 				g := prep.g
 				var w []float32
-				transformsKeepInput(t, g, func() { w = GCNNorm(g) })
+				transformsKeepInput(t, g, func() { w = graph.GCNNorm(g) })
 				if int64(len(w)) != g.NNZ() {
 					t.Fatalf("%s: %d weights for %d entries", prep.name, len(w), g.NNZ())
 				}
 				deg := make([]float64, g.NumRows)
-				for i, row := range dense(g) {
+				for i, row := range graphtest.Dense(g) {
 					for _, k := range row {
 						deg[i] += float64(k)
 					}
@@ -484,13 +486,13 @@ func TestGCNNorm(t *testing.T) {
 		})
 	}
 	// A column whose row is empty gets weight 0.
-	g := FromEdges(3, [][2]int64{{2, 0}, {0, 1}})
-	if w := GCNNorm(g); !slices.Equal(w, []float32{0, 1}) {
+	g := graph.FromEdges(3, [][2]int64{{2, 0}, {0, 1}})
+	if w := graph.GCNNorm(g); !slices.Equal(w, []float32{0, 1}) {
 		t.Errorf("weights %v, want [0 1]", w)
 	}
 	// Non-square: columns past the rows have no entries of their own.
 	for _, wide := range []bool{false, true} {
-		w := GCNNorm(rectCSR(wide)) // entries (0,4) (0,0) (2,1) (2,2) (2,2)
+		w := graph.GCNNorm(rectCSR(wide)) // entries (0,4) (0,0) (2,1) (2,2) (2,2)
 		want := []float32{0, 0.5, 0, 1.0 / 3, 1.0 / 3}
 		for e := range want {
 			if math.Abs(float64(w[e]-want[e])) > floattol.UFloat32*float64(want[e]) {
@@ -505,7 +507,7 @@ func TestMeanNorm(t *testing.T) {
 	for _, c := range smallGraphs() {
 		t.Run(c.name, func(t *testing.T) {
 			var w []float32
-			transformsKeepInput(t, c.g, func() { w = MeanNorm(c.g) })
+			transformsKeepInput(t, c.g, func() { w = graph.MeanNorm(c.g) })
 			if int64(len(w)) != c.g.NNZ() {
 				t.Fatalf("%d weights for %d entries", len(w), c.g.NNZ())
 			}
@@ -528,46 +530,22 @@ func TestMeanNorm(t *testing.T) {
 	}
 }
 
-// reorderDataset returns a dataset around g with features, labels and
-// splits derived from the node ids.
-func reorderDataset(g *CSR) *Dataset {
-	n := g.NumRows
-	d := &Dataset{Name: "r", NumNodes: n, Graph: g, FeatDim: 2, Features: make([]float32, 2*n), Labels: make([]int32, n), NumClasses: 3}
-	for i := 0; i < n; i++ {
-		d.Features[2*i], d.Features[2*i+1] = float32(i), float32(-i)
-		d.Labels[i] = int32(i % 3)
-		if i%5 == 4 {
-			d.Labels[i] = -1
-		}
-		switch {
-		case d.Labels[i] < 0:
-		case i%4 == 0:
-			d.Train = append(d.Train, int32(i))
-		case i%4 == 1:
-			d.Valid = append(d.Valid, int32(i))
-		case i%4 == 2:
-			d.Test = append(d.Test, int32(i))
-		}
-	}
-	return d
-}
-
 func TestReorderByDegree(t *testing.T) {
 	for _, c := range smallGraphs() {
 		t.Run(c.name, func(t *testing.T) {
-			d := reorderDataset(c.g)
+			d := graphtest.ReorderDataset(c.g)
 			if err := d.Validate(); err != nil {
 				t.Fatal(err)
 			}
 			orig := *d
-			origG := cloneCSR(c.g)
+			origG := graphtest.Clone(c.g)
 			origFeat, origLab := slices.Clone(d.Features), slices.Clone(d.Labels)
 			origSplits := [3][]int32{slices.Clone(d.Train), slices.Clone(d.Valid), slices.Clone(d.Test)}
-			perm := ReorderByDegree(d)
+			perm := graph.ReorderByDegree(d)
 			n := d.NumNodes
 
 			// The old arrays are untouched.
-			if !csrEqual(origG, c.g) || !slices.Equal(origFeat, orig.Features) || !slices.Equal(origLab, orig.Labels) ||
+			if !graphtest.SameCSR(origG, c.g) || !slices.Equal(origFeat, orig.Features) || !slices.Equal(origLab, orig.Labels) ||
 				!slices.Equal(origSplits[0], orig.Train) || !slices.Equal(origSplits[1], orig.Valid) || !slices.Equal(origSplits[2], orig.Test) {
 				t.Fatal("ReorderByDegree modified the old arrays")
 			}
@@ -584,7 +562,7 @@ func TestReorderByDegree(t *testing.T) {
 				seen[old] = true
 				inv[old] = int32(newID)
 			}
-			a := dense(origG)
+			a := graphtest.Dense(origG)
 			total := make([]int, n)
 			for i := range a {
 				for j, k := range a[i] {
@@ -601,7 +579,7 @@ func TestReorderByDegree(t *testing.T) {
 			// The relabelled graph is isomorphic under perm, with each row
 			// in the old column order and values alongside.
 			checkCSR(t, d.Graph, n, n)
-			b := dense(d.Graph)
+			b := graphtest.Dense(d.Graph)
 			for r := 0; r < n; r++ {
 				for j := 0; j < n; j++ {
 					if b[r][j] != a[perm[r]][perm[j]] {
@@ -609,10 +587,10 @@ func TestReorderByDegree(t *testing.T) {
 					}
 				}
 				o := int(perm[r])
-				if d.Graph.rowLen(r) != origG.rowLen(o) {
+				if rowLen(d.Graph, r) != rowLen(origG, o) {
 					t.Fatalf("row %d length changed", r)
 				}
-				for k := int64(0); k < origG.rowLen(o); k++ {
+				for k := int64(0); k < rowLen(origG, o); k++ {
 					ne, oe := d.Graph.Indptr[r]+k, origG.Indptr[o]+k
 					if d.Graph.Col(ne) != int64(inv[origG.Col(oe)]) {
 						t.Fatalf("row %d: column order not kept", r)
@@ -638,7 +616,7 @@ func TestReorderByDegree(t *testing.T) {
 				}
 				slices.Sort(want)
 				if !slices.Equal(s, want) {
-					t.Fatalf("%s split %v, want %v", splitName(i), s, want)
+					t.Fatalf("%s split %v, want %v", graph.SplitName(i), s, want)
 				}
 			}
 			if err := d.Validate(); err != nil {
@@ -649,24 +627,24 @@ func TestReorderByDegree(t *testing.T) {
 }
 
 func TestReorderByDegreeNoOp(t *testing.T) {
-	if p := ReorderByDegree(&Dataset{NumNodes: 3}); p != nil {
+	if p := graph.ReorderByDegree(&graph.Dataset{NumNodes: 3}); p != nil {
 		t.Errorf("no graph: perm %v", p)
 	}
 	g := rectCSR(false)
-	d := &Dataset{NumNodes: 3, Graph: g}
-	if p := ReorderByDegree(d); p != nil || d.Graph != g {
+	d := &graph.Dataset{NumNodes: 3, Graph: g}
+	if p := graph.ReorderByDegree(d); p != nil || d.Graph != g {
 		t.Errorf("non-square graph: perm %v", p)
 	}
 	// Structure-only dataset: no features, labels or splits appear.
-	d = &Dataset{NumNodes: 4, Graph: FromEdges(4, [][2]int64{{0, 3}, {1, 3}, {2, 3}})}
-	perm := ReorderByDegree(d)
+	d = &graph.Dataset{NumNodes: 4, Graph: graph.FromEdges(4, [][2]int64{{0, 3}, {1, 3}, {2, 3}})}
+	perm := graph.ReorderByDegree(d)
 	if !slices.Equal(perm, []int32{3, 0, 1, 2}) {
 		t.Errorf("perm %v, want [3 0 1 2]", perm)
 	}
 	if d.Features != nil || d.Labels != nil || d.Train != nil || d.Valid != nil || d.Test != nil {
 		t.Error("arrays invented for a structure-only dataset")
 	}
-	if got := fmt.Sprint(rowsOf(d.Graph)); got != "[[1 2 3] [] [] []]" {
+	if got := fmt.Sprint(graphtest.RowsOf(d.Graph)); got != "[[1 2 3] [] [] []]" {
 		t.Errorf("rows %s", got)
 	}
 }
@@ -676,39 +654,39 @@ func TestReorderByDegreeNoOp(t *testing.T) {
 // depend on GOMAXPROCS, and Symmetrize against a set-based reference.
 func TestTransformsLargeDeterministic(t *testing.T) {
 	const n = 2000 // 140000 edges: enough for every parallel path
-	g := FromEdges(n, randEdges(42, n, 100, 140000))
-	g.Values = randValues(42, g.NNZ())
+	g := graph.FromEdges(n, graphtest.RandEdges(42, n, 100, 140000))
+	g.Values = graphtest.RandValues(42, g.NNZ())
 	type result struct {
-		sym, loops, noLoops, tr *CSR
+		sym, loops, noLoops, tr *graph.CSR
 		perm                    []int64
 		gcn, mean               []float32
 		in, out                 []int32
-		stats                   DegreeStats
+		stats                   graph.DegreeStats
 		reorder                 []int32
-		rg                      *CSR
+		rg                      *graph.CSR
 	}
-	run := func(procs int, g *CSR) result {
+	run := func(procs int, g *graph.CSR) result {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		var r result
-		r.sym = Symmetrize(g)
-		r.loops = AddSelfLoops(g)
-		r.noLoops = RemoveSelfLoops(g)
-		r.tr, r.perm = Transpose(g)
-		r.gcn = GCNNorm(r.loops)
-		r.mean = MeanNorm(g)
-		r.in, r.out = Degrees(g)
+		r.sym = graph.Symmetrize(g)
+		r.loops = graph.AddSelfLoops(g)
+		r.noLoops = graph.RemoveSelfLoops(g)
+		r.tr, r.perm = graph.Transpose(g)
+		r.gcn = graph.GCNNorm(r.loops)
+		r.mean = graph.MeanNorm(g)
+		r.in, r.out = graph.Degrees(g)
 		r.stats = g.DegreeStats()
-		d := reorderDataset(g)
-		r.reorder = ReorderByDegree(d)
+		d := graphtest.ReorderDataset(g)
+		r.reorder = graph.ReorderByDegree(d)
 		r.rg = d.Graph
 		return r
 	}
-	for _, gg := range []*CSR{g, widen(g)} {
+	for _, gg := range []*graph.CSR{g, graphtest.Widen(g)} {
 		a, b := run(1, gg), run(4, gg)
-		if !csrEqual(a.sym, b.sym) || !csrEqual(a.loops, b.loops) || !csrEqual(a.noLoops, b.noLoops) || !csrEqual(a.tr, b.tr) ||
+		if !graphtest.SameCSR(a.sym, b.sym) || !graphtest.SameCSR(a.loops, b.loops) || !graphtest.SameCSR(a.noLoops, b.noLoops) || !graphtest.SameCSR(a.tr, b.tr) ||
 			!slices.Equal(a.perm, b.perm) || !slices.Equal(a.gcn, b.gcn) || !slices.Equal(a.mean, b.mean) ||
 			!slices.Equal(a.in, b.in) || !slices.Equal(a.out, b.out) || fmt.Sprint(a.stats) != fmt.Sprint(b.stats) ||
-			!slices.Equal(a.reorder, b.reorder) || !csrEqual(a.rg, b.rg) {
+			!slices.Equal(a.reorder, b.reorder) || !graphtest.SameCSR(a.rg, b.rg) {
 			t.Fatalf("wide=%v: results depend on GOMAXPROCS", gg.Wide())
 		}
 		// Set-based reference for Symmetrize.
@@ -727,7 +705,7 @@ func TestTransformsLargeDeterministic(t *testing.T) {
 				}
 			}
 		}
-		symRows := rowsOf(a.sym)
+		symRows := graphtest.RowsOf(a.sym)
 		for r := 0; r < n; r++ {
 			want := make([]int64, 0, len(sets[r]))
 			for c := range sets[r] {
@@ -749,3 +727,6 @@ func TestTransformsLargeDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// rowLen is the length of row r of g.
+func rowLen(g *graph.CSR, r int) int64 { return g.Indptr[r+1] - g.Indptr[r] }

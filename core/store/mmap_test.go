@@ -4,13 +4,14 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
-	"strata/core/topology"
 	"testing"
 
 	"strata/core/backend/sim"
 	"strata/core/graph"
+	"strata/core/graph/formats"
 	"strata/core/store"
 	"strata/core/tensor"
+	"strata/core/topology"
 )
 
 // TestMappedFeatures builds a store over features mapped from a .strata
@@ -22,10 +23,10 @@ func TestMappedFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "g.strata")
-	if err := graph.WriteBinary(path, ds); err != nil {
+	if err := formats.WriteBinary(path, ds); err != nil {
 		t.Fatal(err)
 	}
-	mapped, closer, err := graph.OpenBinary(path)
+	mapped, closer, err := formats.OpenBinary(path)
 	if err != nil {
 		t.Fatal(err)
 	}

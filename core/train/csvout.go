@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"strata/core/config"
-	"strata/core/graph"
+	"strata/core/graph/formats"
 	"strata/core/jsonfloat"
 	"strata/core/safefile"
 )
@@ -79,7 +79,7 @@ func (c *csvOut) close() {
 // outputInputs are the files a run reads, which no output may overwrite.
 func outputInputs(cfg *config.Config) []string {
 	inputs := []string{cfg.Path, cfg.DatasetSpec(), cfg.ModulePath()}
-	if files, _, err := graph.Sources(cfg.DatasetSpec()); err == nil {
+	if files, _, err := formats.Sources(cfg.DatasetSpec()); err == nil {
 		for _, f := range files {
 			inputs = append(inputs, f.Name)
 		}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"strata/core/graph"
+	"strata/core/graph/formats"
 	"strata/experiments/runner/numerics"
 )
 
@@ -262,7 +262,7 @@ func datasetSpec(spec string) string {
 // each file hashed once per invocation (the memo keeps the sums by path).
 func (m *memo) datasetChecksums(spec string) DatasetProvenance {
 	dp := DatasetProvenance{Spec: spec}
-	files, gen, err := graph.Sources(spec)
+	files, gen, err := formats.Sources(spec)
 	if err != nil {
 		dp.Error = err.Error()
 		return dp

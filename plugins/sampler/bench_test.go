@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"strata/core/graph"
+	_ "strata/core/graph/formats" // the formats graph.Open reads
+	_ "strata/core/graph/numpy"
 )
 
 // Benchmarks report sampled edges per second (all blocks of a batch, as

@@ -13,10 +13,10 @@ import (
 	"gonum.org/v1/netlib/blas/netlib"
 	G "gorgonia.org/gorgonia"
 	T "gorgonia.org/tensor"
-
 	"strata/core/backend/cpu"
 	"strata/core/engine"
 	"strata/core/graph"
+	"strata/core/graph/formats"
 	"strata/core/ir"
 	"strata/core/tensor"
 	"strata/internal/floattol"
@@ -52,7 +52,7 @@ func loadCora(tb testing.TB) *cora {
 }
 
 func readCora() (*cora, error) {
-	ds, err := graph.LoadEmbedded("cora")
+	ds, err := formats.LoadEmbedded("cora")
 	if err != nil {
 		return nil, err
 	}

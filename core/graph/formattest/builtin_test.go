@@ -4,10 +4,13 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	_ "strata/core/graph/formats"
+	_ "strata/core/graph/numpy"
 )
 
-// TestBuiltinFormats runs the suite on the formats of core/graph (what
-// core opens without plugins).
+// TestBuiltinFormats runs the suite on the built-in formats, those of
+// core/graph/formats and core/graph/numpy (what core opens without
+// plugins).
 func TestBuiltinFormats(t *testing.T) {
 	for _, f := range graph.Formats() {
 		t.Run(graph.FormatID(f), func(t *testing.T) { Test(t, f) })

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/graph/formats"
 )
 
 // Test runs the suite on f, which must be registered (Open finds formats
@@ -96,10 +97,10 @@ func testValid(t *testing.T, f graph.Format, e graph.Example) {
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "rt.strata")
-	if err := graph.WriteBinary(bin, d); err != nil {
+	if err := formats.WriteBinary(bin, d); err != nil {
 		t.Fatalf("WriteBinary: %v", err)
 	}
-	back, closer, err := graph.OpenBinary(bin)
+	back, closer, err := formats.OpenBinary(bin)
 	if err != nil {
 		t.Fatalf("reopening the converted file: %v", err)
 	}

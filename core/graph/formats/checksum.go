@@ -1,0 +1,143 @@
+package formats
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"strata/core/graph"
+)
+
+// SourceFile is one file that opening a dataset spec reads.
+type SourceFile struct {
+	// Name is the file as the loaders name it in errors: a path, or
+	// "embedded:cora/raw/edge.csv.gz" for a dataset inside the binary.
+	Name string
+	fsys fs.FS
+	rel  string
+}
+
+// SHA256 returns the hex SHA-256 of the file's bytes and their count.
+func (f SourceFile) SHA256() (string, int64, error) {
+	r, err := f.fsys.Open(f.rel)
+	if err != nil {
+		return "", 0, err
+	}
+	defer r.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// Sources lists the files that Open(spec) reads, in a fixed order: every
+// raw/ file and the chosen split's files of an OGB-layout directory
+// (embedded ones included), the .npy arrays of a .npy directory, or the
+// file itself. A generated dataset (rmat-...) reads no file: generator
+// then describes it with every parameter, defaults filled in, and files is
+// empty. Like Open, it fails on a spec that names nothing.
+func Sources(spec string) (files []SourceFile, generator string, err error) {
+	if name, ok := strings.CutPrefix(spec, "embedded:"); ok && !strings.Contains(name, "@") {
+		if !slices.Contains(EmbeddedNames(), name) {
+			return nil, "", graph.FileErrorf(graph.ErrMissing, spec, 0, 0, "no such embedded dataset (available: %s)", strings.Join(EmbeddedNames(), ", "))
+		}
+		sub, err := fs.Sub(embeddedData, "datasets/"+name)
+		if err != nil {
+			return nil, "", err
+		}
+		files, err := ogbSources(sub, spec, "")
+		return files, "", err
+	}
+	dirSources := func(dir, split string) ([]SourceFile, error) {
+		fsys := os.DirFS(dir)
+		if graph.FileExists(filepath.Join(dir, "edge_index.npy")) && !graph.IsDir(filepath.Join(dir, "raw")) {
+			return globFiles(fsys, dir, "*.npy")
+		}
+		return ogbSources(fsys, dir, split)
+	}
+	if i := strings.LastIndexByte(spec, '@'); i > 0 && !graph.FileExists(spec) && !graph.IsDir(filepath.Join(spec[:i], "split", spec[i+1:])) {
+		if _, isRandom, _ := graph.ParseRandomSplit(spec[i+1:]); isRandom {
+			// A generated split is drawn from the labels: the dataset's
+			// files without any stored split are what it reads.
+			if graph.IsDir(spec[:i]) {
+				files, err := dirSources(spec[:i], noSplit)
+				return files, "", err
+			}
+			return Sources(spec[:i])
+		}
+	}
+	if st, err := os.Stat(spec); err == nil {
+		if st.IsDir() {
+			files, err := dirSources(spec, "")
+			return files, "", err
+		}
+		return []SourceFile{{Name: spec, fsys: os.DirFS(filepath.Dir(spec)), rel: filepath.Base(spec)}}, "", nil
+	}
+	if i := strings.LastIndexByte(spec, '@'); i > 0 && graph.IsDir(spec[:i]) {
+		files, err := dirSources(spec[:i], spec[i+1:])
+		return files, "", err
+	}
+	if strings.HasPrefix(spec, "rmat-") && !strings.ContainsAny(spec, `/\`) {
+		o, err := graph.ParseRMATName(spec)
+		if err != nil {
+			return nil, "", err
+		}
+		return nil, fmt.Sprintf("graph.RMAT(%s): scale %d, edge factor %d, %d features, %d classes, seed %d, Graph500 quadrants a=.57 b=.19 c=.19, split .1/.1/.8",
+			spec, o.Scale, o.EdgeFactor, o.FeatDim, o.NumClasses, o.Seed), nil
+	}
+	return nil, "", graph.FileErrorf(graph.ErrMissing, spec, 0, 0, "no such file or directory; a dataset spec is %s", graph.SpecForms())
+}
+
+// ogbSources lists the raw/ files, the chosen split's files and a
+// CITATION file of an OGB-layout dataset.
+func ogbSources(fsys fs.FS, label, split string) ([]SourceFile, error) {
+	src := ogbSource{fsys: fsys, label: func(rel string) string { return path.Join(label, rel) }}
+	splitDir, err := chooseSplit(src, split)
+	if err != nil {
+		return nil, err
+	}
+	files, err := globFiles(fsys, label, "raw/*")
+	if err != nil {
+		return nil, err
+	}
+	if splitDir != "" {
+		s, err := globFiles(fsys, label, splitDir+"/*")
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, s...)
+	}
+	c, err := globFiles(fsys, label, "CITATION*")
+	return append(files, c...), err
+}
+
+// globFiles lists the regular files of fsys matching pattern, sorted.
+func globFiles(fsys fs.FS, label, pattern string) ([]SourceFile, error) {
+	names, err := fs.Glob(fsys, pattern)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	var out []SourceFile
+	for _, n := range names {
+		st, err := fs.Stat(fsys, n)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		name := filepath.Join(label, filepath.FromSlash(n))
+		if strings.HasPrefix(label, "embedded:") {
+			name = label + "/" + n
+		}
+		out = append(out, SourceFile{Name: name, fsys: fsys, rel: n})
+	}
+	return out, nil
+}

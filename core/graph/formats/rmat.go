@@ -1,0 +1,48 @@
+package formats
+
+import (
+	"io/fs"
+	"strings"
+
+	"strata/core/graph"
+	"strata/core/registry"
+)
+
+// rmatFormat is format.rmat: a generated R-MAT graph.
+type rmatFormat struct{}
+
+func init() { registry.Register(&rmatFormat{}) }
+
+func (*rmatFormat) StrataModule() registry.ModuleInfo {
+	return graph.FormatInfo("rmat", "a generated R-MAT graph (Graph500 quadrants, Gaussian features around class centroids): rmat-<scale>[-<edgefactor>-<feat>-<classes>-<seed>]",
+		func() *rmatFormat { return &rmatFormat{} })
+}
+
+// Detect takes "rmat-..." when no file of that name exists.
+func (*rmatFormat) Detect(spec string, st fs.FileInfo) int {
+	if st == nil && strings.HasPrefix(spec, "rmat-") && !strings.ContainsAny(spec, `/\@`) {
+		return graph.DetectLayout
+	}
+	return 0
+}
+
+func (*rmatFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error) {
+	opts, err := graph.ParseRMATName(spec)
+	if err != nil {
+		return nil, err
+	}
+	n, ef := int64(1)<<opts.Scale, int64(max(opts.EdgeFactor, 16))
+	if opts.EdgeFactor > 0 {
+		ef = int64(opts.EdgeFactor)
+	}
+	// Features, per-node arrays, and the edges (generated pairs and CSR).
+	need := n*(int64(opts.FeatDim)*4+graph.BytesPerNode) + n*ef*24
+	if err := graph.CheckBudget(spec, "generating the graph", need, graph.BudgetOr(o.Budget)); err != nil {
+		return nil, err
+	}
+	return graph.RMAT(opts)
+}
+
+func (*rmatFormat) Supports() graph.Support {
+	return graph.Support{Spec: "rmat-<scale>[-<edgefactor>-<feat>-<classes>-<seed>]", Budget: true}
+}

@@ -1,0 +1,556 @@
+package numpy
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"strata/core/graph"
+	"strata/core/registry"
+)
+
+// npyMagic starts every .npy file.
+const npyMagic = "\x93NUMPY"
+
+// maxNPYHeader bounds the header length (numpy writes well under 64 KiB).
+const maxNPYHeader = 1 << 20
+
+// ReadNPY reads a NumPy .npy file (format version 1, 2 or 3) holding a
+// C-order little-endian array of dtype <f4, <f8, <i4, <i8 or |b1. data is
+// []float32, []float64, []int32, []int64 or []bool. Errors name the file
+// and the header field at fault.
+func ReadNPY(path string) (shape []int, data any, err error) { return readNPYFile(path, 0) }
+
+// readNPYFile is ReadNPY with a memory budget (0: DefaultMaxMemory).
+func readNPYFile(path string, budget int64) (shape []int, data any, err error) {
+	if _, serr := graph.StatRegular(path); serr != nil && !os.IsNotExist(serr) {
+		return nil, nil, serr
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "file does not exist")
+		}
+		return nil, nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "cannot open: %v", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "cannot stat: %v", err)
+	}
+	return readNPY(f, st.Size(), path, budget)
+}
+
+// npyHeader is the decoded header dictionary.
+type npyHeader struct {
+	descr   string
+	fortran bool
+	shape   []int
+}
+
+// readNPY reads a .npy array of size bytes from r; path names it in
+// errors. budget bounds the array's bytes (0: DefaultMaxMemory).
+func readNPY(r io.Reader, size int64, path string, budget int64) ([]int, any, error) {
+	var pre [10]byte
+	if k, err := io.ReadFull(r, pre[:8]); err != nil {
+		if k == 0 {
+			return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "empty file; expected a .npy array (save it with numpy.save)")
+		}
+		return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "file ends inside the .npy preamble (%d bytes)", k)
+	}
+	if string(pre[:6]) != npyMagic {
+		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "not a .npy file: bad magic %q (want \"\\x93NUMPY\"); save the array with numpy.save", pre[:6])
+	}
+	major, minor := pre[6], pre[7]
+	var hlen int64
+	pos := int64(8)
+	switch major {
+	case 1:
+		if _, err := io.ReadFull(r, pre[8:10]); err != nil {
+			return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "file ends inside the header length field")
+		}
+		hlen = int64(binary.LittleEndian.Uint16(pre[8:10]))
+		pos += 2
+	case 2, 3:
+		var b [4]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "file ends inside the header length field")
+		}
+		hlen = int64(binary.LittleEndian.Uint32(b[:]))
+		pos += 4
+	default:
+		return nil, nil, graph.FileErrorf(graph.ErrVersion, path, 0, 0, "header field 'version': %d.%d is not supported (want 1.0, 2.0 or 3.0)", major, minor)
+	}
+	if hlen > maxNPYHeader || pos+hlen > size {
+		return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "header field 'header_len': %d bytes, but the file has only %d after the preamble", hlen, size-pos)
+	}
+	hb := make([]byte, hlen)
+	if _, err := io.ReadFull(r, hb); err != nil {
+		return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "file ends inside the %d-byte header", hlen)
+	}
+	pos += hlen
+	h, err := parseNPYHeader(string(hb))
+	if err != nil {
+		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "%v", err)
+	}
+	if h.fortran {
+		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'fortran_order': True is not supported; save a C-order array (numpy.ascontiguousarray)")
+	}
+	t, ok := npyDtypes[h.descr]
+	if !ok || !t.lone {
+		hint := ""
+		if strings.HasPrefix(h.descr, ">") {
+			hint = " (big-endian data: convert with arr.astype(arr.dtype.newbyteorder('<')))"
+		}
+		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'descr': %q is not supported%s; want '<f4', '<f8', '<i4', '<i8' or '|b1'", h.descr, hint)
+	}
+	count, err := npyCount(path, "", h.shape)
+	if err != nil {
+		return nil, nil, err
+	}
+	if want := count * t.size; size-pos != want {
+		if size-pos < want {
+			return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "data: %d bytes, but header field 'shape' %v of %s needs %d; the file is truncated",
+				size-pos, h.shape, h.descr, want)
+		}
+		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "data: %d bytes, but header field 'shape' %v of %s needs %d; extra bytes at the end",
+			size-pos, h.shape, h.descr, want)
+	}
+	if err := graph.CheckBudget(path, fmt.Sprintf("an array of shape %v of %s", h.shape, h.descr), count*t.size, graph.BudgetOr(budget)); err != nil {
+		return nil, nil, err
+	}
+	data, raw := t.alloc(count)
+	if _, err := io.ReadFull(r, raw); err != nil {
+		return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "data: file ends early (%v)", err)
+	}
+	if i, b := finishNPY(h.descr, raw, t.size); i >= 0 {
+		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "data: bool element %d has byte value %d (want 0 or 1)", i, b)
+	}
+	return h.shape, data, nil
+}
+
+// swapBytes reverses the byte order of every elem-byte element of b.
+func swapBytes(b []byte, elem int) {
+	for i := 0; i+elem <= len(b); i += elem {
+		slices.Reverse(b[i : i+elem])
+	}
+}
+
+// parseNPYHeader parses the Python dict literal of a .npy header, such as
+// {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }.
+func parseNPYHeader(s string) (*npyHeader, error) {
+	p := &pyParser{s: strings.TrimRight(s, " \n\x00")}
+	h := &npyHeader{}
+	seen := map[string]bool{}
+	p.skip()
+	if !p.eat('{') {
+		return nil, fmt.Errorf("header: not a Python dict (want \"{'descr': ..., 'fortran_order': ..., 'shape': (...)}\")")
+	}
+	for {
+		p.skip()
+		if p.eat('}') {
+			break
+		}
+		key, err := p.str()
+		if err != nil {
+			return nil, fmt.Errorf("header: bad key at byte %d: %v", p.i, err)
+		}
+		p.skip()
+		if !p.eat(':') {
+			return nil, fmt.Errorf("header field '%s': missing ':'", key)
+		}
+		p.skip()
+		switch key {
+		case "descr":
+			if h.descr, err = p.str(); err != nil {
+				return nil, fmt.Errorf("header field 'descr': %v (want a dtype string such as '<f4')", err)
+			}
+		case "fortran_order":
+			switch {
+			case strings.HasPrefix(p.s[p.i:], "True"):
+				h.fortran, p.i = true, p.i+4
+			case strings.HasPrefix(p.s[p.i:], "False"):
+				h.fortran, p.i = false, p.i+5
+			default:
+				return nil, fmt.Errorf("header field 'fortran_order': want True or False")
+			}
+		case "shape":
+			if h.shape, err = p.tuple(); err != nil {
+				return nil, fmt.Errorf("header field 'shape': %v (want a tuple of integers such as (3, 4))", err)
+			}
+		default:
+			return nil, fmt.Errorf("header field '%s': unknown field (want 'descr', 'fortran_order', 'shape')", key)
+		}
+		seen[key] = true
+		p.skip()
+		if p.eat(',') {
+			continue
+		}
+		p.skip()
+		if !p.eat('}') {
+			return nil, fmt.Errorf("header: expected ',' or '}' after field '%s'", key)
+		}
+		break
+	}
+	for _, k := range []string{"descr", "fortran_order", "shape"} {
+		if !seen[k] {
+			return nil, fmt.Errorf("header field '%s': missing", k)
+		}
+	}
+	return h, nil
+}
+
+// pyParser scans a small subset of Python literal syntax.
+type pyParser struct {
+	s string
+	i int
+}
+
+func (p *pyParser) skip() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n') {
+		p.i++
+	}
+}
+
+func (p *pyParser) eat(c byte) bool {
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str parses a quoted string without escapes.
+func (p *pyParser) str() (string, error) {
+	if p.i >= len(p.s) || p.s[p.i] != '\'' && p.s[p.i] != '"' {
+		return "", errors.New("expected a quoted string")
+	}
+	q := p.s[p.i]
+	end := strings.IndexByte(p.s[p.i+1:], q)
+	if end < 0 {
+		return "", errors.New("unterminated string")
+	}
+	v := p.s[p.i+1 : p.i+1+end]
+	p.i += end + 2
+	return v, nil
+}
+
+// tuple parses "()", "(n,)" or "(a, b, ...)".
+func (p *pyParser) tuple() ([]int, error) {
+	if !p.eat('(') {
+		return nil, errors.New("expected '('")
+	}
+	out := []int{}
+	for {
+		p.skip()
+		if p.eat(')') {
+			return out, nil
+		}
+		j := p.i
+		for j < len(p.s) && (p.s[j] >= '0' && p.s[j] <= '9' || p.s[j] == '-') {
+			j++
+		}
+		v, err := strconv.Atoi(p.s[p.i:j])
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an integer", p.s[p.i:j])
+		}
+		out = append(out, v)
+		p.i = j
+		p.eat('L') // Python 2 long suffix
+		p.skip()
+		if p.eat(')') {
+			return out, nil
+		}
+		if !p.eat(',') {
+			return nil, errors.New("expected ',' or ')'")
+		}
+	}
+}
+
+// LoadNPYDir loads a dataset saved as .npy arrays in dir:
+// edge_index.npy (int, shape (2, E) or (E, 2); row 0 / column 0 is the
+// source), labels.npy (int, shape (N,) or (N, 1); -1 = unlabeled),
+// optional features.npy (shape (N, D), any supported numeric dtype,
+// converted to float32), and optional train_idx.npy, valid_idx.npy,
+// test_idx.npy (int node ids, or bool masks of length N). The PyG names
+// that WriteNPYDir writes are read too: y.npy, x.npy, train_mask.npy,
+// val_mask.npy, test_mask.npy.
+func LoadNPYDir(dir string) (*graph.Dataset, error) { return loadNPYDir(dir, 0) }
+
+// loadNPYDir is LoadNPYDir with a memory budget for each array (0:
+// DefaultMaxMemory).
+func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
+	file := func(name string) string {
+		alias := map[string]string{"labels.npy": "y.npy", "features.npy": "x.npy",
+			"train_idx.npy": "train_mask.npy", "valid_idx.npy": "val_mask.npy", "test_idx.npy": "test_mask.npy"}[name]
+		if p := filepath.Join(dir, alias); alias != "" && !graph.FileExists(filepath.Join(dir, name)) && graph.FileExists(p) {
+			return p
+		}
+		return filepath.Join(dir, name)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, graph.FileErrorf(graph.ErrMissing, dir, 0, 0, "not a directory; expected a directory with edge_index.npy, labels.npy and optional features.npy, train_idx.npy, valid_idx.npy, test_idx.npy")
+	}
+
+	// Labels fix the node count.
+	lp := file("labels.npy")
+	shape, data, err := readNPYFile(lp, budget)
+	if err != nil {
+		return nil, err
+	}
+	if len(shape) != 1 && !(len(shape) == 2 && shape[1] == 1) {
+		return nil, graph.FileErrorf(graph.ErrFormat, lp, 0, 0, "header field 'shape': %v, want (N,) or (N, 1)", shape)
+	}
+	lab, err := npyInts(data, lp)
+	if err != nil {
+		return nil, err
+	}
+	n := len(lab)
+	if n > math.MaxInt32 {
+		return nil, graph.FileErrorf(graph.ErrRange, lp, 0, 0, "header field 'shape': %d nodes is more than supported (%d)", n, math.MaxInt32)
+	}
+	labels := make([]int32, n)
+	maxLabel := int64(-1)
+	for i, v := range lab {
+		if v < -1 || v >= int64(max(n, 2)) {
+			return nil, graph.FileErrorf(graph.ErrRange, lp, 0, 0, "element %d: label %d outside [-1,%d); labels must be class indices, -1 for unlabeled", i, v, max(n, 2))
+		}
+		labels[i] = int32(v)
+		maxLabel = max(maxLabel, v)
+	}
+
+	ep := file("edge_index.npy")
+	shape, data, err = readNPYFile(ep, budget)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := npyInts(data, ep)
+	if err != nil {
+		return nil, err
+	}
+	var m int
+	var srcAt, dstAt func(e int) int64
+	switch {
+	case len(shape) == 2 && shape[0] == 2:
+		m = shape[1]
+		srcAt = func(e int) int64 { return ids[e] }
+		dstAt = func(e int) int64 { return ids[m+e] }
+	case len(shape) == 2 && shape[1] == 2:
+		m = shape[0]
+		srcAt = func(e int) int64 { return ids[2*e] }
+		dstAt = func(e int) int64 { return ids[2*e+1] }
+	default:
+		return nil, graph.FileErrorf(graph.ErrFormat, ep, 0, 0, "header field 'shape': %v, want (2, E) or (E, 2)", shape)
+	}
+	src, dst := make([]int32, m), make([]int32, m)
+	for e := 0; e < m; e++ {
+		s, d := srcAt(e), dstAt(e)
+		for k, v := range [2]int64{s, d} {
+			if v < 0 || v >= int64(n) {
+				return nil, graph.FileErrorf(graph.ErrRange, ep, 0, 0, "edge %d: %s id %d outside [0,%d) (labels.npy has %d nodes)",
+					e, [2]string{"source", "target"}[k], v, n, n)
+			}
+		}
+		src[e], dst[e] = int32(s), int32(d)
+	}
+	indptr, cols := graph.GroupEdges(n, dst, src)
+	d := &graph.Dataset{
+		Name: filepath.Base(filepath.Clean(dir)), NumNodes: n, Graph: graph.MakeCSR(n, n, indptr, cols),
+		Labels: labels, NumClasses: int(maxLabel + 1), Source: dir,
+	}
+
+	fp := file("features.npy")
+	if _, serr := os.Stat(fp); serr == nil {
+		shape, data, err := readNPYFile(fp, budget)
+		if err != nil {
+			return nil, err
+		}
+		if len(shape) != 2 || shape[0] != n {
+			return nil, graph.FileErrorf(graph.ErrCount, fp, 0, 0, "header field 'shape': %v, want (%d, D) to match the %d labels", shape, n, n)
+		}
+		d.FeatDim = shape[1]
+		if d.Features, err = npyFloats(data, fp); err != nil {
+			return nil, err
+		}
+		if err := graph.CheckFeatures(fp, d.Features, d.FeatDim); err != nil {
+			return nil, err
+		}
+		if d.FeatDim == 0 {
+			d.Features = nil
+		}
+	}
+
+	owner := make([]int8, n)
+	for si, name := range []string{"train_idx.npy", "valid_idx.npy", "test_idx.npy"} {
+		sp := file(name)
+		if _, serr := os.Stat(sp); serr != nil {
+			continue
+		}
+		ids, err := readNPYSplit(sp, n, budget)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range ids {
+			if o := owner[v]; o != 0 {
+				if int(o) == si+1 {
+					return nil, graph.FileErrorf(graph.ErrSplit, sp, 0, 0, "element %d: node %d is listed twice", k, v)
+				}
+				return nil, graph.FileErrorf(graph.ErrSplit, sp, 0, 0, "element %d: node %d is also in the %s split; splits must be disjoint", k, v, graph.SplitName(int(o)-1))
+			}
+			if labels[v] < 0 {
+				return nil, graph.FileErrorf(graph.ErrSplit, sp, 0, 0, "element %d: node %d has no label (-1); unlabeled nodes cannot be in a split", k, v)
+			}
+			owner[v] = int8(si + 1)
+		}
+		slices.Sort(ids)
+		switch si {
+		case 0:
+			d.Train = ids
+		case 1:
+			d.Valid = ids
+		case 2:
+			d.Test = ids
+		}
+	}
+	return d, nil
+}
+
+// readNPYSplit reads a split file: int node ids or a bool mask of length n.
+func readNPYSplit(path string, n int, budget int64) ([]int32, error) {
+	shape, data, err := readNPYFile(path, budget)
+	if err != nil {
+		return nil, err
+	}
+	if len(shape) != 1 {
+		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'shape': %v, want (K,) node ids or an (N,) bool mask", shape)
+	}
+	if mask, ok := data.([]bool); ok {
+		if len(mask) != n {
+			return nil, graph.FileErrorf(graph.ErrCount, path, 0, 0, "header field 'shape': bool mask of length %d, want %d (one per node)", len(mask), n)
+		}
+		var ids []int32
+		for i, b := range mask {
+			if b {
+				ids = append(ids, int32(i))
+			}
+		}
+		return ids, nil
+	}
+	vals, err := npyInts(data, path)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int32, len(vals))
+	for i, v := range vals {
+		if v < 0 || v >= int64(n) {
+			return nil, graph.FileErrorf(graph.ErrRange, path, 0, 0, "element %d: node id %d outside [0,%d)", i, v, n)
+		}
+		ids[i] = int32(v)
+	}
+	return ids, nil
+}
+
+// npyInts returns integer array data as int64.
+func npyInts(data any, path string) ([]int64, error) {
+	switch v := data.(type) {
+	case []int64:
+		return v, nil
+	case []int32:
+		return graph.ConvertIdx[int32, int64](v), nil
+	}
+	return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'descr': %s data, want an integer dtype ('<i4' or '<i8')", npyKind(data))
+}
+
+// npyFloats returns numeric array data as float32.
+func npyFloats(data any, path string) ([]float32, error) {
+	if out, ok := npyNumeric[float32](data); ok {
+		return out, nil
+	}
+	return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'descr': %s data, want a numeric dtype", npyKind(data))
+}
+
+// npyNumeric returns numeric array data ([]float32, []float64, []int32 or
+// []int64) as []T: the slice itself when it already is one, else a
+// converted copy; false for other data.
+func npyNumeric[T float32 | float64](data any) ([]T, bool) {
+	switch v := data.(type) {
+	case []T:
+		return v, true
+	case []float32:
+		return convertNum[float32, T](v), true
+	case []float64:
+		return convertNum[float64, T](v), true
+	case []int32:
+		return convertNum[int32, T](v), true
+	case []int64:
+		return convertNum[int64, T](v), true
+	}
+	return nil, false
+}
+
+// convertNum converts every element of v to To.
+func convertNum[From, To float32 | float64 | int32 | int64](v []From) []To {
+	out := make([]To, len(v))
+	for i, x := range v {
+		out[i] = To(x)
+	}
+	return out
+}
+
+// npyKind names the element type of ReadNPY data.
+func npyKind(data any) string {
+	switch data.(type) {
+	case []float32:
+		return "float32"
+	case []float64:
+		return "float64"
+	case []int32:
+		return "int32"
+	case []int64:
+		return "int64"
+	case []bool:
+		return "bool"
+	}
+	return fmt.Sprintf("%T", data)
+}
+
+// npyFormat is format.npy: a directory of .npy arrays.
+type npyFormat struct{}
+
+func init() { registry.Register(&npyFormat{}) }
+
+func (*npyFormat) StrataModule() registry.ModuleInfo {
+	return graph.FormatInfo("npy", "a directory of .npy arrays: edge_index.npy, labels.npy, optional features.npy and train/valid/test_idx.npy (the PyG names too)",
+		func() *npyFormat { return &npyFormat{} })
+}
+
+// Detect takes a directory with edge_index.npy and no raw/ (a directory
+// with both layouts is OGB's), and a lone .npy file to explain it.
+func (*npyFormat) Detect(spec string, st fs.FileInfo) int {
+	switch {
+	case st != nil && st.IsDir() && graph.FileExists(filepath.Join(spec, "edge_index.npy")) && !graph.IsDir(filepath.Join(spec, "raw")):
+		return graph.DetectLayout
+	case graph.IsFile(st) && graph.HasExt(spec, ".npy"):
+		return graph.DetectSuffix
+	}
+	return 0
+}
+
+func (*npyFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error) {
+	if !graph.IsDir(spec) {
+		return nil, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "a single .npy file is not a dataset; pass the directory that holds edge_index.npy")
+	}
+	return loadNPYDir(spec, o.Budget)
+}
+
+func (*npyFormat) Supports() graph.Support {
+	return graph.Support{Spec: "a directory of .npy arrays (edge_index.npy, labels.npy, ...)", Budget: true}
+}
