@@ -10,6 +10,7 @@ import (
 
 	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/graph/formats"
 	"strata/core/registry"
 	"strata/core/train"
 	"strata/internal/floattol"
@@ -36,7 +37,7 @@ type cora struct {
 // narrowCora writes the narrowed Cora to a .strata file under dir.
 func narrowCora(t *testing.T, dir string) cora {
 	t.Helper()
-	ds, err := graph.LoadEmbedded("cora")
+	ds, err := formats.LoadEmbedded("cora")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func narrowCora(t *testing.T, dir string) cora {
 	}
 	ds.Features, ds.FeatDim = out, coraDim
 	path := filepath.Join(dir, "cora-narrow.strata")
-	if err := graph.WriteBinary(path, ds); err != nil {
+	if err := formats.WriteBinary(path, ds); err != nil {
 		t.Fatal(err)
 	}
 	return cora{path: path, ds: ds}
