@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -92,6 +93,36 @@ func CheckRegular(path string, st fs.FileInfo) error {
 		kind = "a socket"
 	}
 	return FileErrorf(ErrFormat, path, 0, 0, "is %s, not a regular file; give a dataset file or directory", kind)
+}
+
+// OpenFile opens the dataset file path for reading and returns it with its
+// size. A special file is refused before it is opened (opening a FIFO
+// would block); a missing one is ErrMissing, "file does not exist" then
+// "; " and hint when hint is set; any other failure names the file.
+func OpenFile(path, hint string) (*os.File, int64, error) {
+	if _, err := StatRegular(path); err != nil {
+		var fe *FileError
+		if errors.As(err, &fe) {
+			return nil, 0, err
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			msg := "file does not exist"
+			if hint != "" {
+				msg += "; " + hint
+			}
+			return nil, 0, FileErrorf(ErrMissing, path, 0, 0, "%s", msg)
+		}
+		return nil, 0, FileErrorf(ErrMissing, path, 0, 0, "cannot open: %v", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, FileErrorf(ErrFormat, path, 0, 0, "cannot stat: %v", err)
+	}
+	return f, st.Size(), nil
 }
 
 // StatRegular stats path (following links) and refuses special files.

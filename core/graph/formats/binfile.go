@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -228,25 +227,11 @@ func OpenBinary(path string) (*graph.Dataset, io.Closer, error) { return openBin
 // openBinary is OpenBinary with a memory budget (0: DefaultMaxMemory) for
 // what training the dataset will allocate per node and class.
 func openBinary(path string, budget int64) (*graph.Dataset, io.Closer, error) {
-	if _, err := graph.StatRegular(path); err != nil {
-		var fe *graph.FileError
-		if errors.As(err, &fe) {
-			return nil, nil, err
-		}
-	}
-	f, err := os.Open(path)
+	f, size, err := graph.OpenFile(path, "create it with `strata convert`")
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "file does not exist; create it with `strata convert`")
-		}
-		return nil, nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "cannot open: %v", err)
+		return nil, nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "cannot stat: %v", err)
-	}
-	size := st.Size()
 	h, err := readBinHeader(f, size, path)
 	if err != nil {
 		return nil, nil, err
@@ -327,20 +312,16 @@ func VerifyBinary(path string) error {
 		return err
 	}
 	defer closer.Close()
-	f, err := os.Open(path)
-	if err != nil {
-		return graph.FileErrorf(graph.ErrMissing, path, 0, 0, "cannot open: %v", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return graph.FileErrorf(graph.ErrFormat, path, 0, 0, "cannot stat: %v", err)
-	}
-	h, err := readBinHeader(f, st.Size(), path)
+	f, size, err := graph.OpenFile(path, "")
 	if err != nil {
 		return err
 	}
-	data, unmap, err := mapFile(f, st.Size())
+	defer f.Close()
+	h, err := readBinHeader(f, size, path)
+	if err != nil {
+		return err
+	}
+	data, unmap, err := mapFile(f, size)
 	if err != nil {
 		return graph.FileErrorf(graph.ErrFormat, path, 0, 0, "cannot map the file: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -47,9 +46,9 @@ type mtxHeader struct {
 }
 
 func (*mtxFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error) {
-	f, err := os.Open(spec)
+	f, _, err := graph.OpenFile(spec, "")
 	if err != nil {
-		return nil, graph.FileErrorf(graph.ErrMissing, spec, 0, 0, "cannot open: %v", err)
+		return nil, err
 	}
 	tf, err := wrapText(f, spec)
 	if err != nil {

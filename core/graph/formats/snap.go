@@ -46,12 +46,9 @@ func loadSNAP(path string, budget int64) (*graph.Dataset, error) {
 	if csv {
 		form = "a comma-separated edge list (\"src,dst\" lines, '#' comments, an optional header line)"
 	}
-	f, err := os.Open(path)
+	f, _, err := graph.OpenFile(path, "expected "+form)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "file does not exist; expected %s", form)
-		}
-		return nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "cannot open: %v", err)
+		return nil, err
 	}
 	tf, err := wrapText(f, path)
 	if err != nil {

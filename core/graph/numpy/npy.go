@@ -31,22 +31,12 @@ func ReadNPY(path string) (shape []int, data any, err error) { return readNPYFil
 
 // readNPYFile is ReadNPY with a memory budget (0: DefaultMaxMemory).
 func readNPYFile(path string, budget int64) (shape []int, data any, err error) {
-	if _, serr := graph.StatRegular(path); serr != nil && !os.IsNotExist(serr) {
-		return nil, nil, serr
-	}
-	f, err := os.Open(path)
+	f, size, err := graph.OpenFile(path, "")
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "file does not exist")
-		}
-		return nil, nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "cannot open: %v", err)
+		return nil, nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "cannot stat: %v", err)
-	}
-	return readNPY(f, st.Size(), path, budget)
+	return readNPY(f, size, path, budget)
 }
 
 // npyHeader is the decoded header dictionary.

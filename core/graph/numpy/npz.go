@@ -41,24 +41,16 @@ type npzFile struct {
 
 // openNPZ opens a .npz archive with npyio.
 func openNPZ(path string) (*npzFile, error) {
-	f, err := os.Open(path)
+	f, size, err := graph.OpenFile(path, npzLayouts)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "file does not exist; %s", npzLayouts)
-		}
-		return nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "cannot open: %v", err)
+		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "cannot stat: %v", err)
-	}
-	zr, err := zip.NewReader(f, st.Size())
+	zr, err := zip.NewReader(f, size)
 	if err != nil {
 		f.Close()
 		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "not a .npz archive (%v); save the arrays with numpy.savez or numpy.savez_compressed", err)
 	}
-	r, err := npz.NewReader(f, st.Size())
+	r, err := npz.NewReader(f, size)
 	if err != nil {
 		f.Close()
 		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "not a .npz archive: %v", err)
