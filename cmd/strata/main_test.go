@@ -17,6 +17,7 @@ import (
 
 	"strata/core/backend/cpu"
 	"strata/core/config"
+	"strata/core/graph/graphtest"
 )
 
 // scratch holds what the tests share across cases: the compiled-module
@@ -98,16 +99,7 @@ func write(t testing.TB, dir, rel, content string) string {
 func tinyOGB(t testing.TB, changes map[string]string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
-	files := map[string]string{
-		"raw/edge.csv":          "0,1\n1,2\n2,3\n3,4\n",
-		"raw/num-edge-list.csv": "4\n",
-		"raw/num-node-list.csv": "5\n",
-		"raw/node-label.csv":    "0\n1\n0\n1\n-1\n",
-		"raw/node-feat.csv":     "1,0\n0,1\n0.5,2\n0,0\n1e-3,-3\n",
-		"split/s/train.csv":     "1\n0\n",
-		"split/s/valid.csv":     "2\n",
-		"split/s/test.csv":      "3\n",
-	}
+	files := graphtest.TinyOGB()
 	for k, v := range changes {
 		files[k] = v
 	}
