@@ -200,7 +200,7 @@ func TestMalformedInputs(t *testing.T) {
 		}, []string{`bad.toml:4: model.name = "appnp"`, `layer 0 of 2 reads no graph, but train.mode = "minibatch" binds one sampled block (one hop) per layer`}},
 		{"config/micro-mode-one-batch", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "train.mode=micro")
-		}, []string{`train.mode = "micro" splits the training nodes into micro-batches, but train.micro_batches = 1`}},
+		}, []string{`train.mode = "micro" splits the training nodes into micro-batches, but micro.micro_batches = 1`}},
 		{"config/validate-like-train-micro", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "train.micro_batches=141", "--set", "partition.name=range")
 		}, []string{`train.micro_batches = 141 is more than the 140 training nodes`}},

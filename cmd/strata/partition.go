@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"strata/core/partition"
 	"strata/plugins/partreport"
 )
 
@@ -12,20 +14,24 @@ func cmdPartition(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlags("partition", "[-c FILE] [-k K] [--batch] [--set key=value]...", stderr)
 	var cf configFlags
 	cf.register(fs)
-	k := fs.Int("k", 0, "number of parts (default: train.micro_batches)")
-	batch := fs.Bool("batch", false, "split the training nodes into micro-batches (as train.micro_batches does) instead of partitioning the graph")
+	k := fs.Int("k", 0, "number of parts (default: micro_batches of train.mode's section)")
+	batch := fs.Bool("batch", false, "split the training nodes into micro-batches (as micro_batches does) instead of partitioning the graph")
 	cfg, _, err := cf.load(fs, args)
 	if err != nil {
 		return err
 	}
-	if *k == 0 {
-		*k = cfg.Train.MicroBatches
+	configured := 1 // the parts train.mode splits a step into (0: "auto")
+	if p, ok := cfg.Strategy.Module.(partition.PartCounter); ok {
+		configured = p.PartCount()
 	}
-	if *k < 1 || *k == 1 && cfg.Train.MicroBatches == 1 && !flagSet(fs, "k") {
-		if cfg.Train.AutoMicroBatches() {
-			return usagef("partition: train.micro_batches = \"auto\" picks K when training; give the number of parts with -k K")
+	if *k == 0 {
+		*k = configured
+	}
+	if *k < 1 || *k == 1 && configured == 1 && !flagSet(fs, "k") {
+		if configured == 0 {
+			return usagef("partition: micro_batches = \"auto\" picks K when training; give the number of parts with -k K")
 		}
-		return usagef("partition: give the number of parts with -k K (or set train.micro_batches)")
+		return usagef("partition: give the number of parts with -k K (or set micro_batches)")
 	}
 	rep, err := partreport.Partition(ctx, cfg, *k, *batch, progressWriter(cfg.Output.Progress, stderr))
 	if err != nil {

@@ -18,7 +18,7 @@ func TestPartition(t *testing.T) {
 		{[]string{"--set", "train.micro_batches=3", "--set", `partition.name="range"`, "--batch"}, 0, "batch", "k=3"},
 		{[]string{"-k", "4"}, 2, "", "partition.name: the config names no partitioner"},
 		{[]string{"--set", `partition.name="range"`}, 2, "", "give the number of parts with -k K"},
-		{[]string{"--set", `partition.name="range"`, "--set", "train.micro_batches=auto"}, 2, "", `train.micro_batches = "auto" picks K when training`},
+		{[]string{"--set", `partition.name="range"`, "--set", "train.micro_batches=auto"}, 2, "", `micro_batches = "auto" picks K when training`},
 		{[]string{"-k", "99999", "--set", `partition.name="range"`}, 2, "", "k must be <= the number of nodes"},
 	}
 	for _, c := range cases {

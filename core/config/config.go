@@ -55,8 +55,8 @@ type Config struct {
 	Train     Train   `toml:"train" doc:"the training loop"`
 	Sampler   Plugin  `toml:"sampler" ns:"sampler" doc:"neighbourhood sampler of the strategies that sample batches (train.mode; the others refuse it)"`
 	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy of the strategies that read features through a cache (train.mode; the others refuse it)"`
-	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner: how train.micro_batches splits each step's output nodes (the training nodes, or a sampled batch's); betty-reg is Betty's redundancy-aware split"`
-	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (XGNN's solver); without it hot rows are interleaved"`
+	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner, for the strategies that split work with one: each step's output nodes into parts, or the graph among the ranks of a distributed run (see the strategy's options below)"`
+	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (a placement solver: strata list-plugins); without it hot rows are interleaved"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
 	Output    Output  `toml:"output" hash:"-" doc:"what a run prints and writes (not part of config_sha256)"`
 	// Strategy is the strategy train.mode names, decoded from its own
@@ -101,7 +101,7 @@ type Model struct {
 
 // Train configures the training loop.
 type Train struct {
-	Mode            string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (what each does: strata list-plugins); a strategy with options of its own reads them from its section, [<mode>]"`
+	Mode            string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (what each does, and the default: strata list-plugins); a strategy with options of its own reads them from its section, [<mode>]"`
 	Epochs          int     `toml:"epochs" range:"[1,10000000]" doc:"number of training epochs"`
 	Optimizer       string  `toml:"optimizer" enum:"adam,sgd" doc:"optimizer"`
 	LR              float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
@@ -113,10 +113,7 @@ type Train struct {
 	Backend         string  `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
 	Threads         int     `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
 	DType           string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
-	BatchSize       int     `toml:"batch_size" range:"[1,1073741824]" doc:"training nodes per sampled batch (strategies that sample)"`
-	Prefetch        int     `toml:"prefetch" range:"[1,1024]" doc:"mini-batches sampled and extracted ahead of training (the pipeline queue depth)"`
 	CheckpointEvery int     `toml:"checkpoint_every" hash:"-" range:"[0,10000000]" doc:"write output.checkpoint (parameters, optimizer state, early-stopping state, next epoch) atomically every this many epochs (0 = never; not part of config_sha256: it does not change the result); strata train --resume continues from it, see docs/checkpoints.md"`
-	MicroBatches    int     `toml:"micro_batches" range:"[1,1048576]" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty), each over its share of the step's output nodes (the training nodes, or a sampled batch's) and of their blocks; their gradients accumulate into one optimizer step; needs [partition]. \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md"`
 }
 
 // Devices describes the simulated machine (train.backend = "sim").
@@ -180,17 +177,14 @@ func Default() *Config {
 			InputDropout: -1,
 		},
 		Train: Train{
-			Mode:         "fullgraph",
-			Epochs:       200,
-			Optimizer:    "adam",
-			LR:           0.01,
-			WeightDecay:  5e-4,
-			EvalEvery:    1,
-			Backend:      "cpu",
-			DType:        "float32",
-			BatchSize:    1024,
-			Prefetch:     2,
-			MicroBatches: 1,
+			Mode:        registry.DefaultName(strategyNamespace),
+			Epochs:      200,
+			Optimizer:   "adam",
+			LR:          0.01,
+			WeightDecay: 5e-4,
+			EvalEvery:   1,
+			Backend:     "cpu",
+			DType:       "float32",
 		},
 		Devices: Devices{LaunchUS: -1},
 		Output: Output{
@@ -261,18 +255,6 @@ func (c *Config) KeyError(msg string, path ...string) error {
 	}
 	return c.src.errorAt(path, msg)
 }
-
-// MicroBatchesAuto is the value of Train.MicroBatches when the config says
-// micro_batches = "auto".
-const MicroBatchesAuto = 0
-
-// AutoMicroBatches reports whether micro_batches = "auto": the trainer
-// picks the number of micro-batches from the memory estimate.
-func (t *Train) AutoMicroBatches() bool { return t.MicroBatches == MicroBatchesAuto }
-
-// Micro reports whether steps are split into micro-batches: a fixed K > 1,
-// or "auto".
-func (t *Train) Micro() bool { return t.MicroBatches > 1 || t.AutoMicroBatches() }
 
 // InputDropoutRate returns the effective input dropout: InputDropout, or
 // Dropout when InputDropout is -1.

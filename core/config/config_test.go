@@ -25,7 +25,7 @@ type testModel struct{ id string }
 
 func (m *testModel) StrataModule() registry.ModuleInfo {
 	id := m.id
-	return registry.ModuleInfo{ID: id, New: func() registry.Module { return &testModel{id: id} }, Doc: "test model"}
+	return registry.ModuleInfo{ID: id, New: func() registry.Module { return &testModel{id: id} }, Doc: "test model", Default: id == "strategy.fullgraph"}
 }
 
 // testCache exercises the decoder on more field types and a Validate that
@@ -197,16 +197,18 @@ func TestMalformed(t *testing.T) {
 			[]string{`--set model.hidden.x=3: model.hidden: expected integer, got table`}},
 		{"override out of range", minimal, []string{"model.dropout=2"},
 			[]string{`--set model.dropout=2: model.dropout = 2: must be in [0, 1)`}},
-		{"micro_batches zero", minimal + "[train]\nmicro_batches = 0\n", nil,
-			[]string{`x.toml:4: train.micro_batches = 0: must be in [1, 1048576]`}},
-		{"micro_batches other string", minimal + "[train]\nmicro_batches = \"Auto\"\n", nil,
-			[]string{`x.toml:4: train.micro_batches = "Auto": the only string train.micro_batches takes is "auto"`, `otherwise give an integer in [1, 1048576] (did you mean "auto"?)`}},
-		{"micro_batches word", minimal + "[train]\nmicro_batches = \"four\"\n", nil,
-			[]string{`x.toml:4: train.micro_batches = "four": the only string train.micro_batches takes is "auto"`}},
-		{"micro_batches float", minimal + "[train]\nmicro_batches = 2.5\n", nil,
-			[]string{`x.toml:4: train.micro_batches: expected integer or "auto", got float 2.5`}},
-		{"micro_batches override", minimal, []string{"train.micro_batches=autoo"},
-			[]string{`--set train.micro_batches=autoo: train.micro_batches = "autoo": the only string`, `(did you mean "auto"?)`}},
+		{"word key zero", zzK + "zz_k = 0\n", nil,
+			[]string{`x.toml:5: train.zz_k = 0: must be in [1, 1048576]`}},
+		{"word key other string", zzK + "zz_k = \"Auto\"\n", nil,
+			[]string{`x.toml:5: train.zz_k = "Auto": the only string train.zz_k takes is "auto"`, `otherwise give an integer in [1, 1048576] (did you mean "auto"?)`}},
+		{"word key word", zzK + "zz_k = \"four\"\n", nil,
+			[]string{`x.toml:5: train.zz_k = "four": the only string train.zz_k takes is "auto"`}},
+		{"word key float", zzK + "zz_k = 2.5\n", nil,
+			[]string{`x.toml:5: train.zz_k: expected integer or "auto", got float 2.5`}},
+		{"word key, new spelling", zzK + "[zz-a]\nk = 0\n", nil,
+			[]string{`x.toml:6: zz-a.k = 0: must be in [1, 1048576]`}},
+		{"word key override", zzK, []string{"train.zz_k=autoo"},
+			[]string{`--set train.zz_k=autoo: train.zz_k = "autoo": the only string`, `(did you mean "auto"?)`}},
 		{"word on a string key", minimal + "[train]\nepochs = \"auto\"\n", nil,
 			[]string{`x.toml:4: train.epochs: expected integer, got string "auto"`}},
 	}
@@ -360,22 +362,28 @@ name = "range"
 	}
 }
 
-// TestMicroBatchesAuto checks train.micro_batches = "auto": it parses
-// from the file and from --set, round-trips through TOML, hashes apart
-// from integers, and explain documents it.
-func TestMicroBatchesAuto(t *testing.T) {
+// zzK is a config whose strategy, zz-a, reads the word-tagged key k,
+// moved from train.zz_k.
+const zzK = minimal + "[train]\nmode = \"zz-a\"\n"
+
+// TestWordKey checks an integer key that also takes a word (zz-a.k =
+// "auto", read at its old place train.zz_k too): it parses from the file
+// and from --set, round-trips through TOML, hashes apart from integers,
+// and explain documents it.
+func TestWordKey(t *testing.T) {
 	cases := []struct {
 		name      string
 		src       string
 		overrides []string
 		want      int
 	}{
-		{"default", minimal, nil, 1},
-		{"integer", minimal + "[train]\nmicro_batches = 4\n", nil, 4},
-		{"auto", minimal + "[train]\nmicro_batches = \"auto\"\n", nil, MicroBatchesAuto},
-		{"override bare", minimal, []string{"train.micro_batches=auto"}, MicroBatchesAuto},
-		{"override quoted", minimal, []string{`train.micro_batches="auto"`}, MicroBatchesAuto},
-		{"override integer over auto", minimal + "[train]\nmicro_batches = \"auto\"\n", []string{"train.micro_batches=3"}, 3},
+		{"default", zzK, nil, 1},
+		{"integer", zzK + "zz_k = 4\n", nil, 4},
+		{"auto", zzK + "zz_k = \"auto\"\n", nil, 0},
+		{"new key", zzK + "[zz-a]\nk = \"auto\"\n", nil, 0},
+		{"override bare", zzK, []string{"train.zz_k=auto"}, 0},
+		{"override quoted", zzK, []string{`train.zz_k="auto"`}, 0},
+		{"override integer over auto", zzK + "zz_k = \"auto\"\n", []string{"train.zz_k=3"}, 3},
 	}
 	hashes := map[string]string{}
 	for _, c := range cases {
@@ -384,17 +392,14 @@ func TestMicroBatchesAuto(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Train.MicroBatches != c.want {
-				t.Fatalf("micro_batches = %d, want %d", cfg.Train.MicroBatches, c.want)
-			}
-			if auto := c.want == MicroBatchesAuto; cfg.Train.AutoMicroBatches() != auto || cfg.Train.Micro() != (auto || c.want > 1) {
-				t.Errorf("AutoMicroBatches %v Micro %v", cfg.Train.AutoMicroBatches(), cfg.Train.Micro())
+			if got := cfg.Strategy.Module.(*movedA).K; got != c.want {
+				t.Fatalf("k = %d, want %d", got, c.want)
 			}
 			text, err := cfg.TOML()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.want == MicroBatchesAuto && !strings.Contains(string(text), `micro_batches = "auto"`) {
+			if c.want == 0 && !strings.Contains(string(text), `k = "auto"`) {
 				t.Errorf("TOML does not write auto:\n%s", text)
 			}
 			back, err := Parse("m.toml", text)
@@ -410,7 +415,7 @@ func TestMicroBatchesAuto(t *testing.T) {
 			}
 			k := strconv.Itoa(c.want)
 			if prev, ok := hashes[k]; ok && prev != h {
-				t.Errorf("micro_batches %s hashes as %s and %s", k, prev, h)
+				t.Errorf("k %s hashes as %s and %s", k, prev, h)
 			}
 			hashes[k] = h
 		})
@@ -418,7 +423,7 @@ func TestMicroBatchesAuto(t *testing.T) {
 	if len(hashes) != 4 { // 1, 4, auto, 3
 		t.Errorf("hashes %v: want one per distinct value", hashes)
 	}
-	if ex := Explain(); !strings.Contains(ex, `integer in [1, 1048576] or "auto" (the smallest K whose estimated peak`) {
+	if ex := Explain(); !strings.Contains(ex, `integer in [1, 1048576] or "auto" (chosen when training)`) {
 		t.Errorf("explain does not document \"auto\"")
 	}
 }

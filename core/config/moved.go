@@ -107,6 +107,35 @@ func owners(keys []movedKey, mode string) []movedKey {
 	return out
 }
 
+// dropOtherSpelling lets an override win over the file in either
+// spelling of a moved key: setting path (train.batch_size, or
+// minibatch.batch_size) drops the file's value at the other spelling, so
+// that --set minibatch.batch_size=64 on a file that says
+// train.batch_size = 1024 is not "both spellings at once". Two overrides
+// in both spellings still are.
+func dropOtherSpelling(raw map[string]any, src *source, path []string) {
+	for _, k := range movedKeys() {
+		var other []string
+		switch {
+		case hasPrefix(path, k.from):
+			other = append(slices.Clone(k.newPath()), path[len(k.from):]...)
+		case hasPrefix(path, k.newPath()):
+			other = append(slices.Clone(k.from), path[len(k.newPath()):]...)
+		default:
+			continue
+		}
+		if p, ok := src.pos[toml.Key(other).String()]; ok && p.override == "" {
+			takePath(raw, other)
+			delete(src.pos, toml.Key(other).String())
+		}
+	}
+}
+
+// hasPrefix reports whether path starts with prefix.
+func hasPrefix(path, prefix []string) bool {
+	return len(path) >= len(prefix) && slices.Equal(path[:len(prefix)], prefix)
+}
+
 // rawMode is the train.mode a raw config sets, or the default.
 func rawMode(raw map[string]any) string {
 	if t, ok := unwrap(raw["train"], reflect.Map).(map[string]any); ok {
@@ -136,9 +165,14 @@ func takePath(raw map[string]any, path []string) (any, bool) {
 }
 
 // alias makes the key new (and the keys under it) locatable at the lines
-// of old, so that an error in a moved value names its line.
+// of old, and named as old in errors, so that an error in a moved value
+// names the key and line the config wrote.
 func (s *source) alias(old, new []string) {
 	o, n := toml.Key(old).String(), toml.Key(new).String()
+	if s.spelled == nil {
+		s.spelled = map[string]string{}
+	}
+	s.spelled[n] = o
 	for k, p := range maps.Clone(s.pos) {
 		if rest, ok := strings.CutPrefix(k, o); ok && (rest == "" || rest[0] == '.') {
 			s.pos[n+rest] = p
@@ -147,10 +181,19 @@ func (s *source) alias(old, new []string) {
 }
 
 // movedError is the error for a moved key the config sets (at its old
-// place) for a strategy other than train.mode.
+// place) for a strategy other than train.mode; it names every strategy
+// that reads the key.
 func (d *decoder) movedError(k movedKey, mode string) {
-	d.errorf(k.from, "%s: an option of train.mode = %q (now %s), which train.mode = %q does not read; set train.mode = %q or remove it",
-		toml.Key(k.from), k.section, toml.Key(k.newPath()), mode, k.section)
+	var modes, paths []string
+	for _, o := range movedKeys() {
+		if slices.Equal(o.from, k.from) {
+			modes = append(modes, fmt.Sprintf("%q", o.section))
+			paths = append(paths, toml.Key(o.newPath()).String())
+		}
+	}
+	msg := fmt.Sprintf("%s: an option of train.mode = %s (now %s), which train.mode = %q does not read; set train.mode = %s or remove it",
+		toml.Key(k.from), strings.Join(modes, " or "), strings.Join(paths, ", "), mode, strings.Join(modes, " or "))
+	d.errs = append(d.errs, d.src.verbatimErrorAt(k.from, msg))
 }
 
 // placeMovedKeys writes every moved key into the canonical tree m at its

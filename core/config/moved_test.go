@@ -13,6 +13,7 @@ import (
 type movedA struct {
 	Shared int  `toml:"shared" range:"[1,100]" moved:"train.zz_shared"`
 	Own    bool `toml:"own"`
+	K      int  `toml:"k" range:"[1,1048576]" word:"auto:0:chosen when training" moved:"train.zz_k"`
 }
 
 type movedB struct {
@@ -23,7 +24,7 @@ type movedB struct {
 }
 
 func (*movedA) StrataModule() registry.ModuleInfo {
-	return registry.ModuleInfo{ID: "strategy.zz-a", New: func() registry.Module { return &movedA{Shared: 8} }}
+	return registry.ModuleInfo{ID: "strategy.zz-a", New: func() registry.Module { return &movedA{Shared: 8, K: 1} }}
 }
 
 func (*movedB) StrataModule() registry.ModuleInfo {
@@ -61,13 +62,17 @@ func TestMovedKeys(t *testing.T) {
 		{"old section", mode("zz-b") + "[zz_tab]\nx = 3\n", nil, 8, []string{"[zz_tab]", "x = 3"}, []string{"[zz-b]"}, ""},
 		{"new section", mode("zz-b") + "[zz-b.tab]\nx = 3\n", nil, 8, []string{"[zz_tab]", "x = 3"}, []string{"[zz-b]"}, ""},
 		{"not an owner", mode("fullgraph"), []string{"train.zz_shared=5"}, 0, nil, nil,
-			`--set train.zz_shared=5: train.zz_shared: an option of train.mode = "zz-a" (now zz-a.shared), which train.mode = "fullgraph" does not read`},
+			`--set train.zz_shared=5: train.zz_shared: an option of train.mode = "zz-a" or "zz-b" (now zz-a.shared, zz-b.shared), which train.mode = "fullgraph" does not read; set train.mode = "zz-a" or "zz-b" or remove it`},
 		{"section of another", mode("zz-a") + "[zz_tab]\nx = 3\n", nil, 0, nil, nil,
 			`m.toml:5: zz_tab: an option of train.mode = "zz-b" (now zz-b.tab)`},
-		{"both spellings", mode("zz-a") + "[zz-a]\nshared = 5\n", []string{"train.zz_shared=6"}, 0, nil, nil,
+		{"both spellings", mode("zz-a") + "zz_shared = 6\n[zz-a]\nshared = 5\n", nil, 0, nil, nil,
 			"train.zz_shared and zz-a.shared set the same option; keep zz-a.shared"},
-		{"bad value, old place", mode("zz-b") + "[zz_tab]\nx = \"three\"\n", nil, 0, nil, nil, `m.toml:6: zz-b.tab.x`},
-		{"range, old place", mode("zz-a"), []string{"train.zz_shared=500"}, 0, nil, nil, `--set train.zz_shared=500: zz-a.shared = 500: must be in [1, 100]`},
+		{"bad value, old place", mode("zz-b") + "[zz_tab]\nx = \"three\"\n", nil, 0, nil, nil, `m.toml:6: zz_tab.x: expected integer`},
+		{"override in the new spelling wins", mode("zz-a") + "zz_shared = 5\n", []string{"zz-a.shared=7"}, 7, []string{"zz_shared = 7"}, nil, ""},
+		{"override in the old spelling wins", mode("zz-a") + "[zz-a]\nshared = 5\n", []string{"train.zz_shared=9"}, 9, []string{"zz_shared = 9"}, nil, ""},
+		{"both spellings by override", mode("zz-a"), []string{"train.zz_shared=5", "zz-a.shared=6"}, 0, nil, nil, "train.zz_shared and zz-a.shared set the same option"},
+		{"range, new place", mode("zz-a") + "[zz-a]\nshared = 500\n", nil, 0, nil, nil, `m.toml:6: zz-a.shared = 500: must be in [1, 100]`},
+		{"range, old place", mode("zz-a"), []string{"train.zz_shared=500"}, 0, nil, nil, `--set train.zz_shared=500: train.zz_shared = 500: must be in [1, 100]`},
 	} {
 		cfg, err := Parse("m.toml", []byte(c.text), c.sets...)
 		if c.err != "" {
@@ -114,5 +119,23 @@ func TestMovedKeys(t *testing.T) {
 	}
 	if a, b := hash(mode("zz-a")), hash(mode("zz-b")); a == b {
 		t.Errorf("two strategies hash the same")
+	}
+}
+
+// TestReplaceKey checks that errors respell a moved key only where it
+// stands as a whole key or the head of a longer path.
+func TestReplaceKey(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"a.b = 1", "x = 1"},
+		{"a.b.c = 1", "x.c = 1"},
+		{"set a.b.", "set x."},
+		{"za.b = 1", "za.b = 1"},
+		{"a.b_c = 1", "a.b_c = 1"},
+		{"a.b-c and a.b", "a.b-c and x"},
+		{"(a.b, a.b)", "(x, x)"},
+	} {
+		if got := replaceKey(c.text, "a.b", "x"); got != c.want {
+			t.Errorf("replaceKey(%q) = %q, want %q", c.text, got, c.want)
+		}
 	}
 }

@@ -117,6 +117,7 @@ func applyOverride(raw map[string]any, src *source, arg string) *Error {
 	} else if _, err := toml.Decode("v = "+val, &tmp); err == nil && len(tmp) == 1 {
 		ov.parsed = tmp["v"]
 	}
+	dropOtherSpelling(raw, src, path)
 	cur := raw
 	for i, p := range path[:len(path)-1] {
 		next, ok := cur[p]

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +25,9 @@ type position struct {
 type source struct {
 	file string
 	pos  map[string]position // toml.Key(path).String() -> position
+	// spelled maps a moved key's new path to the old one the config
+	// spelled it with (see alias), so that errors name what was written.
+	spelled map[string]string
 }
 
 func newSource(file, text string) *source {
@@ -36,6 +41,14 @@ func newSource(file, text string) *source {
 // errorAt returns an Error located at the key path (or its closest
 // located parent).
 func (s *source) errorAt(path []string, msg string) *Error {
+	e := s.verbatimErrorAt(path, msg)
+	e.Key, e.Msg = s.respell(e.Key), s.respell(e.Msg)
+	return e
+}
+
+// verbatimErrorAt is errorAt without respelling the moved keys: for a
+// message that names both spellings itself.
+func (s *source) verbatimErrorAt(path []string, msg string) *Error {
 	e := &Error{File: s.file, Key: toml.Key(path).String(), Msg: msg}
 	for n := len(path); n > 0; n-- {
 		if p, ok := s.pos[toml.Key(path[:n]).String()]; ok {
@@ -44,6 +57,44 @@ func (s *source) errorAt(path []string, msg string) *Error {
 		}
 	}
 	return e
+}
+
+// respell rewrites the moved keys in text to the old spelling the config
+// used for them, longest first (minibatch.store.x before minibatch.store).
+func (s *source) respell(text string) string {
+	news := slices.SortedFunc(maps.Keys(s.spelled), func(a, b string) int { return len(b) - len(a) })
+	for _, n := range news {
+		text = replaceKey(text, n, s.spelled[n])
+	}
+	return text
+}
+
+// replaceKey replaces the dotted key old in text by new where it stands as
+// a whole key (not inside a longer name such as x.old or old_y).
+func replaceKey(text, old, new string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, old)
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		end := i + len(old)
+		whole := (i == 0 || !isKeyByte(text[i-1])) && (end == len(text) || !isKeyByte(text[end]) || text[end] == '.')
+		b.WriteString(text[:i])
+		if whole {
+			b.WriteString(new)
+		} else {
+			b.WriteString(old)
+		}
+		text = text[end:]
+	}
+}
+
+// isKeyByte reports whether c may be part of a bare TOML key or a dotted
+// path.
+func isKeyByte(c byte) bool {
+	return c == '_' || c == '-' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // setOverride records that an override set the key path, dropping the

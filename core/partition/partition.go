@@ -52,3 +52,12 @@ type TwoLevel interface {
 	Partitioner
 	SetPartitions(m int)
 }
+
+// PartCounter is implemented by a strategy (decoded with its options) that
+// splits each step's output nodes into parts with [partition]: PartCount
+// returns their number, 1 when it does not split, and 0 when it picks the
+// number while training (from a memory estimate). `strata partition` and
+// the experiment runner's partition kinds take their default K from it.
+type PartCounter interface {
+	PartCount() int
+}

@@ -46,6 +46,10 @@ type ModuleInfo struct {
 	New func() Module
 	// Doc is one line describing the module, for `strata list-plugins`.
 	Doc string
+	// Default marks the module a config gets when it names none of its
+	// namespace (train.mode's default strategy); at most one module of a
+	// namespace is the default, so core need not name it (DefaultName).
+	Default bool
 }
 
 // Namespace returns the part of the ID before the first dot.
@@ -142,7 +146,25 @@ func Register(m Module) {
 	if _, dup := modules[info.ID]; dup {
 		panic(fmt.Sprintf("registry: module %q registered twice", info.ID))
 	}
+	if info.Default {
+		for id, m := range modules {
+			if m.Default && m.Namespace() == info.Namespace() {
+				panic(fmt.Sprintf("registry: modules %q and %q both claim to be the default of namespace %q", id, info.ID, info.Namespace()))
+			}
+		}
+	}
 	modules[info.ID] = info
+}
+
+// DefaultName returns the name of the namespace's default module (see
+// ModuleInfo.Default), or "" when none is registered.
+func DefaultName(ns string) string {
+	for _, m := range Namespace(ns) {
+		if m.Default {
+			return m.Name()
+		}
+	}
+	return ""
 }
 
 // checkID reports whether id is "<known namespace>.<name>".

@@ -115,6 +115,36 @@ func TestRegisterDuplicate(t *testing.T) {
 	Register(&fake{id: "cache.dup"})
 }
 
+// deflt is a fake that claims to be its namespace's default.
+type deflt struct{ fake }
+
+func (d *deflt) StrataModule() ModuleInfo {
+	info := d.fake.StrataModule()
+	id := d.id
+	info.New, info.Default = func() Module { return &deflt{fake{id: id}} }, true
+	return info
+}
+
+func TestDefaultName(t *testing.T) {
+	isolate(t)
+	if got := DefaultName("strategy"); got != "" {
+		t.Fatalf("DefaultName of an empty namespace = %q", got)
+	}
+	Register(&fake{id: "strategy.a"})
+	Register(&deflt{fake{id: "strategy.b"}})
+	Register(&deflt{fake{id: "sampler.c"}}) // another namespace may have its own
+	if got := DefaultName("strategy"); got != "b" {
+		t.Fatalf("DefaultName = %q, want b", got)
+	}
+	defer func() {
+		r := recover()
+		if s, _ := r.(string); !strings.Contains(s, `"strategy.b" and "strategy.d" both claim`) {
+			t.Fatalf("panic %v, want a second-default error", r)
+		}
+	}()
+	Register(&deflt{fake{id: "strategy.d"}})
+}
+
 func TestLookupAndNamespace(t *testing.T) {
 	isolate(t)
 	for _, id := range []string{"sampler.full", "sampler.khop", "cache.degree", "cache.none", "model.gcn"} {

@@ -179,3 +179,11 @@ func ReadAt(g *graph.CSR, start int64, pos []int64, out []int32) {
 		out[q] = int32(g.Idx64[start+p])
 	}
 }
+
+// Batcher is implemented by a training strategy (decoded with its options)
+// that samples batches of seed nodes: Batch returns the seeds per batch.
+// Tools that sample as training would (the experiment runner's hitratio
+// kind) take the batch size from it.
+type Batcher interface {
+	Batch() int
+}

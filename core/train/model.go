@@ -142,7 +142,7 @@ func checkBindable(cfg *config.Config, name string, g *ir.Graph) error {
 			what = "reads no graph"
 		}
 		msg := fmt.Sprintf("model %q: layer %d of %d %s, but train.mode = %q binds one sampled block (one hop) per layer; "+
-			"train this model with train.mode = %s (without train.micro_batches), or pick a layer that reads its neighbours once per layer", name, l, len(g.Needs()), what, cfg.Train.Mode, modesUsing(func(u Uses) bool { return !u.Blocks }))
+			"train this model with train.mode = %s (at its default options), or pick a layer that reads its neighbours once per layer", name, l, len(g.Needs()), what, cfg.Train.Mode, modesUsing(func(u Uses) bool { return !u.Blocks }))
 		if cfg.Model.Module != "" {
 			return cfg.KeyError("model.module: "+msg, "model", "module")
 		}

@@ -79,17 +79,11 @@ type Result struct {
 	// PeakTierBytes also covers set-up.
 	TrainPeakTierBytes map[string]int64 `json:"train_peak_tier_bytes,omitempty"`
 	EvalPeakTierBytes  map[string]int64 `json:"eval_peak_tier_bytes,omitempty"`
-	MicroBatches       int              `json:"micro_batches"`
-	// MicroBatchesAuto says micro_batches = "auto" chose MicroBatches (in
-	// minibatch mode, the largest K of the last epoch) from Betty's memory
-	// estimate; EstimatedPeakBytes is that estimate for the largest
-	// micro-batch (on a simulated device).
-	MicroBatchesAuto   bool   `json:"micro_batches_auto,omitempty"`
+	// EstimatedPeakBytes is the strategy's own estimate of a training
+	// step's peak device memory (its largest part), where it makes one;
+	// Partitioner is the partitioner module that split the work.
 	EstimatedPeakBytes int64  `json:"estimated_peak_bytes,omitempty"`
 	Partitioner        string `json:"partitioner,omitempty"`
-	// Redundancy is, for micro-batches, their input rows summed over a
-	// step divided by the input rows of the whole batch (Betty's measure).
-	Redundancy float64 `json:"redundancy,omitempty"`
 	// Mini-batch stages of the last epoch, in seconds: sampling and
 	// feature extraction run ahead of training and overlap with it.
 	SampleTimeS  float64 `json:"sample_time_s,omitempty"`

@@ -122,7 +122,6 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		}
 		return nil, err
 	}
-	res.MicroBatches = cfg.Train.MicroBatches
 	if r, ok := st.(ResultReporter); ok {
 		r.ReportResult(res)
 	}

@@ -31,10 +31,12 @@ type Strategy interface {
 
 // Uses lists what a strategy reads beyond [train] and [model].
 type Uses struct {
-	Sampler   bool // [sampler]: it samples mini-batches
-	Cache     bool // [cache] (and [placement]): it reads features through the tiered store
-	Devices   bool // several devices ([devices] count > 1): it trains data-parallel
-	Partition bool // [partition]: it splits work with a partitioner (with train.micro_batches)
+	Sampler bool // [sampler]: it samples mini-batches
+	Cache   bool // [cache] (and [placement]): it reads features through the tiered store
+	Devices bool // several devices ([devices] count > 1): it trains data-parallel
+	// Partition: [partition] splits its work, as its options configure it
+	// (Uses of a decoded strategy may depend on its options).
+	Partition bool
 	// RankPartition: [partition] splits the graph among the ranks of a
 	// distributed run (it defaults to METIS).
 	RankPartition bool

@@ -34,9 +34,6 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Placement.Name != "" && (!uses.Cache || cfg.Cache.Name == "") {
 		return cfg.KeyError(fmt.Sprintf("placement.name: %s places cached feature partitions, which only strategies that read features through a [cache] use (train.mode = %s); add them or remove [placement]", cfg.Placement.ID, modesUsing(func(u Uses) bool { return u.Cache })), "placement", "name")
 	}
-	if cfg.Partition.Name != "" && !uses.RankPartition && (cfg.Train.MicroBatches == 1 || !uses.Partition) {
-		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but only micro-batching (train.micro_batches > 1) uses a partitioner here; set train.micro_batches or remove [partition]", cfg.Partition.ID), "partition", "name")
-	}
 	if cfg.Train.CheckpointEvery > 0 && cfg.Output.Checkpoint == "" {
 		return cfg.KeyError("train.checkpoint_every: checkpoints go to output.checkpoint, which is not set; set output.checkpoint = \"run.ckpt\" or remove train.checkpoint_every", "train", "checkpoint_every")
 	}
@@ -56,6 +53,9 @@ func checkSupported(cfg *config.Config) error {
 		if err := c.CheckConfig(cfg); err != nil {
 			return err
 		}
+	}
+	if cfg.Partition.Name != "" && !uses.RankPartition && !uses.Partition {
+		return cfg.KeyError(fmt.Sprintf("partition.name: %s is set, but train.mode = %q, as configured, splits no work with a partitioner; remove [partition] (or see the options of train.mode in strata config explain)", cfg.Partition.ID, cfg.Train.Mode), "partition", "name")
 	}
 	d := cfg.Devices
 	if (d.Count > 1 || d.Preset != "" && d.Preset != "pcie-only" || len(d.HostGBps) > 1) && !uses.Devices {

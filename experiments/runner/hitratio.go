@@ -10,6 +10,7 @@ import (
 
 	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/sampling"
 	"strata/core/store"
 	"strata/plugins/cache"
 	"strata/plugins/sampler"
@@ -129,11 +130,15 @@ func hitRatio(ctx context.Context, env *runEnv, cfg *config.Config, smp sampler.
 
 	// One sampling epoch over the training nodes.
 	smpOpts := config.TOMLValue(cfg.Sampler.Options)
-	epochKey := fmt.Sprintf("%s|%s|%s|batch=%d|seed=%d", trainKey, cfg.Sampler.ID, smpOpts, cfg.Train.BatchSize, cfg.Train.Seed)
+	batch, ok := cfg.Strategy.Module.(sampling.Batcher)
+	if !ok {
+		return nil, cfg.KeyError(fmt.Sprintf("train.mode = %q samples no batches, and kind hitratio samples one epoch of them; set train.mode to a strategy with batch_size (strata config explain)", cfg.Train.Mode), "train", "mode")
+	}
+	epochKey := fmt.Sprintf("%s|%s|%s|batch=%d|seed=%d", trainKey, cfg.Sampler.ID, smpOpts, batch.Batch(), cfg.Train.Seed)
 	ep := m.epochs[epochKey]
 	if ep == nil {
 		t0 := time.Now()
-		if ep, err = cache.MeasureReads(ctx, d.Graph, d.Train, smp, cfg.Train.BatchSize, 1, uint64(cfg.Train.Seed)); err != nil {
+		if ep, err = cache.MeasureReads(ctx, d.Graph, d.Train, smp, batch.Batch(), 1, uint64(cfg.Train.Seed)); err != nil {
 			return nil, err
 		}
 		m.epochs[epochKey] = ep

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"strata/core/config"
+	"strata/core/partition"
 	"strata/core/train"
 	"strata/plugins/partreport"
 )
@@ -77,22 +78,22 @@ var Kinds = []*Kind{
 	},
 	{
 		Name: "partition", Command: "strata partition -k K",
-		Doc:    "partition the config's (symmetrised) graph into K = train.micro_batches parts with its [partition] plugin and measure the parts",
+		Doc:    "partition the config's (symmetrised) graph into K = micro_batches parts (of train.mode's section; train.micro_batches is read too) with its [partition] plugin and measure the parts",
 		Result: reflect.TypeFor[partreport.PartitionReport](),
 		check:  needPartition,
 		run: func(ctx context.Context, env *runEnv, cfg *config.Config) (any, error) {
-			return partreport.Partition(ctx, cfg, cfg.Train.MicroBatches, false, nil)
+			return partreport.Partition(ctx, cfg, partCount(cfg), false, nil)
 		},
 		docs:    partitionDocs,
 		classes: partitionClasses,
 	},
 	{
 		Name: "partition-batch", Command: "strata partition -k K --batch",
-		Doc:    "split the config's training batch into K = train.micro_batches micro-batches with its [partition] plugin (blocks from its [sampler], or full neighbourhoods) and measure them, Betty's redundancy included",
+		Doc:    "split the config's training batch into K = micro_batches micro-batches with its [partition] plugin (blocks from its [sampler], or full neighbourhoods) and measure them, Betty's redundancy included",
 		Result: reflect.TypeFor[BatchPartition](),
 		check:  needPartition,
 		run: func(ctx context.Context, env *runEnv, cfg *config.Config) (any, error) {
-			rep, err := partreport.Partition(ctx, cfg, cfg.Train.MicroBatches, true, nil)
+			rep, err := partreport.Partition(ctx, cfg, partCount(cfg), true, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -147,10 +148,22 @@ func needPartition(cfg *config.Config) error {
 	if cfg.Partition.Name == "" {
 		return cfg.KeyError("this kind partitions with the config's [partition] plugin, and the config names none; add [base.partition] name = ... or an axis on partition.name", "partition", "name")
 	}
-	if cfg.Train.MicroBatches < 2 {
-		return cfg.KeyError(fmt.Sprintf("train.micro_batches = %d: this kind makes K = train.micro_batches parts; set it to 2 or more", cfg.Train.MicroBatches), "train", "micro_batches")
+	if _, ok := cfg.Strategy.Module.(partition.PartCounter); !ok {
+		return cfg.KeyError(fmt.Sprintf("train.mode = %q splits no step into parts, and this kind makes K = micro_batches parts; set train.mode to a strategy with micro_batches (strata config explain)", cfg.Train.Mode), "train", "mode")
+	}
+	if k := partCount(cfg); k < 2 {
+		return cfg.KeyError(fmt.Sprintf("%s.micro_batches = %d: this kind makes K = micro_batches parts; set it to 2 or more", cfg.Strategy.Name, k), cfg.Strategy.Name, "micro_batches")
 	}
 	return nil
+}
+
+// partCount is the number of parts the strategy of train.mode splits a
+// step into (partition.PartCounter), or 1.
+func partCount(cfg *config.Config) int {
+	if p, ok := cfg.Strategy.Module.(partition.PartCounter); ok {
+		return p.PartCount()
+	}
+	return 1
 }
 
 func needCache(cfg *config.Config) error {

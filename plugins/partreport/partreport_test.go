@@ -18,7 +18,7 @@ import (
 // the partitioner's stages, measure.
 func TestPartitionProgress(t *testing.T) {
 	var buf strings.Builder
-	cfg := mustParse(t, coraBase, `partition.name="metis"`, "train.micro_batches=4")
+	cfg := mustParse(t, coraBase, `partition.name="metis"`)
 	if _, err := Partition(context.Background(), cfg, 4, false, &buf); err != nil {
 		t.Fatal(err)
 	}

@@ -348,11 +348,11 @@ func replayRows(t *testing.T, adj *graph.CSR, owner []int32, n int, trainIDs []i
 	seed := uint64(cfg.Train.Seed) * 1_000_003 // the first epoch's (core/train)
 	order := steprun.Shuffled(trainIDs, seed)
 	out := make([]int64, n)
-	for b, lo := 0, 0; lo < len(order); b, lo = b+1, lo+cfg.Train.BatchSize {
+	for b, lo := 0, 0; lo < len(order); b, lo = b+1, lo+batchSize(cfg) {
 		rng := seed*0x9e3779b97f4a7c15 + uint64(b)
 		for j := 0; j < n; j++ {
 			var dst []int32
-			for _, v := range order[lo:min(lo+cfg.Train.BatchSize, len(order))] {
+			for _, v := range order[lo:min(lo+batchSize(cfg), len(order))] {
 				if owner[v] == int32(j) {
 					dst = append(dst, v)
 				}
@@ -422,9 +422,9 @@ func TestDistMiniPredictedPhysics(t *testing.T) {
 			replay := replayRows(t, adjs.Adj, owner, n, ds.Train, cfg, fanouts, replace)
 			order := steprun.Shuffled(ds.Train, uint64(cfg.Train.Seed)*1_000_003)
 			exp, got := 0.0, int64(0)
-			for lo := 0; lo < len(order); lo += cfg.Train.BatchSize {
+			for lo := 0; lo < len(order); lo += batchSize(cfg) {
 				seeds := make([][]int32, n)
-				for _, v := range order[lo:min(lo+cfg.Train.BatchSize, len(order))] {
+				for _, v := range order[lo:min(lo+batchSize(cfg), len(order))] {
 					seeds[owner[v]] = append(seeds[owner[v]], v)
 				}
 				for me := 0; me < n; me++ {

@@ -11,6 +11,7 @@ import (
 	"strata/core/registry"
 	"strata/core/sampling"
 	"strata/core/train"
+	"strata/plugins/strategy/internal/options"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -22,7 +23,9 @@ import (
 // all-reduced before every step. With the same seed the ranks' batches
 // together are strategy.minibatch's, so N ranks reach its parameters (to
 // float32 rounding, without dropout).
-type DistMini struct{}
+type DistMini struct {
+	options.Size
+}
 
 var (
 	_ train.Strategy      = (*DistMini)(nil)
@@ -33,7 +36,7 @@ var (
 
 // StrataModule implements registry.Module.
 func (*DistMini) StrataModule() registry.ModuleInfo {
-	return registry.ModuleInfo{ID: "strategy.distmini", New: func() registry.Module { return new(DistMini) },
+	return registry.ModuleInfo{ID: "strategy.distmini", New: func() registry.Module { return &DistMini{options.DefaultSize()} },
 		Doc: "distributed mini-batches over MPI ranks (DistDGL): a METIS partition per rank, remote neighbours and features by all-to-all-v, all-reduced gradients (docs/distributed.md)"}
 }
 
@@ -81,7 +84,7 @@ func (*DistMini) NewStepper(ctx context.Context, env *train.Env) (train.Stepper,
 	if err != nil {
 		return nil, err
 	}
-	m := &distMini{distRank: d, batch: env.Config.Train.BatchSize}
+	m := &distMini{distRank: d, batch: batchSize(env.Config)}
 	if layers, err := splitForRanks(env.Config, e.Model); err == nil {
 		if m.eval, err = newLayerRank(ctx, d, layers); err != nil {
 			d.Release()
@@ -158,3 +161,12 @@ func (m *distMini) predictFeatures(order []int32) {
 }
 
 func init() { registry.Register(new(DistMini)) }
+
+// batchSize is distmini.batch_size (the default for a Config not made by
+// config.Parse).
+func batchSize(cfg *config.Config) int {
+	if m, ok := cfg.Strategy.Module.(*DistMini); ok {
+		return m.BatchSize
+	}
+	return options.DefaultSize().BatchSize
+}

@@ -13,22 +13,34 @@ import (
 	"strata/core/registry"
 	"strata/core/tensor"
 	"strata/core/train"
+	"strata/plugins/strategy/internal/options"
 	"strata/plugins/strategy/internal/steprun"
 )
 
 // FullGraph is strategy.fullgraph: every step runs over the whole graph
-// with one program, everything resident on the compute tier.
-type FullGraph struct{}
+// with one program, everything resident on the compute tier. Its section,
+// [fullgraph], holds micro_batches: split into K > 1 micro-batches, the
+// run is Betty's strategy.micro.
+type FullGraph struct {
+	options.Split
+}
 
 var (
-	_ train.Strategy = (*FullGraph)(nil)
-	_ train.Resolver = (*FullGraph)(nil)
+	_ train.Strategy      = (*FullGraph)(nil)
+	_ train.Resolver      = (*FullGraph)(nil)
+	_ train.ConfigChecker = (*FullGraph)(nil)
 )
+
+// CheckConfig implements train.ConfigChecker: a [partition] without
+// micro-batches is read by nothing.
+func (*FullGraph) CheckConfig(cfg *config.Config) error {
+	return options.CheckPartitionUsed(cfg)
+}
 
 // StrataModule implements registry.Module.
 func (*FullGraph) StrataModule() registry.ModuleInfo {
-	return registry.ModuleInfo{ID: "strategy.fullgraph", New: func() registry.Module { return new(FullGraph) },
-		Doc: "full-graph training: one program over the whole graph, one optimizer step per epoch"}
+	return registry.ModuleInfo{ID: "strategy.fullgraph", New: func() registry.Module { return &FullGraph{options.DefaultSplit()} },
+		Doc: "full-graph training: one program over the whole graph, one optimizer step per epoch (the default train.mode)", Default: true}
 }
 
 // Uses implements train.Strategy: nothing beyond the model.
@@ -37,10 +49,10 @@ func (*FullGraph) Uses() train.Uses {
 }
 
 // Resolve implements train.Resolver: a full-graph run split into
-// micro-batches (train.micro_batches > 1 or "auto") is Betty's
-// strategy.micro.
-func (*FullGraph) Resolve(cfg *config.Config) string {
-	if cfg.Train.Micro() {
+// micro-batches (micro_batches > 1 or "auto") is Betty's strategy.micro,
+// which reads K from this section (microsplit.OptionsOf).
+func (f *FullGraph) Resolve(*config.Config) string {
+	if f.Micro() {
 		return "strategy.micro"
 	}
 	return ""

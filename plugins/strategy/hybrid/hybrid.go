@@ -17,6 +17,7 @@ import (
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/train"
+	"strata/plugins/strategy/internal/options"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -39,6 +40,8 @@ type Hybrid struct {
 // each step's mini-batch split between CPU trainers and the devices, with
 // dynamic resource management and a performance model.
 type HybridOptions struct {
+	options.Size
+	options.Depth
 	CPUTrainers int     `toml:"cpu_trainers" range:"[0,64]" doc:"CPU trainers (replicas on the host's cpu backend) besides the devices"`
 	CPUShare    float64 `toml:"cpu_share" range:"[0,1]" doc:"share of each step's batch the CPU trainers get at the start (the rest is split evenly over the devices); 1 with no devices"`
 	DRM         string  `toml:"drm" enum:"off,measured,predicted" doc:"dynamic resource management (HyScale Alg. 1) between steps: off = the split and threads stay; measured = from wall-clock stage times; predicted = from costmodel.hyscale's stage times (deterministic for a fixed seed)"`
@@ -63,7 +66,7 @@ type HybridOptions struct {
 // three runs of BenchmarkHyscaleCalibrate (plugins/strategy/hybrid) on strata's
 // development machine, a shared 2-core AMD EPYC VM (docs/hyscale.md).
 func DefaultHybrid() HybridOptions {
-	return HybridOptions{CPUTrainers: 1, CPUShare: 0.25, DRM: "off", DRMStep: 0.05, SampleOn: "cpu", Prefetch: true,
+	return HybridOptions{Size: options.DefaultSize(), Depth: options.DefaultDepth(), CPUTrainers: 1, CPUShare: 0.25, DRM: "off", DRMStep: 0.05, SampleOn: "cpu", Prefetch: true,
 		CPUGFLOPS: 54, CPUGBps: 0.54, SampleMEPS: 17.8, AggGBps: 5.5, DropoutMEPS: 180, BindMEPS: 1}
 }
 
@@ -236,7 +239,7 @@ func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.E
 		return nil, cfg.KeyError(fmt.Sprintf("train.backend = %q has no devices; hybrid training without devices needs hybrid.cpu_share = 1, hybrid.drm = \"off\" and hybrid.cpu_trainers >= 1", cfg.Train.Backend), "train", "backend")
 	}
 	s := &hybridStepper{h: h, e: e, nDev: len(devices), sampler: cfg.Sampler.Module.(sampling.Sampler),
-		batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch}
+		batch: h.BatchSize, prefetch: h.PrefetchDepth}
 	budget := h.Threads
 	if budget == 0 {
 		budget = runtime.GOMAXPROCS(0)

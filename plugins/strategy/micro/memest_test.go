@@ -36,8 +36,8 @@ func TestMemEstimateCalibration(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/k=%d", c.model, c.k), func(t *testing.T) {
 			sets := append(testkit.ModelSets(c.model), `train.backend="sim"`, fmt.Sprintf("train.micro_batches=%d", max(c.k, 2)), `partition.name="betty-reg"`)
 			e := testkit.TestEnv(t, sets...)
-			cfg := testkit.MustParse(t, testkit.CoraBase, sets...)
-			cfg.Train.MicroBatches = c.k // K = 1: the whole batch over blocks
+			cfg := testkit.MustParse(t, testkit.CoraBase, append(sets, `train.mode="micro"`)...)
+			cfg.Strategy.Module.(*Micro).MicroBatches = c.k // K = 1: the whole batch over blocks
 			mb, err := newMicroBatches(ctx, cfg, e)
 			if err != nil {
 				t.Fatal(err)

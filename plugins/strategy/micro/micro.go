@@ -16,6 +16,7 @@ import (
 	"strata/core/train"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
+	"strata/plugins/strategy/internal/options"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -57,10 +58,11 @@ func (m *microBatches) redundancy() float64 {
 }
 
 func newMicroBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*microBatches, error) {
-	k, auto := cfg.Train.MicroBatches, cfg.Train.AutoMicroBatches()
+	opts := options.SplitOf(cfg)
+	k, auto := opts.MicroBatches, opts.AutoK()
 	train := e.DS.Train
 	if !auto && k > len(train) {
-		return nil, cfg.KeyError(fmt.Sprintf("train.micro_batches = %d is more than the %d training nodes", k, len(train)), "train", "micro_batches")
+		return nil, cfg.KeyError(fmt.Sprintf("%s = %d is more than the %d training nodes", options.SplitKeyName(cfg), k, len(train)), options.SplitKey(cfg)...)
 	}
 	if auto {
 		if err := microsplit.CheckAutoMicro(cfg); err != nil {
@@ -150,13 +152,18 @@ func (m *microBatches) epoch(ctx context.Context, seed uint64, update func() err
 // full-neighbour blocks; gradients accumulate over the micro-batches and
 // the optimizer steps once per epoch. train.mode = "fullgraph" with
 // train.micro_batches > 1 (or "auto") selects it too.
-type Micro struct{}
+type Micro struct {
+	options.Split
+}
 
-var _ train.Strategy = (*Micro)(nil)
+var (
+	_ train.Strategy       = (*Micro)(nil)
+	_ train.FigureDeclarer = (*Micro)(nil)
+)
 
 // StrataModule implements registry.Module.
 func (*Micro) StrataModule() registry.ModuleInfo {
-	return registry.ModuleInfo{ID: "strategy.micro", New: func() registry.Module { return new(Micro) },
+	return registry.ModuleInfo{ID: "strategy.micro", New: func() registry.Module { return &Micro{options.DefaultSplit()} },
 		Doc: "Betty: full-graph training split into micro-batches by [partition], gradients accumulated; micro_batches = \"auto\" fits devices.memory_bytes"}
 }
 
@@ -178,10 +185,11 @@ func (*Micro) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, er
 // CheckConfig implements train.ConfigChecker: what can be told without
 // the data.
 func (*Micro) CheckConfig(cfg *config.Config) error {
-	if !cfg.Train.Micro() {
-		return cfg.KeyError(fmt.Sprintf("train.mode = %q splits the training nodes into micro-batches, but train.micro_batches = %d; set it above 1 or to \"auto\"", cfg.Train.Mode, cfg.Train.MicroBatches), "train", "micro_batches")
+	opts := options.SplitOf(cfg)
+	if !opts.Micro() {
+		return cfg.KeyError(fmt.Sprintf("train.mode = %q splits the training nodes into micro-batches, but %s = %d; set it above 1 or to \"auto\"", cfg.Train.Mode, options.SplitKeyName(cfg), opts.MicroBatches), options.SplitKey(cfg)...)
 	}
-	if cfg.Train.AutoMicroBatches() {
+	if opts.AutoK() {
 		if err := microsplit.CheckAutoMicro(cfg); err != nil {
 			return err
 		}
@@ -210,22 +218,26 @@ func (m *microBatches) Announce() string {
 	if !m.auto {
 		return ""
 	}
-	return fmt.Sprintf("train.micro_batches = \"auto\": K = %d micro-batches, the largest estimated at %d bytes of devices.memory_bytes = %d",
+	return fmt.Sprintf("micro_batches = \"auto\": K = %d micro-batches, the largest estimated at %d bytes of devices.memory_bytes = %d",
 		len(m.batches), m.estPeak, m.capacity)
 }
 
 // ReportResult implements train.ResultReporter.
 func (m *microBatches) ReportResult(res *train.Result) {
-	res.Partitioner, res.Redundancy = m.partitioner, m.redundancy()
-	res.MicroBatches, res.MicroBatchesAuto, res.EstimatedPeakBytes = len(m.batches), m.auto, m.estPeak
+	res.Partitioner, res.EstimatedPeakBytes = m.partitioner, m.estPeak
+	res.SetFigures("micro", &options.SplitFigures{MicroBatches: len(m.batches), Auto: m.auto, Redundancy: m.redundancy()})
 }
+
+// Figures implements train.FigureDeclarer: the micro-batches, "auto" and
+// Betty's redundancy, under "micro".
+func (*Micro) Figures() any { return &options.SplitFigures{} }
 
 func init() { registry.Register(new(Micro)) }
 
 // ExampleConfig implements train.Exampler: two micro-batches of a range
 // partition.
 func (*Micro) ExampleConfig() []string {
-	return []string{"train.micro_batches=2", `partition.name="range"`}
+	return []string{"micro.micro_batches=2", `partition.name="range"`}
 }
 
 // OwnCostModels implements train.CostModelUser: Betty's memory estimate

@@ -149,14 +149,14 @@ func TestAutoMicroBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !r.MicroBatchesAuto || r.MicroBatches < 2 || r.EstimatedPeakBytes > capacity || r.PeakTierBytes["device0"] > capacity {
-				t.Errorf("auto: K=%d, estimated peak %d, measured %d for a %d-byte device", r.MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes["device0"], capacity)
+			if !testkit.Splits(r).Auto || testkit.Splits(r).MicroBatches < 2 || r.EstimatedPeakBytes > capacity || r.PeakTierBytes["device0"] > capacity {
+				t.Errorf("auto: K=%d, estimated peak %d, measured %d for a %d-byte device", testkit.Splits(r).MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes["device0"], capacity)
 			}
-			if r.MicroBatches <= prevK {
-				t.Errorf("K=%d on %d bytes, not more than %d on a larger device", r.MicroBatches, capacity, prevK)
+			if testkit.Splits(r).MicroBatches <= prevK {
+				t.Errorf("K=%d on %d bytes, not more than %d on a larger device", testkit.Splits(r).MicroBatches, capacity, prevK)
 			}
-			prevK = r.MicroBatches
-			t.Logf("%d bytes: K=%d, estimated peak %d, measured %d, redundancy %.2f", capacity, r.MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes["device0"], r.Redundancy)
+			prevK = testkit.Splits(r).MicroBatches
+			t.Logf("%d bytes: K=%d, estimated peak %d, measured %d, redundancy %.2f", capacity, testkit.Splits(r).MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes["device0"], testkit.Splits(r).Redundancy)
 		})
 	}
 }
@@ -244,8 +244,8 @@ func TestMicroBatchDisconnected(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.k > 0 && r.MicroBatches != c.k || c.k == 0 && r.MicroBatches < 2 {
-				t.Errorf("%d micro-batches", r.MicroBatches)
+			if c.k > 0 && testkit.Splits(r).MicroBatches != c.k || c.k == 0 && testkit.Splits(r).MicroBatches < 2 {
+				t.Errorf("%d micro-batches", testkit.Splits(r).MicroBatches)
 			}
 		})
 	}
@@ -295,12 +295,12 @@ func TestMiniBatchMicro(t *testing.T) {
 				t.Errorf("final loss %.12f, whole batches %.12f", r.FinalLoss, want)
 			}
 			switch {
-			case c.k > 0 && r.MicroBatches != c.k:
-				t.Errorf("%d micro-batches, want %d", r.MicroBatches, c.k)
-			case c.k < 0 && (!r.MicroBatchesAuto || r.MicroBatches < 2 || r.EstimatedPeakBytes > 8_000_000 || r.PeakTierBytes["device0"] > 8_000_000):
-				t.Errorf("auto: K=%d, estimated %d, peak %v", r.MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes)
+			case c.k > 0 && testkit.Splits(r).MicroBatches != c.k:
+				t.Errorf("%d micro-batches, want %d", testkit.Splits(r).MicroBatches, c.k)
+			case c.k < 0 && (!testkit.Splits(r).Auto || testkit.Splits(r).MicroBatches < 2 || r.EstimatedPeakBytes > 8_000_000 || r.PeakTierBytes["device0"] > 8_000_000):
+				t.Errorf("auto: K=%d, estimated %d, peak %v", testkit.Splits(r).MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes)
 			}
-			t.Logf("K=%d loss %.12f peak %v estimated %d", r.MicroBatches, r.FinalLoss, r.PeakTierBytes, r.EstimatedPeakBytes)
+			t.Logf("K=%d loss %.12f peak %v estimated %d", testkit.Splits(r).MicroBatches, r.FinalLoss, r.PeakTierBytes, r.EstimatedPeakBytes)
 		})
 	}
 }
@@ -339,13 +339,13 @@ func TestMiniBatchMicroPipeline(t *testing.T) {
 			if d := math.Abs(r.FinalLoss-want.FinalLoss) / want.FinalLoss; d > tol {
 				t.Errorf("loss %.9f, whole batch %.9f (relative %.2g, bound %.2g)", r.FinalLoss, want.FinalLoss, d, tol)
 			}
-			if r.Figures["minibatch"].(*Figures).CacheHitRate <= 0 || !r.MicroBatchesAuto && r.MicroBatches != 4 {
-				t.Errorf("hit rate %v, %d micro-batches", r.Figures["minibatch"].(*Figures).CacheHitRate, r.MicroBatches)
+			if r.Figures["minibatch"].(*Figures).CacheHitRate <= 0 || !testkit.Splits(r).Auto && testkit.Splits(r).MicroBatches != 4 {
+				t.Errorf("hit rate %v, %d micro-batches", r.Figures["minibatch"].(*Figures).CacheHitRate, testkit.Splits(r).MicroBatches)
 			}
-			if r.MicroBatchesAuto && (r.MicroBatches < 2 || r.PeakTierBytes["device0"] > 11000000) {
-				t.Errorf("auto beside the cache: K=%d, peak %d, estimated %d", r.MicroBatches, r.PeakTierBytes["device0"], r.EstimatedPeakBytes)
+			if testkit.Splits(r).Auto && (testkit.Splits(r).MicroBatches < 2 || r.PeakTierBytes["device0"] > 11000000) {
+				t.Errorf("auto beside the cache: K=%d, peak %d, estimated %d", testkit.Splits(r).MicroBatches, r.PeakTierBytes["device0"], r.EstimatedPeakBytes)
 			}
-			t.Logf("K=%d, peak %d, estimated %d, hit rate %.2f", r.MicroBatches, r.PeakTierBytes["device0"], r.EstimatedPeakBytes, r.Figures["minibatch"].(*Figures).CacheHitRate)
+			t.Logf("K=%d, peak %d, estimated %d, hit rate %.2f", testkit.Splits(r).MicroBatches, r.PeakTierBytes["device0"], r.EstimatedPeakBytes, r.Figures["minibatch"].(*Figures).CacheHitRate)
 		})
 	}
 }
@@ -382,9 +382,9 @@ func TestBettyAutoConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("auto: K=%d, estimated peak %d, measured %d of %d; test accuracy %.3f; unconstrained: peak %d, test accuracy %.3f",
-		auto.MicroBatches, auto.EstimatedPeakBytes, auto.PeakTierBytes["device0"], capacity, auto.TestAcc, ref.PeakTierBytes["device0"], ref.TestAcc)
-	if !auto.MicroBatchesAuto || auto.MicroBatches < 2 || auto.PeakTierBytes["device0"] > capacity || ref.PeakTierBytes["device0"] <= capacity {
-		t.Errorf("auto K=%d peak %d, unconstrained peak %d, capacity %d", auto.MicroBatches, auto.PeakTierBytes["device0"], ref.PeakTierBytes["device0"], capacity)
+		testkit.Splits(auto).MicroBatches, auto.EstimatedPeakBytes, auto.PeakTierBytes["device0"], capacity, auto.TestAcc, ref.PeakTierBytes["device0"], ref.TestAcc)
+	if !testkit.Splits(auto).Auto || testkit.Splits(auto).MicroBatches < 2 || auto.PeakTierBytes["device0"] > capacity || ref.PeakTierBytes["device0"] <= capacity {
+		t.Errorf("auto K=%d peak %d, unconstrained peak %d, capacity %d", testkit.Splits(auto).MicroBatches, auto.PeakTierBytes["device0"], ref.PeakTierBytes["device0"], capacity)
 	}
 	// Micro-batches draw their dropout masks per micro-batch, so the two
 	// runs differ as two seeds do (TestMicroBatchesMatchFullGraph holds

@@ -20,6 +20,7 @@ import (
 	"strata/core/train"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
+	"strata/plugins/strategy/internal/options"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -84,12 +85,13 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 	// micro_batches = "auto", as many as the memory estimate needs).
 	evalChunks := 1
 	if cfg.Devices.MemoryBytes > 0 {
-		if evalChunks, err = micro.evalChunks(ctx, e, max(1, e.DS.NumNodes/max(cfg.Train.BatchSize, 1))); err != nil {
+		if evalChunks, err = micro.evalChunks(ctx, e, max(1, e.DS.NumNodes/max(optionsOf(cfg).BatchSize, 1))); err != nil {
 			micro.close()
 			return nil, err
 		}
 	}
-	m := &miniBatches{sampler: s, batch: cfg.Train.BatchSize, prefetch: cfg.Train.Prefetch, overlap: optionsOf(cfg).Overlap}
+	opts := optionsOf(cfg)
+	m := &miniBatches{sampler: s, batch: opts.BatchSize, prefetch: opts.PrefetchDepth, overlap: opts.Overlap}
 	m.micro = micro
 	devices := []tensor.Tier{e.Tier}
 	if md, ok := e.Be.(backend.MultiDevice); ok {
@@ -559,9 +561,10 @@ func (*Minibatch) StrataModule() registry.ModuleInfo {
 		Doc: "sampled mini-batches ([sampler]) on a prefetching pipeline, features through the tiered store ([cache]), data-parallel over devices"}
 }
 
-// Uses implements train.Strategy.
-func (*Minibatch) Uses() train.Uses {
-	return train.Uses{Sampler: true, Blocks: true, Cache: true, Devices: true, Partition: true, HalfFeatures: true, Float64: true, Checkpoints: true}
+// Uses implements train.Strategy: [partition] when its batches are split
+// into micro-batches.
+func (m *Minibatch) Uses() train.Uses {
+	return train.Uses{Sampler: true, Blocks: true, Cache: true, Devices: true, Partition: m.Micro(), HalfFeatures: true, Float64: true, Checkpoints: true}
 }
 
 // NewStepper implements train.Strategy.
@@ -583,15 +586,15 @@ func (*Minibatch) CheckConfig(cfg *config.Config) error {
 	if fd := cfg.Data.FeatureStorage(); fd != "float32" && cfg.Cache.Name != "" {
 		return cfg.KeyError(fmt.Sprintf("data.feature_dtype = %q: the tiered feature store ([cache]) holds float32 rows only; remove [cache] (the rows are then gathered on the host in 16 bits) or use data.feature_dtype = \"float32\"", fd), "data", "feature_dtype")
 	}
-	if cfg.Train.Micro() {
-		if cfg.Train.AutoMicroBatches() {
+	if opts := optionsOf(cfg); opts.Micro() {
+		if opts.AutoK() {
 			if err := microsplit.CheckAutoMicro(cfg); err != nil {
 				return err
 			}
 		}
 		return microsplit.NeedPartitioner(cfg, "output nodes of each mini-batch")
 	}
-	return nil
+	return options.CheckPartitionUsed(cfg)
 }
 
 // Epoch implements train.Stepper.
@@ -630,11 +633,13 @@ func (m *miniBatches) Columns() []string { return []string{"cache_hit_rate"} }
 
 // ReportResult implements train.ResultReporter.
 func (m *miniBatches) ReportResult(res *train.Result) {
+	split := options.SplitFigures{MicroBatches: 1}
 	if mm := m.micro; mm != nil {
-		res.Partitioner, res.MicroBatches, res.MicroBatchesAuto, res.EstimatedPeakBytes = m.partitioner, mm.microK, mm.auto, mm.estPeak
+		res.Partitioner, res.EstimatedPeakBytes = m.partitioner, mm.estPeak
+		split.MicroBatches, split.Auto = mm.microK, mm.auto
 	}
 	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.sampleS, m.extractS, m.stageS, m.trainS
-	fig := &Figures{CacheHitRate: m.hitRate(), TierHitRates: m.hitRates(), PredictedFeaturesS: m.predFeatS, PredictedTopologyS: m.predTopoS}
+	fig := &Figures{SplitFigures: split, CacheHitRate: m.hitRate(), TierHitRates: m.hitRates(), PredictedFeaturesS: m.predFeatS, PredictedTopologyS: m.predTopoS}
 	if m.store != nil && m.store.HoldsTopology() {
 		k, _ := m.store.HotTopology()
 		fig.TopologyRatio = float64(k) / float64(max(m.store.NumRows(), 1))
@@ -650,6 +655,8 @@ func init() { registry.Register(&Minibatch{Options: defaultOptions()}) }
 // Figures are strategy.minibatch's figures of its tiered feature store
 // ([cache], [minibatch.store]) in the result line, "minibatch": {...}.
 type Figures struct {
+	// SplitFigures are the micro-batches each batch was split into.
+	options.SplitFigures
 	// CacheHitRate is the share of the last epoch's feature rows served
 	// by the device's feature cache; TierHitRates splits those rows by
 	// where they came from: "local" (the training device's own cache),

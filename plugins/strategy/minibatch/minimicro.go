@@ -36,7 +36,8 @@ type miniMicro struct {
 // newMiniMicro returns the micro-batching of a minibatch config, or nil
 // when train.micro_batches is 1.
 func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*miniMicro, error) {
-	if !cfg.Train.Micro() {
+	opts := optionsOf(cfg)
+	if !opts.Micro() {
 		return nil, nil
 	}
 	if err := checkMiniMicro(cfg, len(e.DS.Train)); err != nil {
@@ -46,7 +47,7 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 	if err != nil {
 		return nil, err
 	}
-	mm := &miniMicro{split: s, k: cfg.Train.MicroBatches, auto: cfg.Train.AutoMicroBatches()}
+	mm := &miniMicro{split: s, k: opts.MicroBatches, auto: opts.AutoK()}
 	if _, isSim := e.Be.(backend.Machine); isSim {
 		if s.Est, err = memest.New(ctx, e, cfg.Train.Optimizer, cfg.Train.Momentum, true); err != nil {
 			return nil, err
@@ -56,19 +57,20 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 	return mm, nil
 }
 
-// checkMiniMicro checks train.micro_batches against mini-batches of
-// train.batch_size output nodes.
+// checkMiniMicro checks micro_batches against mini-batches of batch_size
+// output nodes.
 func checkMiniMicro(cfg *config.Config, train int) error {
-	if cfg.Train.AutoMicroBatches() {
+	opts := optionsOf(cfg)
+	if opts.AutoK() {
 		return microsplit.CheckAutoMicro(cfg)
 	}
-	k, n := cfg.Train.MicroBatches, min(cfg.Train.BatchSize, train)
+	k, n := opts.MicroBatches, min(opts.BatchSize, train)
 	if k > n {
-		what := fmt.Sprintf("train.batch_size = %d output nodes of a mini-batch", cfg.Train.BatchSize)
-		if train < cfg.Train.BatchSize {
+		what := fmt.Sprintf("minibatch.batch_size = %d output nodes of a mini-batch", opts.BatchSize)
+		if train < opts.BatchSize {
 			what = fmt.Sprintf("%d training nodes", train)
 		}
-		return cfg.KeyError(fmt.Sprintf("train.micro_batches = %d is more than the %s; a micro-batch needs at least one output node", k, what), "train", "micro_batches")
+		return cfg.KeyError(fmt.Sprintf("minibatch.micro_batches = %d is more than the %s; a micro-batch needs at least one output node", k, what), "minibatch", "micro_batches")
 	}
 	return nil
 }

@@ -1,12 +1,19 @@
 package minibatch
 
-import "strata/core/config"
+import (
+	"strata/core/config"
+	"strata/plugins/strategy/internal/options"
+)
 
-// Options are strategy.minibatch's section, [minibatch]. Both keys lived
-// in core's config before the strategy owned them; their moved tags keep
-// the old spellings (train.overlap, [store]) readable and config_sha256
+// Options are strategy.minibatch's section, [minibatch]. Every key lived
+// in core's config before the strategy owned it; their moved tags keep
+// the old spellings (train.batch_size, train.prefetch,
+// train.micro_batches, train.overlap, [store]) readable and config_sha256
 // unchanged (core/config/moved.go).
 type Options struct {
+	options.Size
+	options.Depth
+	options.Split
 	Overlap bool  `toml:"overlap" moved:"train.overlap" doc:"move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing (was train.overlap, still read there)"`
 	Store   Store `toml:"store" moved:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md (was [store], still read there)"`
 }
@@ -29,7 +36,8 @@ const (
 
 // defaultOptions are the options of a config without [minibatch].
 func defaultOptions() Options {
-	return Options{Store: Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5}}
+	return Options{Size: options.DefaultSize(), Depth: options.DefaultDepth(), Split: options.DefaultSplit(),
+		Store: Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5}}
 }
 
 // optionsOf returns the [minibatch] options of cfg (the defaults when

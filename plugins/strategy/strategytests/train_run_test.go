@@ -193,8 +193,8 @@ func TestMicroBatchesMatchFullGraph(t *testing.T) {
 			if d := math.Abs(full.FinalLoss-micro.FinalLoss) / full.FinalLoss; d > testkit.SplitTol {
 				t.Errorf("final loss: full graph %.12f, %d micro-batches %.12f (relative difference %.2g)", full.FinalLoss, c.k, micro.FinalLoss, d)
 			}
-			if micro.MicroBatches != c.k || micro.Redundancy < 1 {
-				t.Errorf("micro-batch report: %d micro-batches, redundancy %.3f", micro.MicroBatches, micro.Redundancy)
+			if testkit.Splits(micro).MicroBatches != c.k || testkit.Splits(micro).Redundancy < 1 {
+				t.Errorf("micro-batch report: %d micro-batches, redundancy %.3f", testkit.Splits(micro).MicroBatches, testkit.Splits(micro).Redundancy)
 			}
 		})
 	}
@@ -207,7 +207,7 @@ func TestMicroBatchErrors(t *testing.T) {
 	}{
 		{[]string{"train.micro_batches=4"}, "train.micro_batches = 4 needs a partitioner"},
 		{[]string{"train.micro_batches=1000", `partition.name="range"`}, "more than the 140 training nodes"},
-		{[]string{`partition.name="range"`}, "only micro-batching (train.micro_batches > 1) uses a partitioner"},
+		{[]string{`partition.name="range"`}, "only micro-batching (fullgraph.micro_batches > 1) uses a partitioner"},
 	}
 	for _, c := range cases {
 		_, err := train.Run(context.Background(), testkit.MustParse(t, testkit.CoraBase, c.sets...), train.Options{Host: testkit.TestHost(t)})

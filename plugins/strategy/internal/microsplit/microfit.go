@@ -8,17 +8,18 @@ import (
 	"strata/core/registry"
 	"strata/core/sampling"
 	"strata/plugins/strategy/internal/memest"
+	"strata/plugins/strategy/internal/options"
 	"strata/plugins/strategy/internal/steprun"
 )
 
-// CheckAutoMicro checks that train.micro_batches = "auto" has a device
+// CheckAutoMicro checks that micro_batches = "auto" has a device
 // capacity to fit.
 func CheckAutoMicro(cfg *config.Config) error {
 	if cfg.Train.Backend != "sim" {
-		return cfg.KeyError(fmt.Sprintf("train.micro_batches = \"auto\" sizes the micro-batches to a simulated device's memory, but train.backend = %q; set train.backend = \"sim\" and devices.memory_bytes, or give micro_batches a number", cfg.Train.Backend), "train", "micro_batches")
+		return cfg.KeyError(fmt.Sprintf("%s = \"auto\" sizes the micro-batches to a simulated device's memory, but train.backend = %q; set train.backend = \"sim\" and devices.memory_bytes, or give micro_batches a number", options.SplitKeyName(cfg), cfg.Train.Backend), options.SplitKey(cfg)...)
 	}
 	if cfg.Devices.MemoryBytes <= 0 {
-		return cfg.KeyError("train.micro_batches = \"auto\" sizes the micro-batches to the device's memory, but devices.memory_bytes is 0 (unlimited); set devices.memory_bytes, or give micro_batches a number", "train", "micro_batches")
+		return cfg.KeyError(options.SplitKeyName(cfg)+" = \"auto\" sizes the micro-batches to the device's memory, but devices.memory_bytes is 0 (unlimited); set devices.memory_bytes, or give micro_batches a number", options.SplitKey(cfg)...)
 	}
 	return nil
 }
@@ -82,7 +83,7 @@ type EvalInfeasibleError struct {
 }
 
 func (e *EvalInfeasibleError) Error() string {
-	return fmt.Sprintf("train.micro_batches = \"auto\": evaluation does not fit devices.memory_bytes = %d (%s) even one node at a time: "+
+	return fmt.Sprintf("micro_batches = \"auto\": evaluation does not fit devices.memory_bytes = %d (%s) even one node at a time: "+
 		"the smallest feasible capacity is devices.memory_bytes = %d (%s)", e.Capacity, steprun.MiB(e.Capacity), e.MinCapacity, steprun.MiB(e.MinCapacity))
 }
 

@@ -16,6 +16,7 @@ import (
 	"strata/core/registry"
 	"strata/core/sampling"
 	"strata/plugins/strategy/internal/memest"
+	"strata/plugins/strategy/internal/options"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -106,12 +107,8 @@ func NeedPartitioner(cfg *config.Config, what string) error {
 	if cfg.Partition.Name != "" {
 		return nil
 	}
-	k := fmt.Sprint(cfg.Train.MicroBatches)
-	if cfg.Train.AutoMicroBatches() {
-		k = `"auto"`
-	}
-	return cfg.KeyError(fmt.Sprintf("train.micro_batches = %s needs a partitioner to split the %s: add [partition] with name = \"betty-reg\" (or %s)",
-		k, what, registry.QuoteList(partitionerNames())), "train", "micro_batches")
+	return cfg.KeyError(fmt.Sprintf("%s = %s needs a partitioner to split the %s: add [partition] with name = \"betty-reg\" (or %s)",
+		options.SplitKeyName(cfg), options.SplitOf(cfg).Text(), what, registry.QuoteList(partitionerNames())), options.SplitKey(cfg)...)
 }
 
 func NewSplitter(ctx context.Context, cfg *config.Config, what string) (*Splitter, error) {
@@ -259,7 +256,7 @@ func (e *InfeasibleError) Error() string {
 	if e.Sampled {
 		verb, note = "is at least", note+" for this sampled batch"
 	}
-	return fmt.Sprintf("train.micro_batches = \"auto\": no number of micro-batches fits devices.memory_bytes = %d (%s): %s; "+
+	return fmt.Sprintf("micro_batches = \"auto\": no number of micro-batches fits devices.memory_bytes = %d (%s): %s; "+
 		"the smallest feasible capacity %s devices.memory_bytes = %d (%s)%s; or shrink the model (model.hidden, model.layers) or the sampler's fanouts",
 		e.Capacity, steprun.MiB(e.Capacity), why, verb, least, steprun.MiB(least), note)
 }

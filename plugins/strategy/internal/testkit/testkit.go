@@ -16,6 +16,7 @@ import (
 	"strata/core/train"
 	"strata/core/train/strategytest"
 	"strata/internal/floattol"
+	"strata/plugins/strategy/internal/options"
 	"strata/plugins/strategy/internal/steprun"
 	"testing"
 )
@@ -316,4 +317,16 @@ func StepWithState(t *testing.T, ctx context.Context, st train.Stepper, be backe
 	if _, err := st.Epoch(ctx, 1, func() error { return opt.Step(st.Params().List()) }); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Splits returns the micro-batching figures of a result, under whichever
+// strategy reported them (strategy.micro's, or embedded in
+// strategy.minibatch's), or zero figures (K = 1) when none did.
+func Splits(r *train.Result) options.SplitFigures {
+	for _, f := range r.Figures {
+		if s, ok := f.(interface{ Splits() *options.SplitFigures }); ok {
+			return *s.Splits()
+		}
+	}
+	return options.SplitFigures{MicroBatches: 1}
 }
