@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -199,15 +200,49 @@ func TestCorruptCheckpoint(t *testing.T) {
 	}
 }
 
-// TestTrainHelperProcess is not a test: TestResumeAfterKill runs the test
-// binary again with STRATA_TRAIN_HELPER set, to have a real `strata train`
-// process to kill.
+// TestTrainHelperProcess is not a test: TestResumeAfterKill and
+// TestSignals run the test binary again with STRATA_TRAIN_HELPER set, to
+// have a real `strata train` process, with main's signal handling, to
+// kill or signal.
 func TestTrainHelperProcess(t *testing.T) {
 	if os.Getenv("STRATA_TRAIN_HELPER") != "1" {
 		t.Skip("helper process for TestResumeAfterKill")
 	}
 	args := strings.Split(os.Getenv("STRATA_TRAIN_ARGS"), "\n")
-	os.Exit(run(context.Background(), args, os.Stdout, os.Stderr))
+	ctx, stop := signalContext(context.Background())
+	code := run(ctx, args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// trainProcess starts TestTrainHelperProcess running `strata train -c cfg`.
+func trainProcess(t *testing.T, cfg string, stdout, stderr io.Writer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTrainHelperProcess$")
+	cmd.Env = append(os.Environ(), "STRATA_TRAIN_HELPER=1", "STRATA_TRAIN_ARGS="+strings.Join(append([]string{"train", "-c", cfg}, wasmArgs()...), "\n"))
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// waitForFile waits until path exists (a run's first checkpoint); after
+// 2 minutes it kills cmd and fails.
+func waitForFile(t *testing.T, cmd *exec.Cmd, path string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("no %s after 2 minutes", filepath.Base(path))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // TestResumeAfterKill kills a `strata train` process with SIGKILL once it
@@ -227,23 +262,8 @@ func TestResumeAfterKill(t *testing.T) {
 
 	cut := ckptConf(t, epochs, 1)
 	ck := filepath.Join(filepath.Dir(cut), "ck.bin")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTrainHelperProcess$")
-	cmd.Env = append(os.Environ(), "STRATA_TRAIN_HELPER=1", "STRATA_TRAIN_ARGS="+strings.Join(append([]string{"train", "-c", cut}, wasmArgs()...), "\n"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(ck); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatal("no checkpoint after 2 minutes")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	cmd := trainProcess(t, cut, nil, nil)
+	waitForFile(t, cmd, ck)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

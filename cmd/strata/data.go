@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -161,16 +162,13 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// The output must be a regular file and none of the input's files (a
 	// .strata input is mapped: overwriting it would crash the reader).
-	inputs := []string{*in}
-	if files, _, err := formats.Sources(*in); err == nil {
-		for _, f := range files {
-			inputs = append(inputs, f.Name)
-		}
-	}
+	inputs := formats.InputFiles(*in)
 	if *to == "strata" {
 		if err := safefile.CheckOutput(*out, inputs...); err != nil {
 			return err
 		}
+	} else if err := checkNPYOutput(*out, inputs); err != nil {
+		return err
 	}
 	t0 := time.Now()
 	ds, err := openDataset(withMaxMemory(ctx, maxMem), *in, "convert: loading", stderr)
@@ -178,12 +176,15 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	parsed := time.Since(t0)
+	if f, _ := ctx.Value(beforeWriteKey{}).(func()); f != nil {
+		f() // a test interrupts the write phase here
+	}
 	if *to == "npy" {
 		t1 := time.Now()
 		var files []string
 		err := trackWrite(stderr, "convert: writing", npyBytes(ds), func() error {
 			var err error
-			files, err = numpy.WriteNPYDir(*out, ds)
+			files, err = numpy.WriteNPYDirContext(ctx, *out, ds, inputs...)
 			return err
 		})
 		if err != nil {
@@ -199,7 +200,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	binBytes := graph.TotalBytes(ds.MemoryFootprint())
 	if err := trackWrite(stderr, "convert: writing", binBytes, func() error {
-		return formats.WriteBinary(*out, ds)
+		return formats.WriteBinaryContext(ctx, *out, ds)
 	}); err != nil {
 		return err
 	}
@@ -212,6 +213,30 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer closer.Close()
 	fmt.Fprintf(stdout, "wrote %s: %d nodes, %d edges; parsed in %.3fs, reopens in %.4fs\n",
 		*out, back.NumNodes, back.Graph.NNZ(), parsed.Seconds(), reopen.Seconds())
+	return nil
+}
+
+// beforeWriteKey is the context key of a test's hook that convert calls
+// after loading, before it writes (a test interrupts the write this way).
+type beforeWriteKey struct{}
+
+// checkNPYOutput refuses an output directory of convert --to npy that is
+// an input (the dataset's own directory: its .npy files would be
+// rewritten in place, float64 features becoming float32) or whose .npy
+// files would replace one of the input's files.
+func checkNPYOutput(dir string, inputs []string) error {
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		for _, in := range inputs {
+			if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
+				return fmt.Errorf("convert: -o %s is the input dataset's directory %s: --to npy would rewrite the input in place; give a new output directory: %w", dir, in, safefile.ErrUnsafe)
+			}
+		}
+		for _, name := range numpy.NPYNames {
+			if err := safefile.CheckOutput(filepath.Join(dir, name), inputs...); err != nil {
+				return fmt.Errorf("convert: %w", err)
+			}
+		}
+	}
 	return nil
 }
 

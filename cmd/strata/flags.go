@@ -50,6 +50,7 @@ func flagName(name string) string {
 // flagName.
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
+		f = unwrapFlag(f)
 		arg, usage := flag.UnquoteUsage(f)
 		line := "  " + flagName(f.Name)
 		if arg != "" {
@@ -63,9 +64,13 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	})
 }
 
-// parse parses args and rejects positional arguments.
+// parse parses args and rejects positional arguments and a single-valued
+// flag given twice (--shard 0/2 --shard 1/3 would silently run 1/3).
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	restore := guardRepeats(fs)
+	err := fs.Parse(args)
+	restore()
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return errHelp
 		}
@@ -75,6 +80,68 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return usagef("%s: unexpected argument %q (flags go before it? see `strata %s -h`)", fs.Name(), fs.Arg(0), fs.Name())
 	}
 	return nil
+}
+
+// onceValue is a flag.Value that refuses a second Set: a flag that takes
+// one value given twice is a mistake, not "the last one wins".
+type onceValue struct {
+	flag.Value
+	name  string
+	first *string // the first value given; nil until then
+}
+
+func (o *onceValue) Set(v string) error {
+	if o.first != nil {
+		return fmt.Errorf("%s given twice (%q and %q); it takes one value: keep the one you mean", flagName(o.name), *o.first, v)
+	}
+	o.first = &v
+	return o.Value.Set(v)
+}
+
+// onceBool is onceValue for a boolean flag (-x without a value).
+type onceBool struct{ *onceValue }
+
+func (o onceBool) IsBoolFlag() bool { return true }
+
+// repeatable marks the flag values that may be given several times.
+type repeatable interface{ repeatable() }
+
+func (*multi) repeatable() {}
+
+// guardRepeats wraps every single-valued flag of fs in a onceValue and
+// returns the function that puts the values back (so that the help and
+// flag.UnquoteUsage see the flag's own type).
+func guardRepeats(fs *flag.FlagSet) (restore func()) {
+	orig := map[*flag.Flag]flag.Value{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(repeatable); ok {
+			return
+		}
+		orig[f] = f.Value
+		o := &onceValue{Value: f.Value, name: f.Name}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			f.Value = onceBool{o}
+		} else {
+			f.Value = o
+		}
+	})
+	return func() {
+		for f, v := range orig {
+			f.Value = v
+		}
+	}
+}
+
+// unwrapFlag returns f with its own value when parse wrapped it.
+func unwrapFlag(f *flag.Flag) *flag.Flag {
+	g := *f
+	switch v := g.Value.(type) {
+	case *onceValue:
+		g.Value = v.Value
+	case onceBool:
+		g.Value = v.Value
+	}
+	return &g
 }
 
 // wasmFlags are the WASM host settings shared by train and validate.

@@ -21,6 +21,7 @@ import (
 
 	"strata/core/caching"
 	"strata/core/graph"
+	"strata/core/graph/formats"
 	"strata/core/registry"
 	"strata/core/safefile"
 	"strata/core/store"
@@ -88,6 +89,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err != nil {
 		return usagef("hitratio: --fanouts: %v", err)
 	}
+	inputs := formats.InputFiles(*in) // no output may replace one
 	d, err := openDataset(withMaxMemory(ctx, maxMem), *in, "hitratio: loading", stderr)
 	if err != nil {
 		return err
@@ -173,10 +175,10 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		csv.WriteString("\n")
 	}
 	base := filepath.Join(*outDir, *name)
-	if err := safefile.WriteFile(base+"-hitratio.csv", []byte(csv.String())); err != nil {
+	if err := safefile.WriteFile(base+"-hitratio.csv", []byte(csv.String()), inputs...); err != nil {
 		return err
 	}
-	if err := hitPlot(base+"-hitratio.svg", fmt.Sprintf("%s: feature reads served by the top X%% (fanouts %v)", *name, fanouts), series, pcts, curves); err != nil {
+	if err := hitPlot(base+"-hitratio.svg", fmt.Sprintf("%s: feature reads served by the top X%% (fanouts %v)", *name, fanouts), series, pcts, curves, inputs...); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nshare of feature reads served by the top X%% of nodes (%s-hitratio.csv/.svg)\n", base)
@@ -191,7 +193,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if d.FeatDim == 0 {
 		return fmt.Errorf("hitratio: %s has no features to move", d.Name)
 	}
-	return trafficTable(ctx, stdout, base+"-traffic.csv", d, reads.Batches, ranks)
+	return trafficTable(ctx, stdout, base+"-traffic.csv", d, reads.Batches, ranks, inputs...)
 }
 
 // fullRanking returns the full ranking of a registered static policy
@@ -215,7 +217,7 @@ func fullRanking(ctx context.Context, name string, d *graph.Dataset) (rank []int
 // blocks[0].Src) through a tiered store on one simulated pcie-only device
 // for each score and hot capacity, and reports the host->device feature
 // bytes (checked against the sim backend's link counter).
-func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.Dataset, batches [][]int32, ranks map[string][]int32) error {
+func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.Dataset, batches [][]int32, ranks map[string][]int32, inputs ...string) error {
 	caps := []float64{0, 5, 10, 25}
 	var csv strings.Builder
 	csv.WriteString("score,hot_pct,hot_rows,host_to_device_feature_bytes,hit_rate,reduction_vs_0\n")
@@ -256,7 +258,7 @@ func trafficTable(ctx context.Context, stdout io.Writer, path string, d *graph.D
 			fmt.Fprintf(&csv, "%s,%g,%d,%d,%.4f,%.4f\n", s, c, int(c/100*float64(d.NumNodes)), bytes[ci], hits[ci], red(zero, bytes[ci])/100)
 		}
 	}
-	return safefile.WriteFile(path, []byte(csv.String()))
+	return safefile.WriteFile(path, []byte(csv.String()), inputs...)
 }
 
 func red(zero, b int64) float64 {
@@ -296,7 +298,7 @@ func dynamicTraffic(name string, d *graph.Dataset, k int, batches [][]int32) (mi
 }
 
 // hitPlot writes the hit-ratio curves as SVG.
-func hitPlot(path, title string, series []string, pcts []float64, curves map[string][]float64) error {
+func hitPlot(path, title string, series []string, pcts []float64, curves map[string][]float64, inputs ...string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "top X% of nodes (by score)"
@@ -327,7 +329,7 @@ func hitPlot(path, title string, series []string, pcts []float64, curves map[str
 	return safefile.Write(path, func(f io.Writer) error {
 		_, err := w.WriteTo(f)
 		return err
-	})
+	}, inputs...)
 }
 
 func parseInts(s string) ([]int, error) {

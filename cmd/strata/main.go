@@ -55,10 +55,21 @@ func binaryRevision() string {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(withReexec(context.Background()), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(withReexec(context.Background()))
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// interruptSignals cancel a command's context: it stops as at an
+// interrupt (a result line with status "interrupted", logs committed,
+// partial outputs removed) and exits 130. SIGHUP is one of them: a
+// closed terminal or SSH session must not kill a run mid-write.
+var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// signalContext returns parent cancelled at the first interruptSignals.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, interruptSignals...)
 }
 
 // Exit codes.

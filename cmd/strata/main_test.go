@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -384,6 +385,32 @@ func TestMalformedInputs(t *testing.T) {
 		{"cli/unknown-dataset-spec", func(testing.TB) []string {
 			return []string{"inspect", "-i", "embedded:coraa"}
 		}, []string{`embedded:coraa`}},
+		// A single-valued flag given twice: not "the last one wins".
+		{"cli/repeated-shard", func(testing.TB) []string {
+			return []string{"experiment", "-c", "../../experiments/cora-hidden.toml", "--shard", "0/2", "--shard", "1/3"}
+		}, []string{`--shard given twice ("0/2" and "1/3")`}},
+		{"cli/repeated-output", func(t testing.TB) []string {
+			dir := t.TempDir()
+			return []string{"convert", "-i", "embedded:cora", "-o", filepath.Join(dir, "a.strata"), "-o", filepath.Join(dir, "b.strata")}
+		}, []string{`-o given twice (`, `a.strata" and "`, `b.strata")`}},
+		{"cli/repeated-bool", func(testing.TB) []string {
+			return []string{"experiment", "-c", "../../experiments/cora-hidden.toml", "--dry-run", "--dry-run"}
+		}, []string{`--dry-run given twice`}},
+		// Experiment files: bounded before anything is expanded.
+		{"experiment/too-many-runs", func(t testing.TB) []string {
+			return []string{"experiment", "--dry-run", "-c", write(t, t.TempDir(), "big.toml", bigExperiment(3, 200, false))}
+		}, []string{`big.toml:3: `, `more than 100000 runs`, `split it into several experiment files, or zip axes`}},
+		{"experiment/duplicate-axes", func(t testing.TB) []string {
+			return []string{"experiment", "--dry-run", "-c", write(t, t.TempDir(), "dup.toml", bigExperiment(5000, 1, true))}
+		}, []string{`dup.toml:6: axis "train.a0" is already defined on line 3`, `and 4949 more problems not shown`}},
+		// convert --to npy onto its own input directory.
+		{"convert/npy-onto-input", func(t testing.TB) []string {
+			dir := filepath.Join(t.TempDir(), "npy")
+			if code, _, stderr := cli(t, "convert", "--to", "npy", "-i", "embedded:cora", "-o", dir); code != 0 {
+				t.Fatalf("convert: %s", stderr)
+			}
+			return []string{"convert", "--to", "npy", "-i", dir, "-o", dir}
+		}, []string{`is the input dataset's directory`, `give a new output directory`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -405,6 +432,26 @@ func TestMalformedInputs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bigExperiment writes an experiment of n axes of values values each;
+// with same, every axis has the same key.
+func bigExperiment(n, values int, same bool) string {
+	var b strings.Builder
+	b.WriteString("name = \"big\"\nmetrics = [\"test_acc\"]\n")
+	vals := make([]string, values)
+	for i := range vals {
+		vals[i] = strconv.Itoa(i + 1)
+	}
+	for i := range n {
+		key := "train.a" + strconv.Itoa(i)
+		if same {
+			key = "train.a0"
+		}
+		fmt.Fprintf(&b, "[[axis]]\nkey = %q\nvalues = [%s]\n", key, strings.Join(vals, ", "))
+	}
+	b.WriteString("[base.data]\ndataset = \"embedded:cora\"\n")
+	return b.String()
 }
 
 func TestVersion(t *testing.T) {

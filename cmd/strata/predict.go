@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/graph/formats"
 	"strata/core/graph/numpy"
 	"strata/core/safefile"
 	"strata/core/train"
@@ -27,18 +29,19 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	fs := newFlags("predict", "-m MODEL -c FILE [--set key=value]... -o DIR", stderr)
 	var cf configFlags
 	cf.register(fs)
-	modelPath := fs.String("m", "", "the model file a training run wrote (output.model)")
-	outDir := fs.String("o", "", "the directory to write predictions.npy, predictions.csv, logits.npy, embeddings.npy and embeddings.csv to (created if missing)")
+	modelFlag := fs.String("m", "", "the model file a training run wrote (output.model)")
+	outFlag := fs.String("o", "", "the directory to write predictions.npy, predictions.csv, logits.npy, embeddings.npy and embeddings.csv to (created if missing)")
 	var rf runtimeFlags
 	rf.register(fs)
 	cfg, wopts, err := cf.load(fs, args)
 	if err != nil {
 		return err
 	}
-	if *modelPath == "" || *outDir == "" {
+	modelPath, outDir := *modelFlag, *outFlag
+	if modelPath == "" || outDir == "" {
 		return usagef("predict: -m MODEL and -o DIR are required")
 	}
-	stopProfile, err := rf.start(cf.maxMem, append(profileInputs(cf.path, cfg.DatasetSpec()), *modelPath)...)
+	stopProfile, err := rf.start(cf.maxMem, append(profileInputs(cf.path, cfg.DatasetSpec()), modelPath)...)
 	if err != nil {
 		return err
 	}
@@ -47,22 +50,49 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 			err = perr
 		}
 	}()
+	// Every output is checked against every input before anything runs:
+	// -o next to the config, the dataset or the model must not replace
+	// one of them.
+	inputs := append(append([]string{cf.path, modelPath, cfg.ModulePath()}, formats.InputFiles(cfg.DatasetSpec())...), outputPaths(cfg)...)
+	if graph.IsDir(outDir) { // else it is created below
+		for _, name := range predictFiles {
+			if err := safefile.CheckOutput(filepath.Join(outDir, name), inputs...); err != nil {
+				return fmt.Errorf("predict: %w", err)
+			}
+		}
+	}
 	ctx = withMaxMemory(ctx, cf.maxMem)
 	ctx = graph.WithLoadProgress(ctx, graph.LoadProgress{W: progressWriter(cfg.Output.Progress, stderr), Label: "predict: loading", Quiet: quietFor, Every: plainEvery})
-	p, err := train.Predict(ctx, cfg, *modelPath, wasm.Host{Options: wopts})
+	p, err := train.Predict(ctx, cfg, modelPath, wasm.Host{Options: wopts})
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	lock, err := safefile.Acquire(*outDir)
+	lock, err := safefile.Acquire(outDir)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
+	return writePredictions(p, cfg.Train.Mode, outDir, modelPath, inputs, stdout, stderr)
+}
+
+// predictFiles are the files predict may write into its -o directory.
+var predictFiles = []string{"predictions.npy", "predictions.csv", "logits.npy", "embeddings.npy", "embeddings.csv"}
+
+// outputPaths lists the files a config names as a run's outputs (csv,
+// log, checkpoint, model): predict reads the model and must not write
+// over the others' results either.
+func outputPaths(cfg *config.Config) []string {
+	return []string{cfg.CSVPath(), cfg.LogPath(), cfg.CheckpointPath(), cfg.ModelPath()}
+}
+
+// writePredictions writes the files of predictFiles that p has into
+// outDir, each refusing any of inputs.
+func writePredictions(p *train.Predictions, mode, outDir, modelPath string, inputs []string, stdout, stderr io.Writer) error {
 	n := len(p.Classes)
-	err = safefile.Write(filepath.Join(*outDir, "predictions.npy"), func(w io.Writer) error {
+	err := safefile.Write(filepath.Join(outDir, "predictions.npy"), func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
 		bw.Write(numpy.NPYHeader([]int{n}, "<i4"))
 		var b [4]byte
@@ -71,35 +101,35 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 			bw.Write(b[:])
 		}
 		return bw.Flush()
-	}, *modelPath)
+	}, inputs...)
 	if err != nil {
 		return err
 	}
-	err = safefile.Write(filepath.Join(*outDir, "predictions.csv"), func(w io.Writer) error {
+	err = safefile.Write(filepath.Join(outDir, "predictions.csv"), func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
 		bw.WriteString("node,class\n")
 		for i, c := range p.Classes {
 			bw.WriteString(strconv.Itoa(i) + "," + strconv.Itoa(int(c)) + "\n")
 		}
 		return bw.Flush()
-	}, *modelPath)
+	}, inputs...)
 	if err != nil {
 		return err
 	}
 	files := "predictions.npy, predictions.csv"
 	if p.Logits != nil && len(p.Logits) == n*p.Width {
-		if err := writeFloatNPY(filepath.Join(*outDir, "logits.npy"), p.Logits, n, p.Width, *modelPath); err != nil {
+		if err := writeFloatNPY(filepath.Join(outDir, "logits.npy"), p.Logits, n, p.Width, inputs...); err != nil {
 			return err
 		}
 		files += ", logits.npy"
 	} else {
-		fmt.Fprintf(stderr, "strata predict: train.mode = %q gives no logits; logits.npy not written\n", cfg.Train.Mode)
+		fmt.Fprintf(stderr, "strata predict: train.mode = %q gives no logits; logits.npy not written\n", mode)
 	}
 	if p.Hidden != nil && p.HiddenWidth > 0 && len(p.Hidden) == n*p.HiddenWidth {
-		if err := writeFloatNPY(filepath.Join(*outDir, "embeddings.npy"), p.Hidden, n, p.HiddenWidth, *modelPath); err != nil {
+		if err := writeFloatNPY(filepath.Join(outDir, "embeddings.npy"), p.Hidden, n, p.HiddenWidth, inputs...); err != nil {
 			return err
 		}
-		if err := safefile.Write(filepath.Join(*outDir, "embeddings.csv"), func(w io.Writer) error {
+		if err := safefile.Write(filepath.Join(outDir, "embeddings.csv"), func(w io.Writer) error {
 			bw := bufio.NewWriter(w)
 			for i := range n {
 				for k, v := range p.Hidden[i*p.HiddenWidth : (i+1)*p.HiddenWidth] {
@@ -111,15 +141,15 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 				bw.WriteByte('\n')
 			}
 			return bw.Flush()
-		}, *modelPath); err != nil {
+		}, inputs...); err != nil {
 			return err
 		}
 		files += ", embeddings.npy, embeddings.csv"
 	} else {
-		fmt.Fprintf(stderr, "strata predict: no last hidden layer (a one-layer model, or train.mode = %q); embeddings not written\n", cfg.Train.Mode)
+		fmt.Fprintf(stderr, "strata predict: no last hidden layer (a one-layer model, or train.mode = %q); embeddings not written\n", mode)
 	}
 	fmt.Fprintf(stdout, "%s: %d nodes predicted with %s (best epoch %d, valid %.4f): %s\n",
-		*outDir, n, *modelPath, p.Model.BestEpoch, p.Model.BestValidAcc, files)
+		outDir, n, modelPath, p.Model.BestEpoch, p.Model.BestValidAcc, files)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -144,6 +145,9 @@ type Summary struct {
 	DryRun    bool     `json:"dry_run,omitempty"`
 	Shard     string   `json:"shard,omitempty"`  // "i/N" for a shard's run
 	Merged    int      `json:"merged,omitempty"` // results --merge copied from the shards
+	// Kept lists the files of runs/ that --fresh left because strata
+	// did not write them (not named <run id>.json).
+	Kept []string `json:"kept,omitempty"`
 }
 
 // Execute runs the plan's runs that have no stored result of the current
@@ -174,9 +178,18 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 		return nil, nil, err
 	}
 	defer lock.Release()
+	env.inputs = p.inputs()
+	if err := checkOutputs(p, out, env.inputs); err != nil {
+		return nil, nil, err
+	}
+	var kept []string
 	if opts.Fresh {
-		if err := os.RemoveAll(filepath.Join(out, "runs")); err != nil {
+		if kept, err = removeRuns(out); err != nil {
 			return nil, nil, err
+		}
+		if len(kept) > 0 && opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "experiment %s: --fresh removed the stored results; kept %d files in %s that strata did not write: %s\n",
+				p.Exp.Name, len(kept), filepath.Join(out, "runs"), strings.Join(kept, ", "))
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(out, "runs"), 0o755); err != nil {
@@ -184,7 +197,7 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 	}
 	removeStaleTemps(out)
 	st := env.scan(p, out)
-	sum := &Summary{Experiment: p.Exp.Name, Runs: st.mine, Skipped: st.mine - len(st.pending), Stale: st.stale, Out: out}
+	sum := &Summary{Experiment: p.Exp.Name, Runs: st.mine, Skipped: st.mine - len(st.pending), Stale: st.stale, Out: out, Kept: kept}
 	if opts.Shard.Count > 1 {
 		sum.Shard = opts.Shard.String()
 	}
@@ -263,7 +276,7 @@ func (env *runEnv) runAll(ctx context.Context, p *Plan, st *scanned, out string,
 					continue
 				}
 				if rec.Status == "ok" || rec.Expected != "" {
-					if err := writeJSON(filepath.Join(out, "runs", r.ID+".json"), rec); err != nil {
+					if err := writeJSON(filepath.Join(out, "runs", r.ID+".json"), rec, env.inputs...); err != nil {
 						// Not stored, so not done: it counts as failed
 						// and runs again on the next invocation.
 						rec.Status, rec.Error, rec.Expected = "failed", "storing the result: "+err.Error(), ""
@@ -380,27 +393,40 @@ func axisMap(c *Cell) map[string]any {
 // in the middle of a write left in out, so that a results directory holds
 // only finished files.
 func removeStaleTemps(out string) {
-	for _, dir := range []string{out, filepath.Join(out, "runs")} {
-		tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
-		for _, t := range tmps {
-			os.Remove(t)
-		}
-	}
+	safefile.RemoveTemps(out)
+	safefile.RemoveTemps(filepath.Join(out, "runs"))
 }
 
-// writeJSON writes v as indented JSON, atomically.
-func writeJSON(path string, v any) error {
+// runFileName matches the name of a stored result: <run id>.json, the
+// run ID a SHA-256 in hex.
+var runFileName = regexp.MustCompile(`^[0-9a-f]{64}\.json$`)
+
+// removeRuns deletes the stored results of out/runs (--fresh): the
+// regular files named <run id>.json, and nothing else, which it returns.
+// A runs that is not a directory (a symbolic link) is refused.
+func removeRuns(out string) ([]string, error) {
+	dir := filepath.Join(out, "runs")
+	if st, err := os.Lstat(dir); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory (a symbolic link?); strata keeps its results in a directory there: move it away: %w", dir, safefile.ErrUnsafe)
+	}
+	return safefile.RemoveOwned(dir, runFileName.MatchString)
+}
+
+// writeJSON writes v as indented JSON, atomically, refusing any of
+// inputs.
+func writeJSON(path string, v any, inputs ...string) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFile(path, append(b, '\n'))
+	return writeFile(path, append(b, '\n'), inputs...)
 }
 
-// writeFile writes data to path atomically: a temporary file in the same
-// directory, synced, then renamed over path.
-func writeFile(path string, data []byte) error {
-	return safefile.WriteFile(path, data)
+// writeFile writes data to path atomically (a temporary file in the same
+// directory, synced, then renamed over path), refusing a path that is
+// one of inputs (the files the experiment reads).
+func writeFile(path string, data []byte, inputs ...string) error {
+	return safefile.WriteFile(path, data, inputs...)
 }
 
 // progress prints one line per finished run with an ETA.

@@ -54,6 +54,7 @@ type runEnv struct {
 	rev     Revision
 	keyer   *runKeyer
 	keys    map[string]string // the code key of each run, by run ID
+	inputs  []string          // the files the runs read (Plan.inputs): never written
 }
 
 // Kinds are the experiment kinds, "train" first (the default).

@@ -104,9 +104,56 @@ func (e *Experiment) dims() []dim {
 	return out
 }
 
+// MaxRuns is the most runs an experiment may have: axes × seeds beyond
+// it are refused before anything is expanded (3 axes of 200 values are
+// 8 million runs, gigabytes of plan before the first run).
+const MaxRuns = 100_000
+
+// runCount checks the number of runs of the experiment (the product of
+// its dimensions' sizes and its seeds) against MaxRuns before anything is
+// expanded: an error names the sizes and the fix. Each product is checked
+// before it is taken, so it never overflows.
+func (e *Experiment) runCount() *config.Error {
+	dims := e.dims()
+	total := max(len(e.Seeds), 1)
+	over := false
+	for _, d := range dims {
+		if d.n == 0 {
+			return nil
+		}
+		if total > MaxRuns/d.n {
+			over = true // keep looking for an empty axis: zero runs
+			continue
+		}
+		total *= d.n
+		over = over || total > MaxRuns
+	}
+	if !over && total <= MaxRuns {
+		return nil
+	}
+	parts := make([]string, 0, min(len(dims), 8)+1)
+	for i, d := range dims {
+		if i == 8 {
+			parts = append(parts, fmt.Sprintf("%d more axes", len(dims)-8))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("axis %q: %d values", e.Axes[d.axes[0]].Key, d.n))
+	}
+	if len(e.Seeds) > 0 {
+		parts = append(parts, fmt.Sprintf("%d seeds", len(e.Seeds)))
+	}
+	line := 0
+	if len(e.Axes) > 0 {
+		line = e.Axes[0].Line
+	}
+	return &config.Error{File: e.File, Line: line, Key: "axis", Msg: fmt.Sprintf(
+		"the experiment has more than %d runs (runner.MaxRuns): %s multiply to more; split it into several experiment files, or zip axes that advance together (zip = \"group\" on their [[axis]] tables, docs/experiments.md)",
+		MaxRuns, strings.Join(parts, " × "))}
+}
+
 // Expand lists the cells of the experiment: the cartesian product of its
 // dimensions (lone axes and zip groups), the first dimension varying
-// slowest.
+// slowest. Call it only for an experiment within MaxRuns (runCount).
 func (e *Experiment) Expand() []*Cell {
 	dims := e.dims()
 	total := 1
@@ -138,6 +185,9 @@ func (e *Experiment) Expand() []*Cell {
 // per line, each naming the axis values of the runs it affects; a problem
 // of an axis value is located at the axis's line of the experiment file.
 func NewPlan(ctx context.Context, e *Experiment, version string, check CheckFunc) (*Plan, error) {
+	if err := e.runCount(); err != nil {
+		return nil, err
+	}
 	p := &Plan{Exp: e, Version: version, Cells: e.Expand(), dims: e.dims()}
 	var baseData []byte
 	if e.BasePath != "" {
@@ -202,7 +252,7 @@ func NewPlan(ctx context.Context, e *Experiment, version string, check CheckFunc
 		}
 	}
 	if len(problems) > 0 {
-		return nil, joinProblems(problems, len(p.Cells))
+		return nil, joinProblems(e.File, problems, len(p.Cells))
 	}
 	seen := map[string]*Run{}
 	for _, r := range p.Runs {
@@ -282,8 +332,8 @@ func (e *Experiment) locate(err error, where map[string]*Axis, c *Cell) []proble
 }
 
 // joinProblems merges identical errors found in several cells and names
-// the cells of each.
-func joinProblems(ps []problem, cells int) error {
+// the cells of each; at most MaxErrors are listed (file names the rest).
+func joinProblems(file string, ps []problem, cells int) error {
 	type group struct {
 		err   error
 		cells []*Cell
@@ -298,7 +348,8 @@ func joinProblems(ps []problem, cells int) error {
 			byText[t] = g
 			groups = append(groups, g)
 		}
-		if !slices.Contains(g.cells, p.cell) {
+		// ps is in cell order: a cell already counted is the last one.
+		if n := len(g.cells); n == 0 || g.cells[n-1] != p.cell {
 			g.cells = append(g.cells, p.cell)
 		}
 	}
@@ -327,7 +378,7 @@ func joinProblems(ps []problem, cells int) error {
 	if len(list) == 1 {
 		return list[0]
 	}
-	return errors.Join(list...)
+	return errors.Join(capErrors(file, list)...)
 }
 
 // runError is a validation error of the runs at an axis point.

@@ -172,14 +172,8 @@ func TestPublishedCheckSubsets(t *testing.T) {
 		t.Fatalf("no published experiments (%v)", err)
 	}
 	for _, f := range files {
-		e, err := Load(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := NewPlan(context.Background(), e, "test", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := loadPlan(t, f)
+		e := p.Exp
 		n := len(p.Subset())
 		switch {
 		case e.Mirrors == "":

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,5 +93,56 @@ func TestExecuteLocked(t *testing.T) {
 	_, _, err = Execute(context.Background(), fakePlan(t), Options{OutDir: out, Train: f.run})
 	if !errors.Is(err, safefile.ErrLocked) || !strings.Contains(err.Error(), "in use by process") || f.total() != 0 {
 		t.Errorf("err = %v, %d runs", err, f.total())
+	}
+}
+
+// TestFreshKeepsForeignFiles runs an experiment, puts files strata never
+// wrote into its runs directory (notes, a JSON of another name, a
+// directory, a link named like a run file), then reruns it with Fresh:
+// every run runs again, the stored results of the first invocation are
+// replaced, and every foreign entry is left in place and reported.
+func TestFreshKeepsForeignFiles(t *testing.T) {
+	out := t.TempDir()
+	var f fakeTrain
+	if _, _, err := Execute(context.Background(), fakePlan(t), Options{OutDir: out, Train: f.run}); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(out, "runs")
+	elsewhere := filepath.Join(t.TempDir(), "mine.json")
+	if err := os.WriteFile(elsewhere, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := strings.Repeat("ab", 32) + ".json"
+	foreign := map[string]func(string) error{
+		"notes.txt":  func(p string) error { return os.WriteFile(p, []byte("my notes"), 0o644) },
+		"extra.json": func(p string) error { return os.WriteFile(p, []byte("{}"), 0o644) },
+		"ABCD.JSON":  func(p string) error { return os.WriteFile(p, []byte("{}"), 0o644) },
+		"sub":        func(p string) error { return os.Mkdir(p, 0o755) },
+		link:         func(p string) error { return os.Symlink(elsewhere, p) },
+	}
+	for name, mk := range foreign {
+		if err := mk(filepath.Join(runs, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var g fakeTrain
+	var progress strings.Builder
+	sum, _, err := Execute(context.Background(), fakePlan(t), Options{OutDir: out, Train: g.run, Fresh: true, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.total() != sum.Runs || sum.Executed != sum.Runs {
+		t.Errorf("fresh ran %d of %d runs (summary %+v)", g.total(), sum.Runs, sum)
+	}
+	for name := range foreign {
+		if _, err := os.Lstat(filepath.Join(runs, name)); err != nil {
+			t.Errorf("--fresh removed %s, which strata did not write: %v", name, err)
+		}
+		if !slices.Contains(sum.Kept, name) || !strings.Contains(progress.String(), name) {
+			t.Errorf("%s not reported as kept: %v; progress %q", name, sum.Kept, progress.String())
+		}
+	}
+	if _, err := os.Stat(elsewhere); err != nil {
+		t.Errorf("the link's target is gone: %v", err)
 	}
 }

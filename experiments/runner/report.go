@@ -201,12 +201,13 @@ func writeReports(p *Plan, records []*Record, out string, start, end time.Time, 
 			}
 		}
 	}
+	inputs := p.inputs()
 	for _, f := range files {
 		b, err := f.data()
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.name, err)
 		}
-		if err := writeFile(filepath.Join(out, f.name), b); err != nil {
+		if err := writeFile(filepath.Join(out, f.name), b, inputs...); err != nil {
 			return err
 		}
 	}

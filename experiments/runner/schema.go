@@ -155,7 +155,20 @@ func (l *errorList) err() error {
 	if len(list) == 1 {
 		return list[0]
 	}
-	return errors.Join(list...)
+	return errors.Join(capErrors(l.file, list)...)
+}
+
+// MaxErrors is the most problems of an experiment reported one per line;
+// the rest are counted on one more line.
+const MaxErrors = 50
+
+// capErrors keeps the first MaxErrors of list and counts the others.
+func capErrors(file string, list []error) []error {
+	if len(list) <= MaxErrors {
+		return list
+	}
+	more := &config.Error{File: file, Msg: fmt.Sprintf("and %d more problems not shown: fix the ones above and run again", len(list)-MaxErrors)}
+	return append(list[:MaxErrors:MaxErrors], more)
 }
 
 // Load reads and parses an experiment file.
@@ -300,11 +313,15 @@ func Parse(file string, data []byte) (*Experiment, error) {
 	sum := sha256.Sum256(data)
 	e := &Experiment{File: file, Text: data, SHA256: hex.EncodeToString(sum[:])}
 	e.parseHead(el, &f)
+	first := make(map[string]int, len(f.Axis)) // axis key -> line of its first [[axis]]
 	for i := range f.Axis {
-		e.parseAxis(el, &f.Axis[i], i)
+		e.parseAxis(el, &f.Axis[i], first)
 	}
 	e.checkZips(el)
 	e.parseSeeds(el, &f)
+	if err := e.runCount(); err != nil {
+		el.errs = append(el.errs, err)
+	}
 	e.parseMetrics(el, &f)
 	e.parseDeclarations(el, &f)
 	for i := range f.Derived {
@@ -378,8 +395,10 @@ func (e *Experiment) parseHead(el *errorList, f *expFile) {
 	}
 }
 
-// parseAxis checks the i-th [[axis]] and adds it to the experiment.
-func (e *Experiment) parseAxis(el *errorList, t *axisTable, i int) {
+// parseAxis checks an [[axis]] and adds it to the experiment; first
+// holds the line of each key's first axis (a repeated key is an error,
+// reported once per repetition).
+func (e *Experiment) parseAxis(el *errorList, t *axisTable, first map[string]int) {
 	a := Axis{Key: t.Key, Zip: t.Zip, Line: t.Line, KeyLine: t.KeyLine("key"), ValuesLine: t.KeyLine("values")}
 	switch {
 	case !t.Has("key") || el.bad(t.Pos, "key"):
@@ -446,28 +465,29 @@ func (e *Experiment) parseAxis(el *errorList, t *axisTable, i int) {
 			a.Labels = t.Labels
 		}
 	}
-	for _, prev := range e.Axes {
-		if prev.Key == a.Key && a.Key != "" {
-			el.at(t.Pos, "", "axis %q is already defined on line %d", a.Key, prev.Line)
-		}
+	if line, dup := first[a.Key]; dup && a.Key != "" {
+		el.at(t.Pos, "", "axis %q is already defined on line %d: remove this [[axis]] or merge its values into that one", a.Key, line)
+	} else if a.Key != "" {
+		first[a.Key] = a.Line
 	}
 	e.Axes = append(e.Axes, a)
 }
 
 // checkZips checks that the axes of a zip group have as many values.
 func (e *Experiment) checkZips(el *errorList) {
+	first := map[string]int{} // zip group -> index of its first axis
 	for i, a := range e.Axes {
 		if a.Zip == "" {
 			continue
 		}
-		for _, b := range e.Axes[:i] {
-			if b.Zip == a.Zip {
-				if len(b.Values) != len(a.Values) {
-					el.add(a.Line, "axis.zip", "zip group %q: axis %q has %d values but axis %q (line %d) has %d; zipped axes advance together and need the same number of values",
-						a.Zip, a.Key, len(a.Values), b.Key, b.Line, len(b.Values))
-				}
-				break
-			}
+		j, ok := first[a.Zip]
+		if !ok {
+			first[a.Zip] = i
+			continue
+		}
+		if b := e.Axes[j]; len(b.Values) != len(a.Values) {
+			el.add(a.Line, "axis.zip", "zip group %q: axis %q has %d values but axis %q (line %d) has %d; zipped axes advance together and need the same number of values",
+				a.Zip, a.Key, len(a.Values), b.Key, b.Line, len(b.Values))
 		}
 	}
 }

@@ -70,6 +70,7 @@ func Merge(p *Plan, out string, opts Options) (*MergeReport, error) {
 		return nil, err
 	}
 	rep := &MergeReport{}
+	inputs := p.inputs()
 	for _, r := range p.Runs {
 		if rec, _ := loadRecord(out, r, p.Exp, k, keys[r.ID]); rec != nil {
 			continue
@@ -83,7 +84,7 @@ func Merge(p *Plan, out string, opts Options) (*MergeReport, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := writeFile(filepath.Join(out, "runs", r.ID+".json"), b); err != nil {
+			if err := writeFile(filepath.Join(out, "runs", r.ID+".json"), b, inputs...); err != nil {
 				return nil, fmt.Errorf("merging %s: %w", d, err)
 			}
 			rep.Copied++

@@ -172,17 +172,7 @@ func TestPublishGate(t *testing.T) {
 	git("add", ".")
 	git("commit", "-q", "-m", "experiment")
 	head := Revision{Revision: git("rev-parse", "HEAD")}
-	plan := func() *Plan {
-		e, err := Load(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := NewPlan(context.Background(), e, "test", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	plan := func() *Plan { return loadPlan(t, file) }
 	run := func(stamp Revision, force bool) (*Summary, error) {
 		var f fakeTrain
 		sum, _, err := Execute(context.Background(), plan(), Options{Train: f.run, Binary: "b", Force: force, Stamp: &stamp})

@@ -2,6 +2,7 @@ package numpy
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -11,7 +12,11 @@ import (
 	"strings"
 
 	"strata/core/graph"
+	"strata/core/safefile"
 )
+
+// NPYNames are the files WriteNPYDir may write, in its order.
+var NPYNames = []string{"edge_index.npy", "x.npy", "y.npy", "train_mask.npy", "val_mask.npy", "test_mask.npy"}
 
 // WriteNPYDir exports d as a directory of .npy files in the names PyG and
 // DGL users expect: edge_index.npy (int64, shape (2, E): row 0 the source,
@@ -19,27 +24,60 @@ import (
 // without features), y.npy (int64, (N,); -1 = unlabeled; absent without
 // labels), and train_mask.npy, val_mask.npy, test_mask.npy (bool, (N,))
 // when the dataset has a split. LoadNPYDir reads the directory back. dir is
-// created if needed; each file is written under a temporary name and
-// renamed. It returns the paths written.
+// created if needed. It returns the paths written.
 func WriteNPYDir(dir string, d *graph.Dataset) ([]string, error) {
+	return WriteNPYDirContext(context.Background(), dir, d)
+}
+
+// WriteNPYDirContext is WriteNPYDir that stops when ctx is done, and
+// refuses to write over any of inputs (safefile.CheckOutput). Every file
+// goes to a temporary file first; the targets are replaced only when all
+// of them are complete, so an error or an interrupt leaves the directory
+// as it was (a directory it created is removed again).
+func WriteNPYDirContext(ctx context.Context, dir string, d *graph.Dataset, inputs ...string) (written []string, err error) {
 	if err := d.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: not writing an invalid dataset: %w", dir, err)
 	}
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return nil, fmt.Errorf("%s exists and is not a directory; --to npy writes a directory of .npy files: %w", dir, graph.ErrFormat)
 	}
+	created := !graph.IsDir(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	var written []string
-	write := func(name string, shape []int, descr string, body func(w io.Writer) error) error {
-		path := filepath.Join(dir, name)
-		if err := writeNPYFile(path, shape, descr, body); err != nil {
-			return err
+	var files []*safefile.File
+	defer func() {
+		for _, f := range files {
+			f.Abort() // no-op after the commit
 		}
-		written = append(written, path)
-		return nil
+		if err != nil && created {
+			safefile.RemoveDirIfEmpty(dir)
+		}
+	}()
+	write := func(name string, shape []int, descr string, body func(w io.Writer) error) error {
+		f, err := writeNPYFile(ctx, filepath.Join(dir, name), shape, descr, body, inputs)
+		if f != nil {
+			files = append(files, f)
+		}
+		return err
 	}
+	if err := writeNPYFiles(d, write); err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return written, fmt.Errorf("writing %s: %w", dir, err)
+		}
+		if err := f.Commit(); err != nil {
+			return written, fmt.Errorf("writing %s: %w", f.Name(), err)
+		}
+		written = append(written, f.Name())
+	}
+	return written, nil
+}
+
+// writeNPYFiles writes the arrays of d through write, one call per file.
+func writeNPYFiles(d *graph.Dataset, write func(name string, shape []int, descr string, body func(w io.Writer) error) error) error {
 	g := d.Graph
 	m := int(g.NNZ())
 	err := write("edge_index.npy", []int{2, m}, "<i8", func(w io.Writer) error {
@@ -63,7 +101,7 @@ func WriteNPYDir(dir string, d *graph.Dataset) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return written, err
+		return err
 	}
 	if d.FeatDim > 0 {
 		err := write("x.npy", []int{d.NumNodes, d.FeatDim}, "<f4", func(w io.Writer) error {
@@ -83,7 +121,7 @@ func WriteNPYDir(dir string, d *graph.Dataset) ([]string, error) {
 			return nil
 		})
 		if err != nil {
-			return written, err
+			return err
 		}
 	}
 	if d.Labels != nil {
@@ -98,7 +136,7 @@ func WriteNPYDir(dir string, d *graph.Dataset) ([]string, error) {
 			return nil
 		})
 		if err != nil {
-			return written, err
+			return err
 		}
 	}
 	if len(d.Train)+len(d.Valid)+len(d.Test) > 0 {
@@ -115,43 +153,33 @@ func WriteNPYDir(dir string, d *graph.Dataset) ([]string, error) {
 				return err
 			})
 			if err != nil {
-				return written, err
+				return err
 			}
 		}
 	}
-	return written, nil
+	return nil
 }
 
 // writeNPYFile writes one .npy file (format 1.0, C order) whose data body
-// writes, through a temporary file renamed into place.
-func writeNPYFile(path string, shape []int, descr string, body func(w io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+// writes into a temporary file of path (safefile.Create, refusing any of
+// inputs), through a writer that fails once ctx is done. The caller
+// commits the returned file, or aborts it.
+func writeNPYFile(ctx context.Context, path string, shape []int, descr string, body func(w io.Writer) error, inputs []string) (*safefile.File, error) {
+	f, err := safefile.Create(path, inputs...)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
+	bw := bufio.NewWriterSize(safefile.ContextWriter(ctx, f), 1<<20)
 	if _, err := bw.Write(npyHeaderBytes(shape, descr)); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return f, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := body(bw); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return f, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return f, fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return f, nil
 }
 
 // npyHeaderBytes returns the magic, version 1.0 and the header dictionary,
