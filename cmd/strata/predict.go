@@ -41,6 +41,11 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if modelPath == "" || outDir == "" {
 		return usagef("predict: -m MODEL and -o DIR are required")
 	}
+	mf, _, err := safefile.OpenRegularFile(modelPath) // a FIFO would block the read
+	if err != nil {
+		return fmt.Errorf("-m %s: %w: give the model file a run wrote (output.model)", modelPath, err)
+	}
+	mf.Close()
 	stopProfile, err := rf.start(cf.maxMem, append(profileInputs(cf.path, cfg.DatasetSpec()), modelPath)...)
 	if err != nil {
 		return err

@@ -44,6 +44,7 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		Resume:     *resume,
 		AfterEpoch: afterEpochFrom(ctx),
 		BeforeEval: beforeEvalFrom(ctx),
+		Warnings:   stderr,
 	})
 	abortGroup(ctx, err, stderr)
 	if res != nil && res.Status == train.StatusInterrupted && errors.Is(err, context.Canceled) {
@@ -54,9 +55,12 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		return err
 	}
 	var diverged *train.DivergedError
-	if errors.As(err, &diverged) && res != nil {
+	var unsaved *train.OutputError
+	if (errors.As(err, &diverged) || errors.As(err, &unsaved)) && res != nil {
 		// The partial result is printed (non-finite numbers as "NaN",
-		// "+Inf", "-Inf"), then the run fails with exit code 1.
+		// "+Inf", "-Inf"; a checkpoint or model that could not be
+		// written: status "failed", output.csv and output.log
+		// committed), then the run fails with exit code 1.
 		if line, jerr := json.Marshal(res); jerr == nil {
 			fmt.Fprintf(stdout, "%s\n", line)
 		}

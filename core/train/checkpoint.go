@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
@@ -106,21 +105,17 @@ func readArrays(path, kind string, meta any) (map[string][]float64, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: not a valid strata %s file: %s", path, kind, fmt.Sprintf(format, args...))
 	}
-	f, err := os.Open(path)
+	f, st, err := safefile.OpenRegularFile(path) // a FIFO would block the open
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no such %s file", path, kind)
 		}
+		if errors.Is(err, safefile.ErrNotRegular) {
+			return nil, fmt.Errorf("%w: give the %s file a strata run wrote", err, kind)
+		}
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
 	size := st.Size()
 	if size < 16+32 {
 		return nil, bad("%d bytes is too short", size)
@@ -222,6 +217,10 @@ func addPrefixed(dst map[string][]float64, prefix string, src map[string][]float
 // pure function of train.seed and the epoch (an epoch's streams are seeded
 // with seed*1000003+epoch), so the RNG state is Seed and NextEpoch.
 type checkpointMeta struct {
+	// StateVersion is checkpointStateVersion (absent, 0: version 1, which
+	// records no Dataset).
+	StateVersion      int                `json:"state_version,omitempty"`
+	Dataset           *datasetID         `json:"dataset,omitempty"`
 	ConfigSHA256      string             `json:"config_sha256"`
 	ModuleSHA256      string             `json:"module_sha256"`
 	Model             string             `json:"model"`
@@ -263,10 +262,15 @@ type checkpoint struct {
 	arrays map[string][]float64
 }
 
-func readCheckpoint(path string) (*checkpoint, error) {
+// readCheckpoint reads the checkpoint at path of a run of epochs epochs
+// and checks its meaning (see checkpoint.check).
+func readCheckpoint(path string, epochs int) (*checkpoint, error) {
 	var c checkpoint
 	var err error
 	if c.arrays, err = readArrays(path, "checkpoint", &c.meta); err != nil {
+		return nil, err
+	}
+	if err := c.check(path, epochs); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -286,11 +290,15 @@ type ModelMeta struct {
 }
 
 // ReadModel reads a model file written by output.model: its meta and its
-// arrays ("param/<name>", "state/<key>").
+// arrays ("param/<name>", "state/<key>"), checked for meaning (widths,
+// accuracy, finite values).
 func ReadModel(path string) (*ModelMeta, map[string][]float64, error) {
 	var m ModelMeta
 	arrays, err := readArrays(path, "model", &m)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.check(path, arrays); err != nil {
 		return nil, nil, err
 	}
 	return &m, arrays, nil

@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -88,7 +89,10 @@ func TestArrayFileCorrupt(t *testing.T) {
 }
 
 // FuzzArrayFile reads arbitrary bytes as a checkpoint: an error or a
-// valid file, never a panic or an allocation beyond the file's size.
+// valid file, never a panic or an allocation beyond the file's size; and
+// a checkpoint that passes the meaning checks (readCheckpoint) holds a
+// next epoch in [1, train.epochs], accuracies in [0, 1] and finite arrays
+// only.
 func FuzzArrayFile(f *testing.F) {
 	dir := f.TempDir()
 	seed := filepath.Join(dir, "seed.ckpt")
@@ -101,6 +105,24 @@ func FuzzArrayFile(f *testing.F) {
 	}
 	f.Add(b)
 	f.Add([]byte("STRATAAF"))
+	valid := validCheckpoint()
+	for _, edit := range []func(m *checkpointMeta, a map[string][]float64){
+		func(*checkpointMeta, map[string][]float64) {},
+		func(m *checkpointMeta, _ map[string][]float64) { m.NextEpoch = -5 },
+		func(m *checkpointMeta, _ map[string][]float64) { m.BestValidAcc = 5 },
+		func(_ *checkpointMeta, a map[string][]float64) { a["param/l0.w"] = []float64{math.NaN()} },
+	} {
+		meta, arrays := valid.meta, maps.Clone(valid.arrays)
+		edit(&meta, arrays)
+		if err := writeArrays(seed, "checkpoint", meta, arrays); err != nil {
+			f.Fatal(err)
+		}
+		b, err := os.ReadFile(seed)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "f.ckpt")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -116,6 +138,22 @@ func FuzzArrayFile(f *testing.F) {
 		}
 		if total > len(data) {
 			t.Errorf("%d bytes of arrays from a %d-byte file", total, len(data))
+		}
+		const epochs = 10
+		ck, err := readCheckpoint(path, epochs)
+		if err != nil {
+			return
+		}
+		m := ck.meta
+		if m.NextEpoch < 1 || m.NextEpoch > epochs || m.BestEpoch >= m.NextEpoch || !(m.BestValidAcc >= 0 && m.BestValidAcc <= 1) {
+			t.Errorf("accepted next_epoch %d, best_epoch %d, best_valid_acc %v", m.NextEpoch, m.BestEpoch, m.BestValidAcc)
+		}
+		for name, v := range ck.arrays {
+			for _, x := range v {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					t.Fatalf("accepted %s = %v", name, x)
+				}
+			}
 		}
 	})
 }

@@ -166,6 +166,13 @@ func (l *loop) open(ctx context.Context, opts Options, extra []observer) error {
 	if err != nil {
 		return err
 	}
+	if path := l.cfg.ModelPath(); path != "" { // held until output.model is written
+		lock, err := safefile.Acquire(path)
+		if err != nil {
+			return fmt.Errorf("output.model: %w", err)
+		}
+		l.onRelease(lock.Release)
+	}
 	l.obs = append([]observer{l.clock, l.best, l.links}, outputs...)
 	l.obs = append(l.obs, &progress{bar: bar, res: l.res})
 	if ck != nil {

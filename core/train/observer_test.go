@@ -99,6 +99,12 @@ func testConfig(t *testing.T, train ...string) *config.Config {
 	dir := t.TempDir()
 	text := "[data]\ndataset = \"embedded:cora\"\n[train]\nseed = 1\n" + strings.Join(train, "\n") +
 		"\n[output]\ncsv = \"e.csv\"\nlog = \"e.jsonl\"\nmodel = \"m.model\"\ncheckpoint = \"ck.bin\"\n"
+	return loadConfigText(t, dir, text)
+}
+
+// loadConfigText writes text to dir/c.toml and loads it.
+func loadConfigText(t *testing.T, dir, text string) *config.Config {
+	t.Helper()
 	path := filepath.Join(dir, "c.toml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -282,7 +288,7 @@ func TestLoopResume(t *testing.T) {
 	if err := l.run(ctx, Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted: err = %v", err)
 	}
-	ck, err := readCheckpoint(cut.CheckpointPath())
+	ck, err := readCheckpoint(cut.CheckpointPath(), cut.Train.Epochs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ func (c *checkpointer) epoch(_ context.Context, rec *EpochRecord) (bool, error) 
 		TimesS: t.times, EvalTimesS: t.evalTimes, PredictedS: t.predicted, Records: l.hist.records,
 		PeakBytes: tierMap(t.peaks.all), TrainPeakBytes: tierMap(t.peaks.train), EvalPeakBytes: tierMap(t.peaks.eval)}
 	if err := l.saveCheckpoint(c.path, meta, l.best.params); err != nil {
-		return false, fmt.Errorf("output.checkpoint after epoch %d: %w", rec.Epoch, err)
+		return false, &OutputError{Key: "output.checkpoint", Err: fmt.Errorf("after epoch %d: %w", rec.Epoch, err)}
 	}
 	return false, nil
 }
@@ -219,7 +219,7 @@ func (f *finalModel) end(e *ending) error {
 	}
 	if path := l.cfg.ModelPath(); path != "" {
 		if err := l.saveModel(path); err != nil {
-			return fmt.Errorf("output.model: %w", err)
+			return &OutputError{Key: "output.model", Err: err}
 		}
 	}
 	return nil
@@ -241,6 +241,7 @@ func (h epochHook) end(*ending) error { return nil }
 // saveCheckpoint writes the loop's state to path (see docs/checkpoints.md).
 func (l *loop) saveCheckpoint(path string, meta checkpointMeta, best map[string][]float64) error {
 	r := l.res
+	meta.StateVersion, meta.Dataset = checkpointStateVersion, l.dataset
 	meta.ConfigSHA256, meta.ModuleSHA256, meta.Model, meta.Seed = r.ConfigSHA256, l.model.SHA256, l.model.Name, l.cfg.Train.Seed
 	meta.BestEpoch, meta.BestValidAcc, meta.TrainAcc, meta.TestAcc = r.BestEpoch, r.BestValidAcc, r.TrainAcc, r.TestAcc
 	meta.FinalLoss, meta.PredictedComputeS = r.FinalLoss, r.PredictedComputeS

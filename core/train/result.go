@@ -39,7 +39,9 @@ type EpochRecord struct {
 // Result is the final machine-readable summary of a run (one JSON line).
 type Result struct {
 	// Status is "diverged" for a run stopped by a non-finite loss or
-	// parameter (see DivergedError), empty for a finished run.
+	// parameter (see DivergedError), "interrupted" for one stopped by
+	// SIGINT, "failed" for one whose output.checkpoint or output.model
+	// could not be written (see OutputError), empty for a finished run.
 	Status           string  `json:"status,omitempty"`
 	Dataset          string  `json:"dataset"`
 	Model            string  `json:"model"`

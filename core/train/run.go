@@ -34,6 +34,8 @@ type Options struct {
 	// BeforeEval, when set, is called before each evaluation (a test
 	// hook: it may cancel the run's context).
 	BeforeEval func(epoch int)
+	// Warnings receives warnings (stderr); nil drops them.
+	Warnings io.Writer
 }
 
 // run is Run with the config's modules provisioned.
@@ -47,17 +49,13 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkOutputs(cfg); err != nil { // before hours of training
+		return nil, err
+	}
 	var ck *checkpoint
 	if opts.Resume {
-		path := cfg.CheckpointPath()
-		if path == "" {
-			return nil, cfg.KeyError("--resume continues from output.checkpoint, and the config sets none: set output.checkpoint (and train.checkpoint_every) to the file the interrupted run wrote", "output", "checkpoint")
-		}
-		if ck, err = readCheckpoint(path); err != nil {
-			return nil, fmt.Errorf("--resume: %w", err)
-		}
-		if ck.meta.ConfigSHA256 != cfgSHA {
-			return nil, fmt.Errorf("--resume: %s was written by a run of config %s, this config hashes to %s: resume with the config the run started with, or start afresh without --resume", path, ck.meta.ConfigSHA256, cfgSHA)
+		if ck, err = resumeFrom(cfg, cfgSHA); err != nil {
+			return nil, err
 		}
 	}
 	loadCtx := ctx
@@ -75,6 +73,10 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			cfg.CheckpointPath(), ck.meta.Model, ck.meta.ModuleSHA256, model.Name, model.SHA256)
 	}
 	be, ds, dim := env.Backend, env.Dataset, env.Dim
+	dsID, err := checkpointDataset(cfg, ck, ds, dim, opts.Warnings)
+	if err != nil {
+		return nil, err
+	}
 	// Loading leaves garbage (parsed copies, temporaries): collect it so
 	// that the stepper's buffers reuse its memory instead of adding to it.
 	debug.FreeOSMemory()
@@ -109,18 +111,9 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	}
 	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	res.ConfigSHA256 = cfgSHA
-	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, ck: ck, model: model, dim: dim, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval}
+	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, ck: ck, model: model, dim: dim, dataset: dsID, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval}
 	if err := loop.run(ctx, opts); err != nil {
-		var de *DivergedError
-		if errors.As(err, &de) {
-			res.Status = StatusDiverged
-			return res, err
-		}
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			res.Status = StatusInterrupted // the best so far, for the result line
-			return res, err
-		}
-		return nil, err
+		return partialResult(ctx, res, err)
 	}
 	if r, ok := st.(ResultReporter); ok {
 		r.ReportResult(res)
@@ -136,6 +129,43 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		res.PeakTierBytes[string(t)] = max(res.PeakTierBytes[string(t)], v)
 	}
 	return res, nil
+}
+
+// partialResult is what Run returns for a run that ended with err: the
+// result so far, for the result line, of a run that diverged, was
+// interrupted (the best epoch so far) or could not write its checkpoint
+// or model (output.csv and output.log are committed); otherwise err alone.
+func partialResult(ctx context.Context, res *Result, err error) (*Result, error) {
+	var de *DivergedError
+	var oe *OutputError
+	switch {
+	case errors.As(err, &de):
+		res.Status = StatusDiverged
+	case errors.As(err, &oe):
+		res.Status = StatusFailed
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		res.Status = StatusInterrupted
+	default:
+		return nil, err
+	}
+	return res, err
+}
+
+// resumeFrom reads the checkpoint --resume continues from and checks
+// that the config is the one it was written with.
+func resumeFrom(cfg *config.Config, cfgSHA string) (*checkpoint, error) {
+	path := cfg.CheckpointPath()
+	if path == "" {
+		return nil, cfg.KeyError("--resume continues from output.checkpoint, and the config sets none: set output.checkpoint (and train.checkpoint_every) to the file the interrupted run wrote", "output", "checkpoint")
+	}
+	ck, err := readCheckpoint(path, cfg.Train.Epochs)
+	if err != nil {
+		return nil, fmt.Errorf("--resume: output.checkpoint: %w", err)
+	}
+	if ck.meta.ConfigSHA256 != cfgSHA {
+		return nil, fmt.Errorf("--resume: %s was written by a run of config %s, this config hashes to %s: resume with the config the run started with, or start afresh without --resume", path, ck.meta.ConfigSHA256, cfgSHA)
+	}
+	return ck, nil
 }
 
 // interruptedEarly returns, for a run whose set-up (loading, compiling,
@@ -337,6 +367,7 @@ type loop struct {
 	pred []int32
 
 	ck         *checkpoint // to resume from, or nil
+	dataset    *datasetID  // recorded in checkpoints; nil without them
 	traffic    trafficBase // link counters carried over a resume
 	model      *Model
 	dim        int
@@ -375,6 +406,10 @@ func (l *loop) train(ctx context.Context) (endKind, error) {
 			return kind, err
 		}
 		if stop, err = l.observe(ctx, &rec); err != nil {
+			var oe *OutputError // a checkpoint not written: the finished epochs' outputs are kept
+			if errors.As(err, &oe) {
+				return endStopped, err
+			}
 			return endFailed, err
 		}
 		if err := ctx.Err(); err != nil {
