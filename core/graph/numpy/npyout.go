@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"strata/core/graph"
+	"strata/core/safefile"
 )
 
 // WriteNPYDir exports d as a directory of .npy files in the names PyG and
@@ -123,32 +124,19 @@ func WriteNPYDir(dir string, d *graph.Dataset) ([]string, error) {
 }
 
 // writeNPYFile writes one .npy file (format 1.0, C order) whose data body
-// writes, through a temporary file renamed into place.
-func writeNPYFile(path string, shape []int, descr string, body func(w io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+// writes, atomically through core/safefile.
+func writeNPYFile(path string, shape []int, descr string, body func(w io.Writer) error) error {
+	err := safefile.Write(path, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if _, err := bw.Write(npyHeaderBytes(shape, descr)); err != nil {
+			return err
 		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if _, err := bw.Write(npyHeaderBytes(shape, descr)); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := body(bw); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+		if err := body(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
