@@ -40,7 +40,7 @@ func TestChunkedBadInput(t *testing.T) {
 			[]string{`chunked.chunks = "auto" sizes the chunks to devices.memory_bytes, which is 0`}},
 		{"host-file-unwritable", func(t testing.TB) []string {
 			return train(t, "chunked.chunks=2", "chunked.host_file="+filepath.Join(t.TempDir(), "missing", "dir", "host.bin"))
-		}, []string{"chunked.host_file =", "cannot create", "writable directory"}},
+		}, []string{"chunked.host_file =", "cannot create", "does not exist: create it first"}},
 		{"host-file-on-sim", func(t testing.TB) []string {
 			return train(t, `train.backend="sim"`, "chunked.chunks=2", "chunked.host_file=host.bin")
 		}, []string{"chunked.host_file maps the host tier to a file on the cpu backend"}},

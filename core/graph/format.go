@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"strata/core/registry"
+	"strata/core/safefile"
 )
 
 // Format is a format.* module: one way a dataset is stored (a file type,
@@ -168,7 +169,7 @@ func WriteExample(dir, name string, body []byte) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return "", err
 	}
-	return p, os.WriteFile(p, body, 0o644)
+	return p, safefile.WriteFile(p, body)
 }
 
 // Exampler is a Format that provides its conformance suite's inputs:

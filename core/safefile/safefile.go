@@ -2,7 +2,12 @@
 // an input of the same run (compared by device and inode), atomically
 // (a temporary file in the same directory, fsynced, renamed over the
 // target, then the directory fsynced), and under an exclusive lock whose
-// holder (pid) is named when another process has it.
+// holder (pid) is named when another process has it. Lock files are never
+// followed through a symbolic link, and only what this package created is
+// removed (lock.go); temporary files carry the writer's pid, so those of a
+// killed writer are recognised and removed (temp.go); scratch files are
+// created exclusively and removed only while their path still names them
+// (scratch.go).
 //
 // Every strata writer (convert, output.csv, experiment results) goes
 // through this package, so a crash or a full disk never leaves a partial
@@ -16,8 +21,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -42,17 +45,8 @@ func CheckOutput(path string, inputs ...string) error {
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s: output is %s; give the path of a regular file to write: %w", path, kind(st.Mode()), ErrUnsafe)
 	}
-	for _, in := range inputs {
-		if in == "" {
-			continue
-		}
-		ist, err := os.Stat(in)
-		if err != nil {
-			continue
-		}
-		if os.SameFile(st, ist) {
-			return fmt.Errorf("%s: output is the same file as the input %s; writing it would destroy the input: choose another output path: %w", path, in, ErrUnsafe)
-		}
+	if in := sameAsInput(path, inputs); in != "" {
+		return fmt.Errorf("%s: output is the same file as the input %s; writing it would destroy the input: choose another output path: %w", path, in, ErrUnsafe)
 	}
 	return nil
 }
@@ -74,6 +68,8 @@ func checkParent(path string) error {
 // kind names a non-regular file mode.
 func kind(m fs.FileMode) string {
 	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m.IsDir():
 		return "a directory"
 	case m&fs.ModeNamedPipe != 0:
@@ -102,7 +98,7 @@ func Create(path string, inputs ...string) (*File, error) {
 	if err := CheckOutput(path, inputs...); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	f, err := createTemp(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -185,54 +181,4 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
-}
-
-// Lock is an exclusive advisory lock (flock) on an output, held in a
-// lock file that records the holder's pid.
-type Lock struct {
-	f    *os.File
-	path string
-}
-
-// LockPath returns the lock file of an output: "<dir>/.lock" for a
-// directory, "<dir>/.<name>.lock" for a file.
-func LockPath(output string) string {
-	if st, err := os.Stat(output); err == nil && st.IsDir() {
-		return filepath.Join(output, ".lock")
-	}
-	return filepath.Join(filepath.Dir(output), "."+filepath.Base(output)+".lock")
-}
-
-// Acquire takes the exclusive lock of output without waiting. When
-// another process holds it the error wraps ErrLocked and names its pid.
-func Acquire(output string) (*Lock, error) {
-	path := LockPath(output)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("%s: cannot create the lock file: %w", output, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := io.ReadAll(io.LimitReader(f, 64))
-		f.Close()
-		holder := "another process"
-		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
-			holder = fmt.Sprintf("process %d", pid)
-		}
-		return nil, fmt.Errorf("%s is in use by %s (lock %s): wait for it to finish or write elsewhere: %w", output, holder, path, ErrLocked)
-	}
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return &Lock{f: f, path: path}, nil
-}
-
-// Release removes the lock file and releases the lock; nil-safe.
-func (l *Lock) Release() {
-	if l == nil || l.f == nil {
-		return
-	}
-	os.Remove(l.path)
-	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	l.f.Close()
-	l.f = nil
 }

@@ -469,5 +469,5 @@ func (p *progress) run(r *Run, rec *Record, metrics []string) {
 // of the runs before it. Runs in parallel share one peak.
 func resetPeakRSS() {
 	debug.FreeOSMemory()
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	_ = safefile.WriteProc("clear_refs", []byte("5"))
 }

@@ -11,6 +11,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/registry"
+	"strata/core/safefile"
 )
 
 // AdjList is format.toy-adjlist: a text file ".adj" whose first line is
@@ -91,7 +92,7 @@ func (*AdjList) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error) {
 func (*AdjList) Examples(dir string) ([]graph.Example, error) {
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		if err := safefile.WriteFile(p, []byte(body)); err != nil {
 			panic(err)
 		}
 		return p

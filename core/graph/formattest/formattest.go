@@ -20,6 +20,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/graph/formats"
+	"strata/core/safefile"
 )
 
 // Test runs the suite on f, which must be registered (Open finds formats
@@ -283,7 +284,7 @@ func testTruncated(t *testing.T, e graph.Example) {
 			if !st.IsDir() {
 				cut = root
 			}
-			if err := os.WriteFile(cut, b[:n], 0o644); err != nil {
+			if err := safefile.WriteFile(cut, b[:n]); err != nil {
 				t.Fatal(err)
 			}
 			d, err := open(root, 64<<20)

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/safefile"
 )
 
 // SharedData returns the shared benchmark data directory (STRATA_SHARED_DATA,
@@ -74,7 +75,7 @@ func WriteFile(t *testing.T, dir, rel string, data []byte) string {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
+	if err := safefile.WriteFile(p, data); err != nil {
 		t.Fatal(err)
 	}
 	return p

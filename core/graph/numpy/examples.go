@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"strata/core/graph"
+	"strata/core/safefile"
 )
 
 func (*npyFormat) Examples(dir string) ([]graph.Example, error) {
@@ -29,7 +30,7 @@ func (*npyFormat) Examples(dir string) ([]graph.Example, error) {
 		return nil, err
 	}
 	return []graph.Example{{Name: "tiny", Spec: good, Want: d},
-		{Name: "labels cut", Spec: bad, Kind: graph.ErrTruncated, Err: []string{y, "truncated"}}}, os.WriteFile(y, b[:len(b)-3], 0o644)
+		{Name: "labels cut", Spec: bad, Kind: graph.ErrTruncated, Err: []string{y, "truncated"}}}, safefile.WriteFile(y, b[:len(b)-3])
 }
 
 func (*npzFormat) Examples(dir string) ([]graph.Example, error) {
@@ -111,5 +112,5 @@ func writeNPZArrays(path string, arrays map[string]any, shapes map[string][]int)
 	if err := zw.Close(); err != nil {
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	return safefile.WriteFile(path, buf.Bytes())
 }

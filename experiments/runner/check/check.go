@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"strata/core/safefile"
 	"strata/experiments/runner"
 	"strata/experiments/runner/numerics"
 )
@@ -87,7 +88,7 @@ func Run(ctx context.Context, p *runner.Plan, c *Committed, opts Options) (*Repo
 		Binary: opts.Binary, Numerics: opts.Numerics, Force: true,
 	})
 	if err != nil {
-		os.RemoveAll(tmp)
+		_ = safefile.RemoveTree(tmp)
 		return nil, err
 	}
 	rep := &Report{Experiment: p.Exp.Name, Subset: opts.Subset, Runs: len(runs), Results: c.Dir, Notes: slices.Clone(c.Warnings)}
@@ -102,7 +103,7 @@ func Run(ctx context.Context, p *runner.Plan, c *Committed, opts Options) (*Repo
 	rep.NDiffs = len(rep.Differences)
 	rep.OK = rep.NDiffs == 0
 	if rep.OK {
-		os.RemoveAll(tmp)
+		_ = safefile.RemoveTree(tmp)
 	} else {
 		rep.Rerun = tmp
 	}

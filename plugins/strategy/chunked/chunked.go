@@ -5,6 +5,7 @@ package chunked
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"strata/core/modhost"
 	"strata/core/partition"
 	"strata/core/registry"
+	"strata/core/safefile"
 	"strata/core/tensor"
 	"strata/core/train"
 	"strata/plugins/strategy/internal/chunkplan"
@@ -70,6 +72,13 @@ func (s *Chunked) CheckConfig(cfg *config.Config) error {
 	if s.HostFile != "" && cfg.Train.Backend != "cpu" {
 		return cfg.KeyError(fmt.Sprintf("chunked.host_file maps the host tier to a file on the cpu backend, but train.backend = %q; set train.backend = \"cpu\" or remove chunked.host_file", cfg.Train.Backend), "chunked", "host_file")
 	}
+	if s.HostFile != "" {
+		// Before training: the scratch file must be new (created and
+		// removed by the run), never an existing file or an input.
+		if err := safefile.CheckScratch(cfg.StrategyKeyPath(s.HostFile, "host_file"), train.RunInputs(cfg)...); err != nil {
+			return hostFileError(cfg, s.HostFile, err)
+		}
+	}
 	if s.Chunks == 0 && cfg.Train.Backend == "sim" && cfg.Devices.MemoryBytes == 0 {
 		return cfg.KeyError("chunked.chunks = \"auto\" sizes the chunks to devices.memory_bytes, which is 0 (unlimited); set devices.memory_bytes or give chunked.chunks a number", "chunked", "chunks")
 	}
@@ -77,6 +86,13 @@ func (s *Chunked) CheckConfig(cfg *config.Config) error {
 		return cfg.KeyError(fmt.Sprintf("chunked.chunks = \"auto\" sizes the chunks to a simulated device's memory, but train.backend = %q; give chunked.chunks a number", cfg.Train.Backend), "chunked", "chunks")
 	}
 	return nil
+}
+
+// hostFileError is the error of a chunked.host_file that the write gate
+// refuses (safefile.CheckScratch: it exists, is in use, or its directory
+// is missing); err names the path and the fix.
+func hostFileError(cfg *config.Config, value string, err error) error {
+	return cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create the host tier's scratch file: %v", value, err), "chunked", "host_file")
 }
 
 // NewStepper implements train.Strategy.
@@ -330,9 +346,12 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
 	}
 	if path := r.cfg.StrategyKeyPath(r.opts.HostFile, "host_file"); r.opts.HostFile != "" {
-		f, closeFile, err := hosttier.OpenFile(path, size)
+		f, closeFile, err := hosttier.OpenFile(path, size, train.RunInputs(r.cfg)...)
+		if errors.Is(err, safefile.ErrUnsafe) || errors.Is(err, safefile.ErrLocked) {
+			return hostFileError(r.cfg, r.opts.HostFile, err)
+		}
 		if err != nil {
-			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create a %s host tier there: %v; give a file in a writable directory with room for it", path, steprun.MiB(size), err), "chunked", "host_file")
+			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create a %s host tier there: %v; give a new file in a writable directory with room for it", path, steprun.MiB(size), err), "chunked", "host_file")
 		}
 		log, err := hosttier.NewAddLog(filepath.Dir(path))
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"strata/core/safefile"
 	"strata/internal/opgen"
 )
 
@@ -27,7 +28,7 @@ func write(root string) error {
 		return err
 	}
 	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(root, f.Path), f.Data, 0o644); err != nil {
+		if err := safefile.WriteFile(filepath.Join(root, f.Path), f.Data); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"unsafe"
+
+	"strata/core/safefile"
 )
 
 // Row additions into the host file (the vertex gradients of a backward
@@ -47,12 +49,8 @@ const hostBucketBytes = 256 << 20
 // NewAddLog creates the log as an unlinked file in dir: nothing is left
 // behind whatever happens; close frees it.
 func NewAddLog(dir string) (*addLog, error) {
-	f, err := os.CreateTemp(dir, ".strata-adds-*")
+	f, err := safefile.CreateUnlinked(dir, "strata-adds")
 	if err != nil {
-		return nil, err
-	}
-	if err := os.Remove(f.Name()); err != nil {
-		f.Close()
 		return nil, err
 	}
 	return &addLog{f: f}, nil

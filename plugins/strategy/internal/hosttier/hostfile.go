@@ -2,26 +2,19 @@ package hosttier
 
 import (
 	"os"
+
+	"strata/core/safefile"
 )
 
-// OpenFile creates (or truncates) path to size bytes for the host
-// tier, read and written with positioned I/O (hostFileMat). The returned
-// function closes and removes it.
-func OpenFile(path string, size int64) (*os.File, func() error, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+// OpenFile creates the host tier's scratch file path of size bytes, read
+// and written with positioned I/O (hostFileMat). The path must not exist
+// (safefile.CreateScratch: created exclusively and locked, never through
+// a symbolic link, never an input); the returned function closes it and
+// removes it, only while the path still names the file created here.
+func OpenFile(path string, size int64, inputs ...string) (*os.File, func() error, error) {
+	s, err := safefile.CreateScratch(path, size, inputs...)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := f.Truncate(size); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, nil, err
-	}
-	return f, func() error {
-		err := f.Close()
-		if rerr := os.Remove(path); err == nil {
-			err = rerr
-		}
-		return err
-	}, nil
+	return s.File(), s.Remove, nil
 }

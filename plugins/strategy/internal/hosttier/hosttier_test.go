@@ -1,6 +1,7 @@
 package hosttier
 
 import (
+	"fmt"
 	"strata/core/tensor"
 	"testing"
 )
@@ -17,11 +18,13 @@ func TestHostRows(t *testing.T) {
 		new  func(n, cols int) (Rows, error)
 	}
 	dir := t.TempDir()
+	files := 0 // a host file is a new file: one path per matrix
 	matrices := []matrix{
 		{"ram", func(n, cols int) (Rows, error) { return newHostRows(tensor.Float64, n, cols, nil) }},
 		{"file", func(n, cols int) (Rows, error) {
 			size := Bytes(tensor.Float64, n, []int{1, cols})
-			f, closeFile, err := OpenFile(dir+"/host.bin", size)
+			files++
+			f, closeFile, err := OpenFile(fmt.Sprintf("%s/host%d.bin", dir, files), size)
 			if err != nil {
 				return nil, err
 			}

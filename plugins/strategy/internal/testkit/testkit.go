@@ -13,6 +13,7 @@ import (
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/modhost"
+	"strata/core/safefile"
 	"strata/core/train"
 	"strata/core/train/strategytest"
 	"strata/internal/floattol"
@@ -46,7 +47,7 @@ func Main(m *testing.M, host func(cacheDir string) modhost.Host) int {
 	}
 	wasmCache, newHost = dir, host
 	code := m.Run()
-	os.RemoveAll(dir)
+	safefile.RemoveTree(dir)
 	return code
 }
 

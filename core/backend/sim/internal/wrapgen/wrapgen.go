@@ -17,11 +17,12 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"strata/core/safefile"
 )
 
 // Config says where the interfaces are and what to leave out.
@@ -403,5 +404,5 @@ func Write(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(cfg.Dir, cfg.Out), src, 0o644)
+	return safefile.WriteFile(filepath.Join(cfg.Dir, cfg.Out), src)
 }

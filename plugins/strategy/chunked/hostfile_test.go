@@ -1,0 +1,142 @@
+package chunked
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"strata/core/config"
+	"strata/core/graph"
+	"strata/core/graph/formats"
+	"strata/core/train"
+	"strata/plugins/strategy/internal/testkit"
+)
+
+// hostFileSets are the settings of a chunked run on the cpu backend with
+// the host tier in path.
+func hostFileSets(path string, extra ...string) []string {
+	return append([]string{`train.mode="chunked"`, `train.backend="cpu"`, "chunked.chunks=3", "chunked.host_file=" + path}, extra...)
+}
+
+// TestHostFileRefused points chunked.host_file at paths that exist: a
+// file of the user's, the run's own config and dataset, a symbolic link
+// and a FIFO. The old code truncated, used and then deleted each of them
+// (and died of a bus error on the memory-mapped dataset); now the run is
+// refused before training, naming the key, and each is left as it was.
+func TestHostFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "chunk.toml")
+	write(t, conf, testkit.CoraBase)
+	keep := filepath.Join(dir, "keep.txt")
+	write(t, keep, "keep me\n")
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(keep, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ds := filepath.Join(dir, "cora.strata")
+	cora, err := graph.Open("embedded:cora")
+	if err == nil {
+		err = formats.WriteBinary(ds, cora)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, path, want string
+		extra            []string
+	}{
+		{"a file of the user's", keep, "exists (a file)", nil},
+		{"the config", conf, "the input " + conf + " of this run", nil},
+		{"the dataset", ds, "the input " + ds + " of this run", []string{"data.dataset=" + ds}},
+		{"a symbolic link", link, "exists (a symbolic link)", nil},
+		{"a FIFO", fifo, "exists (a FIFO)", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before, beforeData := snapshot(t, c.path)
+			cfg, err := config.Load(conf, hostFileSets(c.path, c.extra...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Output.Progress = "off"
+			_, err = testkit.StepsIn(context.Background(), t, 1, cfg)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "chunked.host_file") {
+				t.Errorf("err = %v, want a refusal of chunked.host_file saying %q", err, c.want)
+			}
+			after, afterData := snapshot(t, c.path)
+			if !os.SameFile(before, after) || after.Mode() != before.Mode() || afterData != beforeData {
+				t.Errorf("%s changed: %v %q, was %v %q", c.path, after.Mode(), afterData, before.Mode(), beforeData)
+			}
+		})
+	}
+}
+
+// TestHostFileInUse runs a second chunked run with the host file of one
+// that is training: the old code let both use one file (both exited 0
+// with wrong losses); now the second is refused naming the first's pid,
+// and once the first ends the path is free again.
+func TestHostFileInUse(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "host.bin")
+	cfg := testkit.MustParse(t, testkit.CoraBase, hostFileSets(path)...)
+	env, _, closeEnv, err := train.NewEnv(ctx, cfg, testkit.TestHost(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeEnv()
+	strat, err := train.StrategyFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := strat.NewStepper(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = testkit.StepsIn(ctx, t, 1, testkit.MustParse(t, testkit.CoraBase, hostFileSets(path)...))
+	if want := fmt.Sprintf("a running strata, process %d", os.Getpid()); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("second run: err = %v, want a refusal naming %q", err, want)
+	}
+	first.Release()
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Fatalf("host file left after the run: %v", err)
+	}
+	if _, err := testkit.StepsIn(ctx, t, 1, testkit.MustParse(t, testkit.CoraBase, hostFileSets(path)...)); err != nil {
+		t.Errorf("after the first run ended: %v", err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("host file left after the second run: %v", err)
+	}
+}
+
+func write(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshot returns path's file info (not followed) and, for a regular
+// file, its content.
+func snapshot(t *testing.T, path string) (os.FileInfo, string) {
+	t.Helper()
+	st, err := os.Lstat(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return st, ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, string(b)
+}
