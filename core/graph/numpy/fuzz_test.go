@@ -42,9 +42,9 @@ func FuzzNPZ(f *testing.F) {
 		if err != nil {
 			return
 		}
-		z.spend.Budget = 64 << 20
+		z.spend.Budget = 4 << 20 // small: a load at the budget is allocated and filled per input
 		_, _ = z.load(graph.NoSplit)
-		z.spend = &graph.Spend{Budget: 64 << 20}
+		z.spend = &graph.Spend{Budget: 4 << 20}
 		_, _ = z.sparse("adj_matrix")
 	})
 }
