@@ -69,7 +69,7 @@ FUZZMINTIME ?= 3s
 # inputs from every registered format.* module: a new format needs no line
 # here.
 FUZZ_TARGETS := ./core/config:FuzzParse:100000 ./core/config:FuzzOverride:100000 \
-	./plugins/all:FuzzFormats:80000 ./core/graph/numpy:FuzzNPY:200000 \
+	./plugins/all:FuzzFormats:80000 ./core/graph/numpy:FuzzNPY:200000 ./core/graph/numpy:FuzzNPZ:300000 \
 	./plugins/wasm:FuzzHostABI:15000 ./core/train:FuzzArrayFile:10000
 
 fuzz: models

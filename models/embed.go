@@ -12,10 +12,7 @@ package models
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,38 +106,33 @@ func Layer(name string) ([]byte, error) { return Layers.Module(name) }
 // CostModel returns the embedded module of a shipped cost model.
 func CostModel(name string) ([]byte, error) { return CostModels.Module(name) }
 
-// LoadFile reads a user's module (model.module = "path/to/x.wasm") and
-// checks that it is a WebAssembly binary.
-func LoadFile(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("model module %s: no such file", path)
-		}
-		return nil, fmt.Errorf("model module: %w", err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("model module %s is a directory; build the guest into a .wasm file (see docs/models.md)", path)
-	}
-	if st.Size() > MaxModuleBytes {
-		return nil, fmt.Errorf("model module %s is %d MiB, over the %d MiB limit", path, st.Size()>>20, MaxModuleBytes>>20)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("model module: %w", err)
-	}
-	if len(b) < 8 || !bytes.Equal(b[:4], []byte("\x00asm")) {
-		return nil, fmt.Errorf("model module %s is not a WebAssembly binary (build it with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared, see docs/models.md)", path)
-	}
-	return b, nil
+// IsFile reports whether a config's module setting names a file (a value
+// ending in .wasm or containing a path separator) rather than a shipped
+// layer.
+func IsFile(module string) bool {
+	return strings.HasSuffix(module, ".wasm") || strings.ContainsRune(module, '/') || strings.ContainsRune(module, filepath.Separator)
 }
 
-// Resolve maps a config's module setting to a name and bytes: a value
-// ending in .wasm or containing a path separator is a file (named after its
-// base name), anything else a shipped layer.
-func Resolve(module string) (name string, wasm []byte, err error) {
-	if strings.HasSuffix(module, ".wasm") || strings.ContainsRune(module, '/') || strings.ContainsRune(module, filepath.Separator) {
-		b, err := LoadFile(module)
+// CheckFile checks that b, read from the user's module file path
+// (model.module = "path/to/x.wasm"), is a WebAssembly binary.
+func CheckFile(path string, b []byte) error {
+	if len(b) < 8 || !bytes.Equal(b[:4], []byte("\x00asm")) {
+		return fmt.Errorf("model module %s is not a WebAssembly binary (build it with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared, see docs/models.md)", path)
+	}
+	return nil
+}
+
+// Resolve maps a config's module setting to a name and bytes: a file
+// (IsFile) is read with read, at most MaxModuleBytes of a regular file
+// (the host's read gate; this package imports nothing of strata), checked
+// by CheckFile and named after its base name; anything else is a shipped
+// layer.
+func Resolve(module string, read func(path string) ([]byte, error)) (name string, wasm []byte, err error) {
+	if IsFile(module) {
+		b, err := read(module)
+		if err == nil {
+			err = CheckFile(module, b)
+		}
 		return strings.TrimSuffix(filepath.Base(module), ".wasm"), b, err
 	}
 	b, err := Layer(module)

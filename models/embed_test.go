@@ -76,7 +76,7 @@ func TestUnknownModule(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "gcn") {
 		t.Fatalf("Layer(nope): %v", err)
 	}
-	if _, _, err := Resolve(filepath.Join(t.TempDir(), "x.wasm")); err == nil || !strings.Contains(err.Error(), "no such file") {
+	if _, _, err := Resolve(filepath.Join(t.TempDir(), "x.wasm"), os.ReadFile); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("Resolve(missing file): %v", err)
 	}
 }

@@ -83,7 +83,7 @@ func TestLoadSpecialFile(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip("mkfifo:", err)
 	}
-	for path, want := range map[string]string{fifo: "it is a FIFO", dir: "it is a directory", "/dev/zero": "it is a device"} {
+	for path, want := range map[string]string{fifo: "it is a FIFO", dir: "it is a directory", "/dev/zero": "it is a character device"} {
 		done := make(chan error, 1)
 		go func() { _, err := Load(path); done <- err }()
 		select {

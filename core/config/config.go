@@ -33,8 +33,8 @@
 package config
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +42,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"strata/core/registry"
+	"strata/core/safefile"
 )
 
 // Config is a whole experiment config.
@@ -204,46 +205,27 @@ func Load(path string, overrides ...string) (*Config, error) {
 	return Parse(path, data, overrides...)
 }
 
-// ReadFile reads a config or experiment file (what names it in errors):
-// only a regular file of at most MaxConfigBytes, so a FIFO or a device
-// is an *Error at once instead of a hang or an endless read.
+// ReadFile reads a config or experiment file (what names it in errors)
+// through the read gate (safefile.ReadFile): only a regular file of at
+// most MaxConfigBytes, so a FIFO or a device is an *Error at once instead
+// of a hang or an endless read.
 func ReadFile(path, what string) ([]byte, error) {
-	fail := func(err error) error {
-		msg := err.Error()
-		if pe, ok := err.(*os.PathError); ok {
-			msg = pe.Err.Error()
-		}
-		return &Error{File: path, Msg: "cannot read " + what + ": " + msg}
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fail(err)
-	}
-	if !st.Mode().IsRegular() {
-		kind := "not a regular file"
-		switch {
-		case st.IsDir():
-			kind = "a directory"
-		case st.Mode()&os.ModeNamedPipe != 0:
-			kind = "a FIFO"
-		case st.Mode()&os.ModeDevice != 0:
-			kind = "a device"
-		}
-		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read %s: it is %s; give a TOML file", what, kind)}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fail(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
-	if err != nil {
-		return nil, fail(err)
-	}
-	if len(data) > MaxConfigBytes {
+	data, err := safefile.ReadFile(path, MaxConfigBytes)
+	var nr *safefile.NotRegularError
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.As(err, &nr):
+		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read %s: it is %s; give a TOML file", what, nr.Kind())}
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, &Error{File: path, Msg: fmt.Sprintf("%s is larger than the limit of %d MiB: is this the right file?", what, MaxConfigBytes>>20)}
 	}
-	return data, nil
+	msg := err.Error()
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Err.Error()
+	}
+	return nil, &Error{File: path, Msg: "cannot read " + what + ": " + msg}
 }
 
 // KeyError returns an *Error located where the key path was set (file:line

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"strata/core/metrics"
+	"strata/core/safefile"
 )
 
 // Bounds on what a dataset file may declare, checked before allocating.
@@ -63,6 +65,36 @@ func CheckBudget(file, what string, need, budget int64) error {
 	return nil
 }
 
+// Spend is what one load has allocated against its memory budget: every
+// array a loader allocates is charged before it is allocated, so many
+// arrays that each fit cannot together pass the budget (a zip bomb of
+// several members, a conversion that doubles an array).
+type Spend struct {
+	Budget int64 // bytes; <= 0: DefaultMaxMemory
+	used   int64
+}
+
+// Charge adds need bytes, the size of what (an array of file) about to be
+// allocated, or returns CheckBudget's error when the load would then need
+// more than the budget (need < 0: an overflowed size).
+func (s *Spend) Charge(file, what string, need int64) error {
+	total := s.used + need
+	if need < 0 || total < 0 {
+		total = -1
+	}
+	if s.used > 0 {
+		what += fmt.Sprintf(" (with the %s loaded before it)", FormatBytes(s.used))
+	}
+	if err := CheckBudget(file, what, total, BudgetOr(s.Budget)); err != nil {
+		return err
+	}
+	s.used = total
+	return nil
+}
+
+// Left is what remains of the budget.
+func (s *Spend) Left() int64 { return BudgetOr(s.Budget) - s.used }
+
 // BudgetOr returns budget, or DefaultMaxMemory when budget <= 0.
 func BudgetOr(budget int64) int64 {
 	if budget <= 0 {
@@ -77,52 +109,49 @@ func FormatBytes(n int64) string { return metrics.FormatBytes(n) }
 // CheckRegular refuses a path that is not a regular file or directory
 // (a FIFO would block the open, a device would stream without end).
 func CheckRegular(path string, st fs.FileInfo) error {
-	m := st.Mode()
-	if m.IsRegular() || m.IsDir() {
+	if st.IsDir() {
 		return nil
 	}
-	kind := "a special file"
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		kind = "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		kind = "a character device"
-	case m&fs.ModeDevice != 0:
-		kind = "a block device"
-	case m&fs.ModeSocket != 0:
-		kind = "a socket"
-	}
-	return FileErrorf(ErrFormat, path, 0, 0, "is %s, not a regular file; give a dataset file or directory", kind)
+	return fileError(path, "", safefile.CheckInput(path, st))
 }
 
-// OpenFile opens the dataset file path for reading and returns it with its
-// size. A special file is refused before it is opened (opening a FIFO
-// would block); a missing one is ErrMissing, "file does not exist" then
-// "; " and hint when hint is set; any other failure names the file.
+// OpenFile opens the dataset file path for reading through the read gate
+// (safefile.Open) and returns it with its size. A special file or a
+// directory is refused before it is opened (opening a FIFO would block, a
+// device would stream without end); a missing one is ErrMissing, "file
+// does not exist" then "; " and hint when hint is set; any other failure
+// names the file.
 func OpenFile(path, hint string) (*os.File, int64, error) {
-	if _, err := StatRegular(path); err != nil {
-		var fe *FileError
-		if errors.As(err, &fe) {
-			return nil, 0, err
-		}
-	}
-	f, err := os.Open(path)
+	f, st, err := safefile.Open(path)
 	if err != nil {
-		if os.IsNotExist(err) {
-			msg := "file does not exist"
-			if hint != "" {
-				msg += "; " + hint
-			}
-			return nil, 0, FileErrorf(ErrMissing, path, 0, 0, "%s", msg)
-		}
-		return nil, 0, FileErrorf(ErrMissing, path, 0, 0, "cannot open: %v", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, FileErrorf(ErrFormat, path, 0, 0, "cannot stat: %v", err)
+		return nil, 0, fileError(path, hint, err)
 	}
 	return f, st.Size(), nil
+}
+
+// fileError is the FileError of a refusal or failure of the read gate
+// (safefile) on path; nil for nil.
+func fileError(path, hint string, err error) error {
+	var nr *safefile.NotRegularError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &nr) && nr.Mode.IsDir():
+		return FileErrorf(ErrFormat, path, 0, 0, "is a directory, not a file; give the dataset file itself (or the directory as the dataset)")
+	case errors.As(err, &nr):
+		return FileErrorf(ErrFormat, path, 0, 0, "is %s, not a regular file; give a dataset file or directory", nr.Kind())
+	case errors.Is(err, fs.ErrNotExist):
+		msg := "file does not exist"
+		if hint != "" {
+			msg += "; " + hint
+		}
+		return FileErrorf(ErrMissing, path, 0, 0, "%s", msg)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return FileErrorf(ErrMissing, path, 0, 0, "cannot open: %v", err)
 }
 
 // StatRegular stats path (following links) and refuses special files.

@@ -2,7 +2,9 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sort"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"strata/core/config"
 	"strata/core/ir"
 	"strata/core/modhost"
+	"strata/core/safefile"
 	"strata/models"
 )
 
@@ -155,7 +158,7 @@ func checkBindable(cfg *config.Config, name string, g *ir.Graph) error {
 // model.name (a registered model.* plugin).
 func moduleBytes(cfg *config.Config) (string, []byte, error) {
 	if cfg.Model.Module != "" {
-		name, b, err := models.Resolve(cfg.ModulePath())
+		name, b, err := models.Resolve(cfg.ModulePath(), readModule)
 		if err != nil {
 			return "", nil, cfg.KeyError("model.module: "+err.Error(), "model", "module")
 		}
@@ -166,6 +169,26 @@ func moduleBytes(cfg *config.Config) (string, []byte, error) {
 		return "", nil, cfg.KeyError(fmt.Sprintf("model.name = %q: %v", cfg.Model.Name, err), "model", "name")
 	}
 	return cfg.Model.Name, b, nil
+}
+
+// readModule reads a user's module file (model.module, or a .wasm named in
+// model.options) through the read gate: only a regular file of at most
+// models.MaxModuleBytes, so a FIFO or a link to /dev/zero is refused
+// before it is read, not a hang or an endless allocation.
+func readModule(path string) ([]byte, error) {
+	b, err := safefile.ReadFile(path, models.MaxModuleBytes)
+	var nr *safefile.NotRegularError
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("model module %s: no such file", path)
+	case errors.As(err, &nr):
+		return nil, fmt.Errorf("model module %s is %s, not a regular file; build the guest into a .wasm file and name it (see docs/models.md)", path, nr.Kind())
+	case errors.Is(err, safefile.ErrTooLarge):
+		return nil, fmt.Errorf("model module %s is over the %d MiB limit of a module; is this the right file?", path, models.MaxModuleBytes>>20)
+	}
+	return nil, fmt.Errorf("model module: %w", err)
 }
 
 // userOptions converts model.options to a layer config, rejecting the keys
@@ -195,7 +218,11 @@ func userOptions(cfg *config.Config) (modhost.LayerConfig, error) {
 		case string:
 			c.SetString(k, v)
 			if strings.HasSuffix(v, ".wasm") {
-				b, err := models.LoadFile(cfg.OptionPath(k, v))
+				p := cfg.OptionPath(k, v)
+				b, err := readModule(p)
+				if err == nil {
+					err = models.CheckFile(p, b)
+				}
 				if err != nil {
 					return c, cfg.KeyError(fmt.Sprintf("model.options.%s: %v", k, err), "model", "options", k)
 				}

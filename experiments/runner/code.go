@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"strata/core/config"
+	"strata/core/safefile"
 	"strata/experiments/runner/numerics"
 )
 
@@ -75,8 +76,11 @@ func mappedLibraries(exe string) []string {
 	return out
 }
 
+// fileSHA256 hashes the file path (a module a config names, the binary,
+// its libraries), opened through the read gate: a FIFO or a device is
+// refused, not a hang or an endless read.
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path)
 	if err != nil {
 		return "", err
 	}

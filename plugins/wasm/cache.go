@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/tetratelabs/wazero"
+
+	"strata/core/safefile"
 )
 
 // The on-disk compilation cache is an optimisation: it must never make a
@@ -60,16 +63,15 @@ func sanitizeCache(dir string) int {
 }
 
 // cacheEntryPlausible checks an entry's declared sizes against its size.
+// It opens the entry through the read gate (safefile.Open): anything but
+// a regular file (a FIFO would block the open, a link to a device would
+// stream without end) is implausible, so deleted unopened.
 func cacheEntryPlausible(path string) bool {
-	f, err := os.Open(path)
+	f, st, err := safefile.Open(path)
 	if err != nil {
-		return true // not ours to judge; wazero reports it
+		return !errors.Is(err, safefile.ErrNotRegular) // otherwise not ours to judge; wazero reports it
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return false
-	}
 	size := st.Size()
 	var head [7 + 255 + 4]byte
 	k, _ := io.ReadFull(f, head[:])

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestCorruptCacheRecovers corrupts the cached entry of a module in
@@ -12,11 +14,7 @@ import (
 // (deleting the bad entry and recompiling), and the next one must hit a
 // good entry again.
 func TestCorruptCacheRecovers(t *testing.T) {
-	wasmBytes, err := os.ReadFile(filepath.Join(repoRoot(t), "models", "wasm", "costmodel-roofline.wasm"))
-	if err != nil {
-		t.Skip("models not built:", err)
-	}
-	dir := t.TempDir()
+	wasmBytes, dir := rooflineBytes(t), t.TempDir()
 	load := func() {
 		t.Helper()
 		rt := newRuntime(t, Options{CacheDir: dir})
@@ -73,6 +71,78 @@ func TestCorruptCacheRecovers(t *testing.T) {
 			load()
 		})
 	}
+}
+
+// TestSpecialFileInCache plants a FIFO, and then a link to /dev/zero, in
+// the place of each cached entry: a fresh runtime must delete them without
+// opening them (opening the FIFO blocked for ever) and load the module
+// within seconds, and the next runtime must find a good entry again.
+func TestSpecialFileInCache(t *testing.T) {
+	wasmBytes, dir := rooflineBytes(t), t.TempDir()
+	load := func() {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() {
+			ctx := context.Background()
+			rt, err := NewRuntime(ctx, Options{CacheDir: dir})
+			if err != nil {
+				done <- err
+				return
+			}
+			defer rt.Close(ctx)
+			m, err := rt.Load(ctx, "roofline", wasmBytes)
+			if err == nil {
+				m.Close(ctx)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("load: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("load blocks on the planted cache entry")
+		}
+	}
+	load() // fills the cache
+	plants := map[string]func(path string) error{
+		"fifo":             func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"link to a device": func(p string) error { return os.Symlink("/dev/zero", p) },
+	}
+	for name, plant := range plants {
+		t.Run(name, func(t *testing.T) {
+			entries, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+			if len(entries) == 0 {
+				t.Fatal("no cache entries")
+			}
+			for _, e := range entries {
+				if err := os.Remove(e); err != nil {
+					t.Fatal(err)
+				}
+				if err := plant(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			load()
+			for _, e := range entries {
+				if st, err := os.Stat(e); err == nil && !st.Mode().IsRegular() {
+					t.Errorf("%s is still %v", e, st.Mode())
+				}
+			}
+			load()
+		})
+	}
+}
+
+// rooflineBytes is the built roofline cost model (skips without models).
+func rooflineBytes(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "models", "wasm", "costmodel-roofline.wasm"))
+	if err != nil {
+		t.Skip("models not built:", err)
+	}
+	return b
 }
 
 // TestUnwritableCache checks that a cache directory that cannot be used

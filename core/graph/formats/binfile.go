@@ -508,9 +508,10 @@ func viewSlice[T int32 | int64 | float32](data []byte, s binSection) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&data[s.Offset])), s.Count)
 }
 
-// IsBinary reports whether the file at path starts with the binary graph magic.
+// IsBinary reports whether the file at path starts with the binary graph
+// magic (a special file, opened through the read gate, is not).
 func IsBinary(path string) bool {
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path)
 	if err != nil {
 		return false
 	}

@@ -61,6 +61,7 @@ func loadSNAP(path string, budget int64) (*graph.Dataset, error) {
 		parts       [][]int64 // per chunk: interleaved src, dst
 		maxID       = int64(-1)
 		headerNodes = int64(-1)
+		headerLine  int   // of the largest "# Nodes: N"
 		held        int64 // bytes of parsed edges
 	)
 	lines, err := scanChunks(tf, graph.NumWorkers(), func(c *lineChunk) error {
@@ -75,9 +76,15 @@ func loadSNAP(path string, budget int64) (*graph.Dataset, error) {
 			switch {
 			case len(t) == 0:
 			case t[0] == '#' || t[0] == '%':
-				if v, ok := headerNodeCount(t); ok {
+				v, ok, err := headerNodeCount(t, tf.name, ln)
+				if err != nil {
+					return err
+				}
+				if ok {
 					mu.Lock()
-					headerNodes = max(headerNodes, v)
+					if v > headerNodes {
+						headerNodes, headerLine = v, ln
+					}
 					mu.Unlock()
 				}
 			default:
@@ -141,7 +148,7 @@ func loadSNAP(path string, budget int64) (*graph.Dataset, error) {
 	n := max(maxID+1, headerNodes, 0)
 	if n > maxSparseFactor*m+1<<20 || n > graph.MaxNodes {
 		if headerNodes > maxID+1 {
-			return nil, graph.FileErrorf(graph.ErrRange, path, 0, 0, "the \"# Nodes: %d\" header declares far more nodes than the %d edges call for; fix or drop the header", headerNodes, m)
+			return nil, graph.FileErrorf(graph.ErrRange, path, headerLine, 0, "the \"# Nodes: %d\" header declares far more nodes than the %d edges call for; fix or drop the header", headerNodes, m)
 		}
 		line := findID(parts, maxID)
 		return nil, graph.FileErrorf(graph.ErrRange, path, 0, 0, "node id %d (edge %d) is far larger than the %d edges call for; "+
@@ -174,21 +181,28 @@ func isHeader(f [][]byte) bool {
 	return true
 }
 
-// headerNodeCount extracts N from a SNAP comment such as "# Nodes: N Edges: M".
-func headerNodeCount(line []byte) (int64, bool) {
+// headerNodeCount extracts N from a SNAP comment such as "# Nodes: N
+// Edges: M" on line ln of file; ok is false for a comment without one. A
+// value that is not a node count in [0, graph.MaxNodes] is an error
+// naming the line (it was ignored before, so a file could declare
+// -5 or 10^12 nodes and be read as if it did not).
+func headerNodeCount(line []byte, file string, ln int) (n int64, ok bool, err error) {
 	i := bytes.Index(line, []byte("Nodes:"))
 	if i < 0 {
-		return 0, false
+		return 0, false, nil
 	}
 	f := bytes.Fields(line[i+len("Nodes:"):])
 	if len(f) == 0 {
-		return 0, false
+		return 0, false, nil
 	}
-	v, ok := parseInt(f[0])
-	if !ok || v < 0 || v > graph.MaxNodes {
-		return 0, false
+	v, isInt := parseInt(f[0])
+	switch {
+	case !isInt:
+		return 0, false, graph.FileErrorf(graph.ErrFormat, file, ln, 0, "the \"# Nodes:\" header's value %s is not a node count; write a non-negative integer, or drop the header", quoteField(f[0]))
+	case v < 0 || v > graph.MaxNodes:
+		return 0, false, graph.FileErrorf(graph.ErrRange, file, ln, 0, "the \"# Nodes: %d\" header is outside [0, %d]; fix or drop the header", v, int64(graph.MaxNodes))
 	}
-	return v, true
+	return v, true, nil
 }
 
 // findID returns the 1-based index of the first edge that uses id.

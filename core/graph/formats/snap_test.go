@@ -113,7 +113,10 @@ func TestLoadSNAPMalformed(t *testing.T) {
 		{"empty gz file", "g.txt.gz", nil, graph.ErrFormat, []string{"@:", "empty file"}},
 		{"not gzip", "g.txt.gz", []byte("0 1\n"), graph.ErrFormat, []string{"@:", "not a gzip file"}},
 		{"huge id", "g.txt", []byte("0 1\n1 99999999999\n"), graph.ErrRange, []string{"@:", "node id 99999999999 (edge 2)", "renumber"}},
-		{"huge header node count", "g.txt", []byte("# Nodes: 100000000 Edges: 1\n0 1\n"), graph.ErrRange, []string{"@:", `"# Nodes: 100000000" header`, "1 edges"}},
+		{"huge header node count", "g.txt", []byte("# Nodes: 100000000 Edges: 1\n0 1\n"), graph.ErrRange, []string{"@:1:", `"# Nodes: 100000000" header`, "1 edges"}},
+		{"header node count past MaxNodes", "g.txt", []byte("# c\n# Nodes: 1000000000000 Edges: 1\n0 1\n"), graph.ErrRange, []string{"@:2:", `"# Nodes: 1000000000000" header is outside [0, 68719476736]`, "fix or drop the header"}},
+		{"negative header node count", "g.txt", []byte("# Nodes: -5\n0 1\n"), graph.ErrRange, []string{"@:1:", `"# Nodes: -5" header is outside`}},
+		{"header node count not a number", "g.txt", []byte("0 1\n# Nodes: 1e3\n"), graph.ErrFormat, []string{"@:2:", `value "1e3" is not a node count`}},
 		{"too large id", "g.txt", []byte("0 9223372036854775806\n"), graph.ErrRange, []string{"@:1: column 2:", "too large"}},
 	}
 	for _, c := range cases {

@@ -27,16 +27,18 @@ const maxNPYHeader = 1 << 20
 // C-order little-endian array of dtype <f4, <f8, <i4, <i8 or |b1. data is
 // []float32, []float64, []int32, []int64 or []bool. Errors name the file
 // and the header field at fault.
-func ReadNPY(path string) (shape []int, data any, err error) { return readNPYFile(path, 0) }
+func ReadNPY(path string) (shape []int, data any, err error) {
+	return readNPYFile(path, &graph.Spend{})
+}
 
-// readNPYFile is ReadNPY with a memory budget (0: DefaultMaxMemory).
-func readNPYFile(path string, budget int64) (shape []int, data any, err error) {
+// readNPYFile is ReadNPY charging the array to spend.
+func readNPYFile(path string, spend *graph.Spend) (shape []int, data any, err error) {
 	f, size, err := graph.OpenFile(path, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	return readNPY(f, size, path, budget)
+	return readNPY(f, size, path, spend)
 }
 
 // npyHeader is the decoded header dictionary.
@@ -46,18 +48,29 @@ type npyHeader struct {
 	shape   []int
 }
 
-// readNPY reads a .npy array of size bytes from r; path names it in
-// errors. budget bounds the array's bytes (0: DefaultMaxMemory).
-func readNPY(r io.Reader, size int64, path string, budget int64) ([]int, any, error) {
+// readNPYHeader reads the preamble and the header of a .npy array of size
+// bytes from r (a file, or a .npz entry of that declared size): the
+// header's length is checked against maxNPYHeader and size before it is
+// allocated. It returns the header and the bytes that follow it. Errors
+// name path and, before the header field, what ("array \"x\": " in a
+// .npz, or "").
+func readNPYHeader(r io.Reader, size int64, path, what string) (*npyHeader, int64, error) {
+	fail := func(kind error, format string, args ...any) error {
+		return graph.FileErrorf(kind, path, 0, 0, "%s%s", what, fmt.Sprintf(format, args...))
+	}
+	holder, noun := "file", "file" // what holds the array, what it is
+	if what != "" {
+		holder, noun = "entry", "array"
+	}
 	var pre [10]byte
 	if k, err := io.ReadFull(r, pre[:8]); err != nil {
 		if k == 0 {
-			return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "empty file; expected a .npy array (save it with numpy.save)")
+			return nil, 0, fail(graph.ErrFormat, "empty %s; expected a .npy array (save it with numpy.save)", holder)
 		}
-		return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "file ends inside the .npy preamble (%d bytes)", k)
+		return nil, 0, fail(graph.ErrTruncated, "%s ends inside the .npy preamble (%d bytes)", holder, k)
 	}
 	if string(pre[:6]) != npyMagic {
-		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "not a .npy file: bad magic %q (want \"\\x93NUMPY\"); save the array with numpy.save", pre[:6])
+		return nil, 0, fail(graph.ErrFormat, "not a .npy %s: bad magic %q (want \"\\x93NUMPY\"); save the array with numpy.save", noun, pre[:6])
 	}
 	major, minor := pre[6], pre[7]
 	var hlen int64
@@ -65,31 +78,40 @@ func readNPY(r io.Reader, size int64, path string, budget int64) ([]int, any, er
 	switch major {
 	case 1:
 		if _, err := io.ReadFull(r, pre[8:10]); err != nil {
-			return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "file ends inside the header length field")
+			return nil, 0, fail(graph.ErrTruncated, "%s ends inside the header length field", holder)
 		}
 		hlen = int64(binary.LittleEndian.Uint16(pre[8:10]))
 		pos += 2
 	case 2, 3:
 		var b [4]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "file ends inside the header length field")
+			return nil, 0, fail(graph.ErrTruncated, "%s ends inside the header length field", holder)
 		}
 		hlen = int64(binary.LittleEndian.Uint32(b[:]))
 		pos += 4
 	default:
-		return nil, nil, graph.FileErrorf(graph.ErrVersion, path, 0, 0, "header field 'version': %d.%d is not supported (want 1.0, 2.0 or 3.0)", major, minor)
+		return nil, 0, fail(graph.ErrVersion, "header field 'version': %d.%d is not supported (want 1.0, 2.0 or 3.0)", major, minor)
 	}
 	if hlen > maxNPYHeader || pos+hlen > size {
-		return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "header field 'header_len': %d bytes, but the file has only %d after the preamble", hlen, size-pos)
+		return nil, 0, fail(graph.ErrTruncated, "header field 'header_len': %d bytes, but the %s has only %d after the preamble (and a header is at most %d)", hlen, holder, max(size-pos, 0), maxNPYHeader)
 	}
 	hb := make([]byte, hlen)
 	if _, err := io.ReadFull(r, hb); err != nil {
-		return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "file ends inside the %d-byte header", hlen)
+		return nil, 0, fail(graph.ErrTruncated, "%s ends inside the %d-byte header", holder, hlen)
 	}
-	pos += hlen
 	h, err := parseNPYHeader(string(hb))
 	if err != nil {
-		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "%v", err)
+		return nil, 0, fail(graph.ErrFormat, "%v", err)
+	}
+	return h, size - pos - hlen, nil
+}
+
+// readNPY reads a .npy array of size bytes from r; path names it in
+// errors. The array is charged to spend before it is allocated.
+func readNPY(r io.Reader, size int64, path string, spend *graph.Spend) ([]int, any, error) {
+	h, left, err := readNPYHeader(r, size, path, "")
+	if err != nil {
+		return nil, nil, err
 	}
 	if h.fortran {
 		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'fortran_order': True is not supported; save a C-order array (numpy.ascontiguousarray)")
@@ -106,15 +128,15 @@ func readNPY(r io.Reader, size int64, path string, budget int64) ([]int, any, er
 	if err != nil {
 		return nil, nil, err
 	}
-	if want := count * t.size; size-pos != want {
-		if size-pos < want {
+	if want := count * t.size; left != want {
+		if left < want {
 			return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "data: %d bytes, but header field 'shape' %v of %s needs %d; the file is truncated",
-				size-pos, h.shape, h.descr, want)
+				left, h.shape, h.descr, want)
 		}
 		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "data: %d bytes, but header field 'shape' %v of %s needs %d; extra bytes at the end",
-			size-pos, h.shape, h.descr, want)
+			left, h.shape, h.descr, want)
 	}
-	if err := graph.CheckBudget(path, fmt.Sprintf("an array of shape %v of %s", h.shape, h.descr), count*t.size, graph.BudgetOr(budget)); err != nil {
+	if err := spend.Charge(path, fmt.Sprintf("an array of shape %v of %s", h.shape, h.descr), count*t.size); err != nil {
 		return nil, nil, err
 	}
 	data, raw := t.alloc(count)
@@ -275,96 +297,88 @@ func (p *pyParser) tuple() ([]int, error) {
 // val_mask.npy, test_mask.npy.
 func LoadNPYDir(dir string) (*graph.Dataset, error) { return loadNPYDir(dir, 0) }
 
-// loadNPYDir is LoadNPYDir with a memory budget for each array (0:
-// DefaultMaxMemory).
-func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
-	file := func(name string) string {
-		alias := map[string]string{"labels.npy": "y.npy", "features.npy": "x.npy",
-			"train_idx.npy": "train_mask.npy", "valid_idx.npy": "val_mask.npy", "test_idx.npy": "test_mask.npy"}[name]
-		if p := filepath.Join(dir, alias); alias != "" && !graph.FileExists(filepath.Join(dir, name)) && graph.FileExists(p) {
-			return p
+// npyAliases pairs each array of a .npy directory with its PyG name.
+var npyAliases = [][2]string{{"labels.npy", "y.npy"}, {"features.npy", "x.npy"},
+	{"train_idx.npy", "train_mask.npy"}, {"valid_idx.npy", "val_mask.npy"}, {"test_idx.npy", "test_mask.npy"}}
+
+// npyMembers returns the file of each array of dir: the file of its name
+// or of its PyG name, whichever is present, of any type (a FIFO or a
+// device is then refused by the read gate, not taken for absent); the
+// name itself when neither is (an optional array left out). Both present
+// is an error naming them.
+func npyMembers(dir string) (map[string]string, error) {
+	files := map[string]string{"edge_index.npy": filepath.Join(dir, "edge_index.npy")}
+	for _, a := range npyAliases {
+		p, q := filepath.Join(dir, a[0]), filepath.Join(dir, a[1])
+		switch {
+		case present(p) && present(q):
+			return nil, graph.FileErrorf(graph.ErrFormat, dir, 0, 0, "holds both %s and %s, two names of one array, and which to read is ambiguous: remove or rename the one you do not mean", a[0], a[1])
+		case present(q):
+			files[a[0]] = q
+		default:
+			files[a[0]] = p
 		}
-		return filepath.Join(dir, name)
 	}
+	return files, nil
+}
+
+// present reports whether path exists, whatever it is (a link that leads
+// nowhere too: reading it then says so).
+func present(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// intsCost is what npyInts allocates to convert data to int64.
+func intsCost(data any) int64 {
+	if v, ok := data.([]int32); ok {
+		return int64(len(v)) * 8
+	}
+	return 0
+}
+
+// loadNPYDir is LoadNPYDir with a memory budget for the whole load (0:
+// DefaultMaxMemory), which every array and its conversions are charged to
+// before they are allocated.
+func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, graph.FileErrorf(graph.ErrMissing, dir, 0, 0, "not a directory; expected a directory with edge_index.npy, labels.npy and optional features.npy, train_idx.npy, valid_idx.npy, test_idx.npy")
 	}
+	files, err := npyMembers(dir)
+	if err != nil {
+		return nil, err
+	}
+	file := func(name string) string { return files[name] }
+	spend := &graph.Spend{Budget: budget}
 
 	// Labels fix the node count.
 	lp := file("labels.npy")
-	shape, data, err := readNPYFile(lp, budget)
+	labels, classes, err := readNPYLabels(lp, spend)
 	if err != nil {
 		return nil, err
 	}
-	if len(shape) != 1 && !(len(shape) == 2 && shape[1] == 1) {
-		return nil, graph.FileErrorf(graph.ErrFormat, lp, 0, 0, "header field 'shape': %v, want (N,) or (N, 1)", shape)
-	}
-	lab, err := npyInts(data, lp)
+	n := len(labels)
+	g, err := readNPYEdges(file("edge_index.npy"), lp, n, spend)
 	if err != nil {
 		return nil, err
 	}
-	n := len(lab)
-	if n > math.MaxInt32 {
-		return nil, graph.FileErrorf(graph.ErrRange, lp, 0, 0, "header field 'shape': %d nodes is more than supported (%d)", n, math.MaxInt32)
-	}
-	labels := make([]int32, n)
-	maxLabel := int64(-1)
-	for i, v := range lab {
-		if v < -1 || v >= int64(max(n, 2)) {
-			return nil, graph.FileErrorf(graph.ErrRange, lp, 0, 0, "element %d: label %d outside [-1,%d); labels must be class indices, -1 for unlabeled", i, v, max(n, 2))
-		}
-		labels[i] = int32(v)
-		maxLabel = max(maxLabel, v)
-	}
-
-	ep := file("edge_index.npy")
-	shape, data, err = readNPYFile(ep, budget)
-	if err != nil {
-		return nil, err
-	}
-	ids, err := npyInts(data, ep)
-	if err != nil {
-		return nil, err
-	}
-	var m int
-	var srcAt, dstAt func(e int) int64
-	switch {
-	case len(shape) == 2 && shape[0] == 2:
-		m = shape[1]
-		srcAt = func(e int) int64 { return ids[e] }
-		dstAt = func(e int) int64 { return ids[m+e] }
-	case len(shape) == 2 && shape[1] == 2:
-		m = shape[0]
-		srcAt = func(e int) int64 { return ids[2*e] }
-		dstAt = func(e int) int64 { return ids[2*e+1] }
-	default:
-		return nil, graph.FileErrorf(graph.ErrFormat, ep, 0, 0, "header field 'shape': %v, want (2, E) or (E, 2)", shape)
-	}
-	src, dst := make([]int32, m), make([]int32, m)
-	for e := 0; e < m; e++ {
-		s, d := srcAt(e), dstAt(e)
-		for k, v := range [2]int64{s, d} {
-			if v < 0 || v >= int64(n) {
-				return nil, graph.FileErrorf(graph.ErrRange, ep, 0, 0, "edge %d: %s id %d outside [0,%d) (labels.npy has %d nodes)",
-					e, [2]string{"source", "target"}[k], v, n, n)
-			}
-		}
-		src[e], dst[e] = int32(s), int32(d)
-	}
-	indptr, cols := graph.GroupEdges(n, dst, src)
 	d := &graph.Dataset{
-		Name: filepath.Base(filepath.Clean(dir)), NumNodes: n, Graph: graph.MakeCSR(n, n, indptr, cols),
-		Labels: labels, NumClasses: int(maxLabel + 1), Source: dir,
+		Name: filepath.Base(filepath.Clean(dir)), NumNodes: n, Graph: g,
+		Labels: labels, NumClasses: classes, Source: dir,
 	}
 
-	fp := file("features.npy")
-	if _, serr := os.Stat(fp); serr == nil {
-		shape, data, err := readNPYFile(fp, budget)
+	if fp := file("features.npy"); present(fp) {
+		shape, data, err := readNPYFile(fp, spend)
 		if err != nil {
 			return nil, err
 		}
 		if len(shape) != 2 || shape[0] != n {
-			return nil, graph.FileErrorf(graph.ErrCount, fp, 0, 0, "header field 'shape': %v, want (%d, D) to match the %d labels", shape, n, n)
+			return nil, graph.FileErrorf(graph.ErrCount, fp, 0, 0, "header field 'shape': %v, want (%d, D) to match the %d labels of %s", shape, n, n, filepath.Base(lp))
+		}
+		if _, ok := data.([]float32); !ok {
+			if err := spend.Charge(fp, "the features as float32", int64(n)*int64(shape[1])*4); err != nil {
+				return nil, err
+			}
 		}
 		d.FeatDim = shape[1]
 		if d.Features, err = npyFloats(data, fp); err != nil {
@@ -381,10 +395,10 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 	owner := make([]int8, n)
 	for si, name := range []string{"train_idx.npy", "valid_idx.npy", "test_idx.npy"} {
 		sp := file(name)
-		if _, serr := os.Stat(sp); serr != nil {
+		if !present(sp) {
 			continue
 		}
-		ids, err := readNPYSplit(sp, n, budget)
+		ids, err := readNPYSplit(sp, n, spend)
 		if err != nil {
 			return nil, err
 		}
@@ -413,9 +427,86 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 	return d, nil
 }
 
+// readNPYLabels reads the label array lp ((N,) or (N, 1); -1 unlabeled)
+// and returns the labels and the class count.
+func readNPYLabels(lp string, spend *graph.Spend) ([]int32, int, error) {
+	shape, data, err := readNPYFile(lp, spend)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(shape) != 1 && !(len(shape) == 2 && shape[1] == 1) {
+		return nil, 0, graph.FileErrorf(graph.ErrFormat, lp, 0, 0, "header field 'shape': %v, want (N,) or (N, 1)", shape)
+	}
+	if err := spend.Charge(lp, "the labels", intsCost(data)+int64(shape[0])*4); err != nil {
+		return nil, 0, err
+	}
+	lab, err := npyInts(data, lp)
+	if err != nil {
+		return nil, 0, err
+	}
+	n := len(lab)
+	if n > math.MaxInt32 {
+		return nil, 0, graph.FileErrorf(graph.ErrRange, lp, 0, 0, "header field 'shape': %d nodes is more than supported (%d)", n, math.MaxInt32)
+	}
+	labels := make([]int32, n)
+	maxLabel := int64(-1)
+	for i, v := range lab {
+		if v < -1 || v >= int64(max(n, 2)) {
+			return nil, 0, graph.FileErrorf(graph.ErrRange, lp, 0, 0, "element %d: label %d outside [-1,%d); labels must be class indices, -1 for unlabeled", i, v, max(n, 2))
+		}
+		labels[i] = int32(v)
+		maxLabel = max(maxLabel, v)
+	}
+	return labels, int(maxLabel + 1), nil
+}
+
+// readNPYEdges reads the edge array ep ((2, E) or (E, 2)) of a graph of
+// the n nodes of the label file lp into a CSR.
+func readNPYEdges(ep, lp string, n int, spend *graph.Spend) (*graph.CSR, error) {
+	shape, data, err := readNPYFile(ep, spend)
+	if err != nil {
+		return nil, err
+	}
+	var m int
+	var srcAt, dstAt func(e int) int64
+	var ids []int64
+	switch {
+	case len(shape) == 2 && shape[0] == 2:
+		m = shape[1]
+		srcAt = func(e int) int64 { return ids[e] }
+		dstAt = func(e int) int64 { return ids[m+e] }
+	case len(shape) == 2 && shape[1] == 2:
+		m = shape[0]
+		srcAt = func(e int) int64 { return ids[2*e] }
+		dstAt = func(e int) int64 { return ids[2*e+1] }
+	default:
+		return nil, graph.FileErrorf(graph.ErrFormat, ep, 0, 0, "header field 'shape': %v, want (2, E) or (E, 2)", shape)
+	}
+	// The int64 ids, the endpoints and the CSR built from them.
+	if err := spend.Charge(ep, fmt.Sprintf("%d edges", m), intsCost(data)+int64(m)*12+int64(n+1)*8); err != nil {
+		return nil, err
+	}
+	if ids, err = npyInts(data, ep); err != nil {
+		return nil, err
+	}
+	src, dst := make([]int32, m), make([]int32, m)
+	for e := 0; e < m; e++ {
+		s, d := srcAt(e), dstAt(e)
+		for k, v := range [2]int64{s, d} {
+			if v < 0 || v >= int64(n) {
+				return nil, graph.FileErrorf(graph.ErrRange, ep, 0, 0, "edge %d: %s id %d outside [0,%d) (%s has %d nodes)",
+					e, [2]string{"source", "target"}[k], v, n, filepath.Base(lp), n)
+			}
+		}
+		src[e], dst[e] = int32(s), int32(d)
+	}
+	indptr, cols := graph.GroupEdges(n, dst, src)
+	return graph.MakeCSR(n, n, indptr, cols), nil
+}
+
 // readNPYSplit reads a split file: int node ids or a bool mask of length n.
-func readNPYSplit(path string, n int, budget int64) ([]int32, error) {
-	shape, data, err := readNPYFile(path, budget)
+func readNPYSplit(path string, n int, spend *graph.Spend) ([]int32, error) {
+	shape, data, err := readNPYFile(path, spend)
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +617,7 @@ func (*npyFormat) StrataModule() registry.ModuleInfo {
 // with both layouts is OGB's), and a lone .npy file to explain it.
 func (*npyFormat) Detect(spec string, st fs.FileInfo) int {
 	switch {
-	case st != nil && st.IsDir() && graph.FileExists(filepath.Join(spec, "edge_index.npy")) && !graph.IsDir(filepath.Join(spec, "raw")):
+	case st != nil && st.IsDir() && present(filepath.Join(spec, "edge_index.npy")) && !graph.IsDir(filepath.Join(spec, "raw")):
 		return graph.DetectLayout
 	case graph.IsFile(st) && graph.HasExt(spec, ".npy"):
 		return graph.DetectSuffix

@@ -8,11 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
-	"codeberg.org/sbinet/npyio/npy"
-	"codeberg.org/sbinet/npyio/npz"
 	"strata/core/graph"
 	"strata/core/graph/formats"
 	"strata/core/registry"
@@ -31,40 +30,64 @@ const maxInflate = 1100
 // npzFile is an open .npz archive.
 type npzFile struct {
 	path string
-	r    *npz.Reader
 	zr   *zip.Reader
 	f    *os.File
 	keys []string // array names, without ".npy"
-	// budget bounds each array's bytes (0: DefaultMaxMemory).
-	budget int64
+	// spend is the load's memory budget, which every array is charged to
+	// before it is allocated (shared by data.npz and node-label.npz).
+	spend *graph.Spend
 }
 
-// openNPZ opens a .npz archive with npyio.
+// openNPZ opens a .npz archive (a zip of .npy files) through the read
+// gate (graph.OpenFile).
 func openNPZ(path string) (*npzFile, error) {
 	f, size, err := graph.OpenFile(path, npzLayouts)
 	if err != nil {
 		return nil, err
 	}
-	zr, err := zip.NewReader(f, size)
+	z, err := readNPZ(f, size, path)
 	if err != nil {
 		f.Close()
+		return nil, err
+	}
+	z.f = f
+	return z, nil
+}
+
+// readNPZ reads the directory of the .npz archive of size bytes in r;
+// path names it in errors.
+func readNPZ(r io.ReaderAt, size int64, path string) (*npzFile, error) {
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
 		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "not a .npz archive (%v); save the arrays with numpy.savez or numpy.savez_compressed", err)
 	}
-	r, err := npz.NewReader(f, size)
-	if err != nil {
-		f.Close()
-		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "not a .npz archive: %v", err)
-	}
-	z := &npzFile{path: path, r: r, zr: zr, f: f}
-	for _, k := range r.Keys() {
-		z.keys = append(z.keys, strings.TrimSuffix(k, ".npy"))
+	z := &npzFile{path: path, zr: zr, spend: &graph.Spend{}}
+	for _, e := range zr.File {
+		z.keys = append(z.keys, strings.TrimSuffix(e.Name, ".npy"))
 	}
 	slices.Sort(z.keys)
 	return z, nil
 }
 
-// Close closes the archive.
-func (z *npzFile) Close() error { return z.f.Close() }
+// Close closes the archive's file.
+func (z *npzFile) Close() error {
+	if z.f == nil {
+		return nil
+	}
+	return z.f.Close()
+}
+
+// charge charges bytes, the size of what, to the load's budget before
+// it is allocated.
+func (z *npzFile) charge(what string, bytes int64) error {
+	return z.spend.Charge(z.path, what, bytes)
+}
+
+// chargeGraph charges the graph of n nodes and m edges of array name:
+// its endpoints, then its CSR.
+func (z *npzFile) chargeGraph(name string, n, m int) error {
+	return z.charge(fmt.Sprintf("array %q: a graph of %d nodes and %d edges", name, n, m), int64(m)*12+int64(n+1)*8)
+}
 
 // has reports whether the archive holds the array name.
 func (z *npzFile) has(name string) bool { return slices.Contains(z.keys, name) }
@@ -79,40 +102,56 @@ func (z *npzFile) entry(name string) *zip.File {
 	return nil
 }
 
+// member opens the entry of array name and reads its .npy header. The
+// entry's declared size is checked against its compressed size before
+// anything (a forged size cannot pass maxInflate), and the header's
+// length against the declared size before the header is allocated; the
+// zip reader then fails an entry that inflates past its declared size. It
+// returns the entry, the reader at the array's data, and the header.
+func (z *npzFile) member(name string) (*zip.File, io.ReadCloser, *npyHeader, error) {
+	what := fmt.Sprintf("array %q: ", name)
+	e := z.entry(name)
+	if e == nil {
+		return nil, nil, nil, graph.FileErrorf(graph.ErrMissing, z.path, 0, 0, "array %q is missing (the archive holds %s); %s", name, strings.Join(z.keys, ", "), npzLayouts)
+	}
+	if e.UncompressedSize64 > maxInflate*min(e.CompressedSize64, 1<<50)+1<<20 { // min: no overflow from a forged size
+		return nil, nil, nil, graph.FileErrorf(graph.ErrFormat, z.path, 0, 0, "%sdeclares %d uncompressed bytes from %d compressed; the archive is corrupt", what, e.UncompressedSize64, e.CompressedSize64)
+	}
+	rc, err := e.Open()
+	if err != nil {
+		return nil, nil, nil, graph.FileErrorf(graph.ErrFormat, z.path, 0, 0, "%scannot open: %v", what, err)
+	}
+	h, _, err := readNPYHeader(rc, int64(e.UncompressedSize64), z.path, what)
+	if err != nil {
+		rc.Close()
+		return nil, nil, nil, err
+	}
+	return e, rc, h, nil
+}
+
 // read reads the array name: its shape and its data as []float32,
-// []float64, []int32, []int64, []uint8, []int8 or []bool. Errors name the
-// file and the array.
+// []float64, []int32, []int64, []uint8, []int8 or []bool, charged to the
+// load's budget before it is allocated. Errors name the file and the
+// array.
 func (z *npzFile) read(name string) (shape []int, data any, err error) {
 	bad := func(kind error, format string, args ...any) error {
 		return graph.FileErrorf(kind, z.path, 0, 0, "array %q: %s", name, fmt.Sprintf(format, args...))
 	}
-	e := z.entry(name)
-	if e == nil {
-		return nil, nil, graph.FileErrorf(graph.ErrMissing, z.path, 0, 0, "array %q is missing (the archive holds %s); %s", name, strings.Join(z.keys, ", "), npzLayouts)
-	}
-	if e.UncompressedSize64 > maxInflate*e.CompressedSize64+1<<20 {
-		return nil, nil, bad(graph.ErrFormat, "declares %d uncompressed bytes from %d compressed; the archive is corrupt", e.UncompressedSize64, e.CompressedSize64)
-	}
-	rc, err := z.r.Open(e.Name)
+	e, rc, h, err := z.member(name)
 	if err != nil {
-		return nil, nil, bad(graph.ErrFormat, "cannot open: %v", err)
+		return nil, nil, err
 	}
 	defer rc.Close()
-	hdr, err := npyioHeader(rc)
-	if err != nil {
-		return nil, nil, bad(graph.ErrFormat, "bad .npy header: %v", err)
-	}
-	shape = hdr.Descr.Shape
-	if hdr.Descr.Fortran && len(shape) > 1 {
+	shape = h.shape
+	if h.fortran && len(shape) > 1 {
 		return nil, nil, bad(graph.ErrFormat, "header field 'fortran_order': True is not supported; save a C-order array (numpy.ascontiguousarray)")
 	}
-	descr := strings.Trim(hdr.Descr.Type, `'" `)
-	t, ok := npyDtypes[descr]
+	t, ok := npyDtypes[h.descr]
 	if !ok {
-		if descr == "|O" {
+		if h.descr == "|O" {
 			return nil, nil, bad(graph.ErrFormat, "holds pickled Python objects (dtype object), which only the pickled scipy.sparse layout reads; save plain numeric arrays (numpy.savez of the CSR parts)")
 		}
-		return nil, nil, bad(graph.ErrFormat, "dtype %q is not supported; want float32/64, int32/64, uint8 or bool (little-endian)", descr)
+		return nil, nil, bad(graph.ErrFormat, "dtype %q is not supported; want float32/64, int32/64, uint8 or bool (little-endian)", h.descr)
 	}
 	count, err := npyCount(z.path, fmt.Sprintf("array %q: ", name), shape)
 	if err != nil {
@@ -120,16 +159,16 @@ func (z *npzFile) read(name string) (shape []int, data any, err error) {
 	}
 	if need := uint64(count * t.size); need > e.UncompressedSize64 {
 		return nil, nil, bad(graph.ErrTruncated, "header field 'shape' %v of %s needs %d bytes, but the entry holds only %d; the array is truncated or its shape is wrong",
-			shape, descr, need, e.UncompressedSize64)
+			shape, h.descr, need, e.UncompressedSize64)
 	}
-	if err := graph.CheckBudget(z.path, fmt.Sprintf("array %q of shape %v", name, shape), count*t.size, graph.BudgetOr(z.budget)); err != nil {
+	if err := z.spend.Charge(z.path, fmt.Sprintf("array %q of shape %v", name, shape), count*t.size); err != nil {
 		return nil, nil, err
 	}
 	data, raw := t.alloc(count)
 	if _, err := io.ReadFull(rc, raw); err != nil {
-		return nil, nil, bad(graph.ErrTruncated, "header field 'shape' %v of %s needs %d bytes of data, but the entry ends early (%v)", shape, descr, len(raw), err)
+		return nil, nil, bad(graph.ErrTruncated, "header field 'shape' %v of %s needs %d bytes of data, but the entry ends early (%v)", shape, h.descr, len(raw), err)
 	}
-	if i, b := finishNPY(descr, raw, t.size); i >= 0 {
+	if i, b := finishNPY(h.descr, raw, t.size); i >= 0 {
 		return nil, nil, bad(graph.ErrFormat, "bool element %d has byte value %d (want 0 or 1)", i, b)
 	}
 	if len(shape) == 0 {
@@ -138,26 +177,16 @@ func (z *npzFile) read(name string) (shape []int, data any, err error) {
 	return shape, data, nil
 }
 
-// npyioHeader parses a .npy header with npyio, turning its panics on
-// malformed headers into errors.
-func npyioHeader(r io.Reader) (h *npy.Header, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			h, err = nil, fmt.Errorf("malformed header dictionary (%v)", p)
-		}
-	}()
-	nr, err := npy.NewReader(r)
-	if err != nil {
-		return nil, err
-	}
-	return &nr.Header, nil
-}
-
 // ints reads an integer array as int64 (bool and uint8 arrays too).
 func (z *npzFile) ints(name string) ([]int, []int64, error) {
 	shape, data, err := z.read(name)
 	if err != nil {
 		return nil, nil, err
+	}
+	if _, ok := data.([]int64); !ok {
+		if err := z.charge(fmt.Sprintf("array %q as int64", name), int64(reflect.ValueOf(data).Len())*8); err != nil {
+			return nil, nil, err
+		}
 	}
 	var out []int64
 	switch v := data.(type) {
@@ -199,6 +228,11 @@ func (z *npzFile) floats(name string) ([]int, []float32, error) {
 	shape, data, err := z.read(name)
 	if err != nil {
 		return nil, nil, err
+	}
+	if _, ok := data.([]float32); !ok {
+		if err := z.charge(fmt.Sprintf("array %q as float32", name), int64(reflect.ValueOf(data).Len())*4); err != nil {
+			return nil, nil, err
+		}
 	}
 	var out []float32
 	switch v := data.(type) {
@@ -247,14 +281,21 @@ func LoadNPZ(path string) (*graph.Dataset, error) {
 }
 
 // loadNPZ is LoadNPZ with a named split (OGB's data.npz) and a memory
-// budget for each array (0: DefaultMaxMemory).
+// budget for the whole load, data.npz and node-label.npz together (0:
+// DefaultMaxMemory).
 func loadNPZ(path, split string, budget int64) (*graph.Dataset, error) {
 	z, err := openNPZ(path)
 	if err != nil {
 		return nil, err
 	}
 	defer z.Close()
-	z.budget = budget
+	z.spend.Budget = budget
+	return z.load(split)
+}
+
+// load reads the dataset of the archive in whichever layout it holds,
+// with the named split (OGB's data.npz).
+func (z *npzFile) load(split string) (*graph.Dataset, error) {
 	switch {
 	case z.has("adj_indptr") || z.has("adj_data"):
 		d, err := loadShchur(z)
@@ -262,7 +303,7 @@ func loadNPZ(path, split string, budget int64) (*graph.Dataset, error) {
 			return nil, err
 		}
 		if split != "" && split != graph.NoSplit {
-			return nil, graph.FileErrorf(graph.ErrMissing, path, 0, 0, "split %q: a Shchur .npz file has no named splits; use a generated one such as @random-20-30-seed0", split)
+			return nil, graph.FileErrorf(graph.ErrMissing, z.path, 0, 0, "split %q: a Shchur .npz file has no named splits; use a generated one such as @random-20-30-seed0", split)
 		}
 		return d, nil
 	case z.has("edge_index"):
@@ -271,9 +312,9 @@ func loadNPZ(path, split string, budget int64) (*graph.Dataset, error) {
 		return nil, z.adjMatrixError()
 	}
 	if len(z.keys) == 0 {
-		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "empty archive; %s", npzLayouts)
+		return nil, graph.FileErrorf(graph.ErrFormat, z.path, 0, 0, "empty archive; %s", npzLayouts)
 	}
-	return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "unknown .npz layout (arrays: %s); %s", strings.Join(z.keys, ", "), npzLayouts)
+	return nil, graph.FileErrorf(graph.ErrFormat, z.path, 0, 0, "unknown .npz layout (arrays: %s); %s", strings.Join(z.keys, ", "), npzLayouts)
 }
 
 // adjMatrixError says why an "adj_matrix" array that the pickled
@@ -314,6 +355,9 @@ func loadShchur(z *npzFile) (*graph.Dataset, error) {
 	n := int(dims[0])
 	indptr, idx, err := z.csr("adj", n, n)
 	if err != nil {
+		return nil, err
+	}
+	if err := z.chargeGraph("adj_indices", n, len(idx)); err != nil {
 		return nil, err
 	}
 	src, dst := make([]int32, len(idx)), make([]int32, len(idx))
@@ -428,6 +472,9 @@ func (z *npzFile) denseFromCSR(p string, n int) ([]float32, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := z.charge(fmt.Sprintf("array %q: %d x %d dense features", p+"_shape", n, dim), int64(n)*int64(dim)*4); err != nil {
+		return nil, 0, err
+	}
 	feats := make([]float32, n*dim)
 	for i := 0; i < n; i++ {
 		for k := indptr[i]; k < indptr[i+1]; k++ {
@@ -445,6 +492,9 @@ func (z *npzFile) labels(name string, n int) ([]int32, int, error) {
 	}
 	if !(len(shape) == 1 && shape[0] == n) && !(len(shape) == 2 && shape[0] == n && shape[1] == 1) {
 		return nil, 0, graph.FileErrorf(graph.ErrCount, z.path, 0, 0, "array %q: shape %v, want (%d,) or (%d, 1): one class index per node", name, shape, n, n)
+	}
+	if err := z.charge(fmt.Sprintf("array %q: %d labels", name, n), int64(n)*4); err != nil {
+		return nil, 0, err
 	}
 	out := make([]int32, n)
 	maxLabel := int64(-1)
@@ -493,6 +543,9 @@ func loadOGBNPZ(z *npzFile, split string) (*graph.Dataset, error) {
 		return nil, graph.FileErrorf(graph.ErrFormat, z.path, 0, 0, "array \"edge_index\": shape %v, want (2, E)", shape)
 	}
 	m := shape[1]
+	if err := z.chargeGraph("edge_index", n, m); err != nil {
+		return nil, err
+	}
 	src32, dst32 := make([]int32, m), make([]int32, m)
 	for e := 0; e < m; e++ {
 		s, t := ids[e], ids[m+e]
@@ -532,7 +585,7 @@ func loadOGBNPZ(z *npzFile, split string) (*graph.Dataset, error) {
 			return nil, err
 		}
 		defer lz.Close()
-		lz.budget = z.budget
+		lz.spend = z.spend
 		if d.Labels, d.NumClasses, err = lz.labels("node_label", n); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package numpy
 import (
 	"archive/zip"
 	"bufio"
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -18,17 +19,23 @@ import (
 )
 
 // writeNPZ writes a .npz archive of raw .npy entries (numpy.savez's layout:
-// one "<name>.npy" member per array) and returns its path.
+// one "<name>.npy" member per array, deflated) and returns its path.
 func writeNPZ(t *testing.T, path string, arrays map[string][]byte) string {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	if err := os.WriteFile(path, npzBytes(arrays, zip.Deflate), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	zw := zip.NewWriter(f)
+	return path
+}
+
+// npzBytes is a .npz archive of raw .npy entries, one "<name>.npy" member
+// per non-nil array, stored with method (zip.Store or zip.Deflate).
+func npzBytes(arrays map[string][]byte, method uint16) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
 	names := make([]string, 0, len(arrays))
 	for k := range arrays {
 		names = append(names, k)
@@ -38,21 +45,18 @@ func writeNPZ(t *testing.T, path string, arrays map[string][]byte) string {
 		if arrays[k] == nil {
 			continue
 		}
-		w, err := zw.Create(k + ".npy")
-		if err != nil {
-			t.Fatal(err)
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: k + ".npy", Method: method})
+		if err == nil {
+			_, err = w.Write(arrays[k])
 		}
-		if _, err := w.Write(arrays[k]); err != nil {
-			t.Fatal(err)
+		if err != nil {
+			panic(err)
 		}
 	}
 	if err := zw.Close(); err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return buf.Bytes()
 }
 
 // tinyShchur is a 4-node Shchur-layout graph: adjacency rows 0:{1,2},

@@ -51,7 +51,7 @@ func (*npzScipyFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, e
 		return nil, err
 	}
 	defer z.Close()
-	z.budget = o.Budget
+	z.spend.Budget = o.Budget
 	adj, err := z.sparse("adj_matrix")
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func (z *npzFile) scipyFeatures(d *graph.Dataset) error {
 	if x.rows != n {
 		return graph.FileErrorf(graph.ErrCount, z.path, 0, 0, "array \"attr_matrix\": %d x %d, want %d rows to match adj_matrix", x.rows, x.cols, n)
 	}
-	if err := graph.CheckBudget(z.path, fmt.Sprintf("array \"attr_matrix\": %d x %d dense features", n, x.cols), int64(n)*int64(x.cols)*4, graph.BudgetOr(z.budget)); err != nil {
+	if err := z.spend.Charge(z.path, fmt.Sprintf("array \"attr_matrix\": %d x %d dense features", n, x.cols), int64(n)*int64(x.cols)*4); err != nil {
 		return err
 	}
 	if x.cols == 0 {
@@ -118,20 +118,12 @@ func (z *npzFile) scipyFeatures(d *graph.Dataset) error {
 
 // header returns the dtype and shape of array name ("" when unreadable).
 func (z *npzFile) header(name string) (string, []int) {
-	e := z.entry(name)
-	if e == nil {
-		return "", nil
-	}
-	rc, err := z.r.Open(e.Name)
+	_, rc, h, err := z.member(name)
 	if err != nil {
 		return "", nil
 	}
-	defer rc.Close()
-	h, err := npyioHeader(rc)
-	if err != nil {
-		return "", nil
-	}
-	return strings.Trim(h.Descr.Type, `'" `), h.Descr.Shape
+	rc.Close()
+	return h.descr, h.shape
 }
 
 // sparseMatrix is an unpickled scipy.sparse CSR or CSC matrix.
@@ -169,30 +161,21 @@ func (z *npzFile) sparse(name string) (*sparseMatrix, error) {
 	bad := func(kind error, format string, args ...any) error {
 		return graph.FileErrorf(kind, z.path, 0, 0, "array %q: %s", name, fmt.Sprintf(format, args...))
 	}
-	e := z.entry(name)
-	if e == nil {
-		return nil, graph.FileErrorf(graph.ErrMissing, z.path, 0, 0, "array %q is missing (the archive holds %s)", name, strings.Join(z.keys, ", "))
-	}
-	if e.UncompressedSize64 > maxInflate*e.CompressedSize64+1<<20 {
-		return nil, bad(graph.ErrFormat, "declares %d uncompressed bytes from %d compressed; the archive is corrupt", e.UncompressedSize64, e.CompressedSize64)
-	}
-	// The pickle, then the arrays decoded from it.
-	if err := graph.CheckBudget(z.path, fmt.Sprintf("array %q: a pickle of %d bytes", name, e.UncompressedSize64), 2*int64(min(e.UncompressedSize64, 1<<62)), graph.BudgetOr(z.budget)); err != nil {
+	e, rc, _, err := z.member(name)
+	if err != nil {
 		return nil, err
 	}
-	rc, err := z.r.Open(e.Name)
-	if err != nil {
-		return nil, bad(graph.ErrFormat, "cannot open: %v", err)
-	}
 	defer rc.Close()
-	if _, err := npyioHeader(rc); err != nil {
-		return nil, bad(graph.ErrFormat, "bad .npy header: %v", err)
+	// The pickle, then the arrays decoded from it (as large again).
+	size := int64(e.UncompressedSize64)
+	if err := z.spend.Charge(z.path, fmt.Sprintf("array %q: a pickle of %d bytes", name, size), 2*size); err != nil {
+		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(rc, int64(e.UncompressedSize64)))
+	b, err := io.ReadAll(io.LimitReader(rc, size))
 	if err != nil {
 		return nil, bad(graph.ErrTruncated, "cannot read the pickle: %v", err)
 	}
-	v, err := unpickle(b, graph.BudgetOr(z.budget))
+	v, err := unpickle(b, z.spend.Left()+size)
 	if err != nil {
 		return nil, &graph.FileError{File: z.path, Msg: fmt.Sprintf("array %q: %v", name, err), Err: err}
 	}
