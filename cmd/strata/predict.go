@@ -41,7 +41,7 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if modelPath == "" || outDir == "" {
 		return usagef("predict: -m MODEL and -o DIR are required")
 	}
-	mf, _, err := safefile.OpenRegularFile(modelPath) // a FIFO would block the read
+	mf, _, err := safefile.Open(modelPath) // a FIFO would block the read
 	if err != nil {
 		return fmt.Errorf("-m %s: %w: give the model file a run wrote (output.model)", modelPath, err)
 	}

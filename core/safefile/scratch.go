@@ -153,6 +153,22 @@ func RemoveFile(path string) error {
 	return os.Remove(path)
 }
 
+// RemoveEntry removes the directory entry path whatever it is but a
+// directory (a file, a symbolic link, a FIFO, a socket: unlinked, never
+// followed or opened), for a directory strata owns, such as the compiled
+// module cache, where a planted FIFO must go rather than stay. A path that
+// does not exist is not an error.
+func RemoveEntry(path string) error {
+	st, err := lstat(path)
+	if st == nil {
+		return err
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%s is a directory; not removing it: %w", path, ErrUnsafe)
+	}
+	return os.Remove(path)
+}
+
 // RemoveTree removes the directory dir and everything in it (symbolic
 // links inside are removed, never followed). dir itself must be a
 // directory, not a symbolic link to one (ErrUnsafe); a dir that does not

@@ -139,4 +139,21 @@ func TestRemoveHelpers(t *testing.T) {
 	if len(ents) != 2 { // link and fifo
 		t.Errorf("directory holds %d entries, want 2", len(ents))
 	}
+	// RemoveEntry unlinks a FIFO and a link (not their targets), never a
+	// directory.
+	target := filepath.Join(dir, "target")
+	must(t, os.WriteFile(target, []byte("x"), 0o644))
+	must(t, os.Remove(link))
+	must(t, os.Symlink(target, link))
+	must(t, RemoveEntry(fifo))
+	must(t, RemoveEntry(link))
+	must(t, RemoveEntry(fifo)) // gone: not an error
+	if err := RemoveEntry(dir); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("RemoveEntry of a directory: %v, want ErrUnsafe", err)
+	}
+	for p, want := range map[string]bool{fifo: false, link: false, target: true} {
+		if _, err := os.Lstat(p); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", p, err == nil, want)
+		}
+	}
 }

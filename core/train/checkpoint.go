@@ -105,7 +105,7 @@ func readArrays(path, kind string, meta any) (map[string][]float64, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: not a valid strata %s file: %s", path, kind, fmt.Sprintf(format, args...))
 	}
-	f, st, err := safefile.OpenRegularFile(path) // a FIFO would block the open
+	f, st, err := safefile.Open(path) // a FIFO would block the open
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no such %s file", path, kind)

@@ -27,16 +27,7 @@ func usableCacheDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".probe-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(make([]byte, 64<<10))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return safefile.Probe(dir, 64<<10)
 }
 
 // sanitizeCache deletes the cache entries whose sizes do not fit their
@@ -54,7 +45,7 @@ func sanitizeCache(dir string) int {
 			continue
 		}
 		if !cacheEntryPlausible(f) {
-			if os.Remove(f) == nil {
+			if safefile.RemoveEntry(f) == nil {
 				n++
 			}
 		}
@@ -135,7 +126,7 @@ func (r *Runtime) clearCache() int {
 	for _, d := range dirs {
 		ents, _ := os.ReadDir(d)
 		for _, e := range ents {
-			if os.Remove(filepath.Join(d, e.Name())) == nil {
+			if safefile.RemoveEntry(filepath.Join(d, e.Name())) == nil {
 				n++
 			}
 		}
