@@ -27,6 +27,9 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	if err := train.CheckOutputs(cfg); err != nil { // what training would refuse before its first epoch
+		return err
+	}
 	if err := train.Check(withMaxMemory(ctx, cf.maxMem), cfg, wasm.Host{Options: wopts}, *skipData); err != nil {
 		return err
 	}

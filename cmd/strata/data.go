@@ -170,6 +170,13 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	} else if err := checkNPYOutput(*out, inputs); err != nil {
 		return err
 	}
+	// Held while converting: a second convert to the same output is
+	// refused, and the temporary files a killed one left are removed.
+	lock, err := safefile.Acquire(*out)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	t0 := time.Now()
 	ds, err := openDataset(withMaxMemory(ctx, maxMem), *in, "convert: loading", stderr)
 	if err != nil {

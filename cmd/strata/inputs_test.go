@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"strata/core/graph/numpy"
+	"strata/core/safefile"
 )
 
 // snapshot reads every file of dir (no subdirectories), by name.
@@ -211,5 +212,33 @@ func TestPredictInputs(t *testing.T) {
 			}
 			sameSnapshot(t, out, was)
 		})
+	}
+}
+
+// TestConvertLocksItsOutput runs convert beside another holder of the
+// output's lock (refused, naming it) and after a killed convert (its
+// temporary file, of a pid no longer running, is removed).
+func TestConvertLocksItsOutput(t *testing.T) {
+	dir := npyDataset(t)
+	out := filepath.Join(t.TempDir(), "g.strata")
+	lock, err := safefile.Acquire(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := cli(t, "convert", "--to", "strata", "-i", dir, "-o", out)
+	lock.Release()
+	if code != exitUser || !strings.Contains(stderr, "in use by process") {
+		t.Errorf("beside a holder of the lock: exit %d, stderr %q; want exit 2 naming the holder", code, stderr)
+	}
+	// A pid above the kernel's limit (2^22) never runs.
+	stale := filepath.Join(filepath.Dir(out), ".g.strata.strata-4194305-1.tmp")
+	if err := os.WriteFile(stale, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := cli(t, "convert", "--to", "strata", "-i", dir, "-o", out); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+		t.Errorf("the killed convert's temporary file is still there: %v", err)
 	}
 }

@@ -199,6 +199,9 @@ func TestMalformedInputs(t *testing.T) {
 		{"config/model-cannot-bind-blocks", func(t testing.TB) []string {
 			return validate(conf(t, cora+"[model]\nname = \"appnp\"\n[train]\nmode = \"minibatch\"\n[sampler]\nname = \"uniform\"\nfanouts = [5, 5]\n"))
 		}, []string{`bad.toml:4: model.name = "appnp"`, `layer 0 of 2 reads no graph, but train.mode = "minibatch" binds one sampled block (one hop) per layer`}},
+		{"config/validate-outputs", func(t testing.TB) []string {
+			return validate(conf(t, cora), "--set", "output.model=same.bin", "--set", "output.checkpoint=same.bin", "--set", "train.checkpoint_every=1")
+		}, []string{`output.checkpoint and output.model are the same file`}},
 		{"config/micro-mode-one-batch", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "train.mode=micro")
 		}, []string{`train.mode = "micro" splits the training nodes into micro-batches, but micro.micro_batches = 1`}},

@@ -48,13 +48,13 @@ func runOutputs(cfg *config.Config) []runOutput {
 	return outs
 }
 
-// checkOutputs validates every output of a run before it loads anything,
+// CheckOutputs validates every output of a run before it loads anything,
 // so that a bad path fails at once and not after the last epoch: each is
 // a regular file or can be created in an existing directory, none is an
 // input of the run, no two are the same file, and each one's lock is
 // free (taken and released: the run takes it again when it opens the
 // output). The error names the key.
-func checkOutputs(cfg *config.Config) error {
+func CheckOutputs(cfg *config.Config) error {
 	outs := runOutputs(cfg)
 	inputs := outputInputs(cfg)
 	for i, o := range outs {

@@ -49,7 +49,7 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOutputs(cfg); err != nil { // before hours of training
+	if err := CheckOutputs(cfg); err != nil { // before hours of training
 		return nil, err
 	}
 	var ck *checkpoint

@@ -55,7 +55,7 @@ func TestCheckOutputs(t *testing.T) {
 				}
 				defer lock.Release()
 			}
-			err := checkOutputs(cfg)
+			err := CheckOutputs(cfg)
 			if c.want == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
