@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"strata/core/config"
+	"strata/core/safefile"
 )
 
 // Run is one training run of an experiment: a point of the axes and a seed.
@@ -192,7 +192,7 @@ func NewPlan(ctx context.Context, e *Experiment, version string, check CheckFunc
 	var baseData []byte
 	if e.BasePath != "" {
 		var err error
-		if baseData, err = os.ReadFile(e.BasePath); err != nil {
+		if baseData, err = safefile.ReadFile(e.BasePath, config.MaxConfigBytes); err != nil {
 			return nil, &config.Error{File: e.File, Line: e.BaseLine, Key: "base", Msg: "cannot read base config: " + err.Error()}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"strata/core/graph/formats"
+	"strata/core/safefile"
 	"strata/experiments/runner/numerics"
 )
 
@@ -224,7 +225,7 @@ func dirtyKey(b *bool) string {
 
 // ReadProvenance reads a provenance.json (nil when absent or unreadable).
 func ReadProvenance(path string) *Provenance {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxResultBytes)
 	if err != nil {
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"strata/core/safefile"
 )
 
 // Shard is one share of an experiment's runs on a cluster: the runs whose
@@ -80,7 +82,7 @@ func Merge(p *Plan, out string, opts Options) (*MergeReport, error) {
 			if rec, _ := loadRecord(d, r, p.Exp, k, keys[r.ID]); rec == nil {
 				continue
 			}
-			b, err := os.ReadFile(filepath.Join(d, "runs", r.ID+".json"))
+			b, err := safefile.ReadFile(filepath.Join(d, "runs", r.ID+".json"), MaxResultBytes)
 			if err != nil {
 				return nil, err
 			}

@@ -3,9 +3,9 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"strata/core/safefile"
 	"strata/experiments/runner/numerics"
 )
 
@@ -107,12 +107,17 @@ func (env *runEnv) scan(p *Plan, out string) *scanned {
 	return st
 }
 
+// MaxResultBytes bounds a stored file of results that the runner reads
+// back (a run's JSON, results.csv, provenance.json): a run's result is a
+// few kilobytes, a results table of 100,000 runs some tens of megabytes.
+const MaxResultBytes = 256 << 20
+
 // loadRecord returns the stored result of r if it was made by the code
 // of key (and is a success, or a failure the experiment expects); else
 // nil and, for a result that exists but is not reused, why ("" when
 // there is none, or it is unreadable).
 func loadRecord(out string, r *Run, e *Experiment, k *runKeyer, key string) (*Record, string) {
-	b, err := os.ReadFile(filepath.Join(out, "runs", r.ID+".json"))
+	b, err := safefile.ReadFile(filepath.Join(out, "runs", r.ID+".json"), MaxResultBytes)
 	if err != nil {
 		return nil, ""
 	}

@@ -36,6 +36,17 @@ var writeFuncs = map[string]string{
 	"Truncate":   "safefile.CreateScratch (sized) or (*os.File).Truncate of a file safefile opened",
 }
 
+// readFuncs are the functions of package os that open or read a file at a
+// path, with the safefile function to use instead: the read gate refuses
+// FIFOs, devices and directories before opening and bounds what it reads.
+// A constant path under /proc/ or /sys/ (the kernel's own files) may be
+// read directly.
+var readFuncs = map[string]string{
+	"Open":     "safefile.Open",
+	"ReadFile": "safefile.ReadFile, with a bound",
+	"OpenFile": "safefile.Open",
+}
+
 // writeFlags are the open flags that may change a file.
 var writeFlags = map[string]bool{"O_WRONLY": true, "O_RDWR": true, "O_CREATE": true, "O_TRUNC": true, "O_APPEND": true}
 
@@ -49,18 +60,33 @@ var pendingWrites = map[string]string{}
 type writeCall struct {
 	pos  token.Position
 	call string // "os.Remove"
+	read bool   // a direct read, not a write
 }
 
 func (w writeCall) String() string {
 	fix, ok := writeFuncs[strings.TrimPrefix(w.call, "os.")]
-	if !ok {
-		fix = "import os by name, and core/safefile for writes"
+	if w.read {
+		fix, ok = readFuncs[strings.TrimPrefix(w.call, "os.")]
 	}
-	return fmt.Sprintf("%s:%d: %s writes outside core/safefile: use %s", w.pos.Filename, w.pos.Line, w.call, fix)
+	if !ok {
+		fix = "import os by name, and core/safefile for writes and reads"
+	}
+	verb := "writes"
+	if w.read {
+		verb = "reads"
+	}
+	return fmt.Sprintf("%s:%d: %s %s outside core/safefile: use %s", w.pos.Filename, w.pos.Line, w.call, verb, fix)
 }
 
 // findWrites returns the direct writes of one parsed file.
-func findWrites(fset *token.FileSet, f *ast.File) []writeCall {
+func findWrites(fset *token.FileSet, f *ast.File) []writeCall { return findCalls(fset, f, false) }
+
+// findReads returns the direct reads of one parsed file.
+func findReads(fset *token.FileSet, f *ast.File) []writeCall { return findCalls(fset, f, true) }
+
+// findCalls returns the direct writes (or, with reads, the direct reads)
+// of one parsed file.
+func findCalls(fset *token.FileSet, f *ast.File, reads bool) []writeCall {
 	osName := ""
 	var out []writeCall
 	for _, imp := range f.Imports {
@@ -75,25 +101,44 @@ func findWrites(fset *token.FileSet, f *ast.File) []writeCall {
 		return nil
 	}
 	if osName == "." {
-		return []writeCall{{fset.Position(f.Package), "os (dot import)"}}
+		return []writeCall{{fset.Position(f.Package), "os (dot import)", reads}}
 	}
-	readOnlyOpens := map[*ast.SelectorExpr]bool{}
+	readOnlyOpens, kernel := map[*ast.SelectorExpr]bool{}, map[*ast.SelectorExpr]bool{}
 	ast.Inspect(f, func(n ast.Node) bool {
 		if c, ok := n.(*ast.CallExpr); ok {
-			if s := osSelector(c.Fun, osName); s != nil && s.Sel.Name == "OpenFile" && len(c.Args) == 3 && readOnly(c.Args[1]) {
+			s := osSelector(c.Fun, osName)
+			if s != nil && s.Sel.Name == "OpenFile" && len(c.Args) == 3 && readOnly(c.Args[1]) {
 				readOnlyOpens[s] = true
+			}
+			if s != nil && len(c.Args) > 0 && kernelPath(c.Args[0]) {
+				kernel[s] = true
 			}
 		}
 		s := osSelector(n, osName)
-		if s == nil || readOnlyOpens[s] {
+		if s == nil {
 			return true
 		}
-		if _, ok := writeFuncs[s.Sel.Name]; ok {
-			out = append(out, writeCall{fset.Position(s.Pos()), "os." + s.Sel.Name})
+		_, isWrite := writeFuncs[s.Sel.Name]
+		_, isRead := readFuncs[s.Sel.Name]
+		switch {
+		case !reads && isWrite && !readOnlyOpens[s]:
+			out = append(out, writeCall{fset.Position(s.Pos()), "os." + s.Sel.Name, false})
+		case reads && isRead && !kernel[s] && (s.Sel.Name != "OpenFile" || readOnlyOpens[s]):
+			out = append(out, writeCall{fset.Position(s.Pos()), "os." + s.Sel.Name, true})
 		}
 		return true
 	})
 	return out
+}
+
+// kernelPath reports whether e is a constant path under /proc/ or /sys/.
+func kernelPath(e ast.Expr) bool {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return false
+	}
+	p, err := strconv.Unquote(lit.Value)
+	return err == nil && (strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/sys/"))
 }
 
 // osSelector returns n when it is osName.X, else nil.
@@ -128,6 +173,17 @@ func readOnly(e ast.Expr) bool {
 // hidden directories and the skip directories, relative to root) and
 // returns their direct writes, with paths relative to root.
 func writesUnder(t *testing.T, root string, skip ...string) []writeCall {
+	return callsUnder(t, root, findWrites, skip...)
+}
+
+// readsUnder is writesUnder for the direct reads.
+func readsUnder(t *testing.T, root string, skip ...string) []writeCall {
+	return callsUnder(t, root, findReads, skip...)
+}
+
+// callsUnder parses the non-test Go files under root as writesUnder says
+// and returns what find reports in them.
+func callsUnder(t *testing.T, root string, find func(*token.FileSet, *ast.File) []writeCall, skip ...string) []writeCall {
 	t.Helper()
 	fset := token.NewFileSet()
 	var out []writeCall
@@ -150,7 +206,7 @@ func writesUnder(t *testing.T, root string, skip ...string) []writeCall {
 		if err != nil {
 			return err
 		}
-		for _, w := range findWrites(fset, f) {
+		for _, w := range find(fset, f) {
 			w.pos.Filename = rel
 			out = append(out, w)
 		}
@@ -217,5 +273,43 @@ func TestWriteRuleCatches(t *testing.T) {
 	}
 	for file, got := range found {
 		t.Errorf("%s: found %v, not in the table", file, got)
+	}
+}
+
+// TestReadsThroughSafefile fails on a direct read of a file outside
+// core/safefile (a constant /proc/ or /sys/ path excepted), listing each
+// with the safefile function to use.
+func TestReadsThroughSafefile(t *testing.T) {
+	for _, r := range readsUnder(t, "../..", "core/safefile") {
+		t.Error(r)
+	}
+	if t.Failed() {
+		t.Log("every file read goes through core/safefile's read gate (docs/reliability.md, \"One read gate\")")
+	}
+}
+
+// TestReadRuleCatches runs the read rule on the fixture package
+// testdata/reads: direct reads are found however spelled, the kernel's
+// constant paths and read-only opens in the write rule's sense are
+// allowed or caught as they should be.
+func TestReadRuleCatches(t *testing.T) {
+	found := map[string][]string{}
+	for _, r := range readsUnder(t, "testdata/reads") {
+		found[r.pos.Filename] = append(found[r.pos.Filename], r.call)
+	}
+	for _, c := range []struct {
+		file string
+		want []string
+	}{
+		{"open.go", []string{"os.Open", "os.ReadFile", "os.OpenFile"}},
+		{"value.go", []string{"os.ReadFile"}},
+		{"kernel.go", []string{"os.ReadFile"}},
+	} {
+		if got := found[c.file]; !slices.Equal(got, c.want) {
+			t.Errorf("%s: found %v, want %v", c.file, got, c.want)
+		}
+	}
+	if got := writesUnder(t, "testdata/reads"); len(got) != 0 {
+		t.Errorf("the write rule finds %v in read-only code", got)
 	}
 }

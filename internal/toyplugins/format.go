@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,9 +46,9 @@ func (*AdjList) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error) {
 	bad := func(kind error, line int, format string, args ...any) error {
 		return &graph.FileError{File: spec, Line: line, Msg: fmt.Sprintf(format, args...), Err: kind}
 	}
-	f, err := os.Open(spec)
+	f, _, err := graph.OpenFile(spec, "") // the read gate: no FIFO, no device
 	if err != nil {
-		return nil, bad(graph.ErrMissing, 0, "cannot open: %v", err)
+		return nil, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

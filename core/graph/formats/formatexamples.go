@@ -2,11 +2,11 @@ package formats
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"strata/core/graph"
+	"strata/core/safefile"
 )
 
 // edgeLines writes one line per edge of g (src, dst as line formats
@@ -56,7 +56,7 @@ func (*binaryFormat) Examples(dir string) ([]graph.Example, error) {
 	if err := WriteBinary(p, d); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p)
+	b, err := safefile.ReadFile(p, 64<<20) // the tiny example just written
 	if err != nil {
 		return nil, err
 	}

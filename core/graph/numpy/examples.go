@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -25,7 +24,7 @@ func (*npyFormat) Examples(dir string) ([]graph.Example, error) {
 		return nil, err
 	}
 	y := filepath.Join(bad, "y.npy")
-	b, err := os.ReadFile(y)
+	b, err := safefile.ReadFile(y, 64<<20) // the example just written
 	if err != nil {
 		return nil, err
 	}

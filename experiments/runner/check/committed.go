@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"strata/core/safefile"
 	"strata/experiments/runner"
 	"strata/experiments/runner/numerics"
 )
@@ -60,7 +61,7 @@ type outcome struct {
 func Load(p *runner.Plan, dir string) (*Committed, error) {
 	e := p.Exp
 	provPath := filepath.Join(dir, "provenance.json")
-	b, err := os.ReadFile(provPath)
+	b, err := safefile.ReadFile(provPath, runner.MaxResultBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, inputf("experiment --check: %s has no committed results of experiment %q (no %s): produce them with `strata experiment -c %s` (make experiments EXP=%s), commit them, then check", e.File, e.Name, provPath, e.File, e.File)
 	}
@@ -128,7 +129,7 @@ func (c *Committed) readOutcomes() error {
 	for _, r := range c.Prov.Runs {
 		o := &outcome{Run: r.Run, RunID: r.RunID, Status: r.Status, Expected: r.ExpectedFailure}
 		path := filepath.Join(c.Dir, "runs", r.RunID+".json")
-		b, err := os.ReadFile(path)
+		b, err := safefile.ReadFile(path, runner.MaxResultBytes)
 		switch {
 		case err == nil:
 			if err := json.Unmarshal(b, o); err != nil {
@@ -148,7 +149,7 @@ func (c *Committed) readOutcomes() error {
 // ID (none when the file is absent).
 func jsonlErrors(path string) (map[string]string, error) {
 	out := map[string]string{}
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, runner.MaxResultBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
 	}

@@ -82,7 +82,7 @@ func (en *Entry) readResults(dir string) error {
 	en.HasResult = true
 	en.Machine = fmt.Sprintf("%s, %d cores", strings.TrimSpace(pv.CPUModel), pv.Cores)
 	en.Revision = revisionText(pv.GitRevision, pv.GitDirty)
-	f, err := os.Open(filepath.Join(dir, "runs.jsonl"))
+	f, _, err := safefile.Open(filepath.Join(dir, "runs.jsonl"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

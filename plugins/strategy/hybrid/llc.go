@@ -1,10 +1,11 @@
 package hybrid
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"strata/core/safefile"
 )
 
 // defaultLLC is the last-level cache assumed where the system does not
@@ -18,7 +19,7 @@ func lastLevelCache() int64 {
 	dirs, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*")
 	var best int64
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "size"))
+		b, err := safefile.ReadFile(filepath.Join(d, "size"), 1<<16) // a sysfs attribute
 		if err != nil {
 			continue
 		}
