@@ -202,7 +202,8 @@ def load_config(path, sets):
         raise BenchError(f"{path}: model.module (a .wasm file) has no PyG counterpart; use model.name")
     if m["name"] not in ("gcn", "sage", "gat"):
         raise BenchError(f"{path}: model.name = {m['name']!r}: pyg_bench knows gcn, sage and gat")
-    if t["mode"] != "fullgraph" or t.get("micro_batches", 1) != 1:
+    # micro_batches: train.micro_batches, or [fullgraph] micro_batches (both read by strata)
+    if t["mode"] != "fullgraph" or t.get("micro_batches", 1) != 1 or cfg.get("fullgraph", {}).get("micro_batches", 1) != 1:
         raise BenchError(f"{path}: only train.mode = \"fullgraph\" without micro-batches is benchmarked")
     if t["dtype"] != "float32":
         raise BenchError(f"{path}: train.dtype = {t['dtype']!r}: only float32 is benchmarked")

@@ -27,11 +27,14 @@ func TestDistUnderMPI(t *testing.T) {
 	}
 	defer c.Close()
 	base := strategytest.CoraBase + "\n[sampler]\nname = \"uniform\"\nfanouts = [4, 6]\n"
-	for _, tc := range []struct{ text, ref, dist string }{
-		{base, "minibatch", "distmini"},
-		{strategytest.CoraBase, "fullgraph", "distfull"},
+	for _, tc := range []struct {
+		text, ref, dist string
+		batch           []string // the batch size, for the strategies that sample
+	}{
+		{base, "minibatch", "distmini", []string{"train.batch_size=32"}},
+		{strategytest.CoraBase, "fullgraph", "distfull", nil},
 	} {
-		sets := []string{`train.dtype="float64"`, "model.dropout=0.5", "model.input_dropout=0.3", "train.batch_size=32"}
+		sets := append([]string{`train.dtype="float64"`, "model.dropout=0.5", "model.input_dropout=0.3"}, tc.batch...)
 		ref, err := trainRank(context.Background(), t, testkit.MustParse(t, tc.text, append(sets, "train.mode="+tc.ref)...), 1)
 		if err != nil {
 			t.Fatal(err)
