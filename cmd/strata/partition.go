@@ -21,8 +21,8 @@ func cmdPartition(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	configured := 1 // the parts train.mode splits a step into (0: "auto")
-	if p, ok := cfg.Strategy.Module.(partition.PartCounter); ok {
-		configured = p.PartCount()
+	if k, ok := partition.PartsOf(cfg.Strategy.Module); ok {
+		configured = k
 	}
 	if *k == 0 {
 		*k = configured

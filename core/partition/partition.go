@@ -61,3 +61,13 @@ type TwoLevel interface {
 type PartCounter interface {
 	PartCount() int
 }
+
+// PartsOf returns the parts a strategy module m splits each step into
+// (PartCounter), and false when m splits none.
+func PartsOf(m any) (int, bool) {
+	p, ok := m.(PartCounter)
+	if !ok {
+		return 0, false
+	}
+	return p.PartCount(), true
+}

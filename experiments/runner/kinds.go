@@ -149,7 +149,7 @@ func needPartition(cfg *config.Config) error {
 	if cfg.Partition.Name == "" {
 		return cfg.KeyError("this kind partitions with the config's [partition] plugin, and the config names none; add [base.partition] name = ... or an axis on partition.name", "partition", "name")
 	}
-	if _, ok := cfg.Strategy.Module.(partition.PartCounter); !ok {
+	if _, ok := partition.PartsOf(cfg.Strategy.Module); !ok {
 		return cfg.KeyError(fmt.Sprintf("train.mode = %q splits no step into parts, and this kind makes K = micro_batches parts; set train.mode to a strategy with micro_batches (strata config explain)", cfg.Train.Mode), "train", "mode")
 	}
 	if k := partCount(cfg); k < 2 {
@@ -161,8 +161,8 @@ func needPartition(cfg *config.Config) error {
 // partCount is the number of parts the strategy of train.mode splits a
 // step into (partition.PartCounter), or 1.
 func partCount(cfg *config.Config) int {
-	if p, ok := cfg.Strategy.Module.(partition.PartCounter); ok {
-		return p.PartCount()
+	if k, ok := partition.PartsOf(cfg.Strategy.Module); ok {
+		return k
 	}
 	return 1
 }
