@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"strata/core/comm"
 	"strata/core/config"
@@ -81,4 +83,84 @@ func abortGroup(ctx context.Context, err error, stderr io.Writer) {
 	}
 	fmt.Fprintf(stderr, "strata: rank %d of %d: %v; ending the job\n", c.Rank(), c.Size(), err)
 	a.Abort(exitInternal)
+}
+
+// groupGrace is how long a rank waits after SIGTERM for its run to end by
+// itself before it rescues it: mpirun ends the surviving ranks of a job
+// one of whose ranks died with SIGTERM, then (odls_base_sigkill_timeout,
+// one second by default) SIGKILL.
+const groupGrace = 100 * time.Millisecond
+
+// groupWatch ends this rank's run from outside when its loop waits in a
+// collective that will never return, because another rank died or hangs:
+// output.csv and output.log are committed with the finished epochs, the
+// result line printed (status "interrupted" after a signal, "failed"
+// after the communicator's watchdog), and the process exits.
+type groupWatch struct {
+	rescue         *train.Rescue
+	stdout, stderr io.Writer
+	rank, size     int
+	grace          time.Duration
+	exit           func(code int) // os.Exit; a test's recorder
+}
+
+// watchGroup starts watching a run of several ranks; stop ends the watch
+// once the run has returned (it waits for a rescue under way, which exits
+// the process). Alone, a rank has nothing to watch.
+func watchGroup(ctx context.Context, rescue *train.Rescue, stdout, stderr io.Writer) (stop func()) {
+	c := comm.From(ctx)
+	if c.Size() == 1 {
+		return func() {}
+	}
+	return newGroupWatch(c, rescue, stdout, stderr).start(ctx)
+}
+
+// newGroupWatch returns the watch of this rank of c, with the handler of
+// the communicator's watchdog registered.
+func newGroupWatch(c comm.Comm, rescue *train.Rescue, stdout, stderr io.Writer) *groupWatch {
+	w := &groupWatch{rescue: rescue, stdout: stdout, stderr: stderr, rank: c.Rank(), size: c.Size(), grace: groupGrace, exit: os.Exit}
+	if wc, ok := c.(comm.Watched); ok {
+		// The watchdog's goroutine: MPI_Abort follows when this returns.
+		wc.OnStall(func(what string) {
+			w.end(train.StatusFailed, fmt.Errorf("%s waited too long for the other ranks", what))
+		})
+	}
+	return w
+}
+
+// start waits for a signal (ctx done), then for the run to end by itself
+// within the grace; failing that it rescues the run and exits 130.
+func (w *groupWatch) start(ctx context.Context) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(w.grace):
+		}
+		if w.end(train.StatusInterrupted, errors.New("stopped by a signal in the middle of an epoch (under mpirun: another rank has probably died)")) {
+			w.exit(exitInterrupted)
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// end rescues the run and prints its result line; false when the run had
+// already ended by itself (its own result line follows).
+func (w *groupWatch) end(status string, cause error) bool {
+	res, ok := w.rescue.End(status, cause)
+	if !ok {
+		return false
+	}
+	fmt.Fprintf(w.stderr, "strata: rank %d of %d: %v: ending the run with the epochs it finished\n", w.rank, w.size, cause)
+	if line, err := json.Marshal(res); err == nil {
+		fmt.Fprintf(w.stdout, "%s\n", line)
+	}
+	return true
 }

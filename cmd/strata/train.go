@@ -37,6 +37,8 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		return err
 	}
 	defer leave()
+	rescue := &train.Rescue{}
+	stopWatch := watchGroup(ctx, rescue, stdout, stderr)
 	res, err := train.Run(ctx, cfg, train.Options{
 		Progress:   progress,
 		Version:    fullVersion(),
@@ -45,7 +47,9 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		AfterEpoch: afterEpochFrom(ctx),
 		BeforeEval: beforeEvalFrom(ctx),
 		Warnings:   stderr,
+		Rescue:     rescue,
 	})
+	stopWatch()
 	abortGroup(ctx, err, stderr)
 	if res != nil && res.Status == train.StatusInterrupted && errors.Is(err, context.Canceled) {
 		// Interrupted (SIGINT): the best result so far, then exit 130.

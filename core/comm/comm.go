@@ -49,6 +49,16 @@ type Aborter interface {
 	Abort(code int)
 }
 
+// Watched is implemented by communicators whose collectives can wait
+// forever on a rank that died or hangs (comm.mpi): OnStall registers f,
+// which the communicator's watchdog calls, once, with the collective's
+// name once it has waited past the communicator's timeout. f ends the
+// process (it commits what it can, then aborts the group); without f the
+// communicator aborts the group itself.
+type Watched interface {
+	OnStall(f func(what string))
+}
+
 // Opener is a communicator module: the namespace "comm" of the registry
 // (comm.mpi). Open joins the group the process was started in.
 type Opener interface {

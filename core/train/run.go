@@ -36,6 +36,9 @@ type Options struct {
 	BeforeEval func(epoch int)
 	// Warnings receives warnings (stderr); nil drops them.
 	Warnings io.Writer
+	// Rescue, when set, lets another goroutine end the run while it waits
+	// in a collective that never returns (see Rescue).
+	Rescue *Rescue
 }
 
 // run is Run with the config's modules provisioned.
@@ -52,6 +55,8 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err := CheckOutputs(cfg); err != nil { // before hours of training
 		return nil, err
 	}
+	opts.Rescue.begin(func(status string) *Result { return earlyResult(status, cfg, opts, start, cfgSHA) })
+	defer opts.Rescue.close()
 	var ck *checkpoint
 	if opts.Resume {
 		if ck, err = resumeFrom(cfg, cfgSHA); err != nil {
@@ -176,9 +181,15 @@ func interruptedEarly(ctx context.Context, err error, cfg *config.Config, opts O
 	if !errors.Is(err, context.Canceled) || ctx.Err() == nil {
 		return nil, err
 	}
-	return &Result{Status: StatusInterrupted, Dataset: cfg.Data.Dataset, Model: cfg.Model.Name, Mode: cfg.Train.Mode, Backend: cfg.Train.Backend,
+	return earlyResult(StatusInterrupted, cfg, opts, start, cfgSHA), err
+}
+
+// earlyResult is the result line of a run that ended with status before
+// its first epoch.
+func earlyResult(status string, cfg *config.Config, opts Options, start time.Time, cfgSHA string) *Result {
+	return &Result{Status: status, Dataset: cfg.Data.Dataset, Model: cfg.Model.Name, Mode: cfg.Train.Mode, Backend: cfg.Train.Backend,
 		BestEpoch: -1, Seed: cfg.Train.Seed, Version: opts.Version, ConfigSHA256: cfgSHA, Threads: threads(cfg),
-		LoadTimeS: time.Since(start).Seconds(), PeakRSSBytes: metrics.PeakRSS(), PeakTierBytes: map[string]int64{}}, err
+		LoadTimeS: time.Since(start).Seconds(), PeakRSSBytes: metrics.PeakRSS(), PeakTierBytes: map[string]int64{}}
 }
 
 // NewEnv builds what a stepper is built from: it loads the dataset and
@@ -380,17 +391,25 @@ type loop struct {
 	links    *linkCounter // the link bytes of each record
 	hist     *history     // every epoch's record, for the checkpoint
 	obs      []observer   // in the order their hooks run
+	rescue   *Rescue      // ends the run from outside; nil: none
 	releases []func()     // what open acquired, released in reverse order
 }
 
 // run trains the epochs. Every way out of it (finished, early stopping,
 // divergence, interruption, an error, in set-up too) goes through finish.
 func (l *loop) run(ctx context.Context, opts Options, extra ...observer) error {
-	defer l.releaseAll()
+	defer func() { _ = l.rescue.hold(false, func() error { l.releaseAll(); return nil }) }() // a rescue released them
 	if err := l.open(ctx, opts, extra); err != nil {
 		return l.finish(endFailed, err)
 	}
-	return l.finish(l.train(ctx))
+	l.rescue = opts.Rescue
+	l.rescue.attach(l)
+	kind, cause := l.train(ctx)
+	var err error
+	if herr := l.rescue.hold(true, func() error { err = l.finish(kind, cause); return nil }); herr != nil {
+		return herr
+	}
+	return err
 }
 
 // train runs the epochs from l.next on and returns how the run ended and
@@ -405,7 +424,10 @@ func (l *loop) train(ctx context.Context) (endKind, error) {
 		if err != nil {
 			return kind, err
 		}
-		if stop, err = l.observe(ctx, &rec); err != nil {
+		if err := l.rescue.hold(false, func() (err error) { stop, err = l.observe(ctx, &rec); return err }); err != nil {
+			if errors.Is(err, ErrRescued) {
+				return endFailed, err
+			}
 			var oe *OutputError // a checkpoint not written: the finished epochs' outputs are kept
 			if errors.As(err, &oe) {
 				return endStopped, err

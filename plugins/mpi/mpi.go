@@ -7,7 +7,9 @@
 // A rank that dies mid-collective leaves the others blocked inside MPI:
 // mpirun normally kills them, and as a second line every collective runs
 // under a watchdog that ends the process with a message naming the
-// collective once it has waited STRATA_MPI_TIMEOUT (default 10m).
+// collective once it has waited STRATA_MPI_TIMEOUT (default 10m), after
+// the handler registered with OnStall (comm.Watched) has committed what
+// the run can keep.
 package mpi
 
 /*
@@ -61,6 +63,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -106,12 +109,32 @@ type Comm struct {
 	rank, size int
 	timeout    time.Duration
 	closed     bool
+	stall      atomic.Pointer[func(what string)] // OnStall's handler
+	stallOnce  sync.Once
 }
 
 var (
 	_ comm.Comm    = (*Comm)(nil)
 	_ comm.Aborter = (*Comm)(nil)
+	_ comm.Watched = (*Comm)(nil)
 )
+
+// OnStall implements comm.Watched.
+func (c *Comm) OnStall(f func(what string)) { c.stall.Store(&f) }
+
+// stalled ends the process after a collective waited past the timeout:
+// the handler first (it commits what it can and aborts), then MPI_Abort.
+func (c *Comm) stalled(what string) {
+	fmt.Fprintf(os.Stderr, "strata: rank %d of %d: %s has waited %s for the other ranks; one of them has probably died (see the messages above): aborting the job (STRATA_MPI_TIMEOUT sets the wait)\n",
+		c.rank, c.size, what, c.timeout)
+	c.stallOnce.Do(func() {
+		if f := c.stall.Load(); f != nil {
+			(*f)(what)
+		}
+	})
+	C.strata_abort(3)
+	os.Exit(3)
+}
 
 // Rank implements comm.Comm.
 func (c *Comm) Rank() int { return c.rank }
@@ -136,12 +159,7 @@ func (c *Comm) call(ctx context.Context, what string, f func() C.int) error {
 	if c.closed {
 		return fmt.Errorf("comm.mpi: %s after Close", what)
 	}
-	dog := time.AfterFunc(c.timeout, func() {
-		fmt.Fprintf(os.Stderr, "strata: rank %d of %d: %s has waited %s for the other ranks; one of them has probably died (see the messages above): aborting the job (STRATA_MPI_TIMEOUT sets the wait)\n",
-			c.rank, c.size, what, c.timeout)
-		C.strata_abort(3)
-		os.Exit(3)
-	})
+	dog := time.AfterFunc(c.timeout, func() { c.stalled(what) })
 	defer dog.Stop()
 	if rc := f(); rc != C.MPI_SUCCESS {
 		return fmt.Errorf("comm.mpi: rank %d: %s: %s", c.rank, what, errString(rc))

@@ -74,10 +74,13 @@ echo "different configs on the ranks: exit $rc, refused"
 
 # 3. A rank killed mid-run (mpirun ends the job), and a rank that hangs
 # (stopped: mpirun sees nothing, the others' watchdog aborts after
-# STRATA_MPI_TIMEOUT): the job ends, non-zero, within 60 s.
+# STRATA_MPI_TIMEOUT): the job ends, non-zero, within 60 s, and rank 0
+# still prints its result line (status "interrupted" after mpirun's
+# SIGTERM, "failed" after the watchdog) and commits output.csv and
+# output.log with the epochs it finished, leaving no temp file.
 for how in KILL STOP; do
 	$MPIRUN -np 2 -x STRATA_MPI_TIMEOUT=5s "$BIN" train "${common[@]}" --set train.mode=distfull --set train.epochs=100000 \
-		>"$tmp/$how.out" 2>"$tmp/$how.err" &
+		--set output.csv="$tmp/$how.csv" --set output.log="$tmp/$how.log" >"$tmp/$how.out" 2>"$tmp/$how.err" &
 	job=$!
 	victim=""
 	for _ in $(seq 1 100); do
@@ -102,6 +105,24 @@ for how in KILL STOP; do
 	rc=$?
 	set -e
 	[ "$rc" -ne 0 ] || fail "the job exited 0 after rank 1 got SIG$how"
-	echo "rank 1 got SIG$how: the job ended in $(($(date +%s) - start)) s with exit $rc:"
+	want=interrupted
+	[ "$how" = STOP ] && want=failed
+	python3 - "$tmp" "$how" "$want" <<'PY' || { cat "$tmp/$how.err" >&2; fail "rank 0 did not end with its result line and committed logs after rank 1 got SIG$how"; }
+import glob, json, sys
+tmp, how, want = sys.argv[1:]
+lines = open(f"{tmp}/{how}.out").read().splitlines()
+if len(lines) != 1:
+    sys.exit(f"stdout has {len(lines)} lines, want rank 0's result line")
+r = json.loads(lines[0])
+if r.get("status") != want or r["epochs"] < 1:
+    sys.exit(f"status {r.get('status')!r} after {r['epochs']} epochs, want {want!r} after at least 1")
+rows = open(f"{tmp}/{how}.csv").read().splitlines()
+logs = open(f"{tmp}/{how}.log").read().splitlines()
+if len(rows) != 1 + r["epochs"] or len(logs) != r["epochs"]:
+    sys.exit(f"output.csv has {len(rows)} lines and output.log {len(logs)}, want a header and {r['epochs']} epochs")
+if glob.glob(f"{tmp}/.*.tmp"):
+    sys.exit(f"temp files left: {glob.glob(f'{tmp}/.*.tmp')}")
+PY
+	echo "rank 1 got SIG$how: the job ended in $(($(date +%s) - start)) s with exit $rc; rank 0 printed its result ($want) and committed its logs:"
 	grep -E 'strata:|exit|abort' "$tmp/$how.err" | head -3
 done
