@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -130,3 +131,45 @@ func readAllInto(b []byte, r io.Reader) ([]byte, error) {
 		}
 	}
 }
+
+// DirFS is os.DirFS(dir) behind the read gate: Open opens a regular file
+// as Open does (a FIFO or device under dir is refused, and the open never
+// blocks) and a directory as os.DirFS does, for ReadDir; Stat and ReadDir
+// are os.DirFS's. Loaders that walk a dataset directory read through it.
+func DirFS(dir string) fs.FS { return gatedDir{dir: dir, fsys: os.DirFS(dir)} }
+
+// gatedDir is DirFS's file system.
+type gatedDir struct {
+	dir  string
+	fsys fs.FS
+}
+
+var (
+	_ fs.StatFS    = gatedDir{}
+	_ fs.ReadDirFS = gatedDir{}
+)
+
+// Open implements fs.FS.
+func (g gatedDir) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	st, err := fs.Stat(g.fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return g.fsys.Open(name)
+	}
+	f, _, err := Open(filepath.Join(g.dir, filepath.FromSlash(name)))
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Stat implements fs.StatFS.
+func (g gatedDir) Stat(name string) (fs.FileInfo, error) { return fs.Stat(g.fsys, name) }
+
+// ReadDir implements fs.ReadDirFS.
+func (g gatedDir) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(g.fsys, name) }

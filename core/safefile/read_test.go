@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 )
 
@@ -119,6 +120,54 @@ func TestReadFileLimit(t *testing.T) {
 		}
 		if strings.Contains(c.want, "limit") && !errors.Is(err, ErrTooLarge) {
 			t.Errorf("err = %v, want ErrTooLarge", err)
+		}
+	}
+}
+
+// TestDirFS: the gated directory file system passes the standard fs.FS
+// conformance checks on regular files and directories, and refuses a
+// FIFO or device under the directory without blocking.
+func TestDirFS(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "raw"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"a.txt": "a", "raw/b.csv": "0,1\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsys := DirFS(dir)
+	if err := fstest.TestFS(fsys, "a.txt", "raw/b.csv"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "raw/fifo.csv"), 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, want string }{
+		{"raw/fifo.csv", "is a FIFO"},
+		{"zero", "is a character device"},
+		{"../a.txt", "invalid argument"},
+		{"missing", "no such file"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			f, err := fsys.Open(c.name)
+			if err == nil {
+				f.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Open(%s) = %v, want %q", c.name, err, c.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Open(%s) blocks", c.name)
 		}
 	}
 }

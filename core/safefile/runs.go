@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 )
 
 // RemoveOwned deletes the regular files of dir whose names owned accepts
@@ -37,28 +36,6 @@ func RemoveOwned(dir string, owned func(name string) bool) (kept []string, err e
 	}
 	slices.Sort(kept)
 	return kept, errors.Join(errs...)
-}
-
-// IsTemp reports whether name is a temporary file of this package
-// (".<target>.<random>.tmp", as Create names them) or of the writers
-// before it (".<target>.tmp<random digits>").
-func IsTemp(name string) bool {
-	if !strings.HasPrefix(name, ".") {
-		return false
-	}
-	if strings.HasSuffix(name, ".tmp") {
-		return len(name) > len(".x.1.tmp")
-	}
-	i := strings.LastIndex(name, ".tmp")
-	return i > 1 && len(name) > i+4 && strings.Trim(name[i+4:], "0123456789") == ""
-}
-
-// RemoveTemps deletes the temporary files that a writer killed before
-// its commit left in dir (regular files named as IsTemp says). Call it
-// only under the directory's lock (Acquire), so that no live writer's
-// file is taken.
-func RemoveTemps(dir string) {
-	_, _ = RemoveOwned(dir, IsTemp) // best effort: a leftover temporary file is harmless
 }
 
 // ContextWriter returns a writer that fails with ctx's error once ctx is

@@ -52,28 +52,6 @@ func TestRemoveOwned(t *testing.T) {
 	}
 }
 
-// TestRemoveTemps removes a killed writer's temporary file (and one of
-// the older ".name.tmp<digits>" form), not a file that merely starts with
-// a dot or holds ".tmp".
-func TestRemoveTemps(t *testing.T) {
-	dir := t.TempDir()
-	f, err := Create(filepath.Join(dir, "out.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.f.Close() // killed before its commit: the temporary file stays
-	for _, name := range []string{".keep", ".notes.tmp.txt", ".old.json.tmp123"} {
-		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	RemoveTemps(dir)
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 2 || ents[0].Name() != ".keep" || ents[1].Name() != ".notes.tmp.txt" {
-		t.Errorf("left %v, want .keep and .notes.tmp.txt", ents)
-	}
-}
-
 // TestContextWriter stops a write once its context is done, also in the
 // middle of one large write.
 func TestContextWriter(t *testing.T) {

@@ -75,6 +75,19 @@ func CheckOutputs(cfg *config.Config) error {
 	return nil
 }
 
+// OutputKeyAt returns the key of the output of a run of cfg that path
+// names (output.csv, output.log, output.checkpoint, output.model), or ""
+// when it names none: a strategy's own files (chunked.host_file) must not
+// be one of them.
+func OutputKeyAt(cfg *config.Config, path string) string {
+	for _, o := range runOutputs(cfg) {
+		if samePath(o.path, path) {
+			return o.key
+		}
+	}
+	return ""
+}
+
 // samePath reports whether a and b name the same file: the same absolute
 // path, the same existing file (through links), or the same name in the
 // same directory.

@@ -391,10 +391,11 @@ func axisMap(c *Cell) map[string]any {
 
 // removeStaleTemps deletes the temporary files that an invocation killed
 // in the middle of a write left in out, so that a results directory holds
-// only finished files.
+// only finished files: those of the write gate whose writer is dead, and
+// nothing else (safefile.RemoveStaleTemps).
 func removeStaleTemps(out string) {
-	safefile.RemoveTemps(out)
-	safefile.RemoveTemps(filepath.Join(out, "runs"))
+	safefile.RemoveStaleTemps(out, "")
+	safefile.RemoveStaleTemps(filepath.Join(out, "runs"), "")
 }
 
 // runFileName matches the name of a stored result: <run id>.json, the

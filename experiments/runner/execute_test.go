@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -115,14 +116,26 @@ func TestExecuteAndResumeFake(t *testing.T) {
 	noTemp(t, out)
 
 	// Everything done: nothing runs; a temporary file that a killed
-	// invocation left is removed.
-	if err := os.WriteFile(filepath.Join(out, "runs", ".x.json.tmp123"), nil, 0o644); err != nil {
+	// invocation left is removed (the write gate's name, a dead pid); a
+	// file of the user's that merely looks temporary stays.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "runs", fmt.Sprintf(".x.json.strata-%d-1.tmp", dead.Process.Pid)), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(out, "runs", ".notes.tmp")
+	if err := os.WriteFile(notes, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var g fakeTrain
 	sum, _, err = Execute(context.Background(), fakePlan(t), Options{OutDir: out, Train: g.run})
 	if err != nil || sum.Skipped != 4 || sum.Executed != 0 || g.total() != 0 {
 		t.Fatalf("rerun: %+v, %d calls, %v", sum, g.total(), err)
+	}
+	if err := os.Remove(notes); err != nil {
+		t.Errorf("the user's %s: %v", notes, err)
 	}
 	noTemp(t, out)
 	// One result deleted: only that run executes.

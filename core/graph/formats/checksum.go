@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"strata/core/graph"
+	"strata/core/safefile"
 )
 
 // SourceFile is one file that opening a dataset spec reads.
@@ -58,7 +59,7 @@ func Sources(spec string) (files []SourceFile, generator string, err error) {
 		return files, "", err
 	}
 	dirSources := func(dir, split string) ([]SourceFile, error) {
-		fsys := os.DirFS(dir)
+		fsys := safefile.DirFS(dir)
 		if graph.FileExists(filepath.Join(dir, "edge_index.npy")) && !graph.IsDir(filepath.Join(dir, "raw")) {
 			return globFiles(fsys, dir, "*.npy")
 		}
@@ -80,7 +81,7 @@ func Sources(spec string) (files []SourceFile, generator string, err error) {
 			files, err := dirSources(spec, "")
 			return files, "", err
 		}
-		return []SourceFile{{Name: spec, fsys: os.DirFS(filepath.Dir(spec)), rel: filepath.Base(spec)}}, "", nil
+		return []SourceFile{{Name: spec, fsys: safefile.DirFS(filepath.Dir(spec)), rel: filepath.Base(spec)}}, "", nil
 	}
 	if i := strings.LastIndexByte(spec, '@'); i > 0 && graph.IsDir(spec[:i]) {
 		files, err := dirSources(spec[:i], spec[i+1:])

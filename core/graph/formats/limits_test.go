@@ -90,6 +90,30 @@ func TestSpecialFiles(t *testing.T) {
 			t.Fatalf("Open(%s) blocks", c.spec)
 		}
 	}
+	// The checksums of a run's provenance read through the same gate,
+	// also when a FIFO takes a member's place after Sources listed it.
+	goodDir := graphtest.WriteOGB(t, graphtest.TinyOGB())
+	files, _, err := Sources(goodDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := filepath.Join(goodDir, "raw/node-label.csv.gz")
+	os.Remove(swapped)
+	if err := syscall.Mkfifo(swapped, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		done := make(chan error, 1)
+		go func() { _, _, err := f.SHA256(); done <- err }()
+		select {
+		case err := <-done:
+			if fifo := strings.HasSuffix(f.Name, "node-label.csv.gz"); fifo != (err != nil) || fifo && !strings.Contains(err.Error(), "is a FIFO") {
+				t.Errorf("SHA256 of %s: %v", f.Name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("SHA256 of %s blocks", f.Name)
+		}
+	}
 }
 
 // TestLongLine checks the line-length limit of the text loaders.

@@ -17,6 +17,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/registry"
+	"strata/core/safefile"
 )
 
 // ogbLayout describes the expected directory layout, for error messages.
@@ -58,7 +59,7 @@ func loadOGBDir(dir, split string, o graph.LoadOptions) (*graph.Dataset, error) 
 	if !st.IsDir() {
 		return nil, graph.FileErrorf(graph.ErrFormat, dir, 0, 0, "not a directory; %s", ogbLayout)
 	}
-	src := ogbSource{fsys: os.DirFS(dir), label: func(rel string) string {
+	src := ogbSource{fsys: safefile.DirFS(dir), label: func(rel string) string {
 		return filepath.Join(dir, filepath.FromSlash(rel))
 	}, budget: o.Budget, rows: o.Rows, keep: o.Keep}
 	d, err := loadOGB(src, split)
@@ -199,7 +200,7 @@ type SplitDir struct {
 // ChooseSplit picks the split named split (as LoadOptions.Split: "" the
 // only one, graph.NoSplit none) under root/split/.
 func ChooseSplit(root, split string) (SplitDir, error) {
-	src := ogbSource{fsys: os.DirFS(root), label: func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }}
+	src := ogbSource{fsys: safefile.DirFS(root), label: func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }}
 	dir, err := chooseSplit(src, split)
 	return SplitDir{src: src, Dir: dir}, err
 }

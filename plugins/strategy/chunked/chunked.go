@@ -75,8 +75,12 @@ func (s *Chunked) CheckConfig(cfg *config.Config) error {
 	if s.HostFile != "" {
 		// Before training: the scratch file must be new (created and
 		// removed by the run), never an existing file or an input.
-		if err := safefile.CheckScratch(cfg.StrategyKeyPath(s.HostFile, "host_file"), train.RunInputs(cfg)...); err != nil {
+		path := cfg.StrategyKeyPath(s.HostFile, "host_file")
+		if err := safefile.CheckScratch(path, train.RunInputs(cfg)...); err != nil {
 			return hostFileError(cfg, s.HostFile, err)
+		}
+		if key := train.OutputKeyAt(cfg, path); key != "" {
+			return cfg.KeyError(fmt.Sprintf("chunked.host_file = %q is also %s, which the run writes: give the scratch file a path of its own", s.HostFile, key), "chunked", "host_file")
 		}
 	}
 	if s.Chunks == 0 && cfg.Train.Backend == "sim" && cfg.Devices.MemoryBytes == 0 {

@@ -140,3 +140,29 @@ func snapshot(t *testing.T, path string) (os.FileInfo, string) {
 	}
 	return st, string(b)
 }
+
+// TestHostFileNotAnOutput: chunked.host_file at the path of one of the
+// run's own outputs (which does not exist yet) is refused by name, in
+// either spelling of the path.
+func TestHostFileNotAnOutput(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "chunk.toml")
+	write(t, conf, testkit.CoraBase)
+	for _, c := range []struct{ key, set, host string }{
+		{"output.csv", "output.csv=out.csv", "out.csv"},
+		{"output.log", "output.log=" + filepath.Join(dir, "out.log"), dir + "/./out.log"},
+		{"output.model", "output.model=" + filepath.Join(dir, "m.model"), dir + "/sub/../m.model"},
+		{"output.checkpoint", "output.checkpoint=ck.bin", "ck.bin"},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			cfg, err := config.Load(conf, hostFileSets(c.host, c.set, "train.checkpoint_every=1")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = (&Chunked{HostFile: c.host, Chunks: 3}).CheckConfig(cfg)
+			if err == nil || !strings.Contains(err.Error(), "is also "+c.key) || !strings.Contains(err.Error(), "chunked.host_file") {
+				t.Errorf("err = %v, want chunked.host_file refused as %s", err, c.key)
+			}
+		})
+	}
+}
