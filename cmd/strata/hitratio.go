@@ -97,21 +97,8 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if *name == "" {
 		*name = d.Name
 	}
-	if *symmetrize {
-		d.Graph = graph.Symmetrize(d.Graph)
-	}
-	if len(d.Train) == 0 && *synthTrain > 0 {
-		if *synthTrain > 1 {
-			return usagef("hitratio: --synth-train %v: want a fraction in (0,1]", *synthTrain)
-		}
-		d.Train = graph.RandomNodes(d.NumNodes, *synthTrain, *seed)
-	}
-	if d.FeatDim == 0 && *synthFeatures > 0 {
-		d.FeatDim = *synthFeatures
-		d.Features = make([]float32, d.NumNodes*d.FeatDim)
-		for i := range d.Features {
-			d.Features[i] = float32(i%7) / 7
-		}
+	if err := prepareHitDataset(d, *symmetrize, *synthTrain, *synthFeatures, *seed); err != nil {
+		return err
 	}
 	seeds := d.Train
 	if len(seeds) == 0 {
@@ -136,24 +123,71 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	fmt.Fprintf(stdout, "%d measured epoch(s) sampled in %.1fs\n", *epochs, time.Since(t0).Seconds())
 
-	ranks := map[string][]int32{}
-	var scores []string
+	ranks, series, err := rankAll(ctx, d, reads, stdout)
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(*outDir, *name)
+	title := fmt.Sprintf("%s: feature reads served by the top X%% (fanouts %v)", *name, fanouts)
+	if err := writeHitCurves(stdout, *outDir, base, title, reads, ranks, series, inputs); err != nil {
+		return err
+	}
+	if !*traffic {
+		return nil
+	}
+	if d.FeatDim == 0 {
+		return fmt.Errorf("hitratio: %s has no features to move", d.Name)
+	}
+	return trafficTable(ctx, stdout, base+"-traffic.csv", d, reads.Batches, ranks, inputs...)
+}
+
+// prepareHitDataset symmetrizes d's graph and draws the training split
+// and features a dataset without them is measured with.
+func prepareHitDataset(d *graph.Dataset, symmetrize bool, synthTrain float64, synthFeatures int, seed uint64) error {
+	if symmetrize {
+		d.Graph = graph.Symmetrize(d.Graph)
+	}
+	if len(d.Train) == 0 && synthTrain > 0 {
+		if synthTrain > 1 {
+			return usagef("hitratio: --synth-train %v: want a fraction in (0,1]", synthTrain)
+		}
+		d.Train = graph.RandomNodes(d.NumNodes, synthTrain, seed)
+	}
+	if d.FeatDim == 0 && synthFeatures > 0 {
+		d.FeatDim = synthFeatures
+		d.Features = make([]float32, d.NumNodes*d.FeatDim)
+		for i := range d.Features {
+			d.Features[i] = float32(i%7) / 7
+		}
+	}
+	return nil
+}
+
+// rankAll ranks d's nodes under every registered static score that ranks
+// anything, and the oracle (the measured read counts); series lists them
+// in that order.
+func rankAll(ctx context.Context, d *graph.Dataset, reads *cache.Reads, stdout io.Writer) (ranks map[string][]int32, series []string, err error) {
+	ranks = map[string][]int32{}
 	for _, s := range hitScores() {
 		t0 := time.Now()
 		r, err := fullRanking(ctx, s, d)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if len(r) == 0 {
 			continue // ranks nothing (cache.none)
 		}
 		ranks[s] = r
-		scores = append(scores, s)
+		series = append(series, s)
 		fmt.Fprintf(stdout, "%-20s ranked in %.2fs\n", s, time.Since(t0).Seconds())
 	}
 	ranks["oracle"] = cache.RankByScore(reads.Counts, d.NumNodes)
-	series := append(append([]string{}, scores...), "oracle")
+	return ranks, append(series, "oracle"), nil
+}
 
+// writeHitCurves writes the hit-ratio curves (base-hitratio.csv and .svg)
+// of every series for the top 1..50% and prints their table.
+func writeHitCurves(stdout io.Writer, outDir, base, title string, reads *cache.Reads, ranks map[string][]int32, series, inputs []string) error {
 	pcts := make([]float64, 50)
 	for i := range pcts {
 		pcts[i] = float64(i + 1)
@@ -162,7 +196,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	for _, s := range series {
 		curves[s] = reads.Curve(ranks[s], pcts)
 	}
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
 	var csv strings.Builder
@@ -174,11 +208,10 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		}
 		csv.WriteString("\n")
 	}
-	base := filepath.Join(*outDir, *name)
 	if err := safefile.WriteFile(base+"-hitratio.csv", []byte(csv.String()), inputs...); err != nil {
 		return err
 	}
-	if err := hitPlot(base+"-hitratio.svg", fmt.Sprintf("%s: feature reads served by the top X%% (fanouts %v)", *name, fanouts), series, pcts, curves, inputs...); err != nil {
+	if err := hitPlot(base+"-hitratio.svg", title, series, pcts, curves, inputs...); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nshare of feature reads served by the top X%% of nodes (%s-hitratio.csv/.svg)\n", base)
@@ -187,13 +220,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		c := curves[s]
 		fmt.Fprintf(stdout, "%-20s %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n", s, 100*c[0], 100*c[4], 100*c[9], 100*c[24], 100*c[49])
 	}
-	if !*traffic {
-		return nil
-	}
-	if d.FeatDim == 0 {
-		return fmt.Errorf("hitratio: %s has no features to move", d.Name)
-	}
-	return trafficTable(ctx, stdout, base+"-traffic.csv", d, reads.Batches, ranks, inputs...)
+	return nil
 }
 
 // fullRanking returns the full ranking of a registered static policy

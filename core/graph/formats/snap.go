@@ -56,99 +56,23 @@ func loadSNAP(path string, budget int64) (*graph.Dataset, error) {
 	}
 	defer tf.Close()
 
-	var (
-		mu          sync.Mutex
-		parts       [][]int64 // per chunk: interleaved src, dst
-		maxID       = int64(-1)
-		headerNodes = int64(-1)
-		headerLine  int   // of the largest "# Nodes: N"
-		held        int64 // bytes of parsed edges
-	)
-	lines, err := scanChunks(tf, graph.NumWorkers(), func(c *lineChunk) error {
-		out := make([]int64, 0, len(c.data)/6)
-		data, ln := c.data, c.line
-		local := int64(-1)
-		var fb [3][]byte
-		for len(data) > 0 {
-			var line []byte
-			line, data = nextLine(data)
-			t := bytes.TrimLeft(line, " \t")
-			switch {
-			case len(t) == 0:
-			case t[0] == '#' || t[0] == '%':
-				v, ok, err := headerNodeCount(t, tf.name, ln)
-				if err != nil {
-					return err
-				}
-				if ok {
-					mu.Lock()
-					if v > headerNodes {
-						headerNodes, headerLine = v, ln
-					}
-					mu.Unlock()
-				}
-			default:
-				var f [][]byte
-				var nf int
-				if csv {
-					f, nf = splitFields(t, ',', fb[:0])
-					if nf != 2 {
-						return graph.FileErrorf(graph.ErrFormat, tf.name, ln, 0, "%s, expected 2 (\"src,dst\" separated by a comma)", plural(nf, "column"))
-					}
-					f[0], f[1] = bytes.TrimSpace(f[0]), bytes.TrimSpace(f[1])
-				} else if f, nf = splitSpace(t, fb[:0]); nf != 2 {
-					return graph.FileErrorf(graph.ErrFormat, tf.name, ln, 0, "%s, expected 2 (\"src dst\" separated by a space or tab)", plural(nf, "column"))
-				}
-				if csv && ln == 1 && isHeader(f) {
-					break // a header line such as "source,target"
-				}
-				var ids [2]int64
-				for k := 0; k < 2; k++ {
-					v, ok := parseInt(f[k])
-					if !ok {
-						return graph.FileErrorf(graph.ErrFormat, tf.name, ln, k+1, "%s is not an integer node id; fix the value or regenerate the file", quoteField(f[k]))
-					}
-					if v < 0 {
-						return graph.FileErrorf(graph.ErrRange, tf.name, ln, k+1, "negative node id %d; ids must be 0-based", v)
-					}
-					if v >= math.MaxInt64/2 {
-						return graph.FileErrorf(graph.ErrRange, tf.name, ln, k+1, "node id %d is too large", v)
-					}
-					ids[k] = v
-					local = max(local, v)
-				}
-				out = append(out, ids[0], ids[1])
-			}
-			ln++
-		}
-		mu.Lock()
-		held += int64(len(out)) * 8
-		if held > budget {
-			mu.Unlock()
-			return graph.CheckBudget(tf.name, fmt.Sprintf("the edges up to line %d", ln), held, budget)
-		}
-		for len(parts) <= c.seq {
-			parts = append(parts, nil)
-		}
-		parts[c.seq] = out
-		maxID = max(maxID, local)
-		mu.Unlock()
-		return nil
-	})
+	r := &snapEdges{name: tf.name, csv: csv, budget: budget, maxID: -1, headerNodes: -1}
+	lines, err := scanChunks(tf, graph.NumWorkers(), r.chunk)
 	if err != nil {
 		return nil, err
 	}
 	if lines == 0 {
 		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "empty file; expected %s", form)
 	}
+	parts, maxID := r.parts, r.maxID
 	var m int64
 	for _, p := range parts {
 		m += int64(len(p) / 2)
 	}
-	n := max(maxID+1, headerNodes, 0)
+	n := max(maxID+1, r.headerNodes, 0)
 	if n > maxSparseFactor*m+1<<20 || n > graph.MaxNodes {
-		if headerNodes > maxID+1 {
-			return nil, graph.FileErrorf(graph.ErrRange, path, headerLine, 0, "the \"# Nodes: %d\" header declares far more nodes than the %d edges call for; fix or drop the header", headerNodes, m)
+		if r.headerNodes > maxID+1 {
+			return nil, graph.FileErrorf(graph.ErrRange, path, r.headerLine, 0, "the \"# Nodes: %d\" header declares far more nodes than the %d edges call for; fix or drop the header", r.headerNodes, m)
 		}
 		line := findID(parts, maxID)
 		return nil, graph.FileErrorf(graph.ErrRange, path, 0, 0, "node id %d (edge %d) is far larger than the %d edges call for; "+
@@ -168,6 +92,110 @@ func loadSNAP(path string, budget int64) (*graph.Dataset, error) {
 		Source:   path,
 		Citation: graph.KnownCitation(strings.TrimSuffix(base, "-undirected")),
 	}, nil
+}
+
+// snapEdges gathers the edges of an edge list's chunks as scanChunks
+// parses them in parallel.
+type snapEdges struct {
+	name   string // the file, for errors
+	csv    bool   // "src,dst" lines (else "src dst")
+	budget int64  // bytes the parsed edges may hold
+
+	mu          sync.Mutex
+	parts       [][]int64 // per chunk: interleaved src, dst
+	maxID       int64
+	headerNodes int64 // the largest "# Nodes: N" (-1: none)
+	headerLine  int   // its line
+	held        int64 // bytes of parsed edges
+}
+
+// chunk parses one chunk of lines and adds its edges, within the budget.
+func (r *snapEdges) chunk(c *lineChunk) error {
+	out := make([]int64, 0, len(c.data)/6)
+	data, ln := c.data, c.line
+	local := int64(-1)
+	var fb [3][]byte
+	for len(data) > 0 {
+		var line []byte
+		line, data = nextLine(data)
+		t := bytes.TrimLeft(line, " \t")
+		switch {
+		case len(t) == 0:
+		case t[0] == '#' || t[0] == '%':
+			if err := r.comment(t, ln); err != nil {
+				return err
+			}
+		default:
+			ids, skip, err := r.edge(t, ln, fb[:0])
+			if err != nil {
+				return err
+			}
+			if !skip {
+				local = max(local, ids[0], ids[1])
+				out = append(out, ids[0], ids[1])
+			}
+		}
+		ln++
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held += int64(len(out)) * 8
+	if r.held > r.budget {
+		return graph.CheckBudget(r.name, fmt.Sprintf("the edges up to line %d", ln), r.held, r.budget)
+	}
+	for len(r.parts) <= c.seq {
+		r.parts = append(r.parts, nil)
+	}
+	r.parts[c.seq] = out
+	r.maxID = max(r.maxID, local)
+	return nil
+}
+
+// comment reads a comment line, keeping the largest "# Nodes: N" header.
+func (r *snapEdges) comment(t []byte, ln int) error {
+	v, ok, err := headerNodeCount(t, r.name, ln)
+	if err != nil || !ok {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v > r.headerNodes {
+		r.headerNodes, r.headerLine = v, ln
+	}
+	return nil
+}
+
+// edge parses the edge line t (line ln); skip is true for a CSV header
+// line such as "source,target".
+func (r *snapEdges) edge(t []byte, ln int, fb [][]byte) (ids [2]int64, skip bool, err error) {
+	var f [][]byte
+	var nf int
+	if r.csv {
+		f, nf = splitFields(t, ',', fb)
+		if nf != 2 {
+			return ids, false, graph.FileErrorf(graph.ErrFormat, r.name, ln, 0, "%s, expected 2 (\"src,dst\" separated by a comma)", plural(nf, "column"))
+		}
+		f[0], f[1] = bytes.TrimSpace(f[0]), bytes.TrimSpace(f[1])
+	} else if f, nf = splitSpace(t, fb); nf != 2 {
+		return ids, false, graph.FileErrorf(graph.ErrFormat, r.name, ln, 0, "%s, expected 2 (\"src dst\" separated by a space or tab)", plural(nf, "column"))
+	}
+	if r.csv && ln == 1 && isHeader(f) {
+		return ids, true, nil
+	}
+	for k := range 2 {
+		v, ok := parseInt(f[k])
+		if !ok {
+			return ids, false, graph.FileErrorf(graph.ErrFormat, r.name, ln, k+1, "%s is not an integer node id; fix the value or regenerate the file", quoteField(f[k]))
+		}
+		if v < 0 {
+			return ids, false, graph.FileErrorf(graph.ErrRange, r.name, ln, k+1, "negative node id %d; ids must be 0-based", v)
+		}
+		if v >= math.MaxInt64/2 {
+			return ids, false, graph.FileErrorf(graph.ErrRange, r.name, ln, k+1, "node id %d is too large", v)
+		}
+		ids[k] = v
+	}
+	return ids, false, nil
 }
 
 // isHeader reports whether the fields of a CSV line are column names: none
