@@ -70,7 +70,7 @@ FUZZMINTIME ?= 3s
 # here.
 FUZZ_TARGETS := ./core/config:FuzzParse:100000 ./core/config:FuzzOverride:100000 \
 	./plugins/all:FuzzFormats:80000 ./core/graph/numpy:FuzzNPY:200000 ./core/graph/numpy:FuzzNPZ:300000 \
-	./plugins/wasm:FuzzHostABI:15000 ./core/train:FuzzArrayFile:10000
+	./plugins/wasm:FuzzHostABI:15000 ./core/train:FuzzArrayFile:10000 ./core/safefile:FuzzLockFile:20000
 
 fuzz: models
 	@case "$(FUZZSCALE)" in ''|*[!0-9]*|0) echo "make fuzz: FUZZSCALE=$(FUZZSCALE): give a positive whole number (the factor on each target's executions)" >&2; exit 2;; esac
