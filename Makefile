@@ -2,11 +2,12 @@
 # config; `make test` runs every test. Both install what they need first.
 GO        ?= go
 BIN       := bin/strata
+BIN_MPI   := bin/strata-mpi
 CONFIG    ?= configs/gcn-cora.toml
 APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3 python3-numpy libopenmpi-dev openmpi-bin time
 GOFLAGS_T ?=
 
-.PHONY: all deps models build run test test-long test-float bench lint clean experiments experiments-check experiments-index reproduce fuzz build-mpi test-mpi
+.PHONY: all deps models build run test test-long test-float bench lint clean experiments experiments-check experiments-index reproduce fuzz build-mpi run-mpi test-mpi
 .PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle gpu-selftest
 
 all: build
@@ -138,12 +139,17 @@ experiments-index: build
 	./$(BIN) experiment --index experiments/README.md
 
 # ----------------------------------------------------------------- MPI ----
-# build-mpi builds bin/strata with the Open MPI communicator (comm.mpi,
-# -tags mpi); test-mpi runs the communicator's test and scripts/mpi/check.sh
-# (2- and 4-rank jobs on localhost against 1 rank) under mpirun.
-# docs/distributed.md.
+# build-mpi builds bin/strata-mpi, strata with the Open MPI communicator
+# (comm.mpi, -tags mpi), beside bin/strata; run-mpi trains CONFIG over NP
+# ranks of this machine (distfull); test-mpi runs the communicator's test
+# and scripts/mpi/check.sh (2- and 4-rank jobs on localhost against 1
+# rank) under mpirun. docs/distributed.md.
 build-mpi: models
-	$(GO) build -tags mpi -o $(BIN) ./cmd/strata
+	$(GO) build -tags mpi -ldflags "-X main.linkedRevision=$(REVISION)" -o $(BIN_MPI) ./cmd/strata
+
+NP ?= 4
+run-mpi: build-mpi
+	$(MPIRUN) -np $(NP) $(BIN_MPI) train -c $(CONFIG) --set train.mode=distfull
 
 test-mpi: build-mpi
 	$(GO) vet -tags mpi ./plugins/mpi/ ./plugins/strategy/... ./cmd/strata/
@@ -152,7 +158,7 @@ test-mpi: build-mpi
 	@for n in 1 2 4; do echo "== comm.mpi and the distributed strategies on $$n ranks"; \
 		$(MPIRUN) -np $$n build/mpi.test -test.run TestUnderMPI || exit 1; \
 		$(MPIRUN) -np $$n build/strategy-mpi.test -test.run TestDistUnderMPI || exit 1; done
-	MPIRUN="$(MPIRUN)" scripts/mpi/check.sh $(BIN)
+	MPIRUN="$(MPIRUN)" scripts/mpi/check.sh $(BIN_MPI)
 
 # As root (CI, containers) Open MPI needs --allow-run-as-root; 4 ranks on a
 # 2-core machine need --oversubscribe.

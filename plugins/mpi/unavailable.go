@@ -9,5 +9,5 @@ package mpi
 import "strata/core/registry"
 
 func init() {
-	registry.RegisterUnavailable("comm.mpi", `this strata binary was built without MPI support: rebuild it with "go build -tags mpi ./cmd/strata" (make build-mpi; needs libopenmpi-dev, see docs/distributed.md), or run it without mpirun`)
+	registry.RegisterUnavailable("comm.mpi", `this strata binary was built without MPI support: rebuild it with "go build -tags mpi ./cmd/strata" (make build-mpi builds bin/strata-mpi; needs libopenmpi-dev, see docs/distributed.md), or run it without mpirun`)
 }

@@ -5,7 +5,7 @@
 # (one line per run: case, ranks, partition, the result) and each run's
 # output.model and OUT/<run>.rss (every rank's peak RSS in KiB, one line
 # each, from /usr/bin/time), then compares every model with the 1-rank one.
-# physics and rmat18 (2-4 GiB a rank) hold /tmp/strata-bigmem.lock. Needs bin/strata from make build-mpi (BIN=path for another).
+# physics and rmat18 (2-4 GiB a rank) hold /tmp/strata-bigmem.lock. Needs bin/strata-mpi from make build-mpi (BIN=path for another).
 #   scripts/mpi/acceptance.sh OUT [case...]   cases: cora rmat18 physics
 # RUNS="4:metis 2:random" picks ranks:partition pairs; a run whose result
 # and model are in OUT is skipped. LOCKED=1: the caller holds the lock for
@@ -15,7 +15,7 @@ OUT=${1:?usage: acceptance.sh OUT [case...]}
 shift
 cases=("${@:-cora rmat18 physics}")
 MPIRUN=${MPIRUN:-mpirun --oversubscribe --allow-run-as-root}
-BIN=${BIN:-bin/strata}
+BIN=${BIN:-bin/strata-mpi}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 common=(--set model.dropout=0 --set train.epochs=1 --set output.json=true --set output.progress=off)

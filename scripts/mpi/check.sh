@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs bin/strata (built with -tags mpi) under mpirun on localhost
+# Runs bin/strata-mpi (make build-mpi: strata built with -tags mpi) under mpirun on localhost
 # (make test-mpi; docs/distributed.md):
 #  1. distfull and distmini on Cora with 1, 2 and 4 ranks, dropout on, in
 #     float64: one result line (rank 0's) with one entry per rank, and the
@@ -10,7 +10,7 @@
 #  2. a binary built without MPI, started by mpirun, exits 2 naming the fix;
 #  3. a rank killed, or hung, mid-run ends the job (non-zero) within 60 s.
 set -euo pipefail
-BIN=${1:-bin/strata}
+BIN=${1:-bin/strata-mpi}
 MPIRUN=${MPIRUN:-mpirun --oversubscribe --allow-run-as-root}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
