@@ -98,7 +98,9 @@ func completionData(ctx context.Context, wopts wasm.Options) (completion, error)
 		if err != nil {
 			return c, err
 		}
-		opts = append(opts, o...)
+		for _, x := range o {
+			opts = append(opts, x.key)
+		}
 	}
 	slices.Sort(opts)
 	for _, o := range slices.Compact(opts) {

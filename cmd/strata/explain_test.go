@@ -37,7 +37,7 @@ func TestConfigExplainTopics(t *testing.T) {
 		{"cache.name", caches, nil},
 		{"minibatch.store.placement", []string{"[minibatch.store]", `placement = ""`}, nil},
 		{"store.graph_ratio", []string{"store.graph_ratio moved to minibatch.store.graph_ratio", "graph_ratio ="}, nil},
-		{"model.gat", []string{"selected by model.name = \"gat\"", "heads, negative_slope, out_heads"}, nil},
+		{"model.gat", []string{"selected by model.name = \"gat\"", "heads = 1\n", "negative_slope = 0.2\n"}, map[string][]string{"model": {"name", "options"}}},
 		{"model.options", models, nil},
 		{"backend.cpu", []string{`selected by train.backend = "cpu"`}, nil},
 		{"data.dataset", append(formats, ".npy", ".npz", ".csv"), map[string][]string{"data": {"dataset"}}},
@@ -68,6 +68,18 @@ func TestConfigExplainTopics(t *testing.T) {
 				t.Errorf("answer holds %v, want %v:\n%s", got, tc.toml, stdout)
 			}
 		})
+	}
+	// A layer module's answer is a config part holding the options it
+	// reads at its defaults: with a dataset it validates.
+	for _, id := range models {
+		out := mustCLI(t, append([]string{"config", "explain", id}, wasmArgs()...)...)
+		if !strings.Contains(out, "[model.options]") {
+			t.Errorf("%s: no [model.options] table:\n%s", id, out)
+		}
+		path := write(t, t.TempDir(), "m.toml", cora+out)
+		if code, _, stderr := cli(t, append([]string{"validate", "-c", path, "--skip-data"}, wasmArgs()...)...); code != 0 {
+			t.Errorf("%s: its explained options do not validate: %s", id, stderr)
+		}
 	}
 	full, short := len(strings.Split(mustCLI(t, "config", "explain"), "\n")), len(strings.Split(mustCLI(t, "config", "explain", "train.lr"), "\n"))
 	if short*20 > full {
