@@ -33,7 +33,7 @@ func TestConfigExplainTopics(t *testing.T) {
 		{"train.lr", []string{"float > 0. learning rate", "lr = 0.01"}, map[string][]string{"train": {"lr"}}},
 		{"train", []string{"epochs = 200"}, nil},
 		{"sampler.uniform", []string{"selected by sampler.name", "fanouts = [10, 25]"}, map[string][]string{"sampler": {"fanouts", "name", "replace"}}},
-		{"sampler.fanouts", []string{`with name = "uniform" (sampler.uniform)`, `with name = "khop"`}, nil},
+		{"sampler.fanouts", []string{`with name = "uniform" (sampler.uniform)`, `with name = "khop"`, "# fanouts = [10, 25]"}, map[string][]string{"sampler": nil}},
 		{"cache.name", caches, nil},
 		{"minibatch.store.placement", []string{"[minibatch.store]", `placement = ""`}, nil},
 		{"store.graph_ratio", []string{"store.graph_ratio moved to minibatch.store.graph_ratio", "graph_ratio ="}, nil},

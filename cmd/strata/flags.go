@@ -83,7 +83,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return usagef("%s: -c and --config are the same flag; give the file once", fs.Name())
 	}
 	if fs.NArg() > 0 {
-		if arg := fs.Arg(0); fs.Lookup("c") != nil && strings.HasSuffix(strings.ToLower(arg), ".toml") {
+		if arg := fs.Arg(0); fs.Lookup("c") != nil && !flagSet(fs, "c") && !flagSet(fs, "config") && strings.HasSuffix(strings.ToLower(arg), ".toml") {
 			return usagef("%s: unexpected argument %q: name the file with -c FILE (strata %s -c %s)", fs.Name(), arg, fs.Name(), arg)
 		}
 		return usagef("%s: unexpected argument %q (flags go before it? see `strata %s -h`)", fs.Name(), fs.Arg(0), fs.Name())

@@ -137,8 +137,10 @@ func explainPluginKey(b *strings.Builder, sec field, rest []string) bool {
 			if !found {
 				fmt.Fprintf(b, "[%s]\n", sec.key)
 			}
+			fmt.Fprintf(b, "%s# with name = %q (%s):\n", sep(found), m.Name(), m.ID)
+			writeComment(b, "", o.doc)
+			fmt.Fprintf(b, "# %s = %s\n", o.key, o.value)
 			found = true
-			fmt.Fprintf(b, "# with name = %q (%s):\n%s = %s  # %s\n", m.Name(), m.ID, o.key, o.value, o.doc)
 		}
 	}
 	return found
