@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -517,6 +518,28 @@ func TestVersionFlag(t *testing.T) {
 	}
 }
 
+var (
+	scriptMu sync.Mutex
+	scripts  = map[string]string{}
+)
+
+// completionScript returns strata completion SHELL's script, generated
+// once per test process (it runs every layer module).
+func completionScript(t *testing.T, shell string) string {
+	t.Helper()
+	scriptMu.Lock()
+	defer scriptMu.Unlock()
+	if s, ok := scripts[shell]; ok {
+		return s
+	}
+	code, stdout, stderr := cli(t, append([]string{"completion", shell}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("completion %s: exit %d: %s", shell, code, stderr)
+	}
+	scripts[shell] = stdout
+	return stdout
+}
+
 // TestCompletion checks that the completion scripts parse in their shell
 // and offer the commands, each command's flags, the config keys (every
 // plugin section's and strategy section's, model.options' of every layer
@@ -530,10 +553,7 @@ func TestCompletion(t *testing.T) {
 	}
 	for _, shell := range shells {
 		t.Run(shell, func(t *testing.T) {
-			code, stdout, stderr := cli(t, append([]string{"completion", shell}, wasmArgs()...)...)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
-			}
+			stdout := completionScript(t, shell)
 			for _, w := range want {
 				if shell == "fish" {
 					w = strings.TrimLeft(w, "-") // complete -l wasm-deadline
@@ -557,7 +577,7 @@ func TestCompletion(t *testing.T) {
 	if err != nil {
 		t.Skip("bash not installed")
 	}
-	_, script, _ := cli(t, append([]string{"completion", "bash"}, wasmArgs()...)...)
+	script := completionScript(t, "bash")
 	path := write(t, t.TempDir(), "c.bash", script+`
 COMP_WORDS=(strata train --s); COMP_CWORD=2; _strata; echo "${COMPREPLY[@]}"
 COMP_WORDS=(strata train --set data.sp); COMP_CWORD=3; _strata; echo "${COMPREPLY[@]}"
@@ -584,7 +604,7 @@ func TestFishCompletion(t *testing.T) {
 	if err != nil {
 		t.Skip("fish not installed")
 	}
-	_, script, _ := cli(t, append([]string{"completion", "fish"}, wasmArgs()...)...)
+	script := completionScript(t, "fish")
 	path := write(t, t.TempDir(), "strata.fish", script)
 	var lines []string
 	for _, l := range []string{"strata train --set cache.na", "strata train --set sampler.name=u", "strata validate --set model.options.out_", "strata config explain sampler.u", "strata tr", "strata train --res"} {
@@ -596,6 +616,39 @@ func TestFishCompletion(t *testing.T) {
 	}
 	if want := "cache.name=\nsampler.name=uniform\nmodel.options.out_heads=\nsampler.uniform\ntrain\n--resume\n"; string(out) != want {
 		t.Errorf("completions %q, want %q", out, want)
+	}
+}
+
+// TestZshCompletion runs the zsh script's function with compadd, compset
+// and _files stubbed (they exist only inside a completion widget): it
+// must offer what the real ones would then filter by the prefix.
+func TestZshCompletion(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Skip("zsh not installed")
+	}
+	script := completionScript(t, "zsh")
+	path := write(t, t.TempDir(), "_strata", script)
+	var samplers []string
+	for _, m := range registry.Namespace("sampler") {
+		samplers = append(samplers, m.Name())
+	}
+	prog := `compdef() { : }
+source ` + path + `
+compadd() { while [[ $1 != -- ]]; do shift; done; shift; print -r -- "$*" }
+compset() { PREFIX=${PREFIX#*=} }
+_files() { print files }
+words=(strata train --set sampler.name=u); CURRENT=4; PREFIX=sampler.name=u; _strata
+words=(strata train -c x); CURRENT=4; PREFIX=x; _strata
+words=(strata train --set cache.na); CURRENT=4; PREFIX=cache.na; _strata
+`
+	out, err := exec.Command(zsh, "-f", "-c", prog).CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh: %v\n%s", err, out)
+	}
+	lines := strings.Split(string(out), "\n")
+	if len(lines) < 3 || lines[0] != strings.Join(samplers, " ") || lines[1] != "files" || !slices.Contains(strings.Fields(lines[2]), "cache.name") {
+		t.Errorf("zsh completions:\n%s\nwant the samplers %v, files, and keys with cache.name", out, samplers)
 	}
 }
 
