@@ -19,6 +19,10 @@ const (
 	// LSTM over them in CSR order): the suites check it for determinism
 	// instead of permutation invariance.
 	MetaOrderDependent = "order-dependent"
+	// MetaAliases lists, space-separated, other names users give the
+	// module ("graphsage" for sage): naming one is refused with a
+	// suggestion of the module (registry.ModuleInfo.Aliases).
+	MetaAliases = "aliases"
 )
 
 // maxSectionBytes bounds the declared size of one section (a module is at
@@ -81,4 +85,13 @@ func Doc(b []byte) string {
 		return ""
 	}
 	return m[MetaDoc]
+}
+
+// Aliases returns the aliases a module declares (MetaAliases), or nil.
+func Aliases(b []byte) []string {
+	m, err := Meta(b)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(m[MetaAliases])
 }

@@ -4,154 +4,174 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"strata/core/config"
+	"strata/core/registry"
+	"strata/plugins/wasm"
 )
 
-// cmdCompletion prints a completion script for bash or zsh: commands,
-// each command's flags, the keys --set takes, and file names after -c, -i
-// and -o. The flags come from the commands' own flag sets, so the script
-// never falls out of step with them.
+// shells are the shells strata completion writes a script for.
+var shells = []string{"bash", "zsh", "fish"}
+
+// completionUsage is the synopsis of strata completion.
+const completionUsage = "bash|zsh|fish [--wasm-cache DIR]"
+
+// cmdCompletion prints a completion script for bash, zsh or fish:
+// commands, each command's flags, the keys --set takes and the values of
+// the keys that take a fixed set (module names after sampler.name=, enum
+// values), the topics of config explain, and file names after the flags
+// that take a file. Everything comes from the commands' own flag sets,
+// the config schema, the registry and the layer modules' options, so the
+// script never falls out of step with them.
 func cmdCompletion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) != 1 || args[0] != "bash" && args[0] != "zsh" {
-		return usagef("usage: strata completion bash|zsh (e.g. source <(strata completion bash))")
+	pos, wopts, err := parseWithWasm("completion", completionUsage, args, 1, stderr)
+	if err != nil {
+		return err
 	}
-	cases := completionCases(ctx)
-	keys := strings.Join(configKeys(), " ")
-	names := strings.Join(commandNames(), " ")
-	if args[0] == "bash" {
-		fmt.Fprint(stdout, bashHead)
-		fmt.Fprintf(stdout, "    local commands=%q keys=%q\n", names, keys)
-		fmt.Fprint(stdout, bashBody)
-		for _, c := range cases {
-			fmt.Fprintf(stdout, "        %s) words=%q ;;\n", c[0], c[1])
-		}
-		fmt.Fprint(stdout, bashTail)
-		return nil
+	if len(pos) != 1 || !slices.Contains(shells, pos[0]) {
+		return usagef("usage: strata completion %s (e.g. source <(strata completion bash), strata completion fish | source)", completionUsage)
 	}
-	fmt.Fprint(stdout, zshHead)
-	fmt.Fprintf(stdout, "    local commands=%q keys=%q\n", names, keys)
-	fmt.Fprint(stdout, zshBody)
-	for _, c := range cases {
-		fmt.Fprintf(stdout, "        %s) opts=(%s) ;;\n", c[0], c[1])
+	c, err := completionData(ctx, wopts)
+	if err != nil {
+		return &internalError{err}
 	}
-	fmt.Fprint(stdout, zshTail)
+	switch pos[0] {
+	case "bash":
+		writeBash(stdout, c)
+	case "zsh":
+		writeZsh(stdout, c)
+	default:
+		writeFish(stdout, c)
+	}
 	return nil
 }
 
-// completionCases returns, per command, the words that may follow it: its
-// flags (read from its help) or its fixed arguments.
-func completionCases(ctx context.Context) [][2]string {
-	var out [][2]string
-	for _, c := range commands() {
-		var words []string
-		switch c.name {
+// cflag is one flag of a command: its spelling (-c, --set) and whether it
+// takes an argument, and a file name.
+type cflag struct {
+	name       string
+	arg, files bool
+}
+
+// ccommand is what may follow one command: its flags and fixed words.
+type ccommand struct {
+	name  string
+	flags []cflag
+	words []string
+}
+
+// completion is what the scripts complete.
+type completion struct {
+	commands []ccommand
+	keys     []config.Key // --set keys, with their values
+	topics   []string     // config explain's topics
+}
+
+// fileFlags are the flags whose argument is a path whatever its
+// placeholder in the help.
+var fileFlags = []string{"c", "config", "i", "o", "m", "out", "wasm-cache"}
+
+// completionData gathers the commands, their flags, the config keys
+// (with model.options' keys from every layer module) and the topics.
+func completionData(ctx context.Context, wopts wasm.Options) (completion, error) {
+	var c completion
+	for _, cmd := range commands() {
+		cc := ccommand{name: cmd.name}
+		switch cmd.name {
 		case "help":
-			words = commandNames()
+			cc.words = commandNames()
 		case "completion":
-			words = []string{"bash", "zsh"}
+			cc.words = shells
 		case "config":
-			words = []string{"explain"}
+			cc.words = []string{"explain"}
 		}
-		if c.run != nil {
-			var help bytes.Buffer
-			if err := c.run(ctx, []string{"-h"}, io.Discard, &help); errors.Is(err, errHelp) {
-				for _, line := range strings.Split(help.String(), "\n") {
-					if f, ok := strings.CutPrefix(line, "  -"); ok {
-						name, _, _ := strings.Cut(f, " ")
-						words = append(words, "-"+name)
-					}
+		cc.flags = commandFlags(ctx, cmd)
+		c.commands = append(c.commands, cc)
+	}
+	c.keys = config.Keys()
+	var opts []string
+	for _, id := range modelIDs() {
+		o, err := layerOptions(ctx, wopts, id)
+		if err != nil {
+			return c, err
+		}
+		for _, x := range o {
+			opts = append(opts, x.key)
+		}
+	}
+	slices.Sort(opts)
+	for _, o := range slices.Compact(opts) {
+		c.keys = append(c.keys, config.Key{Name: "model.options." + o})
+	}
+	slices.SortFunc(c.keys, func(a, b config.Key) int { return strings.Compare(a.Name, b.Name) })
+	c.topics = config.Sections()
+	for _, k := range c.keys {
+		c.topics = append(c.topics, k.Name)
+	}
+	for _, ns := range registry.Namespaces() {
+		for _, m := range registry.Namespace(ns) {
+			c.topics = append(c.topics, m.ID)
+		}
+	}
+	return c, nil
+}
+
+// commandFlags reads the flags of cmd from its help.
+func commandFlags(ctx context.Context, cmd command) []cflag {
+	var out []cflag
+	if cmd.run != nil {
+		var help bytes.Buffer
+		if err := cmd.run(ctx, []string{"-h"}, io.Discard, &help); errors.Is(err, errHelp) {
+			for _, line := range strings.Split(help.String(), "\n") {
+				f, ok := strings.CutPrefix(line, "  -")
+				if !ok {
+					continue
 				}
+				name, arg, _ := strings.Cut(strings.TrimLeft(f, "-"), " ")
+				out = append(out, cflag{name: flagName(name), arg: arg != "",
+					files: arg == "FILE" || arg == "DIR" || slices.Contains(fileFlags, name)})
 			}
 		}
-		words = append(words, "--help")
-		out = append(out, [2]string{c.name, strings.Join(words, " ")})
+	}
+	return append(out, cflag{name: "--help"})
+}
+
+// valued returns the keys that take a fixed set of values.
+func (c completion) valued() []config.Key {
+	return slices.DeleteFunc(slices.Clone(c.keys), func(k config.Key) bool { return len(k.Values) == 0 })
+}
+
+// keyNames returns the --set keys.
+func (c completion) keyNames() []string {
+	out := make([]string, len(c.keys))
+	for i, k := range c.keys {
+		out[i] = k.Name
 	}
 	return out
 }
 
-// configKeys lists every dotted config key (the keys --set takes), read
-// from the annotated config that `strata config explain` prints.
-func configKeys() []string {
-	var doc map[string]any
-	if _, err := toml.Decode(config.Explain(), &doc); err != nil {
-		return nil
-	}
-	var keys []string
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			if sub, ok := v.(map[string]any); ok {
-				walk(prefix+k+".", sub)
-				continue
+// fileFlagNames returns every spelling of the flags that take a file.
+func (c completion) fileFlagNames() []string {
+	var out []string
+	for _, cmd := range c.commands {
+		for _, f := range cmd.flags {
+			if f.files && !slices.Contains(out, f.name) {
+				out = append(out, f.name)
 			}
-			keys = append(keys, prefix+k)
 		}
 	}
-	walk("", doc)
-	slices.Sort(keys)
-	return keys
+	slices.Sort(out)
+	return out
 }
 
-const bashHead = `# bash completion for strata. Load it with
-#   source <(strata completion bash)
-# or save it as ~/.local/share/bash-completion/completions/strata.
-_strata() {
-    local cur prev words
-    cur="${COMP_WORDS[COMP_CWORD]}"
-    prev="${COMP_WORDS[COMP_CWORD-1]}"
-`
-
-const bashBody = `    if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
-        return
-    fi
-    case "$prev" in
-        -c|-i|-o|--out) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        --set|-set) compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -W "$keys" -S = -- "$cur")); return ;;
-    esac
-    case "${COMP_WORDS[1]}" in
-`
-
-const bashTail = `        *) words="" ;;
-    esac
-    COMPREPLY=($(compgen -W "$words" -- "$cur"))
+// words returns the flags and fixed words of cmd, space-separated.
+func (cmd ccommand) wordList() string {
+	w := slices.Clone(cmd.words)
+	for _, f := range cmd.flags {
+		w = append(w, f.name)
+	}
+	return strings.Join(w, " ")
 }
-complete -o default -F _strata strata
-`
-
-const zshHead = `#compdef strata
-# zsh completion for strata. Load it with
-#   source <(strata completion zsh)
-# or save it as _strata in a directory of your $fpath.
-_strata() {
-`
-
-const zshBody = `    if (( CURRENT == 2 )); then
-        compadd -- ${=commands} --help --version
-        return
-    fi
-    case "${words[CURRENT-1]}" in
-        -c|-i|-o|--out) _files; return ;;
-        --set|-set) compadd -S = -- ${=keys}; return ;;
-    esac
-    local -a opts
-    case "${words[2]}" in
-`
-
-const zshTail = `        *) opts=() ;;
-    esac
-    compadd -- $opts
-}
-if [ "$funcstack[1]" = "_strata" ]; then
-    _strata "$@"               # autoloaded from $fpath
-else
-    compdef _strata strata     # sourced
-fi
-`

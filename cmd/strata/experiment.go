@@ -32,7 +32,7 @@ type experimentFlags struct {
 }
 
 func (f *experimentFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.path, "c", "", "experiment file (TOML), e.g. experiments/cora-hidden.toml")
+	registerConfigFile(fs, &f.path, "experiment file (TOML), e.g. experiments/cora-hidden.toml")
 	fs.IntVar(&f.jobs, "jobs", 1, "runs to train at a time (each gets cores/N threads unless train.threads is set)")
 	fs.StringVar(&f.out, "out", "", "results directory (default: results/<name> next to the experiment file); with --check, the committed results to compare with")
 	fs.BoolVar(&f.dry, "dry-run", false, "validate every run and list them, with what is already done (or stale), without training")

@@ -67,6 +67,9 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 // parse parses args and rejects positional arguments and a single-valued
 // flag given twice (--shard 0/2 --shard 1/3 would silently run 1/3).
 func parse(fs *flag.FlagSet, args []string) error {
+	if err := checkSetArgs(fs, args); err != nil {
+		return err
+	}
 	restore := guardRepeats(fs)
 	err := fs.Parse(args)
 	restore()
@@ -76,10 +79,103 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 		return usagef("%s: %v", fs.Name(), err)
 	}
+	if flagSet(fs, "c") && flagSet(fs, "config") {
+		return usagef("%s: -c and --config are the same flag; give the file once", fs.Name())
+	}
 	if fs.NArg() > 0 {
+		if arg := fs.Arg(0); fs.Lookup("c") != nil && !flagSet(fs, "c") && !flagSet(fs, "config") && strings.HasSuffix(strings.ToLower(arg), ".toml") {
+			return usagef("%s: unexpected argument %q: name the file with -c FILE (strata %s -c %s)", fs.Name(), arg, fs.Name(), arg)
+		}
 		return usagef("%s: unexpected argument %q (flags go before it? see `strata %s -h`)", fs.Name(), fs.Arg(0), fs.Name())
 	}
 	return nil
+}
+
+// parsePositional parses the flags of args wherever they stand among the
+// positional arguments, which it returns (at most max of them).
+func parsePositional(fs *flag.FlagSet, args []string, max int) ([]string, error) {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		f := fs.Lookup(name)
+		if f == nil || strings.Contains(name, "=") || i+1 == len(args) {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	if err := parse(fs, flags); err != nil {
+		return nil, err
+	}
+	if len(pos) > max {
+		return nil, usagef("%s: unexpected argument %q (see `strata %s -h`)", fs.Name(), pos[max], fs.Name())
+	}
+	return pos, nil
+}
+
+// parseWithWasm parses the args of a command that takes at most max
+// positional arguments and the WASM host flags (a command that runs the
+// layer modules to list their options): its positional arguments and
+// host options.
+func parseWithWasm(name, synopsis string, args []string, max int, stderr io.Writer) ([]string, wasm.Options, error) {
+	fs := newFlags(name, synopsis, stderr)
+	var wf wasmFlags
+	wf.register(fs)
+	pos, err := parsePositional(fs, args, max)
+	if err != nil {
+		return nil, wasm.Options{}, err
+	}
+	wopts, err := wf.options()
+	return pos, wopts, err
+}
+
+// checkSetArgs refuses a --set whose argument has no '=' (--set
+// train.epochs 50), naming the spelling that works, before the flag
+// parser takes the value for a positional argument.
+func checkSetArgs(fs *flag.FlagSet, args []string) error {
+	if fs.Lookup("set") == nil {
+		return nil
+	}
+	for i, a := range args {
+		if a == "--" {
+			return nil
+		}
+		v, inline := strings.CutPrefix(strings.TrimLeft(a, "-"), "set=")
+		switch {
+		case inline && strings.HasPrefix(a, "-"):
+		case (a == "--set" || a == "-set") && i+1 < len(args):
+			v = args[i+1]
+		default:
+			continue
+		}
+		if strings.Contains(v, "=") {
+			continue
+		}
+		val := "VALUE"
+		if !inline && i+2 < len(args) && !strings.HasPrefix(args[i+2], "-") {
+			val = args[i+2]
+		}
+		return usagef("%s: --set %s has no '=': write --set %s=%s (key=value in one argument)", fs.Name(), v, v, val)
+	}
+	return nil
+}
+
+// registerConfigFile adds -c FILE, and --config FILE as its other name.
+func registerConfigFile(fs *flag.FlagSet, path *string, usage string) {
+	fs.StringVar(path, "c", "", usage)
+	fs.StringVar(path, "config", "", "same as -c")
 }
 
 // onceValue is a flag.Value that refuses a second Set: a flag that takes
@@ -176,7 +272,7 @@ type configFlags struct {
 }
 
 func (c *configFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.path, "c", "", "config file (TOML); see 'strata config explain'. Without it, the defaults and the --set overrides (data.dataset required)")
+	registerConfigFile(fs, &c.path, "config file (TOML); see 'strata config explain'. Without it, the defaults and the --set overrides (data.dataset required)")
 	fs.Var(&c.sets, "set", "override a config key: `key=value`, e.g. --set train.epochs=50 or --set train.backend=sim (repeatable; strings need no quotes)")
 	c.wasm.register(fs)
 	registerMaxMemory(fs, &c.maxMem)

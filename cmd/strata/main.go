@@ -4,13 +4,13 @@
 //	strata train -c configs/gcn-cora.toml [--set key=value ...]
 //	strata predict -m MODEL -c FILE -o DIR
 //	strata validate -c FILE
-//	strata config explain
+//	strata config explain [KEY|SECTION|MODULE]
 //	strata list-plugins
 //	strata inspect -i DATASET
 //	strata convert -i DATASET -o FILE.strata [--to strata|npy]
 //	strata version (or strata --version)
 //	strata help COMMAND
-//	strata completion bash|zsh
+//	strata completion bash|zsh|fish
 //
 // Exit codes: 0 success, 2 bad input (config, dataset, module, usage),
 // 1 an internal failure or failed experiment runs, 130 interrupted.
@@ -113,7 +113,7 @@ func commands() []command {
 		{"experiment", experimentArgs, "run an experiment file: a sweep of configs over axes and seeds, resumable, with tables and plots", cmdExperiment},
 		{"predict", "-m MODEL -c FILE [--set key=value]... -o DIR", "predict every node with a model saved by output.model: predictions (.npy, .csv), logits.npy and the last hidden layer (embeddings.npy, .csv) in DIR; a model of another config or module is refused", cmdPredict},
 		{"validate", "[-c FILE] [--set key=value]... [--skip-data]", "check a config, its dataset path and its layer module without training", cmdValidate},
-		{"config", "explain", "print every config key with its type, allowed values, default and meaning", cmdConfig},
+		{"config", configUsage, "print every config key with its type, allowed values, default and meaning, or only those of one key (train.lr), section (train, sampler) or module (sampler.uniform, model.gat)", cmdConfig},
 		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},
 		{"inspect", "-i DATASET [--json]", "print nodes, edges, degree distribution and memory footprint of a dataset", cmdInspect},
 		{"partition", "[-c FILE] [-k K] [--batch] [--set key=value]...", "partition a config's graph (or its training batch) with its [partition] plugin and print the quality metrics", cmdPartition},
@@ -121,7 +121,7 @@ func commands() []command {
 		{"convert", convertArgs, "write a dataset in strata's binary format (reopens in milliseconds) or as .npy arrays for PyG/DGL", cmdConvert},
 		{"version", "", "print the strata version (also strata --version)", cmdVersion},
 		{"help", "[COMMAND]", "print the list of commands, or one command's flags", nil},
-		{"completion", "bash|zsh", "print a shell completion script (see docs/cli.md)", cmdCompletion},
+		{"completion", completionUsage, "print a shell completion script (see docs/cli.md)", cmdCompletion},
 	}
 }
 

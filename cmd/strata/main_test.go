@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"strata/core/backend/cpu"
 	"strata/core/config"
 	"strata/core/graph/graphtest"
+	"strata/core/registry"
 )
 
 // scratch holds what the tests share across cases: the compiled-module
@@ -210,7 +212,7 @@ func TestMalformedInputs(t *testing.T) {
 		}, []string{`train.micro_batches = 141 is more than the 140 training nodes`}},
 		{"config/set-no-equals", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "trainepochs")
-		}, []string{`--set trainepochs: expected key=value`}},
+		}, []string{`--set trainepochs has no '=': write --set trainepochs=VALUE`}},
 		{"config/unknown-model-name", func(t testing.TB) []string {
 			return validate(conf(t, cora+"[model]\nname = \"gcnn\"\n"))
 		}, []string{`bad.toml:4: model.name = "gcnn": unknown model (did you mean "gcn"?)`}},
@@ -499,7 +501,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"trian"}, `unknown command "trian" (did you mean "train"?)`},
 		{[]string{"convret", "-i", "x"}, `(did you mean "convert"?)`},
 		{[]string{"help", "inspcet"}, `help: unknown command "inspcet" (did you mean "inspect"?)`},
-		{[]string{"completion", "fish"}, `usage: strata completion bash|zsh`},
+		{[]string{"completion", "tcsh"}, `usage: strata completion bash|zsh|fish`},
 	} {
 		if code, _, stderr := cli(t, tc.args...); code != exitUser || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q lacks %q", tc.args, code, stderr, tc.want)
@@ -516,16 +518,46 @@ func TestVersionFlag(t *testing.T) {
 	}
 }
 
+var (
+	scriptMu sync.Mutex
+	scripts  = map[string]string{}
+)
+
+// completionScript returns strata completion SHELL's script, generated
+// once per test process (it runs every layer module).
+func completionScript(t *testing.T, shell string) string {
+	t.Helper()
+	scriptMu.Lock()
+	defer scriptMu.Unlock()
+	if s, ok := scripts[shell]; ok {
+		return s
+	}
+	code, stdout, stderr := cli(t, append([]string{"completion", shell}, wasmArgs()...)...)
+	if code != 0 {
+		t.Fatalf("completion %s: exit %d: %s", shell, code, stderr)
+	}
+	scripts[shell] = stdout
+	return stdout
+}
+
 // TestCompletion checks that the completion scripts parse in their shell
-// and offer the commands, each command's flags and the config keys.
+// and offer the commands, each command's flags, the config keys (every
+// plugin section's and strategy section's, model.options' of every layer
+// module) and the module names after a *.name key.
 func TestCompletion(t *testing.T) {
-	for _, shell := range []string{"bash", "zsh"} {
+	want := []string{"train", "experiment", "--set", "--wasm-deadline", "data.split", "train.epochs", "--to", "--config",
+		"cache.name", "sampler.fanouts", "partition.seed", "placement.name", "store.graph_ratio", "minibatch.store.placement",
+		"model.options.heads", "model.options.out_heads", "model.options.aggr"}
+	for _, m := range registry.Namespace("cache") {
+		want = append(want, m.Name()) // cache.name's values
+	}
+	for _, shell := range shells {
 		t.Run(shell, func(t *testing.T) {
-			code, stdout, stderr := cli(t, "completion", shell)
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
-			}
-			for _, w := range []string{"train", "experiment", "--set", "--wasm-deadline", "data.split", "train.epochs", "--to"} {
+			stdout := completionScript(t, shell)
+			for _, w := range want {
+				if shell == "fish" {
+					w = strings.TrimLeft(w, "-") // complete -l wasm-deadline
+				}
 				if !strings.Contains(stdout, w) {
 					t.Errorf("script lacks %q", w)
 				}
@@ -545,18 +577,78 @@ func TestCompletion(t *testing.T) {
 	if err != nil {
 		t.Skip("bash not installed")
 	}
-	_, script, _ := cli(t, "completion", "bash")
+	script := completionScript(t, "bash")
 	path := write(t, t.TempDir(), "c.bash", script+`
 COMP_WORDS=(strata train --s); COMP_CWORD=2; _strata; echo "${COMPREPLY[@]}"
 COMP_WORDS=(strata train --set data.sp); COMP_CWORD=3; _strata; echo "${COMPREPLY[@]}"
 COMP_WORDS=(strata conv); COMP_CWORD=1; _strata; echo "${COMPREPLY[@]}"
+# As bash splits them: '=' is a word break.
+COMP_LINE="strata train --set cache.na"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=(strata train --set cache.na); COMP_CWORD=3; _strata; echo "${COMPREPLY[@]}"
+COMP_LINE="strata train --set sampler.name=u"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=(strata train --set sampler.name = u); COMP_CWORD=5; _strata; echo "${COMPREPLY[@]}"
+COMP_LINE="strata train --set model.options.out_"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=(strata train --set model.options.out_); COMP_CWORD=3; _strata; echo "${COMPREPLY[@]}"
+COMP_LINE="strata config explain sampler.u"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=(strata config explain sampler.u); COMP_CWORD=3; _strata; echo "${COMPREPLY[@]}"
 `)
 	out, err := exec.Command(bash, path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("bash: %v\n%s", err, out)
 	}
-	if want := "--set\ndata.split=\nconvert\n"; string(out) != want {
+	if want := "--set\ndata.split=\nconvert\ncache.name=\nuniform\nmodel.options.out_heads=\nsampler.uniform\n"; string(out) != want {
 		t.Errorf("completions %q, want %q", out, want)
+	}
+}
+
+// TestFishCompletion runs the fish script's completions (fish's own
+// complete -C) when fish is installed.
+func TestFishCompletion(t *testing.T) {
+	fish, err := exec.LookPath("fish")
+	if err != nil {
+		t.Skip("fish not installed")
+	}
+	script := completionScript(t, "fish")
+	path := write(t, t.TempDir(), "strata.fish", script)
+	var lines []string
+	for _, l := range []string{"strata train --set cache.na", "strata train --set sampler.name=u", "strata validate --set model.options.out_", "strata config explain sampler.u", "strata tr", "strata train --res"} {
+		lines = append(lines, fmt.Sprintf("complete -C %q", l))
+	}
+	out, err := exec.Command(fish, "-c", "source "+path+"; "+strings.Join(lines, "; ")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("fish: %v\n%s", err, out)
+	}
+	if want := "cache.name=\nsampler.name=uniform\nmodel.options.out_heads=\nsampler.uniform\ntrain\n--resume\n"; string(out) != want {
+		t.Errorf("completions %q, want %q", out, want)
+	}
+}
+
+// TestZshCompletion runs the zsh script's function with compadd, compset
+// and _files stubbed (they exist only inside a completion widget): it
+// must offer what the real ones would then filter by the prefix.
+func TestZshCompletion(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Skip("zsh not installed")
+	}
+	script := completionScript(t, "zsh")
+	path := write(t, t.TempDir(), "_strata", script)
+	var samplers []string
+	for _, m := range registry.Namespace("sampler") {
+		samplers = append(samplers, m.Name())
+	}
+	prog := `compdef() { : }
+source ` + path + `
+compadd() { while [[ $1 != -- ]]; do shift; done; shift; print -r -- "$*" }
+compset() { PREFIX=${PREFIX#*=} }
+_files() { print files }
+words=(strata train --set sampler.name=u); CURRENT=4; PREFIX=sampler.name=u; _strata
+words=(strata train -c x); CURRENT=4; PREFIX=x; _strata
+words=(strata train --set cache.na); CURRENT=4; PREFIX=cache.na; _strata
+`
+	out, err := exec.Command(zsh, "-f", "-c", prog).CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh: %v\n%s", err, out)
+	}
+	lines := strings.Split(string(out), "\n")
+	if len(lines) < 3 || lines[0] != strings.Join(samplers, " ") || lines[1] != "files" || !slices.Contains(strings.Fields(lines[2]), "cache.name") {
+		t.Errorf("zsh completions:\n%s\nwant the samplers %v, files, and keys with cache.name", out, samplers)
 	}
 }
 

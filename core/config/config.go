@@ -104,7 +104,7 @@ type Model struct {
 type Train struct {
 	Mode            string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (what each does, and the default: strata list-plugins); a strategy with options of its own reads them from its section, [<mode>]"`
 	Epochs          int     `toml:"epochs" range:"[1,10000000]" doc:"number of training epochs"`
-	Optimizer       string  `toml:"optimizer" enum:"adam,sgd" doc:"optimizer"`
+	Optimizer       string  `toml:"optimizer" enum:"adam,sgd" alias:"adamw=adam AdamW's decoupled weight decay is not in this build; adam adds train.weight_decay to the gradient (L2)" doc:"optimizer"`
 	LR              float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
 	WeightDecay     float64 `toml:"weight_decay" range:"[0,)" doc:"L2 weight decay"`
 	Momentum        float64 `toml:"momentum" range:"[0,1)" doc:"momentum (sgd only)"`

@@ -116,7 +116,7 @@ func TestMalformed(t *testing.T) {
 		{"section is not a table", "train = 5\n" + minimal, nil,
 			[]string{`x.toml:1: train: expected table, got integer 5`}},
 		{"bad enum", minimal + "[train]\noptimizer = \"adamw\"\n", nil,
-			[]string{`x.toml:4: train.optimizer = "adamw": allowed values are "adam", "sgd" (did you mean "adam"?)`}},
+			[]string{`x.toml:4: train.optimizer = "adamw": allowed values are "adam", "sgd" (did you mean "adam"? AdamW`}},
 		{"bad enum backend", minimal + "[train]\nbackend = \"gpu\"\n", nil,
 			[]string{`x.toml:4: train.backend = "gpu": allowed values are "cpu", "sim"`}},
 		{"bad enum data", "[data]\ndataset = \"a\"\nfeature_norm = \"l2\"\n", nil,

@@ -367,7 +367,9 @@ func (d *decoder) enumError(path []string, f *field, s string) {
 	name := d.name(path)
 	allowed := f.allowed()
 	msg := fmt.Sprintf("%s = %q: allowed values are %s", name, s, quoteList(allowed))
-	if sug := registry.Suggest(s, allowed); sug != "" {
+	if sug, ok := aliasSuggestion(f, s); ok {
+		msg += " (" + sug + ")"
+	} else if sug := registry.Suggest(s, allowed); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
 	d.errs = append(d.errs, d.errorAt(path, msg))

@@ -23,20 +23,26 @@ func Explain() string {
 # are errors. Relative paths are relative to the config file's directory.
 # Any key can be overridden on the command line: --set train.epochs=5.
 `)
-	def := reflect.ValueOf(Default()).Elem()
 	for _, sec := range fieldsOf(configType) {
 		if sec.key == "output" {
 			explainStrategies(&b)
 		}
-		fmt.Fprintf(&b, "\n[%s]\n", sec.key)
-		writeComment(&b, "", sec.doc)
-		if sec.typ == pluginType {
-			explainPlugin(&b, sec)
-			continue
-		}
-		explainFields(&b, "", def.FieldByIndex(sec.index), fieldsOf(sec.typ), sec.key)
+		explainSection(&b, sec)
 	}
 	return b.String()
+}
+
+// explainSection writes one section of Config (sec) with its keys, or,
+// for a plugin section, the registered plugins and their options.
+func explainSection(b *strings.Builder, sec field) {
+	fmt.Fprintf(b, "\n[%s]\n", sec.key)
+	writeComment(b, "", sec.doc)
+	if sec.typ == pluginType {
+		explainPlugin(b, sec)
+		return
+	}
+	def := reflect.ValueOf(Default()).Elem()
+	explainFields(b, "", def.FieldByIndex(sec.index), fieldsOf(sec.typ), sec.key)
 }
 
 // explainFields writes one key per field: a comment with its constraint
@@ -58,8 +64,8 @@ func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []
 			doc += ". " + f.doc
 		}
 		doc += moduleDocs(f.docmods)
-		if section == "model" && f.key == "name" {
-			if names := pluginNames("model"); len(names) > 0 {
+		if ns := namesModules(section, f); ns != "" && f.modules == "" {
+			if names := pluginNames(ns); len(names) > 0 {
 				doc += "; registered: " + strings.Join(names, ", ")
 			}
 		}

@@ -163,7 +163,9 @@ func (d *decoder) check(c *Config) {
 			// (a build or test that does not link it) train checks the name.
 			if _, err := registry.Lookup("model." + m.Name); err != nil {
 				msg := fmt.Sprintf("model.name = %q: unknown model", m.Name)
-				if sug := registry.Suggest(m.Name, models); sug != "" {
+				if sug, ok := moduleAliasSuggestion("model", m.Name); ok {
+					msg += " (" + sug + ")"
+				} else if sug := registry.Suggest(m.Name, models); sug != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", sug)
 				}
 				d.errs = append(d.errs, d.src.errorAt([]string{"model", "name"}, msg+"; available: "+quoteList(models)+", or set model.module to a .wasm file"))

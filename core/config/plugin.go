@@ -74,7 +74,9 @@ func (d *decoder) plugin(path []string, v any, rv reflect.Value, ns string) {
 	info, err := registry.Lookup(id)
 	if err != nil {
 		msg := fmt.Sprintf("%s.name = %q: unknown %s plugin", section, name, ns)
-		if sug := registry.Suggest(name, pluginNames(ns)); sug != "" {
+		if sug, ok := moduleAliasSuggestion(ns, name); ok {
+			msg += " (" + sug + ")"
+		} else if sug := registry.Suggest(name, pluginNames(ns)); sug != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", sug)
 		}
 		d.errs = append(d.errs, d.src.errorAt(namePath, msg+"; "+available(ns)))

@@ -38,6 +38,8 @@ type field struct {
 	omitdef  bool     // hash:"omitdefault" (a section of Config): left out when it is the default
 	moved    []string // moved:"train.overlap": a strategy's option that Config once held there (moved.go)
 	docmods  string   // docmodules:"ns": the doc lists the registered modules of ns (data.dataset's formats)
+	// valueAliases are other names of enum values (alias:"adamw=adam ..."), see aliases.go.
+	valueAliases []valueAlias
 }
 
 // describe says how a config gives the special value: "or -1 (same as
@@ -113,6 +115,9 @@ func fieldsOf(t reflect.Type) []field {
 				if alias != "" {
 					f.aliases = strings.Split(alias, "+")
 				}
+			}
+			if a := sf.Tag.Get("alias"); a != "" {
+				f.valueAliases = parseAliasTag(a)
 			}
 			if e := sf.Tag.Get("enum"); e != "" {
 				f.enum = strings.Split(e, ",")

@@ -145,14 +145,20 @@ func (c *Config) strategyMap(hashOnly bool) (string, map[string]any) {
 // any train.mode).
 func explainStrategies(b *strings.Builder) {
 	for _, m := range registry.Namespace(strategyNamespace) {
-		fields, target := moduleFields(m.New())
-		if len(fields) == 0 {
-			continue
-		}
-		fmt.Fprintf(b, "\n[%s]\n", m.Name())
-		writeComment(b, "", fmt.Sprintf("options of train.mode = %s (%s): %s", strconv.Quote(m.Name()), m.ID, m.Doc))
-		explainFields(b, "", target, fields, m.Name())
+		explainStrategy(b, m)
 	}
+}
+
+// explainStrategy writes the section of strategy m's options (nothing
+// when it has none).
+func explainStrategy(b *strings.Builder, m registry.ModuleInfo) {
+	fields, target := moduleFields(m.New())
+	if len(fields) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n[%s]\n", m.Name())
+	writeComment(b, "", fmt.Sprintf("options of train.mode = %s (%s): %s", strconv.Quote(m.Name()), m.ID, m.Doc))
+	explainFields(b, "", target, fields, m.Name())
 }
 
 // StrategyKeyPath resolves the path value p of the strategy's option key

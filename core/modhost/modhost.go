@@ -37,6 +37,10 @@ type LayerSpec struct {
 	// KeysRead lists, sorted, every option the module asked for, whether
 	// or not the LayerConfig had it.
 	KeysRead []string
+	// Defaults holds the default the module gave for each key of
+	// KeysRead, as TOML ("1", "0.2", "\"mean\""); nil when the host
+	// does not know them.
+	Defaults map[string]string
 	// Log holds the module's log lines.
 	Log []string
 }

@@ -50,6 +50,10 @@ type ModuleInfo struct {
 	// namespace (train.mode's default strategy); at most one module of a
 	// namespace is the default, so core need not name it (DefaultName).
 	Default bool
+	// Aliases are other names users give the module ("graphsage" for
+	// model.sage): a config that names one is refused with a suggestion
+	// of this module (Alias), never silently accepted.
+	Aliases []string
 }
 
 // Namespace returns the part of the ID before the first dot.
@@ -88,7 +92,8 @@ var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cach
 var (
 	mu          sync.RWMutex
 	modules     = map[string]ModuleInfo{}
-	unavailable = map[string]string{} // ID -> how to get it into a build
+	unavailable = map[string]string{}   // ID -> how to get it into a build
+	unavAliases = map[string][]string{} // ID of an unavailable module -> its aliases
 )
 
 // Namespaces returns the fixed list of module namespaces: backend,
@@ -98,15 +103,45 @@ func Namespaces() []string { return slices.Clone(namespaces) }
 
 // RegisterUnavailable records a module that exists but is not compiled
 // into this build (the cuda backend without its build tag), with the way
-// to get it (hint). Lookup of its ID then fails with the hint instead of
-// "unknown module". Registering the module itself wins over this.
-func RegisterUnavailable(id, hint string) {
+// to get it (hint) and the other names users give it (aliases, as
+// ModuleInfo.Aliases). Lookup of its ID then fails with the hint instead
+// of "unknown module". Registering the module itself wins over this.
+func RegisterUnavailable(id, hint string, aliases ...string) {
 	if err := checkID(id); err != nil {
 		panic("registry: " + err.Error())
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	unavailable[id] = hint
+	unavAliases[id] = aliases
+}
+
+// Alias returns the ID of the module of namespace ns that declares name
+// as an alias (ModuleInfo.Aliases, or RegisterUnavailable's), registered
+// or known but not in this build; false when none does. A name that is a
+// module's own is never an alias: the module wins.
+func Alias(ns, name string) (string, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	if _, own := modules[ns+"."+name]; own {
+		return "", false
+	}
+	var ids []string
+	for id, m := range modules {
+		if m.Namespace() == ns && slices.Contains(m.Aliases, name) {
+			ids = append(ids, id)
+		}
+	}
+	for id, as := range unavAliases {
+		if _, reg := modules[id]; !reg && strings.HasPrefix(id, ns+".") && slices.Contains(as, name) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return "", false
+	}
+	slices.Sort(ids)
+	return ids[0], true
 }
 
 // Unavailable returns the hint for a module that is known but not in this

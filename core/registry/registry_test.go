@@ -28,12 +28,12 @@ type other interface{ Other() }
 func isolate(t *testing.T) {
 	t.Helper()
 	mu.Lock()
-	saved := maps.Clone(modules)
-	modules = map[string]ModuleInfo{}
+	saved, savedUnav, savedAliases := maps.Clone(modules), maps.Clone(unavailable), maps.Clone(unavAliases)
+	modules, unavailable, unavAliases = map[string]ModuleInfo{}, map[string]string{}, map[string][]string{}
 	mu.Unlock()
 	t.Cleanup(func() {
 		mu.Lock()
-		modules = saved
+		modules, unavailable, unavAliases = saved, savedUnav, savedAliases
 		mu.Unlock()
 	})
 }
@@ -268,5 +268,49 @@ func TestEditDistance(t *testing.T) {
 		if got := EditDistance(tt.a, tt.b); got != tt.want {
 			t.Errorf("EditDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// aliased is a fake that declares aliases.
+type aliased struct {
+	fake
+	aliases []string
+}
+
+func (a *aliased) StrataModule() ModuleInfo {
+	mi := a.fake.StrataModule()
+	mi.Aliases = a.aliases
+	mi.New = func() Module { return a }
+	return mi
+}
+
+// TestAlias checks that Alias finds the module, registered or known but
+// not in the build, that declares a name as its alias, within its
+// namespace only, and never shadows a module's own name.
+func TestAlias(t *testing.T) {
+	isolate(t)
+	Register(&aliased{fake{id: "model.sage"}, []string{"graphsage"}})
+	Register(&aliased{fake{id: "model.gcn"}, []string{"gcn2", "kipf"}})
+	Register(&fake{id: "model.gcn2"})
+	RegisterUnavailable("backend.cuda", "rebuild with -tags cuda", "gpu")
+	for _, tc := range []struct {
+		ns, name, want string
+	}{
+		{"model", "graphsage", "model.sage"},
+		{"model", "kipf", "model.gcn"},
+		{"model", "gcn2", ""},        // a module's own name wins
+		{"model", "sage", ""},        // a name is no alias of itself
+		{"sampler", "graphsage", ""}, // another namespace
+		{"backend", "gpu", "backend.cuda"},
+		{"model", "gpu", ""},
+		{"backend", "tpu", ""},
+	} {
+		got, ok := Alias(tc.ns, tc.name)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("Alias(%q, %q) = %q, %v; want %q", tc.ns, tc.name, got, ok, tc.want)
+		}
+	}
+	if Unavailable("backend.cuda") == "" {
+		t.Error("the unavailable module lost its hint")
 	}
 }

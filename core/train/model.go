@@ -21,6 +21,10 @@ import (
 // may not set them in model.options.
 var hostKeys = []string{"in_dim", "out_dim", "layer", "layers", "last", "dropout"}
 
+// HostKey reports whether k is a layer option the host sets for every
+// layer (not one of model.options).
+func HostKey(k string) bool { return slices.Contains(hostKeys, k) }
+
 // Model is a linked model graph and where it came from.
 type Model struct {
 	Name   string    // the module's name ("gcn", or a file's base name)

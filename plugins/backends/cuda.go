@@ -21,7 +21,7 @@ var _ train.BackendModule = (*CUDA)(nil)
 // StrataModule implements registry.Module.
 func (*CUDA) StrataModule() registry.ModuleInfo {
 	return registry.ModuleInfo{ID: "backend.cuda", New: func() registry.Module { return new(CUDA) },
-		Doc: "the first NVIDIA GPU: cuBLAS GEMM, PTX kernels, pinned zero-copy host tier (docs/cuda.md)"}
+		Doc: "the first NVIDIA GPU: cuBLAS GEMM, PTX kernels, pinned zero-copy host tier (docs/cuda.md)", Aliases: []string{"gpu"}}
 }
 
 // CheckConfig implements train.BackendModule: [devices] is an error.

@@ -18,15 +18,16 @@ import (
 // Module is a shipped module of one kind: model.<name>,
 // aggregator.<name> or costmodel.<name>.
 type Module struct {
-	ns   string
-	kind models.Kind
-	name string
-	doc  string
+	ns      string
+	kind    models.Kind
+	name    string
+	doc     string
+	aliases []string
 }
 
 // StrataModule implements registry.Module.
 func (m *Module) StrataModule() registry.ModuleInfo {
-	return registry.ModuleInfo{ID: m.ns + "." + m.name, Doc: m.doc, New: func() registry.Module { c := *m; return &c }}
+	return registry.ModuleInfo{ID: m.ns + "." + m.name, Doc: m.doc, Aliases: m.aliases, New: func() registry.Module { c := *m; return &c }}
 }
 
 // Wasm returns the embedded module.
@@ -48,7 +49,7 @@ func init() {
 			if err != nil {
 				continue // listed from the same directory: cannot happen
 			}
-			registry.Register(&Module{ns: n.ns, kind: n.kind, name: name, doc: models.Doc(b)})
+			registry.Register(&Module{ns: n.ns, kind: n.kind, name: name, doc: models.Doc(b), aliases: models.Aliases(b)})
 		}
 	}
 }

@@ -41,6 +41,8 @@ func (*Uniform) StrataModule() registry.ModuleInfo {
 		ID:  "sampler.uniform",
 		New: func() registry.Module { return &Uniform{Fanouts: []int{10, 25}} },
 		Doc: "uniform neighbour sampling (GraphSAGE/DGL), per-layer fanouts",
+		// DGL's NeighborSampler, PyG's NeighborLoader.
+		Aliases: []string{"neighbor", "neighbour"},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tetratelabs/wazero/api"
@@ -41,9 +42,9 @@ const (
 type callState struct {
 	b    *ir.Builder // nil for cost models
 	cfg  Config
-	read map[string]bool
-	nops int32 // ops recorded so far, for "op #k" in ABI-level errors
-	err  error // first ABI-level or guest-declared error
+	read map[string]string // option -> the default the guest gave, as TOML ("1", "0.2", "\"mean\"")
+	nops int32             // ops recorded so far, for "op #k" in ABI-level errors
+	err  error             // first ABI-level or guest-declared error
 	logs []string
 	out  *outBuf
 	// Aggregator calls (aggregate_with): the call's context, the module
@@ -59,8 +60,25 @@ type callState struct {
 
 type stateKey struct{}
 
+// readKey records that the guest read option key with default def (the
+// first default, when it reads a key twice).
+func (st *callState) readKey(key, def string) {
+	if _, seen := st.read[key]; !seen {
+		st.read[key] = def
+	}
+}
+
+// tomlFloat formats x as a TOML float (0.0, not 0).
+func tomlFloat(x float64) string {
+	s := strconv.FormatFloat(x, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eIN") {
+		s += ".0"
+	}
+	return s
+}
+
 func newLayerState(cfg Config, out *outBuf) *callState {
-	return &callState{b: ir.NewBuilder(), cfg: cfg, read: map[string]bool{}, out: out}
+	return &callState{b: ir.NewBuilder(), cfg: cfg, read: map[string]string{}, out: out}
 }
 
 func stateOf(ctx context.Context) *callState {
@@ -232,7 +250,7 @@ var baseHostFuncs = []*hostFunc{
 			return
 		}
 		v, err := cfgInt(st.cfg, key, def)
-		st.read[key] = true
+		st.readKey(key, strconv.FormatInt(def, 10))
 		if err != nil {
 			st.failf("cfg_i64", "%v", err)
 		}
@@ -246,7 +264,7 @@ var baseHostFuncs = []*hostFunc{
 			s[0] = api.EncodeF64(def)
 			return
 		}
-		st.read[key] = true
+		st.readKey(key, tomlFloat(def))
 		st.notString("cfg_f64", key)
 		s[0] = api.EncodeF64(cfgFloat(st.cfg, key, def))
 	}},
@@ -259,7 +277,7 @@ var baseHostFuncs = []*hostFunc{
 			s[0] = poison
 			return
 		}
-		st.read[key] = true
+		st.readKey(key, strconv.Quote(def))
 		v, ok := st.cfg.Strings[key]
 		if !ok {
 			v = def

@@ -341,6 +341,33 @@ func TestConfigKeysRead(t *testing.T) {
 	}
 }
 
+// TestConfigDefaults checks that a spec records the default the guest
+// gave for each option it read (as in models/layers/gat/main.go and
+// sage/main.go), not the value the config set, formatted as TOML.
+func TestConfigDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		layer string
+		cfg   Config
+		want  map[string]string
+	}{
+		{"gat", cfg("in_dim", 4, "out_dim", 4, "heads", 2), map[string]string{"heads": "1", "out_heads": "1", "negative_slope": "0.2", "attn_dropout": "0.0", "in_dim": "0"}},
+		{"sage", cfg("in_dim", 4, "out_dim", 4), map[string]string{"aggr": `""`, "project": "0"}},
+	} {
+		s, err := loadGuest(t, "models/layers/"+tc.layer).LayerSpec(context.Background(), tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range tc.want { // heads: the guest's 1, not the config's 2
+			if got := s.Defaults[k]; got != want {
+				t.Errorf("%s: default of %q = %q, want %q", tc.layer, k, got, want)
+			}
+		}
+		if len(s.Defaults) != len(s.KeysRead) {
+			t.Errorf("%s: %d defaults for %d keys read", tc.layer, len(s.Defaults), len(s.KeysRead))
+		}
+	}
+}
+
 func TestLayerSpecConcurrent(t *testing.T) {
 	m := loadGuest(t, "models/layers/gat")
 	errs := make(chan error, 8)

@@ -17,6 +17,9 @@ type Spec struct {
 	// KeysRead lists, sorted, every option the guest asked for with cfg_i64
 	// or cfg_f64, whether or not the Config had it.
 	KeysRead []string
+	// Defaults holds the default the guest gave for each key of
+	// KeysRead, as TOML ("1", "0.2", "\"mean\"").
+	Defaults map[string]string
 	// Log holds the guest's log(msg) lines.
 	Log []string
 }
@@ -74,5 +77,5 @@ func (m *Module) LayerSpec(ctx context.Context, cfg Config) (*Spec, error) {
 		return nil, fmt.Errorf("model %q layer spec: %w", m.name, err)
 	}
 	keys := slices.Sorted(maps.Keys(st.read))
-	return &Spec{Graph: g, KeysRead: keys, Log: st.logs}, nil
+	return &Spec{Graph: g, KeysRead: keys, Defaults: st.read, Log: st.logs}, nil
 }

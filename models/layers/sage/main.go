@@ -15,6 +15,7 @@
 // Options: in_dim, out_dim, dropout, last, batchnorm, aggr, project.
 package main
 
+//strata:aliases graphsage
 //strata:doc GraphSAGE (Hamilton et al.): X W_root + aggr_j(x_j) W_nbr; option aggr names an aggregator.* module or a .wasm file (default: the built-in mean)
 
 import "strata/models/sdk"
