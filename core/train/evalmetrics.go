@@ -97,8 +97,12 @@ func (w watched) value(rec *EpochRecord) float64 {
 	return math.NaN()
 }
 
-// better reports whether v improves on best (NaN never does).
+// better reports whether v improves on best: NaN never does, and any
+// other value improves on NaN (a ROC-AUC of a split without positives).
 func (w watched) better(v, best float64) bool {
+	if math.IsNaN(best) {
+		return !math.IsNaN(v)
+	}
 	if w.lower {
 		return v < best
 	}

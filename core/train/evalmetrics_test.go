@@ -154,3 +154,22 @@ func TestMetricsConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchedBetter: the direction of each figure, and NaN (a figure a
+// split could not give) never better, always beaten.
+func TestWatchedBetter(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		lower   bool
+		v, best float64
+		want    bool
+	}{
+		{false, 0.8, 0.7, true}, {false, 0.7, 0.7, false}, {false, 0.6, 0.7, false},
+		{true, 0.6, 0.7, true}, {true, 0.7, 0.7, false}, {true, 0.8, 0.7, false},
+		{false, 0.1, nan, true}, {true, 5, nan, true}, {false, nan, 0.5, false}, {true, nan, nan, false},
+	} {
+		if got := (watched{key: "valid_x", lower: c.lower}).better(c.v, c.best); got != c.want {
+			t.Errorf("lower %v: better(%v, %v) = %v, want %v", c.lower, c.v, c.best, got, c.want)
+		}
+	}
+}
