@@ -150,6 +150,9 @@ func testResume(t *testing.T, extra ...string) {
 	if code != 0 {
 		t.Fatalf("resume: exit %d: %s", code, stderr)
 	}
+	if strings.Contains(stderr, "already finished") {
+		t.Errorf("the resume of an interrupted run says it had finished: %s", stderr)
+	}
 	sameResult(t, want, resultLine(t, stdout))
 	if !bytes.Equal(slurp(t, filepath.Join(filepath.Dir(full), "m.model")), slurp(t, filepath.Join(filepath.Dir(cut), "m.model"))) {
 		t.Errorf("the resumed run saved a different model than the uninterrupted one")

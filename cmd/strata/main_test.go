@@ -829,8 +829,11 @@ func TestLogsOffTerminal(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if strings.Contains(stderr, "\r") || !strings.Contains(stderr, "train 100% (3 of 3)") ||
-		!strings.Contains(stderr, "epoch 3 loss") || !strings.Contains(stderr, "ETA") {
+		!strings.Contains(stderr, "epoch 2 loss") || !strings.Contains(stderr, "ETA") {
 		t.Errorf("stderr is not plain per-epoch progress:\n%q", stderr)
+	}
+	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); !strings.HasPrefix(lines[len(lines)-1], "strata: 3 epochs in ") {
+		t.Errorf("stderr does not end with the summary line:\n%q", stderr)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "run.jsonl"))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"strata/core/train"
 	"strata/plugins/wasm"
@@ -39,6 +40,7 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	defer leave()
 	rescue := &train.Rescue{}
 	stopWatch := watchGroup(ctx, rescue, stdout, stderr)
+	start := time.Now()
 	res, err := train.Run(ctx, cfg, train.Options{
 		Progress:   progress,
 		Version:    fullVersion(),
@@ -51,6 +53,11 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	})
 	stopWatch()
 	abortGroup(ctx, err, stderr)
+	if res != nil {
+		// The one-line summary for people follows the result line, on
+		// the progress output (silenced with it).
+		defer func() { summarize(progress, res, cfg.Train.Epochs, time.Since(start)) }()
+	}
 	if res != nil && res.Status == train.StatusInterrupted && errors.Is(err, context.Canceled) {
 		// Interrupted (SIGINT): the best result so far, then exit 130.
 		if line, jerr := json.Marshal(res); jerr == nil {
@@ -73,6 +80,9 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	if err != nil {
 		return err
 	}
+	if res.AlreadyFinished() {
+		fmt.Fprintf(stderr, "strata: already finished: %s holds the end of the run (%d epochs); its result again, nothing trained\n", cfg.CheckpointPath(), res.Epochs)
+	}
 	if cfg.Output.JSON {
 		line, err := json.Marshal(res)
 		if err != nil {
@@ -84,6 +94,14 @@ func cmdTrain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 			res.Model, res.Dataset, res.BestValidAcc, res.BestEpoch, res.TestAcc, res.EpochTimeMedianS, res.Summaries())
 	}
 	return nil
+}
+
+// summarize prints the run's summary line (train.Result.SummaryLine) on
+// w; nil (output.progress = "off", a rank other than 0) prints nothing.
+func summarize(w io.Writer, res *train.Result, planned int, elapsed time.Duration) {
+	if w != nil {
+		fmt.Fprintln(w, res.SummaryLine(planned, elapsed))
+	}
 }
 
 // afterEpochKey is the context key of a test's train.Options.AfterEpoch

@@ -110,11 +110,16 @@ type Train struct {
 	Momentum        float64 `toml:"momentum" range:"[0,1)" doc:"momentum (sgd only)"`
 	Seed            int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
 	EvalEvery       int     `toml:"eval_every" range:"[0,10000000]" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
-	Patience        int     `toml:"patience" range:"[0,10000000]" doc:"stop after this many epochs without a better validation accuracy (0 = never)"`
+	Patience        int     `toml:"patience" range:"[0,10000000]" doc:"stop after this many epochs without a better train.early_stop_metric (0 = never)"`
 	Backend         string  `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
 	Threads         int     `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
 	DType           string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
 	CheckpointEvery int     `toml:"checkpoint_every" hash:"-" range:"[0,10000000]" doc:"write output.checkpoint (parameters, optimizer state, early-stopping state, next epoch) atomically every this many epochs (0 = never; not part of config_sha256: it does not change the result); strata train --resume continues from it, see docs/checkpoints.md"`
+
+	// Metrics and EarlyStopMetric: checked against core/metrics by train
+	// (checkMetrics), left out of the hash when unset.
+	Metrics         []string `toml:"metrics" hash:"omitempty" example:"[\"accuracy\", \"macro_f1\", \"roc_auc\"]" doc:"metrics reported on the validation and test nodes (valid_<name>, test_<name> in the result, output.csv and output.log; accuracy is always reported); a name registered in core/metrics, listed in docs/outputs.md and in the error of an unknown one"`
+	EarlyStopMetric string   `toml:"early_stop_metric" hash:"omitempty" example:"valid_loss" doc:"the validation figure that picks the best epoch and that train.patience watches: valid_acc (\"\" = valid_acc), valid_loss (lower is better) or valid_<name> of a metric in train.metrics"`
 }
 
 // Devices describes the simulated machine (train.backend = "sim").

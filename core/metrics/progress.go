@@ -1,5 +1,6 @@
-// Package metrics holds run-time measurement helpers: a progress bar with an
-// ETA, peak resident memory, and per-epoch records.
+// Package metrics holds run-time measurement helpers (a progress bar with
+// an ETA, peak resident memory, I/O counters) and the evaluation metrics
+// that train.metrics names, each registered from its own file (Register).
 package metrics
 
 import (

@@ -74,11 +74,21 @@ func TestEmptySplitsAreNull(t *testing.T) {
 // common ones in the order of their names; a missing value is empty.
 func TestRecordRowExtra(t *testing.T) {
 	rec := EpochRecord{Epoch: 3, Extra: map[string]string{"b": "2", "a": "x;y"}}
-	row := recordRow(rec, nil, []string{"a", "b", "c"})
+	row := recordRow(rec, nil, []string{"a", "b", "c"}, nil)
 	if got := row[len(row)-3:]; got[0] != "x;y" || got[1] != "2" || got[2] != "" {
 		t.Errorf("extra columns %q, want [x;y 2 \"\"]", got)
 	}
-	if n := len(recordRow(rec, nil, nil)); n != len(row)-3 {
+	if n := len(recordRow(rec, nil, nil, nil)); n != len(row)-3 {
 		t.Errorf("%d columns without extras, %d with three", n, len(row))
+	}
+}
+
+// TestRecordRowFigures: the evaluation's figures (valid_loss, metrics)
+// come last, after the stepper's columns; one not reported is empty.
+func TestRecordRowFigures(t *testing.T) {
+	rec := EpochRecord{Epoch: 3, Extra: map[string]string{"a": "x"}, Metrics: map[string]float64{"valid_loss": 0.25, "test_macro_f1": 0.5}}
+	row := recordRow(rec, nil, []string{"a"}, []string{"valid_loss", "valid_macro_f1", "test_macro_f1"})
+	if got := row[len(row)-4:]; got[0] != "x" || got[1] != "0.25" || got[2] != "" || got[3] != "0.5" {
+		t.Errorf("last columns %q, want [x 0.25 \"\" 0.5]", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/ir"
+	"strata/core/metrics"
 	"strata/core/tensor"
 )
 
@@ -186,18 +187,14 @@ func UploadFloat32s(be backend.Backend, v []float32, shape []int, dt tensor.DTyp
 	return t, be.Upload(t, f)
 }
 
-// accuracy returns the share of idx whose prediction equals the label.
+// accuracy returns the share of idx whose prediction equals the label (0
+// for no nodes), core/metrics' accuracy.
 func accuracy(pred, labels, idx []int32) float64 {
 	if len(idx) == 0 {
 		return 0
 	}
-	hit := 0
-	for _, i := range idx {
-		if pred[i] == labels[i] {
-			hit++
-		}
-	}
-	return float64(hit) / float64(len(idx))
+	m, _ := metrics.Lookup("accuracy")
+	return m.Compute(metrics.Split{Pred: pred, Labels: labels, Idx: idx})
 }
 
 // ReleaseGraphs frees what BindGraphs uploaded.

@@ -150,12 +150,17 @@ func (l *loop) open(ctx context.Context, opts Options, extra []observer) error {
 	bar := metrics.NewLogProgress(opts.Progress, "train", l.cfg.Train.Epochs, time.Second, nil)
 	l.onRelease(bar.Done)
 	l.hist = &history{}
+	plan, err := newEvalPlan(l.cfg, l.st, l.ds, l.cfg.CSVPath() != "" || l.cfg.LogPath() != "")
+	if err != nil {
+		return err
+	}
+	l.plan = plan
 	outputs, err := l.openOutputs()
 	if err != nil {
 		return err
 	}
 	l.clock = newTimings(l.be, l.res)
-	l.best = &bestModel{st: l.st, res: l.res, every: l.cfg.Train.EvalEvery, patience: l.cfg.Train.Patience}
+	l.best = &bestModel{st: l.st, res: l.res, every: l.cfg.Train.EvalEvery, patience: l.cfg.Train.Patience, watch: newWatched(l.cfg), plan: plan}
 	l.links = newLinkCounter(l.be)
 	if l.ck != nil {
 		if err := l.resume(ctx, outputs); err != nil {
@@ -174,7 +179,7 @@ func (l *loop) open(ctx context.Context, opts Options, extra []observer) error {
 		l.onRelease(lock.Release)
 	}
 	l.obs = append([]observer{l.clock, l.best, l.links}, outputs...)
-	l.obs = append(l.obs, &progress{bar: bar, res: l.res})
+	l.obs = append(l.obs, &progress{bar: bar, res: l.res, best: l.best})
 	if ck != nil {
 		l.obs = append(l.obs, ck)
 	}
@@ -206,7 +211,7 @@ func (l *loop) openOutputs() ([]observer, error) {
 			return nil, fmt.Errorf("output.csv: %w", err)
 		}
 		l.onRelease(out.close)
-		rows := &csvRows{out: out, be: l.be}
+		rows := &csvRows{out: out, be: l.be, figs: l.plan.columns()}
 		if err := rows.header(l.st); err != nil {
 			return nil, err
 		}
@@ -254,6 +259,11 @@ func (l *loop) resume(ctx context.Context, outputs []observer) error {
 	c := l.clock
 	c.times, c.evalTimes, c.predicted = m.TimesS, m.EvalTimesS, m.PredictedS
 	l.res.BestEpoch, l.res.BestValidAcc, l.res.TrainAcc, l.res.TestAcc = m.BestEpoch, m.BestValidAcc, m.TrainAcc, m.TestAcc
+	for _, rec := range m.Records { // the best epoch's figures, from its record
+		if rec.Epoch == m.BestEpoch && rec.Evaluated {
+			l.best.take(&rec)
+		}
+	}
 	l.res.FinalLoss, l.res.Epochs, l.res.PredictedComputeS = m.FinalLoss, m.NextEpoch, m.PredictedComputeS
 	if tc := l.links.tc; tc != nil {
 		setup := tc.Traffic()

@@ -39,14 +39,17 @@ func (t *timings) end(e *ending) error {
 	return nil
 }
 
-// bestModel selects the best-validation epoch (the first of equal ones),
-// keeps a snapshot of its parameters and stops the run once train.patience
-// epochs have passed without a better one.
+// bestModel selects the best-validation epoch (the first of equal ones) by
+// train.early_stop_metric, keeps a snapshot of its parameters and stops
+// the run once train.patience epochs have passed without a better one.
 type bestModel struct {
 	nopObserver
 	st              Stepper
 	res             *Result // holds the best epoch and its accuracies
 	every, patience int     // train.eval_every, train.patience (0: never stop)
+	watch           watched
+	plan            *evalPlan
+	score           float64 // the best epoch's watched figure (but valid_acc: res.BestValidAcc)
 	// params are the best epoch's parameters, nil before the first
 	// evaluation; since counts the epochs evaluated after it.
 	params map[string][]float64
@@ -66,8 +69,8 @@ func (b *bestModel) epoch(_ context.Context, rec *EpochRecord) (bool, error) {
 		return b.exhausted(), nil
 	}
 	r := b.res
-	if r.BestEpoch < 0 || rec.ValidAcc > r.BestValidAcc {
-		r.BestEpoch, r.BestValidAcc, r.TrainAcc, r.TestAcc = rec.Epoch, rec.ValidAcc, rec.TrainAcc, rec.TestAcc
+	if r.BestEpoch < 0 || b.improves(rec) {
+		b.take(rec)
 		var err error
 		if b.params, err = b.st.Params().Snapshot(); err != nil {
 			return false, err
@@ -77,6 +80,30 @@ func (b *bestModel) epoch(_ context.Context, rec *EpochRecord) (bool, error) {
 		b.since += max(b.every, 1)
 	}
 	return b.exhausted(), nil
+}
+
+// improves reports whether rec's watched figure beats the best epoch's.
+func (b *bestModel) improves(rec *EpochRecord) bool {
+	if b.watch.key == "" { // valid_acc, as before train.early_stop_metric
+		return rec.ValidAcc > b.res.BestValidAcc
+	}
+	return b.watch.better(b.watch.value(rec), b.score)
+}
+
+// figure is the best epoch's watched figure for people: "valid 0.792",
+// "valid_loss 0.4312".
+func (b *bestModel) figure() string {
+	if b.watch.key == "" {
+		return fmt.Sprintf("valid %.3f", b.res.BestValidAcc)
+	}
+	return fmt.Sprintf("%s %.4g", b.watch.key, b.score)
+}
+
+// take records rec as the best epoch in the result.
+func (b *bestModel) take(rec *EpochRecord) {
+	r := b.res
+	r.BestEpoch, r.BestValidAcc, r.TrainAcc, r.TestAcc = rec.Epoch, rec.ValidAcc, rec.TrainAcc, rec.TestAcc
+	r.Metrics, b.score = b.plan.reported(rec.Metrics), b.watch.value(rec)
 }
 
 // linkCounter fills each record's TransferBytes: the bytes the simulated
@@ -119,6 +146,7 @@ type csvRows struct {
 	out   *csvOut
 	be    backend.Backend // its tiers are the peak columns
 	extra []string        // the stepper's own columns (Columner)
+	figs  []string        // the evaluation's figures (evalPlan.columns)
 }
 
 // header writes the header row, the stepper's columns last.
@@ -131,11 +159,11 @@ func (c *csvRows) header(st Stepper) error {
 		c.extra = cl.Columns()
 		header = append(header, c.extra...)
 	}
-	return c.out.write(header)
+	return c.out.write(append(header, c.figs...))
 }
 
 func (c *csvRows) epoch(_ context.Context, rec *EpochRecord) (bool, error) {
-	return false, c.out.write(recordRow(*rec, c.be.Tiers(), c.extra))
+	return false, c.out.write(recordRow(*rec, c.be.Tiers(), c.extra, c.figs))
 }
 
 func (c *csvRows) end(e *ending) error { return commitKept(e, c.out.commit) }
@@ -161,17 +189,31 @@ func commitKept(e *ending, commit func() error) error {
 	return commit()
 }
 
-// progress counts each epoch in the result and reports it on the bar.
+// progress counts each epoch in the result and reports it on the bar:
+// the bar counts the epochs done (12/400), the status names the epoch by
+// its index from 0 as output.csv and the result do (docs/outputs.md).
 type progress struct {
 	nopObserver
-	bar *metrics.Progress
-	res *Result
+	bar  *metrics.Progress
+	res  *Result
+	best *bestModel
 }
 
 func (p *progress) epoch(_ context.Context, rec *EpochRecord) (bool, error) {
 	p.res.Epochs = rec.Epoch + 1
-	p.bar.Update(rec.Epoch+1, fmt.Sprintf("epoch %d loss %.4f valid %.3f (best) %.3gs/epoch", rec.Epoch+1, rec.Loss, p.res.BestValidAcc, rec.TimeS))
+	p.bar.Update(rec.Epoch+1, progressStatus(rec, p.res, p.best))
 	return false, nil
+}
+
+// progressStatus is the bar's status after rec: the epoch, its loss, the
+// best epoch's watched figure once an evaluation has picked one, the
+// epoch's time.
+func progressStatus(rec *EpochRecord, res *Result, best *bestModel) string {
+	s := fmt.Sprintf("epoch %d loss %.4f", rec.Epoch, rec.Loss)
+	if res.BestEpoch >= 0 {
+		s += fmt.Sprintf(" best %s at epoch %d", best.figure(), res.BestEpoch)
+	}
+	return s + fmt.Sprintf(" %.3gs/epoch", rec.TimeS)
 }
 
 // checkpointer writes output.checkpoint every train.checkpoint_every

@@ -34,6 +34,10 @@ type EpochRecord struct {
 	PredictedS float64 `json:"predicted_s,omitempty"`
 	// Extra holds the stepper's own columns (see Columner), by name.
 	Extra map[string]string `json:"extra,omitempty"`
+	// Metrics are an evaluated epoch's figures beyond the accuracies:
+	// valid_loss (from a train.Scorer's logits) and valid_<m>, test_<m>
+	// of train.metrics (docs/outputs.md).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
 // Result is the final machine-readable summary of a run (one JSON line).
@@ -42,27 +46,30 @@ type Result struct {
 	// parameter (see DivergedError), "interrupted" for one stopped by
 	// SIGINT, "failed" for one whose output.checkpoint or output.model
 	// could not be written (see OutputError), empty for a finished run.
-	Status           string  `json:"status,omitempty"`
-	Dataset          string  `json:"dataset"`
-	Model            string  `json:"model"`
-	Mode             string  `json:"mode"`
-	Backend          string  `json:"backend"`
-	Device           string  `json:"device,omitempty"` // the GPU's name (cuda backend)
-	Epochs           int     `json:"epochs"`
-	BestEpoch        int     `json:"best_epoch"`
-	BestValidAcc     float64 `json:"best_valid_acc"`
-	TrainAcc         float64 `json:"train_acc"`
-	TestAcc          float64 `json:"test_acc"`
-	FinalLoss        float64 `json:"final_loss"`
-	EpochTimeMedianS float64 `json:"epoch_time_median_s"`
-	EvalTimeMedianS  float64 `json:"eval_time_median_s"`
-	LoadTimeS        float64 `json:"load_time_s"`
-	Nodes            int     `json:"nodes"`
-	Edges            int64   `json:"edges"`
-	Features         int     `json:"features"`
-	Classes          int     `json:"classes"`
-	Params           int64   `json:"params"`
-	PeakRSSBytes     int64   `json:"peak_rss_bytes"`
+	Status       string  `json:"status,omitempty"`
+	Dataset      string  `json:"dataset"`
+	Model        string  `json:"model"`
+	Mode         string  `json:"mode"`
+	Backend      string  `json:"backend"`
+	Device       string  `json:"device,omitempty"` // the GPU's name (cuda backend)
+	Epochs       int     `json:"epochs"`
+	BestEpoch    int     `json:"best_epoch"`
+	BestValidAcc float64 `json:"best_valid_acc"`
+	TrainAcc     float64 `json:"train_acc"`
+	TestAcc      float64 `json:"test_acc"`
+	// Metrics are the best epoch's valid_<m> and test_<m> of each metric
+	// of train.metrics but accuracy; absent unless it names one.
+	Metrics          map[string]float64 `json:"metrics,omitempty"`
+	FinalLoss        float64            `json:"final_loss"`
+	EpochTimeMedianS float64            `json:"epoch_time_median_s"`
+	EvalTimeMedianS  float64            `json:"eval_time_median_s"`
+	LoadTimeS        float64            `json:"load_time_s"`
+	Nodes            int                `json:"nodes"`
+	Edges            int64              `json:"edges"`
+	Features         int                `json:"features"`
+	Classes          int                `json:"classes"`
+	Params           int64              `json:"params"`
+	PeakRSSBytes     int64              `json:"peak_rss_bytes"`
 	// LoadPeakRSSBytes is the peak resident memory before the first epoch
 	// (dataset loaded, stepper bound); ProgramBytes what the engine's
 	// program holds for a training step by its own accounting (values,
@@ -121,7 +128,14 @@ type Result struct {
 	// noValid and noTest mark an empty split: its accuracy is absent
 	// (JSON null), not 0.
 	noValid, noTest bool
+	// alreadyFinished: --resume found a checkpoint of a finished run.
+	alreadyFinished bool
 }
+
+// AlreadyFinished reports whether the run was resumed (--resume) from
+// the checkpoint of a run that had finished (every epoch, or early
+// stopping): its result is the finished run's, printed again.
+func (r *Result) AlreadyFinished() bool { return r.alreadyFinished }
 
 // SetFigures sets the figures a strategy reports under its name.
 func (r *Result) SetFigures(name string, figures any) {

@@ -116,6 +116,7 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	}
 	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	res.ConfigSHA256 = cfgSHA
+	res.alreadyFinished = ck != nil && ck.finished(cfg)
 	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, ck: ck, model: model, dim: dim, dataset: dsID, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval}
 	if err := loop.run(ctx, opts); err != nil {
 		return partialResult(ctx, res, err)
@@ -376,6 +377,7 @@ type loop struct {
 	ds   *graph.Dataset
 	res  *Result
 	pred []int32
+	plan *evalPlan // what evaluations compute beyond the accuracies
 
 	ck         *checkpoint // to resume from, or nil
 	dataset    *datasetID  // recorded in checkpoints; nil without them
@@ -514,7 +516,7 @@ func (l *loop) evalStep(ctx context.Context, rec *EpochRecord) (endKind, error) 
 	t1 := time.Now()
 	trimPool(l.be) // the steps' free buffers do not stay beside evaluation's
 	c.peaks.start()
-	tr, va, te, err := l.evaluate(ctx)
+	tr, va, te, figs, err := l.evaluate(ctx)
 	if err != nil {
 		kind := interrupted(ctx)
 		if kind == endStopped {
@@ -533,7 +535,7 @@ func (l *loop) evalStep(ctx context.Context, rec *EpochRecord) (endKind, error) 
 		l.res.Epochs = ep + 1
 		return endStopped, err
 	}
-	rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Evaluated = tr, va, te, true
+	rec.TrainAcc, rec.ValidAcc, rec.TestAcc, rec.Metrics, rec.Evaluated = tr, va, te, figs, true
 	return endFinished, nil
 }
 
@@ -553,19 +555,20 @@ func (l *loop) step(ctx context.Context, epoch int) (float64, error) {
 	return l.st.Epoch(ctx, seed, func() error { return l.opt.Step(l.st.Params().List()) })
 }
 
-// evaluate returns train, valid and test accuracy with dropout off.
-func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, error) {
+// evaluate returns train, valid and test accuracy with dropout off, and
+// the figures of l.plan (valid_loss, train.metrics).
+func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, map[string]float64, error) {
 	if l.pred == nil {
 		l.pred = make([]int32, l.ds.NumNodes)
 	}
-	if err := l.st.Predict(ctx, l.pred); err != nil {
-		return 0, 0, 0, err
+	if err := l.plan.predict(ctx, l.st, l.pred); err != nil {
+		return 0, 0, 0, nil, err
 	}
 	d := l.ds
-	return accuracy(l.pred, d.Labels, d.Train), accuracy(l.pred, d.Labels, d.Valid), accuracy(l.pred, d.Labels, d.Test), nil
+	return accuracy(l.pred, d.Labels, d.Train), accuracy(l.pred, d.Labels, d.Valid), accuracy(l.pred, d.Labels, d.Test), l.plan.figures(l.pred, d), nil
 }
 
-func recordRow(r EpochRecord, tiers []tensor.Tier, extra []string) []string {
+func recordRow(r EpochRecord, tiers []tensor.Tier, extra, figures []string) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	row := []string{strconv.Itoa(r.Epoch), f(r.TimeS), f(r.Loss), "", "", "",
 		f(r.SampleS), f(r.ExtractS), f(r.StageS), f(r.TrainS), strconv.FormatInt(r.TransferBytes, 10), f(r.PredictedS)}
@@ -577,6 +580,13 @@ func recordRow(r EpochRecord, tiers []tensor.Tier, extra []string) []string {
 	}
 	for _, c := range extra {
 		row = append(row, r.Extra[c])
+	}
+	for _, c := range figures {
+		cell := "" // not evaluated, or not reported
+		if v, ok := r.Metrics[c]; ok {
+			cell = f(v)
+		}
+		row = append(row, cell)
 	}
 	return row
 }

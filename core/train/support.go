@@ -46,6 +46,9 @@ func checkSupported(cfg *config.Config) error {
 	if err := checkFeatureDType(cfg, uses); err != nil {
 		return err
 	}
+	if err := checkMetrics(cfg); err != nil {
+		return err
+	}
 	if err := be.CheckConfig(cfg); err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ var trainClasses = []classRule{
 	{"redundancy", checked},
 	{"traffic.*", checked}, {"transfer_time_s", checked}, {"traffic_by_purpose.*", checked},
 	{"predicted_epoch_s", checked},
-	{"predicted_compute_s.*", checked}, {"seed", checked},
+	{"predicted_compute_s.*", checked}, {"metrics.*", checked}, {"seed", checked},
 }
 
 // partitionClasses class the fields of strata partition's report.

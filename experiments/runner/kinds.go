@@ -403,6 +403,7 @@ var trainDocs = map[string]string{
 	"best_valid_acc":          "best validation accuracy over the evaluated epochs",
 	"train_acc":               "training accuracy at the epoch of best validation accuracy",
 	"final_loss":              "training loss of the last epoch",
+	"metrics.*":               "a metric of train.metrics on the validation or test nodes at the best epoch (valid_macro_f1, test_roc_auc, ...)",
 	"epoch_time_median_s":     "median wall time of one training epoch, seconds",
 	"eval_time_median_s":      "median wall time of one evaluation, seconds",
 	"load_time_s":             "time to load and prepare the data and the model, seconds",

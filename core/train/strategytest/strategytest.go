@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"strata/core/config"
@@ -116,6 +117,9 @@ func Test(t *testing.T, id string, host modhost.Host) {
 			if p < 0 || int(p) >= env.Dataset.NumClasses {
 				t.Fatalf("prediction of node %d is %d, want a class in [0,%d)", i, p, env.Dataset.NumClasses)
 			}
+		}
+		if sc, ok := st.(train.Scorer); ok {
+			checkScorer(ctx, t, sc, pred, env.Dataset.NumClasses)
 		}
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
@@ -305,4 +309,33 @@ func MustParse(t testing.TB, text string, sets ...string) *config.Config {
 	}
 	cfg.Output.Progress = "off"
 	return cfg
+}
+
+// checkScorer checks a train.Scorer against the stepper's Predict (pred):
+// the same classes, and logits of the rows asked for (some nodes, in
+// reverse order) whose largest entry is the predicted class's.
+func checkScorer(ctx context.Context, t *testing.T, sc train.Scorer, pred []int32, classes int) {
+	t.Helper()
+	var rows []int32
+	for i := len(pred) - 1; i >= 0; i -= max(1, len(pred)/50) {
+		rows = append(rows, int32(i))
+	}
+	got := make([]int32, len(pred))
+	logits := make([]float64, len(rows)*classes)
+	for i := range logits {
+		logits[i] = math.NaN()
+	}
+	if err := sc.PredictScores(ctx, got, rows, logits); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, pred) {
+		t.Errorf("PredictScores predicts other classes than Predict")
+	}
+	for k, node := range rows {
+		row := logits[k*classes : (k+1)*classes]
+		if slices.ContainsFunc(row, math.IsNaN) || slices.Max(row) != row[pred[node]] {
+			t.Errorf("node %d: logits %v, but Predict gives class %d", node, row, pred[node])
+			return
+		}
+	}
 }

@@ -123,6 +123,20 @@ func (f *fullGraph) Predict(ctx context.Context, pred []int32) error {
 	return train.ArgmaxInto(f.be, f.prog.Output(), pred)
 }
 
+// PredictScores implements train.Scorer: the logits of rows come from
+// the forward pass that predicts the classes.
+func (f *fullGraph) PredictScores(ctx context.Context, pred, rows []int32, logits []float64) error {
+	if err := f.Predict(ctx, pred); err != nil {
+		return err
+	}
+	out, err := engine.DownloadFloats(f.be, f.prog.Output())
+	if err != nil {
+		return err
+	}
+	train.CopyScoreRows(out, 0, len(pred), f.prog.Output().Cols(), rows, logits)
+	return nil
+}
+
 // PredictOutputs implements train.OutputPredictor.
 func (f *fullGraph) PredictOutputs(ctx context.Context) (logits, hidden []float64, width int, err error) {
 	if err := f.prog.Forward(ctx, engine.Mode{}); err != nil {

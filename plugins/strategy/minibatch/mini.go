@@ -605,6 +605,11 @@ func (m *miniBatches) Epoch(ctx context.Context, seed uint64, update func() erro
 // Predict implements train.Stepper.
 func (m *miniBatches) Predict(ctx context.Context, pred []int32) error { return m.predict(ctx, pred) }
 
+// PredictScores implements train.Scorer.
+func (m *miniBatches) PredictScores(ctx context.Context, pred, rows []int32, logits []float64) error {
+	return m.replicas[0].PredictScores(ctx, pred, rows, logits)
+}
+
 // PredictOutputs implements train.OutputPredictor.
 func (m *miniBatches) PredictOutputs(ctx context.Context) (logits, hidden []float64, width int, err error) {
 	return m.replicas[0].PredictOutputs(ctx)

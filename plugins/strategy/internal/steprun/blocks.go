@@ -261,6 +261,12 @@ func WeighedLoss(be backend.Backend, p *engine.Program, labels, rows []int32, ti
 // Predict writes the class of every node, chunk by chunk over full
 // neighbourhoods, with programs bound for inference.
 func (r *Runner) Predict(ctx context.Context, pred []int32) error {
+	return r.PredictScores(ctx, pred, nil, nil)
+}
+
+// PredictScores implements train.Scorer: Predict, keeping the logits of
+// rows from each chunk's forward pass (none are downloaded without rows).
+func (r *Runner) PredictScores(ctx context.Context, pred, rows []int32, logits []float64) error {
 	for _, nodes := range r.Eval {
 		blocks, err := r.Full.Sample(ctx, r.Env.Adjs.Adj, nodes, 0)
 		if err != nil {
@@ -273,6 +279,12 @@ func (r *Runner) Predict(ctx context.Context, pred []int32) error {
 		err = bb.Prog.Forward(ctx, engine.Mode{})
 		if err == nil {
 			err = train.ArgmaxInto(r.Env.Be, bb.Prog.Output(), pred[nodes[0]:nodes[0]+int32(len(nodes))])
+		}
+		if err == nil && len(rows) > 0 {
+			var out []float64
+			if out, err = engine.DownloadFloats(r.Env.Be, bb.Prog.Output()); err == nil {
+				train.CopyScoreRows(out, int(nodes[0]), len(nodes), r.Env.DS.NumClasses, rows, logits)
+			}
 		}
 		bb.Release(r.Env)
 		if err != nil {
