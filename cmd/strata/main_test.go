@@ -168,8 +168,8 @@ func TestMalformedInputs(t *testing.T) {
 			return validate(conf(t, cora+"[model]\nhidden = \"16\"\n"))
 		}, []string{`bad.toml:4: model.hidden: expected integer, got string "16"`}},
 		{"config/bad-enum", func(t testing.TB) []string {
-			return validate(conf(t, cora+"[train]\noptimizer = \"adamw\"\n"))
-		}, []string{`bad.toml:4: train.optimizer = "adamw": allowed values are "adam", "sgd"`}},
+			return validate(conf(t, cora+"[train]\noptimizer = \"lion\"\n"))
+		}, []string{`bad.toml:4: train.optimizer = "lion": allowed values are "adam", "adamw", "sgd"`}},
 		{"config/missing-dataset", func(t testing.TB) []string {
 			return validate(conf(t, "[model]\nhidden = 16\n"))
 		}, []string{`bad.toml: data.dataset: required key is missing`}},
