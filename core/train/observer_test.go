@@ -121,7 +121,7 @@ func loadConfigText(t *testing.T, dir, text string) *config.Config {
 func testLoop(t *testing.T, cfg *config.Config, st Stepper) *loop {
 	t.Helper()
 	be := fakeBackend{}
-	opt, err := NewOptimizer(cfg, be)
+	opt, err := newRunOptimizer(cfg, be, newLRClock(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

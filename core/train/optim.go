@@ -45,13 +45,14 @@ func (e *Env) NewOptimizer(be backend.Backend) (Optimizer, error) {
 	return newRunOptimizer(e.Config, be, e.lr)
 }
 
-// NewOptimizer returns the optimizer cfg configures over be, at the
-// learning rate of the first epoch (for tests and tools that step
-// without the loop).
-func NewOptimizer(cfg *config.Config, be backend.Backend) (Optimizer, error) {
-	c := newLRClock(cfg)
-	c.at(0)
-	return newRunOptimizer(cfg, be, c)
+// SetEpoch sets the learning rate of every optimizer e.NewOptimizer made
+// to the schedule's rate of epoch (0-based), for a caller that steps
+// without the loop (the loop does it before each epoch).
+func (e *Env) SetEpoch(epoch int) {
+	if e.lr == nil {
+		e.lr = newLRClock(e.Config)
+	}
+	e.lr.at(epoch)
 }
 
 func newRunOptimizer(cfg *config.Config, be backend.Backend, c *lrClock) (Optimizer, error) {
