@@ -103,6 +103,13 @@ func TestResumeSGD(t *testing.T) {
 	testResume(t, `optimizer = "sgd"`, "momentum = 0.9", "lr = 0.5", "eval_every = 2", "patience = 4")
 }
 
+// TestResumeScheduled is TestResume with AdamW, gradient clipping and a
+// cosine schedule with warm-up: the resumed run takes the rate of its
+// epoch and AdamW's moments from the checkpoint.
+func TestResumeScheduled(t *testing.T) {
+	testResume(t, `optimizer = "adamw"`, "grad_clip = 0.5", "[train.lr_schedule]", `name = "cosine"`, "warmup_epochs = 3", "eta_min = 0.001")
+}
+
 // TestResumeSimulated is TestResume on a simulated device: the link
 // counters (bytes and predicted seconds, per link and per purpose) and the
 // per-epoch transfer bytes continue across the restart.

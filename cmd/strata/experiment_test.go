@@ -212,7 +212,7 @@ values = [8, 16]
 [[axis]]
 key = "train.optimizer"
 values = ["adam", "lion"]
-`, []string{"bad.toml:4:", `"lion"`, `"adam", "sgd"`, "[run train.optimizer=lion]"}},
+`, []string{"bad.toml:4:", `"lion"`, `"adam", "adamw", "sgd"`, "[run train.optimizer=lion]"}},
 		{"unknown plugin", `metrics = ["test_acc"]
 [[axis]]
 key = "model.name"

@@ -170,8 +170,14 @@ func TestMalformedInputs(t *testing.T) {
 			return validate(conf(t, cora+"[model]\nhidden = \"16\"\n"))
 		}, []string{`bad.toml:4: model.hidden: expected integer, got string "16"`}},
 		{"config/bad-enum", func(t testing.TB) []string {
-			return validate(conf(t, cora+"[train]\noptimizer = \"adamw\"\n"))
-		}, []string{`bad.toml:4: train.optimizer = "adamw": allowed values are "adam", "sgd"`}},
+			return validate(conf(t, cora+"[train]\noptimizer = \"lion\"\n"))
+		}, []string{`bad.toml:4: train.optimizer = "lion": allowed values are "adam", "adamw", "sgd"`}},
+		{"config/bad-lr-schedule", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[train]\nepochs = 5\n[train.lr_schedule]\nname = \"cosine\"\nwarmup_epochs = 5\n"))
+		}, []string{`bad.toml:7: train.lr_schedule.warmup_epochs = 5 is not below train.epochs = 5`, "lower warmup_epochs or raise train.epochs"}},
+		{"config/bad-grad-clip", func(t testing.TB) []string {
+			return validate(conf(t, cora+"[train]\ngrad_clip = -1\n"))
+		}, []string{`bad.toml:4: train.grad_clip = -1: must be >= 0`}},
 		{"config/missing-dataset", func(t testing.TB) []string {
 			return validate(conf(t, "[model]\nhidden = 16\n"))
 		}, []string{`bad.toml: data.dataset: required key is missing`}},

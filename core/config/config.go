@@ -104,9 +104,11 @@ type Model struct {
 type Train struct {
 	Mode            string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (what each does, and the default: strata list-plugins); a strategy with options of its own reads them from its section, [<mode>]"`
 	Epochs          int     `toml:"epochs" range:"[1,10000000]" doc:"number of training epochs"`
-	Optimizer       string  `toml:"optimizer" enum:"adam,sgd" alias:"adamw=adam AdamW's decoupled weight decay is not in this build; adam adds train.weight_decay to the gradient (L2)" doc:"optimizer"`
-	LR              float64 `toml:"lr" range:"(0,)" doc:"learning rate"`
-	WeightDecay     float64 `toml:"weight_decay" range:"[0,)" doc:"L2 weight decay"`
+	Optimizer       string  `toml:"optimizer" modules:"optimizer" doc:"optimizer, registry ID optimizer.<name>: adam, adamw (decoupled weight decay) or sgd (strata list-plugins)"`
+	LR              float64 `toml:"lr" range:"(0,)" doc:"learning rate (the base rate of [train.lr_schedule])"`
+	LRSchedule      Plugin  `toml:"lr_schedule" ns:"lrschedule" doc:"learning-rate schedule, stepped once per epoch (absent = constant train.lr): constant, step or cosine, each with an optional linear warm-up (warmup_epochs, warmup_start_factor)"`
+	GradClip        float64 `toml:"grad_clip" hash:"omitempty" range:"[0,)" doc:"clip the global L2 norm of each step's whole gradient (all parameters, after micro-batch accumulation and all-reduce) to this, as torch.nn.utils.clip_grad_norm_ (0 = off)"`
+	WeightDecay     float64 `toml:"weight_decay" range:"[0,)" doc:"weight decay: L2 added to the gradient (adam, sgd), decoupled (adamw; 0.01 when not set, PyTorch's default)"`
 	Momentum        float64 `toml:"momentum" range:"[0,1)" doc:"momentum (sgd only)"`
 	Seed            int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
 	EvalEvery       int     `toml:"eval_every" range:"[0,10000000]" doc:"evaluate every this many epochs (0 = only after the last epoch)"`

@@ -14,6 +14,7 @@ import (
 	"strata/plugins/sampler"
 
 	// Plugins that do not import this package decode their own sections.
+	_ "strata/core/optim"
 	_ "strata/partitioners"
 	_ "strata/plugins/cache"
 	_ "strata/plugins/placement"
@@ -115,8 +116,8 @@ func TestMalformed(t *testing.T) {
 			[]string{`x.toml:4: train.lr: expected float, got array [0.1]`}},
 		{"section is not a table", "train = 5\n" + minimal, nil,
 			[]string{`x.toml:1: train: expected table, got integer 5`}},
-		{"bad enum", minimal + "[train]\noptimizer = \"adamw\"\n", nil,
-			[]string{`x.toml:4: train.optimizer = "adamw": allowed values are "adam", "sgd" (did you mean "adam"? AdamW`}},
+		{"bad enum", minimal + "[train]\noptimizer = \"adamx\"\n", nil,
+			[]string{`x.toml:4: train.optimizer = "adamx": allowed values are "adam", "adamw", "sgd" (did you mean "adam"?)`}},
 		{"bad enum backend", minimal + "[train]\nbackend = \"gpu\"\n", nil,
 			[]string{`x.toml:4: train.backend = "gpu": allowed values are "cpu", "sim"`}},
 		{"bad enum data", "[data]\ndataset = \"a\"\nfeature_norm = \"l2\"\n", nil,
@@ -243,7 +244,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 dataset = "embedded:cora"
 [train]
 epoch = 5
-optimizer = "adamw"
+optimizer = "lion"
 lr = -1
 [model]
 dropout = 1.5
@@ -508,7 +509,7 @@ func TestExplain(t *testing.T) {
 			continue
 		}
 		for _, f := range fieldsOf(sec.typ) {
-			if !strings.Contains(text, f.key+" = ") && !strings.Contains(text, "# ["+sec.key+"."+f.key+"]") {
+			if !strings.Contains(text, f.key+" = ") && !strings.Contains(text, "# ["+sec.key+"."+f.key+"]") && !strings.Contains(text, "\n["+sec.key+"."+f.key+"]\n") {
 				t.Errorf("explain lacks %s.%s", sec.key, f.key)
 			}
 			if f.doc != "" && !strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(text, "#", "")), " "), f.doc) {
@@ -516,7 +517,7 @@ func TestExplain(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{`one of "adam", "sgd"`, "integer in [1, 64]", "float in [0, 1)", `"minibatch"`, "required", "registered: gat, gcn, gin, pna, sage"} {
+	for _, w := range []string{`one of "adam", "adamw", "sgd"`, "integer in [1, 64]", "float in [0, 1)", `"minibatch"`, "required", "registered: gat, gcn, gin, pna, sage"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("explain lacks %q", w)
 		}

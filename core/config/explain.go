@@ -51,7 +51,7 @@ func explainSection(b *strings.Builder, sec field) {
 func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []field, section string) {
 	var tables []field
 	for _, f := range fields {
-		if isTable(f.typ) {
+		if isTable(f.typ) || f.typ == pluginType {
 			tables = append(tables, f)
 			continue
 		}
@@ -89,6 +89,10 @@ func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []
 	for _, f := range tables {
 		fmt.Fprintf(b, "\n%s[%s.%s]\n", indent, section, f.key)
 		writeComment(b, indent, f.doc)
+		if f.typ == pluginType {
+			explainPlugin(b, f)
+			continue
+		}
 		explainFields(b, indent, v.FieldByIndex(f.index), fieldsOf(f.typ), section+"."+f.key)
 	}
 }

@@ -63,6 +63,7 @@ func decodeRaw(raw map[string]any, src *source, name string, overrides []string)
 	}
 	d.table(nil, raw, reflect.ValueOf(cfg).Elem(), fieldsOf(configType), topLevel)
 	d.strategy(cfg, sections, moved)
+	optimizerDefaults(cfg, raw)
 	d.check(cfg)
 	if err := join(d.errs); err != nil {
 		return nil, err
@@ -71,6 +72,25 @@ func decodeRaw(raw map[string]any, src *source, name string, overrides []string)
 		cfg.Data.FeatureDType = "" // the default, spelled out: the same config (and config_sha256)
 	}
 	return cfg, nil
+}
+
+// weightDecayDefaulter is an optimizer module with a train.weight_decay
+// default of its own (optimizer.adamw: PyTorch's 0.01).
+type weightDecayDefaulter interface{ DefaultWeightDecay() float64 }
+
+// optimizerDefaults gives train.weight_decay the default of the optimizer
+// train.optimizer names when the config does not set it.
+func optimizerDefaults(c *Config, raw map[string]any) {
+	if t, ok := raw["train"].(map[string]any); ok {
+		if _, set := t["weight_decay"]; set {
+			return
+		}
+	}
+	if info, err := registry.Lookup("optimizer." + c.Train.Optimizer); err == nil {
+		if d, ok := info.New().(weightDecayDefaulter); ok {
+			c.Train.WeightDecay = d.DefaultWeightDecay()
+		}
+	}
 }
 
 // randomSplitRE is the form of a generated split (graph.ParseRandomSplit).
@@ -152,6 +172,11 @@ func (d *decoder) check(c *Config) {
 			d.errorf([]string{"data", "split"}, "data.split = %q: a generated split is written random-<train>-<valid>-seed<k>, e.g. \"random-20-30-seed0\"", sp)
 		case i > 0 && !strings.ContainsAny(c.Data.Dataset[i:], `/\`):
 			d.errorf([]string{"data", "split"}, "data.split = %q but data.dataset = %q already names a split after '@'; set it in one place", sp, c.Data.Dataset)
+		}
+	}
+	if e, ok := c.Train.LRSchedule.Module.(interface{ CheckEpochs(int) error }); ok {
+		if err := e.CheckEpochs(c.Train.Epochs); err != nil {
+			d.errorf([]string{"train", "lr_schedule", "warmup_epochs"}, "train.lr_schedule.%v", err)
 		}
 	}
 	m := &c.Model

@@ -87,7 +87,7 @@ type Provisioner interface {
 var ErrNotFound = errors.New("module not found")
 
 // namespaces is the fixed list of namespaces, in display order.
-var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cache", "model", "aggregator", "costmodel", "placement", "comm", "format"}
+var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cache", "model", "aggregator", "costmodel", "placement", "comm", "format", "optimizer", "lrschedule"}
 
 var (
 	mu          sync.RWMutex
@@ -98,7 +98,7 @@ var (
 
 // Namespaces returns the fixed list of module namespaces: backend,
 // strategy, partitioner, sampler, cache, model, aggregator, costmodel,
-// placement, comm, format.
+// placement, comm, format, optimizer, lrschedule.
 func Namespaces() []string { return slices.Clone(namespaces) }
 
 // RegisterUnavailable records a module that exists but is not compiled

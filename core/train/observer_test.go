@@ -121,14 +121,14 @@ func loadConfigText(t *testing.T, dir, text string) *config.Config {
 func testLoop(t *testing.T, cfg *config.Config, st Stepper) *loop {
 	t.Helper()
 	be := fakeBackend{}
-	opt, err := NewOptimizer(cfg.Train.Optimizer, be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+	opt, err := newRunOptimizer(cfg, be, newLRClock(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ds := &graph.Dataset{Name: "fake", NumNodes: 8, NumClasses: 2, Labels: []int32{1, 1, 1, 1, 1, 1, 1, 1},
 		Train: []int32{0, 1}, Valid: []int32{2, 3, 4, 5}, Test: []int32{6, 7}}
 	res := &Result{BestEpoch: -1, ConfigSHA256: "cfg", PeakTierBytes: map[string]int64{}}
-	return &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, model: &Model{Name: "fake", SHA256: "mod"}}
+	return &loop{cfg: cfg, be: be, st: st, opt: opt, lr: newLRClock(cfg), ds: ds, res: res, model: &Model{Name: "fake", SHA256: "mod"}}
 }
 
 // csvRowsOf returns output.csv's rows, or nil when there is no file.

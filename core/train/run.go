@@ -98,7 +98,7 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			fmt.Fprintln(opts.Progress, line)
 		}
 	}
-	opt, err := NewOptimizer(cfg.Train.Optimizer, be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+	opt, err := env.NewOptimizer(be)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	res.ConfigSHA256 = cfgSHA
 	res.alreadyFinished = ck != nil && ck.finished(cfg)
-	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, ds: ds, res: res, ck: ck, model: model, dim: dim, dataset: dsID, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval}
+	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, lr: env.lr, ds: ds, res: res, ck: ck, model: model, dim: dim, dataset: dsID, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval}
 	if err := loop.run(ctx, opts); err != nil {
 		return partialResult(ctx, res, err)
 	}
@@ -374,6 +374,7 @@ type loop struct {
 	be   backend.Backend
 	st   Stepper
 	opt  Optimizer
+	lr   *lrClock // the learning rate of the running epoch, opt's and the replicas'
 	ds   *graph.Dataset
 	res  *Result
 	pred []int32
@@ -552,6 +553,7 @@ func interrupted(ctx context.Context) endKind {
 // step runs one training epoch and returns the loss.
 func (l *loop) step(ctx context.Context, epoch int) (float64, error) {
 	seed := uint64(l.cfg.Train.Seed)*1_000_003 + uint64(epoch)
+	l.lr.at(epoch)
 	return l.st.Epoch(ctx, seed, func() error { return l.opt.Step(l.st.Params().List()) })
 }
 

@@ -82,6 +82,7 @@ type Env struct {
 	Seed     uint64
 	Host     modhost.Host
 	Progress io.Writer // where a long step may report its progress (nil: nowhere)
+	lr       *lrClock  // the run's scheduled learning rate (NewOptimizer)
 }
 
 // Stepper computes the gradients of every optimizer step of an epoch and

@@ -277,8 +277,8 @@ metrics = ["test_acc"]
 
 [[axis]]
 key = "train.optimizer"
-values = ["adam", "adamw", "lion"]
-`, []string{"exp.toml:5:", "train.optimizer", "[run train.optimizer=adamw]", "[run train.optimizer=lion]"}},
+values = ["adam", "adamx", "lion"]
+`, []string{"exp.toml:5:", "train.optimizer", "[run train.optimizer=adamx]", "[run train.optimizer=lion]"}},
 		{"unknown key in a section", `
 metrics = ["test_acc"]
 

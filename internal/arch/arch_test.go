@@ -20,7 +20,7 @@ var coreRank = map[string]int{
 	"core/backend/cpu": 4,
 	"core/backend/sim": 5,
 	"core/engine":      6, "core/store": 6,
-	"core/placing": 7, "core/config": 7,
+	"core/placing": 7, "core/config": 7, "core/optim": 7,
 	"core/train": 8,
 }
 

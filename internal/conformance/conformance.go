@@ -20,6 +20,8 @@ import (
 	"strata/core/config"
 	"strata/core/graph"
 	"strata/core/graph/formattest"
+	"strata/core/optim"
+	"strata/core/optim/optimtest"
 	"strata/core/partition"
 	"strata/core/partition/partitionertest"
 	"strata/core/placing"
@@ -103,6 +105,8 @@ var suites = map[string]func(t *testing.T, info registry.ModuleInfo){
 		}
 		formattest.Test(t, f)
 	},
+	optim.Namespace:         optimtest.TestOptimizer,
+	optim.ScheduleNamespace: optimtest.TestSchedule,
 	"placement": func(t *testing.T, info registry.ModuleInfo) {
 		if newS, ok := constructor[placing.Solver](t, info); ok {
 			placementtest.Test(t, newS)

@@ -257,11 +257,22 @@ func testCapabilities(t *testing.T, id string, host modhost.Host) {
 
 // testResume interrupts a run after its second epoch, resumes it from its
 // checkpoint and compares it with the uninterrupted run: the same final
-// loss and accuracies, to the bit.
+// loss and accuracies, to the bit; once with the defaults, once with AdamW,
+// gradient clipping and a schedule that changes the rate every epoch
+// after a warm-up (the resumed run must take its epoch's rate and the
+// optimizer's moments from the checkpoint).
 func testResume(t *testing.T, id string, host modhost.Host) {
+	toolbox := []string{"train.optimizer=adamw", "train.grad_clip=0.05", "train.lr_schedule.name=step",
+		"train.lr_schedule.step_size=1", "train.lr_schedule.gamma=0.5", "train.lr_schedule.warmup_epochs=1"}
+	for name, extra := range map[string][]string{"defaults": nil, "toolbox": toolbox} {
+		t.Run(name, func(t *testing.T) { resumeEqual(t, id, host, extra) })
+	}
+}
+
+func resumeEqual(t *testing.T, id string, host modhost.Host, extra []string) {
 	ckpt := filepath.Join(t.TempDir(), "run.ckpt")
-	sets := []string{"train.epochs=3", "train.eval_every=1", "train.checkpoint_every=1", "output.checkpoint=" + ckpt}
-	whole, err := train.Run(context.Background(), Config(t, id, "train.epochs=3", "train.eval_every=1"), train.Options{Host: host})
+	sets := append([]string{"train.epochs=3", "train.eval_every=1", "train.checkpoint_every=1", "output.checkpoint=" + ckpt}, extra...)
+	whole, err := train.Run(context.Background(), Config(t, id, append([]string{"train.epochs=3", "train.eval_every=1"}, extra...)...), train.Options{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}

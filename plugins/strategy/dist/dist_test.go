@@ -65,7 +65,7 @@ func trainRank(ctx context.Context, t *testing.T, cfg *config.Config, epochs int
 		return out, err
 	}
 	defer st.Release()
-	opt, err := train.NewOptimizer(cfg.Train.Optimizer, env.Backend, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+	opt, err := env.NewOptimizer(env.Backend)
 	if err != nil {
 		return out, err
 	}

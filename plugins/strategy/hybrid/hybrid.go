@@ -254,7 +254,7 @@ func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.E
 		}
 		t := &hybridTrainer{name: name, cpu: cpu, r: r}
 		if len(s.trainers) > 0 {
-			if t.opt, err = train.NewOptimizer(cfg.Train.Optimizer, re.Be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum); err != nil {
+			if t.opt, err = re.NewOptimizer(re.Be); err != nil {
 				r.Release()
 				return err
 			}

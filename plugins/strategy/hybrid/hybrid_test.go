@@ -35,7 +35,7 @@ func oneEpoch(t *testing.T, cfg *config.Config) (map[string][]float64, train.Epo
 	t.Helper()
 	ctx := context.Background()
 	env, st := testkit.NewTestStepper(t, cfg)
-	opt, err := train.NewOptimizer(cfg.Train.Optimizer, env.Backend, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+	opt, err := env.NewOptimizer(env.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}

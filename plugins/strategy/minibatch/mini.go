@@ -107,7 +107,7 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 		}
 		m.replicas = append(m.replicas, r)
 		if i > 0 {
-			opt, err := train.NewOptimizer(cfg.Train.Optimizer, e.Be, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+			opt, err := e.NewOptimizer(e.Be)
 			if err != nil {
 				m.release()
 				return nil, err

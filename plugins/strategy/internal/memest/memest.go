@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strata/core/optim"
 
 	"strata/core/engine"
 	"strata/core/graph"
@@ -59,16 +60,12 @@ type Estimator struct {
 	accumulate bool    // backward adds into the parameter gradients
 }
 
-// OptimizerSlots returns the state tensors per parameter of an optimizer:
-// Adam's two moments, SGD's velocity when it has momentum.
+// OptimizerSlots returns the state tensors per parameter of an optimizer
+// (its module's optim.Module.Slots): Adam's two moments, SGD's velocity
+// when it has momentum; 0 for a name no module has (the config refuses it).
 func OptimizerSlots(name string, momentum float64) float64 {
-	switch {
-	case name == "adam":
-		return 2
-	case momentum != 0:
-		return 1
-	}
-	return 0
+	n, _ := optim.Slots(name, optim.Hyper{Momentum: momentum})
+	return float64(n)
 }
 
 // New loads costmodel.betty-memory for the model of e.

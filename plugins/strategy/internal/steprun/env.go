@@ -37,11 +37,15 @@ type Env struct {
 	Seed    uint64
 	Host    modhost.Host // for the cost models (memory estimate)
 	Log     io.Writer    // progress of long steps (nil: none)
+	// NewOptimizer returns an optimizer for a replica over a backend,
+	// following the run's schedule and clipping (train.Env.NewOptimizer).
+	NewOptimizer func(backend.Backend) (train.Optimizer, error)
 }
 
 func EnvOf(e *train.Env) Env {
 	s := Env{Be: e.Backend, DT: e.DType, Tier: e.Tier, Model: e.Model, DS: e.Dataset, Feats: e.Features,
-		feats16: e.Features16, Dim: e.Dim, Adjs: e.Adjs, Seed: e.Seed, Host: e.Host, Log: e.Progress}
+		feats16: e.Features16, Dim: e.Dim, Adjs: e.Adjs, Seed: e.Seed, Host: e.Host, Log: e.Progress,
+		NewOptimizer: e.NewOptimizer}
 	if e.FeatureDType.IsHalf() {
 		s.Half = e.FeatureDType
 	}

@@ -13,6 +13,7 @@ import (
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/modhost"
+	"strata/core/optim"
 	"strata/core/safefile"
 	"strata/core/train"
 	"strata/core/train/strategytest"
@@ -87,7 +88,7 @@ func StepsIn(ctx context.Context, t *testing.T, steps int, cfg *config.Config) (
 		return nil, err
 	}
 	defer st.Release()
-	opt, err := train.NewOptimizer(cfg.Train.Optimizer, env.Backend, cfg.Train.LR, cfg.Train.WeightDecay, cfg.Train.Momentum)
+	opt, err := env.NewOptimizer(env.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +306,7 @@ func NewTestStepper(t *testing.T, cfg *config.Config) (*train.Env, train.Stepper
 // holds every term of the estimate.
 func StepWithState(t *testing.T, ctx context.Context, st train.Stepper, be backend.Backend) {
 	t.Helper()
-	opt, err := train.NewOptimizer("adam", be, 0.01, 0, 0)
+	opt, err := optim.New("adam", be, optim.Hyper{LR: 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}
