@@ -387,3 +387,30 @@ for k in ["y", "x", "train_mask", "val_mask", "test_mask"]:
 		}
 	}
 }
+
+// TestBothDirections checks the edges convert --to npy writes against a
+// hand-made list: every edge and its reverse once, duplicates merged,
+// self loops kept once, rows sorted.
+func TestBothDirections(t *testing.T) {
+	// 0->1, 1->0 (a pair stored both ways), 2->2 twice, 3->1.
+	g := graph.FromEdges(4, [][2]int64{{0, 1}, {1, 0}, {2, 2}, {2, 2}, {3, 1}})
+	both, loops := BothDirections(g)
+	want := [][]int64{{1}, {0, 3}, {2}, {1}} // row r: the sources of r
+	for r, cols := range want {
+		var got []int64
+		for e := both.Indptr[r]; e < both.Indptr[r+1]; e++ {
+			got = append(got, both.Col(e))
+		}
+		if !slices.Equal(got, cols) {
+			t.Errorf("row %d: %v, want %v", r, got, cols)
+		}
+	}
+	if loops != 1 || both.NNZ() != 5 {
+		t.Errorf("%d entries, %d self loops; want 5, 1", both.NNZ(), loops)
+	}
+	// Without self loops it is graph.Symmetrize.
+	g = graph.FromEdges(4, [][2]int64{{0, 1}, {3, 1}, {2, 0}})
+	if b, _ := BothDirections(g); !graphtest.SameCSR(b, graph.Symmetrize(g)) {
+		t.Error("without self loops: differs from graph.Symmetrize")
+	}
+}
