@@ -369,6 +369,9 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 
 	// Labels fix the node count.
 	lp := file("labels.npy")
+	if !present(lp) {
+		return nil, graph.FileErrorf(graph.ErrMissing, lp, 0, 0, "file does not exist, nor y.npy (its PyG name): the directory has no labels; save them with np.save(\"y.npy\", y) (int, one per node, -1 = unlabeled)")
+	}
 	labels, classes, err := readNPYLabels(lp, spend)
 	if err != nil {
 		return nil, err
