@@ -488,15 +488,20 @@ func readNPYLabels(lp string, spend *graph.Spend) ([]int32, int, error) {
 // save labels as float). A NaN or a fractional value is an error naming
 // the first one.
 func labelInts(data any, path string) ([]int64, error) {
-	f, ok := data.([]float64)
-	if f32, is32 := data.([]float32); is32 {
-		f, ok = convertNum[float32, float64](f32), true
+	switch v := data.(type) {
+	case []float32:
+		return wholeFloats(v, path)
+	case []float64:
+		return wholeFloats(v, path)
 	}
-	if !ok {
-		return npyInts(data, path)
-	}
-	out := make([]int64, len(f))
-	for i, x := range f {
+	return npyInts(data, path)
+}
+
+// wholeFloats converts float labels that are whole numbers to int64.
+func wholeFloats[F float32 | float64](v []F, path string) ([]int64, error) {
+	out := make([]int64, len(v))
+	for i, f := range v {
+		x := float64(f)
 		if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > 1<<53 {
 			return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "element %d: label %v is not an integer; float labels must hold whole class indices (0.0, 1.0, ...; -1 for unlabeled): save them with y.astype(np.int64)", i, x)
 		}
