@@ -149,6 +149,8 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	in := fs.String("i", "", "dataset spec to read (as data.dataset, including @random-<train>-<valid>-seed<k>)")
 	out := fs.String("o", "", "output: a .strata file (--to strata) or a directory (--to npy)")
 	to := fs.String("to", "strata", "output format: strata (binary, reopens in milliseconds) or npy (a directory of .npy arrays for PyG/DGL: edge_index, x, y, train_mask, val_mask, test_mask)")
+	asStored := fs.Bool("as-stored", false, "--to npy: write the edges as stored (an undirected dataset stored once per edge stays so) instead of both directions of every edge")
+	asJSON := fs.Bool("json", false, "print one JSON object (output, files, nodes, edges_stored, edges_written, edges_trained, times) instead of a line")
 	var maxMem memFlag
 	registerMaxMemory(fs, &maxMem)
 	if err := parse(fs, args); err != nil {
@@ -186,24 +188,9 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if f, _ := ctx.Value(beforeWriteKey{}).(func()); f != nil {
 		f() // a test interrupts the write phase here
 	}
+	res := &convertResult{Output: *out, To: *to, Nodes: ds.NumNodes, EdgesStored: ds.Graph.NNZ(), ParseS: parsed.Seconds()}
 	if *to == "npy" {
-		t1 := time.Now()
-		var files []string
-		err := trackWrite(stderr, "convert: writing", npyBytes(ds), func() error {
-			var err error
-			files, err = numpy.WriteNPYDirContext(ctx, *out, ds, inputs...)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		names := make([]string, len(files))
-		for i, f := range files {
-			names[i] = filepath.Base(f)
-		}
-		fmt.Fprintf(stdout, "wrote %s (%s): %d nodes, %d edges; parsed in %.3fs, written in %.3fs\n",
-			*out, strings.Join(names, ", "), ds.NumNodes, ds.Graph.NNZ(), parsed.Seconds(), time.Since(t1).Seconds())
-		return nil
+		return convertNPY(ctx, ds, res, *asStored, *asJSON, inputs, stdout, stderr)
 	}
 	binBytes := graph.TotalBytes(ds.MemoryFootprint())
 	if err := trackWrite(stderr, "convert: writing", binBytes, func() error {
@@ -218,8 +205,82 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	reopen := time.Since(t1)
 	defer closer.Close()
+	res.EdgesWritten, res.ReopenS = back.Graph.NNZ(), reopen.Seconds()
+	if *asJSON {
+		res.EdgesTrained = graph.Symmetrize(back.Graph).NNZ()
+		return printJSON(stdout, res)
+	}
 	fmt.Fprintf(stdout, "wrote %s: %d nodes, %d edges; parsed in %.3fs, reopens in %.4fs\n",
 		*out, back.NumNodes, back.Graph.NNZ(), parsed.Seconds(), reopen.Seconds())
+	return nil
+}
+
+// convertResult is what `strata convert --json` prints.
+type convertResult struct {
+	Output string   `json:"output"`
+	To     string   `json:"to"`
+	Files  []string `json:"files,omitempty"`
+	Nodes  int      `json:"nodes"`
+	// EdgesStored: the input's directed edges as stored (an undirected
+	// dataset stored once per edge counts each once). EdgesWritten: the
+	// output's (the columns of edge_index.npy). EdgesTrained: the directed
+	// edges a model aggregates over with data.symmetrize = true (each
+	// undirected edge both ways, no duplicates or self loops), what PyG's
+	// layers see in a to_undirected edge_index.
+	EdgesStored  int64   `json:"edges_stored"`
+	EdgesWritten int64   `json:"edges_written"`
+	EdgesTrained int64   `json:"edges_trained"`
+	ParseS       float64 `json:"parse_s"`
+	WriteS       float64 `json:"write_s,omitempty"`
+	ReopenS      float64 `json:"reopen_s,omitempty"`
+}
+
+// convertNPY writes ds as a .npy directory (convert --to npy): both
+// directions of every edge unless asStored.
+func convertNPY(ctx context.Context, ds *graph.Dataset, res *convertResult, asStored, asJSON bool, inputs []string, stdout, stderr io.Writer) error {
+	if !asStored || asJSON {
+		both, loops := numpy.BothDirections(ds.Graph)
+		res.EdgesTrained = both.NNZ() - int64(loops)
+		if !asStored {
+			d := *ds
+			d.Graph = both
+			ds = &d
+		}
+	}
+	res.EdgesWritten = ds.Graph.NNZ()
+	t1 := time.Now()
+	var files []string
+	err := trackWrite(stderr, "convert: writing", npyBytes(ds), func() error {
+		var err error
+		files, err = numpy.WriteNPYDirContext(ctx, res.Output, ds, inputs...)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	res.WriteS = time.Since(t1).Seconds()
+	for _, f := range files {
+		res.Files = append(res.Files, filepath.Base(f))
+	}
+	if asJSON {
+		return printJSON(stdout, res)
+	}
+	how := "both directions of each edge"
+	if asStored {
+		how = "as stored"
+	}
+	fmt.Fprintf(stdout, "wrote %s (%s): %d nodes, %d edges stored, %d written (%s); parsed in %.3fs, written in %.3fs\n",
+		res.Output, strings.Join(res.Files, ", "), res.Nodes, res.EdgesStored, res.EdgesWritten, how, res.ParseS, res.WriteS)
+	return nil
+}
+
+// printJSON prints v as one line of JSON.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return &internalError{err}
+	}
+	fmt.Fprintf(w, "%s\n", b)
 	return nil
 }
 
@@ -262,4 +323,4 @@ func npyBytes(d *graph.Dataset) int64 {
 }
 
 // convertArgs is the synopsis of convert.
-const convertArgs = "-i DATASET -o OUTPUT [--to strata|npy]"
+const convertArgs = "-i DATASET -o OUTPUT [--to strata|npy] [--as-stored] [--json]"

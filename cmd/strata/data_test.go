@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strata/core/graph"
@@ -201,28 +202,89 @@ func corruptNPZ(t *testing.T, path, name string, edit func([]byte) []byte) {
 	out.Close()
 }
 
-// TestConvertToNPY exports a dataset for PyG/DGL and reads it back.
+// TestConvertToNPY exports a dataset for PyG/DGL and reads it back: both
+// directions of every edge by default (Cora stores each undirected edge
+// once: 5278 stored, 10556 written, as PyG's edge_index), as stored with
+// --as-stored; files of mode 0644; --json reports the edge counts.
 func TestConvertToNPY(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "cora-npy")
-	code, stdout, stderr := cli(t, "convert", "--to", "npy", "-i", "embedded:cora", "-o", dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, f := range []string{"edge_index.npy", "x.npy", "y.npy", "train_mask.npy", "val_mask.npy", "test_mask.npy"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil || !strings.Contains(stdout, f) {
-			t.Errorf("%s: %v (stdout %q)", f, err, stdout)
-		}
-	}
-	a, b := inspectJSON(t, "embedded:cora"), inspectJSON(t, dir)
-	for _, k := range []string{"nodes", "edges", "features", "classes", "train", "valid", "test"} {
-		if a[k] != b[k] {
-			t.Errorf("%s: embedded %v, exported %v", k, a[k], b[k])
-		}
+	for _, c := range []struct {
+		name    string
+		flags   []string
+		written float64
+	}{{"both directions", nil, 10556}, {"as stored", []string{"--as-stored"}, 5278}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "cora-npy")
+			code, stdout, stderr := cli(t, append([]string{"convert", "--to", "npy", "--json", "-i", "embedded:cora", "-o", dir}, c.flags...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			r := resultLine(t, stdout)
+			if r["edges_stored"] != float64(5278) || r["edges_written"] != c.written || r["edges_trained"] != float64(10556) || r["nodes"] != float64(2708) {
+				t.Errorf("result %v: want 5278 stored, %v written, 10556 trained", r, c.written)
+			}
+			for _, f := range []string{"edge_index.npy", "x.npy", "y.npy", "train_mask.npy", "val_mask.npy", "test_mask.npy"} {
+				st, err := os.Stat(filepath.Join(dir, f))
+				if err != nil || !strings.Contains(stdout, f) {
+					t.Errorf("%s: %v (stdout %q)", f, err, stdout)
+				} else if st.Mode().Perm() != 0o644 {
+					t.Errorf("%s: mode %v, want 0644", f, st.Mode().Perm())
+				}
+			}
+			a, b := inspectJSON(t, "embedded:cora"), inspectJSON(t, dir)
+			if b["edges"] != c.written {
+				t.Errorf("read back: %v edges, want %v", b["edges"], c.written)
+			}
+			for _, k := range []string{"nodes", "features", "classes", "train", "valid", "test"} {
+				if a[k] != b[k] {
+					t.Errorf("%s: embedded %v, exported %v", k, a[k], b[k])
+				}
+			}
+		})
 	}
 	// A file in the way is an error, not overwritten.
 	file := write(t, t.TempDir(), "taken", "x")
 	if code, _, stderr := cli(t, "convert", "--to", "npy", "-i", "embedded:cora", "-o", file); code != exitUser || !strings.Contains(stderr, "not a directory") {
 		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestConvertToNPYTrainsTheSame trains GCN on Cora and on its convert
+// --to npy directories with one config and seed. The runs must agree
+// exactly: with data.symmetrize = true, Symmetrize(both directions) and
+// Symmetrize(as stored) are Symmetrize(the stored graph), rows sorted,
+// and features, labels and masks are copied bit for bit, so every kernel
+// sees identical inputs in identical order. Without symmetrize, the
+// both-directions directory (Cora has no self loops) is that same
+// graph, so it trains as the original does with symmetrize.
+func TestConvertToNPYTrainsTheSame(t *testing.T) {
+	root := t.TempDir()
+	both, stored := filepath.Join(root, "both"), filepath.Join(root, "stored")
+	for _, args := range [][]string{{"-o", both}, {"-o", stored, "--as-stored"}} {
+		if code, _, stderr := cli(t, append([]string{"convert", "--to", "npy", "-i", "embedded:cora"}, args...)...); code != 0 {
+			t.Fatalf("convert %v: exit %d: %s", args, code, stderr)
+		}
+	}
+	train := func(dataset string, symmetrize bool) map[string]any {
+		args := append([]string{"train", "-c", "../../configs/gcn-cora.toml", "--set", "data.dataset=" + dataset,
+			"--set", fmt.Sprintf("data.symmetrize=%v", symmetrize), "--set", "train.epochs=20",
+			"--set", "output.progress=off", "--set", "output.json=true"}, wasmArgs()...)
+		code, stdout, stderr := cli(t, args...)
+		if code != 0 {
+			t.Fatalf("train %s: exit %d: %s", dataset, code, stderr)
+		}
+		return resultLine(t, stdout)
+	}
+	want := train("embedded:cora", true)
+	for _, c := range []struct {
+		dataset    string
+		symmetrize bool
+	}{{both, true}, {stored, true}, {both, false}} {
+		got := train(c.dataset, c.symmetrize)
+		for _, k := range []string{"final_loss", "best_valid_acc", "test_acc", "train_acc", "best_epoch"} {
+			if got[k] != want[k] {
+				t.Errorf("%s (symmetrize %v): %s = %v, embedded:cora gives %v", filepath.Base(c.dataset), c.symmetrize, k, got[k], want[k])
+			}
+		}
 	}
 }
 

@@ -40,6 +40,26 @@ func (f SourceFile) SHA256() (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
+// NPYDirEdgeLists are the comma-separated edge lists ("src,dst" lines,
+// see LoadSNAP) a .npy directory may hold in place of edge_index.npy.
+var NPYDirEdgeLists = []string{"edges.csv", "edges.csv.gz", "edge_list.csv", "edge_list.csv.gz"}
+
+// IsNPYDir reports whether dir is a .npy directory (format.npy): it has
+// no raw/ (a directory with both layouts is OGB's), and it holds
+// edge_index.npy, or an edge list of NPYDirEdgeLists beside .npy arrays.
+// A name of any file type counts (reading it then refuses a FIFO).
+func IsNPYDir(dir string) bool {
+	has := func(name string) bool { _, err := os.Lstat(filepath.Join(dir, name)); return err == nil }
+	if graph.IsDir(filepath.Join(dir, "raw")) {
+		return false
+	}
+	if has("edge_index.npy") {
+		return true
+	}
+	arrays, _ := fs.Glob(os.DirFS(dir), "*.npy")
+	return len(arrays) > 0 && slices.ContainsFunc(NPYDirEdgeLists, has)
+}
+
 // Sources lists the files that Open(spec) reads, in a fixed order: every
 // raw/ file and the chosen split's files of an OGB-layout directory
 // (embedded ones included), the .npy arrays of a .npy directory, or the
@@ -60,8 +80,16 @@ func Sources(spec string) (files []SourceFile, generator string, err error) {
 	}
 	dirSources := func(dir, split string) ([]SourceFile, error) {
 		fsys := safefile.DirFS(dir)
-		if graph.FileExists(filepath.Join(dir, "edge_index.npy")) && !graph.IsDir(filepath.Join(dir, "raw")) {
-			return globFiles(fsys, dir, "*.npy")
+		if IsNPYDir(dir) {
+			files, err := globFiles(fsys, dir, "*.npy")
+			for _, name := range NPYDirEdgeLists {
+				if err == nil && graph.FileExists(filepath.Join(dir, name)) {
+					var e []SourceFile
+					e, err = globFiles(fsys, dir, name)
+					files = append(files, e...)
+				}
+			}
+			return files, err
 		}
 		return ogbSources(fsys, dir, split)
 	}

@@ -33,6 +33,10 @@ const bytesPerEdgeCSR = 28
 // header line such as "source,target".
 func LoadSNAP(path string) (*graph.Dataset, error) { return loadSNAP(path, 0) }
 
+// LoadSNAPWithin is LoadSNAP with a memory budget in bytes (0:
+// DefaultMaxMemory); a .npy directory reads its edges.csv with it.
+func LoadSNAPWithin(path string, budget int64) (*graph.Dataset, error) { return loadSNAP(path, budget) }
+
 // loadSNAP is LoadSNAP with a memory budget (0: DefaultMaxMemory): the
 // parsed edges are checked against it chunk by chunk as they are read,
 // and the CSR before it is built.

@@ -106,6 +106,19 @@ func TestBudgetWholeLoad(t *testing.T) {
 			return writeNPZ(t, filepath.Join(t.TempDir(), "data.npz"), ogb)
 		}, 6 << 20},
 		{"npy arrays together", func(t *testing.T) string { return npyDir(t, npyFiles) }, 6 << 20},
+		{"npy arrays together, Fortran order", func(t *testing.T) string {
+			return npyDir(t, map[string][]byte{
+				"labels.npy":     npyFiles["labels.npy"],
+				"edge_index.npy": npyFile(1, "<i8", true, []int{2, 250000}, make([]byte, 8*500000)),
+				"features.npy":   npyFile(1, "<f4", true, []int{1000, 1000}, make([]byte, 4*1000000)),
+			})
+		}, 6 << 20},
+		{"edges.csv beside npy arrays", func(t *testing.T) string {
+			return npyDir(t, map[string][]byte{
+				"y.npy": npyFiles["labels.npy"], "x.npy": npyFiles["features.npy"],
+				"edges.csv": []byte(strings.Repeat("0,1\n", 250000)),
+			})
+		}, 6 << 20},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ func FuzzNPY(f *testing.F) {
 	f.Add(npyOf([]float32{1, 2, 3, 4}, 2, 2))
 	f.Add(npyOf([]int64{0, 1, 1, 2}, 2, 2))
 	f.Add(npyFile(1, "<f8", false, []int{1 << 40}, nil))
+	f.Add(npyFile(1, "<i2", true, []int{2, 3, 2}, leBytes([]int16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})))
 	f.Add(npyRaw(2, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", leBytes([]int32{1, 2, 3})))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _, _ = readNPY(bytes.NewReader(data), int64(len(data)), "fuzz.npy", &graph.Spend{Budget: 64 << 20})

@@ -9,11 +9,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"strata/core/graph"
+	"strata/core/graph/formats"
 	"strata/core/registry"
 )
 
@@ -24,9 +26,10 @@ const npyMagic = "\x93NUMPY"
 const maxNPYHeader = 1 << 20
 
 // ReadNPY reads a NumPy .npy file (format version 1, 2 or 3) holding a
-// C-order little-endian array of dtype <f4, <f8, <i4, <i8 or |b1. data is
-// []float32, []float64, []int32, []int64 or []bool. Errors name the file
-// and the header field at fault.
+// little-endian array of a dtype of npyDtypes (float32/64, int8..int64,
+// uint8..uint64, bool). data is the matching Go slice ([]float32, ...,
+// []bool) in row-major order: a Fortran-order array is transposed as it
+// is read. Errors name the file and the header field at fault.
 func ReadNPY(path string) (shape []int, data any, err error) {
 	return readNPYFile(path, &graph.Spend{})
 }
@@ -113,16 +116,13 @@ func readNPY(r io.Reader, size int64, path string, spend *graph.Spend) ([]int, a
 	if err != nil {
 		return nil, nil, err
 	}
-	if h.fortran {
-		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'fortran_order': True is not supported; save a C-order array (numpy.ascontiguousarray)")
-	}
 	t, ok := npyDtypes[h.descr]
-	if !ok || !t.lone {
+	if !ok {
 		hint := ""
 		if strings.HasPrefix(h.descr, ">") {
 			hint = " (big-endian data: convert with arr.astype(arr.dtype.newbyteorder('<')))"
 		}
-		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'descr': %q is not supported%s; want '<f4', '<f8', '<i4', '<i8' or '|b1'", h.descr, hint)
+		return nil, nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'descr': %q is not supported%s; want %s", h.descr, hint, npyDtypeNames)
 	}
 	count, err := npyCount(path, "", h.shape)
 	if err != nil {
@@ -140,7 +140,7 @@ func readNPY(r io.Reader, size int64, path string, spend *graph.Spend) ([]int, a
 		return nil, nil, err
 	}
 	data, raw := t.alloc(count)
-	if _, err := io.ReadFull(r, raw); err != nil {
+	if err := readData(r, raw, h.shape, t.size, h.fortran); err != nil {
 		return nil, nil, graph.FileErrorf(graph.ErrTruncated, path, 0, 0, "data: file ends early (%v)", err)
 	}
 	if i, b := finishNPY(h.descr, raw, t.size); i >= 0 {
@@ -289,10 +289,13 @@ func (p *pyParser) tuple() ([]int, error) {
 
 // LoadNPYDir loads a dataset saved as .npy arrays in dir:
 // edge_index.npy (int, shape (2, E) or (E, 2); row 0 / column 0 is the
-// source), labels.npy (int, shape (N,) or (N, 1); -1 = unlabeled),
+// source; or a "src,dst" edge list of formats.NPYDirEdgeLists such as
+// edges.csv), labels.npy (int, or float holding whole numbers, shape (N,)
+// or (N, 1); -1 = unlabeled),
 // optional features.npy (shape (N, D), any supported numeric dtype,
 // converted to float32), and optional train_idx.npy, valid_idx.npy,
-// test_idx.npy (int node ids, or bool masks of length N). The PyG names
+// test_idx.npy (int node ids, or bool or integer 0/1 masks of length N:
+// readNPYSplit). Arrays may be in Fortran order. The PyG names
 // that WriteNPYDir writes are read too: y.npy, x.npy, train_mask.npy,
 // val_mask.npy, test_mask.npy.
 func LoadNPYDir(dir string) (*graph.Dataset, error) { return loadNPYDir(dir, 0) }
@@ -305,9 +308,22 @@ var npyAliases = [][2]string{{"labels.npy", "y.npy"}, {"features.npy", "x.npy"},
 // or of its PyG name, whichever is present, of any type (a FIFO or a
 // device is then refused by the read gate, not taken for absent); the
 // name itself when neither is (an optional array left out). Both present
-// is an error naming them.
+// is an error naming them. The edges ("edge_index.npy") are
+// edge_index.npy or an edge list of formats.NPYDirEdgeLists, one of them.
 func npyMembers(dir string) (map[string]string, error) {
 	files := map[string]string{"edge_index.npy": filepath.Join(dir, "edge_index.npy")}
+	var edges []string
+	for _, name := range append([]string{"edge_index.npy"}, formats.NPYDirEdgeLists...) {
+		if present(filepath.Join(dir, name)) {
+			edges = append(edges, name)
+		}
+	}
+	switch {
+	case len(edges) > 1:
+		return nil, graph.FileErrorf(graph.ErrFormat, dir, 0, 0, "holds %s, several edge lists, and which to read is ambiguous: keep one", strings.Join(edges, " and "))
+	case len(edges) == 1:
+		files["edge_index.npy"] = filepath.Join(dir, edges[0])
+	}
 	for _, a := range npyAliases {
 		p, q := filepath.Join(dir, a[0]), filepath.Join(dir, a[1])
 		switch {
@@ -331,10 +347,10 @@ func present(path string) bool {
 
 // intsCost is what npyInts allocates to convert data to int64.
 func intsCost(data any) int64 {
-	if v, ok := data.([]int32); ok {
-		return int64(len(v)) * 8
+	if _, ok := data.([]int64); ok {
+		return 0
 	}
-	return 0
+	return int64(reflect.ValueOf(data).Len()) * 8
 }
 
 // loadNPYDir is LoadNPYDir with a memory budget for the whole load (0:
@@ -353,12 +369,19 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 
 	// Labels fix the node count.
 	lp := file("labels.npy")
+	if !present(lp) {
+		return nil, graph.FileErrorf(graph.ErrMissing, lp, 0, 0, "file does not exist, nor y.npy (its PyG name): the directory has no labels; save them with np.save(\"y.npy\", y) (int, one per node, -1 = unlabeled)")
+	}
 	labels, classes, err := readNPYLabels(lp, spend)
 	if err != nil {
 		return nil, err
 	}
 	n := len(labels)
-	g, err := readNPYEdges(file("edge_index.npy"), lp, n, spend)
+	readEdges := readNPYEdges
+	if !strings.HasSuffix(file("edge_index.npy"), ".npy") {
+		readEdges = readCSVEdges
+	}
+	g, err := readEdges(file("edge_index.npy"), lp, n, spend)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +463,7 @@ func readNPYLabels(lp string, spend *graph.Spend) ([]int32, int, error) {
 	if err := spend.Charge(lp, "the labels", intsCost(data)+int64(shape[0])*4); err != nil {
 		return nil, 0, err
 	}
-	lab, err := npyInts(data, lp)
+	lab, err := labelInts(data, lp)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -458,6 +481,33 @@ func readNPYLabels(lp string, spend *graph.Spend) ([]int32, int, error) {
 		maxLabel = max(maxLabel, v)
 	}
 	return labels, int(maxLabel + 1), nil
+}
+
+// labelInts returns label data as int64: integers as they are, floats
+// when every value is integral (0.0, 1.0, -1.0 ...; numpy users often
+// save labels as float). A NaN or a fractional value is an error naming
+// the first one.
+func labelInts(data any, path string) ([]int64, error) {
+	switch v := data.(type) {
+	case []float32:
+		return wholeFloats(v, path)
+	case []float64:
+		return wholeFloats(v, path)
+	}
+	return npyInts(data, path)
+}
+
+// wholeFloats converts float labels that are whole numbers to int64.
+func wholeFloats[F float32 | float64](v []F, path string) ([]int64, error) {
+	out := make([]int64, len(v))
+	for i, f := range v {
+		x := float64(f)
+		if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > 1<<53 {
+			return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "element %d: label %v is not an integer; float labels must hold whole class indices (0.0, 1.0, ...; -1 for unlabeled): save them with y.astype(np.int64)", i, x)
+		}
+		out[i] = int64(x)
+	}
+	return out, nil
 }
 
 // readNPYEdges reads the edge array ep ((2, E) or (E, 2)) of a graph of
@@ -504,30 +554,74 @@ func readNPYEdges(ep, lp string, n int, spend *graph.Spend) (*graph.CSR, error) 
 	return graph.MakeCSR(n, n, indptr, cols), nil
 }
 
-// readNPYSplit reads a split file: int node ids or a bool mask of length n.
+// readCSVEdges reads the comma-separated edge list ep ("src,dst" lines,
+// formats.LoadSNAP) of a graph of the n nodes of the label file lp, with
+// what is left of spend's budget, and charges its CSR to spend.
+func readCSVEdges(ep, lp string, n int, spend *graph.Spend) (*graph.CSR, error) {
+	d, err := formats.LoadSNAPWithin(ep, spend.Left())
+	if err != nil {
+		return nil, err
+	}
+	g := d.Graph
+	if err := spend.Charge(ep, fmt.Sprintf("%d edges", g.NNZ()), int64(g.NumRows+1)*8+g.NNZ()*4); err != nil {
+		return nil, err
+	}
+	top := int64(-1) // the largest node id of an edge
+	for r := range g.NumRows {
+		if g.Indptr[r+1] > g.Indptr[r] {
+			top = max(top, int64(r))
+		}
+	}
+	for e := range g.NNZ() {
+		top = max(top, g.Col(e))
+	}
+	if top >= int64(n) {
+		return nil, graph.FileErrorf(graph.ErrRange, ep, 0, 0, "node id %d outside [0,%d) (%s has %d nodes)", top, n, filepath.Base(lp), n)
+	}
+	indptr := g.Indptr[:min(len(g.Indptr), n+1)]
+	for len(indptr) < n+1 {
+		indptr = append(indptr, g.NNZ())
+	}
+	cols := g.Idx32
+	if g.Idx64 != nil {
+		cols = graph.ConvertIdx[int64, int32](g.Idx64)
+	}
+	return graph.MakeCSR(n, n, indptr, cols), nil
+}
+
+// readNPYSplit reads a split file of a graph of n nodes: a bool mask of
+// length n, an integer 0/1 mask, or integer node ids. An integer array is
+// a mask when its length is n and every value is 0 or 1, otherwise node
+// ids. Both readings accept an array only when n <= 2 and it lists every
+// node once ([0] for n = 1, [0, 1] or [1, 0] for n = 2: the ids of all
+// nodes, or a mask of some), which is refused as ambiguous.
 func readNPYSplit(path string, n int, spend *graph.Spend) ([]int32, error) {
 	shape, data, err := readNPYFile(path, spend)
 	if err != nil {
 		return nil, err
 	}
 	if len(shape) != 1 {
-		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'shape': %v, want (K,) node ids or an (N,) bool mask", shape)
+		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'shape': %v, want (K,) node ids or an (N,) mask", shape)
 	}
 	if mask, ok := data.([]bool); ok {
 		if len(mask) != n {
 			return nil, graph.FileErrorf(graph.ErrCount, path, 0, 0, "header field 'shape': bool mask of length %d, want %d (one per node)", len(mask), n)
 		}
-		var ids []int32
-		for i, b := range mask {
-			if b {
-				ids = append(ids, int32(i))
-			}
-		}
-		return ids, nil
+		return maskIDs(len(mask), func(i int) bool { return mask[i] }), nil
+	}
+	if err := spend.Charge(path, "the split as int64", intsCost(data)); err != nil {
+		return nil, err
 	}
 	vals, err := npyInts(data, path)
 	if err != nil {
 		return nil, err
+	}
+	if isMask(vals, n) {
+		ids := maskIDs(n, func(i int) bool { return vals[i] == 1 })
+		if n <= 2 && allNodes(vals) {
+			return nil, graph.FileErrorf(graph.ErrSplit, path, 0, 0, "%v reads both as node ids (all %d nodes) and as a 0/1 mask (%d of them), and which is meant is ambiguous: save a bool mask (mask.astype(bool))", vals, n, len(ids))
+		}
+		return ids, nil
 	}
 	ids := make([]int32, len(vals))
 	for i, v := range vals {
@@ -539,15 +633,52 @@ func readNPYSplit(path string, n int, spend *graph.Spend) ([]int32, error) {
 	return ids, nil
 }
 
-// npyInts returns integer array data as int64.
-func npyInts(data any, path string) ([]int64, error) {
-	switch v := data.(type) {
-	case []int64:
-		return v, nil
-	case []int32:
-		return graph.ConvertIdx[int32, int64](v), nil
+// isMask reports whether integer split values are a 0/1 mask of n nodes.
+func isMask(vals []int64, n int) bool {
+	if len(vals) != n {
+		return false
 	}
-	return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'descr': %s data, want an integer dtype ('<i4' or '<i8')", npyKind(data))
+	for _, v := range vals {
+		if v != 0 && v != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// allNodes reports whether vals lists each of 0..len(vals)-1 once.
+func allNodes(vals []int64) bool {
+	seen := make([]bool, len(vals))
+	for _, v := range vals {
+		if v < 0 || v >= int64(len(vals)) || seen[v] {
+			return false
+		}
+		seen[v] = true
+	}
+	return true
+}
+
+// maskIDs returns the nodes i < n for which in(i) holds.
+func maskIDs(n int, in func(i int) bool) []int32 {
+	var ids []int32
+	for i := range n {
+		if in(i) {
+			ids = append(ids, int32(i))
+		}
+	}
+	return ids
+}
+
+// npyInts returns integer array data (any integer dtype) as int64.
+func npyInts(data any, path string) ([]int64, error) {
+	v, bad, ok := npyInt64s(data)
+	if !ok {
+		return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "header field 'descr': %s data, want an integer dtype (int8..int64, uint8..uint64)", npyKind(data))
+	}
+	if bad >= 0 {
+		return nil, graph.FileErrorf(graph.ErrRange, path, 0, 0, "element %d: %d is larger than any node id or label", bad, data.([]uint64)[bad])
+	}
+	return v, nil
 }
 
 // npyFloats returns numeric array data as float32.
@@ -573,12 +704,29 @@ func npyNumeric[T float32 | float64](data any) ([]T, bool) {
 		return convertNum[int32, T](v), true
 	case []int64:
 		return convertNum[int64, T](v), true
+	case []int16:
+		return convertNum[int16, T](v), true
+	case []int8:
+		return convertNum[int8, T](v), true
+	case []uint64:
+		return convertNum[uint64, T](v), true
+	case []uint32:
+		return convertNum[uint32, T](v), true
+	case []uint16:
+		return convertNum[uint16, T](v), true
+	case []uint8:
+		return convertNum[uint8, T](v), true
 	}
 	return nil, false
 }
 
+// numeric is the element type of a numeric numpy array.
+type numeric interface {
+	float32 | float64 | int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64
+}
+
 // convertNum converts every element of v to To.
-func convertNum[From, To float32 | float64 | int32 | int64](v []From) []To {
+func convertNum[From numeric, To float32 | float64 | int32 | int64](v []From) []To {
 	out := make([]To, len(v))
 	for i, x := range v {
 		out[i] = To(x)
@@ -586,21 +734,9 @@ func convertNum[From, To float32 | float64 | int32 | int64](v []From) []To {
 	return out
 }
 
-// npyKind names the element type of ReadNPY data.
+// npyKind names the element type of ReadNPY data ("float32", "uint8").
 func npyKind(data any) string {
-	switch data.(type) {
-	case []float32:
-		return "float32"
-	case []float64:
-		return "float64"
-	case []int32:
-		return "int32"
-	case []int64:
-		return "int64"
-	case []bool:
-		return "bool"
-	}
-	return fmt.Sprintf("%T", data)
+	return strings.TrimPrefix(fmt.Sprintf("%T", data), "[]")
 }
 
 // npyFormat is format.npy: a directory of .npy arrays.
@@ -609,15 +745,16 @@ type npyFormat struct{}
 func init() { registry.Register(&npyFormat{}) }
 
 func (*npyFormat) StrataModule() registry.ModuleInfo {
-	return graph.FormatInfo("npy", "a directory of .npy arrays: edge_index.npy, labels.npy, optional features.npy and train/valid/test_idx.npy (the PyG names too)",
+	return graph.FormatInfo("npy", "a directory of .npy arrays: edge_index.npy (or an edges.csv edge list), labels.npy, optional features.npy and train/valid/test_idx.npy (the PyG names too)",
 		func() *npyFormat { return &npyFormat{} })
 }
 
-// Detect takes a directory with edge_index.npy and no raw/ (a directory
-// with both layouts is OGB's), and a lone .npy file to explain it.
+// Detect takes a .npy directory (formats.IsNPYDir: edge_index.npy or
+// edges.csv beside .npy arrays, no raw/), and a lone .npy file to
+// explain it.
 func (*npyFormat) Detect(spec string, st fs.FileInfo) int {
 	switch {
-	case st != nil && st.IsDir() && present(filepath.Join(spec, "edge_index.npy")) && !graph.IsDir(filepath.Join(spec, "raw")):
+	case st != nil && st.IsDir() && formats.IsNPYDir(spec):
 		return graph.DetectLayout
 	case graph.IsFile(st) && graph.HasExt(spec, ".npy"):
 		return graph.DetectSuffix
@@ -633,5 +770,5 @@ func (*npyFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error)
 }
 
 func (*npyFormat) Supports() graph.Support {
-	return graph.Support{Spec: "a directory of .npy arrays (edge_index.npy, labels.npy, ...)", Budget: true}
+	return graph.Support{Spec: "a directory of .npy arrays (edge_index.npy or edges.csv, labels.npy, ...)", Budget: true}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,6 +75,45 @@ func WriteNPYDirContext(ctx context.Context, dir string, d *graph.Dataset, input
 		written = append(written, f.Name())
 	}
 	return written, nil
+}
+
+// BothDirections returns the graph convert --to npy writes by default,
+// PyG's edge_index convention for an undirected graph (what
+// torch_geometric.utils.to_undirected gives): every stored edge i -> j
+// and its reverse j -> i, each pair once, self loops kept once. Without
+// self loops it is graph.Symmetrize(g); strata trains on it as on g with
+// data.symmetrize = true, with either setting. loops counts the self
+// loops kept.
+func BothDirections(g *graph.CSR) (*graph.CSR, int) {
+	s := graph.Symmetrize(g)
+	loops := make([]bool, s.NumRows)
+	k := 0
+	for r := range g.NumRows {
+		for e := g.Indptr[r]; e < g.Indptr[r+1]; e++ {
+			if g.Col(e) == int64(r) && !loops[r] {
+				loops[r] = true
+				k++
+			}
+		}
+	}
+	if k == 0 {
+		return s, 0
+	}
+	indptr := make([]int64, s.NumRows+1)
+	cols := make([]int64, 0, s.NNZ()+int64(k))
+	for r := range s.NumRows {
+		row := make([]int64, 0, s.Indptr[r+1]-s.Indptr[r]+1)
+		for e := s.Indptr[r]; e < s.Indptr[r+1]; e++ {
+			row = append(row, s.Col(e))
+		}
+		if loops[r] {
+			at, _ := slices.BinarySearch(row, int64(r))
+			row = slices.Insert(row, at, int64(r))
+		}
+		cols = append(cols, row...)
+		indptr[r+1] = int64(len(cols))
+	}
+	return graph.MakeCSR(s.NumRows, s.NumCols, indptr, cols), k
 }
 
 // writeNPYFiles writes the arrays of d through write, one call per file.

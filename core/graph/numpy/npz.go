@@ -129,10 +129,10 @@ func (z *npzFile) member(name string) (*zip.File, io.ReadCloser, *npyHeader, err
 	return e, rc, h, nil
 }
 
-// read reads the array name: its shape and its data as []float32,
-// []float64, []int32, []int64, []uint8, []int8 or []bool, charged to the
-// load's budget before it is allocated. Errors name the file and the
-// array.
+// read reads the array name: its shape and its data as the Go slice of
+// its dtype (npyDtypes) in row-major order (a Fortran-order array is
+// transposed as it is read), charged to the load's budget before it is
+// allocated. Errors name the file and the array.
 func (z *npzFile) read(name string) (shape []int, data any, err error) {
 	bad := func(kind error, format string, args ...any) error {
 		return graph.FileErrorf(kind, z.path, 0, 0, "array %q: %s", name, fmt.Sprintf(format, args...))
@@ -143,15 +143,12 @@ func (z *npzFile) read(name string) (shape []int, data any, err error) {
 	}
 	defer rc.Close()
 	shape = h.shape
-	if h.fortran && len(shape) > 1 {
-		return nil, nil, bad(graph.ErrFormat, "header field 'fortran_order': True is not supported; save a C-order array (numpy.ascontiguousarray)")
-	}
 	t, ok := npyDtypes[h.descr]
 	if !ok {
 		if h.descr == "|O" {
 			return nil, nil, bad(graph.ErrFormat, "holds pickled Python objects (dtype object), which only the pickled scipy.sparse layout reads; save plain numeric arrays (numpy.savez of the CSR parts)")
 		}
-		return nil, nil, bad(graph.ErrFormat, "dtype %q is not supported; want float32/64, int32/64, uint8 or bool (little-endian)", h.descr)
+		return nil, nil, bad(graph.ErrFormat, "dtype %q is not supported; want %s", h.descr, npyDtypeNames)
 	}
 	count, err := npyCount(z.path, fmt.Sprintf("array %q: ", name), shape)
 	if err != nil {
@@ -165,7 +162,7 @@ func (z *npzFile) read(name string) (shape []int, data any, err error) {
 		return nil, nil, err
 	}
 	data, raw := t.alloc(count)
-	if _, err := io.ReadFull(rc, raw); err != nil {
+	if err := readData(rc, raw, shape, t.size, h.fortran); err != nil {
 		return nil, nil, bad(graph.ErrTruncated, "header field 'shape' %v of %s needs %d bytes of data, but the entry ends early (%v)", shape, h.descr, len(raw), err)
 	}
 	if i, b := finishNPY(h.descr, raw, t.size); i >= 0 {
@@ -188,21 +185,17 @@ func (z *npzFile) ints(name string) ([]int, []int64, error) {
 			return nil, nil, err
 		}
 	}
-	var out []int64
-	switch v := data.(type) {
-	case []int64:
-		out = v
-	case []int32:
-		out = graph.ConvertIdx[int32, int64](v)
-	case []uint8:
-		out = make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
-		}
-	case []int8:
-		out = make([]int64, len(v))
-		for i, x := range v {
-			out[i] = int64(x)
+	out, badAt, isInt := npyInt64s(data)
+	if badAt >= 0 {
+		return nil, nil, graph.FileErrorf(graph.ErrRange, z.path, 0, 0, "array %q: element %d is %d, larger than any id", name, badAt, data.([]uint64)[badAt])
+	}
+	switch data.(type) {
+	case []bool:
+		out = make([]int64, len(data.([]bool)))
+		for i, x := range data.([]bool) {
+			if x {
+				out[i] = 1
+			}
 		}
 	case []float32, []float64:
 		f, _ := npyNumeric[float64](data)
@@ -218,7 +211,9 @@ func (z *npzFile) ints(name string) ([]int, []int64, error) {
 			}
 		}
 	default:
-		return nil, nil, graph.FileErrorf(graph.ErrFormat, z.path, 0, 0, "array %q: %s data, want integers", name, npyKind(data))
+		if !isInt {
+			return nil, nil, graph.FileErrorf(graph.ErrFormat, z.path, 0, 0, "array %q: %s data, want integers", name, npyKind(data))
+		}
 	}
 	return shape, out, nil
 }

@@ -1,6 +1,7 @@
 package numpy
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -489,9 +490,6 @@ func (u *unpickler) buildArray(o *pyArray, state any) error {
 		}
 		o.shape = append(o.shape, int(d))
 	}
-	if fortran && len(o.shape) > 1 {
-		return fmt.Errorf("a Fortran-order array is not supported; save a C-order one (numpy.ascontiguousarray): %w", graph.ErrFormat)
-	}
 	count, err := npyCount("pickle", "", o.shape)
 	if err != nil {
 		return err
@@ -507,7 +505,7 @@ func (u *unpickler) buildArray(o *pyArray, state any) error {
 	o.descr = dt.npyKey()
 	typ, ok := npyDtypes[o.descr]
 	if !ok {
-		return fmt.Errorf("ndarray dtype %q is not supported; want float32/64, int32/64, uint8, int8 or bool (little-endian): %w", o.descr, graph.ErrFormat)
+		return fmt.Errorf("ndarray dtype %q is not supported; want %s: %w", o.descr, npyDtypeNames, graph.ErrFormat)
 	}
 	raw, ok := t[4].([]byte)
 	if !ok || int64(len(raw)) != count*typ.size {
@@ -517,7 +515,9 @@ func (u *unpickler) buildArray(o *pyArray, state any) error {
 		return fmt.Errorf("ndarray of shape %v and dtype %s: the arrays would need more than the memory budget: %w", o.shape, o.descr, graph.ErrRange)
 	}
 	data, buf := typ.alloc(count)
-	copy(buf, raw)
+	if err := readData(bytes.NewReader(raw), buf, o.shape, typ.size, fortran); err != nil {
+		return fmt.Errorf("ndarray of shape %v: %v: %w", o.shape, err, graph.ErrFormat)
+	}
 	if i, b := finishNPY(o.descr, buf, typ.size); i >= 0 {
 		return fmt.Errorf("bool element %d has byte value %d (want 0 or 1): %w", i, b, graph.ErrFormat)
 	}
