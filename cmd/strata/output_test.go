@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -77,4 +78,58 @@ func TestEarlyStopMetricKey(t *testing.T) {
 			t.Errorf("result metrics %v: %s missing or outside (0, 1]", got, k)
 		}
 	}
+}
+
+// TestRecordingDoesNotChangeTheResult: on simulated devices, which count
+// every link byte, a run that records output.csv and output.log (and so
+// reads the validation logits back for valid_loss) reports the same
+// traffic and the same result as one that records nothing: the read-back
+// is an observation (backend.Peeker), not modelled work.
+func TestRecordingDoesNotChangeTheResult(t *testing.T) {
+	for _, mode := range [][]string{
+		{"train.mode=fullgraph"},
+		{"train.mode=minibatch", "sampler.name=uniform", "sampler.fanouts=[5,5]", "minibatch.batch_size=256"},
+	} {
+		t.Run(mode[0], func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"train", "-c", "../../configs/gcn-cora.toml", "--set", "train.backend=sim", "--set", "train.epochs=3", "--set", "output.progress=off"}
+			for _, m := range mode {
+				args = append(args, "--set", m)
+			}
+			args = append(args, wasmArgs()...)
+			var results []map[string]any
+			for _, rec := range [][]string{nil, {"--set", "output.csv=" + filepath.Join(dir, "e.csv"), "--set", "output.log=" + filepath.Join(dir, "e.log")}} {
+				code, stdout, stderr := cli(t, append(append([]string{}, args...), rec...)...)
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr)
+				}
+				var r map[string]any
+				if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)[strings.LastIndexByte(strings.TrimSpace(stdout), '\n')+1:]), &r); err != nil {
+					t.Fatal(err)
+				}
+				results = append(results, withoutMeasured(r))
+			}
+			a, _ := json.Marshal(results[0])
+			b, _ := json.Marshal(results[1])
+			if string(a) != string(b) {
+				t.Errorf("recording output.csv and output.log changed the result:\nwithout %s\nwith    %s", a, b)
+			}
+			if _, ok := results[0]["traffic"]; !ok {
+				t.Fatalf("no traffic in the result of a sim run: %s", a)
+			}
+		})
+	}
+}
+
+// withoutMeasured drops the measured times, rates and memory of a result
+// (at any depth): they differ from run to run.
+func withoutMeasured(r map[string]any) map[string]any {
+	for k, v := range r {
+		if strings.HasSuffix(k, "_s") || strings.Contains(k, "rss") {
+			delete(r, k)
+		} else if m, ok := v.(map[string]any); ok {
+			withoutMeasured(m)
+		}
+	}
+	return r
 }

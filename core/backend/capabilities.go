@@ -80,6 +80,15 @@ type TrafficCounter interface {
 	TrafficByPurpose() map[string]int64
 }
 
+// Peeker is implemented by backends that count link traffic: Peek copies
+// t into host memory, as Download does, for an observation of the run (a
+// figure it reports, such as the validation loss in output.csv) that is
+// not part of the modelled workload, so the copy is left uncounted and
+// what a run reports never depends on what it records.
+type Peeker interface {
+	Peek(t *tensor.Tensor, dst any) error
+}
+
 // KernelCost predicts the device time of a kernel. Its op codes and inputs
 // are those of the roofline cost model (models/costmodels/roofline): in[0..3]
 // describe the device (GFLOP/s, GB/s, launch µs, bytes per element) and

@@ -178,6 +178,29 @@ func DownloadFloats(be backend.Backend, t *tensor.Tensor) ([]float64, error) {
 	return downloadFloats(be, t)
 }
 
+// PeekFloats is DownloadFloats for an observation of the run (a figure it
+// reports but does not need): on a backend that counts link traffic
+// (backend.Peeker) the copy is not counted.
+func PeekFloats(be backend.Backend, t *tensor.Tensor) ([]float64, error) {
+	p, ok := be.(backend.Peeker)
+	if !ok {
+		return downloadFloats(be, t)
+	}
+	if t.DType() == tensor.Float64 {
+		v := make([]float64, t.Numel())
+		return v, p.Peek(t, v)
+	}
+	f := make([]float32, t.Numel())
+	if err := p.Peek(t, f); err != nil {
+		return nil, err
+	}
+	v := make([]float64, len(f))
+	for i, x := range f {
+		v[i] = float64(x)
+	}
+	return v, nil
+}
+
 // UploadFloats fills a tensor from float64 values (converted to its type).
 func UploadFloats(be backend.Backend, t *tensor.Tensor, v []float64) error {
 	return uploadFloats(be, t, v)

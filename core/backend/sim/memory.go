@@ -179,6 +179,11 @@ func (b *Backend) Download(t *tensor.Tensor, dst any) error {
 	return nil
 }
 
+// Peek implements backend.Peeker: Download without counting the bytes.
+func (b *Backend) Peek(t *tensor.Tensor, dst any) error {
+	return b.of(t).Download(unwrap(t), dst)
+}
+
 // Copy copies src into dst: within a tier it is a kernel, priced; across
 // tiers a transfer, counted on the links between them.
 func (b *Backend) Copy(dst, src *tensor.Tensor) error {
