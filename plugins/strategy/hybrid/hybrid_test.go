@@ -704,16 +704,24 @@ func TestHybridCalibrateBesideStep(t *testing.T) {
 
 // TestRunProbesSetupUntimed: a probe's setup runs before every call of
 // its kernel and outside its time. The setup sleeps ten times as long as
-// the kernel: timed, it would hold the rate under 1/33 ms.
+// the kernel; the test times both itself, so the bound holds on a loaded
+// machine (where both sleeps stretch): the rate must be nearer the
+// kernel's own rate than the rate of setup and kernel together.
 func TestRunProbesSetupUntimed(t *testing.T) {
 	const setupSleep, kernelSleep = 30 * time.Millisecond, 3 * time.Millisecond
 	var rate float64
 	var order []string
+	var setupTime, kernelTime time.Duration
+	timed := func(d *time.Duration, sleep time.Duration) {
+		t0 := time.Now()
+		time.Sleep(sleep)
+		*d += time.Since(t0)
+	}
 	p := &probe{rate: &rate, unit: 1,
-		setup: func() { order = append(order, "setup"); time.Sleep(setupSleep) },
+		setup: func() { order = append(order, "setup"); timed(&setupTime, setupSleep) },
 		f: func() (float64, error) {
 			order = append(order, "f")
-			time.Sleep(kernelSleep)
+			timed(&kernelTime, kernelSleep)
 			return 1, nil
 		}}
 	if err := runProbes(context.Background(), []*probe{p}, nil); err != nil {
@@ -724,12 +732,13 @@ func TestRunProbesSetupUntimed(t *testing.T) {
 			t.Fatalf("call %d is %s, want %s (setup before every kernel call): %v", i, s, want, order)
 		}
 	}
-	if len(order)%2 != 0 || len(order) < 2*probeRounds {
-		t.Errorf("%d calls, want setup and kernel in pairs, at least one pair a round", len(order))
+	calls := len(order) / 2
+	if len(order)%2 != 0 || calls < probeRounds {
+		t.Fatalf("%d calls, want setup and kernel in pairs, at least one pair a round", len(order))
 	}
-	// Untimed, a call is the kernel's 3 ms (10 ms leaves room for a loaded
-	// machine); timed, it would be at least 33 ms.
-	if rate < 100 {
-		t.Errorf("rate %.1f calls/s: the setup's time was counted (want > 100, the kernel alone gives ~330)", rate)
+	kernel := kernelTime.Seconds() / float64(calls)
+	setup := setupTime.Seconds() / float64(calls)
+	if bound := 1 / (kernel + setup/2); rate < bound {
+		t.Errorf("rate %.1f calls/s, under %.1f: the setup's time was counted (kernel %.1f ms, setup %.1f ms a call)", rate, bound, 1e3*kernel, 1e3*setup)
 	}
 }
