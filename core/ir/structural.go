@@ -89,6 +89,14 @@ var structuralOps = []OpSpec{
 		Checks: []Check{{"", func(b *Builder, h, _, _, _ int32) int32 {
 			return b.Record(OpBatchNorm, Attrs{Alpha: 1e-5}, h, checkParam(b, "gamma", width), checkParam(b, "beta", width))
 		}}}},
+	{Kind: OpLayerNorm, Name: "LayerNorm", SDK: "LayerNorm", Class: ClassStructural, Impl: "LayerNorm", Aux: true,
+		Operands: []string{"x", "gamma", "beta"}, Attr: "eps", AttrType: AttrFloat, ReadsArgs: []int{1}, Infer: inferBatchNorm,
+		Doc:    "(x[R,C], gamma[C], beta[C]) -> [R,C]: each row normalised by its own mean and biased variance, (x-μ)/√(σ²+eps)·gamma + beta, as torch.nn.LayerNorm over the last dimension; the same in training and evaluation",
+		SDKDoc: "See LayerNorm1d for the usual parameters.",
+		Cost:   costElementwise(12), CostDoc: "12 flops per element; 3 values per element",
+		Checks: []Check{{"", func(b *Builder, h, _, _, _ int32) int32 {
+			return b.Record(OpLayerNorm, Attrs{Alpha: 1e-5}, h, checkParam(b, "gamma", width), checkParam(b, "beta", width))
+		}}}},
 	{Kind: OpHeadDot, Name: "HeadDot", SDK: "HeadDot", Class: ClassStructural, Impl: "HeadDot",
 		Operands: []string{"x", "a"}, ReadsArgs: []int{0, 1}, Infer: inferHeadDot,
 		Doc:  "(x[R,H·C], a[H,C]) -> [R,H]: one score per row and head",
