@@ -33,7 +33,7 @@ type Kind string
 const (
 	OpInput       Kind = "input"        // layer input "x": [N, in_dim]
 	OpGraph       Kind = "graph"        // adjacency: "adj" or "adj_self"
-	OpParam       Kind = "param"        // learnable weight with concrete shape and init
+	OpParam       Kind = "param"        // weight with concrete shape and init (learnable, or a Buffer)
 	OpAggregate   Kind = "aggregate"    // (g, x[N,C]) reducer sum|mean|max|gcn -> [N,C]
 	OpSpMMEdge    Kind = "spmm_edge"    // (g, w[E,H], x[N,H*C]) -> [N,H*C]
 	OpMatMul      Kind = "matmul"       // (a[R,K], b[K,M]) -> [R,M]

@@ -33,7 +33,7 @@ var structuralOps = []OpSpec{
 	// Leaves: recorded by Builder.Input, Graph and Param.
 	{Kind: OpInput, Class: ClassLeaf, Doc: "the layer input \"x\": [N, in_dim]"},
 	{Kind: OpGraph, Class: ClassLeaf, Doc: "an adjacency, \"adj\" or \"adj_self\": [N,N]"},
-	{Kind: OpParam, Class: ClassLeaf, Doc: "a learnable weight with a concrete shape and an init"},
+	{Kind: OpParam, Class: ClassLeaf, Doc: "a weight with a concrete shape and an init: learnable, or a buffer (Builder.Buffer, sdk.Buffer) that has no gradient and that the optimizer never changes"},
 
 	{Kind: OpAggregate, Name: "Aggregate", SDK: "Aggregate", Class: ClassStructural, Impl: "Aggregate", Aux: true,
 		Operands: []string{"g", "x"}, Attr: "reducer", AttrType: AttrString, Sides: ".sd", Infer: inferAggregate,
