@@ -97,6 +97,8 @@ type Model struct {
 	Hidden       int            `toml:"hidden" range:"[1,65536]" doc:"hidden width (per head for attention models)"`
 	Dropout      float64        `toml:"dropout" range:"[0,1)" doc:"dropout rate between layers"`
 	InputDropout float64        `toml:"input_dropout" range:"[0,1)" special:"-1:same as model.dropout" doc:"dropout rate on the input features"`
+	Residual     bool           `toml:"residual" hash:"omitempty" doc:"add every layer's input to its output (through a learned linear map, l<i>.residual.weight, where the widths differ), around any layer module"`
+	JK           string         `toml:"jk" hash:"omitempty" enum:",cat,max,lstm" doc:"jumping knowledge (Xu et al. 2018, PyG's JumpingKnowledge): combine every layer's output (each layer then ends in its activation, model.hidden wide) by concatenation, elementwise maximum or a bi-directional LSTM's attention over the layers, then a linear classifier (jk.lin); \"\" = off"`
 	Options      map[string]any `toml:"options" docmodules:"aggregator" doc:"extra settings passed to the layer module (integers, floats, booleans and strings), e.g. heads = 8 or aggr = \"powermean\"; a string ending in .wasm names a module file (an aggregator), relative like model.module"`
 }
 

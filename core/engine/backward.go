@@ -20,7 +20,7 @@ func (p *Program) Backward(ctx context.Context) error {
 	}
 	p.saved = false
 	for i := range p.gradInit {
-		p.gradInit[i] = p.mode.AccumulateGrads && p.g.Ops[i].Kind == ir.OpParam
+		p.gradInit[i] = p.mode.AccumulateGrads && p.g.Ops[i].Kind == ir.OpParam && !p.g.Ops[i].Buffer
 	}
 	out := p.g.Outputs[0]
 	p.gradInit[out] = true
@@ -44,7 +44,7 @@ func (p *Program) Backward(ctx context.Context) error {
 		return nil
 	}
 	for i, op := range p.g.Ops {
-		if op.Kind == ir.OpParam && !p.gradInit[i] {
+		if op.Kind == ir.OpParam && !op.Buffer && !p.gradInit[i] {
 			if err := p.be.Fill(p.grads[i], 0); err != nil {
 				return err
 			}

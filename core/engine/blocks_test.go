@@ -262,113 +262,123 @@ func lossGrads(t *testing.T, p *Program, be backend.Backend, labels []int32, idx
 // outputs of its seeds, and that micro-batches with accumulated gradients
 // give the whole batch's gradient (float64, within tol64).
 func TestBlocksMatchFullGraph(t *testing.T) {
-	const dt = tensor.Float64
 	seeds := []int32{3, 17, 5, 22, 9, 31, 0, 12}
-	labelOf := func(v int32) int32 { return v % classes }
 	for name := range blockModels {
 		t.Run(name, func(t *testing.T) {
-			f := newBlockFixture()
 			g := linkModel(t, name, []int64{inDim, width, classes})
-			full, err := Compile(g, f.fullEnv(t, dt), 11)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer full.Release()
-			ps := full.ParamSet()
-
-			// Outputs.
-			if err := full.Forward(context.Background(), Mode{}); err != nil {
-				t.Fatal(err)
-			}
-			fullOut := download(t, &harness{prog: full}, full.Output())
-			outCols := full.Output().Cols()
-			mb, err := Bind(g, f.blockEnv(t, seeds, dt), ps)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer mb.Release()
-			narrows := 0
-			for _, op := range mb.g.Ops {
-				if op.Kind == opNarrow {
-					narrows++
-				}
-			}
+			narrows := blocksMatchFull(t, g, seeds)
 			// GCN only aggregates; the others combine a layer's sources
 			// with its destinations (root term, destination scores).
 			if wantNarrow := name != "gcn"; (narrows > 0) != wantNarrow {
-				t.Errorf("%d narrow ops in the block program, want some: %v\n%s", narrows, wantNarrow, mb.g)
-			}
-			if err := mb.Forward(context.Background(), Mode{}); err != nil {
-				t.Fatal(err)
-			}
-			got := download(t, &harness{prog: mb}, mb.Output())
-			if len(got) != len(seeds)*outCols {
-				t.Fatalf("block output has %d values, want %d", len(got), len(seeds)*outCols)
-			}
-			for i, s := range seeds {
-				for c := 0; c < outCols; c++ {
-					if d := math.Abs(got[i*outCols+c] - fullOut[int(s)*outCols+c]); d > tol64(g, f, fullOut[int(s)*outCols+c]) {
-						t.Fatalf("seed %d column %d: block %g, full graph %g", s, c, got[i*outCols+c], fullOut[int(s)*outCols+c])
-					}
-				}
-			}
-
-			// Whole-batch gradient over the seeds, on the full graph.
-			labels := make([]int32, f.adj.NumRows)
-			for i := range labels {
-				labels[i] = labelOf(int32(i))
-			}
-			lossGrads(t, full, f.be, labels, seeds, false)
-			want, err := gradsOf(f.be, ps)
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			// Two micro-batches, gradients scaled by their share and summed.
-			if err := ps.ZeroGrads(); err != nil {
-				t.Fatal(err)
-			}
-			for _, part := range [][]int32{seeds[:3], seeds[3:]} {
-				env := f.blockEnv(t, part, dt)
-				p, err := Bind(g, env, ps)
-				if err != nil {
-					t.Fatal(err)
-				}
-				lab := make([]int32, len(part))
-				idx := make([]int32, len(part))
-				for i, s := range part {
-					lab[i], idx[i] = labelOf(s), int32(i)
-				}
-				// The loss is a mean over the micro-batch: weigh it by its share.
-				if err := p.Forward(context.Background(), Mode{Train: true, AccumulateGrads: true}); err != nil {
-					t.Fatal(err)
-				}
-				lt := upload32(t, f.be, lab)
-				it := upload32(t, f.be, idx)
-				if _, err := f.be.SoftmaxCrossEntropy(p.Output(), lt, it, p.OutputGrad()); err != nil {
-					t.Fatal(err)
-				}
-				if err := f.be.Axpby(0, p.OutputGrad(), float64(len(part))/float64(len(seeds)), p.OutputGrad()); err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Backward(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				p.Release()
-			}
-			got2, err := gradsOf(f.be, ps)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, w := range want {
-				for i := range w {
-					if d := math.Abs(got2[name][i] - w[i]); d > tol64(g, f, w[i]) {
-						t.Fatalf("gradient %s[%d]: micro-batches %g, whole batch %g", name, i, got2[name][i], w[i])
-					}
-				}
+				t.Errorf("%d narrow ops in the block program, want some: %v", narrows, wantNarrow)
 			}
 		})
 	}
+}
+
+// blocksMatchFull checks that a model bound to the blocks of seeds gives
+// the full-graph program's outputs at the seeds, and that two
+// micro-batches of blocks sum to the whole batch's gradients. It returns
+// the number of narrow ops of the block program.
+func blocksMatchFull(t *testing.T, g *ir.Graph, seeds []int32) int {
+	t.Helper()
+	const dt = tensor.Float64
+	labelOf := func(v int32) int32 { return v % classes }
+	narrows := 0
+	f := newBlockFixture()
+	full, err := Compile(g, f.fullEnv(t, dt), 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Release()
+	ps := full.ParamSet()
+
+	// Outputs.
+	if err := full.Forward(context.Background(), Mode{}); err != nil {
+		t.Fatal(err)
+	}
+	fullOut := download(t, &harness{prog: full}, full.Output())
+	outCols := full.Output().Cols()
+	mb, err := Bind(g, f.blockEnv(t, seeds, dt), ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Release()
+	for _, op := range mb.g.Ops {
+		if op.Kind == opNarrow {
+			narrows++
+		}
+	}
+	if err := mb.Forward(context.Background(), Mode{}); err != nil {
+		t.Fatal(err)
+	}
+	got := download(t, &harness{prog: mb}, mb.Output())
+	if len(got) != len(seeds)*outCols {
+		t.Fatalf("block output has %d values, want %d", len(got), len(seeds)*outCols)
+	}
+	for i, s := range seeds {
+		for c := 0; c < outCols; c++ {
+			if d := math.Abs(got[i*outCols+c] - fullOut[int(s)*outCols+c]); d > tol64(g, f, fullOut[int(s)*outCols+c]) {
+				t.Fatalf("seed %d column %d: block %g, full graph %g", s, c, got[i*outCols+c], fullOut[int(s)*outCols+c])
+			}
+		}
+	}
+
+	// Whole-batch gradient over the seeds, on the full graph.
+	labels := make([]int32, f.adj.NumRows)
+	for i := range labels {
+		labels[i] = labelOf(int32(i))
+	}
+	lossGrads(t, full, f.be, labels, seeds, false)
+	want, err := gradsOf(f.be, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Two micro-batches, gradients scaled by their share and summed.
+	if err := ps.ZeroGrads(); err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range [][]int32{seeds[:3], seeds[3:]} {
+		env := f.blockEnv(t, part, dt)
+		p, err := Bind(g, env, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lab := make([]int32, len(part))
+		idx := make([]int32, len(part))
+		for i, s := range part {
+			lab[i], idx[i] = labelOf(s), int32(i)
+		}
+		// The loss is a mean over the micro-batch: weigh it by its share.
+		if err := p.Forward(context.Background(), Mode{Train: true, AccumulateGrads: true}); err != nil {
+			t.Fatal(err)
+		}
+		lt := upload32(t, f.be, lab)
+		it := upload32(t, f.be, idx)
+		if _, err := f.be.SoftmaxCrossEntropy(p.Output(), lt, it, p.OutputGrad()); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.be.Axpby(0, p.OutputGrad(), float64(len(part))/float64(len(seeds)), p.OutputGrad()); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Backward(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		p.Release()
+	}
+	got2, err := gradsOf(f.be, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		for i := range w {
+			if d := math.Abs(got2[name][i] - w[i]); d > tol64(g, f, w[i]) {
+				t.Fatalf("gradient %s[%d]: micro-batches %g, whole batch %g", name, i, got2[name][i], w[i])
+			}
+		}
+	}
+	return narrows
 }
 
 // tol64 bounds the difference of a value v of a block program and of the

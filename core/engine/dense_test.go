@@ -29,14 +29,7 @@ func TestGCNMatchesDense(t *testing.T) {
 	}
 	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
 		hn := newHarness(t, gr, dt)
-		if err := hn.prog.Forward(context.Background(), Mode{}); err != nil {
-			t.Fatal(err)
-		}
-		got := download(t, hn, hn.prog.Output())
-		snap, err := hn.prog.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, snap := hn.forward(t, Mode{})
 		// The dense reference in the program's order, with the bound of
 		// each value (floattol.Val): its exact value and how far any
 		// correct float32 or float64 computation of it can be.
@@ -123,4 +116,19 @@ func reluV(a []floattol.Val) []floattol.Val {
 		out[i] = floattol.Max(v, floattol.In(0))
 	}
 	return out
+}
+
+// forward runs the program in mode m and returns its output and
+// parameters.
+func (h *harness) forward(t *testing.T, m Mode) (out []float64, params map[string][]float64) {
+	t.Helper()
+	if err := h.prog.Forward(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	out = download(t, h, h.prog.Output())
+	params, err := h.prog.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, params
 }

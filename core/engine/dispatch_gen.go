@@ -28,6 +28,8 @@ func (p *Program) forwardStructural(ctx context.Context, i int32, m Mode) error 
 		return p.forwardDropout(ctx, i, m)
 	case "batchnorm":
 		return p.forwardBatchNorm(ctx, i, m)
+	case "layernorm":
+		return p.forwardLayerNorm(ctx, i, m)
 	case "head_dot":
 		return p.forwardHeadDot(ctx, i, m)
 	case "u_add_v":
@@ -63,6 +65,8 @@ func (p *Program) backwardStructural(ctx context.Context, i int32) error {
 		return p.backwardDropout(ctx, i)
 	case "batchnorm":
 		return p.backwardBatchNorm(ctx, i)
+	case "layernorm":
+		return p.backwardLayerNorm(ctx, i)
 	case "head_dot":
 		return p.backwardHeadDot(ctx, i)
 	case "u_add_v":
@@ -88,6 +92,8 @@ func (p *Program) bindStructural(i int, op *ir.Op, shape []int) error {
 		return p.bindMatMul(i, op, shape)
 	case "batchnorm":
 		return p.bindBatchNorm(i, op, shape)
+	case "layernorm":
+		return p.bindLayerNorm(i, op, shape)
 	case "head_mean":
 		return p.bindHeadMean(i, op, shape)
 	case "lstm_aggregate":

@@ -72,7 +72,7 @@ func (p *Program) groupDropReaders(readers [][]int32, rs []int32) {
 	var group []int32
 	for _, r := range rs {
 		w := p.g.Ops[r].Args[1]
-		if p.g.Ops[w].Kind == ir.OpParam && len(readers[w]) == 1 {
+		if learnable(&p.g.Ops[w]) && len(readers[w]) == 1 {
 			group = append(group, r)
 		}
 	}

@@ -55,7 +55,7 @@ func (p *Program) fuseEpilogues(model *ir.Graph) {
 			continue
 		}
 		bias, ok := only(agg, ir.OpBias)
-		if !ok || p.g.Ops[p.g.Ops[bias].Args[1]].Kind != ir.OpParam {
+		if !ok || !learnable(&p.g.Ops[p.g.Ops[bias].Args[1]]) {
 			continue
 		}
 		target := bias
@@ -92,3 +92,6 @@ func (p *Program) forwardEpilogue(ctx context.Context, i int32) error {
 	// graph, so it has no current value yet in the first forward).
 	return p.be.(backend.SpMMBiasActer).SpMMBiasAct(ctx, w.Adj, norm, p.val(op.Args[1]), p.vals[p.g.Ops[bias].Args[1]], act, 0, p.vals[target])
 }
+
+// learnable reports whether op is a param with a gradient (not a buffer).
+func learnable(op *ir.Op) bool { return op.Kind == ir.OpParam && !op.Buffer }

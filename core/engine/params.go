@@ -9,7 +9,7 @@ import (
 )
 
 // Params holds a model's learnable tensors with their gradients, and its
-// non-learnable state (batch-norm running statistics). It outlives any one
+// non-learnable state (batch-norm running statistics, buffers). It outlives any one
 // Program: the programs bound for different mini-batches or micro-batches
 // of one model share it, so an optimizer step sees every batch's gradient.
 type Params struct {
@@ -51,6 +51,17 @@ func NewParams(g *ir.Graph, be backend.Backend, dt tensor.DType, tier tensor.Tie
 				ps.Release()
 				return nil, fmt.Errorf("engine: parameter %q: %w", op.Name, err)
 			}
+			if op.Buffer { // non-learnable: model state, no gradient
+				if !dry {
+					err = initParam(be, op, v, rng)
+				}
+				if err != nil {
+					ps.Release()
+					return nil, fmt.Errorf("engine: buffer %q: %w", op.Name, err)
+				}
+				ps.state[op.Name] = v
+				continue
+			}
 			gr, err := alloc(shape)
 			if err != nil {
 				ps.Release()
@@ -86,6 +97,10 @@ func NewParams(g *ir.Graph, be backend.Backend, dt tensor.DType, tier tensor.Tie
 	}
 	return ps, nil
 }
+
+// Buffer returns the value of a non-learnable parameter (ir.Op.Buffer),
+// or nil when the model has none of that name.
+func (ps *Params) Buffer(name string) *tensor.Tensor { return ps.state[name] }
 
 // List returns the learnable parameters in graph order.
 func (ps *Params) List() []*Param { return ps.list }

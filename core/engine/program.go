@@ -125,7 +125,8 @@ type opAux struct {
 	rows                       *tensor.Tensor // narrow: the row ids 0..n-1
 	xw                         *tensor.Tensor // lstm_aggregate: x·W_ih, then its gradient (scratch)
 	gates, cells, hprev        *tensor.Tensor // lstm_aggregate: saved state (training)
-	ones                       *tensor.Tensor // degree: a row of ones [1,C]
+	ones                       *tensor.Tensor // degree: a row of ones [1,C]; layernorm: a column [C,1]
+	normed                     *tensor.Tensor // layernorm: x̂, saved for the backward
 	// fused: a segment sum or mean of a gather_src that nothing else
 	// reads runs as one SpMM over the adjacency; fusedInto marks that
 	// gather, which then holds no buffer (see fuseGathers).
@@ -336,6 +337,14 @@ func (p *Program) bind() error {
 			p.vals[i] = p.env.Input
 			continue
 		case ir.OpParam:
+			if op.Buffer {
+				v := p.params.state[op.Name]
+				if v == nil || !sameDims(v.Shape(), op.Shape) {
+					return fmt.Errorf("engine: buffer %q is not in the parameter set (or has another shape)", op.Name)
+				}
+				p.vals[i] = v
+				continue
+			}
 			pr, ok := p.params.named[op.Name]
 			if !ok || !sameDims(pr.Value.Shape(), op.Shape) {
 				return fmt.Errorf("engine: parameter %q is not in the parameter set (or has another shape)", op.Name)

@@ -151,6 +151,17 @@ func elemCount(n int64) string {
 
 // Param declares a learnable weight.
 func (b *Builder) Param(name string, shape []int64, init string) int32 {
+	return b.param(name, shape, init, false)
+}
+
+// Buffer declares a non-learnable parameter (torch's register_buffer): a
+// param op with Buffer set, held and checkpointed with the model but
+// given no gradient and never updated by the optimizer.
+func (b *Builder) Buffer(name string, shape []int64, init string) int32 {
+	return b.param(name, shape, init, true)
+}
+
+func (b *Builder) param(name string, shape []int64, init string, buffer bool) int32 {
 	if !b.checkName(OpParam, name) {
 		return -1
 	}
@@ -177,7 +188,7 @@ func (b *Builder) Param(name string, shape []int64, init string) int32 {
 		return b.fail(OpParam, "%q: unknown init %q (allowed: %v)", name, init, Inits)
 	}
 	b.params[name] = true
-	return b.add(Op{Kind: OpParam, Name: name, Shape: slices.Clone(shape), Init: init})
+	return b.add(Op{Kind: OpParam, Name: name, Shape: slices.Clone(shape), Init: init, Buffer: buffer})
 }
 
 func rank2(s []int64) bool { return len(s) == 2 }

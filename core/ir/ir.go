@@ -33,7 +33,7 @@ type Kind string
 const (
 	OpInput       Kind = "input"        // layer input "x": [N, in_dim]
 	OpGraph       Kind = "graph"        // adjacency: "adj" or "adj_self"
-	OpParam       Kind = "param"        // learnable weight with concrete shape and init
+	OpParam       Kind = "param"        // weight with concrete shape and init (learnable, or a Buffer)
 	OpAggregate   Kind = "aggregate"    // (g, x[N,C]) reducer sum|mean|max|gcn -> [N,C]
 	OpSpMMEdge    Kind = "spmm_edge"    // (g, w[E,H], x[N,H*C]) -> [N,H*C]
 	OpMatMul      Kind = "matmul"       // (a[R,K], b[K,M]) -> [R,M]
@@ -50,6 +50,7 @@ const (
 	OpConcat      Kind = "concat"       // (a[R,C1], b[R,C2]) -> [R,C1+C2]
 	OpDropout     Kind = "dropout"      // (x), drop probability Alpha, training only
 	OpBatchNorm   Kind = "batchnorm"    // (x[R,C], gamma[C], beta[C]) eps Alpha
+	OpLayerNorm   Kind = "layernorm"    // (x[R,C], gamma[C], beta[C]) eps Alpha, per row
 	OpHeadDot     Kind = "head_dot"     // (x[R,H*C], a[H,C]) -> [R,H]
 	OpUAddV       Kind = "u_add_v"      // (g, u[N,H], v[N,H]) -> [E,H]
 	OpUDotV       Kind = "u_dot_v"      // (g, x[N,H*C], y[N,H*C]) -> [E,H], <x[dst], y[src]>
@@ -77,6 +78,9 @@ type Op struct {
 	Alpha   float64 // slope, scale, dropout p or eps
 	Heads   int64   // head_mean head count
 	Layer   int32   // the model layer the op belongs to (set by Link)
+	// Buffer marks a param op as non-learnable (Builder.Buffer): no
+	// gradient, no optimizer update, checkpointed as model state.
+	Buffer bool
 	// Stream names a dropout's random stream in the model: its layer and
 	// its index in the layer's own graph, set by Link (0 in a graph that
 	// was never linked). The engine draws masks from it, never from the
@@ -134,11 +138,12 @@ func DimString(d int64) string {
 	return fmt.Sprint(d)
 }
 
-// Params returns the indices of the param ops, in order.
+// Params returns the indices of the learnable param ops (not buffers), in
+// order.
 func (g *Graph) Params() []int32 {
 	var ps []int32
 	for i, op := range g.Ops {
-		if op.Kind == OpParam {
+		if op.Kind == OpParam && !op.Buffer {
 			ps = append(ps, int32(i))
 		}
 	}

@@ -9,18 +9,32 @@ import "fmt"
 // graph ops, so a mini-batch binds a different block to every layer while
 // full-graph training binds the same adjacency to all of them.
 func Link(layers []*Graph) (*Graph, error) {
+	g, _, err := link(layers)
+	if err == nil {
+		err = checkModelParams(g)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// link is Link without the parameter limit; it also returns every
+// layer's output in the linked graph.
+func link(layers []*Graph) (*Graph, []int32, error) {
 	if len(layers) == 0 {
-		return nil, fmt.Errorf("model has no layers")
+		return nil, nil, fmt.Errorf("model has no layers")
 	}
 	var out Graph
 	prev := int32(-1)
+	outs := make([]int32, 0, len(layers))
 	for li, l := range layers {
 		remap := make([]int32, len(l.Ops))
 		for i, op := range l.Ops {
 			if op.Kind == OpInput && li > 0 {
 				want := out.Ops[prev].Shape[1]
 				if op.Shape[1] != want {
-					return nil, fmt.Errorf("layer %d takes input width %d but layer %d produces %d", li, op.Shape[1], li-1, want)
+					return nil, nil, fmt.Errorf("layer %d takes input width %d but layer %d produces %d", li, op.Shape[1], li-1, want)
 				}
 				remap[i] = prev
 				continue
@@ -40,15 +54,21 @@ func Link(layers []*Graph) (*Graph, error) {
 			remap[i] = int32(len(out.Ops) - 1)
 		}
 		if len(l.Outputs) != 1 {
-			return nil, fmt.Errorf("layer %d has %d outputs, want 1", li, len(l.Outputs))
+			return nil, nil, fmt.Errorf("layer %d has %d outputs, want 1", li, len(l.Outputs))
 		}
 		prev = remap[l.Outputs[0]]
+		outs = append(outs, prev)
 	}
 	out.Outputs = []int32{prev}
-	if n := out.NumParams(); n > MaxModelParamElems {
-		return nil, fmt.Errorf("the model's parameters hold %s elements, more than the limit of %d: use fewer or narrower layers", elemCount(n), MaxModelParamElems)
+	return &out, outs, nil
+}
+
+// checkModelParams bounds the parameters of a linked model.
+func checkModelParams(g *Graph) error {
+	if n := g.NumParams(); n > MaxModelParamElems {
+		return fmt.Errorf("the model's parameters hold %s elements, more than the limit of %d: use fewer or narrower layers", elemCount(n), MaxModelParamElems)
 	}
-	return &out, nil
+	return nil
 }
 
 // StreamOf is the Stream of op i of layer li's own graph: distinct for

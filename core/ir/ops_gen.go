@@ -42,6 +42,11 @@ func (bl *Builder) BatchNorm(x, gamma, beta int32, eps float64) int32 {
 	return bl.Record("batchnorm", Attrs{Alpha: eps}, x, gamma, beta)
 }
 
+// LayerNorm records layernorm (x[R,C], gamma[C], beta[C]) -> [R,C]: each row normalised by its own mean and biased variance, (x-μ)/√(σ²+eps)·gamma + beta, as torch.nn.LayerNorm over the last dimension; the same in training and evaluation.
+func (bl *Builder) LayerNorm(x, gamma, beta int32, eps float64) int32 {
+	return bl.Record("layernorm", Attrs{Alpha: eps}, x, gamma, beta)
+}
+
 // HeadDot records head_dot (x[R,H·C], a[H,C]) -> [R,H]: one score per row and head.
 func (bl *Builder) HeadDot(x, a int32) int32 {
 	return bl.Record("head_dot", Attrs{}, x, a)

@@ -22,7 +22,7 @@ func (g *Graph) SplitLayers() ([]*Graph, error) {
 		for _, a := range op.Args {
 			if g.Ops[a].Layer != op.Layer {
 				if g.Ops[a].Layer != op.Layer-1 || g.Ops[a].Kind == OpParam || g.Ops[a].Kind == OpGraph {
-					return nil, fmt.Errorf("op #%d of layer %d reads op #%d of layer %d: not a linked model", i, op.Layer, a, g.Ops[a].Layer)
+					return nil, fmt.Errorf("op #%d of layer %d reads op #%d of layer %d, which is not its input: a model that runs layer by layer cannot skip layers (model.jk with more than 2 layers)", i, op.Layer, a, g.Ops[a].Layer)
 				}
 				outs[g.Ops[a].Layer] = a
 			}

@@ -33,7 +33,7 @@ var structuralOps = []OpSpec{
 	// Leaves: recorded by Builder.Input, Graph and Param.
 	{Kind: OpInput, Class: ClassLeaf, Doc: "the layer input \"x\": [N, in_dim]"},
 	{Kind: OpGraph, Class: ClassLeaf, Doc: "an adjacency, \"adj\" or \"adj_self\": [N,N]"},
-	{Kind: OpParam, Class: ClassLeaf, Doc: "a learnable weight with a concrete shape and an init"},
+	{Kind: OpParam, Class: ClassLeaf, Doc: "a weight with a concrete shape and an init: learnable, or a buffer (Builder.Buffer, sdk.Buffer) that has no gradient and that the optimizer never changes"},
 
 	{Kind: OpAggregate, Name: "Aggregate", SDK: "Aggregate", Class: ClassStructural, Impl: "Aggregate", Aux: true,
 		Operands: []string{"g", "x"}, Attr: "reducer", AttrType: AttrString, Sides: ".sd", Infer: inferAggregate,
@@ -88,6 +88,14 @@ var structuralOps = []OpSpec{
 		Cost: costElementwise(6), CostDoc: "6 flops per element; 3 values per element",
 		Checks: []Check{{"", func(b *Builder, h, _, _, _ int32) int32 {
 			return b.Record(OpBatchNorm, Attrs{Alpha: 1e-5}, h, checkParam(b, "gamma", width), checkParam(b, "beta", width))
+		}}}},
+	{Kind: OpLayerNorm, Name: "LayerNorm", SDK: "LayerNorm", Class: ClassStructural, Impl: "LayerNorm", Aux: true,
+		Operands: []string{"x", "gamma", "beta"}, Attr: "eps", AttrType: AttrFloat, ReadsArgs: []int{1}, Infer: inferBatchNorm,
+		Doc:    "(x[R,C], gamma[C], beta[C]) -> [R,C]: each row normalised by its own mean and biased variance, (x-μ)/√(σ²+eps)·gamma + beta, as torch.nn.LayerNorm over the last dimension; the same in training and evaluation",
+		SDKDoc: "See LayerNorm1d for the usual parameters.",
+		Cost:   costElementwise(12), CostDoc: "12 flops per element; 3 values per element",
+		Checks: []Check{{"", func(b *Builder, h, _, _, _ int32) int32 {
+			return b.Record(OpLayerNorm, Attrs{Alpha: 1e-5}, h, checkParam(b, "gamma", width), checkParam(b, "beta", width))
 		}}}},
 	{Kind: OpHeadDot, Name: "HeadDot", SDK: "HeadDot", Class: ClassStructural, Impl: "HeadDot",
 		Operands: []string{"x", "a"}, ReadsArgs: []int{0, 1}, Infer: inferHeadDot,

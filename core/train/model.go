@@ -67,11 +67,7 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 	in := int64(inDim)
 	for l := range m.Layers {
 		lc := user.Clone()
-		last := l == m.Layers-1
-		out := int64(m.Hidden) * heads
-		if last {
-			out = int64(classes)
-		}
+		last, out := classifierLayer(cfg, l, heads, classes)
 		drop := m.Dropout
 		if l == 0 {
 			drop = m.InputDropoutRate()
@@ -97,6 +93,11 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 		if len(g.Outputs) != 1 {
 			return nil, fmt.Errorf("model %q layer %d has %d outputs, want 1", name, l, len(g.Outputs))
 		}
+		if m.Residual {
+			if g, err = ir.Residual(g); err != nil {
+				return nil, cfg.KeyError(fmt.Sprintf("model.residual: model %q layer %d of %d: %v", name, l, m.Layers, err), "model", "residual")
+			}
+		}
 		graphs = append(graphs, g)
 		in = g.Ops[g.Outputs[0]].Shape[1]
 	}
@@ -118,7 +119,11 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 			return nil, fmt.Errorf("model %q: layer 0 takes input width %d but the dataset has %d features (read the width from in_dim)", name, op.Shape[1], inDim)
 		}
 	}
-	linked, err := ir.Link(graphs)
+	link := ir.Link
+	if m.JK != "" {
+		link = func(gs []*ir.Graph) (*ir.Graph, error) { return ir.LinkJK(gs, m.JK, int64(classes)) }
+	}
+	linked, err := link(graphs)
 	if err != nil {
 		return nil, fmt.Errorf("model %q: %w", name, err)
 	}
@@ -129,6 +134,16 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 		return nil, err
 	}
 	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked}, nil
+}
+
+// classifierLayer says whether layer l is the model's classifier (the
+// last one, unless model.jk adds its own) and its output width: classes
+// for the classifier, model.hidden × heads otherwise.
+func classifierLayer(cfg *config.Config, l int, heads int64, classes int) (bool, int64) {
+	if l == cfg.Model.Layers-1 && cfg.Model.JK == "" {
+		return true, int64(classes)
+	}
+	return false, int64(cfg.Model.Hidden) * heads
 }
 
 // checkBindable refuses a model the strategy train.mode names cannot

@@ -49,6 +49,20 @@ func BatchNorm1d(name string, x Value, cols int64) Value {
 	return BatchNorm(x, gamma, beta, 1e-5)
 }
 
+// LayerNorm1d normalises every row of x (cols columns) with eps 1e-5, as
+// torch.nn.LayerNorm(cols): with affine, learnable "<name>.weight" (ones)
+// and "<name>.bias" (zeros); without (elementwise_affine=False), the same
+// values as buffers, which the optimizer never changes.
+func LayerNorm1d(name string, x Value, cols int64, affine bool) Value {
+	declare := Param
+	if !affine {
+		declare = Buffer
+	}
+	gamma := declare(name+".weight", []int64{cols}, Ones)
+	beta := declare(name+".bias", []int64{cols}, Zeros)
+	return LayerNorm(x, gamma, beta, 1e-5)
+}
+
 // Post is what a model does between layers: unless this is the last layer
 // (option last), batch-normalise when the option batchnorm is set, then
 // apply act. On the last layer it returns h unchanged.

@@ -121,6 +121,13 @@ func BatchNorm(x, gamma, beta Value, eps float64) Value {
 	return Value(abi.BatchNorm(int32(x), int32(gamma), int32(beta), eps))
 }
 
+// LayerNorm records layernorm: (x[R,C], gamma[C], beta[C]) -> [R,C]: each row normalised by its own mean and biased variance, (x-μ)/√(σ²+eps)·gamma + beta, as torch.nn.LayerNorm over the last dimension; the same in training and evaluation.
+//
+// See LayerNorm1d for the usual parameters.
+func LayerNorm(x, gamma, beta Value, eps float64) Value {
+	return Value(abi.LayerNorm(int32(x), int32(gamma), int32(beta), eps))
+}
+
 // HeadDot records head_dot: (x[R,H·C], a[H,C]) -> [R,H]: one score per row and head.
 func HeadDot(x, a Value) Value { return Value(abi.HeadDot(int32(x), int32(a))) }
 

@@ -88,6 +88,13 @@ func Param(name string, shape []int64, init Init) Value {
 	return Value(abi.Param(name, shape, string(init)))
 }
 
+// Buffer declares a non-learnable parameter (torch's register_buffer):
+// held and checkpointed with the model, read like a Param, but never given
+// a gradient or updated by the optimizer (nor weight decay, nor clipping).
+func Buffer(name string, shape []int64, init Init) Value {
+	return Value(abi.Buffer(name, shape, string(init)))
+}
+
 func unary(kind string, x Value, alpha float64) Value {
 	return Value(abi.Unary(kind, int32(x), alpha))
 }

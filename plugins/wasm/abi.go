@@ -313,16 +313,8 @@ var baseHostFuncs = []*hostFunc{
 		}
 		s[0] = st.handle(st.b.Graph(name))
 	}},
-	{name: "param", params: vt(i32, i32, i32, i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
-		name, ok1 := st.str(m, "param", "name", s[0], s[1])
-		shape, ok2 := st.shape(m, "param", s[2], s[3])
-		init, ok3 := st.str(m, "param", "init", s[4], s[5])
-		if !ok1 || !ok2 || !ok3 {
-			s[0] = poison
-			return
-		}
-		s[0] = st.handle(st.b.Param(st.prefix+name, shape, init))
-	}},
+	{name: "param", params: vt(i32, i32, i32, i32, i32, i32), results: vt(i32), layer: paramFunc("param", (*ir.Builder).Param)},
+	{name: "buffer", params: vt(i32, i32, i32, i32, i32, i32), results: vt(i32), layer: paramFunc("buffer", (*ir.Builder).Buffer)},
 	{name: "binary", params: vt(i32, i32, i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		kind, ok := st.str(m, "binary", "kind", s[0], s[1])
 		if !ok {
@@ -445,4 +437,19 @@ func checkImport(module, name string, params, results []api.ValueType) error {
 	}
 	return fmt.Errorf("imports %s.%s; a strata module may import only %s and wasi_snapshot_preview1",
 		module, name, ImportModule)
+}
+
+// paramFunc is the host function "param" or "buffer": (name, shape,
+// init) recorded by declare (Builder.Param or Builder.Buffer).
+func paramFunc(fn string, declare func(*ir.Builder, string, []int64, string) int32) func(*callState, api.Module, []uint64) {
+	return func(st *callState, m api.Module, s []uint64) {
+		name, ok1 := st.str(m, fn, "name", s[0], s[1])
+		shape, ok2 := st.shape(m, fn, s[2], s[3])
+		init, ok3 := st.str(m, fn, "init", s[4], s[5])
+		if !ok1 || !ok2 || !ok3 {
+			s[0] = poison
+			return
+		}
+		s[0] = st.handle(declare(st.b, st.prefix+name, shape, init))
+	}
 }

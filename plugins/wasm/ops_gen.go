@@ -34,6 +34,9 @@ var opHostFuncs = []*hostFunc{
 	{name: "batchnorm", params: vt(i32, i32, i32, f64), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		s[0] = st.handle(st.b.Record("batchnorm", ir.Attrs{Alpha: api.DecodeF64(s[3])}, h32(s[0]), h32(s[1]), h32(s[2])))
 	}},
+	{name: "layernorm", params: vt(i32, i32, i32, f64), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
+		s[0] = st.handle(st.b.Record("layernorm", ir.Attrs{Alpha: api.DecodeF64(s[3])}, h32(s[0]), h32(s[1]), h32(s[2])))
+	}},
 	{name: "head_dot", params: vt(i32, i32), results: vt(i32), layer: func(st *callState, m api.Module, s []uint64) {
 		s[0] = st.handle(st.b.Record("head_dot", ir.Attrs{}, h32(s[0]), h32(s[1])))
 	}},

@@ -39,6 +39,9 @@ func graph(name unsafe.Pointer, nameLen int32) int32
 //go:wasmimport strata_v1 param
 func param(name unsafe.Pointer, nameLen int32, shape unsafe.Pointer, rank int32, init unsafe.Pointer, initLen int32) int32
 
+//go:wasmimport strata_v1 buffer
+func buffer(name unsafe.Pointer, nameLen int32, shape unsafe.Pointer, rank int32, init unsafe.Pointer, initLen int32) int32
+
 //go:wasmimport strata_v1 binary
 func binary(kind unsafe.Pointer, kindLen int32, a, b int32) int32
 
@@ -79,14 +82,21 @@ func Input(name string, cols int64) int32 { p, n := str(name); return input(p, n
 func Graph(name string) int32 { p, n := str(name); return graph(p, n) }
 
 // Param declares a learnable weight; init is zeros, ones, glorot, normal or uniform.
-func Param(name string, dims []int64, init string) int32 {
+func Param(name string, dims []int64, init string) int32 { return declare(param, name, dims, init) }
+
+// Buffer declares a non-learnable parameter (no gradient, never updated
+// by the optimizer, checkpointed with the model); init as for Param.
+func Buffer(name string, dims []int64, init string) int32 { return declare(buffer, name, dims, init) }
+
+// declare passes (name, dims, init) to the host function param or buffer.
+func declare(fn func(name unsafe.Pointer, nameLen int32, shape unsafe.Pointer, rank int32, init unsafe.Pointer, initLen int32) int32, name string, dims []int64, init string) int32 {
 	p, n := str(name)
 	ip, in := str(init)
 	var sp unsafe.Pointer
 	if len(dims) > 0 {
 		sp = unsafe.Pointer(&dims[0])
 	}
-	return param(p, n, sp, int32(len(dims)), ip, in)
+	return fn(p, n, sp, int32(len(dims)), ip, in)
 }
 
 // Binary records add, sub or mul; b matches a, is a row [C] or a scalar [1].

@@ -55,6 +55,14 @@ func BatchNorm(x, gamma, beta int32, eps float64) int32 {
 	return batchNorm(x, gamma, beta, eps)
 }
 
+//go:wasmimport strata_v1 layernorm
+func layerNorm(x, gamma, beta int32, eps float64) int32
+
+// LayerNorm records layernorm (x[R,C], gamma[C], beta[C]) -> [R,C]: each row normalised by its own mean and biased variance, (x-μ)/√(σ²+eps)·gamma + beta, as torch.nn.LayerNorm over the last dimension; the same in training and evaluation.
+func LayerNorm(x, gamma, beta int32, eps float64) int32 {
+	return layerNorm(x, gamma, beta, eps)
+}
+
 //go:wasmimport strata_v1 head_dot
 func headDot(x, a int32) int32
 

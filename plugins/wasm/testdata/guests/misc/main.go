@@ -55,6 +55,8 @@ func layer() sdk.Value {
 		println("hello from the guest")
 	case 7: // an aggregator by name
 		return sdk.Aggr(sdk.CfgStr("aggr", "sum"), sdk.Graph(sdk.Adj), x)
+	case 8: // layer norm, learnable (affine 1) or with buffers (affine 0)
+		return sdk.LayerNorm1d("ln", x, 4, sdk.Cfg("affine", 0) == 1)
 	}
 	return x
 }
