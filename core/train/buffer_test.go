@@ -8,6 +8,7 @@ import (
 	"strata/core/backend/cpu"
 	"strata/core/engine"
 	"strata/core/ir"
+	"strata/core/optim"
 	"strata/core/tensor"
 )
 
@@ -43,7 +44,7 @@ func TestBufferSurvivesStepAndCheckpoint(t *testing.T) {
 	}
 	ps := newParams(1)
 	for _, name := range []string{"adam", "sgd"} {
-		opt, err := NewOptimizer(name, be, 0.1, 0.5, 0.9)
+		opt, err := optim.New(name, be, optim.Hyper{LR: 0.1, WeightDecay: 0.5, Momentum: 0.9})
 		if err != nil {
 			t.Fatal(err)
 		}
