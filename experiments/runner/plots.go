@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/stat/distuv"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -151,8 +152,47 @@ type chartSeries struct {
 	pts   []chartPoint
 }
 
+// chartPoint is a point of a series: std is the half-width of its error
+// bar (errorBar), n the runs it aggregates.
 type chartPoint struct {
 	x, mean, std float64
+	n            int
+}
+
+// errorBar is the half-width of the error bar of a mean over n values of
+// sample standard deviation sd: sd itself, or for interval "ci95" the 95%
+// Student-t interval of the mean (n−1 degrees of freedom); 0 below two
+// values, which have no spread.
+func errorBar(interval string, sd float64, n int) float64 {
+	if n < 2 || math.IsNaN(sd) {
+		return 0
+	}
+	if interval == "ci95" {
+		return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.975) * sd / math.Sqrt(float64(n))
+	}
+	return sd
+}
+
+// spread names what the error bars of interval span, for titles and
+// captions.
+func spread(interval string) (title, caption string) {
+	if interval == "ci95" {
+		return "mean ± 95% CI over seeds", "Mean over the seeds, error bars of the 95% Student-t interval of the mean (n−1 degrees of freedom)"
+	}
+	return "mean ± std over seeds", "Mean over the seeds, error bars of one standard deviation"
+}
+
+// aggregated reports whether some point of the chart is a mean over two
+// runs or more: only then do ± wording and error bars belong on it.
+func (c *chart) aggregated() bool {
+	for _, s := range c.series {
+		for _, pt := range s.pts {
+			if pt.n >= 2 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // renderPlots draws the experiment's [[plot]]s, or without any, one plot
@@ -163,8 +203,12 @@ func renderPlots(p *Plan, rows []*Row, records []*Record) ([]*renderedPlot, erro
 	if len(p.Exp.Plots) == 0 {
 		for m, name := range p.Exp.Metrics {
 			c := p.defaultChart(rows, m)
+			caption := "One run per point"
+			if c.aggregated() {
+				_, caption = spread("std")
+			}
 			rp := &renderedPlot{name: name, file: PlotFile(name), title: c.title,
-				caption: "Mean over the seeds, error bars of one standard deviation; one line per combination of the other axes." + c.note()}
+				caption: caption + "; one line per combination of the other axes." + c.note()}
 			ok, err := rp.render(c)
 			if err != nil {
 				return nil, fmt.Errorf("plot of %s: %w", name, err)
@@ -189,12 +233,52 @@ func renderPlots(p *Plan, rows []*Row, records []*Record) ([]*renderedPlot, erro
 	return out, nil
 }
 
-// yLabel is a metric's axis label: its name, in MiB for _bytes metrics.
-func yLabel(metric string) (string, float64) {
-	if strings.HasSuffix(metric, "_bytes") || strings.Contains(metric, "_bytes.") || strings.HasSuffix(metric, ".bytes") {
-		return metric + " (MiB)", 1 << 20
+// yLabel is a metric's axis label (metricLabel), in MiB for _bytes
+// metrics, and the scale that converts the values to it.
+func (e *Experiment) yLabel(metric string) (string, float64) {
+	label := e.metricLabel(metric)
+	if s := mibScale(metric); s != 1 {
+		return label + " (MiB)", s
 	}
-	return metric, 1
+	return label, 1
+}
+
+// mibScale is 1 MiB for a _bytes metric (shown in MiB), else 1.
+func mibScale(metric string) float64 {
+	if strings.HasSuffix(metric, "_bytes") || strings.Contains(metric, "_bytes.") || strings.HasSuffix(metric, ".bytes") {
+		return 1 << 20
+	}
+	return 1
+}
+
+// metricLabel is a metric's human label, from its doc up to the first
+// qualifying clause ("test accuracy at the epoch of ..." gives "test
+// accuracy"), with " (s)" for a doc ending in ", seconds" and the member
+// of a family ("...: device0"); the key itself when the kind documents
+// nothing.
+func (e *Experiment) metricLabel(metric string) string {
+	if e.Kind == nil {
+		return metric
+	}
+	doc := e.Kind.metricDoc(metric)
+	if doc == "" {
+		return metric
+	}
+	unit := ""
+	if strings.HasSuffix(doc, ", seconds") {
+		unit = " (s)"
+	}
+	for _, sep := range []string{",", ";", " (", " at the epoch", " over the ", " by its own", " during the"} {
+		if i := strings.Index(doc, sep); i > 0 {
+			doc = doc[:i]
+		}
+	}
+	if _, own := e.Kind.docs[metric]; !own {
+		if _, member, ok := strings.Cut(metric, "."); ok {
+			doc += ": " + member
+		}
+	}
+	return doc + unit
 }
 
 // defaultChart is metric m against the first axis (and the axes zipped
@@ -202,8 +286,8 @@ func yLabel(metric string) (string, float64) {
 func (p *Plan) defaultChart(rows []*Row, m int) *chart {
 	e := p.Exp
 	xdim, xs, numeric, list := p.plotLayout()
-	label, scale := yLabel(e.Metrics[m])
-	c := &chart{title: e.Name + ": " + e.Metrics[m] + " (mean ± std over seeds)", yLabel: label}
+	label, scale := e.yLabel(e.Metrics[m])
+	c := &chart{yLabel: label}
 	if xdim >= 0 {
 		var keys []string
 		for _, a := range p.dims[xdim].axes {
@@ -241,13 +325,14 @@ func (p *Plan) defaultChart(rows []*Row, m int) *chart {
 					x = numeric[cell.Coord[xdim]]
 				}
 			}
-			sd := st.Std
-			if math.IsNaN(sd) {
-				sd = 0
-			}
-			cs.pts = append(cs.pts, chartPoint{x: x, mean: st.Mean / scale, std: sd / scale})
+			cs.pts = append(cs.pts, chartPoint{x: x, mean: st.Mean / scale, std: errorBar("std", st.Std, st.N) / scale, n: st.N})
 		}
 		c.series = append(c.series, cs)
+	}
+	c.title = e.Name + ": " + e.Metrics[m]
+	if c.aggregated() {
+		t, _ := spread("std")
+		c.title += " (" + t + ")"
 	}
 	return c
 }
@@ -313,7 +398,7 @@ func (p *Plan) plotLayout() (xdim int, xs []string, numeric []float64, list []se
 func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, string) {
 	e := p.Exp
 	c := &chart{bar: spec.Kind == "bar", xLog: spec.XLog, yLog: spec.YLog}
-	label, scale := yLabel(spec.Y)
+	label, scale := e.yLabel(spec.Y)
 	c.yLabel = label
 	if e.isDerived(spec.Y) {
 		c.yLabel, scale = spec.Y, 1
@@ -476,7 +561,7 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 		slices.Sort(idx)
 		for _, xi := range idx {
 			st := NewStat(g.vals[xi])
-			cs.pts = append(cs.pts, chartPoint{x: xPos(xi), mean: st.Mean / scale, std: st.Std / scale})
+			cs.pts = append(cs.pts, chartPoint{x: xPos(xi), mean: st.Mean / scale, std: errorBar(spec.Interval, st.Std, st.N) / scale, n: st.N})
 		}
 		c.series = append(c.series, cs)
 	}
@@ -497,14 +582,14 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 	if spec.Title == "" && len(where) > 0 {
 		c.title += " (" + strings.Join(where, ", ") + ")"
 	}
-	caption := "Mean over the seeds, error bars of one standard deviation"
+	_, caption := spread(spec.Interval)
 	switch {
 	case di >= 0:
 		d := e.Derived[di]
 		caption = fmt.Sprintf("%s: %s of the mean %s against %s (%s)", d.Name, d.Kind, d.Metric, baselineText(e, d), derivedFormula[d.Kind])
 	case spec.X == "seed" || slices.Contains(spec.Series, "seed"):
 		caption = "One point per run"
-	case e.Seeds == nil || len(e.Seeds) == 1:
+	case !c.aggregated():
 		caption = "One run per point"
 	}
 	if len(splitKeys) > 0 {
@@ -817,6 +902,25 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return out
 }
 
+// tickDecimals is the fewest decimals, no fewer than the step's leading
+// digit needs, that print every major tick exactly (0.025 apart: 0.750,
+// 0.775, not 0.75, 0.78). A tick counts as exact when scaling it leaves an
+// integer up to a relative 1e-9: the ticks are multiples of the step
+// computed in float64, off by a few ulps (~1e-16), far below that.
+func tickDecimals(major []float64, step float64) int {
+	d := max(0, -int(math.Floor(math.Log10(step))))
+	for ; d < 15; d++ {
+		p := math.Pow(10, float64(d))
+		if !slices.ContainsFunc(major, func(v float64) bool {
+			s := v * p
+			return math.Abs(s-math.Round(s)) > 1e-9*math.Max(1, math.Abs(s))
+		}) {
+			break
+		}
+	}
+	return d
+}
+
 // ticks are gonum's default ticks with labels precise enough to tell
 // neighbouring ticks apart (the default prints 2e+08 for 2.1e8 and 2.2e8).
 type ticks struct{}
@@ -844,7 +948,7 @@ func (ticks) Ticks(lo, hi float64) []plot.Tick {
 		case big >= 1e7 || big < 1e-4:
 			ts[i].Label = strconv.FormatFloat(t.Value, 'g', max(1, int(math.Ceil(math.Log10(big/step)))+1), 64)
 		default:
-			ts[i].Label = strconv.FormatFloat(t.Value, 'f', max(0, -int(math.Floor(math.Log10(step)))), 64)
+			ts[i].Label = strconv.FormatFloat(t.Value, 'f', tickDecimals(major, step), 64)
 		}
 	}
 	return ts
