@@ -205,3 +205,49 @@ func TestMetricLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestBarFacets draws bar charts of few and many categories: many wrap
+// into rows, so the SVG stays within an aspect ratio of 3, shows every
+// category, and a short chart stays one row of the usual height.
+func TestBarFacets(t *testing.T) {
+	for _, n := range []int{3, 7, 8, 40} {
+		c := &chart{bar: true, title: "t", xLabel: "x", yLabel: "y"}
+		s := chartSeries{label: "a"}
+		for i := range n {
+			c.cats = append(c.cats, "aggregator-"+strconv.Itoa(i))
+			s.pts = append(s.pts, chartPoint{float64(i), 0.5 + float64(i)/100, 0.01, 2})
+		}
+		c.series = []chartSeries{s, {label: "b", pts: s.pts}}
+		svg, err := c.draw("svg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var root struct {
+			Width  string `xml:"width,attr"`
+			Height string `xml:"height,attr"`
+		}
+		if err := xml.Unmarshal(svg, &root); err != nil {
+			t.Fatal(err)
+		}
+		w, _ := strconv.ParseFloat(strings.TrimSuffix(root.Width, "pt"), 64)
+		h, _ := strconv.ParseFloat(strings.TrimSuffix(root.Height, "pt"), 64)
+		if w/h > 3 || h/w > 3 {
+			t.Errorf("%d bars: %v x %v pt, aspect ratio over 3", n, w, h)
+		}
+		rows := (n + c.rowCats() - 1) / c.rowCats()
+		if n == 40 && rows < 4 || n == 3 && rows != 1 {
+			t.Errorf("%d bars of %d per row: %d rows", n, c.rowCats(), rows)
+		}
+		if want := float64(rows) * 4 * 72; math.Abs(h-want) > 0.5 {
+			t.Errorf("%d bars: height %v pt, want %d rows of 4 in (%v pt)", n, h, rows, want)
+		}
+		for _, cat := range c.cats {
+			if !bytes.Contains(svg, []byte(">"+cat+"<")) {
+				t.Errorf("%d bars: category %q not drawn", n, cat)
+			}
+		}
+		if got := bytes.Count(svg, []byte(">t<")); got != 1 {
+			t.Errorf("%d bars: the title is drawn %d times", n, got)
+		}
+	}
+}

@@ -645,14 +645,7 @@ func (c *chart) assemble() (pl *plot.Plot, leg plot.Legend, entries int, w, h vg
 	w, h = 6*vg.Inch, 4*vg.Inch
 	var per vg.Length // room of one category
 	if c.cats != nil {
-		longest := 0
-		for _, l := range c.cats {
-			longest = max(longest, len([]rune(l)))
-		}
-		per = vg.Points(6*float64(longest) + 12)
-		if c.bar {
-			per = max(per, vg.Length(max(n, 1))*vg.Points(14)+vg.Points(12))
-		}
+		per = c.catRoom()
 		w = max(w, per*vg.Length(len(c.cats))+0.8*vg.Inch)
 		per = (w - 0.8*vg.Inch) / vg.Length(max(len(c.cats), 1))
 	}
@@ -758,6 +751,87 @@ func (c *chart) assemble() (pl *plot.Plot, leg plot.Legend, entries int, w, h vg
 	return pl, leg, entries, w, h, nil
 }
 
+// catRoom is the room one category of a categorical x needs: its longest
+// label (about 6 points a character at 10 points) or its bars.
+func (c *chart) catRoom() vg.Length {
+	longest := 0
+	for _, l := range c.cats {
+		longest = max(longest, len([]rune(l)))
+	}
+	per := vg.Points(6*float64(longest) + 12)
+	if c.bar {
+		per = max(per, vg.Length(max(len(c.series), 1))*vg.Points(14)+vg.Points(12))
+	}
+	return per
+}
+
+// maxRowWidth bounds the plot width of one row of a bar chart: more
+// categories wrap into rows (facets) of one y range, so that a chart of
+// many categories keeps a sane aspect ratio (a row is 4 in high).
+const maxRowWidth = 10 * vg.Inch
+
+// rowCats is the most categories one row of the bar chart holds.
+func (c *chart) rowCats() int {
+	return max(1, int((maxRowWidth-0.8*vg.Inch)/c.catRoom()))
+}
+
+// facets splits a bar chart wider than maxRowWidth into balanced rows of
+// at most rowCats categories; the title stays on the first row, the x
+// label on the last. Any other chart is its own single facet.
+func (c *chart) facets() []*chart {
+	maxCats := c.rowCats()
+	if !c.bar || len(c.cats) <= maxCats {
+		return []*chart{c}
+	}
+	rows := (len(c.cats) + maxCats - 1) / maxCats
+	per := (len(c.cats) + rows - 1) / rows
+	var out []*chart
+	for lo := 0; lo < len(c.cats); lo += per {
+		hi := min(lo+per, len(c.cats))
+		f := *c
+		f.cats, f.series = c.cats[lo:hi], nil
+		if lo > 0 {
+			f.title = ""
+		}
+		if hi < len(c.cats) {
+			f.xLabel = ""
+		}
+		for _, s := range c.series {
+			fs := chartSeries{label: s.label}
+			for _, pt := range s.pts {
+				if i := int(pt.x); i >= lo && i < hi {
+					pt.x -= float64(lo)
+					fs.pts = append(fs.pts, pt)
+				}
+			}
+			f.series = append(f.series, fs)
+		}
+		out = append(out, &f)
+	}
+	return out
+}
+
+// facetPlots assembles the chart's facets with one y range, and the size
+// of one row: the widest facet's width.
+func (c *chart) facetPlots() (pls []*plot.Plot, w, h vg.Length, err error) {
+	for _, f := range c.facets() {
+		pl, _, _, fw, fh, err := f.assemble()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		pls = append(pls, pl)
+		w, h = max(w, fw), fh
+	}
+	lo, hi := pls[0].Y.Min, pls[0].Y.Max
+	for _, pl := range pls {
+		lo, hi = math.Min(lo, pl.Y.Min), math.Max(hi, pl.Y.Max)
+	}
+	for _, pl := range pls {
+		pl.Y.Min, pl.Y.Max = lo, hi
+	}
+	return pls, w, h, nil
+}
+
 // plotOnly is the chart's plot without the legend (for tests).
 func (c *chart) plotOnly() (*plot.Plot, error) {
 	pl, _, _, _, _, err := c.assemble()
@@ -774,10 +848,16 @@ func (c *chart) draw(format string) ([]byte, error) {
 	if !drawn {
 		return nil, nil
 	}
-	pl, leg, entries, w, h, err := c.assemble()
+	pls, w, h, err := c.facetPlots()
 	if err != nil {
 		return nil, err
 	}
+	_, leg, entries, _, _, err := c.assemble() // the legend of every series
+	if err != nil {
+		return nil, err
+	}
+	rowH := h
+	h *= vg.Length(len(pls))
 	// The legend goes to the right of the plot, where it hides no data.
 	var legW vg.Length
 	if entries > 0 {
@@ -793,7 +873,9 @@ func (c *chart) draw(format string) ([]byte, error) {
 		return nil, err
 	}
 	dc := draw.New(cv)
-	pl.Draw(draw.Crop(dc, 0, -legW, 0, 0))
+	for i, pl := range pls {
+		pl.Draw(draw.Crop(dc, 0, -legW, h-rowH*vg.Length(i+1), -rowH*vg.Length(i)))
+	}
 	if legW > 0 {
 		leg.YOffs = -vg.Points(24)
 		leg.Draw(draw.Crop(dc, w-legW, 0, 0, 0))
