@@ -163,8 +163,20 @@ values = [8, 16]
 		if err := WriteReports(p, recs, out, time.Now(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
+		// The same input gives byte-identical SVGs.
+		again := t.TempDir()
+		if err := WriteReports(p, recs, again, time.Now(), time.Now()); err != nil {
+			t.Fatal(err)
+		}
 		var all strings.Builder
 		svgs, _ := filepath.Glob(filepath.Join(out, "*.svg"))
+		for _, f := range svgs {
+			a, _ := os.ReadFile(f)
+			b, err := os.ReadFile(filepath.Join(again, filepath.Base(f)))
+			if err != nil || !bytes.Equal(a, b) {
+				t.Errorf("%s: a second rendering differs (%v)", filepath.Base(f), err)
+			}
+		}
 		for _, f := range append(svgs, filepath.Join(out, "report.html")) {
 			b, err := os.ReadFile(f)
 			if err != nil {
