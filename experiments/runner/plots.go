@@ -682,72 +682,19 @@ func (c *chart) assemble() (pl *plot.Plot, leg plot.Legend, entries int, w, h vg
 			}
 			continue
 		}
-		var xy plotter.XYs
-		var ye plotter.YErrors
-		for _, pt := range s.pts {
-			if c.yLog && pt.mean <= 0 {
-				continue // not on a log scale
-			}
-			lo := pt.std
-			if c.yLog && pt.mean-lo <= 0 {
-				lo = pt.mean / 2
-			}
-			xy = append(xy, plotter.XY{X: pt.x, Y: pt.mean})
-			ye = append(ye, struct{ Low, High float64 }{lo, pt.std})
+		line, points, ok, err := c.lineSeries(pl, s, si, dx)
+		if err != nil {
+			return nil, leg, 0, 0, 0, err
 		}
-		if len(xy) == 0 {
+		if !ok {
 			continue
 		}
-		line, points, err := plotter.NewLinePoints(xy)
-		if err != nil {
-			return nil, leg, 0, 0, 0, err
-		}
-		line.Color = col
-		line.Width = vg.Points(1.5)
-		line.Dashes = plotutil.Dashes(si)
-		points.Color = col
-		points.Shape = plotutil.Shape(si)
-		points.Radius = vg.Points(3)
-		eb, err := plotter.NewYErrorBars(errPoints{xy, ye})
-		if err != nil {
-			return nil, leg, 0, 0, 0, err
-		}
-		eb.Color = col
-		pl.Add(dodged{line, dx}, dodged{points, dx}, dodged{eb, dx})
 		if s.label != "" {
 			leg.Add(s.label, line, points)
 			entries++
 		}
 	}
-	// Margins, so that no point sits on the frame.
-	pad := func(a *plot.Axis, f float64, log bool) {
-		if log {
-			a.Min /= 1 + 3*f
-			a.Max *= 1 + 3*f
-			return
-		}
-		d := a.Max - a.Min
-		if d == 0 {
-			d = math.Max(math.Abs(a.Max), 1)
-		}
-		a.Min -= f * d
-		a.Max += f * d
-	}
-	if c.cats == nil {
-		pad(&pl.X, 0.06, c.xLog)
-	}
-	if c.bar {
-		pl.Y.Min = math.Min(pl.Y.Min, 0)
-		if base, ok := c.barBase(); ok {
-			pl.Y.Min = base
-		}
-		pl.Y.Max += 0.08 * (pl.Y.Max - pl.Y.Min)
-		if pl.Y.Max == pl.Y.Min {
-			pl.Y.Max = pl.Y.Min + 1
-		}
-	} else {
-		pad(&pl.Y, 0.08, c.yLog)
-	}
+	c.margins(pl)
 	return pl, leg, entries, w, h, nil
 }
 
@@ -830,6 +777,79 @@ func (c *chart) facetPlots() (pls []*plot.Plot, w, h vg.Length, err error) {
 		pl.Y.Min, pl.Y.Max = lo, hi
 	}
 	return pls, w, h, nil
+}
+
+// margins pads the plot's ranges so that no point sits on the frame; bars
+// start at 0 or the round baseline of barBase.
+func (c *chart) margins(pl *plot.Plot) {
+	pad := func(a *plot.Axis, f float64, log bool) {
+		if log {
+			a.Min /= 1 + 3*f
+			a.Max *= 1 + 3*f
+			return
+		}
+		d := a.Max - a.Min
+		if d == 0 {
+			d = math.Max(math.Abs(a.Max), 1)
+		}
+		a.Min -= f * d
+		a.Max += f * d
+	}
+	if c.cats == nil {
+		pad(&pl.X, 0.06, c.xLog)
+	}
+	if c.bar {
+		pl.Y.Min = math.Min(pl.Y.Min, 0)
+		if base, ok := c.barBase(); ok {
+			pl.Y.Min = base
+		}
+		pl.Y.Max += 0.08 * (pl.Y.Max - pl.Y.Min)
+		if pl.Y.Max == pl.Y.Min {
+			pl.Y.Max = pl.Y.Min + 1
+		}
+	} else {
+		pad(&pl.Y, 0.08, c.yLog)
+	}
+}
+
+// lineSeries adds series s (the si-th, dodged by dx) to the plot as a
+// line with points and error bars; ok is false when it has no point to
+// draw (on a log scale, none above 0).
+func (c *chart) lineSeries(pl *plot.Plot, s chartSeries, si int, dx vg.Length) (line *plotter.Line, points *plotter.Scatter, ok bool, err error) {
+	col := plotutil.Color(si)
+	var xy plotter.XYs
+	var ye plotter.YErrors
+	for _, pt := range s.pts {
+		if c.yLog && pt.mean <= 0 {
+			continue // not on a log scale
+		}
+		lo := pt.std
+		if c.yLog && pt.mean-lo <= 0 {
+			lo = pt.mean / 2
+		}
+		xy = append(xy, plotter.XY{X: pt.x, Y: pt.mean})
+		ye = append(ye, struct{ Low, High float64 }{lo, pt.std})
+	}
+	if len(xy) == 0 {
+		return nil, nil, false, nil
+	}
+	line, points, err = plotter.NewLinePoints(xy)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	line.Color = col
+	line.Width = vg.Points(1.5)
+	line.Dashes = plotutil.Dashes(si)
+	points.Color = col
+	points.Shape = plotutil.Shape(si)
+	points.Radius = vg.Points(3)
+	eb, err := plotter.NewYErrorBars(errPoints{xy, ye})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	eb.Color = col
+	pl.Add(dodged{line, dx}, dodged{points, dx}, dodged{eb, dx})
+	return line, points, true, nil
 }
 
 // plotOnly is the chart's plot without the legend (for tests).
