@@ -398,50 +398,7 @@ func (p *Plan) plotLayout() (xdim int, xs []string, numeric []float64, list []se
 func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, string) {
 	e := p.Exp
 	c := &chart{bar: spec.Kind == "bar", xLog: spec.XLog, yLog: spec.YLog}
-	label, scale := e.yLabel(spec.Y)
-	c.yLabel = label
-	if e.isDerived(spec.Y) {
-		c.yLabel, scale = spec.Y, 1
-	}
-	if spec.YLabel != "" {
-		c.yLabel = spec.YLabel
-		if scale != 1 && !strings.Contains(spec.YLabel, "MiB") {
-			c.yLabel += " (MiB)"
-		}
-	}
-	c.xLabel = spec.X
-	if spec.XLabel != "" {
-		c.xLabel = spec.XLabel
-	}
-
-	// x values
-	var xLabels []string
-	var xNum []float64
-	if spec.X == "seed" {
-		for _, s := range e.Seeds {
-			xLabels = append(xLabels, strconv.FormatInt(s, 10))
-			xNum = append(xNum, float64(s))
-		}
-	} else {
-		a := e.Axes[e.axisIndex(spec.X)]
-		numeric := true
-		for i, v := range a.Values {
-			xLabels = append(xLabels, a.Label(i))
-			f, ok := number(v)
-			numeric = numeric && ok
-			xNum = append(xNum, f)
-		}
-		if !numeric {
-			xNum = nil
-		}
-	}
-	if xNum == nil || c.bar {
-		c.cats = xLabels
-	} else {
-		for i, x := range xNum {
-			c.xTicks = append(c.xTicks, plot.Tick{Value: x, Label: xLabels[i]})
-		}
-	}
+	scale, xNum := p.specAxes(c, spec)
 	xPos := func(i int) float64 {
 		if c.cats != nil {
 			return float64(i)
@@ -449,31 +406,7 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 		return xNum[i]
 	}
 
-	// Which axes split the series: the named ones, then the dimensions
-	// neither x, series nor where determine.
-	determined := map[int]bool{}
-	mark := func(key string) {
-		if ai := e.axisIndex(key); ai >= 0 {
-			for j, d := range p.dims {
-				if slices.Contains(d.axes, ai) {
-					determined[j] = true
-				}
-			}
-		}
-	}
-	mark(spec.X)
-	for _, s := range spec.Series {
-		mark(s)
-	}
-	for k := range spec.Where {
-		mark(k)
-	}
-	splitKeys := slices.Clone(spec.Series)
-	for j, d := range p.dims {
-		if !determined[j] {
-			splitKeys = append(splitKeys, e.Axes[d.axes[0]].Key)
-		}
-	}
+	splitKeys := p.splitKeys(spec)
 	keep := func(cell *Cell) bool {
 		for k, v := range spec.Where {
 			ai := e.axisIndex(k)
@@ -566,7 +499,97 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 		c.series = append(c.series, cs)
 	}
 
-	// Title and caption.
+	return c, p.labelSpec(c, spec, di, splitKeys)
+}
+
+// specAxes sets the axis labels and the x categories or ticks of the
+// chart of a [[plot]]; it returns the scale of the y values (MiB) and the
+// numeric x values (nil for categories).
+func (p *Plan) specAxes(c *chart, spec Plot) (float64, []float64) {
+	e := p.Exp
+	label, scale := e.yLabel(spec.Y)
+	c.yLabel = label
+	if e.isDerived(spec.Y) {
+		c.yLabel, scale = spec.Y, 1
+	}
+	if spec.YLabel != "" {
+		c.yLabel = spec.YLabel
+		if scale != 1 && !strings.Contains(spec.YLabel, "MiB") {
+			c.yLabel += " (MiB)"
+		}
+	}
+	c.xLabel = spec.X
+	if spec.XLabel != "" {
+		c.xLabel = spec.XLabel
+	}
+
+	// x values
+	var xLabels []string
+	var xNum []float64
+	if spec.X == "seed" {
+		for _, s := range e.Seeds {
+			xLabels = append(xLabels, strconv.FormatInt(s, 10))
+			xNum = append(xNum, float64(s))
+		}
+	} else {
+		a := e.Axes[e.axisIndex(spec.X)]
+		numeric := true
+		for i, v := range a.Values {
+			xLabels = append(xLabels, a.Label(i))
+			f, ok := number(v)
+			numeric = numeric && ok
+			xNum = append(xNum, f)
+		}
+		if !numeric {
+			xNum = nil
+		}
+	}
+	if xNum == nil || c.bar {
+		c.cats = xLabels
+	} else {
+		for i, x := range xNum {
+			c.xTicks = append(c.xTicks, plot.Tick{Value: x, Label: xLabels[i]})
+		}
+	}
+	return scale, xNum
+}
+
+// splitKeys are the axes that split the series of a [[plot]]: the named
+// ones, then the dimensions that neither x, series nor where determine.
+func (p *Plan) splitKeys(spec Plot) []string {
+	e := p.Exp
+	determined := map[int]bool{}
+	mark := func(key string) {
+		if ai := e.axisIndex(key); ai >= 0 {
+			for j, d := range p.dims {
+				if slices.Contains(d.axes, ai) {
+					determined[j] = true
+				}
+			}
+		}
+	}
+	mark(spec.X)
+	for _, s := range spec.Series {
+		mark(s)
+	}
+	for k := range spec.Where {
+		mark(k)
+	}
+	splitKeys := slices.Clone(spec.Series)
+	for j, d := range p.dims {
+		if !determined[j] {
+			splitKeys = append(splitKeys, e.Axes[d.axes[0]].Key)
+		}
+	}
+	return splitKeys
+}
+
+// labelSpec sets the title (and legend title) of the chart of a [[plot]]
+// and returns its caption: what a point is (a mean with its error bars,
+// one run, a derived column di), what splits the series (splitKeys), what
+// the where table keeps.
+func (p *Plan) labelSpec(c *chart, spec Plot, di int, splitKeys []string) string {
+	e := p.Exp
 	c.title = spec.Title
 	if c.title == "" {
 		c.title = e.Name + ": " + spec.Y + " by " + spec.X
@@ -601,7 +624,7 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 	if len(where) > 0 {
 		caption += "; only the runs with " + strings.Join(where, ", ")
 	}
-	return c, caption + "."
+	return caption + "."
 }
 
 // draw renders the chart in format ("svg", "png"); nil when it has no
