@@ -263,3 +263,52 @@ func TestBarFacets(t *testing.T) {
 		}
 	}
 }
+
+// TestPaperStyle writes a [[plot]] with style = "paper": its SVG is one
+// column (3.5 in = 252 pt) wide, legend included, and carries no title;
+// the same plot in the screen style does.
+func TestPaperStyle(t *testing.T) {
+	for _, style := range []string{"paper", "screen"} {
+		p, err := NewPlan(context.Background(), mustParse(t, exp(`name = "w"
+metrics = ["test_acc"]
+seeds = [0, 1]
+[[axis]]
+key = "model.name"
+values = ["gcn", "sage"]
+[[axis]]
+key = "model.hidden"
+values = [8, 16]
+[[plot]]
+x = "model.hidden"
+y = "test_acc"
+series = "model.name"
+file = "acc.svg"
+style = "`+style+`"
+`)), "test", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := records(p, func(r *Run) *train.Result { return &train.Result{TestAcc: 0.5 + float64(r.Index)/100} })
+		out := t.TempDir()
+		if err := WriteReports(p, recs, out, time.Now(), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		svg, err := os.ReadFile(filepath.Join(out, "acc.svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var root struct {
+			Width string `xml:"width,attr"`
+		}
+		if err := xml.Unmarshal(svg, &root); err != nil {
+			t.Fatal(err)
+		}
+		title := bytes.Contains(svg, []byte(">w: test_acc by model.hidden"))
+		switch {
+		case style == "paper" && (root.Width != "252pt" || title):
+			t.Errorf("paper: width %s (want 252pt), title drawn %v", root.Width, title)
+		case style == "screen" && (root.Width == "252pt" || !title):
+			t.Errorf("screen: width %s, title drawn %v", root.Width, title)
+		}
+	}
+}

@@ -61,6 +61,7 @@ type chart struct {
 	xLog, yLog, bar       bool
 	series                []chartSeries
 	legendTitle           string // what the series labels are values of
+	paper                 bool   // paper style: no title, paperWidth wide, small fonts
 }
 
 // note is a sentence for the caption about how the chart is drawn: a bar
@@ -397,7 +398,7 @@ func (p *Plan) plotLayout() (xdim int, xs []string, numeric []float64, list []se
 // not name, which then splits the series too), y over x.
 func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, string) {
 	e := p.Exp
-	c := &chart{bar: spec.Kind == "bar", xLog: spec.XLog, yLog: spec.YLog}
+	c := &chart{bar: spec.Kind == "bar", xLog: spec.XLog, yLog: spec.YLog, paper: spec.Paper}
 	scale, xNum := p.specAxes(c, spec)
 	xPos := func(i int) float64 {
 		if c.cats != nil {
@@ -661,15 +662,23 @@ func (c *chart) assemble() (pl *plot.Plot, leg plot.Legend, entries int, w, h vg
 			pl.X.Scale = plot.LogScale{}
 		}
 	}
+	if c.paper {
+		c.paperStyle(pl, &leg)
+	}
 	n := len(c.series)
 	// Bar width: the categories share about 5.2 inches of plot width.
 	// Width: 6 inches, more when the categories need room for their
 	// labels (about 6 points a character at 10 points) or their bars.
 	w, h = 6*vg.Inch, 4*vg.Inch
 	var per vg.Length // room of one category
+	if c.paper {
+		w, h = paperWidth, paperHeight
+	}
 	if c.cats != nil {
 		per = c.catRoom()
-		w = max(w, per*vg.Length(len(c.cats))+0.8*vg.Inch)
+		if !c.paper {
+			w = max(w, per*vg.Length(len(c.cats))+0.8*vg.Inch)
+		}
 		per = (w - 0.8*vg.Inch) / vg.Length(max(len(c.cats), 1))
 	}
 	var barW vg.Length
@@ -742,7 +751,28 @@ const maxRowWidth = 10 * vg.Inch
 
 // rowCats is the most categories one row of the bar chart holds.
 func (c *chart) rowCats() int {
+	if c.paper {
+		return max(1, int((paperWidth-0.8*vg.Inch)/c.catRoom()))
+	}
 	return max(1, int((maxRowWidth-0.8*vg.Inch)/c.catRoom()))
+}
+
+// The paper style's size: one column of a two-column paper.
+const (
+	paperWidth  = 3.5 * vg.Inch
+	paperHeight = 2.4 * vg.Inch
+)
+
+// paperStyle drops the title (the paper's caption says it) and sizes the
+// fonts for a figure printed paperWidth wide: 8 points for the axis
+// labels, 7 for ticks and legend.
+func (c *chart) paperStyle(pl *plot.Plot, leg *plot.Legend) {
+	pl.Title.Text = ""
+	for _, a := range []*plot.Axis{&pl.X, &pl.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(8)
+		a.Tick.Label.Font.Size = vg.Points(7)
+	}
+	leg.TextStyle.Font.Size = vg.Points(7)
 }
 
 // facets splits a bar chart wider than maxRowWidth into balanced rows of
@@ -909,7 +939,9 @@ func (c *chart) draw(format string) ([]byte, error) {
 			return nil, err
 		}
 		legW = leg.Rectangle(draw.New(probe)).Size().X + vg.Points(12)
-		w += legW
+		if !c.paper { // a paper figure keeps its width: the plot narrows
+			w += legW
+		}
 	}
 	cv, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {

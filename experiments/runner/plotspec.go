@@ -26,7 +26,8 @@ type Plot struct {
 	File   string // SVG file name in the results directory
 	// Interval is "std" (default) or "ci95": what the error bars span.
 	Interval string
-	Line     int // line of the [[plot]] header
+	Paper    bool // style = "paper": column width, no title
+	Line     int  // line of the [[plot]] header
 }
 
 var plotFileRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.svg$`)
@@ -64,7 +65,7 @@ func (e *Experiment) plotAxis(el *errorList, ln int, what, key string) bool {
 // metrics and derived columns.
 func (e *Experiment) parsePlot(el *errorList, t *plotTable, i int) Plot {
 	p := Plot{X: t.X, Y: t.Y, Series: t.Series, Where: t.Where, Kind: t.Kind, Title: t.Title, XLabel: t.XLabel, YLabel: t.YLabel,
-		XLog: t.XLog, YLog: t.YLog, Line: t.Line, Interval: t.Interval}
+		XLog: t.XLog, YLog: t.YLog, Line: t.Line, Interval: t.Interval, Paper: t.Style == "paper"}
 	if p.Kind == "" {
 		p.Kind = "line"
 	}
