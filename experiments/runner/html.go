@@ -54,7 +54,7 @@ func reportHTML(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot, 
 	for _, m := range e.Metrics {
 		doc := e.Kind.metricDoc(m)
 		name := m
-		if _, scale := yLabel(m); scale != 1 {
+		if scale := mibScale(m); scale != 1 {
 			name += " (MiB)"
 			if doc != "" {
 				doc += "; in MiB"
@@ -88,7 +88,7 @@ func reportHTML(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot, 
 		}
 		cells = append(cells, htmlCell{Text: n})
 		for m, s := range r.Stats {
-			if _, scale := yLabel(e.Metrics[m]); scale != 1 && s.N > 0 {
+			if scale := mibScale(e.Metrics[m]); scale != 1 && s.N > 0 {
 				s.Mean, s.Std = s.Mean/scale, s.Std/scale
 			}
 			cells = append(cells, htmlCell{Text: meanStd(s)})
@@ -132,7 +132,7 @@ func reportHTML(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot, 
 			hr.Duration = strconv.FormatFloat(rec.DurationS, 'f', 1, 64) + " s"
 			for _, m := range e.Metrics {
 				if v, ok := rec.Metric(m); ok {
-					if _, scale := yLabel(m); scale != 1 {
+					if scale := mibScale(m); scale != 1 {
 						v /= scale
 					}
 					hr.Values = append(hr.Values, sig4(v))
@@ -152,7 +152,7 @@ func reportHTML(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot, 
 	}
 	for _, m := range e.Metrics {
 		name := m
-		if _, scale := yLabel(m); scale != 1 {
+		if scale := mibScale(m); scale != 1 {
 			name += " (MiB)"
 		}
 		d.RunHead = append(d.RunHead, name)

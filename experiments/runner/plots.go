@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/stat/distuv"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -60,6 +61,7 @@ type chart struct {
 	xLog, yLog, bar       bool
 	series                []chartSeries
 	legendTitle           string // what the series labels are values of
+	paper                 bool   // paper style: no title, paperWidth wide, small fonts
 }
 
 // note is a sentence for the caption about how the chart is drawn: a bar
@@ -151,8 +153,47 @@ type chartSeries struct {
 	pts   []chartPoint
 }
 
+// chartPoint is a point of a series: std is the half-width of its error
+// bar (errorBar), n the runs it aggregates.
 type chartPoint struct {
 	x, mean, std float64
+	n            int
+}
+
+// errorBar is the half-width of the error bar of a mean over n values of
+// sample standard deviation sd: sd itself, or for interval "ci95" the 95%
+// Student-t interval of the mean (n−1 degrees of freedom); 0 below two
+// values, which have no spread.
+func errorBar(interval string, sd float64, n int) float64 {
+	if n < 2 || math.IsNaN(sd) {
+		return 0
+	}
+	if interval == "ci95" {
+		return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.975) * sd / math.Sqrt(float64(n))
+	}
+	return sd
+}
+
+// spread names what the error bars of interval span, for titles and
+// captions.
+func spread(interval string) (title, caption string) {
+	if interval == "ci95" {
+		return "mean ± 95% CI over seeds", "Mean over the seeds, error bars of the 95% Student-t interval of the mean (n−1 degrees of freedom)"
+	}
+	return "mean ± std over seeds", "Mean over the seeds, error bars of one standard deviation"
+}
+
+// aggregated reports whether some point of the chart is a mean over two
+// runs or more: only then do ± wording and error bars belong on it.
+func (c *chart) aggregated() bool {
+	for _, s := range c.series {
+		for _, pt := range s.pts {
+			if pt.n >= 2 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // renderPlots draws the experiment's [[plot]]s, or without any, one plot
@@ -163,8 +204,12 @@ func renderPlots(p *Plan, rows []*Row, records []*Record) ([]*renderedPlot, erro
 	if len(p.Exp.Plots) == 0 {
 		for m, name := range p.Exp.Metrics {
 			c := p.defaultChart(rows, m)
+			caption := "One run per point"
+			if c.aggregated() {
+				_, caption = spread("std")
+			}
 			rp := &renderedPlot{name: name, file: PlotFile(name), title: c.title,
-				caption: "Mean over the seeds, error bars of one standard deviation; one line per combination of the other axes." + c.note()}
+				caption: caption + "; one line per combination of the other axes." + c.note()}
 			ok, err := rp.render(c)
 			if err != nil {
 				return nil, fmt.Errorf("plot of %s: %w", name, err)
@@ -189,12 +234,52 @@ func renderPlots(p *Plan, rows []*Row, records []*Record) ([]*renderedPlot, erro
 	return out, nil
 }
 
-// yLabel is a metric's axis label: its name, in MiB for _bytes metrics.
-func yLabel(metric string) (string, float64) {
-	if strings.HasSuffix(metric, "_bytes") || strings.Contains(metric, "_bytes.") || strings.HasSuffix(metric, ".bytes") {
-		return metric + " (MiB)", 1 << 20
+// yLabel is a metric's axis label (metricLabel), in MiB for _bytes
+// metrics, and the scale that converts the values to it.
+func (e *Experiment) yLabel(metric string) (string, float64) {
+	label := e.metricLabel(metric)
+	if s := mibScale(metric); s != 1 {
+		return label + " (MiB)", s
 	}
-	return metric, 1
+	return label, 1
+}
+
+// mibScale is 1 MiB for a _bytes metric (shown in MiB), else 1.
+func mibScale(metric string) float64 {
+	if strings.HasSuffix(metric, "_bytes") || strings.Contains(metric, "_bytes.") || strings.HasSuffix(metric, ".bytes") {
+		return 1 << 20
+	}
+	return 1
+}
+
+// metricLabel is a metric's human label, from its doc up to the first
+// qualifying clause ("test accuracy at the epoch of ..." gives "test
+// accuracy"), with " (s)" for a doc ending in ", seconds" and the member
+// of a family ("...: device0"); the key itself when the kind documents
+// nothing.
+func (e *Experiment) metricLabel(metric string) string {
+	if e.Kind == nil {
+		return metric
+	}
+	doc := e.Kind.metricDoc(metric)
+	if doc == "" {
+		return metric
+	}
+	unit := ""
+	if strings.HasSuffix(doc, ", seconds") {
+		unit = " (s)"
+	}
+	for _, sep := range []string{",", ";", " (", " at the epoch", " over the ", " by its own", " during the"} {
+		if i := strings.Index(doc, sep); i > 0 {
+			doc = doc[:i]
+		}
+	}
+	if _, own := e.Kind.docs[metric]; !own {
+		if _, member, ok := strings.Cut(metric, "."); ok {
+			doc += ": " + member
+		}
+	}
+	return doc + unit
 }
 
 // defaultChart is metric m against the first axis (and the axes zipped
@@ -202,8 +287,8 @@ func yLabel(metric string) (string, float64) {
 func (p *Plan) defaultChart(rows []*Row, m int) *chart {
 	e := p.Exp
 	xdim, xs, numeric, list := p.plotLayout()
-	label, scale := yLabel(e.Metrics[m])
-	c := &chart{title: e.Name + ": " + e.Metrics[m] + " (mean ± std over seeds)", yLabel: label}
+	label, scale := e.yLabel(e.Metrics[m])
+	c := &chart{yLabel: label}
 	if xdim >= 0 {
 		var keys []string
 		for _, a := range p.dims[xdim].axes {
@@ -241,13 +326,14 @@ func (p *Plan) defaultChart(rows []*Row, m int) *chart {
 					x = numeric[cell.Coord[xdim]]
 				}
 			}
-			sd := st.Std
-			if math.IsNaN(sd) {
-				sd = 0
-			}
-			cs.pts = append(cs.pts, chartPoint{x: x, mean: st.Mean / scale, std: sd / scale})
+			cs.pts = append(cs.pts, chartPoint{x: x, mean: st.Mean / scale, std: errorBar("std", st.Std, st.N) / scale, n: st.N})
 		}
 		c.series = append(c.series, cs)
+	}
+	c.title = e.Name + ": " + e.Metrics[m]
+	if c.aggregated() {
+		t, _ := spread("std")
+		c.title += " (" + t + ")"
 	}
 	return c
 }
@@ -312,51 +398,8 @@ func (p *Plan) plotLayout() (xdim int, xs []string, numeric []float64, list []se
 // not name, which then splits the series too), y over x.
 func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, string) {
 	e := p.Exp
-	c := &chart{bar: spec.Kind == "bar", xLog: spec.XLog, yLog: spec.YLog}
-	label, scale := yLabel(spec.Y)
-	c.yLabel = label
-	if e.isDerived(spec.Y) {
-		c.yLabel, scale = spec.Y, 1
-	}
-	if spec.YLabel != "" {
-		c.yLabel = spec.YLabel
-		if scale != 1 && !strings.Contains(spec.YLabel, "MiB") {
-			c.yLabel += " (MiB)"
-		}
-	}
-	c.xLabel = spec.X
-	if spec.XLabel != "" {
-		c.xLabel = spec.XLabel
-	}
-
-	// x values
-	var xLabels []string
-	var xNum []float64
-	if spec.X == "seed" {
-		for _, s := range e.Seeds {
-			xLabels = append(xLabels, strconv.FormatInt(s, 10))
-			xNum = append(xNum, float64(s))
-		}
-	} else {
-		a := e.Axes[e.axisIndex(spec.X)]
-		numeric := true
-		for i, v := range a.Values {
-			xLabels = append(xLabels, a.Label(i))
-			f, ok := number(v)
-			numeric = numeric && ok
-			xNum = append(xNum, f)
-		}
-		if !numeric {
-			xNum = nil
-		}
-	}
-	if xNum == nil || c.bar {
-		c.cats = xLabels
-	} else {
-		for i, x := range xNum {
-			c.xTicks = append(c.xTicks, plot.Tick{Value: x, Label: xLabels[i]})
-		}
-	}
+	c := &chart{bar: spec.Kind == "bar", xLog: spec.XLog, yLog: spec.YLog, paper: spec.Paper}
+	scale, xNum := p.specAxes(c, spec)
 	xPos := func(i int) float64 {
 		if c.cats != nil {
 			return float64(i)
@@ -364,31 +407,7 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 		return xNum[i]
 	}
 
-	// Which axes split the series: the named ones, then the dimensions
-	// neither x, series nor where determine.
-	determined := map[int]bool{}
-	mark := func(key string) {
-		if ai := e.axisIndex(key); ai >= 0 {
-			for j, d := range p.dims {
-				if slices.Contains(d.axes, ai) {
-					determined[j] = true
-				}
-			}
-		}
-	}
-	mark(spec.X)
-	for _, s := range spec.Series {
-		mark(s)
-	}
-	for k := range spec.Where {
-		mark(k)
-	}
-	splitKeys := slices.Clone(spec.Series)
-	for j, d := range p.dims {
-		if !determined[j] {
-			splitKeys = append(splitKeys, e.Axes[d.axes[0]].Key)
-		}
-	}
+	splitKeys := p.splitKeys(spec)
 	keep := func(cell *Cell) bool {
 		for k, v := range spec.Where {
 			ai := e.axisIndex(k)
@@ -476,12 +495,102 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 		slices.Sort(idx)
 		for _, xi := range idx {
 			st := NewStat(g.vals[xi])
-			cs.pts = append(cs.pts, chartPoint{x: xPos(xi), mean: st.Mean / scale, std: st.Std / scale})
+			cs.pts = append(cs.pts, chartPoint{x: xPos(xi), mean: st.Mean / scale, std: errorBar(spec.Interval, st.Std, st.N) / scale, n: st.N})
 		}
 		c.series = append(c.series, cs)
 	}
 
-	// Title and caption.
+	return c, p.labelSpec(c, spec, di, splitKeys)
+}
+
+// specAxes sets the axis labels and the x categories or ticks of the
+// chart of a [[plot]]; it returns the scale of the y values (MiB) and the
+// numeric x values (nil for categories).
+func (p *Plan) specAxes(c *chart, spec Plot) (float64, []float64) {
+	e := p.Exp
+	label, scale := e.yLabel(spec.Y)
+	c.yLabel = label
+	if e.isDerived(spec.Y) {
+		c.yLabel, scale = spec.Y, 1
+	}
+	if spec.YLabel != "" {
+		c.yLabel = spec.YLabel
+		if scale != 1 && !strings.Contains(spec.YLabel, "MiB") {
+			c.yLabel += " (MiB)"
+		}
+	}
+	c.xLabel = spec.X
+	if spec.XLabel != "" {
+		c.xLabel = spec.XLabel
+	}
+
+	// x values
+	var xLabels []string
+	var xNum []float64
+	if spec.X == "seed" {
+		for _, s := range e.Seeds {
+			xLabels = append(xLabels, strconv.FormatInt(s, 10))
+			xNum = append(xNum, float64(s))
+		}
+	} else {
+		a := e.Axes[e.axisIndex(spec.X)]
+		numeric := true
+		for i, v := range a.Values {
+			xLabels = append(xLabels, a.Label(i))
+			f, ok := number(v)
+			numeric = numeric && ok
+			xNum = append(xNum, f)
+		}
+		if !numeric {
+			xNum = nil
+		}
+	}
+	if xNum == nil || c.bar {
+		c.cats = xLabels
+	} else {
+		for i, x := range xNum {
+			c.xTicks = append(c.xTicks, plot.Tick{Value: x, Label: xLabels[i]})
+		}
+	}
+	return scale, xNum
+}
+
+// splitKeys are the axes that split the series of a [[plot]]: the named
+// ones, then the dimensions that neither x, series nor where determine.
+func (p *Plan) splitKeys(spec Plot) []string {
+	e := p.Exp
+	determined := map[int]bool{}
+	mark := func(key string) {
+		if ai := e.axisIndex(key); ai >= 0 {
+			for j, d := range p.dims {
+				if slices.Contains(d.axes, ai) {
+					determined[j] = true
+				}
+			}
+		}
+	}
+	mark(spec.X)
+	for _, s := range spec.Series {
+		mark(s)
+	}
+	for k := range spec.Where {
+		mark(k)
+	}
+	splitKeys := slices.Clone(spec.Series)
+	for j, d := range p.dims {
+		if !determined[j] {
+			splitKeys = append(splitKeys, e.Axes[d.axes[0]].Key)
+		}
+	}
+	return splitKeys
+}
+
+// labelSpec sets the title (and legend title) of the chart of a [[plot]]
+// and returns its caption: what a point is (a mean with its error bars,
+// one run, a derived column di), what splits the series (splitKeys), what
+// the where table keeps.
+func (p *Plan) labelSpec(c *chart, spec Plot, di int, splitKeys []string) string {
+	e := p.Exp
 	c.title = spec.Title
 	if c.title == "" {
 		c.title = e.Name + ": " + spec.Y + " by " + spec.X
@@ -497,14 +606,14 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 	if spec.Title == "" && len(where) > 0 {
 		c.title += " (" + strings.Join(where, ", ") + ")"
 	}
-	caption := "Mean over the seeds, error bars of one standard deviation"
+	_, caption := spread(spec.Interval)
 	switch {
 	case di >= 0:
 		d := e.Derived[di]
 		caption = fmt.Sprintf("%s: %s of the mean %s against %s (%s)", d.Name, d.Kind, d.Metric, baselineText(e, d), derivedFormula[d.Kind])
 	case spec.X == "seed" || slices.Contains(spec.Series, "seed"):
 		caption = "One point per run"
-	case e.Seeds == nil || len(e.Seeds) == 1:
+	case !c.aggregated():
 		caption = "One run per point"
 	}
 	if len(splitKeys) > 0 {
@@ -516,7 +625,7 @@ func (p *Plan) specChart(spec Plot, rows []*Row, records []*Record) (*chart, str
 	if len(where) > 0 {
 		caption += "; only the runs with " + strings.Join(where, ", ")
 	}
-	return c, caption + "."
+	return caption + "."
 }
 
 // draw renders the chart in format ("svg", "png"); nil when it has no
@@ -553,22 +662,23 @@ func (c *chart) assemble() (pl *plot.Plot, leg plot.Legend, entries int, w, h vg
 			pl.X.Scale = plot.LogScale{}
 		}
 	}
+	if c.paper {
+		c.paperStyle(pl, &leg)
+	}
 	n := len(c.series)
 	// Bar width: the categories share about 5.2 inches of plot width.
 	// Width: 6 inches, more when the categories need room for their
 	// labels (about 6 points a character at 10 points) or their bars.
 	w, h = 6*vg.Inch, 4*vg.Inch
 	var per vg.Length // room of one category
+	if c.paper {
+		w, h = paperWidth, paperHeight
+	}
 	if c.cats != nil {
-		longest := 0
-		for _, l := range c.cats {
-			longest = max(longest, len([]rune(l)))
+		per = c.catRoom()
+		if !c.paper {
+			w = max(w, per*vg.Length(len(c.cats))+0.8*vg.Inch)
 		}
-		per = vg.Points(6*float64(longest) + 12)
-		if c.bar {
-			per = max(per, vg.Length(max(n, 1))*vg.Points(14)+vg.Points(12))
-		}
-		w = max(w, per*vg.Length(len(c.cats))+0.8*vg.Inch)
 		per = (w - 0.8*vg.Inch) / vg.Length(max(len(c.cats), 1))
 	}
 	var barW vg.Length
@@ -604,44 +714,127 @@ func (c *chart) assemble() (pl *plot.Plot, leg plot.Legend, entries int, w, h vg
 			}
 			continue
 		}
-		var xy plotter.XYs
-		var ye plotter.YErrors
-		for _, pt := range s.pts {
-			if c.yLog && pt.mean <= 0 {
-				continue // not on a log scale
-			}
-			lo := pt.std
-			if c.yLog && pt.mean-lo <= 0 {
-				lo = pt.mean / 2
-			}
-			xy = append(xy, plotter.XY{X: pt.x, Y: pt.mean})
-			ye = append(ye, struct{ Low, High float64 }{lo, pt.std})
+		line, points, ok, err := c.lineSeries(pl, s, si, dx)
+		if err != nil {
+			return nil, leg, 0, 0, 0, err
 		}
-		if len(xy) == 0 {
+		if !ok {
 			continue
 		}
-		line, points, err := plotter.NewLinePoints(xy)
-		if err != nil {
-			return nil, leg, 0, 0, 0, err
-		}
-		line.Color = col
-		line.Width = vg.Points(1.5)
-		line.Dashes = plotutil.Dashes(si)
-		points.Color = col
-		points.Shape = plotutil.Shape(si)
-		points.Radius = vg.Points(3)
-		eb, err := plotter.NewYErrorBars(errPoints{xy, ye})
-		if err != nil {
-			return nil, leg, 0, 0, 0, err
-		}
-		eb.Color = col
-		pl.Add(dodged{line, dx}, dodged{points, dx}, dodged{eb, dx})
 		if s.label != "" {
 			leg.Add(s.label, line, points)
 			entries++
 		}
 	}
-	// Margins, so that no point sits on the frame.
+	c.margins(pl)
+	return pl, leg, entries, w, h, nil
+}
+
+// catRoom is the room one category of a categorical x needs: its longest
+// label (about 6 points a character at 10 points) or its bars.
+func (c *chart) catRoom() vg.Length {
+	longest := 0
+	for _, l := range c.cats {
+		longest = max(longest, len([]rune(l)))
+	}
+	per := vg.Points(6*float64(longest) + 12)
+	if c.bar {
+		per = max(per, vg.Length(max(len(c.series), 1))*vg.Points(14)+vg.Points(12))
+	}
+	return per
+}
+
+// maxRowWidth bounds the plot width of one row of a bar chart: more
+// categories wrap into rows (facets) of one y range, so that a chart of
+// many categories keeps a sane aspect ratio (a row is 4 in high).
+const maxRowWidth = 10 * vg.Inch
+
+// rowCats is the most categories one row of the bar chart holds.
+func (c *chart) rowCats() int {
+	if c.paper {
+		return max(1, int((paperWidth-0.8*vg.Inch)/c.catRoom()))
+	}
+	return max(1, int((maxRowWidth-0.8*vg.Inch)/c.catRoom()))
+}
+
+// The paper style's size: one column of a two-column paper.
+const (
+	paperWidth  = 3.5 * vg.Inch
+	paperHeight = 2.4 * vg.Inch
+)
+
+// paperStyle drops the title (the paper's caption says it) and sizes the
+// fonts for a figure printed paperWidth wide: 8 points for the axis
+// labels, 7 for ticks and legend.
+func (c *chart) paperStyle(pl *plot.Plot, leg *plot.Legend) {
+	pl.Title.Text = ""
+	for _, a := range []*plot.Axis{&pl.X, &pl.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(8)
+		a.Tick.Label.Font.Size = vg.Points(7)
+	}
+	leg.TextStyle.Font.Size = vg.Points(7)
+}
+
+// facets splits a bar chart wider than maxRowWidth into balanced rows of
+// at most rowCats categories; the title stays on the first row, the x
+// label on the last. Any other chart is its own single facet.
+func (c *chart) facets() []*chart {
+	maxCats := c.rowCats()
+	if !c.bar || len(c.cats) <= maxCats {
+		return []*chart{c}
+	}
+	rows := (len(c.cats) + maxCats - 1) / maxCats
+	per := (len(c.cats) + rows - 1) / rows
+	var out []*chart
+	for lo := 0; lo < len(c.cats); lo += per {
+		hi := min(lo+per, len(c.cats))
+		f := *c
+		f.cats, f.series = c.cats[lo:hi], nil
+		if lo > 0 {
+			f.title = ""
+		}
+		if hi < len(c.cats) {
+			f.xLabel = ""
+		}
+		for _, s := range c.series {
+			fs := chartSeries{label: s.label}
+			for _, pt := range s.pts {
+				if i := int(pt.x); i >= lo && i < hi {
+					pt.x -= float64(lo)
+					fs.pts = append(fs.pts, pt)
+				}
+			}
+			f.series = append(f.series, fs)
+		}
+		out = append(out, &f)
+	}
+	return out
+}
+
+// facetPlots assembles the chart's facets with one y range, and the size
+// of one row: the widest facet's width.
+func (c *chart) facetPlots() (pls []*plot.Plot, w, h vg.Length, err error) {
+	for _, f := range c.facets() {
+		pl, _, _, fw, fh, err := f.assemble()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		pls = append(pls, pl)
+		w, h = max(w, fw), fh
+	}
+	lo, hi := pls[0].Y.Min, pls[0].Y.Max
+	for _, pl := range pls {
+		lo, hi = math.Min(lo, pl.Y.Min), math.Max(hi, pl.Y.Max)
+	}
+	for _, pl := range pls {
+		pl.Y.Min, pl.Y.Max = lo, hi
+	}
+	return pls, w, h, nil
+}
+
+// margins pads the plot's ranges so that no point sits on the frame; bars
+// start at 0 or the round baseline of barBase.
+func (c *chart) margins(pl *plot.Plot) {
 	pad := func(a *plot.Axis, f float64, log bool) {
 		if log {
 			a.Min /= 1 + 3*f
@@ -670,7 +863,46 @@ func (c *chart) assemble() (pl *plot.Plot, leg plot.Legend, entries int, w, h vg
 	} else {
 		pad(&pl.Y, 0.08, c.yLog)
 	}
-	return pl, leg, entries, w, h, nil
+}
+
+// lineSeries adds series s (the si-th, dodged by dx) to the plot as a
+// line with points and error bars; ok is false when it has no point to
+// draw (on a log scale, none above 0).
+func (c *chart) lineSeries(pl *plot.Plot, s chartSeries, si int, dx vg.Length) (line *plotter.Line, points *plotter.Scatter, ok bool, err error) {
+	col := plotutil.Color(si)
+	var xy plotter.XYs
+	var ye plotter.YErrors
+	for _, pt := range s.pts {
+		if c.yLog && pt.mean <= 0 {
+			continue // not on a log scale
+		}
+		lo := pt.std
+		if c.yLog && pt.mean-lo <= 0 {
+			lo = pt.mean / 2
+		}
+		xy = append(xy, plotter.XY{X: pt.x, Y: pt.mean})
+		ye = append(ye, struct{ Low, High float64 }{lo, pt.std})
+	}
+	if len(xy) == 0 {
+		return nil, nil, false, nil
+	}
+	line, points, err = plotter.NewLinePoints(xy)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	line.Color = col
+	line.Width = vg.Points(1.5)
+	line.Dashes = plotutil.Dashes(si)
+	points.Color = col
+	points.Shape = plotutil.Shape(si)
+	points.Radius = vg.Points(3)
+	eb, err := plotter.NewYErrorBars(errPoints{xy, ye})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	eb.Color = col
+	pl.Add(dodged{line, dx}, dodged{points, dx}, dodged{eb, dx})
+	return line, points, true, nil
 }
 
 // plotOnly is the chart's plot without the legend (for tests).
@@ -689,10 +921,16 @@ func (c *chart) draw(format string) ([]byte, error) {
 	if !drawn {
 		return nil, nil
 	}
-	pl, leg, entries, w, h, err := c.assemble()
+	pls, w, h, err := c.facetPlots()
 	if err != nil {
 		return nil, err
 	}
+	_, leg, entries, _, _, err := c.assemble() // the legend of every series
+	if err != nil {
+		return nil, err
+	}
+	rowH := h
+	h *= vg.Length(len(pls))
 	// The legend goes to the right of the plot, where it hides no data.
 	var legW vg.Length
 	if entries > 0 {
@@ -701,14 +939,18 @@ func (c *chart) draw(format string) ([]byte, error) {
 			return nil, err
 		}
 		legW = leg.Rectangle(draw.New(probe)).Size().X + vg.Points(12)
-		w += legW
+		if !c.paper { // a paper figure keeps its width: the plot narrows
+			w += legW
+		}
 	}
 	cv, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
 		return nil, err
 	}
 	dc := draw.New(cv)
-	pl.Draw(draw.Crop(dc, 0, -legW, 0, 0))
+	for i, pl := range pls {
+		pl.Draw(draw.Crop(dc, 0, -legW, h-rowH*vg.Length(i+1), -rowH*vg.Length(i)))
+	}
 	if legW > 0 {
 		leg.YOffs = -vg.Points(24)
 		leg.Draw(draw.Crop(dc, w-legW, 0, 0, 0))
@@ -817,6 +1059,25 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return out
 }
 
+// tickDecimals is the fewest decimals, no fewer than the step's leading
+// digit needs, that print every major tick exactly (0.025 apart: 0.750,
+// 0.775, not 0.75, 0.78). A tick counts as exact when scaling it leaves an
+// integer up to a relative 1e-9: the ticks are multiples of the step
+// computed in float64, off by a few ulps (~1e-16), far below that.
+func tickDecimals(major []float64, step float64) int {
+	d := max(0, -int(math.Floor(math.Log10(step))))
+	for ; d < 15; d++ {
+		p := math.Pow(10, float64(d))
+		if !slices.ContainsFunc(major, func(v float64) bool {
+			s := v * p
+			return math.Abs(s-math.Round(s)) > 1e-9*math.Max(1, math.Abs(s))
+		}) {
+			break
+		}
+	}
+	return d
+}
+
 // ticks are gonum's default ticks with labels precise enough to tell
 // neighbouring ticks apart (the default prints 2e+08 for 2.1e8 and 2.2e8).
 type ticks struct{}
@@ -844,7 +1105,7 @@ func (ticks) Ticks(lo, hi float64) []plot.Tick {
 		case big >= 1e7 || big < 1e-4:
 			ts[i].Label = strconv.FormatFloat(t.Value, 'g', max(1, int(math.Ceil(math.Log10(big/step)))+1), 64)
 		default:
-			ts[i].Label = strconv.FormatFloat(t.Value, 'f', max(0, -int(math.Floor(math.Log10(step)))), 64)
+			ts[i].Label = strconv.FormatFloat(t.Value, 'f', tickDecimals(major, step), 64)
 		}
 	}
 	return ts

@@ -24,7 +24,10 @@ type Plot struct {
 	XLog   bool
 	YLog   bool
 	File   string // SVG file name in the results directory
-	Line   int    // line of the [[plot]] header
+	// Interval is "std" (default) or "ci95": what the error bars span.
+	Interval string
+	Paper    bool // style = "paper": column width, no title
+	Line     int  // line of the [[plot]] header
 }
 
 var plotFileRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.svg$`)
@@ -62,9 +65,12 @@ func (e *Experiment) plotAxis(el *errorList, ln int, what, key string) bool {
 // metrics and derived columns.
 func (e *Experiment) parsePlot(el *errorList, t *plotTable, i int) Plot {
 	p := Plot{X: t.X, Y: t.Y, Series: t.Series, Where: t.Where, Kind: t.Kind, Title: t.Title, XLabel: t.XLabel, YLabel: t.YLabel,
-		XLog: t.XLog, YLog: t.YLog, Line: t.Line}
+		XLog: t.XLog, YLog: t.YLog, Line: t.Line, Interval: t.Interval, Paper: t.Style == "paper"}
 	if p.Kind == "" {
 		p.Kind = "line"
+	}
+	if p.Interval == "" {
+		p.Interval = "std"
 	}
 	if p.Where == nil && t.Has("where") && !el.bad(t.Pos, "where") {
 		p.Where = map[string]any{}

@@ -471,7 +471,7 @@ func summaryMD(p *Plan, rows []*Row, records []*Record, plots []*renderedPlot) [
 		}
 		cells = append(cells, n)
 		for m, s := range r.Stats {
-			if _, scale := yLabel(e.Metrics[m]); scale != 1 && s.N > 0 {
+			if scale := mibScale(e.Metrics[m]); scale != 1 && s.N > 0 {
 				s.Mean, s.Std = s.Mean/scale, s.Std/scale
 				cells = append(cells, meanStd(s)+" MiB")
 				continue

@@ -419,8 +419,8 @@ func pngDecode(b []byte) (image.Image, error) { return png.Decode(bytes.NewReade
 // dodged series, legend titles, bar baselines, deterministic PDF bytes.
 func TestPlotProperties(t *testing.T) {
 	two := &chart{title: "t", legendTitle: "model.name", series: []chartSeries{
-		{label: "gcn", pts: []chartPoint{{1, 0.5, 0.1}, {2, 0.6, 0.1}}},
-		{label: "sage", pts: []chartPoint{{1, 0.5, 0.1}, {2, 0.6, 0.1}}},
+		{label: "gcn", pts: []chartPoint{{1, 0.5, 0.1, 2}, {2, 0.6, 0.1, 2}}},
+		{label: "sage", pts: []chartPoint{{1, 0.5, 0.1, 2}, {2, 0.6, 0.1, 2}}},
 	}}
 	svg, err := two.draw("svg")
 	if err != nil {
@@ -450,14 +450,14 @@ func TestPlotProperties(t *testing.T) {
 	}
 
 	// Bars: values close together start at a round baseline, others at 0.
-	close := &chart{bar: true, cats: []string{"a", "b"}, series: []chartSeries{{pts: []chartPoint{{0, 0.81, 0.01}, {1, 0.84, 0.01}}}}}
+	close := &chart{bar: true, cats: []string{"a", "b"}, series: []chartSeries{{pts: []chartPoint{{0, 0.81, 0.01, 2}, {1, 0.84, 0.01, 2}}}}}
 	if base, ok := close.barBase(); !ok || base <= 0 || base >= 0.80 {
 		t.Errorf("close values: baseline %v %v, want in (0, 0.80)", base, ok)
 	}
 	if !strings.Contains(close.note(), "not 0") {
 		t.Errorf("caption note %q does not say the bars do not start at 0", close.note())
 	}
-	far := &chart{bar: true, cats: []string{"a", "b"}, series: []chartSeries{{pts: []chartPoint{{0, 0.1, 0}, {1, 0.9, 0}}}}}
+	far := &chart{bar: true, cats: []string{"a", "b"}, series: []chartSeries{{pts: []chartPoint{{0, 0.1, 0, 1}, {1, 0.9, 0, 1}}}}}
 	if base, ok := far.barBase(); ok {
 		t.Errorf("spread values: baseline %v, want 0", base)
 	}

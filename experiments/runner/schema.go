@@ -233,6 +233,10 @@ type plotTable struct {
 	XLog   bool       `toml:"x_log"`
 	YLog   bool       `toml:"y_log"`
 	File   string     `toml:"file" doc:"the SVG file name"`
+	// Interval is what the error bars span when points aggregate seeds.
+	// Style "paper": no title, 3.5 in wide (a paper column), small fonts.
+	Style    string `toml:"style" enum:"screen,paper" doc:"screen (the default) or paper: no title, 3.5 in wide (one column), fonts sized for it"`
+	Interval string `toml:"interval" enum:"std,ci95" doc:"error bars over the seeds: std (one standard deviation, the default) or ci95 (95% Student-t interval of the mean)"`
 }
 
 // hitRatioTable is [hitratio].
