@@ -7,7 +7,7 @@ CONFIG    ?= configs/gcn-cora.toml
 APT_PKGS  := libopenblas-dev libmetis-dev metis pkg-config g++ python3 python3-numpy libopenmpi-dev openmpi-bin time
 GOFLAGS_T ?=
 
-.PHONY: all deps models build run test test-long test-float bench lint clean experiments experiments-check experiments-index reproduce fuzz build-mpi run-mpi test-mpi
+.PHONY: all deps models build run test test-long test-float bench lint clean experiments experiments-check experiments-reports experiments-index reproduce fuzz build-mpi run-mpi test-mpi
 .PHONY: cuda-headers cuda-mock cuda-check ptx gpu-bundle gpu-selftest
 
 all: build
@@ -135,6 +135,12 @@ reproduce:
 
 # The index of experiments/README.md, from the experiment files and their
 # committed results (a test fails when it is stale).
+# experiments-reports rewrites every published experiment's tables, plots
+# and report.html from its stored results, running nothing (after a
+# change of the report code; make experiments-check first).
+experiments-reports: build
+	@set -e; for e in $(EXP); do ./$(BIN) experiment -c $$e --reports-only; done
+
 experiments-index: build
 	./$(BIN) experiment --index experiments/README.md
 

@@ -19,13 +19,14 @@ import (
 	"strata/plugins/wasm"
 )
 
-const experimentArgs = "-c FILE [--jobs N] [--out DIR] [--fresh] [--dry-run] [--shard i/N|slurm | --merge] [--check [--subset]] [--native-numerics] [--force] | --index README"
+const experimentArgs = "-c FILE [--jobs N] [--out DIR] [--fresh] [--dry-run] [--reports-only] [--shard i/N|slurm | --merge] [--check [--subset]] [--native-numerics] [--force] | --index README"
 
 // experimentFlags are the flags of strata experiment.
 type experimentFlags struct {
 	path, out, shard, index string
 	jobs                    int
 	dry, fresh, merge       bool
+	reportsOnly             bool
 	check, subset           bool
 	native, force           bool
 	wasm                    wasmFlags
@@ -38,6 +39,7 @@ func (f *experimentFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.dry, "dry-run", false, "validate every run and list them, with what is already done (or stale), without training")
 	fs.BoolVar(&f.fresh, "fresh", false, "rerun every run: delete the stored results (runs/) of the results directory first")
 	fs.StringVar(&f.shard, "shard", "", "run only shard i of N (0-based: runs whose index is i mod N) into DIR/shards/i-of-N; \"slurm\" reads SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (docs/experiments.md)")
+	fs.BoolVar(&f.reportsOnly, "reports-only", false, "run nothing: rewrite the tables, plots and report.html from the stored results, whatever code made them (after a change of the report code; run --check first to confirm the results still hold)")
 	fs.BoolVar(&f.merge, "merge", false, "assemble the shards' results (DIR/shards/*) into DIR and write the reports; runs nothing")
 	fs.BoolVar(&f.check, "check", false, "rerun the experiment into a temporary directory and compare every checked column with the committed results (exit 1 on a difference); never writes the results")
 	fs.BoolVar(&f.subset, "subset", false, "with --check: rerun only the runs the experiment's [check] table selects")
@@ -62,6 +64,8 @@ func (f *experimentFlags) validate() error {
 		return usagef("experiment: --subset selects the runs of --check; give --check too")
 	case f.check && (f.merge || f.shard != "" || f.fresh || f.dry || f.force):
 		return usagef("experiment: --check reruns into a temporary directory and compares; it takes none of --merge, --shard, --fresh, --dry-run, --force")
+	case f.reportsOnly && (f.check || f.merge || f.shard != "" || f.fresh || f.dry):
+		return usagef("experiment: --reports-only rewrites the reports from the stored results; it takes none of --check, --merge, --shard, --fresh, --dry-run")
 	case f.merge && (f.shard != "" || f.fresh):
 		return usagef("experiment: --merge assembles the shards' results; it takes neither --shard nor --fresh")
 	}
@@ -131,7 +135,7 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	opts := runner.Options{OutDir: dir, Jobs: f.jobs, Fresh: f.fresh, Shard: shard, Progress: stderr, Force: f.force, Numerics: &num, Train: trainFn,
+	opts := runner.Options{OutDir: dir, Jobs: f.jobs, Fresh: f.fresh, Shard: shard, Progress: stderr, Force: f.force, Numerics: &num, Train: trainFn, ReportsOnly: f.reportsOnly,
 		Stamp: &runner.Revision{Revision: binaryRevision()}}
 	merged := 0
 	if f.merge && !f.dry {

@@ -49,6 +49,11 @@ type Options struct {
 	// SkipReports writes only the runs' results, no report (a rerun of
 	// --check, which compares them itself).
 	SkipReports bool
+	// ReportsOnly runs nothing: it rewrites the reports (tables, plots,
+	// report.html) from the stored results, whatever code made them (a
+	// change of the report code alone; the provenance keeps each run's
+	// revision). Every run must have a stored result.
+	ReportsOnly bool
 	// Binary is the digest of the code that runs (BinaryDigest; "" =
 	// computed) and Numerics its kernel choices (nil =
 	// numerics.Current(false)): with the modules a run loads, they make
@@ -197,6 +202,10 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 	}
 	removeStaleTemps(out)
 	st := env.scan(p, out)
+	if opts.ReportsOnly && len(st.pending) > 0 {
+		r := st.pending[0]
+		return nil, nil, fmt.Errorf("experiment %s: --reports-only: %d of %d runs have no stored result in %s (the first: [%d] %s); run the experiment to make them", p.Exp.Name, len(st.pending), st.mine, out, r.Index+1, r.Label())
+	}
 	sum := &Summary{Experiment: p.Exp.Name, Runs: st.mine, Skipped: st.mine - len(st.pending), Stale: st.stale, Out: out, Kept: kept}
 	if opts.Shard.Count > 1 {
 		sum.Shard = opts.Shard.String()

@@ -386,3 +386,32 @@ func TestBuildRevision(t *testing.T) {
 		t.Errorf("outside git: %+v, want the build stamp %+v", r, buildRevision())
 	}
 }
+
+// TestReportsOnly rewrites the reports from results of other code and
+// runs nothing; a run without a stored result is an error naming it.
+func TestReportsOnly(t *testing.T) {
+	out := t.TempDir()
+	var f fakeTrain
+	if _, _, err := Execute(context.Background(), fakePlan(t), Options{OutDir: out, Train: f.run}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(out, "summary.md")); err != nil {
+		t.Fatal(err)
+	}
+	var g fakeTrain
+	other := Options{OutDir: out, Train: g.run, ReportsOnly: true, Binary: "other-code"}
+	sum, _, err := Execute(context.Background(), fakePlan(t), other)
+	if err != nil || sum.Executed != 0 || g.total() != 0 || sum.Skipped != sum.Runs {
+		t.Fatalf("reports only: %+v, %d calls, %v", sum, g.total(), err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "summary.md")); err != nil {
+		t.Errorf("the reports were not rewritten: %v", err)
+	}
+	p := fakePlan(t)
+	if err := os.Remove(filepath.Join(out, "runs", p.Runs[1].ID+".json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Execute(context.Background(), p, other); err == nil || !strings.Contains(err.Error(), "1 of 4 runs have no stored result") || g.total() != 0 {
+		t.Errorf("a missing result: %v (%d calls), want an error naming it and no run", err, g.total())
+	}
+}

@@ -87,7 +87,11 @@ func (env *runEnv) scan(p *Plan, out string) *scanned {
 			continue
 		}
 		st.mine++
-		rec, why := loadRecord(out, r, p.Exp, env.keyer, env.keys[r.ID])
+		key := env.keys[r.ID]
+		if env.opts.ReportsOnly {
+			key = "" // any code's result
+		}
+		rec, why := loadRecord(out, r, p.Exp, env.keyer, key)
 		if rec != nil {
 			st.records[r.Index] = rec
 			continue
@@ -113,9 +117,9 @@ func (env *runEnv) scan(p *Plan, out string) *scanned {
 const MaxResultBytes = 256 << 20
 
 // loadRecord returns the stored result of r if it was made by the code
-// of key (and is a success, or a failure the experiment expects); else
-// nil and, for a result that exists but is not reused, why ("" when
-// there is none, or it is unreadable).
+// of key ("": by any code) and is a success, or a failure the experiment
+// expects; else nil and, for a result that exists but is not reused, why
+// ("" when there is none, or it is unreadable).
 func loadRecord(out string, r *Run, e *Experiment, k *runKeyer, key string) (*Record, string) {
 	b, err := safefile.ReadFile(filepath.Join(out, "runs", r.ID+".json"), MaxResultBytes)
 	if err != nil {
@@ -130,6 +134,7 @@ func loadRecord(out string, r *Run, e *Experiment, k *runKeyer, key string) (*Re
 		return nil, ""
 	case rec.Status != "ok" && e.ExpectedFailure(r) == nil:
 		return nil, "a stored failure that the experiment no longer expects"
+	case key == "":
 	case rec.Code == "":
 		return nil, "they record no code key (made before results were keyed by their code)"
 	case rec.Code != key:
