@@ -225,7 +225,7 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 	// The reports cover what finished, even when some results could not
 	// be stored.
 	end := time.Now()
-	if sum.Executed == 0 && sum.Failed == 0 && sum.ExpectedFailed == 0 {
+	if opts.ReportsOnly || sum.Executed == 0 && sum.Failed == 0 && sum.ExpectedFailed == 0 {
 		end = time.Time{} // nothing ran: keep the reports' invocation as it was
 	}
 	repErr := writeReports(p, records, out, started, end, env.memo)

@@ -398,6 +398,7 @@ func TestReportsOnly(t *testing.T) {
 	if err := os.Remove(filepath.Join(out, "summary.md")); err != nil {
 		t.Fatal(err)
 	}
+	made := ReadProvenance(filepath.Join(out, "provenance.json"))
 	var g fakeTrain
 	other := Options{OutDir: out, Train: g.run, ReportsOnly: true, Binary: "other-code"}
 	sum, _, err := Execute(context.Background(), fakePlan(t), other)
@@ -406,6 +407,9 @@ func TestReportsOnly(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "summary.md")); err != nil {
 		t.Errorf("the reports were not rewritten: %v", err)
+	}
+	if prov := ReadProvenance(filepath.Join(out, "provenance.json")); prov == nil || made == nil || prov.End != made.End || prov.Start != made.Start {
+		t.Errorf("provenance.json lost the invocation that made the results: %+v, was %+v", prov, made)
 	}
 	p := fakePlan(t)
 	if err := os.Remove(filepath.Join(out, "runs", p.Runs[1].ID+".json")); err != nil {
