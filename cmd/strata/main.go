@@ -2,7 +2,7 @@
 // modules, and inspects, converts and validates their inputs.
 //
 //	strata train -c configs/gcn-cora.toml [--set key=value ...]
-//	strata predict -m MODEL -c FILE -o DIR
+//	strata predict -m MODEL [-i DATASET] -o DIR
 //	strata validate -c FILE
 //	strata config explain [KEY|SECTION|MODULE]
 //	strata list-plugins
@@ -111,7 +111,7 @@ func commands() []command {
 	return []command{
 		{"train", "[-c FILE] [--set key=value]... [--resume]", "train the model a config (or the defaults and --set data.dataset=...) describes; the last stdout line is a JSON summary", cmdTrain},
 		{"experiment", experimentArgs, "run an experiment file: a sweep of configs over axes and seeds, resumable, with tables and plots", cmdExperiment},
-		{"predict", "-m MODEL -c FILE [--set key=value]... -o DIR", "predict every node with a model saved by output.model: predictions (.npy, .csv), logits.npy and the last hidden layer (embeddings.npy, .csv) in DIR; a model of another config or module is refused", cmdPredict},
+		{"predict", "-m MODEL [-i DATASET] [-c FILE] [--set key=value]... -o DIR", "predict every node of the model's dataset, or of any graph with its features (-i), with a model saved by output.model: predictions (.npy, .csv), logits.npy and the last hidden layer (embeddings.npy, .csv) in DIR, and the accuracies when the graph has labels; a config of another model or module is refused, naming what differs", cmdPredict},
 		{"validate", "[-c FILE] [--set key=value]... [--skip-data]", "check a config, its dataset path and its layer module without training", cmdValidate},
 		{"config", configUsage, "print every config key with its type, allowed values, default and meaning, or only those of one key (train.lr), section (train, sampler) or module (sampler.uniform, model.gat)", cmdConfig},
 		{"list-plugins", "", "list the registered partitioners, samplers, cache policies, models and cost models", cmdListPlugins},

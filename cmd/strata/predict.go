@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"strata/core/config"
 	"strata/core/graph"
@@ -26,15 +28,15 @@ import (
 // hidden layer (embeddings.npy and embeddings.csv, nodes × width) to a
 // directory.
 func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("predict", "-m MODEL -c FILE [--set key=value]... -o DIR", stderr)
+	fs := newFlags("predict", "-m MODEL [-i DATASET] [-c FILE] [--set key=value]... -o DIR", stderr)
 	var cf configFlags
 	cf.register(fs)
-	modelFlag := fs.String("m", "", "the model file a training run wrote (output.model)")
+	modelFlag := fs.String("m", "", "the model file a training run wrote (output.model); it holds the model's config")
+	inFlag := fs.String("i", "", "the graph to predict (any dataset spec with the model's feature width, labelled or not; default: the dataset it was trained on)")
 	outFlag := fs.String("o", "", "the directory to write predictions.npy, predictions.csv, logits.npy, embeddings.npy and embeddings.csv to (created if missing)")
 	var rf runtimeFlags
 	rf.register(fs)
-	cfg, wopts, err := cf.load(fs, args)
-	if err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	modelPath, outDir := *modelFlag, *outFlag
@@ -46,6 +48,10 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return fmt.Errorf("-m %s: %w: give the model file a run wrote (output.model)", modelPath, err)
 	}
 	mf.Close()
+	cfg, wopts, err := predictConfig(&cf, modelPath, *inFlag)
+	if err != nil {
+		return err
+	}
 	stopProfile, err := rf.start(cf.maxMem, append(profileInputs(cf.path, cfg.DatasetSpec()), modelPath)...)
 	if err != nil {
 		return err
@@ -81,6 +87,34 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	defer lock.Release()
 	return writePredictions(p, cfg.Train.Mode, outDir, modelPath, inputs, stdout, stderr)
+}
+
+// predictConfig is the config predict runs: -c FILE (whose model must be
+// the saved one's), else the model file's own model section and input
+// transforms on the defaults; then -i as data.dataset, then --set.
+func predictConfig(cf *configFlags, modelPath, dataset string) (*config.Config, wasm.Options, error) {
+	wopts, err := cf.wasm.options()
+	if err != nil {
+		return nil, wasm.Options{}, err
+	}
+	sets := cf.sets
+	if dataset != "" {
+		sets = append([]string{"data.dataset=" + dataset}, sets...)
+	}
+	if cf.path != "" {
+		cfg, err := config.Load(cf.path, sets...)
+		return cfg, wopts, err
+	}
+	meta, _, err := train.ReadModel(modelPath)
+	if err != nil {
+		return nil, wasm.Options{}, err
+	}
+	trained, err := config.DatasetOf(meta.Config)
+	if err != nil {
+		return nil, wasm.Options{}, fmt.Errorf("-m %s: %w", modelPath, err)
+	}
+	cfg, err := config.FromIdentity(modelPath, meta.Config, trained, sets...)
+	return cfg, wopts, err
 }
 
 // predictFiles are the files predict may write into its -o directory.
@@ -155,7 +189,24 @@ func writePredictions(p *train.Predictions, mode, outDir, modelPath string, inpu
 	}
 	fmt.Fprintf(stdout, "%s: %d nodes predicted with %s (best epoch %d, valid %.4f): %s\n",
 		outDir, n, modelPath, p.Model.BestEpoch, p.Model.BestValidAcc, files)
+	line, err := json.Marshal(predictResult{Model: modelPath, Out: outDir, Nodes: n, Classes: p.Width, Labelled: p.Labelled, Accuracy: p.Accuracy, Files: strings.Split(files, ", ")})
+	if err != nil {
+		return &internalError{err}
+	}
+	fmt.Fprintf(stdout, "%s\n", line)
 	return nil
+}
+
+// predictResult is predict's result line: what it wrote and, on a
+// labelled graph, the accuracies (over all labelled nodes and per split).
+type predictResult struct {
+	Model    string             `json:"model"`
+	Out      string             `json:"out"`
+	Nodes    int                `json:"nodes"`
+	Classes  int                `json:"classes"`
+	Labelled int                `json:"labelled"`
+	Accuracy map[string]float64 `json:"accuracy,omitempty"`
+	Files    []string           `json:"files"`
 }
 
 // writeFloatNPY writes a rows × cols float32 .npy file atomically.

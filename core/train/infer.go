@@ -3,8 +3,10 @@ package train
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"strata/core/config"
+	"strata/core/graph"
 	"strata/core/modhost"
 )
 
@@ -27,6 +29,11 @@ type Predictions struct {
 	// one layer.
 	Hidden      []float64
 	HiddenWidth int
+	// Labelled counts the graph's labelled nodes; Accuracy holds, when
+	// there are some, "accuracy" over all of them and "train_acc",
+	// "valid_acc", "test_acc" over the splits the graph has.
+	Labelled int
+	Accuracy map[string]float64
 }
 
 // predict is Predict with the config's modules provisioned.
@@ -35,18 +42,14 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	if err != nil {
 		return nil, err
 	}
-	cfgSHA, err := cfg.SHA256()
-	if err != nil {
+	if err := checkIdentity(modelPath, meta, cfg); err != nil {
 		return nil, err
-	}
-	if meta.ConfigSHA256 != cfgSHA {
-		return nil, fmt.Errorf("%s was trained with config %s, this config hashes to %s: predict with the config the model was trained with (the model file holds its canonical text)", modelPath, meta.ConfigSHA256, cfgSHA)
 	}
 	strat, err := StrategyFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	env, model, closeEnv, err := NewEnv(ctx, cfg, host)
+	env, model, closeEnv, err := NewEnv(withClasses(ctx, meta.Classes), cfg, host)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +59,7 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 			modelPath, meta.Model, meta.ModuleSHA256, model.Name, model.SHA256)
 	}
 	if meta.Features != env.Dim || meta.Classes != env.Dataset.NumClasses {
-		return nil, fmt.Errorf("%s was trained on %d features and %d classes, the dataset has %d and %d", modelPath, meta.Features, meta.Classes, env.Dim, env.Dataset.NumClasses)
+		return nil, cfg.KeyError(fmt.Sprintf("%s was trained on %d features and %d classes, the dataset %s has %d and %d: predict on a graph with the model's feature width and at most its classes", modelPath, meta.Features, meta.Classes, cfg.Data.Dataset, env.Dim, env.Dataset.NumClasses), "data", "dataset")
 	}
 	st, err := strat.NewStepper(ctx, env)
 	if err != nil {
@@ -73,10 +76,72 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	if err := st.Predict(ctx, p.Classes); err != nil {
 		return nil, err
 	}
+	p.Labelled, p.Accuracy = predictionAccuracy(env.Dataset, p.Classes)
 	if op, ok := st.(OutputPredictor); ok {
 		if p.Logits, p.Hidden, p.HiddenWidth, err = op.PredictOutputs(ctx); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// checkIdentity refuses a config that does not describe the saved model:
+// the keys of its identity (config.IdentityDiff: the [model] section and
+// the input transforms) must be the model's, whatever the schedule or the
+// dataset. Model files of every version hold their config's text.
+func checkIdentity(modelPath string, meta *ModelMeta, cfg *config.Config) error {
+	canon, err := cfg.Canonical()
+	if err != nil {
+		return err
+	}
+	diff, err := config.IdentityDiff(meta.Config, string(canon))
+	if err != nil {
+		return fmt.Errorf("%s: %w", modelPath, err)
+	}
+	if len(diff) > 0 {
+		return cfg.KeyError(fmt.Sprintf("%s was trained with another model than the config describes: %s; predict without -c (the model file holds its config), or with the config it was trained with", modelPath, strings.Join(diff, "; ")), "model")
+	}
+	return nil
+}
+
+// classesKey carries the model's class count into NewEnv (withClasses).
+type classesKey struct{}
+
+// withClasses tells NewEnv that the model predicts n classes: a dataset
+// with fewer (or no labelled node) is predicted with n.
+func withClasses(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, classesKey{}, n)
+}
+
+// predictionAccuracy scores pred against ds's labels: the labelled nodes'
+// count and the accuracies over all of them and over each split ds has
+// (nil without a labelled node).
+func predictionAccuracy(ds *graph.Dataset, pred []int32) (int, map[string]float64) {
+	score := func(nodes []int32) (int, float64) {
+		n, right := 0, 0
+		for _, v := range nodes {
+			if l := ds.Labels[v]; l >= 0 {
+				n++
+				if pred[v] == l {
+					right++
+				}
+			}
+		}
+		return n, float64(right) / float64(max(n, 1))
+	}
+	all := make([]int32, len(pred))
+	for i := range all {
+		all[i] = int32(i)
+	}
+	labelled, acc := score(all)
+	if labelled == 0 {
+		return 0, nil
+	}
+	out := map[string]float64{"accuracy": acc}
+	for name, nodes := range map[string][]int32{"train_acc": ds.Train, "valid_acc": ds.Valid, "test_acc": ds.Test} {
+		if n, a := score(nodes); n > 0 {
+			out[name] = a
+		}
+	}
+	return labelled, out
 }

@@ -272,10 +272,14 @@ func loadData(ctx context.Context, cfg *config.Config, local bool) (*graph.Datas
 		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("data.synth_features = %d: %d nodes x %d random features would need %s, more than the memory budget of %s (--max-memory); use fewer features",
 			w, n, w, graph.FormatBytes(n*w*4), graph.FormatBytes(graph.MaxMemory(ctx))), "data", "synth_features")
 	}
+	classes, predicting := ctx.Value(classesKey{}).(int) // a saved model's, on a graph with fewer labelled
+	if predicting && ds.NumClasses < classes {
+		ds.NumClasses = classes
+	}
 	if ds.NumClasses < 2 {
 		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has %d classes; node classification needs labels with at least 2 classes (an edge list carries none: give labels in the OGB raw layout, raw/node-label.csv, a .npy directory's labels.npy or a .npz file, see docs/datasets.md)", ds.Name, ds.NumClasses), "data", "dataset")
 	}
-	if len(ds.Train) == 0 {
+	if len(ds.Train) == 0 && !predicting {
 		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has no training nodes; give it a split with data.split = \"random-20-30-seed0\" (20 training and 30 validation nodes per class) or split files (docs/datasets.md)", ds.Name), "data", "dataset")
 	}
 	if local {

@@ -367,14 +367,29 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 	file := func(name string) string { return files[name] }
 	spend := &graph.Spend{Budget: budget}
 
-	// Labels fix the node count.
-	lp := file("labels.npy")
-	if !present(lp) {
-		return nil, graph.FileErrorf(graph.ErrMissing, lp, 0, 0, "file does not exist, nor y.npy (its PyG name): the directory has no labels; save them with np.save(\"y.npy\", y) (int, one per node, -1 = unlabeled)")
-	}
-	labels, classes, err := readNPYLabels(lp, spend)
-	if err != nil {
-		return nil, err
+	// Labels fix the node count; without them (a graph to predict), the
+	// features do, and every node is unlabeled.
+	lp, fp := file("labels.npy"), file("features.npy")
+	var labels []int32
+	var classes, featDim int
+	var feats []float32
+	splits := slices.ContainsFunc([]string{"train_idx.npy", "valid_idx.npy", "test_idx.npy"}, func(name string) bool { return present(file(name)) })
+	switch {
+	case present(lp):
+		if labels, classes, err = readNPYLabels(lp, spend); err != nil {
+			return nil, err
+		}
+	case present(fp) && !splits: // a split needs labels
+		if feats, featDim, err = readNPYFeatures(fp, -1, "", spend); err != nil {
+			return nil, err
+		}
+		labels = make([]int32, len(feats)/max(featDim, 1))
+		for i := range labels {
+			labels[i] = -1
+		}
+		lp = fp
+	default:
+		return nil, graph.FileErrorf(graph.ErrMissing, lp, 0, 0, "file does not exist, nor y.npy (its PyG name), nor features to count the nodes: save the labels with np.save(\"y.npy\", y) (int, one per node, -1 = unlabeled), or the features as x.npy for a graph to predict")
 	}
 	n := len(labels)
 	readEdges := readNPYEdges
@@ -390,30 +405,12 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 		Labels: labels, NumClasses: classes, Source: dir,
 	}
 
-	if fp := file("features.npy"); present(fp) {
-		shape, data, err := readNPYFile(fp, spend)
-		if err != nil {
+	if present(fp) && feats == nil {
+		if feats, featDim, err = readNPYFeatures(fp, n, filepath.Base(lp), spend); err != nil {
 			return nil, err
-		}
-		if len(shape) != 2 || shape[0] != n {
-			return nil, graph.FileErrorf(graph.ErrCount, fp, 0, 0, "header field 'shape': %v, want (%d, D) to match the %d labels of %s", shape, n, n, filepath.Base(lp))
-		}
-		if _, ok := data.([]float32); !ok {
-			if err := spend.Charge(fp, "the features as float32", int64(n)*int64(shape[1])*4); err != nil {
-				return nil, err
-			}
-		}
-		d.FeatDim = shape[1]
-		if d.Features, err = npyFloats(data, fp); err != nil {
-			return nil, err
-		}
-		if err := graph.CheckFeatures(fp, d.Features, d.FeatDim); err != nil {
-			return nil, err
-		}
-		if d.FeatDim == 0 {
-			d.Features = nil
 		}
 	}
+	d.Features, d.FeatDim = feats, featDim
 
 	owner := make([]int8, n)
 	for si, name := range []string{"train_idx.npy", "valid_idx.npy", "test_idx.npy"} {
@@ -771,4 +768,33 @@ func (*npyFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error)
 
 func (*npyFormat) Supports() graph.Support {
 	return graph.Support{Spec: "a directory of .npy arrays (edge_index.npy or edges.csv, labels.npy, ...)", Budget: true}
+}
+
+// readNPYFeatures reads the features array fp (shape (n, D); n < 0: any
+// row count) as float32, charged to spend; labels names the file that
+// fixed n, for errors. D = 0 gives no features.
+func readNPYFeatures(fp string, n int, labels string, spend *graph.Spend) ([]float32, int, error) {
+	shape, data, err := readNPYFile(fp, spend)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(shape) != 2 || n >= 0 && shape[0] != n {
+		return nil, 0, graph.FileErrorf(graph.ErrCount, fp, 0, 0, "header field 'shape': %v, want (%d, D) to match the %d labels of %s", shape, n, n, labels)
+	}
+	if _, ok := data.([]float32); !ok {
+		if err := spend.Charge(fp, "the features as float32", int64(shape[0])*int64(shape[1])*4); err != nil {
+			return nil, 0, err
+		}
+	}
+	feats, err := npyFloats(data, fp)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := graph.CheckFeatures(fp, feats, shape[1]); err != nil {
+		return nil, 0, err
+	}
+	if shape[1] == 0 {
+		return nil, 0, nil
+	}
+	return feats, shape[1], nil
 }
