@@ -319,12 +319,27 @@ func TestLayerOptionErrors(t *testing.T) {
 		{"gcn", cfg("out_dim", 4), `model "gcn" layer spec: op #0 input: input "x" needs a positive width, got 0`},
 		{"gcn", cfg("in_dim", 4, "out_dim", 4, "dropout", 1.0), `op #1 dropout: drop probability 1 outside [0,1)`},
 		{"gcn", cfg("in_dim", 4.5, "out_dim", 4), `op #0 cfg_i64: option "in_dim" = 4.5 must be an integer`},
+		{"gatv2", cfg("in_dim", 8, "out_dim", 8, "heads", 0), `model "gatv2" layer spec: gatv2: option heads = 0 must be in [1, 1024]`},
+		{"gatv2", cfg("in_dim", 8, "out_dim", 10, "heads", 3), `gatv2: hidden size out_dim=10 must be divisible by option heads=3`},
+		{"gatv2", cfg("in_dim", 8, "out_dim", 8, "negative_slope", -0.5), `gatv2: option negative_slope = -0.5 must be in [0, 1]`},
+		{"transformer", cfg("in_dim", 8, "out_dim", 8, "out_heads", 0, "last", 1), `transformer: option out_heads = 0 must be in [1, 1024]`},
+		{"graphconv", withString(cfg("in_dim", 8, "out_dim", 4), "aggr", "lstm"), `graphconv: option aggr = "lstm" is not one of "sum", "mean", "max"`},
+		{"sgc", cfg("in_dim", 8, "out_dim", 4, "k", 0), `model "sgc" layer spec: sgc: option k = 0 must be in [1, 64]`},
+		{"cheb", cfg("in_dim", 8, "out_dim", 4, "k", 33), `model "cheb" layer spec: cheb: option k = 33 must be in [1, 32]`},
+		{"appnp", cfg("in_dim", 8, "out_dim", 4, "last", 1, "k", -1), `appnp: option k = -1 must be in [0, 1000]`},
+		{"appnp", cfg("in_dim", 8, "out_dim", 4, "last", 1, "alpha", 1.5), `appnp: option alpha = 1.5 must be in [0, 1]`},
+		{"gcnii", cfg("in_dim", 8, "out_dim", 4, "layers", 2, "alpha", -0.1), `gcnii: option alpha = -0.1 must be in [0, 1]`},
+		{"gcnii", cfg("in_dim", 8, "out_dim", 4, "layers", 2, "lambda", 0.0), `gcnii: option lambda = 0 must be in [1e-06, 1e+06]`},
+		{"gcnii", cfg("in_dim", 8, "out_dim", 4, "layers", 1, "last", 1), `gcnii: model.layers = 1 must be >= 2`},
 	}
 	for _, c := range cases {
 		_, err := loadGuest(t, "models/layers/"+c.layer).LayerSpec(ctx, c.cfg)
 		mustContain(t, err, c.want)
 	}
 }
+
+// withString returns c with the string option key set to v.
+func withString(c Config, key, v string) Config { return *c.SetString(key, v) }
 
 func TestConfigKeysRead(t *testing.T) {
 	m := loadGuest(t, "models/layers/gcn")

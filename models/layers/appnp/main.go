@@ -16,7 +16,10 @@ package main
 
 //strata:doc APPNP (Klicpera et al.): an MLP whose last layer propagates k times by personalized PageRank, z = (1-alpha) Â z + alpha h; options k, alpha; full-graph only
 
-import "strata/models/sdk"
+import (
+	"strata/models/sdk"
+	"strata/models/sdk/opts"
+)
 
 func main() {}
 
@@ -26,14 +29,11 @@ func layer() sdk.Value {
 	in, out := sdk.Dims()
 	x := sdk.Dropout(sdk.Input(in), sdk.CfgFloat("dropout", 0))
 	h := sdk.Linear("lin", x, in, out, true)
-	k, alpha := sdk.Cfg("k", 10), sdk.CfgFloat("alpha", 0.1)
+	k, alpha := opts.Int("appnp", "k", 10, 0, 1000), opts.Float("appnp", "alpha", 0.1, 0, 1)
 	if !sdk.Last() {
 		return sdk.Post(h, sdk.ReLU)
 	}
 	sdk.CfgBool("batchnorm", false) // read on every layer, as Post does
-	if k < 0 || alpha < 0 || alpha > 1 {
-		sdk.Fail("appnp: option k must be >= 0 and alpha in [0, 1]")
-	}
 	g := sdk.Graph(sdk.AdjSelf)
 	z := h
 	for range k {
