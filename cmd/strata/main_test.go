@@ -23,9 +23,16 @@ import (
 	"strata/core/registry"
 )
 
-// scratch holds what the tests share across cases: the compiled-module
-// cache and the Go guests built from source.
+// scratch holds what the tests share across cases: the Go guests built
+// from source. The compiled-module cache is wasmCacheDir.
 var scratch string
+
+// wasmCacheDir is the tests' compiled-module cache: build/test-wasm-cache
+// of the repository (ignored by git), kept across test runs so that the
+// modules are compiled once, not in every run (compiling them is most of
+// the CPU of the tests that run experiments), and never the user's own
+// cache. Entries are keyed by the module's bytes and the runtime.
+var wasmCacheDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "strata-cli-test-")
@@ -33,6 +40,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	scratch = dir
+	if wasmCacheDir, err = filepath.Abs(filepath.Join("..", "..", "build", "test-wasm-cache")); err != nil {
+		panic(err)
+	}
+	if err := os.MkdirAll(wasmCacheDir, 0o755); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -48,7 +61,7 @@ func cli(t testing.TB, args ...string) (code int, stdout, stderr string) {
 
 // wasmCache is the compiled-module cache the tests pass with -wasm-cache, so
 // they never write to the user's cache directory.
-func wasmCache() string { return filepath.Join(scratch, "wasm-cache") }
+func wasmCache() string { return wasmCacheDir }
 
 var (
 	guestMu    sync.Mutex
