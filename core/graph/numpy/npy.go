@@ -324,6 +324,11 @@ func npyMembers(dir string) (map[string]string, error) {
 	case len(edges) == 1:
 		files["edge_index.npy"] = filepath.Join(dir, edges[0])
 	}
+	for _, name := range unreadEdgeArrays {
+		if present(filepath.Join(dir, name)) {
+			return nil, graph.FileErrorf(graph.ErrFormat, filepath.Join(dir, name), 0, 0, "per-edge values, which no layer reads yet: strata would train without them; remove or rename the file to train on the unweighted graph")
+		}
+	}
 	for _, a := range npyAliases {
 		p, q := filepath.Join(dir, a[0]), filepath.Join(dir, a[1])
 		switch {
@@ -337,6 +342,10 @@ func npyMembers(dir string) (map[string]string, error) {
 	}
 	return files, nil
 }
+
+// unreadEdgeArrays are the per-edge arrays a .npy directory may hold
+// (PyG's names) that no layer reads yet: refused, never ignored.
+var unreadEdgeArrays = []string{"edge_weight.npy", "edge_attr.npy"}
 
 // present reports whether path exists, whatever it is (a link that leads
 // nowhere too: reading it then says so).
