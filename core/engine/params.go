@@ -197,23 +197,10 @@ func DownloadFloats(be backend.Backend, t *tensor.Tensor) ([]float64, error) {
 // reports but does not need): on a backend that counts link traffic
 // (backend.Peeker) the copy is not counted.
 func PeekFloats(be backend.Backend, t *tensor.Tensor) ([]float64, error) {
-	p, ok := be.(backend.Peeker)
-	if !ok {
-		return downloadFloats(be, t)
+	if p, ok := be.(backend.Peeker); ok {
+		return readFloats(t, p.Peek)
 	}
-	if t.DType() == tensor.Float64 {
-		v := make([]float64, t.Numel())
-		return v, p.Peek(t, v)
-	}
-	f := make([]float32, t.Numel())
-	if err := p.Peek(t, f); err != nil {
-		return nil, err
-	}
-	v := make([]float64, len(f))
-	for i, x := range f {
-		v[i] = float64(x)
-	}
-	return v, nil
+	return downloadFloats(be, t)
 }
 
 // UploadFloats fills a tensor from float64 values (converted to its type).

@@ -520,12 +520,18 @@ func uploadFloats(be backend.Backend, t *tensor.Tensor, v []float64) error {
 }
 
 func downloadFloats(be backend.Backend, t *tensor.Tensor) ([]float64, error) {
+	return readFloats(t, be.Download)
+}
+
+// readFloats copies t to host memory with read (a Download or a Peek) as
+// float64.
+func readFloats(t *tensor.Tensor, read func(*tensor.Tensor, any) error) ([]float64, error) {
 	if t.DType() == tensor.Float64 {
 		v := make([]float64, t.Numel())
-		return v, be.Download(t, v)
+		return v, read(t, v)
 	}
 	f := make([]float32, t.Numel())
-	if err := be.Download(t, f); err != nil {
+	if err := read(t, f); err != nil {
 		return nil, err
 	}
 	v := make([]float64, len(f))

@@ -117,23 +117,26 @@ func withClasses(ctx context.Context, n int) context.Context {
 // count and the accuracies over all of them and over each split ds has
 // (nil without a labelled node).
 func predictionAccuracy(ds *graph.Dataset, pred []int32) (int, map[string]float64) {
+	count := func(v int32, n, right *int) {
+		if l := ds.Labels[v]; l >= 0 {
+			*n++
+			if pred[v] == l {
+				*right++
+			}
+		}
+	}
 	score := func(nodes []int32) (int, float64) {
 		n, right := 0, 0
 		for _, v := range nodes {
-			if l := ds.Labels[v]; l >= 0 {
-				n++
-				if pred[v] == l {
-					right++
-				}
-			}
+			count(v, &n, &right)
 		}
 		return n, float64(right) / float64(max(n, 1))
 	}
-	all := make([]int32, len(pred))
-	for i := range all {
-		all[i] = int32(i)
+	labelled, right := 0, 0
+	for v := range int32(len(pred)) { // every node, without a list of them
+		count(v, &labelled, &right)
 	}
-	labelled, acc := score(all)
+	acc := float64(right) / float64(max(labelled, 1))
 	if labelled == 0 {
 		return 0, nil
 	}
