@@ -18,14 +18,22 @@ type Dataset struct {
 	// FeatureNodes, when not nil, are the nodes whose rows Features holds,
 	// in order (len(FeatureNodes) x FeatDim values; WithFeatureRows).
 	FeatureNodes []int32
-	Labels       []int32 // -1 = unlabeled; nil for structure-only graphs
-	NumClasses   int     // max label + 1 (0 without labels)
-	Train        []int32 // node ids, ascending
-	Valid        []int32 // node ids, ascending
-	Test         []int32 // node ids, ascending
-	Source       string  // path, "embedded:cora" or an rmat spec
-	Citation     string  // how to cite the data ("" if unknown)
-	mapped       []byte  // the file mapping the slices above may point into (OpenBinary)
+	Labels       []int32 // -1 = unlabeled; nil for structure-only graphs and float targets
+	// NumClasses is max label + 1 (0 without labels) or, with float
+	// targets (Kind), their columns: the model's output width.
+	NumClasses int
+	// Kind says what the nodes are trained to predict: Classes (Labels)
+	// or MultiLabel and Regression (Targets).
+	Kind TargetKind
+	// Targets, for Kind MultiLabel or Regression, are NumNodes ×
+	// NumClasses values, row-major; NaN marks a missing target.
+	Targets  []float32
+	Train    []int32 // node ids, ascending
+	Valid    []int32 // node ids, ascending
+	Test     []int32 // node ids, ascending
+	Source   string  // path, "embedded:cora" or an rmat spec
+	Citation string  // how to cite the data ("" if unknown)
+	mapped   []byte  // the file mapping the slices above may point into (OpenBinary)
 }
 
 // Validate checks the dataset invariants: graph shape and structure,
@@ -68,6 +76,9 @@ func (d *Dataset) Validate() error {
 			return fmt.Errorf("%s: node %d has label %d outside [-1,%d): %w", name, i, l, d.NumClasses, ErrRange)
 		}
 	}
+	if err := d.validateTargets(name); err != nil {
+		return err
+	}
 	owner := make([]int8, d.NumNodes)
 	for si, s := range [...]struct {
 		name string
@@ -89,7 +100,7 @@ func (d *Dataset) Validate() error {
 					name, id, SplitName(int(o)-1), s.name, ErrSplit)
 			}
 			owner[id] = int8(si + 1)
-			if d.Labels == nil || d.Labels[id] < 0 {
+			if !d.Labelled(id) {
 				return fmt.Errorf("%s: %s split: node %d has no label: %w", name, s.name, id, ErrSplit)
 			}
 		}
@@ -134,6 +145,9 @@ func (d *Dataset) MemoryFootprint() []Component {
 		Component{"features", int64(len(d.Features)) * 4},
 		Component{"labels", int64(len(d.Labels)) * 4},
 		Component{"splits", int64(len(d.Train)+len(d.Valid)+len(d.Test)) * 4})
+	if d.Targets != nil {
+		out = append(out, Component{"targets", int64(len(d.Targets)) * 4})
+	}
 	return out
 }
 

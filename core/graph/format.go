@@ -78,6 +78,9 @@ type LoadOptions struct {
 	// Keep asks for only the feature rows of Rows, in that order.
 	Rows []int32
 	Keep bool
+	// Regression asks for the labels as regression targets
+	// (WithRegression); formats without float targets ignore it.
+	Regression bool
 }
 
 // NoSplit, as LoadOptions.Split, reads no split (a generated one

@@ -188,7 +188,7 @@ func OpenContext(ctx context.Context, spec string) (*Dataset, error) {
 	done := make(chan result, 1)
 	go func() {
 		rows, keep := featureRowsFrom(ctx)
-		d, err := open(spec, LoadOptions{Ctx: ctx, Budget: MaxMemory(ctx), Rows: rows, Keep: keep})
+		d, err := open(spec, LoadOptions{Ctx: ctx, Budget: MaxMemory(ctx), Rows: rows, Keep: keep, Regression: RegressionFrom(ctx)})
 		if err == nil && keep {
 			err = d.keepFeatureRows(rows)
 		}

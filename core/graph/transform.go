@@ -427,6 +427,7 @@ func RelabelNodeData(d *Dataset, perm, inv []int32) {
 		}
 		d.Labels = l
 	}
+	relabelTargets(d, perm)
 	remap := func(ids []int32) []int32 {
 		if ids == nil {
 			return nil

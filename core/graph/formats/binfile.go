@@ -108,6 +108,9 @@ func writeBinary(path string, d *graph.Dataset, wrap func(io.Writer) io.Writer) 
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("%s: not writing an invalid dataset: %w", path, err)
 	}
+	if d.HasTargets() {
+		return fmt.Errorf("%s: the binary graph format stores class labels, not the %s targets of %s; keep the dataset as a .npy directory (convert --to npy): %w", path, d.Kind, d.Name, graph.ErrFormat)
+	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a directory; give the output file's name, e.g. %s: %w",
 			path, filepath.Join(path, d.Name+".strata"), graph.ErrFormat)

@@ -291,14 +291,14 @@ func (p *pyParser) tuple() ([]int, error) {
 // edge_index.npy (int, shape (2, E) or (E, 2); row 0 / column 0 is the
 // source; or a "src,dst" edge list of formats.NPYDirEdgeLists such as
 // edges.csv), labels.npy (int, or float holding whole numbers, shape (N,)
-// or (N, 1); -1 = unlabeled),
+// or (N, 1); -1 = unlabeled; or float targets: readNPYY),
 // optional features.npy (shape (N, D), any supported numeric dtype,
 // converted to float32), and optional train_idx.npy, valid_idx.npy,
 // test_idx.npy (int node ids, or bool or integer 0/1 masks of length N:
 // readNPYSplit). Arrays may be in Fortran order. The PyG names
 // that WriteNPYDir writes are read too: y.npy, x.npy, train_mask.npy,
 // val_mask.npy, test_mask.npy.
-func LoadNPYDir(dir string) (*graph.Dataset, error) { return loadNPYDir(dir, 0) }
+func LoadNPYDir(dir string) (*graph.Dataset, error) { return loadNPYDir(dir, 0, false) }
 
 // npyAliases pairs each array of a .npy directory with its PyG name.
 var npyAliases = [][2]string{{"labels.npy", "y.npy"}, {"features.npy", "x.npy"},
@@ -365,7 +365,7 @@ func intsCost(data any) int64 {
 // loadNPYDir is LoadNPYDir with a memory budget for the whole load (0:
 // DefaultMaxMemory), which every array and its conversions are charged to
 // before they are allocated.
-func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
+func loadNPYDir(dir string, budget int64, regression bool) (*graph.Dataset, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, graph.FileErrorf(graph.ErrMissing, dir, 0, 0, "not a directory; expected a directory with edge_index.npy, labels.npy and optional features.npy, train_idx.npy, valid_idx.npy, test_idx.npy")
 	}
@@ -379,28 +379,28 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 	// Labels fix the node count; without them (a graph to predict), the
 	// features do, and every node is unlabeled.
 	lp, fp := file("labels.npy"), file("features.npy")
-	var labels []int32
-	var classes, featDim int
+	var y npyY
+	var featDim int
 	var feats []float32
 	splits := slices.ContainsFunc([]string{"train_idx.npy", "valid_idx.npy", "test_idx.npy"}, func(name string) bool { return present(file(name)) })
 	switch {
 	case present(lp):
-		if labels, classes, err = readNPYLabels(lp, spend); err != nil {
+		if y, err = readNPYY(lp, regression, spend); err != nil {
 			return nil, err
 		}
 	case present(fp) && !splits: // a split needs labels
 		if feats, featDim, err = readNPYFeatures(fp, -1, "", spend); err != nil {
 			return nil, err
 		}
-		labels = make([]int32, len(feats)/max(featDim, 1))
-		for i := range labels {
-			labels[i] = -1
+		y.labels = make([]int32, len(feats)/max(featDim, 1))
+		for i := range y.labels {
+			y.labels[i] = -1
 		}
 		lp = fp
 	default:
 		return nil, graph.FileErrorf(graph.ErrMissing, lp, 0, 0, "file does not exist, nor y.npy (its PyG name), nor features to count the nodes: save the labels with np.save(\"y.npy\", y) (int, one per node, -1 = unlabeled), or the features as x.npy for a graph to predict")
 	}
-	n := len(labels)
+	n := y.nodes()
 	readEdges := readNPYEdges
 	if !strings.HasSuffix(file("edge_index.npy"), ".npy") {
 		readEdges = readCSVEdges
@@ -411,7 +411,7 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 	}
 	d := &graph.Dataset{
 		Name: filepath.Base(filepath.Clean(dir)), NumNodes: n, Graph: g,
-		Labels: labels, NumClasses: classes, Source: dir,
+		Labels: y.labels, NumClasses: y.cols, Kind: y.kind, Targets: y.targets, Source: dir,
 	}
 
 	if present(fp) && feats == nil {
@@ -438,8 +438,8 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 				}
 				return nil, graph.FileErrorf(graph.ErrSplit, sp, 0, 0, "element %d: node %d is also in the %s split; splits must be disjoint", k, v, graph.SplitName(int(o)-1))
 			}
-			if labels[v] < 0 {
-				return nil, graph.FileErrorf(graph.ErrSplit, sp, 0, 0, "element %d: node %d has no label (-1); unlabeled nodes cannot be in a split", k, v)
+			if !d.Labelled(v) {
+				return nil, graph.FileErrorf(graph.ErrSplit, sp, 0, 0, "element %d: node %d has no label (-1, or a NaN target); unlabeled nodes cannot be in a split", k, v)
 			}
 			owner[v] = int8(si + 1)
 		}
@@ -457,12 +457,8 @@ func loadNPYDir(dir string, budget int64) (*graph.Dataset, error) {
 }
 
 // readNPYLabels reads the label array lp ((N,) or (N, 1); -1 unlabeled)
-// and returns the labels and the class count.
-func readNPYLabels(lp string, spend *graph.Spend) ([]int32, int, error) {
-	shape, data, err := readNPYFile(lp, spend)
-	if err != nil {
-		return nil, 0, err
-	}
+// from its shape and data and returns the labels and the class count.
+func readNPYLabels(lp string, shape []int, data any, spend *graph.Spend) ([]int32, int, error) {
 	if len(shape) != 1 && !(len(shape) == 2 && shape[1] == 1) {
 		return nil, 0, graph.FileErrorf(graph.ErrFormat, lp, 0, 0, "header field 'shape': %v, want (N,) or (N, 1)", shape)
 	}
@@ -772,7 +768,7 @@ func (*npyFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error)
 	if !graph.IsDir(spec) {
 		return nil, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "a single .npy file is not a dataset; pass the directory that holds edge_index.npy")
 	}
-	return loadNPYDir(spec, o.Budget)
+	return loadNPYDir(spec, o.Budget, o.Regression)
 }
 
 func (*npyFormat) Supports() graph.Support {

@@ -274,7 +274,7 @@ func TestLoadNPYDirMalformed(t *testing.T) {
 		want   []string
 	}{
 		{"missing labels", map[string][]byte{"labels.npy": nil}, "labels.npy", graph.ErrMissing, []string{"does not exist"}},
-		{"labels 2-D", map[string][]byte{"labels.npy": npyOf([]int64{0, 1, 2, 1, 0, 0}, 3, 2)}, "labels.npy", graph.ErrFormat, []string{"want (N,) or (N, 1)"}},
+		{"labels 2-D", map[string][]byte{"labels.npy": npyOf([]int64{0, 1, 2, 1, 0, 0}, 3, 2)}, "labels.npy", graph.ErrRange, []string{"element [1, 0]: multi-label target 2 is not 0 or 1", "class labels are (N,) or (N, 1)"}},
 		{"labels fractional", map[string][]byte{"labels.npy": npyOf([]float32{0, 1, 2, 1.5, 0, 0}, 6)}, "labels.npy", graph.ErrFormat, []string{"element 3: label 1.5 is not an integer", "astype(np.int64)"}},
 		{"labels NaN", map[string][]byte{"labels.npy": npyOf([]float64{0, 1, math.NaN(), 1, math.NaN(), 0}, 6)}, "labels.npy", graph.ErrFormat, []string{"element 2: label NaN is not an integer"}},
 		{"labels bool", map[string][]byte{"labels.npy": npyOf([]bool{false, true, true, true, false, false}, 6)}, "labels.npy", graph.ErrFormat, []string{"bool data, want an integer dtype"}},

@@ -23,7 +23,7 @@ var NPYNames = []string{"edge_index.npy", "x.npy", "y.npy", "train_mask.npy", "v
 // DGL users expect: edge_index.npy (int64, shape (2, E): row 0 the source,
 // row 1 the target of each stored edge), x.npy (float32, (N, D); absent
 // without features), y.npy (int64, (N,); -1 = unlabeled; absent without
-// labels), and train_mask.npy, val_mask.npy, test_mask.npy (bool, (N,))
+// labels; float32 (N, C) for multi-label or regression targets), and train_mask.npy, val_mask.npy, test_mask.npy (bool, (N,))
 // when the dataset has a split. LoadNPYDir reads the directory back. dir is
 // created if needed. It returns the paths written.
 func WriteNPYDir(dir string, d *graph.Dataset) ([]string, error) {
@@ -161,6 +161,13 @@ func writeNPYFiles(d *graph.Dataset, write func(name string, shape []int, descr 
 			return nil
 		})
 		if err != nil {
+			return err
+		}
+	}
+	if d.HasTargets() {
+		if err := write("y.npy", []int{d.NumNodes, d.NumClasses}, "<f4", func(w io.Writer) error {
+			return binary.Write(w, binary.LittleEndian, d.Targets)
+		}); err != nil {
 			return err
 		}
 	}
