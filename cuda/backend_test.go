@@ -172,7 +172,7 @@ func TestEveryKernelIsInThePTX(t *testing.T) {
 			names = append(names, k+"_"+f)
 		}
 		for _, i := range ix {
-			for _, k := range []string{"softmax_ce", "scatter_add", "scatter_argmax", "spmm", "sddmm", "uaddv",
+			for _, k := range []string{"softmax_ce", "target_loss", "scatter_add", "scatter_argmax", "spmm", "sddmm", "uaddv",
 				"lstm_gather", "lstm_scatter", "spmm_chunk", "edge_exp", "edge_div", "edge_softmax_bwd"} {
 				names = append(names, k+"_"+f+"_"+i)
 			}

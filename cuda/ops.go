@@ -355,14 +355,55 @@ func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tenso
 		return 0, err
 	}
 	n, k := logits.Rows(), logits.Cols()
+	m := int64(idx.Numel())
+	total, err := b.rowLosses(dt, dlogits, m, func(loss, errBuf uintptr) error {
+		return b.launch("softmax_ce_"+dt.Short()+"_"+idx.DType().Short(), m, ptr(logits), ptr(labels), ptr(idx), m,
+			int64(n), int64(k), ptr(dlogits), loss, errBuf)
+	}, func(pos int64) error {
+		return errf(op, "idx[%d] is outside [0,%d) or its row's label is outside [0,%d)", pos, n, k)
+	})
+	return total / float64(max(m, 1)), err
+}
+
+// TargetLoss returns the mean element-wise loss f over the rows in idx
+// and every column, and writes its gradient into dout (zero elsewhere)
+// when set.
+func (b *Backend) TargetLoss(f backend.Loss, out, targets, idx, dout *tensor.Tensor) (float64, error) {
+	const op = "TargetLoss"
+	dt, err := b.chk.TargetLoss(f, out, targets, idx, dout)
+	if err != nil {
+		return 0, err
+	}
+	n, k := out.Rows(), out.Cols()
+	m := int64(idx.Numel())
+	if k == 0 {
+		m = 0 // no elements: a zero loss
+	}
+	mse := int64(0)
+	if f == backend.LossMSE {
+		mse = 1
+	}
+	total, err := b.rowLosses(dt, dout, m, func(loss, errBuf uintptr) error {
+		return b.launch("target_loss_"+dt.Short()+"_"+idx.DType().Short(), m, ptr(out), ptr(targets), ptr(idx), m,
+			int64(n), int64(k), mse, ptr(dout), loss, errBuf)
+	}, func(pos int64) error {
+		return errf(op, "idx[%d] is outside [0,%d)", pos, n)
+	})
+	return total / float64(max(m*int64(k), 1)), err
+}
+
+// rowLosses runs a loss kernel over m rows: it zeroes the gradient d
+// (when set), has kernel write each row's loss (float64) into a scratch
+// buffer, flagging bad rows (bad names them), and returns the sum of the
+// losses, in the fixed order of the column sum (0 for no rows).
+func (b *Backend) rowLosses(dt tensor.DType, d *tensor.Tensor, m int64, kernel func(loss, errBuf uintptr) error, bad func(pos int64) error) (float64, error) {
 	defer b.enter()()
-	if dlogits != nil {
-		nd := int64(dlogits.Numel())
-		if err := b.launch("fill_"+dt.Short(), nd, ptr(dlogits), nd, 0.0); err != nil {
+	if d != nil {
+		nd := int64(d.Numel())
+		if err := b.launch("fill_"+dt.Short(), nd, ptr(d), nd, 0.0); err != nil {
 			return 0, err
 		}
 	}
-	m := int64(idx.Numel())
 	if m == 0 {
 		return 0, nil
 	}
@@ -372,13 +413,7 @@ func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tenso
 	if err != nil {
 		return 0, err
 	}
-	err = b.checked(func(errBuf uintptr) error {
-		return b.launch("softmax_ce_"+dt.Short()+"_"+idx.DType().Short(), m, ptr(logits), ptr(labels), ptr(idx), m,
-			int64(n), int64(k), ptr(dlogits), loss, errBuf)
-	}, func(pos int64) error {
-		return errf(op, "idx[%d] is outside [0,%d) or its row's label is outside [0,%d)", pos, n, k)
-	})
-	if err != nil {
+	if err := b.checked(func(errBuf uintptr) error { return kernel(loss, errBuf) }, bad); err != nil {
 		return 0, err
 	}
 	part, nb, err := b.colsum(&sc, 0, tensor.Float64, loss, 0, 0, 0, m, 1)
@@ -396,7 +431,7 @@ func (b *Backend) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tenso
 	if err := b.fromDevice(total.Buffer().(*buffer), 0, bytesOf(out)); err != nil {
 		return 0, err
 	}
-	return out[0] / float64(m), nil
+	return out[0], nil
 }
 
 // ArgmaxRows writes the first column holding each row's maximum.

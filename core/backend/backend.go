@@ -14,6 +14,7 @@ package backend
 
 import (
 	"context"
+	"fmt"
 
 	"strata/core/graph"
 	"strata/core/tensor"
@@ -37,6 +38,28 @@ type Unary uint8
 // may broadcast: it is either the same shape as the first, a row vector [C]
 // applied to every row, or a scalar [1].
 type Binary uint8
+
+// Loss names the element-wise loss of TargetLoss.
+type Loss uint8
+
+const (
+	// LossBCE is the sigmoid binary cross-entropy of logits x against 0/1
+	// targets y: max(x,0) - x·y + log(1+exp(-|x|)) (multi-label).
+	LossBCE Loss = iota
+	// LossMSE is the squared error (x-y)² (regression).
+	LossMSE
+)
+
+// String names the loss as errors do.
+func (f Loss) String() string {
+	switch f {
+	case LossBCE:
+		return "bce"
+	case LossMSE:
+		return "mse"
+	}
+	return fmt.Sprintf("Loss(%d)", uint8(f))
+}
 
 // Backend runs tensor and graph operations. Implementations must be safe for
 // use by one goroutine at a time; they may parallelise internally.
@@ -150,6 +173,13 @@ type Backend interface {
 	// gradient with respect to the logits into dlogits (zero outside idx;
 	// may be nil) and returns the loss.
 	SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tensor) (float64, error)
+	// TargetLoss computes the mean of the element-wise loss f of out
+	// [N,T] against targets [N,T] (out's dtype) over the rows listed in
+	// idx and all T columns, writes its gradient with respect to out into
+	// dout (zero outside idx; may be nil) and returns the loss. A row
+	// repeated in idx counts once per occurrence; the per-element terms
+	// are summed in float64.
+	TargetLoss(f Loss, out, targets, idx, dout *tensor.Tensor) (float64, error)
 	// ArgmaxRows writes the column of the largest value of each row (Int32).
 	ArgmaxRows(x, out *tensor.Tensor) error
 

@@ -118,6 +118,7 @@ type Train struct {
 	Backend         string  `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
 	Threads         int     `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
 	DType           string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
+	Task            string  `toml:"task" hash:"omitempty" enum:",node,regression" doc:"what the nodes are trained to predict: node (\"\", the default) = the dataset's labels, one class per node (softmax cross-entropy) or, from a 2-D 0/1 y of shape (N, C), C independent labels (multi-label, sigmoid binary cross-entropy); regression = the dataset's y read as real values, one or T per node (mean squared error; valid_acc and test_acc then report R²). See docs/datasets.md, \"Targets\""`
 	CheckpointEvery int     `toml:"checkpoint_every" hash:"-" range:"[0,10000000]" doc:"write output.checkpoint (parameters, optimizer state, early-stopping state, next epoch) atomically every this many epochs (0 = never; not part of config_sha256: it does not change the result); strata train --resume continues from it, see docs/checkpoints.md"`
 
 	// Metrics and EarlyStopMetric: checked against core/metrics by train

@@ -71,8 +71,18 @@ func decodeRaw(raw map[string]any, src *source, name string, overrides []string)
 	if cfg.Data.FeatureDType == "float32" {
 		cfg.Data.FeatureDType = "" // the default, spelled out: the same config (and config_sha256)
 	}
+	if cfg.Train.Task == TaskNode {
+		cfg.Train.Task = "" // likewise
+	}
 	return cfg, nil
 }
+
+// TaskNode and TaskRegression are the values of train.task ("" is
+// TaskNode).
+const (
+	TaskNode       = "node"
+	TaskRegression = "regression"
+)
 
 // weightDecayDefaulter is an optimizer module with a train.weight_decay
 // default of its own (optimizer.adamw: PyTorch's 0.01).

@@ -411,6 +411,9 @@ func (dryBackend) BatchNormInfer(_, _, _, _, _, _ *tensor.Tensor, _ float64) err
 func (dryBackend) SoftmaxCrossEntropy(_, _, _, _ *tensor.Tensor) (float64, error) {
 	return 0, nil
 }
+func (dryBackend) TargetLoss(backend.Loss, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor, *tensor.Tensor) (float64, error) {
+	return 0, nil
+}
 func (dryBackend) ArgmaxRows(_, _ *tensor.Tensor) error { return nil }
 func (dryBackend) AdamStep(_, _, _, _ *tensor.Tensor, _, _, _, _, _ float64, _ int) error {
 	return nil

@@ -4,26 +4,24 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"strata/core/metrics"
 )
 
-// TargetKind is what a dataset's nodes are trained to predict.
-type TargetKind uint8
+// TargetKind is what a dataset's nodes are trained to predict: the task
+// its metrics score (metrics.Task).
+type TargetKind = metrics.Task
 
 const (
 	// Classes: one class per node (Labels, softmax cross-entropy).
-	Classes TargetKind = iota
+	Classes = metrics.TaskClasses
 	// MultiLabel: NumClasses independent 0/1 labels per node (Targets,
 	// sigmoid binary cross-entropy).
-	MultiLabel
+	MultiLabel = metrics.TaskMultiLabel
 	// Regression: NumClasses real values per node (Targets, mean squared
 	// error).
-	Regression
+	Regression = metrics.TaskRegression
 )
-
-// String names the kind as docs and errors do.
-func (k TargetKind) String() string {
-	return [...]string{"classes", "multi-label", "regression"}[k]
-}
 
 // HasTargets reports whether the dataset's nodes carry float targets
 // (Targets) instead of class labels.

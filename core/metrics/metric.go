@@ -11,12 +11,16 @@ import (
 // the predicted class and the label of every node (indexed by node id),
 // the split's nodes, and, where the stepper gives them, the logits of the
 // split's nodes (len(Idx) × Classes, row-major, in Idx order; nil
-// otherwise).
+// otherwise). For a multi-label or regression Task, Targets replace
+// Pred and Labels (NumNodes × Classes, row-major, indexed by node id)
+// and Logits are always given (the model's outputs).
 type Split struct {
 	Pred, Labels []int32
 	Idx          []int32
 	Logits       []float64
 	Classes      int
+	Task         Task
+	Targets      []float32
 }
 
 // Metric is one evaluation metric, registered by name from its own file
@@ -32,6 +36,16 @@ type Metric struct {
 	Lower bool
 	// Compute returns the metric of a non-empty split.
 	Compute func(s Split) float64
+	// Tasks are the tasks the metric applies to (nil: TaskClasses only).
+	Tasks []Task
+}
+
+// Applies reports whether m applies to task t.
+func (m Metric) Applies(t Task) bool {
+	if m.Tasks == nil {
+		return t == TaskClasses
+	}
+	return slices.Contains(m.Tasks, t)
 }
 
 var registered = map[string]Metric{}

@@ -12,11 +12,16 @@ import (
 // multi_class="ovr", average="macro"). Ties count one half (the
 // Mann-Whitney statistic). A class without positives or without negatives
 // in the split has no area and is left out of the mean; NaN when none has.
+// Multi-label: the mean over the labels of each label's area.
 func init() {
-	Register(Metric{Name: "roc_auc", Doc: "area under the ROC curve of the softmax probabilities (two classes: of class 1; more: mean one-vs-rest)", Logits: true, Compute: rocAUC})
+	Register(Metric{Name: "roc_auc", Doc: "area under the ROC curve of the softmax probabilities (two classes: of class 1; more: mean one-vs-rest; multi-label: mean over the labels)",
+		Logits: true, Tasks: []Task{TaskClasses, TaskMultiLabel}, Compute: rocAUC})
 }
 
 func rocAUC(s Split) float64 {
+	if s.Task == TaskMultiLabel {
+		return multiLabelAUC(s)
+	}
 	n, c := len(s.Idx), s.Classes
 	probs := make([]float64, n*c)
 	for k := range n {
@@ -33,18 +38,23 @@ func rocAUC(s Split) float64 {
 	if c == 2 {
 		return one(1)
 	}
-	var sum float64
-	m := 0
-	for class := range c {
-		if a := one(class); !math.IsNaN(a) {
-			sum += a
-			m++
+	return perLabel(c, one)
+}
+
+// multiLabelAUC is the mean over the label columns of each column's
+// area, scored by the logits (the sigmoid keeps their order), the
+// columns without positives or negatives in the split left out (OGB's
+// ogbn-proteins evaluator).
+func multiLabelAUC(s Split) float64 {
+	n, c := len(s.Idx), s.Classes
+	score := make([]float64, n)
+	pos := make([]bool, n)
+	return perLabel(c, func(j int) float64 {
+		for k, i := range s.Idx {
+			score[k], pos[k] = s.Logits[k*c+j], s.Targets[int(i)*c+j] == 1
 		}
-	}
-	if m == 0 {
-		return math.NaN()
-	}
-	return sum / float64(m)
+		return binaryAUC(score, pos)
+	})
 }
 
 // binaryAUC is the probability that a positive scores above a negative,

@@ -22,7 +22,7 @@ import (
 const checkpointStateVersion = 2
 
 // datasetID identifies the data a run trains on, cheaply: the sizes and a
-// SHA-256 over the labels and the split indices (another split at the
+// SHA-256 over the labels (or float targets) and the split indices (another split at the
 // same path changes it). A checkpoint records it; --resume compares.
 type datasetID struct {
 	Source   string `json:"source"`
@@ -38,6 +38,14 @@ func identify(ds *graph.Dataset, dim int) *datasetID {
 	h := sha256.New()
 	for _, a := range [][]int32{ds.Labels, ds.Train, ds.Valid, ds.Test} {
 		hashInt32s(h, a)
+	}
+	if ds.HasTargets() { // their bits, after the kind
+		t := make([]int32, 1, 1+len(ds.Targets))
+		t[0] = int32(ds.Kind)
+		for _, v := range ds.Targets {
+			t = append(t, int32(math.Float32bits(v)))
+		}
+		hashInt32s(h, t)
 	}
 	return &datasetID{Source: ds.Source, Nodes: ds.NumNodes, Edges: ds.Graph.NNZ(), Features: dim, Classes: ds.NumClasses,
 		SHA256: hex.EncodeToString(h.Sum(nil))}

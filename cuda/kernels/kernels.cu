@@ -375,6 +375,16 @@ template <typename T> DEVICE void add_colsum_impl(const double *part, i64 nb, i6
 
 // ------------------------------------------------------------ NN helpers
 
+// bad_loss_row flags position i of a loss kernel's idx when its row r is
+// outside [0, n), with a zero loss.
+DEVICE bool bad_loss_row(i64 r, i64 n, i64 i, double *loss, int *err) {
+	if (r >= 0 && r < n)
+		return false;
+	flag(err, i);
+	loss[i] = 0;
+	return true;
+}
+
 // Softmax cross-entropy over the rows idx[0..m): loss[i] = lse - z[label];
 // dz[row] += (softmax - onehot)/m (atomic, as idx may repeat a row; dz is
 // zeroed by the caller). Bad labels or rows are flagged in err.
@@ -384,11 +394,8 @@ DEVICE void softmax_ce_impl(const T *z, const int *labels, const I *idx, i64 m, 
 	const double inv = 1.0 / (double)m;
 	for (i64 i = gtid(); i < m; i += gstride()) {
 		const i64 r = (i64)idx[i];
-		if (r < 0 || r >= n) {
-			flag(err, i);
-			loss[i] = 0;
+		if (bad_loss_row(r, n, i, loss, err))
 			continue;
-		}
 		const int l = labels[r];
 		if (l < 0 || l >= k) {
 			flag(err, i);
@@ -412,6 +419,40 @@ DEVICE void softmax_ce_impl(const T *z, const int *labels, const I *idx, i64 m, 
 				atomicAdd(dz + r * k + j, (T)g);
 			}
 		}
+	}
+}
+
+// Element-wise loss over the rows idx[0..m) and the k columns: loss[i] =
+// the sum over row idx[i] of (mse ? (x-y)^2 : the stable sigmoid BCE
+// max(x,0) - x*y + log1p(exp(-|x|))); dz[row] += d/dx / (m*k) (atomic, as
+// idx may repeat a row; dz is zeroed by the caller). Bad rows are flagged
+// in err.
+template <typename T, typename I>
+DEVICE void target_loss_impl(const T *x, const T *y, const I *idx, i64 m, i64 n, i64 k, i64 mse, T *dz,
+			     double *loss, int *err) {
+	const double inv = 1.0 / ((double)m * (double)k);
+	for (i64 i = gtid(); i < m; i += gstride()) {
+		const i64 r = (i64)idx[i];
+		if (bad_loss_row(r, n, i, loss, err))
+			continue;
+		double s = 0;
+		for (i64 j = r * k; j < (r + 1) * k; j++) {
+			const double xv = (double)x[j], yv = (double)y[j];
+			double l, g;
+			if (mse) {
+				const double d = xv - yv;
+				l = d * d;
+				g = 2 * d;
+			} else {
+				const double e = exp(-fabs(xv));
+				l = fmax(xv, 0.0) - xv * yv + log1p(e);
+				g = (xv >= 0 ? 1 / (1 + e) : e / (1 + e)) - yv;
+			}
+			s += l;
+			if (dz)
+				atomicAdd(dz + j, (T)(g * inv));
+		}
+		loss[i] = s;
 	}
 }
 
@@ -909,6 +950,10 @@ DEVICE void segment_select_impl(const i64 *indptr, const T *e, T *out, I *idx, i
 	KERNEL(softmax_ce_##S##_##IS, (const T *z, const int *labels, const I *idx, i64 m, i64 n, i64 k, T *dz,   \
 				       double *loss, int *err)) {                                                  \
 		softmax_ce_impl<T, I>(z, labels, idx, m, n, k, dz, loss, err);                                     \
+	}                                                                                                          \
+	KERNEL(target_loss_##S##_##IS, (const T *x, const T *y, const I *idx, i64 m, i64 n, i64 k, i64 mse, T *dz, \
+					double *loss, int *err)) {                                                  \
+		target_loss_impl<T, I>(x, y, idx, m, n, k, mse, dz, loss, err);                                    \
 	}                                                                                                          \
 	KERNEL(scatter_add_##S##_##IS, (const T *x, const I *idx, T *y, i64 yrows, i64 n, i64 c, int *err)) {     \
 		scatter_add_impl<T, I>(x, idx, y, yrows, n, c, err);                                               \

@@ -253,6 +253,23 @@ func SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tensor) error {
 	return Int(op, "idx", idx)
 }
 
+// TargetLoss checks the loss f, targets and dout (when set) shaped like
+// out, and idx (an index tensor).
+func TargetLoss(f backend.Loss, out, targets, idx, dout *tensor.Tensor) error {
+	const op = "TargetLoss"
+	if f != backend.LossBCE && f != backend.LossMSE {
+		return errf(op, "unknown loss %v, want bce or mse", f)
+	}
+	for i, t := range []*tensor.Tensor{targets, dout} {
+		if t != nil {
+			if err := Dims(op, field("targets dout", i), t, out.Rows(), out.Cols()); err != nil {
+				return err
+			}
+		}
+	}
+	return Int(op, "idx", idx)
+}
+
 // Broadcast checks b against a for Elementwise and returns the period of
 // b: a.Numel() (same shape), a.Cols() (a row) or 0 (a scalar).
 func Broadcast(op string, a, b *tensor.Tensor) (cols int, err error) {

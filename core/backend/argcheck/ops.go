@@ -385,6 +385,25 @@ func (c *Checker[G]) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Te
 	return dt, c.Wrap(SoftmaxCrossEntropy(logits, labels, idx, dlogits))
 }
 
+// TargetLoss checks out [N,T], targets and dout (when set) like it and
+// idx (an index tensor). The values of idx are the kernel's to check.
+func (c *Checker[G]) TargetLoss(f backend.Loss, out, targets, idx, dout *tensor.Tensor) (tensor.DType, error) {
+	const op = "TargetLoss"
+	dt, err := c.Floats(op, "out targets", out, targets)
+	if err != nil {
+		return 0, err
+	}
+	if dout != nil {
+		if _, err := c.Floats(op, "out dout", out, dout); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.Live(op, "idx", idx); err != nil {
+		return 0, err
+	}
+	return dt, c.Wrap(TargetLoss(f, out, targets, idx, dout))
+}
+
 // ArgmaxRows checks out [N] (Int32) against x [N,K].
 func (c *Checker[G]) ArgmaxRows(x, out *tensor.Tensor) (tensor.DType, error) {
 	const op = "ArgmaxRows"

@@ -30,8 +30,8 @@
 //   - Gather, CopyCols and Fill also run on Int32 and Int64 tensors; Alloc
 //     accepts an empty shape ([0,5]) and edge tensors of a graph without
 //     edges are [0,H].
-//   - SoftmaxCrossEntropy counts a row repeated in idx once per
-//     occurrence (loss and gradient); DropoutMask with p = 1 is all zeros.
+//   - SoftmaxCrossEntropy and TargetLoss count a row repeated in idx once
+//     per occurrence (loss and gradient); DropoutMask with p = 1 is all zeros.
 //
 // Subtests are named "Op/dtype/case/...", e.g. "SpMM/f32/sq/trans/w=EH3/beta=0.5";
 // Options.Skip takes such names or their prefixes.
@@ -127,6 +127,7 @@ var groups = []group{
 	{"BatchNormBackward", testBatchNormBackward},
 	{"BatchNormInfer", testBatchNormInfer},
 	{"SoftmaxCrossEntropy", testSoftmaxCrossEntropy},
+	{"TargetLoss", testTargetLoss},
 	{"ArgmaxRows", testArgmaxRows},
 	{"AdamStep", testAdamStep},
 	{"Errors", testErrors},

@@ -589,25 +589,11 @@ func testSoftmaxCrossEntropy(s *suite, t *testing.T) {
 		for _, it := range indexTypes {
 			for _, rep := range []bool{false, true} {
 				for _, grad := range []bool{true, false} {
-					name := fmt.Sprintf("%s/idx=%s/%s/%s", dt.Short(), it.Short(),
-						map[bool]string{false: "distinct", true: "repeats"}[rep], map[bool]string{false: "no-grad", true: "grad"}[grad])
-					s.each(t, "SoftmaxCrossEntropy", name, func(c *tc) {
+					s.each(t, "SoftmaxCrossEntropy", lossCaseName(dt, it, rep, grad), func(c *tc) {
 						const n, k = 40, 6
 						logits := c.rand(dt, -3, 3, n, k)
 						labels := c.put(tensor.Int32, c.ints(n, 0, k), n)
-						var rows []float64
-						if rep {
-							rows = c.indices(30, n)
-						} else {
-							for _, r := range c.rng.Perm(n)[:25] {
-								rows = append(rows, float64(r))
-							}
-						}
-						idx := c.put(it, rows, len(rows))
-						var dl *pair
-						if grad {
-							dl = c.out(dt, n, k)
-						}
+						idx, dl := c.lossRows(dt, it, rep, grad, n, k)
 						var loss [2]float64
 						c.call("SoftmaxCrossEntropy", func(b backend.Backend, sd side) (err error) {
 							loss[map[bool]int{false: 0, true: 1}[sd.got]], err = b.SoftmaxCrossEntropy(sd.T(logits), sd.T(labels), sd.T(idx), sd.T(dl))
@@ -622,6 +608,66 @@ func testSoftmaxCrossEntropy(s *suite, t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// lossCaseName names a loss case: dtype, idx dtype, rows, gradient.
+func lossCaseName(dt, it tensor.DType, rep, grad bool) string {
+	return fmt.Sprintf("%s/idx=%s/%s/%s", dt.Short(), it.Short(),
+		map[bool]string{false: "distinct", true: "repeats"}[rep], map[bool]string{false: "no-grad", true: "grad"}[grad])
+}
+
+// lossRows returns a loss case's idx (of it: 30 rows of n with repeats,
+// or 25 distinct) and, with grad, its gradient output [n,k].
+func (c *tc) lossRows(dt, it tensor.DType, rep, grad bool, n, k int) (idx, dout *pair) {
+	var rows []float64
+	if rep {
+		rows = c.indices(30, n)
+	} else {
+		for _, r := range c.rng.Perm(n)[:25] {
+			rows = append(rows, float64(r))
+		}
+	}
+	if grad {
+		dout = c.out(dt, n, k)
+	}
+	return c.put(it, rows, len(rows)), dout
+}
+
+// testTargetLoss covers both losses, Int32 and Int64 idx, a subset of
+// distinct rows and one that repeats rows, with and without dout; BCE
+// targets are 0/1 and logits reach ±12 (the stable form's range).
+func testTargetLoss(s *suite, t *testing.T) {
+	for _, f := range []backend.Loss{backend.LossBCE, backend.LossMSE} {
+		for _, dt := range floats {
+			for _, it := range indexTypes {
+				for _, rep := range []bool{false, true} {
+					for _, grad := range []bool{true, false} {
+						s.each(t, "TargetLoss", f.String()+"/"+lossCaseName(dt, it, rep, grad), func(c *tc) { targetLossCase(c, f, dt, it, rep, grad) })
+					}
+				}
+			}
+		}
+	}
+}
+
+func targetLossCase(c *tc, f backend.Loss, dt, it tensor.DType, rep, grad bool) {
+	const n, k = 40, 5
+	out := c.rand(dt, -12, 12, n, k)
+	targets := c.rand(dt, -3, 3, n, k)
+	if f == backend.LossBCE {
+		targets = c.put(dt, c.ints(n*k, 0, 2), n, k)
+	}
+	idx, dout := c.lossRows(dt, it, rep, grad, n, k)
+	var loss [2]float64
+	c.call("TargetLoss", func(b backend.Backend, sd side) (err error) {
+		loss[map[bool]int{false: 0, true: 1}[sd.got]], err = b.TargetLoss(f, sd.T(out), sd.T(targets), sd.T(idx), sd.T(dout))
+		return err
+	})
+	wl, wd := ref.TargetLoss(arithOf(dt), f == backend.LossMSE, out.h, targets.h, ints(idx.h), k)
+	c.nearValues("loss", dt, loss[:1], loss[1:], []ref.Val{wl})
+	if grad {
+		c.near("dout", dout, wd)
 	}
 }
 

@@ -338,6 +338,15 @@ func testErrors(s *suite, t *testing.T) {
 			_, err := b.SoftmaxCrossEntropy(sd.T(c.alloc(f32, 4, 3)), sd.T(c.alloc(tensor.Int64, 4)), sd.T(c.alloc(tensor.Int32, 2)), nil)
 			return err
 		}},
+		{"TargetLoss/targets-shape", func(c *tc, b backend.Backend, sd side) error {
+			_, err := b.TargetLoss(backend.LossBCE, sd.T(c.alloc(f32, 4, 3)), sd.T(c.alloc(f32, 4, 2)), sd.T(c.alloc(tensor.Int32, 2)), nil)
+			return err
+		}},
+		{"TargetLoss/idx-range", func(c *tc, b backend.Backend, sd side) error {
+			idx := c.put(tensor.Int32, []float64{1, 4}, 2)
+			_, err := b.TargetLoss(backend.LossMSE, sd.T(c.alloc(f32, 4, 3)), sd.T(c.alloc(f32, 4, 3)), sd.T(idx), nil)
+			return err
+		}},
 	}
 	for _, ec := range cases {
 		s.each(t, "Errors", ec.name, func(c *tc) {

@@ -268,6 +268,11 @@ func (m mutant) SoftmaxCrossEntropy(logits, labels, idx, dlogits *tensor.Tensor)
 	return loss + off(logits.DType(), loss), m.bump(err, dlogits)
 }
 
+func (m mutant) TargetLoss(f backend.Loss, out, targets, idx, dout *tensor.Tensor) (float64, error) {
+	loss, err := m.Backend.TargetLoss(f, out, targets, idx, dout)
+	return loss + off(out.DType(), loss), m.bump(err, dout)
+}
+
 func (m mutant) ArgmaxRows(x, out *tensor.Tensor) error {
 	return m.bump(m.Backend.ArgmaxRows(x, out), out)
 }

@@ -252,6 +252,9 @@ var prices = pricing{
 	SoftmaxCrossEntropy: func(logits, labels, idx, dlogits *tensor.Tensor) kernel {
 		return k(logits, costElementwise, elems(logits), 2, 5)
 	},
+	TargetLoss: func(f backend.Loss, out, targets, idx, dout *tensor.Tensor) kernel {
+		return k(out, costElementwise, elems(out), 3, 8)
+	},
 	ArgmaxRows: func(x, out *tensor.Tensor) kernel {
 		return k(x, costElementwise, elems(x), 1, 1)
 	},

@@ -42,6 +42,7 @@ type pricing struct {
 	BatchNormBackward     func(x *tensor.Tensor, gamma *tensor.Tensor, dy *tensor.Tensor, mean *tensor.Tensor, invStd *tensor.Tensor, dx *tensor.Tensor, dgamma *tensor.Tensor, dbeta *tensor.Tensor) kernel
 	BatchNormInfer        func(x *tensor.Tensor, gamma *tensor.Tensor, beta *tensor.Tensor, mean *tensor.Tensor, variance *tensor.Tensor, y *tensor.Tensor, eps float64) kernel
 	SoftmaxCrossEntropy   func(logits *tensor.Tensor, labels *tensor.Tensor, idx *tensor.Tensor, dlogits *tensor.Tensor) kernel
+	TargetLoss            func(f backend.Loss, out *tensor.Tensor, targets *tensor.Tensor, idx *tensor.Tensor, dout *tensor.Tensor) kernel
 	ArgmaxRows            func(x *tensor.Tensor, out *tensor.Tensor) kernel
 	AdamStep              func(p *tensor.Tensor, g *tensor.Tensor, m *tensor.Tensor, v *tensor.Tensor, lr float64, beta1 float64, beta2 float64, eps float64, wd float64, t int) kernel
 	DropoutApply          func(seed uint64, rows *tensor.Tensor, p float64, x *tensor.Tensor, mask *tensor.Tensor, y *tensor.Tensor) kernel
@@ -375,6 +376,19 @@ func (be *Backend) SoftmaxCrossEntropy(logits *tensor.Tensor, labels *tensor.Ten
 		return 0, err
 	}
 	r0, err := in.SoftmaxCrossEntropy(unwrap(logits), unwrap(labels), unwrap(idx), unwrap(dlogits))
+	return r0, relabel(err, tier)
+}
+
+// TargetLoss implements backend.Backend: the operands' tier prices and runs it.
+func (be *Backend) TargetLoss(f backend.Loss, out *tensor.Tensor, targets *tensor.Tensor, idx *tensor.Tensor, dout *tensor.Tensor) (float64, error) {
+	in, tier, err := be.on("TargetLoss", "out targets idx dout", out, targets, idx, dout)
+	if err != nil {
+		return 0, err
+	}
+	if err := be.price(prices.TargetLoss(f, out, targets, idx, dout)); err != nil {
+		return 0, err
+	}
+	r0, err := in.TargetLoss(f, unwrap(out), unwrap(targets), unwrap(idx), unwrap(dout))
 	return r0, relabel(err, tier)
 }
 

@@ -331,7 +331,7 @@ func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int
 	if err != nil {
 		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d: %v", k, err), "chunked", "chunks")
 	}
-	return chunkplan.NewPlan(ctx, e.Adjs, train.GraphReducers(e.Model), part, m, k/m, e.DS.Labels, e.DS.Train)
+	return chunkplan.NewPlan(ctx, e.Adjs, train.GraphReducers(e.Model), part, m, k/m, e.DS.Train)
 }
 
 // allocHost allocates the host tier: the features and, per layer, its
@@ -746,7 +746,7 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 	}
 	// The chunk's training nodes' rows of its output.
 	share := float64(len(c.Train)) / float64(r.total)
-	loss, err := steprun.WeighedLoss(e.Be, p, c.Labels, c.Train, d.tier, share)
+	loss, err := steprun.WeighedLoss(e.Be, p, e.DS, c.Dst, c.Train, d.tier, share)
 	if err != nil {
 		return 0, err
 	}

@@ -99,7 +99,7 @@ type layerRank struct {
 	// holds, in the order rank j lists them.
 	halo, serve [][]int32
 	trainRows   []int32 // own rows of the training nodes
-	labels      []int32 // the labels of the own rows
+	nodes       []int32 // the global ids of the own rows
 }
 
 // splitForRanks splits the model into its layers for layerRank: batch
@@ -141,7 +141,7 @@ func newLayerRank(ctx context.Context, d *distRank, layers []*ir.Graph) (*layerR
 func (f *layerRank) plan(ctx context.Context) error {
 	me := f.c.Rank()
 	mine := f.owned[me]
-	f.src = slices.Clone(mine)
+	f.src, f.nodes = slices.Clone(mine), mine
 	local := make(map[int32]int32) // halo node -> local id
 	f.halo = make([][]int32, f.c.Size())
 	for _, u := range f.topo.Idx32 {
@@ -196,7 +196,6 @@ func (f *layerRank) plan(ctx context.Context) error {
 		isTrain[v] = true
 	}
 	for i, v := range mine {
-		f.labels = append(f.labels, f.e.DS.Labels[v])
 		if isTrain[v] {
 			f.trainRows = append(f.trainRows, int32(i))
 		}
@@ -554,7 +553,7 @@ func (f *layerRank) trainStep(ctx context.Context, seed uint64) (float64, error)
 	loss := 0.0
 	if len(f.trainRows) > 0 {
 		share := float64(len(f.trainRows)) / float64(len(e.DS.Train))
-		if loss, err = steprun.WeighedLoss(e.Be, last, f.labels, f.trainRows, e.Tier, share); err != nil {
+		if loss, err = steprun.WeighedLoss(e.Be, last, e.DS, f.nodes, f.trainRows, e.Tier, share); err != nil {
 			return 0, err
 		}
 	} else if err := e.Be.Fill(last.OutputGrad(), 0); err != nil {

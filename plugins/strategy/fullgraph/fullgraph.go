@@ -9,6 +9,7 @@ import (
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/engine"
+	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/registry"
 	"strata/core/tensor"
@@ -67,7 +68,8 @@ func (*FullGraph) NewStepper(_ context.Context, env *train.Env) (train.Stepper, 
 type fullGraph struct {
 	be                  backend.Backend
 	prog                *engine.Program
-	x, labels, trainIdx *tensor.Tensor
+	x, labels, trainIdx *tensor.Tensor // labels: the targets (train.UploadTargets)
+	kind                graph.TargetKind
 	graphs              map[string]*engine.Graph
 	model               *ir.Graph
 }
@@ -87,9 +89,9 @@ func newFullGraph(e steprun.Env) (*fullGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fullGraph{be: e.Be, prog: prog, x: x, graphs: graphs, model: e.Model}
+	f := &fullGraph{be: e.Be, prog: prog, x: x, graphs: graphs, model: e.Model, kind: e.DS.Kind}
 	labels := backend.ForPurpose(e.Be, backend.PurposeLabels)
-	if f.labels, err = train.UploadInt32s(labels, e.DS.Labels, e.Tier); err != nil {
+	if f.labels, err = train.UploadTargets(labels, e.DS, nil, e.DT, e.Tier); err != nil {
 		prog.Release()
 		return nil, err
 	}
@@ -105,9 +107,9 @@ func (f *fullGraph) Epoch(ctx context.Context, seed uint64, update func() error)
 	if err := f.prog.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
 		return 0, err
 	}
-	loss, err := f.be.SoftmaxCrossEntropy(f.prog.Output(), f.labels, f.trainIdx, f.prog.OutputGrad())
+	loss, err := train.Loss(f.be, f.kind, f.prog.Output(), f.labels, f.trainIdx, f.prog.OutputGrad())
 	if err != nil {
-		return 0, fmt.Errorf("loss: %w", err)
+		return 0, err
 	}
 	if err := f.prog.Backward(ctx); err != nil {
 		return 0, err

@@ -415,3 +415,35 @@ func sums(ar Arith, terms [][]Val) []Val {
 	}
 	return out
 }
+
+// TargetLoss is the mean over idx (a repeated row counts each time) and
+// the k columns of the element loss: with mse (x−y)², otherwise the
+// sigmoid binary cross-entropy max(x,0) − x·y + ln(1+e^−|x|); and its
+// gradient, 2(x−y) or σ(x) − y, over |idx|·k, accumulated per occurrence
+// (zero elsewhere).
+func TargetLoss(ar Arith, mse bool, x, y []float64, idx []int, k int) (loss Val, dx []Val) {
+	rm := ar.Param(1 / float64(len(idx)*k))
+	grads := make([][]Val, len(x))
+	losses := make([]Val, 0, len(idx)*k)
+	for _, r := range idx {
+		for j := r * k; j < (r+1)*k; j++ {
+			xv, yv := in(x[j]), in(y[j])
+			var l, g Val
+			if mse {
+				d := ar.Sub(xv, yv)
+				l, g = ar.Mul(d, d), ar.Mul(in(2), d)
+			} else {
+				soft := ar.Log(ar.Add(in(1), ar.Exp(in(-math.Abs(x[j])))))
+				l = ar.Add(ar.Sub(in(max(x[j], 0)), ar.Mul(xv, yv)), soft)
+				g = ar.Sub(ar.Sigmoid(xv), yv)
+			}
+			losses = append(losses, l)
+			grads[j] = append(grads[j], ar.Mul(g, rm))
+		}
+	}
+	dx = make([]Val, len(x))
+	for i := range dx {
+		dx[i] = ar.Sum(grads[i]...)
+	}
+	return ar.Mul(ar.Sum(losses...), rm), dx
+}

@@ -23,7 +23,6 @@ type Chunk struct {
 	Src    []int32
 	Graphs map[string]*Graph
 	Train  []int32 // local rows (into dst) of its training nodes
-	Labels []int32 // the labels of dst
 }
 
 // Graph is a chunk's rows of one adjacency ("adj" or "adj_self"),
@@ -50,7 +49,7 @@ type Plan struct {
 // node, k = m·n chunks) over the adjacencies the model reads (used: each
 // with its aggregations' reducers), and the plain schedule (batch j = the
 // j-th chunk of every partition).
-func NewPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]map[string]bool, part []int32, m, n int, labels, trainIdx []int32) (*Plan, error) {
+func NewPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]map[string]bool, part []int32, m, n int, trainIdx []int32) (*Plan, error) {
 	p, err := newPartition(part, m, n)
 	if err != nil {
 		return nil, err
@@ -68,7 +67,7 @@ func NewPlan(ctx context.Context, adjs *train.Adjacencies, used map[string]map[s
 		if len(c.Dst) == 0 {
 			return nil, fmt.Errorf("chunked: chunk %d of partition %d is empty", c.Id%n, c.part)
 		}
-		c.build(local, isTrain, labels, graphs, fulls)
+		c.build(local, isTrain, graphs, fulls)
 	}
 	p.Sched = plainSchedule(m, n)
 	return p, nil
@@ -125,14 +124,13 @@ func usedGraphs(adjs *train.Adjacencies, used map[string]map[string]bool) ([]str
 	return graphs, fulls
 }
 
-// build fills the chunk's rows (src), labels, training rows and graphs.
+// build fills the chunk's rows (src), training rows and graphs.
 // local maps a global id to its local source id + 1, all zero before and
 // after.
-func (c *Chunk) build(local []int32, isTrain []bool, labels []int32, graphs []string, fulls map[string]fullGraph) {
+func (c *Chunk) build(local []int32, isTrain []bool, graphs []string, fulls map[string]fullGraph) {
 	c.Src = append(make([]int32, 0, 2*len(c.Dst)), c.Dst...)
 	for i, v := range c.Dst {
 		local[v] = int32(i + 1)
-		c.Labels = append(c.Labels, labels[v])
 		if isTrain[v] {
 			c.Train = append(c.Train, int32(i))
 		}

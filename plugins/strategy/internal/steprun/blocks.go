@@ -219,24 +219,24 @@ func (r *Runner) TrainBatch(ctx context.Context, bb *Bound, nodes []int32, seed 
 	if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed, AccumulateGrads: accumulate}); err != nil {
 		return 0, err
 	}
-	labels := make([]int32, len(nodes))
 	rows := make([]int32, len(nodes))
-	for i, v := range nodes {
-		labels[i], rows[i] = e.DS.Labels[v], int32(i)
+	for i := range nodes {
+		rows[i] = int32(i)
 	}
-	loss, err := WeighedLoss(e.Be, p, labels, rows, e.Tier, share)
+	loss, err := WeighedLoss(e.Be, p, e.DS, nodes, rows, e.Tier, share)
 	if err != nil {
 		return 0, err
 	}
 	return loss, p.Backward(ctx)
 }
 
-// WeighedLoss computes the mean cross-entropy of p's output rows rows
-// against labels (one per output row), leaves its gradient, weighed by
-// share, in p.OutputGrad() and returns the loss weighed by share.
-func WeighedLoss(be backend.Backend, p *engine.Program, labels, rows []int32, tier tensor.Tier, share float64) (float64, error) {
+// WeighedLoss computes the loss of ds's kind (train.Loss) of p's output
+// rows rows against the targets of nodes (the node of each output row),
+// leaves its gradient, weighed by share, in p.OutputGrad() and returns
+// the loss weighed by share.
+func WeighedLoss(be backend.Backend, p *engine.Program, ds *graph.Dataset, nodes, rows []int32, tier tensor.Tier, share float64) (float64, error) {
 	lb := backend.ForPurpose(be, backend.PurposeLabels)
-	lt, err := train.UploadInt32s(lb, labels, tier)
+	lt, err := train.UploadTargets(lb, ds, nodes, p.Output().DType(), tier)
 	if err != nil {
 		return 0, err
 	}
@@ -246,9 +246,9 @@ func WeighedLoss(be backend.Backend, p *engine.Program, labels, rows []int32, ti
 		return 0, err
 	}
 	defer be.Release(it)
-	loss, err := be.SoftmaxCrossEntropy(p.Output(), lt, it, p.OutputGrad())
+	loss, err := train.Loss(be, ds.Kind, p.Output(), lt, it, p.OutputGrad())
 	if err != nil {
-		return 0, fmt.Errorf("loss: %w", err)
+		return 0, err
 	}
 	if share != 1 {
 		if err := be.Axpby(0, p.OutputGrad(), share, p.OutputGrad()); err != nil {

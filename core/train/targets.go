@@ -1,0 +1,83 @@
+package train
+
+import (
+	"fmt"
+
+	"strata/core/backend"
+	"strata/core/graph"
+	"strata/core/tensor"
+)
+
+// UploadTargets places what the loss compares the output rows with: for
+// a dataset of classes the labels (Int32 [R]), otherwise the float
+// targets ([R, NumClasses] in dt), of the nodes listed in nodes (the
+// global id of each output row; nil: every node, row i node i).
+func UploadTargets(be backend.Backend, ds *graph.Dataset, nodes []int32, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
+	if !ds.HasTargets() {
+		labels := ds.Labels
+		if nodes != nil {
+			labels = make([]int32, len(nodes))
+			for i, v := range nodes {
+				labels[i] = ds.Labels[v]
+			}
+		}
+		return UploadInt32s(be, labels, tier)
+	}
+	c, rows := ds.NumClasses, ds.NumNodes
+	if nodes != nil {
+		rows = len(nodes)
+	}
+	t, err := be.Alloc(dt, []int{rows, c}, tier)
+	if err != nil {
+		return nil, err
+	}
+	if err := be.Upload(t, gatherTargets(ds, nodes, dt)); err != nil {
+		be.Release(t)
+		return nil, err
+	}
+	return t, nil
+}
+
+// gatherTargets returns the target rows of nodes (nil: all) as a host
+// slice of dt.
+func gatherTargets(ds *graph.Dataset, nodes []int32, dt tensor.DType) any {
+	c := ds.NumClasses
+	f32 := ds.Targets
+	if nodes != nil {
+		f32 = make([]float32, len(nodes)*c)
+		for i, v := range nodes {
+			copy(f32[i*c:(i+1)*c], ds.Targets[int(v)*c:int(v+1)*c])
+		}
+	}
+	if dt == tensor.Float32 {
+		return f32
+	}
+	f64 := make([]float64, len(f32))
+	for i, v := range f32 {
+		f64[i] = float64(v)
+	}
+	return f64
+}
+
+// Loss computes the training loss of the dataset's kind over the output
+// rows idx against targets (UploadTargets), its gradient into dout:
+// softmax cross-entropy for classes, sigmoid binary cross-entropy for
+// multi-label, mean squared error for regression.
+func Loss(be backend.Backend, kind graph.TargetKind, out, targets, idx, dout *tensor.Tensor) (float64, error) {
+	var (
+		loss float64
+		err  error
+	)
+	switch kind {
+	case graph.Classes:
+		loss, err = be.SoftmaxCrossEntropy(out, targets, idx, dout)
+	case graph.MultiLabel:
+		loss, err = be.TargetLoss(backend.LossBCE, out, targets, idx, dout)
+	default:
+		loss, err = be.TargetLoss(backend.LossMSE, out, targets, idx, dout)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("loss: %w", err)
+	}
+	return loss, nil
+}
