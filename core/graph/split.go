@@ -47,6 +47,9 @@ func (s RandomSplit) String() string {
 // class with fewer nodes gives what it has, training first. The result
 // depends only on the labels and s.
 func (s RandomSplit) Apply(d *Dataset) error {
+	if d.HasTargets() {
+		return fmt.Errorf("%s: split %s draws per class, and the dataset has %s targets, no classes: give the split as files (train_idx.npy, valid_idx.npy, test_idx.npy; docs/datasets.md): %w", d.Name, s, d.Kind, ErrSplit)
+	}
 	if d.Labels == nil || d.NumClasses == 0 {
 		return fmt.Errorf("%s: split %s needs labels, and the dataset has none: %w", d.Name, s, ErrSplit)
 	}

@@ -30,14 +30,47 @@ const validAcc = "valid_acc"
 // train.early_stop_metric against the validation figures the run reports.
 func checkMetrics(cfg *config.Config) error {
 	for _, name := range cfg.Train.Metrics {
-		if _, ok := metrics.Lookup(name); !ok {
+		m, ok := metrics.Lookup(name)
+		if !ok {
 			return cfg.KeyError(fmt.Sprintf("train.metrics: unknown metric %q%s; choose from %s", name, didYouMean(name, metrics.Names()), registry.QuoteList(metrics.Names())), "train", "metrics")
+		}
+		if !taskMetric(cfg, m) {
+			return cfg.KeyError(fmt.Sprintf("train.metrics: %q does not apply to train.task = %q; choose from %s", name, taskName(cfg), registry.QuoteList(taskMetrics(cfg))), "train", "metrics")
 		}
 	}
 	if key := cfg.Train.EarlyStopMetric; key != "" && !slices.Contains(stopChoices(cfg), key) {
 		return cfg.KeyError(fmt.Sprintf("train.early_stop_metric = %q is not a validation figure this run reports%s; choose from %s (add a metric to train.metrics to watch it)", key, didYouMean(key, stopChoices(cfg)), registry.QuoteList(stopChoices(cfg))), "train", "early_stop_metric")
 	}
 	return nil
+}
+
+// taskName is train.task with its default spelled out.
+func taskName(cfg *config.Config) string {
+	if cfg.Train.Task == "" {
+		return config.TaskNode
+	}
+	return cfg.Train.Task
+}
+
+// taskMetric reports whether m applies to cfg's train.task: regression's
+// metrics, or for node targets those of classes or multi-label labels
+// (the dataset says which).
+func taskMetric(cfg *config.Config, m metrics.Metric) bool {
+	if cfg.Train.Task == config.TaskRegression {
+		return m.Applies(metrics.TaskRegression)
+	}
+	return m.Applies(metrics.TaskClasses) || m.Applies(metrics.TaskMultiLabel)
+}
+
+// taskMetrics are the metrics that apply to cfg's train.task.
+func taskMetrics(cfg *config.Config) []string {
+	var out []string
+	for _, name := range metrics.Names() {
+		if m, _ := metrics.Lookup(name); taskMetric(cfg, m) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // stopChoices are the values train.early_stop_metric takes: valid_acc,
@@ -120,6 +153,10 @@ type evalPlan struct {
 	metrics  []metrics.Metric // train.metrics but accuracy
 	nValid   int              // rows[:nValid] are the validation nodes
 	withTest bool             // rows[nValid:] are the test nodes
+	// nTrain, for float targets, is the training nodes' count: rows
+	// then are the training, validation and test nodes, in that order,
+	// and the accuracies come from their logits (targetAccuracies).
+	nTrain int
 }
 
 // newEvalPlan plans the evaluations of a run of cfg on ds with st;
@@ -138,6 +175,9 @@ func newEvalPlan(cfg *config.Config, st Stepper, ds *graph.Dataset, outputs bool
 		logitsNeeded = logitsNeeded || m.Logits
 	}
 	sc, ok := st.(Scorer)
+	if ds.HasTargets() {
+		return newTargetsPlan(cfg, p, sc, ok, ds)
+	}
 	if logitsNeeded && !ok {
 		key := "early_stop_metric"
 		if testLogits {
@@ -171,12 +211,13 @@ func (p *evalPlan) predict(ctx context.Context, st Stepper, pred []int32) error 
 func (p *evalPlan) figures(pred []int32, ds *graph.Dataset) map[string]float64 {
 	out := map[string]float64{}
 	c := ds.NumClasses
-	valid := metrics.Split{Pred: pred, Labels: ds.Labels, Idx: ds.Valid, Classes: c}
-	test := metrics.Split{Pred: pred, Labels: ds.Labels, Idx: ds.Test, Classes: c}
+	valid := metrics.Split{Pred: pred, Labels: ds.Labels, Idx: ds.Valid, Classes: c, Task: ds.Kind, Targets: ds.Targets}
+	test := metrics.Split{Pred: pred, Labels: ds.Labels, Idx: ds.Test, Classes: c, Task: ds.Kind, Targets: ds.Targets}
 	if p.scorer != nil {
-		valid.Logits = p.logits[:p.nValid*c]
+		o := p.nTrain * c // the training rows' logits come first (float targets)
+		valid.Logits = p.logits[o : o+p.nValid*c]
 		if p.withTest {
-			test.Logits = p.logits[p.nValid*c:]
+			test.Logits = p.logits[o+p.nValid*c:]
 		}
 		if len(ds.Valid) > 0 {
 			loss, _ := metrics.Lookup("loss")

@@ -276,7 +276,7 @@ func loadData(ctx context.Context, cfg *config.Config, local bool) (*graph.Datas
 	if predicting && ds.NumClasses < classes {
 		ds.NumClasses = classes
 	}
-	if ds.NumClasses < 2 {
+	if ds.NumClasses < 2 && !ds.HasTargets() {
 		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has %d classes; node classification needs labels with at least 2 classes (an edge list carries none: give labels in the OGB raw layout, raw/node-label.csv, a .npy directory's labels.npy or a .npz file, see docs/datasets.md)", ds.Name, ds.NumClasses), "data", "dataset")
 	}
 	if len(ds.Train) == 0 && !predicting {
@@ -302,12 +302,19 @@ func loadData(ctx context.Context, cfg *config.Config, local bool) (*graph.Datas
 // budget ctx carries) and applies data.reorder ("score" ranks with the
 // [cache] module: provision cfg first, see config.Config.Provision).
 func LoadDataset(ctx context.Context, cfg *config.Config) (*graph.Dataset, error) {
+	regression := cfg.Train.Task == config.TaskRegression
+	if regression {
+		ctx = graph.WithRegression(ctx)
+	}
 	ds, err := graph.OpenContext(ctx, cfg.DatasetSpec())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, cfg.KeyError(err.Error(), "data", "dataset")
+	}
+	if regression && ds.Kind != graph.Regression && ds.Labels != nil && slices.ContainsFunc(ds.Labels, func(l int32) bool { return l >= 0 }) {
+		return nil, cfg.KeyError(fmt.Sprintf("train.task = \"regression\" needs real-valued targets, and dataset %q (%s) holds class labels; give the targets as a .npy directory's y.npy (float, (N,) or (N, T), docs/datasets.md) or train its classes with train.task = \"node\"", ds.Name, ds.Source), "train", "task")
 	}
 	switch cfg.Data.Reorder {
 	case "degree":
@@ -571,6 +578,10 @@ func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, map[str
 		return 0, 0, 0, nil, err
 	}
 	d := l.ds
+	if d.HasTargets() {
+		tr, va, te := l.plan.targetAccuracies(d)
+		return tr, va, te, l.plan.figures(l.pred, d), nil
+	}
 	return accuracy(l.pred, d.Labels, d.Train), accuracy(l.pred, d.Labels, d.Valid), accuracy(l.pred, d.Labels, d.Test), l.plan.figures(l.pred, d), nil
 }
 

@@ -2,9 +2,12 @@ package train
 
 import (
 	"fmt"
+	"slices"
 
 	"strata/core/backend"
+	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/metrics"
 	"strata/core/tensor"
 )
 
@@ -80,4 +83,44 @@ func Loss(be backend.Backend, kind graph.TargetKind, out, targets, idx, dout *te
 		return 0, fmt.Errorf("loss: %w", err)
 	}
 	return loss, nil
+}
+
+// newTargetsPlan completes p, the evaluation plan of a dataset with
+// float targets: the accuracies come from the model's outputs, so every
+// evaluation reads those of the training, validation and test nodes,
+// from a stepper that gives them (a Scorer: sc, ok).
+func newTargetsPlan(cfg *config.Config, p *evalPlan, sc Scorer, ok bool, ds *graph.Dataset) (*evalPlan, error) {
+	if !ok {
+		return nil, cfg.KeyError(fmt.Sprintf("train.mode = %q cannot evaluate the %s targets of dataset %q: they are scored from the model's outputs, and its stepper gives none (it is no train.Scorer); use train.mode = \"full\" or another strategy that does (strata list-plugins)", cfg.Train.Mode, ds.Kind, ds.Name), "train", "mode")
+	}
+	for _, m := range p.metrics {
+		if !m.Applies(ds.Kind) {
+			return nil, cfg.KeyError(fmt.Sprintf("train.metrics: %q does not apply to the %s targets of dataset %q", m.Name, ds.Kind, ds.Name), "train", "metrics")
+		}
+	}
+	p.scorer, p.nTrain, p.nValid, p.withTest = sc, len(ds.Train), len(ds.Valid), true
+	p.rows = slices.Concat(ds.Train, ds.Valid, ds.Test)
+	p.logits = make([]float64, len(p.rows)*ds.NumClasses)
+	return p, nil
+}
+
+// targetAccuracies are the train, valid and test "accuracies" of a
+// dataset with float targets, from the outputs p read: element-wise
+// accuracy for multi-label labels, R² for regression (0 for a split
+// without nodes).
+func (p *evalPlan) targetAccuracies(ds *graph.Dataset) (tr, va, te float64) {
+	name := "accuracy"
+	if ds.Kind == graph.Regression {
+		name = "r2"
+	}
+	m, _ := metrics.Lookup(name)
+	c, o := ds.NumClasses, 0
+	var acc [3]float64
+	for i, idx := range [][]int32{ds.Train, ds.Valid, ds.Test} {
+		if len(idx) > 0 {
+			acc[i] = m.Compute(metrics.Split{Idx: idx, Logits: p.logits[o*c : (o+len(idx))*c], Classes: c, Task: ds.Kind, Targets: ds.Targets})
+		}
+		o += len(idx)
+	}
+	return acc[0], acc[1], acc[2]
 }
