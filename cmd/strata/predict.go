@@ -131,28 +131,7 @@ func outputPaths(cfg *config.Config) []string {
 // outDir, each refusing any of inputs.
 func writePredictions(p *train.Predictions, mode, outDir, modelPath string, inputs []string, stdout, stderr io.Writer) error {
 	n := len(p.Classes)
-	err := safefile.Write(filepath.Join(outDir, "predictions.npy"), func(w io.Writer) error {
-		bw := bufio.NewWriter(w)
-		bw.Write(numpy.NPYHeader([]int{n}, "<i4"))
-		var b [4]byte
-		for _, c := range p.Classes {
-			binary.LittleEndian.PutUint32(b[:], uint32(c))
-			bw.Write(b[:])
-		}
-		return bw.Flush()
-	}, inputs...)
-	if err != nil {
-		return err
-	}
-	err = safefile.Write(filepath.Join(outDir, "predictions.csv"), func(w io.Writer) error {
-		bw := bufio.NewWriter(w)
-		bw.WriteString("node,class\n")
-		for i, c := range p.Classes {
-			bw.WriteString(strconv.Itoa(i) + "," + strconv.Itoa(int(c)) + "\n")
-		}
-		return bw.Flush()
-	}, inputs...)
-	if err != nil {
+	if err := writePredicted(p, outDir, inputs); err != nil {
 		return err
 	}
 	files := "predictions.npy, predictions.csv"
@@ -195,6 +174,41 @@ func writePredictions(p *train.Predictions, mode, outDir, modelPath string, inpu
 	}
 	fmt.Fprintf(stdout, "%s\n", line)
 	return nil
+}
+
+// writeClasses writes predictions.npy (int32, (N,)) and predictions.csv
+// (node,class) of a classifier's predictions.
+func writeClasses(p *train.Predictions, outDir string, inputs []string) error {
+	return writePredictionFiles(outDir, []int{len(p.Classes)}, "<i4", func(bw *bufio.Writer) {
+		var b [4]byte
+		for _, c := range p.Classes {
+			binary.LittleEndian.PutUint32(b[:], uint32(c))
+			bw.Write(b[:])
+		}
+	}, "node,class", func(i int) string { return strconv.Itoa(int(p.Classes[i])) }, inputs)
+}
+
+// writePredictionFiles writes predictions.npy (shape, descr, its data
+// written by body) and predictions.csv (header, then node i and row(i)
+// per line), each refusing any of inputs.
+func writePredictionFiles(outDir string, shape []int, descr string, body func(*bufio.Writer), header string, row func(i int) string, inputs []string) error {
+	err := safefile.Write(filepath.Join(outDir, "predictions.npy"), func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		bw.Write(numpy.NPYHeader(shape, descr))
+		body(bw)
+		return bw.Flush()
+	}, inputs...)
+	if err != nil {
+		return err
+	}
+	return safefile.Write(filepath.Join(outDir, "predictions.csv"), func(w io.Writer) error {
+		bw := bufio.NewWriter(w)
+		bw.WriteString(header + "\n")
+		for i := range shape[0] {
+			bw.WriteString(strconv.Itoa(i) + "," + row(i) + "\n")
+		}
+		return bw.Flush()
+	}, inputs...)
 }
 
 // predictResult is predict's result line: what it wrote and, on a

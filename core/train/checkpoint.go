@@ -287,6 +287,10 @@ type ModelMeta struct {
 	Params       int64   `json:"params"`
 	BestEpoch    int     `json:"best_epoch"`
 	BestValidAcc float64 `json:"best_valid_acc"`
+	// Targets names the float targets the model predicts ("multi-label",
+	// "regression"; "" for classes): its outputs are then scores or
+	// values, and best_valid_acc for regression is an R².
+	Targets string `json:"targets,omitempty"`
 }
 
 // ReadModel reads a model file written by output.model: its meta and its

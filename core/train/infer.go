@@ -34,6 +34,12 @@ type Predictions struct {
 	// "valid_acc", "test_acc" over the splits the graph has.
 	Labelled int
 	Accuracy map[string]float64
+	// Targets names the model's float targets ("multi-label",
+	// "regression"; "" for classes): Classes then mean nothing, and the
+	// predictions are Logits (0/1 per label at logit >= 0, or the
+	// values); Accuracy then holds the element-wise accuracy or, as
+	// "r2", "train_r2" ..., R².
+	Targets string
 }
 
 // predict is Predict with the config's modules provisioned.
@@ -44,6 +50,9 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	}
 	if err := checkIdentity(modelPath, meta, cfg); err != nil {
 		return nil, err
+	}
+	if meta.Targets == regressionTargets { // the model's task: y is read as values
+		cfg.Train.Task = config.TaskRegression
 	}
 	strat, err := StrategyFor(cfg)
 	if err != nil {
@@ -61,6 +70,9 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	if meta.Features != env.Dim || meta.Classes != env.Dataset.NumClasses {
 		return nil, cfg.KeyError(fmt.Sprintf("%s was trained on %d features and %d classes, the dataset %s has %d and %d: predict on a graph with the model's feature width and at most its classes", modelPath, meta.Features, meta.Classes, cfg.Data.Dataset, env.Dim, env.Dataset.NumClasses), "data", "dataset")
 	}
+	if err := checkPredictTargets(cfg, modelPath, meta, env.Dataset); err != nil {
+		return nil, err
+	}
 	st, err := strat.NewStepper(ctx, env)
 	if err != nil {
 		return nil, err
@@ -72,15 +84,23 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	if err := st.Params().RestoreState(prefixed(arrays, "state/")); err != nil {
 		return nil, fmt.Errorf("%s: %w", modelPath, err)
 	}
-	p := &Predictions{Model: meta, Classes: make([]int32, env.Dataset.NumNodes), Width: env.Dataset.NumClasses}
+	p := &Predictions{Model: meta, Classes: make([]int32, env.Dataset.NumNodes), Width: env.Dataset.NumClasses, Targets: meta.Targets}
 	if err := st.Predict(ctx, p.Classes); err != nil {
 		return nil, err
 	}
-	p.Labelled, p.Accuracy = predictionAccuracy(env.Dataset, p.Classes)
-	if op, ok := st.(OutputPredictor); ok {
+	op, ok := st.(OutputPredictor)
+	if !ok && p.Targets != "" {
+		return nil, cfg.KeyError(fmt.Sprintf("%s predicts %s targets, its outputs, and train.mode = %q gives none; predict with train.mode = \"full\" (--set train.mode=full)", modelPath, p.Targets, cfg.Train.Mode), "train", "mode")
+	}
+	if ok {
 		if p.Logits, p.Hidden, p.HiddenWidth, err = op.PredictOutputs(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if p.Targets != "" {
+		p.Labelled, p.Accuracy = targetPredictionScores(env.Dataset, p.Logits)
+	} else {
+		p.Labelled, p.Accuracy = predictionAccuracy(env.Dataset, p.Classes)
 	}
 	return p, nil
 }
@@ -117,6 +137,9 @@ func withClasses(ctx context.Context, n int) context.Context {
 // count and the accuracies over all of them and over each split ds has
 // (nil without a labelled node).
 func predictionAccuracy(ds *graph.Dataset, pred []int32) (int, map[string]float64) {
+	if ds.Labels == nil {
+		return 0, nil
+	}
 	count := func(v int32, n, right *int) {
 		if l := ds.Labels[v]; l >= 0 {
 			*n++

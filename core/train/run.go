@@ -634,7 +634,7 @@ func (l *loop) saveModel(path string) error {
 	}
 	r := l.res
 	meta := ModelMeta{ConfigSHA256: r.ConfigSHA256, Config: string(canon), ModuleSHA256: l.model.SHA256, Model: l.model.Name,
-		Features: l.dim, Classes: l.ds.NumClasses, Params: r.Params, BestEpoch: r.BestEpoch, BestValidAcc: r.BestValidAcc}
+		Features: l.dim, Classes: l.ds.NumClasses, Params: r.Params, BestEpoch: r.BestEpoch, BestValidAcc: r.BestValidAcc, Targets: targetsName(l.ds)}
 	arrays := map[string][]float64{}
 	if err := l.addParams(arrays); err != nil {
 		return err

@@ -30,7 +30,10 @@ type datasetID struct {
 	Edges    int64  `json:"edges"`
 	Features int    `json:"features"`
 	Classes  int    `json:"classes"`
-	SHA256   string `json:"labels_splits_sha256"`
+	// Targets names float targets ("multi-label", "regression"; "" for
+	// classes).
+	Targets string `json:"targets,omitempty"`
+	SHA256  string `json:"labels_splits_sha256"`
 }
 
 // identify computes ds's identity (dim is the width trained on).
@@ -48,7 +51,7 @@ func identify(ds *graph.Dataset, dim int) *datasetID {
 		hashInt32s(h, t)
 	}
 	return &datasetID{Source: ds.Source, Nodes: ds.NumNodes, Edges: ds.Graph.NNZ(), Features: dim, Classes: ds.NumClasses,
-		SHA256: hex.EncodeToString(h.Sum(nil))}
+		Targets: targetsName(ds), SHA256: hex.EncodeToString(h.Sum(nil))}
 }
 
 // hashInt32s writes a's length, then its values, little-endian, to h.
@@ -67,7 +70,7 @@ func hashInt32s(h io.Writer, a []int32) {
 // same reports whether two identities are of the same data (the source
 // path may differ: a moved dataset is the same data).
 func (d *datasetID) same(o *datasetID) bool {
-	return d.Nodes == o.Nodes && d.Edges == o.Edges && d.Features == o.Features && d.Classes == o.Classes && d.SHA256 == o.SHA256
+	return d.Nodes == o.Nodes && d.Edges == o.Edges && d.Features == o.Features && d.Classes == o.Classes && d.Targets == o.Targets && d.SHA256 == o.SHA256
 }
 
 func (d *datasetID) String() string {
@@ -116,9 +119,14 @@ func stateError(path, kind, field string, format string, args ...any) error {
 
 // checkAccuracies refuses an accuracy outside [0, 1] (0 stands for an
 // absent one: no evaluation yet, or an empty split).
-func checkAccuracies(path, kind string, accs map[string]float64) error {
+func checkAccuracies(path, kind, targets string, accs map[string]float64) error {
 	for _, name := range slices.Sorted(maps.Keys(accs)) {
-		if v := accs[name]; !(v >= 0 && v <= 1) {
+		v := accs[name]
+		if targets == regressionTargets {
+			if !(v <= 1) || math.IsInf(v, 0) {
+				return stateError(path, kind, name, "= %v is not an R² (finite, at most 1)", v)
+			}
+		} else if !(v >= 0 && v <= 1) {
 			return stateError(path, kind, name, "= %v is not an accuracy in [0, 1]", v)
 		}
 	}
@@ -167,7 +175,11 @@ func (c *checkpoint) check(path string, epochs int) error {
 			return bad("records", "[%d] is epoch %d", i, r.Epoch)
 		}
 	}
-	if err := checkAccuracies(path, "checkpoint", map[string]float64{"best_valid_acc": m.BestValidAcc, "train_acc": m.TrainAcc, "test_acc": m.TestAcc}); err != nil {
+	targets := ""
+	if m.Dataset != nil {
+		targets = m.Dataset.Targets
+	}
+	if err := checkAccuracies(path, "checkpoint", targets, map[string]float64{"best_valid_acc": m.BestValidAcc, "train_acc": m.TrainAcc, "test_acc": m.TestAcc}); err != nil {
 		return err
 	}
 	if m.HasBest {
@@ -189,14 +201,16 @@ func (m *ModelMeta) check(path string, arrays map[string][]float64) error {
 	switch {
 	case m.Features < 1:
 		return bad("features", "= %d is not a width", m.Features)
-	case m.Classes < 2:
+	case m.Classes < 2 && m.Targets == "":
 		return bad("classes", "= %d: a classifier has at least 2", m.Classes)
+	case m.Classes < 1:
+		return bad("classes", "= %d: a model has at least 1 output", m.Classes)
 	case m.Params < 0:
 		return bad("params", "= %d is negative", m.Params)
 	case m.BestEpoch < -1:
 		return bad("best_epoch", "= %d is negative", m.BestEpoch)
 	}
-	if err := checkAccuracies(path, "model", map[string]float64{"best_valid_acc": m.BestValidAcc}); err != nil {
+	if err := checkAccuracies(path, "model", m.Targets, map[string]float64{"best_valid_acc": m.BestValidAcc}); err != nil {
 		return err
 	}
 	return checkFiniteArrays(path, "model", arrays)

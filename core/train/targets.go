@@ -124,3 +124,73 @@ func (p *evalPlan) targetAccuracies(ds *graph.Dataset) (tr, va, te float64) {
 	}
 	return acc[0], acc[1], acc[2]
 }
+
+// regressionTargets is targetsName of a regression dataset.
+const regressionTargets = "regression"
+
+// targetsName names ds's float targets for the model and checkpoint
+// files: "multi-label", "regression", or "" for classes.
+func targetsName(ds *graph.Dataset) string {
+	if !ds.HasTargets() {
+		return ""
+	}
+	return ds.Kind.String()
+}
+
+// targetPredictionScores scores a model's outputs (nodes × NumClasses)
+// against ds's float targets: the count of nodes with targets and the
+// task's figure over all of them and over each split ds has, "accuracy"
+// (element-wise) for multi-label, "r2" for regression, and train_, valid_
+// and test_ of it (nil without a node with targets).
+func targetPredictionScores(ds *graph.Dataset, out []float64) (int, map[string]float64) {
+	if !ds.HasTargets() {
+		return 0, nil
+	}
+	var all []int32
+	for v := range int32(ds.NumNodes) {
+		if ds.Labelled(v) {
+			all = append(all, v)
+		}
+	}
+	if len(all) == 0 {
+		return 0, nil
+	}
+	name, short := "accuracy", "acc"
+	if ds.Kind == graph.Regression {
+		name, short = "r2", "r2"
+	}
+	m, _ := metrics.Lookup(name)
+	c := ds.NumClasses
+	score := func(nodes []int32) float64 {
+		rows := make([]float64, 0, len(nodes)*c)
+		for _, v := range nodes {
+			rows = append(rows, out[int(v)*c:int(v+1)*c]...)
+		}
+		return m.Compute(metrics.Split{Idx: nodes, Logits: rows, Classes: c, Task: ds.Kind, Targets: ds.Targets})
+	}
+	res := map[string]float64{name: score(all)}
+	for i, nodes := range [][]int32{ds.Train, ds.Valid, ds.Test} {
+		if len(nodes) > 0 {
+			res[graph.SplitName(i)+"_"+short] = score(nodes)
+		}
+	}
+	return len(all), res
+}
+
+// checkPredictTargets refuses to score a model's predictions against
+// targets of another kind: a classifier on multi-label targets, a
+// regression model on class labels (a graph without any is fine).
+func checkPredictTargets(cfg *config.Config, modelPath string, meta *ModelMeta, ds *graph.Dataset) error {
+	have := targetsName(ds)
+	labelled := ds.HasTargets() || slices.ContainsFunc(ds.Labels, func(l int32) bool { return l >= 0 })
+	if !labelled || meta.Targets == have {
+		return nil
+	}
+	what := func(t string) string {
+		if t == "" {
+			return "class labels"
+		}
+		return t + " targets"
+	}
+	return cfg.KeyError(fmt.Sprintf("%s predicts %s, and dataset %q holds %s: predict on a graph of the model's kind of targets", modelPath, what(meta.Targets), ds.Name, what(have)), "data", "dataset")
+}

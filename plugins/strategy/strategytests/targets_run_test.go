@@ -10,36 +10,21 @@ import (
 
 	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/graph/graphtest"
 	"strata/core/graph/numpy"
 	"strata/core/train"
 	"strata/plugins/strategy/internal/testkit"
 )
 
-// targetsDir writes Cora with float targets of kind as a .npy directory:
-// multi-label, 4 labels, label j on when the node's class c has bit j
-// of c+1 (or, for label 3, c ≥ 4); regression, 2 targets, c/2 and
-// c mod 3 - 1. Both follow from the features and the graph as Cora's
-// classes do.
+// targetsDir writes Cora with float targets of kind
+// (graphtest.ToTargets) as a .npy directory.
 func targetsDir(t *testing.T, kind graph.TargetKind) string {
 	t.Helper()
 	ds, err := graph.Open("embedded:cora")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cols := map[graph.TargetKind]int{graph.MultiLabel: 4, graph.Regression: 2}[kind]
-	y := make([]float32, ds.NumNodes*cols)
-	for v := range ds.NumNodes {
-		c := int(ds.Labels[v])
-		if kind == graph.MultiLabel {
-			for j := range 3 {
-				y[v*cols+j] = float32((c + 1) >> j & 1)
-			}
-			y[v*cols+3] = float32(min(c/4, 1))
-			continue
-		}
-		y[v*cols], y[v*cols+1] = float32(c)/2, float32(c%3-1)
-	}
-	ds.Labels, ds.Kind, ds.Targets, ds.NumClasses = nil, kind, y, cols
+	graphtest.ToTargets(ds, kind)
 	dir := filepath.Join(t.TempDir(), "cora-"+strings.ReplaceAll(kind.String(), "-", ""))
 	if _, err := numpy.WriteNPYDir(dir, ds); err != nil {
 		t.Fatal(err)
