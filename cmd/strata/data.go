@@ -26,6 +26,7 @@ type inspection struct {
 	IDBits     int               `json:"id_bits"`
 	Features   int               `json:"features"`
 	Classes    int               `json:"classes"`
+	Targets    string            `json:"targets,omitempty"` // multi-label or regression: Classes counts them
 	Train      int               `json:"train"`
 	Valid      int               `json:"valid"`
 	Test       int               `json:"test"`
@@ -84,6 +85,9 @@ func inspect(ds *graph.Dataset, load time.Duration) *inspection {
 		Degrees: ds.DegreeStats(), Memory: map[string]int64{}, LoadTimeS: load.Seconds(),
 		Citation: ds.Citation, IDBits: 32,
 	}
+	if ds.HasTargets() {
+		r.Targets = ds.Kind.String()
+	}
 	if ds.Graph != nil {
 		r.Edges = ds.Graph.NNZ()
 		if ds.Graph.Wide() {
@@ -103,7 +107,11 @@ func printInspection(w io.Writer, r *inspection) {
 	fmt.Fprintf(w, "nodes     %d\n", r.Nodes)
 	fmt.Fprintf(w, "edges     %d (directed, as stored; %d-bit ids)\n", r.Edges, r.IDBits)
 	fmt.Fprintf(w, "features  %d\n", r.Features)
-	fmt.Fprintf(w, "classes   %d\n", r.Classes)
+	if r.Targets != "" {
+		fmt.Fprintf(w, "targets   %d (%s)\n", r.Classes, r.Targets)
+	} else {
+		fmt.Fprintf(w, "classes   %d\n", r.Classes)
+	}
 	fmt.Fprintf(w, "splits    train %d, valid %d, test %d\n", r.Train, r.Valid, r.Test)
 	fmt.Fprintf(w, "isolated  %d nodes\n", r.Degrees.Isolated)
 	for _, d := range []struct {

@@ -17,7 +17,8 @@ import (
 // predictions.npy holds (N, C) 0/1 labels or (N, T) values, the csv one
 // column per target, and the result line the task's figures (accuracy
 // for multi-label, r2 for regression) that the training run reported as
-// its accuracies.
+// its accuracies; on the graph without targets or splits, the same
+// predictions and no scores.
 func TestPredictTargets(t *testing.T) {
 	cases := []struct {
 		kind          graph.TargetKind
@@ -75,6 +76,20 @@ func TestPredictTargets(t *testing.T) {
 			csv, _ := os.ReadFile(filepath.Join(out, "predictions.csv"))
 			if rows := strings.Split(strings.TrimSpace(string(csv)), "\n"); rows[0] != c.header || len(rows) != 2709 {
 				t.Errorf("predictions.csv: header %q and %d rows, want %q and 2709", rows[0], len(rows), c.header)
+			}
+			// The same graph without targets or splits: the same predictions, no scores.
+			for _, name := range []string{"y.npy", "train_mask.npy", "val_mask.npy", "test_mask.npy"} {
+				if err := os.Remove(filepath.Join(data, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bare := filepath.Join(dir, "bare")
+			code, stdout, stderr = cli(t, append([]string{"predict", "-m", model, "-i", data, "-o", bare}, wasmArgs()...)...)
+			if code != 0 || !strings.Contains(stdout, `"labelled":0`) {
+				t.Fatalf("predict on the graph without targets: exit %d: %s%s", code, stdout, stderr)
+			}
+			if again, _ := os.ReadFile(filepath.Join(bare, "predictions.npy")); string(again) != string(npy) {
+				t.Error("predictions.npy differs on the graph without targets")
 			}
 		})
 	}

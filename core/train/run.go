@@ -276,7 +276,7 @@ func loadData(ctx context.Context, cfg *config.Config, local bool) (*graph.Datas
 	if predicting && ds.NumClasses < classes {
 		ds.NumClasses = classes
 	}
-	if ds.NumClasses < 2 && !ds.HasTargets() {
+	if ds.NumClasses < 2 && !ds.HasTargets() && !predicting { // a saved model fixes its width
 		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has %d classes; node classification needs labels with at least 2 classes (an edge list carries none: give labels in the OGB raw layout, raw/node-label.csv, a .npy directory's labels.npy or a .npz file, see docs/datasets.md)", ds.Name, ds.NumClasses), "data", "dataset")
 	}
 	if len(ds.Train) == 0 && !predicting {

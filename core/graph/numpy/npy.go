@@ -505,7 +505,7 @@ func wholeFloats[F float32 | float64](v []F, path string) ([]int64, error) {
 	for i, f := range v {
 		x := float64(f)
 		if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > 1<<53 {
-			return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "element %d: label %v is not an integer; float labels must hold whole class indices (0.0, 1.0, ...; -1 for unlabeled): save them with y.astype(np.int64)", i, x)
+			return nil, graph.FileErrorf(graph.ErrFormat, path, 0, 0, "element %d: label %v is not an integer; float labels must hold whole class indices (0.0, 1.0, ...; -1 for unlabeled): save them with y.astype(np.int64), or train real-valued targets with train.task = \"regression\"", i, x)
 		}
 		out[i] = int64(x)
 	}
