@@ -769,3 +769,16 @@ func TestFeatureDTypeDefaultHash(t *testing.T) {
 		t.Error("feature_dtype = float16 kept the float32 config's hash")
 	}
 }
+
+// TestTaskDefaultHash: train.task = "node" is the default spelled out,
+// the same config_sha256 as leaving it out (every published run keeps its
+// id); regression is another config.
+func TestTaskDefaultHash(t *testing.T) {
+	hash := func(sets ...string) string { return parseHash(t, "[data]\ndataset = \"a\"\n", sets...) }
+	if hash() != hash(`train.task="node"`) {
+		t.Error(`train.task = "node" changed the config hash`)
+	}
+	if hash() == hash(`train.task="regression"`) {
+		t.Error(`train.task = "regression" kept the default config's hash`)
+	}
+}

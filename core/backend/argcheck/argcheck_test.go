@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"strata/core/backend"
 	"strata/core/graph"
 	"strata/core/tensor"
 )
@@ -65,6 +66,10 @@ func TestChecks(t *testing.T) {
 		{"column vectors", ColumnVectors("BN", "gamma beta", f32(5, 4), nil, f32(4), f32(3)), "BN: beta has shape [3] (3 elements), want 4 elements"},
 		{"softmax labels", SoftmaxCrossEntropy(f32(5, 3), tt(tensor.Int64, 5), tt(tensor.Int32, 2), nil), "SoftmaxCrossEntropy: labels is int64, want int32"},
 		{"softmax dlogits", SoftmaxCrossEntropy(f32(5, 3), tt(tensor.Int32, 5), tt(tensor.Int32, 2), f32(5, 2)), "SoftmaxCrossEntropy: dlogits has shape [5 2], want [5,3]"},
+		{"target loss kind", TargetLoss(backend.Loss(7), f32(5, 3), f32(5, 3), tt(tensor.Int32, 2), nil), "TargetLoss: unknown loss Loss(7), want bce or mse"},
+		{"target loss targets", TargetLoss(backend.LossBCE, f32(5, 3), f32(5, 2), tt(tensor.Int32, 2), nil), "TargetLoss: targets has shape [5 2], want [5,3]"},
+		{"target loss dout", TargetLoss(backend.LossMSE, f32(5, 3), f32(5, 3), tt(tensor.Int32, 2), f32(4, 3)), "TargetLoss: dout has shape [4 3], want [5,3]"},
+		{"target loss idx", TargetLoss(backend.LossMSE, f32(5, 3), f32(5, 3), f32(2), nil), "TargetLoss: idx"},
 		{"broadcast", second(Broadcast("E", f32(3, 4), f32(3))), "E: b has shape [3], want [3 4], [4] or [1]"},
 		{"copycols", CopyCols(f32(3, 4), 2, f32(3, 4), 0, 3), "CopyCols: 3 columns from offset 0 of 4 into offset 2 of 4 are out of range"},
 		{"heads", third(Heads("H", f32(2, 7), f32(2, 3))), "H: x has 7 columns, a is [2,3] (want H·C = 6)"},
