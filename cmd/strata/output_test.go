@@ -89,6 +89,7 @@ func TestRecordingDoesNotChangeTheResult(t *testing.T) {
 	for _, mode := range [][]string{
 		{"train.mode=fullgraph"},
 		{"train.mode=minibatch", "sampler.name=uniform", "sampler.fanouts=[5,5]", "minibatch.batch_size=256"},
+		{"train.mode=chunked", "chunked.chunks=2"},
 	} {
 		t.Run(mode[0], func(t *testing.T) {
 			dir := t.TempDir()

@@ -851,6 +851,13 @@ func uploadAll(be backend.Backend, ts []*tensor.Tensor, bufs []any) error {
 // Predict implements train.Stepper: the layers chunk by chunk in
 // inference, the last layer's classes straight into pred.
 func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
+	return r.PredictScores(ctx, pred, nil, nil)
+}
+
+// PredictScores implements train.Scorer: Predict, keeping the last
+// layer's output rows of the nodes of rows from each chunk's forward
+// pass (none are read back without rows).
+func (r *chunkedRun) PredictScores(ctx context.Context, pred, rows []int32, logits []float64) error {
 	if err := r.broadcast(); err != nil {
 		return err
 	}
@@ -863,6 +870,10 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 		if err != nil {
 			return err
 		}
+	}
+	at := make(map[int32]int, len(rows)) // node -> its place in rows
+	for i, v := range rows {
+		at[v] = i
 	}
 	return r.pass("predict", last, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
 		b, err := r.bind(last, k, c, true, feed)
@@ -880,8 +891,27 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 		for j, v := range c.Dst {
 			pred[v] = out[j]
 		}
-		return nil
+		return r.keepScores(b.prog.Output(), c.Dst, at, logits)
 	})
+}
+
+// keepScores copies the output rows of the chunk's nodes dst that at
+// places into logits (at[node] × width); none are read without at.
+func (r *chunkedRun) keepScores(out *tensor.Tensor, dst []int32, at map[int32]int, logits []float64) error {
+	if len(at) == 0 {
+		return nil
+	}
+	vals, err := engine.PeekFloats(r.e.Be, out) // an observation: uncounted
+	if err != nil {
+		return err
+	}
+	w := out.Cols()
+	for j, v := range dst {
+		if i, ok := at[v]; ok {
+			copy(logits[i*w:(i+1)*w], vals[j*w:(j+1)*w])
+		}
+	}
+	return nil
 }
 
 func init() { registry.Register(new(Chunked)) }

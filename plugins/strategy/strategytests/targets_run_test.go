@@ -96,6 +96,7 @@ func TestTargetsLearn(t *testing.T) {
 func TestTargetsSplitsMatchFullGraph(t *testing.T) {
 	ctx := context.Background()
 	variants := []splitVariant{
+		{name: "chunked/4", sets: []string{`train.mode="chunked"`, "chunked.chunks=4"}},
 		{name: "micro/2", sets: []string{"train.micro_batches=2", `partition.name="metis"`}},
 		{name: "micro/4", sets: []string{"train.micro_batches=4", `partition.name="random"`}},
 		{name: "minibatch/full-neighbour", sets: []string{`train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2", "train.batch_size=100000"}},
@@ -136,7 +137,7 @@ func TestTargetsErrors(t *testing.T) {
 		{"regression of classes", testkit.CoraBase, []string{`train.task="regression"`}, []string{"train.task", "needs real-valued targets", "holds class labels"}},
 		{"r2 of classes", testkit.CoraBase, []string{`train.metrics=["r2"]`}, []string{"train.metrics", `"r2" does not apply to train.task = "node"`, `"roc_auc"`}},
 		{"accuracy of regression", targetsBase(reg, graph.Regression), []string{`train.metrics=["accuracy"]`}, []string{"train.metrics", `"accuracy" does not apply to train.task = "regression"`, `"r2"`}},
-		{"a strategy without outputs", targetsBase(multi, graph.MultiLabel), []string{`train.mode="chunked"`, "chunked.chunks=2"}, []string{"train.mode", "multi-label targets", "no train.Scorer"}},
+		{"a strategy without outputs", targetsBase(multi, graph.MultiLabel), []string{`train.mode="hybrid"`, `sampler.name="uniform"`, "sampler.fanouts=[5,5]", "hybrid.cpu_share=1"}, []string{"train.mode", "multi-label targets", "no train.Scorer"}},
 		{"a per-class split", targetsBase(multi, graph.MultiLabel), []string{`data.split="random-20-30-seed0"`}, []string{"draws per class", "multi-label targets", "train_idx.npy"}},
 	}
 	for _, c := range cases {
