@@ -270,9 +270,19 @@ func testResume(t *testing.T, id string, host modhost.Host) {
 }
 
 func resumeEqual(t *testing.T, id string, host modhost.Host, extra []string) {
+	ResumeEqual(t, func(sets ...string) *config.Config { return Config(t, id, append(sets, extra...)...) }, host)
+}
+
+// ResumeEqual checks that a run of cfg interrupted after epoch 2 of 3
+// and resumed from its checkpoint ends as the uninterrupted run does
+// (loss, test and best validation accuracy), and returns the
+// uninterrupted run's result. cfg builds the config with the given
+// --set assignments.
+func ResumeEqual(t *testing.T, cfg func(sets ...string) *config.Config, host modhost.Host) *train.Result {
+	t.Helper()
 	ckpt := filepath.Join(t.TempDir(), "run.ckpt")
-	sets := append([]string{"train.epochs=3", "train.eval_every=1", "train.checkpoint_every=1", "output.checkpoint=" + ckpt}, extra...)
-	whole, err := train.Run(context.Background(), Config(t, id, append([]string{"train.epochs=3", "train.eval_every=1"}, extra...)...), train.Options{Host: host})
+	sets := []string{"train.epochs=3", "train.eval_every=1", "train.checkpoint_every=1", "output.checkpoint=" + ckpt}
+	whole, err := train.Run(context.Background(), cfg(sets[:2]...), train.Options{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,10 +293,10 @@ func resumeEqual(t *testing.T, id string, host modhost.Host, extra []string) {
 			cancel()
 		}
 	}
-	if _, err := train.Run(ctx, Config(t, id, sets...), train.Options{Host: host, AfterEpoch: stop}); !errors.Is(err, context.Canceled) {
+	if _, err := train.Run(ctx, cfg(sets...), train.Options{Host: host, AfterEpoch: stop}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the run interrupted after epoch 2 returned %v", err)
 	}
-	resumed, err := train.Run(context.Background(), Config(t, id, sets...), train.Options{Host: host, Resume: true})
+	resumed, err := train.Run(context.Background(), cfg(sets...), train.Options{Host: host, Resume: true})
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
@@ -294,6 +304,7 @@ func resumeEqual(t *testing.T, id string, host modhost.Host, extra []string) {
 		t.Errorf("resumed after epoch 2: loss %.17g, test %v, valid %v; uninterrupted: %.17g, %v, %v",
 			resumed.FinalLoss, resumed.TestAcc, resumed.BestValidAcc, whole.FinalLoss, whole.TestAcc, whole.BestValidAcc)
 	}
+	return whole
 }
 
 // CoraBase is a small run that tests share: GCN on the embedded Cora

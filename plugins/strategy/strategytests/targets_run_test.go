@@ -13,6 +13,7 @@ import (
 	"strata/core/graph/graphtest"
 	"strata/core/graph/numpy"
 	"strata/core/train"
+	"strata/core/train/strategytest"
 	"strata/plugins/strategy/internal/testkit"
 )
 
@@ -153,5 +154,16 @@ func TestTargetsErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTargetsResume: a regression run interrupted after epoch 2, whose
+// checkpoint holds negative R² accuracies (checked as R², not as
+// accuracies in [0, 1]), resumes to the uninterrupted run's result.
+func TestTargetsResume(t *testing.T) {
+	base := targetsBase(targetsDir(t, graph.Regression), graph.Regression)
+	whole := strategytest.ResumeEqual(t, func(sets ...string) *config.Config { return testkit.MustParse(t, base, sets...) }, testkit.TestHost(t))
+	if !(whole.TrainAcc < 0) {
+		t.Errorf("train R² %v after 3 epochs: want it below 0 for the test to mean something", whole.TrainAcc)
 	}
 }
