@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -253,6 +254,159 @@ func TestPredictIdentity(t *testing.T) {
 			}
 			if got.ModelSHA256 != own.ModelSHA256 && !strings.Contains(c.name, "older") {
 				t.Errorf("%s: model_sha256 %s, want %s", c.name, got.ModelSHA256, own.ModelSHA256)
+			}
+		case code != exitUser:
+			t.Errorf("%s: exit %d, want %d: %s", c.name, code, exitUser, stderr)
+		default:
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("%s: stderr does not name %q: %s", c.name, w, stderr)
+				}
+			}
+		}
+	}
+}
+
+// TestPredictFeatureNorm: the model records what data.feature_norm =
+// "auto" did to the training data (row: Cora's features are 0/1) and
+// applies that to any graph, so a copy of Cora with its features tripled
+// (where auto would mean none) predicts exactly as Cora; an older model
+// file, without the record, resolves auto on the new graph and predicts
+// otherwise; a config asking for another normalisation is refused.
+func TestPredictFeatureNorm(t *testing.T) {
+	dir := t.TempDir()
+	conf := "../../configs/gcn-cora.toml"
+	model, _ := trainModel(t, dir, "-c", conf, "--set", "train.epochs=3")
+	old := filepath.Join(dir, "old.model")
+	rewriteModel(t, model, old, olderModel)
+	scaled := coraVariant(t, dir, "scaled.strata", func(d *graph.Dataset) {
+		f := make([]float32, len(d.Features))
+		for i, v := range d.Features {
+			f[i] = 3 * v
+		}
+		d.Features = f
+	})
+	if code, _, stderr := predictRun(t, "-m", model, "-o", filepath.Join(dir, "own")); code != 0 {
+		t.Fatalf("own graph: exit %d: %s", code, stderr)
+	}
+	for i, c := range []struct {
+		name string
+		args []string
+		same bool   // predicts as the model on its own graph
+		want string // exit 2 naming this
+	}{
+		{"the model's config", []string{"-m", model, "-i", scaled}, true, ""},
+		{"-c with auto", []string{"-m", model, "-c", conf, "-i", scaled}, true, ""},
+		{"an older model file", []string{"-m", old, "-i", scaled}, false, ""},
+		{"another normalisation", []string{"-m", model, "-i", scaled, "--set", "data.feature_norm=none"}, false, `data.feature_norm: model "row", config "none"`},
+	} {
+		out := filepath.Join(dir, "out", string(rune('a'+i)))
+		code, _, stderr := predictRun(t, append(c.args, "-o", out)...)
+		if c.want != "" {
+			if code != exitUser || !strings.Contains(stderr, c.want) {
+				t.Errorf("%s: exit %d: %s; want exit 2 naming %q", c.name, code, stderr, c.want)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
+		}
+		if f := sameFiles(t, filepath.Join(dir, "own"), out); (f == "") != c.same {
+			t.Errorf("%s: the prediction on the scaled copy equals the one on Cora: %v, want %v (first file differing: %q)", c.name, f == "", c.same, f)
+		}
+	}
+}
+
+// TestPredictSplit: a graph named on the command line (-i, or --set
+// data.dataset, with or without -c) is predicted with its own split, or
+// with none, never the training config's data.split; on the training
+// graph the training split is kept, so the validation accuracy is the
+// run's best.
+func TestPredictSplit(t *testing.T) {
+	dir := t.TempDir()
+	cfg := write(t, dir, "p.toml", cora+"split = \"random-20-30-seed0\"\n[train]\nepochs = 4\n")
+	model, res := trainModel(t, dir, "-c", cfg)
+	ownSplit := coraVariant(t, dir, "own-split.strata", func(d *graph.Dataset) {
+		d.Train, d.Valid, d.Test = []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, nil, nil
+	})
+	noSplit := coraVariant(t, dir, "no-split.strata", func(d *graph.Dataset) { d.Train, d.Valid, d.Test = nil, nil, nil })
+	for i, c := range []struct {
+		name string
+		args []string
+		want []string // the accuracies of the result line
+	}{
+		{"the training graph", nil, []string{"accuracy", "test_acc", "train_acc", "valid_acc"}},
+		{"-i with its own split", []string{"-i", ownSplit}, []string{"accuracy", "train_acc"}},
+		{"--set data.dataset with its own split", []string{"--set", "data.dataset=" + ownSplit}, []string{"accuracy", "train_acc"}},
+		{"-c with a split, -i", []string{"-c", cfg, "-i", ownSplit}, []string{"accuracy", "train_acc"}},
+		{"-i without a split", []string{"-i", noSplit}, []string{"accuracy"}},
+		{"-i with --set data.split", []string{"-i", noSplit, "--set", "data.split=random-20-30-seed0"}, []string{"accuracy", "test_acc", "train_acc", "valid_acc"}},
+	} {
+		out := filepath.Join(dir, "out", string(rune('a'+i)))
+		code, got, stderr := predictRun(t, append([]string{"-m", model, "-o", out}, c.args...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
+		}
+		if keys := slices.Sorted(maps.Keys(got.Accuracy)); !slices.Equal(keys, c.want) || got.Nodes != 2708 || got.Labelled != 2708 {
+			t.Errorf("%s: %d nodes, %d labelled, accuracies %v; want 2708, 2708, %v", c.name, got.Nodes, got.Labelled, keys, c.want)
+		}
+		if c.args == nil && got.Accuracy["valid_acc"] != res["best_valid_acc"] {
+			t.Errorf("%s: valid_acc %v, want the run's best_valid_acc %v", c.name, got.Accuracy["valid_acc"], res["best_valid_acc"])
+		}
+	}
+	code, _, stderr := predictRun(t, "-m", model, "-o", filepath.Join(dir, "both"), "-i", ownSplit, "--set", "data.dataset="+noSplit)
+	if code != exitUser || !strings.Contains(stderr, "-i and --set data.dataset= both name the graph") {
+		t.Errorf("-i and --set data.dataset: exit %d: %s", code, stderr)
+	}
+}
+
+// TestPredictRecordedPaths: the model file records the files the run
+// built it from as the run resolved them (relative to the directory it
+// ran in), and predict without -c reads them relative to its working
+// directory like any command-line path. From another directory each
+// missing file is exit 2 naming its key and the fix, and -i or --set
+// give them.
+func TestPredictRecordedPaths(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	write(t, run, "sub/layer.wasm", string(slurp(t, filepath.Join("..", "..", "models", "wasm", "gcn.wasm"))))
+	write(t, run, "sub/p.toml", "[data]\ndataset = \"../data/cora.strata\"\n[model]\nmodule = \"layer.wasm\"\n[train]\nepochs = 2\n")
+	if err := os.MkdirAll(filepath.Join(run, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	coraVariant(t, filepath.Join(run, "data"), "cora.strata", func(*graph.Dataset) {})
+	t.Chdir(run)
+	model, _ := trainModel(t, ".", "-c", "sub/p.toml")
+	meta, _, err := train.ReadModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Paths["data.dataset"] != "data/cora.strata" || meta.Paths["model.module"] != "sub/layer.wasm" {
+		t.Fatalf("recorded paths %v, want them relative to the run's directory", meta.Paths)
+	}
+	if code, _, stderr := predictRun(t, "-m", model, "-o", filepath.Join(dir, "own")); code != 0 {
+		t.Fatalf("in the run's directory: exit %d: %s", code, stderr)
+	}
+	t.Chdir(dir)
+	model = filepath.Join("run", model)
+	for i, c := range []struct {
+		name string
+		args []string
+		want []string // exit 2 naming these; nil: predicts as in the run's directory
+	}{
+		{"the dataset missing", nil, []string{`data.dataset = "data/cora.strata", recorded in the model file`, "name the graph with -i DATASET"}},
+		{"the module missing", []string{"-i", "run/data/cora.strata"}, []string{`model.module = "sub/layer.wasm", recorded in the model file`, "--set model.module=PATH"}},
+		{"both given", []string{"-i", "run/data/cora.strata", "--set", "model.module=run/sub/layer.wasm"}, nil},
+		{"the run's config", []string{"-c", "run/sub/p.toml"}, nil},
+	} {
+		out := filepath.Join(dir, "out", string(rune('a'+i)))
+		code, _, stderr := predictRun(t, append([]string{"-m", model, "-o", out}, c.args...)...)
+		switch {
+		case c.want == nil && code != 0:
+			t.Errorf("%s: exit %d: %s", c.name, code, stderr)
+		case c.want == nil:
+			if f := sameFiles(t, filepath.Join(dir, "own"), out); f != "" {
+				t.Errorf("%s: %s differs from the prediction in the run's directory", c.name, f)
 			}
 		case code != exitUser:
 			t.Errorf("%s: exit %d, want %d: %s", c.name, code, exitUser, stderr)
