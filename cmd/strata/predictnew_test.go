@@ -117,6 +117,31 @@ func sameFiles(t *testing.T, a, b string) string {
 	return ""
 }
 
+// checkOutcome checks a predict run of a table case: with want nil it
+// must succeed and write what the run into own wrote (then it returns
+// true), else exit 2 naming each of want.
+func checkOutcome(t *testing.T, name string, code int, stderr string, want []string, own, out string) bool {
+	t.Helper()
+	switch {
+	case want == nil && code != 0:
+		t.Errorf("%s: exit %d: %s", name, code, stderr)
+	case want == nil:
+		if f := sameFiles(t, own, out); f != "" {
+			t.Errorf("%s: %s differs from the model's own prediction", name, f)
+		}
+		return true
+	case code != exitUser:
+		t.Errorf("%s: exit %d, want %d: %s", name, code, exitUser, stderr)
+	default:
+		for _, w := range want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%s: stderr does not name %q: %s", name, w, stderr)
+			}
+		}
+	}
+	return false
+}
+
 // TestPredictNewGraph: a saved model predicts without -c and without the
 // training --sets (the model file holds its config), on its own dataset
 // and on another graph with the same features and no labels, splits or
@@ -245,24 +270,8 @@ func TestPredictIdentity(t *testing.T) {
 		if c.edit != "" {
 			write(t, dir, c.edit, string(slurp(t, filepath.Join(moved, c.edit)))) // restored
 		}
-		switch {
-		case c.want == nil && code != 0:
-			t.Errorf("%s: exit %d: %s", c.name, code, stderr)
-		case c.want == nil:
-			if f := sameFiles(t, filepath.Join(dir, "own"), out); f != "" {
-				t.Errorf("%s: %s differs from the model's own prediction", c.name, f)
-			}
-			if got.ModelSHA256 != own.ModelSHA256 && !strings.Contains(c.name, "older") {
-				t.Errorf("%s: model_sha256 %s, want %s", c.name, got.ModelSHA256, own.ModelSHA256)
-			}
-		case code != exitUser:
-			t.Errorf("%s: exit %d, want %d: %s", c.name, code, exitUser, stderr)
-		default:
-			for _, w := range c.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("%s: stderr does not name %q: %s", c.name, w, stderr)
-				}
-			}
+		if checkOutcome(t, c.name, code, stderr, c.want, filepath.Join(dir, "own"), out) && got.ModelSHA256 != own.ModelSHA256 && !strings.Contains(c.name, "older") {
+			t.Errorf("%s: model_sha256 %s, want %s", c.name, got.ModelSHA256, own.ModelSHA256)
 		}
 	}
 }
@@ -401,21 +410,6 @@ func TestPredictRecordedPaths(t *testing.T) {
 	} {
 		out := filepath.Join(dir, "out", string(rune('a'+i)))
 		code, _, stderr := predictRun(t, append([]string{"-m", model, "-o", out}, c.args...)...)
-		switch {
-		case c.want == nil && code != 0:
-			t.Errorf("%s: exit %d: %s", c.name, code, stderr)
-		case c.want == nil:
-			if f := sameFiles(t, filepath.Join(dir, "own"), out); f != "" {
-				t.Errorf("%s: %s differs from the prediction in the run's directory", c.name, f)
-			}
-		case code != exitUser:
-			t.Errorf("%s: exit %d, want %d: %s", c.name, code, exitUser, stderr)
-		default:
-			for _, w := range c.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("%s: stderr does not name %q: %s", c.name, w, stderr)
-				}
-			}
-		}
+		checkOutcome(t, c.name, code, stderr, c.want, filepath.Join(dir, "own"), out)
 	}
 }
