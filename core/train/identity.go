@@ -21,7 +21,9 @@ import (
 // resolved on the training data), symmetrize, synth_features,
 // train.dtype and the class count. The schedule, the strategy, the split
 // and the data path are not part of it. docs/checkpoints.md lists the
-// keys.
+// keys. A key added later must be left out at its default value (as
+// the config hash leaves out hash:"omitempty" keys), or the files
+// written before it would no longer match their model_sha256.
 type Identity map[string]string
 
 // The keys of an Identity that come from the data and the modules rather
