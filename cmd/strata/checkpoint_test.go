@@ -357,7 +357,7 @@ func TestPredict(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr = cli(t, append([]string{"predict", "-m", model, "-c", cfg, "-o", out}, wasmArgs()...)...)
-	if code != exitUser || !strings.Contains(stderr, "trained with model module") {
+	if code != exitUser || !strings.Contains(stderr, "model.module_sha256: model layer (sha256 ") {
 		t.Errorf("another module: exit %d: %s", code, stderr)
 	}
 	// Not a model file.

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -90,31 +91,43 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 }
 
 // predictConfig is the config predict runs: -c FILE (whose model must be
-// the saved one's), else the model file's own model section and input
-// transforms on the defaults; then -i as data.dataset, then --set.
+// the saved one's), else the model file's own (ModelMeta.PredictConfig);
+// -i as data.dataset, then --set. A graph named by -i or --set
+// data.dataset is predicted with its own split (all its labelled nodes,
+// or none), not the training config's data.split, unless --set
+// data.split gives one.
 func predictConfig(cf *configFlags, modelPath, dataset string) (*config.Config, wasm.Options, error) {
 	wopts, err := cf.wasm.options()
 	if err != nil {
 		return nil, wasm.Options{}, err
 	}
-	sets := cf.sets
+	sets := slices.Clone([]string(cf.sets))
+	setsKey := func(key string) bool {
+		return slices.ContainsFunc(sets, func(s string) bool { return strings.HasPrefix(strings.TrimSpace(s), key+"=") })
+	}
 	if dataset != "" {
+		if setsKey("data.dataset") {
+			return nil, wasm.Options{}, usagef("predict: -i and --set data.dataset= both name the graph; give one")
+		}
 		sets = append([]string{"data.dataset=" + dataset}, sets...)
 	}
+	var cfg *config.Config
 	if cf.path != "" {
-		cfg, err := config.Load(cf.path, sets...)
-		return cfg, wopts, err
+		cfg, err = config.Load(cf.path, sets...)
+	} else {
+		var meta *train.ModelMeta
+		if meta, _, err = train.ReadModel(modelPath); err != nil {
+			return nil, wasm.Options{}, err
+		}
+		cfg, err = meta.PredictConfig(modelPath, sets...)
 	}
-	meta, _, err := train.ReadModel(modelPath)
 	if err != nil {
 		return nil, wasm.Options{}, err
 	}
-	trained, err := config.DatasetOf(meta.Config)
-	if err != nil {
-		return nil, wasm.Options{}, fmt.Errorf("-m %s: %w", modelPath, err)
+	if setsKey("data.dataset") && !setsKey("data.split") {
+		cfg.Data.Split = ""
 	}
-	cfg, err := config.FromIdentity(modelPath, meta.Config, trained, sets...)
-	return cfg, wopts, err
+	return cfg, wopts, nil
 }
 
 // predictFiles are the files predict may write into its -o directory.
@@ -166,9 +179,10 @@ func writePredictions(p *train.Predictions, mode, outDir, modelPath string, inpu
 	} else {
 		fmt.Fprintf(stderr, "strata predict: no last hidden layer (a one-layer model, or train.mode = %q); embeddings not written\n", mode)
 	}
-	fmt.Fprintf(stdout, "%s: %d nodes predicted with %s (best epoch %d, valid %.4f): %s\n",
+	fmt.Fprintf(stderr, "strata predict: %s: %d nodes predicted with %s (best epoch %d, valid %.4f): %s\n",
 		outDir, n, modelPath, p.Model.BestEpoch, p.Model.BestValidAcc, files)
-	line, err := json.Marshal(predictResult{Model: modelPath, Out: outDir, Nodes: n, Classes: p.Width, Labelled: p.Labelled, Accuracy: p.Accuracy, Files: strings.Split(files, ", ")})
+	line, err := json.Marshal(predictResult{Model: modelPath, ModelSHA256: p.Identity.SHA256(), Out: outDir, Nodes: n, Classes: p.Width,
+		Labelled: p.Labelled, Accuracy: p.Accuracy, Files: strings.Split(files, ", ")})
 	if err != nil {
 		return &internalError{err}
 	}
@@ -211,16 +225,19 @@ func writePredictionFiles(outDir string, shape []int, descr string, body func(*b
 	}, inputs...)
 }
 
-// predictResult is predict's result line: what it wrote and, on a
-// labelled graph, the accuracies (over all labelled nodes and per split).
+// predictResult is predict's result line, alone on stdout (what a
+// person reads goes to stderr): what it wrote, the model's identity hash
+// and, on a labelled graph, the accuracies (over all labelled nodes and
+// per split).
 type predictResult struct {
-	Model    string             `json:"model"`
-	Out      string             `json:"out"`
-	Nodes    int                `json:"nodes"`
-	Classes  int                `json:"classes"`
-	Labelled int                `json:"labelled"`
-	Accuracy map[string]float64 `json:"accuracy,omitempty"`
-	Files    []string           `json:"files"`
+	Model       string             `json:"model"`
+	ModelSHA256 string             `json:"model_sha256"`
+	Out         string             `json:"out"`
+	Nodes       int                `json:"nodes"`
+	Classes     int                `json:"classes"`
+	Labelled    int                `json:"labelled"`
+	Accuracy    map[string]float64 `json:"accuracy,omitempty"`
+	Files       []string           `json:"files"`
 }
 
 // writeFloatNPY writes a rows × cols float32 .npy file atomically.

@@ -104,22 +104,23 @@ type Model struct {
 
 // Train configures the training loop.
 type Train struct {
-	Mode            string  `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (what each does, and the default: strata list-plugins); a strategy with options of its own reads them from its section, [<mode>]"`
-	Epochs          int     `toml:"epochs" range:"[1,10000000]" doc:"number of training epochs"`
-	Optimizer       string  `toml:"optimizer" modules:"optimizer" doc:"optimizer, registry ID optimizer.<name>: adam, adamw (decoupled weight decay) or sgd (strata list-plugins)"`
-	LR              float64 `toml:"lr" range:"(0,)" doc:"learning rate (the base rate of [train.lr_schedule])"`
-	LRSchedule      Plugin  `toml:"lr_schedule" ns:"lrschedule" doc:"learning-rate schedule, stepped once per epoch (absent = constant train.lr): constant, step or cosine, each with an optional linear warm-up (warmup_epochs, warmup_start_factor)"`
-	GradClip        float64 `toml:"grad_clip" hash:"omitempty" range:"[0,)" doc:"clip the global L2 norm of each step's whole gradient (all parameters, after micro-batch accumulation and all-reduce) to this, as torch.nn.utils.clip_grad_norm_ (0 = off)"`
-	WeightDecay     float64 `toml:"weight_decay" range:"[0,)" doc:"weight decay: L2 added to the gradient (adam, sgd), decoupled (adamw; 0.01 when not set, PyTorch's default)"`
-	Momentum        float64 `toml:"momentum" range:"[0,1)" doc:"momentum (sgd only)"`
-	Seed            int64   `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
-	EvalEvery       int     `toml:"eval_every" range:"[0,10000000]" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
-	Patience        int     `toml:"patience" range:"[0,10000000]" doc:"stop after this many epochs without a better train.early_stop_metric (0 = never)"`
-	Backend         string  `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
-	Threads         int     `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
-	DType           string  `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
-	Task            string  `toml:"task" hash:"omitempty" enum:",node,regression" doc:"what the nodes are trained to predict: node (\"\", the default) = the dataset's labels, one class per node (softmax cross-entropy) or, from a 2-D 0/1 y of shape (N, C), C independent labels (multi-label, sigmoid binary cross-entropy); regression = the dataset's y read as real values, one or T per node (mean squared error; valid_acc and test_acc then report R²). See docs/datasets.md, \"Targets\""`
-	CheckpointEvery int     `toml:"checkpoint_every" hash:"-" range:"[0,10000000]" doc:"write output.checkpoint (parameters, optimizer state, early-stopping state, next epoch) atomically every this many epochs (0 = never; not part of config_sha256: it does not change the result); strata train --resume continues from it, see docs/checkpoints.md"`
+	Mode            string             `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (what each does, and the default: strata list-plugins); a strategy with options of its own reads them from its section, [<mode>]"`
+	Epochs          int                `toml:"epochs" range:"[1,10000000]" doc:"number of training epochs"`
+	Optimizer       string             `toml:"optimizer" modules:"optimizer" doc:"optimizer, registry ID optimizer.<name>: adam, adamw (decoupled weight decay) or sgd (strata list-plugins)"`
+	LR              float64            `toml:"lr" range:"(0,)" doc:"learning rate (the base rate of [train.lr_schedule])"`
+	LRSchedule      Plugin             `toml:"lr_schedule" ns:"lrschedule" doc:"learning-rate schedule, stepped once per epoch (absent = constant train.lr): constant, step or cosine, each with an optional linear warm-up (warmup_epochs, warmup_start_factor)"`
+	GradClip        float64            `toml:"grad_clip" hash:"omitempty" range:"[0,)" doc:"clip the global L2 norm of each step's whole gradient (all parameters, after micro-batch accumulation and all-reduce) to this, as torch.nn.utils.clip_grad_norm_ (0 = off)"`
+	WeightDecay     float64            `toml:"weight_decay" range:"[0,)" doc:"weight decay: L2 added to the gradient (adam, sgd), decoupled (adamw; 0.01 when not set, PyTorch's default)"`
+	WeightDecayBy   map[string]float64 `toml:"weight_decay_by" hash:"omitempty" example:"{ \"l*.weight\" = 0.01 }" doc:"a weight decay of their own for the parameters whose names match a pattern (PyTorch's parameter groups), the others keeping train.weight_decay: a name's dot-separated parts are matched as globs, so \"l*.weight\" is every layer's own weight but not l0.lin_in.weight; a pattern that matches no parameter, or two patterns that match one, are errors naming the parameters"`
+	Momentum        float64            `toml:"momentum" range:"[0,1)" doc:"momentum (sgd only)"`
+	Seed            int64              `toml:"seed" doc:"random seed for parameter initialisation, dropout and synthetic features"`
+	EvalEvery       int                `toml:"eval_every" range:"[0,10000000]" doc:"evaluate every this many epochs (0 = only after the last epoch)"`
+	Patience        int                `toml:"patience" range:"[0,10000000]" doc:"stop after this many epochs without a better train.early_stop_metric (0 = never)"`
+	Backend         string             `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
+	Threads         int                `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
+	DType           string             `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
+	Task            string             `toml:"task" hash:"omitempty" enum:",node,regression" doc:"what the nodes are trained to predict: node (\"\", the default) = the dataset's labels, one class per node (softmax cross-entropy) or, from a 2-D 0/1 y of shape (N, C), C independent labels (multi-label, sigmoid binary cross-entropy); regression = the dataset's y read as real values, one or T per node (mean squared error; valid_acc and test_acc then report R²). See docs/datasets.md, \"Targets\""`
+	CheckpointEvery int                `toml:"checkpoint_every" hash:"-" range:"[0,10000000]" doc:"write output.checkpoint (parameters, optimizer state, early-stopping state, next epoch) atomically every this many epochs (0 = never; not part of config_sha256: it does not change the result); strata train --resume continues from it, see docs/checkpoints.md"`
 
 	// Metrics and EarlyStopMetric: checked against core/metrics by train
 	// (checkMetrics), left out of the hash when unset.

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -169,6 +170,18 @@ func goValue(v reflect.Value) string {
 			parts[i] = goValue(v.Index(i))
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
+	case reflect.Map:
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = strconv.Quote(k.String()) + " = " + goValue(v.MapIndex(k))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case reflect.Interface:
+		if !v.IsNil() {
+			return goValue(v.Elem())
+		}
 	}
 	return fmt.Sprintf("%v", v.Interface())
 }

@@ -16,11 +16,16 @@ import (
 // path, which a model predicting on another graph need not repeat.
 var (
 	identitySections = []string{"model"}
-	identityKeys     = []string{"data.feature_norm", "data.symmetrize", "data.synth_features", "train.dtype"}
+	identityKeys     = []string{"data.feature_norm", "data.feature_dtype", "data.symmetrize", "data.synth_features", "train.dtype"}
 )
 
+// ModuleFile is the identity value of a model.options string that names
+// a module file: the file counts by its bytes (the model's identity holds
+// their SHA-256 under the same key), not by its path.
+const ModuleFile = "(a module file)"
+
 // identityOf returns the identity keys of a config's canonical text with
-// their values (TOML-encoded), by dotted key.
+// their values as decoded, by dotted key.
 func identityOf(canonical string) (map[string]any, error) {
 	var raw map[string]any
 	if _, err := toml.Decode(canonical, &raw); err != nil {
@@ -44,50 +49,31 @@ func identityOf(canonical string) (map[string]any, error) {
 	return out, nil
 }
 
-// IdentityDiff compares the model identity of two configs' canonical
-// texts (a saved model's and the one it is used with) and returns the
-// keys that differ, sorted, as "key: model V, config W".
-func IdentityDiff(model, cfg string) ([]string, error) {
-	a, err := identityOf(model)
-	if err != nil {
-		return nil, fmt.Errorf("the model's config: %w", err)
-	}
-	b, err := identityOf(cfg)
+// IdentityText returns the identity keys of a config's canonical text
+// with their values as TOML writes them, ready to compare: model.name
+// and model.module are left out (the module counts by its SHA-256, which
+// the caller adds), a module file an option names becomes ModuleFile,
+// and data.feature_dtype is spelled out when left at its default.
+func IdentityText(canonical string) (map[string]string, error) {
+	id, err := identityOf(canonical)
 	if err != nil {
 		return nil, err
 	}
-	var diff []string
-	for _, k := range unionKeys(a, b) {
-		va, oka := a[k]
-		vb, okb := b[k]
-		if oka && okb && fmt.Sprint(va) == fmt.Sprint(vb) {
-			continue
-		}
-		diff = append(diff, fmt.Sprintf("%s: model %s, config %s", k, valueText(va, oka), valueText(vb, okb)))
-	}
-	return diff, nil
-}
-
-// unionKeys returns the keys of a and b, sorted.
-func unionKeys(a, b map[string]any) []string {
-	var keys []string
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
+	out := map[string]string{"data.feature_dtype": `"float32"`}
+	for k, v := range id {
+		switch s, isString := v.(string); {
+		case k == "model.name" || k == "model.module":
+		case isString && strings.HasPrefix(k, "model.options.") && strings.HasSuffix(s, ".wasm"):
+			out[k] = ModuleFile
+		default:
+			out[k] = valueText(v)
 		}
 	}
-	slices.Sort(keys)
-	return keys
+	return out, nil
 }
 
-// valueText shows a value as a config writes it, or "(not set)".
-func valueText(v any, ok bool) string {
-	if !ok {
-		return "(not set)"
-	}
+// valueText shows a value as a config writes it.
+func valueText(v any) string {
 	if s, isString := v.(string); isString {
 		return fmt.Sprintf("%q", s)
 	}
@@ -95,16 +81,19 @@ func valueText(v any, ok bool) string {
 }
 
 // FromIdentity builds the config that uses a saved model: the model
-// identity of its canonical config text, on dataset, then overrides (as
-// --set gives them). The rest are the defaults: a model predicts without
-// repeating its training schedule. name labels errors.
-func FromIdentity(name, canonical, dataset string, overrides ...string) (*Config, error) {
+// identity of its canonical config text, with the dotted keys of set
+// replacing theirs (the dataset, the paths the model was built from),
+// then overrides (as --set gives them). The rest are the defaults: a
+// model predicts without repeating its training schedule. Relative paths
+// are relative to the working directory, as on the command line. name
+// labels errors.
+func FromIdentity(name, canonical string, set map[string]string, overrides ...string) (*Config, error) {
 	id, err := identityOf(canonical)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the model's config: %w", name, err)
 	}
-	tree := map[string]any{"data": map[string]any{"dataset": dataset}}
-	for key, v := range id {
+	tree := map[string]any{}
+	put := func(key string, v any) {
 		parts := strings.Split(key, ".")
 		m := tree
 		for _, p := range parts[:len(parts)-1] {
@@ -117,22 +106,49 @@ func FromIdentity(name, canonical, dataset string, overrides ...string) (*Config
 		}
 		m[parts[len(parts)-1]] = v
 	}
+	for key, v := range id {
+		put(key, v)
+	}
+	for key, v := range set {
+		put(key, v)
+	}
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(tree); err != nil {
 		return nil, fmt.Errorf("%s: the model's config: %w", name, err)
 	}
-	return Parse(name, buf.Bytes(), overrides...)
+	cfg, err := Parse(name, buf.Bytes(), overrides...)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Path = "" // paths relative to the working directory
+	return cfg, nil
 }
 
-// DatasetOf returns data.dataset of a config's canonical text.
-func DatasetOf(canonical string) (string, error) {
+// PathsOf returns the files a config's canonical text builds a model
+// from, by key, as written (data.dataset, model.module and every
+// model.options string naming a .wasm file), and its data.split.
+func PathsOf(canonical string) (paths map[string]string, split string, err error) {
 	var raw struct {
 		Data struct {
 			Dataset string `toml:"dataset"`
+			Split   string `toml:"split"`
 		} `toml:"data"`
+		Model struct {
+			Module  string         `toml:"module"`
+			Options map[string]any `toml:"options"`
+		} `toml:"model"`
 	}
 	if _, err := toml.Decode(canonical, &raw); err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return raw.Data.Dataset, nil
+	paths = map[string]string{"data.dataset": raw.Data.Dataset}
+	if raw.Model.Module != "" {
+		paths["model.module"] = raw.Model.Module
+	}
+	for k, v := range raw.Model.Options {
+		if s, ok := v.(string); ok && strings.HasSuffix(s, ".wasm") {
+			paths["model.options."+k] = s
+		}
+	}
+	return paths, raw.Data.Split, nil
 }

@@ -260,6 +260,10 @@ func (d *decoder) mapValue(path []string, v any, rv reflect.Value, f *field) {
 		d.typeError(path, f, v)
 		return
 	}
+	if len(m) == 0 {
+		rv.Set(reflect.Zero(typ)) // an empty table is the same as none
+		return
+	}
 	out := reflect.MakeMapWithSize(typ, len(m))
 	for _, k := range d.sortedKeys(path, m) {
 		kp := append(slices.Clone(path), k)

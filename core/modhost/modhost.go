@@ -43,6 +43,11 @@ type LayerSpec struct {
 	Defaults map[string]string
 	// Log holds the module's log lines.
 	Log []string
+	// Modules holds the SHA-256 of each aggregator module the layer
+	// loaded, by the name it gave (a registered name, or the value of the
+	// string option that named a module file); nil when the host does
+	// not know them.
+	Modules map[string]string
 }
 
 // CostModel predicts with a cost module: op selects the prediction, in

@@ -30,16 +30,17 @@ func (adamModule) Slots(Hyper) int { return 2 }
 // the parameters before the update (p ← p·(1 − lr·wd)) instead of adding
 // wd·p to the gradient.
 type adam struct {
-	name                      string
-	be                        backend.Backend
-	lr, wd, beta1, beta2, eps float64
-	decoupled                 bool
-	t                         int
-	state                     map[string][2]*tensor.Tensor
+	name                  string
+	be                    backend.Backend
+	lr, beta1, beta2, eps float64
+	h                     Hyper // the weight decay of each parameter (Hyper.Decay)
+	decoupled             bool
+	t                     int
+	state                 map[string][2]*tensor.Tensor
 }
 
 func newAdam(name string, be backend.Backend, h Hyper, decoupled bool) *adam {
-	return &adam{name: name, be: be, lr: h.LR, wd: h.WeightDecay, beta1: 0.9, beta2: 0.999, eps: 1e-8,
+	return &adam{name: name, be: be, lr: h.LR, h: h, beta1: 0.9, beta2: 0.999, eps: 1e-8,
 		decoupled: decoupled, state: map[string][2]*tensor.Tensor{}}
 }
 
@@ -47,11 +48,11 @@ func (a *adam) SetLR(lr float64) { a.lr = lr }
 
 func (a *adam) Step(params []*engine.Param) error {
 	a.t++
-	l2 := a.wd
-	if a.decoupled {
-		l2 = 0
-	}
 	for _, p := range params {
+		wd, l2 := a.h.Decay(p.Name), 0.0
+		if !a.decoupled {
+			l2 = wd
+		}
 		st, ok := a.state[p.Name]
 		if !ok {
 			var err error
@@ -60,9 +61,9 @@ func (a *adam) Step(params []*engine.Param) error {
 			}
 			a.state[p.Name] = st
 		}
-		if a.decoupled && a.wd != 0 {
+		if a.decoupled && wd != 0 {
 			// torch.optim.AdamW: param.mul_(1 - lr * weight_decay) first.
-			if err := a.be.Axpby(1-a.lr*a.wd, p.Value, 0, p.Value); err != nil {
+			if err := a.be.Axpby(1-a.lr*wd, p.Value, 0, p.Value); err != nil {
 				return fmt.Errorf("%s weight decay for %s: %w", a.name, p.Name, err)
 			}
 		}

@@ -42,6 +42,9 @@ type State struct {
 // Hyper are the [train] hyperparameters every optimizer is built from.
 type Hyper struct {
 	LR, WeightDecay, Momentum float64
+	// DecayBy is train.weight_decay_by: parameter-name patterns with
+	// their own weight decay (Decay, MatchParam; nil = none).
+	DecayBy map[string]float64
 }
 
 // Module is an optimizer module of the registry namespace "optimizer".

@@ -21,7 +21,7 @@ func (sgdModule) StrataModule() registry.ModuleInfo {
 }
 
 func (sgdModule) NewOptimizer(be backend.Backend, h Hyper) Optimizer {
-	return &sgd{be: be, lr: h.LR, wd: h.WeightDecay, momentum: h.Momentum, vel: map[string]*tensor.Tensor{}}
+	return &sgd{be: be, lr: h.LR, h: h, momentum: h.Momentum, vel: map[string]*tensor.Tensor{}}
 }
 
 func (sgdModule) Slots(h Hyper) int {
@@ -33,17 +33,18 @@ func (sgdModule) Slots(h Hyper) int {
 
 // sgd is SGD with optional momentum and L2 weight decay.
 type sgd struct {
-	be               backend.Backend
-	lr, wd, momentum float64
-	vel              map[string]*tensor.Tensor
+	be           backend.Backend
+	lr, momentum float64
+	h            Hyper // the weight decay of each parameter (Hyper.Decay)
+	vel          map[string]*tensor.Tensor
 }
 
 func (s *sgd) SetLR(lr float64) { s.lr = lr }
 
 func (s *sgd) Step(params []*engine.Param) error {
 	for _, p := range params {
-		if s.wd != 0 {
-			if err := s.be.Axpby(s.wd, p.Value, 1, p.Grad); err != nil {
+		if wd := s.h.Decay(p.Name); wd != 0 {
+			if err := s.be.Axpby(wd, p.Value, 1, p.Grad); err != nil {
 				return err
 			}
 		}

@@ -287,6 +287,22 @@ type ModelMeta struct {
 	Params       int64   `json:"params"`
 	BestEpoch    int     `json:"best_epoch"`
 	BestValidAcc float64 `json:"best_valid_acc"`
+	// FeatureNorm is what data.feature_norm did to the training data
+	// ("row" or "none": "auto" resolved); empty in files of older strata
+	// and where the ranks of a distributed run normalised their own rows.
+	FeatureNorm string `json:"feature_norm,omitempty"`
+	// Modules holds the SHA-256 of every aggregator module the model
+	// loaded, by identity key (model.options.<k> for a module file,
+	// model.aggregators.<name> for a registered one).
+	Modules map[string]string `json:"modules,omitempty"`
+	// Paths holds the files the run built the model from (data.dataset,
+	// model.module, model.options.<k>) as it resolved them: relative to
+	// the directory it ran in, or absolute. predict without -c reads
+	// them relative to its own working directory.
+	Paths map[string]string `json:"paths,omitempty"`
+	// ModelSHA256 is the SHA-256 of the model's Identity, checked when
+	// the file is read; absent in files of older strata.
+	ModelSHA256 string `json:"model_sha256,omitempty"`
 	// Targets names the float targets the model predicts ("multi-label",
 	// "regression"; "" for classes): its outputs are then scores or
 	// values, and best_valid_acc for regression is an R².
@@ -303,6 +319,9 @@ func ReadModel(path string) (*ModelMeta, map[string][]float64, error) {
 		return nil, nil, err
 	}
 	if err := m.check(path, arrays); err != nil {
+		return nil, nil, err
+	}
+	if err := m.checkSHA(path); err != nil {
 		return nil, nil, err
 	}
 	return &m, arrays, nil

@@ -12,24 +12,25 @@ import (
 )
 
 // prepareFeatures returns the feature matrix to train on, after synthesis
-// (for datasets without features) and normalisation.
-func prepareFeatures(d *graph.Dataset, norm string, synth int, seed uint64) ([]float32, int, error) {
+// (for datasets without features) and normalisation, and the
+// normalisation it applied ("row" or "none": "auto" resolved).
+func prepareFeatures(d *graph.Dataset, norm string, synth int, seed uint64) ([]float32, int, string, error) {
 	feats, dim := d.Features, d.FeatDim
 	if dim == 0 {
 		if synth <= 0 {
-			return nil, 0, fmt.Errorf("data: dataset %q has no node features; set data.synth_features = <width> to train on random features", d.Name)
+			return nil, 0, "", fmt.Errorf("data: dataset %q has no node features; set data.synth_features = <width> to train on random features", d.Name)
 		}
 		feats, dim = randomFeatures(d.NumNodes, synth, seed), synth
 	}
 	switch norm {
 	case "none":
-		return feats, dim, nil
+		return feats, dim, "none", nil
 	case "auto":
 		if !isBinaryDropping(feats, d.DropMappedPages) {
-			return feats, dim, nil
+			return feats, dim, "none", nil
 		}
 	}
-	return rowNormalize(feats, dim), dim, nil
+	return rowNormalize(feats, dim), dim, "row", nil
 }
 
 // isBinary reports whether every value is 0 or 1 (bag-of-words features,

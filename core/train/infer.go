@@ -2,8 +2,9 @@ package train
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"strata/core/config"
 	"strata/core/graph"
@@ -20,10 +21,12 @@ type OutputPredictor interface {
 
 // Predictions are a saved model's predictions for every node.
 type Predictions struct {
-	Model   *ModelMeta
-	Classes []int32   // the predicted class of each node
-	Logits  []float64 // nodes × Width, or nil when the strategy cannot give them
-	Width   int       // the number of classes
+	Model *ModelMeta
+	// Identity is the model's (its SHA256 is the file's model_sha256).
+	Identity Identity
+	Classes  []int32   // the predicted class of each node
+	Logits   []float64 // nodes × Width, or nil when the strategy cannot give them
+	Width    int       // the number of classes
 	// Hidden is the last hidden layer (the embeddings), nodes ×
 	// HiddenWidth; nil when the strategy cannot give it or the model has
 	// one layer.
@@ -42,11 +45,17 @@ type Predictions struct {
 	Targets string
 }
 
-// predict is Predict with the config's modules provisioned.
+// predict is Predict with the config's modules provisioned. The config
+// must agree with the model on every key of its Identity: those the
+// config and the layer module give are checked before the data is
+// loaded, the widths and the aggregator modules after.
 func predict(ctx context.Context, cfg *config.Config, modelPath string, host modhost.Host) (*Predictions, error) {
 	meta, arrays, err := ReadModel(modelPath)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Data.FeatureNorm == "auto" && meta.FeatureNorm != "" {
+		cfg.Data.FeatureNorm = meta.FeatureNorm // what auto did to the training data
 	}
 	if err := checkIdentity(modelPath, meta, cfg); err != nil {
 		return nil, err
@@ -63,12 +72,8 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 		return nil, err
 	}
 	defer closeEnv()
-	if meta.ModuleSHA256 != model.SHA256 {
-		return nil, fmt.Errorf("%s was trained with model module %s (sha256 %s), the config's module %s has sha256 %s: predict with the module the model was trained with",
-			modelPath, meta.Model, meta.ModuleSHA256, model.Name, model.SHA256)
-	}
-	if meta.Features != env.Dim || meta.Classes != env.Dataset.NumClasses {
-		return nil, cfg.KeyError(fmt.Sprintf("%s was trained on %d features and %d classes, the dataset %s has %d and %d: predict on a graph with the model's feature width and at most its classes", modelPath, meta.Features, meta.Classes, cfg.Data.Dataset, env.Dim, env.Dataset.NumClasses), "data", "dataset")
+	if err := checkBuilt(modelPath, meta, cfg, env, model); err != nil {
+		return nil, err
 	}
 	if err := checkPredictTargets(cfg, modelPath, meta, env.Dataset); err != nil {
 		return nil, err
@@ -85,6 +90,9 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 		return nil, fmt.Errorf("%s: %w", modelPath, err)
 	}
 	p := &Predictions{Model: meta, Classes: make([]int32, env.Dataset.NumNodes), Width: env.Dataset.NumClasses, Targets: meta.Targets}
+	if p.Identity, err = meta.Identity(); err != nil {
+		return nil, err
+	}
 	if err := st.Predict(ctx, p.Classes); err != nil {
 		return nil, err
 	}
@@ -105,23 +113,58 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	return p, nil
 }
 
-// checkIdentity refuses a config that does not describe the saved model:
-// the keys of its identity (config.IdentityDiff: the [model] section and
-// the input transforms) must be the model's, whatever the schedule or the
-// dataset. Model files of every version hold their config's text.
+// checkIdentity refuses, before the data is loaded, a config that does
+// not describe the saved model: its identity keys (the [model] section,
+// the input transforms, the layer module's SHA-256) must be the model's,
+// whatever the schedule or the dataset.
 func checkIdentity(modelPath string, meta *ModelMeta, cfg *config.Config) error {
-	canon, err := cfg.Canonical()
+	want, err := newIdentity(meta.Config, meta.FeatureNorm, 0, 0, meta.ModuleSHA256, nil)
+	if err != nil {
+		return fmt.Errorf("%s: the model's config: %w", modelPath, err)
+	}
+	name, code, err := moduleBytes(cfg)
 	if err != nil {
 		return err
 	}
-	diff, err := config.IdentityDiff(meta.Config, string(canon))
+	sum := sha256.Sum256(code)
+	have, err := cfgIdentity(cfg, 0, 0, hex.EncodeToString(sum[:]), nil)
 	if err != nil {
-		return fmt.Errorf("%s: %w", modelPath, err)
+		return err
 	}
-	if len(diff) > 0 {
-		return cfg.KeyError(fmt.Sprintf("%s was trained with another model than the config describes: %s; predict without -c (the model file holds its config), or with the config it was trained with", modelPath, strings.Join(diff, "; ")), "model")
+	for _, id := range []Identity{want, have} {
+		delete(id, idFeatures)
+		delete(id, idClasses)
 	}
-	return nil
+	return diffIdentity(modelPath, want, have, [2]string{meta.Model, name})
+}
+
+// checkBuilt refuses a dataset or modules that do not fit the saved
+// model: the feature width, the class count (a graph with fewer is
+// predicted with the model's) and, where the file records them (model
+// files with model_sha256), the aggregator modules' SHA-256.
+func checkBuilt(modelPath string, meta *ModelMeta, cfg *config.Config, env *Env, model *Model) error {
+	want, err := meta.Identity()
+	if err != nil {
+		return fmt.Errorf("%s: the model's config: %w", modelPath, err)
+	}
+	var modules map[string]string
+	if meta.ModelSHA256 != "" {
+		modules = model.Modules
+	}
+	have, err := cfgIdentity(cfg, env.Dim, env.Dataset.NumClasses, model.SHA256, modules)
+	if err != nil {
+		return err
+	}
+	return diffIdentity(modelPath, want, have, [2]string{meta.Model, model.Name})
+}
+
+// cfgIdentity is newIdentity of cfg's canonical text.
+func cfgIdentity(cfg *config.Config, features, classes int, moduleSHA string, modules map[string]string) (Identity, error) {
+	canon, err := cfg.Canonical()
+	if err != nil {
+		return nil, err
+	}
+	return newIdentity(string(canon), "", features, classes, moduleSHA, modules)
 }
 
 // classesKey carries the model's class count into NewEnv (withClasses).

@@ -33,9 +33,10 @@ func Check(ctx context.Context, cfg *config.Config, host modhost.Host, skipData 
 }
 
 // Predict rebuilds cfg's model, loads the parameters saved at modelPath
-// (output.model) and predicts every node with dropout off. A model saved
-// with another config or another layer module is refused, naming both
-// hashes.
+// (output.model) and predicts every node of cfg's dataset (labelled or
+// not) with dropout off. A config, module or dataset that differs from
+// the model on a key of its Identity is refused (*IdentityError, naming
+// each key); the schedule, the strategy and the data path may differ.
 func Predict(ctx context.Context, cfg *config.Config, modelPath string, host modhost.Host) (*Predictions, error) {
 	return config.Provisioned(ctx, cfg, func() (*Predictions, error) { return predict(ctx, cfg, modelPath, host) })
 }

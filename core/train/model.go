@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -30,6 +31,9 @@ type Model struct {
 	Name   string    // the module's name ("gcn", or a file's base name)
 	SHA256 string    // of the module bytes
 	Graph  *ir.Graph // all layers, linked
+	// Modules holds the SHA-256 of every aggregator module the layers
+	// loaded, by its key in the model's identity (moduleKey).
+	Modules map[string]string
 }
 
 // BuildModel loads the configured layer module (model.module, or the
@@ -62,7 +66,7 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 	if h, ok := user.Ints["heads"]; ok && h > 0 {
 		heads = h
 	}
-	read := map[string]bool{}
+	read, used := map[string]bool{}, map[string]string{}
 	graphs := make([]*ir.Graph, 0, m.Layers)
 	in := int64(inDim)
 	for l := range m.Layers {
@@ -88,6 +92,9 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 		}
 		for _, k := range spec.KeysRead {
 			read[k] = true
+		}
+		for name, sum := range spec.Modules {
+			used[moduleKey(cfg, name)] = sum
 		}
 		g := spec.Graph
 		if len(g.Outputs) != 1 {
@@ -133,7 +140,22 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 	if err := checkBindable(cfg, name, linked); err != nil {
 		return nil, err
 	}
-	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked}, nil
+	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked, Modules: used}, nil
+}
+
+// moduleKey is the identity key of an aggregator module a layer loaded
+// by name: model.options.<k> for the module file option k names (by its
+// bytes, wherever the file lies), else model.aggregators.<name> for a
+// registered one.
+func moduleKey(cfg *config.Config, name string) string {
+	if strings.HasSuffix(name, ".wasm") {
+		for _, k := range slices.Sorted(maps.Keys(cfg.Model.Options)) {
+			if v, ok := cfg.Model.Options[k].(string); ok && v == name {
+				return "model.options." + k
+			}
+		}
+	}
+	return "model.aggregators." + name
 }
 
 // classifierLayer says whether layer l is the model's classifier (the

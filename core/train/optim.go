@@ -57,11 +57,11 @@ func (e *Env) SetEpoch(epoch int) {
 
 func newRunOptimizer(cfg *config.Config, be backend.Backend, c *lrClock) (Optimizer, error) {
 	t := cfg.Train
-	inner, err := optim.New(t.Optimizer, be, optim.Hyper{LR: t.LR, WeightDecay: t.WeightDecay, Momentum: t.Momentum})
+	inner, err := optim.New(t.Optimizer, be, optim.Hyper{LR: t.LR, WeightDecay: t.WeightDecay, Momentum: t.Momentum, DecayBy: t.WeightDecayBy})
 	if err != nil {
 		return nil, err
 	}
-	return &runOptimizer{Optimizer: inner, be: be, clip: t.GradClip, lr: c}, nil
+	return &runOptimizer{Optimizer: inner, be: be, clip: t.GradClip, lr: c, decayBy: t.WeightDecayBy}, nil
 }
 
 // runOptimizer is the one place every optimizer step of a run passes
@@ -73,9 +73,23 @@ type runOptimizer struct {
 	be   backend.Backend
 	clip float64
 	lr   *lrClock
+	// decayBy is train.weight_decay_by, checked against the parameter
+	// names at the first step (checked then set).
+	decayBy map[string]float64
+	checked bool
 }
 
 func (o *runOptimizer) Step(params []*engine.Param) error {
+	if !o.checked && len(o.decayBy) > 0 {
+		names := make([]string, len(params))
+		for i, p := range params {
+			names[i] = p.Name
+		}
+		if err := optim.CheckDecayBy(o.decayBy, names); err != nil {
+			return err
+		}
+	}
+	o.checked = true
 	o.Optimizer.SetLR(o.lr.lr)
 	if o.clip > 0 {
 		if _, err := optim.ClipGradNorm(o.be, params, o.clip); err != nil {

@@ -117,7 +117,7 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	res.ConfigSHA256 = cfgSHA
 	res.alreadyFinished = ck != nil && ck.finished(cfg)
-	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, lr: env.lr, ds: ds, res: res, ck: ck, model: model, dim: dim, dataset: dsID, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval}
+	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, lr: env.lr, ds: ds, res: res, ck: ck, model: model, dim: dim, featureNorm: env.FeatureNorm, dataset: dsID, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval}
 	if err := loop.run(ctx, opts); err != nil {
 		return partialResult(ctx, res, err)
 	}
@@ -201,7 +201,7 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 	if host == nil {
 		return nil, nil, nil, errors.New("train: no module host to run the model's layer module (Options.Host)")
 	}
-	ds, feats, dim, err := loadData(ctx, cfg, rankLocal(ctx, cfg))
+	ds, feats, dim, norm, err := loadData(ctx, cfg, rankLocal(ctx, cfg))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -247,7 +247,7 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 		return nil, nil, nil, err
 	}
 	env = &Env{Config: cfg, Backend: be, DType: dt, Tier: tier, Model: model.Graph, Dataset: ds, Features: feats, Dim: dim,
-		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host, FeatureDType: tensor.Float32}
+		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host, FeatureDType: tensor.Float32, FeatureNorm: norm}
 	if err := compactFeatures(cfg, env); err != nil {
 		return nil, nil, nil, err
 	}
@@ -256,20 +256,21 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 
 // loadData opens the dataset, checks that it can be trained on and returns
 // it with its prepared feature matrix; with local, without any feature row
-// (the strategy loads its own, LoadFeatureRows), only their width.
-func loadData(ctx context.Context, cfg *config.Config, local bool) (*graph.Dataset, []float32, int, error) {
+// (the strategy loads its own, LoadFeatureRows), only their width. norm
+// is the normalisation applied ("row" or "none"; "" with local).
+func loadData(ctx context.Context, cfg *config.Config, local bool) (ds *graph.Dataset, feats []float32, dim int, norm string, err error) {
 	if err := checkSupported(cfg); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, "", err
 	}
 	if local {
 		ctx = graph.WithFeatureRows(ctx, nil)
 	}
-	ds, err := LoadDataset(ctx, cfg)
+	ds, err = LoadDataset(ctx, cfg)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, "", err
 	}
 	if n, w := int64(ds.NumNodes), int64(cfg.Data.SynthFeatures); ds.FeatDim == 0 && n*w*4 > graph.MaxMemory(ctx) {
-		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("data.synth_features = %d: %d nodes x %d random features would need %s, more than the memory budget of %s (--max-memory); use fewer features",
+		return nil, nil, 0, "", cfg.KeyError(fmt.Sprintf("data.synth_features = %d: %d nodes x %d random features would need %s, more than the memory budget of %s (--max-memory); use fewer features",
 			w, n, w, graph.FormatBytes(n*w*4), graph.FormatBytes(graph.MaxMemory(ctx))), "data", "synth_features")
 	}
 	classes, predicting := ctx.Value(classesKey{}).(int) // a saved model's, on a graph with fewer labelled
@@ -277,25 +278,24 @@ func loadData(ctx context.Context, cfg *config.Config, local bool) (*graph.Datas
 		ds.NumClasses = classes
 	}
 	if ds.NumClasses < 2 && !ds.HasTargets() && !predicting { // a saved model fixes its width
-		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has %d classes; node classification needs labels with at least 2 classes (an edge list carries none: give labels in the OGB raw layout, raw/node-label.csv, a .npy directory's labels.npy or a .npz file, see docs/datasets.md)", ds.Name, ds.NumClasses), "data", "dataset")
+		return nil, nil, 0, "", cfg.KeyError(fmt.Sprintf("dataset %q has %d classes; node classification needs labels with at least 2 classes (an edge list carries none: give labels in the OGB raw layout, raw/node-label.csv, a .npy directory's labels.npy or a .npz file, see docs/datasets.md)", ds.Name, ds.NumClasses), "data", "dataset")
 	}
 	if len(ds.Train) == 0 && !predicting {
-		return nil, nil, 0, cfg.KeyError(fmt.Sprintf("dataset %q has no training nodes; give it a split with data.split = \"random-20-30-seed0\" (20 training and 30 validation nodes per class) or split files (docs/datasets.md)", ds.Name), "data", "dataset")
+		return nil, nil, 0, "", cfg.KeyError(fmt.Sprintf("dataset %q has no training nodes; give it a split with data.split = \"random-20-30-seed0\" (20 training and 30 validation nodes per class) or split files (docs/datasets.md)", ds.Name), "data", "dataset")
 	}
 	if local {
 		if ds.FeatDim == 0 && cfg.Data.SynthFeatures <= 0 {
-			return nil, nil, 0, fmt.Errorf("data: dataset %q has no node features; set data.synth_features = <width> to train on random features", ds.Name)
+			return nil, nil, 0, "", fmt.Errorf("data: dataset %q has no node features; set data.synth_features = <width> to train on random features", ds.Name)
 		}
 		if ds.FeatDim == 0 {
-			return ds, nil, cfg.Data.SynthFeatures, nil
+			return ds, nil, cfg.Data.SynthFeatures, "", nil
 		}
-		return ds, nil, ds.FeatDim, nil
+		return ds, nil, ds.FeatDim, "", nil
 	}
-	feats, dim, err := prepareFeatures(ds, cfg.Data.FeatureNorm, cfg.Data.SynthFeatures, uint64(cfg.Train.Seed))
-	if err != nil {
-		return nil, nil, 0, err
+	if feats, dim, norm, err = prepareFeatures(ds, cfg.Data.FeatureNorm, cfg.Data.SynthFeatures, uint64(cfg.Train.Seed)); err != nil {
+		return nil, nil, 0, "", err
 	}
-	return ds, feats, dim, nil
+	return ds, feats, dim, norm, nil
 }
 
 // LoadDataset opens data.dataset (cancelled with ctx, within the memory
@@ -391,13 +391,14 @@ type loop struct {
 	pred []int32
 	plan *evalPlan // what evaluations compute beyond the accuracies
 
-	ck         *checkpoint // to resume from, or nil
-	dataset    *datasetID  // recorded in checkpoints; nil without them
-	traffic    trafficBase // link counters carried over a resume
-	model      *Model
-	dim        int
-	afterEpoch func(int)
-	beforeEval func(int)
+	ck          *checkpoint // to resume from, or nil
+	dataset     *datasetID  // recorded in checkpoints; nil without them
+	traffic     trafficBase // link counters carried over a resume
+	model       *Model
+	dim         int
+	featureNorm string // Env.FeatureNorm, recorded in output.model
+	afterEpoch  func(int)
+	beforeEval  func(int)
 
 	next     int          // the first epoch to run (a resume's next epoch)
 	clock    *timings     // the epochs' and evaluations' measurements
@@ -634,7 +635,11 @@ func (l *loop) saveModel(path string) error {
 	}
 	r := l.res
 	meta := ModelMeta{ConfigSHA256: r.ConfigSHA256, Config: string(canon), ModuleSHA256: l.model.SHA256, Model: l.model.Name,
-		Features: l.dim, Classes: l.ds.NumClasses, Params: r.Params, BestEpoch: r.BestEpoch, BestValidAcc: r.BestValidAcc, Targets: targetsName(l.ds)}
+		Features: l.dim, Classes: l.ds.NumClasses, Params: r.Params, BestEpoch: r.BestEpoch, BestValidAcc: r.BestValidAcc,
+		FeatureNorm: l.featureNorm, Modules: l.model.Modules, Paths: recordedPaths(l.cfg), Targets: targetsName(l.ds)}
+	if err := meta.seal(); err != nil {
+		return err
+	}
 	arrays := map[string][]float64{}
 	if err := l.addParams(arrays); err != nil {
 		return err

@@ -75,6 +75,10 @@ type Env struct {
 	FeatureDType tensor.DType
 	Features16   []uint16
 	Dim          int
+	// FeatureNorm is the normalisation Features went through ("row" or
+	// "none": data.feature_norm with "auto" resolved); "" where the
+	// strategy loads and normalises its own rows.
+	FeatureNorm string
 	// Adjs are the graph's adjacencies. A strategy that does not read them
 	// after NewStepper (it built structures of its own from them) sets
 	// Adjs to nil, so that their memory can be reclaimed.

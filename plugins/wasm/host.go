@@ -56,5 +56,5 @@ func (l layer) LayerSpec(ctx context.Context, cfg modhost.LayerConfig) (*modhost
 	if err != nil {
 		return nil, err
 	}
-	return &modhost.LayerSpec{Graph: s.Graph, KeysRead: s.KeysRead, Defaults: s.Defaults, Log: s.Log}, nil
+	return &modhost.LayerSpec{Graph: s.Graph, KeysRead: s.KeysRead, Defaults: s.Defaults, Log: s.Log, Modules: s.Modules}, nil
 }

@@ -22,6 +22,9 @@ type Spec struct {
 	Defaults map[string]string
 	// Log holds the guest's log(msg) lines.
 	Log []string
+	// Modules holds the SHA-256 of each aggregator module the call
+	// loaded (nested ones included), by the name the layer gave it.
+	Modules map[string]string
 }
 
 // Unread returns the keys of cfg the guest never read, sorted. A caller uses
@@ -49,7 +52,14 @@ func (m *Module) LayerSpec(ctx context.Context, cfg Config) (*Spec, error) {
 		return nil, fmt.Errorf("model %q is not a layer module (it does not export strata_layer_spec)", m.name)
 	}
 	st := newLayerState(cfg, &outBuf{})
-	st.resolve = m.rt.resolver(ctx, &m.aggrs, cfg)
+	resolve, used := m.rt.resolver(ctx, &m.aggrs, cfg), map[string]string{}
+	st.resolve = func(name string) (*Module, error) {
+		mod, err := resolve(name)
+		if err == nil {
+			used[name] = mod.SHA256()
+		}
+		return mod, err
+	}
 	var status int32
 	err := m.definitionCall(ctx, "model", st, func(ctx context.Context, inst api.Module) (string, error) {
 		res, err := inst.ExportedFunction("strata_layer_spec").Call(ctx)
@@ -77,5 +87,5 @@ func (m *Module) LayerSpec(ctx context.Context, cfg Config) (*Spec, error) {
 		return nil, fmt.Errorf("model %q layer spec: %w", m.name, err)
 	}
 	keys := slices.Sorted(maps.Keys(st.read))
-	return &Spec{Graph: g, KeysRead: keys, Defaults: st.read, Log: st.logs}, nil
+	return &Spec{Graph: g, KeysRead: keys, Defaults: st.read, Log: st.logs, Modules: used}, nil
 }
