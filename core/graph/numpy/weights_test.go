@@ -3,6 +3,7 @@ package numpy
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -130,4 +131,43 @@ func wideOf(v []float32) []float64 {
 		out[i] = float64(x)
 	}
 	return out
+}
+
+// TestNPYEdgeWeightsRoundTrip writes a weighted dataset as PyG's arrays
+// (edge_weight.npy beside edge_index.npy) and reads it back; the
+// both-directions graph of convert --to npy keeps every weight, its self
+// loop's too.
+func TestNPYEdgeWeightsRoundTrip(t *testing.T) {
+	files := tinyNPY()
+	files["edge_weight.npy"] = npyOf(tinyWeights, 6)
+	d, err := graph.Open(npyDir(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, loops := BothDirections(d.Graph)
+	if loops != 1 {
+		t.Fatalf("%d loops kept, want 1", loops)
+	}
+	// 0-1, 1-2 (twice), 2-0, 4-5 both ways: each direction the mean of its
+	// contributions; the loop 3->3 keeps its 3.
+	want := map[string][]float32{"0->1": {0.5}, "1->0": {0.5}, "1->2": {4.5}, "2->1": {4.5}, "2->0": {1}, "0->2": {1},
+		"5->4": {0}, "4->5": {0}, "3->3": {3}}
+	if got := edgeWeightsOf(both); !mapsEqual(got, want) {
+		t.Errorf("both directions: %v, want %v", got, want)
+	}
+	for _, g := range []*graph.CSR{d.Graph, both} {
+		out := filepath.Join(t.TempDir(), "out")
+		w := *d
+		w.Graph = g
+		if _, err := WriteNPYDir(out, &w); err != nil {
+			t.Fatal(err)
+		}
+		back, err := graph.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !graphtest.SameCSR(back.Graph, g) {
+			t.Errorf("read back %v %v, wrote %v %v", graphtest.RowsOf(back.Graph), back.Graph.Values, graphtest.RowsOf(g), g.Values)
+		}
+	}
 }
