@@ -207,7 +207,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer closer.Close()
 	res.EdgesWritten, res.ReopenS = back.Graph.NNZ(), reopen.Seconds()
 	if *asJSON {
-		res.EdgesTrained = graph.Symmetrize(back.Graph).NNZ()
+		res.EdgesTrained = graph.Symmetrize(back.Graph.Unweighted()).NNZ()
 		return printJSON(stdout, res)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d nodes, %d edges; parsed in %.3fs, reopens in %.4fs\n",

@@ -30,6 +30,9 @@ type Model struct {
 	Name   string    // the module's name ("gcn", or a file's base name)
 	SHA256 string    // of the module bytes
 	Graph  *ir.Graph // all layers, linked
+	// EdgeWeights: the module declares that it reads edge weights
+	// (models.MetaEdgeWeights).
+	EdgeWeights bool
 }
 
 // BuildModel loads the configured layer module (model.module, or the
@@ -133,7 +136,11 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 	if err := checkBindable(cfg, name, linked); err != nil {
 		return nil, err
 	}
-	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked}, nil
+	meta, err := models.Meta(code)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", name, err)
+	}
+	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked, EdgeWeights: meta[models.MetaEdgeWeights] != ""}, nil
 }
 
 // classifierLayer says whether layer l is the model's classifier (the
@@ -165,10 +172,7 @@ func checkBindable(cfg *config.Config, name string, g *ir.Graph) error {
 		}
 		msg := fmt.Sprintf("model %q: layer %d of %d %s, but train.mode = %q binds one sampled block (one hop) per layer; "+
 			"train this model with train.mode = %s (at its default options), or pick a layer that reads its neighbours once per layer", name, l, len(g.Needs()), what, cfg.Train.Mode, modesUsing(func(u Uses) bool { return !u.Blocks }))
-		if cfg.Model.Module != "" {
-			return cfg.KeyError("model.module: "+msg, "model", "module")
-		}
-		return cfg.KeyError(fmt.Sprintf("model.name = %q: %s", cfg.Model.Name, msg), "model", "name")
+		return modelKeyError(cfg, msg)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@
 // Options: in_dim, out_dim, dropout, last, batchnorm.
 package main
 
+//strata:edge-weights
 //strata:doc GCN (Kipf & Welling): D^-1/2 (A+I) D^-1/2 X W, as a WASM layer module
 
 import "strata/models/sdk"

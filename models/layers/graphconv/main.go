@@ -13,6 +13,7 @@
 // batchnorm.
 package main
 
+//strata:edge-weights
 //strata:doc GraphConv (Morris et al.): x_i W_root + sum_j x_j W_rel + b; option aggr (sum, mean, max)
 
 import "strata/models/sdk"

@@ -16,6 +16,7 @@
 package main
 
 //strata:aliases graphsage
+//strata:edge-weights
 //strata:doc GraphSAGE (Hamilton et al.): X W_root + aggr_j(x_j) W_nbr; option aggr names an aggregator.* module or a .wasm file (default: the built-in mean)
 
 import "strata/models/sdk"

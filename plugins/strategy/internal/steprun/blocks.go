@@ -161,7 +161,7 @@ func (r *Runner) upload(bb *Bound, adj *graph.CSR, b sampling.Block, isq []float
 	for _, w := range []struct {
 		v   []float32
 		dst **tensor.Tensor
-	}{{gcn, &eg.GCNNorm}, {graph.MeanNorm(adj), &eg.MeanNorm}} {
+	}{{gcn, &eg.GCNNorm}, {graph.MeanNorm(adj.Unweighted()), &eg.MeanNorm}} {
 		t, err := train.UploadFloat32s(be, w.v, []int{len(w.v)}, e.DT, e.Tier)
 		if err != nil {
 			return nil, err
