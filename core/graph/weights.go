@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 )
 
 // Edge weights are CSR.Values: one finite weight >= 0 per entry (nil means
@@ -190,4 +191,55 @@ func meanNormWeighted(g *CSR) []float32 {
 		}
 	})
 	return w
+}
+
+// SumDuplicates returns a graph with Values with the columns of each row
+// sorted and the entries of one (row, column) merged into one whose
+// weight is their sum (PyG's coalesce with reduce="sum"): a multigraph's
+// weighted sum and degrees stay as they were, and every edge has one
+// entry to look its weight up by. A graph without Values is returned as
+// it is.
+func SumDuplicates(g *CSR) *CSR {
+	if g.Values == nil {
+		return g
+	}
+	rows := make([][]weighted, g.NumRows)
+	runRowParts(g.Indptr, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := make([]weighted, 0, g.Indptr[r+1]-g.Indptr[r])
+			for e := g.Indptr[r]; e < g.Indptr[r+1]; e++ {
+				row = append(row, weighted{g.Col(e), float64(g.Values[e]), 1})
+			}
+			rows[r] = coalesce(row, -1, true)
+		}
+	})
+	return weightedCSR(g.NumRows, g.NumCols, rows, g.Idx64 != nil)
+}
+
+// RowWeightSums returns the sum of each row's weights (its length when g
+// has no Values), in float64: the weighted in-degree.
+func RowWeightSums(g *CSR) []float64 {
+	if g.Values == nil {
+		deg := make([]float64, g.NumRows)
+		for r := range deg {
+			deg[r] = float64(g.Indptr[r+1] - g.Indptr[r])
+		}
+		return deg
+	}
+	return rowWeightSums(g)
+}
+
+// EdgeWeight returns the weight of the entry (row, col) of g, whose rows
+// are sorted without duplicates (Symmetrize, SumDuplicates); ok is false
+// when g has no such entry.
+func EdgeWeight(g *CSR, row int, col int64) (w float32, ok bool) {
+	lo, hi := g.Indptr[row], g.Indptr[row+1]
+	k := lo + int64(sort.Search(int(hi-lo), func(i int) bool { return g.Col(lo+int64(i)) >= col }))
+	if k == hi || g.Col(k) != col {
+		return 0, false
+	}
+	if g.Values == nil {
+		return 1, true
+	}
+	return g.Values[k], true
 }

@@ -187,3 +187,28 @@ func TestCheckEdgeWeights(t *testing.T) {
 		}
 	}
 }
+
+func TestSumDuplicatesAndEdgeWeight(t *testing.T) {
+	// Row 0 holds 2, 1, 2 (weights 1, 4, 0.5); row 1 nothing; row 2 holds 0.
+	g := &graph.CSR{NumRows: 3, NumCols: 3, Indptr: []int64{0, 3, 3, 4}, Idx32: []int32{2, 1, 2, 0}, Values: []float32{1, 4, 0.5, 6}}
+	s := graph.SumDuplicates(g)
+	if got, want := fmt.Sprint(graphtest.RowsOf(s), s.Values), "[[1 2] [] [0]] [4 1.5 6]"; got != want {
+		t.Errorf("SumDuplicates: %s, want %s", got, want)
+	}
+	for _, c := range []struct {
+		row int
+		col int64
+		w   float32
+		ok  bool
+	}{{0, 1, 4, true}, {0, 2, 1.5, true}, {0, 0, 0, false}, {1, 0, 0, false}, {2, 0, 6, true}} {
+		if w, ok := graph.EdgeWeight(s, c.row, c.col); w != c.w || ok != c.ok {
+			t.Errorf("EdgeWeight(%d, %d) = %v, %v; want %v, %v", c.row, c.col, w, ok, c.w, c.ok)
+		}
+	}
+	if u := g.Unweighted(); graph.SumDuplicates(u) != u || g.Values == nil {
+		t.Error("SumDuplicates changed an unweighted graph, or Unweighted changed its source")
+	}
+	if deg := graph.RowWeightSums(s); !slices.Equal(deg, []float64{5.5, 0, 6}) {
+		t.Errorf("RowWeightSums %v", deg)
+	}
+}

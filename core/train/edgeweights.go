@@ -11,12 +11,14 @@ import (
 	"strata/core/ir"
 	"strata/core/modhost"
 	"strata/core/registry"
+	"strata/core/sampling"
 	"strata/models"
 )
 
 // checkEdgeWeights refuses a dataset with edge weights (CSR.Values) where
 // they would be ignored: a strategy that does not carry them
-// (Uses.EdgeWeights), a layer module that does not declare that it reads
+// (Uses.EdgeWeights), a sampler whose blocks are not edges of the graph
+// (sampling.Capabilities.Subset), a layer module that does not declare that it reads
 // them (models.MetaEdgeWeights), or a model op that reads the edges
 // without their weights (anything but an aggregate that sums, averages
 // or GCN-normalises). Weights that are not finite or are negative (a
@@ -36,6 +38,10 @@ func checkEdgeWeights(cfg *config.Config, m *Model, ds *graph.Dataset) error {
 	if !strat.Uses().EdgeWeights {
 		return cfg.KeyError(fmt.Sprintf("train.mode = %q does not carry edge weights yet, and %s; use train.mode = %s, or remove the weights to train on the unweighted graph",
 			cfg.Train.Mode, has, modesUsing(func(u Uses) bool { return u.EdgeWeights })), "train", "mode")
+	}
+	if s, ok := cfg.Sampler.Module.(sampling.Sampler); ok && cfg.Sampler.Name != "" && !sampling.CapabilitiesOf(s).Subset {
+		return cfg.KeyError(fmt.Sprintf("sampler.name = %q: its blocks hold edges of their own (not edges of the graph), which have no weights, and %s; use a sampler whose blocks are edges of the graph (sampling.Capabilities.Subset), or remove the weights",
+			cfg.Sampler.Name, has), "sampler", "name")
 	}
 	if !m.EdgeWeights {
 		return modelKeyError(cfg, fmt.Sprintf("the layer module %q does not take edge weights (it declares no //strata:%s), and %s; use model.name = %s, or remove the weights to train on the unweighted graph",

@@ -25,7 +25,9 @@ func weightedRun(t *testing.T, dir, model string, sets ...string) *train.Result 
 
 // TestEdgeWeightsAcrossStrategies: weights all 1 train as no weights, to
 // the bit; varied weights change the result, and chunked training (its
-// chunks and their halos) gives full-graph training's loss to rounding.
+// chunks and their halos), one mini-batch of every training node over
+// full-neighbour blocks and micro-batches give full-graph training's
+// loss to rounding and its test accuracy.
 func TestEdgeWeightsAcrossStrategies(t *testing.T) {
 	none, unit, varied := strategytest.WeightedCora(t, "none"), strategytest.WeightedCora(t, "unit"), strategytest.WeightedCora(t, "varied")
 	for _, c := range []struct{ model, option string }{{"gcn", ""}, {"graphconv", ""}, {"graphconv", `model.options.aggr="mean"`}, {"sage", ""}} {
@@ -42,9 +44,15 @@ func TestEdgeWeightsAcrossStrategies(t *testing.T) {
 			if full.FinalLoss == plain.FinalLoss {
 				t.Errorf("varied weights train to the unweighted loss %.17g: not used", full.FinalLoss)
 			}
-			chunked := weightedRun(t, varied, c.model, append(opt, `train.mode="chunked"`, "chunked.chunks=4")...)
-			if d := math.Abs(full.FinalLoss-chunked.FinalLoss) / full.FinalLoss; d > testkit.SplitTol {
-				t.Errorf("final loss: full graph %.15g, chunked %.15g", full.FinalLoss, chunked.FinalLoss)
+			for name, split := range map[string][]string{
+				"chunked":    {`train.mode="chunked"`, "chunked.chunks=4"},
+				"mini-batch": {`train.mode="minibatch"`, `sampler.name="full"`, "sampler.layers=2", "train.batch_size=140"},
+				"micro":      {"train.micro_batches=3", `partition.name="range"`},
+			} {
+				r := weightedRun(t, varied, c.model, append(opt, split...)...)
+				if d := math.Abs(full.FinalLoss-r.FinalLoss) / full.FinalLoss; d > testkit.SplitTol || r.TestAcc != full.TestAcc {
+					t.Errorf("full graph: loss %.15g, test %v; %s: %.15g, %v", full.FinalLoss, full.TestAcc, name, r.FinalLoss, r.TestAcc)
+				}
 			}
 		})
 	}
@@ -59,8 +67,9 @@ func TestEdgeWeightsRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{`model.name="gat"`}, `model.name = "gat": the layer module "gat" does not take edge weights (it declares no //strata:edge-weights), and dataset "cora-varied" has edge weights (edge_weight.npy); use model.name = "gcn" or "graphconv" or "sage"`},
-		{[]string{`train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]"}, `train.mode = "minibatch" does not carry edge weights yet`},
+		{[]string{`train.mode="hybrid"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]", "hybrid.cpu_share=1", `hybrid.drm="off"`}, `train.mode = "hybrid" does not carry edge weights yet`},
 		{[]string{`train.mode="distfull"`}, `train.mode = "distfull" does not carry edge weights yet`},
+		{[]string{`train.mode="minibatch"`, `sampler.name="randomwalk"`}, `sampler.name = "randomwalk": its blocks hold edges of their own (not edges of the graph), which have no weights`},
 		{[]string{`model.name="graphconv"`, `model.options.aggr="max"`}, `reads the edges with layer 0's aggregate with reducer "max", which ignores their weights`},
 		{[]string{`model.name="sage"`, `model.options.aggr="median"`}, `reads the edges with layer 0's op gather_src, which ignores their weights`},
 	} {
