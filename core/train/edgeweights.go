@@ -30,7 +30,7 @@ func checkEdgeWeights(cfg *config.Config, m *Model, ds *graph.Dataset) error {
 	if err := graph.CheckEdgeWeights(ds.Graph.Values); err != nil {
 		return cfg.KeyError(fmt.Sprintf("data.dataset: %s: %v", ds.Source, err), "data", "dataset")
 	}
-	has := fmt.Sprintf("dataset %q has edge weights (edge_weight.npy)", ds.Name)
+	has := fmt.Sprintf("dataset %q has edge weights", ds.Name)
 	strat, err := StrategyFor(cfg)
 	if err != nil {
 		return err
@@ -40,8 +40,8 @@ func checkEdgeWeights(cfg *config.Config, m *Model, ds *graph.Dataset) error {
 			cfg.Train.Mode, has, modesUsing(func(u Uses) bool { return u.EdgeWeights })), "train", "mode")
 	}
 	if s, ok := cfg.Sampler.Module.(sampling.Sampler); ok && cfg.Sampler.Name != "" && !sampling.CapabilitiesOf(s).Subset {
-		return cfg.KeyError(fmt.Sprintf("sampler.name = %q: its blocks hold edges of their own (not edges of the graph), which have no weights, and %s; use a sampler whose blocks are edges of the graph (sampling.Capabilities.Subset), or remove the weights",
-			cfg.Sampler.Name, has), "sampler", "name")
+		return cfg.KeyError(fmt.Sprintf("sampler.name = %q: its blocks hold edges of their own (not edges of the graph), which have no weights, and %s; use sampler.name = %s, whose blocks are edges of the graph, or remove the weights",
+			cfg.Sampler.Name, has, subsetSamplers()), "sampler", "name")
 	}
 	if !m.EdgeWeights {
 		return modelKeyError(cfg, fmt.Sprintf("the layer module %q does not take edge weights (it declares no //strata:%s), and %s; use model.name = %s, or remove the weights to train on the unweighted graph",
@@ -83,6 +83,26 @@ func unweightedGraphOp(g *ir.Graph) string {
 	return ""
 }
 
+// subsetSamplers lists, quoted and joined by "or", the registered
+// samplers whose blocks are edges of the graph (Capabilities.Subset).
+func subsetSamplers() string {
+	var names []string
+	for _, info := range registry.Namespace("sampler") {
+		if s, ok := info.New().(sampling.Sampler); ok && sampling.CapabilitiesOf(s).Subset {
+			names = append(names, strconv.Quote(info.Name()))
+		}
+	}
+	return quotedList(names)
+}
+
+// quotedList joins names with "or", "(none registered)" for none.
+func quotedList(names []string) string {
+	if len(names) == 0 {
+		return "(none registered)"
+	}
+	return strings.Join(names, " or ")
+}
+
 // weightedModels lists, quoted and joined by "or", the registered layer
 // modules that declare models.MetaEdgeWeights.
 func weightedModels() string {
@@ -96,8 +116,5 @@ func weightedModels() string {
 			names = append(names, strconv.Quote(info.Name()))
 		}
 	}
-	if len(names) == 0 {
-		return "(none registered)"
-	}
-	return strings.Join(names, " or ")
+	return quotedList(names)
 }
