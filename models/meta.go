@@ -23,6 +23,11 @@ const (
 	// module ("graphsage" for sage): naming one is refused with a
 	// suggestion of the module (registry.ModuleInfo.Aliases).
 	MetaAliases = "aliases"
+	// MetaEdgeWeights, present, says that a layer reads the graph's edge
+	// weights (a dataset's edge_weight.npy): its aggregations weight each
+	// neighbour (docs/models.md). A dataset with weights is refused with a
+	// layer that does not declare it, so no weight is silently ignored.
+	MetaEdgeWeights = "edge-weights"
 )
 
 // maxSectionBytes bounds the declared size of one section (a module is at

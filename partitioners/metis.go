@@ -158,7 +158,7 @@ func undirectedMetisGraph(id string, g *graph.CSR, nodeWeights []int64) (*metisG
 	if err != nil {
 		return nil, err
 	}
-	s := graph.Symmetrize(g)
+	s := graph.Symmetrize(g.Unweighted())
 	if err := checkMetisSize(id, s.NumRows, s.NNZ()); err != nil {
 		return nil, err
 	}

@@ -215,7 +215,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer closer.Close()
 	res.EdgesWritten, res.ReopenS = back.Graph.NNZ(), reopen.Seconds()
 	if *asJSON {
-		res.EdgesTrained = graph.Symmetrize(back.Graph).NNZ()
+		res.EdgesTrained = graph.Symmetrize(back.Graph.Unweighted()).NNZ()
 		return printJSON(stdout, res)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d nodes, %d edges; parsed in %.3fs, reopens in %.4fs\n",
@@ -319,7 +319,7 @@ func checkNPYOutput(dir string, inputs []string) error {
 // npyBytes is about the size of the .npy files WriteNPYDir writes for d.
 func npyBytes(d *graph.Dataset) int64 {
 	n := int64(d.NumNodes)
-	b := 16 * d.Graph.NNZ()
+	b := 16*d.Graph.NNZ() + 4*int64(len(d.Graph.Values))
 	b += 4 * int64(len(d.Features))
 	if d.Labels != nil {
 		b += 8 * n

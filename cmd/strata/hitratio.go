@@ -145,7 +145,7 @@ func cmdHitRatio(ctx context.Context, args []string, stdout, stderr io.Writer) (
 // and features a dataset without them is measured with.
 func prepareHitDataset(d *graph.Dataset, symmetrize bool, synthTrain float64, synthFeatures int, seed uint64) error {
 	if symmetrize {
-		d.Graph = graph.Symmetrize(d.Graph)
+		d.Graph = graph.Symmetrize(d.Graph.Unweighted())
 	}
 	if len(d.Train) == 0 && synthTrain > 0 {
 		if synthTrain > 1 {

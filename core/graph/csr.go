@@ -35,6 +35,15 @@ func (c *CSR) Col(e int64) int64 {
 // Wide reports whether the column ids are 64-bit.
 func (c *CSR) Wide() bool { return c.Idx64 != nil }
 
+// Unweighted returns a view of c's structure without its Values (the
+// arrays are shared): a sampled block's mean over its rows, whatever
+// values its sampler attached.
+func (c *CSR) Unweighted() *CSR {
+	u := *c
+	u.Values = nil
+	return &u
+}
+
 // Validate checks the structural invariants of the matrix.
 func (c *CSR) Validate() error {
 	if c.NumRows < 0 || c.NumCols < 0 {

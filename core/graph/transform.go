@@ -14,8 +14,12 @@ import (
 // Symmetrize returns the undirected version of g: every entry (i, j) also
 // gives (j, i); duplicates and self loops are dropped and the columns of
 // each row are sorted. A non-square g is treated as square of size
-// max(NumRows, NumCols). Edge values are dropped.
+// max(NumRows, NumCols). Edge values are kept as symmetrizeWeighted
+// says (the mean of both directions' weights).
 func Symmetrize(g *CSR) *CSR {
+	if g.Values != nil {
+		return symmetrizeWeighted(g)
+	}
 	n := max(g.NumRows, g.NumCols)
 	if g.Idx64 != nil || n > math.MaxInt32 {
 		return symmetrize(g, idx64(g))
@@ -78,8 +82,12 @@ func mergeRow[K Index](a, b []K, skip K, dst []K) int {
 
 // AddSelfLoops returns g with exactly one self loop per node: existing
 // loops are removed, one (i, i) entry is added to every row i < NumCols,
-// and the columns of each row are sorted. Edge values are dropped.
+// and the columns of each row are sorted. Edge values are kept, the
+// added loops weigh 1 (addSelfLoopsWeighted).
 func AddSelfLoops(g *CSR) *CSR {
+	if g.Values != nil {
+		return addSelfLoopsWeighted(g)
+	}
 	if g.Idx64 != nil {
 		return addSelfLoops(g, g.Idx64)
 	}
@@ -316,8 +324,12 @@ func countCols[K Index](idx []K, out []int32) {
 // GCNNorm returns the per-entry weights 1/sqrt(deg(i)·deg(j)) of the
 // symmetric GCN normalisation D^-1/2 A D^-1/2, where deg is the row length
 // (g is expected to be symmetric with self loops). Entries whose column
-// node has no entries get weight 0.
+// node has no entries get weight 0. With Values, deg is the sum of the
+// row's weights and each entry is scaled by its own (gcnNormWeighted).
 func GCNNorm(g *CSR) []float32 {
+	if g.Values != nil {
+		return gcnNormWeighted(g)
+	}
 	isq := make([]float64, max(g.NumRows, g.NumCols))
 	parallelFor(g.NumRows, 1<<16, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -338,8 +350,12 @@ func GCNNorm(g *CSR) []float32 {
 }
 
 // MeanNorm returns the per-entry weights 1/deg(i) of a mean aggregation,
-// where deg(i) is the length of the entry's row.
+// where deg(i) is the length of the entry's row; with Values, w/deg(i)
+// (meanNormWeighted).
 func MeanNorm(g *CSR) []float32 {
+	if g.Values != nil {
+		return meanNormWeighted(g)
+	}
 	w := make([]float32, g.NNZ())
 	runRowParts(g.Indptr, func(lo, hi int) {
 		for r := lo; r < hi; r++ {

@@ -104,13 +104,16 @@ type Adjacencies struct {
 }
 
 // BuildAdjacencies builds the graph variants a model reads from the
-// dataset's graph.
+// dataset's graph. Edge weights (CSR.Values) stay on both: symmetrised
+// as graph.Symmetrize says, or, unsymmetrised, with the duplicates of an
+// edge merged into their sum (graph.SumDuplicates; an unweighted graph
+// keeps its duplicates).
 func BuildAdjacencies(d *graph.Dataset, symmetrize bool) (*Adjacencies, error) {
 	var base *graph.CSR
 	if symmetrize {
 		base = graph.Symmetrize(d.Graph)
 	} else {
-		base = graph.RemoveSelfLoops(d.Graph)
+		base = graph.SumDuplicates(graph.RemoveSelfLoops(d.Graph))
 	}
 	return &Adjacencies{Adj: base, AdjSelf: graph.AddSelfLoops(base)}, nil
 }

@@ -34,6 +34,9 @@ type Model struct {
 	// Modules holds the SHA-256 of every aggregator module the layers
 	// loaded, by its key in the model's identity (moduleKey).
 	Modules map[string]string
+	// EdgeWeights: the module declares that it reads edge weights
+	// (models.MetaEdgeWeights).
+	EdgeWeights bool
 }
 
 // BuildModel loads the configured layer module (model.module, or the
@@ -140,7 +143,12 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 	if err := checkBindable(cfg, name, linked); err != nil {
 		return nil, err
 	}
-	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked, Modules: used}, nil
+	meta, err := models.Meta(code)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", name, err)
+	}
+	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked, Modules: used,
+		EdgeWeights: meta[models.MetaEdgeWeights] != ""}, nil
 }
 
 // moduleKey is the identity key of an aggregator module a layer loaded
@@ -187,10 +195,7 @@ func checkBindable(cfg *config.Config, name string, g *ir.Graph) error {
 		}
 		msg := fmt.Sprintf("model %q: layer %d of %d %s, but train.mode = %q binds one sampled block (one hop) per layer; "+
 			"train this model with train.mode = %s (at its default options), or pick a layer that reads its neighbours once per layer", name, l, len(g.Needs()), what, cfg.Train.Mode, modesUsing(func(u Uses) bool { return !u.Blocks }))
-		if cfg.Model.Module != "" {
-			return cfg.KeyError("model.module: "+msg, "model", "module")
-		}
-		return cfg.KeyError(fmt.Sprintf("model.name = %q: %s", cfg.Model.Name, msg), "model", "name")
+		return modelKeyError(cfg, msg)
 	}
 	return nil
 }

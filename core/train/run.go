@@ -242,6 +242,9 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := checkEdgeWeights(cfg, model, ds); err != nil {
+		return nil, nil, nil, err
+	}
 	adjs, err := BuildAdjacencies(ds, cfg.Data.Symmetrize)
 	if err != nil {
 		return nil, nil, nil, err

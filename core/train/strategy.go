@@ -53,6 +53,10 @@ type Uses struct {
 	// layer must read the graph one hop deep (ir.LayerNeeds.Blocks); a
 	// model that cannot is refused at model.name before training.
 	Blocks bool
+	// EdgeWeights: every graph it binds carries the dataset's edge weights
+	// (graph.CSR.Values) into the layers that read them; a dataset with
+	// weights is refused at train.mode otherwise.
+	EdgeWeights bool
 }
 
 // Env is what a stepper is built from: the run's backend, the linked

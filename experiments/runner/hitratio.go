@@ -102,7 +102,7 @@ func hitRatio(ctx context.Context, env *runEnv, cfg *config.Config, smp sampler.
 			graph.ReorderByDegree(d)
 		}
 		if cfg.Data.Symmetrize {
-			d.Graph = graph.Symmetrize(d.Graph)
+			d.Graph = graph.Symmetrize(d.Graph.Unweighted())
 		}
 		if d.FeatDim == 0 && cfg.Data.SynthFeatures > 0 {
 			// Only their size matters: they set the bytes moved.

@@ -41,6 +41,9 @@ type refModel struct {
 	dims map[string][]int
 	nbr  [][]int // adj
 	self [][]int // adj_self: adj plus i
+	// nbrW and selfW are the edge weights of nbr and self (the graph's
+	// Values, ones without them; the self loop's is 1).
+	nbrW, selfW [][]float64
 }
 
 func (m *refModel) row(l int, name string) vec {
@@ -134,8 +137,9 @@ func normWeight(di, dj int) floattol.Val {
 	return floattol.Val{V: v, E: floattol.UFloat32 * v}
 }
 
-// aggr is Σ_j w(i, j)·x_j over nbrs[i] (w nil: the plain sum).
-func aggr(x mat, nbrs [][]int, w func(i, j int) floattol.Val) mat {
+// aggr is Σ_j w(i, k)·x_j over nbrs[i], j = nbrs[i][k] (w nil: the
+// plain sum).
+func aggr(x mat, nbrs [][]int, w func(i, k int) floattol.Val) mat {
 	out := make(mat, len(x))
 	for i := range x {
 		out[i] = make(vec, len(x[0]))
@@ -144,7 +148,7 @@ func aggr(x mat, nbrs [][]int, w func(i, j int) floattol.Val) mat {
 			for k, j := range nbrs[i] {
 				terms[k] = x[j][c]
 				if w != nil {
-					terms[k] = ar.Mul(w(i, j), x[j][c])
+					terms[k] = ar.Mul(w(i, k), x[j][c])
 				}
 			}
 			out[i][c] = ar.Sum(terms...)
@@ -155,7 +159,7 @@ func aggr(x mat, nbrs [][]int, w func(i, j int) floattol.Val) mat {
 
 // gcnAggr is D^-1/2 A D^-1/2 x over nbrs (degrees: the lists' lengths).
 func gcnAggr(x mat, nbrs [][]int) mat {
-	return aggr(x, nbrs, func(i, j int) floattol.Val { return normWeight(len(nbrs[i]), len(nbrs[j])) })
+	return aggr(x, nbrs, func(i, k int) floattol.Val { return normWeight(len(nbrs[i]), len(nbrs[nbrs[i][k]])) })
 }
 
 // meanAggr is D^-1 A x over nbrs, the weights 1/d held in float32.
@@ -243,8 +247,15 @@ func TestLayerReference(t *testing.T) {
 	}
 }
 
-// checkLayerReference builds c's model, runs it and compares with c.ref.
+// checkLayerReference builds c's model, runs it on the test graph and
+// compares with c.ref.
 func checkLayerReference(t *testing.T, c layerRefCase) {
+	checkLayerReferenceOn(t, c, layers.AggrTestCSR())
+}
+
+// checkLayerReferenceOn is checkLayerReference on the graph csr (with
+// edge weights as its Values, or none).
+func checkLayerReferenceOn(t *testing.T, c layerRefCase, csr *graph.CSR) {
 	text := "[data]\ndataset = \"embedded:cora\"\n[model]\nname = \"" + c.module + "\"\nlayers = " + itoa(c.layers) +
 		"\nhidden = 4\ndropout = 0.0\ninput_dropout = 0.0\n[model.options]\n" + c.options + "[output]\nprogress = \"off\"\n"
 	cfg, err := config.Parse(t.TempDir()+"/ref.toml", []byte(text))
@@ -256,7 +267,6 @@ func checkLayerReference(t *testing.T, c layerRefCase) {
 		t.Fatal(err)
 	}
 	be := cpu.New(cpu.Options{Threads: 2})
-	csr := layers.AggrTestCSR()
 	p := layers.ProgramOn(t, be, tensor.Host, model.Graph, csr)
 	m := &refModel{w: map[string][]float64{}, dims: map[string][]int{}}
 	for k, prm := range p.Params() {
@@ -274,6 +284,7 @@ func checkLayerReference(t *testing.T, c layerRefCase) {
 	}
 	got := layers.Download(t, be, p.Output())
 	m.nbr, m.self = neighbours(csr)
+	m.nbrW, m.selfW = edgeWeights(csr)
 	in := layers.AggrInput()
 	x := make(mat, layers.AggrNodes)
 	for i := range x {
@@ -303,6 +314,24 @@ func neighbours(csr *graph.CSR) (adj, self [][]int) {
 		}
 		adj = append(adj, r)
 		self = append(self, append(append([]int(nil), r...), i))
+	}
+	return adj, self
+}
+
+// edgeWeights returns the weights of csr's in-neighbour lists (ones
+// when it has no Values), and the same with the self loop's 1 added.
+func edgeWeights(csr *graph.CSR) (adj, self [][]float64) {
+	for i := range csr.NumRows {
+		var r []float64
+		for k := csr.Indptr[i]; k < csr.Indptr[i+1]; k++ {
+			w := 1.0
+			if csr.Values != nil {
+				w = float64(csr.Values[k])
+			}
+			r = append(r, w)
+		}
+		adj = append(adj, r)
+		self = append(self, append(append([]float64(nil), r...), 1))
 	}
 	return adj, self
 }

@@ -139,7 +139,8 @@ func TestBudgetWholeLoad(t *testing.T) {
 // ignored instead of refused: a FIFO or device member (taken for absent,
 // or blocking), an array present under both of its names (one was used
 // silently), errors that named labels.npy when the file was y.npy, and
-// edge_weight.npy or edge_attr.npy, which no layer reads (once ignored).
+// edge_attr.npy, which no layer reads (once ignored), and edge weights
+// (edge_weight.npy, read since) that are out of range.
 func TestNPYDirMembers(t *testing.T) {
 	fifo := func(name string) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
@@ -187,8 +188,8 @@ func TestNPYDirMembers(t *testing.T) {
 		{"test_idx a link to a device", []func(*testing.T, string){link("test_idx.npy", "/dev/zero")}, graph.ErrFormat, []string{"@/test_idx.npy: is a character device"}},
 		{"labels under both names", []func(*testing.T, string){copyTo("labels.npy", "y.npy")}, graph.ErrFormat, []string{"@: holds both labels.npy and y.npy", "remove or rename"}},
 		{"features under both names", []func(*testing.T, string){copyTo("features.npy", "x.npy")}, graph.ErrFormat, []string{"features.npy and x.npy"}},
-		{"edge weights, which no layer reads", []func(*testing.T, string){copyTo("labels.npy", "edge_weight.npy")}, graph.ErrFormat, []string{"@/edge_weight.npy: per-edge values, which no layer reads yet", "remove or rename"}},
-		{"edge features, which no layer reads", []func(*testing.T, string){copyTo("features.npy", "edge_attr.npy")}, graph.ErrFormat, []string{"@/edge_attr.npy: per-edge values"}},
+		{"edge weights with a negative one", []func(*testing.T, string){copyTo("labels.npy", "edge_weight.npy")}, graph.ErrRange, []string{"@/edge_weight.npy: edge 4 has weight -1", "finite and >= 0"}},
+		{"edge features, which no layer reads", []func(*testing.T, string){copyTo("features.npy", "edge_attr.npy")}, graph.ErrFormat, []string{"@/edge_attr.npy: per-edge features, which no layer reads yet"}},
 		{"edge error names y.npy", []func(*testing.T, string){rename("labels.npy", "y.npy"), func(t *testing.T, dir string) { graphtest.WriteFile(t, dir, "edge_index.npy", badEdges) }},
 			graph.ErrRange, []string{"(y.npy has 6 nodes)"}},
 	}

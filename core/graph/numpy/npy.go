@@ -326,8 +326,12 @@ func npyMembers(dir string) (map[string]string, error) {
 	}
 	for _, name := range unreadEdgeArrays {
 		if present(filepath.Join(dir, name)) {
-			return nil, graph.FileErrorf(graph.ErrFormat, filepath.Join(dir, name), 0, 0, "per-edge values, which no layer reads yet: strata would train without them; remove or rename the file to train on the unweighted graph")
+			return nil, graph.FileErrorf(graph.ErrFormat, filepath.Join(dir, name), 0, 0, "per-edge features, which no layer reads yet: strata would train without them; remove or rename the file to train without them (one weight per edge goes in edge_weight.npy)")
 		}
+	}
+	files["edge_weight.npy"] = filepath.Join(dir, "edge_weight.npy")
+	if present(files["edge_weight.npy"]) && !strings.HasSuffix(files["edge_index.npy"], ".npy") {
+		return nil, graph.FileErrorf(graph.ErrFormat, files["edge_weight.npy"], 0, 0, "edge weights pair with the columns of edge_index.npy, but the edges are in %s; save them as edge_index.npy (np.save(\"edge_index.npy\", edge_index)) or remove edge_weight.npy", filepath.Base(files["edge_index.npy"]))
 	}
 	for _, a := range npyAliases {
 		p, q := filepath.Join(dir, a[0]), filepath.Join(dir, a[1])
@@ -345,7 +349,7 @@ func npyMembers(dir string) (map[string]string, error) {
 
 // unreadEdgeArrays are the per-edge arrays a .npy directory may hold
 // (PyG's names) that no layer reads yet: refused, never ignored.
-var unreadEdgeArrays = []string{"edge_weight.npy", "edge_attr.npy"}
+var unreadEdgeArrays = []string{"edge_attr.npy"}
 
 // present reports whether path exists, whatever it is (a link that leads
 // nowhere too: reading it then says so).
@@ -404,6 +408,11 @@ func loadNPYDir(dir string, budget int64, regression bool) (*graph.Dataset, erro
 	readEdges := readNPYEdges
 	if !strings.HasSuffix(file("edge_index.npy"), ".npy") {
 		readEdges = readCSVEdges
+	}
+	if wp := file("edge_weight.npy"); present(wp) {
+		readEdges = func(ep, lp string, n int, spend *graph.Spend) (*graph.CSR, error) {
+			return readNPYWeightedEdges(ep, wp, lp, n, spend)
+		}
 	}
 	g, err := readEdges(file("edge_index.npy"), lp, n, spend)
 	if err != nil {
@@ -515,9 +524,20 @@ func wholeFloats[F float32 | float64](v []F, path string) ([]int64, error) {
 // readNPYEdges reads the edge array ep ((2, E) or (E, 2)) of a graph of
 // the n nodes of the label file lp into a CSR.
 func readNPYEdges(ep, lp string, n int, spend *graph.Spend) (*graph.CSR, error) {
-	shape, data, err := readNPYFile(ep, spend)
+	src, dst, err := readNPYEndpoints(ep, lp, n, spend)
 	if err != nil {
 		return nil, err
+	}
+	indptr, cols := graph.GroupEdges(n, dst, src)
+	return graph.MakeCSR(n, n, indptr, cols), nil
+}
+
+// readNPYEndpoints reads the edge array ep ((2, E) or (E, 2)) of a graph
+// of the n nodes of the label file lp: the source and target of each edge.
+func readNPYEndpoints(ep, lp string, n int, spend *graph.Spend) (src, dst []int32, err error) {
+	shape, data, err := readNPYFile(ep, spend)
+	if err != nil {
+		return nil, nil, err
 	}
 	var m int
 	var srcAt, dstAt func(e int) int64
@@ -532,28 +552,27 @@ func readNPYEdges(ep, lp string, n int, spend *graph.Spend) (*graph.CSR, error) 
 		srcAt = func(e int) int64 { return ids[2*e] }
 		dstAt = func(e int) int64 { return ids[2*e+1] }
 	default:
-		return nil, graph.FileErrorf(graph.ErrFormat, ep, 0, 0, "header field 'shape': %v, want (2, E) or (E, 2)", shape)
+		return nil, nil, graph.FileErrorf(graph.ErrFormat, ep, 0, 0, "header field 'shape': %v, want (2, E) or (E, 2)", shape)
 	}
 	// The int64 ids, the endpoints and the CSR built from them.
 	if err := spend.Charge(ep, fmt.Sprintf("%d edges", m), intsCost(data)+int64(m)*12+int64(n+1)*8); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ids, err = npyInts(data, ep); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	src, dst := make([]int32, m), make([]int32, m)
+	src, dst = make([]int32, m), make([]int32, m)
 	for e := 0; e < m; e++ {
 		s, d := srcAt(e), dstAt(e)
 		for k, v := range [2]int64{s, d} {
 			if v < 0 || v >= int64(n) {
-				return nil, graph.FileErrorf(graph.ErrRange, ep, 0, 0, "edge %d: %s id %d outside [0,%d) (%s has %d nodes)",
+				return nil, nil, graph.FileErrorf(graph.ErrRange, ep, 0, 0, "edge %d: %s id %d outside [0,%d) (%s has %d nodes)",
 					e, [2]string{"source", "target"}[k], v, n, filepath.Base(lp), n)
 			}
 		}
 		src[e], dst[e] = int32(s), int32(d)
 	}
-	indptr, cols := graph.GroupEdges(n, dst, src)
-	return graph.MakeCSR(n, n, indptr, cols), nil
+	return src, dst, nil
 }
 
 // readCSVEdges reads the comma-separated edge list ep ("src,dst" lines,

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -17,11 +17,13 @@ import (
 )
 
 // NPYNames are the files WriteNPYDir may write, in its order.
-var NPYNames = []string{"edge_index.npy", "x.npy", "y.npy", "train_mask.npy", "val_mask.npy", "test_mask.npy"}
+var NPYNames = []string{"edge_index.npy", "edge_weight.npy", "x.npy", "y.npy", "train_mask.npy", "val_mask.npy", "test_mask.npy"}
 
 // WriteNPYDir exports d as a directory of .npy files in the names PyG and
 // DGL users expect: edge_index.npy (int64, shape (2, E): row 0 the source,
-// row 1 the target of each stored edge), x.npy (float32, (N, D); absent
+// row 1 the target of each stored edge), edge_weight.npy (float32, (E,),
+// the edges' weights in that order; absent without them), x.npy
+// (float32, (N, D); absent
 // without features), y.npy (int64, (N,); -1 = unlabeled; absent without
 // labels; float32 (N, C) for multi-label or regression targets), and train_mask.npy, val_mask.npy, test_mask.npy (bool, (N,))
 // when the dataset has a split. LoadNPYDir reads the directory back. dir is
@@ -86,12 +88,12 @@ func WriteNPYDirContext(ctx context.Context, dir string, d *graph.Dataset, input
 // loops kept.
 func BothDirections(g *graph.CSR) (*graph.CSR, int) {
 	s := graph.Symmetrize(g)
-	loops := make([]bool, s.NumRows)
+	loops := make([]int64, s.NumRows) // 1 + the first stored loop of each row, 0 for none
 	k := 0
 	for r := range g.NumRows {
 		for e := g.Indptr[r]; e < g.Indptr[r+1]; e++ {
-			if g.Col(e) == int64(r) && !loops[r] {
-				loops[r] = true
+			if g.Col(e) == int64(r) && loops[r] == 0 {
+				loops[r] = e + 1
 				k++
 			}
 		}
@@ -101,19 +103,38 @@ func BothDirections(g *graph.CSR) (*graph.CSR, int) {
 	}
 	indptr := make([]int64, s.NumRows+1)
 	cols := make([]int64, 0, s.NNZ()+int64(k))
+	var vals []float32 // a weighted loop keeps its (first copy's) weight
 	for r := range s.NumRows {
-		row := make([]int64, 0, s.Indptr[r+1]-s.Indptr[r]+1)
-		for e := s.Indptr[r]; e < s.Indptr[r+1]; e++ {
-			row = append(row, s.Col(e))
+		at := s.Indptr[r+1] - s.Indptr[r]
+		if loops[r] > 0 {
+			at = int64(sort.Search(int(at), func(i int) bool { return s.Col(s.Indptr[r]+int64(i)) >= int64(r) }))
 		}
-		if loops[r] {
-			at, _ := slices.BinarySearch(row, int64(r))
-			row = slices.Insert(row, at, int64(r))
+		for i := s.Indptr[r]; i < s.Indptr[r+1]; i++ {
+			if i-s.Indptr[r] == at {
+				cols, vals = appendLoop(cols, vals, g, int64(r), loops[r]-1)
+			}
+			cols = append(cols, s.Col(i))
+			if s.Values != nil {
+				vals = append(vals, s.Values[i])
+			}
 		}
-		cols = append(cols, row...)
+		if loops[r] > 0 && at == s.Indptr[r+1]-s.Indptr[r] {
+			cols, vals = appendLoop(cols, vals, g, int64(r), loops[r]-1)
+		}
 		indptr[r+1] = int64(len(cols))
 	}
-	return graph.MakeCSR(s.NumRows, s.NumCols, indptr, cols), k
+	out := graph.MakeCSR(s.NumRows, s.NumCols, indptr, cols)
+	out.Values = vals
+	return out, k
+}
+
+// appendLoop appends the loop (r, r), stored as g's entry e, and its weight
+// when g has weights.
+func appendLoop(cols []int64, vals []float32, g *graph.CSR, r, e int64) ([]int64, []float32) {
+	if g.Values != nil {
+		vals = append(vals, g.Values[e])
+	}
+	return append(cols, r), vals
 }
 
 // writeNPYFiles writes the arrays of d through write, one call per file.
@@ -142,6 +163,13 @@ func writeNPYFiles(d *graph.Dataset, write func(name string, shape []int, descr 
 	})
 	if err != nil {
 		return err
+	}
+	if g.Values != nil {
+		if err := write("edge_weight.npy", []int{m}, "<f4", func(w io.Writer) error {
+			return binary.Write(w, binary.LittleEndian, g.Values)
+		}); err != nil {
+			return err
+		}
 	}
 	if d.FeatDim > 0 {
 		err := write("x.npy", []int{d.NumNodes, d.FeatDim}, "<f4", func(w io.Writer) error {

@@ -12,9 +12,13 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"strata/core/config"
+	"strata/core/graph"
+	"strata/core/graph/numpy"
 	"strata/core/modhost"
 	"strata/core/registry"
 	"strata/core/train"
@@ -183,6 +187,12 @@ type capability struct {
 	used func(res, base *train.Result) string // "" when the result shows the capability at work
 	// check, when set, replaces the run of sets and used.
 	check func(t *testing.T, id string, host modhost.Host)
+	// setup, when set, prepares what the capability runs on (files) and
+	// returns the assignments it adds to sets and to base.
+	setup func(t *testing.T) (sets, base []string)
+	// refusal, when set, is what the refusal of an undeclared capability
+	// says (any error otherwise).
+	refusal string
 }
 
 var capabilities = []capability{
@@ -198,20 +208,61 @@ var capabilities = []capability{
 		}},
 	{name: "Checkpoints", declared: func(u train.Uses) bool { return u.Checkpoints }, sets: []string{"train.checkpoint_every=1", "output.checkpoint=run.ckpt"},
 		check: testResume},
-	{"HalfFeatures", func(u train.Uses) bool { return u.HalfFeatures }, []string{"data.feature_dtype=bfloat16"},
-		nil, func(res, _ *train.Result) string {
+	{name: "HalfFeatures", declared: func(u train.Uses) bool { return u.HalfFeatures }, sets: []string{"data.feature_dtype=bfloat16"},
+		used: func(res, _ *train.Result) string {
 			if res.FeatureDType != "bfloat16" || res.FeatureBytes <= 0 {
 				return fmt.Sprintf("features stored as %q in %d bytes, want bfloat16", res.FeatureDType, res.FeatureBytes)
 			}
 			return ""
-		}, nil},
-	{"Devices", func(u train.Uses) bool { return u.Devices }, []string{"train.backend=sim", "devices.count=2"},
-		nil, func(res, _ *train.Result) string {
+		}},
+	{name: "Devices", declared: func(u train.Uses) bool { return u.Devices }, sets: []string{"train.backend=sim", "devices.count=2"},
+		used: func(res, _ *train.Result) string {
 			if res.PeakTierBytes["device1"] <= 0 {
 				return fmt.Sprintf("the second simulated device held nothing (peaks %v)", res.PeakTierBytes)
 			}
 			return ""
-		}, nil},
+		}},
+	{name: "EdgeWeights", declared: func(u train.Uses) bool { return u.EdgeWeights }, base: []string{}, refusal: "does not carry edge weights",
+		setup: func(t *testing.T) ([]string, []string) {
+			return []string{"data.dataset=" + strconv.Quote(WeightedCora(t, "varied"))}, []string{"data.dataset=" + strconv.Quote(WeightedCora(t, "none"))}
+		},
+		used: func(res, base *train.Result) string {
+			// The same graph unweighted trains otherwise: an equal loss
+			// means the weights were dropped.
+			if res.FinalLoss == base.FinalLoss || math.IsNaN(res.FinalLoss) || math.IsInf(res.FinalLoss, 0) {
+				return fmt.Sprintf("final loss %.17g against the unweighted graph's %.17g: want a finite loss that the weights change", res.FinalLoss, base.FinalLoss)
+			}
+			return ""
+		}},
+}
+
+// WeightedCora writes Cora as PyG's arrays (both directions of every
+// edge) into a new directory of the test: with weights "none", all 1
+// ("unit"), or ones that differ between an edge's two directions
+// ("varied", 0.25 .. 2.25, exact in float32).
+func WeightedCora(t *testing.T, weights string) string {
+	t.Helper()
+	d, err := graph.Open("embedded:cora")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := numpy.BothDirections(d.Graph)
+	switch weights {
+	case "unit", "varied":
+		g.Values = make([]float32, g.NNZ())
+		for e := range g.Values {
+			g.Values[e] = 1
+			if weights == "varied" {
+				g.Values[e] = 0.25 + 0.5*float32(e%5)
+			}
+		}
+	}
+	d.Graph = g
+	dir := filepath.Join(t.TempDir(), "cora-"+weights)
+	if _, err := numpy.WriteNPYDir(dir, d); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // testCapabilities trains one epoch with each capability the strategy
@@ -227,10 +278,16 @@ func testCapabilities(t *testing.T, id string, host modhost.Host) {
 	uses := info.New().(train.Strategy).Uses()
 	for _, c := range capabilities {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := Config(t, id, append([]string{"train.epochs=1", "train.eval_every=1"}, c.sets...)...)
+			sets, baseSets := c.sets, c.base
+			if c.setup != nil {
+				more, moreBase := c.setup(t)
+				sets, baseSets = append(slices.Clone(sets), more...), append(slices.Clone(baseSets), moreBase...)
+			}
+			cfg := Config(t, id, append([]string{"train.epochs=1", "train.eval_every=1"}, sets...)...)
 			if !c.declared(uses) {
-				if err := train.Check(ctx, cfg, host, true); err == nil {
-					t.Errorf("%v: accepted, but %s does not declare %s", c.sets, id, c.name)
+				// Set-up only, unless the refusal needs the data.
+				if err := train.Check(ctx, cfg, host, c.setup == nil); err == nil || !strings.Contains(err.Error(), c.refusal) {
+					t.Errorf("%v: error %v, but %s does not declare %s (want a refusal saying %q)", sets, err, id, c.name, c.refusal)
 				}
 				return
 			}
@@ -240,16 +297,16 @@ func testCapabilities(t *testing.T, id string, host modhost.Host) {
 			}
 			res, err := train.Run(ctx, cfg, train.Options{Host: host})
 			if err != nil {
-				t.Fatalf("%s declares %s, but %v fails: %v", id, c.name, c.sets, err)
+				t.Fatalf("%s declares %s, but %v fails: %v", id, c.name, sets, err)
 			}
 			var base *train.Result
-			if c.base != nil {
-				if base, err = train.Run(ctx, Config(t, id, append([]string{"train.epochs=1", "train.eval_every=1"}, c.base...)...), train.Options{Host: host}); err != nil {
-					t.Fatalf("%v: %v", c.base, err)
+			if baseSets != nil {
+				if base, err = train.Run(ctx, Config(t, id, append([]string{"train.epochs=1", "train.eval_every=1"}, baseSets...)...), train.Options{Host: host}); err != nil {
+					t.Fatalf("%v: %v", baseSets, err)
 				}
 			}
 			if why := c.used(res, base); why != "" {
-				t.Errorf("%s declares %s, but with %v %s", id, c.name, c.sets, why)
+				t.Errorf("%s declares %s, but with %v %s", id, c.name, sets, why)
 			}
 		})
 	}

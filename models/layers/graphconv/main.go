@@ -9,10 +9,13 @@
 // (sum, as PyG's default, mean or max), and W_rel is applied on the narrow
 // side for the linear reducers. W_root has no bias and W_rel's is b, as
 // PyG's lin_root and lin_rel. act is ReLU except on the last layer.
+// With edge weights (//strata:edge-weights) sum and mean aggregate w_ij·x_j
+// (PyG's edge_weight); max refuses them.
 // Options: aggr ("sum"), and the host's in_dim, out_dim, dropout, last,
 // batchnorm.
 package main
 
+//strata:edge-weights
 //strata:doc GraphConv (Morris et al.): x_i W_root + sum_j x_j W_rel + b; option aggr (sum, mean, max)
 
 import "strata/models/sdk"

@@ -12,10 +12,13 @@
 // project=True, narrowed to out: an aggregator with parameters then stays
 // small on wide inputs). W_r and W_n are glorot, b zeros; act is ReLU
 // except on the last layer.
+// With edge weights (//strata:edge-weights) the built-in mean averages
+// w_ij·x_j (DGL's SAGEConv edge_weight); an aggr module refuses them.
 // Options: in_dim, out_dim, dropout, last, batchnorm, aggr, project.
 package main
 
 //strata:aliases graphsage
+//strata:edge-weights
 //strata:doc GraphSAGE (Hamilton et al.): X W_root + aggr_j(x_j) W_nbr; option aggr names an aggregator.* module or a .wasm file (default: the built-in mean)
 
 import "strata/models/sdk"

@@ -62,7 +62,9 @@ func (*Chunked) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy: every device of the
 // machine (one partition each).
-func (*Chunked) Uses() train.Uses { return train.Uses{Devices: true, Float64: true, Checkpoints: true} }
+func (*Chunked) Uses() train.Uses {
+	return train.Uses{Devices: true, Float64: true, Checkpoints: true, EdgeWeights: true}
+}
 
 // ExampleConfig implements train.Exampler: four chunks.
 func (*Chunked) ExampleConfig() []string { return []string{"chunked.chunks=4"} }

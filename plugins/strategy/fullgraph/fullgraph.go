@@ -46,7 +46,7 @@ func (*FullGraph) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy: nothing beyond the model.
 func (*FullGraph) Uses() train.Uses {
-	return train.Uses{HalfFeatures: true, Float64: true, Checkpoints: true}
+	return train.Uses{HalfFeatures: true, Float64: true, Checkpoints: true, EdgeWeights: true}
 }
 
 // Resolve implements train.Resolver: a full-graph run split into

@@ -448,7 +448,7 @@ func (c *calibration) spmmProbe(f int) (*probe, error) {
 		return nil, err
 	}
 	c.release = append(c.release, func() { be.ReleaseGraph(adj) })
-	wt, err := train.UploadFloat32s(be, graph.MeanNorm(b.Adj), []int{int(b.Adj.NNZ())}, tensor.Float32, tensor.Host)
+	wt, err := train.UploadFloat32s(be, graph.MeanNorm(b.Adj.Unweighted()), []int{int(b.Adj.NNZ())}, tensor.Float32, tensor.Host)
 	if err != nil {
 		return nil, err
 	}

@@ -169,7 +169,7 @@ func (*Micro) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy.
 func (*Micro) Uses() train.Uses {
-	return train.Uses{Partition: true, Blocks: true, HalfFeatures: true, Float64: true, Checkpoints: true}
+	return train.Uses{Partition: true, Blocks: true, HalfFeatures: true, Float64: true, Checkpoints: true, EdgeWeights: true}
 }
 
 // NewStepper implements train.Strategy.

@@ -564,7 +564,7 @@ func (*Minibatch) StrataModule() registry.ModuleInfo {
 // Uses implements train.Strategy: [partition] when its batches are split
 // into micro-batches.
 func (m *Minibatch) Uses() train.Uses {
-	return train.Uses{Sampler: true, Blocks: true, Cache: true, Devices: true, Partition: m.Micro(), HalfFeatures: true, Float64: true, Checkpoints: true}
+	return train.Uses{Sampler: true, Blocks: true, Cache: true, Devices: true, Partition: m.Micro(), HalfFeatures: true, Float64: true, Checkpoints: true, EdgeWeights: true}
 }
 
 // NewStepper implements train.Strategy.

@@ -26,8 +26,9 @@ type Chunk struct {
 }
 
 // Graph is a chunk's rows of one adjacency ("adj" or "adj_self"),
-// in local ids, with the full graph's edge weights of the model's
-// reducers (nil when no aggregation over the graph needs them).
+// in local ids (with the graph's edge weights as Values when it has
+// them), with the full graph's edge weights of the model's reducers (nil
+// when no aggregation over the graph needs them).
 type Graph struct {
 	Csr       *graph.CSR
 	Gcn, Mean []float32
@@ -160,6 +161,9 @@ func (c *Chunk) graphOf(f fullGraph, local []int32) *Graph {
 	if f.mean != nil {
 		cg.Mean = make([]float32, 0, nnz)
 	}
+	if f.csr.Values != nil { // the edge weights, for a sum
+		cg.Csr.Values = make([]float32, 0, nnz)
+	}
 	for i, v := range c.Dst {
 		for e := f.csr.Indptr[v]; e < f.csr.Indptr[v+1]; e++ {
 			u := int32(f.csr.Col(e))
@@ -173,6 +177,9 @@ func (c *Chunk) graphOf(f fullGraph, local []int32) *Graph {
 			}
 			if f.mean != nil {
 				cg.Mean = append(cg.Mean, f.mean[e])
+			}
+			if f.csr.Values != nil {
+				cg.Csr.Values = append(cg.Csr.Values, f.csr.Values[e])
 			}
 		}
 		cg.Csr.Indptr[i+1] = int64(len(cg.Csr.Idx32))

@@ -41,6 +41,9 @@ func NewRunner(e Env, evalChunks int) (*Runner, error) {
 	}
 	r.Full = sampling.Full{Hops: len(r.Layers)}
 	r.IsqBase, r.IsqSelf = invSqrtRowLengths(e.Adjs.Adj, 0), invSqrtRowLengths(e.Adjs.Adj, 1)
+	if e.Adjs.Adj.Values != nil {
+		r.IsqBase, r.IsqSelf = weightedIsq(e.Adjs.Adj), weightedIsq(e.Adjs.AdjSelf)
+	}
 	r.Eval = EvalChunkList(e.DS.NumNodes, evalChunks)
 	var err error
 	r.PS, err = engine.NewParams(e.Model, backend.ForPurpose(e.Be, backend.PurposeParameters), e.DT, e.Tier, e.Seed)
@@ -96,12 +99,17 @@ func (r *Runner) Bind(blocks []sampling.Block, x FeatRows, input *tensor.Tensor,
 		NodeIDs: make([][]int32, len(blocks)), Inference: infer}
 	for l, b := range blocks {
 		env.Blocks[l], env.NodeIDs[l] = map[string]*engine.Graph{}, b.Src
+		w, err := r.blockWeights(b)
+		if err != nil {
+			return fail(fmt.Errorf("block %d: %w", l, err))
+		}
 		for name := range r.Layers[l] {
-			adj, isq := b.Adj, r.IsqBase
+			isq := r.IsqBase
 			if name == "adj_self" {
-				adj, isq = withLocalSelfLoops(b.Adj), r.IsqSelf
+				isq = r.IsqSelf
 			}
-			eg, err := r.upload(bb, adj, b, isq)
+			adj, ew := blockGraph(b, name, w)
+			eg, err := r.upload(bb, adj, ew, b, isq)
 			if err != nil {
 				return fail(fmt.Errorf("block %d %s: %w", l, name, err))
 			}
@@ -137,8 +145,9 @@ func GatherRows[T float32 | float64 | uint16](feats []T, dim int, ids []int32) [
 	return x
 }
 
-// upload places one block graph with its GCN and mean weights.
-func (r *Runner) upload(bb *Bound, adj *graph.CSR, b sampling.Block, isq []float64) (*engine.Graph, error) {
+// upload places one block graph with its GCN and mean weights, scaled
+// by the edge weights ew of its entries (nil: none).
+func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Block, isq []float64) (*engine.Graph, error) {
 	e := r.Env
 	be := backend.ForPurpose(e.Be, backend.PurposeTopology)
 	a, err := be.UploadGraph(adj, e.Tier)
@@ -155,13 +164,19 @@ func (r *Runner) upload(bb *Bound, adj *graph.CSR, b sampling.Block, isq []float
 	gcn := make([]float32, adj.NNZ())
 	for row := 0; row < adj.NumRows; row++ {
 		for k := adj.Indptr[row]; k < adj.Indptr[row+1]; k++ {
-			gcn[k] = float32(isq[b.Dst[row]] * isq[b.Src[adj.Col(k)]])
+			w := 1.0
+			if ew != nil {
+				w = float64(ew[k])
+			}
+			gcn[k] = float32(w * isq[b.Dst[row]] * isq[b.Src[adj.Col(k)]])
 		}
 	}
+	mean := adj.Unweighted() // the sampled neighbours' mean, not the sampler's values
+	mean.Values = ew
 	for _, w := range []struct {
 		v   []float32
 		dst **tensor.Tensor
-	}{{gcn, &eg.GCNNorm}, {graph.MeanNorm(adj), &eg.MeanNorm}} {
+	}{{gcn, &eg.GCNNorm}, {graph.MeanNorm(mean), &eg.MeanNorm}} {
 		t, err := train.UploadFloat32s(be, w.v, []int{len(w.v)}, e.DT, e.Tier)
 		if err != nil {
 			return nil, err
