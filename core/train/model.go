@@ -111,18 +111,8 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 		graphs = append(graphs, g)
 		in = g.Ops[g.Outputs[0]].Shape[1]
 	}
-	for _, k := range user.Keys() {
-		if !read[k] {
-			known := make([]string, 0, len(read))
-			for r := range read {
-				if !slices.Contains(hostKeys, r) {
-					known = append(known, r)
-				}
-			}
-			sort.Strings(known)
-			return nil, cfg.KeyError(fmt.Sprintf("model.options.%s: the %q module does not use option %q (it reads: %s); remove it or fix its spelling",
-				k, name, k, strings.Join(known, ", ")), "model", "options", k)
-		}
+	if err := checkOptionsRead(cfg, name, user.Keys(), read); err != nil {
+		return nil, err
 	}
 	for _, op := range graphs[0].Ops {
 		if op.Kind == ir.OpInput && op.Shape[1] != int64(inDim) {
@@ -143,12 +133,41 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 	if err := checkBindable(cfg, name, linked); err != nil {
 		return nil, err
 	}
+	weighted, err := declaresEdgeWeights(name, code)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked, Modules: used, EdgeWeights: weighted}, nil
+}
+
+// checkOptionsRead refuses a model.options key the module never read,
+// naming the options it does read.
+func checkOptionsRead(cfg *config.Config, name string, keys []string, read map[string]bool) error {
+	for _, k := range keys {
+		if read[k] {
+			continue
+		}
+		known := make([]string, 0, len(read))
+		for r := range read {
+			if !slices.Contains(hostKeys, r) {
+				known = append(known, r)
+			}
+		}
+		sort.Strings(known)
+		return cfg.KeyError(fmt.Sprintf("model.options.%s: the %q module does not use option %q (it reads: %s); remove it or fix its spelling",
+			k, name, k, strings.Join(known, ", ")), "model", "options", k)
+	}
+	return nil
+}
+
+// declaresEdgeWeights says whether the layer module's code declares that
+// it reads edge weights (models.MetaEdgeWeights).
+func declaresEdgeWeights(name string, code []byte) (bool, error) {
 	meta, err := models.Meta(code)
 	if err != nil {
-		return nil, fmt.Errorf("model %q: %w", name, err)
+		return false, fmt.Errorf("model %q: %w", name, err)
 	}
-	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked, Modules: used,
-		EdgeWeights: meta[models.MetaEdgeWeights] != ""}, nil
+	return meta[models.MetaEdgeWeights] != "", nil
 }
 
 // moduleKey is the identity key of an aggregator module a layer loaded
