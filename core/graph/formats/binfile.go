@@ -143,29 +143,10 @@ func writeBinary(path string, d *graph.Dataset, wrap func(io.Writer) io.Writer) 
 	add("valid", "i4", len(d.Valid), graph.ByteView(d.Valid))
 	add("test", "i4", len(d.Test), graph.ByteView(d.Test))
 
-	// The header size depends on the offsets it lists: iterate to a fixed point.
-	var head []byte
-	dataStart := int64(4096)
-	for {
-		off := dataStart
-		h.Sections = h.Sections[:0]
-		for i := range parts {
-			parts[i].sec.Offset = off
-			h.Sections = append(h.Sections, parts[i].sec)
-			off = alignUp(off+int64(len(parts[i].data)), binAlign)
-		}
-		h.FileSize = off
-		var err error
-		if head, err = json.Marshal(&h); err != nil {
-			return fmt.Errorf("%s: encode header: %w", path, err)
-		}
-		if need := alignUp(binPrelude+int64(len(head)), binAlign); need > dataStart {
-			dataStart = need
-			continue
-		}
-		break
+	head, err := layoutSections(path, &h, parts)
+	if err != nil {
+		return err
 	}
-
 	tmp, err := safefile.Create(path, d.Source)
 	if err != nil {
 		return err
@@ -204,7 +185,32 @@ func writeBinary(path string, d *graph.Dataset, wrap func(io.Writer) io.Writer) 
 	return tmp.Commit()
 }
 
-// alignUp rounds x up to a multiple of a (a power of two).
+// layoutSections sets the sections' offsets in h and its file size and
+// returns the encoded header; the header's size depends on the offsets
+// it lists, so it iterates to a fixed point.
+func layoutSections(path string, h *binHeader, parts []binPayload) ([]byte, error) {
+	dataStart := int64(4096)
+	for {
+		off := dataStart
+		h.Sections = h.Sections[:0]
+		for i := range parts {
+			parts[i].sec.Offset = off
+			h.Sections = append(h.Sections, parts[i].sec)
+			off = alignUp(off+int64(len(parts[i].data)), binAlign)
+		}
+		h.FileSize = off
+		head, err := json.Marshal(h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: encode header: %w", path, err)
+		}
+		if need := alignUp(binPrelude+int64(len(head)), binAlign); need > dataStart {
+			dataStart = need
+			continue
+		}
+		return head, nil
+	}
+}
+
 // convertedFrom joins a binary file's path to the source it was made from.
 const convertedFrom = " (converted from "
 
@@ -217,6 +223,7 @@ func originalSource(src string) string {
 	return src
 }
 
+// alignUp rounds x up to a multiple of a (a power of two).
 func alignUp(x, a int64) int64 { return (x + a - 1) &^ (a - 1) }
 
 // OpenBinary maps a file written by WriteBinary and returns a dataset whose
