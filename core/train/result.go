@@ -46,12 +46,16 @@ type Result struct {
 	// parameter (see DivergedError), "interrupted" for one stopped by
 	// SIGINT, "failed" for one whose output.checkpoint or output.model
 	// could not be written (see OutputError), empty for a finished run.
-	Status       string  `json:"status,omitempty"`
-	Dataset      string  `json:"dataset"`
-	Model        string  `json:"model"`
-	Mode         string  `json:"mode"`
-	Backend      string  `json:"backend"`
-	Device       string  `json:"device,omitempty"` // the GPU's name (cuda backend)
+	Status  string `json:"status,omitempty"`
+	Dataset string `json:"dataset"`
+	Model   string `json:"model"`
+	Mode    string `json:"mode"`
+	Backend string `json:"backend"`
+	Device  string `json:"device,omitempty"` // the GPU's name (cuda backend)
+	// Targets names the dataset's targets when they are not classes:
+	// "multi-label" (the *_acc fields are then the element-wise
+	// accuracy) or "regression" (the *_acc fields are then R²).
+	Targets      string  `json:"targets,omitempty"`
 	Epochs       int     `json:"epochs"`
 	BestEpoch    int     `json:"best_epoch"`
 	BestValidAcc float64 `json:"best_valid_acc"`

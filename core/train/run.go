@@ -108,6 +108,9 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		Params: model.Graph.NumParams(), Seed: cfg.Train.Seed, Version: opts.Version,
 		Threads: threads(cfg), LoadTimeS: time.Since(start).Seconds(), BestEpoch: -1,
 	}
+	if ds.HasTargets() {
+		res.Targets = ds.Kind.String()
+	}
 	if d, ok := be.(backend.Named); ok {
 		res.Device = d.DeviceName()
 	}

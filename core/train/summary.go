@@ -21,7 +21,8 @@ func (c *checkpoint) finished(cfg *config.Config) bool {
 // prints on stderr after the result line: how many of the planned epochs
 // ran and how the run ended, the wall time, the best epoch (numbered from
 // 0, as best_epoch) with its validation and test accuracy and the
-// figures of train.metrics. For example:
+// figures of train.metrics (R² or the element-wise accuracy for
+// regression and multi-label targets). For example:
 //
 //	strata: 200 epochs in 12.3 s, best valid 0.792 at epoch 87, test 0.811
 func (r *Result) SummaryLine(planned int, elapsed time.Duration) string {
@@ -40,13 +41,14 @@ func (r *Result) SummaryLine(planned int, elapsed time.Duration) string {
 		b.WriteString(", no evaluation")
 		return b.String()
 	}
+	figure := map[string]string{"regression": " R²", "multi-label": " label accuracy"}[r.Targets]
 	if r.noValid {
 		fmt.Fprintf(&b, ", best epoch %d", r.BestEpoch)
 	} else {
-		fmt.Fprintf(&b, ", best valid %.3f at epoch %d", r.BestValidAcc, r.BestEpoch)
+		fmt.Fprintf(&b, ", best valid%s %.3f at epoch %d", figure, r.BestValidAcc, r.BestEpoch)
 	}
 	if !r.noTest {
-		fmt.Fprintf(&b, ", test %.3f", r.TestAcc)
+		fmt.Fprintf(&b, ", test%s %.3f", figure, r.TestAcc)
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Metrics)) {
 		fmt.Fprintf(&b, ", %s %.3f", k, r.Metrics[k])

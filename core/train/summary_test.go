@@ -42,6 +42,10 @@ func TestSummaryLine(t *testing.T) {
 			"strata: interrupted after 3 of 200 epochs in 12.3 s, no evaluation"},
 		{Result{Epochs: 200, BestEpoch: 5, TestAcc: 0.5, noValid: true},
 			"strata: 200 epochs in 12.3 s, best epoch 5, test 0.500"},
+		{Result{Targets: "regression", Epochs: 200, BestEpoch: 9, BestValidAcc: -0.25, TestAcc: 0.5},
+			"strata: 200 epochs in 12.3 s, best valid R² -0.250 at epoch 9, test R² 0.500"},
+		{Result{Targets: "multi-label", Epochs: 200, BestEpoch: 9, BestValidAcc: 0.75, TestAcc: 0.5},
+			"strata: 200 epochs in 12.3 s, best valid label accuracy 0.750 at epoch 9, test label accuracy 0.500"},
 	} {
 		if got := c.res.SummaryLine(200, 12300*time.Millisecond); got != c.want {
 			t.Errorf("summary\n got %q\nwant %q", got, c.want)
