@@ -120,7 +120,7 @@ var trainClasses = []classRule{
 	// redundancies, what the run reports it did (mode, partitioner,
 	// intermediates). Listed so that a new field of the result is a
 	// decision (TestEveryResultFieldClassed).
-	{"status", checked}, {"dataset", checked}, {"model", checked}, {"mode", checked}, {"backend", checked},
+	{"status", checked}, {"dataset", checked}, {"model", checked}, {"mode", checked}, {"backend", checked}, {"targets", checked},
 	{"epochs", checked}, {"best_epoch", checked}, {"best_valid_acc", checked}, {"train_acc", checked},
 	{"test_acc", checked}, {"final_loss", checked}, {"nodes", checked}, {"edges", checked},
 	{"features", checked}, {"classes", checked}, {"params", checked}, {"program_bytes", checked},
