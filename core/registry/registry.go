@@ -87,7 +87,7 @@ type Provisioner interface {
 var ErrNotFound = errors.New("module not found")
 
 // namespaces is the fixed list of namespaces, in display order.
-var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cache", "model", "aggregator", "costmodel", "placement", "comm", "format", "optimizer", "lrschedule"}
+var namespaces = []string{"backend", "strategy", "partitioner", "sampler", "cache", "model", "aggregator", "costmodel", "placement", "comm", "format", "optimizer", "lrschedule", "decoder", "negative"}
 
 var (
 	mu          sync.RWMutex
@@ -98,7 +98,7 @@ var (
 
 // Namespaces returns the fixed list of module namespaces: backend,
 // strategy, partitioner, sampler, cache, model, aggregator, costmodel,
-// placement, comm, format, optimizer, lrschedule.
+// placement, comm, format, optimizer, lrschedule, decoder, negative.
 func Namespaces() []string { return slices.Clone(namespaces) }
 
 // RegisterUnavailable records a module that exists but is not compiled

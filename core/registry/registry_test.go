@@ -201,7 +201,7 @@ func TestLookupAndNamespace(t *testing.T) {
 }
 
 func TestNamespacesFixed(t *testing.T) {
-	want := "backend,strategy,partitioner,sampler,cache,model,aggregator,costmodel,placement,comm,format,optimizer,lrschedule"
+	want := "backend,strategy,partitioner,sampler,cache,model,aggregator,costmodel,placement,comm,format,optimizer,lrschedule,decoder,negative"
 	ns := Namespaces()
 	if got := strings.Join(ns, ","); got != want {
 		t.Fatalf("Namespaces() = %s", got)
