@@ -1,7 +1,7 @@
 // Package conformance runs registered modules through the conformance
 // suite of their namespace: backendtest for backends, strategytest for
-// training strategies, partitionertest, samplertest, cachetest and
-// placementtest for the plugins, formattest for dataset formats; and every module, of any namespace,
+// training strategies, partitionertest, samplertest, cachetest,
+// negativetest and placementtest for the plugins, formattest for dataset formats; and every module, of any namespace,
 // through its registry lifecycle (Lifecycle). plugins/all's test runs
 // every module the binary links; a new plugin's own test can run just its
 // module.
@@ -20,6 +20,8 @@ import (
 	"strata/core/config"
 	"strata/core/graph"
 	"strata/core/graph/formattest"
+	"strata/core/negative"
+	"strata/core/negative/negativetest"
 	"strata/core/optim"
 	"strata/core/optim/optimtest"
 	"strata/core/partition"
@@ -46,6 +48,11 @@ var suites = map[string]func(t *testing.T, info registry.ModuleInfo){
 	"sampler": func(t *testing.T, info registry.ModuleInfo) {
 		if newS, ok := constructor[sampling.Sampler](t, info); ok {
 			samplertest.Test(t, newS)
+		}
+	},
+	"negative": func(t *testing.T, info registry.ModuleInfo) {
+		if newS, ok := constructor[negative.Sampler](t, info); ok {
+			negativetest.Test(t, newS)
 		}
 	},
 	"cache": func(t *testing.T, info registry.ModuleInfo) {

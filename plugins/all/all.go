@@ -1,6 +1,6 @@
 // Package all links every built-in plugin into a program: importing it
 // (blank) registers the backends, strategies, partitioners, samplers,
-// cache policies, placement solvers, layer modules and cost models that
+// negative samplers, cache policies, placement solvers, layer modules and cost models that
 // ship with strata. cmd/strata and the tests that need plugins import it;
 // core never does.
 package all
@@ -11,6 +11,7 @@ import (
 	_ "strata/plugins/cache"
 	_ "strata/plugins/layers"
 	_ "strata/plugins/mpi"
+	_ "strata/plugins/negative"
 	_ "strata/plugins/placement"
 	_ "strata/plugins/sampler"
 	_ "strata/plugins/strategy/chunked"
