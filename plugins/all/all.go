@@ -1,7 +1,7 @@
 // Package all links every built-in plugin into a program: importing it
 // (blank) registers the backends, strategies, partitioners, samplers,
-// negative samplers, cache policies, placement solvers, layer modules and cost models that
-// ship with strata. cmd/strata and the tests that need plugins import it;
+// negative samplers, cache policies, placement solvers, layer modules and
+// cost models that ship with strata. cmd/strata and the tests that need plugins import it;
 // core never does.
 package all
 
