@@ -88,3 +88,38 @@ func TestDecoderFailures(t *testing.T) {
 		mustContain(t, err, `decoder module "roofline" does not export strata_decode (build it with sdk.RegisterDecoder`)
 	})
 }
+
+// TestHadamardMLPOptions records the shipped hadamard-mlp decoder with
+// its defaults (hidden = in_dim, two layers), one layer, and bad options.
+func TestHadamardMLPOptions(t *testing.T) {
+	m := loadGuest(t, "models/decoders/hadamard-mlp")
+	cases := []struct {
+		cfg  Config
+		want []string // its parameters, name and shape
+		err  string
+	}{
+		{cfg("in_dim", 4), []string{"decoder.mlp.0.weight[4,4]", "decoder.mlp.0.bias[4]", "decoder.mlp.1.weight[4,1]", "decoder.mlp.1.bias[1]"}, ""},
+		{cfg("in_dim", 4, "layers", 1), []string{"decoder.mlp.0.weight[4,1]", "decoder.mlp.0.bias[1]"}, ""},
+		{cfg("in_dim", 4, "hidden", 0), nil, `decoder "hadamard-mlp": option hidden = 0 must be at least 1`},
+		{cfg("in_dim", 4, "layers", 0), nil, `decoder "hadamard-mlp": option layers = 0 must be in 1..16`},
+	}
+	for _, c := range cases {
+		s, err := m.DecoderSpec(context.Background(), c.cfg)
+		if c.err != "" {
+			mustContain(t, err, c.err)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, op := range s.Graph.Ops {
+			if op.Kind == ir.OpParam {
+				got = append(got, op.Name+ir.ShapeString(op.Shape))
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%v: params %v, want %v", c.cfg.Keys(), got, c.want)
+		}
+	}
+}
