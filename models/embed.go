@@ -1,5 +1,5 @@
-// Package models holds the layer and cost-model modules that ship with
-// strata: their Go sources (layers/, aggregators/, costmodels/, built for wasip1 with the
+// Package models holds the layer, aggregator, cost-model and decoder modules that ship with
+// strata: their Go sources (layers/, aggregators/, costmodels/, decoders/, built for wasip1 with the
 // guest SDK in sdk/) and, on the host side, the compiled .wasm files that
 // `make models` writes to wasm/ and this package embeds.
 //
@@ -34,12 +34,15 @@ var (
 	Layers      = Kind{Noun: "layer", Dir: "layers"}
 	Aggregators = Kind{Noun: "aggregator", Dir: "aggregators", Prefix: "aggregator-"}
 	CostModels  = Kind{Noun: "cost model", Dir: "costmodels", Prefix: "costmodel-"}
+	Decoders    = Kind{Noun: "decoder", Dir: "decoders", Prefix: "decoder-"}
+	// AllKinds lists every kind.
+	AllKinds = []Kind{Layers, Aggregators, CostModels, Decoders}
 )
 
 // kindOf returns the kind a built file's base name (without .wasm)
 // belongs to, and the module's name.
 func kindOf(base string) (Kind, string) {
-	for _, k := range []Kind{Aggregators, CostModels} {
+	for _, k := range AllKinds[1:] { // the layers' prefix is empty
 		if name, ok := strings.CutPrefix(base, k.Prefix); ok {
 			return k, name
 		}
@@ -106,6 +109,9 @@ func Layer(name string) ([]byte, error) { return Layers.Module(name) }
 // CostModel returns the embedded module of a shipped cost model.
 func CostModel(name string) ([]byte, error) { return CostModels.Module(name) }
 
+// DecoderNames returns the names of the shipped decoder modules, sorted.
+func DecoderNames() []string { return Decoders.Names() }
+
 // IsFile reports whether a config's module setting names a file (a value
 // ending in .wasm or containing a path separator) rather than a shipped
 // layer.
@@ -115,9 +121,17 @@ func IsFile(module string) bool {
 
 // CheckFile checks that b, read from the user's module file path
 // (model.module = "path/to/x.wasm"), is a WebAssembly binary.
-func CheckFile(path string, b []byte) error {
+func CheckFile(path string, b []byte) error { return Layers.CheckFile(path, b) }
+
+// CheckFile checks that b, read from the user's module file path, is a
+// WebAssembly binary.
+func (k Kind) CheckFile(path string, b []byte) error {
 	if len(b) < 8 || !bytes.Equal(b[:4], []byte("\x00asm")) {
-		return fmt.Errorf("model module %s is not a WebAssembly binary (build it with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared, see docs/models.md)", path)
+		noun := k.Noun
+		if k == Layers {
+			noun = "model"
+		}
+		return fmt.Errorf("%s module %s is not a WebAssembly binary (build it with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared, see docs/models.md)", noun, path)
 	}
 	return nil
 }
@@ -128,13 +142,19 @@ func CheckFile(path string, b []byte) error {
 // by CheckFile and named after its base name; anything else is a shipped
 // layer.
 func Resolve(module string, read func(path string) ([]byte, error)) (name string, wasm []byte, err error) {
+	return Layers.Resolve(module, read)
+}
+
+// Resolve is the package's Resolve for modules of kind k: a file, or a
+// shipped module of kind k (link.decoder = "dot" or "my/decoder.wasm").
+func (k Kind) Resolve(module string, read func(path string) ([]byte, error)) (name string, wasm []byte, err error) {
 	if IsFile(module) {
 		b, err := read(module)
 		if err == nil {
-			err = CheckFile(module, b)
+			err = k.CheckFile(module, b)
 		}
 		return strings.TrimSuffix(filepath.Base(module), ".wasm"), b, err
 	}
-	b, err := Layer(module)
+	b, err := k.Module(module)
 	return module, b, err
 }

@@ -12,7 +12,7 @@ import (
 // requires each to be built into the binary, with a doc line: a module
 // whose build was forgotten fails here, not silently.
 func TestEverySourceEmbedded(t *testing.T) {
-	for _, k := range []Kind{Layers, Aggregators, CostModels} {
+	for _, k := range AllKinds {
 		ents, err := os.ReadDir(k.Dir)
 		if err != nil {
 			t.Fatal(err)
@@ -78,5 +78,39 @@ func TestUnknownModule(t *testing.T) {
 	}
 	if _, _, err := Resolve(filepath.Join(t.TempDir(), "x.wasm"), os.ReadFile); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("Resolve(missing file): %v", err)
+	}
+}
+
+// TestKindResolve: a decoder setting names a shipped decoder or a module
+// file, and either being wrong is an error naming the kind.
+func TestKindResolve(t *testing.T) {
+	files := map[string][]byte{"my/ok.wasm": []byte("\x00asm\x01\x00\x00\x00"), "bad.wasm": []byte("text")}
+	read := func(p string) ([]byte, error) {
+		if b, ok := files[p]; ok {
+			return b, nil
+		}
+		return nil, os.ErrNotExist
+	}
+	cases := []struct {
+		module, name, err string
+	}{
+		{"dot", "dot", ""},
+		{"my/ok.wasm", "ok", ""},
+		{"bad.wasm", "bad", "decoder module bad.wasm is not a WebAssembly binary"},
+		{"nope", "nope", `unknown decoder module "nope" (shipped: `},
+		{"gone.wasm", "gone", "file does not exist"},
+	}
+	for _, c := range cases {
+		name, b, err := Decoders.Resolve(c.module, read)
+		if name != c.name {
+			t.Errorf("%s: name %q, want %q", c.module, name, c.name)
+		}
+		if c.err == "" {
+			if err != nil || len(b) < 8 {
+				t.Errorf("%s: %d bytes, error %v", c.module, len(b), err)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: error %v, want %q", c.module, err, c.err)
+		}
 	}
 }

@@ -3,6 +3,7 @@
 #   models/layers/<name>     -> models/wasm/<name>.wasm
 #   models/costmodels/<name> -> models/wasm/costmodel-<name>.wasm
 #   models/aggregators/<name> -> models/wasm/aggregator-<name>.wasm
+#   models/decoders/<name>   -> models/wasm/decoder-<name>.wasm
 # as Go reactors (GOOS=wasip1, -buildmode=c-shared). Every directive line
 # `//strata:<key> <value>` of a module's sources becomes a custom section
 # "strata.<key>" of its .wasm holding <value>, "true" for a bare
@@ -65,16 +66,11 @@ cd "$(dirname "$0")/.."
 out=models/wasm
 mkdir -p "$out"
 n=0
-for dir in models/layers/*/; do
-	build "$out/$(basename "$dir").wasm" "./$dir"
-	n=$((n + 1))
-done
-for dir in models/aggregators/*/; do
-	build "$out/aggregator-$(basename "$dir").wasm" "./$dir"
-	n=$((n + 1))
-done
-for dir in models/costmodels/*/; do
-	build "$out/costmodel-$(basename "$dir").wasm" "./$dir"
-	n=$((n + 1))
+# Each kind: its source directory under models/ and its files' prefix.
+for kind in layers: aggregators:aggregator- costmodels:costmodel- decoders:decoder-; do
+	for dir in "models/${kind%%:*}"/*/; do
+		build "$out/${kind#*:}$(basename "$dir").wasm" "./$dir"
+		n=$((n + 1))
+	done
 done
 echo "build-models: $n modules in $out/"

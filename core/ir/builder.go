@@ -262,6 +262,23 @@ func (b *Builder) Output(h int32) int32 {
 	return h
 }
 
+// OutputScores marks a value as a decoder graph's result: one score per
+// edge of the pair graph "adj", [EAdj,1].
+func (b *Builder) OutputScores(h int32) int32 {
+	v, ok := b.vals("output", h)
+	if !ok {
+		return -1
+	}
+	if s := v[0].Shape; !rank2(s) || s[0] != EAdj || s[1] != 1 {
+		return b.fail("output", "a decoder's output must be one score per pair of \"adj\", [E,1], got %s", ShapeString(s))
+	}
+	if len(b.g.Outputs) > 0 {
+		return b.fail("output", "the graph already has an output (%%%d)", b.g.Outputs[0])
+	}
+	b.g.Outputs = append(b.g.Outputs, h)
+	return h
+}
+
 // Shape returns the inferred shape of a recorded value (nil for poison).
 func (b *Builder) Shape(h int32) []int64 {
 	if h < 0 || int(h) >= len(b.g.Ops) {

@@ -56,6 +56,17 @@ func TestBuilderErrors(t *testing.T) {
 		{"no output", func(b *Builder) {
 			b.Input("x", 4)
 		}, "layer recorded no output"},
+		{"scores of nodes", func(b *Builder) {
+			b.OutputScores(b.MatMul(b.Input("x", 4), b.Param("w", []int64{4, 1}, "glorot")))
+		}, `op #3 output: a decoder's output must be one score per pair of "adj", [E,1], got [N,1]`},
+		{"two scores a pair", func(b *Builder) {
+			x := b.Input("x", 2)
+			b.OutputScores(b.Table(OpGatherSrc, b.Graph("adj"), x, 0))
+		}, `op #3 output: a decoder's output must be one score per pair of "adj", [E,1], got [E_adj,2]`},
+		{"scores of adj_self", func(b *Builder) {
+			x := b.Input("x", 1)
+			b.OutputScores(b.Table(OpGatherSrc, b.Graph("adj_self"), x, 0))
+		}, `got [E_adj_self,1]`},
 		{"poisoned argument", func(b *Builder) {
 			x := b.Input("x", 0)
 			b.Output(b.Unary(OpReLU, x, 0))

@@ -21,6 +21,23 @@ type Host interface {
 	LoadLayer(ctx context.Context, name string, code []byte) (Layer, func(), error)
 	// LoadCostModel loads a cost model and checks that it answers.
 	LoadCostModel(ctx context.Context, name string, code []byte) (CostModel, func(), error)
+	// LoadDecoder loads a link-prediction decoder module (one that
+	// exports strata_decode; any other is an error saying so).
+	LoadDecoder(ctx context.Context, name string, code []byte) (Decoder, func(), error)
+}
+
+// Decoder is a loaded link-prediction decoder module.
+type Decoder interface {
+	// DecoderSpec records the decoder with the options of cfg, whose
+	// in_dim is the embedding width: a graph whose input "x" is the node
+	// embeddings [N,in_dim], whose only graph is "adj", the pairs (row i
+	// lists the sources of the pairs whose destination is node i, one
+	// edge per pair, repeats and self pairs allowed), and whose output is
+	// the pairs' scores (logits) [E_adj,1] in CSR order. Its parameters
+	// are named "decoder.<name>". Modules and Defaults are as a layer's.
+	DecoderSpec(ctx context.Context, cfg LayerConfig) (*LayerSpec, error)
+	// SHA256 is the hex digest of the module's bytes.
+	SHA256() string
 }
 
 // Layer is a loaded layer module.
@@ -57,15 +74,16 @@ type CostModel interface {
 	Predict(op int32, in []float64) ([4]float64, error)
 }
 
-// Source is implemented by the registered model.*, aggregator.* and
-// costmodel.* modules: it returns the module's WebAssembly bytes.
+// Source is implemented by the registered model.*, aggregator.*,
+// costmodel.* and decoder.* modules: it returns the module's WebAssembly
+// bytes.
 type Source interface {
 	registry.Module
 	Wasm() ([]byte, error)
 }
 
 // Lookup returns the bytes of a registered module by full ID
-// ("model.gcn", "costmodel.roofline").
+// ("model.gcn", "costmodel.roofline", "decoder.dot").
 func Lookup(id string) ([]byte, error) {
 	src, err := registry.New[Source](id)
 	if err != nil {

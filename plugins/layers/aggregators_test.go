@@ -214,22 +214,39 @@ func aggrProgram(t *testing.T, be backend.Backend, tier tensor.Tier, g *ir.Graph
 // its input.
 func programOn(t *testing.T, be backend.Backend, tier tensor.Tier, g *ir.Graph, csr *graph.CSR) *engine.Program {
 	t.Helper()
-	graphs, err := train.BindGraphs(g, &train.Adjacencies{Adj: csr, AdjSelf: graph.AddSelfLoops(csr)}, be, tensor.Float64, tier)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := be.Alloc(tensor.Float64, []int{aggrNodes, aggrIn}, tier)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := be.Upload(x, aggrInput()); err != nil {
-		t.Fatal(err)
-	}
-	p, err := engine.Compile(g, engine.Env{Backend: be, DType: tensor.Float64, Tier: tier, Graphs: graphs, Input: x}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := bindProgram(t, be, tier, g, &train.Adjacencies{Adj: csr, AdjSelf: graph.AddSelfLoops(csr)}, progInput{aggrIn, aggrInput(), false}, 3)
 	return p
+}
+
+// progInput is a program's input: its width, its values (row-major) and
+// whether the program computes its gradient.
+type progInput struct {
+	cols int
+	x    []float64
+	grad bool
+}
+
+// bindProgram compiles g on be over the adjacencies a with the input in,
+// its parameters initialised from seed; it returns the program and its
+// input tensor.
+func bindProgram(t *testing.T, be backend.Backend, tier tensor.Tier, g *ir.Graph, a *train.Adjacencies, in progInput, seed uint64) (*engine.Program, *tensor.Tensor) {
+	t.Helper()
+	graphs, err := train.BindGraphs(g, a, be, tensor.Float64, tier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := be.Alloc(tensor.Float64, []int{len(in.x) / in.cols, in.cols}, tier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Upload(x, in.x); err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.Compile(g, engine.Env{Backend: be, DType: tensor.Float64, Tier: tier, Graphs: graphs, Input: x, InputGrad: in.grad}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, x
 }
 
 // aggrInput is positive and spread (distinct values: no ties for the
@@ -279,17 +296,7 @@ func TestAggregatorForward(t *testing.T) {
 			}
 			var w params
 			if c.pref != nil { // move the parameters off their init (zero biases) and read them
-				w = params{}
-				for k, prm := range p.Params() {
-					v := download(t, be, prm.Value)
-					for i := range v {
-						v[i] += 0.3 * math.Sin(float64(i*7+k)+1)
-					}
-					if err := be.Upload(prm.Value, v); err != nil {
-						t.Fatal(err)
-					}
-					w[strings.TrimPrefix(prm.Name, aggrPrefix.FindString(prm.Name))] = param{v, prm.Value.Shape()}
-				}
+				w = moveParams(t, be, p, func(name string) string { return strings.TrimPrefix(name, aggrPrefix.FindString(name)) })
 				if err := p.Forward(context.Background(), engine.Mode{}); err != nil {
 					t.Fatal(err)
 				}
@@ -321,6 +328,24 @@ func TestAggregatorForward(t *testing.T) {
 			simMatchesCPU(t, g, func(name string) []float64 { return w[strings.TrimPrefix(name, aggrPrefix.FindString(name))].v }, got)
 		})
 	}
+}
+
+// moveParams moves p's parameters off their initial values (zero biases
+// would put ReLUs on their kink) and returns them by the names key gives.
+func moveParams(t *testing.T, be backend.Backend, p *engine.Program, key func(string) string) params {
+	t.Helper()
+	w := params{}
+	for k, prm := range p.Params() {
+		v := download(t, be, prm.Value)
+		for i := range v {
+			v[i] += 0.3 * math.Sin(float64(i*7+k)+1)
+		}
+		if err := be.Upload(prm.Value, v); err != nil {
+			t.Fatal(err)
+		}
+		w[key(prm.Name)] = param{v, prm.Value.Shape()}
+	}
+	return w
 }
 
 // simMatchesCPU runs g on the sim backend's device, with the parameter
@@ -376,15 +401,30 @@ func TestAggregatorGradients(t *testing.T) {
 }
 
 // checkAggrGradients compares the backward of d(Σ r·out)/d(params) with
-// central finite differences, element by element, after moving every
-// parameter off its initial value (zero biases would put ReLUs on their
-// kink). The step and the bound follow from the loss's scale Σ|r·out| and
-// its roundings (floattol.Slope, which widens the bound next to the kink
-// of a clamp or a selection).
+// central finite differences (checkGradients).
 func checkAggrGradients(t *testing.T, g *ir.Graph) {
 	t.Helper()
 	be := cpu.New(cpu.Options{Threads: 2})
-	p := aggrProgram(t, be, tensor.Host, g)
+	checkGradients(t, be, aggrProgram(t, be, tensor.Host, g), aggrGamma(len(g.Ops)), nil)
+}
+
+// gradTarget is a tensor whose gradient checkGradients checks: a
+// parameter, or the program's input.
+type gradTarget struct {
+	name        string
+	value, grad *tensor.Tensor
+}
+
+// checkGradients compares the backward of d(Σ r·out)/d(params) of p
+// (and d/d(input) when input is set: the program's input, bound with
+// Env.InputGrad) with central finite differences, element by element,
+// after moving every parameter off its initial value (zero biases would
+// put ReLUs on their kink). The step and the bound follow from the loss's
+// scale Σ|r·out|, the program's relative rounding gam and its roundings
+// (floattol.Slope, which widens the bound next to the kink of a clamp or
+// a selection).
+func checkGradients(t *testing.T, be backend.Backend, p *engine.Program, gam float64, input *tensor.Tensor) {
+	t.Helper()
 	ctx := context.Background()
 	r := make([]float64, p.Output().Numel())
 	for i := range r {
@@ -400,6 +440,7 @@ func checkAggrGradients(t *testing.T, g *ir.Graph) {
 		}
 		return l
 	}
+	var targets []gradTarget
 	for _, prm := range p.Params() {
 		v := download(t, be, prm.Value)
 		for i := range v {
@@ -408,6 +449,7 @@ func checkAggrGradients(t *testing.T, g *ir.Graph) {
 		if err := be.Upload(prm.Value, v); err != nil {
 			t.Fatal(err)
 		}
+		targets = append(targets, gradTarget{prm.Name, prm.Value, prm.Grad})
 	}
 	loss()
 	if err := be.Upload(p.OutputGrad(), r); err != nil {
@@ -416,21 +458,31 @@ func checkAggrGradients(t *testing.T, g *ir.Graph) {
 	if err := p.Backward(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if input != nil {
+		grad, err := p.InputGrad()
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, gradTarget{"input", input, grad})
+	}
+	anas := make([][]float64, len(targets)) // before the differences' forwards
+	for k, tg := range targets {
+		anas[k] = download(t, be, tg.grad)
+	}
 	scale := 0.0
 	for i, v := range download(t, be, p.Output()) {
 		scale += math.Abs(r[i] * v)
 	}
 	scale = math.Max(1, scale)
-	gam := aggrGamma(len(g.Ops))
 	eps := gam * scale
-	for _, prm := range p.Params() {
-		ana := download(t, be, prm.Grad)
-		vals := download(t, be, prm.Value)
+	for k, tg := range targets {
+		ana := anas[k]
+		vals := download(t, be, tg.value)
 		num, bound := floattol.Gradient(len(vals), func(i int, d float64) float64 {
 			orig := vals[i]
 			set := func(v float64) {
 				vals[i] = v
-				if err := be.Upload(prm.Value, vals); err != nil {
+				if err := be.Upload(tg.value, vals); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -442,15 +494,15 @@ func checkAggrGradients(t *testing.T, g *ir.Graph) {
 		if slices.Max(ana) == 0 && slices.Min(ana) == 0 {
 			// A softmax's per-channel shift (the gate's bias)
 			// has no effect; the input's gradient must not vanish.
-			if prm.Name == "proj.weight" {
-				t.Fatalf("param %s: zero gradient", prm.Name)
+			if tg.name == "proj.weight" || tg.name == "input" {
+				t.Fatalf("%s: zero gradient", tg.name)
 			}
 		}
 		for i, a := range ana {
 			bound[i] += gam * (math.Abs(a) + scale) // the backward's own rounding
 		}
 		if i, q := floattol.Exceeds(ana, num, bound); i >= 0 {
-			t.Errorf("param %s[%d]: backward %g, central difference %g: off by %.3g times the bound %.3g", prm.Name, i, ana[i], num[i], q, bound[i])
+			t.Errorf("%s[%d]: backward %g, central difference %g: off by %.3g times the bound %.3g", tg.name, i, ana[i], num[i], q, bound[i])
 		}
 	}
 }

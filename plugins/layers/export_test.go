@@ -14,6 +14,14 @@ var (
 	Download           = download
 	SimMatchesCPU      = simMatchesCPU
 	SimBackend         = simBackend
+
+	DecoderGraph          = decoderGraph
+	DecForward            = decForward
+	DecReferenceCheck     = decReferenceCheck
+	ErrNoReference        = errNoReference
+	CheckDecoderGradients = checkDecoderGradients
+	DecSimAgrees          = decSimAgrees
+	CheckDecoderSeeds     = checkDecoderSeeds
 )
 
 // AggrNodes and AggrIn are the test graph's nodes and input width.

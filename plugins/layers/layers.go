@@ -1,7 +1,8 @@
 // Package layers registers the WebAssembly modules that ship with strata as
 // plugins: each layer module as model.<name>, each aggregator as
-// aggregator.<name> and each cost model as costmodel.<name>. Importing it (blank) makes them selectable by name in
-// a config's model.name.
+// aggregator.<name>, each cost model as costmodel.<name> and each
+// link-prediction decoder as decoder.<name>. Importing it (blank) makes
+// them selectable by name in a config's model.name (and link.decoder).
 //
 // The modules are those embedded in package models (the files of
 // models/wasm); each one's doc line is the one its .wasm carries
@@ -16,7 +17,7 @@ import (
 )
 
 // Module is a shipped module of one kind: model.<name>,
-// aggregator.<name> or costmodel.<name>.
+// aggregator.<name>, costmodel.<name> or decoder.<name>.
 type Module struct {
 	ns      string
 	kind    models.Kind
@@ -40,7 +41,7 @@ var _ modhost.Source = (*Module)(nil)
 var namespaces = []struct {
 	ns   string
 	kind models.Kind
-}{{"model", models.Layers}, {"aggregator", models.Aggregators}, {"costmodel", models.CostModels}}
+}{{"model", models.Layers}, {"aggregator", models.Aggregators}, {"costmodel", models.CostModels}, {"decoder", models.Decoders}}
 
 func init() {
 	for _, n := range namespaces {

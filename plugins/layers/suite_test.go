@@ -204,12 +204,13 @@ func checkPermutation(t *testing.T, m module, g *ir.Graph, got []float64) {
 // subtest meant to catch each to fail and the others to pass: an
 // aggregator that depends on its neighbours' order without declaring it
 // fails Permutation; a layer blind to its input (testdata/mutants/layers/
-// blind) fails Learns.
+// blind) fails Learns; a decoder named dot that is not the dot product
+// (testdata/mutants/decoders/dot) fails Reference.
 func TestSuiteFailsOnMutants(t *testing.T) {
 	if os.Getenv(mutantEnv) != "" {
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^(TestAggregatorSuite|TestLayerSuite)$", "-test.v", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^(TestAggregatorSuite|TestLayerSuite|TestDecoderSuite)$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), mutantEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
@@ -221,6 +222,7 @@ func TestSuiteFailsOnMutants(t *testing.T) {
 	}{
 		{"TestAggregatorSuite", "first.wasm", "Permutation", "depends on the neighbours' order", []string{"Gradients", "Backends", "Learns"}},
 		{"TestLayerSuite", "blind.wasm", "Learns", "not below 1.9459, the training labels' entropy", []string{"Gradients", "Backends", "Blocks"}},
+		{"TestDecoderSuite", "dot.wasm", "Reference", ", reference ", []string{"Gradients", "Backends", "Seeds"}},
 	}
 	for _, c := range cases {
 		for _, want := range []string{"--- FAIL: " + c.suite + "/" + c.mutant + "/" + c.fails + " ", c.why} {

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"fmt"
 
 	"strata/core/modhost"
 )
@@ -14,6 +15,15 @@ var _ modhost.Host = Host{}
 
 // LoadLayer implements modhost.Host.
 func (h Host) LoadLayer(ctx context.Context, name string, code []byte) (modhost.Layer, func(), error) {
+	mod, release, err := h.load(ctx, name, code)
+	if err != nil {
+		return nil, nil, err
+	}
+	return layer{mod}, release, nil
+}
+
+// load loads a module in a runtime of its own, which release closes.
+func (h Host) load(ctx context.Context, name string, code []byte) (*Module, func(), error) {
 	rt, err := NewRuntime(ctx, h.Options)
 	if err != nil {
 		return nil, nil, err
@@ -24,7 +34,7 @@ func (h Host) LoadLayer(ctx context.Context, name string, code []byte) (modhost.
 		release()
 		return nil, nil, err
 	}
-	return layer{mod}, release, nil
+	return mod, release, nil
 }
 
 // LoadCostModel implements modhost.Host.
@@ -46,15 +56,42 @@ func (h Host) LoadCostModel(ctx context.Context, name string, code []byte) (modh
 	return cm, func() { cm.Close(); closeRT() }, nil
 }
 
+// LoadDecoder implements modhost.Host: a module that does not export
+// strata_decode is an error saying how to build one.
+func (h Host) LoadDecoder(ctx context.Context, name string, code []byte) (modhost.Decoder, func(), error) {
+	mod, release, err := h.load(ctx, name, code)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !mod.dec {
+		release()
+		return nil, nil, fmt.Errorf("decoder module %q does not export strata_decode (build it with sdk.RegisterDecoder, see docs/decoders.md)", name)
+	}
+	return decoder{mod}, release, nil
+}
+
+// decoder adapts a Module to modhost.Decoder.
+type decoder struct{ m *Module }
+
+func (d decoder) SHA256() string { return d.m.SHA256() }
+
+func (d decoder) DecoderSpec(ctx context.Context, cfg modhost.LayerConfig) (*modhost.LayerSpec, error) {
+	return hostSpec(d.m.DecoderSpec(ctx, cfg))
+}
+
+// hostSpec converts a Spec to modhost's.
+func hostSpec(s *Spec, err error) (*modhost.LayerSpec, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &modhost.LayerSpec{Graph: s.Graph, KeysRead: s.KeysRead, Defaults: s.Defaults, Log: s.Log, Modules: s.Modules}, nil
+}
+
 // layer adapts a Module to modhost.Layer.
 type layer struct{ m *Module }
 
 func (l layer) SHA256() string { return l.m.SHA256() }
 
 func (l layer) LayerSpec(ctx context.Context, cfg modhost.LayerConfig) (*modhost.LayerSpec, error) {
-	s, err := l.m.LayerSpec(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &modhost.LayerSpec{Graph: s.Graph, KeysRead: s.KeysRead, Defaults: s.Defaults, Log: s.Log, Modules: s.Modules}, nil
+	return hostSpec(l.m.LayerSpec(ctx, cfg))
 }

@@ -99,7 +99,7 @@ func TestMalformedLoad(t *testing.T) {
 			m.fn("strata_layer_spec", nil, ts(tI32), nil, i32c(0))
 			return m.bytes()
 		}(), `exports strata_abi_version with signature () -> (i64), want () -> (i32)`},
-		{"no-role", layerMod().abiVersion(1).bytes(), `exports neither strata_layer_spec (a layer), strata_aggregate (an aggregator) nor strata_cost_io and strata_cost (a cost model)`},
+		{"no-role", layerMod().abiVersion(1).bytes(), `exports neither strata_layer_spec (a layer), strata_aggregate (an aggregator), strata_decode (a decoder) nor strata_cost_io and strata_cost (a cost model)`},
 		{"half-cost", func() []byte {
 			m := layerMod().abiVersion(1)
 			m.fn("strata_cost_io", nil, ts(tI32), nil, i32c(0))

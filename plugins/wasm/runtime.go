@@ -178,6 +178,7 @@ type Module struct {
 	layer    bool
 	cost     bool
 	aggr     bool        // exports strata_aggregate
+	dec      bool        // exports strata_decode
 	aggrs    aggregators // the aggregators its layers loaded
 
 	fastMu       sync.Mutex
@@ -216,8 +217,10 @@ var wasmMagic = []byte{0, 'a', 's', 'm'}
 // Required exports: memory and strata_abi_version() i32 (must return 1);
 // _initialize is run first when present (Go reactors built with
 // -buildmode=c-shared have it; a WASI command with only _start is refused).
-// Roles: strata_layer_spec() i32 makes a layer; strata_cost_io() i32 plus
-// strata_cost(i32) i32 make a cost model. A module needs at least one role.
+// Roles: strata_layer_spec() i32 makes a layer; strata_aggregate(i32, i32)
+// i32 an aggregator; strata_decode(i32, i32) i32 a decoder;
+// strata_cost_io() i32 plus strata_cost(i32) i32 make a cost model. A
+// module needs at least one role.
 func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, error) {
 	fail := func(format string, args ...any) (*Module, error) {
 		return nil, fmt.Errorf("module %q %s", name, fmt.Sprintf(format, args...))
@@ -311,8 +314,11 @@ func (m *Module) checkInterface() error {
 	if m.aggr, err = has("strata_aggregate", sigI32x2I32); err != nil {
 		return err
 	}
-	if !m.layer && !m.cost && !m.aggr {
-		return fmt.Errorf("exports neither strata_layer_spec (a layer), strata_aggregate (an aggregator) nor strata_cost_io and strata_cost (a cost model)")
+	if m.dec, err = has("strata_decode", sigI32x2I32); err != nil {
+		return err
+	}
+	if !m.layer && !m.cost && !m.aggr && !m.dec {
+		return fmt.Errorf("exports neither strata_layer_spec (a layer), strata_aggregate (an aggregator), strata_decode (a decoder) nor strata_cost_io and strata_cost (a cost model)")
 	}
 	return nil
 }

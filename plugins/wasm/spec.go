@@ -52,23 +52,9 @@ func (m *Module) LayerSpec(ctx context.Context, cfg Config) (*Spec, error) {
 		return nil, fmt.Errorf("model %q is not a layer module (it does not export strata_layer_spec)", m.name)
 	}
 	st := newLayerState(cfg, &outBuf{})
-	resolve, used := m.rt.resolver(ctx, &m.aggrs, cfg), map[string]string{}
-	st.resolve = func(name string) (*Module, error) {
-		mod, err := resolve(name)
-		if err == nil {
-			used[name] = mod.SHA256()
-		}
-		return mod, err
-	}
-	var status int32
-	err := m.definitionCall(ctx, "model", st, func(ctx context.Context, inst api.Module) (string, error) {
-		res, err := inst.ExportedFunction("strata_layer_spec").Call(ctx)
-		if err != nil {
-			return "strata_layer_spec", err
-		}
-		status = int32(uint32(res[0]))
-		return "", nil
-	})
+	var used map[string]string
+	st.resolve, used = m.trackedResolver(ctx, cfg)
+	status, err := m.callI32(ctx, "model", st, "strata_layer_spec")
 	if err != nil {
 		return nil, err
 	}
@@ -88,4 +74,19 @@ func (m *Module) LayerSpec(ctx context.Context, cfg Config) (*Spec, error) {
 	}
 	keys := slices.Sorted(maps.Keys(st.read))
 	return &Spec{Graph: g, KeysRead: keys, Defaults: st.read, Log: st.logs, Modules: used}, nil
+}
+
+// callI32 runs export(args) on a fresh instance in the deadline runtime
+// (definitionCall) and returns its i32 result.
+func (m *Module) callI32(ctx context.Context, kind string, st *callState, export string, args ...uint64) (int32, error) {
+	var out int32
+	err := m.definitionCall(ctx, kind, st, func(ctx context.Context, inst api.Module) (string, error) {
+		res, err := inst.ExportedFunction(export).Call(ctx, args...)
+		if err != nil {
+			return export, err
+		}
+		out = int32(uint32(res[0]))
+		return "", nil
+	})
+	return out, err
 }
