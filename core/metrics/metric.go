@@ -13,7 +13,13 @@ import (
 // split's nodes (len(Idx) × Classes, row-major, in Idx order; nil
 // otherwise). For a multi-label or regression Task, Targets replace
 // Pred and Labels (NumNodes × Classes, row-major, indexed by node id)
-// and Logits are always given (the model's outputs).
+// and Logits are always given (the model's outputs). For TaskLink the
+// split is its node pairs instead: Pos and Neg hold the decoder's scores
+// (logits) of the split's positive and of its negative pairs. NegPerPos
+// > 0 says Neg holds NegPerPos negatives per positive, positive i's at
+// Neg[i*k:(i+1)*k] (k = NegPerPos), and mrr ranks each positive against
+// its own negatives (OGB's ogbl-citation2 evaluator); with 0 every
+// positive is ranked against all of Neg.
 type Split struct {
 	Pred, Labels []int32
 	Idx          []int32
@@ -21,6 +27,8 @@ type Split struct {
 	Classes      int
 	Task         Task
 	Targets      []float32
+	Pos, Neg     []float64
+	NegPerPos    int
 }
 
 // Metric is one evaluation metric, registered by name from its own file
@@ -28,8 +36,8 @@ type Split struct {
 type Metric struct {
 	Name string
 	Doc  string // what it measures, for docs and errors
-	// Logits: the metric reads Split.Logits (steppers without them
-	// cannot report it).
+	// Logits: the metric reads Split.Logits, or for TaskLink the pair
+	// scores Pos and Neg (steppers without them cannot report it).
 	Logits bool
 	// Lower: smaller is better (a loss); early stopping then watches for
 	// a decrease.

@@ -119,9 +119,11 @@ func TestROCAUCWithoutBothKindsIsNaN(t *testing.T) {
 // TestMetricTasks: each metric applies to the tasks whose splits it
 // reads.
 func TestMetricTasks(t *testing.T) {
-	want := map[string][]bool{ // classes, multi-label, regression
-		"accuracy": {true, true, false}, "loss": {true, true, true}, "macro_f1": {true, true, false},
-		"roc_auc": {true, true, false}, "r2": {false, false, true}, "mse": {false, false, true},
+	want := map[string][]bool{ // classes, multi-label, regression, link
+		"accuracy": {true, true, false, false}, "loss": {true, true, true, false}, "macro_f1": {true, true, false, false},
+		"roc_auc": {true, true, false, true}, "r2": {false, false, true, false}, "mse": {false, false, true, false},
+		"ap": {false, false, false, true}, "mrr": {false, false, false, true}, "hits@10": {false, false, false, true},
+		"hits@50": {false, false, false, true}, "hits@100": {false, false, false, true},
 	}
 	for name, w := range want {
 		m, _ := Lookup(name)

@@ -12,15 +12,19 @@ import (
 // multi_class="ovr", average="macro"). Ties count one half (the
 // Mann-Whitney statistic). A class without positives or without negatives
 // in the split has no area and is left out of the mean; NaN when none has.
-// Multi-label: the mean over the labels of each label's area.
+// Multi-label: the mean over the labels of each label's area. Link:
+// LinkAUC of the positive pairs' scores against the negatives'.
 func init() {
-	Register(Metric{Name: "roc_auc", Doc: "area under the ROC curve of the softmax probabilities (two classes: of class 1; more: mean one-vs-rest; multi-label: mean over the labels)",
-		Logits: true, Tasks: []Task{TaskClasses, TaskMultiLabel}, Compute: rocAUC})
+	Register(Metric{Name: "roc_auc", Doc: "area under the ROC curve of the softmax probabilities (two classes: of class 1; more: mean one-vs-rest; multi-label: mean over the labels; link: of the positive pairs' scores against the negatives')",
+		Logits: true, Tasks: []Task{TaskClasses, TaskMultiLabel, TaskLink}, Compute: rocAUC})
 }
 
 func rocAUC(s Split) float64 {
-	if s.Task == TaskMultiLabel {
+	switch s.Task {
+	case TaskMultiLabel:
 		return multiLabelAUC(s)
+	case TaskLink:
+		return LinkAUC(s.Pos, s.Neg)
 	}
 	n, c := len(s.Idx), s.Classes
 	probs := make([]float64, n*c)

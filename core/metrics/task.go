@@ -13,11 +13,14 @@ const (
 	TaskMultiLabel
 	// TaskRegression: Classes real-valued targets per node.
 	TaskRegression
+	// TaskLink: link prediction, the decoder's scores of a split's
+	// positive and negative node pairs (Split.Pos, Neg, NegPerPos).
+	TaskLink
 )
 
 // String names the task as docs and errors do.
 func (t Task) String() string {
-	return [...]string{"classes", "multi-label", "regression"}[t]
+	return [...]string{"classes", "multi-label", "regression", "link"}[t]
 }
 
 // eachTarget calls fn with the logit (output) and the target of every
