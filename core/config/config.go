@@ -56,6 +56,8 @@ type Config struct {
 	Train     Train   `toml:"train" doc:"the training loop"`
 	Sampler   Plugin  `toml:"sampler" ns:"sampler" doc:"neighbourhood sampler of the strategies that sample batches (train.mode; the others refuse it)"`
 	Cache     Plugin  `toml:"cache" ns:"cache" doc:"feature-cache policy of the strategies that read features through a cache (train.mode; the others refuse it)"`
+	Negative  Plugin  `toml:"negative" ns:"negative" hash:"omitempty" doc:"negative sampler of link prediction (train.task = \"link\"): how the non-edges a training step scores against each positive edge are drawn (strata list-plugins; absent = the default, uniform)"`
+	Link      Link    `toml:"link" hash:"omitempty" doc:"link prediction (train.task = \"link\"): the decoder that scores a pair from its endpoints' embeddings, the negatives and the loss; see docs/link-prediction.md"`
 	Partition Plugin  `toml:"partition" ns:"partitioner" doc:"graph partitioner, for the strategies that split work with one: each step's output nodes into parts, or the graph among the ranks of a distributed run (see the strategy's options below)"`
 	Placement Plugin  `toml:"placement" ns:"placement" doc:"how the cached feature partitions are placed on several simulated devices (a placement solver: strata list-plugins); without it hot rows are interleaved"`
 	Devices   Devices `toml:"devices" doc:"the simulated devices (train.backend = \"sim\"): topology and capacity"`
@@ -77,6 +79,7 @@ type Data struct {
 	Split         string `toml:"split" hash:"omitempty" example:"random-20-30-seed0" doc:"the split to train on: a named split of an OGB directory (its split/<name>), or a generated one, random-<train>-<valid>-seed<k> = per class <train> training and <valid> validation nodes drawn with seed k, every other labeled node for test (Shchur et al.'s protocol; replaces the dataset's own split); \"\" = the dataset's own split. Same as appending @<split> to data.dataset"`
 	SynthFeatures int    `toml:"synth_features" range:"[0,65536]" doc:"for datasets without features: random features of this width (0 = error instead)"`
 	Reorder       string `toml:"reorder" enum:"none,degree,score" doc:"relabel the nodes before training: degree = by descending degree; score = by the [cache] policy's ranking, hottest first, in parallel (data tiering Alg. 2), so the hot rows are a prefix and the feature store needs no lookup map"`
+	EdgeSplit     string `toml:"edge_split" hash:"omitempty" example:"random-85-5-10" doc:"link prediction's split of the edges (train.task = \"link\"): random-<train>-<valid>-<test>[-seed<k>] = those percentages of the edges (an edge and its reverse once, on an undirected graph) for training, validation and test, shuffled with seed k (default: train.seed); validation and test edges and their reverses are removed from the graph that message passing sees, and their negatives are drawn once from the seed. \"\" = random-85-5-10"`
 	FeatureDType  string `toml:"feature_dtype" hash:"omitempty" enum:",float32,float16,bfloat16" doc:"storage of the feature rows: float32 (\"\", the default), or 16 bits in half the bytes, float16 (IEEE binary16, 3 significant digits, |x| up to 65504) or bfloat16 (float32's range, 2 digits), rounded to nearest even once after feature_norm and widened to float32 where a kernel reads them: all math stays float32 (train.dtype = \"float32\"). Strategies and backends that cannot read 16-bit rows reject it; see docs/datasets.md, \"Feature storage\""`
 }
 
@@ -102,6 +105,24 @@ type Model struct {
 	Options      map[string]any `toml:"options" docmodules:"aggregator" doc:"extra settings passed to the layer module (integers, floats, booleans and strings), e.g. heads = 8 or aggr = \"powermean\"; a string ending in .wasm names a module file (an aggregator), relative like model.module"`
 }
 
+// Link configures link prediction (train.task = "link").
+type Link struct {
+	Decoder        string         `toml:"decoder" docmodules:"decoder" doc:"the decoder that scores a pair (u, v) from the embeddings of u and v: a registered decoder.<name> module (listed below and by strata list-plugins), or a path to a .wasm decoder module (relative like data.dataset)"`
+	DecoderOptions map[string]any `toml:"decoder_options" doc:"settings passed to the decoder module (integers, floats, booleans and strings), e.g. hidden = 64 for hadamard-mlp"`
+	Embedding      int            `toml:"embedding" range:"[0,65536]" doc:"width of the node embeddings, the last layer's output (0 = model.hidden)"`
+	Negatives      int            `toml:"negatives" range:"[1,1000]" doc:"negative pairs drawn per positive training edge at every step, by the [negative] sampler"`
+	Exclude        string         `toml:"exclude" enum:"batch,none" doc:"what a mini-batch of edges takes out of its sampled neighbourhoods: batch = its own training edges and their reverses (DGL's exclude=\"reverse_id\"), so that no positive is predicted from a message along itself; none = nothing, as full-graph training, whose graph holds every training edge (PyG's LinkNeighborLoader). Full-graph training ignores it"`
+	Loss           string         `toml:"loss" enum:"bce,margin" doc:"bce = binary cross-entropy on the scores (logits) of the positives (target 1) and negatives (target 0), averaged over all of them; margin = max(0, margin - s(positive) + s(negative)) averaged over each positive and its negatives (PyTorch's MarginRankingLoss)"`
+	Margin         float64        `toml:"margin" range:"(0,)" doc:"the margin of link.loss = \"margin\""`
+}
+
+// IsDefault implements defaulter: a [link] left at its defaults is out
+// of the hash.
+func (l Link) IsDefault() bool {
+	d := Default().Link
+	return l.Decoder == d.Decoder && len(l.DecoderOptions) == 0 && l.Embedding == d.Embedding && l.Negatives == d.Negatives && l.Exclude == d.Exclude && l.Loss == d.Loss && l.Margin == d.Margin
+}
+
 // Train configures the training loop.
 type Train struct {
 	Mode            string             `toml:"mode" modules:"strategy" doc:"training strategy, registry ID strategy.<mode> (what each does, and the default: strata list-plugins); a strategy with options of its own reads them from its section, [<mode>]"`
@@ -119,7 +140,7 @@ type Train struct {
 	Backend         string             `toml:"backend" modules:"backend" doc:"compute backend: cpu; sim = simulated devices (see [devices]) whose capacity is enforced and whose link traffic is counted; cuda = the first NVIDIA GPU (a binary built with -tags cuda, see docs/cuda.md)"`
 	Threads         int                `toml:"threads" range:"[0,4096]" doc:"CPU threads (0 = all cores)"`
 	DType           string             `toml:"dtype" enum:"float32,float64" doc:"floating-point type of features, activations and parameters"`
-	Task            string             `toml:"task" hash:"omitempty" enum:",node,regression" doc:"what the nodes are trained to predict: node (\"\", the default) = the dataset's labels, one class per node (softmax cross-entropy) or, from a 2-D 0/1 y of shape (N, C), C independent labels (multi-label, sigmoid binary cross-entropy); regression = the dataset's y read as real values, one or T per node (mean squared error; valid_acc and test_acc then report R²). See docs/datasets.md, \"Targets\""`
+	Task            string             `toml:"task" hash:"omitempty" enum:",node,regression,link" doc:"what is trained: node (\"\", the default) = the dataset's labels, one class per node (softmax cross-entropy) or, from a 2-D 0/1 y of shape (N, C), C independent labels (multi-label, sigmoid binary cross-entropy); regression = the dataset's y read as real values, one or T per node (mean squared error; valid_acc and test_acc then report R²); link = link prediction: the last layer's output is node embeddings, a decoder scores pairs, binary cross-entropy against negatives (train_acc, valid_acc and test_acc then report ROC-AUC; see [link], data.edge_split and docs/link-prediction.md). See docs/datasets.md, \"Targets\""`
 	CheckpointEvery int                `toml:"checkpoint_every" hash:"-" range:"[0,10000000]" doc:"write output.checkpoint (parameters, optimizer state, early-stopping state, next epoch) atomically every this many epochs (0 = never; not part of config_sha256: it does not change the result); strata train --resume continues from it, see docs/checkpoints.md"`
 
 	// Metrics and EarlyStopMetric: checked against core/metrics by train
@@ -199,6 +220,7 @@ func Default() *Config {
 			DType:       "float32",
 		},
 		Devices: Devices{LaunchUS: -1},
+		Link:    Link{Decoder: "dot", Negatives: 1, Exclude: "batch", Loss: "bce", Margin: 1},
 		Output: Output{
 			JSON:     true,
 			Progress: "auto",
@@ -301,6 +323,16 @@ func (c *Config) ModulePath() string { return c.resolveKey(c.Model.Module, "mode
 // OptionPath resolves a model.options string that names a file (an
 // aggregator module) like model.module.
 func (c *Config) OptionPath(key, p string) string { return c.resolveKey(p, "model", "options", key) }
+
+// DecoderPath resolves link.decoder when it names a .wasm file, like
+// model.module.
+func (c *Config) DecoderPath() string { return c.resolveKey(c.Link.Decoder, "link", "decoder") }
+
+// DecoderOptionPath resolves a link.decoder_options string that names a
+// file like link.decoder.
+func (c *Config) DecoderOptionPath(key, p string) string {
+	return c.resolveKey(p, "link", "decoder_options", key)
+}
 
 // resolveKey resolves the path value p of the key path: an override's
 // relative path is relative to the working directory, a file's to the

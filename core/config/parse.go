@@ -77,11 +77,12 @@ func decodeRaw(raw map[string]any, src *source, name string, overrides []string)
 	return cfg, nil
 }
 
-// TaskNode and TaskRegression are the values of train.task ("" is
-// TaskNode).
+// TaskNode, TaskRegression and TaskLink are the values of train.task
+// ("" is TaskNode).
 const (
 	TaskNode       = "node"
 	TaskRegression = "regression"
+	TaskLink       = "link"
 )
 
 // weightDecayDefaulter is an optimizer module with a train.weight_decay
@@ -184,6 +185,7 @@ func (d *decoder) check(c *Config) {
 			d.errorf([]string{"data", "split"}, "data.split = %q but data.dataset = %q already names a split after '@'; set it in one place", sp, c.Data.Dataset)
 		}
 	}
+	d.checkLink(c)
 	if e, ok := c.Train.LRSchedule.Module.(interface{ CheckEpochs(int) error }); ok {
 		if err := e.CheckEpochs(c.Train.Epochs); err != nil {
 			d.errorf([]string{"train", "lr_schedule", "warmup_epochs"}, "train.lr_schedule.%v", err)

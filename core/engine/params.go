@@ -207,3 +207,32 @@ func PeekFloats(be backend.Backend, t *tensor.Tensor) ([]float64, error) {
 func UploadFloats(be backend.Backend, t *tensor.Tensor, v []float64) error {
 	return uploadFloats(be, t, v)
 }
+
+// JoinParams returns the parameters of several sets as one (in argument
+// order), for an optimizer, a checkpoint or a snapshot that covers them
+// all: a link-prediction model's encoder and its decoder. The joined set
+// shares the sets' tensors and owns none: Release on it frees nothing,
+// so release the sets themselves. Two sets naming one parameter or
+// state are an error.
+func JoinParams(sets ...*Params) (*Params, error) {
+	if len(sets) == 0 {
+		return nil, fmt.Errorf("engine: no parameter sets to join")
+	}
+	out := &Params{be: sets[0].be, named: map[string]*Param{}, state: map[string]*tensor.Tensor{}}
+	for _, ps := range sets {
+		for _, p := range ps.list {
+			if _, dup := out.named[p.Name]; dup {
+				return nil, fmt.Errorf("engine: parameter %q is in two of the joined sets", p.Name)
+			}
+			out.list = append(out.list, p)
+			out.named[p.Name] = p
+		}
+		for k, t := range ps.state {
+			if _, dup := out.state[k]; dup {
+				return nil, fmt.Errorf("engine: state %q is in two of the joined sets", k)
+			}
+			out.state[k] = t
+		}
+	}
+	return out, nil
+}

@@ -56,8 +56,11 @@ func taskName(cfg *config.Config) string {
 // metrics, or for node targets those of classes or multi-label labels
 // (the dataset says which).
 func taskMetric(cfg *config.Config, m metrics.Metric) bool {
-	if cfg.Train.Task == config.TaskRegression {
+	switch cfg.Train.Task {
+	case config.TaskRegression:
 		return m.Applies(metrics.TaskRegression)
+	case config.TaskLink:
+		return m.Applies(metrics.TaskLink)
 	}
 	return m.Applies(metrics.TaskClasses) || m.Applies(metrics.TaskMultiLabel)
 }
@@ -153,6 +156,7 @@ type evalPlan struct {
 	metrics  []metrics.Metric // train.metrics but accuracy
 	nValid   int              // rows[:nValid] are the validation nodes
 	withTest bool             // rows[nValid:] are the test nodes
+	link     *linkEval        // a link task's pairs; nil for node tasks
 	// nTrain, for float targets, is the training nodes' count: rows
 	// then are the training, validation and test nodes, in that order,
 	// and the accuracies come from their logits (targetAccuracies).
@@ -161,8 +165,14 @@ type evalPlan struct {
 
 // newEvalPlan plans the evaluations of a run of cfg on ds with st;
 // outputs says whether output.csv or output.log records valid_loss.
-func newEvalPlan(cfg *config.Config, st Stepper, ds *graph.Dataset, outputs bool) (*evalPlan, error) {
+func newEvalPlan(cfg *config.Config, st Stepper, ds *graph.Dataset, outputs bool, link *LinkTask) (*evalPlan, error) {
 	p := &evalPlan{}
+	if link != nil {
+		var err error
+		p.metrics = linkMetrics(cfg)
+		p.link, err = newLinkEval(cfg, st, link)
+		return p, err
+	}
 	w, _ := metrics.Lookup(strings.TrimPrefix(newWatched(cfg).key, "valid_"))
 	logitsNeeded, testLogits := w.Logits, false
 	for _, name := range cfg.Train.Metrics {

@@ -150,7 +150,7 @@ func (l *loop) open(ctx context.Context, opts Options, extra []observer) error {
 	bar := metrics.NewLogProgress(opts.Progress, "train", l.cfg.Train.Epochs, time.Second, nil)
 	l.onRelease(bar.Done)
 	l.hist = &history{}
-	plan, err := newEvalPlan(l.cfg, l.st, l.ds, l.cfg.CSVPath() != "" || l.cfg.LogPath() != "")
+	plan, err := newEvalPlan(l.cfg, l.st, l.ds, l.cfg.CSVPath() != "" || l.cfg.LogPath() != "", l.link)
 	if err != nil {
 		return err
 	}

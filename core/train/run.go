@@ -111,6 +111,9 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if ds.HasTargets() {
 		res.Targets = ds.Kind.String()
 	}
+	if env.Link != nil {
+		res.Targets, res.Params = config.TaskLink, res.Params+env.Link.Decoder.NumParams()
+	}
 	if d, ok := be.(backend.Named); ok {
 		res.Device = d.DeviceName()
 	}
@@ -120,7 +123,7 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	res.noValid, res.noTest = len(ds.Valid) == 0, len(ds.Test) == 0
 	res.ConfigSHA256 = cfgSHA
 	res.alreadyFinished = ck != nil && ck.finished(cfg)
-	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, lr: env.lr, ds: ds, res: res, ck: ck, model: model, dim: dim, featureNorm: env.FeatureNorm, dataset: dsID, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval}
+	loop := &loop{cfg: cfg, be: be, st: st, opt: opt, lr: env.lr, ds: ds, res: res, ck: ck, model: model, dim: dim, featureNorm: env.FeatureNorm, dataset: dsID, afterEpoch: opts.AfterEpoch, beforeEval: opts.BeforeEval, link: env.Link}
 	if err := loop.run(ctx, opts); err != nil {
 		return partialResult(ctx, res, err)
 	}
@@ -241,7 +244,15 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 	if d, ok := be.(backend.Device); ok {
 		tier = d.ComputeTier() // the first simulated device, or the GPU
 	}
-	model, err = BuildModel(ctx, cfg, host, dim, ds.NumClasses)
+	var split *graph.EdgeSplit
+	outWidth := ds.NumClasses
+	if cfg.Train.Task == config.TaskLink {
+		if split, err = splitForLink(cfg, ds); err != nil {
+			return nil, nil, nil, err
+		}
+		outWidth = embeddingWidth(cfg)
+	}
+	model, err = BuildModel(ctx, cfg, host, dim, outWidth)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -256,6 +267,11 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host, FeatureDType: tensor.Float32, FeatureNorm: norm}
 	if err := compactFeatures(cfg, env); err != nil {
 		return nil, nil, nil, err
+	}
+	if split != nil {
+		if env.Link, err = linkTaskFor(ctx, cfg, host, split); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	return env, model, cleanup, nil
 }
@@ -283,10 +299,11 @@ func loadData(ctx context.Context, cfg *config.Config, local bool) (ds *graph.Da
 	if predicting && ds.NumClasses < classes {
 		ds.NumClasses = classes
 	}
-	if ds.NumClasses < 2 && !ds.HasTargets() && !predicting { // a saved model fixes its width
+	link := cfg.Train.Task == config.TaskLink                          // trains on edges: no classes or training nodes needed
+	if ds.NumClasses < 2 && !ds.HasTargets() && !predicting && !link { // a saved model fixes its width
 		return nil, nil, 0, "", cfg.KeyError(fmt.Sprintf("dataset %q has %d classes; node classification needs labels with at least 2 classes (an edge list carries none: give labels in the OGB raw layout, raw/node-label.csv, a .npy directory's labels.npy or a .npz file, see docs/datasets.md)", ds.Name, ds.NumClasses), "data", "dataset")
 	}
-	if len(ds.Train) == 0 && !predicting {
+	if len(ds.Train) == 0 && !predicting && !link {
 		return nil, nil, 0, "", cfg.KeyError(fmt.Sprintf("dataset %q has no training nodes; give it a split with data.split = \"random-20-30-seed0\" (20 training and 30 validation nodes per class) or split files (docs/datasets.md)", ds.Name), "data", "dataset")
 	}
 	if local {
@@ -396,6 +413,7 @@ type loop struct {
 	res  *Result
 	pred []int32
 	plan *evalPlan // what evaluations compute beyond the accuracies
+	link *LinkTask // train.task = "link", or nil
 
 	ck          *checkpoint // to resume from, or nil
 	dataset     *datasetID  // recorded in checkpoints; nil without them
@@ -578,6 +596,9 @@ func (l *loop) step(ctx context.Context, epoch int) (float64, error) {
 // evaluate returns train, valid and test accuracy with dropout off, and
 // the figures of l.plan (valid_loss, train.metrics).
 func (l *loop) evaluate(ctx context.Context) (float64, float64, float64, map[string]float64, error) {
+	if l.plan.link != nil {
+		return l.plan.link.evaluate(ctx, l.plan.metrics)
+	}
 	if l.pred == nil {
 		l.pred = make([]int32, l.ds.NumNodes)
 	}

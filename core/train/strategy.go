@@ -57,6 +57,9 @@ type Uses struct {
 	// (graph.CSR.Values) into the layers that read them; a dataset with
 	// weights is refused at train.mode otherwise.
 	EdgeWeights bool
+	// Link: it trains link prediction (train.task = "link", Env.Link):
+	// its stepper trains on the task's pairs and is a LinkScorer.
+	Link bool
 }
 
 // Env is what a stepper is built from: the run's backend, the linked
@@ -90,7 +93,11 @@ type Env struct {
 	Seed     uint64
 	Host     modhost.Host
 	Progress io.Writer // where a long step may report its progress (nil: nowhere)
-	lr       *lrClock  // the run's scheduled learning rate (NewOptimizer)
+	// Link is the link-prediction task of train.task = "link" (nil
+	// otherwise): the model's output is then node embeddings, which the
+	// task's decoder scores in pairs (see LinkScorer).
+	Link *LinkTask
+	lr   *lrClock // the run's scheduled learning rate (NewOptimizer)
 }
 
 // Stepper computes the gradients of every optimizer step of an epoch and

@@ -41,7 +41,7 @@ func (r *Result) SummaryLine(planned int, elapsed time.Duration) string {
 		b.WriteString(", no evaluation")
 		return b.String()
 	}
-	figure := map[string]string{"regression": " R²", "multi-label": " label accuracy"}[r.Targets]
+	figure := map[string]string{"regression": " R²", "multi-label": " label accuracy", "link": " ROC-AUC"}[r.Targets]
 	if r.noValid {
 		fmt.Fprintf(&b, ", best epoch %d", r.BestEpoch)
 	} else {

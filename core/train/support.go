@@ -43,6 +43,9 @@ func checkSupported(cfg *config.Config) error {
 	if cfg.Train.CheckpointEvery > 0 && !uses.Checkpoints {
 		return cfg.KeyError(fmt.Sprintf("train.checkpoint_every: train.mode = %q cannot resume from a checkpoint; remove train.checkpoint_every or use train.mode = %s", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Checkpoints })), "train", "checkpoint_every")
 	}
+	if cfg.Train.Task == config.TaskLink && !uses.Link {
+		return cfg.KeyError(fmt.Sprintf("train.task = \"link\": train.mode = %q cannot train link prediction yet; use train.mode = %s", cfg.Train.Mode, modesUsing(func(u Uses) bool { return u.Link })), "train", "task")
+	}
 	if err := checkFeatureDType(cfg, uses); err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ const DecoderPrefix = "decoder."
 func (m *Module) IsDecoder() bool { return m.dec }
 
 // DecoderSpec records a link-prediction decoder (a module built with
-// sdk.RegisterDecoder): a graph whose input "x" is the node embeddings
+// decoder.Register): a graph whose input "x" is the node embeddings
 // [N,in] (in is cfg's in_dim), whose only graph is "adj", the pairs (row i
 // lists the sources of the pairs whose destination is i, one edge per
 // pair), and whose output is the pairs' scores [E_adj,1]. Its parameters
@@ -27,7 +27,7 @@ func (m *Module) IsDecoder() bool { return m.dec }
 // naming it.
 func (m *Module) DecoderSpec(ctx context.Context, cfg Config) (*Spec, error) {
 	if !m.dec {
-		return nil, fmt.Errorf("module %q does not export strata_decode: it is not a decoder (build it with sdk.RegisterDecoder, see docs/decoders.md)", m.name)
+		return nil, fmt.Errorf("module %q does not export strata_decode: it is not a decoder (build it with decoder.Register, see docs/decoders.md)", m.name)
 	}
 	in, err := cfgInt(cfg, "in_dim", 0)
 	if err == nil && in <= 0 {

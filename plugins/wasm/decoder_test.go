@@ -80,12 +80,12 @@ func TestDecoderFailures(t *testing.T) {
 		})
 	}
 	t.Run("a layer", func(t *testing.T) {
-		_, err := loadGuest(t, "plugins/wasm/testdata/guests/misc").DecoderSpec(ctx, decCfg(0))
-		mustContain(t, err, `the module registered no decoder: call sdk.RegisterDecoder(f) in func init`)
+		_, _, err := Host{}.LoadDecoder(ctx, "misc", guest(t, "plugins/wasm/testdata/guests/misc"))
+		mustContain(t, err, `decoder module "misc" does not export strata_decode (build it with decoder.Register`)
 	})
 	t.Run("a cost model", func(t *testing.T) {
 		_, _, err := Host{}.LoadDecoder(ctx, "roofline", guest(t, "models/costmodels/roofline"))
-		mustContain(t, err, `decoder module "roofline" does not export strata_decode (build it with sdk.RegisterDecoder`)
+		mustContain(t, err, `decoder module "roofline" does not export strata_decode (build it with decoder.Register`)
 	})
 }
 

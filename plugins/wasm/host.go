@@ -65,7 +65,7 @@ func (h Host) LoadDecoder(ctx context.Context, name string, code []byte) (modhos
 	}
 	if !mod.dec {
 		release()
-		return nil, nil, fmt.Errorf("decoder module %q does not export strata_decode (build it with sdk.RegisterDecoder, see docs/decoders.md)", name)
+		return nil, nil, fmt.Errorf("decoder module %q does not export strata_decode (build it with decoder.Register, see docs/decoders.md)", name)
 	}
 	return decoder{mod}, release, nil
 }

@@ -8,12 +8,15 @@ package main
 
 //strata:doc DistMult: Σ_c h_u[c]·r[c]·h_v[c], r a learnt diagonal initialised to ones
 
-import "strata/models/sdk"
+import (
+	"strata/models/sdk"
+	"strata/models/sdk/decoder"
+)
 
 func main() {}
 
 func init() {
-	sdk.RegisterDecoder(func(g, h sdk.Value) sdk.Value {
+	decoder.Register(func(g, h sdk.Value) sdk.Value {
 		in, _ := sdk.Dims()
 		r := sdk.Param("relation", []int64{in, 1}, sdk.Ones)
 		return sdk.MatMul(sdk.Mul(sdk.GatherSrc(g, h), sdk.GatherDst(g, h)), r)

@@ -6,10 +6,13 @@ package main
 
 //strata:doc inner product of the two embeddings, Σ_c h_u[c]·h_v[c] (GAE)
 
-import "strata/models/sdk"
+import (
+	"strata/models/sdk"
+	"strata/models/sdk/decoder"
+)
 
 func main() {}
 
 func init() {
-	sdk.RegisterDecoder(func(g, h sdk.Value) sdk.Value { return sdk.UDotV(g, h, h, 1) })
+	decoder.Register(func(g, h sdk.Value) sdk.Value { return sdk.UDotV(g, h, h, 1) })
 }

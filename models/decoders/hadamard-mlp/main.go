@@ -12,12 +12,13 @@ import (
 	"fmt"
 
 	"strata/models/sdk"
+	"strata/models/sdk/decoder"
 )
 
 func main() {}
 
 func init() {
-	sdk.RegisterDecoder(func(g, h sdk.Value) sdk.Value {
+	decoder.Register(func(g, h sdk.Value) sdk.Value {
 		in, _ := sdk.Dims()
 		hidden, layers := sdk.Cfg("hidden", in), sdk.Cfg("layers", 2)
 		if hidden < 1 {

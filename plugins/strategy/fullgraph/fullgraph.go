@@ -46,7 +46,7 @@ func (*FullGraph) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy: nothing beyond the model.
 func (*FullGraph) Uses() train.Uses {
-	return train.Uses{HalfFeatures: true, Float64: true, Checkpoints: true, EdgeWeights: true}
+	return train.Uses{HalfFeatures: true, Float64: true, Checkpoints: true, EdgeWeights: true, Link: true}
 }
 
 // Resolve implements train.Resolver: a full-graph run split into
@@ -61,6 +61,9 @@ func (f *FullGraph) Resolve(*config.Config) string {
 
 // NewStepper implements train.Strategy.
 func (*FullGraph) NewStepper(_ context.Context, env *train.Env) (train.Stepper, error) {
+	if env.Link != nil {
+		return newFullGraphLink(steprun.EnvOf(env))
+	}
 	return newFullGraph(steprun.EnvOf(env))
 }
 

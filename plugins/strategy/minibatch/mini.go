@@ -13,6 +13,7 @@ import (
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/engine"
+	"strata/core/graph"
 	"strata/core/registry"
 	"strata/core/sampling"
 	"strata/core/store"
@@ -69,6 +70,9 @@ type miniBatches struct {
 	// micro-batches (see miniMicro); nil otherwise.
 	micro       *miniMicro
 	partitioner string // [partition] of the micro-batches, for the result
+	// link trains link prediction on batches of edges (train.task =
+	// "link"); nil for node tasks.
+	link *miniLink
 }
 
 func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*miniBatches, error) {
@@ -126,10 +130,23 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 		m.release()
 		return nil, err
 	}
+	if e.Link != nil {
+		if len(m.replicas) > 1 {
+			m.release()
+			return nil, cfg.KeyError(fmt.Sprintf("devices: link prediction on mini-batches trains on one device yet, and the machine has %d; use devices.count = 1", len(m.replicas)), "devices")
+		}
+		if m.link, err = newMiniLink(e, m.replicas[0]); err != nil {
+			m.release()
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
 func (m *miniBatches) release() {
+	if m.link != nil {
+		m.link.release()
+	}
 	if m.store != nil {
 		m.store.Close()
 	}
@@ -143,7 +160,12 @@ func (m *miniBatches) predict(ctx context.Context, pred []int32) error {
 	return m.replicas[0].Predict(ctx, pred)
 }
 
-func (m *miniBatches) params() *engine.Params { return m.replicas[0].PS }
+func (m *miniBatches) params() *engine.Params {
+	if m.link != nil {
+		return m.link.params
+	}
+	return m.replicas[0].PS
+}
 
 // hitRate returns the share of the last epoch's feature rows that the
 // training device's own cache served.
@@ -173,6 +195,7 @@ type shard struct {
 	x      steprun.FeatRows        // host-gathered input rows (none with a store or micro-batches)
 	micro  []microsplit.MicroBatch // its micro-batches, when micro-batching
 	topo   store.TopologyStats     // the sampler's reads through the store
+	link   *linkBatch              // its pairs, when training links
 }
 
 // sampled is one batch made ready by the producer.
@@ -184,9 +207,20 @@ type sampled struct {
 func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	e := m.replicas[0].Env
 	batches := m.epochBatches(e, seed)
+	var links []linkBatch
+	if m.link != nil {
+		var err error
+		if links, err = m.link.epochBatches(ctx, seed, m.batch); err != nil {
+			return 0, err
+		}
+		batches = batches[:0]
+		for _, b := range links {
+			batches = append(batches, b.nodes)
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := &miniEpoch{m: m, e: e, ctx: ctx, cancel: cancel, seed: seed, queue: make(chan sampled, m.prefetch), done: make(chan struct{})}
+	p := &miniEpoch{m: m, e: e, ctx: ctx, cancel: cancel, seed: seed, queue: make(chan sampled, m.prefetch), done: make(chan struct{}), links: links}
 	go p.produce(batches)
 	// The transfer stage: inline, or a goroutine one batch ahead.
 	_, p.sb = e.Be.(backend.TimePredictor)
@@ -230,7 +264,8 @@ type miniEpoch struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	seed   uint64
-	sb     bool // the backend predicts time (a simulated machine)
+	links  []linkBatch // batch i's pairs, when training links
+	sb     bool        // the backend predicts time (a simulated machine)
 	queue  chan sampled
 	done   chan struct{} // closed when the producer ends
 	// stages carries the staged batches with overlap (nil without);
@@ -291,6 +326,13 @@ func (p *miniEpoch) sampleBatch(i int, nodes []int32) sampled {
 			break
 		}
 		sh := shard{nodes: part, blocks: blocks, topo: topo}
+		if p.links != nil { // one device: the batch is its shard
+			sh.link = &p.links[i]
+			if m.link.task.ExcludeBatch {
+				sh.blocks = m.link.excludeHeld(blocks, sh.link.held)
+				blocks = sh.blocks
+			}
+		}
 		if m.micro != nil {
 			if b.err = m.micro.splitShard(p.ctx, e, &sh, m.store == nil); b.err != nil {
 				break
@@ -514,7 +556,13 @@ func (m *miniBatches) train(ctx context.Context, st *staged, seed uint64, n int,
 			loss += l
 			continue
 		}
-		l, err := r.TrainBatch(ctx, st.bound[k], sh.nodes, steprun.BatchSeed(seed, n), float64(len(sh.nodes))/float64(total), false)
+		var l float64
+		var err error
+		if sh.link != nil {
+			l, err = m.link.trainBatch(ctx, st.bound[k], sh.link, steprun.BatchSeed(seed, n))
+		} else {
+			l, err = r.TrainBatch(ctx, st.bound[k], sh.nodes, steprun.BatchSeed(seed, n), float64(len(sh.nodes))/float64(total), false)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("batch %d on %s: %w", n, r.Env.Tier, err)
 		}
@@ -564,7 +612,7 @@ func (*Minibatch) StrataModule() registry.ModuleInfo {
 // Uses implements train.Strategy: [partition] when its batches are split
 // into micro-batches.
 func (m *Minibatch) Uses() train.Uses {
-	return train.Uses{Sampler: true, Blocks: true, Cache: true, Devices: true, Partition: m.Micro(), HalfFeatures: true, Float64: true, Checkpoints: true, EdgeWeights: true}
+	return train.Uses{Sampler: true, Blocks: true, Cache: true, Devices: true, Partition: m.Micro(), HalfFeatures: true, Float64: true, Checkpoints: true, EdgeWeights: true, Link: true}
 }
 
 // NewStepper implements train.Strategy.
@@ -581,6 +629,9 @@ func (*Minibatch) NewStepper(ctx context.Context, env *train.Env) (train.Stepper
 // the data.
 func (*Minibatch) CheckConfig(cfg *config.Config) error {
 	if err := steprun.CheckSampler(cfg); err != nil {
+		return err
+	}
+	if err := checkLinkConfig(cfg); err != nil {
 		return err
 	}
 	if fd := cfg.Data.FeatureStorage(); fd != "float32" && cfg.Cache.Name != "" {
@@ -604,6 +655,14 @@ func (m *miniBatches) Epoch(ctx context.Context, seed uint64, update func() erro
 
 // Predict implements train.Stepper.
 func (m *miniBatches) Predict(ctx context.Context, pred []int32) error { return m.predict(ctx, pred) }
+
+// ScorePairs implements train.LinkScorer.
+func (m *miniBatches) ScorePairs(ctx context.Context, pairs graph.Pairs, scores []float64) error {
+	if m.link == nil {
+		return fmt.Errorf("minibatch: pair scores of a run that does not train links (train.task = \"link\")")
+	}
+	return m.link.score(ctx, m.replicas[0], pairs, scores)
+}
 
 // PredictScores implements train.Scorer.
 func (m *miniBatches) PredictScores(ctx context.Context, pred, rows []int32, logits []float64) error {

@@ -137,7 +137,7 @@ func TestTargetsErrors(t *testing.T) {
 		sets []string
 		want []string
 	}{
-		{"unknown task", testkit.CoraBase, []string{`train.task="link"`}, []string{"train.task", `"link"`, `"node"`, `"regression"`}},
+		{"unknown task", testkit.CoraBase, []string{`train.task="edge"`}, []string{"train.task", `"edge"`, `"node"`, `"regression"`, `"link"`}},
 		{"regression of classes", testkit.CoraBase, []string{`train.task="regression"`}, []string{"train.task", "needs real-valued targets", "holds class labels"}},
 		{"r2 of classes", testkit.CoraBase, []string{`train.metrics=["r2"]`}, []string{"train.metrics", `"r2" does not apply to train.task = "node"`, `"roc_auc"`}},
 		{"accuracy of regression", targetsBase(reg, graph.Regression), []string{`train.metrics=["accuracy"]`}, []string{"train.metrics", `"accuracy" does not apply to train.task = "regression"`, `"r2"`}},

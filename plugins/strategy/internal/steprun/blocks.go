@@ -316,8 +316,7 @@ func (r *Runner) PredictScores(ctx context.Context, pred, rows []int32, logits [
 // nodes (the first sources of the last block are its destinations).
 func (r *Runner) PredictOutputs(ctx context.Context) (logits, hidden []float64, width int, err error) {
 	lastHidden, hasHidden := r.Env.Model.LastHidden()
-	classes := r.Env.DS.NumClasses
-	logits = make([]float64, r.Env.DS.NumNodes*classes)
+	logits = make([]float64, r.Env.DS.NumNodes*r.outputWidth())
 	for _, nodes := range r.Eval {
 		blocks, err := r.Full.Sample(ctx, r.Env.Adjs.Adj, nodes, 0)
 		if err != nil {
@@ -347,7 +346,7 @@ func (r *Runner) chunkOutputs(ctx context.Context, bb *Bound, nodes []int32, log
 	if err != nil {
 		return err
 	}
-	classes, first := r.Env.DS.NumClasses, int(nodes[0])
+	classes, first := r.outputWidth(), int(nodes[0])
 	copy(logits[first*classes:], out[:len(nodes)*classes])
 	if !hasHidden {
 		return nil
@@ -363,6 +362,13 @@ func (r *Runner) chunkOutputs(ctx context.Context, bb *Bound, nodes []int32, log
 	}
 	copy((*hidden)[first*w:], vals[:len(nodes)*w])
 	return nil
+}
+
+// outputWidth is the model's output width: the classes, or a link
+// task's embedding width.
+func (r *Runner) outputWidth() int {
+	m := r.Env.Model
+	return int(m.Ops[m.Outputs[0]].Shape[1])
 }
 
 func (r *Runner) Params() *engine.Params { return r.PS }

@@ -40,12 +40,14 @@ type Env struct {
 	// NewOptimizer returns an optimizer for a replica over a backend,
 	// following the run's schedule and clipping (train.Env.NewOptimizer).
 	NewOptimizer func(backend.Backend) (train.Optimizer, error)
+	// Link is the link-prediction task (train.task = "link"), or nil.
+	Link *train.LinkTask
 }
 
 func EnvOf(e *train.Env) Env {
 	s := Env{Be: e.Backend, DT: e.DType, Tier: e.Tier, Model: e.Model, DS: e.Dataset, Feats: e.Features,
 		feats16: e.Features16, Dim: e.Dim, Adjs: e.Adjs, Seed: e.Seed, Host: e.Host, Log: e.Progress,
-		NewOptimizer: e.NewOptimizer}
+		NewOptimizer: e.NewOptimizer, Link: e.Link}
 	if e.FeatureDType.IsHalf() {
 		s.Half = e.FeatureDType
 	}

@@ -7,12 +7,15 @@ package main
 
 //strata:doc minus the squared distance of the embeddings (toy fixture)
 
-import "strata/models/sdk"
+import (
+	"strata/models/sdk"
+	"strata/models/sdk/decoder"
+)
 
 func main() {}
 
 func init() {
-	sdk.RegisterDecoder(func(g, h sdk.Value) sdk.Value {
+	decoder.Register(func(g, h sdk.Value) sdk.Value {
 		in, _ := sdk.Dims()
 		d := sdk.Sub(sdk.GatherSrc(g, h), sdk.GatherDst(g, h))
 		return sdk.Scale(sdk.MatMul(sdk.Mul(d, d), sdk.Buffer("ones", []int64{in, 1}, sdk.Ones)), -1)

@@ -5,11 +5,14 @@
 // 3 a panic, 4 a learnt diagonal (a parameter), 5 a failure.
 package main
 
-import "strata/models/sdk"
+import (
+	"strata/models/sdk"
+	"strata/models/sdk/decoder"
+)
 
 func main() {}
 
-func init() { sdk.RegisterDecoder(decode) }
+func init() { decoder.Register(decode) }
 
 func decode(g, h sdk.Value) sdk.Value {
 	in, _ := sdk.Dims()

@@ -8,12 +8,15 @@ package main
 
 //strata:doc the destination's squared norm (mutant: not the dot product)
 
-import "strata/models/sdk"
+import (
+	"strata/models/sdk"
+	"strata/models/sdk/decoder"
+)
 
 func main() {}
 
 func init() {
-	sdk.RegisterDecoder(func(g, h sdk.Value) sdk.Value {
+	decoder.Register(func(g, h sdk.Value) sdk.Value {
 		in, _ := sdk.Dims()
 		v := sdk.GatherDst(g, h)
 		return sdk.MatMul(sdk.Mul(v, v), sdk.Buffer("ones", []int64{in, 1}, sdk.Ones))

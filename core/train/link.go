@@ -1,0 +1,122 @@
+package train
+
+import (
+	"context"
+	"fmt"
+
+	"strata/core/config"
+	"strata/core/graph"
+	"strata/core/ir"
+	"strata/core/modhost"
+	"strata/core/negative"
+	"strata/core/registry"
+)
+
+// LinkTask is what a strategy needs to train link prediction
+// (train.task = "link", Env.Link): the edge split, whose Graph the
+// dataset already holds as the message-passing graph, the negative
+// sampler bound to it, and the decoder.
+type LinkTask struct {
+	Split *graph.EdgeSplit
+	// Sampler draws Negatives pairs per training positive, bound to the
+	// message-passing graph.
+	Sampler   negative.Sampler
+	Negatives int
+	// Decoder scores pairs: input "x" [N, Embedding] (node embeddings,
+	// the model's output), graph "adj" the pairs (row i lists the sources
+	// of the pairs whose destination is node i), output [pairs, 1]
+	// logits in the graph's entry order; parameters "decoder.*".
+	Decoder       *ir.Graph
+	DecoderName   string
+	DecoderSHA256 string
+	Embedding     int
+	// ExcludeBatch: a batch of edges takes its own training edges (and
+	// their reverses) out of its sampled neighbourhoods (link.exclude).
+	ExcludeBatch bool
+	// Loss is "bce" or "margin"; Margin the margin of the latter.
+	Loss   string
+	Margin float64
+}
+
+// LinkScorer is a Stepper of a link task: ScorePairs writes the decoder's
+// score (logit) of every pair (src[i], dst[i]) into scores, with dropout
+// off, from one forward pass of the model.
+type LinkScorer interface {
+	ScorePairs(ctx context.Context, pairs graph.Pairs, scores []float64) error
+}
+
+// embeddingWidth is link.embedding with its default, model.hidden.
+func embeddingWidth(cfg *config.Config) int {
+	if w := cfg.Link.Embedding; w > 0 {
+		return w
+	}
+	return cfg.Model.Hidden
+}
+
+// splitForLink splits ds's edges as data.edge_split says and leaves the
+// message-passing graph in ds.Graph.
+func splitForLink(cfg *config.Config, ds *graph.Dataset) (*graph.EdgeSplit, error) {
+	spec, err := cfg.EdgeSplitSpec()
+	if err != nil {
+		return nil, err
+	}
+	s, err := graph.SplitEdges(ds.Graph, spec, cfg.Data.Symmetrize)
+	if err != nil {
+		return nil, cfg.KeyError(fmt.Sprintf("data.edge_split on dataset %q: %v", ds.Name, err), "data", "edge_split")
+	}
+	ds.Graph = s.Graph
+	return s, nil
+}
+
+// linkTaskFor builds the link task of a run: the negative sampler of
+// [negative] (its default module when absent), bound to the split's
+// graph, and the decoder of link.decoder.
+func linkTaskFor(ctx context.Context, cfg *config.Config, host modhost.Host, split *graph.EdgeSplit) (*LinkTask, error) {
+	dec, err := BuildDecoder(ctx, cfg, host, embeddingWidth(cfg))
+	if err != nil {
+		return nil, err
+	}
+	mod := cfg.Negative.Module
+	if mod == nil {
+		info, err := registry.Lookup("negative." + registry.DefaultName("negative"))
+		if err != nil {
+			return nil, fmt.Errorf("negative: no default negative sampler is registered: %w", err)
+		}
+		mod = info.New()
+	}
+	ns, ok := mod.(negative.Sampler)
+	if !ok {
+		return nil, fmt.Errorf("negative: module %T is not a negative sampler", mod)
+	}
+	if err := ns.Bind(ctx, split.Graph); err != nil {
+		return nil, cfg.KeyError(fmt.Sprintf("negative: %v", err), "negative")
+	}
+	return &LinkTask{Split: split, Sampler: ns, Negatives: cfg.Link.Negatives, Decoder: dec.Graph, DecoderName: dec.Name,
+		DecoderSHA256: dec.SHA256, Embedding: embeddingWidth(cfg), ExcludeBatch: cfg.Link.Exclude == "batch", Loss: cfg.Link.Loss, Margin: cfg.Link.Margin}, nil
+}
+
+// TrainPairs returns the negatives of the training positives pos drawn
+// from the epoch's seed: Negatives per positive, pos[i]'s at
+// [i*k, (i+1)*k). index holds each positive's index in Split.Train (nil:
+// pos is Split.Train): a positive's negatives depend on the seed and that
+// index only, so every strategy, whatever its batches, scores the same
+// negatives against the same positive.
+func (t *LinkTask) TrainPairs(ctx context.Context, pos graph.Pairs, index []int32, seed uint64) (graph.Pairs, error) {
+	if index == nil {
+		src, dst, err := t.Sampler.Draw(ctx, pos.Src, pos.Dst, t.Negatives, seed)
+		if err != nil {
+			return graph.Pairs{}, fmt.Errorf("negative sampler: %w", err)
+		}
+		return graph.Pairs{Src: src, Dst: dst}, nil
+	}
+	k := t.Negatives
+	out := graph.Pairs{Src: make([]int32, 0, pos.Len()*k), Dst: make([]int32, 0, pos.Len()*k)}
+	for i, j := range index {
+		src, dst, err := t.Sampler.Draw(ctx, pos.Src[i:i+1], pos.Dst[i:i+1], k, negative.Offset(seed, int(j)))
+		if err != nil {
+			return graph.Pairs{}, fmt.Errorf("negative sampler: %w", err)
+		}
+		out.Src, out.Dst = append(out.Src, src...), append(out.Dst, dst...)
+	}
+	return out, nil
+}
