@@ -38,6 +38,37 @@ type LinkTask struct {
 	Margin float64
 }
 
+// LinkFigures are a link task's figures in the result line, "link": {...}.
+type LinkFigures struct {
+	// Split is data.edge_split resolved (its seed spelled out);
+	// Undirected says that an edge and its reverse are one pair.
+	Split      string `json:"split"`
+	Undirected bool   `json:"undirected"`
+	// The positive pairs of each part of the split.
+	TrainEdges int `json:"train_edges"`
+	ValidEdges int `json:"valid_edges"`
+	TestEdges  int `json:"test_edges"`
+	// Negatives per training positive, the sampler and the decoder.
+	Negatives int    `json:"negatives"`
+	Sampler   string `json:"sampler"`
+	Decoder   string `json:"decoder"`
+	// EdgesPerS is the training positives per second of the median
+	// epoch (each with its negatives).
+	EdgesPerS float64 `json:"edges_per_s"`
+}
+
+// figures returns the task's figures for the result; the throughput is
+// set when the epochs are measured.
+func (t *LinkTask) figures(cfg *config.Config) *LinkFigures {
+	s := t.Split
+	sampler := cfg.Negative.ID
+	if sampler == "" {
+		sampler = "negative." + registry.DefaultName("negative")
+	}
+	return &LinkFigures{Split: s.Spec.String(), Undirected: s.Undirected, TrainEdges: s.Train.Len(), ValidEdges: s.Valid.Len(),
+		TestEdges: s.Test.Len(), Negatives: t.Negatives, Sampler: sampler, Decoder: t.DecoderName}
+}
+
 // LinkScorer is a Stepper of a link task: ScorePairs writes the decoder's
 // score (logit) of every pair (src[i], dst[i]) into scores, with dropout
 // off, from one forward pass of the model.

@@ -35,6 +35,9 @@ func (t *timings) end(e *ending) error {
 	r.EpochTimeMedianS = median(t.times, 2)
 	r.PredictedEpochS = median(t.predicted, 0)
 	r.EvalTimeMedianS = median(t.evalTimes, 0)
+	if r.Link != nil && r.EpochTimeMedianS > 0 {
+		r.Link.EdgesPerS = float64(r.Link.TrainEdges) / r.EpochTimeMedianS
+	}
 	r.PeakRSSBytes = metrics.PeakRSS()
 	return nil
 }

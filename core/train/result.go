@@ -120,6 +120,9 @@ type Result struct {
 	// last epoch.
 	PredictedEpochS   float64            `json:"predicted_epoch_s,omitempty"`
 	PredictedComputeS map[string]float64 `json:"predicted_compute_s,omitempty"`
+	// Link describes a link task's split and its training throughput
+	// (train.task = "link"); nil otherwise.
+	Link *LinkFigures `json:"link,omitempty"`
 	// Figures are the strategy's own figures: each a typed sub-object of
 	// the result line under the name of the strategy that reports it
 	// ("chunked": {...}), set with SetFigures; see FigureDeclarer.

@@ -113,6 +113,7 @@ func run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	}
 	if env.Link != nil {
 		res.Targets, res.Params = config.TaskLink, res.Params+env.Link.Decoder.NumParams()
+		res.Link = env.Link.figures(cfg)
 	}
 	if d, ok := be.(backend.Named); ok {
 		res.Device = d.DeviceName()

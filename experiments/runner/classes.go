@@ -113,6 +113,7 @@ var trainClasses = []classRule{
 	{"load_peak_rss_bytes", notChecked(whyRSS)},
 	{"threads", notChecked(whyMachine)},
 	{"device", notChecked(whyMachine)},
+	{"link.edges_per_s", notChecked(whyWallClock)},
 	{"config_sha256", notChecked(whyIdentity)},
 	{"version", notChecked(whyIdentity)},
 	// Everything else is checked: accuracies and losses of seeded runs,
@@ -130,7 +131,7 @@ var trainClasses = []classRule{
 	{"redundancy", checked},
 	{"traffic.*", checked}, {"transfer_time_s", checked}, {"traffic_by_purpose.*", checked},
 	{"predicted_epoch_s", checked},
-	{"predicted_compute_s.*", checked}, {"metrics.*", checked}, {"seed", checked},
+	{"predicted_compute_s.*", checked}, {"metrics.*", checked}, {"seed", checked}, {"link.*", checked},
 }
 
 // partitionClasses class the fields of strata partition's report.
