@@ -234,6 +234,15 @@ var capabilities = []capability{
 			}
 			return ""
 		}},
+	{name: "Link", declared: func(u train.Uses) bool { return u.Link }, sets: []string{"train.task=link"}, refusal: "cannot train link prediction",
+		used: func(res, _ *train.Result) string {
+			// The task is link prediction: its split and figures are
+			// reported, and the held-out ROC-AUC is a probability.
+			if res.Targets != "link" || res.Link == nil || res.Link.TrainEdges == 0 || !(res.TestAcc >= 0 && res.TestAcc <= 1) {
+				return fmt.Sprintf("targets %q, link figures %+v, test ROC-AUC %v: want a link run's", res.Targets, res.Link, res.TestAcc)
+			}
+			return ""
+		}},
 }
 
 // WeightedCora writes Cora as PyG's arrays (both directions of every
