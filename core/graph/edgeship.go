@@ -73,7 +73,8 @@ func SplitShipped(g *CSR, sh *ShippedEdges, seed uint64, symmetrize bool) (*Edge
 	slices.Sort(held)
 	positives := slices.Concat(keys[PartTrain], held)
 	slices.Sort(positives)
-	s.Edges = len(slices.Compact(positives))
+	positives = slices.Compact(positives)
+	s.Edges = len(positives)
 	for _, i := range []int{PartValidNeg, PartTestNeg, PartTrainEval, PartTrainEvalNeg} {
 		if sh.has(i) {
 			p := sh.Pairs[i]
@@ -93,7 +94,10 @@ func SplitShipped(g *CSR, sh *ShippedEdges, seed uint64, symmetrize bool) (*Edge
 			s.TrainEval.Src[i], s.TrainEval.Dst[i] = s.Train.Src[j], s.Train.Dst[j]
 		}
 	}
-	if err := s.complete(g, all, slices.Compact(held), rng); err != nil {
+	// Drawn negatives avoid the positives that are no edges of g too.
+	notNeg := slices.Concat(all, positives)
+	slices.Sort(notNeg)
+	if err := s.complete(g, slices.Compact(notNeg), slices.Compact(held), rng); err != nil {
 		return nil, err
 	}
 	return s, nil

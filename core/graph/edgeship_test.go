@@ -97,6 +97,28 @@ func TestSplitShippedDraws(t *testing.T) {
 	}
 }
 
+// TestSplitShippedNegativesAvoidPositives: on the path 0-1-2-3-4, test
+// positives that are no edges leave exactly three pairs that are neither
+// edges nor positives, which the three drawn test negatives must be.
+func TestSplitShippedNegativesAvoidPositives(t *testing.T) {
+	g := FromEdges(5, [][2]int64{{0, 1}, {1, 0}, {1, 2}, {2, 1}, {2, 3}, {3, 2}, {3, 4}, {4, 3}})
+	sh := shipped(map[int]Pairs{PartTrain: pairs([2]int32{0, 1}, [2]int32{1, 2}), PartTest: pairs([2]int32{0, 2}, [2]int32{3, 0}, [2]int32{0, 4}),
+		PartTrainEval: {}, PartTrainEvalNeg: {}})
+	for seed := range uint64(20) {
+		s, err := SplitShipped(g, sh, seed, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[[2]int32]bool{}
+		for i := range s.TestNeg.Src {
+			got[[2]int32{s.TestNeg.Src[i], s.TestNeg.Dst[i]}] = true
+		}
+		if len(got) != 3 || !got[[2]int32{1, 3}] || !got[[2]int32{1, 4}] || !got[[2]int32{2, 4}] {
+			t.Fatalf("seed %d: test negatives %v, want (1, 3), (1, 4), (2, 4)", seed, s.TestNeg)
+		}
+	}
+}
+
 // TestSplitShippedErrors: each mistake of a shipped split is an ErrSplit
 // naming the file at fault.
 func TestSplitShippedErrors(t *testing.T) {

@@ -173,8 +173,8 @@ func checkLinkGraph(g *CSR, spec EdgeSplitSpec) error {
 // TrainEval are set: its message-passing graph is g without the pairs
 // whose keys are in held (sorted), and each of ValidNeg, TestNeg and
 // TrainEvalNeg that is nil is drawn from rng, in that order, as many as
-// its positives, none an edge of g (all: its sorted keys), each disjoint
-// from the negatives before it.
+// its positives, none a key of all (sorted: g's edges and the split's
+// positives), each disjoint from the negatives before it.
 func (s *EdgeSplit) complete(g *CSR, all, held []uint64, rng *rand.Rand) error {
 	s.Graph = dropPairs(g, held, s.Undirected)
 	draw := func(neg *Pairs, count int, avoid Pairs, what string) error {

@@ -1,6 +1,7 @@
 package strategytests
 
 import (
+	"archive/zip"
 	"context"
 	"errors"
 	"maps"
@@ -64,6 +65,39 @@ func TestLinkShippedRoundTrip(t *testing.T) {
 	sameRun(t, "generated vs stored split, by name", gen, named)
 	byPath := runLink(t, linkBase, append(sets, "data.edge_split="+dir)...)
 	sameRun(t, "generated vs stored split, by path", gen, byPath)
+	npz := writeSplitNPZ(t, dir)
+	byNPZ := runLink(t, linkBase, append(sets, "data.edge_split="+npz)...)
+	sameRun(t, "generated vs stored split, as a .npz", gen, byNPZ)
+}
+
+// writeSplitNPZ packs the .npy files of the split directory dir into a
+// .npz archive (numpy.savez's layout: a zip of <name>.npy entries).
+func writeSplitNPZ(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "split.npz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zw := zip.NewWriter(f)
+	for _, p := range graph.EdgeSplitParts {
+		b, err := os.ReadFile(filepath.Join(dir, p+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := zw.Create(p + ".npy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestLinkShippedNoLeak trains on a shipped split of Cora twice: with
