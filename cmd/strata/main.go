@@ -118,6 +118,7 @@ func commands() []command {
 		{"inspect", "-i DATASET [--json]", "print nodes, edges, degree distribution and memory footprint of a dataset", cmdInspect},
 		{"partition", "[-c FILE] [-k K] [--batch] [--set key=value]...", "partition a config's graph (or its training batch) with its [partition] plugin and print the quality metrics", cmdPartition},
 		{"hitratio", "-i DATASET -o DIR [--traffic]", "tiering Fig. 7 hit-ratio curves per cache score and host->device feature traffic", cmdHitRatio},
+		{"split-edges", splitEdgesArgs, "write the edge split a link config trains on (data.edge_split, its negatives drawn from the seed) as .npy pairs, so every later run scores the same pairs", cmdSplitEdges},
 		{"convert", convertArgs, "write a dataset in strata's binary format (reopens in milliseconds) or as .npy arrays for PyG/DGL", cmdConvert},
 		{"version", "", "print the strata version (also strata --version)", cmdVersion},
 		{"help", "[COMMAND]", "print the list of commands, or one command's flags", nil},

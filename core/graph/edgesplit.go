@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // EdgeSplitSpec is a generated link-prediction split of a graph's edges
@@ -18,6 +19,9 @@ type EdgeSplitSpec struct {
 	// SeedSet: the name gave the seed (-seed<k>); otherwise the caller
 	// supplies it (the run's train.seed).
 	SeedSet bool
+	// Source, when set, is the directory or .npz file of a split the
+	// dataset ships (SplitShipped); the shares are then 0.
+	Source string
 }
 
 // edgeSplitRE matches "random-<train>-<valid>-<test>[-seed<k>]".
@@ -25,6 +29,11 @@ var edgeSplitRE = regexp.MustCompile(`^random-([0-9]+)-([0-9]+)-([0-9]+)(?:-seed
 
 // EdgeSplitForm is how an edge split is written, for messages.
 const EdgeSplitForm = "random-<train>-<valid>-<test>[-seed<k>] with percentages that sum to at most 100 and train >= 1, e.g. \"random-85-5-10\""
+
+// IsRandomEdgeSplit reports whether name is a generated split's
+// (random-..., read by ParseEdgeSplit); any other data.edge_split names
+// a split the dataset ships (SplitShipped).
+func IsRandomEdgeSplit(name string) bool { return strings.HasPrefix(name, "random-") }
 
 // ParseEdgeSplit parses an edge split name such as "random-85-5-10" or
 // "random-85-5-10-seed3".
@@ -55,8 +64,12 @@ func ParseEdgeSplit(name string) (EdgeSplitSpec, error) {
 	return s, nil
 }
 
-// String returns the split's name, with its seed.
+// String returns the split's name, with its seed, or a shipped split's
+// Source.
 func (s EdgeSplitSpec) String() string {
+	if s.Source != "" {
+		return s.Source
+	}
 	return fmt.Sprintf("random-%d-%d-%d-seed%d", s.Train, s.Valid, s.Test, s.Seed)
 }
 
@@ -109,17 +122,14 @@ type EdgeSplit struct {
 // a symmetric g is undirected too, so an edge and its reverse are never
 // split apart. The result depends only on g and spec.
 func SplitEdges(g *CSR, spec EdgeSplitSpec, symmetrize bool) (*EdgeSplit, error) {
+	if err := checkLinkGraph(g, spec); err != nil {
+		return nil, err
+	}
 	n := g.NumRows
-	if g.NumCols != n || n < 2 {
-		return nil, fmt.Errorf("edge split %s: the graph has %d nodes (%d columns); link prediction needs a square graph of at least 2 nodes: %w", spec, n, g.NumCols, ErrSplit)
-	}
-	if uint64(n) > math.MaxUint32 {
-		return nil, fmt.Errorf("edge split %s: %d nodes are more than 2^32: %w", spec, n, ErrSplit)
-	}
 	undirected := symmetrize || IsSymmetric(g)
 	all := pairKeys(g, undirected)
 	keys := slices.Clone(all)
-	rng := rand.New(rand.NewPCG(spec.Seed, 0x11d5_e1a7))
+	rng := splitRand(spec.Seed)
 	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	m := len(keys)
 	a := share(m, spec.Train)
@@ -132,20 +142,59 @@ func SplitEdges(g *CSR, spec EdgeSplitSpec, symmetrize bool) (*EdgeSplit, error)
 	}
 	held := slices.Clone(keys[a:])
 	slices.Sort(held)
-	s.Graph = dropPairs(g, held, undirected)
-	var err error
-	if s.ValidNeg, err = drawNonEdges(rng, n, b-a, all, Pairs{}, undirected); err != nil {
-		return nil, fmt.Errorf("edge split %s, validation negatives: %w", spec, err)
-	}
-	if s.TestNeg, err = drawNonEdges(rng, n, c-b, all, s.ValidNeg, undirected); err != nil {
-		return nil, fmt.Errorf("edge split %s, test negatives: %w", spec, err)
-	}
-	te := min(a, max(b-a, 1000))
-	s.TrainEval = keyPairs(keys[:te], n)
-	if s.TrainEvalNeg, err = drawNonEdges(rng, n, te, all, s.ValidNeg.Append(s.TestNeg), undirected); err != nil {
-		return nil, fmt.Errorf("edge split %s, negatives of the training sample: %w", spec, err)
+	s.TrainEval = keyPairs(keys[:trainEvalLen(a, b-a)], n)
+	if err := s.complete(g, all, held, rng); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// splitRand is the random source of a split's shuffle and negatives.
+func splitRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x11d5_e1a7)) }
+
+// trainEvalLen is the size of the training sample that scores the fit:
+// min(|Train|, max(|Valid|, 1000)).
+func trainEvalLen(train, valid int) int { return min(train, max(valid, 1000)) }
+
+// checkLinkGraph checks that g can be split for link prediction: square,
+// of at least 2 and at most 2^32 nodes.
+func checkLinkGraph(g *CSR, spec EdgeSplitSpec) error {
+	n := g.NumRows
+	if g.NumCols != n || n < 2 {
+		return fmt.Errorf("edge split %s: the graph has %d nodes (%d columns); link prediction needs a square graph of at least 2 nodes: %w", spec, n, g.NumCols, ErrSplit)
+	}
+	if uint64(n) > math.MaxUint32 {
+		return fmt.Errorf("edge split %s: %d nodes are more than 2^32: %w", spec, n, ErrSplit)
+	}
+	return nil
+}
+
+// complete finishes a split whose Spec, Undirected, positives and
+// TrainEval are set: its message-passing graph is g without the pairs
+// whose keys are in held (sorted), and each of ValidNeg, TestNeg and
+// TrainEvalNeg that is nil is drawn from rng, in that order, as many as
+// its positives, none a key of all (sorted: g's edges and the split's
+// positives), each disjoint from the negatives before it.
+func (s *EdgeSplit) complete(g *CSR, all, held []uint64, rng *rand.Rand) error {
+	s.Graph = dropPairs(g, held, s.Undirected)
+	draw := func(neg *Pairs, count int, avoid Pairs, what string) error {
+		if neg.Src != nil {
+			return nil // given
+		}
+		p, err := drawNonEdges(rng, g.NumRows, count, all, avoid, s.Undirected)
+		if err != nil {
+			return fmt.Errorf("edge split %s, %s: %w", s.Spec, what, err)
+		}
+		*neg = p
+		return nil
+	}
+	if err := draw(&s.ValidNeg, s.Valid.Len(), Pairs{}, "validation negatives"); err != nil {
+		return err
+	}
+	if err := draw(&s.TestNeg, s.Test.Len(), s.ValidNeg, "test negatives"); err != nil {
+		return err
+	}
+	return draw(&s.TrainEvalNeg, s.TrainEval.Len(), s.ValidNeg.Append(s.TestNeg), "negatives of the training sample")
 }
 
 // share is round(m * pct / 100), as the peer's split rounds.

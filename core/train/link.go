@@ -6,6 +6,7 @@ import (
 
 	"strata/core/config"
 	"strata/core/graph"
+	"strata/core/graph/numpy"
 	"strata/core/ir"
 	"strata/core/modhost"
 	"strata/core/negative"
@@ -84,19 +85,39 @@ func embeddingWidth(cfg *config.Config) int {
 	return cfg.Model.Hidden
 }
 
-// splitForLink splits ds's edges as data.edge_split says and leaves the
-// message-passing graph in ds.Graph.
+// splitForLink splits ds's edges as data.edge_split says (generated, or
+// the split the dataset ships) and leaves the message-passing graph in
+// ds.Graph.
 func splitForLink(cfg *config.Config, ds *graph.Dataset) (*graph.EdgeSplit, error) {
 	spec, err := cfg.EdgeSplitSpec()
 	if err != nil {
 		return nil, err
 	}
-	s, err := graph.SplitEdges(ds.Graph, spec, cfg.Data.Symmetrize)
+	var s *graph.EdgeSplit
+	if spec.Source == "" {
+		s, err = graph.SplitEdges(ds.Graph, spec, cfg.Data.Symmetrize)
+	} else {
+		var sh *graph.ShippedEdges
+		if sh, err = numpy.ReadEdgeSplit(spec.Source, 0); err == nil {
+			s, err = graph.SplitShipped(ds.Graph, sh, spec.Seed, cfg.Data.Symmetrize)
+		}
+	}
 	if err != nil {
 		return nil, cfg.KeyError(fmt.Sprintf("data.edge_split on dataset %q: %v", ds.Name, err), "data", "edge_split")
 	}
 	ds.Graph = s.Graph
 	return s, nil
+}
+
+// EdgeSplitOf returns the edge split a link run of cfg trains and is
+// scored on (strata split-edges writes it): data.dataset loaded as a run
+// loads it, split as data.edge_split says.
+func EdgeSplitOf(ctx context.Context, cfg *config.Config) (*graph.EdgeSplit, error) {
+	ds, err := LoadDataset(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return splitForLink(cfg, ds)
 }
 
 // linkTaskFor builds the link task of a run: the negative sampler of

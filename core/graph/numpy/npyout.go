@@ -44,6 +44,19 @@ func WriteNPYDirContext(ctx context.Context, dir string, d *graph.Dataset, input
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return nil, fmt.Errorf("%s exists and is not a directory; --to npy writes a directory of .npy files: %w", dir, graph.ErrFormat)
 	}
+	return writeNPYSet(ctx, dir, inputs, func(write npyWriter) error { return writeNPYFiles(d, write) })
+}
+
+// npyWriter writes the .npy file name of shape and dtype descr, whose
+// data body writes.
+type npyWriter func(name string, shape []int, descr string, body func(w io.Writer) error) error
+
+// writeNPYSet writes the .npy files that fill writes into dir (created
+// if needed), refusing any of inputs: each to a temporary file first,
+// the targets replaced only when all are complete, so an error or an
+// interrupt leaves dir as it was (a directory it created is removed
+// again). It returns the paths written.
+func writeNPYSet(ctx context.Context, dir string, inputs []string, fill func(write npyWriter) error) (written []string, err error) {
 	created := !graph.IsDir(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
@@ -64,7 +77,7 @@ func WriteNPYDirContext(ctx context.Context, dir string, d *graph.Dataset, input
 		}
 		return err
 	}
-	if err := writeNPYFiles(d, write); err != nil {
+	if err := fill(write); err != nil {
 		return nil, err
 	}
 	for _, f := range files {

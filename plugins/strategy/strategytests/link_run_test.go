@@ -2,13 +2,11 @@ package strategytests
 
 import (
 	"context"
-	"errors"
 	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"strata/core/config"
 	"strata/core/graph"
 	"strata/core/graph/numpy"
 	"strata/core/train"
@@ -131,13 +129,7 @@ func TestLinkBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := config.Parse("test.toml", []byte(linkBase), c.sets...)
-			if err == nil {
-				cfg.Output.Progress = "off"
-				_, err = train.Run(context.Background(), cfg, train.Options{Host: testkit.TestHost(t)})
-			}
-			var ce *config.Error
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.key) {
+			if err := linkConfigError(t, c.sets...); !strings.Contains(err.Error(), c.key) {
 				t.Fatalf("err = %v; want a config error naming %s", err, c.key)
 			}
 		})
