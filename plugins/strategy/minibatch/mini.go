@@ -220,7 +220,7 @@ func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() erro
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := &miniEpoch{m: m, e: e, ctx: ctx, cancel: cancel, seed: seed, queue: make(chan sampled, m.prefetch), done: make(chan struct{}), links: links}
+	p := &miniEpoch{m: m, e: e, ctx: ctx, cancel: cancel, seed: seed, queue: make(chan sampled, m.prefetch), done: make(chan struct{}), links: links, batches: len(batches)}
 	go p.produce(batches)
 	// The transfer stage: inline, or a goroutine one batch ahead.
 	_, p.sb = e.Be.(backend.TimePredictor)
@@ -255,6 +255,9 @@ func (m *miniBatches) epochBatches(e steprun.Env, seed uint64) [][]int32 {
 	return batches
 }
 
+// batchLogEvery is how often a long epoch reports its batches.
+const batchLogEvery = 10 * time.Second
+
 // miniEpoch is one epoch's pipeline: the producer (sampling and host
 // extraction) feeding queue, and the transfer stage, inline or (with
 // overlap) a goroutine feeding stages.
@@ -265,6 +268,8 @@ type miniEpoch struct {
 	cancel context.CancelFunc
 	seed   uint64
 	links  []linkBatch // batch i's pairs, when training links
+	// batches is the epoch's batch count, for its progress lines.
+	batches int
 	sb     bool        // the backend predicts time (a simulated machine)
 	queue  chan sampled
 	done   chan struct{} // closed when the producer ends
@@ -419,6 +424,7 @@ func (p *miniEpoch) next(n int) (*staged, bool) {
 func (p *miniEpoch) trainAll(update func() error) (miniTotals, error) {
 	m, e := p.m, p.e
 	var t miniTotals
+	start, last := time.Now(), time.Now()
 	for {
 		st, ok := p.next(t.n)
 		if !ok {
@@ -443,6 +449,11 @@ func (p *miniEpoch) trainAll(update func() error) (miniTotals, error) {
 		}
 		t.loss += l
 		t.trainS += time.Since(t0).Seconds()
+		if now := time.Now(); e.Log != nil && now.Sub(last) >= batchLogEvery {
+			last = now
+			rate := float64(t.n+1) / now.Sub(start).Seconds()
+			fmt.Fprintf(e.Log, "minibatch: batch %d of %d, %.2f batches/s, about %.0f s left in the epoch\n", t.n+1, p.batches, rate, float64(p.batches-t.n-1)/rate)
+		}
 		if p.sb {
 			_, c := train.PredictionNow(e.Be).Since(before).Split()
 			t.stagePred, t.computePred = append(t.stagePred, st.predictedS), append(t.computePred, c)
