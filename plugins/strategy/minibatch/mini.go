@@ -270,9 +270,9 @@ type miniEpoch struct {
 	links  []linkBatch // batch i's pairs, when training links
 	// batches is the epoch's batch count, for its progress lines.
 	batches int
-	sb     bool        // the backend predicts time (a simulated machine)
-	queue  chan sampled
-	done   chan struct{} // closed when the producer ends
+	sb      bool // the backend predicts time (a simulated machine)
+	queue   chan sampled
+	done    chan struct{} // closed when the producer ends
 	// stages carries the staged batches with overlap (nil without);
 	// stageDone is closed when its goroutine ends (at once without).
 	stages    chan *staged
