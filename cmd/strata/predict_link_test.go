@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"strata/core/graph"
 	"strata/core/graph/numpy"
 	"strata/internal/floattol"
 )
@@ -67,7 +68,8 @@ func readFloats32(t *testing.T, path string) ([]int, []float32) {
 // file holds), embeddings.npy is nodes × link.embedding, and the scores
 // of a pair file (.csv and .npy alike) are the dot products of the
 // written embeddings (the dot decoder) within the float32 bound of a dot
-// product of their width.
+// product of their width; an unlabelled copy of Cora (-i) is split and
+// predicted the same.
 func TestPredictLink(t *testing.T) {
 	pairs := [][2]int64{{0, 1}, {5, 7}, {2707, 0}, {100, 100}, {1, 0}}
 	for _, c := range []struct {
@@ -106,9 +108,18 @@ func TestPredictLink(t *testing.T) {
 			if code, _, stderr := predictRun(t, append(args, "-o", filepath.Join(dir, "npy"), "--pairs", npyPath)...); code != 0 {
 				t.Fatalf("predict --pairs .npy: exit %d: %s", code, stderr)
 			}
-			for _, f := range []string{"embeddings.npy", "scores.npy", "scores.csv"} {
-				if !bytes.Equal(slurp(t, filepath.Join(dir, "csv", f)), slurp(t, filepath.Join(dir, "npy", f))) {
-					t.Errorf("%s differs between the .csv and the .npy pair file", f)
+			// -i names a copy of Cora without labels: it is split the same
+			// way, so it predicts the same.
+			copied := coraVariant(t, dir, "copy.strata", func(d *graph.Dataset) { d.Labels, d.NumClasses, d.Train, d.Valid, d.Test = nil, 0, nil, nil, nil })
+			code, other, stderr := predictRun(t, append(args, "-o", filepath.Join(dir, "copy"), "-i", copied, "--pairs", npyPath)...)
+			if code != 0 || other.Link == nil || *other.Link.TestAUC != *pr.Link.TestAUC {
+				t.Fatalf("predict -i a copy: exit %d, %+v, want test AUC %v: %s", code, other.Link, *pr.Link.TestAUC, stderr)
+			}
+			for _, out := range []string{"npy", "copy"} {
+				for _, f := range []string{"embeddings.npy", "scores.npy", "scores.csv"} {
+					if !bytes.Equal(slurp(t, filepath.Join(dir, "csv", f)), slurp(t, filepath.Join(dir, out, f))) {
+						t.Errorf("%s differs between -o csv and -o %s", f, out)
+					}
 				}
 			}
 		})
