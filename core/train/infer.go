@@ -84,9 +84,10 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	if err := checkBuilt(modelPath, meta, cfg, env, model); err != nil {
 		return nil, err
 	}
-	if link { // a link model predicts no labels: the graph's do not matter
-	} else if err := checkPredictTargets(cfg, modelPath, meta, env.Dataset); err != nil {
-		return nil, err
+	if !link { // a link model predicts no labels: the graph's do not matter
+		if err := checkPredictTargets(cfg, modelPath, meta, env.Dataset); err != nil {
+			return nil, err
+		}
 	}
 	st, err := strat.NewStepper(ctx, env)
 	if err != nil {
