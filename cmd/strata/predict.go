@@ -27,14 +27,16 @@ import (
 // predicted class (predictions.npy, int32, and predictions.csv) and the
 // model's output (logits.npy, float32, nodes × classes) and its last
 // hidden layer (embeddings.npy and embeddings.csv, nodes × width) to a
-// directory.
+// directory; for a link-prediction model, its node embeddings and the
+// scores of the pairs --pairs names (predictLink).
 func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("predict", "-m MODEL [-i DATASET] [-c FILE] [--set key=value]... -o DIR", stderr)
+	fs := newFlags("predict", "-m MODEL [-i DATASET] [--pairs FILE] [-c FILE] [--set key=value]... -o DIR", stderr)
 	var cf configFlags
 	cf.register(fs)
 	modelFlag := fs.String("m", "", "the model file a training run wrote (output.model); it holds the model's config")
 	inFlag := fs.String("i", "", "the graph to predict (any dataset spec with the model's feature width, labelled or not; default: the dataset it was trained on)")
-	outFlag := fs.String("o", "", "the directory to write predictions.npy, predictions.csv, logits.npy, embeddings.npy and embeddings.csv to (created if missing)")
+	outFlag := fs.String("o", "", "the directory to write predictions.npy, predictions.csv, logits.npy, embeddings.npy and embeddings.csv to (created if missing); a link model writes embeddings.npy, and scores.npy and scores.csv with --pairs")
+	pairsFlag := fs.String("pairs", "", "a link-prediction model only: the node pairs to score, a .csv file of src,dst lines (an optional header line first) or a .npy (P, 2) integer array; their decoder logits go to scores.npy and scores.csv")
 	var rf runtimeFlags
 	rf.register(fs)
 	if err := parse(fs, args); err != nil {
@@ -53,6 +55,12 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err != nil {
 		return err
 	}
+	var pairs *graph.PairFile
+	if *pairsFlag != "" { // read (and checked) before the dataset loads
+		if pairs, err = numpy.ReadPairs(*pairsFlag, int64(cf.maxMem)); err != nil {
+			return fmt.Errorf("--pairs: %w", err)
+		}
+	}
 	stopProfile, err := rf.start(cf.maxMem, append(profileInputs(cf.path, cfg.DatasetSpec()), modelPath)...)
 	if err != nil {
 		return err
@@ -65,9 +73,9 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	// Every output is checked against every input before anything runs:
 	// -o next to the config, the dataset or the model must not replace
 	// one of them.
-	inputs := append(append([]string{cf.path, modelPath, cfg.ModulePath()}, formats.InputFiles(cfg.DatasetSpec())...), outputPaths(cfg)...)
+	inputs := append(append([]string{cf.path, modelPath, cfg.ModulePath(), *pairsFlag}, formats.InputFiles(cfg.DatasetSpec())...), outputPaths(cfg)...)
 	if graph.IsDir(outDir) { // else it is created below
-		for _, name := range predictFiles {
+		for _, name := range slices.Concat(predictFiles, scoreFiles) {
 			if err := safefile.CheckOutput(filepath.Join(outDir, name), inputs...); err != nil {
 				return fmt.Errorf("predict: %w", err)
 			}
@@ -75,7 +83,7 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	ctx = withMaxMemory(ctx, cf.maxMem)
 	ctx = graph.WithLoadProgress(ctx, graph.LoadProgress{W: progressWriter(cfg.Output.Progress, stderr), Label: "predict: loading", Quiet: quietFor, Every: plainEvery})
-	p, err := train.Predict(ctx, cfg, modelPath, wasm.Host{Options: wopts})
+	p, err := train.Predict(ctx, cfg, modelPath, wasm.Host{Options: wopts}, pairs)
 	if err != nil {
 		return err
 	}
@@ -87,6 +95,9 @@ func cmdPredict(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return err
 	}
 	defer lock.Release()
+	if p.Link != nil {
+		return writeLinkPredictions(p, outDir, modelPath, inputs, stdout, stderr)
+	}
 	return writePredictions(p, cfg.Train.Mode, outDir, modelPath, inputs, stdout, stderr)
 }
 
@@ -130,8 +141,12 @@ func predictConfig(cf *configFlags, modelPath, dataset string) (*config.Config, 
 	return cfg, wopts, nil
 }
 
-// predictFiles are the files predict may write into its -o directory.
+// predictFiles are the files predict may write into its -o directory
+// for a node model; a link model writes embeddings.npy and scoreFiles.
 var predictFiles = []string{"predictions.npy", "predictions.csv", "logits.npy", "embeddings.npy", "embeddings.csv"}
+
+// scoreFiles are the pair scores a link model writes (--pairs).
+var scoreFiles = []string{"scores.npy", "scores.csv"}
 
 // outputPaths lists the files a config names as a run's outputs (csv,
 // log, checkpoint, model): predict reads the model and must not write
@@ -149,7 +164,7 @@ func writePredictions(p *train.Predictions, mode, outDir, modelPath string, inpu
 	}
 	files := "predictions.npy, predictions.csv"
 	if p.Logits != nil && len(p.Logits) == n*p.Width {
-		if err := writeFloatNPY(filepath.Join(outDir, "logits.npy"), p.Logits, n, p.Width, inputs...); err != nil {
+		if err := writeFloatNPY(filepath.Join(outDir, "logits.npy"), p.Logits, []int{n, p.Width}, inputs...); err != nil {
 			return err
 		}
 		files += ", logits.npy"
@@ -157,7 +172,7 @@ func writePredictions(p *train.Predictions, mode, outDir, modelPath string, inpu
 		fmt.Fprintf(stderr, "strata predict: train.mode = %q gives no logits; logits.npy not written\n", mode)
 	}
 	if p.Hidden != nil && p.HiddenWidth > 0 && len(p.Hidden) == n*p.HiddenWidth {
-		if err := writeFloatNPY(filepath.Join(outDir, "embeddings.npy"), p.Hidden, n, p.HiddenWidth, inputs...); err != nil {
+		if err := writeFloatNPY(filepath.Join(outDir, "embeddings.npy"), p.Hidden, []int{n, p.HiddenWidth}, inputs...); err != nil {
 			return err
 		}
 		if err := safefile.Write(filepath.Join(outDir, "embeddings.csv"), func(w io.Writer) error {
@@ -234,17 +249,19 @@ type predictResult struct {
 	ModelSHA256 string             `json:"model_sha256"`
 	Out         string             `json:"out"`
 	Nodes       int                `json:"nodes"`
-	Classes     int                `json:"classes"`
+	Classes     int                `json:"classes,omitempty"`
 	Labelled    int                `json:"labelled"`
 	Accuracy    map[string]float64 `json:"accuracy,omitempty"`
 	Files       []string           `json:"files"`
+	// Link is a link-prediction model's (omitted for others).
+	Link *linkResult `json:"link,omitempty"`
 }
 
-// writeFloatNPY writes a rows × cols float32 .npy file atomically.
-func writeFloatNPY(path string, v []float64, rows, cols int, inputs ...string) error {
+// writeFloatNPY writes v as a float32 .npy file of shape atomically.
+func writeFloatNPY(path string, v []float64, shape []int, inputs ...string) error {
 	return safefile.Write(path, func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
-		bw.Write(numpy.NPYHeader([]int{rows, cols}, "<f4"))
+		bw.Write(numpy.NPYHeader(shape, "<f4"))
 		var b [4]byte
 		for _, x := range v {
 			binary.LittleEndian.PutUint32(b[:], math.Float32bits(float32(x)))

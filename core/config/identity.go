@@ -46,13 +46,16 @@ func identityOf(canonical string) (map[string]any, error) {
 		}
 	}
 	walk("", raw)
+	if err := linkIdentity(raw, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
 // IdentityText returns the identity keys of a config's canonical text
 // with their values as TOML writes them, ready to compare: model.name
 // and model.module are left out (the module counts by its SHA-256, which
-// the caller adds), a module file an option names becomes ModuleFile,
+// the caller adds), and so is a link model's link.decoder, a module file an option names becomes ModuleFile,
 // and data.feature_dtype is spelled out when left at its default.
 func IdentityText(canonical string) (map[string]string, error) {
 	id, err := identityOf(canonical)
@@ -62,7 +65,7 @@ func IdentityText(canonical string) (map[string]string, error) {
 	out := map[string]string{"data.feature_dtype": `"float32"`}
 	for k, v := range id {
 		switch s, isString := v.(string); {
-		case k == "model.name" || k == "model.module":
+		case k == "model.name" || k == "model.module" || k == linkDecoderKey:
 		case isString && strings.HasPrefix(k, "model.options.") && strings.HasSuffix(s, ".wasm"):
 			out[k] = ModuleFile
 		default:
@@ -125,8 +128,9 @@ func FromIdentity(name, canonical string, set map[string]string, overrides ...st
 }
 
 // PathsOf returns the files a config's canonical text builds a model
-// from, by key, as written (data.dataset, model.module and every
-// model.options string naming a .wasm file), and its data.split.
+// from, by key, as written (data.dataset, model.module, every
+// model.options string naming a .wasm file and a link.decoder that is
+// one), and its data.split.
 func PathsOf(canonical string) (paths map[string]string, split string, err error) {
 	var raw struct {
 		Data struct {
@@ -137,6 +141,9 @@ func PathsOf(canonical string) (paths map[string]string, split string, err error
 			Module  string         `toml:"module"`
 			Options map[string]any `toml:"options"`
 		} `toml:"model"`
+		Link struct {
+			Decoder string `toml:"decoder"`
+		} `toml:"link"`
 	}
 	if _, err := toml.Decode(canonical, &raw); err != nil {
 		return nil, "", err
@@ -149,6 +156,9 @@ func PathsOf(canonical string) (paths map[string]string, split string, err error
 		if s, ok := v.(string); ok && strings.HasSuffix(s, ".wasm") {
 			paths["model.options."+k] = s
 		}
+	}
+	if isLinkDecoderFile(linkDecoderKey, raw.Link.Decoder) {
+		paths[linkDecoderKey] = raw.Link.Decoder
 	}
 	return paths, raw.Data.Split, nil
 }

@@ -19,8 +19,11 @@ import (
 // module and every aggregator module by SHA-256 (not by name or path),
 // the feature width, storage and normalisation (feature_norm as "auto"
 // resolved on the training data), symmetrize, synth_features,
-// train.dtype and the class count. The schedule, the strategy, the split
-// and the data path are not part of it. docs/checkpoints.md lists the
+// train.dtype and the class count; for a link model (train.task =
+// "link") also train.task, data.edge_split (seed resolved), link.embedding
+// (resolved), link.decoder_options and the decoder module's SHA-256
+// (link.decoder). The schedule, the strategy, a node split and the data
+// path are not part of it. docs/checkpoints.md lists the
 // keys. A key added later must be left out at its default value (as
 // the config hash leaves out hash:"omitempty" keys), or the files
 // written before it would no longer match their model_sha256.
@@ -100,6 +103,9 @@ func recordedPaths(cfg *config.Config) map[string]string {
 			paths["model.options."+k] = cfg.OptionPath(k, s)
 		}
 	}
+	if cfg.Train.Task == config.TaskLink && strings.HasSuffix(cfg.Link.Decoder, ".wasm") {
+		paths[idDecoder] = cfg.DecoderPath()
+	}
 	return paths
 }
 
@@ -160,6 +166,8 @@ func diffLine(k, mv, hv string, names [2]string) string {
 		return fmt.Sprintf("%s: model %s, dataset %s", k, mv, hv)
 	case k == idModule:
 		return fmt.Sprintf("%s: model %s (sha256 %.12s), config %s (sha256 %.12s): the layer module's bytes differ from the ones it was trained with", k, names[0], mv, names[1], hv)
+	case k == idDecoder && strings.HasPrefix(mv, sumPrefix) && strings.HasPrefix(hv, sumPrefix):
+		return fmt.Sprintf("%s: model %s, config %s: the decoder module's bytes differ from the ones it was trained with", k, shortSum(mv), shortSum(hv))
 	case strings.HasPrefix(mv, sumPrefix) && strings.HasPrefix(hv, sumPrefix):
 		return fmt.Sprintf("%s: model %s, config %s: the aggregator module's bytes differ from the ones it was trained with", k, shortSum(mv), shortSum(hv))
 	}

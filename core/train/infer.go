@@ -43,13 +43,18 @@ type Predictions struct {
 	// values); Accuracy then holds the element-wise accuracy or, as
 	// "r2", "train_r2" ..., R².
 	Targets string
+	// Link holds a link-prediction model's predictions (train.task =
+	// "link"): Logits are then its node embeddings (nodes × Width), and
+	// Classes, Hidden and Accuracy are empty.
+	Link *LinkPredictions
 }
 
 // predict is Predict with the config's modules provisioned. The config
 // must agree with the model on every key of its Identity: those the
 // config and the layer module give are checked before the data is
-// loaded, the widths and the aggregator modules after.
-func predict(ctx context.Context, cfg *config.Config, modelPath string, host modhost.Host) (*Predictions, error) {
+// loaded, the widths and the aggregator modules after. pairs (nil: none)
+// are scored by a link model's decoder.
+func predict(ctx context.Context, cfg *config.Config, modelPath string, host modhost.Host, pairs *graph.PairFile) (*Predictions, error) {
 	meta, arrays, err := ReadModel(modelPath)
 	if err != nil {
 		return nil, err
@@ -59,6 +64,10 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	}
 	if err := checkIdentity(modelPath, meta, cfg); err != nil {
 		return nil, err
+	}
+	link := cfg.Train.Task == config.TaskLink
+	if pairs != nil && !link {
+		return nil, fmt.Errorf("%s: pair scores come from a link-prediction model's decoder, and %s predicts nodes (it was trained with train.task = %q); score pairs with a model trained with train.task = \"link\"", pairs.Path, modelPath, cfg.Train.Task)
 	}
 	if meta.Targets == regressionTargets { // the model's task: y is read as values
 		cfg.Train.Task = config.TaskRegression
@@ -75,8 +84,10 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	if err := checkBuilt(modelPath, meta, cfg, env, model); err != nil {
 		return nil, err
 	}
-	if err := checkPredictTargets(cfg, modelPath, meta, env.Dataset); err != nil {
-		return nil, err
+	if !link { // a link model predicts no labels: the graph's do not matter
+		if err := checkPredictTargets(cfg, modelPath, meta, env.Dataset); err != nil {
+			return nil, err
+		}
 	}
 	st, err := strat.NewStepper(ctx, env)
 	if err != nil {
@@ -89,10 +100,17 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 	if err := st.Params().RestoreState(prefixed(arrays, "state/")); err != nil {
 		return nil, fmt.Errorf("%s: %w", modelPath, err)
 	}
-	p := &Predictions{Model: meta, Classes: make([]int32, env.Dataset.NumNodes), Width: env.Dataset.NumClasses, Targets: meta.Targets}
+	p := &Predictions{Model: meta, Width: env.Dataset.NumClasses, Targets: meta.Targets}
 	if p.Identity, err = meta.Identity(); err != nil {
 		return nil, err
 	}
+	if link {
+		if err := predictLink(ctx, cfg, env, st, pairs, p); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	p.Classes = make([]int32, env.Dataset.NumNodes)
 	if err := st.Predict(ctx, p.Classes); err != nil {
 		return nil, err
 	}
@@ -115,10 +133,19 @@ func predict(ctx context.Context, cfg *config.Config, modelPath string, host mod
 
 // checkIdentity refuses, before the data is loaded, a config that does
 // not describe the saved model: its identity keys (the [model] section,
-// the input transforms, the layer module's SHA-256) must be the model's,
+// the input transforms, the layer module's SHA-256, a link model's
+// decoder and split) must be the model's,
 // whatever the schedule or the dataset.
 func checkIdentity(modelPath string, meta *ModelMeta, cfg *config.Config) error {
-	want, err := newIdentity(meta.Config, meta.FeatureNorm, 0, 0, meta.ModuleSHA256, nil)
+	// A link model's decoder counts by its bytes, as the layer module.
+	wantDec, haveDec := map[string]string{}, map[string]string{}
+	if sum, ok := meta.Modules[idDecoder]; ok {
+		wantDec[idDecoder] = sum
+	}
+	if err := addDecoderSum(cfg, haveDec); err != nil {
+		return err
+	}
+	want, err := newIdentity(meta.Config, meta.FeatureNorm, 0, 0, meta.ModuleSHA256, wantDec)
 	if err != nil {
 		return fmt.Errorf("%s: the model's config: %w", modelPath, err)
 	}
@@ -127,7 +154,7 @@ func checkIdentity(modelPath string, meta *ModelMeta, cfg *config.Config) error 
 		return err
 	}
 	sum := sha256.Sum256(code)
-	have, err := cfgIdentity(cfg, 0, 0, hex.EncodeToString(sum[:]), nil)
+	have, err := cfgIdentity(cfg, 0, 0, hex.EncodeToString(sum[:]), haveDec)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"strata/core/config"
+	"strata/core/graph"
 	"strata/core/modhost"
 )
 
@@ -37,6 +38,9 @@ func Check(ctx context.Context, cfg *config.Config, host modhost.Host, skipData 
 // not) with dropout off. A config, module or dataset that differs from
 // the model on a key of its Identity is refused (*IdentityError, naming
 // each key); the schedule, the strategy and the data path may differ.
-func Predict(ctx context.Context, cfg *config.Config, modelPath string, host modhost.Host) (*Predictions, error) {
-	return config.Provisioned(ctx, cfg, func() (*Predictions, error) { return predict(ctx, cfg, modelPath, host) })
+// A link-prediction model (train.task = "link") predicts its node
+// embeddings and its split's test figures instead, and scores pairs (nil:
+// none); pairs given to another model are refused.
+func Predict(ctx context.Context, cfg *config.Config, modelPath string, host modhost.Host, pairs *graph.PairFile) (*Predictions, error) {
+	return config.Provisioned(ctx, cfg, func() (*Predictions, error) { return predict(ctx, cfg, modelPath, host, pairs) })
 }

@@ -32,7 +32,8 @@ type Model struct {
 	SHA256 string    // of the module bytes
 	Graph  *ir.Graph // all layers, linked
 	// Modules holds the SHA-256 of every aggregator module the layers
-	// loaded, by its key in the model's identity (moduleKey).
+	// loaded, by its key in the model's identity (moduleKey), and a link
+	// model's decoder's (link.decoder, addDecoderSum).
 	Modules map[string]string
 	// EdgeWeights: the module declares that it reads edge weights
 	// (models.MetaEdgeWeights).
@@ -135,6 +136,9 @@ func BuildModel(ctx context.Context, cfg *config.Config, host modhost.Host, inDi
 	}
 	weighted, err := declaresEdgeWeights(name, code)
 	if err != nil {
+		return nil, err
+	}
+	if err := addDecoderSum(cfg, used); err != nil {
 		return nil, err
 	}
 	return &Model{Name: name, SHA256: mod.SHA256(), Graph: linked, Modules: used, EdgeWeights: weighted}, nil
