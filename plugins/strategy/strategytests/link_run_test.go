@@ -157,11 +157,11 @@ func TestLinkMiniBatchMatchesFullGraph(t *testing.T) {
 func TestLinkMiniBatchLearns(t *testing.T) {
 	for _, exclude := range []string{"batch", "none"} {
 		t.Run(exclude, func(t *testing.T) {
-			res := runLink(t, linkBase, "train.epochs=30", "train.eval_every=10", "train.mode=minibatch", "sampler.name=uniform", "sampler.fanouts=[10,10]",
+			res := runLink(t, linkBase, "train.epochs=12", "train.eval_every=12", "train.mode=minibatch", "sampler.name=uniform", "sampler.fanouts=[10,10]",
 				"minibatch.batch_size=512", "link.exclude="+exclude)
 			t.Logf("loss %v; AUC valid %v test %v", res.FinalLoss, res.BestValidAcc, res.TestAcc)
-			if !(res.TestAcc > 0.7) {
-				t.Fatalf("test ROC-AUC %v after 30 epochs, want above 0.7", res.TestAcc)
+			if !(res.TestAcc > 0.65) {
+				t.Fatalf("test ROC-AUC %v after 12 epochs, want above 0.65 (chance: 0.5)", res.TestAcc)
 			}
 		})
 	}
