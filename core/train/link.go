@@ -147,28 +147,17 @@ func linkTaskFor(ctx context.Context, cfg *config.Config, host modhost.Host, spl
 		DecoderSHA256: dec.SHA256, Embedding: embeddingWidth(cfg), ExcludeBatch: cfg.Link.Exclude == "batch", Loss: cfg.Link.Loss, Margin: cfg.Link.Margin}, nil
 }
 
-// TrainPairs returns the negatives of the training positives pos drawn
-// from the epoch's seed: Negatives per positive, pos[i]'s at
-// [i*k, (i+1)*k). index holds each positive's index in Split.Train (nil:
-// pos is Split.Train): a positive's negatives depend on the seed and that
-// index only, so every strategy, whatever its batches, scores the same
-// negatives against the same positive.
-func (t *LinkTask) TrainPairs(ctx context.Context, pos graph.Pairs, index []int32, seed uint64) (graph.Pairs, error) {
-	if index == nil {
-		src, dst, err := t.Sampler.Draw(ctx, pos.Src, pos.Dst, t.Negatives, seed)
-		if err != nil {
-			return graph.Pairs{}, fmt.Errorf("negative sampler: %w", err)
-		}
-		return graph.Pairs{Src: src, Dst: dst}, nil
+// TrainNegatives returns the negatives of every training positive
+// (Split.Train) drawn from the epoch's seed in one call: Negatives per
+// positive, positive i's at [i*k, (i+1)*k). A positive's negatives depend
+// on the seed and its index only, so a strategy that batches the edges
+// takes each batch's from here and scores the same pairs as full-graph
+// training.
+func (t *LinkTask) TrainNegatives(ctx context.Context, seed uint64) (graph.Pairs, error) {
+	pos := t.Split.Train
+	src, dst, err := t.Sampler.Draw(ctx, pos.Src, pos.Dst, t.Negatives, seed)
+	if err != nil {
+		return graph.Pairs{}, fmt.Errorf("negative sampler: %w", err)
 	}
-	k := t.Negatives
-	out := graph.Pairs{Src: make([]int32, 0, pos.Len()*k), Dst: make([]int32, 0, pos.Len()*k)}
-	for i, j := range index {
-		src, dst, err := t.Sampler.Draw(ctx, pos.Src[i:i+1], pos.Dst[i:i+1], k, negative.Offset(seed, int(j)))
-		if err != nil {
-			return graph.Pairs{}, fmt.Errorf("negative sampler: %w", err)
-		}
-		out.Src, out.Dst = append(out.Src, src...), append(out.Dst, dst...)
-	}
-	return out, nil
+	return graph.Pairs{Src: src, Dst: dst}, nil
 }

@@ -46,7 +46,7 @@ func newFullGraphLink(e steprun.Env) (*fullGraphLink, error) {
 // negatives, drawn afresh from seed.
 func (f *fullGraphLink) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	pos := f.task.Split.Train
-	neg, err := f.task.TrainPairs(ctx, pos, nil, seed)
+	neg, err := f.task.TrainNegatives(ctx, seed)
 	if err != nil {
 		return 0, err
 	}

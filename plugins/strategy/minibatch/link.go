@@ -71,17 +71,21 @@ func (l *miniLink) release() { l.dec.Release() }
 // them into batches of size and draws each batch's negatives.
 func (l *miniLink) epochBatches(ctx context.Context, seed uint64, size int) ([]linkBatch, error) {
 	train := l.task.Split.Train
+	all, err := l.task.TrainNegatives(ctx, seed)
+	if err != nil {
+		return nil, err
+	}
+	k := l.task.Negatives
 	order := steprun.Shuffled(steprun.Iota32(train.Len()), seed)
 	var out []linkBatch
 	for lo := 0; lo < len(order); lo += size {
 		idx := order[lo:min(lo+size, len(order))]
 		pos := graph.Pairs{Src: make([]int32, len(idx)), Dst: make([]int32, len(idx))}
+		neg := graph.Pairs{Src: make([]int32, 0, len(idx)*k), Dst: make([]int32, 0, len(idx)*k)}
 		for i, j := range idx {
 			pos.Src[i], pos.Dst[i] = train.Src[j], train.Dst[j]
-		}
-		neg, err := l.task.TrainPairs(ctx, pos, idx, seed)
-		if err != nil {
-			return nil, err
+			lo, hi := int(j)*k, int(j+1)*k
+			neg.Src, neg.Dst = append(neg.Src, all.Src[lo:hi]...), append(neg.Dst, all.Dst[lo:hi]...)
 		}
 		out = append(out, l.localBatch(pos, neg))
 	}

@@ -206,14 +206,15 @@ type sampled struct {
 
 func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	e := m.replicas[0].Env
-	batches := m.epochBatches(e, seed)
+	var batches [][]int32
 	var links []linkBatch
-	if m.link != nil {
+	if m.link == nil {
+		batches = m.epochBatches(e, seed)
+	} else {
 		var err error
 		if links, err = m.link.epochBatches(ctx, seed, m.batch); err != nil {
 			return 0, err
 		}
-		batches = batches[:0]
 		for _, b := range links {
 			batches = append(batches, b.nodes)
 		}
