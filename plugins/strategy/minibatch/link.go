@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/graph"
@@ -171,19 +170,8 @@ func (l *miniLink) score(ctx context.Context, r *steprun.Runner, pairs graph.Pai
 	if err != nil {
 		return err
 	}
-	e := r.Env
-	w := l.task.Embedding
-	if len(emb) != l.nodes*w {
+	if w := l.task.Embedding; len(emb) != l.nodes*w {
 		return fmt.Errorf("minibatch: %d embedding values for %d nodes of width %d", len(emb), l.nodes, w)
 	}
-	be := backend.ForPurpose(e.Be, backend.PurposeActivations)
-	h, err := be.Alloc(e.DT, []int{l.nodes, w}, e.Tier)
-	if err != nil {
-		return err
-	}
-	defer be.Release(h)
-	if err := engine.UploadFloats(be, h, emb); err != nil {
-		return err
-	}
-	return l.dec.Score(ctx, h, pairs, scores)
+	return l.dec.ScoreEmbeddings(ctx, emb, l.task.Embedding, pairs, scores)
 }

@@ -128,12 +128,29 @@ func checkPairs(p graph.Pairs, rows int) error {
 // [i*k, (i+1)*k)), computes the task's loss and writes its gradient with
 // respect to h into dh. It returns the loss.
 func (d *Decoder) Step(ctx context.Context, h, dh *tensor.Tensor, pos, neg graph.Pairs, seed uint64) (float64, error) {
+	return d.StepShare(ctx, h, dh, pos, neg, seed, Share{Weight: 1})
+}
+
+// Share is how one part of a step's pairs (a micro-batch's, a rank's)
+// counts in the step: its loss and every gradient are weighed by Weight
+// (its share of the step's positives), and with Accumulate the decoder's
+// parameter gradients add to those of the parts before it.
+type Share struct {
+	Weight     float64
+	Accumulate bool
+}
+
+// StepShare is Step for one part of a step: the loss and the gradients
+// (into dh and the decoder's parameters) weighed by sh.Weight, the
+// parameter gradients accumulated when sh.Accumulate is set. It returns
+// the weighed loss.
+func (d *Decoder) StepShare(ctx context.Context, h, dh *tensor.Tensor, pos, neg graph.Pairs, seed uint64, sh Share) (float64, error) {
 	b, err := d.bind(h, pos.Append(neg), true)
 	if err != nil {
 		return 0, err
 	}
 	defer b.release()
-	if err := b.prog.Forward(ctx, engine.Mode{Train: true, Seed: seed ^ decoderSeed}); err != nil {
+	if err := b.prog.Forward(ctx, engine.Mode{Train: true, Seed: seed ^ decoderSeed, AccumulateGrads: sh.Accumulate}); err != nil {
 		return 0, err
 	}
 	var loss float64
@@ -145,6 +162,11 @@ func (d *Decoder) Step(ctx context.Context, h, dh *tensor.Tensor, pos, neg graph
 	if err != nil {
 		return 0, err
 	}
+	if sh.Weight != 1 {
+		if err := d.be.Axpby(0, b.prog.OutputGrad(), sh.Weight, b.prog.OutputGrad()); err != nil {
+			return 0, err
+		}
+	}
 	if err := b.prog.Backward(ctx); err != nil {
 		return 0, err
 	}
@@ -152,7 +174,7 @@ func (d *Decoder) Step(ctx context.Context, h, dh *tensor.Tensor, pos, neg graph
 	if err != nil {
 		return 0, err
 	}
-	return loss, d.be.Copy(dh, g)
+	return loss * sh.Weight, d.be.Copy(dh, g)
 }
 
 // bceLoss is the mean binary cross-entropy of the bound pairs' logits,
@@ -240,4 +262,23 @@ func (d *Decoder) Score(ctx context.Context, h *tensor.Tensor, pairs graph.Pairs
 		scores[i] = out[e]
 	}
 	return nil
+}
+
+// ScoreEmbeddings writes the scores of pairs (node ids) from emb, every
+// node's embedding as a row of width values on the host (a strategy's
+// chunked evaluation): uploaded once, then Score.
+func (d *Decoder) ScoreEmbeddings(ctx context.Context, emb []float64, width int, pairs graph.Pairs, scores []float64) error {
+	if width <= 0 || len(emb)%width != 0 {
+		return fmt.Errorf("linkrun: %d embedding values are no rows of width %d", len(emb), width)
+	}
+	be := backend.ForPurpose(d.be, backend.PurposeActivations)
+	h, err := be.Alloc(d.dt, []int{len(emb) / width, width}, d.tier)
+	if err != nil {
+		return err
+	}
+	defer be.Release(h)
+	if err := engine.UploadFloats(be, h, emb); err != nil {
+		return err
+	}
+	return d.Score(ctx, h, pairs, scores)
 }

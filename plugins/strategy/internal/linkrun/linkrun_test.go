@@ -137,3 +137,80 @@ func TestStepGradient(t *testing.T) {
 		})
 	}
 }
+
+// TestStepShareParts checks that a step split into parts, each weighed by
+// its share of the positives and accumulated, is the whole step: the same
+// loss, the same gradient into the embeddings (summed over the parts) and
+// the same gradient of the decoder's parameter, for both losses.
+func TestStepShareParts(t *testing.T) {
+	const n, w, k = 6, 3, 2
+	pos := graph.Pairs{Src: []int32{0, 1, 2, 0, 5}, Dst: []int32{1, 2, 3, 1, 4}}
+	neg := graph.Pairs{Src: []int32{4, 5, 5, 3, 0, 2, 1, 1, 3, 0}, Dst: []int32{0, 5, 1, 2, 4, 2, 5, 3, 3, 2}}
+	rng := rand.New(rand.NewPCG(3, 4))
+	hv := make([]float64, n*w)
+	for i := range hv {
+		hv[i] = rng.NormFloat64()
+	}
+	ctx := context.Background()
+	be := cpu.New(cpu.Options{Threads: 1})
+	parts := [][]int{{0, 3}, {1}, {2, 4}} // positives of each part
+	for _, loss := range []string{"bce", "margin"} {
+		t.Run(loss, func(t *testing.T) {
+			task := &train.LinkTask{Decoder: dotDecoder(t, w), DecoderName: "dot-test", Loss: loss, Margin: 0.7}
+			d, err := New(task, be, tensor.Float64, tensor.Host, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Release()
+			h, _ := be.Alloc(tensor.Float64, []int{n, w}, tensor.Host)
+			dh, _ := be.Alloc(tensor.Float64, []int{n, w}, tensor.Host)
+			defer be.Release(h)
+			defer be.Release(dh)
+			if err := engine.UploadFloats(be, h, hv); err != nil {
+				t.Fatal(err)
+			}
+			grads := func() (dhv, dp []float64) {
+				dhv, _ = engine.DownloadFloats(be, dh)
+				dp, _ = engine.DownloadFloats(be, d.Params().List()[0].Grad)
+				return dhv, dp
+			}
+			wantLoss, err := d.Step(ctx, h, dh, pos, neg, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantH, wantP := grads()
+			var gotLoss float64
+			gotH, gotP := make([]float64, n*w), []float64(nil)
+			for j, part := range parts {
+				var p, q graph.Pairs
+				for _, i := range part {
+					p.Src, p.Dst = append(p.Src, pos.Src[i]), append(p.Dst, pos.Dst[i])
+					q.Src, q.Dst = append(q.Src, neg.Src[i*k:(i+1)*k]...), append(q.Dst, neg.Dst[i*k:(i+1)*k]...)
+				}
+				sh := Share{Weight: float64(len(part)) / float64(pos.Len()), Accumulate: j > 0}
+				l, err := d.StepShare(ctx, h, dh, p, q, 7, sh)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotLoss += l
+				dhv, dp := grads()
+				for i := range dhv {
+					gotH[i] += dhv[i]
+				}
+				gotP = dp
+			}
+			// Sums of at most 15 terms of unit-size products, regrouped.
+			eps := 4 * floattol.Gamma(w+15, floattol.UFloat64)
+			near := func(what string, got, want []float64) {
+				for i := range want {
+					if math.Abs(got[i]-want[i]) > eps*math.Max(1, math.Abs(want[i])) {
+						t.Fatalf("%s[%d]: parts %v, whole step %v", what, i, got[i], want[i])
+					}
+				}
+			}
+			near("loss", []float64{gotLoss}, []float64{wantLoss})
+			near("d loss / d h", gotH, wantH)
+			near("d loss / d scale", gotP, wantP)
+		})
+	}
+}
