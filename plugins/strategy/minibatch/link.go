@@ -11,6 +11,7 @@ import (
 	"strata/core/sampling"
 	"strata/core/train"
 	"strata/plugins/strategy/internal/linkrun"
+	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -37,13 +38,13 @@ type linkBatch struct {
 }
 
 // checkLinkConfig refuses what link training on mini-batches does not do
-// yet: several devices and micro-batches.
+// yet: several devices, and micro-batches sized by the memory estimate.
 func checkLinkConfig(cfg *config.Config) error {
 	if cfg.Train.Task != config.TaskLink {
 		return nil
 	}
-	if optionsOf(cfg).Micro() {
-		return cfg.KeyError("minibatch.micro_batches: link prediction on mini-batches of edges is not split into micro-batches yet; remove it", "minibatch", "micro_batches")
+	if err := microsplit.CheckLinkAuto(cfg); err != nil {
+		return err
 	}
 	if cfg.Devices.Count > 1 {
 		return cfg.KeyError("devices.count: link prediction on mini-batches trains on one device yet; set devices.count = 1", "devices", "count")
@@ -149,14 +150,16 @@ func (l *miniLink) excludeHeld(blocks []sampling.Block, held map[uint64]bool) []
 	return out
 }
 
-// trainBatch runs one batch bound in bb: the model's forward over its
-// blocks, the decoder's loss of its pairs and the backward of both.
-func (l *miniLink) trainBatch(ctx context.Context, bb *steprun.Bound, b *linkBatch, seed uint64) (float64, error) {
+// trainBatch runs the pairs pos and neg (rows of bb's outputs) bound in
+// bb: the model's forward over its blocks, the decoder's loss of the
+// pairs weighed by sh and the backward of both (accumulating into the
+// gradients with sh.Accumulate: a micro-batch's).
+func (l *miniLink) trainBatch(ctx context.Context, bb *steprun.Bound, pos, neg graph.Pairs, seed uint64, sh linkrun.Share) (float64, error) {
 	p := bb.Prog
-	if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
+	if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed, AccumulateGrads: sh.Accumulate}); err != nil {
 		return 0, err
 	}
-	loss, err := l.dec.Step(ctx, p.Output(), p.OutputGrad(), b.pos, b.neg, seed)
+	loss, err := l.dec.StepShare(ctx, p.Output(), p.OutputGrad(), pos, neg, seed, sh)
 	if err != nil {
 		return 0, err
 	}

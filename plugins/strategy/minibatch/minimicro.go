@@ -7,9 +7,11 @@ import (
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/tensor"
+	"strata/plugins/strategy/internal/linkrun"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/steprun"
+	"strings"
 )
 
 // miniMicro splits sampled mini-batches into micro-batches (Betty on a
@@ -40,7 +42,11 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 	if !opts.Micro() {
 		return nil, nil
 	}
-	if err := checkMiniMicro(cfg, len(e.DS.Train)); err != nil {
+	train, what := len(e.DS.Train), "training nodes"
+	if e.Link != nil {
+		train, what = e.Link.Split.Train.Len(), "training edges"
+	}
+	if err := checkMiniMicro(cfg, train, what); err != nil {
 		return nil, err
 	}
 	s, err := microsplit.NewSplitter(ctx, cfg, "output nodes of each mini-batch")
@@ -58,19 +64,21 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 }
 
 // checkMiniMicro checks micro_batches against mini-batches of batch_size
-// output nodes.
-func checkMiniMicro(cfg *config.Config, train int) error {
+// of the train training items (what: nodes, or edges whose endpoints are
+// the outputs).
+func checkMiniMicro(cfg *config.Config, train int, what string) error {
 	opts := optionsOf(cfg)
 	if opts.AutoK() {
 		return microsplit.CheckAutoMicro(cfg)
 	}
 	k, n := opts.MicroBatches, min(opts.BatchSize, train)
 	if k > n {
-		what := fmt.Sprintf("minibatch.batch_size = %d output nodes of a mini-batch", opts.BatchSize)
+		items := strings.TrimPrefix(what, "training ")
+		size := fmt.Sprintf("minibatch.batch_size = %d %s of a mini-batch", opts.BatchSize, items)
 		if train < opts.BatchSize {
-			what = fmt.Sprintf("%d training nodes", train)
+			size = fmt.Sprintf("%d %s", train, what)
 		}
-		return cfg.KeyError(fmt.Sprintf("minibatch.micro_batches = %d is more than the %s; a micro-batch needs at least one output node", k, what), "minibatch", "micro_batches")
+		return cfg.KeyError(fmt.Sprintf("minibatch.micro_batches = %d is more than the %s; a micro-batch needs at least one of them", k, size), "minibatch", "micro_batches")
 	}
 	return nil
 }
@@ -115,7 +123,9 @@ func (mm *miniMicro) settle(ctx context.Context, e steprun.Env, m *miniBatches) 
 func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, gather bool) error {
 	var worst memest.Estimate
 	var err error
-	if mm.auto {
+	if sh.link != nil {
+		err = mm.splitLinkShard(ctx, sh)
+	} else if mm.auto {
 		sh.micro, worst, err = mm.split.Auto(ctx, sh.blocks)
 	} else {
 		sh.micro, worst, err = mm.split.Split(ctx, sh.blocks, min(mm.k, len(sh.nodes)))
@@ -136,6 +146,25 @@ func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, g
 	return nil
 }
 
+// splitLinkShard splits a shard of edges into micro-batches: its seed
+// nodes partitioned, each positive with its negatives in its source's
+// part (microsplit.SplitPairs).
+func (mm *miniMicro) splitLinkShard(ctx context.Context, sh *shard) error {
+	k := min(mm.k, len(sh.nodes))
+	part, err := mm.split.Parts(ctx, sh.blocks, k)
+	if err != nil {
+		return err
+	}
+	if sh.pairs, err = microsplit.SplitPairs(sh.blocks, part, k, sh.link.pos, sh.link.neg); err != nil {
+		return err
+	}
+	sh.micro = make([]microsplit.MicroBatch, len(sh.pairs))
+	for j := range sh.pairs {
+		sh.micro[j] = sh.pairs[j].MicroBatch
+	}
+	return nil
+}
+
 // endEpoch publishes the epoch's largest K and estimate and adds the
 // micro-batches' feature-store gathers to the epoch's.
 func (mm *miniMicro) endEpoch(m *miniBatches) {
@@ -151,7 +180,11 @@ func (mm *miniMicro) endEpoch(m *miniBatches) {
 // gradients; each micro-batch's loss is weighed by its share of the
 // batch's total output nodes. It returns the weighed loss.
 func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runner, sh shard, total int, seed uint64) (float64, error) {
-	if err := r.PS.ZeroGrads(); err != nil {
+	ps := r.PS
+	if sh.link != nil {
+		ps = m.link.params
+	}
+	if err := ps.ZeroGrads(); err != nil {
 		return 0, err
 	}
 	var loss float64
@@ -169,7 +202,13 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
 		}
-		l, err := r.TrainBatch(ctx, bb, mb.Nodes, seed, float64(len(mb.Nodes))/float64(total), true)
+		var l float64
+		if sh.link != nil {
+			pb := &sh.pairs[j]
+			l, err = m.link.trainBatch(ctx, bb, pb.Pos, pb.Neg, seed, linkrun.Share{Weight: float64(pb.Positives) / float64(sh.link.pos.Len()), Accumulate: true})
+		} else {
+			l, err = r.TrainBatch(ctx, bb, mb.Nodes, seed, float64(len(mb.Nodes))/float64(total), true)
+		}
 		bb.Release(r.Env)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
