@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/tensor"
@@ -11,7 +12,6 @@ import (
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/steprun"
-	"strings"
 )
 
 // miniMicro splits sampled mini-batches into micro-batches (Betty on a
@@ -42,11 +42,11 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 	if !opts.Micro() {
 		return nil, nil
 	}
-	train, what := len(e.DS.Train), "training nodes"
+	train, item := len(e.DS.Train), "node"
 	if e.Link != nil {
-		train, what = e.Link.Split.Train.Len(), "training edges"
+		train, item = e.Link.Split.Train.Len(), "edge"
 	}
-	if err := checkMiniMicro(cfg, train, what); err != nil {
+	if err := checkMiniMicro(cfg, train, item); err != nil {
 		return nil, err
 	}
 	s, err := microsplit.NewSplitter(ctx, cfg, "output nodes of each mini-batch")
@@ -64,21 +64,24 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 }
 
 // checkMiniMicro checks micro_batches against mini-batches of batch_size
-// of the train training items (what: nodes, or edges whose endpoints are
-// the outputs).
-func checkMiniMicro(cfg *config.Config, train int, what string) error {
+// of the train training items (item: "node", or "edge" when a batch's
+// outputs are the endpoints of its edges).
+func checkMiniMicro(cfg *config.Config, train int, item string) error {
 	opts := optionsOf(cfg)
 	if opts.AutoK() {
 		return microsplit.CheckAutoMicro(cfg)
 	}
 	k, n := opts.MicroBatches, min(opts.BatchSize, train)
 	if k > n {
-		items := strings.TrimPrefix(what, "training ")
-		size := fmt.Sprintf("minibatch.batch_size = %d %s of a mini-batch", opts.BatchSize, items)
-		if train < opts.BatchSize {
-			size = fmt.Sprintf("%d %s", train, what)
+		one := item
+		if item == "node" {
+			one = "output node"
 		}
-		return cfg.KeyError(fmt.Sprintf("minibatch.micro_batches = %d is more than the %s; a micro-batch needs at least one of them", k, size), "minibatch", "micro_batches")
+		size := fmt.Sprintf("minibatch.batch_size = %d %ss of a mini-batch", opts.BatchSize, one)
+		if train < opts.BatchSize {
+			size = fmt.Sprintf("%d training %ss", train, item)
+		}
+		return cfg.KeyError(fmt.Sprintf("minibatch.micro_batches = %d is more than the %s; a micro-batch needs at least one %s", k, size, one), "minibatch", "micro_batches")
 	}
 	return nil
 }
