@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"strata/core/graph"
 	"strata/core/tensor"
 	"strata/core/topology"
 )
@@ -183,4 +184,36 @@ type Threaded interface {
 // tier, and the function that frees them.
 type PinnedHost interface {
 	AllocPinned(n int64) ([]byte, func(), error)
+}
+
+// SparseInputs is implemented by backends that multiply a sparse constant
+// operand (a program's input features: bag-of-words rows, ~1% non-zero)
+// through their SpMM kernels rather than GEMM. The engine asks for it at
+// Bind (engine's sparse.go): where the input takes no gradient and is
+// sparse enough, the first layer's x·W runs as SpMM over x's non-zeros,
+// and its weight gradient xᵀ·dy as the transposed SpMM. A backend
+// without it, or one whose SparseInputDensity is 0, multiplies densely.
+type SparseInputs interface {
+	// SparseInputDensity is the largest share of non-zero elements of a
+	// rows×k input at which the product with a k×n weight (x·W, and
+	// xᵀ·dy for its gradient) runs faster over the non-zeros than as
+	// GEMM on this backend; 0 means never.
+	SparseInputDensity(rows, k, n int) float64
+	// SparseInput returns the non-zero entries of the matrix x (Float32,
+	// Float64, or 16-bit rows, whose entries are their float32 values),
+	// held in tier, x's own, when there are at most maxNNZ of them, and
+	// ok false (nothing held) otherwise.
+	SparseInput(x *tensor.Tensor, maxNNZ int64, tier tensor.Tier) (m SparseMatrix, ok bool, err error)
+}
+
+// SparseMatrix is a matrix held by its non-zero entries: Adj has one
+// edge c → r per entry (r, c) (rows × cols of the matrix), Host is its
+// structure on the host (no values) and Values [E,1] the entries in the
+// matrix's float dtype, in Adj's edge order, to pass as SpMM's edge weights:
+// SpMM(Adj, false, Values, w) is x·w and SpMM(Adj, true, Values, dy) is
+// xᵀ·dy. Release frees both.
+type SparseMatrix struct {
+	Adj    Adj
+	Host   *graph.CSR
+	Values *tensor.Tensor
 }

@@ -13,6 +13,8 @@ import (
 // and all math stay in the program's float32. The input is read in one of
 // two ways, chosen at Bind:
 //
+// (Matmuls that read the input's entries instead, sparse.go, read neither.)
+//
 //   - direct: when every reader of the input is a matmul that takes it as
 //     its left operand, or a dropout of it whose readers all are (a dropout
 //     multiplied inside its matmuls, fuseInputDropouts, or one that only
@@ -63,7 +65,9 @@ func (p *Program) planHalfInput() error {
 			if op.Kind != ir.OpMatMul || op.Args[0] != v || op.Args[1] == v {
 				return false
 			}
-			direct = append(direct, r)
+			if !p.aux[r].sparseX { // a sparse matmul reads the entries (sparse.go)
+				direct = append(direct, r)
+			}
 		}
 		return true
 	}
@@ -77,6 +81,7 @@ func (p *Program) planHalfInput() error {
 			switch {
 			case r < 0:
 				ok = false
+			case p.aux[r].sparseX:
 			case p.g.Ops[r].Kind == ir.OpMatMul:
 				ok = ok && p.g.Ops[r].Args[0] == in && p.g.Ops[r].Args[1] != in
 				direct = append(direct, r)

@@ -115,6 +115,8 @@ type Program struct {
 	// wideIn: the 16-bit input is widened into a float32 value of the
 	// buffer plan (see planHalfInput).
 	wideIn bool
+	// sparse: the input held by its non-zeros, or nil (planSparseInput).
+	sparse *sparseIn
 }
 
 // opAux holds per-op state: dropout masks, argmax indices, batch statistics.
@@ -158,6 +160,9 @@ type opAux struct {
 	// halfX: a matmul whose left operand is the 16-bit input (or its
 	// dropout), widened inside DropoutGEMM (see planHalfInput).
 	halfX bool
+	// sparseX: a matmul whose left operand is the input held sparse (or
+	// a dropout of it), run as SpMM (see planSparseInput).
+	sparseX bool
 }
 
 // Compile binds g to env with fresh parameters initialised from seed; the
@@ -234,10 +239,12 @@ func bindShare(g *ir.Graph, env Env, ps *Params, m *meter, share bool) (*Program
 	return p, nil
 }
 
-// ownedBuffers are the buffers a program allocated, released together.
+// ownedBuffers are the buffers (and adjacencies) a program allocated,
+// released together.
 type ownedBuffers struct {
-	be backend.Backend
-	ts []*tensor.Tensor
+	be   backend.Backend
+	ts   []*tensor.Tensor
+	adjs []backend.Adj
 }
 
 // release releases the buffers once.
@@ -245,7 +252,10 @@ func (o *ownedBuffers) release() {
 	for _, t := range o.ts {
 		o.be.Release(t)
 	}
-	o.ts = nil
+	for _, a := range o.adjs {
+		o.be.ReleaseGraph(a)
+	}
+	o.ts, o.adjs = nil, nil
 }
 
 // dims resolves a symbolic shape: the first dimension of a node or edge
@@ -303,6 +313,9 @@ func (p *Program) dry() bool {
 func (p *Program) bind() error {
 	p.fuseGathers()
 	p.fuseInputDropouts()
+	if err := p.planSparseInput(); err != nil {
+		return fmt.Errorf("engine: sparse input: %w", err)
+	}
 	if err := p.planHalfInput(); err != nil {
 		return err
 	}
@@ -363,6 +376,9 @@ func (p *Program) bind() error {
 		}
 	}
 	if err := p.bindDropoutKeys(); err != nil {
+		return err
+	}
+	if err := p.bindSparseMasks(); err != nil {
 		return err
 	}
 	// Values, gradients and dropout masks share buffers by lifetime.

@@ -88,6 +88,9 @@ func (p *Program) backwardSpMMEdge(ctx context.Context, i int32) error {
 // bindMatMul gives a matmul that multiplies in its input's dropout (see
 // fuseInputDropouts) its scratch.
 func (p *Program) bindMatMul(i int, _ *ir.Op, shape []int) error {
+	if p.aux[i].sparseX {
+		return nil // SpMM over the sparse input (sparse.go)
+	}
 	if p.aux[i].maskedBy > 0 {
 		if err := p.bindDropGEMM(i, shape); err != nil {
 			return err
@@ -99,8 +102,11 @@ func (p *Program) bindMatMul(i int, _ *ir.Op, shape []int) error {
 	return nil
 }
 
-func (p *Program) forwardMatMul(_ context.Context, i int32, m Mode) error {
+func (p *Program) forwardMatMul(ctx context.Context, i int32, m Mode) error {
 	_, arg, y := p.structArgs(i)
+	if p.aux[i].sparseX {
+		return p.sparseForward(ctx, i, m)
+	}
 	if a := &p.aux[i]; a.maskedBy > 0 && m.Train {
 		switch {
 		case a.dropLead == i:
@@ -118,9 +124,12 @@ func (p *Program) forwardMatMul(_ context.Context, i int32, m Mode) error {
 
 // backwardMatMul: db first, since the buffer plan may give a's gradient
 // a's buffer.
-func (p *Program) backwardMatMul(_ context.Context, i int32) error {
+func (p *Program) backwardMatMul(ctx context.Context, i int32) error {
 	op, arg, _ := p.structArgs(i)
 	be, dy, args := p.be, p.grads[i], op.Args
+	if p.aux[i].sparseX { // the input takes no gradient
+		return p.sparseBackward(ctx, i)
+	}
 	if a := &p.aux[i]; a.maskedBy > 0 { // a's dropout was never formed; its input takes no gradient
 		switch {
 		case a.dropLead == i:

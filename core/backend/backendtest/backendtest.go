@@ -122,6 +122,7 @@ var groups = []group{
 	{"DropoutMask", testDropoutMask},
 	{"DropoutSplit", testDropoutSplit},
 	{"DropoutGEMM", testDropoutGEMM},
+	{"SparseInput", testSparseInput},
 	{"SpMMBiasAct", testSpMMBiasAct},
 	{"BatchNorm", testBatchNorm},
 	{"BatchNormBackward", testBatchNormBackward},

@@ -174,6 +174,23 @@ func (m mutant) DropoutGEMM(seed uint64, rows *tensor.Tensor, p float64, transX 
 	return m.bump(m.Backend.(backend.DropoutGEMMer).DropoutGEMM(seed, rows, p, transX, x, b, beta, c, scratch, keep), c)
 }
 
+// SparseInputDensity is the optional backend.SparseInputs of the wrapped
+// backend.
+func (m mutant) SparseInputDensity(rows, k, n int) float64 {
+	return m.Backend.(backend.SparseInputs).SparseInputDensity(rows, k, n)
+}
+
+// SparseInput lists the entries with one value off and an adjacency that
+// reports one edge too many.
+func (m mutant) SparseInput(x *tensor.Tensor, maxNNZ int64, tier tensor.Tier) (backend.SparseMatrix, bool, error) {
+	sm, ok, err := m.Backend.(backend.SparseInputs).SparseInput(x, maxNNZ, tier)
+	if !ok || err != nil {
+		return sm, ok, err
+	}
+	sm.Adj = mutAdj{sm.Adj}
+	return sm, ok, m.bump(nil, sm.Values)
+}
+
 // SpMMBiasAct is the optional backend.SpMMBiasActer of the wrapped
 // backend.
 func (m mutant) SpMMBiasAct(ctx context.Context, a backend.Adj, w, x, bias *tensor.Tensor, act backend.Unary, alpha float64, y *tensor.Tensor) error {
