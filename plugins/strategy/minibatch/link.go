@@ -150,16 +150,14 @@ func (l *miniLink) excludeHeld(blocks []sampling.Block, held map[uint64]bool) []
 	return out
 }
 
-// trainBatch runs the pairs pos and neg (rows of bb's outputs) bound in
-// bb: the model's forward over its blocks, the decoder's loss of the
-// pairs weighed by sh and the backward of both (accumulating into the
-// gradients with sh.Accumulate: a micro-batch's).
-func (l *miniLink) trainBatch(ctx context.Context, bb *steprun.Bound, pos, neg graph.Pairs, seed uint64, sh linkrun.Share) (float64, error) {
+// trainBatch runs one batch bound in bb: the model's forward over its
+// blocks, the decoder's loss of its pairs and the backward of both.
+func (l *miniLink) trainBatch(ctx context.Context, bb *steprun.Bound, b *linkBatch, seed uint64) (float64, error) {
 	p := bb.Prog
-	if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed, AccumulateGrads: sh.Accumulate}); err != nil {
+	if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
 		return 0, err
 	}
-	loss, err := l.dec.StepShare(ctx, p.Output(), p.OutputGrad(), pos, neg, seed, sh)
+	loss, err := l.dec.Step(ctx, p.Output(), p.OutputGrad(), b.pos, b.neg, seed)
 	if err != nil {
 		return 0, err
 	}
