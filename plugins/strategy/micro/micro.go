@@ -169,11 +169,19 @@ func (*Micro) StrataModule() registry.ModuleInfo {
 
 // Uses implements train.Strategy.
 func (*Micro) Uses() train.Uses {
-	return train.Uses{Partition: true, Blocks: true, HalfFeatures: true, Float64: true, Checkpoints: true, EdgeWeights: true}
+	return train.Uses{Partition: true, Blocks: true, HalfFeatures: true, Float64: true, Checkpoints: true, EdgeWeights: true, Link: true}
 }
 
 // NewStepper implements train.Strategy.
 func (*Micro) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, error) {
+	if env.Link != nil {
+		l, err := newMicroLink(ctx, env.Config, steprun.EnvOf(env))
+		if err != nil {
+			return nil, err
+		}
+		l.partitioner = env.Config.Partition.ID
+		return l, nil
+	}
 	m, err := newMicroBatches(ctx, env.Config, steprun.EnvOf(env))
 	if err != nil {
 		return nil, err
@@ -193,6 +201,9 @@ func (*Micro) CheckConfig(cfg *config.Config) error {
 		if err := microsplit.CheckAutoMicro(cfg); err != nil {
 			return err
 		}
+	}
+	if err := microsplit.CheckLinkAuto(cfg); err != nil {
+		return err
 	}
 	return microsplit.NeedPartitioner(cfg, "training nodes")
 }

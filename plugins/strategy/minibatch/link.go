@@ -10,6 +10,7 @@ import (
 	"strata/core/sampling"
 	"strata/core/train"
 	"strata/plugins/strategy/internal/linkrun"
+	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/steprun"
 )
 
@@ -36,13 +37,13 @@ type linkBatch struct {
 }
 
 // checkLinkConfig refuses what link training on mini-batches does not do
-// yet: several devices and micro-batches.
+// yet: several devices, and micro-batches sized by the memory estimate.
 func checkLinkConfig(cfg *config.Config) error {
 	if cfg.Train.Task != config.TaskLink {
 		return nil
 	}
-	if optionsOf(cfg).Micro() {
-		return cfg.KeyError("minibatch.micro_batches: link prediction on mini-batches of edges is not split into micro-batches yet; remove it", "minibatch", "micro_batches")
+	if err := microsplit.CheckLinkAuto(cfg); err != nil {
+		return err
 	}
 	if cfg.Devices.Count > 1 {
 		return cfg.KeyError("devices.count: link prediction on mini-batches trains on one device yet; set devices.count = 1", "devices", "count")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/tensor"
@@ -40,7 +41,11 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 	if !opts.Micro() {
 		return nil, nil
 	}
-	if err := checkMiniMicro(cfg, len(e.DS.Train)); err != nil {
+	train, item := len(e.DS.Train), "node"
+	if e.Link != nil {
+		train, item = e.Link.Split.Train.Len(), "edge"
+	}
+	if err := checkMiniMicro(cfg, train, item); err != nil {
 		return nil, err
 	}
 	s, err := microsplit.NewSplitter(ctx, cfg, "output nodes of each mini-batch")
@@ -58,19 +63,24 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 }
 
 // checkMiniMicro checks micro_batches against mini-batches of batch_size
-// output nodes.
-func checkMiniMicro(cfg *config.Config, train int) error {
+// of the train training items (item: "node", or "edge" when a batch's
+// outputs are the endpoints of its edges).
+func checkMiniMicro(cfg *config.Config, train int, item string) error {
 	opts := optionsOf(cfg)
 	if opts.AutoK() {
 		return microsplit.CheckAutoMicro(cfg)
 	}
 	k, n := opts.MicroBatches, min(opts.BatchSize, train)
 	if k > n {
-		what := fmt.Sprintf("minibatch.batch_size = %d output nodes of a mini-batch", opts.BatchSize)
-		if train < opts.BatchSize {
-			what = fmt.Sprintf("%d training nodes", train)
+		one := item
+		if item == "node" {
+			one = "output node"
 		}
-		return cfg.KeyError(fmt.Sprintf("minibatch.micro_batches = %d is more than the %s; a micro-batch needs at least one output node", k, what), "minibatch", "micro_batches")
+		size := fmt.Sprintf("minibatch.batch_size = %d %ss of a mini-batch", opts.BatchSize, one)
+		if train < opts.BatchSize {
+			size = fmt.Sprintf("%d training %ss", train, item)
+		}
+		return cfg.KeyError(fmt.Sprintf("minibatch.micro_batches = %d is more than the %s; a micro-batch needs at least one %s", k, size, one), "minibatch", "micro_batches")
 	}
 	return nil
 }
@@ -149,23 +159,26 @@ func (mm *miniMicro) endEpoch(m *miniBatches) {
 
 // train runs one shard's micro-batches on replica r, accumulating their
 // gradients; each micro-batch's loss is weighed by its share of the
-// batch's total output nodes. It returns the weighed loss.
+// batch's total output nodes. A shard of edges runs as one
+// microsplit.LinkStep over its micro-batches. It returns the weighed loss.
 func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runner, sh shard, total int, seed uint64) (float64, error) {
+	if sh.link != nil {
+		if err := m.link.params.ZeroGrads(); err != nil {
+			return 0, err
+		}
+		e := r.Env
+		step := microsplit.LinkStep{Micro: sh.micro, Rows: len(sh.nodes), Width: m.link.task.Embedding, Dec: m.link.dec, Be: e.Be, DT: e.DT, Tier: e.Tier,
+			Bind:    func(ctx context.Context, j int) (*steprun.Bound, error) { return mm.bind(ctx, m, r, &sh.micro[j]) },
+			Release: func(bb *steprun.Bound) { bb.Release(e) }}
+		return step.Run(ctx, sh.link.pos, sh.link.neg, seed, 1)
+	}
 	if err := r.PS.ZeroGrads(); err != nil {
 		return 0, err
 	}
 	var loss float64
-	for j, mb := range sh.micro {
-		var input *tensor.Tensor
-		if m.store != nil {
-			in, gs, err := m.store.Gather(ctx, mb.Blocks[0].Src, r.Env.Tier)
-			if err != nil {
-				return 0, fmt.Errorf("micro-batch %d: gathering features: %w", j, err)
-			}
-			input = in
-			mm.hits, mm.rows, mm.peer = mm.hits+int64(gs.Local), mm.rows+int64(gs.Rows), mm.peer+int64(gs.Peer)
-		}
-		bb, err := r.Bind(mb.Blocks, mb.X, input, false)
+	for j := range sh.micro {
+		mb := &sh.micro[j]
+		bb, err := mm.bind(ctx, m, r, mb)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
 		}
@@ -177,6 +190,21 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 		loss += l
 	}
 	return loss, nil
+}
+
+// bind binds micro-batch mb on replica r for training, its input rows
+// gathered through the feature store when there is one (and counted).
+func (mm *miniMicro) bind(ctx context.Context, m *miniBatches, r *steprun.Runner, mb *microsplit.MicroBatch) (*steprun.Bound, error) {
+	var input *tensor.Tensor
+	if m.store != nil {
+		in, gs, err := m.store.Gather(ctx, mb.Blocks[0].Src, r.Env.Tier)
+		if err != nil {
+			return nil, fmt.Errorf("gathering features: %w", err)
+		}
+		input = in
+		mm.hits, mm.rows, mm.peer = mm.hits+int64(gs.Local), mm.rows+int64(gs.Rows), mm.peer+int64(gs.Peer)
+	}
+	return r.Bind(mb.Blocks, mb.X, input, false)
 }
 
 // close releases the memory estimator.

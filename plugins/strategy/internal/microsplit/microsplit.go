@@ -24,6 +24,7 @@ import (
 // the batch's blocks and its estimated peak.
 type MicroBatch struct {
 	Nodes  []int32          // global ids of its outputs (the last block's destinations)
+	Rows   []int32          // the rows of its outputs among the batch's, ascending
 	Blocks []sampling.Block // its sub-blocks (see splitBlocks)
 	Est    memest.Estimate  // zero unless estimated
 	X      steprun.FeatRows // host-gathered input rows, when the producer gathers
@@ -213,7 +214,7 @@ func (s *Splitter) microBatches(blocks []sampling.Block, rows [][]int32) ([]Micr
 	out := make([]MicroBatch, len(rows))
 	for i, r := range rows {
 		sub := SplitBlocks(blocks, r)
-		out[i] = MicroBatch{Nodes: sub[len(sub)-1].Dst, Blocks: sub}
+		out[i] = MicroBatch{Nodes: sub[len(sub)-1].Dst, Rows: r, Blocks: sub}
 		if s.Est == nil {
 			continue
 		}
