@@ -363,25 +363,32 @@ func (d *distRank) features(ctx context.Context, ids []int32) ([]float32, error)
 	return x, nil
 }
 
-// step trains one global batch: this rank's share of it (mine, perhaps
-// none, out of total seeds), the all-reduce of the gradients and of the
-// loss, and the optimizer step. It returns the batch's loss.
-func (d *distRank) step(ctx context.Context, mine []int32, total int, rng, seed uint64, update func() error) (float64, error) {
-	blocks, err := d.sample(ctx, mine, rng)
+// step trains one global batch: the blocks of this rank's seeds (perhaps
+// none) sampled with the stream rng, through prepare when it is not nil,
+// their input rows fetched, the rank's part trained by run on the bound
+// model (its loss and gradients weighed by its share of the batch), the
+// all-reduce of the gradients and of the loss, and the optimizer step (a
+// collective). It returns the batch's loss.
+func (d *distRank) step(ctx context.Context, seeds []int32, rng uint64, prepare func([]sampling.Block) []sampling.Block,
+	run func(*steprun.Bound) (float64, error), update func() error) (float64, error) {
+	blocks, err := d.sample(ctx, seeds, rng)
 	if err != nil {
 		return 0, err
+	}
+	if prepare != nil {
+		blocks = prepare(blocks)
 	}
 	x, err := d.features(ctx, blocks[0].Src)
 	if err != nil {
 		return 0, err
 	}
 	loss := 0.0
-	if len(mine) > 0 {
+	if len(seeds) > 0 {
 		bb, err := d.r.Bind(blocks, steprun.FeatRows{F32: x}, nil, false)
 		if err != nil {
 			return 0, err
 		}
-		loss, err = d.r.TrainBatch(ctx, bb, mine, seed, float64(len(mine))/float64(total), false)
+		loss, err = run(bb)
 		bb.Release(d.e)
 		if err != nil {
 			return 0, err

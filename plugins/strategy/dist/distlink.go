@@ -9,6 +9,7 @@ import (
 	"strata/core/comm"
 	"strata/core/engine"
 	"strata/core/graph"
+	"strata/core/sampling"
 	"strata/core/tensor"
 	"strata/core/train"
 	"strata/plugins/strategy/internal/linkrun"
@@ -115,37 +116,18 @@ func (m *distMini) predictLinkFeatures(parts [][]linkrun.EdgeBatch) {
 
 // linkStep trains this rank's part of one global batch of edges (perhaps
 // none of its positives), with the entries of held (the whole batch's
-// positives, either direction) taken out of its blocks, then all-reduces
-// the gradients and the loss and takes the optimizer step (a collective).
-// It returns the batch's loss.
+// positives, either direction; nil: none) taken out of its blocks, then
+// all-reduces the gradients and the loss and takes the optimizer step (a
+// collective, distRank.step). It returns the batch's loss.
 func (m *distMini) linkStep(ctx context.Context, part linkrun.EdgeBatch, held map[uint64]bool, share float64, rng, seed uint64, update func() error) (float64, error) {
 	nodes, pos, neg := part.Local()
-	blocks, err := m.sample(ctx, nodes, rng)
-	if err != nil {
-		return 0, err
-	}
+	var exclude func([]sampling.Block) []sampling.Block
 	if held != nil {
-		blocks = linkrun.ExcludeHeld(blocks, held, m.e.DS.NumNodes)
+		exclude = func(b []sampling.Block) []sampling.Block { return linkrun.ExcludeHeld(b, held, m.e.DS.NumNodes) }
 	}
-	x, err := m.features(ctx, blocks[0].Src)
-	if err != nil {
-		return 0, err
-	}
-	loss := 0.0
-	if len(nodes) > 0 {
-		bb, err := m.r.Bind(blocks, steprun.FeatRows{F32: x}, nil, false)
-		if err != nil {
-			return 0, err
-		}
-		loss, err = m.link.trainPart(ctx, bb.Prog, pos, neg, seed, share)
-		bb.Release(m.e)
-		if err != nil {
-			return 0, err
-		}
-	} else if err := m.params.ZeroGrads(); err != nil {
-		return 0, err
-	}
-	return m.reduceAndUpdate(ctx, loss, update)
+	return m.step(ctx, nodes, rng, exclude, func(bb *steprun.Bound) (float64, error) {
+		return m.link.trainPart(ctx, bb.Prog, pos, neg, seed, share)
+	}, update)
 }
 
 // trainPart runs the model p forward over a part's blocks, the decoder's

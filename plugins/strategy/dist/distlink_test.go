@@ -10,27 +10,14 @@ import (
 	"testing"
 
 	"strata/core/train"
+	"strata/core/train/strategytest"
 	"strata/internal/floattol"
 	"strata/plugins/strategy/internal/testkit"
 )
 
-// linkBase is Cora link prediction with GAE's encoder (GCN 32-16) and
-// the dot decoder (strategytests' linkBase), sampled.
-const linkBase = `
-[data]
-dataset = "embedded:cora"
-
-[model]
-name = "gcn"
-hidden = 32
-
-[train]
-task = "link"
-weight_decay = 0
-
-[link]
-embedding = 16
-
+// linkBase is strategytest.LinkBase (Cora link prediction with GAE's
+// encoder and the dot decoder), sampled.
+const linkBase = strategytest.LinkBase + `
 [sampler]
 name = "uniform"
 fanouts = [4, 6]
@@ -77,12 +64,16 @@ func linkTol(steps, nodes int) float64 {
 // edges on a 256-node R-MAT graph, where a rank often owns none of a
 // batch's positives and only samples and reduces; on Cora the feature
 // bytes are near their prediction. -short runs the most ranks of each
-// case only. (The margin loss does not see a decoder's output bias, as
+// case only, for one epoch instead of two. (The margin loss does not see a decoder's output bias, as
 // hadamard-mlp's: its gradient is 0 but for rounding, which Adam's
 // normalisation blows up to steps of lr·g/ε, so hadamard-mlp is not
 // compared under that loss.)
 func TestDistLinkMatchesMiniBatch(t *testing.T) {
 	drop := []string{`train.dtype="float64"`, "model.dropout=0.5", "model.input_dropout=0.3"}
+	epochs := 2
+	if testing.Short() {
+		epochs = 1
+	}
 	for _, tc := range []struct {
 		name    string
 		sets    []string
@@ -99,10 +90,10 @@ func TestDistLinkMatchesMiniBatch(t *testing.T) {
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			sets := append(slices.Clone(drop), tc.sets...)
-			ref := runRanks(t, 1, 2, linkBase, append(sets, "train.mode=minibatch")...)[0]
+			ref := runRanks(t, 1, epochs, linkBase, append(sets, "train.mode=minibatch")...)[0]
 			tol := linkTol(ref.steps, ref.nodes)
 			for _, n := range tc.ranks {
-				runs := runRanks(t, n, 2, linkBase, append(sets, "train.mode=distmini")...)
+				runs := runRanks(t, n, epochs, linkBase, append(sets, "train.mode=distmini")...)
 				for r, run := range runs {
 					if d := testkit.MaxRelDiff(t, run.params, runs[0].params); d != 0 {
 						t.Fatalf("%d ranks: rank %d's parameters differ from rank 0's by %g", n, r, d)

@@ -156,7 +156,10 @@ func (m *distMini) Epoch(ctx context.Context, seed uint64, update func() error) 
 				mine = append(mine, v)
 			}
 		}
-		l, err := m.step(ctx, mine, len(batch), seed*0x9e3779b97f4a7c15+uint64(n), steprun.BatchSeed(seed, n), update)
+		share := float64(len(mine)) / float64(len(batch))
+		l, err := m.step(ctx, mine, seed*0x9e3779b97f4a7c15+uint64(n), nil, func(bb *steprun.Bound) (float64, error) {
+			return m.r.TrainBatch(ctx, bb, mine, steprun.BatchSeed(seed, n), share, false)
+		}, update)
 		if err != nil {
 			return 0, fmt.Errorf("batch %d on rank %d: %w", n, me, err)
 		}
