@@ -123,7 +123,7 @@ func (m *distMini) linkStep(ctx context.Context, part linkrun.EdgeBatch, held ma
 	nodes, pos, neg := part.Local()
 	var exclude func([]sampling.Block) []sampling.Block
 	if held != nil {
-		exclude = func(b []sampling.Block) []sampling.Block { return linkrun.ExcludeHeld(b, held, m.e.DS.NumNodes) }
+		exclude = func(b []sampling.Block) []sampling.Block { return linkrun.ExcludeHeld(b, held, m.e.Adjs.Adj) }
 	}
 	return m.step(ctx, nodes, rng, exclude, func(bb *steprun.Bound) (float64, error) {
 		return m.link.trainPart(ctx, bb.Prog, pos, neg, seed, share)

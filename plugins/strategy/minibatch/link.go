@@ -24,6 +24,7 @@ type miniLink struct {
 	dec    *linkrun.Decoder
 	params *engine.Params // the model's and the decoder's
 	nodes  int
+	graph  *graph.CSR // the graph message passing reads
 }
 
 // linkBatch is one batch of edges: its positive and negative pairs in
@@ -61,7 +62,7 @@ func newMiniLink(e steprun.Env, r *steprun.Runner) (*miniLink, error) {
 		dec.Release()
 		return nil, err
 	}
-	return &miniLink{task: e.Link, dec: dec, params: ps, nodes: e.DS.NumNodes}, nil
+	return &miniLink{task: e.Link, dec: dec, params: ps, nodes: e.DS.NumNodes, graph: e.Adjs.Adj}, nil
 }
 
 func (l *miniLink) release() { l.dec.Release() }
@@ -92,7 +93,7 @@ func (l *miniLink) localBatch(pos, neg graph.Pairs) linkBatch {
 // excludeHeld returns blocks without the entries whose endpoints are a
 // pair of held (either direction); their node lists are shared.
 func (l *miniLink) excludeHeld(blocks []sampling.Block, held map[uint64]bool) []sampling.Block {
-	return linkrun.ExcludeHeld(blocks, held, l.nodes)
+	return linkrun.ExcludeHeld(blocks, held, l.graph)
 }
 
 // trainBatch runs one batch bound in bb: the model's forward over its

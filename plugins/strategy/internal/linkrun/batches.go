@@ -104,9 +104,12 @@ func UndirectedKey(u, v int32, n int) uint64 {
 }
 
 // ExcludeHeld returns blocks without the entries whose endpoints are a
-// pair of held (either direction, keys over n nodes); their node lists
-// are shared.
-func ExcludeHeld(blocks []sampling.Block, held map[uint64]bool, n int) []sampling.Block {
+// pair of held (either direction, keys over g's nodes), each carrying the
+// in-degree every node loses in g without those pairs (Block.Excluded),
+// so that degree-normalised weights are those of g without them; their
+// node lists are shared.
+func ExcludeHeld(blocks []sampling.Block, held map[uint64]bool, g *graph.CSR) []sampling.Block {
+	n, lost := g.NumRows, LostDegrees(g, held)
 	out := make([]sampling.Block, len(blocks))
 	for k, b := range blocks {
 		a := b.Adj
@@ -127,7 +130,41 @@ func ExcludeHeld(blocks []sampling.Block, held map[uint64]bool, n int) []samplin
 		}
 		adj := graph.MakeCSR(a.NumRows, a.NumCols, indptr, cols)
 		adj.Values = vals
-		out[k] = sampling.Block{Dst: b.Dst, Src: b.Src, Adj: adj}
+		out[k] = sampling.Block{Dst: b.Dst, Src: b.Src, Adj: adj, Excluded: lost}
 	}
 	return out
+}
+
+// LostDegrees returns the in-degree (the sum of the weights, for a
+// weighted g) each node of g loses when the pairs of held (undirected
+// keys over g's nodes) are taken out of g in both directions: row u
+// loses its entries v and row v its entries u, every copy of a repeated
+// edge included.
+func LostDegrees(g *graph.CSR, held map[uint64]bool) map[int32]float64 {
+	n := uint64(g.NumRows)
+	lost := make(map[int32]float64, 2*len(held))
+	take := func(row, col int64) {
+		var w float64
+		for e := g.Indptr[row]; e < g.Indptr[row+1]; e++ {
+			if g.Col(e) != col {
+				continue
+			}
+			if g.Values != nil {
+				w += float64(g.Values[e])
+			} else {
+				w++
+			}
+		}
+		if w != 0 {
+			lost[int32(row)] += w
+		}
+	}
+	for key := range held {
+		u, v := int64(key/n), int64(key%n)
+		take(u, v)
+		if v != u {
+			take(v, u)
+		}
+	}
+	return lost
 }

@@ -1,10 +1,16 @@
 package linkrun
 
 import (
+	"context"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/sampling"
+	"strata/internal/floattol"
+	"strata/plugins/strategy/internal/steprun"
 )
 
 // TestEdgeBatchPart keeps the chosen positives, in order, each with its
@@ -36,5 +42,70 @@ func TestEdgeBatchPart(t *testing.T) {
 	}
 	if nodes, _, _ := (EdgeBatch{}).Local(); len(nodes) != 0 {
 		t.Fatalf("an empty batch has nodes %v", nodes)
+	}
+}
+
+// TestExcludedDegrees checks that a batch's blocks with its edges taken
+// out weigh GCN's edges as the graph without those edges does: every
+// node's 1/sqrt(degree), with self loops and without, on a graph with
+// repeated edges and a self loop, unweighted and weighted.
+func TestExcludedDegrees(t *testing.T) {
+	const n = 30
+	rng := rand.New(rand.NewPCG(9, 10))
+	var edges [][2]int64
+	for range 90 {
+		u, v := rng.Int64N(n), rng.Int64N(n)
+		edges = append(edges, [2]int64{u, v}, [2]int64{v, u})
+	}
+	edges = append(edges, [2]int64{4, 9}, [2]int64{9, 4}, [2]int64{6, 6}) // a repeat, a self loop
+	held := map[uint64]bool{UndirectedKey(4, 9, n): true, UndirectedKey(6, 6, n): true}
+	for _, e := range edges[:20] {
+		held[UndirectedKey(int32(e[0]), int32(e[1]), n)] = true
+	}
+	var kept [][2]int64
+	for _, e := range edges {
+		if !held[UndirectedKey(int32(e[0]), int32(e[1]), n)] {
+			kept = append(kept, e)
+		}
+	}
+	for _, weighted := range []bool{false, true} {
+		g, without := graph.FromEdges(n, edges), graph.FromEdges(n, kept)
+		if weighted { // a weight per entry, the same in both graphs
+			weigh := func(c *graph.CSR) {
+				c.Values = make([]float32, c.NNZ())
+				for r := range c.NumRows {
+					for e := c.Indptr[r]; e < c.Indptr[r+1]; e++ {
+						c.Values[e] = float32(1 + (int64(r)*7+c.Col(e)*3)%5)
+					}
+				}
+			}
+			weigh(g)
+			weigh(without)
+		}
+		r := &steprun.Runner{IsqBase: make([]float64, n), IsqSelf: make([]float64, n), Degree: graph.RowWeightSums(g)}
+		for v, d := range r.Degree {
+			r.IsqBase[v], r.IsqSelf[v] = 1/math.Sqrt(d), 1/math.Sqrt(d+1)
+		}
+		full, err := sampling.Full{Hops: 1}.Sample(context.Background(), g, steprun.Iota32(n), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := ExcludeHeld(full, held, g)[0]
+		want := graph.RowWeightSums(without)
+		for _, self := range []bool{false, true} {
+			scale, loop := r.GCNScale(b, self), 0.0
+			if self {
+				loop = 1
+			}
+			for v := range int32(n) {
+				w := 0.0
+				if want[v]+loop > 0 {
+					w = 1 / math.Sqrt(want[v]+loop)
+				}
+				if got := scale(v); math.Abs(got-w) > 4*floattol.Gamma(2, floattol.UFloat64)*w {
+					t.Fatalf("weighted %v, self loops %v: node %d scales by %v, the graph without the batch's edges by %v", weighted, self, v, got, w)
+				}
+			}
+		}
 	}
 }

@@ -74,7 +74,7 @@ func SplitBlocks(blocks []sampling.Block, rows []int32) []sampling.Block {
 			}
 			indptr[i+1] = int64(len(idx))
 		}
-		nb := sampling.Block{Dst: make([]int32, len(need)), Src: make([]int32, len(src)),
+		nb := sampling.Block{Dst: make([]int32, len(need)), Src: make([]int32, len(src)), Excluded: b.Excluded,
 			Adj: &graph.CSR{NumRows: len(need), NumCols: len(src), Indptr: indptr, Idx32: idx, Values: vals}}
 		for i, r := range need {
 			nb.Dst[i] = b.Dst[r]
