@@ -306,7 +306,7 @@ func TestFIFOBatches(t *testing.T) {
 	}
 }
 
-func mustDynamic(t *testing.T, id string, d *graph.Dataset, k int) Dynamic {
+func mustDynamic(t testing.TB, id string, d *graph.Dataset, k int) Dynamic {
 	t.Helper()
 	c, err := registry.New[Dynamic](id)
 	if err != nil {
@@ -443,5 +443,32 @@ func TestS3FIFOOptions(t *testing.T) {
 		if err := c.Init(rowsDataset(10)); err == nil || !strings.Contains(err.Error(), "cache.s3fifo: small_ratio") {
 			t.Errorf("Init with small_ratio %v: %v", r, err)
 		}
+	}
+}
+
+// BenchmarkDynamic replays a Zipf trace over 2^16 nodes through every
+// registered online cache holding 10% of them (warm after the first
+// pass): ns/op is per read.
+func BenchmarkDynamic(b *testing.B) {
+	const n = 1 << 16
+	d := rowsDataset(n)
+	z := rand.NewZipf(rand.New(rand.NewPCG(5, 6)), 1.05, 1, n-1)
+	tr := make([]int32, 1<<16)
+	for i := range tr {
+		tr[i] = int32(z.Uint64())
+	}
+	for _, m := range registry.Namespace("cache") {
+		if _, ok := m.New().(Dynamic); !ok {
+			continue
+		}
+		b.Run(m.ID, func(b *testing.B) {
+			c := mustDynamic(b, m.ID, d, n/10)
+			hits := 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i += len(tr) {
+				hits += c.Access(tr[:min(len(tr), b.N-i)])
+			}
+			b.ReportMetric(float64(hits)/float64(b.N), "hits/read")
+		})
 	}
 }

@@ -16,9 +16,11 @@ import (
 //   - A hit (a row in S or M) increments its count, saturating at 3 (line 3).
 //   - A miss first evicts while S and M hold the capacity (lines 8-9), then
 //     inserts the row at the head of M if its id is in G, else at the head
-//     of S (lines 10-13), with count 0 (line 6). An id admitted from G
-//     leaves G (as in the reference implementation, libCacheSim
-//     S3FIFOv0; a row is never both cached and a ghost).
+//     of S (lines 10-13), with count 0 (line 6). G is consulted after
+//     the evictions, as written (libCacheSim's S3FIFOv0 looks before,
+//     which differs only when those evictions push the id out of G). An id
+//     admitted from G leaves G (as in S3FIFOv0; a row is never both cached
+//     and a ghost).
 //   - An eviction takes from S when S holds at least small_ratio of the
 //     capacity, else from M (line 15).
 //   - From S (lines 20-30): the tail moves to the head of M when its count
