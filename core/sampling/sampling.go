@@ -39,6 +39,12 @@ type Block struct {
 	// samplers that weigh their edges (sampler.randomwalk with weights =
 	// true: each edge's normalised visit count, every row summing to 1).
 	Adj *graph.CSR
+	// Excluded, when set, is the in-degree (weighted, for a weighted
+	// graph) each node lost in the graph the block reads: in-edges taken
+	// out of the graph for this batch (link prediction's own edges).
+	// Degree-normalised weights (GCN's) then use the graph's degrees
+	// less these, as they would in the graph without those edges.
+	Excluded map[int32]float64
 }
 
 // NumEdges returns the number of edges of the block.

@@ -76,16 +76,7 @@ func decoderOptions(cfg *config.Config) (modhost.LayerConfig, error) {
 		if k == "in_dim" {
 			return c, cfg.KeyError("link.decoder_options.in_dim is set by strata: it is the embedding width, link.embedding", "link", "decoder_options", k)
 		}
-		switch v := cfg.Link.DecoderOptions[k].(type) {
-		case int64:
-			c.SetInt(k, v)
-		case float64:
-			c.SetFloat(k, v)
-		case bool:
-			c.SetInt(k, map[bool]int64{false: 0, true: 1}[v])
-		case string:
-			c.SetString(k, v)
-		default:
+		if v := cfg.Link.DecoderOptions[k]; !setOption(&c, k, v) {
 			return c, cfg.KeyError(fmt.Sprintf("link.decoder_options.%s: expected integer, float, boolean or string, got %T", k, v), "link", "decoder_options", k)
 		}
 	}

@@ -262,6 +262,28 @@ func readModule(path string) ([]byte, error) {
 
 // userOptions converts model.options to a layer config, rejecting the keys
 // the host sets itself.
+// setOption sets option k of c to the TOML value v (an integer, float,
+// boolean as 0 or 1, or string); it reports false for any other type.
+func setOption(c *modhost.LayerConfig, k string, v any) bool {
+	switch v := v.(type) {
+	case int64:
+		c.SetInt(k, v)
+	case float64:
+		c.SetFloat(k, v)
+	case bool:
+		b := int64(0)
+		if v {
+			b = 1
+		}
+		c.SetInt(k, b)
+	case string:
+		c.SetString(k, v)
+	default:
+		return false
+	}
+	return true
+}
+
 func userOptions(cfg *config.Config) (modhost.LayerConfig, error) {
 	var c modhost.LayerConfig
 	keys := make([]string, 0, len(cfg.Model.Options))
@@ -273,35 +295,23 @@ func userOptions(cfg *config.Config) (modhost.LayerConfig, error) {
 		if slices.Contains(hostKeys, k) {
 			return c, cfg.KeyError(fmt.Sprintf("model.options.%s is set by strata for every layer; use model.layers, model.hidden and model.dropout instead", k), "model", "options", k)
 		}
-		switch v := cfg.Model.Options[k].(type) {
-		case int64:
-			c.SetInt(k, v)
-		case float64:
-			c.SetFloat(k, v)
-		case bool:
-			b := int64(0)
-			if v {
-				b = 1
+		v := cfg.Model.Options[k]
+		if !setOption(&c, k, v) {
+			return c, cfg.KeyError(fmt.Sprintf("model.options.%s: expected integer, float, boolean or string, got %T", k, v), "model", "options", k)
+		}
+		if v, ok := v.(string); ok && strings.HasSuffix(v, ".wasm") {
+			p := cfg.OptionPath(k, v)
+			b, err := readModule(p)
+			if err == nil {
+				err = models.CheckFile(p, b)
 			}
-			c.SetInt(k, b)
-		case string:
-			c.SetString(k, v)
-			if strings.HasSuffix(v, ".wasm") {
-				p := cfg.OptionPath(k, v)
-				b, err := readModule(p)
-				if err == nil {
-					err = models.CheckFile(p, b)
-				}
-				if err != nil {
-					return c, cfg.KeyError(fmt.Sprintf("model.options.%s: %v", k, err), "model", "options", k)
-				}
-				if c.Modules == nil {
-					c.Modules = map[string][]byte{}
-				}
-				c.Modules[v] = b
+			if err != nil {
+				return c, cfg.KeyError(fmt.Sprintf("model.options.%s: %v", k, err), "model", "options", k)
 			}
-		default:
-			return c, cfg.KeyError(fmt.Sprintf("model.options.%s: expected integer, float or boolean, got %T", k, v), "model", "options", k)
+			if c.Modules == nil {
+				c.Modules = map[string][]byte{}
+			}
+			c.Modules[v] = b
 		}
 	}
 	return c, nil

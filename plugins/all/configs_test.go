@@ -72,6 +72,7 @@ func TestStrategySectionErrors(t *testing.T) {
 		{"chunked = 5\n" + base, nil, `c.toml:1: chunked: expected table, got integer 5`},
 		{base + "[train]\nmode = \"chunked\"\n[[chunked]]\nchunks = 4\n", nil, "chunked: expected table, got array of tables"},
 		{base + "[train]\nmode = \"chunked\"\n[chunked]\nchunks = 3\ndedup = \"p2pp\"\n", nil, `chunked.dedup = "p2pp": allowed values are`},
+		{base + "[cache]\nname = \"s3fifo\"\nsmall_ratio = 0\n", nil, `cache.small_ratio = 0: must be in (0, 1)`},
 	}
 	for _, c := range cases {
 		_, err := config.Parse("c.toml", []byte(c.text), c.sets...)

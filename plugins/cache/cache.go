@@ -13,6 +13,8 @@
 //	cache.presample           GNNLab: access counts of presampled epochs
 //	cache.lru, cache.clock    dynamic caches (the Dynamic interface), for
 //	                          comparison with the static rankings
+//	cache.sieve               dynamic SIEVE (Zhang et al., NSDI '24)
+//	cache.s3fifo              dynamic S3-FIFO (Yang et al., SOSP '23)
 //
 // The static policies implement Policy; rpagerank, weighted-rpagerank and
 // presample also implement Scorer (one score per node, higher is hotter),
@@ -115,4 +117,6 @@ func init() {
 	registry.Register(new(Presample))
 	registry.Register(new(LRU))
 	registry.Register(new(Clock))
+	registry.Register(new(Sieve))
+	registry.Register(new(S3FIFO))
 }

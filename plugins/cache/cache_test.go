@@ -132,7 +132,7 @@ func TestRegistered(t *testing.T) {
 	for _, m := range registry.Namespace("cache") {
 		ids = append(ids, m.ID)
 	}
-	for _, want := range []string{"cache.degree", "cache.none", "cache.random", "cache.rpagerank", "cache.weighted-rpagerank", "cache.presample", "cache.lru", "cache.clock"} {
+	for _, want := range []string{"cache.degree", "cache.none", "cache.random", "cache.rpagerank", "cache.weighted-rpagerank", "cache.presample", "cache.lru", "cache.clock", "cache.sieve", "cache.s3fifo"} {
 		if !slices.Contains(ids, want) {
 			t.Errorf("%s not registered (have %v)", want, ids)
 		}

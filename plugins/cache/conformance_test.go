@@ -30,6 +30,10 @@ func TestConformance(t *testing.T) {
 	}{
 		{"lru capacity=0.5", func() caching.Dynamic { return &LRU{Capacity: Capacity{Capacity: 0.5}} }},
 		{"clock capacity=0.01", func() caching.Dynamic { return &Clock{Capacity: Capacity{Capacity: 0.01}} }},
+		{"sieve capacity=0.3", func() caching.Dynamic { return &Sieve{Capacity: Capacity{Capacity: 0.3}} }},
+		{"s3fifo capacity=0.5 small_ratio=0.5", func() caching.Dynamic {
+			return &S3FIFO{Capacity: Capacity{Capacity: 0.5}, SmallRatio: 0.5}
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) { cachetest.TestDynamic(t, tt.d) })
 	}

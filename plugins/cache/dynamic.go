@@ -12,10 +12,10 @@ import (
 type LRU struct {
 	Capacity
 
-	size, used int
-	prev, next []int32 // list links; -1 ends; head is most recent
-	in         []bool
-	head, tail int32
+	size int
+	l    links
+	q    queue // head is the most recent
+	in   []bool
 }
 
 // StrataModule registers cache.lru.
@@ -33,34 +33,8 @@ func (c *LRU) Init(d *graph.Dataset) error {
 	if err != nil {
 		return err
 	}
-	n := d.NumNodes
-	c.size, c.used, c.head, c.tail = k, 0, -1, -1
-	c.prev, c.next, c.in = make([]int32, n), make([]int32, n), make([]bool, n)
+	c.size, c.l, c.q, c.in = k, newLinks(d.NumNodes), emptyQueue(), make([]bool, d.NumNodes)
 	return nil
-}
-
-func (c *LRU) unlink(v int32) {
-	p, nx := c.prev[v], c.next[v]
-	if p >= 0 {
-		c.next[p] = nx
-	} else {
-		c.head = nx
-	}
-	if nx >= 0 {
-		c.prev[nx] = p
-	} else {
-		c.tail = p
-	}
-}
-
-func (c *LRU) pushFront(v int32) {
-	c.prev[v], c.next[v] = -1, c.head
-	if c.head >= 0 {
-		c.prev[c.head] = v
-	} else {
-		c.tail = v
-	}
-	c.head = v
 }
 
 // Access implements Dynamic.
@@ -68,24 +42,19 @@ func (c *LRU) Access(ids []int32) (hits int) {
 	for _, v := range ids {
 		if c.in[v] {
 			hits++
-			if c.head != v {
-				c.unlink(v)
-				c.pushFront(v)
+			if c.q.head != v {
+				c.q.remove(&c.l, v)
+				c.q.pushFront(&c.l, v)
 			}
 			continue
 		}
 		if c.size == 0 {
 			continue
 		}
-		if c.used == c.size {
-			old := c.tail
-			c.unlink(old)
+		if old := c.q.pushBounded(&c.l, v, c.size); old >= 0 {
 			c.in[old] = false
-			c.used--
 		}
-		c.pushFront(v)
 		c.in[v] = true
-		c.used++
 	}
 	return hits
 }
@@ -161,4 +130,71 @@ func sizeDynamic(id string, c *Capacity, d *graph.Dataset) (int, error) {
 		return 0, fmt.Errorf("%s: %w", id, err)
 	}
 	return k, nil
+}
+
+// links are the intrusive list links of the queues of one online cache,
+// indexed by node id: prev points toward a queue's head (newer), next
+// toward its tail (older), -1 ends. A node is in at most one queue at a
+// time, so the queues of a cache share one links.
+type links struct{ prev, next []int32 }
+
+func newLinks(n int) links { return links{make([]int32, n), make([]int32, n)} }
+
+// queue is a doubly linked FIFO over links: head is the newest entry,
+// tail the oldest, n the length. Every operation is O(1).
+type queue struct {
+	head, tail int32
+	n          int
+}
+
+func emptyQueue() queue { return queue{head: -1, tail: -1} }
+
+// pushFront inserts v (in no queue) at the head.
+func (q *queue) pushFront(l *links, v int32) {
+	l.prev[v], l.next[v] = -1, q.head
+	if q.head >= 0 {
+		l.prev[q.head] = v
+	} else {
+		q.tail = v
+	}
+	q.head = v
+	q.n++
+}
+
+// remove unlinks v, which is in q.
+func (q *queue) remove(l *links, v int32) {
+	p, nx := l.prev[v], l.next[v]
+	if p >= 0 {
+		l.next[p] = nx
+	} else {
+		q.head = nx
+	}
+	if nx >= 0 {
+		l.prev[nx] = p
+	} else {
+		q.tail = p
+	}
+	q.n--
+}
+
+// popTail removes and returns the oldest entry of the non-empty q.
+func (q *queue) popTail(l *links) int32 {
+	t := q.tail
+	q.remove(l, t)
+	return t
+}
+
+// pushBounded inserts v at the head of q, first dropping q's oldest entry
+// when q holds capacity entries, and returns the dropped entry (-1 for
+// none). With capacity 0 nothing is inserted and v itself is dropped.
+func (q *queue) pushBounded(l *links, v int32, capacity int) int32 {
+	if capacity == 0 {
+		return v
+	}
+	old := int32(-1)
+	if q.n >= capacity {
+		old = q.popTail(l)
+	}
+	q.pushFront(l, v)
+	return old
 }

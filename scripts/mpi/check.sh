@@ -7,6 +7,11 @@
 #     the rows' global ids, so only the order of sums differs: the bound is
 #     derived at plugins/strategy/strategytests' TestSplitsMatchFullGraph) and the same
 #     test accuracy;
+#  1b. distmini training link prediction (train.task = "link", batches of
+#     512 edges, each batch's edges excluded from its blocks) on 1, 2 and
+#     4 ranks: the loss after one epoch within the bound of
+#     TestDistLinkMatchesMiniBatch (linkTol: steps x lr x 2 gamma_K x 100,
+#     K = Cora's nodes) and the same test ROC-AUC;
 #  2. a binary built without MPI, started by mpirun, exits 2 naming the fix;
 #  3. a rank killed, or hung, mid-run ends the job (non-zero) within 60 s.
 set -euo pipefail
@@ -50,6 +55,35 @@ for n in (2, 4):
     print(f"{mode}: {n} ranks match 1 (loss {a['final_loss']:.6f}, test {a['test_acc']}), {sent} bytes sent in the epoch")
 PY
 done
+
+# 1b. Link prediction on distmini.
+link=(--set train.task='"link"' --set link.embedding=16 --set link.exclude='"batch"' --set sampler.name='"uniform"'
+	--set 'sampler.fanouts=[5,10]' --set train.batch_size=512 --set train.dtype=float64 --set train.epochs=1)
+for n in 1 2 4; do
+	timeout 300 $MPIRUN -np "$n" "$BIN" train "${common[@]}" "${link[@]}" --set train.mode=distmini >"$tmp/link-$n.out" 2>"$tmp/link-$n.err" ||
+		{ cat "$tmp/link-$n.err" >&2; fail "distmini link prediction on $n ranks failed"; }
+done
+python3 - "$tmp" <<'PY'
+import json, math, sys
+tmp = sys.argv[1]
+res = {n: json.loads(open(f"{tmp}/link-{n}.out").read()) for n in (1, 2, 4)}
+one = res[1]
+steps = math.ceil(one["link"]["train_edges"] / 512)
+K, u = 2708, 2.0**-53
+tol = steps * 0.01 * 2 * (K * u / (1 - K * u)) * 100
+for n in (2, 4):
+    a = res[n]
+    if a["targets"] != "link" or len(a["distmini"]["ranks"]) != n:
+        sys.exit(f"link on {n} ranks: targets {a['targets']!r}, {len(a['distmini']['ranks'])} rank entries")
+    if abs(a["final_loss"] - one["final_loss"]) > tol * abs(one["final_loss"]):
+        sys.exit(f"link: loss after one epoch {a['final_loss']} on {n} ranks, {one['final_loss']} on 1 (bound {tol:.3g} relative)")
+    if a["test_acc"] != one["test_acc"]:
+        sys.exit(f"link: test ROC-AUC {a['test_acc']} on {n} ranks, {one['test_acc']} on 1")
+    edges = sum(x.get("train_edges", 0) for x in a["distmini"]["ranks"])
+    if edges != one["link"]["train_edges"]:
+        sys.exit(f"link on {n} ranks: the ranks own {edges} training edges of {one['link']['train_edges']}")
+    print(f"distmini link: {n} ranks match 1 (loss {a['final_loss']:.6f}, test ROC-AUC {a['test_acc']:.4f}, {steps} steps)")
+PY
 
 # 2. Without the tag: exit 2, naming -tags mpi.
 go build -o "$tmp/strata-nompi" ./cmd/strata

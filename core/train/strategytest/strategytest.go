@@ -387,6 +387,28 @@ hidden = 16
 epochs = 5
 `
 
+// LinkBase is Cora link prediction that tests share: GAE's encoder (GCN
+// 32-16, no dropout) and the dot decoder, as ../shared/peers/linkpred.py
+// trains it, 5 epochs, on the CPU.
+const LinkBase = `
+[data]
+dataset = "embedded:cora"
+
+[model]
+name = "gcn"
+hidden = 32
+dropout = 0
+input_dropout = 0
+
+[train]
+task = "link"
+epochs = 5
+weight_decay = 0
+
+[link]
+embedding = 16
+`
+
 // MustParse parses text with the --set assignments sets, with progress
 // off, and fails the test on an error.
 func MustParse(t testing.TB, text string, sets ...string) *config.Config {

@@ -38,19 +38,26 @@ import (
 // its own nodes' feature rows: on several ranks NewEnv loads none, and the
 // rank reads its rows from the dataset file (loadFeatures).
 type distRank struct {
-	c       comm.Comm
-	e       steprun.Env
-	r       *steprun.Runner
-	owner   []int32   // the rank of every node
-	row     []int32   // the row of a node in topo and feats on its owner
-	owned   [][]int32 // the nodes of every rank, ascending
-	topo    *graph.CSR
-	feats   []float32           // the owned nodes' rows
-	train   int                 // training nodes owned
-	rows    sampling.RowSampler // draws the owned rows' neighbours
-	fanouts []int               // per block, first layer first; -1: every neighbour
-	replace bool
-	part    string // the partitioner's ID
+	c comm.Comm
+	e steprun.Env
+	r *steprun.Runner
+	// params are the parameters the optimizer steps and the ranks'
+	// gradients sum over: the model's (r.PS), with a link task joined
+	// with the decoder's.
+	params *engine.Params
+	owner  []int32   // the rank of every node
+	row    []int32   // the row of a node in topo and feats on its owner
+	owned  [][]int32 // the nodes of every rank, ascending
+	topo   *graph.CSR
+	feats  []float32 // the owned nodes' rows
+	train  int       // training nodes owned
+	// trainEdges are the training edges owned (a link task's positives
+	// by their source).
+	trainEdges int
+	rows       sampling.RowSampler // draws the owned rows' neighbours
+	fanouts    []int               // per block, first layer first; -1: every neighbour
+	replace    bool
+	part       string // the partitioner's ID
 	// phase prefixes the purposes of the bytes: "" while training,
 	// "eval-" while predicting.
 	phase string
@@ -105,6 +112,7 @@ func newDistRank(ctx context.Context, cfg *config.Config, e steprun.Env, rows sa
 	if d.r, err = steprun.NewRunner(e, 1); err != nil {
 		return nil, err
 	}
+	d.params = d.r.PS
 	if len(fanouts) != len(d.r.Layers) {
 		d.r.Release()
 		return nil, fmt.Errorf("%d fanouts for a %d-layer model", len(fanouts), len(d.r.Layers))
@@ -355,30 +363,37 @@ func (d *distRank) features(ctx context.Context, ids []int32) ([]float32, error)
 	return x, nil
 }
 
-// step trains one global batch: this rank's share of it (mine, perhaps
-// none, out of total seeds), the all-reduce of the gradients and of the
-// loss, and the optimizer step. It returns the batch's loss.
-func (d *distRank) step(ctx context.Context, mine []int32, total int, rng, seed uint64, update func() error) (float64, error) {
-	blocks, err := d.sample(ctx, mine, rng)
+// step trains one global batch: the blocks of this rank's seeds (perhaps
+// none) sampled with the stream rng, through prepare when it is not nil,
+// their input rows fetched, the rank's part trained by run on the bound
+// model (its loss and gradients weighed by its share of the batch), the
+// all-reduce of the gradients and of the loss, and the optimizer step (a
+// collective). It returns the batch's loss.
+func (d *distRank) step(ctx context.Context, seeds []int32, rng uint64, prepare func([]sampling.Block) []sampling.Block,
+	run func(*steprun.Bound) (float64, error), update func() error) (float64, error) {
+	blocks, err := d.sample(ctx, seeds, rng)
 	if err != nil {
 		return 0, err
+	}
+	if prepare != nil {
+		blocks = prepare(blocks)
 	}
 	x, err := d.features(ctx, blocks[0].Src)
 	if err != nil {
 		return 0, err
 	}
 	loss := 0.0
-	if len(mine) > 0 {
+	if len(seeds) > 0 {
 		bb, err := d.r.Bind(blocks, steprun.FeatRows{F32: x}, nil, false)
 		if err != nil {
 			return 0, err
 		}
-		loss, err = d.r.TrainBatch(ctx, bb, mine, seed, float64(len(mine))/float64(total), false)
+		loss, err = run(bb)
 		bb.Release(d.e)
 		if err != nil {
 			return 0, err
 		}
-	} else if err := d.r.PS.ZeroGrads(); err != nil {
+	} else if err := d.params.ZeroGrads(); err != nil {
 		return 0, err
 	}
 	return d.reduceAndUpdate(ctx, loss, update)
@@ -406,7 +421,7 @@ func (d *distRank) allReduceGrads(ctx context.Context) error {
 	if d.c.Size() == 1 {
 		return nil
 	}
-	ps := d.r.PS.List()
+	ps := d.params.List()
 	var flat []float64
 	for _, p := range ps {
 		g, err := engine.DownloadFloats(d.e.Be, p.Grad)
@@ -443,41 +458,47 @@ func (d *distRank) allReduceGrads(ctx context.Context) error {
 }
 
 // predictAll predicts this rank's nodes over full neighbourhoods, all at
-// once (as strategy.minibatch predicts every node in one piece: the
-// neighbourhoods of chunks overlap, and each chunk would fetch the rows of
-// its own), then every rank receives every other's predictions.
+// once (ownOutputsAll), then every rank receives every other's
+// predictions.
 func (d *distRank) predictAll(ctx context.Context, pred []int32) error {
+	out := make([]int32, len(d.owned[d.c.Rank()]))
+	if err := d.ownOutputsAll(ctx, func(t *tensor.Tensor) error { return train.ArgmaxInto(d.e.Be, t, out) }); err != nil {
+		return err
+	}
+	return d.gatherPredictions(ctx, out, pred)
+}
+
+// ownOutputsAll runs the model, dropout off, over the full neighbourhoods
+// of this rank's nodes, all at once (as strategy.minibatch predicts every
+// node in one piece: the neighbourhoods of chunks overlap, and each chunk
+// would fetch the rows of its own), and hands use the output, one row per
+// own node in owned order (a collective; use is not called on a rank
+// that owns no node).
+func (d *distRank) ownOutputsAll(ctx context.Context, use func(*tensor.Tensor) error) error {
 	d.phase = "eval-"
 	defer func() { d.phase = "" }()
 	fanouts := d.fanouts
 	d.fanouts = slices.Repeat([]int{-1}, len(fanouts))
 	defer func() { d.fanouts = fanouts }()
 	mine := d.owned[d.c.Rank()]
-	out := make([]int32, len(mine))
 	blocks, err := d.sample(ctx, mine, 0)
 	if err != nil {
 		return err
 	}
 	x, err := d.features(ctx, blocks[0].Src)
+	if err != nil || len(mine) == 0 {
+		return err
+	}
+	bb, err := d.r.Bind(blocks, steprun.FeatRows{F32: x}, nil, true)
 	if err != nil {
 		return err
 	}
-	if len(mine) > 0 {
-		bb, err := d.r.Bind(blocks, steprun.FeatRows{F32: x}, nil, true)
-		if err != nil {
-			return err
-		}
-		x = nil
-		err = bb.Prog.Forward(ctx, engine.Mode{})
-		if err == nil {
-			err = train.ArgmaxInto(d.e.Be, bb.Prog.Output(), out)
-		}
-		bb.Release(d.e)
-		if err != nil {
-			return err
-		}
+	defer bb.Release(d.e)
+	x = nil
+	if err := bb.Prog.Forward(ctx, engine.Mode{}); err != nil {
+		return err
 	}
-	return d.gatherPredictions(ctx, out, pred)
+	return use(bb.Prog.Output())
 }
 
 // gatherPredictions gives every rank every rank's predictions (out: this
@@ -524,7 +545,7 @@ func (d *distRank) report(res *train.Result) {
 	if d.part != "" {
 		res.Partitioner = d.part
 	}
-	st := RankStats{Rank: d.c.Rank(), CommS: d.commS, Nodes: len(d.owned[d.c.Rank()]), TrainNodes: d.train,
+	st := RankStats{Rank: d.c.Rank(), CommS: d.commS, Nodes: len(d.owned[d.c.Rank()]), TrainNodes: d.train, TrainEdges: d.trainEdges,
 		SentBytes: comm.Total(d.lastBy), SentBy: d.lastBy, PredictedBy: d.predicted}
 	if len(d.times) > 0 {
 		s := slices.Clone(d.times)
@@ -553,7 +574,7 @@ func (d *distRank) report(res *train.Result) {
 // Stepper methods shared by both strategies.
 
 // Params implements train.Stepper.
-func (d *distRank) Params() *engine.Params { return d.r.PS }
+func (d *distRank) Params() *engine.Params { return d.params }
 
 // Predict implements train.Stepper.
 func (d *distRank) Predict(ctx context.Context, pred []int32) error { return d.predictAll(ctx, pred) }

@@ -24,8 +24,16 @@ import (
 type rankRun struct {
 	params map[string][]float64
 	pred   []int32
-	stats  []RankStats
-	loss   float64
+	// scores are a link task's scores of the test pairs (positives,
+	// then negatives); a link run predicts no classes.
+	scores []float64
+	// outputs are a link run's embeddings of every node
+	// (train.OutputPredictor).
+	outputs []float64
+	steps   int // optimizer steps taken
+	nodes   int // the graph's
+	stats   []RankStats
+	loss    float64
 }
 
 // runRanks trains cfg for epochs on n in-process ranks (goroutines, each
@@ -70,16 +78,28 @@ func trainRank(ctx context.Context, t *testing.T, cfg *config.Config, epochs int
 		return out, err
 	}
 	for ep := 0; ep < epochs; ep++ {
-		if out.loss, err = st.Epoch(ctx, uint64(cfg.Train.Seed)*1_000_003+uint64(ep), func() error { return opt.Step(st.Params().List()) }); err != nil {
+		if out.loss, err = st.Epoch(ctx, uint64(cfg.Train.Seed)*1_000_003+uint64(ep), func() error { out.steps++; return opt.Step(st.Params().List()) }); err != nil {
 			return out, err
 		}
 	}
+	out.nodes = env.Dataset.NumNodes
 	if out.params, err = st.Params().Snapshot(); err != nil {
 		return out, err
 	}
-	out.pred = make([]int32, env.Dataset.NumNodes)
-	if err := st.Predict(ctx, out.pred); err != nil {
-		return out, err
+	if env.Link != nil {
+		if out.scores, err = scoreTestPairs(ctx, env, st); err != nil {
+			return out, err
+		}
+		if op, ok := st.(train.OutputPredictor); ok {
+			if out.outputs, _, _, err = op.PredictOutputs(ctx); err != nil {
+				return out, err
+			}
+		}
+	} else {
+		out.pred = make([]int32, env.Dataset.NumNodes)
+		if err := st.Predict(ctx, out.pred); err != nil {
+			return out, err
+		}
 	}
 	if r, ok := st.(train.ResultReporter); ok {
 		var res train.Result

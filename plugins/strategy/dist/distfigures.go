@@ -24,9 +24,12 @@ type RankStats struct {
 	EpochTimeMedianS float64 `json:"epoch_time_median_s"`
 	// CommS is the last epoch's time spent in collectives (waiting for
 	// the other ranks included).
-	CommS      float64          `json:"comm_s"`
-	Nodes      int              `json:"nodes"`       // nodes it owns
-	TrainNodes int              `json:"train_nodes"` // training nodes it owns
+	CommS      float64 `json:"comm_s"`
+	Nodes      int     `json:"nodes"`       // nodes it owns
+	TrainNodes int     `json:"train_nodes"` // training nodes it owns
+	// TrainEdges are the training edges it owns, a link task's positives
+	// by their source (train.task = "link").
+	TrainEdges int              `json:"train_edges,omitempty"`
 	SentBytes  int64            `json:"sent_bytes"`
 	SentBy     map[string]int64 `json:"sent_by_purpose"`
 	// PredictedBy are the bytes the partition predicts the rank sends

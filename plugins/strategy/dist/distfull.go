@@ -592,19 +592,25 @@ func (f *layerRank) trainStep(ctx context.Context, seed uint64) (float64, error)
 // (halo rows exchanged as in training), then every rank's predictions
 // gathered.
 func (f *layerRank) Predict(ctx context.Context, pred []int32) error {
+	out := make([]int32, len(f.owned[f.c.Rank()]))
+	if err := f.ownOutputs(ctx, func(t *tensor.Tensor) error { return train.ArgmaxInto(f.e.Be, t, out) }); err != nil {
+		return err
+	}
+	return f.gatherPredictions(ctx, out, pred)
+}
+
+// ownOutputs runs the layers forward, dropout off, over the own rows
+// (halo rows exchanged as in training) and hands use the model's output,
+// one row per own node in owned order (a collective).
+func (f *layerRank) ownOutputs(ctx context.Context, use func(*tensor.Tensor) error) error {
 	f.phase = "eval-"
 	defer func() { f.phase = "" }()
 	bound, err := f.forward(ctx, 0, false)
 	if err != nil {
 		return err
 	}
-	out := make([]int32, len(f.owned[f.c.Rank()]))
-	err = train.ArgmaxInto(f.e.Be, bound[0].Prog.Output(), out)
-	bound[0].Release(f.e)
-	if err != nil {
-		return err
-	}
-	return f.gatherPredictions(ctx, out, pred)
+	defer bound[0].Release(f.e)
+	return use(bound[0].Prog.Output())
 }
 
 func init() { registry.Register(new(DistFull)) }

@@ -22,7 +22,9 @@ import (
 // [sampler] (uniform or full) through their owners, and the gradients are
 // all-reduced before every step. With the same seed the ranks' batches
 // together are strategy.minibatch's, so N ranks reach its parameters (to
-// float32 rounding, without dropout).
+// float32 rounding, without dropout). Link prediction (train.task =
+// "link") splits strategy.minibatch's batches of edges the same way, by
+// the owner of each positive's source (distLink).
 type DistMini struct {
 	options.Size
 }
@@ -32,6 +34,9 @@ var (
 	_ train.ConfigChecker = (*DistMini)(nil)
 	_ train.Exampler      = (*DistMini)(nil)
 	_ comm.Distributed    = (*DistMini)(nil)
+
+	_ train.LinkScorer      = (*distMini)(nil)
+	_ train.OutputPredictor = (*distMini)(nil)
 )
 
 // StrataModule implements registry.Module.
@@ -45,7 +50,7 @@ func (*DistMini) Distributed() {}
 
 // Uses implements train.Strategy.
 func (*DistMini) Uses() train.Uses {
-	return train.Uses{Sampler: true, Blocks: true, RankPartition: true, Float64: true, Checkpoints: true}
+	return train.Uses{Sampler: true, Blocks: true, RankPartition: true, Float64: true, Checkpoints: true, Link: true}
 }
 
 // CheckConfig implements train.ConfigChecker.
@@ -85,9 +90,15 @@ func (*DistMini) NewStepper(ctx context.Context, env *train.Env) (train.Stepper,
 		return nil, err
 	}
 	m := &distMini{distRank: d, batch: batchSize(env.Config)}
+	if e.Link != nil {
+		if m.link, err = newDistLink(d); err != nil {
+			d.Release()
+			return nil, err
+		}
+	}
 	if layers, err := splitForRanks(env.Config, e.Model); err == nil {
 		if m.eval, err = newLayerRank(ctx, d, layers); err != nil {
-			d.Release()
+			m.Release()
 			return nil, err
 		}
 	}
@@ -102,6 +113,17 @@ type distMini struct {
 	// full-neighbourhood blocks, every input row of the L-hop
 	// neighbourhood fetched at once).
 	eval *layerRank
+	// link trains link prediction (train.task = "link"); nil for node
+	// tasks.
+	link *distLink
+}
+
+// Release implements train.Stepper.
+func (m *distMini) Release() {
+	if m.link != nil {
+		m.link.dec.Release()
+	}
+	m.distRank.Release()
 }
 
 // Predict implements train.Stepper.
@@ -117,6 +139,9 @@ var _ train.ResultReporter = (*distMini)(nil)
 // Epoch implements train.Stepper: the batches and sampling streams of
 // strategy.minibatch on one device.
 func (m *distMini) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	if m.link != nil {
+		return m.linkEpoch(ctx, seed, update)
+	}
 	order := steprun.Shuffled(m.e.DS.Train, seed)
 	m.predictFeatures(order) // outside the epoch's time
 	t0 := time.Now()
@@ -131,7 +156,10 @@ func (m *distMini) Epoch(ctx context.Context, seed uint64, update func() error) 
 				mine = append(mine, v)
 			}
 		}
-		l, err := m.step(ctx, mine, len(batch), seed*0x9e3779b97f4a7c15+uint64(n), steprun.BatchSeed(seed, n), update)
+		share := float64(len(mine)) / float64(len(batch))
+		l, err := m.step(ctx, mine, seed*0x9e3779b97f4a7c15+uint64(n), nil, func(bb *steprun.Bound) (float64, error) {
+			return m.r.TrainBatch(ctx, bb, mine, steprun.BatchSeed(seed, n), share, false)
+		}, update)
 		if err != nil {
 			return 0, fmt.Errorf("batch %d on rank %d: %w", n, me, err)
 		}

@@ -17,23 +17,21 @@ import (
 )
 
 // microLink trains link prediction as Betty splits full-graph training:
-// the graph's nodes are partitioned once into K parts (the [partition]
-// plugin over the full-neighbour blocks of every node); every epoch each
-// training edge and its negatives go to the part of the edge's source,
-// and each part's micro-batch computes the embeddings of its pairs'
-// endpoints over their full neighbourhoods. Every micro-batch's loss is
-// weighed by its share of the training edges and the gradients
-// accumulate into one optimizer step: full-graph link training's step,
-// to float rounding (without dropout).
+// the graph's nodes are partitioned once into K micro-batches (the
+// [partition] plugin over the full-neighbour blocks of every node), and
+// every epoch is one microsplit.LinkStep over them: each micro-batch
+// computes its nodes' embeddings, the decoder scores every training edge
+// and its negatives over all of them, and each micro-batch runs its
+// backward from its nodes' gradients. The optimizer steps once: full-graph
+// link training's step, to float rounding.
 type microLink struct {
 	*steprun.Runner
 	task   *train.LinkTask
 	dec    *linkrun.Decoder
 	params *engine.Params // the model's and the decoder's
-	whole  []sampling.Block
-	part   []int32 // every node's part
-	k      int
-	inputs []int // input rows per micro-batch, last epoch
+	micro  []microsplit.MicroBatch
+	inputs int // the micro-batches' input rows, summed
+	nodes  int
 	// partitioner is partition.name's module ID, for the result.
 	partitioner string
 }
@@ -54,9 +52,13 @@ func newMicroLink(ctx context.Context, cfg *config.Config, e steprun.Env) (*micr
 	if err != nil {
 		return nil, err
 	}
-	part, err := s.Parts(ctx, whole, k)
+	mbs, _, err := s.Split(ctx, whole, k)
 	if err != nil {
 		return nil, err
+	}
+	inputs := 0
+	for _, mb := range mbs {
+		inputs += len(mb.Blocks[0].Src)
 	}
 	evalChunks := 1
 	if cfg.Devices.MemoryBytes > 0 {
@@ -77,56 +79,30 @@ func newMicroLink(ctx context.Context, cfg *config.Config, e steprun.Env) (*micr
 		r.Release()
 		return nil, err
 	}
-	return &microLink{Runner: r, task: e.Link, dec: dec, params: ps, whole: whole, part: part, k: k}, nil
+	return &microLink{Runner: r, task: e.Link, dec: dec, params: ps, micro: mbs, inputs: inputs, nodes: n}, nil
 }
 
 // Epoch implements train.Stepper: every training edge against its
-// negatives, drawn afresh from seed, micro-batch by micro-batch, and one
-// optimizer step.
+// negatives, drawn afresh from seed, in one step over the micro-batches.
 func (m *microLink) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
-	pos := m.task.Split.Train
 	neg, err := m.task.TrainNegatives(ctx, seed)
-	if err != nil {
-		return 0, err
-	}
-	pbs, err := microsplit.SplitPairs(m.whole, m.part, m.k, pos, neg)
 	if err != nil {
 		return 0, err
 	}
 	if err := m.params.ZeroGrads(); err != nil {
 		return 0, err
 	}
-	m.inputs = m.inputs[:0]
-	var loss float64
-	for i := range pbs {
-		l, err := m.trainMicro(ctx, &pbs[i], seed, float64(pbs[i].Positives)/float64(pos.Len()))
-		if err != nil {
-			return 0, fmt.Errorf("micro-batch %d: %w", i, err)
-		}
-		m.inputs = append(m.inputs, len(pbs[i].Blocks[0].Src))
-		loss += l
+	e := m.Env
+	step := microsplit.LinkStep{Micro: m.micro, Rows: m.nodes, Width: m.task.Embedding, Dec: m.dec, Be: e.Be, DT: e.DT, Tier: e.Tier,
+		Bind: func(_ context.Context, j int) (*steprun.Bound, error) {
+			return m.Bind(m.micro[j].Blocks, steprun.FeatRows{}, nil, false)
+		},
+		Release: func(bb *steprun.Bound) { bb.Release(e) }}
+	loss, err := step.Run(ctx, m.task.Split.Train, neg, seed, 1)
+	if err != nil {
+		return 0, err
 	}
 	return loss, update()
-}
-
-// trainMicro runs one micro-batch: the model's forward over its blocks,
-// the decoder's loss of its pairs weighed by share, and the backward of
-// both, accumulating into the gradients.
-func (m *microLink) trainMicro(ctx context.Context, pb *microsplit.PairBatch, seed uint64, share float64) (float64, error) {
-	bb, err := m.Bind(pb.Blocks, steprun.FeatRows{}, nil, false)
-	if err != nil {
-		return 0, err
-	}
-	defer bb.Release(m.Env)
-	p := bb.Prog
-	if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed, AccumulateGrads: true}); err != nil {
-		return 0, err
-	}
-	loss, err := m.dec.StepShare(ctx, p.Output(), p.OutputGrad(), pb.Pos, pb.Neg, seed, linkrun.Share{Weight: share, Accumulate: true})
-	if err != nil {
-		return 0, err
-	}
-	return loss, p.Backward(ctx)
 }
 
 // ScorePairs implements train.LinkScorer: every node's embedding over its
@@ -153,18 +129,12 @@ func (m *microLink) Release() {
 	m.Runner.Release()
 }
 
-// redundancy is Betty's redundancy of the last epoch: the micro-batches'
-// input rows summed, over the graph's nodes (the whole batch's inputs).
-func (m *microLink) redundancy() float64 {
-	s := 0
-	for _, n := range m.inputs {
-		s += n
-	}
-	return float64(s) / float64(len(m.whole[0].Src))
-}
+// redundancy is Betty's redundancy: the micro-batches' input rows summed,
+// over the graph's nodes (the whole batch's inputs).
+func (m *microLink) redundancy() float64 { return float64(m.inputs) / float64(m.nodes) }
 
 // ReportResult implements train.ResultReporter.
 func (m *microLink) ReportResult(res *train.Result) {
 	res.Partitioner = m.partitioner
-	res.SetFigures("micro", &options.SplitFigures{MicroBatches: len(m.inputs), Redundancy: m.redundancy()})
+	res.SetFigures("micro", &options.SplitFigures{MicroBatches: len(m.micro), Redundancy: m.redundancy()})
 }

@@ -3,7 +3,6 @@ package minibatch
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"strata/core/config"
 	"strata/core/engine"
@@ -25,6 +24,7 @@ type miniLink struct {
 	dec    *linkrun.Decoder
 	params *engine.Params // the model's and the decoder's
 	nodes  int
+	graph  *graph.CSR // the graph message passing reads
 }
 
 // linkBatch is one batch of edges: its positive and negative pairs in
@@ -62,32 +62,22 @@ func newMiniLink(e steprun.Env, r *steprun.Runner) (*miniLink, error) {
 		dec.Release()
 		return nil, err
 	}
-	return &miniLink{task: e.Link, dec: dec, params: ps, nodes: e.DS.NumNodes}, nil
+	return &miniLink{task: e.Link, dec: dec, params: ps, nodes: e.DS.NumNodes, graph: e.Adjs.Adj}, nil
 }
 
 func (l *miniLink) release() { l.dec.Release() }
 
-// epochBatches shuffles the training edges with the epoch's seed, cuts
-// them into batches of size and draws each batch's negatives.
+// epochBatches is the epoch's batches of training edges
+// (linkrun.EpochBatches), each in local ids with the keys of its
+// positives.
 func (l *miniLink) epochBatches(ctx context.Context, seed uint64, size int) ([]linkBatch, error) {
-	train := l.task.Split.Train
-	all, err := l.task.TrainNegatives(ctx, seed)
+	bs, err := linkrun.EpochBatches(ctx, l.task, seed, size)
 	if err != nil {
 		return nil, err
 	}
-	k := l.task.Negatives
-	order := steprun.Shuffled(steprun.Iota32(train.Len()), seed)
-	var out []linkBatch
-	for lo := 0; lo < len(order); lo += size {
-		idx := order[lo:min(lo+size, len(order))]
-		pos := graph.Pairs{Src: make([]int32, len(idx)), Dst: make([]int32, len(idx))}
-		neg := graph.Pairs{Src: make([]int32, 0, len(idx)*k), Dst: make([]int32, 0, len(idx)*k)}
-		for i, j := range idx {
-			pos.Src[i], pos.Dst[i] = train.Src[j], train.Dst[j]
-			lo, hi := int(j)*k, int(j+1)*k
-			neg.Src, neg.Dst = append(neg.Src, all.Src[lo:hi]...), append(neg.Dst, all.Dst[lo:hi]...)
-		}
-		out = append(out, l.localBatch(pos, neg))
+	out := make([]linkBatch, len(bs))
+	for i, b := range bs {
+		out[i] = l.localBatch(b.Pos, b.Neg)
 	}
 	return out, nil
 }
@@ -95,71 +85,25 @@ func (l *miniLink) epochBatches(ctx context.Context, seed uint64, size int) ([]l
 // localBatch is the batch of pos and neg (global ids): its seed nodes,
 // the pairs in their local ids, and the keys of pos.
 func (l *miniLink) localBatch(pos, neg graph.Pairs) linkBatch {
-	nodes := slices.Concat(pos.Src, pos.Dst, neg.Src, neg.Dst)
-	slices.Sort(nodes)
-	nodes = slices.Compact(nodes)
-	local := func(p graph.Pairs) graph.Pairs {
-		q := graph.Pairs{Src: make([]int32, p.Len()), Dst: make([]int32, p.Len())}
-		for i := range p.Src {
-			s, _ := slices.BinarySearch(nodes, p.Src[i])
-			d, _ := slices.BinarySearch(nodes, p.Dst[i])
-			q.Src[i], q.Dst[i] = int32(s), int32(d)
-		}
-		return q
-	}
-	held := make(map[uint64]bool, pos.Len())
-	for i := range pos.Src {
-		held[undirectedKey(pos.Src[i], pos.Dst[i], l.nodes)] = true
-	}
-	return linkBatch{nodes: nodes, pos: local(pos), neg: local(neg), held: held}
-}
-
-// undirectedKey keys the pair {u, v} in either direction.
-func undirectedKey(u, v int32, n int) uint64 {
-	if v < u {
-		u, v = v, u
-	}
-	return uint64(u)*uint64(n) + uint64(v)
+	b := linkrun.EdgeBatch{Pos: pos, Neg: neg}
+	nodes, lpos, lneg := b.Local()
+	return linkBatch{nodes: nodes, pos: lpos, neg: lneg, held: b.Held(l.nodes)}
 }
 
 // excludeHeld returns blocks without the entries whose endpoints are a
 // pair of held (either direction); their node lists are shared.
 func (l *miniLink) excludeHeld(blocks []sampling.Block, held map[uint64]bool) []sampling.Block {
-	out := make([]sampling.Block, len(blocks))
-	for k, b := range blocks {
-		a := b.Adj
-		indptr := make([]int64, a.NumRows+1)
-		cols := make([]int64, 0, a.NNZ())
-		var vals []float32
-		for i := range a.NumRows {
-			for e := a.Indptr[i]; e < a.Indptr[i+1]; e++ {
-				if held[undirectedKey(b.Src[a.Col(e)], b.Dst[i], l.nodes)] {
-					continue
-				}
-				cols = append(cols, a.Col(e))
-				if a.Values != nil {
-					vals = append(vals, a.Values[e])
-				}
-			}
-			indptr[i+1] = int64(len(cols))
-		}
-		adj := graph.MakeCSR(a.NumRows, a.NumCols, indptr, cols)
-		adj.Values = vals
-		out[k] = sampling.Block{Dst: b.Dst, Src: b.Src, Adj: adj}
-	}
-	return out
+	return linkrun.ExcludeHeld(blocks, held, l.graph)
 }
 
-// trainBatch runs the pairs pos and neg (rows of bb's outputs) bound in
-// bb: the model's forward over its blocks, the decoder's loss of the
-// pairs weighed by sh and the backward of both (accumulating into the
-// gradients with sh.Accumulate: a micro-batch's).
-func (l *miniLink) trainBatch(ctx context.Context, bb *steprun.Bound, pos, neg graph.Pairs, seed uint64, sh linkrun.Share) (float64, error) {
+// trainBatch runs one batch bound in bb: the model's forward over its
+// blocks, the decoder's loss of its pairs and the backward of both.
+func (l *miniLink) trainBatch(ctx context.Context, bb *steprun.Bound, b *linkBatch, seed uint64) (float64, error) {
 	p := bb.Prog
-	if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed, AccumulateGrads: sh.Accumulate}); err != nil {
+	if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed}); err != nil {
 		return 0, err
 	}
-	loss, err := l.dec.StepShare(ctx, p.Output(), p.OutputGrad(), pos, neg, seed, sh)
+	loss, err := l.dec.Step(ctx, p.Output(), p.OutputGrad(), b.pos, b.neg, seed)
 	if err != nil {
 		return 0, err
 	}

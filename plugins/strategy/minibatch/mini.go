@@ -19,7 +19,6 @@ import (
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/train"
-	"strata/plugins/strategy/internal/linkrun"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/options"
@@ -195,7 +194,6 @@ type shard struct {
 	blocks []sampling.Block
 	x      steprun.FeatRows        // host-gathered input rows (none with a store or micro-batches)
 	micro  []microsplit.MicroBatch // its micro-batches, when micro-batching
-	pairs  []microsplit.PairBatch  // their pairs, when micro-batching links
 	topo   store.TopologyStats     // the sampler's reads through the store
 	link   *linkBatch              // its pairs, when training links
 }
@@ -573,7 +571,7 @@ func (m *miniBatches) train(ctx context.Context, st *staged, seed uint64, n int,
 		var l float64
 		var err error
 		if sh.link != nil {
-			l, err = m.link.trainBatch(ctx, st.bound[k], sh.link.pos, sh.link.neg, steprun.BatchSeed(seed, n), linkrun.Share{Weight: 1})
+			l, err = m.link.trainBatch(ctx, st.bound[k], sh.link, steprun.BatchSeed(seed, n))
 		} else {
 			l, err = r.TrainBatch(ctx, st.bound[k], sh.nodes, steprun.BatchSeed(seed, n), float64(len(sh.nodes))/float64(total), false)
 		}

@@ -8,7 +8,6 @@ import (
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/tensor"
-	"strata/plugins/strategy/internal/linkrun"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
 	"strata/plugins/strategy/internal/steprun"
@@ -126,9 +125,7 @@ func (mm *miniMicro) settle(ctx context.Context, e steprun.Env, m *miniBatches) 
 func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, gather bool) error {
 	var worst memest.Estimate
 	var err error
-	if sh.link != nil {
-		err = mm.splitLinkShard(ctx, sh)
-	} else if mm.auto {
+	if mm.auto {
 		sh.micro, worst, err = mm.split.Auto(ctx, sh.blocks)
 	} else {
 		sh.micro, worst, err = mm.split.Split(ctx, sh.blocks, min(mm.k, len(sh.nodes)))
@@ -149,25 +146,6 @@ func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, g
 	return nil
 }
 
-// splitLinkShard splits a shard of edges into micro-batches: its seed
-// nodes partitioned, each positive with its negatives in its source's
-// part (microsplit.SplitPairs).
-func (mm *miniMicro) splitLinkShard(ctx context.Context, sh *shard) error {
-	k := min(mm.k, len(sh.nodes))
-	part, err := mm.split.Parts(ctx, sh.blocks, k)
-	if err != nil {
-		return err
-	}
-	if sh.pairs, err = microsplit.SplitPairs(sh.blocks, part, k, sh.link.pos, sh.link.neg); err != nil {
-		return err
-	}
-	sh.micro = make([]microsplit.MicroBatch, len(sh.pairs))
-	for j := range sh.pairs {
-		sh.micro[j] = sh.pairs[j].MicroBatch
-	}
-	return nil
-}
-
 // endEpoch publishes the epoch's largest K and estimate and adds the
 // micro-batches' feature-store gathers to the epoch's.
 func (mm *miniMicro) endEpoch(m *miniBatches) {
@@ -181,37 +159,30 @@ func (mm *miniMicro) endEpoch(m *miniBatches) {
 
 // train runs one shard's micro-batches on replica r, accumulating their
 // gradients; each micro-batch's loss is weighed by its share of the
-// batch's total output nodes. It returns the weighed loss.
+// batch's total output nodes. A shard of edges runs as one
+// microsplit.LinkStep over its micro-batches. It returns the weighed loss.
 func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runner, sh shard, total int, seed uint64) (float64, error) {
-	ps := r.PS
 	if sh.link != nil {
-		ps = m.link.params
+		if err := m.link.params.ZeroGrads(); err != nil {
+			return 0, err
+		}
+		e := r.Env
+		step := microsplit.LinkStep{Micro: sh.micro, Rows: len(sh.nodes), Width: m.link.task.Embedding, Dec: m.link.dec, Be: e.Be, DT: e.DT, Tier: e.Tier,
+			Bind:    func(ctx context.Context, j int) (*steprun.Bound, error) { return mm.bind(ctx, m, r, &sh.micro[j]) },
+			Release: func(bb *steprun.Bound) { bb.Release(e) }}
+		return step.Run(ctx, sh.link.pos, sh.link.neg, seed, 1)
 	}
-	if err := ps.ZeroGrads(); err != nil {
+	if err := r.PS.ZeroGrads(); err != nil {
 		return 0, err
 	}
 	var loss float64
-	for j, mb := range sh.micro {
-		var input *tensor.Tensor
-		if m.store != nil {
-			in, gs, err := m.store.Gather(ctx, mb.Blocks[0].Src, r.Env.Tier)
-			if err != nil {
-				return 0, fmt.Errorf("micro-batch %d: gathering features: %w", j, err)
-			}
-			input = in
-			mm.hits, mm.rows, mm.peer = mm.hits+int64(gs.Local), mm.rows+int64(gs.Rows), mm.peer+int64(gs.Peer)
-		}
-		bb, err := r.Bind(mb.Blocks, mb.X, input, false)
+	for j := range sh.micro {
+		mb := &sh.micro[j]
+		bb, err := mm.bind(ctx, m, r, mb)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
 		}
-		var l float64
-		if sh.link != nil {
-			pb := &sh.pairs[j]
-			l, err = m.link.trainBatch(ctx, bb, pb.Pos, pb.Neg, seed, linkrun.Share{Weight: float64(pb.Positives) / float64(sh.link.pos.Len()), Accumulate: true})
-		} else {
-			l, err = r.TrainBatch(ctx, bb, mb.Nodes, seed, float64(len(mb.Nodes))/float64(total), true)
-		}
+		l, err := r.TrainBatch(ctx, bb, mb.Nodes, seed, float64(len(mb.Nodes))/float64(total), true)
 		bb.Release(r.Env)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
@@ -219,6 +190,21 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 		loss += l
 	}
 	return loss, nil
+}
+
+// bind binds micro-batch mb on replica r for training, its input rows
+// gathered through the feature store when there is one (and counted).
+func (mm *miniMicro) bind(ctx context.Context, m *miniBatches, r *steprun.Runner, mb *microsplit.MicroBatch) (*steprun.Bound, error) {
+	var input *tensor.Tensor
+	if m.store != nil {
+		in, gs, err := m.store.Gather(ctx, mb.Blocks[0].Src, r.Env.Tier)
+		if err != nil {
+			return nil, fmt.Errorf("gathering features: %w", err)
+		}
+		input = in
+		mm.hits, mm.rows, mm.peer = mm.hits+int64(gs.Local), mm.rows+int64(gs.Rows), mm.peer+int64(gs.Peer)
+	}
+	return r.Bind(mb.Blocks, mb.X, input, false)
 }
 
 // close releases the memory estimator.

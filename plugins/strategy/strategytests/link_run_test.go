@@ -10,29 +10,13 @@ import (
 	"strata/core/graph"
 	"strata/core/graph/numpy"
 	"strata/core/train"
+	"strata/core/train/strategytest"
 	"strata/plugins/strategy/internal/testkit"
 )
 
-// linkBase is Cora link prediction with GAE's encoder (GCN 32-16, no
-// dropout) and the dot decoder, as ../shared/peers/linkpred.py trains it.
-const linkBase = `
-[data]
-dataset = "embedded:cora"
-
-[model]
-name = "gcn"
-hidden = 32
-dropout = 0
-input_dropout = 0
-
-[train]
-task = "link"
-epochs = 5
-weight_decay = 0
-
-[link]
-embedding = 16
-`
+// linkBase is Cora link prediction with GAE's encoder and the dot
+// decoder (strategytest.LinkBase).
+const linkBase = strategytest.LinkBase
 
 func runLink(t *testing.T, base string, sets ...string) *train.Result {
 	t.Helper()

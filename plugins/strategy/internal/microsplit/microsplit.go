@@ -24,6 +24,7 @@ import (
 // the batch's blocks and its estimated peak.
 type MicroBatch struct {
 	Nodes  []int32          // global ids of its outputs (the last block's destinations)
+	Rows   []int32          // the rows of its outputs among the batch's, ascending
 	Blocks []sampling.Block // its sub-blocks (see splitBlocks)
 	Est    memest.Estimate  // zero unless estimated
 	X      steprun.FeatRows // host-gathered input rows, when the producer gathers
@@ -73,7 +74,7 @@ func SplitBlocks(blocks []sampling.Block, rows []int32) []sampling.Block {
 			}
 			indptr[i+1] = int64(len(idx))
 		}
-		nb := sampling.Block{Dst: make([]int32, len(need)), Src: make([]int32, len(src)),
+		nb := sampling.Block{Dst: make([]int32, len(need)), Src: make([]int32, len(src)), Excluded: b.Excluded,
 			Adj: &graph.CSR{NumRows: len(need), NumCols: len(src), Indptr: indptr, Idx32: idx, Values: vals}}
 		for i, r := range need {
 			nb.Dst[i] = b.Dst[r]
@@ -213,7 +214,7 @@ func (s *Splitter) microBatches(blocks []sampling.Block, rows [][]int32) ([]Micr
 	out := make([]MicroBatch, len(rows))
 	for i, r := range rows {
 		sub := SplitBlocks(blocks, r)
-		out[i] = MicroBatch{Nodes: sub[len(sub)-1].Dst, Blocks: sub}
+		out[i] = MicroBatch{Nodes: sub[len(sub)-1].Dst, Rows: r, Blocks: sub}
 		if s.Est == nil {
 			continue
 		}

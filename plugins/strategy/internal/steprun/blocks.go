@@ -25,8 +25,11 @@ type Runner struct {
 	Layers  []map[string]bool // the graph names each layer reads
 	IsqBase []float64         // 1/sqrt(row length) of adj, for GCN weights
 	IsqSelf []float64         // the same for adj_self
-	Full    sampling.Full     // every neighbour, for evaluation
-	Eval    [][]int32         // chunks of all nodes, for prediction
+	// Degree is every row's length (weighted: its weight sum) of adj,
+	// for the GCN weights of blocks with excluded edges.
+	Degree []float64
+	Full   sampling.Full // every neighbour, for evaluation
+	Eval   [][]int32     // chunks of all nodes, for prediction
 }
 
 func NewRunner(e Env, evalChunks int) (*Runner, error) {
@@ -41,6 +44,7 @@ func NewRunner(e Env, evalChunks int) (*Runner, error) {
 	}
 	r.Full = sampling.Full{Hops: len(r.Layers)}
 	r.IsqBase, r.IsqSelf = invSqrtRowLengths(e.Adjs.Adj, 0), invSqrtRowLengths(e.Adjs.Adj, 1)
+	r.Degree = graph.RowWeightSums(e.Adjs.Adj)
 	if e.Adjs.Adj.Values != nil {
 		r.IsqBase, r.IsqSelf = weightedIsq(e.Adjs.Adj), weightedIsq(e.Adjs.AdjSelf)
 	}
@@ -104,12 +108,8 @@ func (r *Runner) Bind(blocks []sampling.Block, x FeatRows, input *tensor.Tensor,
 			return fail(fmt.Errorf("block %d: %w", l, err))
 		}
 		for name := range r.Layers[l] {
-			isq := r.IsqBase
-			if name == "adj_self" {
-				isq = r.IsqSelf
-			}
 			adj, ew := blockGraph(b, name, w)
-			eg, err := r.upload(bb, adj, ew, b, isq)
+			eg, err := r.upload(bb, adj, ew, b, r.GCNScale(b, name == "adj_self"))
 			if err != nil {
 				return fail(fmt.Errorf("block %d %s: %w", l, name, err))
 			}
@@ -145,9 +145,32 @@ func GatherRows[T float32 | float64 | uint16](feats []T, dim int, ids []int32) [
 	return x
 }
 
+// GCNScale returns GCN's 1/sqrt(degree) of a node for block b, with self
+// loops (adj_self) or without: the graph's, or for a node that lost
+// in-edges in b (Block.Excluded), that of the graph without them.
+func (r *Runner) GCNScale(b sampling.Block, self bool) func(int32) float64 {
+	isq, loop := r.IsqBase, 0.0
+	if self {
+		isq, loop = r.IsqSelf, 1
+	}
+	if b.Excluded == nil {
+		return func(v int32) float64 { return isq[v] }
+	}
+	return func(v int32) float64 {
+		lost, ok := b.Excluded[v]
+		if !ok {
+			return isq[v]
+		}
+		if d := r.Degree[v] - lost + loop; d > 0 {
+			return 1 / math.Sqrt(d)
+		}
+		return 0
+	}
+}
+
 // upload places one block graph with its GCN and mean weights, scaled
 // by the edge weights ew of its entries (nil: none).
-func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Block, isq []float64) (*engine.Graph, error) {
+func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Block, isq func(int32) float64) (*engine.Graph, error) {
 	e := r.Env
 	be := backend.ForPurpose(e.Be, backend.PurposeTopology)
 	a, err := be.UploadGraph(adj, e.Tier)
@@ -168,7 +191,7 @@ func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Bloc
 			if ew != nil {
 				w = float64(ew[k])
 			}
-			gcn[k] = float32(w * isq[b.Dst[row]] * isq[b.Src[adj.Col(k)]])
+			gcn[k] = float32(w * isq(b.Dst[row]) * isq(b.Src[adj.Col(k)]))
 		}
 	}
 	mean := adj.Unweighted() // the sampled neighbours' mean, not the sampler's values
