@@ -267,9 +267,9 @@ func TestSimulatedDevice(t *testing.T) {
 		t.Errorf("device peak %d, cpu host peak %d + features", simRes.PeakTierBytes["device0"], cpuRes.PeakTierBytes["host"])
 	}
 
-	small := []string{`train.backend="sim"`, "devices.memory_bytes=18000000"}
+	small := []string{`train.backend="sim"`, "devices.memory_bytes=26000000"}
 	if _, err := train.Run(ctx, testkit.MustParse(t, testkit.CoraBase, small...), opts); err == nil || !strings.Contains(err.Error(), "device0 out of memory") {
-		t.Fatalf("whole graph on an 18 MB device: error %v, want out of memory", err)
+		t.Fatalf("whole graph on a 26 MB device: error %v, want out of memory", err)
 	}
 	var peaks []int64
 	for _, k := range []string{"2", "8"} {
