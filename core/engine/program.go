@@ -56,6 +56,11 @@ type Env struct {
 	// and no dropout masks, so it needs about half the memory. Forward
 	// with Mode.Train and Backward are errors on it.
 	Inference bool
+	// SparseInput lets a program whose constant input is sparse enough
+	// multiply it as SpMM over its non-zeros (planSparseInput; the
+	// backend's SparseInputs decides the density); off, every product
+	// with the input is dense. It changes float rounding only.
+	SparseInput bool
 	// InputGrad makes Backward compute the gradient of the input too
 	// (see Program.InputGrad): layer-by-layer training propagates it to
 	// the layer below.

@@ -60,7 +60,7 @@ type sparseIn struct {
 func (p *Program) planSparseInput() error {
 	si, ok := p.be.(backend.SparseInputs)
 	x := p.env.Input
-	if !ok || p.env.Blocks != nil || p.env.InputGrad || p.env.Resumable || p.dry() || x.Tier() != p.env.Tier ||
+	if !p.env.SparseInput || !ok || p.env.Blocks != nil || p.env.InputGrad || p.env.Resumable || p.dry() || x.Tier() != p.env.Tier ||
 		x.DType().IsHalf() && p.env.DType != tensor.Float32 { // (an error of planHalfInput's)
 		return nil
 	}

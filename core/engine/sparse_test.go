@@ -58,12 +58,12 @@ func randomSparse(rows, cols int, density float64, seed uint64) []float64 {
 // forward and W's gradient for a given output gradient.
 type sparseRun struct{ out, grad, w []float64 }
 
-// runSparseMatMul binds g to x on be (fresh parameters from one seed),
-// runs a training forward and a backward from dy, and reports whether
-// the matmul ran sparse.
-func runSparseMatMul(t *testing.T, be backend.Backend, g *ir.Graph, x *tensor.Tensor, dy []float64, dt tensor.DType) (sparseRun, bool) {
+// runSparseMatMul binds g to x on be (fresh parameters from one seed;
+// Env.SparseInput = on), runs a training forward and a backward from dy,
+// and reports whether the matmul ran sparse.
+func runSparseMatMul(t *testing.T, be backend.Backend, g *ir.Graph, x *tensor.Tensor, dy []float64, dt tensor.DType, on bool) (sparseRun, bool) {
 	t.Helper()
-	p, err := Compile(g, Env{Backend: be, DType: dt, Tier: tensor.Host, Graphs: map[string]*Graph{}, Input: x}, 42)
+	p, err := Compile(g, Env{Backend: be, DType: dt, Tier: tensor.Host, Graphs: map[string]*Graph{}, Input: x, SparseInput: on}, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +122,11 @@ func TestSparseInputMatchesDense(t *testing.T) {
 					defer be.Release(x)
 					dy := randomSparse(rows, n, 1, 2)
 					g := sparseMatMulGraph(t, k, n, rate)
-					sp, isSparse := runSparseMatMul(t, crossover{be, 1}, g, x, dy, dt)
-					de, isDense := runSparseMatMul(t, crossover{be, 0}, g, x, dy, dt)
-					if !isSparse || isDense {
-						t.Fatalf("sparse binding ran sparse: %v, dense binding: %v", isSparse, !isDense)
+					sp, isSparse := runSparseMatMul(t, crossover{be, 1}, g, x, dy, dt, true)
+					de, isDense := runSparseMatMul(t, crossover{be, 0}, g, x, dy, dt, true)
+					_, isOff := runSparseMatMul(t, crossover{be, 1}, g, x, dy, dt, false)
+					if !isSparse || isDense || isOff {
+						t.Fatalf("sparse binding ran sparse: %v, dense binding: %v, binding without Env.SparseInput: %v", isSparse, !isDense, !isOff)
 					}
 					scale := 1 / (1 - rate)
 					outMag, gradMag := make([]float64, rows*n), make([]float64, k*n)
@@ -194,7 +195,7 @@ func trainCora(t *testing.T, be backend.Backend, g *ir.Graph, ds *graph.Dataset,
 	for _, tt := range []*tensor.Tensor{norm, x, labels, idx} {
 		defer be.Release(tt)
 	}
-	env := Env{Backend: be, DType: dt, Tier: tensor.Host, Graphs: map[string]*Graph{"adj_self": {Adj: a, GCNNorm: norm}}, Input: x}
+	env := Env{Backend: be, DType: dt, Tier: tensor.Host, Graphs: map[string]*Graph{"adj_self": {Adj: a, GCNNorm: norm}}, Input: x, SparseInput: true}
 	p, err := Compile(g, env, 7)
 	if err != nil {
 		t.Fatal(err)

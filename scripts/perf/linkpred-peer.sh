@@ -14,7 +14,8 @@
 #
 # Environment: PEERS (the peer harness, default /work/shared/peers),
 # DATA (default /work/shared/data), PY (default /usr/bin/python3),
-# OUT (the raw JSON lines, default /tmp/linkpred-peer.jsonl).
+# OUT (the raw JSON lines, default /tmp/linkpred-peer.jsonl), EXTRA
+# (more arguments of strata train, e.g. '--set fullgraph.sparse_input=true').
 #
 # Commands: strata `train --set data.dataset=D --set train.task=link
 # --set model.hidden=32 --set link.embedding=16 --set model.dropout=0
@@ -32,6 +33,7 @@ PEERS=${PEERS:-/work/shared/peers}
 DATA=${DATA:-/work/shared/data}
 PY=${PY:-/usr/bin/python3}
 OUT=${OUT:-/tmp/linkpred-peer.jsonl}
+read -r -a EXTRA_ARGS <<< "${EXTRA:-}"
 : > "$OUT"
 for ds in "${DATASETS[@]}"; do
 	spec="$DATA/$ds"
@@ -40,7 +42,7 @@ for ds in "${DATASETS[@]}"; do
 		/usr/bin/time -f '%M' -o /tmp/linkpred-peer.rss "$BIN" train --set data.dataset="$spec" --set train.task=link \
 			--set model.name=gcn --set model.hidden=32 --set link.embedding=16 --set model.dropout=0 --set model.input_dropout=0 \
 			--set train.weight_decay=0 --set train.epochs=200 --set train.threads=2 --set train.seed="$s" \
-			--set output.progress=off --set output.json=true > /tmp/linkpred-peer.out
+			--set output.progress=off --set output.json=true "${EXTRA_ARGS[@]}" > /tmp/linkpred-peer.out
 		"$PY" -c 'import json,sys; r=json.loads(open("/tmp/linkpred-peer.out").readline()); rss=int(open("/tmp/linkpred-peer.rss").read().split()[-1]); print(json.dumps(dict(side="strata", dataset=sys.argv[1], seed=int(sys.argv[2]), auc=r["test_acc"], ap=r["metrics"]["test_ap"], epoch_s=r["epoch_time_median_s"], rss_mib=rss/1024)))' "$ds" "$s" >> "$OUT"
 		(cd "$PEERS" && /usr/bin/time -f '%M' -o /tmp/linkpred-peer.rss "$PY" linkpred.py --dataset "$ds" --epochs 200 --threads 2 --seed "$s" 2>/dev/null) > /tmp/linkpred-peer.out
 		"$PY" -c 'import json,sys; r=json.loads(open("/tmp/linkpred-peer.out").readline()); rss=int(open("/tmp/linkpred-peer.rss").read().split()[-1]); print(json.dumps(dict(side="peer", dataset=sys.argv[1], seed=int(sys.argv[2]), auc=r["test_auc"], ap=r["test_ap"], epoch_s=r["epoch_time_median_s"], rss_mib=rss/1024)))' "$ds" "$s" >> "$OUT"

@@ -23,8 +23,8 @@ type fullGraphLink struct {
 
 var _ train.LinkScorer = (*fullGraphLink)(nil)
 
-func newFullGraphLink(e steprun.Env) (*fullGraphLink, error) {
-	f, err := newFullGraph(e)
+func newFullGraphLink(e steprun.Env, sparse bool) (*fullGraphLink, error) {
+	f, err := newFullGraph(e, sparse)
 	if err != nil {
 		return nil, err
 	}
