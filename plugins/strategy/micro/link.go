@@ -108,11 +108,7 @@ func (m *microLink) Epoch(ctx context.Context, seed uint64, update func() error)
 // ScorePairs implements train.LinkScorer: every node's embedding over its
 // full neighbourhood (the runner's evaluation chunks), then the decoder.
 func (m *microLink) ScorePairs(ctx context.Context, pairs graph.Pairs, scores []float64) error {
-	emb, _, _, err := m.PredictOutputs(ctx)
-	if err != nil {
-		return err
-	}
-	return m.dec.ScoreEmbeddings(ctx, emb, m.task.Embedding, pairs, scores)
+	return m.dec.ScoreOver(ctx, m.Runner, pairs, scores)
 }
 
 // Predict implements train.Stepper: a link task predicts no classes.

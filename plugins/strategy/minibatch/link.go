@@ -2,7 +2,6 @@ package minibatch
 
 import (
 	"context"
-	"fmt"
 
 	"strata/core/config"
 	"strata/core/engine"
@@ -108,17 +107,4 @@ func (l *miniLink) trainBatch(ctx context.Context, bb *steprun.Bound, b *linkBat
 		return 0, err
 	}
 	return loss, p.Backward(ctx)
-}
-
-// score writes the scores of pairs: every node's embedding over its full
-// neighbourhood (the runner's evaluation chunks), then the decoder.
-func (l *miniLink) score(ctx context.Context, r *steprun.Runner, pairs graph.Pairs, scores []float64) error {
-	emb, _, _, err := r.PredictOutputs(ctx)
-	if err != nil {
-		return err
-	}
-	if w := l.task.Embedding; len(emb) != l.nodes*w {
-		return fmt.Errorf("minibatch: %d embedding values for %d nodes of width %d", len(emb), l.nodes, w)
-	}
-	return l.dec.ScoreEmbeddings(ctx, emb, l.task.Embedding, pairs, scores)
 }

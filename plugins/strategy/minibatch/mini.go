@@ -673,7 +673,7 @@ func (m *miniBatches) ScorePairs(ctx context.Context, pairs graph.Pairs, scores 
 	if m.link == nil {
 		return fmt.Errorf("minibatch: pair scores of a run that does not train links (train.task = \"link\")")
 	}
-	return m.link.score(ctx, m.replicas[0], pairs, scores)
+	return m.link.dec.ScoreOver(ctx, m.replicas[0], pairs, scores)
 }
 
 // PredictScores implements train.Scorer.

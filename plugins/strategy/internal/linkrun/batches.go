@@ -2,6 +2,7 @@ package linkrun
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"strata/core/graph"
@@ -167,4 +168,17 @@ func LostDegrees(g *graph.CSR, held map[uint64]bool) map[int32]float64 {
 		}
 	}
 	return lost
+}
+
+// ScoreOver writes the scores of pairs from every node's embedding over
+// its full neighbourhood, computed by r's evaluation chunks.
+func (d *Decoder) ScoreOver(ctx context.Context, r *steprun.Runner, pairs graph.Pairs, scores []float64) error {
+	emb, _, _, err := r.PredictOutputs(ctx)
+	if err != nil {
+		return err
+	}
+	if n, w := r.Env.DS.NumNodes, d.task.Embedding; len(emb) != n*w {
+		return fmt.Errorf("linkrun: %d embedding values for %d nodes of width %d", len(emb), n, w)
+	}
+	return d.ScoreEmbeddings(ctx, emb, d.task.Embedding, pairs, scores)
 }

@@ -184,6 +184,8 @@ func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Bloc
 			return nil, err
 		}
 	}
+	// Every node's scale once, then per entry two indexed reads.
+	dst, src := nodeScales(b.Dst, isq), nodeScales(b.Src, isq)
 	gcn := make([]float32, adj.NNZ())
 	for row := 0; row < adj.NumRows; row++ {
 		for k := adj.Indptr[row]; k < adj.Indptr[row+1]; k++ {
@@ -191,7 +193,7 @@ func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Bloc
 			if ew != nil {
 				w = float64(ew[k])
 			}
-			gcn[k] = float32(w * isq(b.Dst[row]) * isq(b.Src[adj.Col(k)]))
+			gcn[k] = float32(w * dst[row] * src[adj.Col(k)])
 		}
 	}
 	mean := adj.Unweighted() // the sampled neighbours' mean, not the sampler's values
@@ -208,6 +210,15 @@ func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Bloc
 		*w.dst = t
 	}
 	return eg, nil
+}
+
+// nodeScales returns isq of every node of ids, in order.
+func nodeScales(ids []int32, isq func(int32) float64) []float64 {
+	out := make([]float64, len(ids))
+	for i, v := range ids {
+		out[i] = isq(v)
+	}
+	return out
 }
 
 func (bb *Bound) Release(e Env) {
