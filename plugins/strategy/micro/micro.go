@@ -151,7 +151,10 @@ func (m *microBatches) epoch(ctx context.Context, seed uint64, update func() err
 // whose training nodes a partitioner splits into micro-batches with
 // full-neighbour blocks; gradients accumulate over the micro-batches and
 // the optimizer steps once per epoch. train.mode = "fullgraph" with
-// train.micro_batches > 1 (or "auto") selects it too.
+// train.micro_batches > 1 (or "auto") selects it too. With
+// micro_batches = 1 it runs Betty's K = 1: one batch of the training
+// nodes' whole receptive field (full-graph training instead computes
+// every node's output).
 type Micro struct {
 	options.Split
 }
@@ -194,8 +197,8 @@ func (*Micro) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, er
 // the data.
 func (*Micro) CheckConfig(cfg *config.Config) error {
 	opts := options.SplitOf(cfg)
-	if !opts.Micro() {
-		return cfg.KeyError(fmt.Sprintf("train.mode = %q splits the training nodes into micro-batches, but %s = %d; set it above 1 or to \"auto\"", cfg.Train.Mode, options.SplitKeyName(cfg), opts.MicroBatches), options.SplitKey(cfg)...)
+	if !opts.Micro() && opts.MicroBatches != 1 {
+		return cfg.KeyError(fmt.Sprintf("train.mode = %q splits the training nodes into micro-batches, but %s = %d; set it to 1 or more, or to \"auto\"", cfg.Train.Mode, options.SplitKeyName(cfg), opts.MicroBatches), options.SplitKey(cfg)...)
 	}
 	if opts.AutoK() {
 		if err := microsplit.CheckAutoMicro(cfg); err != nil {

@@ -18,7 +18,7 @@ type splitVariant struct {
 
 // splitVariants are the splits the strategies promise to compute
 // exactly: HongTu's chunks (1, 2, 4, 8; intermediates cached,
-// recomputed or chosen per layer), Betty's micro-batches (K = 1, 2, 4),
+// recomputed or chosen per layer), Betty's micro-batches (K = 1 as full-graph and as one micro-batch, 2, 4),
 // distfull's ranks (1, 2, 4) and one mini-batch of every training node
 // over full-neighbour blocks.
 func splitVariants() []splitVariant {
@@ -30,6 +30,9 @@ func splitVariants() []splitVariant {
 		}
 	}
 	out = append(out, splitVariant{name: "micro/1", sets: []string{"train.micro_batches=1"}})
+	// strategy.micro's K = 1: one micro-batch of the training nodes'
+	// receptive field, no partitioner (Betty's whole batch).
+	out = append(out, splitVariant{name: "micro/one-batch", sets: []string{`train.mode="micro"`, "train.micro_batches=1"}})
 	for _, k := range []int{2, 4} {
 		out = append(out, splitVariant{name: fmt.Sprintf("micro/%d", k), sets: []string{fmt.Sprintf("train.micro_batches=%d", k), `partition.name="metis"`}})
 	}

@@ -105,8 +105,8 @@ type Splitter struct {
 // needPartitioner checks that micro-batching has a [partition] to split
 // what with.
 func NeedPartitioner(cfg *config.Config, what string) error {
-	if cfg.Partition.Name != "" {
-		return nil
+	if cfg.Partition.Name != "" || options.SplitOf(cfg).MicroBatches == 1 {
+		return nil // one micro-batch splits nothing
 	}
 	return cfg.KeyError(fmt.Sprintf("%s = %s needs a partitioner to split the %s: add [partition] with name = \"betty-reg\" (or %s)",
 		options.SplitKeyName(cfg), options.SplitOf(cfg).Text(), what, registry.QuoteList(partitionerNames())), options.SplitKey(cfg)...)
@@ -115,6 +115,9 @@ func NeedPartitioner(cfg *config.Config, what string) error {
 func NewSplitter(ctx context.Context, cfg *config.Config, what string) (*Splitter, error) {
 	if err := NeedPartitioner(cfg, what); err != nil {
 		return nil, err
+	}
+	if cfg.Partition.Name == "" {
+		return &Splitter{}, nil // micro_batches = 1: one micro-batch, no partitioner
 	}
 	part, ok := cfg.Partition.Module.(partition.Partitioner)
 	if !ok {
