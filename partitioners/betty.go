@@ -320,8 +320,17 @@ func parallelRows(n, workers int, fn func(lo, hi int)) {
 // are joined with weight |N_in(i) ∩ N_in(j)|. nodeWeights (per output) are
 // METIS's vertex weights (node counts when nil). Node i of the result is
 // output row i.
+//
+// Balance says what METIS balances between the micro-batches when the
+// caller gives no weights: "outputs" (the paper: output nodes) or
+// "inputs" (an output weighs 1 + its inputs, so every micro-batch reads
+// about as many input rows). A micro-batch's memory grows with its
+// inputs; balancing outputs lets outputs with few inputs gather in some
+// micro-batches and the rest in others, and the largest sets the peak
+// (experiments/betty-partitioners).
 type BettyREG struct {
-	MaxHubDegree int `toml:"max_hub_degree" range:"[0,2147483647]" doc:"leave out of the REG the inputs that feed more outputs than this (a hub feeding d outputs costs d² pair updates); 0 = no limit"`
+	MaxHubDegree int        `toml:"max_hub_degree" range:"[0,2147483647]" doc:"leave out of the REG the inputs that feed more outputs than this (a hub feeding d outputs costs d² pair updates); 0 = no limit"`
+	Balance      REGBalance `toml:"balance" enum:"outputs,inputs" hash:"omitempty" doc:"what METIS balances between micro-batches: output nodes (Betty's REG) or 1 + each output's inputs (the input rows, which set a micro-batch's memory)"`
 	MetisOptions
 }
 
@@ -329,7 +338,7 @@ type BettyREG struct {
 func (*BettyREG) StrataModule() registry.ModuleInfo {
 	return registry.ModuleInfo{
 		ID:  "partitioner.betty-reg",
-		New: func() registry.Module { return &BettyREG{MetisOptions: defaultMetisOptions()} },
+		New: func() registry.Module { return &BettyREG{Balance: balanceOutputs, MetisOptions: defaultMetisOptions()} },
 		Doc: "Betty REG: METIS on the shared-input graph of a batch's outputs",
 	}
 }
@@ -367,6 +376,12 @@ func (b *BettyREG) PartitionBlock(ctx context.Context, block *graph.CSR, k int, 
 	if err := checkMetisSize(id, n, 0); err != nil {
 		return nil, REGStats{}, err
 	}
+	if b.Balance == balanceInputs {
+		if nodeWeights != nil {
+			return nil, REGStats{}, fmt.Errorf("%s: balance = %q weighs the outputs by their inputs, but the caller gave node weights too; use balance = %q with node weights", id, balanceInputs, balanceOutputs)
+		}
+		nodeWeights = inputWeights(block)
+	}
 	vw, err := metisNodeWeights(id, nodeWeights)
 	if err != nil {
 		return nil, REGStats{}, err
@@ -388,6 +403,29 @@ func (b *BettyREG) PartitionBlock(ctx context.Context, block *graph.CSR, k int, 
 	}
 	b.progress("done")
 	return parts, st, nil
+}
+
+// REGBalance is what BettyREG balances between micro-batches.
+type REGBalance string
+
+// Values of REGBalance.
+const (
+	balanceOutputs REGBalance = "outputs"
+	balanceInputs  REGBalance = "inputs"
+)
+
+// IsDefault reports the paper's balance (outputs), which the config hash
+// leaves out (configs from before the option keep their hash).
+func (b REGBalance) IsDefault() bool { return b == "" || b == balanceOutputs }
+
+// inputWeights weighs each output row of block by 1 + its entries (its
+// inputs, counted with multiplicity).
+func inputWeights(block *graph.CSR) []int64 {
+	w := make([]int64, block.NumRows)
+	for r := range w {
+		w[r] = 1 + block.Indptr[r+1] - block.Indptr[r]
+	}
+	return w
 }
 
 // metisEdgeWeights converts REG weights (>= 1) to idx_t. When their total

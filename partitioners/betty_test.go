@@ -246,6 +246,51 @@ func TestBettyBlock(t *testing.T) {
 	}
 }
 
+// TestBettyBalanceInputs checks balance = "inputs": on a block where half
+// the outputs read 9 inputs and the other half none, METIS balances
+// 1 + inputs per micro-batch, within its imbalance tolerance (ufactor 30:
+// 1.03 of the mean part) plus one output's weight (METIS moves whole
+// vertices); and it refuses node weights from the caller.
+func TestBettyBalanceInputs(t *testing.T) {
+	b, _ := communityBlock(4, 100, 60, 8, 1)
+	b = keepRows(b, func(r int) bool { return r%2 == 0 }) // the odd outputs read nothing
+	const k = 4
+	bt := newPart(t, "partitioner.betty-reg").(*BettyREG)
+	bt.Balance = balanceInputs
+	parts, _, err := bt.PartitionBlock(context.Background(), b, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := inputWeights(b)
+	var total, maxW int64
+	part := make([]int64, k)
+	for r, p := range parts {
+		part[p] += w[r]
+		total += w[r]
+		maxW = max(maxW, w[r])
+	}
+	mean := float64(total) / k
+	if worst := float64(slices.Max(part)); worst > 1.03*mean+float64(maxW) {
+		t.Errorf("balance = inputs: part weights %v, heaviest above 1.03 × mean %.1f + one output (%d)", part, mean, maxW)
+	}
+	if _, _, err := bt.PartitionBlock(context.Background(), b, k, make([]int64, b.NumRows)); err == nil || !strings.Contains(err.Error(), "node weights") {
+		t.Errorf("balance = inputs with node weights: %v", err)
+	}
+}
+
+// keepRows returns b with the entries of the rows keep rejects removed
+// (the rows stay, empty).
+func keepRows(b *graph.CSR, keep func(r int) bool) *graph.CSR {
+	out := &graph.CSR{NumRows: b.NumRows, NumCols: b.NumCols, Indptr: make([]int64, b.NumRows+1)}
+	for r := 0; r < b.NumRows; r++ {
+		if keep(r) {
+			out.Idx32 = append(out.Idx32, b.Idx32[b.Indptr[r]:b.Indptr[r+1]]...)
+		}
+		out.Indptr[r+1] = int64(len(out.Idx32))
+	}
+	return out
+}
+
 func TestBettySquare(t *testing.T) {
 	// On a square graph, node i's inputs are its in-neighbours.
 	g := gridPlus(20, 20, 20, 2)
