@@ -48,6 +48,10 @@ type Backend struct {
 
 	heavy int64 // Options.HeavyRow
 
+	linkOnce sync.Once // HostLinkGBps, measured on first use
+	linkGBps float64
+	linkErr  error
+
 	chk argcheck.Checker[*Graph] // the operands of every op
 }
 

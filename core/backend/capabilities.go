@@ -128,6 +128,15 @@ type InPlaceReads interface {
 	CountRead(holder, reader tensor.Tier, bytes int64) error
 }
 
+// DeviceDescriber is implemented by a backend on a real accelerator that
+// describes it to the cost models, as a simulated machine's Topology
+// does: the device's roofline from its attributes, and the host link's
+// bandwidth, measured.
+type DeviceDescriber interface {
+	DeviceRoofline() (topology.DeviceSpec, error)
+	HostLinkGBps() (float64, error)
+}
+
 // PeakResetter is implemented by backends that can start a new peak
 // memory measurement: every tier's peak becomes its current use.
 type PeakResetter interface {

@@ -42,6 +42,10 @@
 #define MOCK_CC_MAJOR 9
 #define MOCK_CC_MINOR 0
 #define MOCK_SMS 132
+/* an H100 SXM5's clocks (kHz) and memory bus (bits), as its driver reports them */
+#define MOCK_CLOCK_KHZ 1980000
+#define MOCK_MEM_CLOCK_KHZ 2619000
+#define MOCK_BUS_BITS 5120
 #define MOCK_PTX_MAX_MAJOR 9 /* the CUDA 13 driver takes PTX ISA <= 9.0 */
 #define MOCK_PTX_MAX_MINOR 0
 #define DEFAULT_MEM_BYTES (8ull << 30)
@@ -334,6 +338,9 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) 
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = MOCK_CC_MAJOR; break;
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = MOCK_CC_MINOR; break;
 	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = MOCK_SMS; break;
+	case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: v = MOCK_CLOCK_KHZ; break;
+	case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: v = MOCK_MEM_CLOCK_KHZ; break;
+	case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: v = MOCK_BUS_BITS; break;
 	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: v = 1024; break;
 	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: v = 1024; break;
 	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: v = 1024; break;

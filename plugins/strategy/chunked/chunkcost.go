@@ -25,12 +25,20 @@ type layerCost struct {
 }
 
 // machineSpec returns the host link bandwidth and device spec the
-// estimates use: the simulated machine's, otherwise a PCIe-attached V100.
+// estimates use: the simulated machine's, a real device's as it describes
+// itself (backend.DeviceDescriber), otherwise a PCIe-attached V100.
 func machineSpec(be backend.Backend) (hostGBps float64, dev topology.DeviceSpec) {
 	if m, ok := be.(backend.Machine); ok {
 		t := m.Topology()
 		if len(t.HostGBps) > 0 && t.Compute.PeakGFLOPS > 0 {
 			return t.HostGBps[0], t.Compute
+		}
+	}
+	if d, ok := be.(backend.DeviceDescriber); ok {
+		spec, err := d.DeviceRoofline()
+		link, lerr := d.HostLinkGBps()
+		if err == nil && lerr == nil {
+			return link, spec
 		}
 	}
 	return topology.PCIeGBps, topology.V100

@@ -237,9 +237,32 @@ func newHyscalePerf(ctx context.Context, cfg *config.Config, h HybridOptions, e 
 			p.pcie = topo.HostGBps[0]
 		}
 	} else if e.Tier != tensor.Host {
-		p.pcie = 16 // a PCIe 3.0 x16 link, for a real device
+		p.describeDevice(e)
 	}
 	return p, nil
+}
+
+// describeDevice prices a real device as it describes itself
+// (backend.DeviceDescriber: its roofline from its attributes, the host
+// link measured); a backend that cannot is priced as a V100 behind a PCIe
+// 3.0 x16 link, and the log says so.
+func (p *hyscalePerf) describeDevice(e steprun.Env) {
+	p.pcie = topology.PCIeGBps
+	d, ok := e.Be.(backend.DeviceDescriber)
+	if !ok {
+		return
+	}
+	spec, err := d.DeviceRoofline()
+	if err == nil {
+		p.dev = spec
+		var link float64
+		if link, err = d.HostLinkGBps(); err == nil {
+			p.pcie = link
+		}
+	}
+	if err != nil && e.Log != nil {
+		fmt.Fprintf(e.Log, "hybrid: performance model: %v; pricing the device as a V100 (%.0f GFLOP/s, %.0f GB/s) behind a %.0f GB/s link\n", err, p.dev.PeakGFLOPS, p.dev.MemGBps, p.pcie)
+	}
 }
 
 // layerShape reads the model's layers: the widths they aggregate and the
