@@ -223,9 +223,9 @@ func TestMalformedInputs(t *testing.T) {
 		{"config/validate-outputs", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "output.model=same.bin", "--set", "output.checkpoint=same.bin", "--set", "train.checkpoint_every=1")
 		}, []string{`output.checkpoint and output.model are the same file`}},
-		{"config/micro-mode-one-batch", func(t testing.TB) []string {
-			return validate(conf(t, cora), "--set", "train.mode=micro")
-		}, []string{`train.mode = "micro" splits the training nodes into micro-batches, but micro.micro_batches = 1`}},
+		{"config/micro-mode-no-partitioner", func(t testing.TB) []string {
+			return validate(conf(t, cora), "--set", "train.mode=micro", "--set", "micro.micro_batches=4")
+		}, []string{`micro.micro_batches = 4 needs a partitioner to split the training nodes: add [partition]`}},
 		{"config/validate-like-train-micro", func(t testing.TB) []string {
 			return validate(conf(t, cora), "--set", "train.micro_batches=141", "--set", "partition.name=range")
 		}, []string{`train.micro_batches = 141 is more than the 140 training nodes`}},

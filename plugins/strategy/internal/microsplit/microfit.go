@@ -87,10 +87,14 @@ func (e *EvalInfeasibleError) Error() string {
 		"the smallest feasible capacity is devices.memory_bytes = %d (%s)", e.Capacity, steprun.MiB(e.Capacity), e.MinCapacity, steprun.MiB(e.MinCapacity))
 }
 
+// partitionerNames lists the registered partitioners other than
+// betty-reg, which the message suggests first.
 func partitionerNames() []string {
 	var out []string
 	for _, mi := range registry.Namespace("partitioner") {
-		out = append(out, mi.Name())
+		if mi.Name() != "betty-reg" {
+			out = append(out, mi.Name())
+		}
 	}
 	return out
 }
