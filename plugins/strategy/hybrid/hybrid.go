@@ -42,13 +42,14 @@ type Hybrid struct {
 type HybridOptions struct {
 	options.Size
 	options.Depth
-	CPUTrainers int     `toml:"cpu_trainers" range:"[0,64]" doc:"CPU trainers (replicas on the host's cpu backend) besides the devices"`
-	CPUShare    float64 `toml:"cpu_share" range:"[0,1]" doc:"share of each step's batch the CPU trainers get at the start (the rest is split evenly over the devices); 1 with no devices"`
-	DRM         string  `toml:"drm" enum:"off,measured,predicted" doc:"dynamic resource management (HyScale Alg. 1) between steps: off = the split and threads stay; measured = from wall-clock stage times; predicted = from costmodel.hyscale's stage times (deterministic for a fixed seed)"`
-	DRMStep     float64 `toml:"drm_step" range:"(0,0.5]" doc:"how much balance work moves the CPU share per adjustment"`
-	Threads     int     `toml:"threads" range:"[0,4096]" doc:"CPU thread budget of sampling, feature loading and CPU training together (0 = all cores); balance thread moves threads between them; the host stages (sampling, loading, the CPU trainers' bind) share what the CPU trainers leave and take turns when it is short"`
-	SampleOn    string  `toml:"sample_on" enum:"cpu,device" doc:"where each device trainer's part is sampled: cpu = the CPU sampler reads the host's graph; device = the device's own sampler reads the topology from the device's memory (the memory store, core/store, holds the whole topology on every device; its reads are counted and timed by the device's roofline)"`
-	Prefetch    bool    `toml:"prefetch" doc:"two-stage feature prefetch: host gather into a staging buffer, then host->device, both running ahead of training"`
+	CPUTrainers int      `toml:"cpu_trainers" range:"[0,64]" doc:"CPU trainers (replicas on the host's cpu backend) besides the devices"`
+	CPUShare    float64  `toml:"cpu_share" range:"[0,1]" doc:"share of each step's batch the CPU trainers get at the start (the rest is split evenly over the devices); 1 with no devices"`
+	Batching    Batching `toml:"batching" enum:"split,per-trainer" hash:"omitempty" doc:"split = each step's mini-batch of train.batch_size nodes is split between the trainers by cpu_share; per-trainer = every device trains a mini-batch of train.batch_size nodes each step and the CPU trainers cpu_share of the step's nodes besides, at most train.batch_size each (HyScale §II-B, Eq. 5: a CPU trainer adds work instead of taking the devices'); an epoch ends when the training nodes are consumed"`
+	DRM         string   `toml:"drm" enum:"off,measured,predicted" doc:"dynamic resource management (HyScale Alg. 1) between steps: off = the split and threads stay; measured = from wall-clock stage times; predicted = from costmodel.hyscale's stage times (deterministic for a fixed seed)"`
+	DRMStep     float64  `toml:"drm_step" range:"(0,0.5]" doc:"how much balance work moves the CPU share per adjustment"`
+	Threads     int      `toml:"threads" range:"[0,4096]" doc:"CPU thread budget of sampling, feature loading and CPU training together (0 = all cores); balance thread moves threads between them; the host stages (sampling, loading, the CPU trainers' bind) share what the CPU trainers leave and take turns when it is short"`
+	SampleOn    string   `toml:"sample_on" enum:"cpu,device" doc:"where each device trainer's part is sampled: cpu = the CPU sampler reads the host's graph; device = the device's own sampler reads the topology from the device's memory (the memory store, core/store, holds the whole topology on every device; its reads are counted and timed by the device's roofline)"`
+	Prefetch    bool     `toml:"prefetch" doc:"two-stage feature prefetch: host gather into a staging buffer, then host->device, both running ahead of training"`
 	// The machine description of costmodel.hyscale (see docs/hyscale.md
 	// for the micro-benchmark that measures them).
 	CPUGFLOPS   float64 `toml:"cpu_gflops" range:"(0,)" doc:"performance model: the CPU trainer's dense throughput per thread in GFLOP/s (N x freq of Eq. 12)"`
@@ -61,12 +62,26 @@ type HybridOptions struct {
 	PaperModel  bool    `toml:"paper_model" doc:"performance model: Eq. 10-12 as printed (the backward is the first layer's update plus the later layers' forward work; no dropout and no CPU bind term)"`
 }
 
+// Batching is how a step's nodes are given to the trainers
+// (HybridOptions.Batching).
+type Batching string
+
+// Values of Batching.
+const (
+	BatchSplit      Batching = "split"
+	BatchPerTrainer Batching = "per-trainer"
+)
+
+// IsDefault reports split batching, which the config hash leaves out
+// (configs from before the option keep their hash).
+func (b Batching) IsDefault() bool { return b == "" || b == BatchSplit }
+
 // DefaultHybrid is the [hybrid] section's default (left at it, the
 // section does not enter config_sha256). The machine description is the median of
 // three runs of BenchmarkHyscaleCalibrate (plugins/strategy/hybrid) on strata's
 // development machine, a shared 2-core AMD EPYC VM (docs/hyscale.md).
 func DefaultHybrid() HybridOptions {
-	return HybridOptions{Size: options.DefaultSize(), Depth: options.DefaultDepth(), CPUTrainers: 1, CPUShare: 0.25, DRM: "off", DRMStep: 0.05, SampleOn: "cpu", Prefetch: true,
+	return HybridOptions{Size: options.DefaultSize(), Depth: options.DefaultDepth(), CPUTrainers: 1, CPUShare: 0.25, Batching: BatchSplit, DRM: "off", DRMStep: 0.05, SampleOn: "cpu", Prefetch: true,
 		CPUGFLOPS: 54, CPUGBps: 0.54, SampleMEPS: 17.8, AggGBps: 5.5, DropoutMEPS: 180, BindMEPS: 1}
 }
 
@@ -116,6 +131,14 @@ func (s *Hybrid) CheckConfig(cfg *config.Config) error {
 		}
 		if h.CPUTrainers == 0 {
 			return cfg.KeyError("hybrid.cpu_trainers = 0 on train.backend = \"cpu\" (no devices): nothing would train; set hybrid.cpu_trainers >= 1", "hybrid", "cpu_trainers")
+		}
+	}
+	if h.Batching == BatchPerTrainer {
+		if cfg.Train.Backend == "cpu" {
+			return cfg.KeyError("hybrid.batching = \"per-trainer\" gives every device a mini-batch, and train.backend = \"cpu\" has none; set train.backend = \"sim\" (with [devices]) or \"cuda\", or hybrid.batching = \"split\"", "hybrid", "batching")
+		}
+		if h.CPUShare >= 1 {
+			return cfg.KeyError(fmt.Sprintf("hybrid.batching = \"per-trainer\" with hybrid.cpu_share = %g: the devices train a mini-batch each every step, so the CPU trainers' share of a step is below 1; set hybrid.cpu_share below 1", h.CPUShare), "hybrid", "cpu_share")
 		}
 	}
 	if h.SampleOn == "device" {

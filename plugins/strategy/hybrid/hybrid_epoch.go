@@ -39,7 +39,10 @@ type hybridBatch struct {
 	st    drmState
 	parts []hybridPart // one per trainer, in trainer order
 	total int          // nodes of the whole batch
-	times stageTimes   // measured, filled by each stage
+	// cpu is the CPU trainers' share of total under per-trainer batching
+	// (cut sets it); otherwise it is 0 and split takes st.share of total.
+	cpu   cut
+	times stageTimes // measured, filled by each stage
 	work  stepWork
 	err   error
 	pool  *stagingPool // where release hands the staging buffers back
@@ -104,12 +107,15 @@ func (s *hybridStepper) lag() int {
 	return s.prefetch + 2
 }
 
-// split divides a batch's nodes among the trainers: the first round(share
-// × n) nodes evenly over the CPU trainers, the rest evenly over the
-// devices (trainer order: devices, then CPU trainers).
-func (s *hybridStepper) split(nodes []int32, share float64) [][]int32 {
+// split divides a batch's nodes among the trainers: the first cpu.nodes
+// (round(share × n) unless cpu.set) evenly over the CPU trainers, the rest
+// evenly over the devices (trainer order: devices, then CPU trainers).
+func (s *hybridStepper) split(nodes []int32, share float64, cpu cut) [][]int32 {
 	nCPU := len(s.trainers) - s.nDev
 	c := int(share*float64(len(nodes)) + 0.5)
+	if cpu.set {
+		c = cpu.nodes
+	}
 	if s.nDev == 0 {
 		c = len(nodes)
 	}
@@ -171,7 +177,7 @@ func parallel(n, k int, f func(i int) error) error {
 // split), on st.sample goroutines.
 func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int32, seed uint64) {
 	b.total = len(nodes)
-	split := s.split(nodes, b.st.share)
+	split := s.split(nodes, b.st.share, b.cpu)
 	b.parts = make([]hybridPart, len(split))
 	rng := seed*0x9e3779b97f4a7c15 + uint64(b.n) // strategy.minibatch's seed of batch n on one replica
 	onDevice := make([]bool, len(split))         // sampled by the device's own sampler
@@ -561,7 +567,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 	}
 	s.host.takeStats() // the epoch's start anew
 	start := time.Now()
-	p := s.newPipeline(ctx, s.epochBatches(seed))
+	p := s.newPipeline(ctx, seed)
 	defer p.stop()
 	ctx = p.ctx
 	p.wg.Add(1)
@@ -589,15 +595,45 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 	return loss / float64(max(st.steps, 1)), nil
 }
 
-// epochBatches splits the training nodes, shuffled with the epoch's
-// seed, into batches of the batch size.
-func (s *hybridStepper) epochBatches(seed uint64) [][]int32 {
-	order := steprun.Shuffled(s.e.DS.Train, seed)
-	var batches [][]int32
-	for lo := 0; lo < len(order); lo += s.batch {
-		batches = append(batches, order[lo:min(lo+s.batch, len(order))])
+// maxSteps bounds an epoch's steps over n training nodes: split
+// batching takes batch-size steps; per-trainer batching at least the
+// devices' batch size times their number each step.
+func (s *hybridStepper) maxSteps(n int) int {
+	per := s.batch
+	if s.h.Batching == BatchPerTrainer {
+		per = s.batch * max(s.nDev, 1)
 	}
-	return batches
+	return (n + per - 1) / per
+}
+
+// cut is a step's count of nodes for the CPU trainers, when it is not
+// the share of the step's nodes (set).
+type cut struct {
+	nodes int
+	set   bool
+}
+
+// nextBatch cuts the next step's nodes from rest, the epoch's shuffled
+// training nodes not yet trained, under the step's decision st, and
+// returns them with the CPU trainers' count.
+// Split batching takes the batch size; per-trainer batching a batch per
+// device and the CPU trainers' share of the step besides: c nodes with
+// c / (devices' + c) = share, at most the batch size per CPU trainer.
+// The epoch's last step takes what is left, split by the share.
+func (s *hybridStepper) nextBatch(rest []int32, st drmState) ([]int32, cut) {
+	if s.h.Batching != BatchPerTrainer {
+		return rest[:min(s.batch, len(rest))], cut{}
+	}
+	dev := s.batch * s.nDev
+	nCPU := len(s.trainers) - s.nDev
+	cpu := 0
+	if nCPU > 0 && st.share > 0 {
+		cpu = min(int(st.share/(1-st.share)*float64(dev)+0.5), nCPU*s.batch)
+	}
+	if dev+cpu > len(rest) {
+		return rest, cut{}
+	}
+	return rest[:dev+cpu], cut{nodes: cpu, set: true}
 }
 
 // hybridPipeline is an epoch's pipeline: its context (cancelled when it
@@ -608,17 +644,18 @@ type hybridPipeline struct {
 	ctx                     context.Context
 	cancel                  context.CancelFunc
 	wg                      sync.WaitGroup
-	batches                 [][]int32
+	order                   []int32 // the epoch's training nodes, shuffled
 	decisions               []chan drmState
 	sampled, loaded, staged chan *hybridBatch
 }
 
-// newPipeline returns the epoch's pipeline on batches, its stages not yet
-// started.
-func (s *hybridStepper) newPipeline(ctx context.Context, batches [][]int32) *hybridPipeline {
-	p := &hybridPipeline{batches: batches}
+// newPipeline returns the pipeline of the epoch with seed, its stages not
+// yet started: the training nodes shuffled with the seed, cut into steps
+// as the sampler reaches them (nextBatch).
+func (s *hybridStepper) newPipeline(ctx context.Context, seed uint64) *hybridPipeline {
+	p := &hybridPipeline{order: steprun.Shuffled(s.e.DS.Train, seed)}
 	p.ctx, p.cancel = context.WithCancel(ctx)
-	p.decisions = make([]chan drmState, len(batches))
+	p.decisions = make([]chan drmState, s.maxSteps(len(p.order)))
 	for i := range p.decisions {
 		p.decisions[i] = make(chan drmState, 1)
 		if i < s.lag() {
@@ -667,14 +704,21 @@ func (p *hybridPipeline) sample(s *hybridStepper, seed uint64) {
 	defer p.wg.Done()
 	ctx := stageLabel(p.ctx, "sample")
 	defer close(p.sampled)
-	for n, nodes := range p.batches {
+	rest := p.order
+	for n := 0; len(rest) > 0; n++ {
+		if n == len(p.decisions) { // maxSteps bounds the steps: a bug otherwise
+			p.send(p.sampled, &hybridBatch{n: n, pool: &s.staging, err: fmt.Errorf("hybrid: step %d would exceed the epoch's %d steps with %d nodes left", n, len(p.decisions), len(rest))})
+			return
+		}
 		var st drmState
 		select {
 		case st = <-p.decisions[n]:
 		case <-ctx.Done():
 			return
 		}
-		b := &hybridBatch{n: n, st: st, pool: &s.staging}
+		nodes, cpu := s.nextBatch(rest, st)
+		rest = rest[len(nodes):]
+		b := &hybridBatch{n: n, st: st, cpu: cpu, pool: &s.staging}
 		s.sample(ctx, b, nodes, seed)
 		failed := b.err != nil // read before the next stage owns b
 		if !p.send(p.sampled, b) || failed {

@@ -92,6 +92,43 @@ func TestHybridEqualsMinibatch(t *testing.T) {
 	}
 }
 
+// TestHybridPerTrainer: with hybrid.batching = "per-trainer" every device
+// trains a batch of train.batch_size nodes each step and the CPU trainers
+// the share of the step besides (c / (devices' + c) = cpu_share, at most
+// the batch size each), so an epoch is single-replica mini-batch training
+// on batches of devices × batch size + c nodes, to the split tolerance
+// (see TestHybridEqualsMinibatch), and has fewer steps than split batching.
+func TestHybridPerTrainer(t *testing.T) {
+	common := append(testkit.SplitDropouts("sage"), `model.name="sage"`, `train.dtype="float64"`, `data.split="random-20-30-seed0"`)
+	cases := []struct {
+		name  string
+		sets  []string
+		batch int // the mini-batch of the same steps
+	}{
+		// 2 devices × 24 = 48; c = round(0.25/0.75 × 48) = 16.
+		{"two devices + CPU, 25% CPU", []string{"devices.count=2", "hybrid.cpu_share=0.25"}, 64},
+		// c = round(0.6/0.4 × 48) = 72, capped at one batch of 24.
+		{"two devices + CPU, capped", []string{"devices.count=2", "hybrid.cpu_share=0.6"}, 72},
+		// c = round(0.5/0.5 × 24) = 24, over two CPU trainers.
+		{"one device + two CPU, no prefetch", []string{"hybrid.cpu_share=0.5", "hybrid.cpu_trainers=2", "hybrid.prefetch=false"}, 48},
+		{"devices only", []string{"devices.count=2", "hybrid.cpu_share=0", "hybrid.cpu_trainers=0"}, 48},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ref, _ := oneEpoch(t, testkit.MustParse(t, hybridBase, append(common, `train.mode="minibatch"`, fmt.Sprintf("train.batch_size=%d", c.batch))...))
+			sets := append(append(common, `train.mode="hybrid"`, `train.backend="sim"`, "train.batch_size=24", `hybrid.batching="per-trainer"`), c.sets...)
+			got, rec := oneEpoch(t, testkit.MustParse(t, hybridBase, sets...))
+			if d := testkit.MaxRelDiff(t, got, ref); d > testkit.SplitTol {
+				t.Fatalf("parameters differ from mini-batch training on batches of %d by %.3g (relative)", c.batch, d)
+			}
+			train := 20 * 7 // random-20-30: 20 training nodes per class, 7 classes on Cora
+			if steps, want := len(strings.Split(rec.Extra["hybrid_step_shares"], ";")), (train+c.batch-1)/c.batch; steps != want {
+				t.Errorf("%d steps, want %d", steps, want)
+			}
+		})
+	}
+}
+
 // TestHybridCPUTrainerThreads: the threads a CPU trainer runs on do not
 // change its result (the cpu backend is deterministic in the thread
 // count), so balance thread cannot change what is learned.
@@ -277,6 +314,8 @@ func TestHybridBadConfig(t *testing.T) {
 		{"threads above the cores", []string{`train.mode="hybrid"`, `train.backend="sim"`, fmt.Sprintf("hybrid.threads=%d", runtime.NumCPU()+1)}, "hybrid.threads"},
 		{"sampling on the devices without devices", []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", `hybrid.sample_on="device"`}, "hybrid.sample_on"},
 		{"no sampler", []string{`train.mode="hybrid"`, `train.backend="sim"`, `sampler.name=""`, "sampler.fanouts=[]"}, "train.mode"},
+		{"per-trainer batches without devices", []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", `hybrid.batching="per-trainer"`}, "hybrid.batching"},
+		{"per-trainer batches, all on the CPU", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.cpu_share=1", `hybrid.batching="per-trainer"`}, "hybrid.cpu_share"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -421,7 +460,7 @@ func TestHybridSampleOnDevice(t *testing.T) {
 		t.Fatal(b.err)
 	}
 	rng := seed*0x9e3779b97f4a7c15 + 3 // the seed of batch 3, as sample derives it
-	for k, part := range s.split(nodes, s.state.share) {
+	for k, part := range s.split(nodes, s.state.share, cut{}) {
 		want, err := s.sampler.Sample(context.Background(), s.e.Adjs.Adj, part, rng)
 		if err != nil {
 			t.Fatal(err)
