@@ -43,7 +43,7 @@ type HybridOptions struct {
 	options.Size
 	options.Depth
 	CPUTrainers int      `toml:"cpu_trainers" range:"[0,64]" doc:"CPU trainers (replicas on the host's cpu backend) besides the devices"`
-	CPUShare    float64  `toml:"cpu_share" range:"[0,1]" doc:"share of each step's batch the CPU trainers get at the start (the rest is split evenly over the devices); 1 with no devices"`
+	CPUShare    float64  `toml:"cpu_share" range:"[0,1]" word:"model:-1:the share costmodel.hyscale predicts fastest for the first step (HyScale's mapping at compile time, §IV-A)" doc:"share of each step's batch the CPU trainers get at the start (the rest is split evenly over the devices); 1 with no devices"`
 	Batching    Batching `toml:"batching" enum:"split,per-trainer" hash:"omitempty" doc:"split = each step's mini-batch of train.batch_size nodes is split between the trainers by cpu_share; per-trainer = every device trains a mini-batch of train.batch_size nodes each step and the CPU trainers cpu_share of the step's nodes besides, at most train.batch_size each (HyScale §II-B, Eq. 5: a CPU trainer adds work instead of taking the devices'); an epoch ends when the training nodes are consumed"`
 	DRM         string   `toml:"drm" enum:"off,measured,predicted" doc:"dynamic resource management (HyScale Alg. 1) between steps: off = the split and threads stay; measured = from wall-clock stage times; predicted = from costmodel.hyscale's stage times (deterministic for a fixed seed)"`
 	DRMStep     float64  `toml:"drm_step" range:"(0,0.5]" doc:"how much balance work moves the CPU share per adjustment"`
@@ -114,6 +114,11 @@ func (s *Hybrid) CheckConfig(cfg *config.Config) error {
 	h := s.HybridOptions
 	if err := steprun.CheckSampler(cfg); err != nil {
 		return err
+	}
+	if h.CPUShare == ShareModel {
+		if err := checkModelShare(cfg, h); err != nil {
+			return err
+		}
 	}
 	if h.CPUTrainers == 0 && h.DRM != "off" {
 		return cfg.KeyError(fmt.Sprintf("hybrid.cpu_trainers = 0 with hybrid.drm = %q: balance work moves work between the CPU trainers and the devices, and there is no CPU trainer; set hybrid.cpu_trainers >= 1 or hybrid.drm = \"off\"", h.DRM), "hybrid", "cpu_trainers")
@@ -245,6 +250,10 @@ type hybridStepper struct {
 	staging stagingPool // the loader's staging buffers, recycled between steps
 	stats   hybridEpoch
 	total   hybridTotals
+	// With cpu_share = "model": whether the mapping ran (before the first
+	// epoch) and the share it chose.
+	mapped     bool
+	modelShare float64
 }
 
 func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.Env) (*hybridStepper, error) {
@@ -267,7 +276,7 @@ func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.E
 	if budget == 0 {
 		budget = runtime.GOMAXPROCS(0)
 	}
-	s.state = initialState(h.CPUShare, budget)
+	s.state = initialState(max(h.CPUShare, 0), budget) // "model" is chosen before the first epoch
 	s.budget = budget
 	s.host = newHostThreads(budget, s.reservedThreads(s.state))
 	add := func(name string, cpu bool, re steprun.Env) error {

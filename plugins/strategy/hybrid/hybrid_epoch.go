@@ -229,16 +229,7 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 	for k, p := range b.parts {
 		b.work.cpu[k] = s.trainers[k].cpu
 		pw := &b.work.parts[k]
-		for _, bl := range p.blocks {
-			pw.edges = append(pw.edges, float64(bl.NumEdges()))
-			pw.dst = append(pw.dst, float64(len(bl.Dst)))
-			pw.src = append(pw.src, float64(len(bl.Src)))
-			// CSR row pointers and columns, GCN and mean edge weights.
-			pw.topoBytes += float64(8*(len(bl.Dst)+1)) + 12*float64(bl.NumEdges())
-		}
-		if len(p.blocks) > 0 {
-			pw.rows = float64(len(p.blocks[0].Src))
-		}
+		*pw = partWorkOf(p.blocks)
 		if onDevice[k] {
 			pw.sampleLocal = float64(stats[k].LocalBytes)
 			for _, v := range stats[k].Bytes {
@@ -564,6 +555,16 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 			return 0, err
 		}
 		s.perf.cpu = m
+	}
+	if s.h.CPUShare == ShareModel && !s.mapped {
+		share, m, err := s.mapShare(ctx, seed)
+		if err != nil {
+			return 0, err
+		}
+		s.state.share, s.mapped, s.modelShare = share, true, share
+		if s.e.Log != nil {
+			fmt.Fprintf(s.e.Log, "hybrid: cpu_share = \"model\": %.2f, the split %s predicts fastest (%.3g MTEPS)\n", share, CostModel, m)
+		}
 	}
 	s.host.takeStats() // the epoch's start anew
 	start := time.Now()
@@ -953,6 +954,9 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		"host_wait_s": st.hostWaitS,
 	}
 	fig["measured_mteps"], fig["predicted_mteps"] = s.mteps()
+	if s.mapped {
+		fig["model_share"] = s.modelShare // the share cpu_share = "model" started from
+	}
 	res.SetFigures("hybrid", fig)
 	// The median step, measured and predicted (a loaded machine's
 	// outliers do not move it).

@@ -314,6 +314,8 @@ func TestHybridBadConfig(t *testing.T) {
 		{"threads above the cores", []string{`train.mode="hybrid"`, `train.backend="sim"`, fmt.Sprintf("hybrid.threads=%d", runtime.NumCPU()+1)}, "hybrid.threads"},
 		{"sampling on the devices without devices", []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", `hybrid.sample_on="device"`}, "hybrid.sample_on"},
 		{"no sampler", []string{`train.mode="hybrid"`, `train.backend="sim"`, `sampler.name=""`, "sampler.fanouts=[]"}, "train.mode"},
+		{"model share without devices", []string{`train.mode="hybrid"`, `hybrid.cpu_share="model"`}, "hybrid.cpu_share"},
+		{"model share without CPU trainers", []string{`train.mode="hybrid"`, `train.backend="sim"`, `hybrid.cpu_share="model"`, "hybrid.cpu_trainers=0"}, "hybrid.cpu_share"},
 		{"per-trainer batches without devices", []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", `hybrid.batching="per-trainer"`}, "hybrid.batching"},
 		{"per-trainer batches, all on the CPU", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.cpu_share=1", `hybrid.batching="per-trainer"`}, "hybrid.cpu_share"},
 	}
@@ -348,8 +350,8 @@ func TestHybridDRMConverges(t *testing.T) {
 	sets := []string{`train.mode="hybrid"`, `train.backend="sim"`, "devices.host_gbps=[4.0,4.0]", "devices.mem_gbps=10", "devices.peak_gflops=100", "hybrid.cpu_gbps=20",
 		"hybrid.cpu_gflops=200", "hybrid.agg_gbps=50", "hybrid.bind_meps=50", "hybrid.dropout_meps=2000",
 		"train.batch_size=16", "train.prefetch=1", `data.split="random-20-30-seed0"`, `model.name="sage"`}
-	predicted := func(share float64, drm string) (float64, train.EpochRecord) {
-		cfg := testkit.MustParse(t, hybridBase, append(sets, fmt.Sprintf("hybrid.cpu_share=%g", share), `hybrid.drm="`+drm+`"`)...)
+	predicted := func(share string, drm string) (float64, train.EpochRecord) {
+		cfg := testkit.MustParse(t, hybridBase, append(sets, "hybrid.cpu_share="+share, `hybrid.drm="`+drm+`"`)...)
 		_, st := testkit.NewTestStepper(t, cfg)
 		var rec train.EpochRecord
 		for ep := range 5 {
@@ -367,14 +369,22 @@ func TestHybridDRMConverges(t *testing.T) {
 	best, bestS := 0.0, math.Inf(1)
 	for i := 0; i <= 10; i++ {
 		share := float64(i) / 10
-		if s, _ := predicted(share, "off"); s < bestS {
+		if s, _ := predicted(fmt.Sprint(share), "off"); s < bestS {
 			best, bestS = share, s
 		}
 	}
-	_, rec := predicted(0.9, "predicted")
+	// HyScale's mapping at compile time (cpu_share = "model") lands on
+	// the best static share, to the sweep's step.
+	_, mapped := predicted(`"model"`, "off")
+	var model float64
+	fmt.Sscan(mapped.Extra["hybrid_cpu_share"], &model)
+	if math.Abs(model-best) > 0.1 {
+		t.Errorf("cpu_share = \"model\" chose %.2f, best static share %.1f", model, best)
+	}
+	_, rec := predicted("0.9", "predicted")
 	var final float64
 	fmt.Sscan(rec.Extra["hybrid_cpu_share"], &final)
-	t.Logf("best static share %.1f (%.4g s/epoch); DRM from 0.9 after 5 epochs: %.3f; last epoch's steps: %s", best, bestS, final, rec.Extra["hybrid_step_shares"])
+	t.Logf("best static share %.1f (%.4g s/epoch); the model's mapping %.2f; DRM from 0.9 after 5 epochs: %.3f; last epoch's steps: %s", best, bestS, model, final, rec.Extra["hybrid_step_shares"])
 	if best == 0.9 || best == 0 || best == 1 {
 		t.Fatalf("best static share %.1f: the devices are not slow enough to test convergence", best)
 	}
