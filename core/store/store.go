@@ -103,6 +103,11 @@ type Options struct {
 	Graph      *graph.CSR
 	GraphRatio float64
 	GraphAuto  bool
+	// TopologyPlacement places the topology rows apart from the feature
+	// rows: Interleaved, Modulo or Replicated ("" = as Placement). DGL
+	// with a feature cache replicates both; XGNN's graph store (+MSG)
+	// partitions the topology while the features stay replicated.
+	TopologyPlacement Placement
 	// Plan is required by Planned.
 	Plan *Plan
 	// Replicate is ReplicatedInterleaved's share of the budget, in [0,1].
@@ -189,6 +194,11 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	D := len(opts.Devices)
 	if D > math.MaxInt16 {
 		return nil, fmt.Errorf("store: %d devices: at most %d", D, math.MaxInt16)
+	}
+	switch opts.TopologyPlacement {
+	case "", Interleaved, Replicated, Modulo:
+	default:
+		return nil, fmt.Errorf("store: topology placement %q: want interleaved, modulo or replicated (or none: as the features)", opts.TopologyPlacement)
 	}
 	switch opts.Placement {
 	case Interleaved, Replicated, Modulo:
@@ -399,6 +409,19 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 	}
 	ok = true
 	return s, nil
+}
+
+// DeviceBytes returns, per device, the bytes its topology rows (CSR
+// words) and its cached feature rows take.
+func (s *Store) DeviceBytes() (topology, features []int64) {
+	topology, features = make([]int64, len(s.devices)), make([]int64, len(s.devices))
+	for d := range s.devices {
+		if s.topo != nil {
+			topology[d] = s.topo.bytes[d]
+		}
+		features[d] = int64(s.perDevice[d]) * int64(s.dim) * 4
+	}
+	return topology, features
 }
 
 // replicate puts the hottest rows that fill share of the smallest budget

@@ -133,6 +133,9 @@ func newTopoStore(g *graph.CSR, n int, opts Options) (*topoStore, error) {
 		return nil, fmt.Errorf("store: the graph is %d x %d, but the store has %d nodes", g.NumRows, g.NumCols, n)
 	}
 	t := &topoStore{g: g, D: len(opts.Devices), placement: opts.Placement, plan: opts.Plan, prefix: opts.Prefix}
+	if opts.TopologyPlacement != "" {
+		t.placement = opts.TopologyPlacement
+	}
 	if t.placement == Planned {
 		t.partOff = make([][]int32, t.D)
 	}

@@ -297,3 +297,66 @@ func TestGraphAuto(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestTopologyPlacementApart places the topology apart from the features
+// (Options.TopologyPlacement) on the graph of TestTopologyBytesByHand (row
+// bytes 20, 48, 12, 44, 8, 16: 148 in all), 4-float feature rows (16
+// bytes) and 200 bytes a device, hand-counted: DGL+C replicates both
+// (148 topology bytes on each device, room for 3 feature rows); XGNN's
+// graph store partitions the topology modulo 2 (nodes 0, 2, 4 = 40 bytes
+// on device0; 1, 3, 5 = 108 on device1) and the replicated feature cache
+// takes the freed memory: min(160, 92) / 16 = 5 rows on each. Sampling
+// through the store still gives the host graph's blocks.
+func TestTopologyPlacementApart(t *testing.T) {
+	indptr := []int64{0, 3, 13, 14, 23, 23, 25}
+	cols := make([]int64, 25)
+	for e := range cols {
+		cols[e] = int64(e*7) % 6
+	}
+	g := graph.NewCSR(6, indptr, cols)
+	topo := topology.Topology{Name: "two", Devices: 2, HostGBps: []float64{16, 16}, PeerGBps: [][]float64{{0, 25}, {25, 0}}}
+	devs := []tensor.Tier{sim.DeviceTier(0), sim.DeviceTier(1)}
+	rank := []int32{0, 1, 2, 3, 4, 5}
+	want, err := (&sampler.Uniform{Fanouts: []int{2, 3}}).Sample(context.Background(), g, []int32{0, 3, 5}, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name         string
+		topo         store.Placement
+		topoB, featB []int64
+	}{
+		{"DGL+C: both replicated", "", []int64{148, 148}, []int64{48, 48}},
+		{"+MSG: topology modulo 2", store.Interleaved, []int64{40, 108}, []int64{80, 80}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := sim.New(topo, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := store.New(b, make([]float32, 6*4), 4, rank, store.Options{Placement: store.Replicated, TopologyPlacement: c.topo,
+				Devices: devs, Capacity: []int64{200}, Topology: true, Graph: g, GraphRatio: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			topoB, featB := s.DeviceBytes()
+			if !reflect.DeepEqual(topoB, c.topoB) || !reflect.DeepEqual(featB, c.featB) {
+				t.Errorf("topology bytes %v, feature bytes %v; want %v, %v", topoB, featB, c.topoB, c.featB)
+			}
+			v, err := s.Topology(devs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs, _ := sampling.AsGraphSampler(&sampler.Uniform{Fanouts: []int{2, 3}})
+			got, err := gs.SampleGraph(context.Background(), v, []int32{0, 3, 5}, 7)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("sampling through the store: %v, blocks differ from the host graph's: %v", err, !reflect.DeepEqual(got, want))
+			}
+		})
+	}
+	if _, err := store.New(nil, make([]float32, 6), 1, rank, store.Options{TopologyPlacement: store.Planned, Devices: devs, Capacity: []int64{200}, Topology: true, Graph: g}); err == nil || !strings.Contains(err.Error(), "topology placement") {
+		t.Errorf("a planned topology placement: %v", err)
+	}
+}

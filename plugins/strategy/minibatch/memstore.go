@@ -104,6 +104,12 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 			opts.Capacity = []int64{perDevice * int64(plan.MaxStored()) * rowBytes}
 		}
 	}
+	if opt.TopologyPlacement != "" {
+		if opt.GraphRatio == GraphRatioUnset {
+			return nil, cfg.KeyError(fmt.Sprintf("minibatch.store.topology_placement = %q places the topology on the devices, but minibatch.store.graph_ratio is unset (the samplers read the host graph); set graph_ratio or remove topology_placement", opt.TopologyPlacement), storeKey("topology_placement")...)
+		}
+		opts.TopologyPlacement = store.Placement(opt.TopologyPlacement)
+	}
 	if r := opt.GraphRatio; r != GraphRatioUnset {
 		if _, ok := sampling.AsGraphSampler(cfg.Sampler.Module); !ok {
 			return nil, cfg.KeyError(fmt.Sprintf("minibatch.store.graph_ratio: sampler %q does not read the graph through the store's access API (sampling.GraphSampler); remove minibatch.store.graph_ratio or use full, uniform, khop or randomwalk", cfg.Sampler.Name), storeKey("graph_ratio")...)
@@ -152,4 +158,13 @@ func rankedCount(pol caching.Policy, n int, rowBytes, devices int64) int {
 		return int(min(int64(n), devices*b/rowBytes))
 	}
 	return min(n, int(math.Floor(f*float64(n))))
+}
+
+// mean is the mean of v (0 for none).
+func mean(v []int64) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x)
+	}
+	return s / float64(max(len(v), 1))
 }

@@ -68,6 +68,7 @@ func TestStoreGraphRatio(t *testing.T) {
 		{"store.graph_ratio=0.5"},
 		{"store.graph_ratio=1.0", `store.placement="replicated"`},
 		{"store.graph_ratio=0.5", `placement.name="xgnn"`},
+		{"store.graph_ratio=1.0", `store.placement="replicated"`, `store.topology_placement="interleaved"`},
 	}
 	if !testing.Short() {
 		variants = append(variants, []string{"store.graph_ratio=0.0"}, []string{`store.graph_ratio="auto"`},
@@ -79,7 +80,7 @@ func TestStoreGraphRatio(t *testing.T) {
 			t.Errorf("%v: loss %v, accuracy %v; host sampling %v, %v", extra, r.FinalLoss, r.TestAcc, host.FinalLoss, host.TestAcc)
 		}
 		extraTopo := r.TrafficByPurpose["topology"] - host.TrafficByPurpose["topology"]
-		replicatedAll := extra[0] == "store.graph_ratio=1.0"
+		replicatedAll := extra[0] == "store.graph_ratio=1.0" && len(extra) == 2 // the whole topology on every device
 		if replicatedAll && extraTopo != 0 || !replicatedAll && extraTopo <= 0 {
 			t.Errorf("%v: %d topology bytes read through the store", extra, extraTopo)
 		}
@@ -91,6 +92,7 @@ func TestStoreGraphRatio(t *testing.T) {
 	}{
 		{[]string{"store.graph_ratio=1.0", "cache.capacity_bytes=1000"}, "store.graph_ratio"},
 		{[]string{"store.graph_ratio=0.5", `sampler.name="uniform"`, `store.placement="replicated"`, `placement.name="xgnn"`}, "store.placement"},
+		{[]string{`store.topology_placement="interleaved"`}, "store.topology_placement"},
 	} {
 		_, err := train.Run(context.Background(), testkit.MustParse(t, testkit.CoraBase, append(append([]string(nil), base...), c.sets...)...), train.Options{Host: testkit.TestHost(t)})
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -719,6 +719,8 @@ func (m *miniBatches) ReportResult(res *train.Result) {
 	if m.store != nil && m.store.HoldsTopology() {
 		k, _ := m.store.HotTopology()
 		fig.TopologyRatio = float64(k) / float64(max(m.store.NumRows(), 1))
+		topo, feat := m.store.DeviceBytes()
+		fig.DeviceTopologyBytes, fig.DeviceFeatureBytes = mean(topo), mean(feat)
 	}
 	if m.sampleS > 0 {
 		fig.SampledEdgesPerS = float64(m.sampledEdges) / m.sampleS
@@ -748,6 +750,11 @@ type Figures struct {
 	// TopologyRatio is the share of the nodes whose topology the devices
 	// hold (minibatch.store.graph_ratio, "auto" resolved).
 	TopologyRatio float64 `json:"topology_ratio,omitempty" doc:"share of the nodes whose topology the devices hold (minibatch.store.graph_ratio, auto resolved)"`
+	// DeviceTopologyBytes and DeviceFeatureBytes are what the store's
+	// topology rows and cached feature rows take on a device, the mean
+	// over the devices (with a graph ratio).
+	DeviceTopologyBytes float64 `json:"device_topology_bytes,omitempty" doc:"bytes of topology rows the store holds on a device, mean over the devices (with minibatch.store.graph_ratio)"`
+	DeviceFeatureBytes  float64 `json:"device_feature_bytes,omitempty" doc:"bytes of feature rows the store caches on a device, mean over the devices (with minibatch.store.graph_ratio)"`
 	// SampledEdgesPerS is the last epoch's sampled edges per second of
 	// sampling time.
 	SampledEdgesPerS float64 `json:"sampled_edges_per_s,omitempty" doc:"sampled edges per second of sampling time"`
