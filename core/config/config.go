@@ -152,7 +152,7 @@ type Train struct {
 // Devices describes the simulated machine (train.backend = "sim").
 type Devices struct {
 	Preset      string `toml:"preset" enum:",pcie-only,nvlink-clique-4,nvlink-ring-4,dgx1-v100-8" doc:"simulated topology (\"\" = pcie-only); training uses its first device"`
-	Count       int    `toml:"count" range:"[0,1024]" doc:"devices of a pcie-only machine (0 = 1)"`
+	Count       int    `toml:"count" range:"[0,1024]" doc:"devices of a pcie-only machine (0 = 1), or the first count GPUs of dgx1-v100-8 (its links and PCIe switches among them; 0 = all 8)"`
 	MemoryBytes int64  `toml:"memory_bytes" range:"[0,1125899906842624]" doc:"capacity of each simulated device in bytes (0 = unlimited); an allocation beyond it fails"`
 	// A custom topology instead of a preset.
 	HostGBps   []float64   `toml:"host_gbps" range:"(0,)" doc:"custom topology: the host<->device bandwidth of each device in GB/s (its length is the device count; leave preset and count unset)"`

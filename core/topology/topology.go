@@ -58,14 +58,21 @@ func PresetNames() []string {
 }
 
 // Preset returns a named topology. devices is used by pcie-only (0 means
-// 1); the others have a fixed device count, and a different non-zero
-// devices is an error.
+// 1) and by dgx1-v100-8, whose first devices GPUs (1 to 8; 0 means 8) are
+// the sub-machine XGNN's scaling runs use (Figs. 11, 12: one GPU, a pair
+// behind one PCIe switch, a quad, all eight); the others have a fixed
+// device count, and a different non-zero devices is an error.
 func Preset(name string, devices int, capacity int64) (Topology, error) {
 	fixed := map[string]int{"nvlink-clique-4": 4, "nvlink-ring-4": 4, "dgx1-v100-8": 8}
 	n := devices
 	if want, ok := fixed[name]; ok {
-		if devices != 0 && devices != want {
+		sub := name == "dgx1-v100-8" && devices > 0 && devices < want
+		if devices != 0 && devices != want && !sub {
 			return Topology{}, fmt.Errorf("preset %q has %d devices, but %d were asked for", name, want, devices)
+		}
+		if sub {
+			t, err := Preset(name, 0, capacity)
+			return t.firstDevices(devices), err
 		}
 		n = want
 	} else if name != "pcie-only" {
@@ -115,6 +122,22 @@ func Preset(name string, devices int, capacity int64) (Topology, error) {
 		t.Switch, t.SwitchGBps = []int{0, 0, 1, 1, 2, 2, 3, 3}, PCIeGBps
 	}
 	return t, nil
+}
+
+// firstDevices is the machine of t's first n devices: their host links,
+// the links among them and their PCIe switches.
+func (t Topology) firstDevices(n int) Topology {
+	t.Devices = n
+	t.HostGBps = append([]float64(nil), t.HostGBps[:n]...)
+	peer := make([][]float64, n)
+	for i := range peer {
+		peer[i] = append([]float64(nil), t.PeerGBps[i][:n]...)
+	}
+	t.PeerGBps = peer
+	if t.Switch != nil {
+		t.Switch = append([]int(nil), t.Switch[:n]...)
+	}
+	return t
 }
 
 // Validate checks the topology's shape.

@@ -27,7 +27,12 @@ func TestPresets(t *testing.T) {
 		{"nvlink-ring-4", 4, 4, map[int][]int{0: {1, 3}, 2: {1, 3}}, ""},
 		// XGNN Fig. 7: GPU 0 cannot reach GPUs 4, 5 and 7 directly.
 		{"dgx1-v100-8", 0, 8, map[int][]int{0: {1, 2, 3, 6}, 4: {2, 5, 6, 7}, 7: {1, 4, 5, 6}}, ""},
-		{"dgx1-v100-8", 4, 0, nil, `preset "dgx1-v100-8" has 8 devices, but 4 were asked for`},
+		// Its first GPUs (XGNN Figs. 11, 12): a quad, a pair, one.
+		{"dgx1-v100-8", 4, 4, map[int][]int{0: {1, 2, 3}, 3: {0, 1, 2}}, ""},
+		{"dgx1-v100-8", 2, 2, map[int][]int{0: {1}, 1: {0}}, ""},
+		{"dgx1-v100-8", 1, 1, map[int][]int{0: nil}, ""},
+		{"dgx1-v100-8", 9, 0, nil, `preset "dgx1-v100-8" has 8 devices, but 9 were asked for`},
+		{"nvlink-clique-4", 2, 0, nil, `preset "nvlink-clique-4" has 4 devices, but 2 were asked for`},
 		{"nvswitch", 0, 0, nil, `unknown device preset "nvswitch" (known: pcie-only, nvlink-clique-4, nvlink-ring-4, dgx1-v100-8)`},
 	}
 	for _, c := range cases {
@@ -50,6 +55,14 @@ func TestPresets(t *testing.T) {
 		for d, want := range c.neighbours {
 			if got := topo.Neighbours(d); !slices.Equal(got, want) {
 				t.Errorf("%s: device %d neighbours %v, want %v", c.name, d, got, want)
+			}
+		}
+		if c.name == "dgx1-v100-8" && c.devices > 1 {
+			// The sub-machine keeps the links and PCIe switches among its
+			// GPUs: 0-3 doubled, 0-1 single, GPUs 0 and 1 behind one switch.
+			if topo.PeerGBps[0][1] != topology.NVLinkGBps || len(topo.Switch) != c.devices || topo.Switch[0] != topo.Switch[1] ||
+				c.devices == 4 && topo.PeerGBps[0][3] != 2*topology.NVLinkGBps {
+				t.Errorf("%s/%d: links %v, switches %v", c.name, c.devices, topo.PeerGBps, topo.Switch)
 			}
 		}
 		for i := range topo.Devices { // links are symmetric
