@@ -465,6 +465,10 @@ type ChunkedFigures struct {
 	// CommPredictedS prices the same bytes with HongTu's Eq. 4
 	// (costmodel.hongtu) on the machine's links, in seconds.
 	CommPredictedS map[string]float64 `json:"comm_predicted_s" doc:"the same bytes priced with HongTu's Eq. 4 (costmodel.hongtu) on the machine's links, in seconds"`
+	// CommRows are the neighbour rows one pass over a layer loads from
+	// the host, over the graph's nodes (HongTu Table 8's V_ori, V_+p2p
+	// and V_+ru normalised by |V|).
+	CommRows map[string]float64 `json:"comm_rows_per_node" doc:"neighbour rows one layer pass loads from the host over |V|: without deduplication (original), with p2p sharing (p2p), with p2p and reuse (p2p_reuse); HongTu Table 8"`
 }
 
 // Figures implements train.FigureDeclarer.
@@ -477,11 +481,13 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 	// Every layer loads its neighbour rows in forward and again in
 	// backward (HongTu reloads the checkpoint, §4.3).
 	b := r.commBytes(r.comm)
+	nodes := float64(max(r.e.DS.NumNodes, 1))
 	res.SetFigures("chunked", &ChunkedFigures{
 		Chunks:         len(r.plan.Chunks),
 		Intermediates:  r.modes(),
 		CommBytes:      map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
 		CommPredictedS: map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
+		CommRows:       map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
 	})
 }
 
