@@ -113,7 +113,10 @@ func TestHybridPerTrainer(t *testing.T) {
 		{"one device + two CPU, no prefetch", []string{"hybrid.cpu_share=0.5", "hybrid.cpu_trainers=2", "hybrid.prefetch=false"}, 48},
 		{"devices only", []string{"devices.count=2", "hybrid.cpu_share=0", "hybrid.cpu_trainers=0"}, 48},
 	}
-	for _, c := range cases {
+	for i, c := range cases {
+		if testing.Short() && i >= 2 {
+			continue // -short: the plain and the capped CPU batch
+		}
 		t.Run(c.name, func(t *testing.T) {
 			ref, _ := oneEpoch(t, testkit.MustParse(t, hybridBase, append(common, `train.mode="minibatch"`, fmt.Sprintf("train.batch_size=%d", c.batch))...))
 			sets := append(append(common, `train.mode="hybrid"`, `train.backend="sim"`, "train.batch_size=24", `hybrid.batching="per-trainer"`), c.sets...)
