@@ -254,6 +254,7 @@ type hybridStepper struct {
 	// epoch) and the share it chose.
 	mapped     bool
 	modelShare float64
+	mapSeed    uint64 // train.seed: the shuffle whose first step the mapping samples
 }
 
 func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.Env) (*hybridStepper, error) {
@@ -271,7 +272,7 @@ func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.E
 		return nil, cfg.KeyError(fmt.Sprintf("train.backend = %q has no devices; hybrid training without devices needs hybrid.cpu_share = 1, hybrid.drm = \"off\" and hybrid.cpu_trainers >= 1", cfg.Train.Backend), "train", "backend")
 	}
 	s := &hybridStepper{h: h, e: e, nDev: len(devices), sampler: cfg.Sampler.Module.(sampling.Sampler),
-		batch: h.BatchSize, prefetch: h.PrefetchDepth}
+		batch: h.BatchSize, prefetch: h.PrefetchDepth, mapSeed: uint64(cfg.Train.Seed)}
 	budget := h.Threads
 	if budget == 0 {
 		budget = runtime.GOMAXPROCS(0)

@@ -557,7 +557,7 @@ func (s *hybridStepper) Epoch(ctx context.Context, seed uint64, update func() er
 		s.perf.cpu = m
 	}
 	if s.h.CPUShare == ShareModel && !s.mapped {
-		share, m, err := s.mapShare(ctx, seed)
+		share, m, err := s.mapShare(ctx, s.mapSeed) // the run's seed, not the epoch's: a resumed run maps alike
 		if err != nil {
 			return 0, err
 		}

@@ -33,7 +33,9 @@ func checkModelShare(cfg *config.Config, h HybridOptions) error {
 
 // mapShare is HyScale's mapping at compile time (§IV-A): the CPU share
 // whose step costmodel.hyscale predicts fastest, by Eq. 5's MTEPS, for
-// the first step of the epoch with seed. The step's nodes are sampled
+// the first step of the training nodes shuffled with seed (train.seed,
+// so that a resumed run maps alike; with calibrate the machine's rates
+// are measured, and the mapping follows them). The step's nodes are sampled
 // once, as one part; a trainer's part of a candidate split is that work
 // scaled by its share of the nodes (the model's proportionality: edges,
 // rows and bytes grow with the seeds). It tries the shares 0, 0.01, ...,
