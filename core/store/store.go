@@ -103,6 +103,11 @@ type Options struct {
 	Graph      *graph.CSR
 	GraphRatio float64
 	GraphAuto  bool
+	// GraphFit keeps, of the GraphRatio's hottest topology rows, those
+	// that fit the budget (topology first: the features get what is
+	// left, XGNN §6.8's XGNN-G) instead of refusing a ratio that does not
+	// fit.
+	GraphFit bool
 	// TopologyPlacement places the topology rows apart from the feature
 	// rows: Interleaved, Modulo or Replicated ("" = as Placement). DGL
 	// with a feature cache replicates both; XGNN's graph store (+MSG)
@@ -292,6 +297,12 @@ func New(b backend.Backend, features []float32, dim int, rank []int32, opts Opti
 			}
 		}
 		if !featuresFirst {
+			if opts.GraphFit {
+				if fits := t.fitting(rank[:k], caps); fits < k {
+					k = fits
+					tb = t.topologyBytes(rank, k)
+				}
+			}
 			for i, b := range tb {
 				if b > caps[i] {
 					return nil, fmt.Errorf("store: the hottest topology (graph ratio %v, %d nodes) needs %d bytes on %s, more than its %d-byte budget; lower the graph ratio or raise the capacity: %w", opts.GraphRatio, k, b, opts.Devices[i], caps[i], ErrTopologyBudget)

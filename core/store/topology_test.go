@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -358,5 +359,43 @@ func TestTopologyPlacementApart(t *testing.T) {
 	}
 	if _, err := store.New(nil, make([]float32, 6), 1, rank, store.Options{TopologyPlacement: store.Planned, Devices: devs, Capacity: []int64{200}, Topology: true, Graph: g}); err == nil || !strings.Contains(err.Error(), "topology placement") {
 		t.Errorf("a planned topology placement: %v", err)
+	}
+}
+
+// TestGraphFit keeps the hottest topology rows that fit (XGNN-G, §6.8)
+// on the graph of TestTopologyBytesByHand with one 100-byte device: rows
+// of 20, 48, 12 bytes fit (80), the next (44) does not; the 20 bytes left
+// hold one 16-byte feature row. Without GraphFit the ratio is refused.
+func TestGraphFit(t *testing.T) {
+	indptr := []int64{0, 3, 13, 14, 23, 23, 25}
+	cols := make([]int64, 25)
+	for e := range cols {
+		cols[e] = int64(e*7) % 6
+	}
+	g := graph.NewCSR(6, indptr, cols)
+	topo := topology.Topology{Name: "one", Devices: 1, HostGBps: []float64{16}, PeerGBps: [][]float64{{0}}}
+	devs := []tensor.Tier{sim.DeviceTier(0)}
+	for _, fit := range []bool{true, false} {
+		b, err := sim.New(topo, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.New(b, make([]float32, 6*4), 4, []int32{0, 1, 2, 3, 4, 5},
+			store.Options{Devices: devs, Capacity: []int64{100}, Topology: true, Graph: g, GraphRatio: 1, GraphFit: fit})
+		if !fit {
+			if err == nil || !errors.Is(err, store.ErrTopologyBudget) {
+				t.Errorf("without GraphFit: %v, want the topology budget error", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _ := s.HotTopology()
+		topoB, featB := s.DeviceBytes()
+		if k != 3 || topoB[0] != 80 || featB[0] != 16 {
+			t.Errorf("GraphFit: %d topology rows, %v topology and %v feature bytes; want 3, [80], [16]", k, topoB, featB)
+		}
+		s.Close()
 	}
 }

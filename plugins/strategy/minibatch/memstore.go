@@ -104,6 +104,12 @@ func newFeatureStore(ctx context.Context, cfg *config.Config, e steprun.Env, dev
 			opts.Capacity = []int64{perDevice * int64(plan.MaxStored()) * rowBytes}
 		}
 	}
+	if opt.GraphFit {
+		if opt.GraphRatio < 0 {
+			return nil, cfg.KeyError("minibatch.store.graph_fit keeps the part of graph_ratio's topology that fits, but graph_ratio is unset or \"auto\"; give graph_ratio a number or remove graph_fit", storeKey("graph_fit")...)
+		}
+		opts.GraphFit = true
+	}
 	if opt.TopologyPlacement != "" {
 		if opt.GraphRatio == GraphRatioUnset {
 			return nil, cfg.KeyError(fmt.Sprintf("minibatch.store.topology_placement = %q places the topology on the devices, but minibatch.store.graph_ratio is unset (the samplers read the host graph); set graph_ratio or remove topology_placement", opt.TopologyPlacement), storeKey("topology_placement")...)

@@ -93,6 +93,7 @@ func TestStoreGraphRatio(t *testing.T) {
 		{[]string{"store.graph_ratio=1.0", "cache.capacity_bytes=1000"}, "store.graph_ratio"},
 		{[]string{"store.graph_ratio=0.5", `sampler.name="uniform"`, `store.placement="replicated"`, `placement.name="xgnn"`}, "store.placement"},
 		{[]string{`store.topology_placement="interleaved"`}, "store.topology_placement"},
+		{[]string{`store.graph_ratio="auto"`, "store.graph_fit=true"}, "store.graph_fit"},
 	} {
 		_, err := train.Run(context.Background(), testkit.MustParse(t, testkit.CoraBase, append(append([]string(nil), base...), c.sets...)...), train.Options{Host: testkit.TestHost(t)})
 		if err == nil || !strings.Contains(err.Error(), c.want) {

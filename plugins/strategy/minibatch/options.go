@@ -25,6 +25,8 @@ type Store struct {
 	FeatureRatio float64 `toml:"feature_ratio" range:"[0,1]" special:"-2:unset: as many feature rows as the budget holds" doc:"share of the nodes whose feature rows (hottest first) may be cached on the devices, XGNN's feat_ratio; unset = as many as the device budget holds after the topology"`
 	Placement    string  `toml:"placement" enum:",interleaved,replicated,replicated-interleaved" doc:"the hot tier without [placement]: interleaved (hot row r on device r mod D, the default), replicated (every device the same hottest rows), replicated-interleaved (the hottest rows replicated, the next interleaved; data tiering §4.2)"`
 	Replicate    float64 `toml:"replicate" range:"[0,1]" doc:"replicated-interleaved: the share of each device's feature budget that holds the replicated hottest rows"`
+	// GraphFit keeps the hottest topology rows of graph_ratio that fit.
+	GraphFit bool `toml:"graph_fit" hash:"omitempty" doc:"with a numeric graph_ratio: keep the hottest topology rows that fit the device budget, topology first, the features taking what is left (XGNN-G, §6.8), instead of refusing a ratio that does not fit; \"auto\" gives the features the budget first (XGNN-F)"`
 	// TopologyPlacement places the topology apart from the feature rows.
 	TopologyPlacement string `toml:"topology_placement" enum:",interleaved,replicated" hash:"omitempty" doc:"the topology rows' placement when it differs from the feature rows': interleaved (XGNN's graph store: row r on device r mod D) or replicated (DGL with a feature cache: the whole graph on every device); \"\" = as the feature rows. Needs graph_ratio"`
 }
