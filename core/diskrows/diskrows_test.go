@@ -7,25 +7,10 @@ import (
 
 	"strata/core/caching"
 	"strata/core/diskrows"
-	"strata/core/graph"
 	"strata/core/graph/formats"
+	"strata/core/train/strategytest"
 	"strata/plugins/cache"
 )
-
-// coraFile writes embedded Cora as a .strata file and returns it with the
-// dataset (whose features are the reference rows).
-func coraFile(t *testing.T) (string, *graph.Dataset) {
-	t.Helper()
-	d, err := graph.Open("embedded:cora")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "cora.strata")
-	if err := formats.WriteBinary(p, d); err != nil {
-		t.Fatal(err)
-	}
-	return p, d
-}
 
 // batches draws nb batches of distinct ids (as a sampler's input lists).
 func batches(n, nb, size int) [][]int32 {
@@ -52,7 +37,7 @@ func policies() map[string]func() caching.Dynamic {
 // are the file's bit for bit, that the hits are the policy's own on the
 // same accesses, and that the bytes read are the misses × the row size.
 func TestTierRowsAndCounts(t *testing.T) {
-	path, d := coraFile(t)
+	path, d := strategytest.CoraBinary(t)
 	off, _, _, err := formats.FeatureSection(path)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +88,7 @@ func TestTierRowsAndCounts(t *testing.T) {
 
 // TestTierRejects checks the inputs Open refuses.
 func TestTierRejects(t *testing.T) {
-	path, d := coraFile(t)
+	path, d := strategytest.CoraBinary(t)
 	off, _, _, _ := formats.FeatureSection(path)
 	for _, c := range []struct {
 		name    string

@@ -3,37 +3,22 @@ package minibatch
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"strata/core/config"
 	"strata/core/graph"
-	"strata/core/graph/formats"
+	"strata/core/train/strategytest"
 	"strata/plugins/strategy/internal/testkit"
 )
-
-// coraBinary writes embedded Cora as a .strata file.
-func coraBinary(t *testing.T) string {
-	t.Helper()
-	d, err := graph.Open("embedded:cora")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "cora.strata")
-	if err := formats.WriteBinary(p, d); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // TestDiskTierTrainsAsMemory trains mini-batches with the input rows
 // read from the file behind host caches of several policies and sizes:
 // the losses and parameters equal the in-memory run's bit for bit (the
 // rows are the same float32 values).
 func TestDiskTierTrainsAsMemory(t *testing.T) {
-	path := coraBinary(t)
+	path, _ := strategytest.CoraBinary(t)
 	base := []string{`data.dataset="` + path + `"`, `data.feature_norm="none"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]", "train.batch_size=512"}
 	for _, c := range []struct {
 		name string
@@ -61,7 +46,7 @@ func TestDiskTierTrainsAsMemory(t *testing.T) {
 // TestDiskTierRejects checks the configs the disk tier refuses, each with
 // a KeyError naming its key.
 func TestDiskTierRejects(t *testing.T) {
-	path := coraBinary(t)
+	path, _ := strategytest.CoraBinary(t)
 	base := []string{`data.feature_norm="none"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]", "train.batch_size=512", `minibatch.features.tier="disk"`}
 	for _, c := range []struct {
 		name, key string
@@ -95,7 +80,7 @@ func TestDiskTierRejects(t *testing.T) {
 // the file; with one each row is read once; the bytes are the misses ×
 // the row size (rows are read in runs of adjacent ids, no over-read).
 func TestDiskTierCounts(t *testing.T) {
-	path := coraBinary(t)
+	path, _ := strategytest.CoraBinary(t)
 	for _, c := range []struct {
 		bytes    string
 		wantHits bool
