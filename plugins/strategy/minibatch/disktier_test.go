@@ -21,18 +21,19 @@ func TestDiskTierTrainsAsMemory(t *testing.T) {
 	path, _ := strategytest.CoraBinary(t)
 	base := []string{`data.dataset="` + path + `"`, `data.feature_norm="none"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]", "train.batch_size=512"}
 	for _, c := range []struct {
-		name string
-		sets []string
+		name, base string
+		sets       []string
 	}{
-		{"nodes", nil},
-		{"micro-batches", []string{"minibatch.micro_batches=2", `partition.name="random"`}},
+		{"nodes", testkit.CoraBase, nil},
+		{"micro-batches", testkit.CoraBase, []string{"minibatch.micro_batches=2", `partition.name="random"`}},
+		{"link edge batches", strategytest.LinkBase, nil},
 	} {
-		want := testkit.RunSteps(t, 2, testkit.CoraBase, append(slices.Clone(base), c.sets...)...)
+		want := testkit.RunSteps(t, 2, c.base, append(slices.Clone(base), c.sets...)...)
 		for _, pol := range []string{"cache.lru", "cache.s3fifo"} {
 			for _, bytes := range []string{"0", "400000"} {
 				sets := append(append(slices.Clone(base), c.sets...), `minibatch.features.tier="disk"`,
 					`minibatch.features.cache_policy="`+pol+`"`, "minibatch.features.cache_bytes="+bytes)
-				got := testkit.RunSteps(t, 2, testkit.CoraBase, sets...)
+				got := testkit.RunSteps(t, 2, c.base, sets...)
 				for s := range want {
 					if got[s].Loss != want[s].Loss || testkit.RelDiff(got[s].Params, want[s].Params) != 0 {
 						t.Fatalf("%s, %s, %s bytes: step %d loss %v, want %v (params differ by %g)", c.name, pol, bytes, s, got[s].Loss, want[s].Loss, testkit.RelDiff(got[s].Params, want[s].Params))
