@@ -63,3 +63,11 @@ type Seeded interface {
 type SamplingAware interface {
 	MatchSampling(fanouts []int, batchSize, epochs int, seed int64)
 }
+
+// Holder is implemented by Dynamic policies that report which rows they
+// hold now, so a host tier (core/diskrows) can keep exactly those rows in
+// memory: Holds(id) is true between the Access that admits id and the one
+// that evicts it.
+type Holder interface {
+	Holds(id int32) bool
+}

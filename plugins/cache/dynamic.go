@@ -198,3 +198,9 @@ func (q *queue) pushBounded(l *links, v int32, capacity int) int32 {
 	q.pushFront(l, v)
 	return old
 }
+
+// Holds implements caching.Holder.
+func (c *LRU) Holds(id int32) bool { return c.in[id] }
+
+// Holds implements caching.Holder.
+func (c *Clock) Holds(id int32) bool { return c.slot[id] >= 0 }

@@ -189,3 +189,6 @@ func (c *S3FIFO) toGhost(t int32) {
 		c.where[old] = s3None // forgotten (t itself when G has no room at all)
 	}
 }
+
+// Holds implements caching.Holder.
+func (c *S3FIFO) Holds(id int32) bool { w := c.where[id]; return w == s3Small || w == s3Main }

@@ -84,3 +84,6 @@ func (c *Sieve) evict() {
 	c.q.remove(&c.l, o)
 	c.in[o] = false
 }
+
+// Holds implements caching.Holder.
+func (c *Sieve) Holds(id int32) bool { return c.in[id] }

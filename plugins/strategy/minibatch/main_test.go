@@ -14,6 +14,7 @@ import (
 	_ "strata/plugins/backends"
 	_ "strata/plugins/cache"
 	_ "strata/plugins/layers"
+	_ "strata/plugins/negative"
 	_ "strata/plugins/placement"
 	_ "strata/plugins/sampler"
 	_ "strata/plugins/strategy/chunked"

@@ -12,6 +12,7 @@ import (
 
 	"strata/core/backend"
 	"strata/core/config"
+	"strata/core/diskrows"
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/registry"
@@ -73,6 +74,10 @@ type miniBatches struct {
 	// link trains link prediction on batches of edges (train.task =
 	// "link"); nil for node tasks.
 	link *miniLink
+	// disk, with minibatch.features.tier = "disk", serves the input rows
+	// from the dataset file; diskEpoch counts the last epoch's reads.
+	disk                *diskrows.Tier
+	diskPrev, diskEpoch diskrows.Stats
 }
 
 func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*miniBatches, error) {
@@ -80,8 +85,16 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 		return nil, err
 	}
 	s := cfg.Sampler.Module.(sampling.Sampler)
+	disk, err := openDiskTier(ctx, cfg, e)
+	if err != nil {
+		return nil, err
+	}
+	if disk != nil {
+		e.Disk = disk
+	}
 	micro, err := newMiniMicro(ctx, cfg, e)
 	if err != nil {
+		closeDisk(disk)
 		return nil, err
 	}
 	// Evaluation runs over full neighbourhoods: in one piece, or, on a
@@ -91,12 +104,13 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 	if cfg.Devices.MemoryBytes > 0 {
 		if evalChunks, err = micro.evalChunks(ctx, e, max(1, e.DS.NumNodes/max(optionsOf(cfg).BatchSize, 1))); err != nil {
 			micro.close()
+			closeDisk(disk)
 			return nil, err
 		}
 	}
 	opts := optionsOf(cfg)
 	m := &miniBatches{sampler: s, batch: opts.BatchSize, prefetch: opts.PrefetchDepth, overlap: opts.Overlap}
-	m.micro = micro
+	m.micro, m.disk = micro, disk
 	devices := []tensor.Tier{e.Tier}
 	if md, ok := e.Be.(backend.MultiDevice); ok {
 		devices = md.DeviceTiers()
@@ -151,6 +165,7 @@ func (m *miniBatches) release() {
 		m.store.Close()
 	}
 	m.micro.close()
+	closeDisk(m.disk)
 	for _, r := range m.replicas {
 		r.Release()
 	}
@@ -345,7 +360,9 @@ func (p *miniEpoch) sampleBatch(i int, nodes []int32) sampled {
 			}
 		}
 		if m.store == nil && sh.micro == nil {
-			sh.x = e.GatherInput(blocks[0].Src)
+			if sh.x, b.err = e.GatherInput(blocks[0].Src); b.err != nil {
+				break
+			}
 		}
 		for _, bl := range blocks {
 			p.edges += bl.NumEdges()
@@ -472,6 +489,12 @@ func (m *miniBatches) recordEpoch(p *miniEpoch, t *miniTotals) {
 	m.hits, m.peer, m.rows = t.hits, t.peer, t.rows
 	m.predFeatS, m.predTopoS = t.featS/float64(max(n, 1)), t.topoS/float64(max(n, 1))
 	m.micro.endEpoch(m)
+	if m.disk != nil {
+		now := m.disk.Stats()
+		m.diskEpoch = diskrows.Stats{Hits: now.Hits - m.diskPrev.Hits, Misses: now.Misses - m.diskPrev.Misses,
+			Bytes: now.Bytes - m.diskPrev.Bytes, Reads: now.Reads - m.diskPrev.Reads}
+		m.diskPrev = now
+	}
 	m.predicted = 0
 	for i := range t.stagePred {
 		m.predicted += t.stagePred[i] + t.computePred[i]
@@ -646,6 +669,9 @@ func (*Minibatch) CheckConfig(cfg *config.Config) error {
 	if err := checkLinkConfig(cfg); err != nil {
 		return err
 	}
+	if err := checkDiskTier(cfg); err != nil {
+		return err
+	}
 	if fd := cfg.Data.FeatureStorage(); fd != "float32" && cfg.Cache.Name != "" {
 		return cfg.KeyError(fmt.Sprintf("data.feature_dtype = %q: the tiered feature store ([cache]) holds float32 rows only; remove [cache] (the rows are then gathered on the host in 16 bits) or use data.feature_dtype = \"float32\"", fd), "data", "feature_dtype")
 	}
@@ -702,10 +728,21 @@ func (m *miniBatches) ReportEpoch(rec *train.EpochRecord) {
 		rec.Extra = map[string]string{}
 	}
 	rec.Extra["cache_hit_rate"] = strconv.FormatFloat(m.hitRate(), 'g', 6, 64)
+	if m.disk != nil {
+		st := m.diskEpoch
+		rec.Extra["disk_bytes"] = strconv.FormatInt(st.Bytes, 10)
+		rec.Extra["disk_hits"] = strconv.FormatInt(st.Hits, 10)
+		rec.Extra["disk_misses"] = strconv.FormatInt(st.Misses, 10)
+	}
 }
 
 // Columns implements train.Columner: the epoch's cache hit rate.
-func (m *miniBatches) Columns() []string { return []string{"cache_hit_rate"} }
+func (m *miniBatches) Columns() []string {
+	if m.disk != nil {
+		return []string{"cache_hit_rate", "disk_bytes", "disk_hits", "disk_misses"}
+	}
+	return []string{"cache_hit_rate"}
+}
 
 // ReportResult implements train.ResultReporter.
 func (m *miniBatches) ReportResult(res *train.Result) {
@@ -715,7 +752,7 @@ func (m *miniBatches) ReportResult(res *train.Result) {
 		split.MicroBatches, split.Auto = mm.microK, mm.auto
 	}
 	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.sampleS, m.extractS, m.stageS, m.trainS
-	fig := &Figures{SplitFigures: split, CacheHitRate: m.hitRate(), TierHitRates: m.hitRates(), PredictedFeaturesS: m.predFeatS, PredictedTopologyS: m.predTopoS}
+	fig := &Figures{DiskTier: m.diskTierFigure(), SplitFigures: split, CacheHitRate: m.hitRate(), TierHitRates: m.hitRates(), PredictedFeaturesS: m.predFeatS, PredictedTopologyS: m.predTopoS}
 	if m.store != nil && m.store.HoldsTopology() {
 		k, _ := m.store.HotTopology()
 		fig.TopologyRatio = float64(k) / float64(max(m.store.NumRows(), 1))
@@ -758,6 +795,9 @@ type Figures struct {
 	// SampledEdgesPerS is the last epoch's sampled edges per second of
 	// sampling time.
 	SampledEdgesPerS float64 `json:"sampled_edges_per_s,omitempty" doc:"sampled edges per second of sampling time"`
+	// DiskTier counts the last epoch's reads of the disk feature tier
+	// (minibatch.features.tier = "disk"); nil without one.
+	DiskTier *diskrows.Stats `json:"disk_tier,omitempty" doc:"the last epoch's disk feature tier traffic: host-cache hits, rows read (misses), bytes read and reads issued"`
 }
 
 // CheckRules implements train.CheckRuler: the sampling rate is measured

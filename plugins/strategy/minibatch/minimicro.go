@@ -140,7 +140,10 @@ func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, g
 	mm.curK, mm.curPeak = max(mm.curK, len(sh.micro)), max(mm.curPeak, worst.Peak)
 	if gather {
 		for j := range sh.micro {
-			sh.micro[j].X = e.GatherInput(sh.micro[j].Blocks[0].Src)
+			var err error
+			if sh.micro[j].X, err = e.GatherInput(sh.micro[j].Blocks[0].Src); err != nil {
+				return fmt.Errorf("micro-batch %d: %w", j, err)
+			}
 		}
 	}
 	return nil

@@ -16,6 +16,16 @@ type Options struct {
 	options.Split
 	Overlap bool  `toml:"overlap" moved:"train.overlap" doc:"move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing (was train.overlap, still read there)"`
 	Store   Store `toml:"store" moved:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md (was [store], still read there)"`
+	// Features is [minibatch.features], where the input rows come from.
+	Features Features `toml:"features" hash:"omitdefault" doc:"where the input feature rows come from: memory (the dataset's rows) or disk (positional reads from the .strata file behind a host cache, docs/store.md)"`
+}
+
+// Features configures the disk feature tier (core/diskrows).
+type Features struct {
+	Tier        string `toml:"tier" enum:"memory,disk" doc:"memory: rows from the loaded dataset; disk: rows read from the .strata dataset file with positional reads behind a host cache, never all resident"`
+	CacheBytes  int64  `toml:"cache_bytes" range:"[0,1125899906842624]" doc:"disk tier: bytes of the host row cache (whole rows), checked against the memory budget (--max-memory)"`
+	CachePolicy string `toml:"cache_policy" doc:"disk tier: the cache.* module that decides which rows the host cache keeps (a dynamic policy: cache.lru, cache.clock, cache.sieve, cache.s3fifo)"`
+	Readers     int    `toml:"readers" range:"[1,64]" doc:"disk tier: positional reads in flight at once"`
 }
 
 // Store configures the memory store of mini-batch training with a
@@ -41,7 +51,8 @@ const (
 // defaultOptions are the options of a config without [minibatch].
 func defaultOptions() Options {
 	return Options{Size: options.DefaultSize(), Depth: options.DefaultDepth(), Split: options.DefaultSplit(),
-		Store: Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5}}
+		Store:    Store{GraphRatio: GraphRatioUnset, FeatureRatio: GraphRatioUnset, Replicate: 0.5},
+		Features: Features{Tier: "memory", CachePolicy: "cache.lru", Readers: 4}}
 }
 
 // optionsOf returns the [minibatch] options of cfg (the defaults when

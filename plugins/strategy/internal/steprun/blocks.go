@@ -122,7 +122,9 @@ func (r *Runner) Bind(blocks []sampling.Block, x FeatRows, input *tensor.Tensor,
 		env.Input = input
 	} else {
 		if x.empty() {
-			x = e.GatherInput(src)
+			if x, err = e.GatherInput(src); err != nil {
+				return fail(err)
+			}
 		}
 		if env.Input, err = uploadRows(backend.ForPurpose(e.Be, backend.PurposeFeatures), x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier); err != nil {
 			return fail(err)

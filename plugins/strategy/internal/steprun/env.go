@@ -28,6 +28,9 @@ type Env struct {
 	Model *ir.Graph
 	DS    *graph.Dataset
 	Feats []float32
+	// Disk, when set, serves the input rows of mini-batches (GatherInput)
+	// from the dataset file instead of Feats (minibatch.features.tier).
+	Disk RowSource
 	// half is the storage of 16-bit feature rows (tensor.Float16 or
 	// tensor.BFloat16; 0: float32 rows in feats), whose bits feats16 holds.
 	Half    tensor.DType

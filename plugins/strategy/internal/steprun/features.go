@@ -35,13 +35,23 @@ type FeatRows struct {
 
 func (h FeatRows) empty() bool { return h.F32 == nil && h.u16 == nil }
 
+// RowSource serves feature rows from outside memory (the disk tier,
+// core/diskrows): the float32 rows of ids, len(ids)×dim.
+type RowSource interface {
+	Gather(ids []int32) ([]float32, error)
+}
+
 // GatherInput copies the feature rows of ids on the host, in their
-// storage.
-func (e Env) GatherInput(ids []int32) FeatRows {
-	if e.Half != 0 {
-		return FeatRows{u16: GatherRows(e.feats16, e.Dim, ids)}
+// storage, or reads them from e.Disk when the run has a disk tier.
+func (e Env) GatherInput(ids []int32) (FeatRows, error) {
+	if e.Disk != nil {
+		v, err := e.Disk.Gather(ids)
+		return FeatRows{F32: v}, err
 	}
-	return FeatRows{F32: GatherRows(e.Feats, e.Dim, ids)}
+	if e.Half != 0 {
+		return FeatRows{u16: GatherRows(e.feats16, e.Dim, ids)}, nil
+	}
+	return FeatRows{F32: GatherRows(e.Feats, e.Dim, ids)}, nil
 }
 
 // AllRows is the whole feature matrix in its storage.
