@@ -13,6 +13,7 @@ import (
 
 	"strata/core/caching"
 	"strata/core/graph"
+	"strata/core/safefile"
 )
 
 // Stats count a tier's traffic.
@@ -60,11 +61,15 @@ func Open(path string, off int64, d *graph.Dataset, pol caching.Dynamic, cacheBy
 	if err := pol.Init(d); err != nil {
 		return nil, fmt.Errorf("disk tier: %w", err)
 	}
-	f, err := os.Open(path)
+	f, st, err := safefile.Open(path) // the gate: no special files
 	if err != nil {
 		return nil, fmt.Errorf("disk tier: %w", err)
 	}
 	rb := int64(d.FeatDim) * 4
+	if need := off + int64(d.NumNodes)*rb; off < 0 || st.Size() < need {
+		f.Close()
+		return nil, fmt.Errorf("disk tier: %s holds %d bytes, but %d rows of %d features at offset %d need %d: %w", path, st.Size(), d.NumNodes, d.FeatDim, off, need, graph.ErrRange)
+	}
 	slots := int(min(cacheBytes/rb, int64(d.NumNodes)))
 	t := &Tier{f: f, off: off, n: d.NumNodes, dim: d.FeatDim, rowBytes: rb, pol: pol, hold: hold,
 		slot: make([]int32, d.NumNodes), owner: make([]int32, slots), data: make([]float32, slots*d.FeatDim),
