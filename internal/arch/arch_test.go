@@ -19,7 +19,7 @@ var coreRank = map[string]int{
 	"core/backend/argcheck": 3, "core/backend/backendtest": 3, "core/graph/numpy": 3, "core/graph/formattest": 3,
 	"core/backend/cpu": 4,
 	"core/backend/sim": 5,
-	"core/engine":      6, "core/store": 6,
+	"core/engine":      6, "core/store": 6, "core/diskrows": 6,
 	"core/placing": 7, "core/config": 7, "core/optim": 7,
 	"core/train": 8,
 }

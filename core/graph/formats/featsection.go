@@ -2,7 +2,8 @@ package formats
 
 import (
 	"fmt"
-	"os"
+
+	"strata/core/safefile"
 )
 
 // FeatureSection locates the float32 feature matrix of a strata binary
@@ -10,15 +11,11 @@ import (
 // width. A disk feature tier reads rows there with positional reads
 // instead of through the mapping.
 func FeatureSection(path string) (offset, rows, dim int64, err error) {
-	f, err := os.Open(path)
+	f, st, err := safefile.Open(path)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("feature section: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("feature section: %w", err)
-	}
 	h, err := readBinHeader(f, st.Size(), path)
 	if err != nil {
 		return 0, 0, 0, err
