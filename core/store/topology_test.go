@@ -309,12 +309,7 @@ func TestGraphAuto(t *testing.T) {
 // takes the freed memory: min(160, 92) / 16 = 5 rows on each. Sampling
 // through the store still gives the host graph's blocks.
 func TestTopologyPlacementApart(t *testing.T) {
-	indptr := []int64{0, 3, 13, 14, 23, 23, 25}
-	cols := make([]int64, 25)
-	for e := range cols {
-		cols[e] = int64(e*7) % 6
-	}
-	g := graph.NewCSR(6, indptr, cols)
+	g := handGraph()
 	topo := topology.Topology{Name: "two", Devices: 2, HostGBps: []float64{16, 16}, PeerGBps: [][]float64{{0, 25}, {25, 0}}}
 	devs := []tensor.Tier{sim.DeviceTier(0), sim.DeviceTier(1)}
 	rank := []int32{0, 1, 2, 3, 4, 5}
@@ -367,12 +362,7 @@ func TestTopologyPlacementApart(t *testing.T) {
 // of 20, 48, 12 bytes fit (80), the next (44) does not; the 20 bytes left
 // hold one 16-byte feature row. Without GraphFit the ratio is refused.
 func TestGraphFit(t *testing.T) {
-	indptr := []int64{0, 3, 13, 14, 23, 23, 25}
-	cols := make([]int64, 25)
-	for e := range cols {
-		cols[e] = int64(e*7) % 6
-	}
-	g := graph.NewCSR(6, indptr, cols)
+	g := handGraph()
 	topo := topology.Topology{Name: "one", Devices: 1, HostGBps: []float64{16}, PeerGBps: [][]float64{{0}}}
 	devs := []tensor.Tier{sim.DeviceTier(0)}
 	for _, fit := range []bool{true, false} {
@@ -398,4 +388,15 @@ func TestGraphFit(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// handGraph is TestTopologyBytesByHand's graph: 6 nodes with rows of 3,
+// 10, 1, 9, 0 and 2 entries (row bytes 20, 48, 12, 44, 8, 16).
+func handGraph() *graph.CSR {
+	indptr := []int64{0, 3, 13, 14, 23, 23, 25}
+	cols := make([]int64, 25)
+	for e := range cols {
+		cols[e] = int64(e*7) % 6
+	}
+	return graph.NewCSR(6, indptr, cols)
 }
