@@ -114,6 +114,8 @@ func printInspection(w io.Writer, r *inspection) {
 	}
 	fmt.Fprintf(w, "splits    train %d, valid %d, test %d\n", r.Train, r.Valid, r.Test)
 	fmt.Fprintf(w, "isolated  %d nodes\n", r.Degrees.Isolated)
+	fmt.Fprintf(w, "shape     the top 1%% of nodes by degree (in + out) hold %.1f%% of the edge endpoints, the top 10%% %.1f%%\n",
+		100*r.Degrees.Shape.Top1, 100*r.Degrees.Shape.Top10)
 	for _, d := range []struct {
 		name string
 		s    graph.DegreeSummary

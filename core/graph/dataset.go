@@ -181,6 +181,7 @@ type DegreeStats struct {
 	In       DegreeSummary `json:"in"`
 	Out      DegreeSummary `json:"out"`
 	Isolated int           `json:"isolated"` // nodes with no in- and no out-edges
+	Shape    DegreeShape   `json:"shape"`    // endpoint shares of the highest-degree nodes
 }
 
 // DegreeStats returns the degree statistics of the stored graph.
@@ -194,7 +195,7 @@ func (d *Dataset) DegreeStats() DegreeStats {
 // DegreeStats returns the degree statistics of a square CSR.
 func (c *CSR) DegreeStats() DegreeStats {
 	in, out := Degrees(c)
-	st := DegreeStats{Nodes: c.NumRows, Edges: c.NNZ(), In: summarize(in), Out: summarize(out)}
+	st := DegreeStats{Nodes: c.NumRows, Edges: c.NNZ(), In: summarize(in), Out: summarize(out), Shape: shapeOf(in, out)}
 	for i := range in {
 		if in[i] == 0 && (i >= len(out) || out[i] == 0) {
 			st.Isolated++

@@ -60,10 +60,17 @@ func IsNPYDir(dir string) bool {
 	return len(arrays) > 0 && slices.ContainsFunc(NPYDirEdgeLists, has)
 }
 
+// generatorFormat is a format that generates its dataset from the spec
+// alone (rmat-..., synth:...): Generator describes it with every
+// parameter, defaults filled in, for provenance.
+type generatorFormat interface {
+	Generator(spec string) (string, error)
+}
+
 // Sources lists the files that Open(spec) reads, in a fixed order: every
 // raw/ file and the chosen split's files of an OGB-layout directory
 // (embedded ones included), the .npy arrays of a .npy directory, or the
-// file itself. A generated dataset (rmat-...) reads no file: generator
+// file itself. A generated dataset (rmat-..., synth:...) reads no file: generator
 // then describes it with every parameter, defaults filled in, and files is
 // empty. Like Open, it fails on a spec that names nothing.
 func Sources(spec string) (files []SourceFile, generator string, err error) {
@@ -115,13 +122,11 @@ func Sources(spec string) (files []SourceFile, generator string, err error) {
 		files, err := dirSources(spec[:i], spec[i+1:])
 		return files, "", err
 	}
-	if strings.HasPrefix(spec, "rmat-") && !strings.ContainsAny(spec, `/\`) {
-		o, err := graph.ParseRMATName(spec)
-		if err != nil {
-			return nil, "", err
+	if f, st, err := graph.Detect(spec); err == nil && st == nil {
+		if gen, ok := f.(generatorFormat); ok {
+			desc, err := gen.Generator(spec)
+			return nil, desc, err
 		}
-		return nil, fmt.Sprintf("graph.RMAT(%s): scale %d, edge factor %d, %d features, %d classes, seed %d, Graph500 quadrants a=.57 b=.19 c=.19, split .1/.1/.8",
-			spec, o.Scale, o.EdgeFactor, o.FeatDim, o.NumClasses, o.Seed), nil
 	}
 	return nil, "", graph.FileErrorf(graph.ErrMissing, spec, 0, 0, "no such file or directory; a dataset spec is %s", graph.SpecForms())
 }

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"fmt"
 	"io/fs"
 	"strings"
 
@@ -41,6 +42,16 @@ func (*rmatFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error
 		return nil, err
 	}
 	return graph.RMAT(opts)
+}
+
+// Generator describes the graph with every parameter, for provenance.
+func (*rmatFormat) Generator(spec string) (string, error) {
+	o, err := graph.ParseRMATName(spec)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("graph.RMAT(%s): scale %d, edge factor %d, %d features, %d classes, seed %d, Graph500 quadrants a=.57 b=.19 c=.19, split .1/.1/.8",
+		spec, o.Scale, o.EdgeFactor, o.FeatDim, o.NumClasses, o.Seed), nil
 }
 
 func (*rmatFormat) Supports() graph.Support {

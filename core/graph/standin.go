@@ -1,0 +1,184 @@
+package graph
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	mbits "math/bits"
+	"slices"
+)
+
+// DegreeShape is how concentrated a graph's edges are: the shares of all
+// edge endpoints (in- plus out-degree) held by the 1% and the 10% of
+// nodes of highest degree. A regular graph has 0.01 and 0.1.
+type DegreeShape struct {
+	Top1  float64 `json:"top1_share"`
+	Top10 float64 `json:"top10_share"`
+}
+
+// Shape returns the degree shape of the stored edges of g.
+func (c *CSR) Shape() DegreeShape {
+	in, out := Degrees(c)
+	return shapeOf(in, out)
+}
+
+// shapeOf returns the degree shape of in- and out-degree sequences.
+func shapeOf(in, out []int32) DegreeShape {
+	total := make([]int64, len(in))
+	var sum int64
+	for i := range in {
+		total[i] = int64(in[i])
+		if i < len(out) {
+			total[i] += int64(out[i])
+		}
+		sum += total[i]
+	}
+	if sum == 0 {
+		return DegreeShape{}
+	}
+	slices.SortFunc(total, func(a, b int64) int { return cmp.Compare(b, a) })
+	share := func(f float64) float64 {
+		var s int64
+		for _, d := range total[:int(math.Ceil(f*float64(len(total))))] {
+			s += d
+		}
+		return float64(s) / float64(sum)
+	}
+	return DegreeShape{Top1: share(0.01), Top10: share(0.1)}
+}
+
+// StandIn describes a published graph that a generated stand-in imitates:
+// its counts as the paper that used it states them, and the degree shape
+// of a real graph of the same kind.
+type StandIn struct {
+	Name     string
+	Nodes    int64
+	Edges    int64 // stored edges: each undirected edge once, or each directed edge
+	Directed bool  // Edges counts directed edges (citations, links, follows)
+	FeatDim  int
+	Classes  int
+	// Train, Valid and Test are the split's sizes (they sum to at most
+	// Nodes; the rest of the nodes is unlabelled for training purposes).
+	Train, Valid, Test int64
+	Shape              DegreeShape
+	// Source cites where the counts and the shape come from.
+	Source string
+}
+
+// StandInOptions scales a stand-in down and seeds it.
+type StandInOptions struct {
+	Divisor int64 // nodes, edges and split sizes divided by it (>= 1)
+	Seed    uint64
+}
+
+// scaled returns the stand-in's counts divided by the divisor.
+func (s StandIn) scaled(div int64) StandIn {
+	if div <= 1 {
+		return s
+	}
+	d := func(v int64) int64 { return (v + div/2) / div }
+	s.Nodes = max(d(s.Nodes), 2)
+	s.Edges, s.Train, s.Valid, s.Test = max(d(s.Edges), 1), d(s.Train), d(s.Valid), d(s.Test)
+	return s
+}
+
+// check validates the scaled counts before anything is allocated.
+func (s StandIn) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("stand-in %s: "+format+": %w", append([]any{s.Name}, append(args, ErrRange)...)...)
+	}
+	pairs := s.Nodes * (s.Nodes - 1)
+	if !s.Directed {
+		pairs /= 2
+	}
+	switch {
+	case s.Nodes < 2 || s.Nodes > math.MaxInt32:
+		return bad("%d nodes outside [2, 2^31)", s.Nodes)
+	case s.Edges < 1 || s.Edges > 1<<36:
+		return bad("%d edges outside [1, 2^36]", s.Edges)
+	case s.Edges > pairs/2:
+		return bad("%d edges on %d nodes is more than half of all %d node pairs: too dense for a sparse stand-in", s.Edges, s.Nodes, pairs)
+	case s.FeatDim < 0 || s.FeatDim > 1<<16 || int64(s.FeatDim)*s.Nodes > MaxFeatureValues:
+		return bad("%d nodes x %d features is too large", s.Nodes, s.FeatDim)
+	case s.Classes < 0 || s.Classes > 1<<16:
+		return bad("class count %d outside [0,65536]", s.Classes)
+	case s.Train < 0 || s.Valid < 0 || s.Test < 0 || s.Train+s.Valid+s.Test > s.Nodes:
+		return bad("split %d/%d/%d does not fit %d nodes", s.Train, s.Valid, s.Test, s.Nodes)
+	}
+	return nil
+}
+
+// StandInBytes is what generating the stand-in allocates at its peak, for
+// the memory budget: features and per-node arrays, the edge keys and the
+// CSR (twice the edges when they are made undirected by data.symmetrize).
+func StandInBytes(s StandIn, o StandInOptions) int64 {
+	s = s.scaled(o.Divisor)
+	return s.Nodes*(int64(s.FeatDim)*4+BytesPerNode+16) + s.Edges*32
+}
+
+// GenerateStandIn generates the stand-in: exactly s.Nodes nodes and
+// s.Edges distinct edges without self loops, whose endpoints are drawn
+// from a Chung-Lu expected-degree model fitted to s.Shape (FitDegreeShape),
+// node ids randomly permuted, labels and features as RMAT draws them
+// (learnable from the neighbourhood), and a random split of exactly the
+// stated sizes. The output depends only on s and o, not on GOMAXPROCS.
+func GenerateStandIn(s StandIn, o StandInOptions) (*Dataset, error) {
+	s = s.scaled(o.Divisor)
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	m, err := FitDegreeShape(s.Shape)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in %s: %w", s.Name, err)
+	}
+	n := int(s.Nodes)
+	g, err := chungLuGraph(m, n, s.Edges, s.Directed, o.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("stand-in %s: %w", s.Name, err)
+	}
+	d := &Dataset{NumNodes: n, Graph: g, FeatDim: s.FeatDim}
+	lo := RMATOptions{FeatDim: s.FeatDim, NumClasses: s.Classes, Seed: o.Seed}.withDefaults()
+	d.Labels, d.Features = rmatLabelsFeatures(lo, g)
+	if s.Classes > 0 {
+		d.NumClasses = s.Classes
+		d.Train, d.Valid, d.Test = exactSplits(n, s.Train, s.Valid, s.Test, o.Seed)
+	}
+	return d, nil
+}
+
+// exactSplits assigns nodes to train, valid and test by a keyed random
+// permutation: exactly the given sizes, each list ascending.
+func exactSplits(n int, train, valid, test int64, seed uint64) (tr, va, te []int32) {
+	p := newCyclePerm(seed, streamSplits, n)
+	tr, va, te = []int32{}, []int32{}, []int32{}
+	for i := 0; i < n; i++ {
+		switch q := p.apply(uint64(i)); {
+		case q < uint64(train):
+			tr = append(tr, int32(i))
+		case q < uint64(train+valid):
+			va = append(va, int32(i))
+		case q < uint64(train+valid+test):
+			te = append(te, int32(i))
+		}
+	}
+	return tr, va, te
+}
+
+// cyclePerm is a keyed bijection of [0, n) for any n: idPerm on the next
+// power of two, applied again while the image falls outside [0, n)
+// (cycle walking; fewer than two steps on average).
+type cyclePerm struct {
+	p idPerm
+	n uint64
+}
+
+func newCyclePerm(seed, stream uint64, n int) cyclePerm {
+	bits := max(1, 64-mbits.LeadingZeros64(uint64(n-1)))
+	return cyclePerm{p: newIDPerm(mix3(seed, stream, 0), bits), n: uint64(n)}
+}
+
+func (c cyclePerm) apply(x uint64) uint64 {
+	for x = c.p.apply(x); x >= c.n; x = c.p.apply(x) {
+	}
+	return x
+}
