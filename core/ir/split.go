@@ -24,6 +24,9 @@ func (g *Graph) SplitLayers() ([]*Graph, error) {
 				if g.Ops[a].Layer != op.Layer-1 || g.Ops[a].Kind == OpParam || g.Ops[a].Kind == OpGraph {
 					return nil, fmt.Errorf("op #%d of layer %d reads op #%d of layer %d, which is not its input: a model that runs layer by layer cannot skip layers (model.jk with more than 2 layers)", i, op.Layer, a, g.Ops[a].Layer)
 				}
+				if prev := outs[g.Ops[a].Layer]; prev != 0 && prev != a {
+					return nil, fmt.Errorf("layer %d reads ops #%d and #%d of layer %d: a model that runs layer by layer passes one tensor between layers", op.Layer, prev, a, g.Ops[a].Layer)
+				}
 				outs[g.Ops[a].Layer] = a
 			}
 		}

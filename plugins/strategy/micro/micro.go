@@ -111,13 +111,16 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*m
 	evalChunks := 1
 	if cfg.Devices.MemoryBytes > 0 {
 		evalChunks = 2 * len(mbs)
-		if auto {
+		if auto && !options.InferenceOf(cfg).Layerwise() { // layer-wise needs less than L-hop inference
 			if evalChunks, err = microsplit.FitEvalChunks(ctx, e, s.Est, s.Capacity, evalChunks); err != nil {
 				return nil, err
 			}
 		}
 	}
 	r, err := steprun.NewRunner(e, evalChunks)
+	if err == nil {
+		err = steprun.UseInference(cfg, r)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +160,7 @@ func (m *microBatches) epoch(ctx context.Context, seed uint64, update func() err
 // every node's output).
 type Micro struct {
 	options.Split
+	options.Inference
 }
 
 var (
@@ -166,7 +170,7 @@ var (
 
 // StrataModule implements registry.Module.
 func (*Micro) StrataModule() registry.ModuleInfo {
-	return registry.ModuleInfo{ID: "strategy.micro", New: func() registry.Module { return &Micro{options.DefaultSplit()} },
+	return registry.ModuleInfo{ID: "strategy.micro", New: func() registry.Module { return &Micro{Split: options.DefaultSplit()} },
 		Doc: "Betty: full-graph training split into micro-batches by [partition], gradients accumulated; micro_batches = \"auto\" fits devices.memory_bytes"}
 }
 
@@ -206,6 +210,9 @@ func (*Micro) CheckConfig(cfg *config.Config) error {
 		}
 	}
 	if err := microsplit.CheckLinkAuto(cfg); err != nil {
+		return err
+	}
+	if err := options.CheckInference(cfg); err != nil {
 		return err
 	}
 	return microsplit.NeedPartitioner(cfg, "training nodes")

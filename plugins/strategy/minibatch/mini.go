@@ -119,6 +119,9 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 		re := e
 		re.Tier = tier
 		r, err := steprun.NewRunner(re, evalChunks) // same seed: identical replicas
+		if err == nil {
+			err = steprun.UseInference(cfg, r)
+		}
 		if err != nil {
 			m.release()
 			return nil, err
@@ -670,6 +673,9 @@ func (*Minibatch) CheckConfig(cfg *config.Config) error {
 		return err
 	}
 	if err := checkDiskTier(cfg); err != nil {
+		return err
+	}
+	if err := options.CheckInference(cfg); err != nil {
 		return err
 	}
 	if fd := cfg.Data.FeatureStorage(); fd != "float32" && cfg.Cache.Name != "" {

@@ -26,6 +26,8 @@ type miniMicro struct {
 	split *microsplit.Splitter
 	k     int
 	auto  bool
+	// layerwise: evaluation runs layer by layer (its chunks are not fitted).
+	layerwise bool
 	// microK and estPeak are the largest K and estimated micro-batch peak
 	// of the last epoch (written by the producer, read after it is done).
 	microK, curK     int
@@ -52,7 +54,7 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 	if err != nil {
 		return nil, err
 	}
-	mm := &miniMicro{split: s, k: opts.MicroBatches, auto: opts.AutoK()}
+	mm := &miniMicro{split: s, k: opts.MicroBatches, auto: opts.AutoK(), layerwise: opts.Layerwise()}
 	if _, isSim := e.Be.(backend.Machine); isSim {
 		if s.Est, err = memest.New(ctx, e, cfg.Train.Optimizer, cfg.Train.Momentum, true); err != nil {
 			return nil, err
@@ -86,9 +88,10 @@ func checkMiniMicro(cfg *config.Config, train int, item string) error {
 }
 
 // evalChunks returns the evaluation chunks to use on a device with a
-// capacity: start, or with "auto" as many as the memory estimate needs.
+// capacity: start, or with "auto" as many as the memory estimate of L-hop
+// inference needs (layer-wise inference needs less and keeps start).
 func (mm *miniMicro) evalChunks(ctx context.Context, e steprun.Env, start int) (int, error) {
-	if mm == nil || !mm.auto {
+	if mm == nil || !mm.auto || mm.layerwise {
 		return start, nil
 	}
 	return microsplit.FitEvalChunks(ctx, e, mm.split.Est, mm.split.Capacity, start)
@@ -106,7 +109,7 @@ func (mm *miniMicro) settle(ctx context.Context, e steprun.Env, m *miniBatches) 
 	model := int64((2*est.Params + est.State) * est.Elt)
 	est.Resident = float64(max(0, e.Be.Stats().InUse[e.Tier]-model))
 	est.Gathered = m.store != nil
-	if !mm.auto || est.Resident == 0 || len(m.replicas) == 0 {
+	if !mm.auto || mm.layerwise || est.Resident == 0 || len(m.replicas) == 0 {
 		return nil
 	}
 	chunks, err := microsplit.FitEvalChunks(ctx, e, est, mm.split.Capacity, len(m.replicas[0].Eval))

@@ -58,12 +58,15 @@ func SplitOf(cfg *config.Config) Split {
 
 // SplitKey is the path of micro_batches in the section of train.mode, for
 // errors (located at the line that set it, in either spelling).
-func SplitKey(cfg *config.Config) []string {
+func SplitKey(cfg *config.Config) []string { return SectionKey(cfg, "micro_batches") }
+
+// SectionKey is the path of key in the section of train.mode's strategy.
+func SectionKey(cfg *config.Config, key string) []string {
 	section := cfg.Strategy.Name
 	if section == "" {
 		section = cfg.Train.Mode
 	}
-	return []string{section, "micro_batches"}
+	return []string{section, key}
 }
 
 // SplitKeyName is SplitKey joined with dots, for messages.

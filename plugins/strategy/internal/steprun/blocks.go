@@ -9,6 +9,7 @@ import (
 	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/graph"
+	"strata/core/ir"
 	"strata/core/sampling"
 	"strata/core/tensor"
 	"strata/core/train"
@@ -30,6 +31,7 @@ type Runner struct {
 	Degree []float64
 	Full   sampling.Full // every neighbour, for evaluation
 	Eval   [][]int32     // chunks of all nodes, for prediction
+	lw     *layerwise    // layer-wise evaluation (EnableLayerwise); nil: chunks over L-hop blocks
 }
 
 func NewRunner(e Env, evalChunks int) (*Runner, error) {
@@ -90,11 +92,20 @@ type Bound struct {
 // tensor already on the device, which bind then owns), or x, or when both
 // are nil gathered from the host.
 func (r *Runner) Bind(blocks []sampling.Block, x FeatRows, input *tensor.Tensor, infer bool) (*Bound, error) {
-	e := r.Env
 	if len(blocks) != len(r.Layers) {
 		return nil, fmt.Errorf("%d blocks for a %d-layer model", len(blocks), len(r.Layers))
 	}
+	return r.bind(r.Env.Model, 0, blocks, x, input, infer)
+}
+
+// bind binds g, the model's layers from first on, to blocks (block l for
+// layer first+l), with its input as Bind says.
+func (r *Runner) bind(g *ir.Graph, first int, blocks []sampling.Block, x FeatRows, input *tensor.Tensor, infer bool) (*Bound, error) {
+	e := r.Env
 	bb := &Bound{}
+	if input != nil {
+		bb.Tensors = append(bb.Tensors, input) // owned from here: released on failure
+	}
 	fail := func(err error) (*Bound, error) {
 		bb.Release(e)
 		return nil, err
@@ -107,7 +118,7 @@ func (r *Runner) Bind(blocks []sampling.Block, x FeatRows, input *tensor.Tensor,
 		if err != nil {
 			return fail(fmt.Errorf("block %d: %w", l, err))
 		}
-		for name := range r.Layers[l] {
+		for name := range r.Layers[first+l] {
 			adj, ew := blockGraph(b, name, w)
 			eg, err := r.upload(bb, adj, ew, b, r.GCNScale(b, name == "adj_self"))
 			if err != nil {
@@ -129,9 +140,9 @@ func (r *Runner) Bind(blocks []sampling.Block, x FeatRows, input *tensor.Tensor,
 		if env.Input, err = uploadRows(backend.ForPurpose(e.Be, backend.PurposeFeatures), x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier); err != nil {
 			return fail(err)
 		}
+		bb.Tensors = append(bb.Tensors, env.Input)
 	}
-	bb.Tensors = append(bb.Tensors, env.Input)
-	if bb.Prog, err = engine.Bind(e.Model, env, r.PS); err != nil {
+	if bb.Prog, err = engine.Bind(g, env, r.PS); err != nil {
 		return fail(err)
 	}
 	return bb, nil
@@ -318,6 +329,11 @@ func (r *Runner) Predict(ctx context.Context, pred []int32) error {
 // PredictScores implements train.Scorer: Predict, keeping the logits of
 // rows from each chunk's forward pass (none are downloaded without rows).
 func (r *Runner) PredictScores(ctx context.Context, pred, rows []int32, logits []float64) error {
+	if r.lw != nil {
+		return r.layerwiseForward(ctx, func(nodes []int32, out *tensor.Tensor) error {
+			return r.keepScores(nodes, out, pred, rows, logits)
+		})
+	}
 	for _, nodes := range r.Eval {
 		blocks, err := r.Full.Sample(ctx, r.Env.Adjs.Adj, nodes, 0)
 		if err != nil {
@@ -329,13 +345,7 @@ func (r *Runner) PredictScores(ctx context.Context, pred, rows []int32, logits [
 		}
 		err = bb.Prog.Forward(ctx, engine.Mode{})
 		if err == nil {
-			err = train.ArgmaxInto(r.Env.Be, bb.Prog.Output(), pred[nodes[0]:nodes[0]+int32(len(nodes))])
-		}
-		if err == nil && len(rows) > 0 {
-			var out []float64
-			if out, err = engine.PeekFloats(r.Env.Be, bb.Prog.Output()); err == nil { // an observation: uncounted
-				train.CopyScoreRows(out, int(nodes[0]), len(nodes), r.Env.DS.NumClasses, rows, logits)
-			}
+			err = r.keepScores(nodes, bb.Prog.Output(), pred, rows, logits)
 		}
 		bb.Release(r.Env)
 		if err != nil {
@@ -343,6 +353,19 @@ func (r *Runner) PredictScores(ctx context.Context, pred, rows []int32, logits [
 		}
 	}
 	return nil
+}
+
+// keepScores writes the classes of a chunk of nodes (a contiguous range)
+// from its output rows into pred, and the logits of rows into logits.
+func (r *Runner) keepScores(nodes []int32, out *tensor.Tensor, pred, rows []int32, logits []float64) error {
+	if err := train.ArgmaxInto(r.Env.Be, out, pred[nodes[0]:nodes[0]+int32(len(nodes))]); err != nil || len(rows) == 0 {
+		return err
+	}
+	vals, err := engine.PeekFloats(r.Env.Be, out) // an observation: uncounted
+	if err == nil {
+		train.CopyScoreRows(vals, int(nodes[0]), len(nodes), r.Env.DS.NumClasses, rows, logits)
+	}
+	return err
 }
 
 // PredictOutputs implements train.OutputPredictor for the block-based

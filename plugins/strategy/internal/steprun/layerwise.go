@@ -1,0 +1,193 @@
+package steprun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"strata/core/backend"
+	"strata/core/config"
+	"strata/core/engine"
+	"strata/core/ir"
+	"strata/core/sampling"
+	"strata/core/tensor"
+	"strata/plugins/strategy/internal/options"
+)
+
+// Layer-wise inference, as DGL's and PyG's full-neighbourhood
+// evaluation: every chunk of nodes goes through layer l over one full hop,
+// reading layer l-1's rows of its in-neighbours from the host, where the
+// whole layer's rows are kept. A chunk's device memory is then one hop's
+// block, where an L-hop block of a skewed graph holds most of the graph,
+// and each edge is aggregated once per layer instead of once per chunk
+// that reaches it.
+
+// layerwise is the model split into its layers.
+type layerwise struct {
+	layers []*ir.Graph
+	widths []int       // each layer's input width, then the output's
+	chunks [][][]int32 // each layer's chunks that fit the device (nil: r.Eval)
+}
+
+// purposeLayerRows files the traffic of the layer rows between the host
+// and the device.
+const purposeLayerRows = "activations"
+
+// EnableLayerwise makes evaluation run layer by layer. It fails when the
+// model does not split into layers that each read only the previous one
+// (a skip connection across layers, jumping knowledge).
+func (r *Runner) EnableLayerwise() error {
+	layers, err := r.Env.Model.SplitLayers()
+	if err != nil {
+		return fmt.Errorf("layer-wise inference: %w", err)
+	}
+	lw := &layerwise{layers: layers, chunks: make([][][]int32, len(layers))}
+	for _, lg := range layers {
+		lw.widths = append(lw.widths, int(lg.Ops[0].Shape[1]))
+	}
+	r.lw = lw
+	return nil
+}
+
+// layerRows is one layer's rows of every node on the host, in the
+// precision of the compute dtype (float32 or float64).
+type layerRows struct {
+	f32 []float32
+	f64 []float64
+	w   int
+}
+
+func newLayerRows(dt tensor.DType, n, w int) (*layerRows, error) {
+	switch dt {
+	case tensor.Float32:
+		return &layerRows{f32: make([]float32, n*w), w: w}, nil
+	case tensor.Float64:
+		return &layerRows{f64: make([]float64, n*w), w: w}, nil
+	}
+	return nil, fmt.Errorf("layer-wise inference keeps layer rows in float32 or float64, not %v", dt)
+}
+
+// upload gathers the rows of ids onto the device.
+func (h *layerRows) upload(be backend.Backend, ids []int32, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
+	t, err := be.Alloc(dt, []int{len(ids), h.w}, tier)
+	if err != nil {
+		return nil, err
+	}
+	if h.f64 != nil {
+		err = be.Upload(t, GatherRows(h.f64, h.w, ids))
+	} else {
+		err = be.Upload(t, GatherRows(h.f32, h.w, ids))
+	}
+	if err != nil {
+		be.Release(t)
+		return nil, err
+	}
+	return t, nil
+}
+
+// put downloads t, the rows of count nodes from first on.
+func (h *layerRows) put(be backend.Backend, t *tensor.Tensor, first, count int) error {
+	lo, hi := first*h.w, (first+count)*h.w
+	if h.f64 != nil {
+		return be.Download(t, h.f64[lo:hi])
+	}
+	return be.Download(t, h.f32[lo:hi])
+}
+
+// UseInference applies the strategy's inference option to r; a model
+// that does not split into layers is a KeyError on it.
+func UseInference(cfg *config.Config, r *Runner) error {
+	if !options.InferenceOf(cfg).Layerwise() {
+		return nil
+	}
+	if err := r.EnableLayerwise(); err != nil {
+		return cfg.KeyError(fmt.Sprintf("%v: model %s does not run layer by layer; use inference = \"blocks\"", err, cfg.Model.Name), options.InferenceKey(cfg)...)
+	}
+	return nil
+}
+
+// layerwiseForward runs the model layer by layer over the chunks of
+// r.Eval (contiguous node ranges) and hands each chunk's output to fn.
+func (r *Runner) layerwiseForward(ctx context.Context, fn func(nodes []int32, out *tensor.Tensor) error) error {
+	e := r.Env
+	var prev *layerRows // the previous layer's rows of every node; nil: the features
+	for l := range r.lw.layers {
+		var next *layerRows
+		if l < len(r.lw.layers)-1 {
+			var err error
+			if next, err = newLayerRows(e.DT, e.DS.NumNodes, r.lw.widths[l+1]); err != nil {
+				return err
+			}
+		}
+		chunks, err := r.layerChunks(ctx, l, prev, next, fn)
+		if err != nil {
+			return fmt.Errorf("layer-wise inference, layer %d: %w", l, err)
+		}
+		r.lw.chunks[l] = chunks
+		prev = next
+	}
+	return nil
+}
+
+// layerChunks runs layer l over its chunks (the last evaluation's, or
+// r.Eval's), halving a chunk that runs the device out of memory (the
+// results do not depend on the chunks), and returns the chunks that ran.
+func (r *Runner) layerChunks(ctx context.Context, l int, prev, next *layerRows, fn func([]int32, *tensor.Tensor) error) ([][]int32, error) {
+	queue := r.lw.chunks[l]
+	if queue == nil {
+		queue = r.Eval
+	}
+	queue = slices.Clone(queue)
+	var ran [][]int32
+	one := sampling.Full{Hops: 1}
+	for len(queue) > 0 {
+		nodes := queue[0]
+		queue = queue[1:]
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		blocks, err := one.Sample(ctx, r.Env.Adjs.Adj, nodes, 0)
+		if err != nil {
+			return nil, err
+		}
+		err = r.layerChunk(ctx, l, blocks, prev, next, nodes, fn)
+		var oom *backend.OutOfMemoryError
+		if errors.As(err, &oom) && len(nodes) > 1 {
+			h := len(nodes) / 2
+			queue = append([][]int32{nodes[:h], nodes[h:]}, queue...)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ran = append(ran, nodes)
+	}
+	return ran, nil
+}
+
+// layerChunk runs layer l over one chunk's block: its input rows from
+// prev (or the features), its output rows into next, or at the last layer
+// (next nil) to fn.
+func (r *Runner) layerChunk(ctx context.Context, l int, blocks []sampling.Block, prev, next *layerRows, nodes []int32, fn func([]int32, *tensor.Tensor) error) error {
+	e := r.Env
+	var input *tensor.Tensor
+	if prev != nil {
+		var err error
+		if input, err = prev.upload(backend.ForPurpose(e.Be, purposeLayerRows), blocks[0].Src, e.DT, e.Tier); err != nil {
+			return err
+		}
+	}
+	bb, err := r.bind(r.lw.layers[l], l, blocks, FeatRows{}, input, true) // bind owns input
+	if err != nil {
+		return err
+	}
+	defer bb.Release(e)
+	if err := bb.Prog.Forward(ctx, engine.Mode{}); err != nil {
+		return err
+	}
+	if next == nil {
+		return fn(nodes, bb.Prog.Output())
+	}
+	return next.put(backend.ForPurpose(e.Be, purposeLayerRows), bb.Prog.Output(), int(nodes[0]), len(nodes))
+}
