@@ -110,7 +110,8 @@ type Result struct {
 	Traffic       []backend.LinkTraffic `json:"traffic,omitempty"`
 	TransferTimeS float64               `json:"transfer_time_s,omitempty"`
 	// TrafficByPurpose splits the same bytes by what they carried
-	// (features, topology, labels, parameters, activations).
+	// (features, topology, labels, parameters, activations; inference:
+	// layer-wise evaluation's transfers).
 	TrafficByPurpose map[string]int64 `json:"traffic_by_purpose,omitempty"`
 	// PredictedEpochS is, on simulated devices, the median epoch training
 	// time predicted for the simulated machine: kernel times from

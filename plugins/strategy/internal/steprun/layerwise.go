@@ -30,9 +30,10 @@ type layerwise struct {
 	chunks [][][]int32 // each layer's chunks that fit the device (nil: r.Eval)
 }
 
-// purposeLayerRows files the traffic of the layer rows between the host
-// and the device.
-const purposeLayerRows = "activations"
+// purposeInference files every transfer of layer-wise inference (input
+// rows, layer rows, outputs), so that a run's training traffic by purpose
+// stays apart from its evaluation's.
+const purposeInference = "inference"
 
 // EnableLayerwise makes evaluation run layer by layer. It fails when the
 // model does not split into layers that each read only the previous one
@@ -171,12 +172,20 @@ func (r *Runner) layerChunks(ctx context.Context, l int, prev, next *layerRows, 
 // (next nil) to fn.
 func (r *Runner) layerChunk(ctx context.Context, l int, blocks []sampling.Block, prev, next *layerRows, nodes []int32, fn func([]int32, *tensor.Tensor) error) error {
 	e := r.Env
+	be := backend.ForPurpose(e.Be, purposeInference)
+	src := blocks[0].Src
 	var input *tensor.Tensor
+	var err error
 	if prev != nil {
-		var err error
-		if input, err = prev.upload(backend.ForPurpose(e.Be, purposeLayerRows), blocks[0].Src, e.DT, e.Tier); err != nil {
-			return err
+		input, err = prev.upload(be, src, e.DT, e.Tier)
+	} else {
+		var x FeatRows
+		if x, err = e.GatherInput(src); err == nil {
+			input, err = uploadRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier)
 		}
+	}
+	if err != nil {
+		return err
 	}
 	bb, err := r.bind(r.lw.layers[l], l, blocks, FeatRows{}, input, true) // bind owns input
 	if err != nil {
@@ -189,5 +198,5 @@ func (r *Runner) layerChunk(ctx context.Context, l int, blocks []sampling.Block,
 	if next == nil {
 		return fn(nodes, bb.Prog.Output())
 	}
-	return next.put(backend.ForPurpose(e.Be, purposeLayerRows), bb.Prog.Output(), int(nodes[0]), len(nodes))
+	return next.put(be, bb.Prog.Output(), int(nodes[0]), len(nodes))
 }
