@@ -71,14 +71,16 @@ type StandInOptions struct {
 	Seed    uint64
 }
 
-// scaled returns the stand-in's counts divided by the divisor.
-func (s StandIn) scaled(div int64) StandIn {
+// Scaled returns the stand-in's counts divided by div: the nodes and
+// edges rounded to the nearest, the split sizes rounded down (so that
+// they still fit the nodes).
+func (s StandIn) Scaled(div int64) StandIn {
 	if div <= 1 {
 		return s
 	}
 	d := func(v int64) int64 { return (v + div/2) / div }
 	s.Nodes = max(d(s.Nodes), 2)
-	s.Edges, s.Train, s.Valid, s.Test = max(d(s.Edges), 1), d(s.Train), d(s.Valid), d(s.Test)
+	s.Edges, s.Train, s.Valid, s.Test = max(d(s.Edges), 1), s.Train/div, s.Valid/div, s.Test/div
 	return s
 }
 
@@ -112,7 +114,7 @@ func (s StandIn) check() error {
 // the memory budget: features and per-node arrays, the edge keys and the
 // CSR (twice the edges when they are made undirected by data.symmetrize).
 func StandInBytes(s StandIn, o StandInOptions) int64 {
-	s = s.scaled(o.Divisor)
+	s = s.Scaled(o.Divisor)
 	return s.Nodes*(int64(s.FeatDim)*4+BytesPerNode+16) + s.Edges*32
 }
 
@@ -123,7 +125,7 @@ func StandInBytes(s StandIn, o StandInOptions) int64 {
 // (learnable from the neighbourhood), and a random split of exactly the
 // stated sizes. The output depends only on s and o, not on GOMAXPROCS.
 func GenerateStandIn(s StandIn, o StandInOptions) (*Dataset, error) {
-	s = s.scaled(o.Divisor)
+	s = s.Scaled(o.Divisor)
 	if err := s.check(); err != nil {
 		return nil, err
 	}

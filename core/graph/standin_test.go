@@ -132,7 +132,7 @@ func TestGenerateStandIn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := c.s.scaled(c.o.Divisor)
+			want := c.s.Scaled(c.o.Divisor)
 			g := d.Graph
 			if int64(d.NumNodes) != want.Nodes || g.NNZ() != want.Edges || d.FeatDim != want.FeatDim || len(d.Features) != d.NumNodes*d.FeatDim {
 				t.Fatalf("%d nodes, %d edges, %d features; want %d, %d, %d", d.NumNodes, g.NNZ(), d.FeatDim, want.Nodes, want.Edges, want.FeatDim)
