@@ -74,6 +74,12 @@ func SplitDropouts(model string) []string {
 // StepsIn is runSteps in ctx (which may carry a communicator), returning
 // its error.
 func StepsIn(ctx context.Context, t *testing.T, steps int, cfg *config.Config) ([]StepRecord, error) {
+	return StepsWith(ctx, t, steps, cfg, nil)
+}
+
+// StepsWith is StepsIn, calling prepare (when not nil) on the stepper
+// before the first step.
+func StepsWith(ctx context.Context, t *testing.T, steps int, cfg *config.Config, prepare func(train.Stepper)) ([]StepRecord, error) {
 	env, _, closeEnv, err := train.NewEnv(ctx, cfg, TestHost(t))
 	if err != nil {
 		return nil, err
@@ -88,6 +94,9 @@ func StepsIn(ctx context.Context, t *testing.T, steps int, cfg *config.Config) (
 		return nil, err
 	}
 	defer st.Release()
+	if prepare != nil {
+		prepare(st)
+	}
 	opt, err := env.NewOptimizer(env.Backend)
 	if err != nil {
 		return nil, err
