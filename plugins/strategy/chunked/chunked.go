@@ -142,7 +142,7 @@ type chunkedRun struct {
 	unmap   func() error       // closes and removes chunked.host_file (nil: the host tier is in RAM)
 	io      *hosttier.IOCount  // the host file's reads and writes (nil: no host file)
 	disk    [2]int64           // the host file's bytes read and written in the last epoch
-	bufs    backend.Backend    // allocates the chunks' buffers and programs (see newChunkedRun)
+	bufs    backend.Backend    // allocates the chunk feed's buffers (see newChunkedRun)
 	outBuf  any                // host rows of the last output or loss gradient, reused by the next
 	dedup   string             // chunked.dedup
 	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
@@ -166,12 +166,14 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 		return nil, fmt.Errorf("chunked: %w", err)
 	}
 	r := &chunkedRun{e: e, cfg: cfg, opts: opts, layers: layers, used: steprun.GraphsPerLayer(e.Model), total: len(e.DS.Train), dedup: opts.Dedup}
-	// The chunks' buffers (transition buffers, rows in transit, the
-	// layer programs' values) are allocated and released chunk by chunk:
-	// on a backend that recycles storage (the cpu), they reuse the
-	// storage of the chunks before, and buffers that are overwritten
-	// whole are not cleared first. Elsewhere (sim, whose allocations are
-	// the simulated devices' memory) each is allocated anew, as before.
+	// The chunk feed's buffers (transition buffers, rows in transit) are
+	// allocated and released chunk by chunk: on a backend that recycles
+	// storage (the cpu), they reuse the storage of the chunks before, and
+	// buffers that are overwritten whole are not cleared first. Elsewhere
+	// (sim, whose allocations are the simulated devices' memory) each is
+	// allocated anew, as before. The layer programs allocate on e.Be, in
+	// the Go heap: on the recycling view too they saved no time at R-MAT
+	// 2^20 and cost 0.35 GB more peak RSS (docs/decisions.md).
 	r.bufs = backend.RecyclingFit(e.Be)
 	if r.dedup == "" {
 		r.dedup = dedupReuse
@@ -680,7 +682,7 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 		return nil, err
 	}
 	topo := backend.ForPurpose(e.Be, backend.PurposeTopology)
-	env := engine.Env{Backend: r.bufs, DType: e.DT, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, NodeIDs: [][]int32{c.Src},
+	env := engine.Env{Backend: e.Be, DType: e.DT, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, NodeIDs: [][]int32{c.Src},
 		Inference: infer, InputGrad: l > 0 && !infer, Resumable: !infer}
 	for name := range r.used[l] {
 		cg := c.Graphs[name]

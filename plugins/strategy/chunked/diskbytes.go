@@ -16,7 +16,7 @@ import (
 // destinations of the chunks with training nodes:
 //
 //	written = Σ_{l=1}^{L-1} 2·N·w_l·s + N_T·w_L·s
-//	read    = Σ_{l=1}^{L-1} (1 + R_l)·N·w_l·s + Σ_{l=1}^{L-1} N·w_l·s + N_T·w_L·s
+//	read    = Σ_{l=1}^{L-1} (2 + R_l)·N·w_l·s + N_T·w_L·s
 //
 // The hidden activations h_l are written by forward l−1, read by
 // forward l and again by backward l when R_l; their gradients dh_l are

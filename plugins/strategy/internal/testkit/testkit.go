@@ -25,7 +25,7 @@ import (
 
 const CoraBase = strategytest.CoraBase
 
-func MustParse(t *testing.T, text string, sets ...string) *config.Config {
+func MustParse(t testing.TB, text string, sets ...string) *config.Config {
 	t.Helper()
 	return strategytest.MustParse(t, text, sets...)
 }
@@ -53,7 +53,7 @@ func Main(m *testing.M, host func(cacheDir string) modhost.Host) int {
 }
 
 // TestHost returns the tests' module host.
-func TestHost(t *testing.T) modhost.Host {
+func TestHost(t testing.TB) modhost.Host {
 	return newHost(wasmCache)
 }
 
