@@ -165,6 +165,45 @@ func Recycling(be Backend) Backend {
 	return be
 }
 
+// FitRecycler is implemented by recycling backends (Recycler) whose pool
+// can serve an allocation from a larger free region: the view that
+// RecyclingFit returns recycles as Recycling's does, and also takes free
+// storage of up to twice an allocation's size. It is for a phase whose
+// buffers vary in size from one step to the next within a bounded range
+// (chunked training's chunks), where Recycling's few percent of slack
+// would map new storage at almost every step.
+type FitRecycler interface {
+	RecyclingFit() Backend
+}
+
+// RecyclingFit returns be's RecyclingFit view (FitRecycler), or
+// Recycling(be).
+func RecyclingFit(be Backend) Backend {
+	if r, ok := be.(FitRecycler); ok {
+		return r.RecyclingFit()
+	}
+	return Recycling(be)
+}
+
+// ScratchAllocator is implemented by backends whose recycled storage
+// (Recycler) can be handed out without clearing it: AllocScratch is
+// AllocRecycled whose contents are undefined (what the storage's last
+// tensor left), for a buffer that the caller overwrites entirely before
+// reading it (a Gather, Upload or Copy destination). The same rules hold:
+// the caller releases it and does not use it afterwards.
+type ScratchAllocator interface {
+	AllocScratch(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error)
+}
+
+// AllocScratch allocates a tensor whose contents the caller overwrites
+// before reading: be's AllocScratch (ScratchAllocator), or Alloc.
+func AllocScratch(be Backend, dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
+	if s, ok := be.(ScratchAllocator); ok {
+		return s.AllocScratch(dt, shape, tier)
+	}
+	return be.Alloc(dt, shape, tier)
+}
+
 // PoolTrimmer is implemented by backends that keep released storage for
 // reuse (Recycler): TrimPool gives it back to the operating system, so
 // that a phase with other shapes (an evaluation after training steps)

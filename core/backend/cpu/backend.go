@@ -47,6 +47,7 @@ type Backend struct {
 	mem      *memory
 	wide     bool // the dropout kernels run with AVX-512 (kernels.c)
 	recycle  bool // AllocRecycled takes from the pool (a Recycling view)
+	fit      bool // and from regions up to twice its size (a RecyclingFit view)
 }
 
 // memory is the host memory in use and its peak, and the recycling pool.

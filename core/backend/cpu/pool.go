@@ -81,10 +81,14 @@ func sizeClass(n int64) int64 {
 }
 
 // take returns a free region of class c or of one of the two classes
-// above it (a batch a little smaller than the last reuses its buffers).
-// The caller holds m.mu.
-func (m *memory) take(c int64) ([]byte, bool) {
-	for class := c; class <= c+c/4; class = sizeClass(class + 1) {
+// above it (a batch a little smaller than the last reuses its buffers),
+// or with fit of the smallest class up to 2c. The caller holds m.mu.
+func (m *memory) take(c int64, fit bool) ([]byte, bool) {
+	upto := c + c/4
+	if fit {
+		upto = 2 * c
+	}
+	for class := c; class <= upto; class = sizeClass(class + 1) {
 		l := m.pool.free[class]
 		if len(l) == 0 {
 			continue
@@ -162,8 +166,10 @@ func (m *memory) trimLocked() {
 }
 
 var (
-	_ backend.Recycler    = (*Backend)(nil)
-	_ backend.PoolTrimmer = (*Backend)(nil)
+	_ backend.Recycler         = (*Backend)(nil)
+	_ backend.PoolTrimmer      = (*Backend)(nil)
+	_ backend.ScratchAllocator = (*Backend)(nil)
+	_ backend.FitRecycler      = (*Backend)(nil)
 )
 
 // TrimPool implements backend.PoolTrimmer: it unmaps the free regions.
@@ -190,11 +196,31 @@ func (b *Backend) Recycling() backend.Backend {
 	return &v
 }
 
+// RecyclingFit implements backend.FitRecycler: a recycling view whose
+// allocations also take free regions up to twice their size class.
+func (b *Backend) RecyclingFit() backend.Backend {
+	v := *b
+	v.recycle, v.fit = true, true
+	return &v
+}
+
 // AllocRecycled implements backend.Recycler: on a Recycling view, Alloc
 // with storage from the pool when it is at least recycledMin bytes (the
 // tensor must then be Released: its storage is not on the Go heap);
 // elsewhere Alloc.
 func (b *Backend) AllocRecycled(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
+	return b.allocPooled(dt, shape, tier, true)
+}
+
+// AllocScratch implements backend.ScratchAllocator: on a Recycling view,
+// AllocRecycled without clearing a region taken from the pool (a new
+// mapping is zero pages); elsewhere Alloc.
+func (b *Backend) AllocScratch(dt tensor.DType, shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
+	return b.allocPooled(dt, shape, tier, false)
+}
+
+// allocPooled is AllocRecycled, clearing a pooled region with zero.
+func (b *Backend) allocPooled(dt tensor.DType, shape []int, tier tensor.Tier, zero bool) (*tensor.Tensor, error) {
 	n, err := allocCheck(dt, shape, tier)
 	if err != nil {
 		return nil, err
@@ -204,7 +230,7 @@ func (b *Backend) AllocRecycled(dt tensor.DType, shape []int, tier tensor.Tier) 
 		return b.Alloc(dt, shape, tier)
 	}
 	bf := &buffer{owner: b, bytes: bytes}
-	r, err := b.takeRegion(bytes, fmt.Sprintf("a %v tensor of shape %v", dt, shape))
+	r, err := b.takeRegion(bytes, fmt.Sprintf("a %v tensor of shape %v", dt, shape), zero)
 	if err != nil {
 		return nil, err
 	}
@@ -225,10 +251,10 @@ func (b *Backend) AllocRecycled(dt tensor.DType, shape []int, tier tensor.Tier) 
 	return tensor.New(dt, shape, bf), nil
 }
 
-// takeRegion reserves bytes against the capacity and returns a zeroed
-// region of at least that many bytes, resliced to them: a free one
-// cleared, or a new mapping (zero pages from the kernel).
-func (b *Backend) takeRegion(bytes int64, what string) ([]byte, error) {
+// takeRegion reserves bytes against the capacity and returns a region of
+// at least that many bytes, resliced to them: a free one (cleared with
+// zero), or a new mapping (zero pages from the kernel).
+func (b *Backend) takeRegion(bytes int64, what string, zero bool) ([]byte, error) {
 	class := sizeClass(bytes)
 	m := b.mem
 	m.mu.Lock()
@@ -236,13 +262,15 @@ func (b *Backend) takeRegion(bytes int64, what string) ([]byte, error) {
 		m.mu.Unlock()
 		return nil, err
 	}
-	r, hit := m.take(class)
+	r, hit := m.take(class, b.fit)
 	if !hit {
 		m.pool.stats.Misses++
 		if c := b.capacity; c > 0 && m.inUse+m.pool.stats.Free+class > c {
 			m.trimLocked() // live plus free bytes stay within the capacity
 		}
-		m.evict(class)
+		if !b.fit {
+			m.evict(class)
+		}
 	}
 	m.inUse += bytes
 	m.peak = max(m.peak, m.inUse)
@@ -251,7 +279,9 @@ func (b *Backend) takeRegion(bytes int64, what string) ([]byte, error) {
 	}
 	m.mu.Unlock()
 	if hit {
-		clear(r[:bytes]) // the Alloc contract: zero-filled
+		if zero {
+			clear(r[:bytes]) // the Alloc contract: zero-filled
+		}
 		return r[:bytes], nil
 	}
 	r, err := mapRegion(class)

@@ -422,3 +422,80 @@ func TestPoolEvicts(t *testing.T) {
 	}
 	be.Release(b)
 }
+
+// TestScratchNeverLive allocates scratch buffers of a few shapes (equal
+// ones, and ones a size class apart) on a recycling view, releasing some
+// between allocations, each filled with its own number: no buffer is
+// ever handed out while another live one holds its storage (a live
+// buffer's number would be overwritten), a released one is handed out
+// again without being cleared (it holds its old number: no zeroing), and
+// AllocRecycled still clears.
+func TestScratchNeverLive(t *testing.T) {
+	be := newRecycling(Options{Threads: 1})
+	defer be.TrimPool()
+	shapes := [][]int{{1000, 128}, {1000, 128}, {900, 128}, {1100, 128}, {3000, 16}}
+	live := map[*tensor.Tensor]float32{}
+	check := func(when string) {
+		t.Helper()
+		for x, v := range live {
+			for i, g := range F32(x) {
+				if g != v {
+					t.Fatalf("%s: live buffer %v numbered %v holds %v at %d: its storage was handed out again", when, x.Shape(), v, g, i)
+				}
+			}
+		}
+	}
+	next := float32(1)
+	for round := range 6 {
+		for _, s := range shapes {
+			x, err := be.AllocScratch(tensor.Float32, s, tensor.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(fmt.Sprintf("round %d, after allocating %v", round, s))
+			for i := range F32(x) {
+				F32(x)[i] = next
+			}
+			live[x] = next
+			next++
+		}
+		check(fmt.Sprintf("round %d", round))
+		k := 0
+		for x := range live { // release about half, in map order
+			if k%2 == round%2 {
+				be.Release(x)
+				delete(live, x)
+			}
+			k++
+		}
+	}
+	// A released region comes back uncleared from AllocScratch, cleared
+	// from AllocRecycled.
+	for x := range live {
+		be.Release(x)
+		delete(live, x)
+	}
+	a, err := be.AllocScratch(tensor.Float32, []int{2000, 64}, tensor.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirty(a)
+	be.Release(a)
+	hits := be.PoolStats().Hits
+	b, err := be.AllocScratch(tensor.Float32, []int{2000, 64}, tensor.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if be.PoolStats().Hits != hits+1 || nonZero(b) != 0 {
+		t.Errorf("a scratch buffer of a released one's shape: pool hits %d -> %d, first non-zero element %d; want a hit holding the old values", hits, be.PoolStats().Hits, nonZero(b))
+	}
+	be.Release(b)
+	c, err := be.AllocRecycled(tensor.Float32, []int{2000, 64}, tensor.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := nonZero(c); i >= 0 {
+		t.Errorf("AllocRecycled after a scratch buffer: element %d is not zero", i)
+	}
+	be.Release(c)
+}

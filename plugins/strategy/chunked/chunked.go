@@ -140,6 +140,10 @@ type chunkedRun struct {
 	hybrid  bool               // intermediates chosen per layer by the estimate
 	estPeak int64              // the estimated device peak (0: no capacity to fit)
 	unmap   func() error       // closes and removes chunked.host_file (nil: the host tier is in RAM)
+	io      *hosttier.IOCount  // the host file's reads and writes (nil: no host file)
+	disk    [2]int64           // the host file's bytes read and written in the last epoch
+	bufs    backend.Backend    // allocates the chunk feed's buffers (see newChunkedRun)
+	outBuf  any                // host rows of the last output or loss gradient, reused by the next
 	dedup   string             // chunked.dedup
 	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
 	commS   map[string]float64 // Eq. 4's communication time of an epoch per mode
@@ -162,6 +166,15 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 		return nil, fmt.Errorf("chunked: %w", err)
 	}
 	r := &chunkedRun{e: e, cfg: cfg, opts: opts, layers: layers, used: steprun.GraphsPerLayer(e.Model), total: len(e.DS.Train), dedup: opts.Dedup}
+	// The chunk feed's buffers (transition buffers, rows in transit) are
+	// allocated and released chunk by chunk: on a backend that recycles
+	// storage (the cpu), they reuse the storage of the chunks before, and
+	// buffers that are overwritten whole are not cleared first. Elsewhere
+	// (sim, whose allocations are the simulated devices' memory) each is
+	// allocated anew, as before. The layer programs allocate on e.Be, in
+	// the Go heap: on the recycling view too they saved no time at R-MAT
+	// 2^20 and cost 0.35 GB more peak RSS (docs/decisions.md).
+	r.bufs = backend.RecyclingFit(e.Be)
 	if r.dedup == "" {
 		r.dedup = dedupReuse
 	}
@@ -359,12 +372,13 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 		if err != nil {
 			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create a %s host tier there: %v; give a new file in a writable directory with room for it", path, steprun.MiB(size), err), "chunked", "host_file")
 		}
-		log, err := hosttier.NewAddLog(filepath.Dir(path))
+		r.io = &hosttier.IOCount{}
+		log, err := hosttier.NewAddLog(filepath.Dir(path), r.io)
 		if err != nil {
 			closeFile()
 			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create the log of row additions beside it: %v; give a file in a writable directory with room for it", path, err), "chunked", "host_file")
 		}
-		arena.File, arena.Log, arena.Size = f, log, size
+		arena.File, arena.Log, arena.Size, arena.IO = f, log, size, r.io
 		r.unmap = func() error {
 			err := log.Close()
 			if cerr := closeFile(); err == nil {
@@ -439,7 +453,7 @@ func backwardReadsInput(g *ir.Graph) bool {
 func (r *chunkedRun) Announce() string {
 	modes := r.modes()
 	return fmt.Sprintf("chunked: %d chunks (%d per device on %d devices), intermediates %v, neighbour rows per layer pass: %d original, %d with p2p, %d with p2p+reuse",
-		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru)
+		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.announceDisk()
 }
 
 func (r *chunkedRun) modes() []string {
@@ -469,6 +483,9 @@ type ChunkedFigures struct {
 	// the host, over the graph's nodes (HongTu Table 8's V_ori, V_+p2p
 	// and V_+ru normalised by |V|).
 	CommRows map[string]float64 `json:"comm_rows_per_node" doc:"neighbour rows one layer pass loads from the host over |V|: without deduplication (original), with p2p sharing (p2p), with p2p and reuse (p2p_reuse); HongTu Table 8"`
+	// HostFile is an epoch's traffic through chunked.host_file, the
+	// least and the measured (nil: the host tier is in RAM).
+	HostFile *HostFileFigures `json:"host_file,omitempty" doc:"with chunked.host_file: an epoch's bytes through the host file, the least the schedule needs and the last epoch's"`
 }
 
 // Figures implements train.FigureDeclarer.
@@ -488,6 +505,7 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 		CommBytes:      map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
 		CommPredictedS: map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
 		CommRows:       map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
+		HostFile:       r.hostFileFigures(),
 	})
 }
 
@@ -525,6 +543,7 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	if err := r.dh[last+1].Zero(); err != nil {
 		return 0, err
 	}
+	read0, written0 := r.io.Bytes()
 	var loss float64
 	for l := range r.layers {
 		err := r.pass("forward", l, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
@@ -546,7 +565,7 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		if l > 0 && r.dedup != dedupNone {
 			sink = r.newSink(l)
 		}
-		err := r.pass("backward", l, !r.cache[l] || r.needIn[l], sink, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+		err := r.pass("backward", l, r.readsInputBack(l), sink, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
 			return r.backward(ctx, l, k, c, feed, sink, seed)
 		})
 		if err != nil {
@@ -560,6 +579,8 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	if err := steprun.AllReduceParams(r.e.Be, ps, false); err != nil {
 		return 0, fmt.Errorf("reduce: %w", err)
 	}
+	read, written := r.io.Bytes()
+	r.disk = [2]int64{read - read0, written - written0}
 	return loss, update()
 }
 
@@ -699,7 +720,7 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 		}
 	} else {
 		var err error
-		if x, err = e.Be.Alloc(e.DT, []int{len(c.Src), r.widths[l]}, d.tier); err != nil {
+		if x, err = r.zeroed([]int{len(c.Src), r.widths[l]}, d.tier); err != nil {
 			return fail(fmt.Errorf("input rows: %w", err))
 		}
 		b.tensors = append(b.tensors, x)
@@ -732,12 +753,17 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 	if err := p.Forward(ctx, engine.Mode{Train: training, Seed: seed}); err != nil {
 		return 0, err
 	}
-	out := r.h[l+1].Buf(len(c.Dst))
+	out := r.h[l+1].Buf(len(c.Dst), r.outBuf)
+	r.outBuf = out
 	if err := backend.ForPurpose(e.Be, purposeOutputs).Download(p.Output(), out); err != nil {
 		return 0, err
 	}
-	if err := r.h[l+1].Put(c.Dst, out); err != nil {
-		return 0, err
+	// Training reads no layer's output back but the hidden layers' (the
+	// last layer's loss gradient goes to dh instead).
+	if !training || l < len(r.layers)-1 {
+		if err := r.h[l+1].Put(c.Dst, out); err != nil {
+			return 0, err
+		}
 	}
 	if !training {
 		return 0, nil
@@ -758,7 +784,8 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 	if err != nil {
 		return 0, err
 	}
-	grad := r.dh[l+1].Buf(len(c.Dst))
+	grad := r.dh[l+1].Buf(len(c.Dst), r.outBuf)
+	r.outBuf = grad
 	if err := backend.ForPurpose(e.Be, backend.PurposeGradients).Download(p.OutputGrad(), grad); err != nil {
 		return 0, err
 	}
@@ -791,10 +818,11 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk,
 		return err
 	}
 	grads := backend.ForPurpose(e.Be, backend.PurposeGradients)
-	dout, err := r.dh[l+1].Gather(c.Dst)
+	dout, err := r.dh[l+1].Gather(c.Dst, r.outBuf)
 	if err != nil {
 		return err
 	}
+	r.outBuf = dout
 	if err := grads.Upload(p.OutputGrad(), dout); err != nil {
 		return err
 	}
@@ -811,7 +839,8 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk,
 	if sink != nil {
 		return sink.push(k, c, g)
 	}
-	buf := r.dh[l].Buf(len(c.Src))
+	buf := r.dh[l].Buf(len(c.Src), r.outBuf)
+	r.outBuf = buf
 	if err := backend.ForPurpose(e.Be, purposeVertGrad).Download(g, buf); err != nil {
 		return err
 	}

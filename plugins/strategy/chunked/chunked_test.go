@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"strata/core/backend"
+	"strata/core/config"
 	"strata/core/train"
 	"strata/plugins/strategy/internal/steprun"
 	"strata/plugins/strategy/internal/testkit"
@@ -186,16 +187,7 @@ func TestChunkedDedupTraffic(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			cfg := testkit.MustParse(t, testkit.CoraBase, chunkedSets(`devices.preset="nvlink-clique-4"`, "chunked.chunks=16", `chunked.dedup="`+mode+`"`,
 				`chunked.intermediates="recompute"`, "chunked.reorganize=true", `train.dtype="float64"`)...)
-			env, _, closeEnv, err := train.NewEnv(ctx, cfg, testkit.TestHost(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeEnv()
-			st, err := newChunkedRun(ctx, cfg, *cfg.Strategy.Module.(*Chunked), steprun.EnvOf(env))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Release()
+			st, env := newTestRun(t, cfg)
 			env.Backend.(interface{ ResetTraffic() }).ResetTraffic()
 			loss, err := st.Epoch(ctx, 1, func() error { return nil })
 			if err != nil {
@@ -273,4 +265,22 @@ func TestTwoLevelCapability(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "partition.TwoLevel") {
 		t.Fatalf("a partitioner without the capability: %v", err)
 	}
+}
+
+// newTestRun builds cfg's environment and chunked run, both released when
+// the test ends.
+func newTestRun(tb testing.TB, cfg *config.Config) (*chunkedRun, *train.Env) {
+	tb.Helper()
+	ctx := context.Background()
+	env, _, closeEnv, err := train.NewEnv(ctx, cfg, testkit.TestHost(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(closeEnv)
+	r, err := newChunkedRun(ctx, cfg, *cfg.Strategy.Module.(*Chunked), steprun.EnvOf(env))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(r.Release)
+	return r, env
 }

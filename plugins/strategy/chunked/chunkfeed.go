@@ -46,6 +46,7 @@ type rowFeed struct {
 	mode  string
 	trans []*transition // per device, the current batch's buffer
 	index [][]int32     // per device, per node: position + 1 in its current buffer (0: absent)
+	host  any           // the host rows of the last Gather or Buf, reused by the next
 }
 
 // transition is a device's transition buffer: the rows of its partition
@@ -107,7 +108,7 @@ func (f *rowFeed) next(batch []int) error {
 		d := f.r.devs[i]
 		nt := &transition{rows: rows}
 		var err error
-		if nt.t, err = e.Be.Alloc(e.DT, []int{len(rows), f.src.Width()}, d.tier); err != nil {
+		if nt.t, err = f.r.zeroed([]int{len(rows), f.src.Width()}, d.tier); err != nil {
 			return fmt.Errorf("transition buffer: %w", err)
 		}
 		// Rows from the previous buffer (reuse) and from the host.
@@ -156,15 +157,16 @@ func (t *transition) lookup(u int32) (int32, bool) {
 // upload copies the host rows ids into rows to of dst (on tier).
 func (f *rowFeed) upload(tier tensor.Tier, ids []int32, dst *tensor.Tensor, to []int32) error {
 	e := f.r.e
-	tmp, err := e.Be.Alloc(e.DT, []int{len(ids), f.src.Width()}, tier)
+	tmp, err := f.r.scratch([]int{len(ids), f.src.Width()}, tier)
 	if err != nil {
 		return err
 	}
 	defer e.Be.Release(tmp)
-	rows, err := f.src.Gather(ids)
+	rows, err := f.src.Gather(ids, f.host)
 	if err != nil {
 		return err
 	}
+	f.host = rows
 	if err := f.be.Upload(tmp, rows); err != nil {
 		return err
 	}
@@ -174,7 +176,7 @@ func (f *rowFeed) upload(tier tensor.Tier, ids []int32, dst *tensor.Tensor, to [
 // place copies rows from of src into rows to of dst, both on tier.
 func (f *rowFeed) place(tier tensor.Tier, src *tensor.Tensor, from []int32, dst *tensor.Tensor, to []int32) error {
 	e := f.r.e
-	tmp, err := e.Be.Alloc(e.DT, []int{len(from), f.src.Width()}, tier)
+	tmp, err := f.r.scratch([]int{len(from), f.src.Width()}, tier)
 	if err != nil {
 		return err
 	}
@@ -215,11 +217,12 @@ func (f *rowFeed) input(k int, c *chunkplan.Chunk) (x *tensor.Tensor, owned bool
 	e := f.r.e
 	tier := f.r.devs[k].tier
 	if f.mode == dedupNone {
-		if x, err = e.Be.Alloc(e.DT, []int{len(c.Src), f.src.Width()}, tier); err != nil {
+		if x, err = f.r.scratch([]int{len(c.Src), f.src.Width()}, tier); err != nil {
 			return nil, false, err
 		}
-		rows, err := f.src.Gather(c.Src)
+		rows, err := f.src.Gather(c.Src, f.host)
 		if err == nil {
+			f.host = rows
 			err = f.be.Upload(x, rows)
 		}
 		if err != nil {
@@ -243,7 +246,7 @@ func (f *rowFeed) input(k int, c *chunkplan.Chunk) (x *tensor.Tensor, owned bool
 	if same {
 		return f.trans[k].t, false, nil
 	}
-	if x, err = e.Be.Alloc(e.DT, []int{len(c.Src), f.src.Width()}, tier); err != nil {
+	if x, err = f.r.zeroed([]int{len(c.Src), f.src.Width()}, tier); err != nil {
 		return nil, false, err
 	}
 	fail := func(err error) (*tensor.Tensor, bool, error) {
@@ -285,7 +288,6 @@ func (r *chunkedRun) newSink(l int) *gradSink {
 // open makes sure every device has a zero gradient buffer for batch's
 // rows (one carried over from the batch before keeps its rows).
 func (s *gradSink) open(batch []int) error {
-	e := s.r.e
 	for i, rows := range s.r.plan.BatchRows(batch) {
 		if s.trans[i] != nil {
 			continue
@@ -293,7 +295,7 @@ func (s *gradSink) open(batch []int) error {
 		nt := &transition{rows: rows, pos: s.indexOf(i)}
 		setIndex(nt.pos, nil, rows)
 		var err error
-		if nt.t, err = e.Be.Alloc(e.DT, []int{len(rows), s.src.Width()}, s.r.devs[i].tier); err != nil {
+		if nt.t, err = s.r.zeroed([]int{len(rows), s.src.Width()}, s.r.devs[i].tier); err != nil {
 			return fmt.Errorf("gradient transition buffer: %w", err)
 		}
 		s.trans[i] = nt
@@ -359,12 +361,13 @@ func (s *gradSink) close(next []int) error {
 			}
 		}
 		if len(out) > 0 {
-			tmp, err := e.Be.Alloc(e.DT, []int{len(out), s.src.Width()}, tier)
+			tmp, err := s.r.scratch([]int{len(out), s.src.Width()}, tier)
 			if err != nil {
 				return err
 			}
 			err = s.gather(tier, old.t, outPos, tmp)
-			buf := s.src.Buf(len(out))
+			buf := s.src.Buf(len(out), s.host)
+			s.host = buf
 			if err == nil {
 				err = s.be.Download(tmp, buf)
 			}
@@ -378,7 +381,7 @@ func (s *gradSink) close(next []int) error {
 		}
 		if nt != nil {
 			var err error
-			if nt.t, err = e.Be.Alloc(e.DT, []int{len(nt.rows), s.src.Width()}, tier); err != nil {
+			if nt.t, err = s.r.zeroed([]int{len(nt.rows), s.src.Width()}, tier); err != nil {
 				return err
 			}
 			if len(keepFrom) > 0 {
@@ -399,7 +402,7 @@ func (s *gradSink) close(next []int) error {
 // the link between the devices (p2p), scattered into place.
 func (f *rowFeed) moveRows(at tensor.Tier, src *tensor.Tensor, from []int32, dt tensor.Tier, dst *tensor.Tensor, to []int32) error {
 	e := f.r.e
-	here, err := e.Be.Alloc(e.DT, []int{len(from), f.src.Width()}, at)
+	here, err := f.r.scratch([]int{len(from), f.src.Width()}, at)
 	if err != nil {
 		return err
 	}
@@ -407,7 +410,7 @@ func (f *rowFeed) moveRows(at tensor.Tier, src *tensor.Tensor, from []int32, dt 
 	if err := f.gather(at, src, from, here); err != nil {
 		return err
 	}
-	there, err := e.Be.Alloc(e.DT, here.Shape(), dt)
+	there, err := f.r.scratch(here.Shape(), dt)
 	if err != nil {
 		return err
 	}
@@ -416,4 +419,21 @@ func (f *rowFeed) moveRows(at tensor.Tier, src *tensor.Tensor, from []int32, dt 
 		return fmt.Errorf("p2p rows %s -> %s: %w", at, dt, err)
 	}
 	return f.scatter(dt, there, dst, to)
+}
+
+// zeroed allocates a zero-filled chunk buffer (the destination of
+// accumulations: ScatterAdd), with recycled storage where the run's
+// buffers come from a pool (chunkedRun.bufs).
+func (r *chunkedRun) zeroed(shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
+	if rc, ok := r.bufs.(backend.Recycler); ok {
+		return rc.AllocRecycled(r.e.DT, shape, tier)
+	}
+	return r.bufs.Alloc(r.e.DT, shape, tier)
+}
+
+// scratch allocates a chunk buffer that the caller overwrites entirely
+// before reading it (a Gather, Upload or Copy destination): from the
+// pool without clearing, where the run's buffers come from one.
+func (r *chunkedRun) scratch(shape []int, tier tensor.Tier) (*tensor.Tensor, error) {
+	return backend.AllocScratch(r.bufs, r.e.DT, shape, tier)
 }

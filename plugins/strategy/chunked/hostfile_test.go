@@ -166,3 +166,52 @@ func TestHostFileNotAnOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestHostFileTraffic checks the host file's figures after an epoch of
+// GCN on Cora (float32, recomputed intermediates, 3 chunks): the least
+// traffic is the hand-derived bound (h_1 written once and read by forward
+// 1 and backward 1, dh_1 written and read once, dh_2 the loss gradient of
+// the destinations of the chunks that hold training nodes),
+// the measured bytes are at least that, and without a host file the
+// result has no such figures (the published experiments' results keep
+// their fields).
+func TestHostFileTraffic(t *testing.T) {
+	for _, file := range []bool{true, false} {
+		sets := append(testkit.ModelSets("gcn"), `train.mode="chunked"`, `train.backend="cpu"`, "chunked.chunks=3", `chunked.intermediates="recompute"`, `train.dtype="float32"`)
+		if file {
+			sets = append(sets, "chunked.host_file="+filepath.Join(t.TempDir(), "host.bin"))
+		}
+		r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, sets...))
+		if _, err := r.Epoch(context.Background(), 1, func() error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var res train.Result
+		r.ReportResult(&res)
+		got := res.Figures["chunked"].(*ChunkedFigures).HostFile
+		if !file {
+			if got != nil {
+				t.Errorf("host tier in RAM: host_file figures %+v, want none", got)
+			}
+			continue
+		}
+		const n, s = 2708, 4
+		hidden, classes := int64(r.widths[1]), int64(r.widths[2])
+		var nt int64 // Cora's 140 training nodes are its first ids: chunk 0's
+		for _, c := range r.plan.Chunks {
+			if len(c.Train) > 0 {
+				nt += int64(len(c.Dst))
+			}
+		}
+		if nt == 0 || nt == n {
+			t.Fatalf("%d destinations in chunks with training nodes: want some chunks without", nt)
+		}
+		want := HostFileFigures{MinReadBytes: 3*n*hidden*s + nt*classes*s, MinWrittenBytes: 2*n*hidden*s + nt*classes*s, FeatureBytes: n * 1433 * 4}
+		if got.MinReadBytes != want.MinReadBytes || got.MinWrittenBytes != want.MinWrittenBytes || got.FeatureBytes != want.FeatureBytes {
+			t.Errorf("bounds %+v, want %+v", *got, want)
+		}
+		if got.ReadBytes < got.MinReadBytes || got.WrittenBytes < got.MinWrittenBytes {
+			t.Errorf("measured %d read, %d written: below the bound %d, %d", got.ReadBytes, got.WrittenBytes, got.MinReadBytes, got.MinWrittenBytes)
+		}
+		t.Logf("read %d (bound %d), written %d (bound %d)", got.ReadBytes, got.MinReadBytes, got.WrittenBytes, got.MinWrittenBytes)
+	}
+}

@@ -33,8 +33,9 @@ import (
 // in chunked training; the log is emptied when none has).
 type addLog struct {
 	f       *os.File
-	end     int64 // bytes appended
-	pending int   // matrices with segments in the log
+	io      *IOCount // the byte counts (nil: uncounted)
+	end     int64    // bytes appended
+	pending int      // matrices with segments in the log
 	// bucketBytes and segBytes size the buckets' row ranges and their
 	// segments (0: hostBucketBytes, hostRunBytes); limitBytes bounds a
 	// matrix's spilled additions (0: the matrix's size, at least
@@ -48,12 +49,12 @@ const hostBucketBytes = 256 << 20
 
 // NewAddLog creates the log as an unlinked file in dir: nothing is left
 // behind whatever happens; close frees it.
-func NewAddLog(dir string) (*addLog, error) {
+func NewAddLog(dir string, io *IOCount) (*addLog, error) {
 	f, err := safefile.CreateUnlinked(dir, "strata-adds")
 	if err != nil {
 		return nil, err
 	}
-	return &addLog{f: f}, nil
+	return &addLog{f: f, io: io}, nil
 }
 
 func (l *addLog) Close() error { return l.f.Close() }
@@ -63,7 +64,7 @@ func (l *addLog) Close() error { return l.f.Close() }
 func (l *addLog) append(parts ...[]byte) (int64, error) {
 	at := l.end
 	for _, p := range parts {
-		if _, err := l.f.WriteAt(p, l.end); err != nil {
+		if err := l.io.writeAt(l.f, p, l.end); err != nil {
 			return 0, fmt.Errorf("host file: log of additions: %w", err)
 		}
 		l.end += int64(len(p))
@@ -200,21 +201,21 @@ func (h *hostFileMat[T]) applyAdds() error {
 		lo, hi := bi*d.bucketRows, min(h.n, (bi+1)*d.bucketRows)
 		rng = grow(rng, (hi-lo)*h.cols)
 		at := h.off + int64(lo)*h.rowBytes()
-		if _, err := h.f.ReadAt(asBytes(rng), at); err != nil {
+		if err := h.io.readAt(h.f, asBytes(rng), at); err != nil {
 			return fmt.Errorf("host file: read rows %d-%d: %w", lo, hi-1, err)
 		}
 		for _, sg := range b.segs {
 			ids, vals = grow(ids, sg.n), grow(vals, sg.n*h.cols)
-			if _, err := d.log.f.ReadAt(asBytes(ids), sg.at); err != nil {
+			if err := d.log.io.readAt(d.log.f, asBytes(ids), sg.at); err != nil {
 				return fmt.Errorf("host file: log of additions: %w", err)
 			}
-			if _, err := d.log.f.ReadAt(asBytes(vals), sg.at+4*int64(sg.n)); err != nil {
+			if err := d.log.io.readAt(d.log.f, asBytes(vals), sg.at+4*int64(sg.n)); err != nil {
 				return fmt.Errorf("host file: log of additions: %w", err)
 			}
 			apply(lo, ids, vals)
 		}
 		apply(lo, b.ids, b.vals)
-		if _, err := h.f.WriteAt(asBytes(rng), at); err != nil {
+		if err := h.io.writeAt(h.f, asBytes(rng), at); err != nil {
 			return fmt.Errorf("host file: write rows %d-%d: %w", lo, hi-1, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"strata/core/tensor"
@@ -21,10 +22,12 @@ import (
 // ([]float32 or []float64). The ids of one call are distinct (a chunk's
 // rows are).
 type Rows interface {
-	// Buf returns a zeroed buffer for n rows.
-	Buf(n int) any
-	// Gather copies the rows ids into a new buffer.
-	Gather(ids []int32) (any, error)
+	// Buf returns a buffer for n rows: reuse (a buffer of this matrix's
+	// dtype from an earlier call) resliced when it is large enough, its
+	// contents stale, else a new zeroed one.
+	Buf(n int, reuse any) any
+	// Gather copies the rows ids into Buf(len(ids), into).
+	Gather(ids []int32, into any) (any, error)
 	// Put writes buffer row i into row ids[i].
 	Put(ids []int32, v any) error
 	// Add adds buffer row i into row ids[i].
@@ -74,10 +77,19 @@ func newHostRows(dt tensor.DType, n, cols int, v any) (Rows, error) {
 
 func (h *hostMat[T]) Width() int { return h.cols }
 
-func (h *hostMat[T]) Buf(n int) any { return make([]T, n*h.cols) }
+func (h *hostMat[T]) Buf(n int, reuse any) any { return reuseBuf[T](reuse, n*h.cols) }
 
-func (h *hostMat[T]) Gather(ids []int32) (any, error) {
-	out := make([]T, len(ids)*h.cols)
+// reuseBuf returns reuse (a []T or nil) resliced to n elements when its
+// capacity suffices, else a new slice.
+func reuseBuf[T float32 | float64](reuse any, n int) []T {
+	if s, ok := reuse.([]T); ok && cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+func (h *hostMat[T]) Gather(ids []int32, into any) (any, error) {
+	out := reuseBuf[T](into, len(ids)*h.cols)
 	rowsParallel(len(ids), func(lo, hi int) {
 		for i, r := range ids[lo:hi] {
 			copy(out[(lo+i)*h.cols:(lo+i+1)*h.cols], h.v[int(r)*h.cols:(int(r)+1)*h.cols])
@@ -153,7 +165,7 @@ func CopyRows(dst, src Rows, n int) error {
 	const block = 1 << 16
 	for lo := 0; lo < n; lo += block {
 		ids := steprun.Iota32From(lo, min(lo+block, n))
-		v, err := src.Gather(ids)
+		v, err := src.Gather(ids, nil)
 		if err == nil {
 			err = dst.Put(ids, v)
 		}
@@ -174,7 +186,42 @@ type Arena struct {
 	File *os.File // the host file, or nil
 	Log  *addLog  // the host file's log of deferred additions
 	Size int64    // the block's or the file's size
+	// IO counts the host file's and its log's reads and writes (nil:
+	// uncounted).
+	IO   *IOCount
 	used int64
+}
+
+// IOCount counts the bytes a host file and its log of additions read and
+// wrote, each pread and pwrite by its length.
+type IOCount struct {
+	read, written atomic.Int64
+}
+
+// Bytes returns the bytes read and written so far (a nil count: none).
+func (c *IOCount) Bytes() (read, written int64) {
+	if c == nil {
+		return 0, 0
+	}
+	return c.read.Load(), c.written.Load()
+}
+
+// readAt is f.ReadAt, counted.
+func (c *IOCount) readAt(f *os.File, b []byte, off int64) error {
+	n, err := f.ReadAt(b, off)
+	if c != nil {
+		c.read.Add(int64(n))
+	}
+	return err
+}
+
+// writeAt is f.WriteAt, counted.
+func (c *IOCount) writeAt(f *os.File, b []byte, off int64) error {
+	n, err := f.WriteAt(b, off)
+	if c != nil {
+		c.written.Add(int64(n))
+	}
+	return err
 }
 
 // hostPage aligns the matrices in the host file.
@@ -217,9 +264,9 @@ func (a *Arena) Matrix(n, cols int) (Rows, error) {
 	}
 	switch a.DT {
 	case tensor.Float32:
-		return &hostFileMat[float32]{f: a.File, off: off, n: n, cols: cols, adds: newDeferredAdds[float32](a.Log, n, cols)}, nil
+		return &hostFileMat[float32]{f: a.File, io: a.IO, off: off, n: n, cols: cols, adds: newDeferredAdds[float32](a.Log, n, cols)}, nil
 	case tensor.Float64:
-		return &hostFileMat[float64]{f: a.File, off: off, n: n, cols: cols, adds: newDeferredAdds[float64](a.Log, n, cols)}, nil
+		return &hostFileMat[float64]{f: a.File, io: a.IO, off: off, n: n, cols: cols, adds: newDeferredAdds[float64](a.Log, n, cols)}, nil
 	}
 	return nil, fmt.Errorf("host tier: dtype %s", a.DT)
 }
@@ -232,6 +279,7 @@ func (a *Arena) Matrix(n, cols int) (Rows, error) {
 // only what the calls wrote (docs/decisions.md, "HongTu's host file").
 type hostFileMat[T float32 | float64] struct {
 	f    *os.File
+	io   *IOCount // the file's byte counts (nil: uncounted)
 	off  int64
 	n    int
 	cols int
@@ -243,7 +291,7 @@ const hostRunBytes = 1 << 20
 
 func (h *hostFileMat[T]) Width() int { return h.cols }
 
-func (h *hostFileMat[T]) Buf(n int) any { return make([]T, n*h.cols) }
+func (h *hostFileMat[T]) Buf(n int, reuse any) any { return reuseBuf[T](reuse, n*h.cols) }
 
 func (h *hostFileMat[T]) rowBytes() int64 { return int64(h.cols) * int64(unsafe.Sizeof(T(0))) }
 
@@ -304,7 +352,7 @@ func (h *hostFileMat[T]) runs(ids []int32, gap int32, read bool, fn func(buf []T
 				}
 				buf = buf[:need]
 				if read {
-					if _, err := h.f.ReadAt(asBytes(buf), h.off+int64(lo)*h.rowBytes()); err != nil {
+					if err := h.io.readAt(h.f, asBytes(buf), h.off+int64(lo)*h.rowBytes()); err != nil {
 						errs[p] = fmt.Errorf("host file: read rows %d-%d: %w", lo, hi-1, err)
 						return
 					}
@@ -330,11 +378,11 @@ func (h *hostFileMat[T]) runs(ids []int32, gap int32, read bool, fn func(buf []T
 // page's worth of rows (reading them costs less than another call).
 func (h *hostFileMat[T]) gapRows() int32 { return int32(max(1, hostPage/h.rowBytes())) }
 
-func (h *hostFileMat[T]) Gather(ids []int32) (any, error) {
+func (h *hostFileMat[T]) Gather(ids []int32, into any) (any, error) {
 	if err := h.applyAdds(); err != nil {
 		return nil, err
 	}
-	out := make([]T, len(ids)*h.cols)
+	out := reuseBuf[T](into, len(ids)*h.cols)
 	err := h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
 		for _, e := range rs {
 			r, i := int(int32(e>>32)-lo), int(uint32(e))
@@ -355,7 +403,7 @@ func (h *hostFileMat[T]) writeRuns(buf []T, lo int32, rs []uint64) error {
 			end++
 		}
 		a, b := int32(rs[0]>>32)-lo, int32(rs[end-1]>>32)-lo+1
-		if _, err := h.f.WriteAt(asBytes(buf[int(a)*h.cols:int(b)*h.cols]), h.off+int64(lo+a)*h.rowBytes()); err != nil {
+		if err := h.io.writeAt(h.f, asBytes(buf[int(a)*h.cols:int(b)*h.cols]), h.off+int64(lo+a)*h.rowBytes()); err != nil {
 			return fmt.Errorf("host file: write rows %d-%d: %w", lo+a, lo+b-1, err)
 		}
 		rs = rs[end:]
@@ -406,7 +454,7 @@ func (h *hostFileMat[T]) Zero() error {
 	zeros := make([]byte, min(size, hostRunBytes))
 	for at := int64(0); at < size; at += int64(len(zeros)) {
 		n := min(int64(len(zeros)), size-at)
-		if _, err := h.f.WriteAt(zeros[:n], h.off+at); err != nil {
+		if err := h.io.writeAt(h.f, zeros[:n], h.off+at); err != nil {
 			return fmt.Errorf("host file: zero: %w", err)
 		}
 	}

@@ -2,8 +2,10 @@ package hosttier
 
 import (
 	"fmt"
-	"strata/core/tensor"
 	"testing"
+
+	"strata/core/tensor"
+	"strata/plugins/strategy/internal/steprun"
 )
 
 // TestHostRows checks the host tier's row gathers, writes, additions
@@ -29,7 +31,7 @@ func TestHostRows(t *testing.T) {
 				return nil, err
 			}
 			t.Cleanup(func() { closeFile() })
-			log, err := NewAddLog(dir)
+			log, err := NewAddLog(dir, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -64,6 +66,7 @@ func TestHostRows(t *testing.T) {
 				for i := n / 3; i < 2*n/3+1; i++ {
 					sets[2] = append(sets[2], int32(i))
 				}
+				var prev any // the last gather's buffer, reused with stale rows
 				for si, ids := range sets {
 					vals := make([]float64, len(ids)*cols)
 					for i := range vals {
@@ -81,10 +84,11 @@ func TestHostRows(t *testing.T) {
 						}
 					}
 					all := sets[0]
-					got, err := h.Gather(all)
+					got, err := h.Gather(all, prev)
 					if err != nil {
 						t.Fatal(err)
 					}
+					prev = got
 					for i, u := range all {
 						for j := range cols {
 							if g := got.([]float64)[i*cols+j]; g != want[int(u)*cols+j] {
@@ -103,7 +107,7 @@ func TestHostRows(t *testing.T) {
 				if err := h.Zero(); err != nil {
 					t.Fatal(err)
 				}
-				got, err := h.Gather(sets[1])
+				got, err := h.Gather(sets[1], prev)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -113,6 +117,58 @@ func TestHostRows(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestHostFileCounts checks the host file's byte counts against
+// hand-counted calls: a write of a run of rows, a gather of rows a page
+// apart (one read of the range between them), and additions through the
+// log (the rows appended with their ids, then the log read back and the
+// bucket's range read and written once).
+func TestHostFileCounts(t *testing.T) {
+	dir := t.TempDir()
+	const n, cols = 1000, 4 // 32-byte rows of float64: a page holds 128
+	size := Bytes(tensor.Float64, n, []int{cols})
+	f, closeFile, err := OpenFile(dir+"/host.bin", size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFile()
+	io := &IOCount{}
+	log, err := NewAddLog(dir, io)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	a := &Arena{DT: tensor.Float64, File: f, Log: log, Size: size, IO: io}
+	h, err := a.Matrix(n, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const row = cols * 8
+	steps := []struct {
+		name          string
+		do            func() error
+		read, written int64
+	}{
+		{"put rows 10-19", func() error { return h.Put(steprun.Iota32From(10, 20), make([]float64, 10*cols)) }, 0, 10 * row},
+		{"gather rows 0 and 100", func() error { _, err := h.Gather([]int32{100, 0}, nil); return err }, 101 * row, 0},
+		{"add rows 5 and 7", func() error { return h.Add([]int32{7, 5}, make([]float64, 2*cols)) }, 0, 0},
+		// The two rows spill to the log when the bucket is applied:
+		// none were spilled (a segment holds more), so the gather reads
+		// the bucket's range (the whole matrix) and writes it back, then
+		// reads the row.
+		{"gather row 3 (applies the additions)", func() error { _, err := h.Gather([]int32{3}, nil); return err }, n*row + row, n * row},
+	}
+	for _, s := range steps {
+		r0, w0 := io.Bytes()
+		if err := s.do(); err != nil {
+			t.Fatal(err)
+		}
+		r1, w1 := io.Bytes()
+		if r1-r0 != s.read || w1-w0 != s.written {
+			t.Errorf("%s: read %d, wrote %d bytes; want %d, %d", s.name, r1-r0, w1-w0, s.read, s.written)
 		}
 	}
 }

@@ -25,7 +25,7 @@ import (
 
 const CoraBase = strategytest.CoraBase
 
-func MustParse(t *testing.T, text string, sets ...string) *config.Config {
+func MustParse(t testing.TB, text string, sets ...string) *config.Config {
 	t.Helper()
 	return strategytest.MustParse(t, text, sets...)
 }
@@ -53,7 +53,7 @@ func Main(m *testing.M, host func(cacheDir string) modhost.Host) int {
 }
 
 // TestHost returns the tests' module host.
-func TestHost(t *testing.T) modhost.Host {
+func TestHost(t testing.TB) modhost.Host {
 	return newHost(wasmCache)
 }
 
@@ -74,6 +74,12 @@ func SplitDropouts(model string) []string {
 // StepsIn is runSteps in ctx (which may carry a communicator), returning
 // its error.
 func StepsIn(ctx context.Context, t *testing.T, steps int, cfg *config.Config) ([]StepRecord, error) {
+	return StepsWith(ctx, t, steps, cfg, nil)
+}
+
+// StepsWith is StepsIn, calling prepare (when not nil) on the stepper
+// before the first step.
+func StepsWith(ctx context.Context, t *testing.T, steps int, cfg *config.Config, prepare func(train.Stepper)) ([]StepRecord, error) {
 	env, _, closeEnv, err := train.NewEnv(ctx, cfg, TestHost(t))
 	if err != nil {
 		return nil, err
@@ -88,6 +94,9 @@ func StepsIn(ctx context.Context, t *testing.T, steps int, cfg *config.Config) (
 		return nil, err
 	}
 	defer st.Release()
+	if prepare != nil {
+		prepare(st)
+	}
 	opt, err := env.NewOptimizer(env.Backend)
 	if err != nil {
 		return nil, err

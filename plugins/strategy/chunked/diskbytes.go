@@ -1,0 +1,85 @@
+package chunked
+
+import (
+	"fmt"
+
+	"strata/core/graph"
+)
+
+// The host file's traffic (chunked.host_file). An epoch must move, at
+// the least, every matrix that one pass leaves on the host tier for a
+// later pass: written once, and read once by every pass that reads it
+// (docs/hongtu.md, "Disk traffic of an epoch"). With N nodes, layer
+// widths w_0 (the features) … w_L (the classes), s bytes a value,
+// R_l = 1 when layer l's backward reads its input rows (recomputed
+// intermediates, or a backward that reads its input) and N_T the
+// destinations of the chunks with training nodes:
+//
+//	written = Σ_{l=1}^{L-1} 2·N·w_l·s + N_T·w_L·s
+//	read    = Σ_{l=1}^{L-1} (2 + R_l)·N·w_l·s + N_T·w_L·s
+//
+// The hidden activations h_l are written by forward l−1, read by
+// forward l and again by backward l when R_l; their gradients dh_l are
+// written by backward l and read by backward l−1; the loss gradient
+// dh_L is written by the last forward and read by the last backward.
+// The features are not in the host file: they are read from the dataset,
+// at least once (N·w_0·4 bytes of float32 rows).
+
+// HostFileFigures are an epoch's bytes through chunked.host_file: the
+// least the schedule needs and what the last epoch read and wrote.
+type HostFileFigures struct {
+	MinReadBytes    int64 `json:"min_read_bytes" doc:"the least bytes an epoch reads from the host file: each hidden activation once per pass that reads it, each gradient once (docs/hongtu.md)"`
+	MinWrittenBytes int64 `json:"min_written_bytes" doc:"the least bytes an epoch writes to the host file: each hidden activation and each gradient once"`
+	ReadBytes       int64 `json:"read_bytes" doc:"bytes the last epoch read from the host file and its log of gradient additions (every pread)"`
+	WrittenBytes    int64 `json:"written_bytes" doc:"bytes the last epoch wrote to the host file and its log of gradient additions (every pwrite)"`
+	FeatureBytes    int64 `json:"feature_bytes" doc:"the features' bytes (float32 rows), read from the dataset rather than the host file: at least once an epoch from disk when the dataset is a file not in the page cache"`
+}
+
+// minDiskBytes returns the least bytes an epoch reads from and writes to
+// the host file (see HostFileFigures).
+func (r *chunkedRun) minDiskBytes() (read, written int64) {
+	n := int64(r.e.DS.NumNodes)
+	s := int64(r.e.DT.Size())
+	last := len(r.layers)
+	for l := 1; l < last; l++ {
+		m := n * int64(r.widths[l]) * s
+		written += 2 * m // h_l and dh_l
+		read += 2 * m    // h_l by forward l, dh_l by backward l-1
+		if r.readsInputBack(l) {
+			read += m // h_l again by backward l
+		}
+	}
+	var nt int64 // destinations of the chunks with training nodes
+	for _, c := range r.plan.Chunks {
+		if len(c.Train) > 0 {
+			nt += int64(len(c.Dst))
+		}
+	}
+	loss := nt * int64(r.widths[last]) * s
+	return read + loss, written + loss
+}
+
+// readsInputBack reports whether layer l's backward pass loads the
+// layer's input rows again.
+func (r *chunkedRun) readsInputBack(l int) bool { return !r.cache[l] || r.needIn[l] }
+
+// hostFileFigures returns the host file's figures (nil without one).
+func (r *chunkedRun) hostFileFigures() *HostFileFigures {
+	if r.io == nil {
+		return nil
+	}
+	minRead, minWritten := r.minDiskBytes()
+	return &HostFileFigures{MinReadBytes: minRead, MinWrittenBytes: minWritten, ReadBytes: r.disk[0], WrittenBytes: r.disk[1],
+		FeatureBytes: int64(r.e.DS.NumNodes) * int64(r.e.Dim) * 4}
+}
+
+// announceDisk is the announcement's line on the host file's traffic
+// ("" without one).
+func (r *chunkedRun) announceDisk() string {
+	if r.io == nil {
+		return ""
+	}
+	read, written := r.minDiskBytes()
+	return fmt.Sprintf("\nchunked: host file: an epoch reads at least %s and writes at least %s of it (the features, %s, come from the dataset)",
+		graph.FormatBytes(read), graph.FormatBytes(written), graph.FormatBytes(int64(r.e.DS.NumNodes)*int64(r.e.Dim)*4))
+}
