@@ -143,6 +143,7 @@ type chunkedRun struct {
 	dedup   string             // chunked.dedup
 	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
 	commS   map[string]float64 // Eq. 4's communication time of an epoch per mode
+	clocks  deviceClocks       // the devices' busy time, synchronised per pass
 }
 
 var (
@@ -469,6 +470,12 @@ type ChunkedFigures struct {
 	// the host, over the graph's nodes (HongTu Table 8's V_ori, V_+p2p
 	// and V_+ru normalised by |V|).
 	CommRows map[string]float64 `json:"comm_rows_per_node" doc:"neighbour rows one layer pass loads from the host over |V|: without deduplication (original), with p2p sharing (p2p), with p2p and reuse (p2p_reuse); HongTu Table 8"`
+	// PredictedConcurrentS and PredictedSequentialS are the last epoch on
+	// simulated devices with every device on its own clock, synchronised
+	// after each pass (HongTu Fig. 5b), and with every chunk after the
+	// other on one clock (see deviceClocks).
+	PredictedConcurrentS float64 `json:"predicted_concurrent_s,omitempty" doc:"simulated devices: the last epoch's predicted time with each device busy on its own clock (kernels, its links' transfers) and every layer pass and the all-reduce ending at the slowest device (HongTu Fig. 5b)"`
+	PredictedSequentialS float64 `json:"predicted_sequential_s,omitempty" doc:"simulated devices: the same work on one clock, every chunk after the other (the sum over devices of what predicted_concurrent_s takes the max of)"`
 }
 
 // Figures implements train.FigureDeclarer.
@@ -488,6 +495,9 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 		CommBytes:      map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
 		CommPredictedS: map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
 		CommRows:       map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
+
+		PredictedConcurrentS: r.clocks.ConcurrentS,
+		PredictedSequentialS: r.clocks.SequentialS,
 	})
 }
 
@@ -513,6 +523,7 @@ func (r *chunkedRun) Release() {
 // reverse; then the devices' gradients are summed onto device 0, whose
 // parameters the loop's optimizer steps.
 func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	r.clocks.start(r.e.Be)
 	if err := r.broadcast(); err != nil {
 		return 0, err
 	}
@@ -535,6 +546,7 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		if err != nil {
 			return 0, err
 		}
+		r.clocks.sync() // the layer's forward ends on every device
 	}
 	for l := last; l >= 0; l-- {
 		if l > 0 {
@@ -552,6 +564,7 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		if err != nil {
 			return 0, fmt.Errorf("backward: %w", err)
 		}
+		r.clocks.sync()
 	}
 	ps := make([]*engine.Params, len(r.devs))
 	for i, d := range r.devs {
@@ -560,6 +573,8 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	if err := steprun.AllReduceParams(r.e.Be, ps, false); err != nil {
 		return 0, fmt.Errorf("reduce: %w", err)
 	}
+	r.clocks.sync() // the gradients' all-reduce
+	r.clocks.end()
 	return loss, update()
 }
 
