@@ -120,6 +120,16 @@ type TimePredictor interface {
 	Predicted() Predicted
 }
 
+// BusyCounter is implemented by backends that predict time per device:
+// DeviceBusy returns, for device i, the predicted seconds it has been busy
+// so far: its kernels, and the transfers that reach it (from the host or
+// a peer) or leave it for the host, each at its link's bandwidth. Reading
+// it is no barrier (unlike TimePredictor.Predicted), so a strategy may
+// read it at its own synchronisation points.
+type BusyCounter interface {
+	DeviceBusy() []float64
+}
+
 // InPlaceReads is implemented by backends that count the bytes a kernel on
 // one tier reads in place from memory on another (unified virtual
 // addressing: XGNN's samplers read remote topology this way), without a

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
+	"strings"
 
 	"strata/core/backend"
 	"strata/core/ir"
@@ -49,6 +51,34 @@ func (b *Backend) Predicted() backend.Predicted {
 		p.KernelS[tier] = maps.Clone(m)
 	}
 	return p
+}
+
+// DeviceBusy implements backend.BusyCounter: per device, its kernel
+// seconds and the seconds of the transfers into it (host→device and
+// peer→device, the receiver's copy) and from it to the host, since the
+// last ResetTraffic (a link behind a PCIe switch at the slower of the
+// two; the devices' shares of the uplink are not contended here).
+func (b *Backend) DeviceBusy() []float64 {
+	t := b.traffic
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]float64, len(b.tiers)-1)
+	for i := range out {
+		m := t.kernelS[DeviceTier(i)]
+		for _, k := range slices.Sorted(maps.Keys(m)) { // a fixed order: the same sum every run
+			out[i] += m[k]
+		}
+	}
+	for _, l := range slices.SortedFunc(maps.Keys(t.bytes), func(x, y Link) int { return strings.Compare(x.String(), y.String()) }) {
+		d := b.device(l.To)
+		if d < 0 {
+			d = b.device(l.From)
+		}
+		if d >= 0 {
+			out[d] += b.linkSeconds(l, t.bytes[l])
+		}
+	}
+	return out
 }
 
 // kernel is what a call costs: the cost model's op code and sizes of a

@@ -147,6 +147,7 @@ type chunkedRun struct {
 	dedup   string             // chunked.dedup
 	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
 	commS   map[string]float64 // Eq. 4's communication time of an epoch per mode
+	clocks  deviceClocks       // the devices' busy time, synchronised per pass
 }
 
 var (
@@ -486,6 +487,12 @@ type ChunkedFigures struct {
 	// HostFile is an epoch's traffic through chunked.host_file, the
 	// least and the measured (nil: the host tier is in RAM).
 	HostFile *HostFileFigures `json:"host_file,omitempty" doc:"with chunked.host_file: an epoch's bytes through the host file, the least the schedule needs and the last epoch's"`
+	// PredictedConcurrentS and PredictedSequentialS are the last epoch on
+	// simulated devices with every device on its own clock, synchronised
+	// after each pass (HongTu Fig. 5b), and with every chunk after the
+	// other on one clock (see deviceClocks).
+	PredictedConcurrentS float64 `json:"predicted_concurrent_s,omitempty" doc:"simulated devices: the last epoch's predicted time with each device busy on its own clock (kernels, its links' transfers) and every layer pass and the all-reduce ending at the slowest device (HongTu Fig. 5b)"`
+	PredictedSequentialS float64 `json:"predicted_sequential_s,omitempty" doc:"simulated devices: the same work on one clock, every chunk after the other (the sum over devices of what predicted_concurrent_s takes the max of)"`
 }
 
 // Figures implements train.FigureDeclarer.
@@ -506,6 +513,8 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 		CommPredictedS: map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
 		CommRows:       map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
 		HostFile:       r.hostFileFigures(),
+		PredictedConcurrentS: r.clocks.ConcurrentS,
+		PredictedSequentialS: r.clocks.SequentialS,
 	})
 }
 
@@ -531,6 +540,7 @@ func (r *chunkedRun) Release() {
 // reverse; then the devices' gradients are summed onto device 0, whose
 // parameters the loop's optimizer steps.
 func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
+	r.clocks.start(r.e.Be)
 	if err := r.broadcast(); err != nil {
 		return 0, err
 	}
@@ -554,6 +564,7 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		if err != nil {
 			return 0, err
 		}
+		r.clocks.sync() // the layer's forward ends on every device
 	}
 	for l := last; l >= 0; l-- {
 		if l > 0 {
@@ -571,6 +582,7 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		if err != nil {
 			return 0, fmt.Errorf("backward: %w", err)
 		}
+		r.clocks.sync()
 	}
 	ps := make([]*engine.Params, len(r.devs))
 	for i, d := range r.devs {
@@ -581,6 +593,8 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	}
 	read, written := r.io.Bytes()
 	r.disk = [2]int64{read - read0, written - written0}
+	r.clocks.sync() // the gradients' all-reduce
+	r.clocks.end()
 	return loss, update()
 }
 

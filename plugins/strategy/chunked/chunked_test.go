@@ -180,21 +180,14 @@ func TestChunkedHostFile(t *testing.T) {
 // V_+ru of the plan: Alg. 2 and Alg. 3), the p2p traffic, and that the
 // modes compute the same loss.
 func TestChunkedDedupTraffic(t *testing.T) {
-	ctx := context.Background()
 	var losses []float64
 	var volumes map[string]int64
 	for _, mode := range []string{"none", "p2p", "p2p_reuse"} {
 		t.Run(mode, func(t *testing.T) {
-			cfg := testkit.MustParse(t, testkit.CoraBase, chunkedSets(`devices.preset="nvlink-clique-4"`, "chunked.chunks=16", `chunked.dedup="`+mode+`"`,
-				`chunked.intermediates="recompute"`, "chunked.reorganize=true", `train.dtype="float64"`)...)
-			st, env := newTestRun(t, cfg)
-			env.Backend.(interface{ ResetTraffic() }).ResetTraffic()
-			loss, err := st.Epoch(ctx, 1, func() error { return nil })
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, be, loss := trainOneEpoch(t, chunkedSets(`devices.preset="nvlink-clique-4"`, "chunked.chunks=16", `chunked.dedup="`+mode+`"`,
+				`chunked.intermediates="recompute"`, "chunked.reorganize=true", `train.dtype="float64"`), false)
 			losses = append(losses, loss)
-			by := env.Backend.(backend.TrafficCounter).TrafficByPurpose()
+			by := be.(backend.TrafficCounter).TrafficByPurpose()
 			var res train.Result
 			st.ReportResult(&res)
 			volumes = res.Figures["chunked"].(*ChunkedFigures).CommBytes
