@@ -507,12 +507,12 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 	b := r.commBytes(r.comm)
 	nodes := float64(max(r.e.DS.NumNodes, 1))
 	res.SetFigures("chunked", &ChunkedFigures{
-		Chunks:         len(r.plan.Chunks),
-		Intermediates:  r.modes(),
-		CommBytes:      map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
-		CommPredictedS: map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
-		CommRows:       map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
-		HostFile:       r.hostFileFigures(),
+		Chunks:               len(r.plan.Chunks),
+		Intermediates:        r.modes(),
+		CommBytes:            map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
+		CommPredictedS:       map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
+		CommRows:             map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
+		HostFile:             r.hostFileFigures(),
 		PredictedConcurrentS: r.clocks.ConcurrentS,
 		PredictedSequentialS: r.clocks.SequentialS,
 	})
