@@ -24,7 +24,9 @@
 # Commands: strata `train --set data.dataset=D --set train.mode=minibatch
 # --set model.name=sage --set model.hidden=H --set sampler.name=uniform
 # --set sampler.fanouts=[F2,F1] --set minibatch.batch_size=B --set
-# train.epochs=E --set train.threads=2 --set train.seed=S`; the peer
+# train.epochs=E --set train.lr=0.003 --set train.weight_decay=0 --set
+# model.dropout=0.5 --set model.input_dropout=0 --set train.threads=2
+# --set train.seed=S` (the peer's hyperparameters); the peer
 # `minibatch.py --dataset D --fanouts F1,F2 --batch-size B --hidden H
 # --epochs E --threads 2 --seed S`. strata's median epoch is over all
 # epochs, the peer's excludes its first (--warmup 1); each side evaluates
@@ -56,7 +58,8 @@ for ds in "${DATASETS[@]}"; do
 	for ((s = 0; s < SEEDS; s++)); do
 		/usr/bin/time -f '%M' -o "$TMP/rss" "$BIN" train --set data.dataset="$spec" --set train.mode=minibatch \
 			--set model.name=sage --set model.hidden="$HIDDEN" --set sampler.name=uniform --set "sampler.fanouts=[$REVERSED]" \
-			--set minibatch.batch_size="$BATCH" --set train.epochs="$EPOCHS" --set train.threads=2 --set train.seed="$s" \
+			--set minibatch.batch_size="$BATCH" --set train.epochs="$EPOCHS" --set train.lr=0.003 --set train.weight_decay=0 \
+			--set model.dropout=0.5 --set model.input_dropout=0 --set train.threads=2 --set train.seed="$s" \
 			--set output.progress=off --set output.json=true "${EXTRA_ARGS[@]}" > "$TMP/out"
 		"$PY" -c 'import json,sys; r=json.loads(open(sys.argv[3]).readlines()[-1]); rss=int(open(sys.argv[4]).read().split()[-1]); print(json.dumps(dict(side="strata", dataset=sys.argv[1], seed=int(sys.argv[2]), acc=r["test_acc"], epoch_s=r["epoch_time_median_s"], eval_s=r["eval_time_median_s"], rss_mib=rss/1024)))' "$ds" "$s" "$TMP/out" "$TMP/rss" >> "$OUT"
 		(cd "$PEERS" && /usr/bin/time -f '%M' -o "$TMP/rss" "$PY" minibatch.py --dataset "$spec" --fanouts "$FANOUTS" --batch-size "$BATCH" \

@@ -54,6 +54,18 @@ func (e Env) GatherInput(ids []int32) (FeatRows, error) {
 	return FeatRows{F32: GatherRows(e.Feats, e.Dim, ids)}, nil
 }
 
+// RowRange returns the feature rows of the nodes [lo, hi) without a copy,
+// false when the run reads its rows from disk.
+func (e Env) RowRange(lo, hi int) (FeatRows, bool) {
+	switch {
+	case e.Disk != nil:
+		return FeatRows{}, false
+	case e.Half != 0:
+		return FeatRows{u16: e.feats16[lo*e.Dim : hi*e.Dim]}, true
+	}
+	return FeatRows{F32: e.Feats[lo*e.Dim : hi*e.Dim]}, true
+}
+
 // AllRows is the whole feature matrix in its storage.
 func (e Env) AllRows() FeatRows { return FeatRows{F32: e.Feats, u16: e.feats16} }
 

@@ -167,6 +167,20 @@ func (r *Runner) layerChunks(ctx context.Context, l int, prev, next *layerRows, 
 	return ran, nil
 }
 
+// rangeOf returns the feature rows of ids without a copy when ids are
+// consecutive (a chunk of every node reads itself in order).
+func (e Env) rangeOf(ids []int32) (FeatRows, bool) {
+	for i, v := range ids {
+		if v != ids[0]+int32(i) {
+			return FeatRows{}, false
+		}
+	}
+	if len(ids) == 0 {
+		return FeatRows{}, false
+	}
+	return e.RowRange(int(ids[0]), int(ids[0])+len(ids))
+}
+
 // layerChunk runs layer l over one chunk's block: its input rows from
 // prev (or the features), its output rows into next, or at the last layer
 // (next nil) to fn.
@@ -178,8 +192,9 @@ func (r *Runner) layerChunk(ctx context.Context, l int, blocks []sampling.Block,
 	var err error
 	if prev != nil {
 		input, err = prev.upload(be, src, e.DT, e.Tier)
+	} else if x, ok := e.rangeOf(src); ok {
+		input, err = PlaceRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier) // in place where the backend can
 	} else {
-		var x FeatRows
 		if x, err = e.GatherInput(src); err == nil {
 			input, err = uploadRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier)
 		}

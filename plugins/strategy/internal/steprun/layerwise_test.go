@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,5 +118,44 @@ func TestLayerwiseHalvesChunks(t *testing.T) {
 	}
 	if diff > testkit.SplitTol*scale {
 		t.Fatalf("halved chunks: logits differ by %.3g (largest %.3g)", diff, scale)
+	}
+}
+
+// TestLayerwiseKeepsFeatures: a chunk of every node reads the feature
+// matrix in place (float32 on the cpu); evaluating twice gives the same
+// logits bit for bit and leaves the features as they were.
+func TestLayerwiseKeepsFeatures(t *testing.T) {
+	ctx := context.Background()
+	for _, model := range testkit.BettyModels() {
+		t.Run(model, func(t *testing.T) {
+			e := testkit.TestEnv(t, testkit.ModelSets(model)...)
+			before := slices.Clone(e.Feats)
+			r, err := steprun.NewRunner(e, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Release()
+			if err := r.EnableLayerwise(); err != nil {
+				t.Fatal(err)
+			}
+			n, c := e.DS.NumNodes, e.DS.NumClasses
+			rows := make([]int32, n)
+			for i := range rows {
+				rows[i] = int32(i)
+			}
+			logits := func() []float64 {
+				out := make([]float64, n*c)
+				if err := r.PredictScores(ctx, make([]int32, n), rows, out); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			if a, b := logits(), logits(); !slices.Equal(a, b) {
+				t.Error("two evaluations differ")
+			}
+			if !slices.Equal(before, e.Feats) {
+				t.Error("evaluation changed the feature matrix")
+			}
+		})
 	}
 }
