@@ -12,7 +12,7 @@ import (
 // (the split fits the nodes) and stay so under every divisor, and its
 // degree shape is one the model fits.
 func TestStandInsScale(t *testing.T) {
-	for _, s := range standIns {
+	for _, s := range standIns() {
 		if _, err := graph.FitDegreeShape(s.Shape); err != nil {
 			t.Errorf("%s: %v", s.Name, err)
 		}
