@@ -43,10 +43,17 @@ func (m DegreeModel) Share(f float64) float64 {
 // Rank returns the node rank (in [0, 1)) at which the endpoint
 // distribution's CDF reaches u in [0, 1): an endpoint drawn as Rank(u)
 // for uniform u follows the model.
-func (m DegreeModel) Rank(u float64) float64 {
+func (m DegreeModel) Rank(u float64) float64 { return m.ranker()(u) }
+
+// ranker returns Rank with the curve's ends evaluated once, for drawing
+// many endpoints.
+func (m DegreeModel) ranker() func(u float64) float64 {
 	lo := m.g(m.R)
-	x := m.gInv(lo+u*(m.g(1+m.R)-lo)) - m.R
-	return min(max(x, 0), math.Nextafter(1, 0))
+	span := m.g(1+m.R) - lo
+	top := math.Nextafter(1, 0)
+	return func(u float64) float64 {
+		return min(max(m.gInv(lo+u*span)-m.R, 0), top)
+	}
 }
 
 // FitDegreeShape returns the model whose top-1% and top-10% shares are
@@ -186,9 +193,10 @@ func mergeNewKeys(keys, extra []uint64) []uint64 {
 // streams of the round.
 func drawEdgeKeys(m DegreeModel, perm cyclePerm, out []uint64, directed bool, seed, round uint64) {
 	n := float64(perm.n)
+	rank := m.ranker()
 	node := func(r *rng) uint64 {
 		u := float64(r.next()>>11) / (1 << 53)
-		return perm.apply(min(uint64(m.Rank(u)*n), perm.n-1))
+		return perm.apply(min(uint64(rank(u)*n), perm.n-1))
 	}
 	chunks := (len(out) + rmatChunk - 1) / rmatChunk
 	parallelFor(chunks, 1, func(lo, hi int) {
