@@ -6,7 +6,6 @@ package hybrid
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 
 	"strata/core/backend"
@@ -49,17 +48,19 @@ type HybridOptions struct {
 	DRMStep     float64  `toml:"drm_step" range:"(0,0.5]" doc:"how much balance work moves the CPU share per adjustment"`
 	Threads     int      `toml:"threads" range:"[0,4096]" doc:"CPU thread budget of sampling, feature loading and CPU training together (0 = all cores); balance thread moves threads between them; the host stages (sampling, loading, the CPU trainers' bind) share what the CPU trainers leave and take turns when it is short"`
 	SampleOn    string   `toml:"sample_on" enum:"cpu,device" doc:"where each device trainer's part is sampled: cpu = the CPU sampler reads the host's graph; device = the device's own sampler reads the topology from the device's memory (the memory store, core/store, holds the whole topology on every device; its reads are counted and timed by the device's roofline)"`
+	SampleCPU   float64  `toml:"sample_cpu_share" range:"[0,1]" hash:"omitempty" doc:"with sample_on = \"device\": the share of the devices' sampling the CPU sampler does at the start, reading that share of the nodes' rows (chosen by a hash of the node id) from the host's graph instead of the device's copy; the blocks are the same, the time moves (DRM's balance work between T_SC and T_SA moves it, HyScale Alg. 1)"`
 	Prefetch    bool     `toml:"prefetch" doc:"two-stage feature prefetch: host gather into a staging buffer, then host->device, both running ahead of training"`
 	// The machine description of costmodel.hyscale (see docs/hyscale.md
 	// for the micro-benchmark that measures them).
-	CPUGFLOPS   float64 `toml:"cpu_gflops" range:"(0,)" doc:"performance model: the CPU trainer's dense throughput per thread in GFLOP/s (N x freq of Eq. 12)"`
-	CPUGBps     float64 `toml:"cpu_gbps" range:"(0,)" doc:"performance model: effective CPU memory bandwidth per thread in GB/s for gathers and aggregation (BW_DDR of Eq. 7, 11)"`
-	SampleMEPS  float64 `toml:"sample_meps" range:"(0,)" doc:"performance model: sampled edges per second per thread, in millions (the measured sampling profile that stands for T_samp)"`
-	AggGBps     float64 `toml:"agg_gbps" range:"(0,)" doc:"performance model: the CPU trainer's sparse aggregation (SpMM) per thread in GB/s of gathered source rows (BW of Eq. 11 on the CPU)"`
-	DropoutMEPS float64 `toml:"dropout_meps" range:"(0,)" doc:"performance model: dropout elements per second per thread on the CPU, in millions (mask drawn and applied, output written)"`
-	BindMEPS    float64 `toml:"bind_meps" range:"(0,)" doc:"performance model: block edges a CPU trainer binds per second per thread, in millions (adjacency, edge weights and program before training)"`
-	Calibrate   bool    `toml:"calibrate" doc:"measure the CPU's machine description (cpu_gflops, cpu_gbps, agg_gbps, sample_meps, dropout_meps, bind_meps) by short probes in this process before every epoch, replacing the keys' values (predicted DRM then depends on the machine's speed); with prefetch the stage probes run beside a CPU trainer's training step on a probe batch, whose memory the calibration holds while they run"`
-	PaperModel  bool    `toml:"paper_model" doc:"performance model: Eq. 10-12 as printed (the backward is the first layer's update plus the later layers' forward work; no dropout and no CPU bind term)"`
+	CPUGFLOPS   float64  `toml:"cpu_gflops" range:"(0,)" doc:"performance model: the CPU trainer's dense throughput per thread in GFLOP/s (N x freq of Eq. 12)"`
+	CPUGBps     float64  `toml:"cpu_gbps" range:"(0,)" doc:"performance model: effective CPU memory bandwidth per thread in GB/s for gathers and aggregation (BW_DDR of Eq. 7, 11)"`
+	SampleMEPS  float64  `toml:"sample_meps" range:"(0,)" doc:"performance model: sampled edges per second per thread, in millions (the measured sampling profile that stands for T_samp)"`
+	AggGBps     float64  `toml:"agg_gbps" range:"(0,)" doc:"performance model: the CPU trainer's sparse aggregation (SpMM) per thread in GB/s of gathered source rows (BW of Eq. 11 on the CPU)"`
+	DropoutMEPS float64  `toml:"dropout_meps" range:"(0,)" doc:"performance model: dropout elements per second per thread on the CPU, in millions (mask drawn and applied, output written)"`
+	BindMEPS    float64  `toml:"bind_meps" range:"(0,)" doc:"performance model: block edges a CPU trainer binds per second per thread, in millions (adjacency, edge weights and program before training)"`
+	Calibrate   bool     `toml:"calibrate" doc:"measure the CPU's machine description (cpu_gflops, cpu_gbps, agg_gbps, sample_meps, dropout_meps, bind_meps) by short probes in this process before every epoch, replacing the keys' values (predicted DRM then depends on the machine's speed); with prefetch the stage probes run beside a CPU trainer's training step on a probe batch, whose memory the calibration holds while they run"`
+	Host        HostSpec `toml:"host" hash:"omitempty" doc:"the host CPU a simulated run prices (HyScale's: cores = 128, mem_gbps = 205): the thread budget DRM splits and the model prices, and the memory bandwidth the loader's gather and the CPU aggregation share; left out = this machine"`
+	PaperModel  bool     `toml:"paper_model" doc:"performance model: Eq. 10-12 as printed (the backward is the first layer's update plus the later layers' forward work; no dropout and no CPU bind term)"`
 }
 
 // Batching is how a step's nodes are given to the trainers
@@ -126,8 +127,8 @@ func (s *Hybrid) CheckConfig(cfg *config.Config) error {
 	if h.CPUTrainers == 0 && h.CPUShare > 0 {
 		return cfg.KeyError(fmt.Sprintf("hybrid.cpu_share = %g with hybrid.cpu_trainers = 0: no CPU trainer can take that share; set hybrid.cpu_share = 0 or add CPU trainers", h.CPUShare), "hybrid", "cpu_share")
 	}
-	if cores := runtime.NumCPU(); h.Threads > cores {
-		return cfg.KeyError(fmt.Sprintf("hybrid.threads = %d is above this machine's %d cores: the budget of sampling, loading and CPU training threads must fit the cores; set hybrid.threads <= %d (0 = all cores)", h.Threads, cores, cores), "hybrid", "threads")
+	if err := checkHost(cfg, h); err != nil {
+		return err
 	}
 	if cfg.Train.Backend == "cpu" {
 		// The cpu backend has no devices: only the CPU trainers train.
@@ -145,6 +146,9 @@ func (s *Hybrid) CheckConfig(cfg *config.Config) error {
 		if h.CPUShare >= 1 {
 			return cfg.KeyError(fmt.Sprintf("hybrid.batching = \"per-trainer\" with hybrid.cpu_share = %g: the devices train a mini-batch each every step, so the CPU trainers' share of a step is below 1; set hybrid.cpu_share below 1", h.CPUShare), "hybrid", "cpu_share")
 		}
+	}
+	if h.SampleCPU > 0 && h.SampleOn != "device" {
+		return cfg.KeyError(fmt.Sprintf("hybrid.sample_cpu_share = %g: the CPU sampler already samples every part with hybrid.sample_on = %q; set hybrid.sample_on = \"device\" or leave sample_cpu_share out", h.SampleCPU, h.SampleOn), "hybrid", "sample_cpu_share")
 	}
 	if h.SampleOn == "device" {
 		if cfg.Train.Backend == "cpu" {
@@ -184,7 +188,7 @@ func (*Hybrid) Figures() any { return HybridFigures{} }
 func (HybridFigures) CheckRules() []train.CheckRule {
 	rules := []train.CheckRule{}
 	for _, p := range []string{"*_pred", "*_pred_bracketed", "epoch_pred_s", "epoch_pred_bracketed_s", "predicted_mteps",
-		"cpu_share", "adjustments", "edges", "steps", "load_fresh_*", "machine_*"} {
+		"cpu_share", "sample_cpu_share", "adjustments", "edges", "steps", "load_fresh_*", "machine_*"} {
 		rules = append(rules, train.CheckRule{Pattern: p})
 	}
 	return append(rules,
@@ -242,14 +246,17 @@ type hybridStepper struct {
 	// With hybrid.sample_on = "device": the memory store holding the
 	// topology on every device, and each device trainer's view of it
 	// (indexed by trainer; nil for the CPU trainers).
-	store   *store.Store
-	topo    []*store.TopologyView
-	state   drmState // the latest decision (the next epoch starts from it)
-	budget  int      // the CPU thread budget (hybrid.threads, or every core)
-	host    *hostThreads
-	staging stagingPool // the loader's staging buffers, recycled between steps
-	stats   hybridEpoch
-	total   hybridTotals
+	store  *store.Store
+	topo   []*store.TopologyView
+	state  drmState // the latest decision (the next epoch starts from it)
+	budget int      // the CPU thread budget DRM splits and the model prices (hybrid.threads, or every core of the described host or this machine)
+	// execBudget is the thread budget the stages run on: budget, or this
+	// machine's share of a described host's (HostSpec).
+	execBudget int
+	host       *hostThreads
+	staging    stagingPool // the loader's staging buffers, recycled between steps
+	stats      hybridEpoch
+	total      hybridTotals
 	// With cpu_share = "model": whether the mapping ran (before the first
 	// epoch) and the share it chose.
 	mapped     bool
@@ -273,13 +280,10 @@ func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.E
 	}
 	s := &hybridStepper{h: h, e: e, nDev: len(devices), sampler: cfg.Sampler.Module.(sampling.Sampler),
 		batch: h.BatchSize, prefetch: h.PrefetchDepth, mapSeed: uint64(cfg.Train.Seed)}
-	budget := h.Threads
-	if budget == 0 {
-		budget = runtime.GOMAXPROCS(0)
-	}
-	s.state = initialState(max(h.CPUShare, 0), budget) // "model" is chosen before the first epoch
-	s.budget = budget
-	s.host = newHostThreads(budget, s.reservedThreads(s.state))
+	s.budget, s.execBudget = budgets(h)
+	s.state = initialState(max(h.CPUShare, 0), s.budget) // "model" is chosen before the first epoch
+	s.state.sampleCPU = h.SampleCPU
+	s.host = newHostThreads(s.execBudget, s.reservedThreads(s.exec(s.state)))
 	add := func(name string, cpu bool, re steprun.Env) error {
 		r, err := steprun.NewRunner(re, 1) // same seed: identical replicas
 		if err != nil {
@@ -309,7 +313,7 @@ func newHybrid(ctx context.Context, cfg *config.Config, mod *Hybrid, e steprun.E
 		if len(devices) > 0 || i > 0 {
 			// Each CPU trainer has its own cpu backend (the first one
 			// is the run's own without devices: the loop steps it).
-			be, err := newCPUBackend(ctx, cfg, s.state.train)
+			be, err := newCPUBackend(ctx, cfg, s.exec(s.state).train)
 			if err != nil {
 				s.Release()
 				return nil, err
@@ -406,8 +410,15 @@ func (s *hybridStepper) Announce() string {
 	for i, t := range s.trainers {
 		names[i] = t.name
 	}
-	return fmt.Sprintf("hybrid: trainers %s; CPU share %.3g; threads sample/load/train %d/%d/%d; drm %s; prefetch %v",
-		strings.Join(names, ","), s.state.share, s.state.sample, s.state.load, s.state.train, s.h.DRM, s.h.Prefetch)
+	host := ""
+	if hs := s.h.Host; hs.described() {
+		host = fmt.Sprintf("; described host: %d threads priced (%d run here), memory %g GB/s (0 = unbounded)", s.budget, s.execBudget, hs.MemGBps)
+	}
+	if s.topo != nil {
+		host += fmt.Sprintf("; the CPU sampler's share of the devices' sampling %.3g", s.state.sampleCPU)
+	}
+	return fmt.Sprintf("hybrid: trainers %s; CPU share %.3g; threads sample/load/train %d/%d/%d; drm %s; prefetch %v%s",
+		strings.Join(names, ","), s.state.share, s.state.sample, s.state.load, s.state.train, s.h.DRM, s.h.Prefetch, host)
 }
 
 var (

@@ -217,7 +217,7 @@ func (c *calibration) setUp() error {
 	}
 	// A CPU trainer's threads, as the step runs it (stepper.train), and
 	// the loader's.
-	c.nt = s.cpuThreads(s.state)
+	c.nt = s.cpuThreads(s.exec(s.state))
 	c.lt = max(1, s.state.load)
 	c.be = th.WithThreads(c.nt)
 	c.rng = probeRNG(probeSeed)

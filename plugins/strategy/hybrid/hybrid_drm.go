@@ -17,9 +17,12 @@ import (
 )
 
 // drmState is what dynamic resource management decides for a step: the
-// CPU trainers' share of the batch and the threads of the CPU tasks.
+// CPU trainers' share of the batch, the CPU sampler's share of the
+// devices' sampling (hybrid.sample_on = "device") and the threads of the
+// CPU tasks.
 type drmState struct {
 	share               float64
+	sampleCPU           float64
 	sample, load, train int
 }
 
@@ -47,132 +50,219 @@ func (t *stageTimes) add(o stageTimes) {
 	t.Bind += o.Bind
 }
 
-// sides are Alg. 1's two competing times: the accelerator's (its sampler,
-// transfer and trainer) and the CPU trainers'. With the stages
-// overlapping (two-stage prefetch) a side takes its slowest stage; without
-// it a step's transfer precedes its training on each side (the devices'
+// sides are Alg. 1's two competing times: the accelerator's (its
+// transfer and trainer, and its sampler unless DRM balances sampling as
+// a task of its own) and the CPU trainers'. With the stages overlapping
+// (two-stage prefetch) a side takes its slowest stage; without it a
+// step's transfer precedes its training on each side (the devices'
 // upload, the CPU trainers' bind), so a side takes their sum.
-func (t stageTimes) sides(overlap bool) (accel, cpu float64) {
-	if overlap {
-		return max(t.Tran, t.TA, t.SA), t.TC
+func (t stageTimes) sides(overlap, samplingTask bool) (accel, cpu float64) {
+	sa := t.SA
+	if samplingTask {
+		sa = 0 // Alg. 1 line 1: T_Accel = max(T_Tran, T_TA)
 	}
-	return max(t.SA, t.Tran+t.TA), t.Bind + t.TC
+	if overlap {
+		return max(t.Tran, t.TA, sa), t.TC
+	}
+	return max(sa, t.Tran+t.TA), t.Bind + t.TC
 }
+
+// samplingWork is what balancing sampling needs (the devices sample,
+// hybrid.sample_on = "device"): the edges the CPU sampler drew for the
+// CPU trainers' parts, and those of the devices' parts, whoever read
+// their rows.
+type samplingWork struct{ cpuParts, devParts float64 }
 
 // Alg. 1's task names.
 const (
 	taskSC    = "sample"
+	taskSA    = "dev_sample"
 	taskLoad  = "load"
 	taskTC    = "cpu_train"
 	taskAccel = "accel"
 )
 
+// drmTask is one of Alg. 1's tasks and its time.
+type drmTask struct {
+	name string
+	s    float64
+}
+
 // drmDecide is HyScale's Alg. 1: it finds the bottleneck of the step's
 // stage times and either moves work between the CPU trainers and the
-// devices (balance work) or moves a thread from the fastest CPU task to
-// the bottleneck (balance thread). When balance thread has no thread to
-// move (every CPU task has one) it balances work instead, so that a
-// CPU-bound start still converges. It returns the new state and a
-// description of the change ("" for none).
+// devices (balance work), moves sampling between the CPU sampler and the
+// devices' samplers (balance work of T_SC and T_SA; sw non-nil: the
+// devices sample), or moves a thread from the fastest CPU task to the
+// bottleneck (balance thread). When balance thread has no thread to move
+// (every CPU task has one) it balances work instead, so that a CPU-bound
+// start still converges. It returns the new state and a description of
+// the change ("" for none).
 //
 // The times were measured under state at (the step's own); the change
 // applies to cur, the latest decision, which in a pipeline may already
 // differ: balance work aims at the share where both sides would take
 // equally long if each side's time grows with its share (estimated at
 // at), moving cur at most step towards it.
-func drmDecide(cur, at drmState, t stageTimes, step float64, overlap bool) (drmState, string) {
-	st := cur
-	accel, tc := t.sides(overlap)
-	type task struct {
-		name string
-		s    float64
+func drmDecide(cur, at drmState, t stageTimes, step float64, overlap bool, sw *samplingWork) (drmState, string) {
+	d := drmStep{cur: cur, at: at, t: t, step: step, sw: sw}
+	d.accel, d.tc = t.sides(overlap, sw != nil)
+	d.all = []drmTask{{taskSC, t.SC}, {taskLoad, t.Load}, {taskTC, d.tc}, {taskAccel, d.accel}}
+	if sw != nil {
+		d.all = append(d.all, drmTask{taskSA, t.SA})
 	}
-	all := []task{{taskSC, t.SC}, {taskLoad, t.Load}, {taskTC, tc}, {taskAccel, accel}}
 	// Sort by time, slowest first; ties keep the order above (stable).
+	all := d.all
 	for i := 1; i < len(all); i++ {
 		for j := i; j > 0 && all[j].s > all[j-1].s; j-- {
 			all[j], all[j-1] = all[j-1], all[j]
 		}
 	}
-	bottleneck, fastest := all[0].name, all[len(all)-1].name
 	if all[0].s == 0 {
-		return st, ""
+		return cur, ""
 	}
-	threads := func(s *drmState, name string) *int {
-		switch name {
-		case taskSC:
-			return &s.sample
-		case taskLoad:
-			return &s.load
-		case taskTC:
-			return &s.train
-		}
-		return nil
-	}
-	balanceThread := func() (drmState, string, bool) {
-		// The fastest CPU task other than the bottleneck gives a thread.
-		for i := len(all) - 1; i > 0; i-- {
-			n := all[i].name
-			if n == bottleneck || n == taskAccel {
-				continue
-			}
-			out := st
-			from, to := threads(&out, n), threads(&out, bottleneck)
-			if *from <= 1 {
-				return st, "", false
-			}
-			*from--
-			*to++
-			return out, fmt.Sprintf("thread %s->%s %d/%d/%d", n, bottleneck, out.sample, out.load, out.train), true
-		}
-		return st, "", false
-	}
-	balanceWork := func() (drmState, string) {
-		// The share at which both sides would take equally long if each
-		// side's time is proportional to its share, bounded by step.
-		s, a := st.share, at.share
-		var target float64
-		switch {
-		case tc == 0 && accel == 0:
-			return st, ""
-		case a <= 0 || tc == 0:
-			target = a + step
-		case a >= 1 || accel == 0:
-			target = a - step
-		default:
-			cpuRate, devRate := a/tc, (1-a)/accel
-			target = cpuRate / (cpuRate + devRate)
-		}
-		if math.Abs(tc-accel) <= 0.05*max(tc, accel) {
-			return st, "" // balanced within 5%
-		}
-		target = min(max(target, s-step, 0), s+step, 1)
-		target = math.Round(target*1000) / 1000
-		if target == s {
-			return st, ""
-		}
-		out := st
-		out.share = target
-		return out, fmt.Sprintf("work %.3f->%.3f", s, target)
-	}
+	bottleneck, fastest, second := all[0].name, all[len(all)-1].name, all[len(all)-2].name
 	switch bottleneck {
+	case taskSA:
+		return d.balanceSampling()
 	case taskAccel:
-		return balanceWork()
+		return d.balanceWork()
 	case taskLoad:
-		out, what, _ := balanceThread()
+		out, what, _ := d.balanceThread()
 		return out, what
-	case taskSC, taskTC:
-		if bottleneck == taskTC && fastest == taskAccel {
-			return balanceWork()
+	case taskSC:
+		if sw != nil && (fastest == taskSA || fastest == taskAccel && second == taskSA) {
+			return d.balanceSampling()
 		}
-		if out, what, ok := balanceThread(); ok {
+		if out, what, ok := d.balanceThread(); ok || sw == nil {
 			return out, what
 		}
-		if bottleneck == taskTC {
-			return balanceWork()
+		return d.balanceSampling()
+	case taskTC:
+		if fastest == taskAccel || fastest == taskSA && second == taskAccel {
+			return d.balanceWork()
 		}
+		if out, what, ok := d.balanceThread(); ok {
+			return out, what
+		}
+		return d.balanceWork()
 	}
-	return st, ""
+	return cur, ""
+}
+
+// drmStep is one decision of Alg. 1 (drmDecide): the latest decision, the
+// state the step ran under, its times, the tasks slowest first and the
+// two sides of balance work.
+type drmStep struct {
+	cur, at   drmState
+	t         stageTimes
+	step      float64
+	sw        *samplingWork
+	all       []drmTask
+	accel, tc float64
+}
+
+// threads returns the field of s holding a CPU task's threads (nil for a
+// device task).
+func threads(s *drmState, name string) *int {
+	switch name {
+	case taskSC:
+		return &s.sample
+	case taskLoad:
+		return &s.load
+	case taskTC:
+		return &s.train
+	}
+	return nil
+}
+
+// balanceThread moves a thread from the fastest CPU task other than the
+// bottleneck to the bottleneck; ok is false when that task has one.
+func (d *drmStep) balanceThread() (drmState, string, bool) {
+	bottleneck := d.all[0].name
+	for i := len(d.all) - 1; i > 0; i-- {
+		n := d.all[i].name
+		if n == bottleneck || threads(&d.cur, n) == nil {
+			continue
+		}
+		out := d.cur
+		from, to := threads(&out, n), threads(&out, bottleneck)
+		if *from <= 1 || to == nil {
+			return d.cur, "", false
+		}
+		*from--
+		*to++
+		return out, fmt.Sprintf("thread %s->%s %d/%d/%d", n, bottleneck, out.sample, out.load, out.train), true
+	}
+	return d.cur, "", false
+}
+
+// balanceWork moves the CPU trainers' share towards the one at which
+// both sides would take equally long if each side's time is
+// proportional to its share, at most step.
+func (d *drmStep) balanceWork() (drmState, string) {
+	tc, accel := d.tc, d.accel
+	a := d.at.share
+	var target float64
+	switch {
+	case tc == 0 && accel == 0:
+		return d.cur, ""
+	case a <= 0 || tc == 0:
+		target = a + d.step
+	case a >= 1 || accel == 0:
+		target = a - d.step
+	default:
+		cpuRate, devRate := a/tc, (1-a)/accel
+		target = cpuRate / (cpuRate + devRate)
+	}
+	if math.Abs(tc-accel) <= 0.05*max(tc, accel) {
+		return d.cur, "" // balanced within 5%
+	}
+	out, moved := d.cur, false
+	out.share, moved = d.towards(d.cur.share, target)
+	if !moved {
+		return d.cur, ""
+	}
+	return out, fmt.Sprintf("work %.3f->%.3f", d.cur.share, out.share)
+}
+
+// balanceSampling moves the CPU sampler's share x of the devices'
+// sampling towards the one at which the CPU sampler and the devices'
+// samplers would take equally long: T_SC(x) = (E_c + x E_d) / R_c and
+// T_SA(x) = (1 - x) E_d / R_d, the rates R estimated at the step's own
+// share; at most step.
+func (d *drmStep) balanceSampling() (drmState, string) {
+	sc, sa, x := d.t.SC, d.t.SA, d.at.sampleCPU
+	if d.sw == nil || d.sw.devParts <= 0 || sc == 0 && sa == 0 {
+		return d.cur, ""
+	}
+	if math.Abs(sc-sa) <= 0.05*max(sc, sa) {
+		return d.cur, "" // balanced within 5%
+	}
+	ec, ed := d.sw.cpuParts, d.sw.devParts
+	var target float64
+	switch {
+	case sa == 0 || x >= 1:
+		target = x - d.step
+	case sc == 0 || ec+x*ed <= 0:
+		target = x + d.step
+	default:
+		cpuPerEdge, devPerEdge := sc/(ec+x*ed), sa/((1-x)*ed) // seconds per edge: 1/R
+		target = (ed*devPerEdge - ec*cpuPerEdge) / (ed*cpuPerEdge + ed*devPerEdge)
+	}
+	out, moved := d.cur, false
+	out.sampleCPU, moved = d.towards(d.cur.sampleCPU, target)
+	if !moved {
+		return d.cur, ""
+	}
+	return out, fmt.Sprintf("sampling %.3f->%.3f", d.cur.sampleCPU, out.sampleCPU)
+}
+
+// towards moves a share from cur at most step towards target, within
+// [0, 1] and to three decimals, and reports whether it moved.
+func (d *drmStep) towards(cur, target float64) (float64, bool) {
+	target = min(max(target, cur-d.step, 0), cur+d.step, 1)
+	target = math.Round(target*1000) / 1000
+	return target, target != cur
 }
 
 // hyscalePerf is HyScale's performance model (costmodel.hyscale) for one
@@ -237,7 +327,10 @@ func newHyscalePerf(ctx context.Context, cfg *config.Config, h HybridOptions, e 
 			p.pcie = topo.HostGBps[0]
 		}
 	} else if e.Tier != tensor.Host {
-		p.describeDevice(e)
+		if err := p.describeDevice(e); err != nil && h.CPUShare == ShareModel {
+			p.close()
+			return nil, cfg.KeyError(fmt.Sprintf("hybrid.cpu_share = \"model\" maps the split by pricing the devices, and the %s device cannot describe itself to the performance model (%v); give cpu_share a number", cfg.Train.Backend, err), "hybrid", "cpu_share")
+		}
 	}
 	return p, nil
 }
@@ -245,12 +338,12 @@ func newHyscalePerf(ctx context.Context, cfg *config.Config, h HybridOptions, e 
 // describeDevice prices a real device as it describes itself
 // (backend.DeviceDescriber: its roofline from its attributes, the host
 // link measured); a backend that cannot is priced as a V100 behind a PCIe
-// 3.0 x16 link, and the log says so.
-func (p *hyscalePerf) describeDevice(e steprun.Env) {
+// 3.0 x16 link, the log says so, and the error says why.
+func (p *hyscalePerf) describeDevice(e steprun.Env) error {
 	p.pcie = topology.PCIeGBps
 	d, ok := e.Be.(backend.DeviceDescriber)
 	if !ok {
-		return
+		return fmt.Errorf("the backend does not implement backend.DeviceDescriber")
 	}
 	spec, err := d.DeviceRoofline()
 	if err == nil {
@@ -263,6 +356,7 @@ func (p *hyscalePerf) describeDevice(e steprun.Env) {
 	if err != nil && e.Log != nil {
 		fmt.Fprintf(e.Log, "hybrid: performance model: %v; pricing the device as a V100 (%.0f GFLOP/s, %.0f GB/s) behind a %.0f GB/s link\n", err, p.dev.PeakGFLOPS, p.dev.MemGBps, p.pcie)
 	}
+	return err
 }
 
 // layerShape reads the model's layers: the widths they aggregate and the
@@ -376,8 +470,9 @@ type partWork struct {
 	rows            float64   // input rows (|V⁰|)
 	topoBytes       float64   // the blocks' topology bytes sent to a device
 	// Sampled on the device: topology bytes it read in its own memory and
-	// over links.
-	sampleLocal, sampleLink float64
+	// over links, and the neighbours the CPU sampler read for it instead
+	// (its share of the device's sampling, drmState.sampleCPU).
+	sampleLocal, sampleLink, hostNbrs float64
 }
 
 // stepWork is one step's work on every trainer (in trainer order).
@@ -407,10 +502,11 @@ func (w *stepWork) edges() float64 {
 func (w *stepWork) cpuSampled(onDevice bool, threads int) (edges, busy float64) {
 	var most float64
 	for k, p := range w.parts {
-		if !onDevice || w.cpu[k] {
-			e := p.sum()
-			edges, most = edges+e, max(most, e)
+		e := p.sum()
+		if onDevice && !w.cpu[k] {
+			e = p.hostNbrs // the CPU sampler's share of a device's part
 		}
+		edges, most = edges+e, max(most, e)
 	}
 	busy = float64(max(threads, 1))
 	if most > 0 {
@@ -442,7 +538,7 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 		return t, err
 	}
 	t.SC = out[0]
-	load := []float64{rows, float64(p.dim), 4, m.GBps, float64(st.load)}
+	load := []float64{rows, float64(p.dim), 4, p.memCapped(m.GBps, float64(st.load), 1), float64(st.load)}
 	if !p.h.PaperModel && w.freshBytes > 0 {
 		load = append(load, w.freshBytes, m.TouchGBps)
 	}
@@ -459,7 +555,7 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 		in := []float64{0, p.dev.MemGBps, p.dev.PeakGFLOPS, 4, float64(len(pw.edges))}
 		dropRate := 0.0 // a device's dropout is an elementwise kernel of its roofline: not modelled
 		if w.cpu[i] {
-			in[1], in[2], dropRate = m.AggGBps*cpuThreads, m.GFLOPS*cpuThreads, m.DropMEPS*cpuThreads
+			in[1], in[2], dropRate = p.memCapped(m.AggGBps, cpuThreads, float64(nCPU))*cpuThreads, m.GFLOPS*cpuThreads, m.DropMEPS*cpuThreads
 		}
 		for l := range pw.edges {
 			in = append(in, pw.edges[l], p.width[l], pw.src[l]*p.macsSrc[l]+pw.dst[l]*p.macsDst[l])

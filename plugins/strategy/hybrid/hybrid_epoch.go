@@ -186,6 +186,9 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 		onDevice[k] = s.topo != nil && !s.trainers[k].cpu
 	}
 	stats := make([]store.TopologyStats, len(split))
+	hostNbrs := make([]float64, len(split)) // a device part's neighbours the CPU sampler read
+	var cpuShareS float64                   // the CPU sampler's time in the devices' parts
+	var mu sync.Mutex
 	run := func(dev bool, threads int) error {
 		return parallel(len(split), threads, func(k int) error {
 			if len(split[k]) == 0 || onDevice[k] != dev {
@@ -195,17 +198,35 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 			if dev {
 				// The device reads the topology in its own memory:
 				// the blocks are those of the host graph, the reads
-				// counted.
+				// counted; with a CPU share, the CPU sampler reads
+				// that share of the rows from the host's graph.
 				gs, _ := sampling.AsGraphSampler(s.sampler) // checked by CheckConfig
-				b.parts[k].blocks, err = gs.SampleGraph(ctx, s.topo[k], split[k], rng)
+				var g sampling.Graph = s.topo[k]
+				var routed *routedGraph
+				if b.st.sampleCPU > 0 {
+					routed = newRoutedGraph(sampling.CSR(s.e.Adjs.Adj), s.topo[k], b.st.sampleCPU)
+					g = routed
+				}
+				t0 := time.Now()
+				b.parts[k].blocks, err = gs.SampleGraph(ctx, g, split[k], rng)
 				stats[k] = s.topo[k].Take()
+				if routed != nil {
+					hostNbrs[k] = float64(routed.hostNbrs.Load())
+					mu.Lock()
+					cpuShareS += time.Since(t0).Seconds() * routed.hostShare()
+					mu.Unlock()
+				}
 				return err
 			}
 			b.parts[k].blocks, err = s.sampler.Sample(ctx, s.e.Adjs.Adj, split[k], rng)
 			return err
 		})
 	}
-	b.err = run(true, b.st.sample)
+	devThreads := s.exec(b.st).sample
+	b.err = run(true, devThreads)
+	// The CPU sampler's reads in the devices' parts ran on their
+	// goroutines, in parallel: their time, shared.
+	b.times.SC = cpuShareS / float64(max(1, min(devThreads, s.nDev)))
 	cpuParts := 0 // the parts the CPU samples: one goroutine each
 	for k := range split {
 		if len(split[k]) > 0 && !onDevice[k] {
@@ -213,13 +234,13 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 		}
 	}
 	if b.err == nil && cpuParts > 0 {
-		threads, done, err := s.host.acquire(ctx, min(b.st.sample, cpuParts))
+		threads, done, err := s.host.acquire(ctx, min(s.exec(b.st).sample, cpuParts))
 		t0 := time.Now()
 		if b.err = err; err == nil {
 			b.err = run(false, threads)
 		}
 		done()
-		b.times.SC = time.Since(t0).Seconds()
+		b.times.SC += time.Since(t0).Seconds()
 	}
 	if b.err != nil {
 		b.err = fmt.Errorf("sampling batch %d: %w", b.n, b.err)
@@ -231,6 +252,7 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 		pw := &b.work.parts[k]
 		*pw = partWorkOf(p.blocks)
 		if onDevice[k] {
+			pw.hostNbrs = hostNbrs[k]
 			pw.sampleLocal = float64(stats[k].LocalBytes)
 			for _, v := range stats[k].Bytes {
 				pw.sampleLink += float64(v)
@@ -252,7 +274,8 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 // gathered from the host feature matrix into a staging buffer, on
 // st.load goroutines once it holds their threads.
 func (s *hybridStepper) load(ctx context.Context, b *hybridBatch) {
-	threads, done, err := s.host.acquire(ctx, b.st.load)
+	loaders := s.exec(b.st).load
+	threads, done, err := s.host.acquire(ctx, loaders)
 	if err != nil {
 		b.err = err
 		return
@@ -274,7 +297,7 @@ func (s *hybridStepper) load(ctx context.Context, b *hybridBatch) {
 		if fresh {
 			b.work.freshBytes += float64(len(p.x) * 4)
 		}
-		per := max(1, (len(src)+b.st.load-1)/b.st.load)
+		per := max(1, (len(src)+loaders-1)/loaders)
 		for lo := 0; lo < len(src); lo += per {
 			chunks = append(chunks, chunk{k, lo, min(lo+per, len(src))})
 		}
@@ -336,7 +359,7 @@ func (s *hybridStepper) transferParts(b *hybridBatch, cpu bool) error {
 			continue
 		}
 		tk := time.Now()
-		p.runner = t.runner(s.cpuThreads(b.st))
+		p.runner = t.runner(s.cpuThreads(s.exec(b.st)))
 		bb, err := s.bindPart(p, t.cpu)
 		if err != nil {
 			return fmt.Errorf("batch %d on %s: %w", b.n, t.name, err)
@@ -402,7 +425,7 @@ func (s *hybridStepper) train(ctx context.Context, b *hybridBatch, seed uint64, 
 	losses := make([]float64, len(s.trainers))
 	errs := make([]error, len(s.trainers))
 	stepSeed := steprun.BatchSeed(seed, b.n)
-	s.host.reserve(s.reservedThreads(b.st))
+	s.host.reserve(s.reservedThreads(s.exec(b.st)))
 	run := func(k int) {
 		p := &b.parts[k]
 		if len(p.nodes) == 0 {
@@ -875,7 +898,7 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 			src = pred
 		}
 		var what string
-		next, what = drmDecide(s.state, b.st, src, s.h.DRMStep, s.h.Prefetch)
+		next, what = drmDecide(s.state, b.st, src, s.h.DRMStep, s.h.Prefetch, s.samplingWork(&b.work))
 		if what != "" {
 			st.adjustments = append(st.adjustments, strconv.Itoa(b.n)+":"+what)
 			s.total.adjustments++
@@ -886,6 +909,24 @@ func (s *hybridStepper) runtime(b *hybridBatch, decisions []chan drmState) error
 		decisions[j] <- next
 	}
 	return nil
+}
+
+// samplingWork returns what balancing sampling needs when the devices
+// sample (nil otherwise): the edges of the CPU trainers' parts and of the
+// devices'.
+func (s *hybridStepper) samplingWork(w *stepWork) *samplingWork {
+	if s.topo == nil {
+		return nil
+	}
+	sw := &samplingWork{}
+	for k := range w.parts {
+		if w.cpu[k] {
+			sw.cpuParts += w.parts[k].sum()
+		} else {
+			sw.devParts += w.parts[k].sum()
+		}
+	}
+	return sw
 }
 
 // PredictedS implements train.Pipelined: the performance model's epoch
@@ -950,10 +991,18 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		"dev_train_s": m.TA, "dev_train_s_pred": p.TA, "sync_s": m.Sync, "sync_s_pred": p.Sync,
 		"dev_sample_s": m.SA, "dev_sample_s_pred": p.SA, "cpu_bind_s": m.Bind, "cpu_bind_s_pred": p.Bind,
 		"load_fresh_bytes": st.freshBytes, "load_fresh_steps": float64(st.freshSteps),
-		"host_threads": float64(hostCapacity(s.budget, s.reservedThreads(s.state))), "host_threads_peak": float64(st.hostPeak),
+		"host_threads": float64(hostCapacity(s.execBudget, s.reservedThreads(s.exec(s.state)))), "host_threads_peak": float64(st.hostPeak),
 		"host_wait_s": st.hostWaitS,
 	}
 	fig["measured_mteps"], fig["predicted_mteps"] = s.mteps()
+	if st.measuredPipeS > 0 {
+		// Eq. 5 over Eq. 6 of the measured stage times: on simulated
+		// devices, this machine's CPU stages beside the devices' times.
+		fig["pipelined_mteps"] = st.edges / st.measuredPipeS / 1e6
+	}
+	if s.topo != nil {
+		fig["sample_cpu_share"] = s.state.sampleCPU // the CPU sampler's share of the devices' sampling
+	}
 	if s.mapped {
 		fig["model_share"] = s.modelShare // the share cpu_share = "model" started from
 	}

@@ -264,7 +264,7 @@ func TestDRMDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, what := drmDecide(s, s, c.t, 0.1, true)
+			got, what := drmDecide(s, s, c.t, 0.1, true, nil)
 			if math.Abs(got.share-c.share) > 1e-9 || got.sample != c.th[0] || got.load != c.th[1] || got.train != c.th[2] || !strings.HasPrefix(what, c.what) || (c.what == "") != (what == "") {
 				t.Errorf("got share %v threads %d/%d/%d %q, want %v %v %q", got.share, got.sample, got.load, got.train, what, c.share, c.th, c.what)
 			}
@@ -274,17 +274,82 @@ func TestDRMDecide(t *testing.T) {
 	// devices' 3 + 3 s outweigh the CPU trainer's 0.5 + 4 s, although each
 	// device stage alone is faster than the CPU trainer.
 	seq := stageTimes{SC: 1, Load: 1, Tran: 3, TA: 3, TC: 4, Bind: 0.5}
-	if got, what := drmDecide(s, s, seq, 0.1, false); got.share <= 0.5 || !strings.HasPrefix(what, "work") {
+	if got, what := drmDecide(s, s, seq, 0.1, false, nil); got.share <= 0.5 || !strings.HasPrefix(what, "work") {
 		t.Errorf("sequential stages: share %v %q, want work to the CPU", got.share, what)
 	}
-	if got, _ := drmDecide(s, s, seq, 0.1, true); got.share > 0.5 {
+	if got, _ := drmDecide(s, s, seq, 0.1, true, nil); got.share > 0.5 {
 		t.Errorf("overlapping stages: share %v, want no work to the CPU (the CPU trainer is the slowest stage)", got.share)
 	}
 	// One thread each: balance thread has nothing to move, so a CPU
 	// trainer bottleneck balances work instead.
 	one := drmState{share: 0.9, sample: 1, load: 1, train: 1}
-	if got, what := drmDecide(one, one, stageTimes{SC: 1, Load: 0.5, TC: 9, TA: 2}, 0.1, true); got.share != 0.8 || !strings.HasPrefix(what, "work") {
+	if got, what := drmDecide(one, one, stageTimes{SC: 1, Load: 0.5, TC: 9, TA: 2}, 0.1, true, nil); got.share != 0.8 || !strings.HasPrefix(what, "work") {
 		t.Errorf("CPU-bound with one thread per task: share %v %q, want 0.8 by balance work", got.share, what)
+	}
+}
+
+// TestDRMDecideSampling checks Alg. 1's branches with the devices
+// sampling (lines 11-12, 17-24, 25-32): T_SA is a task of its own and
+// balance work moves sampling between the CPU sampler and the devices'.
+// The CPU trainers' parts have 100 edges, the devices' 400, and half of
+// the devices' sampling is on the CPU.
+func TestDRMDecideSampling(t *testing.T) {
+	s := drmState{share: 0.5, sampleCPU: 0.5, sample: 2, load: 2, train: 4}
+	sw := &samplingWork{cpuParts: 100, devParts: 400}
+	cases := []struct {
+		name          string
+		t             stageTimes
+		share, sample float64
+		th            [3]int
+		what          string
+	}{
+		// 1/300 s per edge on the CPU, 6/200 on the devices: equal at
+		// x = (12 - 1/3) / (4/3 + 12) = 0.875, moved by the step.
+		{"device sampler bottleneck: sampling to the CPU", stageTimes{SC: 1, SA: 6, Load: 1, TC: 2, TA: 2}, 0.5, 0.6, [3]int{2, 2, 4}, "sampling 0.500->0.600"},
+		{"CPU sampler bottleneck, device sampler fastest: sampling to the devices", stageTimes{SC: 8, SA: 0.5, Load: 2, TC: 3, TA: 4}, 0.5, 0.4, [3]int{2, 2, 4}, "sampling 0.500->0.400"},
+		{"CPU sampler bottleneck, accelerator fastest, device sampler second", stageTimes{SC: 8, SA: 1, Load: 2, TC: 3, TA: 0.5}, 0.5, 0.4, [3]int{2, 2, 4}, "sampling 0.500->0.400"},
+		{"CPU sampler bottleneck, loader fastest: a thread", stageTimes{SC: 8, SA: 3, Load: 1, TC: 2, TA: 4}, 0.5, 0.5, [3]int{3, 1, 4}, "thread load->sample"},
+		{"CPU trainer bottleneck, device sampler fastest, accelerator second: work to the devices", stageTimes{SC: 2, SA: 0.5, Load: 3, TC: 8, TA: 1}, 0.4, 0.5, [3]int{2, 2, 4}, "work 0.500->0.400"},
+		{"the accelerator's side leaves its sampler out", stageTimes{SC: 1, SA: 5, Load: 1, TC: 4, TA: 4.1}, 0.5, 0.6, [3]int{2, 2, 4}, "sampling 0.500->0.600"},
+		{"samplers balanced within 5%", stageTimes{SC: 5, SA: 5.1, Load: 1, TC: 2, TA: 2}, 0.5, 0.5, [3]int{2, 2, 4}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, what := drmDecide(s, s, c.t, 0.1, true, sw)
+			if math.Abs(got.share-c.share) > 1e-9 || math.Abs(got.sampleCPU-c.sample) > 1e-9 || got.sample != c.th[0] || got.load != c.th[1] || got.train != c.th[2] ||
+				!strings.HasPrefix(what, c.what) || (c.what == "") != (what == "") {
+				t.Errorf("got share %v, sampling %v, threads %d/%d/%d %q; want %v, %v, %v %q", got.share, got.sampleCPU, got.sample, got.load, got.train, what, c.share, c.sample, c.th, c.what)
+			}
+		})
+	}
+	// One thread each: a CPU sampler bottleneck with no thread to give
+	// balances sampling instead.
+	one := drmState{share: 0.5, sampleCPU: 0.5, sample: 1, load: 1, train: 1}
+	if got, what := drmDecide(one, one, stageTimes{SC: 8, SA: 3, Load: 1, TC: 2, TA: 4}, 0.1, true, sw); got.sampleCPU != 0.4 || !strings.HasPrefix(what, "sampling") {
+		t.Errorf("CPU sampler bound with one thread per task: sampling %v %q, want 0.4", got.sampleCPU, what)
+	}
+}
+
+// TestHybridDRMMovesSampling: with the devices sampling and a slow CPU
+// sampler (predicted DRM), DRM gives the devices back the share of their
+// sampling the CPU sampler started with, step by step, and the CPU
+// sampler's predicted time falls with it.
+func TestHybridDRMMovesSampling(t *testing.T) {
+	cfg := testkit.MustParse(t, hybridBase, `train.mode="hybrid"`, `train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.2",
+		`hybrid.sample_on="device"`, "hybrid.sample_cpu_share=0.5", `hybrid.drm="predicted"`, "hybrid.sample_meps=0.01",
+		"train.batch_size=16", "train.prefetch=1", `data.split="random-20-30-seed0"`)
+	_, rec := oneEpoch(t, cfg)
+	log := rec.Extra["hybrid_drm_log"]
+	if !strings.Contains(log, "sampling 0.500->0.450") {
+		t.Fatalf("DRM log %q: want the CPU sampler's share of the devices' sampling moved down from 0.5 by drm_step", log)
+	}
+	for _, a := range strings.Split(log, ";") {
+		if _, what, _ := strings.Cut(a, ":"); strings.HasPrefix(what, "sampling") {
+			var from, to float64
+			if _, err := fmt.Sscanf(what, "sampling %f->%f", &from, &to); err != nil || to >= from {
+				t.Errorf("adjustment %q: want sampling moved to the devices", a)
+			}
+		}
 	}
 }
 
@@ -301,6 +366,23 @@ func TestHybridSectionWithAnotherMode(t *testing.T) {
 	}
 	if _, err := config.Parse("h.toml", []byte(hybridBase), `train.mode="minibatch"`, "hybrid.cpu_share=0.25"); err != nil {
 		t.Fatalf("[hybrid] at its defaults under minibatch: %v", err)
+	}
+}
+
+// TestHybridBadHostValues: a described host's cores and memory bandwidth
+// are refused outside their ranges when the config is read, naming the
+// key.
+func TestHybridBadHostValues(t *testing.T) {
+	for _, c := range []struct{ set, key string }{
+		{"hybrid.host.cores=0", "hybrid.host.cores"},
+		{"hybrid.host.cores=-2", "hybrid.host.cores"},
+		{"hybrid.host.mem_gbps=0", "hybrid.host.mem_gbps"},
+	} {
+		_, err := config.Parse("h.toml", []byte(hybridBase), `train.mode="hybrid"`, `train.backend="sim"`, c.set)
+		errs := config.Errors(err)
+		if len(errs) != 1 || errs[0].Key != c.key {
+			t.Errorf("%s: error %v, want one naming %s", c.set, err, c.key)
+		}
 	}
 }
 
@@ -321,6 +403,13 @@ func TestHybridBadConfig(t *testing.T) {
 		{"model share without CPU trainers", []string{`train.mode="hybrid"`, `train.backend="sim"`, `hybrid.cpu_share="model"`, "hybrid.cpu_trainers=0"}, "hybrid.cpu_share"},
 		{"per-trainer batches without devices", []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", `hybrid.batching="per-trainer"`}, "hybrid.batching"},
 		{"per-trainer batches, all on the CPU", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.cpu_share=1", `hybrid.batching="per-trainer"`}, "hybrid.cpu_share"},
+		{"per-trainer batches and no trainer", []string{`train.mode="hybrid"`, "hybrid.cpu_trainers=0", "hybrid.cpu_share=0", `hybrid.batching="per-trainer"`}, "train.backend"},
+		{"model share, devices without kernel times", []string{`train.mode="hybrid"`, `train.backend="sim"`, `hybrid.cpu_share="model"`, `devices.cost_model="none"`}, "hybrid.cpu_share"},
+		{"a described host on the cpu backend", []string{`train.mode="hybrid"`, "hybrid.cpu_share=1", "hybrid.host.cores=128"}, "hybrid.host"},
+		{"a described host, measured DRM", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.host.cores=128", `hybrid.drm="measured"`}, "hybrid.drm"},
+		{"a described host, calibrated", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.host.mem_gbps=205", "hybrid.calibrate=true"}, "hybrid.calibrate"},
+		{"CPU sampling share without device sampling", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.sample_cpu_share=0.5"}, "hybrid.sample_cpu_share"},
+		{"threads above the described host's cores", []string{`train.mode="hybrid"`, `train.backend="sim"`, "hybrid.host.cores=4", "hybrid.threads=8"}, "hybrid.threads"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -459,49 +548,67 @@ func TestHyscaleCostModel(t *testing.T) {
 // trainer's part is sampled through the topology held in its own memory
 // (core/store): the blocks equal the CPU sampler's on the host graph for
 // the same seed, the reads are counted, and T_SA is their time on the
-// device's memory.
+// device's memory. With a share of the devices' sampling on the CPU
+// sampler (DRM's balance work between T_SC and T_SA) the blocks are the
+// same, the device reads less (nothing at share 1) and the CPU sampler
+// reads the rest.
 func TestHybridSampleOnDevice(t *testing.T) {
-	cfg := testkit.MustParse(t, hybridBase, `train.mode="hybrid"`, `train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.3",
-		`hybrid.sample_on="device"`, "train.batch_size=64")
-	env, st := testkit.NewTestStepper(t, cfg)
-	s := st.(*hybridStepper)
-	nodes := env.Dataset.Train[:64]
-	b := &hybridBatch{n: 3, st: s.state}
-	seed := uint64(11)
-	s.sample(context.Background(), b, nodes, seed)
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	rng := seed*0x9e3779b97f4a7c15 + 3 // the seed of batch 3, as sample derives it
-	for k, part := range s.split(nodes, s.state.share, cut{}) {
-		want, err := s.sampler.Sample(context.Background(), s.e.Adjs.Adj, part, rng)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := b.parts[k].blocks
-		if len(got) != len(want) {
-			t.Fatalf("%s: %d blocks, want %d", s.trainers[k].name, len(got), len(want))
-		}
-		for l := range want {
-			if !slices.Equal(got[l].Src, want[l].Src) || !slices.Equal(got[l].Dst, want[l].Dst) ||
-				!slices.Equal(got[l].Adj.Indptr, want[l].Adj.Indptr) || !slices.Equal(got[l].Adj.Idx32, want[l].Adj.Idx32) {
-				t.Fatalf("%s block %d differs from the CPU sampler's", s.trainers[k].name, l)
+	var prevLocal float64 = math.Inf(1)
+	for _, share := range []float64{0, 0.4, 1} {
+		t.Run(fmt.Sprintf("cpu share %g", share), func(t *testing.T) {
+			cfg := testkit.MustParse(t, hybridBase, `train.mode="hybrid"`, `train.backend="sim"`, "devices.count=2", "hybrid.cpu_share=0.3",
+				`hybrid.sample_on="device"`, "train.batch_size=64", fmt.Sprintf("hybrid.sample_cpu_share=%g", share))
+			env, st := testkit.NewTestStepper(t, cfg)
+			s := st.(*hybridStepper)
+			nodes := env.Dataset.Train[:64]
+			b := &hybridBatch{n: 3, st: s.state}
+			seed := uint64(11)
+			s.sample(context.Background(), b, nodes, seed)
+			if b.err != nil {
+				t.Fatal(b.err)
 			}
-		}
-		pw := b.work.parts[k]
-		if dev := !s.trainers[k].cpu; dev != (pw.sampleLocal > 0) {
-			t.Errorf("%s: %g bytes read in device memory", s.trainers[k].name, pw.sampleLocal)
-		}
-	}
-	if b.times.SA <= 0 {
-		t.Errorf("T_SA = %g, want the devices' sampling time", b.times.SA)
-	}
-	pred, err := s.perf.predict(&b.work, b.st, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if math.Abs(pred.SA-b.times.SA) > 1e-12 {
-		t.Errorf("predicted T_SA %g, simulated %g", pred.SA, b.times.SA)
+			var local float64
+			rng := seed*0x9e3779b97f4a7c15 + 3 // the seed of batch 3, as sample derives it
+			for k, part := range s.split(nodes, s.state.share, cut{}) {
+				want, err := s.sampler.Sample(context.Background(), s.e.Adjs.Adj, part, rng)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := b.parts[k].blocks
+				if len(got) != len(want) {
+					t.Fatalf("%s: %d blocks, want %d", s.trainers[k].name, len(got), len(want))
+				}
+				for l := range want {
+					if !slices.Equal(got[l].Src, want[l].Src) || !slices.Equal(got[l].Dst, want[l].Dst) ||
+						!slices.Equal(got[l].Adj.Indptr, want[l].Adj.Indptr) || !slices.Equal(got[l].Adj.Idx32, want[l].Adj.Idx32) {
+						t.Fatalf("%s block %d differs from the CPU sampler's", s.trainers[k].name, l)
+					}
+				}
+				pw := b.work.parts[k]
+				dev := !s.trainers[k].cpu
+				if dev && (share < 1) != (pw.sampleLocal > 0) || !dev && pw.sampleLocal > 0 {
+					t.Errorf("%s: %g bytes read in device memory at CPU share %g", s.trainers[k].name, pw.sampleLocal, share)
+				}
+				if dev && (share > 0) != (pw.hostNbrs > 0) {
+					t.Errorf("%s: the CPU sampler read %g of its neighbours at CPU share %g", s.trainers[k].name, pw.hostNbrs, share)
+				}
+				local += pw.sampleLocal
+			}
+			if local >= prevLocal {
+				t.Errorf("the devices read %g bytes at CPU share %g, not less than %g at a smaller share", local, share, prevLocal)
+			}
+			prevLocal = local
+			if (share < 1) != (b.times.SA > 0) {
+				t.Errorf("T_SA = %g at CPU share %g", b.times.SA, share)
+			}
+			pred, err := s.perf.predict(&b.work, b.st, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(pred.SA-b.times.SA) > 1e-12 {
+				t.Errorf("predicted T_SA %g, simulated %g", pred.SA, b.times.SA)
+			}
+		})
 	}
 }
 

@@ -25,6 +25,8 @@ func checkModelShare(cfg *config.Config, h HybridOptions) error {
 		return cfg.KeyError("hybrid.cpu_share = \"model\" chooses the split between CPU trainers and devices, and train.backend = \"cpu\" has no devices; set train.backend = \"sim\" (with [devices]) or \"cuda\", or give cpu_share a number", "hybrid", "cpu_share")
 	case h.CPUTrainers == 0:
 		return cfg.KeyError("hybrid.cpu_share = \"model\" with hybrid.cpu_trainers = 0: there is no split to choose; add CPU trainers or set hybrid.cpu_share = 0", "hybrid", "cpu_share")
+	case cfg.Train.Backend == "sim" && cfg.Devices.CostModel == "none":
+		return cfg.KeyError("hybrid.cpu_share = \"model\" prices the devices' kernels, and devices.cost_model = \"none\" gives the simulated devices no kernel time, so the run's clock would not be the one the split was chosen for; set devices.cost_model = \"roofline\" (or leave it out) or give cpu_share a number", "hybrid", "cpu_share")
 	case h.SampleOn == "device":
 		return cfg.KeyError("hybrid.cpu_share = \"model\" with hybrid.sample_on = \"device\": the mapping prices the CPU sampler's work only; set hybrid.sample_on = \"cpu\" or give cpu_share a number", "hybrid", "cpu_share")
 	}
