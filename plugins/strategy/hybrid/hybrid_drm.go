@@ -540,7 +540,11 @@ func (p *hyscalePerf) predict(w *stepWork, st drmState, nCPU int) (stageTimes, e
 	t.SC = out[0]
 	load := []float64{rows, float64(p.dim), 4, p.memCapped(m.GBps, float64(st.load), 1), float64(st.load)}
 	if !p.h.PaperModel && w.freshBytes > 0 {
-		load = append(load, w.freshBytes, m.TouchGBps)
+		// The loader's threads fault the fresh pages in as they gather
+		// into them: the first touch runs on every load thread, within
+		// the host's memory bandwidth.
+		touch := float64(st.load)
+		load = append(load, w.freshBytes, p.memCapped(m.TouchGBps, touch, 1)*touch)
 	}
 	if out, err = p.call(hsLoad, load...); err != nil {
 		return t, err

@@ -995,11 +995,6 @@ func (s *hybridStepper) ReportResult(res *train.Result) {
 		"host_wait_s": st.hostWaitS,
 	}
 	fig["measured_mteps"], fig["predicted_mteps"] = s.mteps()
-	if st.measuredPipeS > 0 {
-		// Eq. 5 over Eq. 6 of the measured stage times: on simulated
-		// devices, this machine's CPU stages beside the devices' times.
-		fig["pipelined_mteps"] = st.edges / st.measuredPipeS / 1e6
-	}
 	if s.topo != nil {
 		fig["sample_cpu_share"] = s.state.sampleCPU // the CPU sampler's share of the devices' sampling
 	}
