@@ -71,6 +71,11 @@ type Env struct {
 	// backward reads the input, so the input's dropout is formed, not
 	// multiplied in (see fuseInputDropouts).
 	Resumable bool
+	// Split binds a training program whose backward may restore its
+	// aggregations' outputs and rerun the rest (SplitSaved, ResumeSplit):
+	// every value keeps a buffer of its own, so that what the forward
+	// kept is not overwritten by a later value.
+	Split bool
 }
 
 // Param is a learnable tensor with its gradient.
@@ -230,7 +235,7 @@ func bindShare(g *ir.Graph, env Env, ps *Params, m *meter, share bool) (*Program
 		// buffer per tensor: their saved state is copied out and back
 		// between chunks (Saved, Resume), and chunking is what bounds
 		// their memory.
-		noShare: !share || env.InputGrad,
+		noShare: !share || env.InputGrad || env.Split,
 	}
 	if _, ok := p.be.(backend.Recycler); ok {
 		// Recycled buffers are not Go memory: a program dropped without

@@ -49,7 +49,7 @@ func TestChunkedMatchesFullGraph(t *testing.T) {
 		for _, model := range []string{"gcn", "sage", "gat", "gin"} {
 			for _, g := range chunkedGraphs {
 				for _, per := range []int{1, 2, 4, 8} {
-					for _, inter := range []string{"cache", "recompute", "hybrid"} {
+					for _, inter := range []string{"cache", "recompute", "hybrid", "split"} {
 						rows = append(rows, row{model, g.name, inter, "float64", per, 1})
 					}
 				}
@@ -102,7 +102,7 @@ func TestChunkedPeakEstimate(t *testing.T) {
 	if !testing.Short() {
 		rows = nil
 		for _, model := range []string{"gcn", "sage", "gat", "gin"} {
-			for _, inter := range []string{"cache", "recompute"} {
+			for _, inter := range []string{"cache", "recompute", "split"} {
 				rows = append(rows, row{model, inter, 1}, row{model, inter, 4})
 			}
 		}

@@ -61,7 +61,12 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 
 // readsInputBack reports whether layer l's backward pass loads the
 // layer's input rows again.
-func (r *chunkedRun) readsInputBack(l int) bool { return !r.cache[l] || r.needIn[l] }
+func (r *chunkedRun) readsInputBack(l int) bool {
+	if r.isSplit(l) {
+		return r.split[l].NeedsInput
+	}
+	return !r.cache[l] || r.needIn[l]
+}
 
 // hostFileFigures returns the host file's figures (nil without one).
 func (r *chunkedRun) hostFileFigures() *HostFileFigures {

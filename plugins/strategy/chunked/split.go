@@ -1,0 +1,164 @@
+package chunked
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"strata/core/backend"
+	"strata/plugins/strategy/internal/chunkplan"
+
+	"strata/core/engine"
+	"strata/core/tensor"
+)
+
+// chunked.intermediates = "split" is HongTu's recomputation-caching
+// hybrid within a layer (§4.2, Fig. 4c): the forward keeps on the host
+// only the outputs of the layer's aggregations (one row per destination,
+// O(|V|) per layer), and the backward restores them and reruns the ops
+// after them (the update), and before them only what the backward of the
+// pre-aggregation part reads (engine.Program.Split). A layer whose
+// backward reads edge-sized values (attention) falls back to
+// recomputation, as in the paper.
+
+// layerUsage is how layer l's training program over a chunk runs.
+func layerUsage(l int) engine.Usage {
+	return engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true}
+}
+
+// planSplit decides, for chunked.intermediates = "split", which layers
+// split (r.split[l] non-nil) and why the others fall back (r.splitWhy).
+// The plan is the layer's structure: it is made on a dry binding of a
+// small block (every row space distinct) and checked again on every
+// chunk's program.
+func (r *chunkedRun) planSplit() error {
+	r.split = make([]*engine.SplitPlan, len(r.layers))
+	r.splitWhy = make([]string, len(r.layers))
+	for l, lg := range r.layers {
+		sz, err := engine.NewSizer(lg, r.e.DT)
+		if err != nil {
+			return fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+		}
+		shape := engine.BlockShape{Dst: 2, Src: 3, Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+		for name := range r.used[l] {
+			shape.Edges[name], shape.Degrees[name] = 4, engine.Degrees{Rows1: 2, Rows2: 2, Max: 2}
+		}
+		sp, _, err := sz.Split(shape, layerUsage(l))
+		if err != nil {
+			return fmt.Errorf("chunked: splitting layer %d: %w", l, err)
+		}
+		if !sp.Applies {
+			r.splitWhy[l] = sp.Reason
+			continue
+		}
+		r.split[l] = &sp
+	}
+	return nil
+}
+
+// splitOf returns the split plan of a chunk's program of layer l, which
+// must agree with the layer's (planSplit).
+func (r *chunkedRun) splitOf(l int, p *engine.Program) (engine.SplitPlan, error) {
+	sp := p.Split()
+	if !sp.Applies || sp.NeedsInput != r.split[l].NeedsInput {
+		return sp, fmt.Errorf("chunked: layer %d splits differently over this chunk (applies %v, reads its input %v; the layer: %v): %s",
+			l, sp.Applies, sp.NeedsInput, r.split[l].NeedsInput, sp.Reason)
+	}
+	return sp, nil
+}
+
+// splitAnnouncement says which layers fall back to recomputation and why
+// ("" when every layer splits or the mode is not split).
+func (r *chunkedRun) splitAnnouncement() string {
+	var parts []string
+	for l, why := range r.splitWhy {
+		if why != "" {
+			parts = append(parts, fmt.Sprintf("layer %d recomputes (%s)", l, why))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; split: " + strings.Join(parts, ", ")
+}
+
+// isSplit reports whether layer l keeps its aggregations' outputs.
+func (r *chunkedRun) isSplit(l int) bool { return r.split != nil && r.split[l] != nil }
+
+// keep copies to the host, after a training forward of layer l over
+// chunk c, what its backward restores: every saved tensor (cache) or the
+// aggregations' outputs (split); nothing when the layer recomputes.
+func (r *chunkedRun) keep(l int, c *chunkplan.Chunk, p *engine.Program) error {
+	var ts []*tensor.Tensor
+	switch {
+	case r.cache[l]:
+		ts = p.Saved()
+	case r.isSplit(l):
+		sp, err := r.splitOf(l, p)
+		if err != nil {
+			return err
+		}
+		ts = p.SplitSaved(sp)
+	default:
+		return nil
+	}
+	bufs, err := downloadAll(backend.ForPurpose(r.e.Be, purposeIntermediates), ts)
+	if err != nil {
+		return err
+	}
+	if c == r.plan.Chunks[r.plan.Sched[0][0]] || r.kept == nil {
+		r.resetKept(l)
+	}
+	for _, t := range ts {
+		r.kept[l] += int64(t.Numel()) * int64(t.DType().Size())
+	}
+	r.saved[l][c.Id] = bufs
+	return nil
+}
+
+// resetKept starts counting layer l's kept bytes afresh (at the first
+// chunk of an epoch's forward).
+func (r *chunkedRun) resetKept(l int) {
+	if r.kept == nil {
+		r.kept = make([]int64, len(r.layers))
+	}
+	r.kept[l] = 0
+}
+
+// restore gives layer l's program over chunk c, before its backward, the
+// state of the forward in mode m: the kept tensors uploaded back (and,
+// with split, the ops after the aggregations rerun), or the whole
+// forward run again.
+func (r *chunkedRun) restore(ctx context.Context, l int, c *chunkplan.Chunk, p *engine.Program, m engine.Mode) error {
+	if !r.cache[l] && !r.isSplit(l) {
+		return p.Forward(ctx, m)
+	}
+	be := backend.ForPurpose(r.e.Be, purposeIntermediates)
+	bufs := r.saved[l][c.Id]
+	delete(r.saved[l], c.Id)
+	if r.cache[l] {
+		if err := uploadAll(be, p.Saved(), bufs); err != nil {
+			return err
+		}
+		return p.Resume(m)
+	}
+	sp, err := r.splitOf(l, p)
+	if err != nil {
+		return err
+	}
+	if err := uploadAll(be, p.SplitSaved(sp), bufs); err != nil {
+		return err
+	}
+	return p.ResumeSplit(ctx, sp, m)
+}
+
+// keptBytes returns the bytes each layer kept on the host in the last
+// epoch (nil when no layer keeps any).
+func (r *chunkedRun) keptBytes() []int64 {
+	for _, b := range r.kept {
+		if b > 0 {
+			return r.kept
+		}
+	}
+	return nil
+}

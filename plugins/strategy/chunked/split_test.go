@@ -1,0 +1,126 @@
+package chunked
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"strata/core/backend"
+	"strata/core/config"
+	"strata/core/train"
+	"strata/plugins/strategy/internal/testkit"
+)
+
+// TestChunkedSplitMatchesFullGraph trains with chunked.intermediates =
+// "split" and full-graph from the same initial parameters, every dropout
+// on, and compares the loss, the gradients and the parameters after
+// every step to testkit.SplitTol (float64: the same sums in another
+// order), for models whose aggregation comes before and after the weight,
+// with a root term, and with attention (which falls back to
+// recomputation), with and without deduplication, on one and two
+// devices. It checks which layers split, and whether their backward
+// reloads the input rows.
+func TestChunkedSplitMatchesFullGraph(t *testing.T) {
+	rmat := []string{`data.dataset="rmat-10-8-32-5-1"`, "data.symmetrize=true", "model.hidden=64"}
+	cora := []string{`data.dataset="embedded:cora"`}
+	rows := []struct {
+		model   string
+		data    []string
+		dedup   string
+		devices int
+		modes   string // the layers' modes
+		reload  string // per split layer: does its backward load the input rows
+	}{
+		// 32 features < 64 hidden: GCN's layer 0 aggregates the input
+		// first (Fig. 4c: its backward reads no input row), layer 1
+		// multiplies by W first (dW reads the input rows).
+		{"gcn", rmat, "p2p_reuse", 1, "split split", "false true"},
+		{"gcn", rmat, "none", 2, "split split", "false true"},
+		{"gcn", cora, "p2p_reuse", 1, "split split", "true true"},
+		{"sage", cora, "none", 1, "split split", "true true"},
+		{"sage", rmat, "p2p_reuse", 2, "split split", "true true"},
+		{"gin", rmat, "p2p", 2, "split split", "true true"},
+		{"gat", rmat, "p2p_reuse", 1, "recompute recompute", ""},
+		{"gat", cora, "none", 2, "recompute recompute", ""},
+	}
+	if testing.Short() {
+		rows = slices.Delete(rows, 2, 4)
+	}
+	for _, c := range rows {
+		t.Run(fmt.Sprintf("%s/%s/%s/devices=%d", c.model, c.data[0][len(`data.dataset="`):len(c.data[0])-1], c.dedup, c.devices), func(t *testing.T) {
+			sets := append(append(append(testkit.ModelSets(c.model), testkit.SplitDropouts(c.model)...), c.data...),
+				`train.dtype="float64"`, "model.layers=2", `train.backend="sim"`)
+			chunked := append(slices.Clone(sets), `train.mode="chunked"`, fmt.Sprintf("chunked.chunks=%d", 3*c.devices), `chunked.intermediates="split"`,
+				`chunked.dedup="`+c.dedup+`"`)
+			if c.devices > 1 {
+				chunked = append(chunked, `devices.preset="pcie-only"`, fmt.Sprintf("devices.count=%d", c.devices))
+			}
+			want := testkit.RunSteps(t, 2, testkit.CoraBase, sets...)
+			got := testkit.RunSteps(t, 2, testkit.CoraBase, chunked...)
+			testkit.CompareSteps(t, got, want, testkit.SplitTol, testkit.SplitTol)
+
+			r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, chunked...))
+			if modes := strings.Join(r.modes(), " "); modes != c.modes {
+				t.Errorf("modes %q, want %q", modes, c.modes)
+			}
+			var reload []string
+			for l := range r.layers {
+				if r.isSplit(l) {
+					reload = append(reload, fmt.Sprint(r.split[l].NeedsInput))
+				} else if r.splitWhy[l] == "" {
+					t.Errorf("layer %d recomputes without a reason", l)
+				}
+			}
+			if got := strings.Join(reload, " "); got != c.reload {
+				t.Errorf("input rows reloaded %q, want %q", got, c.reload)
+			}
+			t.Logf("modes %v, fallback %q", r.modes(), r.splitWhy)
+		})
+	}
+}
+
+// TestChunkedSplitKeepsAggregations trains one epoch of a 2-layer GCN on
+// a 1024-node R-MAT graph (32 features, 64 hidden, 5 classes, float64)
+// with intermediates = "split": layer 0 aggregates its 32-wide input
+// before the weight and layer 1 its 5-wide product after it, so the
+// split keeps 1024·32 and 1024·5 values, 8 bytes each, whatever the
+// chunks, in the result and on the links (down in forward, up in
+// backward); caching keeps every saved tensor, more.
+func TestChunkedSplitKeepsAggregations(t *testing.T) {
+	want := []int64{1024 * 32 * 8, 1024 * 5 * 8}
+	base := chunkedSets(`data.dataset="rmat-10-8-32-5-1"`, "data.symmetrize=true", "model.hidden=64", `train.dtype="float64"`, "chunked.chunks=4")
+	kept := map[string]int64{}
+	for _, inter := range []string{"split", "cache"} {
+		st, be, _ := trainOneEpoch(t, append(base, `chunked.intermediates="`+inter+`"`), false)
+		var res train.Result
+		st.ReportResult(&res)
+		fig := res.Figures["chunked"].(*ChunkedFigures)
+		var sum int64
+		for _, b := range fig.IntermediatesBytes {
+			sum += b
+		}
+		kept[inter] = sum
+		if by := be.(backend.TrafficCounter).TrafficByPurpose(); by[purposeIntermediates] != 2*sum {
+			t.Errorf("%s: %d intermediate bytes on the links, want twice the %d kept", inter, by[purposeIntermediates], sum)
+		}
+		if inter == "split" && fmt.Sprint(fig.IntermediatesBytes) != fmt.Sprint(want) {
+			t.Errorf("split kept %v bytes per layer, want the aggregations' outputs %v", fig.IntermediatesBytes, want)
+		}
+	}
+	if kept["split"] >= kept["cache"] {
+		t.Errorf("split keeps %d bytes, caching %d", kept["split"], kept["cache"])
+	}
+	t.Logf("kept bytes: %v", kept)
+}
+
+// TestChunkedSplitBadValue: a misspelt chunked.intermediates is a
+// config error (exit 2) at the key that lists split among the values.
+func TestChunkedSplitBadValue(t *testing.T) {
+	_, err := config.Parse("bad.toml", []byte(testkit.CoraBase), `train.mode="chunked"`, `chunked.intermediates="splitt"`)
+	var ce *config.Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "chunked.intermediates") || !strings.Contains(err.Error(), "split") {
+		t.Fatalf("chunked.intermediates = \"splitt\": %v", err)
+	}
+}
