@@ -20,16 +20,18 @@ import (
 // edge-sized values (attention) does not split.
 
 // SplitPlan is how a training program splits: which values it keeps,
-// which ops its backward reruns, and whether that needs the input rows.
+// which ops its backward reruns, and which of the input rows that needs.
 type SplitPlan struct {
 	// Applies is false when the layer cannot split; Reason says why.
 	Applies bool
 	Reason  string
 	// NeedsInput: the backward reruns ops that read the input rows
-	// (which must then be bound, not zeroed).
-	NeedsInput bool
-	cut        []bool // planned ops whose values (and argmax) are kept
-	run        []bool // planned ops the backward reruns
+	// (which must then be bound, not zeroed). DstRows: they read only
+	// the destinations' rows, the first rows of the input (the rest may
+	// be zeros): a root term, x_v·W.
+	NeedsInput, DstRows bool
+	cut                 []bool // planned ops whose values (and argmax) are kept
+	run                 []bool // planned ops the backward reruns
 }
 
 // sides returns the row side of every planned value: 's' a source row,
@@ -90,49 +92,137 @@ func (p *Program) forwardState(i int) bool {
 	return a.argmax != nil || a.mean != nil || a.invStd != nil || a.gates != nil || a.cells != nil || a.hprev != nil || a.normed != nil
 }
 
+// Rows of a value that a split backward needs.
+const (
+	rowsNone = iota
+	rowsDst  // a source-side value's destination rows (the first)
+	rowsAll
+)
+
+// dstSafe are the ops that may run over source rows of which only the
+// destinations' are the input's (the others zero): their values stay
+// finite and their gradient is exactly zero where their output's is.
+var dstSafe = map[ir.Kind]bool{ir.OpInput: true, ir.OpMatMul: true, ir.OpBias: true, ir.OpAdd: true, ir.OpSub: true, ir.OpMul: true,
+	ir.OpScale: true, ir.OpShift: true, ir.OpReLU: true, ir.OpLeakyReLU: true, ir.OpELU: true, ir.OpSigmoid: true, ir.OpTanh: true,
+	ir.OpDropout: true, ir.OpConcat: true, ir.OpHeadDot: true, ir.OpHeadMean: true, ir.OpMaximum: true, ir.OpMinimum: true}
+
+// argRows returns the rows of op i's argument k that op i reads when it
+// needs rows r of its own value (or of its gradient, for what its
+// backward reads): a narrow reads its argument's destination rows, a
+// graph op all of a source- or edge-side operand's, a destination-side
+// op the destination rows of a source-side operand (rows that coincide),
+// and a row-wise op the rows it needs of its own.
+func (p *Program) argRows(i int, k int, r int, sides []byte) int {
+	op := &p.g.Ops[i]
+	a := op.Args[k]
+	switch s := ir.Spec(op.Kind); {
+	case op.Kind == opNarrow:
+		return rowsDst
+	case s != nil && s.Sides != "":
+		if k < len(s.Sides)-1 && s.Sides[k] == 'd' {
+			return rowsDst
+		}
+		return rowsAll
+	case sides[i] == 'd' && sides[a] == 's':
+		return rowsDst
+	}
+	return r
+}
+
+// onPath marks the ops on a path to the output.
+func (p *Program) onPath() []bool {
+	on := make([]bool, len(p.g.Ops))
+	for _, o := range p.g.Outputs {
+		on[o] = true
+	}
+	for i := len(p.g.Ops) - 1; i >= 0; i-- {
+		if on[i] {
+			for _, a := range p.g.Ops[i].Args {
+				on[a] = true
+			}
+		}
+	}
+	return on
+}
+
+// gradRows returns, for every source-side value, the rows where its
+// gradient may be non-zero: the destinations' when it reaches the output
+// only through narrows and destination-side ops (a root term), all
+// otherwise (through an aggregation).
+func (p *Program) gradRows(sides []byte, on []bool) []int {
+	g := make([]int, len(p.g.Ops))
+	for i := len(p.g.Ops) - 1; i >= 0; i-- {
+		if !on[i] || !p.needGrad[i] {
+			continue
+		}
+		r := g[i]
+		if sides[i] != 's' || p.isOutput(int32(i)) {
+			r = rowsAll
+		}
+		for k, a := range p.g.Ops[i].Args {
+			if p.needGrad[a] && sides[a] == 's' {
+				g[a] = max(g[a], p.argRows(i, k, r, sides))
+			}
+		}
+	}
+	return g
+}
+
+// isOutput reports whether op i is an output of the program.
+func (p *Program) isOutput(i int32) bool {
+	for _, o := range p.g.Outputs {
+		if o == i {
+			return true
+		}
+	}
+	return false
+}
+
 // Split plans the within-layer split of a training program bound with
-// Env.Split.
+// Env.Split: the aggregations' outputs are kept; the backward reruns the
+// ops whose values (or forward state) it reads, back to the kept values,
+// and the dropouts whose masks it reads (drawn from the step's seed and
+// the rows' ids, whatever the values). It does not apply when the
+// backward reads an edge value, or an aggregation's edge-sized state.
 func (p *Program) Split() SplitPlan {
 	n := len(p.g.Ops)
 	sides := p.sides()
 	sp := SplitPlan{cut: make([]bool, n), run: make([]bool, n)}
-	// back[i]: op i's backward runs (it is on a path to the output and
-	// something before it takes a gradient).
-	onPath := make([]bool, n)
-	for _, o := range p.g.Outputs {
-		onPath[o] = true
+	on := p.onPath()
+	grad := p.gradRows(sides, on)
+	need := make([]int, n) // the rows of each value the backward reads
+	needs := func(i, k, r int) {
+		a := p.g.Ops[i].Args[k]
+		need[a] = max(need[a], p.argRows(i, k, r, sides))
 	}
-	for i := n - 1; i >= 0; i-- {
-		if onPath[i] {
-			for _, a := range p.g.Ops[i].Args {
-				onPath[a] = true
-			}
-		}
-	}
-	need := make([]bool, n) // values the backward reads
 	for i, op := range p.g.Ops {
-		sp.cut[i] = p.isCut(i, sides)
-		if !onPath[i] || !p.needGrad[i] {
+		sp.cut[i] = on[i] && p.isCut(i, sides)
+		if !on[i] || !p.needGrad[i] {
 			continue
 		}
-		s := ir.Spec(op.Kind)
-		if s != nil {
+		r := rowsAll
+		if sides[i] == 's' {
+			r = max(grad[i], rowsDst)
+		}
+		if s := ir.Spec(op.Kind); s != nil {
 			for _, k := range s.ReadsArgs {
-				need[op.Args[k]] = true
+				needs(i, k, r)
 			}
-			need[i] = need[i] || s.ReadsY
+			if s.ReadsY {
+				need[i] = max(need[i], r)
+			}
 		}
 		if op.Kind == ir.OpDropout && op.Alpha != 0 {
 			sp.run[i] = true // its mask
 		}
 		if p.forwardState(i) {
-			need[i] = true
+			need[i] = max(need[i], r)
 		}
 	}
-	// The values needed, back to the kept ones and the leaves.
+	safe := true
 	for i := n - 1; i >= 0; i-- {
 		op := &p.g.Ops[i]
-		if !need[i] || op.Kind == ir.OpParam || op.Kind == ir.OpGraph {
+		if need[i] == rowsNone || op.Kind == ir.OpParam || op.Kind == ir.OpGraph {
 			continue
 		}
 		if sp.cut[i] {
@@ -144,10 +234,12 @@ func (p *Program) Split() SplitPlan {
 		}
 		switch sides[i] {
 		case 'e':
-			sp.Reason = fmt.Sprintf("the backward reads edge values (op #%d %s)", i, op.Kind)
+			sp.Reason = fmt.Sprintf("its backward reads the edge values of op #%d %s", i, op.Kind)
 			return sp
 		case 's':
-			sp.NeedsInput = true
+			sp.NeedsInput = sp.NeedsInput || need[i] == rowsAll
+			sp.DstRows = true
+			safe = safe && dstSafe[op.Kind]
 		}
 		alias := op.Kind == ir.OpDropout && op.Alpha == 0
 		if p.vals[i] == nil && op.Kind != ir.OpInput && !alias {
@@ -155,15 +247,14 @@ func (p *Program) Split() SplitPlan {
 			return sp
 		}
 		sp.run[i] = op.Kind != ir.OpInput
-		for _, a := range op.Args {
-			need[a] = true
+		for k := range op.Args {
+			needs(i, k, need[i])
 		}
 	}
-	for i := range sp.cut {
-		if sp.cut[i] && !onPath[i] {
-			sp.cut[i] = false
-		}
-	}
+	// Every source row, or only the destinations' (with no op that
+	// could turn the zeros of the others into a non-finite value).
+	sp.NeedsInput = sp.NeedsInput || sp.DstRows && !safe
+	sp.DstRows = sp.DstRows && !sp.NeedsInput
 	sp.Applies = true
 	return sp
 }

@@ -756,7 +756,12 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 		}
 	} else {
 		var err error
-		if x, err = r.zeroed([]int{len(c.Src), r.widths[l]}, d.tier); err != nil {
+		if !infer && r.isSplit(l) && r.split[l].DstRows {
+			x, err = r.dstInput(l, k, c)
+		} else {
+			x, err = r.zeroed([]int{len(c.Src), r.widths[l]}, d.tier)
+		}
+		if err != nil {
 			return fail(fmt.Errorf("input rows: %w", err))
 		}
 		b.tensors = append(b.tensors, x)

@@ -60,9 +60,9 @@ func (r *chunkedRun) planSplit() error {
 // must agree with the layer's (planSplit).
 func (r *chunkedRun) splitOf(l int, p *engine.Program) (engine.SplitPlan, error) {
 	sp := p.Split()
-	if !sp.Applies || sp.NeedsInput != r.split[l].NeedsInput {
-		return sp, fmt.Errorf("chunked: layer %d splits differently over this chunk (applies %v, reads its input %v; the layer: %v): %s",
-			l, sp.Applies, sp.NeedsInput, r.split[l].NeedsInput, sp.Reason)
+	if want := r.split[l]; !sp.Applies || sp.NeedsInput != want.NeedsInput || sp.DstRows != want.DstRows {
+		return sp, fmt.Errorf("chunked: layer %d splits differently over this chunk (applies %v, reads its input rows %v, its destinations' %v; the layer: %v, %v): %s",
+			l, sp.Applies, sp.NeedsInput, sp.DstRows, want.NeedsInput, want.DstRows, sp.Reason)
 	}
 	return sp, nil
 }
@@ -161,4 +161,41 @@ func (r *chunkedRun) keptBytes() []int64 {
 		}
 	}
 	return nil
+}
+
+// dstInput returns layer l's input over chunk c on device k for a split
+// backward that reads only the destinations' rows (a root term): those
+// rows from the host tier, filed as the layer's input rows (features or
+// activations), in the first rows, and zeros for the other sources.
+func (r *chunkedRun) dstInput(l, k int, c *chunkplan.Chunk) (*tensor.Tensor, error) {
+	tier := r.devs[k].tier
+	x, err := r.zeroed([]int{len(c.Src), r.widths[l]}, tier)
+	if err != nil {
+		return nil, err
+	}
+	f := r.newFeed(l)
+	err = func() error {
+		rows, err := f.src.Gather(c.Dst, nil)
+		if err != nil {
+			return err
+		}
+		tmp, err := r.scratch([]int{len(c.Dst), r.widths[l]}, tier)
+		if err != nil {
+			return err
+		}
+		defer r.e.Be.Release(tmp)
+		if err := f.be.Upload(tmp, rows); err != nil {
+			return err
+		}
+		first := make([]int32, len(c.Dst))
+		for i := range first {
+			first[i] = int32(i)
+		}
+		return f.scatter(tier, tmp, x, first)
+	}()
+	if err != nil {
+		r.e.Be.Release(x)
+		return nil, fmt.Errorf("destination rows: %w", err)
+	}
+	return x, nil
 }

@@ -31,17 +31,19 @@ func TestChunkedSplitMatchesFullGraph(t *testing.T) {
 		dedup   string
 		devices int
 		modes   string // the layers' modes
-		reload  string // per split layer: does its backward load the input rows
+		reload  string // per split layer, the input rows its backward loads: none, dst (the destinations') or all
 	}{
 		// 32 features < 64 hidden: GCN's layer 0 aggregates the input
 		// first (Fig. 4c: its backward reads no input row), layer 1
-		// multiplies by W first (dW reads the input rows).
-		{"gcn", rmat, "p2p_reuse", 1, "split split", "false true"},
-		{"gcn", rmat, "none", 2, "split split", "false true"},
-		{"gcn", cora, "p2p_reuse", 1, "split split", "true true"},
-		{"sage", cora, "none", 1, "split split", "true true"},
-		{"sage", rmat, "p2p_reuse", 2, "split split", "true true"},
-		{"gin", rmat, "p2p", 2, "split split", "true true"},
+		// multiplies by W first (dW reads the input rows); SAGE's and
+		// GIN's layer 0 aggregate first too, and their root term reads
+		// the destinations' rows only.
+		{"gcn", rmat, "p2p_reuse", 1, "split split", "none all"},
+		{"gcn", rmat, "none", 2, "split split", "none all"},
+		{"gcn", cora, "p2p_reuse", 1, "split split", "all all"},
+		{"sage", cora, "none", 1, "split split", "all all"},
+		{"sage", rmat, "p2p_reuse", 2, "split split", "dst all"},
+		{"gin", rmat, "p2p", 2, "split split", "dst all"},
 		{"gat", rmat, "p2p_reuse", 1, "recompute recompute", ""},
 		{"gat", cora, "none", 2, "recompute recompute", ""},
 	}
@@ -68,7 +70,10 @@ func TestChunkedSplitMatchesFullGraph(t *testing.T) {
 			var reload []string
 			for l := range r.layers {
 				if r.isSplit(l) {
-					reload = append(reload, fmt.Sprint(r.split[l].NeedsInput))
+					reload = append(reload, map[bool]string{false: "none", true: "dst"}[r.split[l].DstRows])
+					if r.split[l].NeedsInput {
+						reload[len(reload)-1] = "all"
+					}
 				} else if r.splitWhy[l] == "" {
 					t.Errorf("layer %d recomputes without a reason", l)
 				}
@@ -87,7 +92,8 @@ func TestChunkedSplitMatchesFullGraph(t *testing.T) {
 // before the weight and layer 1 its 5-wide product after it, so the
 // split keeps 1024·32 and 1024·5 values, 8 bytes each, whatever the
 // chunks, in the result and on the links (down in forward, up in
-// backward); caching keeps every saved tensor, more.
+// backward), and layer 0's backward loads no input row; caching keeps
+// every saved tensor, more.
 func TestChunkedSplitKeepsAggregations(t *testing.T) {
 	want := []int64{1024 * 32 * 8, 1024 * 5 * 8}
 	base := chunkedSets(`data.dataset="rmat-10-8-32-5-1"`, "data.symmetrize=true", "model.hidden=64", `train.dtype="float64"`, "chunked.chunks=4")
@@ -105,8 +111,17 @@ func TestChunkedSplitKeepsAggregations(t *testing.T) {
 		if by := be.(backend.TrafficCounter).TrafficByPurpose(); by[purposeIntermediates] != 2*sum {
 			t.Errorf("%s: %d intermediate bytes on the links, want twice the %d kept", inter, by[purposeIntermediates], sum)
 		}
-		if inter == "split" && fmt.Sprint(fig.IntermediatesBytes) != fmt.Sprint(want) {
+		if inter != "split" {
+			continue
+		}
+		if fmt.Sprint(fig.IntermediatesBytes) != fmt.Sprint(want) {
 			t.Errorf("split kept %v bytes per layer, want the aggregations' outputs %v", fig.IntermediatesBytes, want)
+		}
+		// Layer 0's backward loads no feature row; layer 1's reloads
+		// its rows (dW reads them).
+		by := be.(backend.TrafficCounter).TrafficByPurpose()
+		if f, a := by[backend.PurposeFeatures], by[backend.PurposeActivations]; f != st.comm.Ru*32*8 || a != 2*st.comm.Ru*64*8 {
+			t.Errorf("features %d bytes, activations %d; want one pass of %d rows of 32 and two of 64", f, a, st.comm.Ru)
 		}
 	}
 	if kept["split"] >= kept["cache"] {
