@@ -20,7 +20,9 @@ type splitLayer func(b *ir.Builder, x, g, gs int32) int32
 // backward reads, and the bytes kept, the aggregations' outputs (5 rows
 // of 8 values; a max aggregation's winners as int32 too).
 func TestSplitPlans(t *testing.T) {
-	w := func(b *ir.Builder, name string, in, out int64) int32 { return b.Param(name, []int64{in, out}, "glorot") }
+	w := func(b *ir.Builder, name string, in, out int64) int32 {
+		return b.Param(name, []int64{in, out}, "glorot")
+	}
 	cases := []struct {
 		name   string
 		layer  splitLayer
