@@ -485,11 +485,11 @@ func (r *chunkedRun) modes() []string {
 type ChunkedFigures struct {
 	Chunks        int      `json:"chunks" doc:"chunks of chunked (HongTu) training, all devices together"`
 	Intermediates []string `json:"intermediates" doc:"each layer's handling of its intermediate results: cache, recompute or split"`
-	// IntermediatesBytes are, per layer, the bytes of intermediate
-	// results the last epoch's forward kept on the host (each crosses
-	// twice: down in forward, up in backward); with split, the
-	// aggregations' outputs only.
-	IntermediatesBytes []int64 `json:"intermediates_bytes,omitempty" doc:"per layer, the bytes of intermediate results the last epoch kept on the host (cache: every saved tensor; split: the aggregations' outputs, one row per node); each crosses twice"`
+	// IntermediatesBytes are, with chunked.intermediates = "split", the
+	// bytes of each layer's aggregation outputs the last epoch's forward
+	// kept on the host (each crosses twice: down in forward, up in
+	// backward).
+	IntermediatesBytes []int64 `json:"intermediates_bytes,omitempty" doc:"with intermediates = split: per layer, the bytes the last epoch kept on the host, the aggregations' outputs (one row per node); each crosses twice"`
 	// SplitFallback says, per layer, why a layer of chunked.intermediates
 	// = "split" recomputes instead ("" where it splits).
 	SplitFallback []string `json:"split_fallback,omitempty" doc:"with intermediates = split: per layer, why the layer recomputes instead (its backward reads edge values, attention), \"\" where it splits"`
@@ -708,7 +708,8 @@ func (b *boundChunk) release(be backend.Backend) {
 
 // bind uploads a chunk's graphs for layer l to device k and binds the
 // layer to them; feed delivers the chunk's input rows (nil: a backward
-// over cached intermediates that does not read them).
+// over kept intermediates that does not read them, or with split reads
+// only the destinations' rows, which bind loads).
 func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFeed) (*boundChunk, error) {
 	d := r.devs[k]
 	e := r.e

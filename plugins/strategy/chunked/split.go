@@ -106,23 +106,17 @@ func (r *chunkedRun) keep(l int, c *chunkplan.Chunk, p *engine.Program) error {
 	if err != nil {
 		return err
 	}
-	if c == r.plan.Chunks[r.plan.Sched[0][0]] || r.kept == nil {
-		r.resetKept(l)
-	}
-	for _, t := range ts {
-		r.kept[l] += int64(t.Numel()) * int64(t.DType().Size())
-	}
-	r.saved[l][c.Id] = bufs
-	return nil
-}
-
-// resetKept starts counting layer l's kept bytes afresh (at the first
-// chunk of an epoch's forward).
-func (r *chunkedRun) resetKept(l int) {
 	if r.kept == nil {
 		r.kept = make([]int64, len(r.layers))
 	}
-	r.kept[l] = 0
+	if c == r.plan.Chunks[r.plan.Sched[0][0]] { // an epoch's first chunk
+		r.kept[l] = 0
+	}
+	for _, t := range ts {
+		r.kept[l] += t.Bytes()
+	}
+	r.saved[l][c.Id] = bufs
+	return nil
 }
 
 // restore gives layer l's program over chunk c, before its backward, the
@@ -153,14 +147,13 @@ func (r *chunkedRun) restore(ctx context.Context, l int, c *chunkplan.Chunk, p *
 }
 
 // keptBytes returns the bytes each layer kept on the host in the last
-// epoch (nil when no layer keeps any).
+// epoch with chunked.intermediates = "split" (nil otherwise: the results
+// of the other modes keep their fields).
 func (r *chunkedRun) keptBytes() []int64 {
-	for _, b := range r.kept {
-		if b > 0 {
-			return r.kept
-		}
+	if r.split == nil {
+		return nil
 	}
-	return nil
+	return r.kept
 }
 
 // dstInput returns layer l's input over chunk c on device k for a split
