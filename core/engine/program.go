@@ -73,8 +73,8 @@ type Env struct {
 	Resumable bool
 	// Split binds a training program whose backward may restore its
 	// aggregations' outputs and rerun the rest (SplitSaved, ResumeSplit):
-	// every value keeps a buffer of its own, so that what the forward
-	// kept is not overwritten by a later value.
+	// the aggregations' outputs live to the end of the forward (no later
+	// value takes their buffer) and are never fused into an epilogue.
 	Split bool
 }
 
@@ -235,7 +235,7 @@ func bindShare(g *ir.Graph, env Env, ps *Params, m *meter, share bool) (*Program
 		// buffer per tensor: their saved state is copied out and back
 		// between chunks (Saved, Resume), and chunking is what bounds
 		// their memory.
-		noShare: !share || env.InputGrad || env.Split,
+		noShare: !share || env.InputGrad,
 	}
 	if _, ok := p.be.(backend.Recycler); ok {
 		// Recycled buffers are not Go memory: a program dropped without

@@ -204,16 +204,18 @@ func (p *Program) Split() SplitPlan {
 		if sides[i] == 's' {
 			r = max(grad[i], rowsDst)
 		}
-		if s := ir.Spec(op.Kind); s != nil {
-			for _, k := range s.ReadsArgs {
-				needs(i, k, r)
-			}
-			if s.ReadsY {
-				need[i] = max(need[i], r)
-			}
+		args, self := backwardReads(&p.g.Ops[i])
+		if x := p.xFor[i]; x >= 0 { // the sign from a value that lives anyway (reluSigns)
+			args, need[x] = nil, max(need[x], r)
 		}
-		if op.Kind == ir.OpDropout && op.Alpha != 0 {
-			sp.run[i] = true // its mask
+		for _, k := range args {
+			needs(i, k, r)
+		}
+		if self {
+			need[i] = max(need[i], r)
+		}
+		if op.Kind == ir.OpDropout && p.aux[i].mask != nil {
+			sp.run[i] = true // its mask (kept, not made again in the backward)
 		}
 		if p.forwardState(i) {
 			need[i] = max(need[i], r)
@@ -265,34 +267,51 @@ func (p *Program) Split() SplitPlan {
 func (p *Program) SplitSaved(sp SplitPlan) []*tensor.Tensor {
 	var out []*tensor.Tensor
 	for i, c := range sp.cut {
-		if !c {
-			continue
-		}
-		out = append(out, p.vals[i])
-		if a := p.aux[i].argmax; a != nil {
-			out = append(out, a)
+		if c {
+			out = append(out, p.cutTensors(i)...)
 		}
 	}
 	return out
 }
 
-// ResumeSplit declares that the buffers of SplitSaved hold the state of
-// a training Forward in mode m (restored by the caller) and reruns the
-// ops of the plan, so that Backward may run. The input rows must be
-// bound when the plan NeedsInput.
-func (p *Program) ResumeSplit(ctx context.Context, sp SplitPlan, m Mode) error {
+// cutTensors are the buffers a split keeps of aggregation op i.
+func (p *Program) cutTensors(i int) []*tensor.Tensor {
+	if a := p.aux[i].argmax; a != nil {
+		return []*tensor.Tensor{p.vals[i], a}
+	}
+	return []*tensor.Tensor{p.vals[i]}
+}
+
+// ResumeSplit reruns, for a training Forward in mode m, the ops of the
+// plan, and at each kept aggregation calls restore with the place of
+// every buffer of it in SplitSaved's order, which restore fills with what
+// that forward left there; Backward may then run. Buffers are filled
+// when their op's turn comes, since a buffer may serve an earlier value
+// first. The input rows must be bound when the plan NeedsInput (its
+// destinations' rows with DstRows).
+func (p *Program) ResumeSplit(ctx context.Context, sp SplitPlan, m Mode, restore func(k int, t *tensor.Tensor) error) error {
 	if !sp.Applies {
 		return fmt.Errorf("engine: the layer does not split: %s", sp.Reason)
 	}
 	if err := p.Resume(m); err != nil {
 		return err
 	}
+	k := 0
 	for i := range p.g.Ops {
-		if !sp.run[i] {
-			continue
-		}
 		if err := ctxErr(ctx); err != nil {
 			return err
+		}
+		if sp.cut[i] {
+			for _, t := range p.cutTensors(i) {
+				if err := restore(k, t); err != nil {
+					return fmt.Errorf("restore op #%d %s: %w", i, p.g.Ops[i].Kind, err)
+				}
+				k++
+			}
+			continue
+		}
+		if !sp.run[i] {
+			continue
 		}
 		if err := p.forwardOp(ctx, int32(i), m); err != nil {
 			return fmt.Errorf("recompute op #%d %s: %w", i, p.g.Ops[i].Kind, err)

@@ -104,73 +104,90 @@ func TestSplitPlans(t *testing.T) {
 // and runs Backward after ResumeSplit: the parameters' and the input's
 // gradients equal those of Forward and Backward, bitwise.
 func TestSplitResume(t *testing.T) {
-	ctx := context.Background()
 	applied := 0
-	for _, c := range gradCases() {
-		t.Run(c.name, func(t *testing.T) {
-			gr := buildCase(t, c)
-			h := newHarness(t, gr, tensor.Float64)
-			env := h.prog.env
-			env.InputGrad, env.Resumable, env.Split = true, true, true
-			p, err := Bind(gr, env, h.prog.ParamSet())
-			if err != nil {
-				t.Fatal(err)
+	for _, inputGrad := range []bool{true, false} {
+		for _, c := range gradCases() {
+			name := c.name + "/buffers-shared"
+			if inputGrad {
+				name = c.name + "/input-gradient"
 			}
-			h.prog = p
-			sp := p.Split()
-			if !sp.Applies {
-				t.Skipf("does not split: %s", sp.Reason)
-			}
-			applied++
-			grads := func() []float64 {
-				var out []float64
-				in, err := p.InputGrad()
-				if err != nil {
-					t.Fatal(err)
+			t.Run(name, func(t *testing.T) {
+				if checkSplitResume(t, c, inputGrad) {
+					applied++
 				}
-				for _, g := range append([]*tensor.Tensor{in}, paramGrads(p)...) {
-					out = append(out, download(t, h, g)...)
-				}
-				return out
-			}
-			h.loss(t, true)
-			want := grads()
-			mode := Mode{Train: true, Seed: 99}
-			if err := p.Forward(ctx, mode); err != nil {
-				t.Fatal(err)
-			}
-			// The loss gradient, from the output the forward computed
-			// (the split does not recompute the output).
-			if _, err := h.be.SoftmaxCrossEntropy(p.Output(), h.labels, h.idx, p.OutputGrad()); err != nil {
-				t.Fatal(err)
-			}
-			saved := p.SplitSaved(sp)
-			kept, err := downloadAny(h, saved)
-			if err != nil {
-				t.Fatal(err)
-			}
-			input := download(t, h, env.Input)
-			wipeSplit(t, h, p, !sp.NeedsInput && !sp.DstRows)
-			for i, s := range saved {
-				if err := h.be.Upload(s, kept[i]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := p.ResumeSplit(ctx, sp, mode); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Backward(ctx); err != nil {
-				t.Fatal(err)
-			}
-			h.upload(t, env.Input, input)
-			if got := grads(); !slices.Equal(got, want) {
-				t.Errorf("gradients after ResumeSplit differ from Forward's")
-			}
-		})
+			})
+		}
 	}
 	if applied == 0 {
 		t.Fatal("no case splits")
 	}
+}
+
+// checkSplitResume is TestSplitResume's check of one case, with the
+// input's gradient (every value a buffer of its own) or without (values
+// sharing buffers by lifetime, in place); it reports whether the case
+// splits.
+func checkSplitResume(t *testing.T, c gradCase, inputGrad bool) bool {
+	ctx := context.Background()
+	gr := buildCase(t, c)
+	h := newHarness(t, gr, tensor.Float64)
+	env := h.prog.env
+	env.InputGrad, env.Resumable, env.Split = inputGrad, true, true
+	p, err := Bind(gr, env, h.prog.ParamSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.prog = p
+	sp := p.Split()
+	if !sp.Applies {
+		t.Logf("does not split: %s", sp.Reason)
+		return false
+	}
+	grads := func() []float64 {
+		var out []float64
+		gs := paramGrads(p)
+		if inputGrad {
+			in, err := p.InputGrad()
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs = append(gs, in)
+		}
+		for _, g := range gs {
+			out = append(out, download(t, h, g)...)
+		}
+		return out
+	}
+	h.loss(t, true)
+	want := grads()
+	mode := Mode{Train: true, Seed: 99}
+	if err := p.Forward(ctx, mode); err != nil {
+		t.Fatal(err)
+	}
+	// The loss gradient, from the output the forward computed
+	// (the split does not recompute the output).
+	if _, err := h.be.SoftmaxCrossEntropy(p.Output(), h.labels, h.idx, p.OutputGrad()); err != nil {
+		t.Fatal(err)
+	}
+	saved := p.SplitSaved(sp)
+	kept, err := downloadAny(h, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := download(t, h, env.Input)
+	wipeSplit(t, h, p, !sp.NeedsInput && !sp.DstRows)
+	restore := func(k int, s *tensor.Tensor) error { return h.be.Upload(s, kept[k]) }
+	if err := p.ResumeSplit(ctx, sp, mode, restore); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Backward(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.upload(t, env.Input, input)
+	if got := grads(); !slices.Equal(got, want) {
+		t.Errorf("gradients after ResumeSplit differ from Forward's")
+	}
+	return true
 }
 
 // paramGrads returns the gradients of a program's parameters.

@@ -67,19 +67,27 @@ func (r *chunkedRun) splitOf(l int, p *engine.Program) (engine.SplitPlan, error)
 	return sp, nil
 }
 
-// splitAnnouncement says which layers fall back to recomputation and why
-// ("" when every layer splits or the mode is not split).
+// splitAnnouncement says, with chunked.intermediates = "split", which
+// input rows each splitting layer's backward loads, and which layers
+// fall back to recomputation and why ("" in the other modes).
 func (r *chunkedRun) splitAnnouncement() string {
-	var parts []string
-	for l, why := range r.splitWhy {
-		if why != "" {
-			parts = append(parts, fmt.Sprintf("layer %d recomputes (%s)", l, why))
-		}
-	}
-	if len(parts) == 0 {
+	if r.split == nil {
 		return ""
 	}
-	return "; split: " + strings.Join(parts, ", ")
+	parts := make([]string, len(r.layers))
+	for l, sp := range r.split {
+		switch {
+		case sp == nil:
+			parts[l] = fmt.Sprintf("layer %d recomputes (%s)", l, r.splitWhy[l])
+		case sp.NeedsInput:
+			parts[l] = fmt.Sprintf("layer %d keeps its aggregations and reloads its input rows", l)
+		case sp.DstRows:
+			parts[l] = fmt.Sprintf("layer %d keeps its aggregations and loads its destinations' rows", l)
+		default:
+			parts[l] = fmt.Sprintf("layer %d keeps its aggregations and loads no input row", l)
+		}
+	}
+	return "; split: " + strings.Join(parts, "; ")
 }
 
 // isSplit reports whether layer l keeps its aggregations' outputs.
@@ -140,10 +148,10 @@ func (r *chunkedRun) restore(ctx context.Context, l int, c *chunkplan.Chunk, p *
 	if err != nil {
 		return err
 	}
-	if err := uploadAll(be, p.SplitSaved(sp), bufs); err != nil {
-		return err
+	if n := len(p.SplitSaved(sp)); n != len(bufs) {
+		return fmt.Errorf("%d kept buffers for %d tensors", len(bufs), n)
 	}
-	return p.ResumeSplit(ctx, sp, m)
+	return p.ResumeSplit(ctx, sp, m, func(k int, t *tensor.Tensor) error { return be.Upload(t, bufs[k]) })
 }
 
 // keptBytes returns the bytes each layer kept on the host in the last
