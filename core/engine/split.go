@@ -99,12 +99,18 @@ const (
 	rowsAll
 )
 
-// dstSafe are the ops that may run over source rows of which only the
-// destinations' are the input's (the others zero): their values stay
-// finite and their gradient is exactly zero where their output's is.
-var dstSafe = map[ir.Kind]bool{ir.OpInput: true, ir.OpMatMul: true, ir.OpBias: true, ir.OpAdd: true, ir.OpSub: true, ir.OpMul: true,
-	ir.OpScale: true, ir.OpShift: true, ir.OpReLU: true, ir.OpLeakyReLU: true, ir.OpELU: true, ir.OpSigmoid: true, ir.OpTanh: true,
-	ir.OpDropout: true, ir.OpConcat: true, ir.OpHeadDot: true, ir.OpHeadMean: true, ir.OpMaximum: true, ir.OpMinimum: true}
+// dstSafe reports whether ops of kind k may run over source rows of
+// which only the destinations' are the input's (the others zero): their
+// values stay finite and their gradient is exactly zero where their
+// output's is.
+func dstSafe(k ir.Kind) bool {
+	switch k {
+	case ir.OpInput, ir.OpMatMul, ir.OpBias, ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpScale, ir.OpShift, ir.OpReLU, ir.OpLeakyReLU,
+		ir.OpELU, ir.OpSigmoid, ir.OpTanh, ir.OpDropout, ir.OpConcat, ir.OpHeadDot, ir.OpHeadMean, ir.OpMaximum, ir.OpMinimum:
+		return true
+	}
+	return false
+}
 
 // argRows returns the rows of op i's argument k that op i reads when it
 // needs rows r of its own value (or of its gradient, for what its
@@ -241,7 +247,7 @@ func (p *Program) Split() SplitPlan {
 		case 's':
 			sp.NeedsInput = sp.NeedsInput || need[i] == rowsAll
 			sp.DstRows = true
-			safe = safe && dstSafe[op.Kind]
+			safe = safe && dstSafe(op.Kind)
 		}
 		alias := op.Kind == ir.OpDropout && op.Alpha == 0
 		if p.vals[i] == nil && op.Kind != ir.OpInput && !alias {
