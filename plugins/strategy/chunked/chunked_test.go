@@ -53,7 +53,7 @@ func TestChunkedMatchesFullGraph(t *testing.T) {
 						rows = append(rows, row{model, g.name, inter, "float64", per, 1})
 					}
 				}
-				rows = append(rows, row{model, g.name, "hybrid", "float32", 4, 1}, row{model, g.name, "hybrid", "float64", 2, 4})
+				rows = append(rows, row{model, g.name, "hybrid", "float32", 4, 1}, row{model, g.name, "split", "float32", 4, 1}, row{model, g.name, "hybrid", "float64", 2, 4})
 			}
 		}
 	}

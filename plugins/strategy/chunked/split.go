@@ -6,10 +6,9 @@ import (
 	"strings"
 
 	"strata/core/backend"
-	"strata/plugins/strategy/internal/chunkplan"
-
 	"strata/core/engine"
 	"strata/core/tensor"
+	"strata/plugins/strategy/internal/chunkplan"
 )
 
 // chunked.intermediates = "split" is HongTu's recomputation-caching
