@@ -22,8 +22,8 @@ import (
 
 // fuseEpilogues marks the chains that run as one SpMMBiasAct.
 func (p *Program) fuseEpilogues(model *ir.Graph) {
-	if _, ok := p.be.(backend.SpMMBiasActer); !ok || p.noShare {
-		return
+	if _, ok := p.be.(backend.SpMMBiasActer); !ok || p.noShare || p.env.Split {
+		return // a split keeps the aggregations' outputs: they are formed
 	}
 	n := len(p.g.Ops)
 	readers := make([][]int32, n)

@@ -126,6 +126,7 @@ type Usage struct {
 	AccumulateGrads bool
 	InputGrad       bool // the gradient of the input too (see Env.InputGrad)
 	Resumable       bool // state carried by Saved and Resume (see Env.Resumable)
+	Split           bool // the aggregations' outputs kept (see Env.Split)
 }
 
 // Sizer sizes the programs of one model without allocating anything: it
@@ -190,7 +191,7 @@ func (s *Sizer) Blocks(blocks []BlockShape, inputRows int, u Usage) (Footprint, 
 // bind binds the model to dry blocks, counting into m.
 func (s *Sizer) bind(blocks []BlockShape, inputRows int, u Usage, m *meter) (*Program, error) {
 	be := dryBackend{}
-	env := Env{Backend: be, DType: s.dt, Tier: dryTier, Inference: u.Inference, InputGrad: u.InputGrad, Resumable: u.Resumable,
+	env := Env{Backend: be, DType: s.dt, Tier: dryTier, Inference: u.Inference, InputGrad: u.InputGrad, Resumable: u.Resumable, Split: u.Split,
 		Blocks: make([]map[string]*Graph, len(blocks))}
 	in := s.dt
 	if s.Input != 0 {

@@ -175,6 +175,14 @@ func (p *Program) planBuffers(shapes [][]int, model *ir.Graph) error {
 	if h, ok := model.LastHidden(); ok && p.plan.planned(h) >= 0 {
 		pinned = append(pinned, p.plan.planned(h))
 	}
+	if train && p.env.Split { // kept after the forward (SplitSaved)
+		sides, on := p.sides(), p.onPath()
+		for i := range n {
+			if on[i] && p.isCut(i, sides) {
+				pinned = append(pinned, int32(i))
+			}
+		}
+	}
 	for _, o := range pinned {
 		reads(o, p.lossT())
 	}

@@ -71,6 +71,11 @@ type Env struct {
 	// backward reads the input, so the input's dropout is formed, not
 	// multiplied in (see fuseInputDropouts).
 	Resumable bool
+	// Split binds a training program whose backward may restore its
+	// aggregations' outputs and rerun the rest (SplitSaved, ResumeSplit):
+	// the aggregations' outputs live to the end of the forward (no later
+	// value takes their buffer) and are never fused into an epilogue.
+	Split bool
 }
 
 // Param is a learnable tensor with its gradient.

@@ -74,7 +74,7 @@ func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 				cg := c.Graphs[name]
 				shape.Edges[name], shape.Degrees[name] = cg.Csr.NNZ(), engine.DegreesOf(cg.Csr)
 			}
-			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.Src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true})
+			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.Src), layerUsage(l))
 			if err != nil {
 				return nil, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
 			}
@@ -105,7 +105,7 @@ func (r *chunkedRun) chooseIntermediates(mode string) error {
 		for l := range r.cache {
 			r.cache[l] = true
 		}
-	case "recompute":
+	case "recompute", "split": // split: the layers that do not split recompute
 	default:
 		r.hybrid = true
 		est, err := r.estimateLayers()
@@ -259,7 +259,9 @@ func (r *chunkedRun) chunkPeak(plan *chunkplan.Plan, c *chunkplan.Chunk, k int, 
 		shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.Csr)
 		graphs += 8*(d+1) + 8*(s+1) + 16*e + int64(len(cg.Gcn)+len(cg.Mean))*elt
 	}
-	fp, err := ls.sz.Blocks([]engine.BlockShape{shape}, len(c.Src), engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true})
+	u := layerUsage(l)
+	u.Split = r.isSplit(l)
+	fp, err := ls.sz.Blocks([]engine.BlockShape{shape}, len(c.Src), u)
 	if err != nil {
 		return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
 	}

@@ -42,7 +42,7 @@ import (
 // so configs without the section keep their hash.
 type Chunked struct {
 	Chunks        int    `toml:"chunks" range:"[0,1073741824]" word:"auto:0:the smallest multiple of the device count whose largest chunk fits devices.memory_bytes" doc:"total number of chunks k of the 2-level partition (METIS into m = device count partitions, each cut into k/m edge-balanced chunks); a multiple of m, at most the number of nodes; 0 = \"auto\""`
-	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer from the cost estimate"`
+	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid,split" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer from the cost estimate, split = keep only the aggregations' outputs on the host and recompute the rest (HongTu Fig. 4c; layers whose backward reads edge values, attention, recompute)"`
 	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
 	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
 	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations and vertex gradients in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
@@ -123,31 +123,34 @@ type chunkDevice struct {
 
 // chunkedRun is the stepper of strategy.chunked.
 type chunkedRun struct {
-	e       steprun.Env
-	cfg     *config.Config
-	opts    Chunked            // the [chunked] section
-	layers  []*ir.Graph        // the model, one graph per layer
-	used    []map[string]bool  // the graphs each layer reads
-	widths  []int              // widths[l]: layer l's input; widths[L]: the classes
-	devs    []*chunkDevice     // one per partition
-	plan    *chunkplan.Plan    // the chunks and their schedule
-	h, dh   []hosttier.Rows    // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
-	cache   []bool             // per layer: keep the intermediates on the host
-	saved   []map[int][]any    // per layer and chunk: the host copies of the intermediates
-	needIn  []bool             // per layer: backward reads the layer's input
-	total   int                // training nodes
-	comm    chunkplan.CommRows // neighbour rows per layer pass
-	hybrid  bool               // intermediates chosen per layer by the estimate
-	estPeak int64              // the estimated device peak (0: no capacity to fit)
-	unmap   func() error       // closes and removes chunked.host_file (nil: the host tier is in RAM)
-	io      *hosttier.IOCount  // the host file's reads and writes (nil: no host file)
-	disk    [2]int64           // the host file's bytes read and written in the last epoch
-	bufs    backend.Backend    // allocates the chunk feed's buffers (see newChunkedRun)
-	outBuf  any                // host rows of the last output or loss gradient, reused by the next
-	dedup   string             // chunked.dedup
-	cost    modhost.CostModel  // costmodel.hongtu, while the run is set up
-	commS   map[string]float64 // Eq. 4's communication time of an epoch per mode
-	clocks  deviceClocks       // the devices' busy time, synchronised per pass
+	e        steprun.Env
+	cfg      *config.Config
+	opts     Chunked             // the [chunked] section
+	layers   []*ir.Graph         // the model, one graph per layer
+	used     []map[string]bool   // the graphs each layer reads
+	widths   []int               // widths[l]: layer l's input; widths[L]: the classes
+	devs     []*chunkDevice      // one per partition
+	plan     *chunkplan.Plan     // the chunks and their schedule
+	h, dh    []hosttier.Rows     // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
+	cache    []bool              // per layer: keep the intermediates on the host
+	saved    []map[int][]any     // per layer and chunk: the host copies of the intermediates
+	needIn   []bool              // per layer: backward reads the layer's input
+	total    int                 // training nodes
+	comm     chunkplan.CommRows  // neighbour rows per layer pass
+	hybrid   bool                // intermediates chosen per layer by the estimate
+	split    []*engine.SplitPlan // chunked.intermediates = "split": per layer, its split (nil: the layer recomputes)
+	splitWhy []string            // per layer, why it does not split ("" when it does)
+	kept     []int64             // per layer, the intermediates' bytes kept on the host in the last epoch
+	estPeak  int64               // the estimated device peak (0: no capacity to fit)
+	unmap    func() error        // closes and removes chunked.host_file (nil: the host tier is in RAM)
+	io       *hosttier.IOCount   // the host file's reads and writes (nil: no host file)
+	disk     [2]int64            // the host file's bytes read and written in the last epoch
+	bufs     backend.Backend     // allocates the chunk feed's buffers (see newChunkedRun)
+	outBuf   any                 // host rows of the last output or loss gradient, reused by the next
+	dedup    string              // chunked.dedup
+	cost     modhost.CostModel   // costmodel.hongtu, while the run is set up
+	commS    map[string]float64  // Eq. 4's communication time of an epoch per mode
+	clocks   deviceClocks        // the devices' busy time, synchronised per pass
 }
 
 var (
@@ -194,6 +197,11 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 	tiers := []tensor.Tier{e.Tier}
 	if md, ok := e.Be.(backend.MultiDevice); ok {
 		tiers = md.DeviceTiers()
+	}
+	if opts.Intermediates == "split" {
+		if err := r.planSplit(); err != nil {
+			return nil, err
+		}
 	}
 	if r.plan, err = r.fitPlan(ctx, cfg, len(tiers)); err != nil {
 		return nil, err
@@ -454,15 +462,19 @@ func backwardReadsInput(g *ir.Graph) bool {
 func (r *chunkedRun) Announce() string {
 	modes := r.modes()
 	return fmt.Sprintf("chunked: %d chunks (%d per device on %d devices), intermediates %v, neighbour rows per layer pass: %d original, %d with p2p, %d with p2p+reuse",
-		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.announceDisk()
+		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.splitAnnouncement() + r.announceDisk()
 }
 
 func (r *chunkedRun) modes() []string {
 	out := make([]string, len(r.cache))
 	for l, c := range r.cache {
-		out[l] = "recompute"
-		if c {
+		switch {
+		case c:
 			out[l] = "cache"
+		case r.isSplit(l):
+			out[l] = "split"
+		default:
+			out[l] = "recompute"
 		}
 	}
 	return out
@@ -472,7 +484,15 @@ func (r *chunkedRun) modes() []string {
 // "chunked": {...}.
 type ChunkedFigures struct {
 	Chunks        int      `json:"chunks" doc:"chunks of chunked (HongTu) training, all devices together"`
-	Intermediates []string `json:"intermediates" doc:"each layer's handling of its intermediate results: cache or recompute"`
+	Intermediates []string `json:"intermediates" doc:"each layer's handling of its intermediate results: cache, recompute or split"`
+	// IntermediatesBytes are, with chunked.intermediates = "split", the
+	// bytes of each layer's aggregation outputs the last epoch's forward
+	// kept on the host (each crosses twice: down in forward, up in
+	// backward).
+	IntermediatesBytes []int64 `json:"intermediates_bytes,omitempty" doc:"with intermediates = split: per layer, the bytes the last epoch kept on the host, the aggregations' outputs (one row per node); each crosses twice"`
+	// SplitFallback says, per layer, why a layer of chunked.intermediates
+	// = "split" recomputes instead ("" where it splits).
+	SplitFallback []string `json:"split_fallback,omitempty" doc:"with intermediates = split: per layer, why the layer recomputes instead (its backward reads edge values, attention), \"\" where it splits"`
 	// CommBytes are the host→device bytes of neighbour rows per epoch
 	// without deduplication ("original"), with p2p sharing ("p2p") and
 	// with p2p and reuse ("p2p_reuse"), from the plan.
@@ -509,6 +529,8 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 	res.SetFigures("chunked", &ChunkedFigures{
 		Chunks:               len(r.plan.Chunks),
 		Intermediates:        r.modes(),
+		IntermediatesBytes:   r.keptBytes(),
+		SplitFallback:        r.splitWhy,
 		CommBytes:            map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
 		CommPredictedS:       map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
 		CommRows:             map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
@@ -686,7 +708,8 @@ func (b *boundChunk) release(be backend.Backend) {
 
 // bind uploads a chunk's graphs for layer l to device k and binds the
 // layer to them; feed delivers the chunk's input rows (nil: a backward
-// over cached intermediates that does not read them).
+// over kept intermediates that does not read them, or with split reads
+// only the destinations' rows, which bind loads).
 func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFeed) (*boundChunk, error) {
 	d := r.devs[k]
 	e := r.e
@@ -697,7 +720,7 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 	}
 	topo := backend.ForPurpose(e.Be, backend.PurposeTopology)
 	env := engine.Env{Backend: e.Be, DType: e.DT, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, NodeIDs: [][]int32{c.Src},
-		Inference: infer, InputGrad: l > 0 && !infer, Resumable: !infer}
+		Inference: infer, InputGrad: l > 0 && !infer, Resumable: !infer, Split: r.isSplit(l) && !infer}
 	for name := range r.used[l] {
 		cg := c.Graphs[name]
 		a, err := topo.UploadGraph(cg.Csr, d.tier)
@@ -734,7 +757,12 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 		}
 	} else {
 		var err error
-		if x, err = r.zeroed([]int{len(c.Src), r.widths[l]}, d.tier); err != nil {
+		if !infer && r.isSplit(l) && r.split[l].DstRows {
+			x, err = r.dstInput(l, k, c)
+		} else {
+			x, err = r.zeroed([]int{len(c.Src), r.widths[l]}, d.tier)
+		}
+		if err != nil {
 			return fail(fmt.Errorf("input rows: %w", err))
 		}
 		b.tensors = append(b.tensors, x)
@@ -782,12 +810,8 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 	if !training {
 		return 0, nil
 	}
-	if r.cache[l] {
-		bufs, err := downloadAll(backend.ForPurpose(e.Be, purposeIntermediates), p.Saved())
-		if err != nil {
-			return 0, err
-		}
-		r.saved[l][c.Id] = bufs
+	if err := r.keep(l, c, p); err != nil {
+		return 0, err
 	}
 	if l < len(r.layers)-1 || len(c.Train) == 0 {
 		return 0, nil
@@ -812,23 +836,13 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 // and the input gradient added into dh[l] on the host.
 func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk, feed *rowFeed, sink *gradSink, seed uint64) error {
 	e := r.e
-	cached := r.cache[l]
 	b, err := r.bind(l, k, c, false, feed)
 	if err != nil {
 		return err
 	}
 	defer b.release(e.Be)
 	p := b.prog
-	mode := engine.Mode{Train: true, Seed: seed, AccumulateGrads: true}
-	if cached {
-		if err := uploadAll(backend.ForPurpose(e.Be, purposeIntermediates), p.Saved(), r.saved[l][c.Id]); err != nil {
-			return err
-		}
-		delete(r.saved[l], c.Id)
-		if err := p.Resume(mode); err != nil {
-			return err
-		}
-	} else if err := p.Forward(ctx, mode); err != nil {
+	if err := r.restore(ctx, l, c, p, engine.Mode{Train: true, Seed: seed, AccumulateGrads: true}); err != nil {
 		return err
 	}
 	grads := backend.ForPurpose(e.Be, backend.PurposeGradients)

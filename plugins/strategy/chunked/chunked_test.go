@@ -49,11 +49,11 @@ func TestChunkedMatchesFullGraph(t *testing.T) {
 		for _, model := range []string{"gcn", "sage", "gat", "gin"} {
 			for _, g := range chunkedGraphs {
 				for _, per := range []int{1, 2, 4, 8} {
-					for _, inter := range []string{"cache", "recompute", "hybrid"} {
+					for _, inter := range []string{"cache", "recompute", "hybrid", "split"} {
 						rows = append(rows, row{model, g.name, inter, "float64", per, 1})
 					}
 				}
-				rows = append(rows, row{model, g.name, "hybrid", "float32", 4, 1}, row{model, g.name, "hybrid", "float64", 2, 4})
+				rows = append(rows, row{model, g.name, "hybrid", "float32", 4, 1}, row{model, g.name, "split", "float32", 4, 1}, row{model, g.name, "hybrid", "float64", 2, 4})
 			}
 		}
 	}
@@ -102,7 +102,7 @@ func TestChunkedPeakEstimate(t *testing.T) {
 	if !testing.Short() {
 		rows = nil
 		for _, model := range []string{"gcn", "sage", "gat", "gin"} {
-			for _, inter := range []string{"cache", "recompute"} {
+			for _, inter := range []string{"cache", "recompute", "split"} {
 				rows = append(rows, row{model, inter, 1}, row{model, inter, 4})
 			}
 		}
@@ -161,15 +161,28 @@ func TestChunkedBeyondDeviceMemory(t *testing.T) {
 
 // TestChunkedHostFile trains with the host tier in a memory-mapped file
 // on the cpu backend: the same losses and parameters as with the host
-// tier in RAM, and the file is gone afterwards.
+// tier in RAM, and the file is gone afterwards; with the default
+// intermediates and with split, whose 3-layer SAGE reads layer 1's
+// destination rows (a root term) from the file in backward.
 func TestChunkedHostFile(t *testing.T) {
-	path := t.TempDir() + "/host.bin"
-	sets := []string{`train.mode="chunked"`, "chunked.chunks=3", `model.name="sage"`, "model.dropout=0.5", "model.input_dropout=0.3", `train.dtype="float64"`}
-	want := testkit.RunSteps(t, 2, testkit.CoraBase, sets...)
-	got := testkit.RunSteps(t, 2, testkit.CoraBase, append(sets, "chunked.host_file="+path)...)
-	testkit.CompareSteps(t, got, want, 0, 0)
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("host file left behind: %v", err)
+	for _, c := range []struct{ inter, layers string }{{"hybrid", "2"}, {"split", "3"}} {
+		t.Run(c.inter, func(t *testing.T) {
+			path := t.TempDir() + "/host.bin"
+			sets := []string{`train.mode="chunked"`, "chunked.chunks=3", `model.name="sage"`, "model.dropout=0.5", "model.input_dropout=0.3", `train.dtype="float64"`,
+				`chunked.intermediates="` + c.inter + `"`, "model.layers=" + c.layers}
+			want := testkit.RunSteps(t, 2, testkit.CoraBase, sets...)
+			got := testkit.RunSteps(t, 2, testkit.CoraBase, append(sets, "chunked.host_file="+path)...)
+			testkit.CompareSteps(t, got, want, 0, 0)
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Errorf("host file left behind: %v", err)
+			}
+			if c.inter == "split" {
+				r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, sets...))
+				if !r.isSplit(1) || !r.split[1].DstRows {
+					t.Errorf("layer 1 does not read only its destinations' rows: %v %q", r.modes(), r.splitWhy)
+				}
+			}
+		})
 	}
 }
 

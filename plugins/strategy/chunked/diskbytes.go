@@ -45,8 +45,8 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 		m := n * int64(r.widths[l]) * s
 		written += 2 * m // h_l and dh_l
 		read += 2 * m    // h_l by forward l, dh_l by backward l-1
-		if r.readsInputBack(l) {
-			read += m // h_l again by backward l
+		if r.readsInputBack(l) || r.isSplit(l) && r.split[l].DstRows {
+			read += m // h_l again by backward l (its destinations' rows: all rows once)
 		}
 	}
 	var nt int64 // destinations of the chunks with training nodes
@@ -61,7 +61,12 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 
 // readsInputBack reports whether layer l's backward pass loads the
 // layer's input rows again.
-func (r *chunkedRun) readsInputBack(l int) bool { return !r.cache[l] || r.needIn[l] }
+func (r *chunkedRun) readsInputBack(l int) bool {
+	if r.isSplit(l) {
+		return r.split[l].NeedsInput
+	}
+	return !r.cache[l] || r.needIn[l]
+}
 
 // hostFileFigures returns the host file's figures (nil without one).
 func (r *chunkedRun) hostFileFigures() *HostFileFigures {

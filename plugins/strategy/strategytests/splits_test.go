@@ -18,13 +18,14 @@ type splitVariant struct {
 
 // splitVariants are the splits the strategies promise to compute
 // exactly: HongTu's chunks (1, 2, 4, 8; intermediates cached,
-// recomputed or chosen per layer), Betty's micro-batches (K = 1 as full-graph and as one micro-batch, 2, 4),
+// recomputed, chosen per layer, or split within the layer: aggregation
+// outputs kept, the rest recomputed, attention recomputed), Betty's micro-batches (K = 1 as full-graph and as one micro-batch, 2, 4),
 // distfull's ranks (1, 2, 4) and one mini-batch of every training node
 // over full-neighbour blocks.
 func splitVariants() []splitVariant {
 	var out []splitVariant
 	for _, k := range []int{1, 2, 4, 8} {
-		for _, inter := range []string{"cache", "recompute", "hybrid"} {
+		for _, inter := range []string{"cache", "recompute", "hybrid", "split"} {
 			out = append(out, splitVariant{name: fmt.Sprintf("chunked/%d/%s", k, inter),
 				sets: []string{`train.mode="chunked"`, fmt.Sprintf("chunked.chunks=%d", k), `chunked.intermediates="` + inter + `"`}})
 		}

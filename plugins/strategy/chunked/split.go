@@ -1,0 +1,201 @@
+package chunked
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"strata/core/backend"
+	"strata/core/engine"
+	"strata/core/tensor"
+	"strata/plugins/strategy/internal/chunkplan"
+)
+
+// chunked.intermediates = "split" is HongTu's recomputation-caching
+// hybrid within a layer (§4.2, Fig. 4c): the forward keeps on the host
+// only the outputs of the layer's aggregations (one row per destination,
+// O(|V|) per layer), and the backward restores them and reruns the ops
+// after them (the update), and before them only what the backward of the
+// pre-aggregation part reads (engine.Program.Split). A layer whose
+// backward reads edge-sized values (attention) falls back to
+// recomputation, as in the paper.
+
+// layerUsage is how layer l's training program over a chunk runs.
+func layerUsage(l int) engine.Usage {
+	return engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true}
+}
+
+// planSplit decides, for chunked.intermediates = "split", which layers
+// split (r.split[l] non-nil) and why the others fall back (r.splitWhy).
+// The plan is the layer's structure: it is made on a dry binding of a
+// small block (every row space distinct) and checked again on every
+// chunk's program.
+func (r *chunkedRun) planSplit() error {
+	r.split = make([]*engine.SplitPlan, len(r.layers))
+	r.splitWhy = make([]string, len(r.layers))
+	for l, lg := range r.layers {
+		sz, err := engine.NewSizer(lg, r.e.DT)
+		if err != nil {
+			return fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+		}
+		shape := engine.BlockShape{Dst: 2, Src: 3, Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+		for name := range r.used[l] {
+			shape.Edges[name], shape.Degrees[name] = 4, engine.Degrees{Rows1: 2, Rows2: 2, Max: 2}
+		}
+		sp, _, err := sz.Split(shape, layerUsage(l))
+		if err != nil {
+			return fmt.Errorf("chunked: splitting layer %d: %w", l, err)
+		}
+		if !sp.Applies {
+			r.splitWhy[l] = sp.Reason
+			continue
+		}
+		r.split[l] = &sp
+	}
+	return nil
+}
+
+// splitOf returns the split plan of a chunk's program of layer l, which
+// must agree with the layer's (planSplit).
+func (r *chunkedRun) splitOf(l int, p *engine.Program) (engine.SplitPlan, error) {
+	sp := p.Split()
+	if want := r.split[l]; !sp.Applies || sp.NeedsInput != want.NeedsInput || sp.DstRows != want.DstRows {
+		return sp, fmt.Errorf("chunked: layer %d splits differently over this chunk (applies %v, reads its input rows %v, its destinations' %v; the layer: %v, %v): %s",
+			l, sp.Applies, sp.NeedsInput, sp.DstRows, want.NeedsInput, want.DstRows, sp.Reason)
+	}
+	return sp, nil
+}
+
+// splitAnnouncement says, with chunked.intermediates = "split", which
+// input rows each splitting layer's backward loads, and which layers
+// fall back to recomputation and why ("" in the other modes).
+func (r *chunkedRun) splitAnnouncement() string {
+	if r.split == nil {
+		return ""
+	}
+	parts := make([]string, len(r.layers))
+	for l, sp := range r.split {
+		switch {
+		case sp == nil:
+			parts[l] = fmt.Sprintf("layer %d recomputes (%s)", l, r.splitWhy[l])
+		case sp.NeedsInput:
+			parts[l] = fmt.Sprintf("layer %d keeps its aggregations and reloads its input rows", l)
+		case sp.DstRows:
+			parts[l] = fmt.Sprintf("layer %d keeps its aggregations and loads its destinations' rows", l)
+		default:
+			parts[l] = fmt.Sprintf("layer %d keeps its aggregations and loads no input row", l)
+		}
+	}
+	return "; split: " + strings.Join(parts, "; ")
+}
+
+// isSplit reports whether layer l keeps its aggregations' outputs.
+func (r *chunkedRun) isSplit(l int) bool { return r.split != nil && r.split[l] != nil }
+
+// keep copies to the host, after a training forward of layer l over
+// chunk c, what its backward restores: every saved tensor (cache) or the
+// aggregations' outputs (split); nothing when the layer recomputes.
+func (r *chunkedRun) keep(l int, c *chunkplan.Chunk, p *engine.Program) error {
+	var ts []*tensor.Tensor
+	switch {
+	case r.cache[l]:
+		ts = p.Saved()
+	case r.isSplit(l):
+		sp, err := r.splitOf(l, p)
+		if err != nil {
+			return err
+		}
+		ts = p.SplitSaved(sp)
+	default:
+		return nil
+	}
+	bufs, err := downloadAll(backend.ForPurpose(r.e.Be, purposeIntermediates), ts)
+	if err != nil {
+		return err
+	}
+	if r.kept == nil {
+		r.kept = make([]int64, len(r.layers))
+	}
+	if c == r.plan.Chunks[r.plan.Sched[0][0]] { // an epoch's first chunk
+		r.kept[l] = 0
+	}
+	for _, t := range ts {
+		r.kept[l] += t.Bytes()
+	}
+	r.saved[l][c.Id] = bufs
+	return nil
+}
+
+// restore gives layer l's program over chunk c, before its backward, the
+// state of the forward in mode m: the kept tensors uploaded back (and,
+// with split, the ops after the aggregations rerun), or the whole
+// forward run again.
+func (r *chunkedRun) restore(ctx context.Context, l int, c *chunkplan.Chunk, p *engine.Program, m engine.Mode) error {
+	if !r.cache[l] && !r.isSplit(l) {
+		return p.Forward(ctx, m)
+	}
+	be := backend.ForPurpose(r.e.Be, purposeIntermediates)
+	bufs := r.saved[l][c.Id]
+	delete(r.saved[l], c.Id)
+	if r.cache[l] {
+		if err := uploadAll(be, p.Saved(), bufs); err != nil {
+			return err
+		}
+		return p.Resume(m)
+	}
+	sp, err := r.splitOf(l, p)
+	if err != nil {
+		return err
+	}
+	if n := len(p.SplitSaved(sp)); n != len(bufs) {
+		return fmt.Errorf("%d kept buffers for %d tensors", len(bufs), n)
+	}
+	return p.ResumeSplit(ctx, sp, m, func(k int, t *tensor.Tensor) error { return be.Upload(t, bufs[k]) })
+}
+
+// keptBytes returns the bytes each layer kept on the host in the last
+// epoch with chunked.intermediates = "split" (nil otherwise: the results
+// of the other modes keep their fields).
+func (r *chunkedRun) keptBytes() []int64 {
+	if r.split == nil {
+		return nil
+	}
+	return r.kept
+}
+
+// dstInput returns layer l's input over chunk c on device k for a split
+// backward that reads only the destinations' rows (a root term): those
+// rows from the host tier, filed as the layer's input rows (features or
+// activations), in the first rows, and zeros for the other sources.
+func (r *chunkedRun) dstInput(l, k int, c *chunkplan.Chunk) (*tensor.Tensor, error) {
+	tier := r.devs[k].tier
+	x, err := r.zeroed([]int{len(c.Src), r.widths[l]}, tier)
+	if err != nil {
+		return nil, err
+	}
+	f := r.newFeed(l)
+	err = func() error {
+		rows, err := f.src.Gather(c.Dst, nil)
+		if err != nil {
+			return err
+		}
+		tmp, err := r.scratch([]int{len(c.Dst), r.widths[l]}, tier)
+		if err != nil {
+			return err
+		}
+		defer r.e.Be.Release(tmp)
+		if err := f.be.Upload(tmp, rows); err != nil {
+			return err
+		}
+		first := make([]int32, len(c.Dst))
+		for i := range first {
+			first[i] = int32(i)
+		}
+		return f.scatter(tier, tmp, x, first)
+	}()
+	if err != nil {
+		r.e.Be.Release(x)
+		return nil, fmt.Errorf("destination rows: %w", err)
+	}
+	return x, nil
+}
