@@ -63,6 +63,9 @@ func structMap(rv reflect.Value, fields []field, hashOnly bool) map[string]any {
 			continue
 		}
 		fv := rv.FieldByIndex(f.index)
+		if f.unsetOutOfRange(fv) {
+			continue // left out: its zero is no value a config can write
+		}
 		if hashOnly && f.omitzero && (fv.IsZero() || isDefault(fv)) {
 			continue // a key added later: old configs keep their hash
 		}

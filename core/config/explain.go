@@ -77,6 +77,8 @@ func explainFields(b *strings.Builder, indent string, v reflect.Value, fields []
 			fmt.Fprintf(b, "%s# [%s.%s]   (empty by default)\n", indent, section, f.key)
 		case f.required && f.example != "" && fv.IsZero():
 			fmt.Fprintf(b, "%s%s = %s\n", indent, f.key, strconv.Quote(f.example))
+		case f.unsetOutOfRange(fv):
+			fmt.Fprintf(b, "%s# %s =   (left out by default)\n", indent, f.key)
 		case f.special != nil && fv.CanFloat() && fv.Float() == f.special.value:
 			if _, unset := f.special.unset(); unset {
 				fmt.Fprintf(b, "%s# %s =   (left out by default)\n", indent, f.key)
@@ -217,6 +219,9 @@ func optionsOf(prefix string, v reflect.Value, fields []field) []option {
 			doc += ". " + f.doc
 		}
 		val := goValue(fv)
+		if f.unsetOutOfRange(fv) {
+			val = "(left out)"
+		}
 		if f.special != nil && fv.CanFloat() && fv.Float() == f.special.value {
 			if _, unset := f.special.unset(); unset {
 				val = "(left out)"

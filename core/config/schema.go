@@ -154,6 +154,28 @@ func fieldsOf(t reflect.Type) []field {
 	return out
 }
 
+// unsetOutOfRange reports whether v, the value of f, is a number outside
+// f's range that no special value or word allows: a key left out whose
+// zero cannot be written (hybrid.host.cores, range [1, ...]). Dumps and
+// config explain leave it out, so that they read back as written.
+func (f *field) unsetOutOfRange(v reflect.Value) bool {
+	if f.rng == nil || f.word != nil {
+		return false
+	}
+	var x float64
+	switch {
+	case v.CanInt():
+		x = float64(v.Int())
+	case v.CanUint():
+		x = float64(v.Uint())
+	case v.CanFloat():
+		x = v.Float()
+	default:
+		return false
+	}
+	return !f.rng.contains(x) && (f.special == nil || x != f.special.value)
+}
+
 // keysOf returns the keys of a field list.
 func keysOf(fs []field) []string {
 	out := make([]string, len(fs))
