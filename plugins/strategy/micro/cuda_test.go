@@ -33,14 +33,7 @@ const cudaAutoChild = "STRATA_MICRO_CUDA_AUTO_CHILD"
 // not), its steps run without running out of memory, and they train the
 // parameters that the same K, fixed, trains.
 func TestCUDAAutoMicroBatches(t *testing.T) {
-	if os.Getenv(cudaAutoChild) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCUDAAutoMicroBatches$", "-test.v")
-		cmd.Env = append(os.Environ(), cudaAutoChild+"=1", "MOCKCUDA_MEM_BYTES="+strconv.Itoa(mockDeviceBytes))
-		out, err := cmd.CombinedOutput()
-		t.Logf("on a %d-byte device:\n%s", mockDeviceBytes, out)
-		if err != nil {
-			t.Fatalf("the run on a %d-byte device: %v", mockDeviceBytes, err)
-		}
+	if !onSmallDevice(t) {
 		return
 	}
 	ctx := context.Background()
@@ -95,4 +88,42 @@ func TestCUDAAutoMicroBatches(t *testing.T) {
 	if fewer.Peak <= s.Capacity {
 		t.Errorf("K-1 = %d micro-batches fit by the estimate (%d of %d bytes): auto chose K = %d", k-1, fewer.Peak, s.Capacity, k)
 	}
+}
+
+// TestCUDAAutoMiniBatches trains sampled mini-batches split with "auto"
+// on the same small device (minibatch.micro_batches): each batch's K fits
+// the device's memory pool by the estimate, evaluation in the chunks it
+// fitted, and the run ends without running out of memory.
+func TestCUDAAutoMiniBatches(t *testing.T) {
+	if !onSmallDevice(t) {
+		return
+	}
+	sets := []string{`train.backend="cuda"`, `model.name="sage"`, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 10]",
+		"train.batch_size=140", `train.micro_batches="auto"`, `partition.name="betty-reg"`, "output.progress=off", "train.epochs=1"}
+	r, err := train.Run(context.Background(), testkit.MustParse(t, testkit.CoraBase, sets...), train.Options{Host: testkit.TestHost(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("K = %d, the largest micro-batch estimated at %d bytes, measured %d", testkit.Splits(r).MicroBatches, r.EstimatedPeakBytes, r.PeakTierBytes["device0"])
+	if !testkit.Splits(r).Auto || r.EstimatedPeakBytes == 0 || r.EstimatedPeakBytes > mockDeviceBytes {
+		t.Errorf("auto: K = %d, estimated %d on a %d-byte device", testkit.Splits(r).MicroBatches, r.EstimatedPeakBytes, int64(mockDeviceBytes))
+	}
+}
+
+// onSmallDevice reports whether the test runs on the mock's device of
+// mockDeviceBytes; if not, it runs the test in a child process that does
+// (the mock reads its device size once per process), and the caller
+// returns.
+func onSmallDevice(t *testing.T) bool {
+	if os.Getenv(cudaAutoChild) != "" {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), cudaAutoChild+"=1", "MOCKCUDA_MEM_BYTES="+strconv.Itoa(mockDeviceBytes))
+	out, err := cmd.CombinedOutput()
+	t.Logf("on a %d-byte device:\n%s", mockDeviceBytes, out)
+	if err != nil {
+		t.Fatalf("the run on a %d-byte device: %v", mockDeviceBytes, err)
+	}
+	return false
 }

@@ -83,6 +83,14 @@ func checkMiniMicro(cfg *config.Config, train int, item string) error {
 	return nil
 }
 
+// capacity returns the device capacity the micro-batches fit (0: none).
+func (mm *miniMicro) capacity() int64 {
+	if mm == nil {
+		return 0
+	}
+	return mm.split.Capacity
+}
+
 // evalChunks returns the evaluation chunks to use on a device with a
 // capacity: start, or with "auto" as many as the memory estimate of L-hop
 // inference needs (layer-wise inference needs less and keeps start).
