@@ -184,11 +184,14 @@ clean:
 #   cuda-mock     CPU mock of libcuda.so.1/libcublas.so.13 (+ its selftest);
 #                 also the link stubs for binaries shipped to a GPU machine
 #   cuda-check    PTX freshness, go vet/build -tags cuda, go test -tags cuda
-#                 ./cuda/... against the mock
+#                 ./cuda/... and the plugins' TestCUDA* against the mock
 #   ptx           regenerate cuda/kernels/kernels.ptx with nvcc 11.8
 #   gpu-bundle    scripts/gpu/bundle.sh (binaries + scripts for a GPU machine)
 #   gpu-selftest  scripts/gpu/selftest.sh (the bundle's scripts, checked without a GPU)
 CUDA_DIR  := build/cuda
+# Packages outside cuda/ with tests on the cuda backend (files tagged
+# cuda, tests named TestCUDA*): strategy.micro's micro_batches = "auto".
+CUDA_PLUGIN_TESTS := ./plugins/strategy/micro/
 # Under the mock every kernel thread runs in turn on one core: the Cora
 # accuracy test trains this many epochs there (200 on a GPU).
 CUDA_MOCK_EPOCHS ?= 20
@@ -210,12 +213,15 @@ cuda-mock: cuda-headers
 $(CUDA_DIR)/mock/.ok: $(CUDA_MOCK_SRCS) $(CUDA_DIR)/hdr/usr/include/cuda.h
 	scripts/cuda/build-mock.sh
 
-cuda-check: cuda-mock
+cuda-check: models cuda-mock
 	@scripts/cuda/ptx.sh --check
-	$(CUDA_ENV) $(GO) vet -tags cuda ./cuda/...
+	$(CUDA_ENV) $(GO) vet -tags cuda ./cuda/... $(CUDA_PLUGIN_TESTS)
 	$(CUDA_ENV) $(GO) build -tags cuda ./...
 	$(CUDA_ENV) LD_LIBRARY_PATH=$(CUDA_MOCK) STRATA_CUDA_EPOCHS=$(CUDA_MOCK_EPOCHS) \
 		$(GO) test $(GOFLAGS_T) -tags cuda ./cuda/...
+	@# the plugins' tests that train on the cuda backend (TestCUDA*)
+	$(CUDA_ENV) LD_LIBRARY_PATH=$(CUDA_MOCK) \
+		$(GO) test $(GOFLAGS_T) -tags cuda -run '^TestCUDA' $(CUDA_PLUGIN_TESTS)
 	@# the threads of every launch in the opposite order: a kernel that
 	@# races on a GPU gives different results
 	$(CUDA_ENV) LD_LIBRARY_PATH=$(CUDA_MOCK) MOCKCUDA_ORDER=reverse \

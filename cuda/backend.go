@@ -41,10 +41,12 @@ type Backend struct {
 
 	errMu  sync.Mutex
 	errBuf uintptr // one int32 on the device: the index-check flag
+	ownDev int64   // device bytes the backend holds for itself (errBuf's block)
 
 	memMu sync.Mutex
 	inUse map[tensor.Tier]int64
 	peak  map[tensor.Tier]int64
+	live  map[tensor.Tier]int64 // allocations behind inUse
 
 	heavy int64 // Options.HeavyRow
 
@@ -93,7 +95,8 @@ func Open(opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("cuda: HeavyRow = %d, want 0 (the default) or more", opts.HeavyRow)
 	}
 	b := &Backend{dev: cu.Device(opts.Device), fns: map[string]cu.Function{},
-		inUse: map[tensor.Tier]int64{}, peak: map[tensor.Tier]int64{}, heavy: int64(opts.HeavyRow)}
+		inUse: map[tensor.Tier]int64{}, peak: map[tensor.Tier]int64{}, live: map[tensor.Tier]int64{},
+		heavy: int64(opts.HeavyRow)}
 	if b.heavy == 0 {
 		b.heavy = 256
 	}
@@ -148,7 +151,7 @@ func Open(opts Options) (*Backend, error) {
 	if b.stage, b.stageD, err = hostAlloc(stageBytes); err != nil {
 		return nil, fmt.Errorf("cuda: pinned staging buffer: %w", err)
 	}
-	if b.errBuf, _, err = b.devPool.get(4); err != nil {
+	if b.errBuf, b.ownDev, err = b.devPool.get(4); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
 	ok = true
@@ -227,10 +230,13 @@ func (b *Backend) poolOf(tier tensor.Tier) (*pool, error) {
 	return nil, fmt.Errorf("cuda: tier %q is not available (tiers: %v)", tier, b.Tiers())
 }
 
-func (b *Backend) account(tier tensor.Tier, delta int64) {
+// account adds delta bytes in use to tier, in blocks allocations
+// (negative when released).
+func (b *Backend) account(tier tensor.Tier, delta, blocks int64) {
 	b.memMu.Lock()
 	defer b.memMu.Unlock()
 	b.inUse[tier] += delta
+	b.live[tier] += blocks
 	b.peak[tier] = max(b.peak[tier], b.inUse[tier])
 }
 
@@ -280,7 +286,7 @@ func (b *Backend) allocRaw(tier tensor.Tier, n int64) (*buffer, error) {
 		p.put(bf.ptr, bf.class)
 		return nil, fmt.Errorf("cuda: zeroing %d bytes: %w", n, err)
 	}
-	b.account(tier, n)
+	b.account(tier, n, 1)
 	return bf, nil
 }
 
@@ -309,8 +315,8 @@ func (b *Backend) releaseRaw(bf *buffer) {
 	if bf.ptr != 0 {
 		p, _ := b.poolOf(bf.tier)
 		p.put(bf.ptr, bf.class)
+		b.account(bf.tier, -bf.bytes, -1)
 	}
-	b.account(bf.tier, -bf.bytes)
 }
 
 // Alloc returns a zero-filled tensor in the device or pinned host memory.

@@ -38,17 +38,37 @@ func newPool(limit int64, alloc func(int64) (uintptr, error), free func(uintptr)
 	return &pool{alloc: alloc, free: free, limit: limit, cached: map[int64][]uintptr{}}
 }
 
+// The pool's size classes: requests below largeFrom round up to a
+// multiple of smallClass, the others to a multiple of largeClass.
+const (
+	smallClass = 512
+	largeFrom  = 1 << 20
+	largeClass = 2 << 20
+)
+
 // sizeClass rounds a request up: to 512 B below 1 MiB, to 2 MiB above, so
 // that blocks are reused across slightly different shapes.
 func sizeClass(n int64) int64 {
-	const small, large = 512, 2 << 20
 	if n <= 0 {
 		return 0
 	}
-	if n < 1<<20 {
-		return (n + small - 1) / small * small
+	if n < largeFrom {
+		return (n + smallClass - 1) / smallClass * smallClass
 	}
-	return (n + large - 1) / large * large
+	return (n + largeClass - 1) / largeClass * largeClass
+}
+
+// roundingSlack bounds what sizeClass adds to n requests of bytes in all.
+// A request of r bytes gains less than smallClass below largeFrom, and
+// less than largeClass from it, but then no more than r itself (largeFrom
+// = largeClass/2, so a class is less than 2r): each gains at most
+// min(largeClass-1, r+smallClass-1), and the n of them at most the
+// smaller of n·(largeClass-1) and bytes + n·(smallClass-1).
+func roundingSlack(bytes, n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	return min(n*(largeClass-1), max(bytes, 0)+n*(smallClass-1))
 }
 
 // get returns a block of at least n bytes and its size class.

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -109,5 +110,38 @@ func TestPoolTrimsOnOutOfMemory(t *testing.T) {
 				t.Fatalf("stats %+v, frees %d", s, d.frees)
 			}
 		})
+	}
+}
+
+// roundingSlack bounds what the size classes add to any set of requests,
+// and a request one byte over a large class reaches it.
+func TestRoundingSlack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	sizes := []int64{1, 511, 512, 513, largeFrom - 1, largeFrom, largeFrom + 1, largeClass, largeClass + 1, 3*largeClass + 7}
+	for range 200 {
+		switch rng.IntN(3) {
+		case 0:
+			sizes = append(sizes, 1+rng.Int64N(largeFrom))
+		case 1:
+			sizes = append(sizes, largeFrom+rng.Int64N(8*largeClass))
+		default:
+			sizes = append(sizes, 1+rng.Int64N(4096))
+		}
+	}
+	for _, set := range [][]int64{sizes[:1], sizes[:4], sizes[4:10], sizes, sizes[10:]} {
+		var bytes, held int64
+		for _, n := range set {
+			bytes += n
+			held += sizeClass(n)
+		}
+		if got := held - bytes; got > roundingSlack(bytes, int64(len(set))) {
+			t.Errorf("%d requests of %d bytes in all hold %d more, above the bound %d", len(set), bytes, got, roundingSlack(bytes, int64(len(set))))
+		}
+	}
+	if got := sizeClass(largeClass+1) - (largeClass + 1); got != roundingSlack(largeClass+1, 1) {
+		t.Errorf("a request of largeClass+1 gains %d, the bound is %d", got, roundingSlack(largeClass+1, 1))
+	}
+	if roundingSlack(0, 0) != 0 {
+		t.Errorf("no request gains %d", roundingSlack(0, 0))
 	}
 }

@@ -147,6 +147,36 @@ type DeviceDescriber interface {
 	HostLinkGBps() (float64, error)
 }
 
+// MemoryCapacity is implemented by device backends whose memory is
+// bounded and that say how much of it they hold: a strategy sizes its
+// batches to what is left (strategy.micro's micro_batches = "auto" on
+// the cuda backend; a simulated machine describes its capacities by
+// Machine's Topology instead).
+type MemoryCapacity interface {
+	// DeviceMemory returns the state of tier's memory now; an error for
+	// a tier whose memory is not bounded (pinned host memory).
+	DeviceMemory(tier tensor.Tier) (DeviceMemory, error)
+	// RoundingSlack bounds the bytes the backend's allocator adds to
+	// requests, rounding each up to its block size, when n requests of
+	// bytes in all are live: the bytes they hold are at most
+	// bytes + RoundingSlack(bytes, n).
+	RoundingSlack(bytes, n int64) int64
+}
+
+// DeviceMemory is the state of a device tier's memory (MemoryCapacity).
+type DeviceMemory struct {
+	// Limit is the most bytes the backend holds in the tier: the
+	// device's free memory when the backend opened it, or its cap.
+	Limit int64
+	// InUse is the bytes of the live tensors and graphs (Stats().InUse),
+	// Live how many allocations hold them.
+	InUse, Live int64
+	// GraphAllocations is the most allocations an uploaded graph holds
+	// (its CSR, transpose and auxiliary arrays); CallAllocations the most
+	// temporaries one call of an op holds at once.
+	GraphAllocations, CallAllocations int64
+}
+
 // PeakResetter is implemented by backends that can start a new peak
 // memory measurement: every tier's peak becomes its current use.
 type PeakResetter interface {

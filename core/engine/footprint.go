@@ -43,6 +43,8 @@ const LSTMSavedPerEdge = 6
 type meter struct {
 	cur, peak  [numKinds]int64
 	graphWords int64
+	// bufs and peakBufs count the buffers live now and at most.
+	bufs, peakBufs int64
 }
 
 func (m *meter) add(k Kind, n int64) {
@@ -50,10 +52,18 @@ func (m *meter) add(k Kind, n int64) {
 	m.peak[k] = max(m.peak[k], m.cur[k])
 }
 
+// buffer counts one buffer allocated (d = 1) or freed (d = -1).
+func (m *meter) buffer(d int64) {
+	m.bufs += d
+	m.peakBufs = max(m.peakBufs, m.bufs)
+}
+
 // transient counts a kernel's temporaries, freed when it returns.
 func (m *meter) transient(k Kind, n int64) {
 	m.add(k, n)
+	m.buffer(1)
 	m.add(k, -n)
+	m.buffer(-1)
 }
 
 // Footprint is what a program bound to blocks allocates on the device,
@@ -73,6 +83,10 @@ type Footprint struct {
 	// GraphWords are int64 words the backend keeps with the bound graphs
 	// beyond their CSR (an LSTM aggregation's step schedule).
 	GraphWords int64
+	// Buffers is the most buffers the program holds at once (a kernel's
+	// temporaries count as one): what an allocator that rounds every
+	// request up adds is bounded per buffer.
+	Buffers int64
 }
 
 // Bytes returns the footprint in bytes.
@@ -83,7 +97,7 @@ func (f Footprint) Bytes() int64 {
 // current is what m counts now.
 func (m *meter) current(dt tensor.DType) Footprint {
 	return Footprint{DType: dt, Values: m.cur[KindValue], Grads: m.cur[KindGrad], Masks: m.cur[KindMask],
-		Saved: m.cur[KindSaved], Scratch: m.cur[KindScratch], Index: m.cur[KindIndex], GraphWords: m.graphWords}
+		Saved: m.cur[KindSaved], Scratch: m.cur[KindScratch], Index: m.cur[KindIndex], GraphWords: m.graphWords, Buffers: m.bufs}
 }
 
 // footprint is what m counted at its peak.
@@ -91,6 +105,7 @@ func (m *meter) footprint(dt tensor.DType) Footprint {
 	return Footprint{
 		DType: dt, Values: m.peak[KindValue], Grads: m.peak[KindGrad], Masks: m.peak[KindMask],
 		Saved: m.peak[KindSaved], Scratch: m.peak[KindScratch], Index: m.peak[KindIndex], GraphWords: m.graphWords,
+		Buffers: m.peakBufs,
 	}
 }
 
@@ -144,6 +159,8 @@ type Sizer struct {
 	// the same size); State its other resident elements (batch-norm
 	// running statistics), as NewParams allocates them.
 	Learnable, State int64
+	// LearnableTensors and StateTensors are how many tensors hold them.
+	LearnableTensors, StateTensors int64
 }
 
 // NewSizer prepares to size the programs of g in dtype dt.
@@ -155,9 +172,11 @@ func NewSizer(g *ir.Graph, dt tensor.DType) (*Sizer, error) {
 	s := &Sizer{g: g, dt: dt, ps: ps}
 	for _, p := range ps.list {
 		s.Learnable += int64(p.Value.Numel())
+		s.LearnableTensors++
 	}
 	for _, t := range ps.state {
 		s.State += int64(t.Numel())
+		s.StateTensors++
 	}
 	for _, op := range g.Ops {
 		if op.Kind == ir.OpInput {

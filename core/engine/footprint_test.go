@@ -120,6 +120,9 @@ func TestSizerMatchesBind(t *testing.T) {
 						if got, want := p.Allocated(), m.current(dt); got != want {
 							t.Errorf("the bound program holds %+v, the dry binding %+v", got, want)
 						}
+						if got, want := p.Allocated().Buffers, int64(len(p.owned.ts)); got != want {
+							t.Errorf("the program counts %d buffers, it owns %d", got, want)
+						}
 						if dt != tensor.Float32 {
 							return
 						}

@@ -309,6 +309,7 @@ func (p *Program) allocT(k Kind, dt tensor.DType, shape []int) (*tensor.Tensor, 
 		n = n * int64(dt.Size()) / 4 // int32 words: an Int64 key is two
 	}
 	p.meter.add(k, n)
+	p.meter.buffer(1)
 	return t, nil
 }
 

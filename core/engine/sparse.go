@@ -89,6 +89,7 @@ func (p *Program) planSparseInput() error {
 	p.owned.adjs = append(p.owned.adjs, m.Adj)
 	p.owned.ts = append(p.owned.ts, m.Values)
 	p.meter.add(KindValue, int64(m.Values.Numel()))
+	p.meter.buffer(1)
 	nnz := float64(m.Adj.NNZ())
 	for i, lim := range limit {
 		if nnz <= lim {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/registry"
@@ -31,8 +30,10 @@ import (
 // batch norm sees each micro-batch's statistics.)
 //
 // With train.micro_batches = "auto" K is the smallest number whose largest
-// micro-batch fits the simulated device by Betty's memory estimate
-// (costmodel.betty-memory), and evaluation chunks are sized the same way.
+// micro-batch fits the device by Betty's memory estimate
+// (costmodel.betty-memory): the simulated device's devices.memory_bytes,
+// or a GPU's memory pool (backend.MemoryCapacity, microsplit.NewEstimator);
+// evaluation chunks are sized the same way.
 type microBatches struct {
 	*steprun.Runner
 	batches []microsplit.MicroBatch // the micro-batches, with their blocks
@@ -44,7 +45,7 @@ type microBatches struct {
 	auto        bool
 	estPeak     int64 // the largest micro-batch's estimated peak (0: not estimated)
 	partitioner string
-	capacity    int64 // devices.memory_bytes, for Announce
+	capacity    int64 // what "auto" fits (devices.memory_bytes, or the device's pool), for Announce
 }
 
 // redundancy returns Betty's redundancy of the last step: the micro-batches'
@@ -79,13 +80,13 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*m
 		return nil, err
 	}
 	// On a simulated device every micro-batch's peak is estimated (and
-	// reported); "auto" searches K with it.
-	if _, isSim := e.Be.(backend.Machine); isSim {
-		if s.Est, err = memest.New(ctx, e, cfg.Train.Optimizer, cfg.Train.Momentum, true); err != nil {
-			return nil, err
-		}
+	// reported); "auto" searches K with it, on a device that reports its
+	// memory too.
+	if s.Est, s.Capacity, err = microsplit.NewEstimator(ctx, cfg, e, auto); err != nil {
+		return nil, err
+	}
+	if s.Est != nil {
 		defer s.Est.Close()
-		s.Capacity = cfg.Devices.MemoryBytes
 	}
 	var mbs []microsplit.MicroBatch
 	var worst memest.Estimate
@@ -109,7 +110,7 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*m
 	// a device with a capacity in twice as many chunks as training (with
 	// "auto", as many as its estimate needs), otherwise in one piece.
 	evalChunks := 1
-	if cfg.Devices.MemoryBytes > 0 {
+	if s.Capacity > 0 {
 		evalChunks = 2 * len(mbs)
 		if auto && !options.InferenceOf(cfg).Layerwise() { // layer-wise needs less than L-hop inference
 			if evalChunks, err = microsplit.FitEvalChunks(ctx, e, s.Est, s.Capacity, evalChunks); err != nil {
@@ -124,7 +125,7 @@ func newMicroBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*m
 	if err != nil {
 		return nil, err
 	}
-	return &microBatches{Runner: r, batches: mbs, total: len(train), wholeInputs: len(whole[0].Src), auto: auto, estPeak: worst.Peak}, nil
+	return &microBatches{Runner: r, batches: mbs, total: len(train), wholeInputs: len(whole[0].Src), auto: auto, estPeak: worst.Peak, capacity: s.Capacity}, nil
 }
 
 // epoch is one optimizer step over all micro-batches.
@@ -171,7 +172,7 @@ var (
 // StrataModule implements registry.Module.
 func (*Micro) StrataModule() registry.ModuleInfo {
 	return registry.ModuleInfo{ID: "strategy.micro", New: func() registry.Module { return &Micro{Split: options.DefaultSplit()} },
-		Doc: "Betty: full-graph training split into micro-batches by [partition], gradients accumulated; micro_batches = \"auto\" fits devices.memory_bytes"}
+		Doc: "Betty: full-graph training split into micro-batches by [partition], gradients accumulated; micro_batches = \"auto\" fits devices.memory_bytes or the GPU's free memory"}
 }
 
 // Uses implements train.Strategy.
@@ -193,7 +194,7 @@ func (*Micro) NewStepper(ctx context.Context, env *train.Env) (train.Stepper, er
 	if err != nil {
 		return nil, err
 	}
-	m.partitioner, m.capacity = env.Config.Partition.ID, env.Config.Devices.MemoryBytes
+	m.partitioner = env.Config.Partition.ID
 	return m, nil
 }
 
@@ -239,7 +240,7 @@ func (m *microBatches) Announce() string {
 	if !m.auto {
 		return ""
 	}
-	return fmt.Sprintf("micro_batches = \"auto\": K = %d micro-batches, the largest estimated at %d bytes of devices.memory_bytes = %d",
+	return fmt.Sprintf("micro_batches = \"auto\": K = %d micro-batches, the largest estimated at %d bytes of the device's %d",
 		len(m.batches), m.estPeak, m.capacity)
 }
 

@@ -178,7 +178,7 @@ func TestMicroBatchBadInput(t *testing.T) {
 		{"more than the training nodes", []string{"train.micro_batches=141", `partition.name="range"`}, []string{"train.micro_batches = 141 is more than the 140 training nodes"}},
 		{"more than a mini-batch", append(mini, "train.micro_batches=33"), []string{"train.micro_batches = 33 is more than the train.batch_size = 32 output nodes of a mini-batch"}},
 		{"more than the training nodes of a mini-batch", append(mini, "train.micro_batches=150", "train.batch_size=1024"), []string{"train.micro_batches = 150 is more than the 140 training nodes"}},
-		{"auto on the cpu", auto, []string{`train.micro_batches = "auto" sizes the micro-batches to a simulated device's memory, but train.backend = "cpu"`}},
+		{"auto on the cpu", auto, []string{`train.micro_batches = "auto" sizes the micro-batches to the device's memory, but train.backend = "cpu" does not report its memory`, `train.backend = "cuda"`}},
 		{"auto without a capacity", sim, []string{"devices.memory_bytes is 0 (unlimited); set devices.memory_bytes"}},
 		{"auto without a partitioner", []string{`train.backend="sim"`, "devices.memory_bytes=10000000", `train.micro_batches="auto"`}, []string{`train.micro_batches = "auto" needs a partitioner to split the training nodes: add [partition]`}},
 		{"auto minibatch without a capacity", append(mini, `train.micro_batches="auto"`, `train.backend="sim"`), []string{"devices.memory_bytes is 0"}},

@@ -98,10 +98,11 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 		return nil, err
 	}
 	// Evaluation runs over full neighbourhoods: in one piece, or, on a
-	// device with a capacity, in chunks of batch_size nodes (with
+	// device with a capacity (devices.memory_bytes, or the memory pool
+	// that "auto" fits on cuda), in chunks of batch_size nodes (with
 	// micro_batches = "auto", as many as the memory estimate needs).
 	evalChunks := 1
-	if cfg.Devices.MemoryBytes > 0 {
+	if cfg.Devices.MemoryBytes > 0 || micro.capacity() > 0 {
 		if evalChunks, err = micro.evalChunks(ctx, e, max(1, e.DS.NumNodes/max(optionsOf(cfg).BatchSize, 1))); err != nil {
 			micro.close()
 			closeDisk(disk)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/tensor"
 	"strata/plugins/strategy/internal/memest"
@@ -55,11 +54,8 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 		return nil, err
 	}
 	mm := &miniMicro{split: s, k: opts.MicroBatches, auto: opts.AutoK(), layerwise: opts.Layerwise()}
-	if _, isSim := e.Be.(backend.Machine); isSim {
-		if s.Est, err = memest.New(ctx, e, cfg.Train.Optimizer, cfg.Train.Momentum, true); err != nil {
-			return nil, err
-		}
-		s.Capacity = cfg.Devices.MemoryBytes
+	if s.Est, s.Capacity, err = microsplit.NewEstimator(ctx, cfg, e, mm.auto); err != nil {
+		return nil, err
 	}
 	return mm, nil
 }
@@ -87,6 +83,14 @@ func checkMiniMicro(cfg *config.Config, train int, item string) error {
 	return nil
 }
 
+// capacity returns the device capacity the micro-batches fit (0: none).
+func (mm *miniMicro) capacity() int64 {
+	if mm == nil {
+		return 0
+	}
+	return mm.split.Capacity
+}
+
 // evalChunks returns the evaluation chunks to use on a device with a
 // capacity: start, or with "auto" as many as the memory estimate of L-hop
 // inference needs (layer-wise inference needs less and keeps start).
@@ -108,6 +112,13 @@ func (mm *miniMicro) settle(ctx context.Context, e steprun.Env, m *miniBatches) 
 	est := mm.split.Est
 	model := int64((2*est.Params + est.State) * est.Elt)
 	est.Resident = float64(max(0, e.Be.Stats().InUse[e.Tier]-model))
+	if dev := est.Device(); dev != nil { // the allocations now live too
+		mem, err := dev.DeviceMemory(e.Tier)
+		if err != nil {
+			return err
+		}
+		est.OnDevice(dev, mem)
+	}
 	est.Gathered = m.store != nil
 	if !mm.auto || mm.layerwise || est.Resident == 0 || len(m.replicas) == 0 {
 		return nil

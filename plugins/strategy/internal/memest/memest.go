@@ -9,6 +9,7 @@ import (
 	"math"
 	"strata/core/optim"
 
+	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/graph"
 	"strata/core/modhost"
@@ -39,6 +40,10 @@ type Estimate struct {
 	Resident    int64 // parameters, gradients, optimizer state (and a cache)
 	Data        int64 // input features, labels, blocks
 	Activations int64 // values, their gradients, masks, scratch, aggregators
+	// Allocations, on a device whose allocator rounds requests up
+	// (Estimator.OnDevice), bounds the allocations live at the peak; Peak
+	// then includes the allocator's RoundingSlack for them.
+	Allocations int64
 }
 
 // Estimator estimates the device peak of a model's training steps (and
@@ -58,6 +63,11 @@ type Estimator struct {
 	Resident   float64 // other bytes on the device (a feature cache)
 	Gathered   bool    // input rows come from a feature cache on the device
 	accumulate bool    // backward adds into the parameter gradients
+	edgeIndex  bool    // every bound graph has an edge index (engine.UsesEdgeIndex)
+	// dev and mem: the device allocator whose rounding every estimate
+	// adds (OnDevice), and its memory when the estimator was set on it.
+	dev backend.MemoryCapacity
+	mem backend.DeviceMemory
 }
 
 // OptimizerSlots returns the state tensors per parameter of an optimizer
@@ -93,7 +103,37 @@ func New(ctx context.Context, e steprun.Env, optimizer string, momentum float64,
 		m.inElt = float64(e.Half.Size())
 	}
 	m.Params, m.State = float64(m.sizer.Learnable), float64(m.sizer.State)
+	m.edgeIndex = engine.UsesEdgeIndex(e.Model)
 	return m, nil
+}
+
+// OnDevice makes every estimate a bound on what dev's allocator holds at
+// the step's peak: the bytes the cost model counts plus what rounding
+// each allocation up can add (RoundingSlack) to all the allocations then
+// live, counted by Allocations. mem is dev's memory now: its Live
+// allocations stay beside every step.
+func (m *Estimator) OnDevice(dev backend.MemoryCapacity, mem backend.DeviceMemory) {
+	m.dev, m.mem = dev, mem
+}
+
+// Device returns the device set by OnDevice, or nil.
+func (m *Estimator) Device() backend.MemoryCapacity { return m.dev }
+
+// allocations bounds the allocations live at the peak of a step whose
+// program holds buffers and which binds graphs block graphs: what was
+// live when the estimator was set on the device, the model's tensors
+// (parameters, their gradients, the optimizer's slots, the state; counted
+// again should they be among the live ones), the input rows and the two
+// label arrays, each graph's arrays with its GCN and mean weights (and
+// its edge index: an incidence graph and four tensors), the program's
+// buffers and one op's temporaries.
+func (m *Estimator) allocations(buffers int64, graphs int) int64 {
+	model := int64(2+m.slots)*m.sizer.LearnableTensors + m.sizer.StateTensors
+	perGraph := m.mem.GraphAllocations + 2
+	if m.edgeIndex {
+		perGraph += m.mem.GraphAllocations + 4
+	}
+	return m.mem.Live + model + 3 + int64(graphs)*perGraph + buffers + m.mem.CallAllocations
 }
 
 // Close releases the cost model and its runtime.
@@ -116,7 +156,7 @@ func (m *Estimator) Infer(blocks []sampling.Block) (Estimate, error) {
 }
 
 func (m *Estimator) estimate(blocks []sampling.Block, infer bool) (Estimate, error) {
-	in, err := m.inputs(blocks, infer)
+	in, allocs, err := m.inputs(blocks, infer)
 	if err != nil {
 		return Estimate{}, err
 	}
@@ -128,22 +168,30 @@ func (m *Estimator) estimate(blocks []sampling.Block, infer bool) (Estimate, err
 	if err != nil {
 		return Estimate{}, fmt.Errorf("memory estimate: %w", err)
 	}
-	return Estimate{Peak: int64(math.Ceil(out[0])), Resident: int64(out[1]), Data: int64(out[2]), Activations: int64(out[3])}, nil
+	est := Estimate{Peak: int64(math.Ceil(out[0])), Resident: int64(out[1]), Data: int64(out[2]), Activations: int64(out[3])}
+	if m.dev != nil {
+		est.Allocations = allocs
+		est.Peak += m.dev.RoundingSlack(est.Peak, allocs)
+	}
+	return est, nil
 }
 
 // inputs counts what a step over blocks holds, in the input layout of
 // costmodel.betty-memory (see models/costmodels/betty-memory): the blocks
 // and labels from the blocks, the program's buffers from the engine
 // (engine.Sizer: the program bound as engine.Bind binds it, on a backend
-// that allocates nothing).
-func (m *Estimator) inputs(blocks []sampling.Block, infer bool) ([]float64, error) {
+// that allocates nothing). It also returns the allocations the step
+// holds at its peak, when the estimator is on a device (allocations).
+func (m *Estimator) inputs(blocks []sampling.Block, infer bool) ([]float64, int64, error) {
 	if len(blocks) != len(m.layers) {
-		return nil, fmt.Errorf("memory estimate: %d blocks for a %d-layer model", len(blocks), len(m.layers))
+		return nil, 0, fmt.Errorf("memory estimate: %d blocks for a %d-layer model", len(blocks), len(m.layers))
 	}
+	graphs := 0
 	shapes := make([]engine.BlockShape, len(blocks))
 	var edges, rowPtrs float64
 	for l, b := range blocks {
 		s := engine.BlockShape{Dst: len(b.Dst), Src: len(b.Src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
+		graphs += len(m.layers[l])
 		for name := range m.layers[l] {
 			e, ds := rowDegrees(b.Adj, name == "adj_self")
 			s.Edges[name], s.Degrees[name] = e, ds
@@ -154,7 +202,7 @@ func (m *Estimator) inputs(blocks []sampling.Block, infer bool) ([]float64, erro
 	}
 	fp, err := m.sizer.Blocks(shapes, len(blocks[0].Src), engine.Usage{Inference: infer, AccumulateGrads: m.accumulate})
 	if err != nil {
-		return nil, fmt.Errorf("memory estimate: %w", err)
+		return nil, 0, fmt.Errorf("memory estimate: %w", err)
 	}
 	rowPtrs += float64(fp.GraphWords)
 	outputs := float64(len(blocks[len(blocks)-1].Dst))
@@ -171,7 +219,7 @@ func (m *Estimator) inputs(blocks []sampling.Block, infer bool) ([]float64, erro
 	if m.Gathered {
 		in[15] = float64(len(blocks[0].Src))
 	}
-	return in, nil
+	return in, m.allocations(fp.Buffers, graphs), nil
 }
 
 // rowDegrees returns the edges and the degrees of a block's adjacency,

@@ -80,7 +80,7 @@ func TestMemEstimateInputs(t *testing.T) {
 			if est.Params != float64(e.Model.NumParams()) || est.State != state {
 				t.Errorf("%v learnable scalars and %v state, want %d and %v", est.Params, est.State, e.Model.NumParams(), state)
 			}
-			got, err := est.inputs(blocks, c.infer)
+			got, _, err := est.inputs(blocks, c.infer)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -236,7 +236,7 @@ func (s *Splitter) microBatches(blocks []sampling.Block, rows [][]int32) ([]Micr
 // InfeasibleError says that no number of micro-batches fits the device:
 // even one output node per micro-batch needs MinCapacity bytes.
 type InfeasibleError struct {
-	Capacity    int64 // devices.memory_bytes
+	Capacity    int64 // devices.memory_bytes, or the device's memory pool (OnDevice)
 	MinCapacity int64 // the smallest capacity any split of the batch fits in
 	Resident    int64 // parameters, gradients and optimizer state
 	Node        int32 // the output node whose micro-batch needs MinCapacity
@@ -245,6 +245,18 @@ type InfeasibleError struct {
 	EvalCapacity int64
 	// Sampled says the batch was sampled: another batch may need more.
 	Sampled bool
+	// OnDevice says the capacity is a device's memory pool, not
+	// devices.memory_bytes (memest.Estimator.OnDevice).
+	OnDevice bool
+}
+
+// capacityName names what a capacity is, for messages: the simulated
+// device's devices.memory_bytes, or a device's free memory.
+func capacityName(onDevice bool) string {
+	if onDevice {
+		return "the device's free memory (its memory pool)"
+	}
+	return "devices.memory_bytes"
 }
 
 func (e *InfeasibleError) Error() string {
@@ -260,9 +272,10 @@ func (e *InfeasibleError) Error() string {
 	if e.Sampled {
 		verb, note = "is at least", note+" for this sampled batch"
 	}
-	return fmt.Sprintf("micro_batches = \"auto\": no number of micro-batches fits devices.memory_bytes = %d (%s): %s; "+
-		"the smallest feasible capacity %s devices.memory_bytes = %d (%s)%s; or shrink the model (model.hidden, model.layers) or the sampler's fanouts",
-		e.Capacity, steprun.MiB(e.Capacity), why, verb, least, steprun.MiB(least), note)
+	name := capacityName(e.OnDevice)
+	return fmt.Sprintf("micro_batches = \"auto\": no number of micro-batches fits %s = %d (%s): %s; "+
+		"the smallest feasible capacity %s %s = %d (%s)%s; or shrink the model (model.hidden, model.layers) or the sampler's fanouts",
+		name, e.Capacity, steprun.MiB(e.Capacity), why, verb, name, least, steprun.MiB(least), note)
 }
 
 // minCapacity returns the smallest device capacity any split of the batch
@@ -307,7 +320,7 @@ func (s *Splitter) Auto(ctx context.Context, blocks []sampling.Block) ([]MicroBa
 		if err != nil {
 			return err
 		}
-		return &InfeasibleError{Capacity: s.Capacity, MinCapacity: lo.Peak, Resident: whole.Resident, Node: node}
+		return &InfeasibleError{Capacity: s.Capacity, MinCapacity: lo.Peak, Resident: whole.Resident, Node: node, OnDevice: s.Est.Device() != nil}
 	}
 	if whole.Resident >= s.Capacity {
 		return nil, whole, infeasible()

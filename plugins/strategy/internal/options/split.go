@@ -11,7 +11,7 @@ import (
 // micro-batches K; a strategy embeds it in its section ([fullgraph],
 // [micro], [minibatch]).
 type Split struct {
-	MicroBatches int `toml:"micro_batches" moved:"train.micro_batches" range:"[1,1048576]" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes" doc:"split each step into this many micro-batches (Betty), each over its share of the step's output nodes (the training nodes, or a sampled batch's) and of their blocks; their gradients accumulate into one optimizer step; above 1 it needs [partition] (1 under train.mode = \"micro\": one micro-batch of all the step's output nodes). \"auto\" (train.backend = \"sim\" with devices.memory_bytes) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md. Was train.micro_batches, still read there"`
+	MicroBatches int `toml:"micro_batches" moved:"train.micro_batches" range:"[1,1048576]" word:"auto:0:the smallest K whose estimated peak memory fits devices.memory_bytes or the GPU's free memory" doc:"split each step into this many micro-batches (Betty), each over its share of the step's output nodes (the training nodes, or a sampled batch's) and of their blocks; their gradients accumulate into one optimizer step; above 1 it needs [partition] (1 under train.mode = \"micro\": one micro-batch of all the step's output nodes). \"auto\" (train.backend = \"sim\" with devices.memory_bytes, or \"cuda\": its free memory) picks K with Betty's memory estimate (costmodel.betty-memory), see docs/betty.md. Was train.micro_batches, still read there"`
 }
 
 // Auto is Split.MicroBatches when the config says micro_batches = "auto".
