@@ -36,6 +36,11 @@ func TestClassOf(t *testing.T) {
 		{train, "minibatch.sampled_edges_per_s", false},
 		{train, "minibatch.tier_hit_rates.host", true},
 		{train, "chunked.intermediates.0", true},
+		{train, "chunked.preprocess_s", false},
+		{train, "chunked.preprocess_phases_s.dedup_plan", false},
+		{train, "chunked.dedup_preprocess_s", false},
+		{train, "chunked.dedup_preprocess_share", false},
+		{train, "chunked.predicted_100_epochs_s", true},
 		{train, "config_sha256", false},
 		{train, "threads", false},
 		{train, "a_field_nobody_declared", true}, // new fields are compared until declared

@@ -125,32 +125,34 @@ type chunkDevice struct {
 type chunkedRun struct {
 	e        steprun.Env
 	cfg      *config.Config
-	opts     Chunked             // the [chunked] section
-	layers   []*ir.Graph         // the model, one graph per layer
-	used     []map[string]bool   // the graphs each layer reads
-	widths   []int               // widths[l]: layer l's input; widths[L]: the classes
-	devs     []*chunkDevice      // one per partition
-	plan     *chunkplan.Plan     // the chunks and their schedule
-	h, dh    []hosttier.Rows     // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
-	cache    []bool              // per layer: keep the intermediates on the host
-	saved    []map[int][]any     // per layer and chunk: the host copies of the intermediates
-	needIn   []bool              // per layer: backward reads the layer's input
-	total    int                 // training nodes
-	comm     chunkplan.CommRows  // neighbour rows per layer pass
-	hybrid   bool                // intermediates chosen per layer by the estimate
-	split    []*engine.SplitPlan // chunked.intermediates = "split": per layer, its split (nil: the layer recomputes)
-	splitWhy []string            // per layer, why it does not split ("" when it does)
-	kept     []int64             // per layer, the intermediates' bytes kept on the host in the last epoch
-	estPeak  int64               // the estimated device peak (0: no capacity to fit)
-	unmap    func() error        // closes and removes chunked.host_file (nil: the host tier is in RAM)
-	io       *hosttier.IOCount   // the host file's reads and writes (nil: no host file)
-	disk     [2]int64            // the host file's bytes read and written in the last epoch
-	bufs     backend.Backend     // allocates the chunk feed's buffers (see newChunkedRun)
-	outBuf   any                 // host rows of the last output or loss gradient, reused by the next
-	dedup    string              // chunked.dedup
-	cost     modhost.CostModel   // costmodel.hongtu, while the run is set up
-	commS    map[string]float64  // Eq. 4's communication time of an epoch per mode
-	clocks   deviceClocks        // the devices' busy time, synchronised per pass
+	opts     Chunked                // the [chunked] section
+	layers   []*ir.Graph            // the model, one graph per layer
+	used     []map[string]bool      // the graphs each layer reads
+	widths   []int                  // widths[l]: layer l's input; widths[L]: the classes
+	devs     []*chunkDevice         // one per partition
+	plan     *chunkplan.Plan        // the chunks and their schedule
+	h, dh    []hosttier.Rows        // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
+	cache    []bool                 // per layer: keep the intermediates on the host
+	saved    []map[int][]any        // per layer and chunk: the host copies of the intermediates
+	needIn   []bool                 // per layer: backward reads the layer's input
+	total    int                    // training nodes
+	comm     chunkplan.CommRows     // neighbour rows per layer pass
+	hybrid   bool                   // intermediates chosen per layer by the estimate
+	split    []*engine.SplitPlan    // chunked.intermediates = "split": per layer, its split (nil: the layer recomputes)
+	splitWhy []string               // per layer, why it does not split ("" when it does)
+	kept     []int64                // per layer, the intermediates' bytes kept on the host in the last epoch
+	estPeak  int64                  // the estimated device peak (0: no capacity to fit)
+	unmap    func() error           // closes and removes chunked.host_file (nil: the host tier is in RAM)
+	io       *hosttier.IOCount      // the host file's reads and writes (nil: no host file)
+	disk     [2]int64               // the host file's bytes read and written in the last epoch
+	bufs     backend.Backend        // allocates the chunk feed's buffers (see newChunkedRun)
+	outBuf   any                    // host rows of the last output or loss gradient, reused by the next
+	dedup    string                 // chunked.dedup
+	cost     modhost.CostModel      // costmodel.hongtu, while the run is set up
+	commS    map[string]float64     // Eq. 4's communication time of an epoch per mode
+	clocks   deviceClocks           // the devices' busy time, synchronised per pass
+	trans    *chunkplan.Transitions // the deduplication plan (nil with chunked.dedup = "none")
+	prep     *phaseClock            // the preprocessing's phases, by the wall clock
 }
 
 var (
@@ -160,6 +162,7 @@ var (
 )
 
 func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e steprun.Env) (*chunkedRun, error) {
+	prep := newPhaseClock()
 	for _, op := range e.Model.Ops {
 		if op.Kind == ir.OpBatchNorm {
 			return nil, cfg.KeyError("model.options.batchnorm: chunked training normalises chunk by chunk, which is not the whole graph's batch statistics; remove batchnorm or use train.mode = \"fullgraph\"", "model", "options", "batchnorm")
@@ -169,7 +172,7 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 	if err != nil {
 		return nil, fmt.Errorf("chunked: %w", err)
 	}
-	r := &chunkedRun{e: e, cfg: cfg, opts: opts, layers: layers, used: steprun.GraphsPerLayer(e.Model), total: len(e.DS.Train), dedup: opts.Dedup}
+	r := &chunkedRun{e: e, cfg: cfg, opts: opts, layers: layers, used: steprun.GraphsPerLayer(e.Model), total: len(e.DS.Train), dedup: opts.Dedup, prep: prep}
 	// The chunk feed's buffers (transition buffers, rows in transit) are
 	// allocated and released chunk by chunk: on a backend that recycles
 	// storage (the cpu), they reuse the storage of the chunks before, and
@@ -187,7 +190,12 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 		r.needIn = append(r.needIn, backwardReadsInput(lg))
 	}
 	r.widths = append(r.widths, int(e.Model.Ops[e.Model.Outputs[0]].Shape[1]))
-	cm, release, err := train.LoadCostModel(ctx, e.Host, CostModel)
+	var cm modhost.CostModel
+	var release func()
+	err = r.prep.time(phaseCostModel, func() (err error) {
+		cm, release, err = train.LoadCostModel(ctx, e.Host, CostModel)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("chunked: %w", err)
 	}
@@ -198,36 +206,70 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 	if md, ok := e.Be.(backend.MultiDevice); ok {
 		tiers = md.DeviceTiers()
 	}
-	if opts.Intermediates == "split" {
-		if err := r.planSplit(); err != nil {
-			return nil, err
-		}
-	}
-	if r.plan, err = r.fitPlan(ctx, cfg, len(tiers)); err != nil {
+	if err := r.planAll(ctx, len(tiers)); err != nil {
 		return nil, err
 	}
-	r.comm = r.plan.Comm(e.DS.NumNodes)
-	if r.commS, err = r.commCost(r.plan); err != nil {
-		return nil, err
-	}
-	fail := func(err error) (*chunkedRun, error) {
+	if err := r.allocAll(ctx, tiers); err != nil {
 		r.Release()
 		return nil, err
 	}
-	for _, tier := range tiers {
-		d := &chunkDevice{tier: tier}
-		if d.ps, err = engine.NewParams(e.Model, backend.ForPurpose(e.Be, backend.PurposeParameters), e.DT, tier, e.Seed); err != nil {
-			return fail(err)
-		}
-		r.devs = append(r.devs, d)
-	}
-	if err := r.allocHost(ctx); err != nil {
-		return fail(err)
-	}
-	if err := r.chooseIntermediates(opts.Intermediates); err != nil {
-		return fail(err)
+	r.prep.stop()
+	if e.Log != nil {
+		fmt.Fprintln(e.Log, r.prep.line())
 	}
 	return r, nil
+}
+
+// planAll makes the run's plans over m devices: with "split" each
+// layer's split, the chunks (fitPlan), their communication volumes
+// priced by Eq. 4, and the deduplication plan of chunked.dedup; each
+// phase on the preprocessing clock.
+func (r *chunkedRun) planAll(ctx context.Context, m int) error {
+	if r.opts.Intermediates == "split" {
+		if err := r.prep.time(phaseSplit, r.planSplit); err != nil {
+			return err
+		}
+	}
+	var err error
+	if r.plan, err = r.fitPlan(ctx, r.cfg, m); err != nil {
+		return err
+	}
+	err = r.prep.time(phaseComm, func() (err error) {
+		r.comm = r.plan.Comm(r.e.DS.NumNodes)
+		r.commS, err = r.commCost(r.plan)
+		return err
+	})
+	if err != nil || r.dedup == dedupNone {
+		return err
+	}
+	return r.prep.time(phaseDedup, func() (err error) {
+		r.trans, err = r.plan.Transitions(ctx, r.dedup == dedupReuse)
+		return err
+	})
+}
+
+// allocAll gives every device (tiers) its replica of the parameters,
+// allocates the host tier and chooses the layers' intermediates; each
+// phase on the preprocessing clock.
+func (r *chunkedRun) allocAll(ctx context.Context, tiers []tensor.Tier) error {
+	err := r.prep.time(phaseParams, func() error {
+		for _, tier := range tiers {
+			d := &chunkDevice{tier: tier}
+			var err error
+			if d.ps, err = engine.NewParams(r.e.Model, backend.ForPurpose(r.e.Be, backend.PurposeParameters), r.e.DT, tier, r.e.Seed); err != nil {
+				return err
+			}
+			r.devs = append(r.devs, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.prep.time(phaseHostTier, func() error { return r.allocHost(ctx) }); err != nil {
+		return err
+	}
+	return r.prep.time(phaseIntermediates, func() error { return r.chooseIntermediates(r.opts.Intermediates) })
 }
 
 // fitPlan plans chunked.chunks chunks over m devices, or with "auto" the
@@ -240,29 +282,23 @@ func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*c
 		capacity = cfg.Devices.MemoryBytes
 	}
 	try := func(k int) (*chunkplan.Plan, int64, error) {
-		p, err := planChunks(ctx, cfg, r.e, m, k)
+		p, err := planChunks(ctx, cfg, r.e, m, k, r.prep)
 		if err != nil {
 			return nil, 0, err
 		}
 		if r.opts.Reorganize {
-			// Alg. 4, kept when Eq. 4 prices it cheaper.
-			q := p.Reorganize(r.e.DS.NumNodes)
-			cp, err := r.commCost(p)
-			if err != nil {
+			if err := r.prep.time(phaseReorganize, func() (err error) { p, err = r.reorganize(p); return err }); err != nil {
 				return nil, 0, err
-			}
-			cq, err := r.commCost(q)
-			if err != nil {
-				return nil, 0, err
-			}
-			if cq[dedupReuse] <= cp[dedupReuse] {
-				p = q
 			}
 		}
 		if capacity == 0 {
 			return p, 0, nil
 		}
-		peak, err := r.estimatePeak(p, cfg.Train.Optimizer, cfg.Train.Momentum)
+		var peak int64
+		err = r.prep.time(phasePeak, func() (err error) {
+			peak, err = r.estimatePeak(p, cfg.Train.Optimizer, cfg.Train.Momentum)
+			return err
+		})
 		return p, peak, err
 	}
 	k, err := chunkCount(cfg, r.opts.Chunks, r.e, m)
@@ -305,6 +341,24 @@ func (r *chunkedRun) fitPlan(ctx context.Context, cfg *config.Config, m int) (*c
 		capacity, steprun.MiB(capacity), best, steprun.MiB(best), bestK, best), "devices", "memory_bytes")
 }
 
+// reorganize applies Alg. 4 to p and returns the reorganised plan when
+// Eq. 4 prices it cheaper, else p.
+func (r *chunkedRun) reorganize(p *chunkplan.Plan) (*chunkplan.Plan, error) {
+	q := p.Reorganize(r.e.DS.NumNodes)
+	cp, err := r.commCost(p)
+	if err != nil {
+		return nil, err
+	}
+	cq, err := r.commCost(q)
+	if err != nil {
+		return nil, err
+	}
+	if cq[dedupReuse] <= cp[dedupReuse] {
+		return q, nil
+	}
+	return p, nil
+}
+
 // chunkCount returns the total number of chunks k: chunked.chunks,
 // checked against the nodes and the device count m.
 func chunkCount(cfg *config.Config, k int, e steprun.Env, m int) (int, error) {
@@ -339,8 +393,9 @@ func twoLevel(id string) (partition.TwoLevel, error) {
 }
 
 // planChunks partitions the graph with partitioner.hongtu-2level into m
-// partitions of k/m chunks and builds the chunks.
-func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int) (*chunkplan.Plan, error) {
+// partitions of k/m chunks and builds the chunks, adding the two phases'
+// times to prep (nil: not measured).
+func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int, prep *phaseClock) (*chunkplan.Plan, error) {
 	h, err := twoLevel("partitioner.hongtu-2level")
 	if err != nil {
 		return nil, err
@@ -351,11 +406,16 @@ func planChunks(ctx context.Context, cfg *config.Config, e steprun.Env, m, k int
 			return nil, err
 		}
 	}
-	part, err := h.Partition(ctx, e.Adjs.Adj, k, nil)
-	if err != nil {
+	var part []int32
+	if err := prep.time(phasePartition, func() (err error) { part, err = h.Partition(ctx, e.Adjs.Adj, k, nil); return err }); err != nil {
 		return nil, cfg.KeyError(fmt.Sprintf("chunked.chunks = %d: %v", k, err), "chunked", "chunks")
 	}
-	return chunkplan.NewPlan(ctx, e.Adjs, train.GraphReducers(e.Model), part, m, k/m, e.DS.Train)
+	var p *chunkplan.Plan
+	err = prep.time(phaseChunks, func() (err error) {
+		p, err = chunkplan.NewPlan(ctx, e.Adjs, train.GraphReducers(e.Model), part, m, k/m, e.DS.Train)
+		return err
+	})
+	return p, err
 }
 
 // allocHost allocates the host tier: the features and, per layer, its
@@ -513,6 +573,32 @@ type ChunkedFigures struct {
 	// other on one clock (see deviceClocks).
 	PredictedConcurrentS float64 `json:"predicted_concurrent_s,omitempty" doc:"simulated devices: the last epoch's predicted time with each device busy on its own clock (kernels, its links' transfers) and every layer pass and the all-reduce ending at the slowest device (HongTu Fig. 5b)"`
 	PredictedSequentialS float64 `json:"predicted_sequential_s,omitempty" doc:"simulated devices: the same work on one clock, every chunk after the other (the sum over devices of what predicted_concurrent_s takes the max of)"`
+	// PreprocessS is the wall-clock time of the work before the first
+	// epoch (HongTu Table 9's preprocessing), PreprocessPhasesS its
+	// phases (preprocessPhases; they sum to it).
+	PreprocessS       float64            `json:"preprocess_s" doc:"wall-clock seconds of chunked training's preprocessing, the one-time work before the first epoch (HongTu Table 9): the sum of preprocess_phases_s"`
+	PreprocessPhasesS map[string]float64 `json:"preprocess_phases_s" doc:"wall-clock seconds of each preprocessing phase, 0 where it did not run: cost_model (loading costmodel.hongtu), split_plan (intermediates = split), partition (METIS, then chunks, for every chunk count tried), chunks (their rows and subgraphs), reorganize (Alg. 4 and its Eq. 4 prices), peak_estimate (with devices.memory_bytes), comm_volumes (V_ori, V_+p2p, V_+ru and Eq. 4), dedup_plan (the transition sets of every batch and, with p2p_reuse, the reuse plan; 0 with dedup = none), params, host_tier, intermediates (the hybrid's choice), other"`
+	// DedupPreprocessS is what deduplication adds to the preprocessing
+	// after the partition (HongTu Table 9's "Preprocessing"): Alg. 4 and
+	// the deduplication plan.
+	DedupPreprocessS float64 `json:"dedup_preprocess_s" doc:"wall-clock seconds of what communication deduplication adds to the preprocessing after the partition, HongTu Table 9's Preprocessing: reorganize + dedup_plan of preprocess_phases_s (0 with dedup = none and no reorganisation)"`
+	// Predicted100EpochsS is 100 predicted epochs (predicted_epoch_s),
+	// HongTu Table 9's runtime; DedupPreprocessShare is
+	// DedupPreprocessS over it.
+	Predicted100EpochsS  float64  `json:"predicted_100_epochs_s,omitempty" doc:"simulated devices: 100 × predicted_epoch_s, the runtime of 100 epochs as HongTu Table 9 gives it"`
+	DedupPreprocessShare *float64 `json:"dedup_preprocess_share,omitempty" doc:"simulated devices: dedup_preprocess_s (this machine's wall clock) over predicted_100_epochs_s (the simulated devices), HongTu Table 9's overhead of deduplication (up to 1.5 % there)"`
+}
+
+// CheckRules implements train.CheckRuler: the preprocessing's times are
+// measured by the wall clock, not compared by the experiment check; the
+// plan's counts and the predictions are.
+func (*ChunkedFigures) CheckRules() []train.CheckRule {
+	return []train.CheckRule{
+		{Pattern: "preprocess_s", Why: train.WhyWallClock},
+		{Pattern: "preprocess_phases_s.*", Why: train.WhyWallClock},
+		{Pattern: "dedup_preprocess_s", Why: train.WhyWallClock},
+		{Pattern: "dedup_preprocess_share", Why: train.WhyWallClock + " (the preprocessing over the predicted epochs)"},
+	}
 }
 
 // Figures implements train.FigureDeclarer.
@@ -526,6 +612,14 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 	// backward (HongTu reloads the checkpoint, §4.3).
 	b := r.commBytes(r.comm)
 	nodes := float64(max(r.e.DS.NumNodes, 1))
+	phases := r.prep.seconds()
+	dedupPrep := phases[phaseReorganize] + phases[phaseDedup]
+	var epochs100 float64
+	var share *float64 // none without a prediction; 0 where nothing is added
+	if res.PredictedEpochS > 0 {
+		epochs100 = 100 * res.PredictedEpochS
+		share = new(dedupPrep / epochs100)
+	}
 	res.SetFigures("chunked", &ChunkedFigures{
 		Chunks:               len(r.plan.Chunks),
 		Intermediates:        r.modes(),
@@ -537,6 +631,11 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 		HostFile:             r.hostFileFigures(),
 		PredictedConcurrentS: r.clocks.ConcurrentS,
 		PredictedSequentialS: r.clocks.SequentialS,
+		PreprocessS:          r.prep.total.Seconds(),
+		PreprocessPhasesS:    phases,
+		DedupPreprocessS:     dedupPrep,
+		Predicted100EpochsS:  epochs100,
+		DedupPreprocessShare: share,
 	})
 }
 
@@ -656,12 +755,12 @@ func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func
 	}
 	for j, batch := range r.plan.Sched {
 		if feed != nil {
-			if err := feed.next(batch); err != nil {
+			if err := feed.next(j); err != nil {
 				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
 			}
 		}
 		if sink != nil {
-			if err := sink.open(batch); err != nil {
+			if err := sink.open(j); err != nil {
 				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
 			}
 		}
@@ -671,11 +770,7 @@ func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func
 			}
 		}
 		if sink != nil {
-			var next []int
-			if j+1 < len(r.plan.Sched) {
-				next = r.plan.Sched[j+1]
-			}
-			if err := sink.close(next); err != nil {
+			if err := sink.close(j + 1); err != nil {
 				return fmt.Errorf("layer %d batch %d: gradients: %w", l, j, err)
 			}
 		}

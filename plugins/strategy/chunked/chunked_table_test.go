@@ -57,7 +57,7 @@ func TestHongTuTrafficTable(t *testing.T) {
 		if ds.Labels == nil {
 			ds.Labels = make([]int32, ds.NumNodes)
 		}
-		plain, err := planChunks(ctx, cfg, e, 4, chunks)
+		plain, err := planChunks(ctx, cfg, e, 4, chunks, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,13 +98,17 @@ func (f *rowFeed) release() {
 	}
 }
 
-// next fills the transition buffers of a batch (with p2p and reuse).
-func (f *rowFeed) next(batch []int) error {
+// next fills the transition buffers of batch j of the schedule from the
+// run's deduplication plan (chunkedRun.trans): each device's set of rows,
+// and with reuse those its buffer held for batch j-1 (the pass runs the
+// batches in order).
+func (f *rowFeed) next(j int) error {
 	if f.mode == dedupNone {
 		return nil
 	}
 	e := f.r.e
-	for i, rows := range f.r.plan.BatchRows(batch) {
+	plan := f.r.trans
+	for i, rows := range plan.Rows[j] {
 		d := f.r.devs[i]
 		nt := &transition{rows: rows}
 		var err error
@@ -115,9 +119,13 @@ func (f *rowFeed) next(batch []int) error {
 		var keepFrom, keepTo, loadTo []int32
 		var load []int32
 		old := f.trans[i]
+		var prev []int32 // reuse: position + 1 in old, 0: from the host
+		if plan.Prev != nil && old != nil {
+			prev = plan.Prev[j][i]
+		}
 		for k, u := range rows {
-			if p, ok := old.lookup(u); ok && f.mode == dedupReuse {
-				keepFrom, keepTo = append(keepFrom, p), append(keepTo, int32(k))
+			if prev != nil && prev[k] > 0 {
+				keepFrom, keepTo = append(keepFrom, prev[k]-1), append(keepTo, int32(k))
 			} else {
 				load, loadTo = append(load, u), append(loadTo, int32(k))
 			}
@@ -285,10 +293,10 @@ func (r *chunkedRun) newSink(l int) *gradSink {
 	return &gradSink{&rowFeed{r: r, src: r.dh[l], be: backend.ForPurpose(r.e.Be, purposeVertGrad), mode: r.dedup, trans: make([]*transition, len(r.devs))}}
 }
 
-// open makes sure every device has a zero gradient buffer for batch's
-// rows (one carried over from the batch before keeps its rows).
-func (s *gradSink) open(batch []int) error {
-	for i, rows := range s.r.plan.BatchRows(batch) {
+// open makes sure every device has a zero gradient buffer for the rows
+// of batch j (one carried over from the batch before keeps its rows).
+func (s *gradSink) open(j int) error {
+	for i, rows := range s.r.trans.Rows[j] {
 		if s.trans[i] != nil {
 			continue
 		}
@@ -334,13 +342,13 @@ func (s *gradSink) push(k int, c *chunkplan.Chunk, g *tensor.Tensor) error {
 	return nil
 }
 
-// close ends a batch: with reuse, the rows that next (nil: none) also
-// reads move into next's buffers on their devices; every other row's
-// gradient goes to the host.
-func (s *gradSink) close(next []int) error {
+// close ends a batch: with reuse, the rows that batch next (len(sched):
+// none) also reads move into next's buffers on their devices; every
+// other row's gradient goes to the host.
+func (s *gradSink) close(next int) error {
 	var sets [][]int32
-	if next != nil && s.mode == dedupReuse {
-		sets = s.r.plan.BatchRows(next)
+	if next < len(s.r.trans.Rows) && s.mode == dedupReuse {
+		sets = s.r.trans.Rows[next]
 	}
 	e := s.r.e
 	for i, old := range s.trans {

@@ -353,3 +353,56 @@ func (p *Plan) Aliased(k int, rows []int32, c *Chunk) bool {
 	}
 	return true
 }
+
+// Transitions is the deduplication plan of a schedule (HongTu §5, built
+// once before training, like HongTu's preprocessing): per batch, each
+// device's transition set (the p2p plan) and, with reuse, where each of
+// its rows was in the device's set of the batch before (the reuse plan).
+type Transitions struct {
+	// Rows[j][i] are the rows of device i's partition that batch j reads,
+	// in order of first use (BatchRows).
+	Rows [][][]int32
+	// Prev[j][i][k] is the position + 1 of Rows[j][i][k] in Rows[j-1][i],
+	// 0 when the row was not there (it is loaded from the host); nil
+	// without reuse.
+	Prev [][][]int32
+}
+
+// Transitions returns the deduplication plan of p's schedule, with the
+// reuse plan when reuse is set. It holds 4 bytes per row of V_+p2p (none
+// on one device, whose sets are the chunks' rows) and with reuse 4 more.
+func (p *Plan) Transitions(ctx context.Context, reuse bool) (*Transitions, error) {
+	t := &Transitions{Rows: make([][][]int32, len(p.Sched))}
+	for j, batch := range p.Sched {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		t.Rows[j] = p.BatchRows(batch)
+	}
+	if !reuse {
+		return t, nil
+	}
+	// pos: per node, its position + 1 in its owner's set of the batch
+	// before (the devices' sets are disjoint: a row has one owner).
+	pos := make([]int32, len(p.Owner))
+	t.Prev = make([][][]int32, len(p.Sched))
+	for j, sets := range t.Rows {
+		t.Prev[j] = make([][]int32, len(sets))
+		for i, rows := range sets {
+			prev := make([]int32, len(rows))
+			for k, u := range rows {
+				prev[k] = pos[u]
+			}
+			if j > 0 {
+				for _, u := range t.Rows[j-1][i] {
+					pos[u] = 0
+				}
+			}
+			for k, u := range rows {
+				pos[u] = int32(k + 1)
+			}
+			t.Prev[j][i] = prev
+		}
+	}
+	return t, nil
+}

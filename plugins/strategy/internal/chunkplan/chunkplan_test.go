@@ -1,6 +1,7 @@
 package chunkplan
 
 import (
+	"context"
 	"reflect"
 	"testing"
 )
@@ -93,6 +94,80 @@ func TestCommAndReorganizeByHand(t *testing.T) {
 			}
 			if !reflect.DeepEqual(p.Sched, plainSchedule(tc.m, tc.n)) {
 				t.Errorf("Reorganize changed the plan it was given: %v", p.Sched)
+			}
+		})
+	}
+}
+
+// TestTransitionsByHand checks the deduplication plan (the transition
+// sets of each batch and device and the reuse plan) on schedules worked
+// out by hand, and that it loads what Comm counts: its sets hold V_+p2p
+// rows, V_+ru of them loaded from the host.
+func TestTransitionsByHand(t *testing.T) {
+	cases := []struct {
+		name       string
+		m, n       int
+		owner      []int32
+		srcs       [][]int32
+		sched      [][]int // nil: the plain schedule
+		rows, prev [][][]int32
+	}{{
+		// Nodes 0-3 belong to device 0, 4-7 to device 1. Batch 0 (chunks
+		// 0 and 2) reads 0,1,6,7,4,5,2,3: device 0's set is 0,1,2,3 and
+		// device 1's 6,7,4,5. Batch 1 (chunks 1 and 3) reads 2,3,4,6,7,0,
+		// every one in its owner's set of batch 0: device 0's 2,3,0 were
+		// at positions 2,3,0, device 1's 4,6,7 at 2,0,1.
+		name: "two devices", m: 2, n: 2,
+		owner: []int32{0, 0, 0, 0, 1, 1, 1, 1},
+		srcs:  [][]int32{{0, 1, 6, 7}, {2, 3, 4}, {4, 5, 2, 3}, {6, 7, 0}},
+		rows:  [][][]int32{{{0, 1, 2, 3}, {6, 7, 4, 5}}, {{2, 3, 0}, {4, 6, 7}}},
+		prev:  [][][]int32{{{0, 0, 0, 0}, {0, 0, 0, 0}}, {{3, 4, 1}, {3, 1, 2}}},
+	}, {
+		// One device, the schedule 0, 2, 1: a set is its chunk's rows;
+		// chunk 2 finds row 3 at position 1 of chunk 0's, chunk 1 shares
+		// nothing with chunk 2.
+		name: "one device", m: 1, n: 3,
+		owner: make([]int32, 5),
+		srcs:  [][]int32{{0, 3}, {1, 4}, {2, 3}},
+		sched: [][]int{{0}, {2}, {1}},
+		rows:  [][][]int32{{{0, 3}}, {{2, 3}}, {{1, 4}}},
+		prev:  [][][]int32{{{0, 0}}, {{0, 2}}, {{0, 0}}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := handPlan(tc.m, tc.n, tc.srcs)
+			p.Owner = tc.owner
+			if tc.sched != nil {
+				p.Sched = tc.sched
+			}
+			tr, err := p.Transitions(context.Background(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(tr.Rows, tc.rows) || !reflect.DeepEqual(tr.Prev, tc.prev) {
+				t.Fatalf("sets %v, reuse %v; want %v, %v", tr.Rows, tr.Prev, tc.rows, tc.prev)
+			}
+			var sets, loads int64
+			for j := range tr.Rows {
+				for i, rows := range tr.Rows[j] {
+					sets += int64(len(rows))
+					for _, q := range tr.Prev[j][i] {
+						if q == 0 {
+							loads++
+						}
+					}
+				}
+			}
+			c := p.Comm(len(tc.owner))
+			if sets != c.P2p || loads != c.Ru {
+				t.Errorf("the plan holds %d rows and loads %d, Comm counts V_+p2p %d and V_+ru %d", sets, loads, c.P2p, c.Ru)
+			}
+			noReuse, err := p.Transitions(context.Background(), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if noReuse.Prev != nil || !reflect.DeepEqual(noReuse.Rows, tc.rows) {
+				t.Errorf("without reuse: sets %v, reuse plan %v; want %v and none", noReuse.Rows, noReuse.Prev, tc.rows)
 			}
 		})
 	}
