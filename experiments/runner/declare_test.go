@@ -40,7 +40,6 @@ func TestClassOf(t *testing.T) {
 		{train, "chunked.preprocess_phases_s.dedup_plan", false},
 		{train, "chunked.dedup_preprocess_s", false},
 		{train, "chunked.dedup_preprocess_share", false},
-		{train, "chunked.predicted_100_epochs_s", true},
 		{train, "config_sha256", false},
 		{train, "threads", false},
 		{train, "a_field_nobody_declared", true}, // new fields are compared until declared

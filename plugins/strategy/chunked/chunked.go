@@ -582,11 +582,9 @@ type ChunkedFigures struct {
 	// after the partition (HongTu Table 9's "Preprocessing"): Alg. 4 and
 	// the deduplication plan.
 	DedupPreprocessS float64 `json:"dedup_preprocess_s" doc:"wall-clock seconds of what communication deduplication adds to the preprocessing after the partition, HongTu Table 9's Preprocessing: reorganize + dedup_plan of preprocess_phases_s (0 with dedup = none and no reorganisation)"`
-	// Predicted100EpochsS is 100 predicted epochs (predicted_epoch_s),
-	// HongTu Table 9's runtime; DedupPreprocessShare is
-	// DedupPreprocessS over it.
-	Predicted100EpochsS  float64  `json:"predicted_100_epochs_s,omitempty" doc:"simulated devices: 100 × predicted_epoch_s, the runtime of 100 epochs as HongTu Table 9 gives it"`
-	DedupPreprocessShare *float64 `json:"dedup_preprocess_share,omitempty" doc:"simulated devices: dedup_preprocess_s (this machine's wall clock) over predicted_100_epochs_s (the simulated devices), HongTu Table 9's overhead of deduplication (up to 1.5 % there)"`
+	// DedupPreprocessShare is DedupPreprocessS over 100 predicted epochs
+	// (predicted_epoch_s), HongTu Table 9's runtime.
+	DedupPreprocessShare *float64 `json:"dedup_preprocess_share,omitempty" doc:"simulated devices: dedup_preprocess_s (this machine's wall clock) over 100 × predicted_epoch_s (the simulated devices' runtime of 100 epochs, as HongTu Table 9 gives it): Table 9's overhead of deduplication (up to 1.5 % there)"`
 }
 
 // CheckRules implements train.CheckRuler: the preprocessing's times are
@@ -634,7 +632,6 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 		PreprocessS:          r.prep.total.Seconds(),
 		PreprocessPhasesS:    phases,
 		DedupPreprocessS:     dedupPrep,
-		Predicted100EpochsS:  epochs100,
 		DedupPreprocessShare: share,
 	})
 }
