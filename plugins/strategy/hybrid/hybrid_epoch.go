@@ -196,26 +196,11 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 			}
 			var err error
 			if dev {
-				// The device reads the topology in its own memory:
-				// the blocks are those of the host graph, the reads
-				// counted; with a CPU share, the CPU sampler reads
-				// that share of the rows from the host's graph.
-				gs, _ := sampling.AsGraphSampler(s.sampler) // checked by CheckConfig
-				var g sampling.Graph = s.topo[k]
-				var routed *routedGraph
-				if b.st.sampleCPU > 0 {
-					routed = newRoutedGraph(sampling.CSR(s.e.Adjs.Adj), s.topo[k], b.st.sampleCPU)
-					g = routed
-				}
-				t0 := time.Now()
-				b.parts[k].blocks, err = gs.SampleGraph(ctx, g, split[k], rng)
-				stats[k] = s.topo[k].Take()
-				if routed != nil {
-					hostNbrs[k] = float64(routed.hostNbrs.Load())
-					mu.Lock()
-					cpuShareS += time.Since(t0).Seconds() * routed.hostShare()
-					mu.Unlock()
-				}
+				var cpuS float64
+				b.parts[k].blocks, stats[k], hostNbrs[k], cpuS, err = s.sampleOnDevice(ctx, k, split[k], rng, b.st.sampleCPU)
+				mu.Lock()
+				cpuShareS += cpuS
+				mu.Unlock()
 				return err
 			}
 			b.parts[k].blocks, err = s.sampler.Sample(ctx, s.e.Adjs.Adj, split[k], rng)
@@ -268,6 +253,31 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 			}
 		}
 	}
+}
+
+// sampleOnDevice samples device trainer k's part with the device's own
+// sampler: it reads the topology in the device's memory (the blocks are
+// those of the host graph, the reads counted in stats); with a CPU share
+// (drmState.sampleCPU) the CPU sampler reads that share of the rows from
+// the host's graph instead (routedGraph), and hostNbrs and cpuS are the
+// neighbours it read and its part of the sampling's wall time.
+func (s *hybridStepper) sampleOnDevice(ctx context.Context, k int, seeds []int32, rng uint64, cpuShare float64) (
+	blocks []sampling.Block, stats store.TopologyStats, hostNbrs, cpuS float64, err error) {
+	gs, _ := sampling.AsGraphSampler(s.sampler) // checked by CheckConfig
+	var g sampling.Graph = s.topo[k]
+	var routed *routedGraph
+	if cpuShare > 0 {
+		routed = newRoutedGraph(sampling.CSR(s.e.Adjs.Adj), s.topo[k], cpuShare)
+		g = routed
+	}
+	t0 := time.Now()
+	blocks, err = gs.SampleGraph(ctx, g, seeds, rng)
+	stats = s.topo[k].Take()
+	if routed != nil {
+		hostNbrs = float64(routed.hostNbrs.Load())
+		cpuS = time.Since(t0).Seconds() * routed.hostShare()
+	}
+	return blocks, stats, hostNbrs, cpuS, err
 }
 
 // load is stage one of the feature prefetch: every part's input rows
