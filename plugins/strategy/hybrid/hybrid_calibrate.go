@@ -217,8 +217,9 @@ func (c *calibration) setUp() error {
 	}
 	// A CPU trainer's threads, as the step runs it (stepper.train), and
 	// the loader's.
-	c.nt = s.cpuThreads(s.exec(s.state))
-	c.lt = max(1, s.state.load)
+	run := s.exec(s.state)
+	c.nt = s.cpuThreads(run)
+	c.lt = max(1, run.load)
 	c.be = th.WithThreads(c.nt)
 	c.rng = probeRNG(probeSeed)
 	c.n, c.dim = s.e.DS.NumNodes, s.e.Dim

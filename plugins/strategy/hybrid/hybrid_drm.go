@@ -494,7 +494,8 @@ func (w *stepWork) edges() float64 {
 }
 
 // cpuSampled returns the edges the CPU sampler sampled (every part's
-// unless onDevice, then the CPU trainers') and how many of threads that
+// unless onDevice; then the CPU trainers' and the neighbours it read for
+// the devices' parts, their share drmState.sampleCPU) and how many of threads that
 // sampling keeps busy: the sampler runs the parts in parallel, each part
 // on one goroutine (hybridStepper.sample), so a step of p equal parts
 // uses min(threads, p), and in general the edges over its largest part

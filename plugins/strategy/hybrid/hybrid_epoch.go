@@ -187,8 +187,7 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 	}
 	stats := make([]store.TopologyStats, len(split))
 	hostNbrs := make([]float64, len(split)) // a device part's neighbours the CPU sampler read
-	var cpuShareS float64                   // the CPU sampler's time in the devices' parts
-	var mu sync.Mutex
+	cpuS := make([]float64, len(split))     // and the CPU sampler's part of its sampling time
 	run := func(dev bool, threads int) error {
 		return parallel(len(split), threads, func(k int) error {
 			if len(split[k]) == 0 || onDevice[k] != dev {
@@ -196,11 +195,7 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 			}
 			var err error
 			if dev {
-				var cpuS float64
-				b.parts[k].blocks, stats[k], hostNbrs[k], cpuS, err = s.sampleOnDevice(ctx, k, split[k], rng, b.st.sampleCPU)
-				mu.Lock()
-				cpuShareS += cpuS
-				mu.Unlock()
+				b.parts[k].blocks, stats[k], hostNbrs[k], cpuS[k], err = s.sampleOnDevice(ctx, k, split[k], rng, b.st.sampleCPU)
 				return err
 			}
 			b.parts[k].blocks, err = s.sampler.Sample(ctx, s.e.Adjs.Adj, split[k], rng)
@@ -211,6 +206,10 @@ func (s *hybridStepper) sample(ctx context.Context, b *hybridBatch, nodes []int3
 	b.err = run(true, devThreads)
 	// The CPU sampler's reads in the devices' parts ran on their
 	// goroutines, in parallel: their time, shared.
+	var cpuShareS float64
+	for _, v := range cpuS {
+		cpuShareS += v
+	}
 	b.times.SC = cpuShareS / float64(max(1, min(devThreads, s.nDev)))
 	cpuParts := 0 // the parts the CPU samples: one goroutine each
 	for k := range split {

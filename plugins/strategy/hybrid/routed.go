@@ -18,8 +18,8 @@ import (
 type routedGraph struct {
 	host, dev sampling.Graph
 	cut       uint64 // a node whose hash is below cut is read on the host
-	// The rows and neighbours read on the host and on the device.
-	hostRows, hostNbrs, devNbrs atomic.Int64
+	// The neighbours read on the host and on the device.
+	hostNbrs, devNbrs atomic.Int64
 }
 
 var _ sampling.Graph = (*routedGraph)(nil)
@@ -76,7 +76,6 @@ func (g *routedGraph) Neighbors(v int32, pos []int64, out []int32) {
 	if g.onHost(v) {
 		g.host.Neighbors(v, pos, out)
 		g.hostNbrs.Add(int64(len(out)))
-		g.hostRows.Add(1)
 		return
 	}
 	g.dev.Neighbors(v, pos, out)
@@ -118,7 +117,6 @@ func (g *routedGraph) NeighborsBatch(ids []int32, rowptr []int64, pos []int64, o
 		}
 		if k == 0 {
 			g.hostNbrs.Add(n)
-			g.hostRows.Add(int64(len(sub[k])))
 		} else {
 			g.devNbrs.Add(n)
 		}
