@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"strata/core/ir"
 	"strata/core/tensor"
@@ -162,7 +163,7 @@ func (p *Program) gradRows(sides []byte, on []bool) []int {
 			continue
 		}
 		r := g[i]
-		if sides[i] != 's' || p.isOutput(int32(i)) {
+		if sides[i] != 's' || slices.Contains(p.g.Outputs, int32(i)) {
 			r = rowsAll
 		}
 		for k, a := range p.g.Ops[i].Args {
@@ -172,16 +173,6 @@ func (p *Program) gradRows(sides []byte, on []bool) []int {
 		}
 	}
 	return g
-}
-
-// isOutput reports whether op i is an output of the program.
-func (p *Program) isOutput(i int32) bool {
-	for _, o := range p.g.Outputs {
-		if o == i {
-			return true
-		}
-	}
-	return false
 }
 
 // Split plans the within-layer split of a training program bound with
