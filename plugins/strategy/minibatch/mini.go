@@ -726,6 +726,9 @@ func (*Minibatch) CheckConfig(cfg *config.Config) error {
 	if err := options.CheckInference(cfg); err != nil {
 		return err
 	}
+	if optionsOf(cfg).SampleMEPS > 0 && cfg.Train.Backend != "sim" {
+		return cfg.KeyError(fmt.Sprintf("minibatch.sample_meps prices host sampling in a simulated machine's predicted time, and train.backend = %q predicts none; set train.backend = \"sim\" or remove minibatch.sample_meps", cfg.Train.Backend), "minibatch", "sample_meps")
+	}
 	if fd := cfg.Data.FeatureStorage(); fd != "float32" && cfg.Cache.Name != "" {
 		return cfg.KeyError(fmt.Sprintf("data.feature_dtype = %q: the tiered feature store ([cache]) holds float32 rows only; remove [cache] (the rows are then gathered on the host in 16 bits) or use data.feature_dtype = \"float32\"", fd), "data", "feature_dtype")
 	}

@@ -1,11 +1,15 @@
 package minibatch
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"strata/core/graph"
 	"strata/core/sampling"
+	"strata/core/train"
 	"strata/plugins/strategy/internal/steprun"
+	"strata/plugins/strategy/internal/testkit"
 )
 
 // block is a sampled block with e edges (only its count matters here).
@@ -65,6 +69,9 @@ func TestSampleMEPSRun(t *testing.T) {
 	}
 	if lo, hi := max(plain.PredictedEpochS, steps*fig.PredictedSamplingS), plain.PredictedEpochS+steps*fig.PredictedSamplingS; priced.PredictedEpochS < lo || priced.PredictedEpochS > hi {
 		t.Errorf("predicted epoch %v, want in [%v, %v]", priced.PredictedEpochS, lo, hi)
+	}
+	if _, err := train.Run(context.Background(), testkit.MustParse(t, testkit.CoraBase, `train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]", "minibatch.sample_meps=1"), train.Options{Host: testkit.TestHost(t)}); err == nil || !strings.Contains(err.Error(), "minibatch.sample_meps") {
+		t.Errorf("sample_meps on the cpu backend: error %v, want one naming minibatch.sample_meps", err)
 	}
 	devPlain, devPriced := runWith(t, base, "minibatch.store.graph_ratio=1.0"), runWith(t, base, "minibatch.store.graph_ratio=1.0", "minibatch.sample_meps=0.5")
 	if f := devPriced.Figures["minibatch"].(*Figures); f.PredictedSamplingS != 0 || devPriced.PredictedEpochS != devPlain.PredictedEpochS {
