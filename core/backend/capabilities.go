@@ -305,3 +305,21 @@ type SparseMatrix struct {
 	Host   *graph.CSR
 	Values *tensor.Tensor
 }
+
+// TierGatherer is implemented by backends that gather rows from several
+// tiers in one kernel (data tiering's Listing 1): every thread reads its
+// row from whichever tier holds it, its own device memory, a peer
+// device's over the peer link, or pinned host memory in place
+// (zero-copy), and writes it to the output. The rows are copies, so the
+// result is bitwise the rows.
+type TierGatherer interface {
+	// GathersFrom reports whether GatherTiers writing into tier dst can
+	// read a source held in tier src in place.
+	GathersFrom(src, dst tensor.Tier) bool
+	// GatherTiers writes out[i,:] = row idx[i] of the concatenation of
+	// srcs (the rows of srcs[0], then those of srcs[1], ...; Listing 1's
+	// combined tensor). out and idx (Int32, one entry per row of out)
+	// are in one tier, every source in a tier GathersFrom accepts for
+	// it; the sources have out's dtype and columns.
+	GatherTiers(srcs []*tensor.Tensor, idx, out *tensor.Tensor) error
+}

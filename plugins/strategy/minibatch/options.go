@@ -15,8 +15,10 @@ type Options struct {
 	options.Depth
 	options.Split
 	options.Inference
-	Overlap bool  `toml:"overlap" moved:"train.overlap" doc:"move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing (was train.overlap, still read there)"`
-	Store   Store `toml:"store" moved:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md (was [store], still read there)"`
+	Overlap bool `toml:"overlap" moved:"train.overlap" doc:"move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing (was train.overlap, still read there)"`
+	// SampleMEPS prices host sampling on a simulated machine.
+	SampleMEPS float64 `toml:"sample_meps" hash:"omitempty" range:"[0,)" doc:"simulated backend: the host CPU's sampling rate in millions of sampled edges per second, which prices host sampling in the predicted time: each step's sampling of every device's shard (one CPU samples for all the devices) takes edges / (sample_meps x 10^6) s and runs ahead of the step's transfer and computation, as a data loader's workers do (a pipeline stage); 0 = host sampling is not timed. Device sampling (minibatch.store.graph_ratio set) is timed by its counted topology reads instead"`
+	Store      Store   `toml:"store" moved:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md (was [store], still read there)"`
 	// Features is [minibatch.features], where the input rows come from.
 	Features Features `toml:"features" hash:"omitdefault" doc:"where the input feature rows come from: memory (the dataset's rows) or disk (positional reads from the .strata file behind a host cache, docs/store.md)"`
 }
