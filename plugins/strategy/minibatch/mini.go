@@ -228,6 +228,11 @@ type sampled struct {
 
 func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	e := m.replicas[0].Env
+	if m.disk != nil {
+		if err := m.disk.StartEpoch(); err != nil {
+			return 0, err
+		}
+	}
 	var batches [][]int32
 	var links []linkBatch
 	if m.link == nil {
@@ -501,8 +506,7 @@ func (m *miniBatches) recordEpoch(p *miniEpoch, t *miniTotals) {
 	m.micro.endEpoch(m)
 	if m.disk != nil {
 		now := m.disk.Stats()
-		m.diskEpoch = diskrows.Stats{Hits: now.Hits - m.diskPrev.Hits, Misses: now.Misses - m.diskPrev.Misses,
-			Bytes: now.Bytes - m.diskPrev.Bytes, Reads: now.Reads - m.diskPrev.Reads}
+		m.diskEpoch = now.Sub(m.diskPrev)
 		m.diskPrev = now
 	}
 	m.predSampleS = 0
@@ -790,13 +794,14 @@ func (m *miniBatches) ReportEpoch(rec *train.EpochRecord) {
 		rec.Extra["disk_bytes"] = strconv.FormatInt(st.Bytes, 10)
 		rec.Extra["disk_hits"] = strconv.FormatInt(st.Hits, 10)
 		rec.Extra["disk_misses"] = strconv.FormatInt(st.Misses, 10)
+		rec.Extra["disk_device_bytes"] = strconv.FormatInt(st.DeviceBytes, 10)
 	}
 }
 
 // Columns implements train.Columner: the epoch's cache hit rate.
 func (m *miniBatches) Columns() []string {
 	if m.disk != nil {
-		return []string{"cache_hit_rate", "disk_bytes", "disk_hits", "disk_misses"}
+		return []string{"cache_hit_rate", "disk_bytes", "disk_hits", "disk_misses", "disk_device_bytes"}
 	}
 	return []string{"cache_hit_rate"}
 }

@@ -29,6 +29,9 @@ type Features struct {
 	CacheBytes  int64  `toml:"cache_bytes" range:"[0,1125899906842624]" doc:"disk tier: bytes of the host row cache (whole rows), checked against the memory budget (--max-memory)"`
 	CachePolicy string `toml:"cache_policy" doc:"disk tier: the cache.* module that decides which rows the host cache keeps (a dynamic policy: cache.lru, cache.clock, cache.sieve, cache.s3fifo)"`
 	Readers     int    `toml:"readers" range:"[1,64]" doc:"disk tier: positional reads in flight at once"`
+	// DropPageCache evicts the file's rows from the OS page cache before
+	// every epoch.
+	DropPageCache bool `toml:"drop_page_cache" hash:"omitempty" doc:"disk tier: evict the file's feature rows from the OS page cache before every epoch (posix_fadvise DONTNEED), so each epoch reads from the device what the host cache misses: a cold measurement (Linux)"`
 }
 
 // Store configures the memory store of mini-batch training with a
