@@ -146,6 +146,7 @@ type chunkedRun struct {
 	io       *hosttier.IOCount      // the host file's reads and writes (nil: no host file)
 	disk     [2]int64               // the host file's bytes read and written in the last epoch
 	bufs     backend.Backend        // allocates the chunk feed's buffers (see newChunkedRun)
+	rows     backend.RowCopier      // moves the chunk feed's rows by host indices (a host backend; nil: Gather and ScatterAdd)
 	outBuf   any                    // host rows of the last output or loss gradient, reused by the next
 	dedup    string                 // chunked.dedup
 	cost     modhost.CostModel      // costmodel.hongtu, while the run is set up
@@ -182,6 +183,7 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 	// the Go heap: on the recycling view too they saved no time at R-MAT
 	// 2^20 and cost 0.35 GB more peak RSS (docs/decisions.md).
 	r.bufs = backend.RecyclingFit(e.Be)
+	r.rows, _ = r.bufs.(backend.RowCopier)
 	if r.dedup == "" {
 		r.dedup = dedupReuse
 	}
