@@ -125,37 +125,37 @@ type chunkDevice struct {
 type chunkedRun struct {
 	e        steprun.Env
 	cfg      *config.Config
-	opts     Chunked                         // the [chunked] section
-	layers   []*ir.Graph                     // the model, one graph per layer
-	used     []map[string]bool               // the graphs each layer reads
-	widths   []int                           // widths[l]: layer l's input; widths[L]: the classes
-	devs     []*chunkDevice                  // one per partition
-	plan     *chunkplan.Plan                 // the chunks and their schedule
-	h, dh    []hosttier.Rows                 // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
-	cache    []bool                          // per layer: keep the intermediates on the host
-	saved    []map[int][]any                 // per layer and chunk: the host copies of the intermediates
-	needIn   []bool                          // per layer: backward reads the layer's input
-	total    int                             // training nodes
-	comm     chunkplan.CommRows              // neighbour rows per layer pass
-	hybrid   bool                            // intermediates chosen per layer by the estimate
-	split    []*engine.SplitPlan             // chunked.intermediates = "split": per layer, its split (nil: the layer recomputes)
-	splitWhy []string                        // per layer, why it does not split ("" when it does)
-	kept     []int64                         // per layer, the intermediates' bytes kept on the host in the last epoch
-	estPeak  int64                           // the estimated device peak (0: no capacity to fit)
-	unmap    func() error                    // closes and removes chunked.host_file (nil: the host tier is in RAM)
-	io       *hosttier.IOCount               // the host file's reads and writes (nil: no host file)
-	addLog   interface{ CacheBytes() int64 } // the host file's log of additions (nil: no host file)
-	addCache int64                           // the bound on the vertex gradients' ranges added in RAM
-	disk     [2]int64                        // the host file's bytes read and written in the last epoch
-	bufs     backend.Backend                 // allocates the chunk feed's buffers (see newChunkedRun)
-	rows     backend.RowCopier               // moves the chunk feed's rows by host indices (a host backend; nil: Gather and ScatterAdd)
-	outBuf   any                             // host rows of the last output or loss gradient, reused by the next
-	dedup    string                          // chunked.dedup
-	cost     modhost.CostModel               // costmodel.hongtu, while the run is set up
-	commS    map[string]float64              // Eq. 4's communication time of an epoch per mode
-	clocks   deviceClocks                    // the devices' busy time, synchronised per pass
-	trans    *chunkplan.Transitions          // the deduplication plan (nil with chunked.dedup = "none")
-	prep     *phaseClock                     // the preprocessing's phases, by the wall clock
+	opts     Chunked                // the [chunked] section
+	layers   []*ir.Graph            // the model, one graph per layer
+	used     []map[string]bool      // the graphs each layer reads
+	widths   []int                  // widths[l]: layer l's input; widths[L]: the classes
+	devs     []*chunkDevice         // one per partition
+	plan     *chunkplan.Plan        // the chunks and their schedule
+	h, dh    []hosttier.Rows        // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
+	cache    []bool                 // per layer: keep the intermediates on the host
+	saved    []map[int][]any        // per layer and chunk: the host copies of the intermediates
+	needIn   []bool                 // per layer: backward reads the layer's input
+	total    int                    // training nodes
+	comm     chunkplan.CommRows     // neighbour rows per layer pass
+	hybrid   bool                   // intermediates chosen per layer by the estimate
+	split    []*engine.SplitPlan    // chunked.intermediates = "split": per layer, its split (nil: the layer recomputes)
+	splitWhy []string               // per layer, why it does not split ("" when it does)
+	kept     []int64                // per layer, the intermediates' bytes kept on the host in the last epoch
+	estPeak  int64                  // the estimated device peak (0: no capacity to fit)
+	unmap    func() error           // closes and removes chunked.host_file (nil: the host tier is in RAM)
+	io       *hosttier.IOCount      // the host file's reads and writes (nil: no host file)
+	addLog   addCache               // the host file's log of additions (nil: no host file)
+	cacheMax int64                  // the bound on the vertex gradients' ranges added in RAM
+	disk     [2]int64               // the host file's bytes read and written in the last epoch
+	bufs     backend.Backend        // allocates the chunk feed's buffers (see newChunkedRun)
+	rows     backend.RowCopier      // moves the chunk feed's rows by host indices (a host backend; nil: Gather and ScatterAdd)
+	outBuf   any                    // host rows of the last output or loss gradient, reused by the next
+	dedup    string                 // chunked.dedup
+	cost     modhost.CostModel      // costmodel.hongtu, while the run is set up
+	commS    map[string]float64     // Eq. 4's communication time of an epoch per mode
+	clocks   deviceClocks           // the devices' busy time, synchronised per pass
+	trans    *chunkplan.Transitions // the deduplication plan (nil with chunked.dedup = "none")
+	prep     *phaseClock            // the preprocessing's phases, by the wall clock
 }
 
 var (
@@ -454,8 +454,8 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 		arena.File, arena.Log, arena.Size, arena.IO = f, log, size, r.io
 		// The vertex gradients' row ranges are added in RAM within an
 		// eighth of the memory budget, the rest through the log.
-		r.addCache = graph.MaxMemory(ctx) / addCacheShare
-		log.SetCache(r.addCache)
+		r.cacheMax = graph.MaxMemory(ctx) / addCacheShare
+		log.SetCache(r.cacheMax)
 		r.addLog = log
 		r.unmap = func() error {
 			err := log.Close()
@@ -502,6 +502,14 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 		r.saved[l] = map[int][]any{}
 	}
 	return nil
+}
+
+// addCache is the host file's log of additions (hosttier.NewAddLog) as
+// the run sees it: the bound on the vertex gradients held in RAM, and
+// the most held.
+type addCache interface {
+	SetCache(n int64)
+	CacheBytes() int64
 }
 
 // addCacheShare is the share of the memory budget (--max-memory) that

@@ -87,5 +87,5 @@ func (r *chunkedRun) announceDisk() string {
 	}
 	read, written := r.minDiskBytes()
 	return fmt.Sprintf("\nchunked: host file: an epoch reads at least %s and writes at least %s of it (the features, %s, come from the dataset); vertex gradients are added in RAM up to %s (1/%d of --max-memory), beyond it through a log",
-		graph.FormatBytes(read), graph.FormatBytes(written), graph.FormatBytes(int64(r.e.DS.NumNodes)*int64(r.e.Dim)*4), graph.FormatBytes(r.addCache), addCacheShare)
+		graph.FormatBytes(read), graph.FormatBytes(written), graph.FormatBytes(int64(r.e.DS.NumNodes)*int64(r.e.Dim)*4), graph.FormatBytes(r.cacheMax), addCacheShare)
 }
