@@ -244,6 +244,23 @@ func AllocScratch(be Backend, dt tensor.DType, shape []int, tier tensor.Tier) (*
 	return be.Alloc(dt, shape, tier)
 }
 
+// RowCopier is implemented by host backends, whose tensors are host
+// memory: rows move between tensors, and between tensors and host
+// buffers ([]float32 or []float64 of the tensor's dtype), by index lists
+// held on the host, in one call, without uploading the indices (a device
+// backend's Gather and ScatterAdd take them as tensors) and without
+// clearing the destination. CopyRows sets y[to[i],:] = x[from[i],:],
+// AddRows adds x[from[i],:] into y[to[i],:] (ScatterAdd's sums: the rows
+// to are distinct), UploadRows sets y[to[i],:] to row i of src, and
+// DownloadRows sets row i of dst to x[from[i],:]. A nil from or to is
+// the identity, i.
+type RowCopier interface {
+	CopyRows(x *tensor.Tensor, from []int32, y *tensor.Tensor, to []int32) error
+	AddRows(x *tensor.Tensor, from []int32, y *tensor.Tensor, to []int32) error
+	UploadRows(src any, y *tensor.Tensor, to []int32) error
+	DownloadRows(x *tensor.Tensor, from []int32, dst any) error
+}
+
 // PoolTrimmer is implemented by backends that keep released storage for
 // reuse (Recycler): TrimPool gives it back to the operating system, so
 // that a phase with other shapes (an evaluation after training steps)
