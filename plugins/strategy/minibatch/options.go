@@ -17,6 +17,9 @@ type Options struct {
 	options.Inference
 	Overlap bool  `toml:"overlap" moved:"train.overlap" doc:"move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing (was train.overlap, still read there)"`
 	Store   Store `toml:"store" moved:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md (was [store], still read there)"`
+	// SparseInput holds the features by their non-zeros and binds every
+	// batch's input rows as entries (steprun's entries.go).
+	SparseInput bool `toml:"sparse_input" hash:"omitempty" doc:"hold sparse input features (under 10% non-zero, e.g. bag-of-words) by their non-zeros: every batch (and layer-wise evaluation's first layer) gathers the entries of its input rows alone and multiplies them by the first layer as SpMM, never forming the dense rows; the same results to float rounding (another summation order). Off by default, as the published results were made dense. Not with the disk tier or [cache]"`
 	// Features is [minibatch.features], where the input rows come from.
 	Features Features `toml:"features" hash:"omitdefault" doc:"where the input feature rows come from: memory (the dataset's rows) or disk (positional reads from the .strata file behind a host cache, docs/store.md)"`
 }

@@ -190,19 +190,19 @@ func (r *Runner) layerChunk(ctx context.Context, l int, blocks []sampling.Block,
 	src := blocks[0].Src
 	var input *tensor.Tensor
 	var err error
-	if prev != nil {
+	var x FeatRows
+	switch {
+	case prev != nil:
 		input, err = prev.upload(be, src, e.DT, e.Tier)
-	} else if x, ok := e.rangeOf(src); ok {
-		input, err = PlaceRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier) // in place where the backend can
-	} else {
-		if x, err = e.GatherInput(src); err == nil {
-			input, err = uploadRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier)
-		}
+	case e.Entries != nil: // bound as entries (entries.go)
+		x, err = e.GatherInput(src)
+	default:
+		input, err = r.firstInput(be, src)
 	}
 	if err != nil {
 		return err
 	}
-	bb, err := r.bind(r.lw.layers[l], l, blocks, FeatRows{}, input, true) // bind owns input
+	bb, err := r.bind(r.lw.layers[l], l, blocks, x, input, true) // bind owns input
 	if err != nil {
 		return err
 	}
@@ -214,4 +214,18 @@ func (r *Runner) layerChunk(ctx context.Context, l int, blocks []sampling.Block,
 		return fn(nodes, bb.Prog.Output())
 	}
 	return next.put(be, bb.Prog.Output(), int(nodes[0]), len(nodes))
+}
+
+// firstInput places the feature rows of src for the first layer: in
+// place where they are consecutive and the backend can, else gathered.
+func (r *Runner) firstInput(be backend.Backend, src []int32) (*tensor.Tensor, error) {
+	e := r.Env
+	if x, ok := e.rangeOf(src); ok {
+		return PlaceRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier)
+	}
+	x, err := e.GatherInput(src)
+	if err != nil {
+		return nil, err
+	}
+	return uploadRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier)
 }
