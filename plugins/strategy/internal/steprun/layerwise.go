@@ -69,8 +69,14 @@ func newLayerRows(dt tensor.DType, n, w int) (*layerRows, error) {
 	return nil, fmt.Errorf("layer-wise inference keeps layer rows in float32 or float64, not %v", dt)
 }
 
-// upload gathers the rows of ids onto the device.
+// upload gathers the rows of ids onto the device; consecutive float32
+// ids (a chunk of every node reads the whole layer in order) are used in
+// place where the backend can, as the features are (PlaceRows).
 func (h *layerRows) upload(be backend.Backend, ids []int32, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
+	if w, ok := be.(hostWrapper); ok && h.f32 != nil && dt == tensor.Float32 && tier == tensor.Host && consecutive(ids) {
+		lo := int(ids[0]) * h.w
+		return w.WrapHost(h.f32[lo:lo+len(ids)*h.w], []int{len(ids), h.w})
+	}
 	t, err := be.Alloc(dt, []int{len(ids), h.w}, tier)
 	if err != nil {
 		return nil, err
@@ -170,15 +176,21 @@ func (r *Runner) layerChunks(ctx context.Context, l int, prev, next *layerRows, 
 // rangeOf returns the feature rows of ids without a copy when ids are
 // consecutive (a chunk of every node reads itself in order).
 func (e Env) rangeOf(ids []int32) (FeatRows, bool) {
-	for i, v := range ids {
-		if v != ids[0]+int32(i) {
-			return FeatRows{}, false
-		}
-	}
-	if len(ids) == 0 {
+	if !consecutive(ids) {
 		return FeatRows{}, false
 	}
 	return e.RowRange(int(ids[0]), int(ids[0])+len(ids))
+}
+
+// consecutive reports whether ids are a non-empty run of consecutive
+// node ids.
+func consecutive(ids []int32) bool {
+	for i, v := range ids {
+		if v != ids[0]+int32(i) {
+			return false
+		}
+	}
+	return len(ids) > 0
 }
 
 // layerChunk runs layer l over one chunk's block: its input rows from
