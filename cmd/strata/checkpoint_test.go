@@ -18,7 +18,7 @@ import (
 )
 
 // timingKeys are the result fields a resumed run may report differently.
-var timingKeys = map[string]bool{"epoch_time_median_s": true, "eval_time_median_s": true, "load_time_s": true, "peak_rss_bytes": true, "load_peak_rss_bytes": true}
+var timingKeys = map[string]bool{"epoch_time_median_s": true, "eval_time_median_s": true, "load_time_s": true, "peak_rss_bytes": true, "load_peak_rss_bytes": true, "train_peak_rss_bytes": true}
 
 // ckptConf writes a GCN-on-Cora config that checkpoints every `every`
 // epochs to ck.bin, saves its model to m.model and its epochs to

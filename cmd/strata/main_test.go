@@ -788,7 +788,7 @@ func TestTrainDeterministic(t *testing.T) {
 		t.Errorf("dataset %v, model %v, mode %v, epochs %v", a["dataset"], a["model"], a["mode"], a["epochs"])
 	}
 	b := trainCora(t)
-	timing := map[string]bool{"epoch_time_median_s": true, "eval_time_median_s": true, "load_time_s": true, "peak_rss_bytes": true, "load_peak_rss_bytes": true}
+	timing := map[string]bool{"epoch_time_median_s": true, "eval_time_median_s": true, "load_time_s": true, "peak_rss_bytes": true, "load_peak_rss_bytes": true, "train_peak_rss_bytes": true}
 	if len(a) != len(b) {
 		t.Errorf("runs have %d and %d keys", len(a), len(b))
 	}

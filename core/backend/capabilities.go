@@ -244,6 +244,23 @@ func AllocScratch(be Backend, dt tensor.DType, shape []int, tier tensor.Tier) (*
 	return be.Alloc(dt, shape, tier)
 }
 
+// RowCopier is implemented by host backends, whose tensors are host
+// memory: rows move between tensors, and between tensors and host
+// buffers ([]float32 or []float64 of the tensor's dtype), by index lists
+// held on the host, in one call, without uploading the indices (a device
+// backend's Gather and ScatterAdd take them as tensors) and without
+// clearing the destination. CopyRows sets y[to[i],:] = x[from[i],:],
+// AddRows adds x[from[i],:] into y[to[i],:] (ScatterAdd's sums: the rows
+// to are distinct), UploadRows sets y[to[i],:] to row i of src, and
+// DownloadRows sets row i of dst to x[from[i],:]. A nil from or to is
+// the identity, i.
+type RowCopier interface {
+	CopyRows(x *tensor.Tensor, from []int32, y *tensor.Tensor, to []int32) error
+	AddRows(x *tensor.Tensor, from []int32, y *tensor.Tensor, to []int32) error
+	UploadRows(src any, y *tensor.Tensor, to []int32) error
+	DownloadRows(x *tensor.Tensor, from []int32, dst any) error
+}
+
 // PoolTrimmer is implemented by backends that keep released storage for
 // reuse (Recycler): TrimPool gives it back to the operating system, so
 // that a phase with other shapes (an evaluation after training steps)
@@ -304,4 +321,22 @@ type SparseMatrix struct {
 	Adj    Adj
 	Host   *graph.CSR
 	Values *tensor.Tensor
+}
+
+// TierGatherer is implemented by backends that gather rows from several
+// tiers in one kernel (data tiering's Listing 1): every thread reads its
+// row from whichever tier holds it, its own device memory, a peer
+// device's over the peer link, or pinned host memory in place
+// (zero-copy), and writes it to the output. The rows are copies, so the
+// result is bitwise the rows.
+type TierGatherer interface {
+	// GathersFrom reports whether GatherTiers writing into tier dst can
+	// read a source held in tier src in place.
+	GathersFrom(src, dst tensor.Tier) bool
+	// GatherTiers writes out[i,:] = row idx[i] of the concatenation of
+	// srcs (the rows of srcs[0], then those of srcs[1], ...; Listing 1's
+	// combined tensor). out and idx (Int32, one entry per row of out)
+	// are in one tier, every source in a tier GathersFrom accepts for
+	// it; the sources have out's dtype and columns.
+	GatherTiers(srcs []*tensor.Tensor, idx, out *tensor.Tensor) error
 }

@@ -22,6 +22,39 @@ type Stats struct {
 	Misses int64 `json:"misses" doc:"rows read from the file"`
 	Bytes  int64 `json:"bytes" doc:"bytes read from the file"`
 	Reads  int64 `json:"reads" doc:"positional reads issued (one per run of adjacent rows)"`
+	// DeviceBytes is what the OS read from the storage device while the
+	// tier's reads ran: the page cache serves the rest. Linux only (0
+	// elsewhere); the process's counter, so a concurrent read of another
+	// file in those moments counts too.
+	DeviceBytes int64 `json:"device_bytes" doc:"bytes the OS read from the storage device during the tier's reads (Linux /proc/self/io read_bytes; pages of 4 KiB, so up to a page per row run)"`
+	// HitRate is Hits / (Hits + Misses), 0 before the first row.
+	HitRate float64 `json:"hit_rate" doc:"share of the rows asked for that the host cache served"`
+}
+
+// Sub returns s − o, field by field: the traffic between two readings.
+func (s Stats) Sub(o Stats) Stats {
+	return Stats{Hits: s.Hits - o.Hits, Misses: s.Misses - o.Misses, Bytes: s.Bytes - o.Bytes, Reads: s.Reads - o.Reads, DeviceBytes: s.DeviceBytes - o.DeviceBytes}.withRate()
+}
+
+// withRate fills HitRate from the counts.
+func (s Stats) withRate() Stats {
+	s.HitRate = 0
+	if n := s.Hits + s.Misses; n > 0 {
+		s.HitRate = float64(s.Hits) / float64(n)
+	}
+	return s
+}
+
+// Options size a tier.
+type Options struct {
+	// CacheBytes bounds the host cache (whole rows).
+	CacheBytes int64
+	// Readers is how many positional reads run in parallel (≥ 1).
+	Readers int
+	// DropPageCache makes StartEpoch evict the file's feature rows from
+	// the OS page cache, so an epoch reads from the device what the host
+	// cache misses (a cold measurement).
+	DropPageCache bool
 }
 
 // Tier serves feature rows from a file through a host cache. Gather is
@@ -40,14 +73,16 @@ type Tier struct {
 	free     []int32
 	hand     int
 	readers  int
+	drop     bool
 	st       Stats
 }
 
 // Open opens the tier over the rows×dim float32 matrix at byte offset off
 // of the file at path. pol decides what the cache holds; it must also be a
-// caching.Holder, and is initialised for d. cacheBytes bounds the cache
-// (whole rows); readers is how many reads run in parallel (≥ 1).
-func Open(path string, off int64, d *graph.Dataset, pol caching.Dynamic, cacheBytes int64, readers int) (*Tier, error) {
+// caching.Holder, and is initialised for d. The file is read with
+// readahead off (its accesses are random): a miss reads its own pages.
+func Open(path string, off int64, d *graph.Dataset, pol caching.Dynamic, o Options) (*Tier, error) {
+	cacheBytes, readers := o.CacheBytes, o.Readers
 	hold, ok := pol.(caching.Holder)
 	if !ok {
 		return nil, fmt.Errorf("disk tier: the cache policy %T does not report the rows it holds (caching.Holder)", pol)
@@ -73,7 +108,8 @@ func Open(path string, off int64, d *graph.Dataset, pol caching.Dynamic, cacheBy
 	slots := int(min(cacheBytes/rb, int64(d.NumNodes)))
 	t := &Tier{f: f, off: off, n: d.NumNodes, dim: d.FeatDim, rowBytes: rb, pol: pol, hold: hold,
 		slot: make([]int32, d.NumNodes), owner: make([]int32, slots), data: make([]float32, slots*d.FeatDim),
-		free: make([]int32, 0, slots), readers: readers}
+		free: make([]int32, 0, slots), readers: readers, drop: o.DropPageCache}
+	adviseRandom(f)
 	for i := range t.slot {
 		t.slot[i] = -1
 	}
@@ -87,11 +123,23 @@ func Open(path string, off int64, d *graph.Dataset, pol caching.Dynamic, cacheBy
 // Close closes the file.
 func (t *Tier) Close() error { return t.f.Close() }
 
+// StartEpoch prepares the tier for an epoch: with Options.DropPageCache
+// the file's feature rows leave the OS page cache.
+func (t *Tier) StartEpoch() error {
+	if !t.drop {
+		return nil
+	}
+	if err := dropPageCache(t.f, t.off, int64(t.n)*t.rowBytes); err != nil {
+		return fmt.Errorf("disk tier: dropping %s from the page cache: %w", t.f.Name(), err)
+	}
+	return nil
+}
+
 // RowBytes is the size of one row in the file.
 func (t *Tier) RowBytes() int64 { return t.rowBytes }
 
 // Stats returns the counts so far.
-func (t *Tier) Stats() Stats { t.mu.Lock(); defer t.mu.Unlock(); return t.st }
+func (t *Tier) Stats() Stats { t.mu.Lock(); defer t.mu.Unlock(); return t.st.withRate() }
 
 // miss is one row to read: its node and where it goes in the output.
 type miss struct{ node, pos int32 }

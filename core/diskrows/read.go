@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"unsafe"
+
+	"strata/core/metrics"
 )
 
 // run is rows [first, first+count) of the file, read into buf.
@@ -32,6 +34,7 @@ func (t *Tier) read(misses []miss, out []float32) error {
 		}
 		runs = append(runs, run{first: m.node, count: 1})
 	}
+	dev0, devOK := metrics.IOCounter("read_bytes")
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -47,6 +50,9 @@ func (t *Tier) read(misses []miss, out []float32) error {
 	}
 	close(next)
 	wg.Wait()
+	if dev1, ok := metrics.IOCounter("read_bytes"); ok && devOK {
+		t.st.DeviceBytes += dev1 - dev0
+	}
 	for _, err := range errs {
 		if err != nil {
 			return err

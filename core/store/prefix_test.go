@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"reflect"
 	"testing"
 
@@ -118,15 +117,7 @@ func TestPrefixStore(t *testing.T) {
 
 func gather(t *testing.T, s *store.Store, b *sim.Backend, ids []int32, dst tensor.Tier) []float32 {
 	t.Helper()
-	out, _, err := s.Gather(context.Background(), ids, dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release(out)
-	v := make([]float32, out.Numel())
-	if err := b.ForPurpose("download").Download(out, v); err != nil {
-		t.Fatal(err)
-	}
+	v, _ := gatherHost(t, b, s, ids, dst)
 	return v
 }
 

@@ -592,10 +592,18 @@ func (s *Store) Close() {
 
 // Gather returns the rows of ids, in order, as a new [len(ids), dim]
 // Float32 tensor in tier dst (the host or one of the store's devices; the
-// caller releases it). For each source tier it gathers the rows there,
-// copies them to dst (the backend counts the bytes on that link) and
-// scatter-adds them into an output filled with -0.0, which makes the sum
-// bitwise the row for every value, signed zeros included (-0 + x = x).
+// caller releases it).
+//
+// On a backend with a multi-tier gather (backend.TierGatherer) it is one
+// kernel on dst, data tiering's Listing 1: each row is read from the
+// tier that serves it, in place where the kernel can read that tier
+// (dst itself, a peer device, pinned host memory with zero-copy), and the
+// rows of a tier it cannot read are first gathered there and copied to
+// dst in one block. Without one, for each source tier it gathers the rows
+// there, copies them to dst (the backend counts the bytes on that link)
+// and scatter-adds them into an output filled with -0.0, which makes the
+// sum bitwise the row for every value, signed zeros included (-0 + x =
+// x). Either way the result is bitwise the rows.
 func (s *Store) Gather(ctx context.Context, ids []int32, dst tensor.Tier) (*tensor.Tensor, GatherStats, error) {
 	st := GatherStats{Rows: len(ids), Tier: map[tensor.Tier]int{}, FeatureBytes: map[Link]int64{}, IndexBytes: map[Link]int64{}}
 	if s.host == nil {
@@ -605,62 +613,169 @@ func (s *Store) Gather(ctx context.Context, ids []int32, dst tensor.Tier) (*tens
 	if dst != tensor.Host && dstDev < 0 {
 		return nil, st, fmt.Errorf("store: destination tier %q is neither the host nor a store device (%v)", dst, s.devices)
 	}
-	tiers := append([]tensor.Tier{tensor.Host}, s.devices...)
-	srcT := append([]*tensor.Tensor{s.host}, s.dev...)
-	rows := make([][]int32, len(tiers))
-	pos := make([][]int32, len(tiers))
+	g := gatherPlan{tiers: append([]tensor.Tier{tensor.Host}, s.devices...), srcT: append([]*tensor.Tensor{s.host}, s.dev...), dst: dst}
+	g.rows = make([][]int32, len(g.tiers))
+	g.pos = make([][]int32, len(g.tiers))
 	for i, v := range ids {
 		if v < 0 || int(v) >= s.n {
 			return nil, st, fmt.Errorf("store: id %d (position %d) outside [0,%d)", v, i, s.n)
 		}
 		t, r := s.source(v, dstDev)
-		rows[t] = append(rows[t], r)
-		pos[t] = append(pos[t], int32(i))
+		g.rows[t] = append(g.rows[t], r)
+		g.pos[t] = append(g.pos[t], int32(i))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, st, err
+	}
+	for t, r := range g.rows {
+		if k := len(r); k > 0 {
+			g.groups++
+			st.Tier[g.tiers[t]] += k
+			switch {
+			case g.tiers[t] == dst:
+				st.Local += k
+			case t == 0:
+				st.Host += k
+			default:
+				st.Peer += k
+			}
+		}
 	}
 	out, err := s.b.Alloc(tensor.Float32, []int{len(ids), s.dim}, dst)
 	if err != nil {
 		return nil, st, fmt.Errorf("store: gather output: %w", err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			s.b.Release(out)
-		}
-	}()
-	groups := 0
-	for _, r := range rows {
-		if len(r) > 0 {
-			groups++
+	if tg, ok := s.b.(backend.TierGatherer); ok && s.combines(tg, &g) {
+		err = s.gatherCombined(tg, &g, len(ids), out, &st)
+	} else {
+		err = s.gatherGroups(&g, out, &st)
+	}
+	if err != nil {
+		s.b.Release(out)
+		return nil, st, err
+	}
+	return out, st, ctx.Err()
+}
+
+// gatherPlan is one Gather's rows grouped by the tier that serves them:
+// index 0 is the host, d+1 device d.
+type gatherPlan struct {
+	tiers     []tensor.Tier
+	srcT      []*tensor.Tensor
+	rows, pos [][]int32 // per tier: the rows there, and their positions in the output
+	groups    int       // tiers that serve rows
+	dst       tensor.Tier
+}
+
+// combines reports whether Gather runs as one multi-tier kernel: not when
+// a single group is already one kernel (rows of dst itself, or host rows
+// gathered on the host and copied), nor when the combined index would
+// overflow int32.
+func (s *Store) combines(tg backend.TierGatherer, g *gatherPlan) bool {
+	if g.groups == 1 {
+		for t, r := range g.rows {
+			if len(r) > 0 && (g.tiers[t] == g.dst || !tg.GathersFrom(g.tiers[t], g.dst)) {
+				return false
+			}
 		}
 	}
-	if groups > 1 {
+	var total int64
+	for _, x := range g.srcT {
+		if x != nil {
+			total += int64(x.Rows())
+		}
+	}
+	return total <= math.MaxInt32
+}
+
+// gatherCombined gathers with one TierGatherer kernel into out: the
+// sources it reads in place whole, the rows of the others staged to dst
+// in one block each (gathered in their tier, copied).
+func (s *Store) gatherCombined(tg backend.TierGatherer, g *gatherPlan, n int, out *tensor.Tensor, st *GatherStats) error {
+	rowBytes := int64(s.dim) * 4
+	combined := make([]int32, n)
+	var srcs, staged []*tensor.Tensor
+	defer func() {
+		for _, x := range staged {
+			s.b.Release(x)
+		}
+	}()
+	base := int32(0)
+	for t, r := range g.rows {
+		if len(r) == 0 {
+			continue
+		}
+		src := g.srcT[t]
+		if tg.GathersFrom(g.tiers[t], g.dst) {
+			for j, p := range g.pos[t] {
+				combined[p] = base + r[j]
+			}
+		} else {
+			x, err := s.stage(g.tiers[t], src, r, g.dst, st)
+			if x != nil {
+				staged = append(staged, x)
+			}
+			if err != nil {
+				return err
+			}
+			src = x
+			for j, p := range g.pos[t] {
+				combined[p] = base + int32(j)
+			}
+		}
+		if g.tiers[t] != g.dst {
+			st.FeatureBytes[Link{g.tiers[t], g.dst}] += int64(len(r)) * rowBytes
+		}
+		srcs = append(srcs, src)
+		base += int32(src.Rows())
+	}
+	idx, err := s.index(g.dst, combined, st)
+	if err != nil {
+		return err
+	}
+	defer s.b.Release(idx)
+	return tg.GatherTiers(srcs, idx, out)
+}
+
+// stage gathers rows r of x (in tier) there and copies them to dst as one
+// block, returned (also on error, when allocated: the caller releases it).
+func (s *Store) stage(tier tensor.Tier, x *tensor.Tensor, r []int32, dst tensor.Tier, st *GatherStats) (*tensor.Tensor, error) {
+	src, err := s.b.Alloc(tensor.Float32, []int{len(r), s.dim}, tier)
+	if err != nil {
+		return nil, fmt.Errorf("store: staging on %s: %w", tier, err)
+	}
+	defer s.b.Release(src)
+	if err := s.gatherIn(tier, x, r, src, st); err != nil {
+		return nil, err
+	}
+	moved, err := s.b.Alloc(tensor.Float32, []int{len(r), s.dim}, dst)
+	if err != nil {
+		return nil, fmt.Errorf("store: staging on %s: %w", dst, err)
+	}
+	return moved, s.b.Copy(moved, src)
+}
+
+// gatherGroups gathers each group in its own tier, copies it to dst and
+// scatter-adds it into out (filled with -0.0 when there are several).
+func (s *Store) gatherGroups(g *gatherPlan, out *tensor.Tensor, st *GatherStats) error {
+	if g.groups > 1 {
 		if err := s.b.Fill(out, math.Copysign(0, -1)); err != nil {
-			return nil, st, err
+			return err
 		}
 	}
 	rowBytes := int64(s.dim) * 4
-	for t, r := range rows {
+	dst := g.dst
+	var err error
+	for t, r := range g.rows {
 		k := len(r)
 		if k == 0 {
 			continue
-		}
-		st.Tier[tiers[t]] += k
-		switch {
-		case tiers[t] == dst:
-			st.Local += k
-		case t == 0:
-			st.Host += k
-		default:
-			st.Peer += k
 		}
 		// Gather the rows in their own tier; straight into out when it
 		// is the only group in dst. A device that reads pinned host
 		// memory in place gathers host rows itself: no staging copy.
 		zeroCopy := t == 0 && dst != tensor.Host && readsHostInPlace(s.b)
-		direct := groups == 1 && (tiers[t] == dst || zeroCopy)
+		direct := g.groups == 1 && (g.tiers[t] == dst || zeroCopy)
 		var staged *tensor.Tensor
 		switch {
 		case direct:
@@ -668,56 +783,55 @@ func (s *Store) Gather(ctx context.Context, ids []int32, dst tensor.Tier) (*tens
 		case zeroCopy:
 			staged, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, dst)
 		default:
-			staged, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, tiers[t])
+			staged, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, g.tiers[t])
 		}
 		if err != nil {
-			return nil, st, fmt.Errorf("store: staging on %s: %w", tiers[t], err)
+			return fmt.Errorf("store: staging on %s: %w", g.tiers[t], err)
 		}
-		gatherTier := tiers[t]
+		gatherTier := g.tiers[t]
 		if zeroCopy {
 			gatherTier = dst
 			st.FeatureBytes[Link{tensor.Host, dst}] += int64(k) * rowBytes
 		}
-		if err := s.gatherIn(gatherTier, srcT[t], r, staged, &st); err != nil {
+		if err := s.gatherIn(gatherTier, g.srcT[t], r, staged, st); err != nil {
 			if !direct {
 				s.b.Release(staged)
 			}
-			return nil, st, err
+			return err
 		}
 		if direct {
 			break
 		}
 		moved := staged
-		if tiers[t] != dst && !zeroCopy {
-			if groups == 1 {
+		if g.tiers[t] != dst && !zeroCopy {
+			if g.groups == 1 {
 				moved = out
 			} else if moved, err = s.b.Alloc(tensor.Float32, []int{k, s.dim}, dst); err != nil {
 				s.b.Release(staged)
-				return nil, st, fmt.Errorf("store: staging on %s: %w", dst, err)
+				return fmt.Errorf("store: staging on %s: %w", dst, err)
 			}
 			if err := s.b.Copy(moved, staged); err != nil {
 				s.b.Release(staged)
-				return nil, st, err
+				return err
 			}
-			st.FeatureBytes[Link{tiers[t], dst}] += int64(k) * rowBytes
+			st.FeatureBytes[Link{g.tiers[t], dst}] += int64(k) * rowBytes
 			s.b.Release(staged)
 		}
-		if groups == 1 {
+		if g.groups == 1 {
 			break
 		}
-		pidx, err := s.index(dst, pos[t], &st)
+		pidx, err := s.index(dst, g.pos[t], st)
 		if err != nil {
-			return nil, st, err
+			return err
 		}
 		err = s.b.ScatterAdd(moved, pidx, out)
 		s.b.Release(pidx)
 		s.b.Release(moved)
 		if err != nil {
-			return nil, st, err
+			return err
 		}
 	}
-	ok = true
-	return out, st, ctx.Err()
+	return nil
 }
 
 // Features is XGNN's Features, batched: Gather.

@@ -27,6 +27,18 @@ type Topology struct {
 	// direction, so their host transfers take turns on it.
 	Switch     []int
 	SwitchGBps float64
+	// ZeroCopy lets device kernels read pinned host memory in place
+	// (zero-copy over the device's host link, as UVA-mapped memory is
+	// read on a GPU): a simulated backend's multi-tier gather then reads
+	// cold rows straight from the host tier, each row's bytes counted and
+	// timed on the host link, instead of gathering them on the host and
+	// copying them.
+	ZeroCopy bool
+	// HostGatherGBps is the rate at which the host CPU gathers rows for
+	// a device (GB/s written): a simulated backend prices a host-tier
+	// Gather at it, as host kernel time before the devices' (data
+	// tiering's CPU-gather baseline). 0: host kernels are not timed.
+	HostGatherGBps float64
 	// Compute is what every device's kernels run at, for the cost model
 	// that predicts their time (see backend.TimePredictor).
 	Compute DeviceSpec

@@ -106,15 +106,20 @@ var stagePurposes = map[string]bool{backend.PurposeFeatures: true, backend.Purpo
 // Split returns the predicted time of the transfer stage and of the
 // computation: each purpose's transfers on their critical path (links run
 // in parallel, see core/backend/sim), the purposes one after another,
-// devices computing in parallel.
+// devices computing in parallel, after the host's priced kernels (a
+// simulated CPU gather, [devices] host_gather_gbps).
 func (p Prediction) Split() (stage, compute float64) {
 	stage, compute = splitSum(p.TransferS)
-	var stageK, computeK float64
-	for _, m := range p.KernelS {
+	var stageK, computeK, hostStage, hostCompute float64
+	for tier, m := range p.KernelS {
 		st, c := splitSum(m)
+		if tier == tensor.Host { // the host's priced work (a CPU gather) precedes the devices'
+			hostStage, hostCompute = st, c
+			continue
+		}
 		stageK, computeK = max(stageK, st), max(computeK, c)
 	}
-	return stage + stageK, compute + computeK
+	return stage + hostStage + stageK, compute + hostCompute + computeK
 }
 
 // splitSum sums the seconds of the stage's purposes and of the others, in

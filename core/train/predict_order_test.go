@@ -29,3 +29,16 @@ func TestPredictionSumsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitHostFirst: the host's priced kernels (a simulated CPU gather)
+// add to the devices' slowest, which run in parallel with each other.
+func TestSplitHostFirst(t *testing.T) {
+	p := Prediction{TransferS: map[string]float64{"features": 1, "other": 0.5}, KernelS: map[tensor.Tier]map[string]float64{
+		tensor.Host: {"features": 2},
+		"device0":   {"features": 3, "other": 4},
+		"device1":   {"features": 1, "other": 5},
+	}}
+	if stage, compute := p.Split(); stage != 1+2+3 || compute != 0.5+5 {
+		t.Errorf("Split = %v, %v; want %v, %v", stage, compute, 1+2+3, 0.5+5)
+	}
+}

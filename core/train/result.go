@@ -80,7 +80,11 @@ type Result struct {
 	// gradients, masks, scratch; see engine.Program.Allocated), where the
 	// strategy reports it (strategy.fullgraph does).
 	LoadPeakRSSBytes int64 `json:"load_peak_rss_bytes,omitempty"`
-	ProgramBytes     int64 `json:"program_bytes,omitempty"`
+	// TrainPeakRSSBytes is the peak resident memory when the first
+	// evaluation starts: loading and the training epochs before it (every
+	// epoch with train.eval_every = 0), without what evaluation holds.
+	TrainPeakRSSBytes int64 `json:"train_peak_rss_bytes,omitempty"`
+	ProgramBytes      int64 `json:"program_bytes,omitempty"`
 	// FeatureDType and FeatureBytes: the storage of the host feature
 	// matrix and its bytes, reported for 16-bit storage
 	// (data.feature_dtype; float32 rows would take twice FeatureBytes).

@@ -548,6 +548,9 @@ func (l *loop) trainStep(ctx context.Context, ep int) (EpochRecord, endKind, err
 // parameters stop the run with a *DivergedError.
 func (l *loop) evalStep(ctx context.Context, rec *EpochRecord) (endKind, error) {
 	ep, c := rec.Epoch, l.clock
+	if l.res.TrainPeakRSSBytes == 0 {
+		l.res.TrainPeakRSSBytes = metrics.PeakRSS()
+	}
 	if l.beforeEval != nil {
 		l.beforeEval(ep)
 	}

@@ -78,6 +78,7 @@ func RejectDevices(cfg *config.Config) error {
 		key string
 		set bool
 	}{{"preset", d.Preset != ""}, {"count", d.Count != 0}, {"memory_bytes", d.MemoryBytes != 0}, {"host_gbps", len(d.HostGBps) > 0}, {"peer_gbps", len(d.PeerGBps) > 0}, {"pcie_switch", len(d.PCIeSwitch) > 0}, {"switch_gbps", d.SwitchGBps != 0},
+		{"zero_copy", d.ZeroCopy}, {"host_gather_gbps", d.HostGatherGBps != 0},
 		{"cost_model", d.CostModel != ""}, {"peak_gflops", d.PeakGFLOPS != 0}, {"mem_gbps", d.MemGBps != 0}, {"launch_us", d.LaunchUS != -1}} {
 		if k.set {
 			return cfg.KeyError(fmt.Sprintf("devices.%s describes simulated devices, which train.backend = %q does not use; set train.backend = \"sim\" or remove it", k.key, cfg.Train.Backend), "devices", k.key)

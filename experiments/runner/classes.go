@@ -111,6 +111,7 @@ var trainClasses = []classRule{
 	{"train_time_s", notChecked(whyWallClock)},
 	{"peak_rss_bytes", notChecked(whyRSS)},
 	{"load_peak_rss_bytes", notChecked(whyRSS)},
+	{"train_peak_rss_bytes", notChecked(whyRSS)},
 	{"threads", notChecked(whyMachine)},
 	{"device", notChecked(whyMachine)},
 	{"link.edges_per_s", notChecked(whyWallClock)},

@@ -183,6 +183,9 @@ func Execute(ctx context.Context, p *Plan, opts Options) (*Summary, []*Record, e
 		return nil, nil, err
 	}
 	defer lock.Release()
+	if err := p.prepare(ctx, opts.Progress); err != nil {
+		return nil, nil, err
+	}
 	env.inputs = p.inputs()
 	if err := checkOutputs(p, out, env.inputs); err != nil {
 		return nil, nil, err

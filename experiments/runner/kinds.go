@@ -410,6 +410,7 @@ var trainDocs = map[string]string{
 	"params":                  "number of model parameters",
 	"peak_rss_bytes":          "peak resident memory of the process",
 	"load_peak_rss_bytes":     "peak resident memory before the first epoch (data loaded, model bound)",
+	"train_peak_rss_bytes":    "peak resident memory when the first evaluation starts (loading and the training epochs before it)",
 	"program_bytes":           "bytes the engine's program holds for a training step by its own accounting (full-graph)",
 	"peak_tier_bytes.*":       "peak bytes allocated on a memory tier (host, device0, ...)",
 	"train_peak_tier_bytes.*": "peak bytes on a memory tier during the training steps only",

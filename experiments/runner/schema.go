@@ -61,6 +61,8 @@ type Experiment struct {
 	// fail.
 	Check            CheckSpec
 	ExpectedFailures []ExpectedFailure
+	// Prepare is [[prepare]]: the .strata files made before the runs.
+	Prepare []Prepared
 
 	seedsLine   int
 	metricsLine int
@@ -199,6 +201,7 @@ type expFile struct {
 	Check       checkTable     `toml:"check" doc:"the subset of runs strata experiment --check --subset reruns, and the columns it does not compare"`
 	// ExpectedFailure is [[expected_failure]].
 	ExpectedFailure []expectFailTable `toml:"expected_failure" doc:"runs expected to fail, each with why"`
+	Prepare         []prepareTable    `toml:"prepare" doc:"datasets converted to .strata files before the runs (made once per machine, not committed)"`
 }
 
 // axisTable is one [[axis]].
@@ -328,6 +331,7 @@ func Parse(file string, data []byte) (*Experiment, error) {
 	}
 	e.parseMetrics(el, &f)
 	e.parseDeclarations(el, &f)
+	e.parsePrepare(el, f.Prepare)
 	for i := range f.Derived {
 		e.parseDerived(el, &f.Derived[i])
 	}

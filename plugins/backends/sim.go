@@ -46,6 +46,7 @@ func (*Sim) NewBackend(_ context.Context, cfg *config.Config, threads int) (back
 		return nil, err
 	}
 	topo.Compute = deviceSpec(cfg)
+	topo.ZeroCopy, topo.HostGatherGBps = cfg.Devices.ZeroCopy, cfg.Devices.HostGatherGBps
 	return sim.New(topo, threads)
 }
 

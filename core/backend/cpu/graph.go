@@ -62,9 +62,10 @@ type Graph struct {
 	owner      *Backend
 	rows, cols int
 	nnz        int64
-	fwd, bwd   csr
+	fwd, bwd   csr       // bwd: built on first use (transposed)
+	bwdOnce    sync.Once // builds bwd and tvals32
 	vals32     []float32 // nil when the CSR has no values
-	tvals32    []float32 // vals32 in transposed order
+	tvals32    []float32 // vals32 in transposed order (with bwd)
 	vals64     []float64 // float64 copies, made on first use
 	tvals64    []float64
 	schedMu    sync.Mutex
@@ -87,7 +88,11 @@ func (g *Graph) NNZ() int64 { return g.nnz }
 // Tier returns tensor.Host.
 func (g *Graph) Tier() tensor.Tier { return tensor.Host }
 
-// UploadGraph copies g into host memory and builds its transpose in parallel.
+// UploadGraph copies g into host memory. Its transpose is built on first
+// use (transposed), in parallel: a graph that only runs forward products
+// (an inference pass, a layer's forward) never builds it. Its memory is
+// reserved here, as if built, so Stats and the budget do not depend on
+// which kernels ran.
 func (b *Backend) UploadGraph(g *graph.CSR, tier tensor.Tier) (backend.Adj, error) {
 	const op = "UploadGraph"
 	if err := tierErr(op, tier); err != nil {
@@ -104,19 +109,36 @@ func (b *Backend) UploadGraph(g *graph.CSR, tier tensor.Tier) (backend.Adj, erro
 		a.fwd.idx32 = append(make([]int32, 0, a.nnz), g.Idx32...)
 	}
 	a.fwd.bounds = nnzBounds(a.fwd.indptr, 8*b.threads)
-	a.bwd = b.transpose(&a.fwd, g.NumCols)
 	if g.Values != nil {
 		a.vals32 = append([]float32(nil), g.Values...)
-		a.tvals32 = make([]float32, a.nnz)
-		for k, e := range a.bwd.perm {
-			a.tvals32[k] = a.vals32[e]
-		}
 	}
-	a.bytes = csrBytes(&a.fwd) + csrBytes(&a.bwd) + 4*int64(len(a.vals32)+len(a.tvals32))
+	// The transpose's size: cols+1 offsets, an index and a permutation
+	// entry per edge, and the values in its order.
+	idxBytes := int64(4)
+	if g.NumCols > math.MaxInt32 {
+		idxBytes = 8
+	}
+	bwdBytes := 8*int64(g.NumCols+1) + (idxBytes+8)*a.nnz
+	a.bytes = csrBytes(&a.fwd) + bwdBytes + 8*int64(len(a.vals32))
 	if err := b.reserve(a.bytes, fmt.Sprintf("a %d×%d graph with %d edges", g.NumRows, g.NumCols, a.nnz)); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// transposed returns the CSR of Aᵀ, building it (and the values in its
+// order) on the first call.
+func (g *Graph) transposed() *csr {
+	g.bwdOnce.Do(func() {
+		g.bwd = g.owner.transpose(&g.fwd, g.cols)
+		if g.vals32 != nil {
+			g.tvals32 = make([]float32, g.nnz)
+			for k, e := range g.bwd.perm {
+				g.tvals32[k] = g.vals32[e]
+			}
+		}
+	})
+	return &g.bwd
 }
 
 func csrBytes(c *csr) int64 {
@@ -155,6 +177,9 @@ func (g *Graph) values(dt tensor.DType, trans bool) unsafe.Pointer {
 	if g.vals32 == nil || g.nnz == 0 {
 		return nil
 	}
+	if trans {
+		g.transposed()
+	}
 	if dt == tensor.Float32 {
 		if trans {
 			return unsafe.Pointer(&g.tvals32[0])
@@ -162,6 +187,7 @@ func (g *Graph) values(dt tensor.DType, trans bool) unsafe.Pointer {
 		return unsafe.Pointer(&g.vals32[0])
 	}
 	if g.vals64 == nil {
+		g.transposed()
 		g.vals64 = make([]float64, g.nnz)
 		g.tvals64 = make([]float64, g.nnz)
 		for k := range g.vals32 {

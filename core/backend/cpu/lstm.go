@@ -234,7 +234,7 @@ func lstmBackward[T float](b *Backend, ctx context.Context, g *Graph, s *lstmSch
 	if g.cols == 0 {
 		return ctxErr(ctx)
 	}
-	bc := &g.bwd
+	bc := g.transposed()
 	bip, bidx, it, perm := &bc.indptr[0], bc.idxPtr(), bc.itCode(), bc.permPtr()
 	ip, rank, off := &g.fwd.indptr[0], (*int64)(nil), &s.off[0]
 	if g.rows > 0 {

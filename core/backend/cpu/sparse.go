@@ -23,7 +23,7 @@ func ptr(t *tensor.Tensor) unsafe.Pointer {
 // orient returns the CSR applied for trans and its input and output sizes.
 func (g *Graph) orient(trans bool) (c *csr, in, out int) {
 	if trans {
-		return &g.bwd, g.rows, g.cols
+		return g.transposed(), g.rows, g.cols
 	}
 	return &g.fwd, g.cols, g.rows
 }

@@ -209,12 +209,21 @@ func TestUploadGraph(t *testing.T) {
 	if a.Rows() != 300 || a.Cols() != 200 || a.NNZ() != g.NNZ() || a.Tier() != tensor.Host {
 		t.Fatalf("adjacency %d×%d nnz %d", a.Rows(), a.Cols(), a.NNZ())
 	}
-	// The transpose lists, per source, its destinations in edge order.
+	// The transpose is built on first use, its memory reserved at the
+	// upload; it lists, per source, its destinations in edge order.
+	reserved := c.be.Stats().InUse[tensor.Host]
+	if gr.bwd.indptr != nil {
+		t.Fatal("the transpose was built at the upload")
+	}
+	bwd := gr.transposed()
+	if got := c.be.Stats().InUse[tensor.Host]; got != reserved {
+		t.Fatalf("in use %d after the transpose, %d before", got, reserved)
+	}
 	for j := range 200 {
 		last := int64(-1)
-		for p := gr.bwd.indptr[j]; p < gr.bwd.indptr[j+1]; p++ {
-			e := gr.bwd.perm[p]
-			if e <= last || g.Col(e) != int64(j) || int64(gr.bwd.idx32[p]) > 300 {
+		for p := bwd.indptr[j]; p < bwd.indptr[j+1]; p++ {
+			e := bwd.perm[p]
+			if e <= last || g.Col(e) != int64(j) || int64(bwd.idx32[p]) > 300 {
 				t.Fatalf("transposed entry %d of row %d: edge %d", p, j, e)
 			}
 			last = e

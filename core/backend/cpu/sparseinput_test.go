@@ -17,22 +17,7 @@ func TestSparseInput(t *testing.T) {
 	wantVals := []float64{2, math.Copysign(0, -1), nan, 0.5, -3}
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
 		be := New(Options{Threads: 2})
-		xt, err := be.Alloc(dt, []int{3, 4}, tensor.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if dt == tensor.Float32 {
-			f := make([]float32, len(x))
-			for i, v := range x {
-				f[i] = float32(v)
-			}
-			err = be.Upload(xt, f)
-		} else {
-			err = be.Upload(xt, x)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		xt := floatTensor(t, be, dt, []int{3, 4}, x)
 		if _, ok, err := be.SparseInput(xt, 4, tensor.Host); ok || err != nil {
 			t.Fatalf("%v: 5 entries held under maxNNZ 4 (err %v)", dt, err)
 		}

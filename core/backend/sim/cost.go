@@ -89,6 +89,10 @@ type kernel struct {
 	op    int32
 	n     int        // sizes used
 	sizes [4]float64 // an array: pricing a call allocates nothing
+	// hostBytes are the bytes a host CPU moves for the call when it runs
+	// on the host: priced at the topology's HostGatherGBps (a CPU
+	// gather), 0 for kernels the host does not price.
+	hostBytes float64
 }
 
 // k is a kernel of at most 4 sizes.
@@ -101,8 +105,11 @@ func k(out *tensor.Tensor, op int32, sizes ...float64) kernel {
 // price predicts one kernel on its out's tier; host kernels are not timed.
 func (b *Backend) price(c kernel) error {
 	out, op, sizes := c.out, c.op, c.sizes[:c.n]
-	if out == nil || b.device(out.Tier()) < 0 {
+	if out == nil || out.Buffer() == nil {
 		return nil
+	}
+	if b.device(out.Tier()) < 0 {
+		return b.priceHost(c)
 	}
 	t := b.traffic
 	t.mu.Lock()
@@ -122,6 +129,26 @@ func (b *Backend) price(c kernel) error {
 		t.kernelS[out.Tier()] = m
 	}
 	m[b.Purpose()] += res[0]
+	return nil
+}
+
+// priceHost predicts a host kernel that the topology prices: the bytes a
+// CPU gather writes at HostGatherGBps, filed as the host tier's kernel
+// time (other host kernels, and every one when HostGatherGBps is 0, are
+// not timed).
+func (b *Backend) priceHost(c kernel) error {
+	if c.hostBytes <= 0 || b.topo.HostGatherGBps <= 0 {
+		return nil
+	}
+	t := b.traffic
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.kernelS[tensor.Host]
+	if m == nil {
+		m = map[string]float64{}
+		t.kernelS[tensor.Host] = m
+	}
+	m[b.Purpose()] += c.hostBytes / (b.topo.HostGatherGBps * 1e9)
 	return nil
 }
 
@@ -210,8 +237,11 @@ var prices = pricing{
 		moved := 2*bytesOf(gates) + bytesOf(cells) + bytesOf(hprev) + bytesOf(dxw) + 2*bytesOf(dwhh) + bytesOf(dout) + 4*e
 		return k(dxw, costGeneric, flops, moved)
 	},
+	// On the host, a CPU gather: the rows it writes (HostGatherGBps).
 	Gather: func(x, idx, y *tensor.Tensor) kernel {
-		return k(y, costGeneric, 0, 2*bytesOf(y)+bytesOf(idx))
+		c := k(y, costGeneric, 0, 2*bytesOf(y)+bytesOf(idx))
+		c.hostBytes = bytesOf(y)
+		return c
 	},
 	ScatterAdd: func(x, idx, y *tensor.Tensor) kernel {
 		return k(y, costElementwise, elems(x), 2, 1)

@@ -144,8 +144,11 @@ type chunkedRun struct {
 	estPeak  int64                  // the estimated device peak (0: no capacity to fit)
 	unmap    func() error           // closes and removes chunked.host_file (nil: the host tier is in RAM)
 	io       *hosttier.IOCount      // the host file's reads and writes (nil: no host file)
+	addLog   addCache               // the host file's log of additions (nil: no host file)
+	cacheMax int64                  // the bound on the vertex gradients' ranges added in RAM
 	disk     [2]int64               // the host file's bytes read and written in the last epoch
 	bufs     backend.Backend        // allocates the chunk feed's buffers (see newChunkedRun)
+	rows     backend.RowCopier      // moves the chunk feed's rows by host indices (a host backend; nil: Gather and ScatterAdd)
 	outBuf   any                    // host rows of the last output or loss gradient, reused by the next
 	dedup    string                 // chunked.dedup
 	cost     modhost.CostModel      // costmodel.hongtu, while the run is set up
@@ -182,6 +185,7 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 	// the Go heap: on the recycling view too they saved no time at R-MAT
 	// 2^20 and cost 0.35 GB more peak RSS (docs/decisions.md).
 	r.bufs = backend.RecyclingFit(e.Be)
+	r.rows, _ = r.bufs.(backend.RowCopier)
 	if r.dedup == "" {
 		r.dedup = dedupReuse
 	}
@@ -448,6 +452,11 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 			return r.cfg.KeyError(fmt.Sprintf("chunked.host_file = %q: cannot create the log of row additions beside it: %v; give a file in a writable directory with room for it", path, err), "chunked", "host_file")
 		}
 		arena.File, arena.Log, arena.Size, arena.IO = f, log, size, r.io
+		// The vertex gradients' row ranges are added in RAM within an
+		// eighth of the memory budget, the rest through the log.
+		r.cacheMax = graph.MaxMemory(ctx) / addCacheShare
+		log.SetCache(r.cacheMax)
+		r.addLog = log
 		r.unmap = func() error {
 			err := log.Close()
 			if cerr := closeFile(); err == nil {
@@ -494,6 +503,19 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 	}
 	return nil
 }
+
+// addCache is the host file's log of additions (hosttier.NewAddLog) as
+// the run sees it: the bound on the vertex gradients held in RAM, and
+// the most held.
+type addCache interface {
+	SetCache(n int64)
+	CacheBytes() int64
+}
+
+// addCacheShare is the share of the memory budget (--max-memory) that
+// the host file's vertex gradients may hold in RAM while a backward pass
+// adds into them: 1/addCacheShare.
+const addCacheShare = 8
 
 // backwardReadsInput reports whether a layer's backward reads the value
 // of its input (rather than only saved values and the topology): then

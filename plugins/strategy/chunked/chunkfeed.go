@@ -2,6 +2,7 @@ package chunked
 
 import (
 	"fmt"
+	"slices"
 	"strata/core/backend"
 	"strata/core/tensor"
 	"strata/core/train"
@@ -112,7 +113,13 @@ func (f *rowFeed) next(j int) error {
 		d := f.r.devs[i]
 		nt := &transition{rows: rows}
 		var err error
-		if nt.t, err = f.r.zeroed([]int{len(rows), f.src.Width()}, d.tier); err != nil {
+		// Every row is kept or loaded: with host row copies (no
+		// ScatterAdd into it) the buffer needs no clearing.
+		alloc := f.r.zeroed
+		if f.r.rows != nil {
+			alloc = f.r.scratch
+		}
+		if nt.t, err = alloc([]int{len(rows), f.src.Width()}, d.tier); err != nil {
 			return fmt.Errorf("transition buffer: %w", err)
 		}
 		// Rows from the previous buffer (reuse) and from the host.
@@ -131,7 +138,7 @@ func (f *rowFeed) next(j int) error {
 			}
 		}
 		if len(keepFrom) > 0 {
-			if err := f.place(d.tier, old.t, keepFrom, nt.t, keepTo); err != nil {
+			if err := f.place(d.tier, old.t, keepFrom, nt.t, keepTo, false); err != nil {
 				e.Be.Release(nt.t)
 				return err
 			}
@@ -165,6 +172,14 @@ func (t *transition) lookup(u int32) (int32, bool) {
 // upload copies the host rows ids into rows to of dst (on tier).
 func (f *rowFeed) upload(tier tensor.Tier, ids []int32, dst *tensor.Tensor, to []int32) error {
 	e := f.r.e
+	if f.r.rows != nil {
+		rows, err := f.src.Gather(ids, f.host)
+		if err != nil {
+			return err
+		}
+		f.host = rows
+		return f.r.rows.UploadRows(rows, dst, to)
+	}
 	tmp, err := f.r.scratch([]int{len(ids), f.src.Width()}, tier)
 	if err != nil {
 		return err
@@ -181,9 +196,18 @@ func (f *rowFeed) upload(tier tensor.Tier, ids []int32, dst *tensor.Tensor, to [
 	return f.scatter(tier, tmp, dst, to)
 }
 
-// place copies rows from of src into rows to of dst, both on tier.
-func (f *rowFeed) place(tier tensor.Tier, src *tensor.Tensor, from []int32, dst *tensor.Tensor, to []int32) error {
+// place adds rows from of src into rows to of dst, both on tier: a copy
+// where dst is zero, or with add unset where the run copies rows on the
+// host (chunkedRun.rows: then dst's rows to are overwritten, whatever
+// they held). nil from or to is the identity (host row copies only).
+func (f *rowFeed) place(tier tensor.Tier, src *tensor.Tensor, from []int32, dst *tensor.Tensor, to []int32, add bool) error {
 	e := f.r.e
+	if rc := f.r.rows; rc != nil {
+		if add {
+			return rc.AddRows(src, from, dst, to)
+		}
+		return rc.CopyRows(src, from, dst, to)
+	}
 	tmp, err := f.r.scratch([]int{len(from), f.src.Width()}, tier)
 	if err != nil {
 		return err
@@ -239,6 +263,9 @@ func (f *rowFeed) input(k int, c *chunkplan.Chunk) (x *tensor.Tensor, owned bool
 		}
 		return x, true, nil
 	}
+	if slices.Equal(f.trans[k].rows, c.Src) {
+		return f.trans[k].t, false, nil // its own buffer's rows, in order
+	}
 	from := make([][]int32, len(f.trans)) // per owner: positions in its buffer
 	to := make([][]int32, len(f.trans))   // and rows of x
 	same := len(f.trans[k].rows) == len(c.Src)
@@ -266,7 +293,7 @@ func (f *rowFeed) input(k int, c *chunkplan.Chunk) (x *tensor.Tensor, owned bool
 			continue
 		}
 		if o == k {
-			if err := f.place(tier, f.trans[o].t, from[o], x, to[o]); err != nil {
+			if err := f.place(tier, f.trans[o].t, from[o], x, to[o], false); err != nil {
 				return fail(err)
 			}
 			continue
@@ -314,6 +341,9 @@ func (s *gradSink) open(j int) error {
 // push adds the input-row gradients g of chunk c (on device k) into the
 // owners' buffers.
 func (s *gradSink) push(k int, c *chunkplan.Chunk, g *tensor.Tensor) error {
+	if s.r.rows != nil && slices.Equal(s.trans[k].rows, c.Src) {
+		return s.r.rows.AddRows(g, nil, s.trans[k].t, nil) // row j into row j
+	}
 	from := make([][]int32, len(s.trans)) // per owner: rows of g
 	to := make([][]int32, len(s.trans))   // and positions in its buffer
 	for j, u := range c.Src {
@@ -330,7 +360,7 @@ func (s *gradSink) push(k int, c *chunkplan.Chunk, g *tensor.Tensor) error {
 			continue
 		}
 		if o == k {
-			if err := s.place(tier, g, from[o], s.trans[o].t, to[o]); err != nil {
+			if err := s.place(tier, g, from[o], s.trans[o].t, to[o], true); err != nil {
 				return err
 			}
 			continue
@@ -369,21 +399,7 @@ func (s *gradSink) close(next int) error {
 			}
 		}
 		if len(out) > 0 {
-			tmp, err := s.r.scratch([]int{len(out), s.src.Width()}, tier)
-			if err != nil {
-				return err
-			}
-			err = s.gather(tier, old.t, outPos, tmp)
-			buf := s.src.Buf(len(out), s.host)
-			s.host = buf
-			if err == nil {
-				err = s.be.Download(tmp, buf)
-			}
-			e.Be.Release(tmp)
-			if err == nil {
-				err = s.src.Add(out, buf)
-			}
-			if err != nil {
+			if err := s.toHost(tier, old.t, out, outPos); err != nil {
 				return err
 			}
 		}
@@ -393,7 +409,7 @@ func (s *gradSink) close(next int) error {
 				return err
 			}
 			if len(keepFrom) > 0 {
-				if err := s.place(tier, old.t, keepFrom, nt.t, keepTo); err != nil {
+				if err := s.place(tier, old.t, keepFrom, nt.t, keepTo, false); err != nil {
 					e.Be.Release(nt.t)
 					return err
 				}
@@ -403,6 +419,32 @@ func (s *gradSink) close(next int) error {
 		s.trans[i] = nt
 	}
 	return nil
+}
+
+// toHost adds the rows at of the device buffer t (on tier), the
+// gradients of the nodes out, into the host's vertex gradients.
+func (s *gradSink) toHost(tier tensor.Tier, t *tensor.Tensor, out, at []int32) error {
+	buf := s.src.Buf(len(out), s.host)
+	s.host = buf
+	if rc := s.r.rows; rc != nil {
+		if err := rc.DownloadRows(t, at, buf); err != nil {
+			return err
+		}
+		return s.src.Add(out, buf)
+	}
+	tmp, err := s.r.scratch([]int{len(out), s.src.Width()}, tier)
+	if err != nil {
+		return err
+	}
+	err = s.gather(tier, t, at, tmp)
+	if err == nil {
+		err = s.be.Download(tmp, buf)
+	}
+	s.r.e.Be.Release(tmp)
+	if err != nil {
+		return err
+	}
+	return s.src.Add(out, buf)
 }
 
 // moveRows adds rows from of src (on tier at) into rows to of dst (on

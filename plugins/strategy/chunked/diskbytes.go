@@ -33,6 +33,7 @@ type HostFileFigures struct {
 	ReadBytes       int64 `json:"read_bytes" doc:"bytes the last epoch read from the host file and its log of gradient additions (every pread)"`
 	WrittenBytes    int64 `json:"written_bytes" doc:"bytes the last epoch wrote to the host file and its log of gradient additions (every pwrite)"`
 	FeatureBytes    int64 `json:"feature_bytes" doc:"the features' bytes (float32 rows), read from the dataset rather than the host file: at least once an epoch from disk when the dataset is a file not in the page cache"`
+	AddCacheBytes   int64 `json:"add_cache_bytes" doc:"the most bytes of vertex-gradient rows the run held in RAM at once while adding into them (at most an eighth of the --max-memory budget; the rest go through the log of additions)"`
 }
 
 // minDiskBytes returns the least bytes an epoch reads from and writes to
@@ -75,7 +76,7 @@ func (r *chunkedRun) hostFileFigures() *HostFileFigures {
 	}
 	minRead, minWritten := r.minDiskBytes()
 	return &HostFileFigures{MinReadBytes: minRead, MinWrittenBytes: minWritten, ReadBytes: r.disk[0], WrittenBytes: r.disk[1],
-		FeatureBytes: int64(r.e.DS.NumNodes) * int64(r.e.Dim) * 4}
+		FeatureBytes: int64(r.e.DS.NumNodes) * int64(r.e.Dim) * 4, AddCacheBytes: r.addLog.CacheBytes()}
 }
 
 // announceDisk is the announcement's line on the host file's traffic
@@ -85,6 +86,6 @@ func (r *chunkedRun) announceDisk() string {
 		return ""
 	}
 	read, written := r.minDiskBytes()
-	return fmt.Sprintf("\nchunked: host file: an epoch reads at least %s and writes at least %s of it (the features, %s, come from the dataset)",
-		graph.FormatBytes(read), graph.FormatBytes(written), graph.FormatBytes(int64(r.e.DS.NumNodes)*int64(r.e.Dim)*4))
+	return fmt.Sprintf("\nchunked: host file: an epoch reads at least %s and writes at least %s of it (the features, %s, come from the dataset); vertex gradients are added in RAM up to %s (1/%d of --max-memory), beyond it through a log",
+		graph.FormatBytes(read), graph.FormatBytes(written), graph.FormatBytes(int64(r.e.DS.NumNodes)*int64(r.e.Dim)*4), graph.FormatBytes(r.cacheMax), addCacheShare)
 }

@@ -21,6 +21,11 @@ func featKey(key string) []string { return []string{"minibatch", "features", key
 func checkDiskTier(cfg *config.Config) error {
 	f := optionsOf(cfg).Features
 	if f.Tier != "disk" {
+		for key, set := range map[string]bool{"cache_bytes": f.CacheBytes != 0, "drop_page_cache": f.DropPageCache} {
+			if set {
+				return cfg.KeyError(fmt.Sprintf("minibatch.features.%s applies to the disk tier only, and tier = %q; set tier = \"disk\" or remove it", key, f.Tier), featKey(key)...)
+			}
+		}
 		return nil
 	}
 	if cfg.Cache.Name != "" {
@@ -89,7 +94,7 @@ func openDiskTier(ctx context.Context, cfg *config.Config, e steprun.Env) (*disk
 	if err != nil {
 		return nil, err
 	}
-	t, err := diskrows.Open(path, off, e.DS, pol, f.CacheBytes, f.Readers)
+	t, err := diskrows.Open(path, off, e.DS, pol, diskrows.Options{CacheBytes: f.CacheBytes, Readers: f.Readers, DropPageCache: f.DropPageCache})
 	if err != nil {
 		return nil, cfg.KeyError(err.Error(), featKey("tier")...)
 	}

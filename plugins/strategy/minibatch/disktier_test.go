@@ -60,6 +60,8 @@ func TestDiskTierRejects(t *testing.T) {
 		{"static policy", "minibatch.features.cache_policy", 0, []string{`data.dataset="` + path + `"`, `minibatch.features.cache_policy="cache.degree"`}},
 		{"normalised rows", "data.feature_norm", 0, []string{`data.dataset="` + path + `"`, `data.feature_norm="row"`}},
 		{"device store", "minibatch.features.tier", 0, []string{`data.dataset="` + path + `"`, `cache.name="degree"`, `train.backend="sim"`}},
+		{"host cache without the tier", "minibatch.features.cache_bytes", 0, []string{`minibatch.features.tier="memory"`, "minibatch.features.cache_bytes=4096"}},
+		{"cold epochs without the tier", "minibatch.features.drop_page_cache", 0, []string{`minibatch.features.tier="memory"`, "minibatch.features.drop_page_cache=true"}},
 	} {
 		ctx := context.Background()
 		if c.budget > 0 {

@@ -51,6 +51,8 @@ type miniBatches struct {
 	batch    int
 	prefetch int
 	overlap  bool
+	// sampleMEPS prices host sampling (minibatch.sample_meps; 0: not).
+	sampleMEPS float64
 	// Time spent per stage in the last epoch, in seconds (sampling and
 	// extraction overlap with training, and so does the transfer stage
 	// with overlap).
@@ -60,8 +62,9 @@ type miniBatches struct {
 	// epoch, pipelined (0 off the simulated backend).
 	predicted float64
 	// predFeatS and predTopoS are the last epoch's mean predicted feature
-	// and topology transfer time per batch.
-	predFeatS, predTopoS float64
+	// and topology transfer time per batch, predSampleS its host
+	// sampling's (minibatch.sample_meps).
+	predFeatS, predTopoS, predSampleS float64
 	// store, when a cache policy is configured, holds the hot feature rows
 	// on the devices; hits and rows count the last epoch's gathers.
 	store      *store.Store
@@ -113,7 +116,7 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 		}
 	}
 	opts := optionsOf(cfg)
-	m := &miniBatches{sampler: s, batch: opts.BatchSize, prefetch: opts.PrefetchDepth, overlap: opts.Overlap}
+	m := &miniBatches{sampler: s, batch: opts.BatchSize, prefetch: opts.PrefetchDepth, overlap: opts.Overlap, sampleMEPS: opts.SampleMEPS}
 	m.micro, m.disk = micro, disk
 	devices := []tensor.Tier{e.Tier}
 	if md, ok := e.Be.(backend.MultiDevice); ok {
@@ -228,6 +231,11 @@ type sampled struct {
 
 func (m *miniBatches) epoch(ctx context.Context, seed uint64, update func() error) (float64, error) {
 	e := m.replicas[0].Env
+	if m.disk != nil {
+		if err := m.disk.StartEpoch(); err != nil {
+			return 0, err
+		}
+	}
 	var batches [][]int32
 	var links []linkBatch
 	if m.link == nil {
@@ -310,7 +318,8 @@ type miniTotals struct {
 	loss, trainS, stageS, featS, topoS float64
 	hits, peer, rows                   int64
 	stagePred, computePred             []float64
-	n                                  int // the batches trained
+	samplePred                         []float64 // host sampling, when priced
+	n                                  int       // the batches trained
 }
 
 // produce is the producer's goroutine: every batch sampled and
@@ -393,6 +402,7 @@ func (p *miniEpoch) stageOne(b sampled, n int) *staged {
 		d := train.PredictionNow(e.Be).Since(before)
 		st.predictedS, _ = d.Split()
 		st.featS, st.topoS = d.TransferS[backend.PurposeFeatures], d.TransferS[backend.PurposeTopology]
+		st.sampleS = p.m.hostSampleS(b)
 	}
 	return st
 }
@@ -482,6 +492,7 @@ func (p *miniEpoch) trainAll(update func() error) (miniTotals, error) {
 		if p.sb {
 			_, c := train.PredictionNow(e.Be).Since(before).Split()
 			t.stagePred, t.computePred = append(t.stagePred, st.predictedS), append(t.computePred, c)
+			t.samplePred = append(t.samplePred, st.sampleS)
 		}
 		t.n++
 	}
@@ -498,17 +509,56 @@ func (m *miniBatches) recordEpoch(p *miniEpoch, t *miniTotals) {
 	m.micro.endEpoch(m)
 	if m.disk != nil {
 		now := m.disk.Stats()
-		m.diskEpoch = diskrows.Stats{Hits: now.Hits - m.diskPrev.Hits, Misses: now.Misses - m.diskPrev.Misses,
-			Bytes: now.Bytes - m.diskPrev.Bytes, Reads: now.Reads - m.diskPrev.Reads}
+		m.diskEpoch = now.Sub(m.diskPrev)
 		m.diskPrev = now
 	}
-	m.predicted = 0
+	m.predSampleS = 0
+	for _, s := range t.samplePred {
+		m.predSampleS += s
+	}
+	m.predSampleS /= float64(max(n, 1))
+	m.predicted = predictedEpochS(t, m.overlap, m.sampleMEPS > 0)
+}
+
+// predictedEpochS is an epoch's predicted time from its steps': transfer
+// stage and computation one after the other, or pipelined with overlap;
+// with priced host sampling, each step's sampling is a stage of its own
+// ahead of them (a data loader samples the next batches while a step
+// runs).
+func predictedEpochS(t *miniTotals, overlap, sampling bool) float64 {
+	switch {
+	case sampling && overlap:
+		return steprun.LockstepS(t.samplePred, t.stagePred, t.computePred)
+	case sampling:
+		rest := make([]float64, len(t.stagePred))
+		for i := range rest {
+			rest[i] = t.stagePred[i] + t.computePred[i]
+		}
+		return steprun.LockstepS(t.samplePred, rest)
+	case overlap:
+		return steprun.PipelinedS(t.stagePred, t.computePred)
+	}
+	var s float64
 	for i := range t.stagePred {
-		m.predicted += t.stagePred[i] + t.computePred[i]
+		s += t.stagePred[i] + t.computePred[i]
 	}
-	if m.overlap {
-		m.predicted = steprun.PipelinedS(t.stagePred, t.computePred)
+	return s
+}
+
+// hostSampleS is the predicted time of a batch's host sampling: its
+// sampled edges, over every shard, at minibatch.sample_meps; 0 when not
+// priced or when the devices sample (the store holds the topology).
+func (m *miniBatches) hostSampleS(b sampled) float64 {
+	if m.sampleMEPS <= 0 || m.store != nil && m.store.HoldsTopology() {
+		return 0
 	}
+	var edges int64
+	for _, sh := range b.shards {
+		for _, bl := range sh.blocks {
+			edges += int64(bl.NumEdges())
+		}
+	}
+	return float64(edges) / (m.sampleMEPS * 1e6)
 }
 
 // predictedS implements pipelined.
@@ -523,6 +573,7 @@ type staged struct {
 	peer       int64   // feature rows other devices' caches served
 	seconds    float64 // wall time of the stage
 	predictedS float64 // the stage's predicted time on the simulated machine
+	sampleS    float64 // the batch's predicted host sampling (minibatch.sample_meps)
 	featS      float64 // of which feature transfers
 	topoS      float64 // and topology transfers
 	err        error
@@ -685,6 +736,9 @@ func (*Minibatch) CheckConfig(cfg *config.Config) error {
 	if err := options.CheckInference(cfg); err != nil {
 		return err
 	}
+	if optionsOf(cfg).SampleMEPS > 0 && cfg.Train.Backend != "sim" {
+		return cfg.KeyError(fmt.Sprintf("minibatch.sample_meps prices host sampling in a simulated machine's predicted time, and train.backend = %q predicts none; set train.backend = \"sim\" or remove minibatch.sample_meps", cfg.Train.Backend), "minibatch", "sample_meps")
+	}
 	if fd := cfg.Data.FeatureStorage(); fd != "float32" && cfg.Cache.Name != "" {
 		return cfg.KeyError(fmt.Sprintf("data.feature_dtype = %q: the tiered feature store ([cache]) holds float32 rows only; remove [cache] (the rows are then gathered on the host in 16 bits) or use data.feature_dtype = \"float32\"", fd), "data", "feature_dtype")
 	}
@@ -746,13 +800,14 @@ func (m *miniBatches) ReportEpoch(rec *train.EpochRecord) {
 		rec.Extra["disk_bytes"] = strconv.FormatInt(st.Bytes, 10)
 		rec.Extra["disk_hits"] = strconv.FormatInt(st.Hits, 10)
 		rec.Extra["disk_misses"] = strconv.FormatInt(st.Misses, 10)
+		rec.Extra["disk_device_bytes"] = strconv.FormatInt(st.DeviceBytes, 10)
 	}
 }
 
 // Columns implements train.Columner: the epoch's cache hit rate.
 func (m *miniBatches) Columns() []string {
 	if m.disk != nil {
-		return []string{"cache_hit_rate", "disk_bytes", "disk_hits", "disk_misses"}
+		return []string{"cache_hit_rate", "disk_bytes", "disk_hits", "disk_misses", "disk_device_bytes"}
 	}
 	return []string{"cache_hit_rate"}
 }
@@ -765,7 +820,7 @@ func (m *miniBatches) ReportResult(res *train.Result) {
 		split.MicroBatches, split.Auto = mm.microK, mm.auto
 	}
 	res.SampleTimeS, res.ExtractTimeS, res.StageTimeS, res.TrainTimeS = m.sampleS, m.extractS, m.stageS, m.trainS
-	fig := &Figures{DiskTier: m.diskTierFigure(), SplitFigures: split, CacheHitRate: m.hitRate(), TierHitRates: m.hitRates(), PredictedFeaturesS: m.predFeatS, PredictedTopologyS: m.predTopoS}
+	fig := &Figures{DiskTier: m.diskTierFigure(), SplitFigures: split, CacheHitRate: m.hitRate(), TierHitRates: m.hitRates(), PredictedFeaturesS: m.predFeatS, PredictedTopologyS: m.predTopoS, PredictedSamplingS: m.predSampleS}
 	if m.store != nil && m.store.HoldsTopology() {
 		k, _ := m.store.HotTopology()
 		fig.TopologyRatio = float64(k) / float64(max(m.store.NumRows(), 1))
@@ -797,6 +852,7 @@ type Figures struct {
 	// through the store, block uploads), links in parallel (on sim).
 	PredictedFeaturesS float64 `json:"predicted_features_s,omitempty" doc:"mean predicted transfer time per step of the last epoch's feature extraction, seconds"`
 	PredictedTopologyS float64 `json:"predicted_topology_s,omitempty" doc:"mean predicted transfer time per step of the last epoch's topology reads and block uploads, seconds"`
+	PredictedSamplingS float64 `json:"predicted_sampling_s,omitempty" doc:"mean predicted host sampling time per step of the last epoch (minibatch.sample_meps; every device's shard), seconds"`
 	// TopologyRatio is the share of the nodes whose topology the devices
 	// hold (minibatch.store.graph_ratio, "auto" resolved).
 	TopologyRatio float64 `json:"topology_ratio,omitempty" doc:"share of the nodes whose topology the devices hold (minibatch.store.graph_ratio, auto resolved)"`

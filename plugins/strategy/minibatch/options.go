@@ -15,8 +15,10 @@ type Options struct {
 	options.Depth
 	options.Split
 	options.Inference
-	Overlap bool  `toml:"overlap" moved:"train.overlap" doc:"move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing (was train.overlap, still read there)"`
-	Store   Store `toml:"store" moved:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md (was [store], still read there)"`
+	Overlap bool `toml:"overlap" moved:"train.overlap" doc:"move the next batch to the device (feature-store gather, blocks, input rows) while the current one trains, double-buffered; the predicted epoch time then overlaps transfer and compute. Device peak memory then holds two batches and depends on timing (was train.overlap, still read there)"`
+	// SampleMEPS prices host sampling on a simulated machine.
+	SampleMEPS float64 `toml:"sample_meps" hash:"omitempty" range:"[0,)" doc:"simulated backend: the host CPU's sampling rate in millions of sampled edges per second, which prices host sampling in the predicted time: each step's sampling of every device's shard (one CPU samples for all the devices) takes edges / (sample_meps x 10^6) s and runs ahead of the step's transfer and computation, as a data loader's workers do (a pipeline stage); 0 = host sampling is not timed. Device sampling (minibatch.store.graph_ratio set) is timed by its counted topology reads instead"`
+	Store      Store   `toml:"store" moved:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md (was [store], still read there)"`
 	// SparseInput holds the features by their non-zeros and binds every
 	// batch's input rows as entries (steprun's entries.go).
 	SparseInput bool `toml:"sparse_input" hash:"omitempty" doc:"hold sparse input features (under 10% non-zero, e.g. bag-of-words) by their non-zeros: every batch (and layer-wise evaluation's first layer) gathers the entries of its input rows alone and multiplies them by the first layer as SpMM, never forming the dense rows; the same results to float rounding (another summation order). Off by default, as the published results were made dense. Not with the disk tier or [cache]"`
@@ -30,6 +32,9 @@ type Features struct {
 	CacheBytes  int64  `toml:"cache_bytes" range:"[0,1125899906842624]" doc:"disk tier: bytes of the host row cache (whole rows), checked against the memory budget (--max-memory)"`
 	CachePolicy string `toml:"cache_policy" doc:"disk tier: the cache.* module that decides which rows the host cache keeps (a dynamic policy: cache.lru, cache.clock, cache.sieve, cache.s3fifo)"`
 	Readers     int    `toml:"readers" range:"[1,64]" doc:"disk tier: positional reads in flight at once"`
+	// DropPageCache evicts the file's rows from the OS page cache before
+	// every epoch.
+	DropPageCache bool `toml:"drop_page_cache" hash:"omitempty" doc:"disk tier: evict the file's feature rows from the OS page cache before every epoch (posix_fadvise DONTNEED), so each epoch reads from the device what the host cache misses: a cold measurement (Linux)"`
 }
 
 // Store configures the memory store of mini-batch training with a

@@ -81,6 +81,7 @@ func TestCheckSupported(t *testing.T) {
 		{[]string{`partition.name="range"`}, "partition.name: partitioner.range is set, but only micro-batching"},
 		{[]string{`cache.name="degree"`}, "cache.name: cache.degree is set"},
 		{[]string{"devices.count=2"}, "devices.count describes simulated devices"},
+		{[]string{"devices.zero_copy=true"}, "devices.zero_copy describes simulated devices"},
 		{[]string{`train.backend="sim"`, "devices.count=2"}, "trains on one device; several devices train data-parallel with train.mode = "},
 		{[]string{`train.backend="sim"`, `devices.preset="dgx1-v100-8"`}, "several devices train data-parallel"},
 	}

@@ -20,6 +20,16 @@ import (
 // range written once. A pass then writes its additions once,
 // sequentially, and the matrix once.
 //
+// Within a budget of memory (Arena.CacheBytes) a bucket is instead held
+// in RAM: its range is read once (not at all while the matrix is
+// cleared: a hole), every addition goes straight into it, in the order
+// the additions come, and it is written once when the additions are
+// applied. The sums are the same as through the log (the range read,
+// then every addition in order); the log's bytes, written and read
+// back, are saved. The cache holds one matrix's buckets at a time and
+// lies outside the Go heap (an anonymous mapping, unmapped when
+// applied).
+//
 // The log is bounded: when a matrix's spilled additions reach the size of
 // the matrix itself, they are applied early (the same order per row, so
 // the same sums) and their segments are freed. A pass over a graph whose
@@ -41,7 +51,18 @@ type addLog struct {
 	// matrix's spilled additions (0: the matrix's size, at least
 	// hostBucketBytes).
 	bucketBytes, segBytes, limitBytes int64
+	// cacheBytes bounds the buckets held in RAM (0: none); cached is
+	// their bytes now, cachePeak the most so far.
+	cacheBytes, cached, cachePeak int64
 }
+
+// SetCache lets the log's matrices hold up to n bytes of row ranges in
+// RAM (0: none).
+func (l *addLog) SetCache(n int64) { l.cacheBytes = n }
+
+// CacheBytes returns the most bytes of row ranges the log's matrices
+// held in RAM at once (Arena.CacheBytes bounds it).
+func (l *addLog) CacheBytes() int64 { return l.cachePeak }
 
 // hostBucketBytes is the size of the row range one application holds in
 // memory.
@@ -100,11 +121,14 @@ type deferredAdds[T float32 | float64] struct {
 }
 
 // addBucket holds the pending additions of one row range: spilled
-// segments, then the rows not yet spilled.
+// segments, then the rows not yet spilled; or, cached, the range itself
+// with every addition made.
 type addBucket[T float32 | float64] struct {
-	segs []addSeg
-	ids  []int32
-	vals []T
+	segs  []addSeg
+	ids   []int32
+	vals  []T
+	rng   []T    // the cached range (nil: the additions are logged)
+	unmap func() // frees rng
 }
 
 // addSeg is a spilled segment: n row ids (int32), then their n rows.
@@ -140,15 +164,19 @@ func (d *deferredAdds[T]) segRows() int {
 	return max(1, int(seg/(int64(d.cols)*int64(unsafe.Sizeof(T(0)))+4)))
 }
 
-// Add defers the addition of buffer row i into row ids[i].
+// Add defers the addition of buffer row i into row ids[i]: into its
+// bucket's range where the bucket is held in RAM (rows in parallel: the
+// ids are distinct, so each row takes its one addition of the call),
+// else into the bucket's pending rows, spilled to the log a segment at a
+// time.
 func (h *hostFileMat[T]) Add(ids []int32, v any) error {
 	d := h.adds
 	if d == nil {
 		return h.addNow(ids, v)
 	}
 	s := v.([]T)
-	seg := d.segRows()
-	for i, u := range ids {
+	var inRAM []bool // per bucket: held in RAM, this call's rows added there
+	for _, u := range ids {
 		if u < 0 || int(u) >= h.n {
 			return fmt.Errorf("host file: row %d of %d", u, h.n)
 		}
@@ -156,7 +184,52 @@ func (h *hostFileMat[T]) Add(ids []int32, v any) error {
 			d.buckets = make([]addBucket[T], (h.n+d.bucketRows-1)/d.bucketRows)
 			d.log.pending++
 		}
-		b := &d.buckets[int(u)/d.bucketRows]
+		bi := int(u) / d.bucketRows
+		if b := &d.buckets[bi]; b.rng == nil && len(b.segs) == 0 && len(b.ids) == 0 {
+			if err := h.cacheBucket(bi); err != nil {
+				return err
+			}
+		}
+		if d.buckets[bi].rng != nil && inRAM == nil {
+			inRAM = make([]bool, len(d.buckets))
+		}
+		if inRAM != nil {
+			inRAM[bi] = d.buckets[bi].rng != nil
+		}
+	}
+	if inRAM != nil {
+		rowsParallel(len(ids), func(lo, hi int) {
+			for i, u := range ids[lo:hi] {
+				bi := int(u) / d.bucketRows
+				if rng := d.buckets[bi].rng; rng != nil {
+					row := rng[(int(u)-bi*d.bucketRows)*h.cols:][:h.cols]
+					for j, x := range s[(lo+i)*h.cols : (lo+i+1)*h.cols] {
+						row[j] += x
+					}
+				}
+			}
+		})
+	}
+	return h.logAdds(ids, s, inRAM)
+}
+
+// logAdds appends the additions of rows ids (values s) whose buckets
+// were not held in RAM (inRAM, per bucket; nil: none was) to their
+// buckets, spilling full segments to the log and applying every
+// addition early when the log reaches its bound.
+func (h *hostFileMat[T]) logAdds(ids []int32, s []T, inRAM []bool) error {
+	d := h.adds
+	seg := d.segRows()
+	for i, u := range ids {
+		bi := int(u) / d.bucketRows
+		if inRAM != nil && inRAM[bi] {
+			continue // added in RAM
+		}
+		if d.buckets == nil { // applied early: a new set of buckets
+			d.buckets = make([]addBucket[T], (h.n+d.bucketRows-1)/d.bucketRows)
+			d.log.pending++
+		}
+		b := &d.buckets[bi]
 		b.ids = append(b.ids, u)
 		b.vals = append(b.vals, s[i*h.cols:(i+1)*h.cols]...)
 		if len(b.ids) >= seg {
@@ -174,6 +247,40 @@ func (h *hostFileMat[T]) Add(ids []int32, v any) error {
 			}
 		}
 	}
+	return nil
+}
+
+// bucketRange returns bucket bi's rows [lo, hi) and its byte offset.
+func (h *hostFileMat[T]) bucketRange(bi int) (lo, hi int, at int64) {
+	lo, hi = bi*h.adds.bucketRows, min(h.n, (bi+1)*h.adds.bucketRows)
+	return lo, hi, h.off + int64(lo)*h.rowBytes()
+}
+
+// cacheBucket holds bucket bi in RAM when the log's budget has room for
+// it: its range read from the file (nothing to read while the matrix is
+// cleared).
+func (h *hostFileMat[T]) cacheBucket(bi int) error {
+	d, l := h.adds, h.adds.log
+	lo, hi, at := h.bucketRange(bi)
+	size := int64(hi-lo) * h.rowBytes()
+	if size == 0 || l.cached+size > l.cacheBytes {
+		return nil
+	}
+	mem, unmap, err := mapAnon(size)
+	if err != nil {
+		return nil // logged instead
+	}
+	rng := unsafe.Slice((*T)(unsafe.Pointer(&mem[0])), (hi-lo)*h.cols)
+	if !h.zero {
+		if err := h.io.readAt(h.f, mem, at); err != nil {
+			unmap()
+			return fmt.Errorf("host file: read rows %d-%d: %w", lo, hi-1, err)
+		}
+	}
+	l.cached += size
+	l.cachePeak = max(l.cachePeak, l.cached)
+	b := &d.buckets[bi]
+	b.rng, b.unmap = rng, func() { unmap(); l.cached -= size }
 	return nil
 }
 
@@ -195,13 +302,20 @@ func (h *hostFileMat[T]) applyAdds() error {
 	}
 	for bi := range d.buckets {
 		b := &d.buckets[bi]
+		lo, hi, at := h.bucketRange(bi)
+		if b.rng != nil {
+			if err := h.io.writeAt(h.f, asBytes(b.rng), at); err != nil {
+				return fmt.Errorf("host file: write rows %d-%d: %w", lo, hi-1, err)
+			}
+			continue
+		}
 		if len(b.segs) == 0 && len(b.ids) == 0 {
 			continue
 		}
-		lo, hi := bi*d.bucketRows, min(h.n, (bi+1)*d.bucketRows)
 		rng = grow(rng, (hi-lo)*h.cols)
-		at := h.off + int64(lo)*h.rowBytes()
-		if err := h.io.readAt(h.f, asBytes(rng), at); err != nil {
+		if h.zero {
+			clear(rng) // the range is a hole: nothing to read
+		} else if err := h.io.readAt(h.f, asBytes(rng), at); err != nil {
 			return fmt.Errorf("host file: read rows %d-%d: %w", lo, hi-1, err)
 		}
 		for _, sg := range b.segs {
@@ -219,14 +333,19 @@ func (h *hostFileMat[T]) applyAdds() error {
 			return fmt.Errorf("host file: write rows %d-%d: %w", lo, hi-1, err)
 		}
 	}
+	h.zero = false
 	return d.forget()
 }
 
-// forget drops the pending additions and frees their segments.
+// forget drops the pending additions and frees their segments and
+// cached ranges.
 func (d *deferredAdds[T]) forget() error {
 	var segs []addSeg
 	for _, b := range d.buckets {
 		segs = append(segs, b.segs...)
+		if b.unmap != nil {
+			b.unmap()
+		}
 	}
 	d.buckets, d.spilled = nil, 0
 	return d.log.done(segs, d.cols, int(unsafe.Sizeof(T(0))))

@@ -5,6 +5,16 @@ import (
 	"syscall"
 )
 
+// mapAnon maps n bytes of zeroed anonymous memory outside the Go heap;
+// the returned function unmaps it.
+func mapAnon(n int64) ([]byte, func(), error) {
+	mem, err := syscall.Mmap(-1, 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mem, func() { syscall.Munmap(mem) }, nil
+}
+
 // punchHole deallocates n bytes at off of f, which then read as zeros.
 func punchHole(f *os.File, off, n int64) error {
 	const punchHole, keepSize = 0x02, 0x01 // FALLOC_FL_PUNCH_HOLE, FALLOC_FL_KEEP_SIZE

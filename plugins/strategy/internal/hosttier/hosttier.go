@@ -284,6 +284,9 @@ type hostFileMat[T float32 | float64] struct {
 	n    int
 	cols int
 	adds *deferredAdds[T] // row additions not yet applied (nil: none; see add)
+	// zero is set while every row is zero (cleared by Zero, nothing
+	// written since): reads of it are served without reading the file.
+	zero bool
 }
 
 // hostRunBytes bounds one run's read (and a goroutine's buffer).
@@ -383,6 +386,15 @@ func (h *hostFileMat[T]) Gather(ids []int32, into any) (any, error) {
 		return nil, err
 	}
 	out := reuseBuf[T](into, len(ids)*h.cols)
+	if h.zero {
+		for _, u := range ids {
+			if u < 0 || int(u) >= h.n {
+				return nil, fmt.Errorf("host file: row %d of %d", u, h.n)
+			}
+		}
+		clear(out)
+		return out, nil
+	}
 	err := h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
 		for _, e := range rs {
 			r, i := int(int32(e>>32)-lo), int(uint32(e))
@@ -416,6 +428,7 @@ func (h *hostFileMat[T]) Put(ids []int32, v any) error {
 		return err
 	}
 	s := v.([]T)
+	h.zero = false
 	return h.runs(ids, 0, false, func(buf []T, lo int32, rs []uint64) error {
 		for _, e := range rs {
 			r, i := int(int32(e>>32)-lo), int(uint32(e))
@@ -428,6 +441,7 @@ func (h *hostFileMat[T]) Put(ids []int32, v any) error {
 // addNow adds the rows at once: read, added, written back run by run.
 func (h *hostFileMat[T]) addNow(ids []int32, v any) error {
 	s := v.([]T)
+	h.zero = false
 	return h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
 		for _, e := range rs {
 			r, i := int(int32(e>>32)-lo), int(uint32(e))
@@ -449,6 +463,7 @@ func (h *hostFileMat[T]) Zero() error {
 	}
 	size := int64(h.n) * h.rowBytes()
 	if punchHole(h.f, h.off, size) == nil {
+		h.zero = true
 		return nil
 	}
 	zeros := make([]byte, min(size, hostRunBytes))
@@ -458,5 +473,6 @@ func (h *hostFileMat[T]) Zero() error {
 			return fmt.Errorf("host file: zero: %w", err)
 		}
 	}
+	h.zero = true
 	return nil
 }

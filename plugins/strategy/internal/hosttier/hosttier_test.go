@@ -21,9 +21,10 @@ func TestHostRows(t *testing.T) {
 	}
 	dir := t.TempDir()
 	files := 0 // a host file is a new file: one path per matrix
-	matrices := []matrix{
-		{"ram", func(n, cols int) (Rows, error) { return newHostRows(tensor.Float64, n, cols, nil) }},
-		{"file", func(n, cols int) (Rows, error) {
+	// file returns a matrix in a host file whose log holds up to
+	// cacheBuckets of its buckets in RAM.
+	file := func(cacheBuckets int64) func(n, cols int) (Rows, error) {
+		return func(n, cols int) (Rows, error) {
 			size := Bytes(tensor.Float64, n, []int{1, cols})
 			files++
 			f, closeFile, err := OpenFile(fmt.Sprintf("%s/host%d.bin", dir, files), size)
@@ -39,12 +40,19 @@ func TestHostRows(t *testing.T) {
 			// Several buckets and segments, and a log bound that applies
 			// the additions early many times in a pass.
 			log.bucketBytes, log.segBytes, log.limitBytes = 5000, 700, 3000
+			log.SetCache(cacheBuckets * 5000)
 			a := &Arena{DT: tensor.Float64, File: f, Log: log, Size: size}
 			if _, err := a.Matrix(n, 1); err != nil { // the matrix under test starts at a later offset
 				return nil, err
 			}
 			return a.Matrix(n, cols)
-		}},
+		}
+	}
+	matrices := []matrix{
+		{"ram", func(n, cols int) (Rows, error) { return newHostRows(tensor.Float64, n, cols, nil) }},
+		{"file", file(0)},
+		{"file, 3 buckets in RAM", file(3)},          // the others through the log
+		{"file, every bucket in RAM", file(1 << 20)}, // no log
 	}
 	for _, m := range matrices {
 		for _, n := range []int{3, 50000} {
@@ -116,6 +124,21 @@ func TestHostRows(t *testing.T) {
 						t.Fatalf("%s n=%d: element %d is %v after zero", m.name, n, i, v)
 					}
 				}
+				// Additions into the cleared matrix (a hole).
+				if err := h.Add(sets[1], ones); err != nil {
+					t.Fatal(err)
+				}
+				if got, err = h.Gather(sets[0], got); err != nil {
+					t.Fatal(err)
+				}
+				for i, u := range sets[0] {
+					for j := range cols {
+						want := float64(1 - min(1, int(u)%3))
+						if g := got.([]float64)[i*cols+j]; g != want {
+							t.Fatalf("%s n=%d cols=%d after zero: row %d column %d is %v, want %v", m.name, n, cols, u, j, g, want)
+						}
+					}
+				}
 			}
 		}
 	}
@@ -125,7 +148,8 @@ func TestHostRows(t *testing.T) {
 // hand-counted calls: a write of a run of rows, a gather of rows a page
 // apart (one read of the range between them), and additions through the
 // log (the rows appended with their ids, then the log read back and the
-// bucket's range read and written once).
+// bucket's range read and written once), and a cleared matrix, which
+// is not read until written.
 func TestHostFileCounts(t *testing.T) {
 	dir := t.TempDir()
 	const n, cols = 1000, 4 // 32-byte rows of float64: a page holds 128
@@ -147,6 +171,10 @@ func TestHostFileCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	const row = cols * 8
+	var zeroWrites int64 // Zero writes zeros where holes cannot be punched
+	if punchHole(f, 0, hostPage) != nil {
+		zeroWrites = n * row
+	}
 	steps := []struct {
 		name          string
 		do            func() error
@@ -160,6 +188,18 @@ func TestHostFileCounts(t *testing.T) {
 		// the bucket's range (the whole matrix) and writes it back, then
 		// reads the row.
 		{"gather row 3 (applies the additions)", func() error { _, err := h.Gather([]int32{3}, nil); return err }, n*row + row, n * row},
+		// A cleared matrix is read without reading the file until
+		// something is written to it: the additions' range is not read
+		// before they are applied.
+		{"zero", h.Zero, 0, zeroWrites},
+		{"gather rows 1-3 of the cleared matrix", func() error { _, err := h.Gather([]int32{1, 2, 3}, nil); return err }, 0, 0},
+		{"add rows 5 and 7, gather row 3", func() error {
+			if err := h.Add([]int32{7, 5}, make([]float64, 2*cols)); err != nil {
+				return err
+			}
+			_, err := h.Gather([]int32{3}, nil)
+			return err
+		}, row, n * row},
 	}
 	for _, s := range steps {
 		r0, w0 := io.Bytes()

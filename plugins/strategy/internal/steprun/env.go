@@ -78,3 +78,28 @@ func PipelinedS(transfer, compute []float64) float64 {
 	}
 	return t
 }
+
+// LockstepS predicts a pipeline of batches through stages in lock step,
+// each stage one batch ahead of the next: stages[s][i] is stage s's time
+// on batch i, and tick k runs stage s on batch k-s, as long as its
+// slowest stage. With two stages it is PipelinedS.
+func LockstepS(stages ...[]float64) float64 {
+	n := 0
+	for _, st := range stages {
+		n = max(n, len(st))
+	}
+	if n == 0 {
+		return 0
+	}
+	var t float64
+	for k := range n + len(stages) - 1 {
+		var tick float64
+		for s, st := range stages {
+			if i := k - s; i >= 0 && i < len(st) {
+				tick = max(tick, st[i])
+			}
+		}
+		t += tick
+	}
+	return t
+}
