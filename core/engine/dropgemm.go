@@ -27,8 +27,8 @@ import (
 
 // fuseInputDropouts marks the dropouts that run inside their matmuls.
 func (p *Program) fuseInputDropouts() {
-	if _, ok := p.be.(backend.DropoutGEMMer); !ok || p.env.Inference || p.env.InputGrad || p.env.Resumable || p.noShare {
-		return
+	if _, ok := p.be.(backend.DropoutGEMMer); !ok || p.env.Inference || p.env.InputGrad || p.env.Resumable || p.noShare || p.env.Input == nil {
+		return // (an input given by its entries: its matmuls mask them, sparse.go)
 	}
 	readers := graphReaders(p.g)
 	for d := range p.g.Ops {

@@ -39,6 +39,9 @@ import (
 // the matmuls that read it directly (halfX) or the input op as widened
 // (p.wideIn).
 func (p *Program) planHalfInput() error {
+	if p.env.Input == nil {
+		return nil // given by its entries, float32 values (sparse.go)
+	}
 	dt := p.env.Input.DType()
 	if !dt.IsHalf() {
 		return nil

@@ -61,6 +61,15 @@ type Env struct {
 	// backend's SparseInputs decides the density); off, every product
 	// with the input is dense. It changes float rounding only.
 	SparseInput bool
+	// InputEntries, given instead of Input, is the input held only by its
+	// non-zeros (as backend.SparseInputs returns them: an edge c → r per
+	// entry (r, c)), which the caller built and keeps (a mini-batch's
+	// rows of a sparse feature matrix, never formed densely). Every
+	// matmul with the input (or a dropout of it) then runs as SpMM over
+	// them (planSparseInput), and a binding that would read the input
+	// any other way fails with ErrDenseInput. Not with InputGrad,
+	// Resumable or Split.
+	InputEntries *backend.SparseMatrix
 	// InputGrad makes Backward compute the gradient of the input too
 	// (see Program.InputGrad): layer-by-layer training propagates it to
 	// the layer below.
@@ -209,8 +218,8 @@ func bindShare(g *ir.Graph, env Env, ps *Params, m *meter, share bool) (*Program
 	if m == nil {
 		m = &meter{}
 	}
-	if env.Input == nil {
-		return nil, fmt.Errorf("engine: no input tensor")
+	if err := checkInput(env); err != nil {
+		return nil, err
 	}
 	if env.Graphs == nil && env.Blocks == nil {
 		return nil, fmt.Errorf("engine: no graphs bound")
@@ -350,8 +359,8 @@ func (p *Program) bind() error {
 		case ir.OpGraph:
 			continue
 		case ir.OpInput:
-			if p.env.Input.Cols() != int(op.Shape[1]) {
-				return fmt.Errorf("engine: model expects %d input features, dataset has %d", op.Shape[1], p.env.Input.Cols())
+			if _, cols := p.inputDims(); cols != int(op.Shape[1]) {
+				return fmt.Errorf("engine: model expects %d input features, dataset has %d", op.Shape[1], cols)
 			}
 			p.needGrad[i] = p.env.InputGrad && !p.env.Inference
 			if p.wideIn { // a float32 value of the plan, which the forward widens into
@@ -496,7 +505,35 @@ func (p *Program) Value(i int32) *tensor.Tensor {
 
 // InputRows returns the number of input rows (block 0's sources in a
 // mini-batch, every node in full-graph training).
-func (p *Program) InputRows() int { return p.env.Input.Rows() }
+func (p *Program) InputRows() int {
+	rows, _ := p.inputDims()
+	return rows
+}
+
+// inputDims returns the rows and columns of the input (of its entries
+// with Env.InputEntries).
+func (p *Program) inputDims() (rows, cols int) {
+	if m := p.env.InputEntries; m != nil {
+		return m.Host.NumRows, m.Host.NumCols
+	}
+	return p.env.Input.Rows(), p.env.Input.Cols()
+}
+
+// checkInput checks that env gives the input one way: a tensor, or its
+// entries on a binding that never needs it dense.
+func checkInput(env Env) error {
+	switch {
+	case env.Input == nil && env.InputEntries == nil:
+		return fmt.Errorf("engine: no input tensor")
+	case env.InputEntries == nil:
+		return nil
+	case env.Input != nil:
+		return fmt.Errorf("engine: both an input tensor and its entries (Env.InputEntries) given")
+	case env.InputGrad || env.Resumable || env.Split:
+		return fmt.Errorf("engine: an input given by its entries (Env.InputEntries) takes no gradient and cannot be resumed or split: %w", ErrDenseInput)
+	}
+	return nil
+}
 
 // OutputGrad returns the gradient buffer of the output, which the loss fills.
 func (p *Program) OutputGrad() *tensor.Tensor { return p.grads[p.g.Outputs[0]] }

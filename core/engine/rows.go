@@ -222,7 +222,12 @@ func edgeGraphs(p *plan) []string {
 
 func (e Env) hasBlocks() bool { return e.Blocks != nil }
 func (e Env) numBlocks() int  { return len(e.Blocks) }
-func (e Env) inputRows() int  { return e.Input.Rows() }
+func (e Env) inputRows() int {
+	if e.InputEntries != nil {
+		return e.InputEntries.Host.NumRows
+	}
+	return e.Input.Rows()
+}
 
 func (e Env) graphDims(layer int32, name string) (dst, src, edges int, err error) {
 	gr, err := e.graph(layer, name)

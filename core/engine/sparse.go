@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"strata/core/backend"
@@ -53,11 +54,21 @@ type sparseIn struct {
 	mask         *tensor.Tensor
 }
 
+// ErrDenseInput is the error of a binding whose input is given by its
+// entries (Env.InputEntries) and that would read it densely: an op other
+// than a matmul (or a dropout into matmuls) reads the input, or the
+// backend multiplies no sparse input. The caller binds the dense rows
+// instead.
+var ErrDenseInput = errors.New("the input is read densely")
+
 // planSparseInput holds the input sparse and marks the matmuls that
 // multiply by it (aux.sparseX) where the backend and the binding allow
 // (see above). It runs after fuseInputDropouts: a sparse matmul leaves
 // its dropout group, whose products it no longer shares.
 func (p *Program) planSparseInput() error {
+	if p.env.InputEntries != nil {
+		return p.planGivenEntries()
+	}
 	si, ok := p.be.(backend.SparseInputs)
 	x := p.env.Input
 	if !p.env.SparseInput || !ok || p.env.Blocks != nil || p.env.InputGrad || p.env.Resumable || p.dry() || x.Tier() != p.env.Tier ||
@@ -85,20 +96,89 @@ func (p *Program) planSparseInput() error {
 	if err != nil || !ok {
 		return err
 	}
-	p.sparse = &sparseIn{m: m, keys: map[int32]*tensor.Tensor{}, masked: map[int32]*tensor.Tensor{}}
+	p.holdSparse(m)
 	p.owned.adjs = append(p.owned.adjs, m.Adj)
 	p.owned.ts = append(p.owned.ts, m.Values)
-	p.meter.add(KindValue, int64(m.Values.Numel()))
-	p.meter.buffer(1)
 	nnz := float64(m.Adj.NNZ())
 	for i, lim := range limit {
 		if nnz <= lim {
 			p.aux[i].sparseX = true
 		}
 	}
+	p.settleSparse(readers)
+	return nil
+}
+
+// holdSparse keeps m as the program's sparse input, counted as a value.
+func (p *Program) holdSparse(m backend.SparseMatrix) {
+	p.sparse = &sparseIn{m: m, keys: map[int32]*tensor.Tensor{}, masked: map[int32]*tensor.Tensor{}}
+	p.meter.add(KindValue, int64(m.Values.Numel()))
+	p.meter.buffer(1)
+}
+
+// settleSparse dissolves the dropout groups and unforms the dropouts
+// that the sparse matmuls took over.
+func (p *Program) settleSparse(readers [][]int32) {
 	p.leaveDropGroups()
 	p.unformDropouts(readers)
+}
+
+// planGivenEntries runs every matmul with the input (Env.InputEntries)
+// over its entries, whatever their density: the caller holds no dense
+// rows. Any other reader of the input is ErrDenseInput.
+func (p *Program) planGivenEntries() error {
+	if _, ok := p.be.(backend.SparseInputs); !ok || p.dry() {
+		return fmt.Errorf("engine: the %s backend multiplies no sparse input: %w", p.be.Name(), ErrDenseInput)
+	}
+	readers := graphReaders(p.g)
+	for i, op := range p.g.Ops {
+		if op.Kind == ir.OpMatMul && op.Args[0] != op.Args[1] && p.sparseOperand(readers, op.Args[0]) {
+			p.aux[i].sparseX = true
+		}
+	}
+	for i, op := range p.g.Ops {
+		if op.Kind != ir.OpInput {
+			continue
+		}
+		for _, r := range readers[i] {
+			if !p.readsEntries(readers, r) {
+				return fmt.Errorf("engine: op #%d %s reads the input: %w", r, p.opKind(r), ErrDenseInput)
+			}
+		}
+	}
+	m := *p.env.InputEntries
+	p.holdSparse(m)
+	p.settleSparse(readers)
 	return nil
+}
+
+// readsEntries reports whether reader r of the input reads only its
+// entries: a sparse matmul, or a dropout (passing or multiplied in) whose
+// readers all are.
+func (p *Program) readsEntries(readers [][]int32, r int32) bool {
+	if r < 0 {
+		return false // the input is an output
+	}
+	if p.aux[r].sparseX {
+		return true
+	}
+	if op := &p.g.Ops[r]; op.Kind != ir.OpDropout || !p.sparseOperand(readers, r) {
+		return false
+	}
+	for _, q := range readers[r] {
+		if q < 0 || !p.aux[q].sparseX {
+			return false
+		}
+	}
+	return true
+}
+
+// opKind names op r (an output reader, -1, as "output").
+func (p *Program) opKind(r int32) ir.Kind {
+	if r < 0 {
+		return "output"
+	}
+	return p.g.Ops[r].Kind
 }
 
 // sparseOperand reports whether value v is the input, or a dropout of it

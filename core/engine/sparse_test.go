@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -63,7 +64,13 @@ type sparseRun struct{ out, grad, w []float64 }
 // and reports whether the matmul ran sparse.
 func runSparseMatMul(t *testing.T, be backend.Backend, g *ir.Graph, x *tensor.Tensor, dy []float64, dt tensor.DType, on bool) (sparseRun, bool) {
 	t.Helper()
-	p, err := Compile(g, Env{Backend: be, DType: dt, Tier: tensor.Host, Graphs: map[string]*Graph{}, Input: x, SparseInput: on}, 42)
+	return runMatMulEnv(t, g, Env{Backend: be, DType: dt, Tier: tensor.Host, Graphs: map[string]*Graph{}, Input: x, SparseInput: on}, dy)
+}
+
+// runMatMulEnv is runSparseMatMul on a binding env.
+func runMatMulEnv(t *testing.T, g *ir.Graph, env Env, dy []float64) (sparseRun, bool) {
+	t.Helper()
+	p, err := Compile(g, env, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,5 +300,77 @@ func TestSparseInputTrainsAsDense(t *testing.T) {
 				t.Fatalf("%s[%d]: %.17g sparse, %.17g dense: relative %.3g > %.3g", name, i, v, want[i], d, tol)
 			}
 		}
+	}
+}
+
+// TestInputEntriesMatchHeld binds the input by its entries
+// (Env.InputEntries, made by the caller) and checks that the program
+// computes what the one that holds the same input sparse itself computes,
+// bit for bit (the same SpMMs over the same entries; that one matches the
+// dense product to rounding, TestSparseInputMatchesDense), with and
+// without a dropout of the input.
+func TestInputEntriesMatchHeld(t *testing.T) {
+	const rows, k, n = 300, 200, 8
+	be := cpu.New(cpu.Options{Threads: 2})
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		for _, rate := range []float64{0, 0.5} {
+			t.Run(fmt.Sprintf("%v/dropout=%g", dt, rate), func(t *testing.T) {
+				x := upload64(t, be, randomSparse(rows, k, 0.02, 1), []int{rows, k}, dt)
+				defer be.Release(x)
+				m, ok, err := be.SparseInput(x, rows*k, tensor.Host)
+				if err != nil || !ok {
+					t.Fatalf("SparseInput: %v, %v", ok, err)
+				}
+				defer be.ReleaseGraph(m.Adj)
+				defer be.Release(m.Values)
+				dy := randomSparse(rows, n, 1, 2)
+				g := sparseMatMulGraph(t, k, n, rate)
+				held, _ := runSparseMatMul(t, crossover{be, 1}, g, x, dy, dt, true)
+				given, sparse := runMatMulEnv(t, g, Env{Backend: be, DType: dt, Tier: tensor.Host, Graphs: map[string]*Graph{}, InputEntries: &m}, dy)
+				if !sparse {
+					t.Fatal("the binding by entries ran dense")
+				}
+				for _, c := range []struct {
+					name      string
+					got, want []float64
+				}{{"output", given.out, held.out}, {"gradient", given.grad, held.grad}} {
+					for i := range c.want {
+						if c.got[i] != c.want[i] {
+							t.Fatalf("%s[%d]: by entries %g, held sparse %g", c.name, i, c.got[i], c.want[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestInputEntriesRefuseDense: a model that reads the input other than
+// by a matmul fails to bind to its entries with ErrDenseInput, and so
+// does an input given both ways.
+func TestInputEntriesRefuseDense(t *testing.T) {
+	be := cpu.New(cpu.Options{Threads: 2})
+	x := upload64(t, be, randomSparse(20, 10, 0.1, 1), []int{20, 10}, tensor.Float32)
+	defer be.Release(x)
+	m, _, err := be.SparseInput(x, 200, tensor.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.ReleaseGraph(m.Adj)
+	defer be.Release(m.Values)
+	b := ir.NewBuilder()
+	in := b.Input("x", 10)
+	b.Output(b.Binary(ir.OpAdd, b.MatMul(in, b.Param("W", []int64{10, 10}, "glorot")), b.Unary(ir.OpReLU, in, 0)))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Backend: be, DType: tensor.Float32, Tier: tensor.Host, Graphs: map[string]*Graph{}, InputEntries: &m}
+	if _, err := Compile(g, env, 1); !errors.Is(err, ErrDenseInput) {
+		t.Errorf("a ReLU of the input: %v, want ErrDenseInput", err)
+	}
+	env.Input = x
+	if _, err := Compile(sparseMatMulGraph(t, 10, 4, 0), env, 1); err == nil {
+		t.Error("an input given as a tensor and by its entries: no error")
 	}
 }

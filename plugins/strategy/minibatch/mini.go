@@ -95,6 +95,9 @@ func newMiniBatches(ctx context.Context, cfg *config.Config, e steprun.Env) (*mi
 	if disk != nil {
 		e.Disk = disk
 	}
+	if optionsOf(cfg).SparseInput && e.UseSparseInput() && e.Log != nil {
+		fmt.Fprintf(e.Log, "minibatch: sparse input, %d entries (%.2f%% of the features)\n", e.Entries.NNZ(), 100*float64(e.Entries.NNZ())/float64(max(1, e.DS.NumNodes*e.Dim)))
+	}
 	micro, err := newMiniMicro(ctx, cfg, e)
 	if err != nil {
 		closeDisk(disk)
@@ -724,6 +727,9 @@ func (*Minibatch) CheckConfig(cfg *config.Config) error {
 	if err := checkLinkConfig(cfg); err != nil {
 		return err
 	}
+	if err := checkSparseInput(cfg); err != nil {
+		return err
+	}
 	if err := checkDiskTier(cfg); err != nil {
 		return err
 	}
@@ -880,3 +886,18 @@ func (*Minibatch) ExampleConfig() []string {
 // OwnCostModels implements train.CostModelUser: Betty's memory estimate
 // (train.micro_batches = "auto").
 func (*Minibatch) OwnCostModels() []string { return []string{memest.CostModel} }
+
+// checkSparseInput refuses minibatch.sparse_input with a feature source
+// that serves dense rows (the disk tier, the device store of [cache]).
+func checkSparseInput(cfg *config.Config) error {
+	opts := optionsOf(cfg)
+	switch {
+	case !opts.SparseInput:
+		return nil
+	case opts.Features.Tier == "disk":
+		return cfg.KeyError("minibatch.sparse_input: the disk tier reads dense rows and never holds them all; use minibatch.features.tier = \"memory\" or sparse_input = false", "minibatch", "sparse_input")
+	case cfg.Cache.Name != "":
+		return cfg.KeyError("minibatch.sparse_input: the device store ([cache]) serves dense rows; remove [cache] or use sparse_input = false", "minibatch", "sparse_input")
+	}
+	return nil
+}

@@ -19,6 +19,9 @@ type Options struct {
 	// SampleMEPS prices host sampling on a simulated machine.
 	SampleMEPS float64 `toml:"sample_meps" hash:"omitempty" range:"[0,)" doc:"simulated backend: the host CPU's sampling rate in millions of sampled edges per second, which prices host sampling in the predicted time: each step's sampling of every device's shard (one CPU samples for all the devices) takes edges / (sample_meps x 10^6) s and runs ahead of the step's transfer and computation, as a data loader's workers do (a pipeline stage); 0 = host sampling is not timed. Device sampling (minibatch.store.graph_ratio set) is timed by its counted topology reads instead"`
 	Store      Store   `toml:"store" moved:"store" hash:"omitdefault" doc:"the global memory store (XGNN GGMS): graph topology as well as features over the devices and the host, see docs/store.md (was [store], still read there)"`
+	// SparseInput holds the features by their non-zeros and binds every
+	// batch's input rows as entries (steprun's entries.go).
+	SparseInput bool `toml:"sparse_input" hash:"omitempty" doc:"hold sparse input features (under 10% non-zero, e.g. bag-of-words) by their non-zeros: every batch (and layer-wise evaluation's first layer) gathers the entries of its input rows alone and multiplies them by the first layer as SpMM, never forming the dense rows; the same results to float rounding (another summation order). Off by default, as the published results were made dense. Not with the disk tier or [cache]"`
 	// Features is [minibatch.features], where the input rows come from.
 	Features Features `toml:"features" hash:"omitdefault" doc:"where the input feature rows come from: memory (the dataset's rows) or disk (positional reads from the .strata file behind a host cache, docs/store.md)"`
 }

@@ -137,6 +137,12 @@ func (r *Runner) bind(g *ir.Graph, first int, blocks []sampling.Block, x FeatRow
 				return fail(err)
 			}
 		}
+		if x.entries != nil {
+			if bb.Prog, err = r.bindEntries(bb, g, env, x.entries); err != nil {
+				return fail(err)
+			}
+			return bb, nil
+		}
 		if env.Input, err = uploadRows(backend.ForPurpose(e.Be, backend.PurposeFeatures), x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier); err != nil {
 			return fail(err)
 		}

@@ -31,6 +31,10 @@ type Env struct {
 	// Disk, when set, serves the input rows of mini-batches (GatherInput)
 	// from the dataset file instead of Feats (minibatch.features.tier).
 	Disk RowSource
+	// Entries, when set, holds the features by their non-zeros: the input
+	// rows of blocks are gathered and bound as entries (UseSparseInput,
+	// entries.go).
+	Entries *graph.CSR
 	// half is the storage of 16-bit feature rows (tensor.Float16 or
 	// tensor.BFloat16; 0: float32 rows in feats), whose bits feats16 holds.
 	Half    tensor.DType

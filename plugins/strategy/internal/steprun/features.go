@@ -2,6 +2,7 @@ package steprun
 
 import (
 	"strata/core/backend"
+	"strata/core/graph"
 	"strata/core/tensor"
 	"strata/core/train"
 )
@@ -27,13 +28,15 @@ type hostWrapperHalf interface {
 }
 
 // FeatRows are feature rows on the host: float32 (f32), or the bits of
-// 16-bit rows (u16, data.feature_dtype).
+// 16-bit rows (u16, data.feature_dtype), or their entries (rows of
+// Env.Entries, entries.go).
 type FeatRows struct {
-	F32 []float32
-	u16 []uint16
+	F32     []float32
+	u16     []uint16
+	entries *graph.CSR
 }
 
-func (h FeatRows) empty() bool { return h.F32 == nil && h.u16 == nil }
+func (h FeatRows) empty() bool { return h.F32 == nil && h.u16 == nil && h.entries == nil }
 
 // RowSource serves feature rows from outside memory (the disk tier,
 // core/diskrows): the float32 rows of ids, len(ids)×dim.
@@ -42,8 +45,12 @@ type RowSource interface {
 }
 
 // GatherInput copies the feature rows of ids on the host, in their
-// storage, or reads them from e.Disk when the run has a disk tier.
+// storage (their entries when the run holds the features sparse,
+// e.Entries), or reads them from e.Disk when the run has a disk tier.
 func (e Env) GatherInput(ids []int32) (FeatRows, error) {
+	if e.Entries != nil {
+		return FeatRows{entries: GatherEntries(e.Entries, ids)}, nil
+	}
 	if e.Disk != nil {
 		v, err := e.Disk.Gather(ids)
 		return FeatRows{F32: v}, err

@@ -69,8 +69,14 @@ func newLayerRows(dt tensor.DType, n, w int) (*layerRows, error) {
 	return nil, fmt.Errorf("layer-wise inference keeps layer rows in float32 or float64, not %v", dt)
 }
 
-// upload gathers the rows of ids onto the device.
+// upload gathers the rows of ids onto the device; consecutive float32
+// ids (a chunk of every node reads the whole layer in order) are used in
+// place where the backend can, as the features are (PlaceRows).
 func (h *layerRows) upload(be backend.Backend, ids []int32, dt tensor.DType, tier tensor.Tier) (*tensor.Tensor, error) {
+	if w, ok := be.(hostWrapper); ok && h.f32 != nil && dt == tensor.Float32 && tier == tensor.Host && consecutive(ids) {
+		lo := int(ids[0]) * h.w
+		return w.WrapHost(h.f32[lo:lo+len(ids)*h.w], []int{len(ids), h.w})
+	}
 	t, err := be.Alloc(dt, []int{len(ids), h.w}, tier)
 	if err != nil {
 		return nil, err
@@ -170,15 +176,21 @@ func (r *Runner) layerChunks(ctx context.Context, l int, prev, next *layerRows, 
 // rangeOf returns the feature rows of ids without a copy when ids are
 // consecutive (a chunk of every node reads itself in order).
 func (e Env) rangeOf(ids []int32) (FeatRows, bool) {
-	for i, v := range ids {
-		if v != ids[0]+int32(i) {
-			return FeatRows{}, false
-		}
-	}
-	if len(ids) == 0 {
+	if !consecutive(ids) {
 		return FeatRows{}, false
 	}
 	return e.RowRange(int(ids[0]), int(ids[0])+len(ids))
+}
+
+// consecutive reports whether ids are a non-empty run of consecutive
+// node ids.
+func consecutive(ids []int32) bool {
+	for i, v := range ids {
+		if v != ids[0]+int32(i) {
+			return false
+		}
+	}
+	return len(ids) > 0
 }
 
 // layerChunk runs layer l over one chunk's block: its input rows from
@@ -190,19 +202,19 @@ func (r *Runner) layerChunk(ctx context.Context, l int, blocks []sampling.Block,
 	src := blocks[0].Src
 	var input *tensor.Tensor
 	var err error
-	if prev != nil {
+	var x FeatRows
+	switch {
+	case prev != nil:
 		input, err = prev.upload(be, src, e.DT, e.Tier)
-	} else if x, ok := e.rangeOf(src); ok {
-		input, err = PlaceRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier) // in place where the backend can
-	} else {
-		if x, err = e.GatherInput(src); err == nil {
-			input, err = uploadRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier)
-		}
+	case e.Entries != nil: // bound as entries (entries.go)
+		x, err = e.GatherInput(src)
+	default:
+		input, err = r.firstInput(be, src)
 	}
 	if err != nil {
 		return err
 	}
-	bb, err := r.bind(r.lw.layers[l], l, blocks, FeatRows{}, input, true) // bind owns input
+	bb, err := r.bind(r.lw.layers[l], l, blocks, x, input, true) // bind owns input
 	if err != nil {
 		return err
 	}
@@ -214,4 +226,18 @@ func (r *Runner) layerChunk(ctx context.Context, l int, blocks []sampling.Block,
 		return fn(nodes, bb.Prog.Output())
 	}
 	return next.put(be, bb.Prog.Output(), int(nodes[0]), len(nodes))
+}
+
+// firstInput places the feature rows of src for the first layer: in
+// place where they are consecutive and the backend can, else gathered.
+func (r *Runner) firstInput(be backend.Backend, src []int32) (*tensor.Tensor, error) {
+	e := r.Env
+	if x, ok := e.rangeOf(src); ok {
+		return PlaceRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier)
+	}
+	x, err := e.GatherInput(src)
+	if err != nil {
+		return nil, err
+	}
+	return uploadRows(be, x, e.Half, []int{len(src), e.Dim}, e.DT, e.Tier)
 }
