@@ -8,8 +8,10 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"strata/core/graph"
 	"strata/core/safefile"
@@ -28,24 +30,74 @@ func (r *runtimeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.mem, "memprofile", "", "write a heap profile (live and allocated bytes) at the end of the run to `FILE`")
 }
 
-// defaultGCPercent is the collector's GOGC when the environment sets
-// none: collect once the heap has grown by 10% of the live data, not by
-// 100% (Go's default). A run's live heap is mostly pointer-free numbers
-// (the features, the graph, host tensors), which the collector does not
-// scan, so a cycle costs about the same whatever their size (R-MAT 2^20
-// mini-batches: 293 cycles, 0% of the CPU time), while at 100 the garbage
-// of a step or an evaluation grows to the size of the dataset before it
-// is collected: peak RSS 7.9 GB at 100, 4.7-5.2 GB at 10 (issue 35,
-// docs/performance.md).
-const defaultGCPercent = 10
+// The collector's growth target when the environment sets no GOGC: the
+// garbage a run may leave between collections is the larger of
+// gcGarbageShare of the live heap and gcGarbageFloor. Go's default (100:
+// garbage up to the live heap) lets a large run's step and evaluation
+// garbage grow to the dataset's size (R-MAT 2^20 mini-batches: peak RSS
+// 7.9 GB at 100, 4.7-5.2 GB at 10, docs/performance.md); a fixed 10 makes
+// small runs, whose heaps hold the WASM runtime's pointers, collect ten
+// times as often (the cmd/strata tests: 66% more CPU). The governor sets
+// GOGC = 100 × max(share × live, floor) / live, within [10, 100], from the
+// live heap it reads every gcGovernEvery.
+const (
+	gcGarbageShare = 0.10
+	gcGarbageFloor = 256 << 20
+	gcGovernEvery  = 500 * time.Millisecond
+)
+
+// gcPercentFor is the GOGC that allows the garbage above for a live heap.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return 100
+	}
+	allowed := max(gcGarbageShare*float64(live), gcGarbageFloor)
+	return int(min(100, max(10, 100*allowed/float64(live))))
+}
+
+// governGC adjusts GOGC to the live heap until stop is called, which
+// restores the previous setting.
+func governGC() (stop func()) {
+	prev := debug.SetGCPercent(100)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(gcGovernEvery)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			if sample[0].Value.Kind() == metrics.KindUint64 {
+				debug.SetGCPercent(gcPercentFor(sample[0].Value.Uint64()))
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		debug.SetGCPercent(prev)
+	}
+}
 
 // start applies the collector's settings and starts the CPU profile. The
 // returned stop ends the CPU profile and writes the heap profile; inputs
 // are the run's input files, which no profile may replace.
 func (r *runtimeFlags) start(maxMem memFlag, inputs ...string) (stop func() error, err error) {
+	stopGC := func() {}
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
+		stopGC = governGC()
 	}
+	defer func() {
+		if err != nil {
+			stopGC()
+		}
+	}()
 	switch {
 	case r.memLimit > 0:
 		debug.SetMemoryLimit(int64(r.memLimit))
@@ -78,6 +130,7 @@ func (r *runtimeFlags) start(maxMem memFlag, inputs ...string) (stop func() erro
 		}
 	}
 	return func() error {
+		defer stopGC()
 		var errs []error
 		if cpuOut != nil {
 			pprof.StopCPUProfile()

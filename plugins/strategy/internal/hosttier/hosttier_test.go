@@ -55,7 +55,7 @@ func TestHostRows(t *testing.T) {
 		{"file, every bucket in RAM", file(1 << 20)}, // no log
 	}
 	for _, m := range matrices {
-		for _, n := range []int{3, 50000} {
+		for _, n := range []int{3, 20000} {
 			for _, cols := range []int{3, 128} {
 				h, err := m.new(n, cols)
 				if err != nil {
