@@ -87,12 +87,8 @@ func (p *Plan) prepare(ctx context.Context, progress io.Writer) error {
 // and its sidecar names the same spec.
 func (pr Prepared) make(ctx context.Context, progress io.Writer) error {
 	side := pr.File + ".source"
-	ok, err := pr.upToDate(side)
-	if err != nil || ok {
-		return err
-	}
-	if _, err := os.Lstat(pr.File); err == nil {
-		return fmt.Errorf("%s exists but %s does not say it was prepared from %q; remove both (or choose another file) and run again", pr.File, side, pr.Dataset)
+	if ok, err := pr.upToDate(side); err != nil || ok {
+		return err // the common case: made before, no lock needed
 	}
 	if err := os.MkdirAll(filepath.Dir(pr.File), 0o755); err != nil {
 		return err
@@ -102,6 +98,13 @@ func (pr Prepared) make(ctx context.Context, progress io.Writer) error {
 		return err
 	}
 	defer lock.Release()
+	// Again under the lock: another invocation may have made it meanwhile.
+	if ok, err := pr.upToDate(side); err != nil || ok {
+		return err
+	}
+	if _, err := os.Lstat(pr.File); err == nil {
+		return fmt.Errorf("%s exists but %s does not say it was prepared from %q; remove both (or choose another file) and run again", pr.File, side, pr.Dataset)
+	}
 	if progress == nil {
 		progress = io.Discard
 	}

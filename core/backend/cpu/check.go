@@ -53,14 +53,22 @@ func checkRange(op, name string, t *tensor.Tensor, lo, hi int64) error {
 	bad := func(i int, v int64) error {
 		return errf(op, "%s[%d] = %d is outside [%d,%d)", name, i, v, lo, hi)
 	}
-	for i, v := range bf.i32 {
-		if int64(v) < lo || int64(v) >= hi {
-			return bad(i, int64(v))
-		}
+	if err := int32sIn(op, name, bf.i32, lo, hi); err != nil {
+		return err
 	}
 	for i, v := range bf.i64 {
 		if v < lo || v >= hi {
 			return bad(i, v)
+		}
+	}
+	return nil
+}
+
+// int32sIn checks that every index of idx lies in [lo, hi).
+func int32sIn(op, name string, idx []int32, lo, hi int64) error {
+	for i, v := range idx {
+		if int64(v) < lo || int64(v) >= hi {
+			return errf(op, "%s[%d] = %d is outside [%d,%d)", name, i, v, lo, hi)
 		}
 	}
 	return nil

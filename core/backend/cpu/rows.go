@@ -106,10 +106,10 @@ func moveRows[T float32 | float64](b *Backend, op string, dst []T, cols int, to 
 	if (from != nil && len(from) != n) || (from == nil && sRows < n) || (to == nil && dRows < n) {
 		return errf(op, "%d rows to %d (%d) from %d (%d)", n, dRows, len(to), sRows, len(from))
 	}
-	if err := rowsIn(op, "to", to, dRows); err != nil {
+	if err := int32sIn(op, "to", to, 0, int64(dRows)); err != nil {
 		return err
 	}
-	if err := rowsIn(op, "from", from, sRows); err != nil {
+	if err := int32sIn(op, "from", from, 0, int64(sRows)); err != nil {
 		return err
 	}
 	at := func(idx []int32, i int) int {
@@ -131,14 +131,4 @@ func moveRows[T float32 | float64](b *Backend, op string, dst []T, cols int, to 
 			}
 		}
 	})
-}
-
-// rowsIn checks that every index of idx is a row of [0, rows).
-func rowsIn(op, name string, idx []int32, rows int) error {
-	for i, r := range idx {
-		if r < 0 || int(r) >= rows {
-			return errf(op, "%s[%d] = %d is outside [0, %d)", name, i, r, rows)
-		}
-	}
-	return nil
 }

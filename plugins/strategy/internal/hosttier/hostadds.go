@@ -180,10 +180,7 @@ func (h *hostFileMat[T]) Add(ids []int32, v any) error {
 		if u < 0 || int(u) >= h.n {
 			return fmt.Errorf("host file: row %d of %d", u, h.n)
 		}
-		if d.buckets == nil {
-			d.buckets = make([]addBucket[T], (h.n+d.bucketRows-1)/d.bucketRows)
-			d.log.pending++
-		}
+		h.ensureBuckets()
 		bi := int(u) / d.bucketRows
 		if b := &d.buckets[bi]; b.rng == nil && len(b.segs) == 0 && len(b.ids) == 0 {
 			if err := h.cacheBucket(bi); err != nil {
@@ -225,10 +222,7 @@ func (h *hostFileMat[T]) logAdds(ids []int32, s []T, inRAM []bool) error {
 		if inRAM != nil && inRAM[bi] {
 			continue // added in RAM
 		}
-		if d.buckets == nil { // applied early: a new set of buckets
-			d.buckets = make([]addBucket[T], (h.n+d.bucketRows-1)/d.bucketRows)
-			d.log.pending++
-		}
+		h.ensureBuckets() // applied early: a new set of buckets
 		b := &d.buckets[bi]
 		b.ids = append(b.ids, u)
 		b.vals = append(b.vals, s[i*h.cols:(i+1)*h.cols]...)
@@ -248,6 +242,16 @@ func (h *hostFileMat[T]) logAdds(ids []int32, s []T, inRAM []bool) error {
 		}
 	}
 	return nil
+}
+
+// ensureBuckets starts a set of buckets when the matrix has none (none
+// yet, or its additions were applied): the log then has one more matrix
+// with pending additions.
+func (h *hostFileMat[T]) ensureBuckets() {
+	if d := h.adds; d.buckets == nil {
+		d.buckets = make([]addBucket[T], (h.n+d.bucketRows-1)/d.bucketRows)
+		d.log.pending++
+	}
 }
 
 // bucketRange returns bucket bi's rows [lo, hi) and its byte offset.
