@@ -109,10 +109,13 @@ func cmdExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	// The runs share their modules: each is loaded once for all the checks.
+	pool := wasm.NewPool()
 	validate := func(ctx context.Context, cfg *config.Config) error {
-		return train.Check(ctx, cfg, wasm.Host{Options: wopts}, true)
+		return train.Check(ctx, cfg, wasm.Host{Options: wopts, Pool: pool}, true)
 	}
 	plan, err := runner.NewPlan(ctx, exp, version, validate)
+	pool.Close(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}

@@ -21,17 +21,16 @@ import (
 	"strata/core/config"
 	"strata/core/graph/graphtest"
 	"strata/core/registry"
+	"strata/internal/testcache"
 )
 
 // scratch holds what the tests share across cases: the Go guests built
 // from source. The compiled-module cache is wasmCacheDir.
 var scratch string
 
-// wasmCacheDir is the tests' compiled-module cache: build/test-wasm-cache
-// of the repository (ignored by git), kept across test runs so that the
-// modules are compiled once, not in every run (compiling them is most of
-// the CPU of the tests that run experiments), and never the user's own
-// cache. Entries are keyed by the module's bytes and the runtime.
+// wasmCacheDir is the compiled-module cache every test binary shares
+// (internal/testcache): compiling the modules is most of the CPU of the
+// tests that run experiments.
 var wasmCacheDir string
 
 func TestMain(m *testing.M) {
@@ -40,12 +39,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	scratch = dir
-	if wasmCacheDir, err = filepath.Abs(filepath.Join("..", "..", "build", "test-wasm-cache")); err != nil {
-		panic(err)
-	}
-	if err := os.MkdirAll(wasmCacheDir, 0o755); err != nil {
-		panic(err)
-	}
+	wasmCacheDir = testcache.MustWasmDir()
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

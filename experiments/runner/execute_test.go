@@ -16,6 +16,7 @@ import (
 
 	"strata/core/config"
 	"strata/core/train"
+	"strata/internal/testcache"
 	"strata/plugins/wasm"
 )
 
@@ -277,7 +278,7 @@ values = ["gcn", "sage"]
 		mu.Lock()
 		ran = append(ran, fmt.Sprintf("%s/%d", cfg.Model.Name, cfg.Train.Seed))
 		mu.Unlock()
-		return train.Run(ctx, cfg, train.Options{Version: "test", Host: wasm.Host{Options: wasm.Options{CacheDir: "off"}}})
+		return train.Run(ctx, cfg, train.Options{Version: "test", Host: wasm.Host{Options: wasm.Options{CacheDir: testcache.MustWasmDir()}}})
 	}
 	out := t.TempDir()
 	sum, recs, err := Execute(context.Background(), p, Options{OutDir: out, Train: trainFn})

@@ -12,6 +12,7 @@ import (
 
 	"strata/core/config"
 	"strata/core/train"
+	"strata/internal/testcache"
 	"strata/plugins/wasm"
 )
 
@@ -44,7 +45,7 @@ func mustParse(t *testing.T, text string) *Experiment {
 
 // check is the CLI's pre-run validation: train.Check without the data.
 func check(ctx context.Context, cfg *config.Config) error {
-	return train.Check(ctx, cfg, wasm.Host{Options: wasm.Options{CacheDir: "off"}}, true)
+	return train.Check(ctx, cfg, wasm.Host{Options: wasm.Options{CacheDir: testcache.MustWasmDir()}}, true)
 }
 
 func TestParseErrors(t *testing.T) {

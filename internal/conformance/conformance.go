@@ -34,6 +34,7 @@ import (
 	"strata/core/tensor"
 	"strata/core/train"
 	"strata/core/train/strategytest"
+	"strata/internal/testcache"
 	"strata/plugins/wasm"
 )
 
@@ -81,7 +82,7 @@ var suites = map[string]func(t *testing.T, info registry.ModuleInfo){
 	},
 	"strategy": func(t *testing.T, info registry.ModuleInfo) {
 		// The user cache dir, as the CLI: each module compiles once.
-		strategytest.Test(t, info.ID, wasm.Host{})
+		strategytest.Test(t, info.ID, wasm.Host{Options: wasm.Options{CacheDir: testcache.MustWasmDir()}})
 	},
 	"backend": func(t *testing.T, info registry.ModuleInfo) {
 		m, ok := info.New().(train.BackendModule)

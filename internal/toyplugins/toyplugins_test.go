@@ -13,7 +13,6 @@ import (
 	"strata/core/train"
 	"strata/internal/conformance"
 	_ "strata/plugins/all"
-	"strata/plugins/wasm"
 )
 
 // toys returns the IDs this package registers (every module whose name
@@ -75,7 +74,7 @@ func TestToysTrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := train.Run(context.Background(), cfg, train.Options{Host: wasm.Host{}})
+	res, err := train.Run(context.Background(), cfg, train.Options{Host: testHost})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +109,7 @@ func TestToyStrategyOwnsItsSection(t *testing.T) {
 	if !strings.Contains(explain, "\n[toy-repeat]\n") || !strings.Contains(explain, "steps = 1") || !strings.Contains(explain, "optimizer steps per epoch") {
 		t.Errorf("config explain lacks [toy-repeat] with its defaults and docs")
 	}
-	res, err := train.Run(context.Background(), cfg, train.Options{Host: wasm.Host{}})
+	res, err := train.Run(context.Background(), cfg, train.Options{Host: testHost})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func aggrCases() []aggrCase {
 
 func aggrRuntime(t *testing.T) *wasm.Runtime {
 	t.Helper()
-	rt, err := wasm.NewRuntime(context.Background(), wasm.Options{})
+	rt, err := wasm.NewRuntime(context.Background(), testHost.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"strata/core/registry"
 	"strata/core/train"
 	"strata/internal/floattol"
-	"strata/plugins/wasm"
 )
 
 // The suites' learning checks train on the embedded Cora graph (its
@@ -180,7 +179,7 @@ func (c cora) run(t *testing.T, model string, sets ...string) *train.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := train.Run(context.Background(), cfg, train.Options{Host: wasm.Host{}})
+	res, err := train.Run(context.Background(), cfg, train.Options{Host: testHost})
 	if err != nil {
 		t.Fatal(err)
 	}

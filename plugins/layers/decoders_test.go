@@ -98,7 +98,7 @@ func decConfig(name string) modhost.LayerConfig {
 func decoderGraph(t *testing.T, name string, code []byte) (*ir.Graph, error) {
 	t.Helper()
 	ctx := context.Background()
-	d, release, err := wasm.Host{}.LoadDecoder(ctx, name, code)
+	d, release, err := testHost.LoadDecoder(ctx, name, code)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"strata/core/train"
 	"strata/internal/floattol"
 	"strata/plugins/layers"
-	"strata/plugins/wasm"
 )
 
 // Dense references of the shipped layer modules: each case links a whole
@@ -262,7 +261,7 @@ func checkLayerReferenceOn(t *testing.T, c layerRefCase, csr *graph.CSR) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := train.BuildModel(context.Background(), cfg, wasm.Host{}, layers.AggrIn, layers.AggrIn)
+	model, err := train.BuildModel(context.Background(), cfg, testHost, layers.AggrIn, layers.AggrIn)
 	if err != nil {
 		t.Fatal(err)
 	}

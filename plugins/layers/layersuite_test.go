@@ -17,7 +17,6 @@ import (
 	"strata/core/train"
 	_ "strata/plugins/all"
 	"strata/plugins/layers"
-	"strata/plugins/wasm"
 )
 
 // The model.* suite runs every shipped layer module and every fixture
@@ -61,7 +60,7 @@ func TestLayerSuite(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			dir := t.TempDir()
 			// The aggregator test graph's width in, as many classes out.
-			model, err := train.BuildModel(ctx, layerConfig(t, dir, m), wasm.Host{}, layers.AggrIn, layers.AggrIn)
+			model, err := train.BuildModel(ctx, layerConfig(t, dir, m), testHost, layers.AggrIn, layers.AggrIn)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +126,7 @@ func checkBlocks(t *testing.T, c cora, m module, g *ir.Graph) {
 		return
 	}
 	cfg := layerConfig(t, t.TempDir(), m, minibatchSets(t)...)
-	err := train.Check(context.Background(), cfg, wasm.Host{}, true)
+	err := train.Check(context.Background(), cfg, testHost, true)
 	key := `model.name = "` + m.name + `"`
 	if m.file != "" {
 		key = "model.module: "

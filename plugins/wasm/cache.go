@@ -101,12 +101,15 @@ func compileSafely(ctx context.Context, rt wazero.Runtime, wasm []byte) (c wazer
 	return rt.CompileModule(ctx, wasm)
 }
 
-// compile compiles wasm in rt through the cache: when that fails and the
-// cache is on, the cache's entries are deleted (they may be corrupt) and
-// the module compiled once more.
+// compile compiles wasm in rt through the cache. When that fails and the
+// cache is on, the module is compiled once without the cache: if that
+// fails too, the module itself is at fault and the cache is left alone
+// (a malformed module must not cost every other module its entry);
+// otherwise the cache's entries are deleted (they may be corrupt) and the
+// module compiled once more through it.
 func (r *Runtime) compile(ctx context.Context, rt wazero.Runtime, name string, wasm []byte) (wazero.CompiledModule, error) {
 	c, err := compileSafely(ctx, rt, wasm)
-	if err == nil || r.cache == nil {
+	if err == nil || r.cache == nil || !r.compilesUncached(ctx, wasm) {
 		return c, err
 	}
 	removed := r.clearCache()
@@ -116,6 +119,19 @@ func (r *Runtime) compile(ctx context.Context, rt wazero.Runtime, name string, w
 	}
 	warnf("compiled-module cache %s: the entry for module %q did not load (%v); deleted %d cache entries and recompiled", r.cacheDir, name, firstLine(err.Error()), removed)
 	return c2, nil
+}
+
+// compilesUncached reports whether wasm compiles in a runtime of r's
+// settings that has no cache.
+func (r *Runtime) compilesUncached(ctx context.Context, wasm []byte) bool {
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(r.opts.MemoryLimitPages))
+	defer rt.Close(context.WithoutCancel(ctx))
+	c, err := compileSafely(ctx, rt, wasm)
+	if err != nil {
+		return false
+	}
+	c.Close(ctx)
+	return true
 }
 
 // clearCache deletes wazero's entries (the wazero-* directories) from the

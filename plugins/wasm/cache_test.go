@@ -73,6 +73,46 @@ func TestCorruptCacheRecovers(t *testing.T) {
 	}
 }
 
+// TestBadModuleKeepsCache loads a good module into a cache and then
+// modules that do not compile through the same cache: their errors must
+// leave the good module's entries in place (they are not the cache's
+// fault), so the good module is not compiled again.
+func TestBadModuleKeepsCache(t *testing.T) {
+	good, dir := rooflineBytes(t), t.TempDir()
+	rt := newRuntime(t, Options{CacheDir: dir})
+	ctx := context.Background()
+	m, err := rt.Load(ctx, "roofline", good)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	m.Close(ctx)
+	before, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+	if len(before) == 0 {
+		t.Fatal("no cache entries")
+	}
+	bad := map[string][]byte{
+		"truncated body":  good[:len(good)/2],
+		"version 2":       append([]byte{0, 'a', 's', 'm', 2, 0, 0, 0}, good[8:]...),
+		"unknown section": append(append([]byte{}, good[:8]...), 0x7f, 0x01, 0x00),
+	}
+	for name, code := range bad {
+		t.Run(name, func(t *testing.T) {
+			if _, err := rt.Load(ctx, "bad", code); err == nil {
+				t.Fatal("a malformed module loaded")
+			}
+			after, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+			if len(after) != len(before) {
+				t.Fatalf("cache entries %d -> %d after a malformed module", len(before), len(after))
+			}
+			for _, e := range before {
+				if _, err := os.Stat(e); err != nil {
+					t.Fatalf("entry %s gone: %v", e, err)
+				}
+			}
+		})
+	}
+}
+
 // TestSpecialFileInCache plants a FIFO, and then a link to /dev/zero, in
 // the place of each cached entry: a fresh runtime must delete them without
 // opening them (opening the FIFO blocked for ever) and load the module

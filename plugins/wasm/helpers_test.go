@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"strata/internal/testcache"
 )
 
 // The tests build the Go guests from source (go build skips up-to-date
@@ -80,12 +82,12 @@ var (
 	sharedMods sync.Map // pkg -> *Module
 )
 
-// testRuntime is one runtime shared by the tests that use default options.
-// It uses the default (user) compilation cache, so reruns are fast.
+// testRuntime is one runtime shared by the tests that use default options,
+// over the compiled-module cache every test binary shares.
 func testRuntime(t testing.TB) *Runtime {
 	t.Helper()
 	sharedOnce.Do(func() {
-		rt, err := NewRuntime(context.Background(), Options{})
+		rt, err := NewRuntime(context.Background(), Options{CacheDir: testcache.MustWasmDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

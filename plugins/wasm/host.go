@@ -8,8 +8,15 @@ import (
 )
 
 // Host implements modhost.Host with wazero: every load starts a runtime
-// of its own with the Options, closed by the release function.
-type Host struct{ Options Options }
+// of its own with the Options, closed by the release function, unless the
+// host has a Pool.
+type Host struct {
+	Options Options
+	// Pool, when set, shares runtimes and compiled modules between loads
+	// (see Pool); its modules are released by the pool's Close, not by
+	// the release functions the loads return.
+	Pool *Pool
+}
 
 var _ modhost.Host = Host{}
 
@@ -22,8 +29,13 @@ func (h Host) LoadLayer(ctx context.Context, name string, code []byte) (modhost.
 	return layer{mod}, release, nil
 }
 
-// load loads a module in a runtime of its own, which release closes.
+// load loads a module in a runtime of its own, which release closes, or
+// takes it from the host's pool (release does nothing).
 func (h Host) load(ctx context.Context, name string, code []byte) (*Module, func(), error) {
+	if h.Pool != nil {
+		mod, err := h.Pool.load(ctx, h.Options, name, code)
+		return mod, func() {}, err
+	}
 	rt, err := NewRuntime(ctx, h.Options)
 	if err != nil {
 		return nil, nil, err
@@ -39,6 +51,17 @@ func (h Host) load(ctx context.Context, name string, code []byte) (*Module, func
 
 // LoadCostModel implements modhost.Host.
 func (h Host) LoadCostModel(ctx context.Context, name string, code []byte) (modhost.CostModel, func(), error) {
+	if h.Pool != nil {
+		mod, err := h.Pool.load(ctx, h.Options, name, code)
+		if err != nil {
+			return nil, nil, err
+		}
+		cm, err := mod.CostModel(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cm, func() { cm.Close() }, nil
+	}
 	rt, err := NewRuntime(ctx, h.Options)
 	if err != nil {
 		return nil, nil, err

@@ -15,6 +15,7 @@ import (
 	"strata/core/train"
 	"strata/experiments/runner"
 	"strata/experiments/runner/numerics"
+	"strata/internal/testcache"
 	_ "strata/plugins/all" // every built-in plugin
 	"strata/plugins/wasm"
 )
@@ -44,7 +45,7 @@ type trainCount struct{ n atomic.Int32 }
 
 func (c *trainCount) train(ctx context.Context, cfg *config.Config) (*train.Result, error) {
 	c.n.Add(1)
-	return train.Run(ctx, cfg, train.Options{Version: "test", Host: wasm.Host{Options: wasm.Options{CacheDir: "off"}}})
+	return train.Run(ctx, cfg, train.Options{Version: "test", Host: wasm.Host{Options: wasm.Options{CacheDir: testcache.MustWasmDir()}}})
 }
 
 // planOf loads and expands an experiment file.

@@ -8,16 +8,15 @@ package testkit
 import (
 	"context"
 	"math"
-	"os"
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/engine"
 	"strata/core/modhost"
 	"strata/core/optim"
-	"strata/core/safefile"
 	"strata/core/train"
 	"strata/core/train/strategytest"
 	"strata/internal/floattol"
+	"strata/internal/testcache"
 	"strata/plugins/strategy/internal/options"
 	"strata/plugins/strategy/internal/steprun"
 	"testing"
@@ -30,26 +29,20 @@ func MustParse(t testing.TB, text string, sets ...string) *config.Config {
 	return strategytest.MustParse(t, text, sets...)
 }
 
-// wasmCache is the compiled-module cache the package's tests share, so
-// each layer module compiles once per test binary; newHost makes the
-// module host over it (set by testMain).
+// wasmCache is the compiled-module cache every test binary shares
+// (internal/testcache), so each layer module compiles once per machine;
+// newHost makes the module host over it (set by Main).
 var (
 	wasmCache string
 	newHost   func(cacheDir string) modhost.Host
 )
 
-// Main runs a test package's tests with a module host made by
-// host over a compiled-module cache of its own, removed at the end: a
-// test package's TestMain is os.Exit(testkit.Main(m, host)).
+// Main runs a test package's tests with a module host made by host over
+// the tests' shared compiled-module cache: a test package's TestMain is
+// os.Exit(testkit.Main(m, host)).
 func Main(m *testing.M, host func(cacheDir string) modhost.Host) int {
-	dir, err := os.MkdirTemp("", "strata-strategy-test-")
-	if err != nil {
-		panic(err)
-	}
-	wasmCache, newHost = dir, host
-	code := m.Run()
-	safefile.RemoveTree(dir)
-	return code
+	wasmCache, newHost = testcache.MustWasmDir(), host
+	return m.Run()
 }
 
 // TestHost returns the tests' module host.
