@@ -32,8 +32,19 @@ type layerCost struct {
 	choice      string // the cheapest: "cache", "recompute" or "split"
 }
 
-// Choices of costmodel.hongtu's op 1 (out[2]).
-var hongtuChoices = map[float64]string{0: "recompute", 1: "cache", 2: "split"}
+// hongtuChoice names costmodel.hongtu's op-1 choice (out[2]): 0
+// recompute, 1 cache, 2 split ("" for another value).
+func hongtuChoice(code float64) string {
+	switch code {
+	case 0:
+		return "recompute"
+	case 1:
+		return "cache"
+	case 2:
+		return "split"
+	}
+	return ""
+}
 
 // machineSpec returns the host link bandwidth and device spec the
 // estimates use: the simulated machine's, a real device's as it describes
@@ -137,8 +148,8 @@ func (r *chunkedRun) priceLayer(lc *layerCost, hostGBps float64) error {
 	if err != nil {
 		return fmt.Errorf("chunked: %s: %w", CostModel, err)
 	}
-	choice, ok := hongtuChoices[res[2]]
-	if !ok || choice == "split" && !lc.splits {
+	choice := hongtuChoice(res[2])
+	if choice == "" || choice == "split" && !lc.splits {
 		return fmt.Errorf("chunked: %s: choice %v for a layer that splits %v", CostModel, res[2], lc.splits)
 	}
 	lc.cacheS, lc.recomputeS, lc.splitS, lc.choice = res[0], res[1], res[3], choice
