@@ -317,21 +317,49 @@ func (p *Program) ResumeSplit(ctx context.Context, sp SplitPlan, m Mode, restore
 	return nil
 }
 
+// SplitSize is what the split of a training program over one block moves
+// and reruns: the bytes it keeps, and the work of the ops its backward
+// reruns (ResumeSplit), for a roofline price.
+type SplitSize struct {
+	Kept int64 // bytes of the buffers SplitSaved returns
+	// RerunValues are the elements of the values the rerun ops write
+	// (each op's own buffer; a value that aliases its argument has none).
+	RerunValues int64
+	// RerunDense is Σ K·M over the rerun products with a parameter [K,M]
+	// (a product over R rows is 2·R·K·M flops).
+	RerunDense int64
+}
+
 // Split returns the split plan of the training program that Bind would
-// make for one block of this shape (usage u, with Split set) and the
-// bytes of the buffers SplitSaved returns for it.
-func (s *Sizer) Split(block BlockShape, u Usage) (SplitPlan, int64, error) {
+// make for one block of this shape (usage u, with Split set) and its
+// size: the bytes of the buffers SplitSaved returns and the work the
+// backward reruns (zero when it does not apply).
+func (s *Sizer) Split(block BlockShape, u Usage) (SplitPlan, SplitSize, error) {
 	u.Split = true
 	p, err := s.bind([]BlockShape{block}, block.Src, u, &meter{})
 	if err != nil {
-		return SplitPlan{}, 0, err
+		return SplitPlan{}, SplitSize{}, err
 	}
 	sp := p.Split()
-	var bytes int64
-	if sp.Applies {
-		for _, t := range p.SplitSaved(sp) {
-			bytes += int64(t.Numel()) * int64(t.DType().Size())
+	var size SplitSize
+	if !sp.Applies {
+		return sp, size, nil
+	}
+	for _, t := range p.SplitSaved(sp) {
+		size.Kept += int64(t.Numel()) * int64(t.DType().Size())
+	}
+	for i, run := range sp.run {
+		if !run {
+			continue
+		}
+		if v := p.vals[i]; v != nil {
+			size.RerunValues += int64(v.Numel())
+		}
+		op := &p.g.Ops[i]
+		if op.Kind == ir.OpMatMul && p.g.Ops[op.Args[1]].Kind == ir.OpParam {
+			w := p.g.Ops[op.Args[1]].Shape
+			size.RerunDense += w[0] * w[1]
 		}
 	}
-	return sp, bytes, nil
+	return sp, size, nil
 }

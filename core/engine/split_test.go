@@ -17,8 +17,10 @@ type splitLayer func(b *ir.Builder, x, g, gs int32) int32
 // TestSplitPlans sizes the split of layer shapes on a block of 5
 // destinations, 9 sources and 20 edges (float64, the input's gradient
 // taken, dropout on): which layers split, which input rows their
-// backward reads, and the bytes kept, the aggregations' outputs (5 rows
-// of 8 values; a max aggregation's winners as int32 too).
+// backward reads, the bytes kept, the aggregations' outputs (5 rows
+// of 8 values; a max aggregation's winners as int32 too), and the work
+// the backward reruns, counted by hand: the values the rerun ops write
+// and Σ K·M of the rerun products with a weight.
 func TestSplitPlans(t *testing.T) {
 	w := func(b *ir.Builder, name string, in, out int64) int32 {
 		return b.Param(name, []int64{in, out}, "glorot")
@@ -28,38 +30,40 @@ func TestSplitPlans(t *testing.T) {
 		layer  splitLayer
 		input  string // none, dst, all, or "" when it does not split
 		kept   int64
+		rerun  int64 // values the rerun ops write
+		dense  int64 // Σ K·M of the rerun products with a weight
 		reason string
 	}{
 		{"gcn aggregate first", func(b *ir.Builder, x, _, gs int32) int32 {
 			h := b.MatMul(b.Aggregate(gs, b.Dropout(x, 0.5), "gcn"), w(b, "W", 8, 16))
 			return b.Unary(ir.OpReLU, b.Bias(h, b.Param("b", []int64{16}, "zeros")), 0)
-		}, "none", 5 * 8 * 8, ""},
+		}, "none", 5 * 8 * 8, 2 * 5 * 16, 8 * 16, ""}, // a·W and its bias (the ReLU's backward reads the bias's output)
 		{"gcn weight first", func(b *ir.Builder, x, _, gs int32) int32 {
 			return b.Aggregate(gs, b.MatMul(b.Dropout(x, 0.5), w(b, "W", 8, 4)), "gcn")
-		}, "all", 5 * 4 * 8, ""},
+		}, "all", 5 * 4 * 8, 9 * 8, 0, ""}, // the dropout, which dW = xᵀ·dz reads
 		{"sage root term", func(b *ir.Builder, x, g, _ int32) int32 {
 			d := b.Dropout(x, 0.5)
 			root := b.Bias(b.MatMul(d, w(b, "Wr", 8, 4)), b.Param("br", []int64{4}, "zeros"))
 			return b.Binary(ir.OpAdd, root, b.MatMul(b.Aggregate(g, d, "mean"), w(b, "Wn", 8, 4)))
-		}, "dst", 5 * 8 * 8, ""},
+		}, "dst", 5 * 8 * 8, 9 * 8, 0, ""}, // the dropout, which dW_r reads
 		{"root term through log", func(b *ir.Builder, x, g, _ int32) int32 {
 			root := b.MatMul(b.Unary(ir.OpLog, b.Unary(ir.OpSigmoid, x, 0), 0), w(b, "Wr", 8, 4))
 			return b.Binary(ir.OpAdd, root, b.MatMul(b.Aggregate(g, x, "sum"), w(b, "Wn", 8, 4)))
-		}, "all", 5 * 8 * 8, ""},
+		}, "all", 5 * 8 * 8, 2 * 9 * 8, 0, ""}, // the sigmoid (log's backward reads it) and the log (dW_r reads it)
 		{"max aggregation", func(b *ir.Builder, x, g, _ int32) int32 {
 			return b.MatMul(b.Aggregate(g, x, "max"), w(b, "W", 8, 4))
-		}, "none", 5*8*8 + 5*8*4, ""},
+		}, "none", 5*8*8 + 5*8*4, 0, 0, ""},
 		{"edge messages", func(b *ir.Builder, x, g, _ int32) int32 {
 			return b.MatMul(b.Table(ir.OpSegmentSum, g, b.Table(ir.OpGatherSrc, g, x, 0), 0), w(b, "W", 8, 4))
-		}, "none", 5 * 8 * 8, ""},
+		}, "none", 5 * 8 * 8, 0, 0, ""},
 		{"attention", func(b *ir.Builder, x, _, gs int32) int32 {
 			h := b.MatMul(x, w(b, "W", 8, 4))
 			s := b.UAddV(gs, b.HeadDot(h, b.Param("as", []int64{1, 4}, "glorot")), b.HeadDot(h, b.Param("ad", []int64{1, 4}, "glorot")))
 			return b.SpMMEdge(gs, b.EdgeSoftmax(gs, b.Unary(ir.OpLeakyReLU, s, 0.2)), h)
-		}, "", 0, "edge values"},
+		}, "", 0, 0, 0, "edge values"},
 		{"lstm aggregation", func(b *ir.Builder, x, g, _ int32) int32 {
 			return b.LSTMAggregate(g, x, w(b, "Wih", 8, 16), w(b, "Whh", 4, 16), b.Param("bl", []int64{16}, "zeros"))
-		}, "", 0, "edge-sized state"},
+		}, "", 0, 0, 0, "edge-sized state"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,7 +80,8 @@ func TestSplitPlans(t *testing.T) {
 			}
 			shape := BlockShape{Dst: 5, Src: 9, Edges: map[string]int64{"adj": 20, "adj_self": 25},
 				Degrees: map[string]Degrees{"adj": {Rows1: 5, Rows2: 5, Max: 6}, "adj_self": {Rows1: 5, Rows2: 5, Max: 7}}}
-			sp, kept, err := sz.Split(shape, Usage{AccumulateGrads: true, InputGrad: true, Resumable: true})
+			sp, size, err := sz.Split(shape, Usage{AccumulateGrads: true, InputGrad: true, Resumable: true})
+			kept := size.Kept
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,6 +97,9 @@ func TestSplitPlans(t *testing.T) {
 			}
 			if input != c.input || kept != c.kept || !strings.Contains(sp.Reason, c.reason) {
 				t.Errorf("input rows %q, kept %d bytes, reason %q; want %q, %d, %q", input, kept, sp.Reason, c.input, c.kept, c.reason)
+			}
+			if size.RerunValues != c.rerun || size.RerunDense != c.dense {
+				t.Errorf("reruns %d values and products of Σ K·M %d; want %d, %d", size.RerunValues, size.RerunDense, c.rerun, c.dense)
 			}
 		})
 	}

@@ -2,8 +2,8 @@
 
 // HongTu cost model (Wang et al., "HongTu: Scalable Full-Graph GNN
 // Training on Multiple GPUs", SIGMOD 2023): the communication cost of
-// deduplicated communication (§5.3, Eq. 4) and the choice between caching
-// and recomputing a layer's intermediate results (§4.2).
+// deduplicated communication (§5.3, Eq. 4) and the choice between caching,
+// splitting and recomputing a layer's intermediate results (§4.2).
 //
 // Op 0, communication (Eq. 4): the neighbour rows of a layer pass cross
 // from the host once per batch and device after deduplication (V_+ru),
@@ -24,21 +24,36 @@
 // Op 1, intermediates (§4.2): a layer's backward either loads the
 // intermediates its forward left on the host (cache: they cross twice,
 // down in forward and up in backward, and the input rows too if the
-// backward reads them) or loads the input rows again and reruns the
-// forward (recompute):
+// backward reads them), loads the input rows again and reruns the
+// forward (recompute), or, where the layer splits (Fig. 4c), loads the
+// aggregations' outputs its forward left on the host (they cross twice)
+// with the input rows the rerun reads (all, the destinations' or none)
+// and reruns the ops after the aggregations (split):
 //
 //	cache     = (2·saved + read·rows)/T_hd
 //	recompute = rows/T_hd + forward
+//	split     = (2·kept + reload)/T_hd + rerun
+//
+// The choice is the cheapest; a tie goes to the one that keeps less on
+// the host: recompute, then split, then cache.
 //
 //	in[0] T_hd GB/s, in[1] saved bytes, in[2] input row bytes,
-//	in[3] forward seconds, in[4] 1 if backward reads the input rows
-//	out[0] cache seconds, out[1] recompute seconds, out[2] 1 when
-//	caching is cheaper, out[3] the cheaper one's seconds
+//	in[3] forward seconds, in[4] 1 if backward reads the input rows,
+//	in[5] kept bytes (the aggregations' outputs), in[6] the input row
+//	bytes the split's backward loads, in[7] rerun seconds, in[8] 1 if
+//	the layer splits (absent: it does not)
+//	out[0] cache seconds, out[1] recompute seconds, out[2] the choice:
+//	0 recompute, 1 cache, 2 split; out[3] split seconds (+Inf when the
+//	layer does not split)
 package main
 
-//strata:doc HongTu cost model (SIGMOD 2023): Eq. 4's cost of deduplicated communication and §4.2's cache-or-recompute choice per layer; used by train.mode = "chunked"
+//strata:doc HongTu cost model (SIGMOD 2023): Eq. 4's cost of deduplicated communication and §4.2's cache, split or recompute choice per layer; used by train.mode = "chunked"
 
-import "strata/models/sdk/cost"
+import (
+	"math"
+
+	"strata/models/sdk/cost"
+)
 
 func main() {}
 
@@ -70,7 +85,8 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 	case opIntermediates:
 		hd := a(0) * 1e9
 		saved, rows, fwd, read := a(1), a(2), a(3), a(4)
-		if hd <= 0 || saved < 0 || rows < 0 || fwd < 0 {
+		kept, reload, rerun, splits := a(5), a(6), a(7), a(8)
+		if hd <= 0 || saved < 0 || rows < 0 || fwd < 0 || kept < 0 || reload < 0 || rerun < 0 {
 			return cost.BadInputs
 		}
 		cache := 2 * saved / hd
@@ -78,11 +94,19 @@ func predict(op int32, in []float64, out *[cost.NumOutputs]float64) int32 {
 			cache += rows / hd
 		}
 		recompute := rows/hd + fwd
-		out[0], out[1] = cache, recompute
-		out[2], out[3] = 0, recompute
-		if cache < recompute {
-			out[2], out[3] = 1, cache
+		split := math.Inf(1)
+		if splits != 0 {
+			split = (2*kept+reload)/hd + rerun
 		}
+		// Ties: recompute, then split, then cache (the least kept).
+		choice, best := 0.0, recompute
+		if split < best {
+			choice, best = 2, split
+		}
+		if cache < best {
+			choice = 1
+		}
+		out[0], out[1], out[2], out[3] = cache, recompute, choice, split
 		return cost.OK
 	}
 	return cost.UnknownOp

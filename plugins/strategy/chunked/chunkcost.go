@@ -12,16 +12,38 @@ import (
 )
 
 // layerCost is the estimated cost of one layer's backward over all chunks
-// with cached and with recomputed intermediates (HongTu §4.2), and what
-// it is made of.
+// with cached, recomputed and split intermediates (HongTu §4.2, Fig. 4c),
+// and what it is made of.
 type layerCost struct {
 	savedBytes   int64   // the intermediates, summed over the chunks
 	srcBytes     int64   // the chunks' input rows
 	forwardS     float64 // the layer's forward, all chunks
 	cacheS       float64 // the intermediates to the host and back (and the rows, if backward reads them)
 	recomputeS   float64 // the input rows again and the forward
-	cacheWins    bool
-	inputInCache bool // backward reads the input rows even with cached intermediates
+	inputInCache bool    // backward reads the input rows even with cached intermediates
+	// With a split (splits): the aggregations' outputs kept, the input
+	// rows its backward loads (all, the destinations' or none) and the
+	// ops after the aggregations rerun; splitS is +Inf without one.
+	splits      bool
+	keptBytes   int64
+	reloadBytes int64
+	rerunS      float64
+	splitS      float64
+	choice      string // the cheapest: "cache", "recompute" or "split"
+}
+
+// hongtuChoice names costmodel.hongtu's op-1 choice (out[2]): 0
+// recompute, 1 cache, 2 split ("" for another value).
+func hongtuChoice(code float64) string {
+	switch code {
+	case 0:
+		return "recompute"
+	case 1:
+		return "cache"
+	case 2:
+		return "split"
+	}
+	return ""
 }
 
 // machineSpec returns the host link bandwidth and device spec the
@@ -44,15 +66,20 @@ func machineSpec(be backend.Backend) (hostGBps float64, dev topology.DeviceSpec)
 	return topology.PCIeGBps, topology.V100
 }
 
-// estimateLayers estimates every layer's cost of caching and of
-// recomputing its intermediates, over the plan's chunks, with
-// costmodel.hongtu (§4.2). The intermediates are sized by the engine
-// (engine.Sizer: what a training step over the chunk allocates); the
-// forward is priced as a roofline, the dense products at peak throughput
-// plus every value written and read once at memory bandwidth.
+// estimateLayers estimates every layer's cost of caching, of recomputing
+// and (where the layer can split) of splitting its intermediates, over
+// the plan's chunks, with costmodel.hongtu (§4.2). The intermediates and
+// the split are sized by the engine (engine.Sizer: what a training step
+// over the chunk allocates, what its split keeps and reruns); the forward
+// and the split's rerun are priced by one roofline, the dense products
+// with a parameter at peak throughput over the chunk's source rows plus
+// every value written and read once at memory bandwidth.
 func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 	hostGBps, dev := machineSpec(r.e.Be)
 	elt := int64(r.e.DT.Size())
+	roofline := func(rows, dense, values int64) float64 {
+		return 2*float64(rows)*float64(dense)/(dev.PeakGFLOPS*1e9) + 2*float64(values*elt)/(dev.MemGBps*1e9)
+	}
 	out := make([]layerCost, len(r.layers))
 	for l, lg := range r.layers {
 		sz, err := engine.NewSizer(lg, r.e.DT)
@@ -68,6 +95,8 @@ func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 		}
 		lc := &out[l]
 		lc.inputInCache = r.needIn[l]
+		sp := r.canSplit[l]
+		lc.splits = sp != nil
 		for _, c := range r.plan.Chunks {
 			shape := engine.BlockShape{Dst: len(c.Dst), Src: len(c.Src), Edges: map[string]int64{}, Degrees: map[string]engine.Degrees{}}
 			for name := range r.used[l] {
@@ -78,26 +107,58 @@ func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 			if err != nil {
 				return nil, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
 			}
+			src := int64(len(c.Src)) * int64(r.widths[l]) * elt
 			lc.savedBytes += (fp.Values+fp.Masks+fp.Saved)*elt + 4*fp.Index
-			lc.srcBytes += int64(len(c.Src)) * int64(r.widths[l]) * elt
-			lc.forwardS += 2*float64(len(c.Src))*float64(dense)/(dev.PeakGFLOPS*1e9) + 2*float64(fp.Values*elt)/(dev.MemGBps*1e9)
+			lc.srcBytes += src
+			lc.forwardS += roofline(int64(len(c.Src)), dense, fp.Values)
+			if sp == nil {
+				continue
+			}
+			_, size, err := sz.Split(shape, layerUsage(l))
+			if err != nil {
+				return nil, fmt.Errorf("chunked: sizing layer %d's split: %w", l, err)
+			}
+			lc.keptBytes += size.Kept
+			lc.rerunS += roofline(int64(len(c.Src)), size.RerunDense, size.RerunValues)
+			switch {
+			case sp.NeedsInput:
+				lc.reloadBytes += src
+			case sp.DstRows:
+				lc.reloadBytes += int64(len(c.Dst)) * int64(r.widths[l]) * elt
+			}
 		}
-		read := 0.0
-		if lc.inputInCache {
-			read = 1
+		if err := r.priceLayer(lc, hostGBps); err != nil {
+			return nil, err
 		}
-		res, err := r.cost.Predict(hongtuOpIntermediates, []float64{hostGBps, float64(lc.savedBytes), float64(lc.srcBytes), lc.forwardS, read})
-		if err != nil {
-			return nil, fmt.Errorf("chunked: %s: %w", CostModel, err)
-		}
-		lc.cacheS, lc.recomputeS, lc.cacheWins = res[0], res[1], res[2] == 1
 	}
 	return out, nil
 }
 
+// priceLayer prices a layer's three ways with costmodel.hongtu's op 1 and
+// records the cheapest.
+func (r *chunkedRun) priceLayer(lc *layerCost, hostGBps float64) error {
+	flag := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	res, err := r.cost.Predict(hongtuOpIntermediates, []float64{hostGBps, float64(lc.savedBytes), float64(lc.srcBytes), lc.forwardS, flag(lc.inputInCache),
+		float64(lc.keptBytes), float64(lc.reloadBytes), lc.rerunS, flag(lc.splits)})
+	if err != nil {
+		return fmt.Errorf("chunked: %s: %w", CostModel, err)
+	}
+	choice := hongtuChoice(res[2])
+	if choice == "" || choice == "split" && !lc.splits {
+		return fmt.Errorf("chunked: %s: choice %v for a layer that splits %v", CostModel, res[2], lc.splits)
+	}
+	lc.cacheS, lc.recomputeS, lc.splitS, lc.choice = res[0], res[1], res[3], choice
+	return nil
+}
+
 // chooseIntermediates sets each layer's handling of its intermediates:
-// chunked.intermediates, or with "hybrid" ("") the cheaper by the
-// estimate.
+// chunked.intermediates, or with "hybrid" ("") the cheapest by the
+// estimate among cache, recompute and (where the layer can) split.
 func (r *chunkedRun) chooseIntermediates(mode string) error {
 	r.cache = make([]bool, len(r.layers))
 	switch mode {
@@ -112,8 +173,13 @@ func (r *chunkedRun) chooseIntermediates(mode string) error {
 		if err != nil {
 			return err
 		}
+		r.prices = est
+		r.split = make([]*engine.SplitPlan, len(r.layers))
 		for l, c := range est {
-			r.cache[l] = c.cacheWins
+			r.cache[l] = c.choice == "cache"
+			if c.choice == "split" {
+				r.split[l] = r.canSplit[l]
+			}
 		}
 	}
 	return nil
@@ -259,11 +325,9 @@ func (r *chunkedRun) chunkPeak(plan *chunkplan.Plan, c *chunkplan.Chunk, k int, 
 		shape.Edges[name], shape.Degrees[name] = e, engine.DegreesOf(cg.Csr)
 		graphs += 8*(d+1) + 8*(s+1) + 16*e + int64(len(cg.Gcn)+len(cg.Mean))*elt
 	}
-	u := layerUsage(l)
-	u.Split = r.isSplit(l)
-	fp, err := ls.sz.Blocks([]engine.BlockShape{shape}, len(c.Src), u)
+	prog, err := r.programBytes(ls.sz, l, shape, len(c.Src))
 	if err != nil {
-		return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+		return 0, err
 	}
 	input, staging := s*wb, int64(0)
 	if r.dedup != dedupNone {
@@ -278,16 +342,37 @@ func (r *chunkedRun) chunkPeak(plan *chunkplan.Plan, c *chunkplan.Chunk, k int, 
 			}
 		}
 	}
-	b := trans[k] + graphs + input + max(staging, fp.Bytes())
+	b := trans[k] + graphs + input + max(staging, prog)
 	if ls.grads {
 		// The gradient buffer, and the gradients staged into it
 		// while the program is still bound.
-		b = 2*trans[k] + graphs + input + max(staging, fp.Bytes()+s*(wb+4))
+		b = 2*trans[k] + graphs + input + max(staging, prog+s*(wb+4))
 	}
 	if l == len(r.layers)-1 {
 		b += 4 * (d + int64(len(c.Train)))
 	}
 	return max(worst, b), nil
+}
+
+// programBytes is the footprint of layer l's training program over a
+// chunk of this shape: split or not as the layer runs, or, while a
+// "hybrid" run has still to choose (splitOpen), the larger of the two.
+func (r *chunkedRun) programBytes(sz *engine.Sizer, l int, shape engine.BlockShape, src int) (int64, error) {
+	u := layerUsage(l)
+	u.Split = r.isSplit(l)
+	fp, err := sz.Blocks([]engine.BlockShape{shape}, src, u)
+	if err != nil {
+		return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+	}
+	b := fp.Bytes()
+	if r.splitOpen(l) {
+		u.Split = true
+		if fp, err = sz.Blocks([]engine.BlockShape{shape}, src, u); err != nil {
+			return 0, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
+		}
+		b = max(b, fp.Bytes())
+	}
+	return b, nil
 }
 
 // hongtuOps are the op codes of costmodel.hongtu.

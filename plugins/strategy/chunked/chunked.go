@@ -42,7 +42,7 @@ import (
 // so configs without the section keep their hash.
 type Chunked struct {
 	Chunks        int    `toml:"chunks" range:"[0,1073741824]" word:"auto:0:the smallest multiple of the device count whose largest chunk fits devices.memory_bytes" doc:"total number of chunks k of the 2-level partition (METIS into m = device count partitions, each cut into k/m edge-balanced chunks); a multiple of m, at most the number of nodes; 0 = \"auto\""`
-	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid,split" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer from the cost estimate, split = keep only the aggregations' outputs on the host and recompute the rest (HongTu Fig. 4c; layers whose backward reads edge values, attention, recompute)"`
+	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid,split" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer among cache, split and recompute by the cost estimate (ties: recompute, split, cache), split = keep only the aggregations' outputs on the host and recompute the rest (HongTu Fig. 4c; layers whose backward reads edge values, attention, recompute)"`
 	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
 	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
 	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations and vertex gradients in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
@@ -138,8 +138,10 @@ type chunkedRun struct {
 	total    int                    // training nodes
 	comm     chunkplan.CommRows     // neighbour rows per layer pass
 	hybrid   bool                   // intermediates chosen per layer by the estimate
-	split    []*engine.SplitPlan    // chunked.intermediates = "split": per layer, its split (nil: the layer recomputes)
-	splitWhy []string               // per layer, why it does not split ("" when it does)
+	prices   []layerCost            // with hybrid: each layer's prices, which chose
+	split    []*engine.SplitPlan    // per layer, its split where the layer splits in this run (nil: it caches or recomputes)
+	canSplit []*engine.SplitPlan    // "split" and "hybrid": per layer, its split where it can split (planSplit)
+	splitWhy []string               // "split" and "hybrid": per layer, why it cannot split ("" when it can)
 	kept     []int64                // per layer, the intermediates' bytes kept on the host in the last epoch
 	estPeak  int64                  // the estimated device peak (0: no capacity to fit)
 	unmap    func() error           // closes and removes chunked.host_file (nil: the host tier is in RAM)
@@ -224,12 +226,12 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 	return r, nil
 }
 
-// planAll makes the run's plans over m devices: with "split" each
-// layer's split, the chunks (fitPlan), their communication volumes
-// priced by Eq. 4, and the deduplication plan of chunked.dedup; each
-// phase on the preprocessing clock.
+// planAll makes the run's plans over m devices: with "split" and
+// "hybrid" each layer's split, the chunks (fitPlan), their communication
+// volumes priced by Eq. 4, and the deduplication plan of chunked.dedup;
+// each phase on the preprocessing clock.
 func (r *chunkedRun) planAll(ctx context.Context, m int) error {
-	if r.opts.Intermediates == "split" {
+	if r.opts.Intermediates != "cache" && r.opts.Intermediates != "recompute" {
 		if err := r.prep.time(phaseSplit, r.planSplit); err != nil {
 			return err
 		}
@@ -599,7 +601,7 @@ type ChunkedFigures struct {
 	// epoch (HongTu Table 9's preprocessing), PreprocessPhasesS its
 	// phases (preprocessPhases; they sum to it).
 	PreprocessS       float64            `json:"preprocess_s" doc:"wall-clock seconds of chunked training's preprocessing, the one-time work before the first epoch (HongTu Table 9): the sum of preprocess_phases_s"`
-	PreprocessPhasesS map[string]float64 `json:"preprocess_phases_s" doc:"wall-clock seconds of each preprocessing phase, 0 where it did not run: cost_model (loading costmodel.hongtu), split_plan (intermediates = split), partition (METIS, then chunks, for every chunk count tried), chunks (their rows and subgraphs), reorganize (Alg. 4 and its Eq. 4 prices), peak_estimate (with devices.memory_bytes), comm_volumes (V_ori, V_+p2p, V_+ru and Eq. 4), dedup_plan (the transition sets of every batch and, with p2p_reuse, the reuse plan; 0 with dedup = none), params, host_tier, intermediates (the hybrid's choice), other"`
+	PreprocessPhasesS map[string]float64 `json:"preprocess_phases_s" doc:"wall-clock seconds of each preprocessing phase, 0 where it did not run: cost_model (loading costmodel.hongtu), split_plan (intermediates = split or hybrid: each layer's split), partition (METIS, then chunks, for every chunk count tried), chunks (their rows and subgraphs), reorganize (Alg. 4 and its Eq. 4 prices), peak_estimate (with devices.memory_bytes), comm_volumes (V_ori, V_+p2p, V_+ru and Eq. 4), dedup_plan (the transition sets of every batch and, with p2p_reuse, the reuse plan; 0 with dedup = none), params, host_tier, intermediates (the hybrid's choice, priced over the chunks), other"`
 	// DedupPreprocessS is what deduplication adds to the preprocessing
 	// after the partition (HongTu Table 9's "Preprocessing"): Alg. 4 and
 	// the deduplication plan.
@@ -644,7 +646,7 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 		Chunks:               len(r.plan.Chunks),
 		Intermediates:        r.modes(),
 		IntermediatesBytes:   r.keptBytes(),
-		SplitFallback:        r.splitWhy,
+		SplitFallback:        r.splitFallback(),
 		CommBytes:            map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
 		CommPredictedS:       map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
 		CommRows:             map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},

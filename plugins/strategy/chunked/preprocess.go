@@ -11,7 +11,7 @@ import (
 // 2-level partition, the deduplication plans and the reorganisation).
 const (
 	phaseCostModel     = "cost_model"    // costmodel.hongtu loaded (a WASM module)
-	phaseSplit         = "split_plan"    // chunked.intermediates = "split": each layer's split
+	phaseSplit         = "split_plan"    // chunked.intermediates = "split" or "hybrid": each layer's split
 	phasePartition     = "partition"     // partitioner.hongtu-2level: METIS, then the chunks of each partition
 	phaseChunks        = "chunks"        // each chunk's rows and subgraphs with the full graph's edge weights
 	phaseReorganize    = "reorganize"    // Alg. 4 and Eq. 4's price of both schedules
@@ -20,7 +20,7 @@ const (
 	phaseDedup         = "dedup_plan"    // the transition sets of every batch and the reuse plan
 	phaseParams        = "params"        // every device's replica of the parameters
 	phaseHostTier      = "host_tier"     // the host tier allocated, the features copied into it
-	phaseIntermediates = "intermediates" // cache or recompute per layer (hybrid: by costmodel.hongtu)
+	phaseIntermediates = "intermediates" // cache, split or recompute per layer (hybrid: by costmodel.hongtu)
 	phaseOther         = "other"         // the rest of the set-up, between the phases
 )
 

@@ -14,8 +14,9 @@ import (
 // time is asserted): every phase is reported, none is negative, they sum
 // to preprocess_s, the phases that do not run are zero (the dedup plan
 // with chunked.dedup = "none", Alg. 4 without chunked.reorganize, the
-// peak estimate without a device capacity, the split plan without
-// "split") and the ones that run are measured; dedup_preprocess_s is
+// peak estimate without a device capacity, the split plan with "cache"
+// or "recompute") and the ones that run are measured (the split plan
+// with "split" and "hybrid", which prices the split); dedup_preprocess_s is
 // reorganize + dedup_plan, dedup_preprocess_share it over 100 predicted
 // epochs; the run holds a deduplication plan exactly when it
 // deduplicates, with a reuse plan exactly with reuse.
@@ -27,8 +28,8 @@ func TestPreprocessFigures(t *testing.T) {
 		zeros []string // phases that must not have run
 	}{
 		{"none", []string{`chunked.dedup="none"`, "chunked.reorganize=true", "chunked.chunks=8"},
-			[]string{phasePartition, phaseChunks, phaseReorganize, phaseComm}, []string{phaseDedup, phasePeak, phaseSplit}},
-		{"p2p", []string{`chunked.dedup="p2p"`, "chunked.chunks=8"},
+			[]string{phasePartition, phaseChunks, phaseReorganize, phaseComm, phaseSplit}, []string{phaseDedup, phasePeak}},
+		{"p2p", []string{`chunked.dedup="p2p"`, "chunked.chunks=8", `chunked.intermediates="cache"`},
 			[]string{phasePartition, phaseChunks, phaseComm, phaseDedup}, []string{phaseReorganize, phasePeak, phaseSplit}},
 		{"p2p_reuse, auto, split", []string{`chunked.dedup="p2p_reuse"`, "chunked.reorganize=true", `chunked.chunks="auto"`, "devices.memory_bytes=8000000", `chunked.intermediates="split"`},
 			[]string{phasePartition, phaseChunks, phaseReorganize, phasePeak, phaseComm, phaseDedup, phaseSplit}, nil},

@@ -25,13 +25,14 @@ func layerUsage(l int) engine.Usage {
 	return engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true}
 }
 
-// planSplit decides, for chunked.intermediates = "split", which layers
-// split (r.split[l] non-nil) and why the others fall back (r.splitWhy).
-// The plan is the layer's structure: it is made on a dry binding of a
-// small block (every row space distinct) and checked again on every
-// chunk's program.
+// planSplit decides, for chunked.intermediates = "split" and "hybrid",
+// which layers can split (r.canSplit[l] non-nil) and why the others
+// cannot (r.splitWhy); with "split" they all split (r.split), with
+// "hybrid" those the price chooses (chooseIntermediates). The plan is the
+// layer's structure: it is made on a dry binding of a small block (every
+// row space distinct) and checked again on every chunk's program.
 func (r *chunkedRun) planSplit() error {
-	r.split = make([]*engine.SplitPlan, len(r.layers))
+	r.canSplit = make([]*engine.SplitPlan, len(r.layers))
 	r.splitWhy = make([]string, len(r.layers))
 	for l, lg := range r.layers {
 		sz, err := engine.NewSizer(lg, r.e.DT)
@@ -50,9 +51,19 @@ func (r *chunkedRun) planSplit() error {
 			r.splitWhy[l] = sp.Reason
 			continue
 		}
-		r.split[l] = &sp
+		r.canSplit[l] = &sp
+	}
+	if r.opts.Intermediates == "split" {
+		r.split = r.canSplit
 	}
 	return nil
+}
+
+// splitOpen reports whether layer l may still be chosen to split: a
+// "hybrid" run before its choice (chooseIntermediates), at a layer that
+// can split. The peak estimate sizes such a layer both ways.
+func (r *chunkedRun) splitOpen(l int) bool {
+	return r.split == nil && r.canSplit != nil && r.canSplit[l] != nil
 }
 
 // splitOf returns the split plan of a chunk's program of layer l, which
@@ -66,31 +77,52 @@ func (r *chunkedRun) splitOf(l int, p *engine.Program) (engine.SplitPlan, error)
 	return sp, nil
 }
 
-// splitAnnouncement says, with chunked.intermediates = "split", which
-// input rows each splitting layer's backward loads, and which layers
-// fall back to recomputation and why ("" in the other modes).
+// splitAnnouncement says which input rows each splitting layer's
+// backward loads, and with chunked.intermediates = "split" which layers
+// fall back to recomputation and why ("" when no layer splits and the
+// mode is not "split").
 func (r *chunkedRun) splitAnnouncement() string {
-	if r.split == nil {
-		return ""
-	}
-	parts := make([]string, len(r.layers))
-	for l, sp := range r.split {
-		switch {
+	var parts []string
+	for l := range r.layers {
+		switch sp := r.splitAt(l); {
+		case sp == nil && r.opts.Intermediates == "split":
+			parts = append(parts, fmt.Sprintf("layer %d recomputes (%s)", l, r.splitWhy[l]))
 		case sp == nil:
-			parts[l] = fmt.Sprintf("layer %d recomputes (%s)", l, r.splitWhy[l])
 		case sp.NeedsInput:
-			parts[l] = fmt.Sprintf("layer %d keeps its aggregations and reloads its input rows", l)
+			parts = append(parts, fmt.Sprintf("layer %d keeps its aggregations and reloads its input rows", l))
 		case sp.DstRows:
-			parts[l] = fmt.Sprintf("layer %d keeps its aggregations and loads its destinations' rows", l)
+			parts = append(parts, fmt.Sprintf("layer %d keeps its aggregations and loads its destinations' rows", l))
 		default:
-			parts[l] = fmt.Sprintf("layer %d keeps its aggregations and loads no input row", l)
+			parts = append(parts, fmt.Sprintf("layer %d keeps its aggregations and loads no input row", l))
 		}
+	}
+	if len(parts) == 0 {
+		return ""
 	}
 	return "; split: " + strings.Join(parts, "; ")
 }
 
+// splitAt returns layer l's split when it splits in this run (nil
+// otherwise).
+func (r *chunkedRun) splitAt(l int) *engine.SplitPlan {
+	if r.split == nil {
+		return nil
+	}
+	return r.split[l]
+}
+
+// splitFallback returns, with chunked.intermediates = "split", why each
+// layer recomputes ("" where it splits); nil in the other modes, whose
+// results keep their fields.
+func (r *chunkedRun) splitFallback() []string {
+	if r.opts.Intermediates != "split" {
+		return nil
+	}
+	return r.splitWhy
+}
+
 // isSplit reports whether layer l keeps its aggregations' outputs.
-func (r *chunkedRun) isSplit(l int) bool { return r.split != nil && r.split[l] != nil }
+func (r *chunkedRun) isSplit(l int) bool { return r.splitAt(l) != nil }
 
 // keep copies to the host, after a training forward of layer l over
 // chunk c, what its backward restores: every saved tensor (cache) or the
@@ -157,7 +189,7 @@ func (r *chunkedRun) restore(ctx context.Context, l int, c *chunkplan.Chunk, p *
 // epoch with chunked.intermediates = "split" (nil otherwise: the results
 // of the other modes keep their fields).
 func (r *chunkedRun) keptBytes() []int64 {
-	if r.split == nil {
+	if r.opts.Intermediates != "split" {
 		return nil
 	}
 	return r.kept
