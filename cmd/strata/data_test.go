@@ -99,6 +99,15 @@ func TestDatasetFormats(t *testing.T) {
 		{"npz/wrong-shape", func(t *testing.T) []string {
 			return []string{"inspect", "-i", shchurNPZ(t, func(m map[string]any) { m["labels.npy"] = []int64{0, 1, 2} })}
 		}, 2, []string{"amazon_tiny.npz", `array "labels"`, "want (12,)"}},
+		{"synth/communities", func(t *testing.T) []string {
+			return train(t, "data.dataset=synth:ogbn-arxiv:256:3:communities=40:mu=0.2")
+		}, 0, []string{`"dataset":"synth-ogbn-arxiv-256-3-c40-mu0.2"`}},
+		{"synth/fewer-communities-than-classes", func(t *testing.T) []string {
+			return train(t, "data.dataset=synth:ogbn-arxiv:256:communities=8:mu=0.2")
+		}, 2, []string{"--set data.dataset=synth:ogbn-arxiv:256:communities=8:mu=0.2", "fewer than the 40 classes", "use communities=40 or more"}},
+		{"synth/bad-mu", func(t *testing.T) []string {
+			return []string{"inspect", "-i", "synth:ogbn-arxiv:256:communities=40:mu=2"}
+		}, 2, []string{"synth:ogbn-arxiv:256:communities=40:mu=2", `mu="2" is not a fraction in [0, 1]`}},
 		{"csv/alone-needs-labels", func(t *testing.T) []string {
 			edges := write(t, t.TempDir(), "edges.csv", "src,dst\n0,1\n1,2\n2,0\n")
 			return train(t, "data.dataset="+edges, "data.synth_features=8")

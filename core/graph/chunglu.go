@@ -127,14 +127,28 @@ const maxIdleRounds = 16
 // edge is stored once, in a direction drawn from its key.
 func chungLuGraph(m DegreeModel, n int, edges int64, directed bool, seed uint64) (*CSR, error) {
 	perm := newCyclePerm(seed, streamPerm, n)
-	keys := make([]uint64, edges)
-	drawEdgeKeys(m, perm, keys, directed, seed, 0)
+	keys, err := distinctKeys(make([]uint64, edges), n, func(out []uint64, round uint64) {
+		drawEdgeKeys(m, perm, out, directed, seed, round)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return keysCSR(n, keys, directed, seed), nil
+}
+
+// distinctKeys fills keys with distinct edge keys: draw(out, round) fills
+// out with the keys of a round, and duplicates are redrawn in later
+// rounds until every slot holds a new key. The result is sorted.
+func distinctKeys(keys []uint64, n int, draw func(out []uint64, round uint64)) ([]uint64, error) {
+	edges := len(keys)
+	keys = keys[:edges:edges]
+	draw(keys, 0)
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	for round, idle := 1, 0; int64(len(keys)) < edges; round++ {
+	for round, idle := 1, 0; len(keys) < edges; round++ {
 		before := len(keys)
-		extra := make([]uint64, edges-int64(before))
-		drawEdgeKeys(m, perm, extra, directed, seed, uint64(round))
+		extra := make([]uint64, edges-before)
+		draw(extra, uint64(round))
 		if keys = mergeNewKeys(keys, extra); len(keys) == before {
 			idle++
 		} else {
@@ -145,7 +159,14 @@ func chungLuGraph(m DegreeModel, n int, edges int64, directed bool, seed uint64)
 				edges, n, len(keys), round, ErrRange)
 		}
 	}
-	src, dst := make([]int32, edges), make([]int32, edges)
+	return keys, nil
+}
+
+// keysCSR turns distinct edge keys (src<<32 | dst, in any order) into the
+// CSR of n nodes; an undirected edge is stored in a direction drawn from
+// its key.
+func keysCSR(n int, keys []uint64, directed bool, seed uint64) *CSR {
+	src, dst := make([]int32, len(keys)), make([]int32, len(keys))
 	parallelFor(len(keys), 1<<16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			a, b := int32(keys[i]>>32), int32(keys[i]&0xffffffff)
@@ -155,10 +176,9 @@ func chungLuGraph(m DegreeModel, n int, edges int64, directed bool, seed uint64)
 			src[i], dst[i] = a, b
 		}
 	})
-	keys = nil
 	indptr, cols := GroupEdges(n, dst, src)
 	sortRows(indptr, cols)
-	return MakeCSR(n, n, indptr, cols), nil
+	return MakeCSR(n, n, indptr, cols)
 }
 
 // mergeNewKeys adds to the sorted distinct keys those of extra that are

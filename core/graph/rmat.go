@@ -142,6 +142,8 @@ const (
 	streamCentroids
 	streamFeatures
 	streamSplits
+	streamIntra // community stand-ins: edges inside a community
+	streamInter // and between communities
 )
 
 // rmatChunk is the number of edges generated from one RNG stream.
@@ -345,24 +347,32 @@ func rmatLabelsFeatures(o RMATOptions, g *CSR) ([]int32, []float32) {
 		}
 	})
 
-	if dim > 0 && o.CentroidScale > 0 {
-		cent := make([]float32, classes*dim)
-		r := newRNG(o.Seed, streamCentroids, 0)
-		scale := o.CentroidScale / math.Sqrt(float64(dim))
-		for i := range cent {
-			cent[i] = float32(r.normal() * scale)
-		}
-		parallelFor(n, 1<<10, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				l := int(labels[i])
-				c := cent[l*dim : (l+1)*dim]
-				for j, x := range c {
-					feats[i*dim+j] += x
-				}
-			}
-		})
-	}
+	addCentroids(o, labels, feats)
 	return labels, feats
+}
+
+// addCentroids adds to every node's features its class's centroid, of
+// norm about o.CentroidScale (none when it is not positive).
+func addCentroids(o RMATOptions, labels []int32, feats []float32) {
+	dim, classes, n := o.FeatDim, o.NumClasses, len(labels)
+	if dim == 0 || o.CentroidScale <= 0 {
+		return
+	}
+	cent := make([]float32, classes*dim)
+	r := newRNG(o.Seed, streamCentroids, 0)
+	scale := o.CentroidScale / math.Sqrt(float64(dim))
+	for i := range cent {
+		cent[i] = float32(r.normal() * scale)
+	}
+	parallelFor(n, 1<<10, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			l := int(labels[i])
+			c := cent[l*dim : (l+1)*dim]
+			for j, x := range c {
+				feats[i*dim+j] += x
+			}
+		}
+	})
 }
 
 // rmatSplits assigns every node to train, valid, test or none.

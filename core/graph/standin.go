@@ -65,10 +65,16 @@ type StandIn struct {
 	Source string
 }
 
-// StandInOptions scales a stand-in down and seeds it.
+// StandInOptions scales a stand-in down, seeds it and optionally plants
+// communities in it (community.go).
 type StandInOptions struct {
 	Divisor int64 // nodes, edges and split sizes divided by it (>= 1)
 	Seed    uint64
+	// Communities is the number of planted communities (0: none, the
+	// Chung-Lu stand-in); Mu the fraction of the edges between two
+	// communities, in [0, 1].
+	Communities int
+	Mu          float64
 }
 
 // Scaled returns the stand-in's counts divided by div: the nodes and
@@ -115,7 +121,11 @@ func (s StandIn) check() error {
 // CSR (twice the edges when they are made undirected by data.symmetrize).
 func StandInBytes(s StandIn, o StandInOptions) int64 {
 	s = s.Scaled(o.Divisor)
-	return s.Nodes*(int64(s.FeatDim)*4+BytesPerNode+16) + s.Edges*32
+	perNode := int64(s.FeatDim)*4 + BytesPerNode + 16
+	if o.Communities > 0 {
+		perNode += 4 // each node's community
+	}
+	return s.Nodes*perNode + s.Edges*32
 }
 
 // GenerateStandIn generates the stand-in: exactly s.Nodes nodes and
@@ -123,10 +133,16 @@ func StandInBytes(s StandIn, o StandInOptions) int64 {
 // from a Chung-Lu expected-degree model fitted to s.Shape (FitDegreeShape),
 // node ids randomly permuted, labels and features as RMAT draws them
 // (learnable from the neighbourhood), and a random split of exactly the
-// stated sizes. The output depends only on s and o, not on GOMAXPROCS.
+// stated sizes. With o.Communities, the edges follow a planted partition
+// of that many communities with mixing o.Mu (community.go), every node's
+// label is its community's class and its features carry that class's
+// centroid. The output depends only on s and o, not on GOMAXPROCS.
 func GenerateStandIn(s StandIn, o StandInOptions) (*Dataset, error) {
 	s = s.Scaled(o.Divisor)
 	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := s.checkCommunities(o); err != nil {
 		return nil, err
 	}
 	m, err := FitDegreeShape(s.Shape)
@@ -134,13 +150,24 @@ func GenerateStandIn(s StandIn, o StandInOptions) (*Dataset, error) {
 		return nil, fmt.Errorf("stand-in %s: %w", s.Name, err)
 	}
 	n := int(s.Nodes)
-	g, err := chungLuGraph(m, n, s.Edges, s.Directed, o.Seed)
+	var g *CSR
+	if o.Communities > 0 {
+		g, err = communityGraph(m, n, s.Edges, s.Directed, o)
+	} else {
+		g, err = chungLuGraph(m, n, s.Edges, s.Directed, o.Seed)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("stand-in %s: %w", s.Name, err)
 	}
 	d := &Dataset{NumNodes: n, Graph: g, FeatDim: s.FeatDim}
 	lo := RMATOptions{FeatDim: s.FeatDim, NumClasses: s.Classes, Seed: o.Seed}.withDefaults()
-	d.Labels, d.Features = rmatLabelsFeatures(lo, g)
+	if o.Communities > 0 && s.Classes > 0 {
+		d.Labels = communityLabels(StandInCommunities(s, StandInOptions{Communities: o.Communities, Seed: o.Seed}), s.Classes)
+		_, d.Features = rmatLabelsFeatures(RMATOptions{FeatDim: s.FeatDim, Seed: o.Seed}, g)
+		addCentroids(lo, d.Labels, d.Features)
+	} else {
+		d.Labels, d.Features = rmatLabelsFeatures(lo, g)
+	}
 	if s.Classes > 0 {
 		d.NumClasses = s.Classes
 		d.Train, d.Valid, d.Test = exactSplits(n, s.Train, s.Valid, s.Test, o.Seed)

@@ -22,7 +22,7 @@ func (*synthFormat) StrataModule() registry.ModuleInfo {
 		func() *synthFormat { return &synthFormat{} })
 }
 
-const synthForm = "synth:<name>[:<divisor>[:<seed>]]"
+const synthForm = "synth:<name>[:<divisor>[:<seed>]][:communities=<k>:mu=<fraction>]"
 
 // quarterSplit is HongTu's split of graphs without labels (§6: random
 // labels, 25% train, 50% validation, 25% test).
@@ -92,7 +92,8 @@ func (*synthFormat) Detect(spec string, st fs.FileInfo) int {
 	return 0
 }
 
-// parseSynth parses a synth spec into its stand-in and options.
+// parseSynth parses a synth spec into its stand-in and options: the
+// positional divisor and seed, then the keyed community options.
 func parseSynth(spec string) (graph.StandIn, graph.StandInOptions, error) {
 	o := graph.StandInOptions{Divisor: 1}
 	rest, _ := strings.CutPrefix(spec, "synth:")
@@ -103,24 +104,86 @@ func parseSynth(spec string) (graph.StandIn, graph.StandInOptions, error) {
 		return graph.StandIn{}, o, graph.FileErrorf(graph.ErrMissing, spec, 0, 0, "no stand-in named %q; the known ones are %s (the form is %s)",
 			fields[0], strings.Join(StandInNames(), ", "), synthForm)
 	}
-	if len(fields) > 3 {
-		return graph.StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "%d fields after the name, at most 2; the form is %s", len(fields)-1, synthForm)
+	pos := fields[1:]
+	keyed := slices.IndexFunc(pos, func(f string) bool { return strings.Contains(f, "=") })
+	if keyed >= 0 {
+		pos, fields = pos[:keyed], pos[keyed:]
+	} else {
+		fields = nil
 	}
-	if len(fields) > 1 {
-		v, err := strconv.ParseInt(fields[1], 10, 64)
+	if len(pos) > 2 {
+		return graph.StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "%d fields after the name before the keyed options, at most 2 (divisor, seed); the form is %s", len(pos), synthForm)
+	}
+	if len(pos) > 0 {
+		v, err := strconv.ParseInt(pos[0], 10, 64)
 		if err != nil || v < 1 {
-			return graph.StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "divisor %q is not a positive integer; the form is %s, e.g. synth:ogbn-products:16", fields[1], synthForm)
+			return graph.StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "divisor %q is not a positive integer; the form is %s, e.g. synth:ogbn-products:16", pos[0], synthForm)
 		}
 		o.Divisor = v
 	}
-	if len(fields) > 2 {
-		v, err := strconv.ParseUint(fields[2], 10, 64)
+	if len(pos) > 1 {
+		v, err := strconv.ParseUint(pos[1], 10, 64)
 		if err != nil {
-			return graph.StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "seed %q is not a non-negative integer; the form is %s", fields[2], synthForm)
+			return graph.StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "seed %q is not a non-negative integer; the form is %s", pos[1], synthForm)
 		}
 		o.Seed = v
 	}
+	if err := parseCommunities(spec, fields, &o); err != nil {
+		return graph.StandIn{}, o, err
+	}
 	return all[i], o, nil
+}
+
+// parseCommunities parses the keyed fields of a synth spec
+// (communities=<k>, mu=<fraction>; both or neither) into o.
+func parseCommunities(spec string, fields []string, o *graph.StandInOptions) error {
+	bad := func(format string, args ...any) error {
+		return graph.FileErrorf(graph.ErrFormat, spec, 0, 0, format+"; the form is %s, e.g. synth:ogbn-products:4:0:communities=1024:mu=0.2", append(args, synthForm)...)
+	}
+	seen := map[string]bool{}
+	for _, f := range fields {
+		key, val, ok := strings.Cut(f, "=")
+		if !ok {
+			return bad("field %q after a keyed option is not key=value (the divisor and seed come first)", f)
+		}
+		if seen[key] {
+			return bad("%s given twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "communities":
+			v, err := strconv.Atoi(val)
+			if err != nil || v < 2 {
+				return bad("communities=%q is not an integer of 2 or more", val)
+			}
+			o.Communities = v
+		case "mu":
+			v, err := strconv.ParseFloat(val, 64)
+			if err != nil || !(v >= 0 && v <= 1) {
+				return bad("mu=%q is not a fraction in [0, 1] (the share of each node's edges that leave its community)", val)
+			}
+			o.Mu = v
+		default:
+			return bad("unknown option %q (the options are communities and mu)", key)
+		}
+	}
+	if seen["communities"] != seen["mu"] {
+		return bad("communities and mu go together (give both)")
+	}
+	return nil
+}
+
+// communitySuffix names the community options in a dataset's name
+// (sep "-") or source (sep ":"); empty without communities.
+func communitySuffix(o graph.StandInOptions, sep string) string {
+	if o.Communities == 0 {
+		return ""
+	}
+	mu := strconv.FormatFloat(o.Mu, 'g', -1, 64)
+	if sep == "-" {
+		return fmt.Sprintf("-c%d-mu%s", o.Communities, mu)
+	}
+	return fmt.Sprintf(":communities=%d:mu=%s", o.Communities, mu)
 }
 
 func (*synthFormat) Open(spec string, lo graph.LoadOptions) (*graph.Dataset, error) {
@@ -135,9 +198,13 @@ func (*synthFormat) Open(spec string, lo graph.LoadOptions) (*graph.Dataset, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec, err)
 	}
-	d.Name = fmt.Sprintf("synth-%s-%d-%d", s.Name, o.Divisor, o.Seed)
-	d.Source = fmt.Sprintf("synth:%s:%d:%d", s.Name, o.Divisor, o.Seed)
-	d.Citation = "stand-in generated by strata (Chung-Lu degrees, R-MAT-style labels and features) for " + s.Name + ": " + s.Source
+	d.Name = fmt.Sprintf("synth-%s-%d-%d", s.Name, o.Divisor, o.Seed) + communitySuffix(o, "-")
+	d.Source = fmt.Sprintf("synth:%s:%d:%d", s.Name, o.Divisor, o.Seed) + communitySuffix(o, ":")
+	model := "Chung-Lu degrees, R-MAT-style labels and features"
+	if o.Communities > 0 {
+		model = fmt.Sprintf("Chung-Lu degrees, %d planted communities with mixing mu = %g, labels the communities' classes", o.Communities, o.Mu)
+	}
+	d.Citation = "stand-in generated by strata (" + model + ") for " + s.Name + ": " + s.Source
 	return d, nil
 }
 
@@ -147,8 +214,12 @@ func (*synthFormat) Generator(spec string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("graph.GenerateStandIn(%s): %d nodes / %d, %d edges / %d (directed %v), %d features, %d classes, split %d/%d/%d, shape top1 %g top10 %g, seed %d",
-		spec, s.Nodes, o.Divisor, s.Edges, o.Divisor, s.Directed, s.FeatDim, s.Classes, s.Train, s.Valid, s.Test, s.Shape.Top1, s.Shape.Top10, o.Seed), nil
+	gen := fmt.Sprintf("graph.GenerateStandIn(%s): %d nodes / %d, %d edges / %d (directed %v), %d features, %d classes, split %d/%d/%d, shape top1 %g top10 %g, seed %d",
+		spec, s.Nodes, o.Divisor, s.Edges, o.Divisor, s.Directed, s.FeatDim, s.Classes, s.Train, s.Valid, s.Test, s.Shape.Top1, s.Shape.Top10, o.Seed)
+	if o.Communities > 0 {
+		gen += fmt.Sprintf(", %d communities, mu %g", o.Communities, o.Mu)
+	}
+	return gen, nil
 }
 
 func (*synthFormat) Supports() graph.Support {
@@ -159,5 +230,9 @@ func (*synthFormat) Examples(string) ([]graph.Example, error) {
 	return []graph.Example{{Name: "arxiv-small", Spec: "synth:ogbn-arxiv:256:3"},
 		{Name: "unknown", Spec: "synth:ogbn-nope", Kind: graph.ErrMissing, Err: []string{"synth:ogbn-nope", "ogbn-products", "friendster"}},
 		{Name: "bad divisor", Spec: "synth:reddit:0", Kind: graph.ErrFormat, Err: []string{"synth:reddit:0", "divisor"}},
+		{Name: "communities", Spec: "synth:ogbn-arxiv:256:3:communities=40:mu=0.3"},
+		{Name: "bad mu", Spec: "synth:ogbn-arxiv:256:3:communities=40:mu=1.5", Kind: graph.ErrFormat, Err: []string{"synth:ogbn-arxiv:256:3:communities=40:mu=1.5", "mu=\"1.5\""}},
+		{Name: "mu alone", Spec: "synth:ogbn-arxiv:256:mu=0.3", Kind: graph.ErrFormat, Err: []string{"communities and mu go together"}},
+		{Name: "fewer communities than classes", Spec: "synth:ogbn-arxiv:256:3:communities=8:mu=0.3", Kind: graph.ErrRange, Err: []string{"synth:ogbn-arxiv:256:3:communities=8:mu=0.3", "fewer than the 40 classes"}},
 		{Name: "huge", Spec: "synth:ogbn-papers100M", Kind: graph.ErrRange, Err: []string{"synth:ogbn-papers100M", "memory budget"}, Huge: true}}, nil
 }
