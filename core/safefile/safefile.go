@@ -31,6 +31,9 @@ var ErrUnsafe = errors.New("unsafe output path")
 // ErrLocked is wrapped when another process holds an output's lock.
 var ErrLocked = errors.New("output is locked")
 
+// ErrNoSpace marks a file that does not fit on its file system.
+var ErrNoSpace = errors.New("no room on the file system")
+
 // CheckOutput refuses an output path that exists and is not a regular
 // file, or that is the same file (device and inode, through links) as one
 // of inputs. Inputs that do not exist are ignored.

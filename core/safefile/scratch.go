@@ -63,7 +63,9 @@ func sameAsInput(path string, inputs []string) string {
 // CreateScratch creates the scratch file path of size bytes (CheckScratch
 // first): it takes path's lock, then creates the file exclusively
 // (O_EXCL, never through a symbolic link), so a second run given the same
-// path is refused naming the first.
+// path is refused naming the first. On Linux the size is reserved on disk
+// at once: a file system without room for it is refused here
+// (ErrNoSpace), and the file removed, rather than mid-run.
 func CreateScratch(path string, size int64, inputs ...string) (*Scratch, error) {
 	if err := CheckScratch(path, inputs...); err != nil {
 		return nil, err
@@ -82,6 +84,10 @@ func CreateScratch(path string, size int64, inputs ...string) (*Scratch, error) 
 	}
 	s := &Scratch{f: f, path: path, lock: lock}
 	if err := f.Truncate(size); err != nil {
+		s.Remove()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := reserve(f, size); err != nil {
 		s.Remove()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
