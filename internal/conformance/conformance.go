@@ -81,8 +81,10 @@ var suites = map[string]func(t *testing.T, info registry.ModuleInfo){
 		}
 	},
 	"strategy": func(t *testing.T, info registry.ModuleInfo) {
-		// The user cache dir, as the CLI: each module compiles once.
-		strategytest.Test(t, info.ID, wasm.Host{Options: wasm.Options{CacheDir: testcache.MustWasmDir()}})
+		// One pool for the suite's runs: each module loads once.
+		pool := wasm.NewPool()
+		t.Cleanup(func() { pool.Close(context.Background()) })
+		strategytest.Test(t, info.ID, wasm.Host{Options: wasm.Options{CacheDir: testcache.MustWasmDir()}, Pool: pool})
 	},
 	"backend": func(t *testing.T, info registry.ModuleInfo) {
 		m, ok := info.New().(train.BackendModule)
