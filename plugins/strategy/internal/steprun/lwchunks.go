@@ -152,13 +152,7 @@ func rangeDegrees(g *graph.CSR, lo, hi int, loop int64) engine.Degrees {
 		if v < g.NumRows {
 			n += g.Indptr[v+1] - g.Indptr[v]
 		}
-		d.Max = max(d.Max, n)
-		if n >= 1 {
-			d.Rows1++
-		}
-		if n >= 2 {
-			d.Rows2++
-		}
+		d.AddRow(n)
 	}
 	return d
 }
