@@ -121,16 +121,20 @@ type Degrees struct {
 func DegreesOf(a *graph.CSR) Degrees {
 	var d Degrees
 	for r := 0; r < a.NumRows; r++ {
-		n := a.Indptr[r+1] - a.Indptr[r]
-		d.Max = max(d.Max, n)
-		if n >= 1 {
-			d.Rows1++
-		}
-		if n >= 2 {
-			d.Rows2++
-		}
+		d.AddRow(a.Indptr[r+1] - a.Indptr[r])
 	}
 	return d
+}
+
+// AddRow counts one more row, of n sources.
+func (d *Degrees) AddRow(n int64) {
+	d.Max = max(d.Max, n)
+	if n >= 1 {
+		d.Rows1++
+	}
+	if n >= 2 {
+		d.Rows2++
+	}
 }
 
 // Usage says how a sized program runs: a training step (forward and

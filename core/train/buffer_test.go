@@ -3,10 +3,12 @@ package train
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"strata/core/backend/cpu"
 	"strata/core/engine"
+	"strata/core/graph"
 	"strata/core/ir"
 	"strata/core/optim"
 	"strata/core/tensor"
@@ -87,4 +89,26 @@ func TestBufferSurvivesStepAndCheckpoint(t *testing.T) {
 	if got := down(fresh.Buffer("shift")); !slices.Equal(got, want) {
 		t.Fatalf("restored buffer %v, want %v", got, want)
 	}
+}
+
+// TestBindGraphsWithoutSelfLoops: adjacencies built for a model that
+// reads only adj cannot serve one that reads adj_self: BindGraphs says
+// so instead of uploading a nil graph; built for it, they can.
+func TestBindGraphsWithoutSelfLoops(t *testing.T) {
+	ds := &graph.Dataset{NumNodes: 3, Graph: graph.MakeCSR(3, 3, []int64{0, 1, 2, 2}, []int32{1, 0})}
+	reads := &ir.Graph{Ops: []ir.Op{{Kind: ir.OpGraph, Name: "adj_self"}}}
+	only := &ir.Graph{Ops: []ir.Op{{Kind: ir.OpGraph, Name: "adj"}}}
+	if a := BuildModelAdjacencies(ds, true, only); a.AdjSelf != nil || a.Adj.NNZ() != 2 {
+		t.Fatalf("for a model reading adj: AdjSelf %v, adj %d edges; want nil and 2", a.AdjSelf, a.Adj.NNZ())
+	}
+	be := cpu.New(cpu.Options{Threads: 1})
+	_, err := BindGraphs(reads, BuildModelAdjacencies(ds, true, only), be, tensor.Float32, tensor.Host)
+	if err == nil || !strings.Contains(err.Error(), "adj_self") {
+		t.Fatalf("binding adj_self without it: %v, want an error naming adj_self", err)
+	}
+	graphs, err := BindGraphs(reads, BuildModelAdjacencies(ds, true, reads), be, tensor.Float32, tensor.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ReleaseGraphs(be, graphs)
 }

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 
 	"strata/core/backend"
@@ -97,25 +98,43 @@ func randomFeatures(n, dim int, seed uint64) []float32 {
 }
 
 // Adjacencies are the graph variants a model reads: Adj (the dataset's
-// graph, symmetrised or without self loops) and AdjSelf (Adj with self
-// loops).
+// graph, symmetrised or without self loops; samplers and partitioners
+// read it whatever the model) and AdjSelf (Adj with self loops; nil when
+// built for a model that does not read "adj_self", BuildModelAdjacencies).
 type Adjacencies struct {
 	Adj, AdjSelf *graph.CSR
 }
 
-// BuildAdjacencies builds the graph variants a model reads from the
-// dataset's graph. Edge weights (CSR.Values) stay on both: symmetrised
-// as graph.Symmetrize says, or, unsymmetrised, with the duplicates of an
+// BuildAdjacencies builds both graph variants from the dataset's graph.
+// Edge weights (CSR.Values) stay on both: symmetrised as
+// graph.Symmetrize says, or, unsymmetrised, with the duplicates of an
 // edge merged into their sum (graph.SumDuplicates; an unweighted graph
 // keeps its duplicates).
 func BuildAdjacencies(d *graph.Dataset, symmetrize bool) (*Adjacencies, error) {
+	return buildAdjacencies(d, symmetrize, true), nil
+}
+
+// BuildModelAdjacencies is BuildAdjacencies for model g: AdjSelf, a
+// second copy of the graph, is built only when g reads "adj_self" (GCN,
+// GAT; not GraphSAGE, whose mini-batch blocks add their self loops
+// locally).
+func BuildModelAdjacencies(d *graph.Dataset, symmetrize bool, g *ir.Graph) *Adjacencies {
+	_, self := GraphReducers(g)["adj_self"]
+	return buildAdjacencies(d, symmetrize, self)
+}
+
+func buildAdjacencies(d *graph.Dataset, symmetrize, self bool) *Adjacencies {
 	var base *graph.CSR
 	if symmetrize {
 		base = graph.Symmetrize(d.Graph)
 	} else {
 		base = graph.SumDuplicates(graph.RemoveSelfLoops(d.Graph))
 	}
-	return &Adjacencies{Adj: base, AdjSelf: graph.AddSelfLoops(base)}, nil
+	a := &Adjacencies{Adj: base}
+	if self {
+		a.AdjSelf = graph.AddSelfLoops(base)
+	}
+	return a
 }
 
 // GraphReducers returns the graphs a model reads, each with the reducers
@@ -140,7 +159,9 @@ func BindGraphs(g *ir.Graph, a *Adjacencies, be backend.Backend, dt tensor.DType
 	for name, reducers := range GraphReducers(g) {
 		csr := a.Adj
 		if name == "adj_self" {
-			csr = a.AdjSelf
+			if csr = a.AdjSelf; csr == nil {
+				return nil, errors.New("graph \"adj_self\": the adjacencies were built without self loops for a model that does not read them")
+			}
 		}
 		adj, err := be.UploadGraph(csr, tier)
 		if err != nil {

@@ -260,10 +260,7 @@ func NewEnv(ctx context.Context, cfg *config.Config, host modhost.Host) (env *En
 	if err := checkEdgeWeights(cfg, model, ds); err != nil {
 		return nil, nil, nil, err
 	}
-	adjs, err := BuildAdjacencies(ds, cfg.Data.Symmetrize)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+	adjs := BuildModelAdjacencies(ds, cfg.Data.Symmetrize, model.Graph)
 	env = &Env{Config: cfg, Backend: be, DType: dt, Tier: tier, Model: model.Graph, Dataset: ds, Features: feats, Dim: dim,
 		Adjs: adjs, Seed: uint64(cfg.Train.Seed), Host: host, FeatureDType: tensor.Float32, FeatureNorm: norm}
 	if err := compactFeatures(cfg, env); err != nil {
@@ -318,6 +315,9 @@ func loadData(ctx context.Context, cfg *config.Config, local bool) (ds *graph.Da
 	}
 	if feats, dim, norm, err = prepareFeatures(ds, cfg.Data.FeatureNorm, cfg.Data.SynthFeatures, uint64(cfg.Train.Seed)); err != nil {
 		return nil, nil, 0, "", err
+	}
+	if norm == "row" {
+		ds.Features = nil // the rows as loaded: training reads their normalised copy, feats
 	}
 	return ds, feats, dim, norm, nil
 }

@@ -48,7 +48,10 @@ func NewRunner(e Env, evalChunks int) (*Runner, error) {
 	r.IsqBase, r.IsqSelf = invSqrtRowLengths(e.Adjs.Adj, 0), invSqrtRowLengths(e.Adjs.Adj, 1)
 	r.Degree = graph.RowWeightSums(e.Adjs.Adj)
 	if e.Adjs.Adj.Values != nil {
-		r.IsqBase, r.IsqSelf = weightedIsq(e.Adjs.Adj), weightedIsq(e.Adjs.AdjSelf)
+		r.IsqBase, r.IsqSelf = weightedIsq(e.Adjs.Adj), nil
+		if e.Adjs.AdjSelf != nil { // built when the model reads adj_self (train.BuildModelAdjacencies)
+			r.IsqSelf = weightedIsq(e.Adjs.AdjSelf)
+		}
 	}
 	r.Eval = EvalChunkList(e.DS.NumNodes, evalChunks)
 	var err error

@@ -28,6 +28,8 @@ type layerwise struct {
 	layers []*ir.Graph
 	widths []int       // each layer's input width, then the output's
 	chunks [][][]int32 // each layer's chunks that fit the device (nil: r.Eval)
+	// budget, when positive, replaces layerwiseBudget (tests).
+	budget int64
 }
 
 // purposeInference files every transfer of layer-wise inference (input
@@ -138,12 +140,19 @@ func (r *Runner) layerwiseForward(ctx context.Context, fn func(nodes []int32, ou
 }
 
 // layerChunks runs layer l over its chunks (the last evaluation's, or
-// r.Eval's), halving a chunk that runs the device out of memory (the
+// r.Eval's; on the host, r.Eval's one piece of every node is split as
+// hostChunks says), halving a chunk that runs the device out of memory (the
 // results do not depend on the chunks), and returns the chunks that ran.
 func (r *Runner) layerChunks(ctx context.Context, l int, prev, next *layerRows, fn func([]int32, *tensor.Tensor) error) ([][]int32, error) {
 	queue := r.lw.chunks[l]
 	if queue == nil {
 		queue = r.Eval
+		if len(queue) == 1 && r.Env.Tier == tensor.Host && len(queue[0]) == r.Env.DS.NumNodes {
+			var err error
+			if queue, err = r.hostChunks(l); err != nil { // all nodes in one piece: bound it
+				return nil, err
+			}
+		}
 	}
 	queue = slices.Clone(queue)
 	var ran [][]int32

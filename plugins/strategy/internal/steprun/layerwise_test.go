@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"strata/core/backend"
+	"strata/core/graph"
 	"strata/plugins/strategy/internal/steprun"
 	"strata/plugins/strategy/internal/testkit"
 )
@@ -138,4 +139,88 @@ func logitDiff(a, b []float64) (diff, scale float64) {
 		scale, diff = max(scale, math.Abs(a[i])), max(diff, math.Abs(a[i]-b[i]))
 	}
 	return diff, scale
+}
+
+// TestLayerwiseHostRanges: on the host, layer-wise inference over every
+// node in one piece splits each layer into the node ranges its memory
+// budget allows; a budget below the features gives the first layer
+// several ranges; every layer's cover every node once, and the logits of the layer run in one piece to
+// SplitTol relative to the largest logit (each destination row sums the
+// same terms; a GEMM may block fewer rows differently), the same classes
+// but for ties.
+func TestLayerwiseHostRanges(t *testing.T) {
+	for _, model := range testkit.BettyModels() {
+		t.Run(model, func(t *testing.T) {
+			e := testkit.TestEnv(t, append(testkit.ModelSets(model), `train.dtype="float64"`)...)
+			pw, lw := scores(t, runner(t, e, 1, true))
+			r := runner(t, e, 1, true)
+			steprun.SetLayerwiseBudget(r, 4<<20) // a quarter of Cora's 1,433 float64 features
+			pr, lr := scores(t, r)
+			for l, chunks := range steprun.LayerwiseChunks(r) {
+				if l == 0 && len(chunks) < 2 {
+					t.Errorf("layer 0 ran in %d range(s) within 4 MiB, want several", len(chunks))
+				}
+				next := int32(0)
+				for _, c := range chunks {
+					if c[0] != next {
+						t.Fatalf("layer %d: a range starts at %d, want %d", l, c[0], next)
+					}
+					next = c[len(c)-1] + 1
+				}
+				if int(next) != e.DS.NumNodes {
+					t.Fatalf("layer %d: ranges end at %d, want %d", l, next, e.DS.NumNodes)
+				}
+			}
+			diff, scale := logitDiff(lw, lr)
+			if scale == 0 || diff > testkit.SplitTol*scale {
+				t.Fatalf("logits differ by %.3g (largest %.3g), want <= %.3g relative", diff, scale, testkit.SplitTol)
+			}
+			c := e.DS.NumClasses
+			for i := range pw {
+				if pw[i] != pr[i] && math.Abs(lw[i*c+int(pw[i])]-lw[i*c+int(pr[i])]) > testkit.SplitTol*scale {
+					t.Fatalf("node %d: class %d in ranges, %d in one piece, not a tie", i, pr[i], pw[i])
+				}
+			}
+		})
+	}
+}
+
+// TestBalancedRanges: the ranges are non-empty, ascending, cover [0, n)
+// and split the rows plus edges about evenly (node r ends at weight
+// r + 1 + its in-edges so far); at most k of them, fewer where a node
+// outweighs a share.
+func TestBalancedRanges(t *testing.T) {
+	// node 0 has 12 in-edges, the others 1 each (12 rows, 23 edges).
+	cols := make([]int32, 0, 23)
+	indptr := []int64{0}
+	for r := range 12 {
+		switch r {
+		case 0:
+			for c := 1; c <= 11; c++ {
+				cols = append(cols, int32(c))
+			}
+			cols = append(cols, 1)
+		default:
+			cols = append(cols, 0)
+		}
+		indptr = append(indptr, int64(len(cols)))
+	}
+	g := graph.MakeCSR(12, 12, indptr, cols)
+	for _, tc := range []struct {
+		k    int
+		want []int
+	}{{1, []int{0, 12}}, {2, []int{0, 3, 12}}, {12, []int{0, 1, 2, 3, 5, 6, 8, 9, 11, 12}}} {
+		got := steprun.BalancedRanges(g, 12, tc.k)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("k=%d: %v, want %v", tc.k, got, tc.want)
+		}
+		if got[0] != 0 || got[len(got)-1] != 12 || len(got)-1 > tc.k {
+			t.Errorf("k=%d: %v does not cover [0, 12) in at most k ranges", tc.k, got)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i] <= got[i-1] {
+				t.Errorf("k=%d: %v has an empty range", tc.k, got)
+			}
+		}
+	}
 }

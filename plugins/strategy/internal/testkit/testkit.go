@@ -221,8 +221,8 @@ func ChunkedSumLength(t *testing.T, text string, sets []string) int {
 	defer closeEnv()
 	e := steprun.EnvOf(env)
 	deg := int64(0)
-	for r := range e.Adjs.AdjSelf.NumRows {
-		deg = max(deg, e.Adjs.AdjSelf.Indptr[r+1]-e.Adjs.AdjSelf.Indptr[r])
+	for r := range e.Adjs.Adj.NumRows { // adj_self's rows: adj's and the loop
+		deg = max(deg, e.Adjs.Adj.Indptr[r+1]-e.Adjs.Adj.Indptr[r]+1)
 	}
 	return max(e.DS.NumNodes, e.Dim, int(deg)) + len(e.DS.Train)
 }
