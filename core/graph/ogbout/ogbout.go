@@ -26,9 +26,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 
 	"strata/core/graph"
 	"strata/core/safefile"
@@ -85,14 +83,9 @@ func WriteDir(ctx context.Context, dir string, d *graph.Dataset, o Options, inpu
 	if err := CheckOutput(dir, inputs...); err != nil {
 		return nil, err
 	}
-	parent, base := filepath.Split(filepath.Clean(dir))
-	if parent == "" {
-		parent = "."
-	}
-	removeStale(parent, base)
-	tmp, err := os.MkdirTemp(parent, fmt.Sprintf(".%s.strata-%d-*.tmpdir", base, os.Getpid()))
+	tmp, err := safefile.CreateTempDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: creating its temporary directory in %s: %w", dir, parent, err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -109,35 +102,13 @@ func WriteDir(ctx context.Context, dir string, d *graph.Dataset, o Options, inpu
 	if files, err = w.writeAll(d); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", dir, err)
 	}
-	// Rename refuses a non-empty dir that appeared meanwhile; CheckOutput
-	// once more narrows the window for an empty one.
-	if err := CheckOutput(dir, inputs...); err != nil {
+	if err := safefile.CommitDir(tmp, dir); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	return files, safefile.SyncDir(parent)
-}
-
-// removeStale removes the temporary directories of parent/base that a
-// killed writer left: those whose name carries the pid of a process that
-// no longer exists (the caller holds the output's lock).
-func removeStale(parent, base string) {
-	names, _ := filepath.Glob(filepath.Join(parent, "."+base+".strata-*-*.tmpdir"))
-	for _, p := range names {
-		rest := strings.TrimPrefix(filepath.Base(p), "."+base+".strata-")
-		pid, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, '-'), 0)])
-		if err == nil && pid > 0 && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			safefile.RemoveTree(p)
-		}
-	}
+	return files, nil
 }
 
 // CheckOutput refuses an output directory that exists (a convert never
@@ -170,11 +141,8 @@ type dirWriter struct {
 
 // writeAll writes every file of d; it returns their paths relative to root.
 func (w *dirWriter) writeAll(d *graph.Dataset) ([]string, error) {
-	splitDir := filepath.Join("split", SplitName)
-	for _, sub := range []string{"raw", splitDir} {
-		if err := os.MkdirAll(filepath.Join(w.root, sub), 0o755); err != nil {
-			return nil, err
-		}
+	if err := os.Mkdir(filepath.Join(w.root, "raw"), 0o755); err != nil {
+		return nil, err
 	}
 	g, n := d.Graph, d.NumNodes
 	m := g.NNZ()
@@ -200,10 +168,11 @@ func (w *dirWriter) writeAll(d *graph.Dataset) ([]string, error) {
 		}
 	}
 	if len(d.Train)+len(d.Valid)+len(d.Test) == 0 {
-		if err := os.Remove(filepath.Join(w.root, splitDir)); err != nil {
-			return nil, err
-		}
-		return w.files, os.Remove(filepath.Join(w.root, "split"))
+		return w.files, nil
+	}
+	splitDir := filepath.Join("split", SplitName)
+	if err := os.MkdirAll(filepath.Join(w.root, splitDir), 0o755); err != nil {
+		return nil, err
 	}
 	for i, ids := range [][]int32{d.Train, d.Valid, d.Test} {
 		rel := filepath.ToSlash(filepath.Join(splitDir, graph.SplitName(i)+".csv.gz"))
