@@ -13,6 +13,7 @@ import (
 	"strata/core/graph"
 	"strata/core/graph/formats"
 	"strata/core/graph/numpy"
+	"strata/core/graph/ogbout"
 	"strata/core/metrics"
 	"strata/core/safefile"
 )
@@ -157,8 +158,8 @@ func printHist(w io.Writer, hist []int64) {
 func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", convertArgs, stderr)
 	in := fs.String("i", "", "dataset spec to read (as data.dataset, including @random-<train>-<valid>-seed<k>)")
-	out := fs.String("o", "", "output: a .strata file (--to strata) or a directory (--to npy)")
-	to := fs.String("to", "strata", "output format: strata (binary, reopens in milliseconds) or npy (a directory of .npy arrays for PyG/DGL: edge_index, x, y, train_mask, val_mask, test_mask)")
+	out := fs.String("o", "", "output: a .strata file (--to strata) or a directory (--to npy; --to ogb: a new one)")
+	to := fs.String("to", "strata", "output format: strata (binary, reopens in milliseconds), npy (a directory of .npy arrays for PyG/DGL: edge_index, x, y, train_mask, val_mask, test_mask) or ogb (a new directory in the OGB node-property raw layout, raw/*.csv.gz and split/converted/, as OGB's loaders and the peers' data.py read it)")
 	asStored := fs.Bool("as-stored", false, "--to npy: write the edges as stored (an undirected dataset stored once per edge stays so) instead of both directions of every edge")
 	asJSON := fs.Bool("json", false, "print one JSON object (output, files, nodes, edges_stored, edges_written, edges_trained, times) instead of a line")
 	var maxMem memFlag
@@ -169,18 +170,25 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *in == "" || *out == "" {
 		return usagef("convert: both -i DATASET and -o OUTPUT are required")
 	}
-	if *to != "strata" && *to != "npy" {
-		return usagef("convert: --to %q: want strata or npy", *to)
+	if *to != "strata" && *to != "npy" && *to != "ogb" {
+		return usagef("convert: --to %q: want strata, npy or ogb", *to)
 	}
 	// The output must be a regular file and none of the input's files (a
 	// .strata input is mapped: overwriting it would crash the reader).
 	inputs := formats.InputFiles(*in)
-	if *to == "strata" {
+	switch *to {
+	case "strata":
 		if err := safefile.CheckOutput(*out, inputs...); err != nil {
 			return err
 		}
-	} else if err := checkNPYOutput(*out, inputs); err != nil {
-		return err
+	case "ogb":
+		if err := ogbout.CheckOutput(*out, inputs...); err != nil {
+			return fmt.Errorf("convert: %w", err)
+		}
+	default:
+		if err := checkNPYOutput(*out, inputs); err != nil {
+			return err
+		}
 	}
 	// Held while converting: a second convert to the same output is
 	// refused, and the temporary files a killed one left are removed.
@@ -199,8 +207,11 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		f() // a test interrupts the write phase here
 	}
 	res := &convertResult{Output: *out, To: *to, Nodes: ds.NumNodes, EdgesStored: ds.Graph.NNZ(), ParseS: parsed.Seconds()}
-	if *to == "npy" {
+	switch *to {
+	case "npy":
 		return convertNPY(ctx, ds, res, *asStored, *asJSON, inputs, stdout, stderr)
+	case "ogb":
+		return convertOGB(ctx, ds, res, *asJSON, inputs, stdout, stderr)
 	}
 	binBytes := graph.TotalBytes(ds.MemoryFootprint())
 	if err := trackWrite(stderr, "convert: writing", binBytes, func() error {
@@ -284,6 +295,35 @@ func convertNPY(ctx context.Context, ds *graph.Dataset, res *convertResult, asSt
 	return nil
 }
 
+// convertOGB writes ds as a new directory in the OGB raw layout (convert
+// --to ogb): the edges as stored.
+func convertOGB(ctx context.Context, ds *graph.Dataset, res *convertResult, asJSON bool, inputs []string, stdout, stderr io.Writer) error {
+	if err := ogbout.Check(ds); err != nil {
+		return fmt.Errorf("convert: %s: %w", res.Output, err)
+	}
+	res.EdgesWritten = ds.Graph.NNZ()
+	t1 := time.Now()
+	var files []string
+	// Huffman-only gzip writes about 2/5 of TextBytes (BenchmarkWriteDir,
+	// the ogbn-products stand-in): the progress total.
+	err := trackWrite(stderr, "convert: writing", ogbout.TextBytes(ds)*2/5, func() error {
+		var err error
+		files, err = ogbout.WriteDir(ctx, res.Output, ds, ogbout.Options{}, inputs...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	res.WriteS, res.Files = time.Since(t1).Seconds(), files
+	if asJSON {
+		res.EdgesTrained = graph.Symmetrize(ds.Graph).NNZ()
+		return printJSON(stdout, res)
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d files, split/%s): %d nodes, %d edges as stored; parsed in %.3fs, written in %.3fs\n",
+		res.Output, len(files), ogbout.SplitName, res.Nodes, res.EdgesWritten, res.ParseS, res.WriteS)
+	return nil
+}
+
 // printJSON prints v as one line of JSON.
 func printJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
@@ -333,4 +373,4 @@ func npyBytes(d *graph.Dataset) int64 {
 }
 
 // convertArgs is the synopsis of convert.
-const convertArgs = "-i DATASET -o OUTPUT [--to strata|npy] [--as-stored] [--json]"
+const convertArgs = "-i DATASET -o OUTPUT [--to strata|npy|ogb] [--as-stored] [--json]"

@@ -211,6 +211,33 @@ func corruptNPZ(t *testing.T, path, name string, edit func([]byte) []byte) {
 	out.Close()
 }
 
+// TestConvertToOGB writes Cora in the OGB raw layout and reads it back
+// (inspect: the same counts and split); a second convert to the same
+// output is refused (exit 2) and leaves it as it was.
+func TestConvertToOGB(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cora-ogb")
+	code, stdout, stderr := cli(t, "convert", "--to", "ogb", "--json", "-i", "embedded:cora", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if r := resultLine(t, stdout); r["edges_written"] != float64(5278) || r["edges_trained"] != float64(10556) {
+		t.Errorf("result %v: want 5278 edges written, 10556 trained", r)
+	}
+	a, b := inspectJSON(t, "embedded:cora"), inspectJSON(t, dir)
+	for _, k := range []string{"nodes", "edges", "features", "classes", "train", "valid", "test"} {
+		if a[k] != b[k] {
+			t.Errorf("%s: embedded %v, exported %v", k, a[k], b[k])
+		}
+	}
+	code, _, stderr = cli(t, "convert", "--to", "ogb", "-i", "embedded:citeseer", "-o", dir)
+	if code != exitUser || !strings.Contains(stderr, "exists") {
+		t.Errorf("over an existing output: exit %d: %s", code, stderr)
+	}
+	if c := inspectJSON(t, dir); c["nodes"] != a["nodes"] {
+		t.Errorf("the refused convert changed the output: %v nodes", c["nodes"])
+	}
+}
+
 // TestConvertToNPY exports a dataset for PyG/DGL and reads it back: both
 // directions of every edge by default (Cora stores each undirected edge
 // once: 5278 stored, 10556 written, as PyG's edge_index), as stored with

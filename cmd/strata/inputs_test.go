@@ -112,6 +112,7 @@ func TestConvertInterrupted(t *testing.T) {
 	}{
 		{"strata", "strata", func(dir string) string { return filepath.Join(dir, "cora.strata") }},
 		{"npy", "npy", func(dir string) string { return filepath.Join(dir, "npy") }},
+		{"ogb", "ogb", func(dir string) string { return filepath.Join(dir, "ogb") }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

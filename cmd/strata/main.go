@@ -7,7 +7,7 @@
 //	strata config explain [KEY|SECTION|MODULE]
 //	strata list-plugins
 //	strata inspect -i DATASET
-//	strata convert -i DATASET -o OUTPUT [--to strata|npy] [--as-stored] [--json]
+//	strata convert -i DATASET -o OUTPUT [--to strata|npy|ogb] [--as-stored] [--json]
 //	strata version (or strata --version)
 //	strata help COMMAND
 //	strata completion bash|zsh|fish

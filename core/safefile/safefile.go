@@ -7,7 +7,9 @@
 // removed (lock.go); temporary files carry the writer's pid, so those of a
 // killed writer are recognised and removed (temp.go); scratch files are
 // created exclusively and removed only while their path still names them
-// (scratch.go).
+// (scratch.go); a new output directory is filled under a temporary name
+// carrying the pid and renamed to its path only if nothing is there
+// (dir.go).
 //
 // Every strata writer (convert, output.csv, experiment results) goes
 // through this package, so a crash or a full disk never leaves a partial

@@ -9,12 +9,21 @@
 #
 #   BIN       the strata binary (default ./bin/strata)
 #   SEEDS     seeds 0 .. SEEDS-1 (default 3)
-#   DATASETS  coauthor-physics rmat-20 (default); a name under ../shared/data,
-#             or rmat-<scale>[-...]: the peer's R-MAT graph (data.py writes it
-#             in the OGB raw layout, which strata reads as it is)
+#   DATASETS  coauthor-physics rmat-20 (default); a name under ../shared/data;
+#             rmat-<scale>[-...]: the peer's R-MAT graph (data.py writes it
+#             in the OGB raw layout, which strata reads as it is); or a
+#             strata stand-in synth:<name>[:<divisor>[:<seed>]] (e.g.
+#             synth:ogbn-products, synth:ogbn-products:4 for a quarter),
+#             written once in the OGB raw layout by `strata convert --to ogb`
+#             into $CACHE/<name with : as -> and reused while that exists
+#             (delete it after changing the generator)
+#
+# Before the first seed of each dataset the peer parses it once (data.py
+# info), so that its text parse, cached as .npy, is in no measured run.
 #
 # Environment: PEERS (the peer harness, default /work/shared/peers), DATA
-# (default /work/shared/data), PY (default /usr/bin/python3), OUT (the raw
+# (default /work/shared/data), CACHE (the converted stand-ins, default
+# /tmp/strata-ogb-cache), PY (default /usr/bin/python3), OUT (the raw
 # JSON lines, default /tmp/minibatch-peer.jsonl), FANOUTS (default 10,10:
 # seeds first, the peer's order; strata gets them reversed), BATCH
 # (default 1024), HIDDEN (default 128), EPOCHS (default 5), EXTRA (more
@@ -40,6 +49,7 @@ DATASETS=("$@")
 PEERS=${PEERS:-/work/shared/peers}
 DATA=${DATA:-/work/shared/data}
 PY=${PY:-/usr/bin/python3}
+CACHE=${CACHE:-/tmp/strata-ogb-cache}
 OUT=${OUT:-/tmp/minibatch-peer.jsonl}
 FANOUTS=${FANOUTS:-10,10}
 BATCH=${BATCH:-1024}
@@ -54,7 +64,15 @@ for ds in "${DATASETS[@]}"; do
 	spec="$DATA/$ds"
 	case "$ds" in
 	rmat-*) spec=$(cd "$PEERS" && "$PY" -c 'import data, sys; print(data._resolve(sys.argv[1]))' "$ds") ;;
+	synth:*)
+		spec="$CACHE/${ds//:/-}"
+		if [ ! -d "$spec" ]; then
+			mkdir -p "$CACHE"
+			"$BIN" convert --to ogb -i "$ds" -o "$spec" >&2
+		fi
+		;;
 	esac
+	(cd "$PEERS" && "$PY" data.py info "$spec" >&2)
 	for ((s = 0; s < SEEDS; s++)); do
 		/usr/bin/time -f '%M' -o "$TMP/rss" "$BIN" train --set data.dataset="$spec" --set train.mode=minibatch \
 			--set model.name=sage --set model.hidden="$HIDDEN" --set sampler.name=uniform --set "sampler.fanouts=[$REVERSED]" \
