@@ -181,7 +181,8 @@ func TestHostFileCounts(t *testing.T) {
 		read, written int64
 	}{
 		{"put rows 10-19", func() error { return h.Put(steprun.Iota32From(10, 20), make([]float64, 10*cols)) }, 0, 10 * row},
-		{"gather rows 0 and 100", func() error { _, err := h.Gather([]int32{100, 0}, nil); return err }, 101 * row, 0},
+		// 100 rows apart: two reads of one row each (hostGapBytes).
+		{"gather rows 0 and 100", func() error { _, err := h.Gather([]int32{100, 0}, nil); return err }, 2 * row, 0},
 		{"add rows 5 and 7", func() error { return h.Add([]int32{7, 5}, make([]float64, 2*cols)) }, 0, 0},
 		// The two rows spill to the log when the bucket is applied:
 		// none were spilled (a segment holds more), so the gather reads
@@ -210,5 +211,90 @@ func TestHostFileCounts(t *testing.T) {
 		if r1-r0 != s.read || w1-w0 != s.written {
 			t.Errorf("%s: read %d, wrote %d bytes; want %d, %d", s.name, r1-r0, w1-w0, s.read, s.written)
 		}
+	}
+}
+
+// TestHostFileGapRule checks the reads and writes of scattered rows:
+// a gather reads every row it needs and, of the others, only those in
+// gaps below hostGapBytes between two needed rows, one call per run so
+// joined; a put writes exactly its rows, one call per run of adjacent
+// rows. The expected runs are counted here from the sorted rows, for
+// rows narrower, as wide as and wider than the gap.
+func TestHostFileGapRule(t *testing.T) {
+	dir := t.TempDir()
+	const n = 4000
+	for _, cols := range []int{8, 128, 256} { // 64, 1024 and 2048-byte rows of float64
+		t.Run(fmt.Sprint(cols), func(t *testing.T) {
+			size := Bytes(tensor.Float64, n, []int{cols})
+			f, closeFile, err := OpenFile(fmt.Sprintf("%s/gap%d.bin", dir, cols), size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeFile()
+			io := &IOCount{}
+			a := &Arena{DT: tensor.Float64, File: f, Size: size, IO: io}
+			h, err := a.Matrix(n, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := steprun.Iota32From(0, n)
+			vals := make([]float64, n*cols)
+			for i := range vals {
+				vals[i] = float64(i)
+			}
+			if err := h.Put(all, vals); err != nil {
+				t.Fatal(err)
+			}
+			// Under 1024 rows (one goroutine) in descending order, with
+			// gaps of 1 to 40 rows: some below the rule's, some above.
+			var ids []int32
+			for u, k := n-1, 0; u >= 0 && len(ids) < 1000; k++ {
+				ids = append(ids, int32(u))
+				u -= 1 + (k*k*7)%40
+			}
+			row := int64(cols * 8)
+			gap := max(1, hostGapBytes/row) // rows v - u <= gap are joined
+			var wantRead, wantReads, wantWrites int64
+			for i := len(ids) - 1; i >= 0; {
+				lo, j := ids[i], i
+				for j > 0 && int64(ids[j-1]-ids[j]) <= gap {
+					j--
+				}
+				wantRead += int64(ids[j]-lo+1) * row
+				wantReads++
+				i = j - 1
+			}
+			for i := range ids {
+				if i == 0 || ids[i-1] != ids[i]+1 {
+					wantWrites++
+				}
+			}
+			r0, _ := io.Bytes()
+			c0, _ := io.Calls()
+			got, err := h.Gather(ids, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r1, _ := io.Bytes()
+			c1, _ := io.Calls()
+			if r1-r0 != wantRead || c1-c0 != wantReads {
+				t.Errorf("gather: read %d bytes in %d calls, want %d in %d", r1-r0, c1-c0, wantRead, wantReads)
+			}
+			for i, u := range ids {
+				if g := got.([]float64)[i*cols : (i+1)*cols]; g[0] != vals[int(u)*cols] || g[cols-1] != vals[(int(u)+1)*cols-1] {
+					t.Fatalf("gather: row %d holds %v..., want row %d", i, g[0], u)
+				}
+			}
+			_, w0 := io.Bytes()
+			_, c0 = io.Calls()
+			if err := h.Put(ids, got); err != nil {
+				t.Fatal(err)
+			}
+			_, w1 := io.Bytes()
+			_, c1 = io.Calls()
+			if w1-w0 != int64(len(ids))*row || c1-c0 != wantWrites {
+				t.Errorf("put: wrote %d bytes in %d calls, want %d in %d", w1-w0, c1-c0, int64(len(ids))*row, wantWrites)
+			}
+		})
 	}
 }
