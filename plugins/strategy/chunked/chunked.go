@@ -510,6 +510,7 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 type addCache interface {
 	SetCache(n int64)
 	CacheBytes() int64
+	Trim()
 }
 
 // addCacheShare is the share of the memory budget (--max-memory) that
@@ -909,9 +910,8 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 	if err := p.Forward(ctx, engine.Mode{Train: training, Seed: seed}); err != nil {
 		return 0, err
 	}
-	out := r.h[l+1].Buf(len(c.Dst), r.outBuf)
-	r.outBuf = out
-	if err := backend.ForPurpose(e.Be, purposeOutputs).Download(p.Output(), out); err != nil {
+	out, err := r.hostView(purposeOutputs, r.h[l+1], p.Output())
+	if err != nil {
 		return 0, err
 	}
 	// Training reads no layer's output back but the hidden layers' (the
@@ -936,9 +936,8 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 	if err != nil {
 		return 0, err
 	}
-	grad := r.dh[l+1].Buf(len(c.Dst), r.outBuf)
-	r.outBuf = grad
-	if err := backend.ForPurpose(e.Be, backend.PurposeGradients).Download(p.OutputGrad(), grad); err != nil {
+	grad, err := r.hostView(backend.PurposeGradients, r.dh[l+1], p.OutputGrad())
+	if err != nil {
 		return 0, err
 	}
 	return loss, r.dh[l+1].Put(c.Dst, grad)
@@ -959,13 +958,7 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk,
 	if err := r.restore(ctx, l, c, p, engine.Mode{Train: true, Seed: seed, AccumulateGrads: true}); err != nil {
 		return err
 	}
-	grads := backend.ForPurpose(e.Be, backend.PurposeGradients)
-	dout, err := r.dh[l+1].Gather(c.Dst, r.outBuf)
-	if err != nil {
-		return err
-	}
-	r.outBuf = dout
-	if err := grads.Upload(p.OutputGrad(), dout); err != nil {
+	if err := r.loadRows(backend.PurposeGradients, r.dh[l+1], c.Dst, p.OutputGrad()); err != nil {
 		return err
 	}
 	if err := p.Backward(ctx); err != nil {
@@ -987,6 +980,38 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk,
 		return err
 	}
 	return r.dh[l].Add(c.Src, buf)
+}
+
+// hostView returns the rows of t (a chunk's output or its gradient,
+// bound for the host matrix m) on the host: t's own storage where the
+// run copies rows on the host (chunkedRun.rows), else downloaded (filed
+// under purpose) into a buffer of m's, reused from call to call.
+func (r *chunkedRun) hostView(purpose string, m hosttier.Rows, t *tensor.Tensor) (any, error) {
+	if r.rows != nil {
+		return r.rows.HostData(t)
+	}
+	buf := m.Buf(t.Shape()[0], r.outBuf)
+	r.outBuf = buf
+	return buf, backend.ForPurpose(r.e.Be, purpose).Download(t, buf)
+}
+
+// loadRows fills t with the rows ids of the host matrix m: straight
+// into t's storage where the run copies rows on the host, else gathered
+// into a reused buffer and uploaded (filed under purpose).
+func (r *chunkedRun) loadRows(purpose string, m hosttier.Rows, ids []int32, t *tensor.Tensor) error {
+	if r.rows != nil {
+		data, err := r.rows.HostData(t)
+		if err != nil {
+			return err
+		}
+		return m.GatherTo(ids, data, nil)
+	}
+	buf, err := m.Gather(ids, r.outBuf)
+	if err != nil {
+		return err
+	}
+	r.outBuf = buf
+	return backend.ForPurpose(r.e.Be, purpose).Upload(t, buf)
 }
 
 // downloadAll copies tensors to new host buffers of their dtypes.
@@ -1037,6 +1062,9 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 // layer's output rows of the nodes of rows from each chunk's forward
 // pass (none are read back without rows).
 func (r *chunkedRun) PredictScores(ctx context.Context, pred, rows []int32, logits []float64) error {
+	if r.addLog != nil {
+		r.addLog.Trim() // prediction adds no gradients: free the ranges kept for them
+	}
 	if err := r.broadcast(); err != nil {
 		return err
 	}

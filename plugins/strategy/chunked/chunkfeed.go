@@ -169,16 +169,17 @@ func (t *transition) lookup(u int32) (int32, bool) {
 	return p - 1, p > 0
 }
 
-// upload copies the host rows ids into rows to of dst (on tier).
+// upload copies the host rows ids into rows to of dst (on tier; nil to,
+// with host row copies only: row i).
 func (f *rowFeed) upload(tier tensor.Tier, ids []int32, dst *tensor.Tensor, to []int32) error {
 	e := f.r.e
-	if f.r.rows != nil {
-		rows, err := f.src.Gather(ids, f.host)
+	if rc := f.r.rows; rc != nil {
+		// A host backend: the rows go straight into dst's storage.
+		data, err := rc.HostData(dst)
 		if err != nil {
 			return err
 		}
-		f.host = rows
-		return f.r.rows.UploadRows(rows, dst, to)
+		return f.src.GatherTo(ids, data, to)
 	}
 	tmp, err := f.r.scratch([]int{len(ids), f.src.Width()}, tier)
 	if err != nil {
@@ -252,10 +253,14 @@ func (f *rowFeed) input(k int, c *chunkplan.Chunk) (x *tensor.Tensor, owned bool
 		if x, err = f.r.scratch([]int{len(c.Src), f.src.Width()}, tier); err != nil {
 			return nil, false, err
 		}
-		rows, err := f.src.Gather(c.Src, f.host)
-		if err == nil {
-			f.host = rows
-			err = f.be.Upload(x, rows)
+		if f.r.rows != nil {
+			err = f.upload(tier, c.Src, x, nil)
+		} else {
+			var rows any
+			if rows, err = f.src.Gather(c.Src, f.host); err == nil {
+				f.host = rows
+				err = f.be.Upload(x, rows)
+			}
 		}
 		if err != nil {
 			e.Be.Release(x)

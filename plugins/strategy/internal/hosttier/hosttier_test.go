@@ -2,6 +2,7 @@ package hosttier
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"strata/core/tensor"
@@ -139,6 +140,30 @@ func TestHostRows(t *testing.T) {
 						}
 					}
 				}
+				// The file keeps its old rows when cleared: writes into a
+				// part of a cleared matrix (a put of a range, additions to
+				// the first rows only, most buckets untouched) leave every
+				// other row zero.
+				first := sets[1][:len(sets[1])/8+1]
+				for _, write := range []func() error{
+					func() error { return h.Put(sets[2], make([]float64, len(sets[2])*cols)) },
+					func() error { return h.Add(first, ones[:len(first)*cols]) },
+				} {
+					if err := h.Zero(); err != nil {
+						t.Fatal(err)
+					}
+					if err := write(); err != nil {
+						t.Fatal(err)
+					}
+					if got, err = h.Gather(sets[0], got); err != nil {
+						t.Fatal(err)
+					}
+					for i, u := range sets[0] {
+						if g := got.([]float64)[i*cols]; g != 0 && !slices.Contains(first, u) {
+							t.Fatalf("%s n=%d cols=%d: row %d is %v after a clear and a write of other rows", m.name, n, cols, u, g)
+						}
+					}
+				}
 			}
 		}
 	}
@@ -171,10 +196,6 @@ func TestHostFileCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	const row = cols * 8
-	var zeroWrites int64 // Zero writes zeros where holes cannot be punched
-	if punchHole(f, 0, hostPage) != nil {
-		zeroWrites = n * row
-	}
 	steps := []struct {
 		name          string
 		do            func() error
@@ -191,8 +212,8 @@ func TestHostFileCounts(t *testing.T) {
 		{"gather row 3 (applies the additions)", func() error { _, err := h.Gather([]int32{3}, nil); return err }, n*row + row, n * row},
 		// A cleared matrix is read without reading the file until
 		// something is written to it: the additions' range is not read
-		// before they are applied.
-		{"zero", h.Zero, 0, zeroWrites},
+		// before they are applied. Clearing touches nothing.
+		{"zero", h.Zero, 0, 0},
 		{"gather rows 1-3 of the cleared matrix", func() error { _, err := h.Gather([]int32{1, 2, 3}, nil); return err }, 0, 0},
 		{"add rows 5 and 7, gather row 3", func() error {
 			if err := h.Add([]int32{7, 5}, make([]float64, 2*cols)); err != nil {
@@ -296,5 +317,56 @@ func TestHostFileGapRule(t *testing.T) {
 				t.Errorf("put: wrote %d bytes in %d calls, want %d in %d", w1-w0, c1-c0, int64(len(ids))*row, wantWrites)
 			}
 		})
+	}
+}
+
+// TestGatherTo checks gathers into given rows of a larger buffer, in RAM
+// and in a host file: row ids[i] lands in row to[i], the other rows keep
+// what they held, and a place outside the buffer is an error.
+func TestGatherTo(t *testing.T) {
+	const n, cols = 50, 3
+	size := Bytes(tensor.Float32, n, []int{cols})
+	f, closeFile, err := OpenFile(t.TempDir()+"/host.bin", size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFile()
+	inFile, err := (&Arena{DT: tensor.Float32, File: f, Size: size}).Matrix(n, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRAM, err := newHostRows(tensor.Float32, n, cols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]float32, n*cols)
+	for i := range vals {
+		vals[i] = float32(i + 1)
+	}
+	ids := []int32{7, 3, 49, 20, 21}
+	to := []int32{9, 0, 4, 2, 8} // of 10 rows
+	for name, h := range map[string]Rows{"ram": inRAM, "file": inFile} {
+		if err := h.Put(steprun.Iota32From(0, n), vals); err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]float32, 10*cols)
+		for i := range dst {
+			dst[i] = -1
+		}
+		if err := h.GatherTo(ids, dst, to); err != nil {
+			t.Fatal(err)
+		}
+		for r := range 10 {
+			want := float32(-1)
+			if k := slices.Index(to, int32(r)); k >= 0 {
+				want = vals[int(ids[k])*cols+1]
+			}
+			if got := dst[r*cols+1]; got != want {
+				t.Errorf("%s: row %d holds %v, want %v", name, r, got, want)
+			}
+		}
+		if err := h.GatherTo(ids, dst, []int32{9, 0, 4, 2, 10}); err == nil {
+			t.Errorf("%s: a gather to row 10 of 10 gave no error", name)
+		}
 	}
 }
