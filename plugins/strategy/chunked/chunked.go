@@ -149,6 +149,7 @@ type chunkedRun struct {
 	disk     [2]int64               // the host file's bytes read and written in the last epoch
 	bufs     backend.Backend        // allocates the chunk feed's buffers (see newChunkedRun)
 	rows     backend.RowCopier      // moves the chunk feed's rows by host indices (a host backend; nil: Gather and ScatterAdd)
+	prefetch bool                   // a pass fills the next batch's transition buffers while the batch before computes (host backends)
 	outBuf   any                    // host rows of the last output or loss gradient, reused by the next
 	dedup    string                 // chunked.dedup
 	cost     modhost.CostModel      // costmodel.hongtu, while the run is set up
@@ -186,6 +187,10 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 	// 2^20 and cost 0.35 GB more peak RSS (docs/decisions.md).
 	r.bufs = backend.RecyclingFit(e.Be)
 	r.rows, _ = r.bufs.(backend.RowCopier)
+	// On a host backend the next batch's rows are read while a batch
+	// computes (HongTu overlaps its transfers with compute). The
+	// simulated devices keep their one-clock order of transfers.
+	r.prefetch = r.rows != nil
 	if r.dedup == "" {
 		r.dedup = dedupReuse
 	}
@@ -758,7 +763,8 @@ func (r *chunkedRun) broadcast() error {
 const chunkLogEvery = 30 * time.Second
 
 // pass runs fn over the chunks of every batch in schedule order, device
-// by device; with load it feeds them layer l's input rows.
+// by device; with load it feeds them layer l's input rows (with
+// prefetch, batch j+1's rows are read while batch j computes).
 // With a sink, it opens the sink's buffers before each batch and closes
 // them after it. A pass longer than chunkLogEvery reports its progress
 // (what: forward, backward or predict) every chunkLogEvery.
@@ -766,16 +772,20 @@ func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func
 	start := time.Now()
 	last := start
 	var feed *rowFeed
+	var ahead *prefetched // batch j+1's buffers, being filled
 	if load {
 		feed = r.newFeed(l)
-		defer feed.release()
+		defer func() {
+			feed.drop(ahead.wait())
+			feed.release()
+		}()
 	}
 	if sink != nil {
 		defer sink.release()
 	}
 	for j, batch := range r.plan.Sched {
 		if feed != nil {
-			if err := feed.next(j); err != nil {
+			if err := r.feedBatch(feed, j, &ahead); err != nil {
 				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
 			}
 		}
@@ -800,6 +810,54 @@ func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func
 		}
 	}
 	return nil
+}
+
+// feedBatch makes batch j's transition buffers the feed's current ones:
+// those *ahead prefetched, or filled now; with prefetch it then starts
+// filling batch j+1's into *ahead.
+func (r *chunkedRun) feedBatch(feed *rowFeed, j int, ahead **prefetched) error {
+	if *ahead != nil {
+		nts, err := (*ahead).wait(), (*ahead).err
+		*ahead = nil
+		if err != nil {
+			return err
+		}
+		feed.commit(nts)
+	} else if err := feed.next(j); err != nil {
+		return err
+	}
+	if r.prefetch && j+1 < len(r.plan.Sched) && feed.mode != dedupNone {
+		*ahead = prefetch(feed, j+1)
+	}
+	return nil
+}
+
+// prefetched is a batch's transition buffers filled on another
+// goroutine (rowFeed.prepare).
+type prefetched struct {
+	done chan struct{}
+	nts  []*transition
+	err  error
+}
+
+// prefetch starts filling batch j's transition buffers.
+func prefetch(feed *rowFeed, j int) *prefetched {
+	p := &prefetched{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.nts, p.err = feed.prepare(j)
+	}()
+	return p
+}
+
+// wait returns the buffers once filled (nil for a nil p or a failed
+// fill).
+func (p *prefetched) wait() []*transition {
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	return p.nts
 }
 
 // boundChunk is one layer bound to one chunk on a device.
