@@ -253,12 +253,16 @@ func AllocScratch(be Backend, dt tensor.DType, shape []int, tier tensor.Tier) (*
 // AddRows adds x[from[i],:] into y[to[i],:] (ScatterAdd's sums: the rows
 // to are distinct), UploadRows sets y[to[i],:] to row i of src, and
 // DownloadRows sets row i of dst to x[from[i],:]. A nil from or to is
-// the identity, i.
+// the identity, i. HostData returns a float tensor's storage itself (a
+// []float32 or []float64, row-major), for a caller that fills or reads
+// rows in place (a host tier reading rows from its file straight into
+// a chunk's buffer) while the tensor is live.
 type RowCopier interface {
 	CopyRows(x *tensor.Tensor, from []int32, y *tensor.Tensor, to []int32) error
 	AddRows(x *tensor.Tensor, from []int32, y *tensor.Tensor, to []int32) error
 	UploadRows(src any, y *tensor.Tensor, to []int32) error
 	DownloadRows(x *tensor.Tensor, from []int32, dst any) error
+	HostData(x *tensor.Tensor) (any, error)
 }
 
 // PoolTrimmer is implemented by backends that keep released storage for

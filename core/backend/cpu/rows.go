@@ -65,6 +65,24 @@ func (b *Backend) DownloadRows(x *tensor.Tensor, from []int32, dst any) error {
 	return errf(op, "a %s tensor into a host buffer of type %T", x.DType(), dst)
 }
 
+// HostData returns the storage of x, a live float32 or float64 tensor:
+// its []float32 or []float64, row-major, numel elements, which the
+// caller may read and write in place while x is live.
+func (b *Backend) HostData(x *tensor.Tensor) (any, error) {
+	const op = "HostData"
+	xb, err := live(op, "x", x)
+	if err != nil {
+		return nil, err
+	}
+	switch x.DType() {
+	case tensor.Float32:
+		return xb.f32[:x.Numel()], nil
+	case tensor.Float64:
+		return xb.f64[:x.Numel()], nil
+	}
+	return nil, errf(op, "dtype %s (float32 or float64)", x.DType())
+}
+
 // tensorRows is CopyRows (add false) and AddRows (add true).
 func (b *Backend) tensorRows(op string, x *tensor.Tensor, from []int32, y *tensor.Tensor, to []int32, add bool) error {
 	xb, err := live(op, "x", x)

@@ -151,6 +151,7 @@ type chunkedRun struct {
 	disk     [2]int64               // the host file's bytes read and written in the last epoch
 	bufs     backend.Backend        // allocates the chunk feed's buffers (see newChunkedRun)
 	rows     backend.RowCopier      // moves the chunk feed's rows by host indices (a host backend; nil: Gather and ScatterAdd)
+	prefetch bool                   // a pass fills the next batch's transition buffers while the batch before computes (host backends)
 	outBuf   any                    // host rows of the last output or loss gradient, reused by the next
 	dedup    string                 // chunked.dedup
 	cost     modhost.CostModel      // costmodel.hongtu, while the run is set up
@@ -188,6 +189,10 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 	// 2^20 and cost 0.35 GB more peak RSS (docs/decisions.md).
 	r.bufs = backend.RecyclingFit(e.Be)
 	r.rows, _ = r.bufs.(backend.RowCopier)
+	// On a host backend the next batch's rows are read while a batch
+	// computes (HongTu overlaps its transfers with compute). The
+	// simulated devices keep their one-clock order of transfers.
+	r.prefetch = r.rows != nil
 	if r.dedup == "" {
 		r.dedup = dedupReuse
 	}
@@ -512,6 +517,7 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 type addCache interface {
 	SetCache(n int64)
 	CacheBytes() int64
+	Trim()
 }
 
 // addCacheShare is the share of the memory budget (--max-memory) that
@@ -759,7 +765,8 @@ func (r *chunkedRun) broadcast() error {
 const chunkLogEvery = 30 * time.Second
 
 // pass runs fn over the chunks of every batch in schedule order, device
-// by device; with load it feeds them layer l's input rows.
+// by device; with load it feeds them layer l's input rows (with
+// prefetch, batch j+1's rows are read while batch j computes).
 // With a sink, it opens the sink's buffers before each batch and closes
 // them after it. A pass longer than chunkLogEvery reports its progress
 // (what: forward, backward or predict) every chunkLogEvery.
@@ -767,16 +774,20 @@ func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func
 	start := time.Now()
 	last := start
 	var feed *rowFeed
+	var ahead *prefetched // batch j+1's buffers, being filled
 	if load {
 		feed = r.newFeed(l)
-		defer feed.release()
+		defer func() {
+			feed.drop(ahead.wait())
+			feed.release()
+		}()
 	}
 	if sink != nil {
 		defer sink.release()
 	}
 	for j, batch := range r.plan.Sched {
 		if feed != nil {
-			if err := feed.next(j); err != nil {
+			if err := r.feedBatch(feed, j, &ahead); err != nil {
 				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
 			}
 		}
@@ -801,6 +812,54 @@ func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func
 		}
 	}
 	return nil
+}
+
+// feedBatch makes batch j's transition buffers the feed's current ones:
+// those *ahead prefetched, or filled now; with prefetch it then starts
+// filling batch j+1's into *ahead.
+func (r *chunkedRun) feedBatch(feed *rowFeed, j int, ahead **prefetched) error {
+	if *ahead != nil {
+		nts, err := (*ahead).wait(), (*ahead).err
+		*ahead = nil
+		if err != nil {
+			return err
+		}
+		feed.commit(nts)
+	} else if err := feed.next(j); err != nil {
+		return err
+	}
+	if r.prefetch && j+1 < len(r.plan.Sched) && feed.mode != dedupNone {
+		*ahead = prefetch(feed, j+1)
+	}
+	return nil
+}
+
+// prefetched is a batch's transition buffers filled on another
+// goroutine (rowFeed.prepare).
+type prefetched struct {
+	done chan struct{}
+	nts  []*transition
+	err  error
+}
+
+// prefetch starts filling batch j's transition buffers.
+func prefetch(feed *rowFeed, j int) *prefetched {
+	p := &prefetched{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.nts, p.err = feed.prepare(j)
+	}()
+	return p
+}
+
+// wait returns the buffers once filled (nil for a nil p or a failed
+// fill).
+func (p *prefetched) wait() []*transition {
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	return p.nts
 }
 
 // boundChunk is one layer bound to one chunk on a device.
@@ -911,9 +970,8 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 	if err := p.Forward(ctx, engine.Mode{Train: training, Seed: seed}); err != nil {
 		return 0, err
 	}
-	out := r.h[l+1].Buf(len(c.Dst), r.outBuf)
-	r.outBuf = out
-	if err := backend.ForPurpose(e.Be, purposeOutputs).Download(p.Output(), out); err != nil {
+	out, err := r.hostView(purposeOutputs, r.h[l+1], p.Output())
+	if err != nil {
 		return 0, err
 	}
 	// Training reads no layer's output back but the hidden layers' (the
@@ -938,9 +996,8 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 	if err != nil {
 		return 0, err
 	}
-	grad := r.dh[l+1].Buf(len(c.Dst), r.outBuf)
-	r.outBuf = grad
-	if err := backend.ForPurpose(e.Be, backend.PurposeGradients).Download(p.OutputGrad(), grad); err != nil {
+	grad, err := r.hostView(backend.PurposeGradients, r.dh[l+1], p.OutputGrad())
+	if err != nil {
 		return 0, err
 	}
 	return loss, r.dh[l+1].Put(c.Dst, grad)
@@ -961,13 +1018,7 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk,
 	if err := r.restore(ctx, l, c, p, engine.Mode{Train: true, Seed: seed, AccumulateGrads: true}); err != nil {
 		return err
 	}
-	grads := backend.ForPurpose(e.Be, backend.PurposeGradients)
-	dout, err := r.dh[l+1].Gather(c.Dst, r.outBuf)
-	if err != nil {
-		return err
-	}
-	r.outBuf = dout
-	if err := grads.Upload(p.OutputGrad(), dout); err != nil {
+	if err := r.loadRows(backend.PurposeGradients, r.dh[l+1], c.Dst, p.OutputGrad()); err != nil {
 		return err
 	}
 	if err := p.Backward(ctx); err != nil {
@@ -989,6 +1040,38 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk,
 		return err
 	}
 	return r.dh[l].Add(c.Src, buf)
+}
+
+// hostView returns the rows of t (a chunk's output or its gradient,
+// bound for the host matrix m) on the host: t's own storage where the
+// run copies rows on the host (chunkedRun.rows), else downloaded (filed
+// under purpose) into a buffer of m's, reused from call to call.
+func (r *chunkedRun) hostView(purpose string, m hosttier.Rows, t *tensor.Tensor) (any, error) {
+	if r.rows != nil {
+		return r.rows.HostData(t)
+	}
+	buf := m.Buf(t.Shape()[0], r.outBuf)
+	r.outBuf = buf
+	return buf, backend.ForPurpose(r.e.Be, purpose).Download(t, buf)
+}
+
+// loadRows fills t with the rows ids of the host matrix m: straight
+// into t's storage where the run copies rows on the host, else gathered
+// into a reused buffer and uploaded (filed under purpose).
+func (r *chunkedRun) loadRows(purpose string, m hosttier.Rows, ids []int32, t *tensor.Tensor) error {
+	if r.rows != nil {
+		data, err := r.rows.HostData(t)
+		if err != nil {
+			return err
+		}
+		return m.GatherTo(ids, data, nil)
+	}
+	buf, err := m.Gather(ids, r.outBuf)
+	if err != nil {
+		return err
+	}
+	r.outBuf = buf
+	return backend.ForPurpose(r.e.Be, purpose).Upload(t, buf)
 }
 
 // downloadAll copies tensors to new host buffers of their dtypes.
@@ -1039,6 +1122,9 @@ func (r *chunkedRun) Predict(ctx context.Context, pred []int32) error {
 // layer's output rows of the nodes of rows from each chunk's forward
 // pass (none are read back without rows).
 func (r *chunkedRun) PredictScores(ctx context.Context, pred, rows []int32, logits []float64) error {
+	if r.addLog != nil {
+		r.addLog.Trim() // prediction adds no gradients: free the ranges kept for them
+	}
 	if err := r.broadcast(); err != nil {
 		return err
 	}

@@ -104,61 +104,101 @@ func (f *rowFeed) release() {
 // and with reuse those its buffer held for batch j-1 (the pass runs the
 // batches in order).
 func (f *rowFeed) next(j int) error {
-	if f.mode == dedupNone {
-		return nil
+	nts, err := f.prepare(j)
+	if err != nil {
+		return err
 	}
-	e := f.r.e
+	f.commit(nts)
+	return nil
+}
+
+// prepare returns the filled transition buffers of batch j (nil with
+// dedup none), the current ones (batch j-1's) left as they are: the rows
+// they share copied from them, the others loaded from the host. It
+// reads the current buffers and the host tier and writes only the new
+// buffers, so it may run while batch j-1 computes (chunkedRun.pass).
+func (f *rowFeed) prepare(j int) ([]*transition, error) {
+	if f.mode == dedupNone {
+		return nil, nil
+	}
 	plan := f.r.trans
+	nts := make([]*transition, len(plan.Rows[j]))
 	for i, rows := range plan.Rows[j] {
-		d := f.r.devs[i]
-		nt := &transition{rows: rows}
-		var err error
-		// Every row is kept or loaded: with host row copies (no
-		// ScatterAdd into it) the buffer needs no clearing.
-		alloc := f.r.zeroed
-		if f.r.rows != nil {
-			alloc = f.r.scratch
+		nt, err := f.fill(i, rows, plan.Prev, j)
+		if err != nil {
+			f.drop(nts)
+			return nil, err
 		}
-		if nt.t, err = alloc([]int{len(rows), f.src.Width()}, d.tier); err != nil {
-			return fmt.Errorf("transition buffer: %w", err)
+		nts[i] = nt
+	}
+	return nts, nil
+}
+
+// fill returns device i's new transition buffer of rows, batch j's: the
+// rows its current buffer holds (reuse: prev[j][i]) copied, the others
+// loaded from the host.
+func (f *rowFeed) fill(i int, rows []int32, prev [][][]int32, j int) (*transition, error) {
+	d := f.r.devs[i]
+	nt := &transition{rows: rows}
+	var err error
+	// Every row is kept or loaded: with host row copies (no ScatterAdd
+	// into it) the buffer needs no clearing.
+	alloc := f.r.zeroed
+	if f.r.rows != nil {
+		alloc = f.r.scratch
+	}
+	if nt.t, err = alloc([]int{len(rows), f.src.Width()}, d.tier); err != nil {
+		return nil, fmt.Errorf("transition buffer: %w", err)
+	}
+	// Rows from the current buffer (reuse) and from the host.
+	var keepFrom, keepTo, load, loadTo []int32
+	old := f.trans[i]
+	var in []int32 // reuse: position + 1 in old, 0: from the host
+	if prev != nil && old != nil {
+		in = prev[j][i]
+	}
+	for k, u := range rows {
+		if in != nil && in[k] > 0 {
+			keepFrom, keepTo = append(keepFrom, in[k]-1), append(keepTo, int32(k))
+		} else {
+			load, loadTo = append(load, u), append(loadTo, int32(k))
 		}
-		// Rows from the previous buffer (reuse) and from the host.
-		var keepFrom, keepTo, loadTo []int32
-		var load []int32
+	}
+	if len(keepFrom) > 0 {
+		err = f.place(d.tier, old.t, keepFrom, nt.t, keepTo, false)
+	}
+	if err == nil && len(load) > 0 {
+		err = f.upload(d.tier, load, nt.t, loadTo)
+	}
+	if err != nil {
+		f.r.e.Be.Release(nt.t)
+		return nil, err
+	}
+	return nt, nil
+}
+
+// commit makes the prepared buffers nts the current ones, releasing the
+// buffers they replace.
+func (f *rowFeed) commit(nts []*transition) {
+	for i, nt := range nts {
 		old := f.trans[i]
-		var prev []int32 // reuse: position + 1 in old, 0: from the host
-		if plan.Prev != nil && old != nil {
-			prev = plan.Prev[j][i]
-		}
-		for k, u := range rows {
-			if prev != nil && prev[k] > 0 {
-				keepFrom, keepTo = append(keepFrom, prev[k]-1), append(keepTo, int32(k))
-			} else {
-				load, loadTo = append(load, u), append(loadTo, int32(k))
-			}
-		}
-		if len(keepFrom) > 0 {
-			if err := f.place(d.tier, old.t, keepFrom, nt.t, keepTo, false); err != nil {
-				e.Be.Release(nt.t)
-				return err
-			}
-		}
 		idx := f.indexOf(i)
-		setIndex(idx, old, rows)
+		setIndex(idx, old, nt.rows)
 		nt.pos = idx
 		if old != nil {
-			e.Be.Release(old.t)
-			f.trans[i] = nil
-		}
-		if len(load) > 0 {
-			if err := f.upload(d.tier, load, nt.t, loadTo); err != nil {
-				e.Be.Release(nt.t)
-				return err
-			}
+			f.r.e.Be.Release(old.t)
 		}
 		f.trans[i] = nt
 	}
-	return nil
+}
+
+// drop releases prepared buffers that will not be committed.
+func (f *rowFeed) drop(nts []*transition) {
+	for _, nt := range nts {
+		if nt != nil {
+			f.r.e.Be.Release(nt.t)
+		}
+	}
 }
 
 func (t *transition) lookup(u int32) (int32, bool) {
@@ -169,16 +209,17 @@ func (t *transition) lookup(u int32) (int32, bool) {
 	return p - 1, p > 0
 }
 
-// upload copies the host rows ids into rows to of dst (on tier).
+// upload copies the host rows ids into rows to of dst (on tier; nil to,
+// with host row copies only: row i).
 func (f *rowFeed) upload(tier tensor.Tier, ids []int32, dst *tensor.Tensor, to []int32) error {
 	e := f.r.e
-	if f.r.rows != nil {
-		rows, err := f.src.Gather(ids, f.host)
+	if rc := f.r.rows; rc != nil {
+		// A host backend: the rows go straight into dst's storage.
+		data, err := rc.HostData(dst)
 		if err != nil {
 			return err
 		}
-		f.host = rows
-		return f.r.rows.UploadRows(rows, dst, to)
+		return f.src.GatherTo(ids, data, to)
 	}
 	tmp, err := f.r.scratch([]int{len(ids), f.src.Width()}, tier)
 	if err != nil {
@@ -252,10 +293,14 @@ func (f *rowFeed) input(k int, c *chunkplan.Chunk) (x *tensor.Tensor, owned bool
 		if x, err = f.r.scratch([]int{len(c.Src), f.src.Width()}, tier); err != nil {
 			return nil, false, err
 		}
-		rows, err := f.src.Gather(c.Src, f.host)
-		if err == nil {
-			f.host = rows
-			err = f.be.Upload(x, rows)
+		if f.r.rows != nil {
+			err = f.upload(tier, c.Src, x, nil)
+		} else {
+			var rows any
+			if rows, err = f.src.Gather(c.Src, f.host); err == nil {
+				f.host = rows
+				err = f.be.Upload(x, rows)
+			}
 		}
 		if err != nil {
 			e.Be.Release(x)

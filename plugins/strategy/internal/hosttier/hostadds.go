@@ -3,6 +3,7 @@ package hosttier
 import (
 	"fmt"
 	"os"
+	"slices"
 	"unsafe"
 
 	"strata/core/safefile"
@@ -22,13 +23,13 @@ import (
 //
 // Within a budget of memory (Arena.CacheBytes) a bucket is instead held
 // in RAM: its range is read once (not at all while the matrix is
-// cleared: a hole), every addition goes straight into it, in the order
+// cleared), every addition goes straight into it, in the order
 // the additions come, and it is written once when the additions are
 // applied. The sums are the same as through the log (the range read,
 // then every addition in order); the log's bytes, written and read
 // back, are saved. The cache holds one matrix's buckets at a time and
-// lies outside the Go heap (an anonymous mapping, unmapped when
-// applied).
+// lies outside the Go heap (anonymous mappings, kept when applied for
+// the next pass's buckets, unmapped by Trim or Close).
 //
 // The log is bounded: when a matrix's spilled additions reach the size of
 // the matrix itself, they are applied early (the same order per row, so
@@ -52,8 +53,62 @@ type addLog struct {
 	// hostBucketBytes).
 	bucketBytes, segBytes, limitBytes int64
 	// cacheBytes bounds the buckets held in RAM (0: none); cached is
-	// their bytes now, cachePeak the most so far.
+	// the bytes mapped for them now (in use or free), cachePeak the most
+	// so far.
 	cacheBytes, cached, cachePeak int64
+	// free are the mapped ranges of applied buckets, kept for the next
+	// pass's buckets: a fresh mapping costs a page fault a page on first
+	// touch, several times a copy's time (0.5-1 GB/s on the VM of
+	// docs/performance.md), where a kept one is cleared or read over at
+	// memory speed. Trim unmaps them.
+	free []anonRange
+}
+
+// anonRange is an anonymous mapping that holds a cached bucket.
+type anonRange struct {
+	mem   []byte
+	unmap func()
+}
+
+// take returns a mapped range of n bytes for a bucket: a kept one of
+// that size, else a new mapping when the budget has room for it (kept
+// ranges of other sizes are unmapped to make room); ok false: none (the
+// bucket is logged).
+func (l *addLog) take(n int64) (r anonRange, ok bool) {
+	for i, f := range l.free {
+		if int64(len(f.mem)) == n {
+			l.free = slices.Delete(l.free, i, i+1)
+			return f, true
+		}
+	}
+	for len(l.free) > 0 && l.cached+n > l.cacheBytes {
+		l.unmapFree(len(l.free) - 1)
+	}
+	if n == 0 || l.cached+n > l.cacheBytes {
+		return anonRange{}, false
+	}
+	mem, unmap, err := mapAnon(n)
+	if err != nil {
+		return anonRange{}, false
+	}
+	l.cached += n
+	l.cachePeak = max(l.cachePeak, l.cached)
+	return anonRange{mem, unmap}, true
+}
+
+// unmapFree unmaps the kept range free[i].
+func (l *addLog) unmapFree(i int) {
+	f := l.free[i]
+	f.unmap()
+	l.cached -= int64(len(f.mem))
+	l.free = slices.Delete(l.free, i, i+1)
+}
+
+// Trim unmaps the kept ranges (see addLog.free).
+func (l *addLog) Trim() {
+	for len(l.free) > 0 {
+		l.unmapFree(len(l.free) - 1)
+	}
 }
 
 // SetCache lets the log's matrices hold up to n bytes of row ranges in
@@ -78,7 +133,11 @@ func NewAddLog(dir string, io *IOCount) (*addLog, error) {
 	return &addLog{f: f, io: io}, nil
 }
 
-func (l *addLog) Close() error { return l.f.Close() }
+// Close unmaps the kept ranges and closes the log.
+func (l *addLog) Close() error {
+	l.Trim()
+	return l.f.Close()
+}
 
 // append writes the parts at the end of the log and returns where they
 // start.
@@ -124,11 +183,11 @@ type deferredAdds[T float32 | float64] struct {
 // segments, then the rows not yet spilled; or, cached, the range itself
 // with every addition made.
 type addBucket[T float32 | float64] struct {
-	segs  []addSeg
-	ids   []int32
-	vals  []T
-	rng   []T    // the cached range (nil: the additions are logged)
-	unmap func() // frees rng
+	segs []addSeg
+	ids  []int32
+	vals []T
+	rng  []T       // the cached range (nil: the additions are logged)
+	mem  anonRange // holds rng
 }
 
 // addSeg is a spilled segment: n row ids (int32), then their n rows.
@@ -266,25 +325,19 @@ func (h *hostFileMat[T]) bucketRange(bi int) (lo, hi int, at int64) {
 func (h *hostFileMat[T]) cacheBucket(bi int) error {
 	d, l := h.adds, h.adds.log
 	lo, hi, at := h.bucketRange(bi)
-	size := int64(hi-lo) * h.rowBytes()
-	if size == 0 || l.cached+size > l.cacheBytes {
-		return nil
-	}
-	mem, unmap, err := mapAnon(size)
-	if err != nil {
+	mem, ok := l.take(int64(hi-lo) * h.rowBytes())
+	if !ok {
 		return nil // logged instead
 	}
-	rng := unsafe.Slice((*T)(unsafe.Pointer(&mem[0])), (hi-lo)*h.cols)
-	if !h.zero {
-		if err := h.io.readAt(h.f, mem, at); err != nil {
-			unmap()
-			return fmt.Errorf("host file: read rows %d-%d: %w", lo, hi-1, err)
-		}
+	rng := unsafe.Slice((*T)(unsafe.Pointer(&mem.mem[0])), (hi-lo)*h.cols)
+	if h.zero {
+		clear(rng) // a kept range holds an earlier pass's rows
+	} else if err := h.io.readAt(h.f, mem.mem, at); err != nil {
+		l.free = append(l.free, mem)
+		return fmt.Errorf("host file: read rows %d-%d: %w", lo, hi-1, err)
 	}
-	l.cached += size
-	l.cachePeak = max(l.cachePeak, l.cached)
 	b := &d.buckets[bi]
-	b.rng, b.unmap = rng, func() { unmap(); l.cached -= size }
+	b.rng, b.mem = rng, mem
 	return nil
 }
 
@@ -314,11 +367,16 @@ func (h *hostFileMat[T]) applyAdds() error {
 			continue
 		}
 		if len(b.segs) == 0 && len(b.ids) == 0 {
+			if h.zero { // no additions: the range stays zero
+				if err := h.clearRange(lo, hi); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		rng = grow(rng, (hi-lo)*h.cols)
 		if h.zero {
-			clear(rng) // the range is a hole: nothing to read
+			clear(rng) // the matrix is cleared: nothing to read
 		} else if err := h.io.readAt(h.f, asBytes(rng), at); err != nil {
 			return fmt.Errorf("host file: read rows %d-%d: %w", lo, hi-1, err)
 		}
@@ -347,8 +405,8 @@ func (d *deferredAdds[T]) forget() error {
 	var segs []addSeg
 	for _, b := range d.buckets {
 		segs = append(segs, b.segs...)
-		if b.unmap != nil {
-			b.unmap()
+		if b.rng != nil {
+			d.log.free = append(d.log.free, b.mem) // kept for the next pass
 		}
 	}
 	d.buckets, d.spilled = nil, 0

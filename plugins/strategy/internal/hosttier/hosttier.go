@@ -28,6 +28,11 @@ type Rows interface {
 	Buf(n int, reuse any) any
 	// Gather copies the rows ids into Buf(len(ids), into).
 	Gather(ids []int32, into any) (any, error)
+	// GatherTo copies row ids[i] into row to[i] of dst, a []float32 or
+	// []float64 of the matrix's dtype (nil to: row i), without a buffer
+	// between: a chunk's rows read straight into its device buffer on a
+	// host backend (backend.RowCopier's HostData).
+	GatherTo(ids []int32, dst any, to []int32) error
 	// Put writes buffer row i into row ids[i].
 	Put(ids []int32, v any) error
 	// Add adds buffer row i into row ids[i].
@@ -90,12 +95,57 @@ func reuseBuf[T float32 | float64](reuse any, n int) []T {
 
 func (h *hostMat[T]) Gather(ids []int32, into any) (any, error) {
 	out := reuseBuf[T](into, len(ids)*h.cols)
+	return out, h.GatherTo(ids, out, nil)
+}
+
+func (h *hostMat[T]) GatherTo(ids []int32, dst any, to []int32) error {
+	out, err := gatherDst[T](ids, dst, to, h.cols)
+	if err != nil {
+		return err
+	}
 	rowsParallel(len(ids), func(lo, hi int) {
 		for i, r := range ids[lo:hi] {
-			copy(out[(lo+i)*h.cols:(lo+i+1)*h.cols], h.v[int(r)*h.cols:(int(r)+1)*h.cols])
+			at := rowAt(to, lo+i)
+			copy(out[at*h.cols:(at+1)*h.cols], h.v[int(r)*h.cols:(int(r)+1)*h.cols])
 		}
 	})
+	return nil
+}
+
+// gatherDst returns dst as the []T of a GatherTo of the rows ids into
+// rows to (nil: row i), after checking that it holds those rows.
+func gatherDst[T float32 | float64](ids []int32, dst any, to []int32, cols int) ([]T, error) {
+	out, ok := dst.([]T)
+	if !ok {
+		return nil, fmt.Errorf("host tier: gather into a %T, want a %T", dst, out)
+	}
+	rows := len(ids)
+	if cols > 0 {
+		rows = len(out) / cols
+	}
+	if to == nil {
+		if len(ids) > rows {
+			return nil, fmt.Errorf("host tier: gather of %d rows into %d", len(ids), rows)
+		}
+		return out, nil
+	}
+	if len(to) != len(ids) {
+		return nil, fmt.Errorf("host tier: gather of %d rows to %d places", len(ids), len(to))
+	}
+	for _, r := range to {
+		if r < 0 || int(r) >= rows {
+			return nil, fmt.Errorf("host tier: gather to row %d of %d", r, rows)
+		}
+	}
 	return out, nil
+}
+
+// rowAt is to[i], or i when to is nil.
+func rowAt(to []int32, i int) int {
+	if to == nil {
+		return i
+	}
+	return int(to[i])
 }
 
 func (h *hostMat[T]) Put(ids []int32, v any) error {
@@ -196,6 +246,7 @@ type Arena struct {
 // wrote, each pread and pwrite by its length.
 type IOCount struct {
 	read, written atomic.Int64
+	reads, writes atomic.Int64 // the calls
 }
 
 // Bytes returns the bytes read and written so far (a nil count: none).
@@ -206,11 +257,20 @@ func (c *IOCount) Bytes() (read, written int64) {
 	return c.read.Load(), c.written.Load()
 }
 
+// Calls returns the read and write calls so far (a nil count: none).
+func (c *IOCount) Calls() (reads, writes int64) {
+	if c == nil {
+		return 0, 0
+	}
+	return c.reads.Load(), c.writes.Load()
+}
+
 // readAt is f.ReadAt, counted.
 func (c *IOCount) readAt(f *os.File, b []byte, off int64) error {
 	n, err := f.ReadAt(b, off)
 	if c != nil {
 		c.read.Add(int64(n))
+		c.reads.Add(1)
 	}
 	return err
 }
@@ -220,6 +280,7 @@ func (c *IOCount) writeAt(f *os.File, b []byte, off int64) error {
 	n, err := f.WriteAt(b, off)
 	if c != nil {
 		c.written.Add(int64(n))
+		c.writes.Add(1)
 	}
 	return err
 }
@@ -285,7 +346,10 @@ type hostFileMat[T float32 | float64] struct {
 	cols int
 	adds *deferredAdds[T] // row additions not yet applied (nil: none; see add)
 	// zero is set while every row is zero (cleared by Zero, nothing
-	// written since): reads of it are served without reading the file.
+	// written since): reads of it are served without reading the file,
+	// whose rows may still be an earlier pass's. The first write clears
+	// them (clearRange), each row once, where the write itself does not
+	// cover them.
 	zero bool
 }
 
@@ -377,32 +441,50 @@ func (h *hostFileMat[T]) runs(ids []int32, gap int32, read bool, fn func(buf []T
 	return nil
 }
 
-// gapRows is how far apart two rows may be to be read with one call: a
-// page's worth of rows (reading them costs less than another call).
-func (h *hostFileMat[T]) gapRows() int32 { return int32(max(1, hostPage/h.rowBytes())) }
+// hostGapBytes is the gap between two needed rows below which a read
+// takes the rows between them too, in one call: below 1 KiB (one row of
+// 128 float32 values), where another pread costs more than the bytes.
+// At R-MAT 2^20 with 16 chunks (GCN 2×128) an epoch then reads 3.11 GB
+// from the host file (1.85× the bound) in 3.5 CPU-s of pread, against
+// 2.83 GB in 4.3 s reading exactly the rows and 5.30 GB in 2.5 s
+// reading through gaps below a page (docs/hongtu.md).
+const hostGapBytes = 1024
+
+// gapRows is how far apart two rows may be to be read with one call:
+// rows u < v are, when v - u <= gapRows (at least 1: adjacent rows always
+// are), so the rows between them are fewer than hostGapBytes.
+func (h *hostFileMat[T]) gapRows() int32 { return int32(max(1, hostGapBytes/h.rowBytes())) }
 
 func (h *hostFileMat[T]) Gather(ids []int32, into any) (any, error) {
-	if err := h.applyAdds(); err != nil {
-		return nil, err
-	}
 	out := reuseBuf[T](into, len(ids)*h.cols)
-	if h.zero {
-		for _, u := range ids {
-			if u < 0 || int(u) >= h.n {
-				return nil, fmt.Errorf("host file: row %d of %d", u, h.n)
-			}
-		}
-		clear(out)
-		return out, nil
+	return out, h.GatherTo(ids, out, nil)
+}
+
+func (h *hostFileMat[T]) GatherTo(ids []int32, dst any, to []int32) error {
+	if err := h.applyAdds(); err != nil {
+		return err
 	}
-	err := h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
+	out, err := gatherDst[T](ids, dst, to, h.cols)
+	if err != nil {
+		return err
+	}
+	if h.zero {
+		for i, u := range ids {
+			if u < 0 || int(u) >= h.n {
+				return fmt.Errorf("host file: row %d of %d", u, h.n)
+			}
+			at := rowAt(to, i)
+			clear(out[at*h.cols : (at+1)*h.cols])
+		}
+		return nil
+	}
+	return h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
 		for _, e := range rs {
-			r, i := int(int32(e>>32)-lo), int(uint32(e))
-			copy(out[i*h.cols:(i+1)*h.cols], buf[r*h.cols:(r+1)*h.cols])
+			r, at := int(int32(e>>32)-lo), rowAt(to, int(uint32(e)))
+			copy(out[at*h.cols:(at+1)*h.cols], buf[r*h.cols:(r+1)*h.cols])
 		}
 		return nil
 	})
-	return out, err
 }
 
 // writeRuns writes the rows of rs from buf (holding rows [lo, ...)),
@@ -428,8 +510,10 @@ func (h *hostFileMat[T]) Put(ids []int32, v any) error {
 		return err
 	}
 	s := v.([]T)
-	h.zero = false
-	return h.runs(ids, 0, false, func(buf []T, lo int32, rs []uint64) error {
+	if err := h.unzero(); err != nil {
+		return err
+	}
+	return h.runs(ids, 1, false, func(buf []T, lo int32, rs []uint64) error { // adjacent rows: one write
 		for _, e := range rs {
 			r, i := int(int32(e>>32)-lo), int(uint32(e))
 			copy(buf[r*h.cols:(r+1)*h.cols], s[i*h.cols:(i+1)*h.cols])
@@ -441,7 +525,9 @@ func (h *hostFileMat[T]) Put(ids []int32, v any) error {
 // addNow adds the rows at once: read, added, written back run by run.
 func (h *hostFileMat[T]) addNow(ids []int32, v any) error {
 	s := v.([]T)
-	h.zero = false
+	if err := h.unzero(); err != nil {
+		return err
+	}
 	return h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
 		for _, e := range rs {
 			r, i := int(int32(e>>32)-lo), int(uint32(e))
@@ -454,25 +540,48 @@ func (h *hostFileMat[T]) addNow(ids []int32, v any) error {
 	})
 }
 
-// Zero clears the matrix by deallocating its blocks (a hole reads as
-// zeros and costs no writes), or by writing zeros where the file system
-// cannot punch holes.
+// Zero clears the matrix: its rows read as zeros from now on, without
+// touching the file. Its old rows are cleared by the first write
+// (unzero, or applyAdds range by range), so that a matrix cleared every
+// pass and written whole again (the vertex gradients) keeps its pages in
+// the page cache: punching them out here made the next pass's writes
+// allocate blocks and pages anew, and on a file system mounted with
+// discard wait for the freed blocks (docs/performance.md).
 func (h *hostFileMat[T]) Zero() error {
 	if err := h.dropAdds(); err != nil {
 		return err
 	}
-	size := int64(h.n) * h.rowBytes()
-	if punchHole(h.f, h.off, size) == nil {
-		h.zero = true
+	h.zero = true
+	return nil
+}
+
+// unzero makes the file's rows of a cleared matrix zero before a write
+// of some of them.
+func (h *hostFileMat[T]) unzero() error {
+	if !h.zero {
+		return nil
+	}
+	if err := h.clearRange(0, h.n); err != nil {
+		return err
+	}
+	h.zero = false
+	return nil
+}
+
+// clearRange zeroes the file's rows [lo, hi) by deallocating their
+// blocks (a hole reads as zeros and costs no writes), or by writing
+// zeros where the file system cannot punch holes.
+func (h *hostFileMat[T]) clearRange(lo, hi int) error {
+	off, size := h.off+int64(lo)*h.rowBytes(), int64(hi-lo)*h.rowBytes()
+	if size <= 0 || punchHole(h.f, off, size) == nil {
 		return nil
 	}
 	zeros := make([]byte, min(size, hostRunBytes))
 	for at := int64(0); at < size; at += int64(len(zeros)) {
 		n := min(int64(len(zeros)), size-at)
-		if err := h.io.writeAt(h.f, zeros[:n], h.off+at); err != nil {
+		if err := h.io.writeAt(h.f, zeros[:n], off+at); err != nil {
 			return fmt.Errorf("host file: zero: %w", err)
 		}
 	}
-	h.zero = true
 	return nil
 }

@@ -2,6 +2,7 @@ package hosttier
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"strata/core/tensor"
@@ -139,6 +140,30 @@ func TestHostRows(t *testing.T) {
 						}
 					}
 				}
+				// The file keeps its old rows when cleared: writes into a
+				// part of a cleared matrix (a put of a range, additions to
+				// the first rows only, most buckets untouched) leave every
+				// other row zero.
+				first := sets[1][:len(sets[1])/8+1]
+				for _, write := range []func() error{
+					func() error { return h.Put(sets[2], make([]float64, len(sets[2])*cols)) },
+					func() error { return h.Add(first, ones[:len(first)*cols]) },
+				} {
+					if err := h.Zero(); err != nil {
+						t.Fatal(err)
+					}
+					if err := write(); err != nil {
+						t.Fatal(err)
+					}
+					if got, err = h.Gather(sets[0], got); err != nil {
+						t.Fatal(err)
+					}
+					for i, u := range sets[0] {
+						if g := got.([]float64)[i*cols]; g != 0 && !slices.Contains(first, u) {
+							t.Fatalf("%s n=%d cols=%d: row %d is %v after a clear and a write of other rows", m.name, n, cols, u, g)
+						}
+					}
+				}
 			}
 		}
 	}
@@ -171,17 +196,14 @@ func TestHostFileCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	const row = cols * 8
-	var zeroWrites int64 // Zero writes zeros where holes cannot be punched
-	if punchHole(f, 0, hostPage) != nil {
-		zeroWrites = n * row
-	}
 	steps := []struct {
 		name          string
 		do            func() error
 		read, written int64
 	}{
 		{"put rows 10-19", func() error { return h.Put(steprun.Iota32From(10, 20), make([]float64, 10*cols)) }, 0, 10 * row},
-		{"gather rows 0 and 100", func() error { _, err := h.Gather([]int32{100, 0}, nil); return err }, 101 * row, 0},
+		// 100 rows apart: two reads of one row each (hostGapBytes).
+		{"gather rows 0 and 100", func() error { _, err := h.Gather([]int32{100, 0}, nil); return err }, 2 * row, 0},
 		{"add rows 5 and 7", func() error { return h.Add([]int32{7, 5}, make([]float64, 2*cols)) }, 0, 0},
 		// The two rows spill to the log when the bucket is applied:
 		// none were spilled (a segment holds more), so the gather reads
@@ -190,8 +212,8 @@ func TestHostFileCounts(t *testing.T) {
 		{"gather row 3 (applies the additions)", func() error { _, err := h.Gather([]int32{3}, nil); return err }, n*row + row, n * row},
 		// A cleared matrix is read without reading the file until
 		// something is written to it: the additions' range is not read
-		// before they are applied.
-		{"zero", h.Zero, 0, zeroWrites},
+		// before they are applied. Clearing touches nothing.
+		{"zero", h.Zero, 0, 0},
 		{"gather rows 1-3 of the cleared matrix", func() error { _, err := h.Gather([]int32{1, 2, 3}, nil); return err }, 0, 0},
 		{"add rows 5 and 7, gather row 3", func() error {
 			if err := h.Add([]int32{7, 5}, make([]float64, 2*cols)); err != nil {
@@ -209,6 +231,142 @@ func TestHostFileCounts(t *testing.T) {
 		r1, w1 := io.Bytes()
 		if r1-r0 != s.read || w1-w0 != s.written {
 			t.Errorf("%s: read %d, wrote %d bytes; want %d, %d", s.name, r1-r0, w1-w0, s.read, s.written)
+		}
+	}
+}
+
+// TestHostFileGapRule checks the reads and writes of scattered rows:
+// a gather reads every row it needs and, of the others, only those in
+// gaps below hostGapBytes between two needed rows, one call per run so
+// joined; a put writes exactly its rows, one call per run of adjacent
+// rows. The expected runs are counted here from the sorted rows, for
+// rows narrower, as wide as and wider than the gap.
+func TestHostFileGapRule(t *testing.T) {
+	dir := t.TempDir()
+	const n = 4000
+	for _, cols := range []int{8, 128, 256} { // 64, 1024 and 2048-byte rows of float64
+		t.Run(fmt.Sprint(cols), func(t *testing.T) {
+			size := Bytes(tensor.Float64, n, []int{cols})
+			f, closeFile, err := OpenFile(fmt.Sprintf("%s/gap%d.bin", dir, cols), size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeFile()
+			io := &IOCount{}
+			a := &Arena{DT: tensor.Float64, File: f, Size: size, IO: io}
+			h, err := a.Matrix(n, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := steprun.Iota32From(0, n)
+			vals := make([]float64, n*cols)
+			for i := range vals {
+				vals[i] = float64(i)
+			}
+			if err := h.Put(all, vals); err != nil {
+				t.Fatal(err)
+			}
+			// Under 1024 rows (one goroutine) in descending order, with
+			// gaps of 1 to 40 rows: some below the rule's, some above.
+			var ids []int32
+			for u, k := n-1, 0; u >= 0 && len(ids) < 1000; k++ {
+				ids = append(ids, int32(u))
+				u -= 1 + (k*k*7)%40
+			}
+			row := int64(cols * 8)
+			gap := max(1, hostGapBytes/row) // rows v - u <= gap are joined
+			var wantRead, wantReads, wantWrites int64
+			for i := len(ids) - 1; i >= 0; {
+				lo, j := ids[i], i
+				for j > 0 && int64(ids[j-1]-ids[j]) <= gap {
+					j--
+				}
+				wantRead += int64(ids[j]-lo+1) * row
+				wantReads++
+				i = j - 1
+			}
+			for i := range ids {
+				if i == 0 || ids[i-1] != ids[i]+1 {
+					wantWrites++
+				}
+			}
+			r0, _ := io.Bytes()
+			c0, _ := io.Calls()
+			got, err := h.Gather(ids, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r1, _ := io.Bytes()
+			c1, _ := io.Calls()
+			if r1-r0 != wantRead || c1-c0 != wantReads {
+				t.Errorf("gather: read %d bytes in %d calls, want %d in %d", r1-r0, c1-c0, wantRead, wantReads)
+			}
+			for i, u := range ids {
+				if g := got.([]float64)[i*cols : (i+1)*cols]; g[0] != vals[int(u)*cols] || g[cols-1] != vals[(int(u)+1)*cols-1] {
+					t.Fatalf("gather: row %d holds %v..., want row %d", i, g[0], u)
+				}
+			}
+			_, w0 := io.Bytes()
+			_, c0 = io.Calls()
+			if err := h.Put(ids, got); err != nil {
+				t.Fatal(err)
+			}
+			_, w1 := io.Bytes()
+			_, c1 = io.Calls()
+			if w1-w0 != int64(len(ids))*row || c1-c0 != wantWrites {
+				t.Errorf("put: wrote %d bytes in %d calls, want %d in %d", w1-w0, c1-c0, int64(len(ids))*row, wantWrites)
+			}
+		})
+	}
+}
+
+// TestGatherTo checks gathers into given rows of a larger buffer, in RAM
+// and in a host file: row ids[i] lands in row to[i], the other rows keep
+// what they held, and a place outside the buffer is an error.
+func TestGatherTo(t *testing.T) {
+	const n, cols = 50, 3
+	size := Bytes(tensor.Float32, n, []int{cols})
+	f, closeFile, err := OpenFile(t.TempDir()+"/host.bin", size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFile()
+	inFile, err := (&Arena{DT: tensor.Float32, File: f, Size: size}).Matrix(n, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRAM, err := newHostRows(tensor.Float32, n, cols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]float32, n*cols)
+	for i := range vals {
+		vals[i] = float32(i + 1)
+	}
+	ids := []int32{7, 3, 49, 20, 21}
+	to := []int32{9, 0, 4, 2, 8} // of 10 rows
+	for name, h := range map[string]Rows{"ram": inRAM, "file": inFile} {
+		if err := h.Put(steprun.Iota32From(0, n), vals); err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]float32, 10*cols)
+		for i := range dst {
+			dst[i] = -1
+		}
+		if err := h.GatherTo(ids, dst, to); err != nil {
+			t.Fatal(err)
+		}
+		for r := range 10 {
+			want := float32(-1)
+			if k := slices.Index(to, int32(r)); k >= 0 {
+				want = vals[int(ids[k])*cols+1]
+			}
+			if got := dst[r*cols+1]; got != want {
+				t.Errorf("%s: row %d holds %v, want %v", name, r, got, want)
+			}
+		}
+		if err := h.GatherTo(ids, dst, []int32{9, 0, 4, 2, 10}); err == nil {
+			t.Errorf("%s: a gather to row 10 of 10 gave no error", name)
 		}
 	}
 }
