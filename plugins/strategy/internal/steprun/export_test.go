@@ -10,3 +10,6 @@ func LayerwiseChunks(r *Runner) [][][]int32 { return r.lw.chunks }
 
 // BalancedRanges is balancedRanges.
 var BalancedRanges = balancedRanges
+
+// LayerwiseBudget is layerwiseBudget.
+var LayerwiseBudget = layerwiseBudget

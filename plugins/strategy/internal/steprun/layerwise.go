@@ -149,7 +149,7 @@ func (r *Runner) layerChunks(ctx context.Context, l int, prev, next *layerRows, 
 		queue = r.Eval
 		if len(queue) == 1 && r.Env.Tier == tensor.Host && len(queue[0]) == r.Env.DS.NumNodes {
 			var err error
-			if queue, err = r.hostChunks(l); err != nil { // all nodes in one piece: bound it
+			if queue, err = r.hostChunks(ctx, l); err != nil { // all nodes in one piece: bound it
 				return nil, err
 			}
 		}

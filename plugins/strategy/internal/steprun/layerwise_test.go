@@ -224,3 +224,26 @@ func TestBalancedRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestLayerwiseBudget: a range of layer-wise inference on the host may
+// hold a quarter of the memory budget, never less than 64 MiB (a small
+// budget does not cut a small graph into ranges).
+func TestLayerwiseBudget(t *testing.T) {
+	const mib = int64(1) << 20
+	tests := []struct {
+		name            string
+		maxMemory, want int64
+	}{
+		{"no budget", 0, 64 * mib},
+		{"below the floor", 200 * mib, 64 * mib},
+		{"one GiB", 1024 * mib, 256 * mib},
+		{"18 GB", 18_000_000_000, 4_500_000_000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := steprun.LayerwiseBudget(tc.maxMemory); got != tc.want {
+				t.Fatalf("LayerwiseBudget(%d) = %d, want %d", tc.maxMemory, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,48 +1,54 @@
 package steprun
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
 	"strata/core/engine"
 	"strata/core/graph"
-	"strata/core/tensor"
 )
 
 // Layer-wise inference on the host, where no device capacity chunks
-// r.Eval, still runs each layer in node ranges: over all nodes in one
-// piece, a layer's program holds several node × width tensors at once
-// (its products, aggregation and output) beside the previous and the
-// next layer's rows of every node, which it must hold anyway. A range
-// of destinations reads their in-neighbours' rows (gathered) and
-// computes the root terms over them, so smaller ranges cost more
-// compute over shared neighbours: hostChunks takes the fewest ranges
-// whose working set fits layerwiseBudget. The results do not depend on
-// the ranges (each destination row is computed from the same rows in
-// the same order).
+// r.Eval, runs each layer in node ranges when one piece would not fit
+// the memory budget: over all nodes in one piece, a layer's program holds
+// several node × width tensors at once (its products, aggregation and
+// output) beside the previous and the next layer's rows of every node,
+// which it must hold anyway. A range of destinations reads their
+// in-neighbours' rows (gathered) and computes the root terms over them,
+// so smaller ranges cost more compute over shared neighbours (on the
+// ogbn-products stand-in, ranges of half a layer's rows made the
+// evaluation 4× slower): hostChunks takes the fewest ranges whose working
+// set fits layerwiseBudget, a share of the memory budget. The results do
+// not depend on the ranges (each destination row is computed from the
+// same rows in the same order).
 
 // minLayerwiseBudget is the working set below which layer-wise
 // inference never splits a layer (a small graph runs in one piece).
 const minLayerwiseBudget = 64 << 20
 
-// layerwiseBudget is the most bytes one range of layer l's inference may
-// hold on the host: half of the next layer's rows of every node (what
-// layer-wise inference holds anyway), at least minLayerwiseBudget.
-func layerwiseBudget(n, width int, dt tensor.DType) int64 {
-	return max(minLayerwiseBudget, int64(n)*int64(width)*int64(dt.Size())/2)
+// layerwiseShare is the share of the memory budget (--max-memory) that
+// one range of layer-wise inference may hold on the host.
+const layerwiseShare = 4
+
+// layerwiseBudget is the most bytes one range of a layer's inference may
+// hold on the host: a quarter of the memory budget maxMemory, at least
+// minLayerwiseBudget.
+func layerwiseBudget(maxMemory int64) int64 {
+	return max(minLayerwiseBudget, maxMemory/layerwiseShare)
 }
 
 // hostChunks returns the node ranges layer l runs in on the host: the
 // fewest edge-balanced contiguous ranges (doubling their count) whose
-// estimated working set (chunkBytes) fits layerwiseBudget; single nodes
-// when none does.
-func (r *Runner) hostChunks(l int) ([][]int32, error) {
+// estimated working set (chunkBytes) fits layerwiseBudget of ctx's memory
+// budget; single nodes when none does.
+func (r *Runner) hostChunks(ctx context.Context, l int) ([][]int32, error) {
 	e := r.Env
 	n := e.DS.NumNodes
 	lg := r.lw.layers[l]
 	budget := r.lw.budget
 	if budget <= 0 {
-		budget = layerwiseBudget(n, max(r.lw.widths[l], int(lg.Ops[lg.Outputs[0]].Shape[1])), e.DT)
+		budget = layerwiseBudget(graph.MaxMemory(ctx))
 	}
 	sizer, err := engine.NewSizer(lg, e.DT)
 	if err != nil {
