@@ -44,6 +44,9 @@ func TestChunkedBadInput(t *testing.T) {
 		{"host-file-on-sim", func(t testing.TB) []string {
 			return train(t, `train.backend="sim"`, "chunked.chunks=2", "chunked.host_file=host.bin")
 		}, []string{"chunked.host_file maps the host tier to a file on the cpu backend"}},
+		{"prefetch-on-sim", func(t testing.TB) []string {
+			return train(t, `train.backend="sim"`, "chunked.chunks=2", "chunked.prefetch=true")
+		}, []string{"chunked.prefetch reads the next batch's rows on the host", `set train.backend = "cpu"`}},
 		{"section-without-mode", func(t testing.TB) []string {
 			return append([]string{"train", "-c", conf(t, cora), "--set", "chunked.chunks=2"}, wasmArgs()...)
 		}, []string{"chunked: the section configures train.mode = \"chunked\""}},

@@ -69,8 +69,8 @@ func TestChunkedPoolMatchesFresh(t *testing.T) {
 }
 
 // TestChunkedPrefetchMatches checks that filling the next batch's
-// transition buffers while a batch computes (chunkedRun.prefetch, on by
-// default on the cpu backend) changes nothing: two epochs' losses,
+// transition buffers while a batch computes (chunked.prefetch, on the
+// cpu backend) changes nothing: two epochs' losses,
 // gradients and parameters equal a run that fills each batch's buffers
 // after the batch before, bit for bit, and the last epoch reads and
 // writes the same bytes of the host file. Dropout is on, so the rows
@@ -86,14 +86,13 @@ func TestChunkedPrefetchMatches(t *testing.T) {
 			run := func(prefetch bool) ([]testkit.StepRecord, [2]int64) {
 				cfg := testkit.MustParse(t, testkit.CoraBase, append(testkit.ModelSets(c.model), `train.mode="chunked"`, `train.backend="cpu"`,
 					`data.dataset="rmat-12-8-64-5-1"`, "chunked.chunks=4", `chunked.intermediates="`+c.inter+`"`, `train.dtype="`+c.dtype+`"`,
-					"model.dropout=0.5", "model.input_dropout=0.3", "chunked.host_file="+filepath.Join(t.TempDir(), "host.bin"))...)
+					"model.dropout=0.5", "model.input_dropout=0.3", "chunked.host_file="+filepath.Join(t.TempDir(), "host.bin"),
+					fmt.Sprintf("chunked.prefetch=%v", prefetch))...)
 				var r *chunkedRun
 				steps, err := testkit.StepsWith(ctx, t, 2, cfg, func(st train.Stepper) {
-					r = st.(*chunkedRun)
-					if !r.prefetch {
-						t.Fatal("prefetch is off on the cpu backend")
+					if r = st.(*chunkedRun); r.prefetch != prefetch {
+						t.Fatalf("chunked.prefetch = %v, but the run prefetches: %v", prefetch, r.prefetch)
 					}
-					r.prefetch = prefetch
 				})
 				if err != nil {
 					t.Fatal(err)
