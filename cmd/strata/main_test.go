@@ -394,7 +394,7 @@ func TestMalformedInputs(t *testing.T) {
 		}, []string{`convert: both -i DATASET and -o OUTPUT are required`}},
 		{"cli/convert-bad-to", func(testing.TB) []string {
 			return []string{"convert", "-i", "embedded:cora", "-o", "x", "--to", "csv"}
-		}, []string{`convert: --to "csv": want strata or npy`}},
+		}, []string{`convert: --to "csv": want strata, npy or ogb`}},
 		{"cli/hitratio-needs-o", func(testing.TB) []string {
 			return []string{"hitratio", "-i", "embedded:cora"}
 		}, []string{`hitratio: -o DIR is required`}},
