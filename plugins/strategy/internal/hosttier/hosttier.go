@@ -568,12 +568,13 @@ func (h *hostFileMat[T]) unzero() error {
 	return nil
 }
 
-// clearRange zeroes the file's rows [lo, hi) by deallocating their
-// blocks (a hole reads as zeros and costs no writes), or by writing
-// zeros where the file system cannot punch holes.
+// clearRange zeroes the file's rows [lo, hi) without writing them
+// (zeroRange: their blocks stay allocated, so the disk space reserved
+// for the file stays its own), or by writing zeros where the file
+// system cannot.
 func (h *hostFileMat[T]) clearRange(lo, hi int) error {
 	off, size := h.off+int64(lo)*h.rowBytes(), int64(hi-lo)*h.rowBytes()
-	if size <= 0 || punchHole(h.f, off, size) == nil {
+	if size <= 0 || zeroRange(h.f, off, size) == nil {
 		return nil
 	}
 	zeros := make([]byte, min(size, hostRunBytes))
