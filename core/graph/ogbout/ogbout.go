@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -266,7 +267,7 @@ func featureLines(feats []float32, dim int) blocks {
 // (double rounding, as for 7.038531e-26), where the float64's shortest
 // form is used, exact in a float64.
 func appendFloat(buf []byte, v float32) []byte {
-	if v == 0 && !signbit(v) {
+	if v == 0 && !math.Signbit(float64(v)) {
 		return append(buf, '0')
 	}
 	at := len(buf)
@@ -276,9 +277,6 @@ func appendFloat(buf []byte, v float32) []byte {
 	}
 	return strconv.AppendFloat(buf[:at], float64(v), 'g', -1, 64)
 }
-
-// signbit reports whether v is negative or negative zero.
-func signbit(v float32) bool { return v < 0 || (v == 0 && 1/v < 0) }
 
 // writeGzip writes b to w as a multi-member gzip stream (every gzip
 // reader, Go's and Python's, concatenates the members): o.Workers blocks
