@@ -249,6 +249,19 @@ func TestTransposeDense(t *testing.T) {
 			if !sortedRows(tr, false) {
 				t.Error("transposed rows not ascending")
 			}
+			// TransposeIdx gives the same structure without values or perm.
+			wide := g.Idx64
+			if wide == nil {
+				wide = graph.ConvertIdx[int32, int64](g.Idx32)
+			}
+			ptr, idx := graph.TransposeIdx(g.NumRows, g.NumCols, g.Indptr, wide)
+			cols := make([]int64, tr.NNZ())
+			for e := range cols {
+				cols[e] = tr.Col(int64(e))
+			}
+			if !slices.Equal(ptr, tr.Indptr) || !slices.Equal(idx, cols) {
+				t.Errorf("TransposeIdx = %v %v, want %v %v", ptr, idx, tr.Indptr, cols)
+			}
 			a, b := graphtest.Dense(g), graphtest.Dense(tr)
 			for i := range a {
 				for j := range a[i] {
