@@ -45,6 +45,8 @@ func (*rmatFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error
 }
 
 // Generator describes the graph with every parameter, for provenance.
+// It keeps the generator's name from before it left core/graph
+// ("graph.RMAT"), so that published provenance stays the same.
 func (*rmatFormat) Generator(spec string) (string, error) {
 	o, err := ParseRMATName(spec)
 	if err != nil {

@@ -149,7 +149,9 @@ func (*synthFormat) Open(spec string, lo graph.LoadOptions) (*graph.Dataset, err
 	return d, nil
 }
 
-// Generator describes the stand-in with every parameter, for provenance.
+// Generator describes the stand-in with every parameter, for provenance,
+// under the generator's name from before it left core/graph
+// ("graph.GenerateStandIn"), so that published provenance stays the same.
 func (*synthFormat) Generator(spec string) (string, error) {
 	s, o, err := parseSynth(spec)
 	if err != nil {
