@@ -898,6 +898,12 @@ func (b *boundChunk) release(be backend.Backend) {
 	}
 }
 
+// scatterTransposer is a graph whose Aᵀ products can scatter its entries
+// instead of building its transpose, with the same bits (the cpu
+// backend's cpu.Graph): a chunk's graph is uploaded for one pass, so at
+// most one backward product reads its transpose.
+type scatterTransposer interface{ ScatterTranspose() }
+
 // bind uploads a chunk's graphs for layer l to device k and binds the
 // layer to them; feed delivers the chunk's input rows (nil: a backward
 // over kept intermediates that does not read them, or with split reads
@@ -918,6 +924,9 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 		a, err := topo.UploadGraph(cg.Csr, d.tier)
 		if err != nil {
 			return fail(fmt.Errorf("upload %s: %w", name, err))
+		}
+		if s, ok := a.(scatterTransposer); ok {
+			s.ScatterTranspose() // bound for one pass: its transpose would serve one product
 		}
 		b.adjs = append(b.adjs, a)
 		eg := &engine.Graph{Adj: a, Host: cg.Csr}
