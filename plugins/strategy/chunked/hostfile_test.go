@@ -226,3 +226,19 @@ func TestHostFileTraffic(t *testing.T) {
 		t.Logf("read %d (bound %d), written %d (bound %d)", got.ReadBytes, got.MinReadBytes, got.WrittenBytes, got.MinWrittenBytes)
 	}
 }
+
+// TestChunkedHybridSplitsOnHost: with the default intermediates (hybrid)
+// on the cpu backend every layer that can split splits (hostSplits),
+// where on simulated devices the price chooses: GCN's layer 1 (128 → 5,
+// its weight first) recomputes there, as its backward reloads the input
+// rows anyway and the forward is cheap on a V100.
+func TestChunkedHybridSplitsOnHost(t *testing.T) {
+	for _, c := range []struct{ backend, modes string }{{"cpu", "split split"}, {"sim", "split recompute"}} {
+		sets := append(testkit.ModelSets("gcn"), `train.mode="chunked"`, `train.backend="`+c.backend+`"`, `data.dataset="rmat-12-8-64-5-1"`,
+			"model.hidden=128", "chunked.chunks=4")
+		r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, sets...))
+		if got := strings.Join(r.modes(), " "); got != c.modes {
+			t.Errorf("%s: modes %q, want %q", c.backend, got, c.modes)
+		}
+	}
+}
