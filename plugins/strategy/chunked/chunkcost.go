@@ -170,7 +170,7 @@ func (r *chunkedRun) priceLayer(lc *layerCost, hostGBps float64) error {
 // saved tensors (the aggregations' outputs, a row per destination) where
 // caching keeps them all, in RAM or the host file. Measured at R-MAT
 // 2^20 (GCN 2×128, 16 chunks, host file), splitting layer 1 as well
-// saved 7 CPU-s of the run over the price's choice, recompute
+// saved 4-7 of the run's 67-71 CPU-s over the price's choice, recompute
 // (docs/decisions.md). Layers that cannot split are priced as before.
 func (r *chunkedRun) chooseIntermediates(mode string) error {
 	r.cache = make([]bool, len(r.layers))
