@@ -164,11 +164,12 @@ func (r *chunkedRun) priceLayer(lc *layerCost, hostGBps float64) error {
 // hostSplits: where the backend computes on the host (the cpu backend:
 // chunkedRun.rows is set) there is no link between the host tier and the
 // "device", and the estimate's prices (a V100 behind PCIe, machineSpec)
-// do not apply. There a split dominates: its backward reruns a subset of
-// the forward's ops (never the aggregations) where recomputing reruns
-// them all and reloads the input rows, and it keeps a subset of the
-// saved tensors (the aggregations' outputs, a row per destination) where
-// caching keeps them all, in RAM or the host file. Measured at R-MAT
+// do not apply. There a split dominates in time: its backward reruns a
+// subset of the forward's ops (never the aggregations) where
+// recomputing reruns them all and reloads the input rows, and it keeps
+// a subset of the saved tensors (the aggregations' outputs, a row per
+// destination) where caching keeps them all; the kept rows go to the
+// host file when there is one, else to RAM. Measured at R-MAT
 // 2^20 (GCN 2×128, 16 chunks, host file), splitting layer 1 as well
 // saved 4-7 of the run's 67-71 CPU-s over the price's choice, recompute
 // (docs/decisions.md). Layers that cannot split are priced as before.
