@@ -71,11 +71,7 @@ func (b *Backend) spmmScatterT(ctx context.Context, g *Graph, dt tensor.DType, h
 	if w == nil {
 		wp = g.values(dt, false)
 	}
-	parts := int64(min(b.threads, g.cols))
-	bounds := make([]int64, parts+1)
-	for i := range bounds {
-		bounds[i] = int64(g.cols) * int64(i) / parts
-	}
+	bounds := evenBounds(int64(g.cols), int64(min(b.threads, g.cols)))
 	c := &g.fwd
 	dc, it, xp, yp := dtCode(dt), c.itCode(), ptr(x), ptr(y)
 	var ip *int64

@@ -516,6 +516,14 @@ func (h *hostFileMat[T]) readRows(buf []T, lo int32) error {
 	return nil
 }
 
+// writeRows writes buf (whole rows) to the file's rows lo, lo+1, ….
+func (h *hostFileMat[T]) writeRows(buf []T, lo int32) error {
+	if err := h.io.writeAt(h.f, asBytes(buf), h.off+int64(lo)*h.rowBytes()); err != nil {
+		return fmt.Errorf("host file: write rows %d-%d: %w", lo, int(lo)+len(buf)/h.cols-1, err)
+	}
+	return nil
+}
+
 // writeRuns writes the rows of rs from buf (holding rows [lo, ...)),
 // one call per run of consecutive rows: rows between them are not
 // written.
@@ -526,8 +534,8 @@ func (h *hostFileMat[T]) writeRuns(buf []T, lo int32, rs []uint64) error {
 			end++
 		}
 		a, b := int32(rs[0]>>32)-lo, int32(rs[end-1]>>32)-lo+1
-		if err := h.io.writeAt(h.f, asBytes(buf[int(a)*h.cols:int(b)*h.cols]), h.off+int64(lo+a)*h.rowBytes()); err != nil {
-			return fmt.Errorf("host file: write rows %d-%d: %w", lo+a, lo+b-1, err)
+		if err := h.writeRows(buf[int(a)*h.cols:int(b)*h.cols], lo+a); err != nil {
+			return err
 		}
 		rs = rs[end:]
 	}
@@ -546,10 +554,7 @@ func (h *hostFileMat[T]) Put(ids []int32, v any) error {
 		if i, ok := straight(rs, lo, func(i int) int { return i }); ok {
 			// Consecutive buffer rows to consecutive rows (a chunk's
 			// destinations): written straight from the buffer.
-			if err := h.io.writeAt(h.f, asBytes(s[i*h.cols:(i+len(rs))*h.cols]), h.off+int64(lo)*h.rowBytes()); err != nil {
-				return fmt.Errorf("host file: write rows %d-%d: %w", lo, int(lo)+len(rs)-1, err)
-			}
-			return nil
+			return h.writeRows(s[i*h.cols:(i+len(rs))*h.cols], lo)
 		}
 		for _, e := range rs {
 			r, i := int(int32(e>>32)-lo), int(uint32(e))
