@@ -81,9 +81,6 @@ func TestHalfInputMatchesWidened(t *testing.T) {
 								env = f.blockEnv(t, seeds, tensor.Float32)
 							}
 							env.Inference = infer
-							// The same plan for both (a 16-bit input keeps its
-							// narrows, keepReadable; TestPushedNarrowsHalfInput).
-							env.keepAsWritten = true
 							env.Input = toHalf(t, f.be, env.Input, dt)
 							if k == 1 {
 								env.Input = widened(t, f.be, env.Input)

@@ -27,9 +27,10 @@ import (
 // operands; only the weight gradient xᵀ·dy sums fewer rows, the ones it
 // drops having been zero.
 //
-// Not pushed into: the input rows when they are 16-bit (read region by
-// region inside the products, half.go) or given by their entries
-// (sparse.go), nor a dropout of them; the narrow then stays where it is.
+// A product that multiplies the input's dropout in (dropgemm.go) or reads
+// 16-bit input rows region by region (half.go) multiplies the first rows
+// of the input. Not pushed into: input rows given by their entries
+// (sparse.go), or a dropout of them; the narrow then stays where it is.
 
 // rowWise reports whether planned op i computes each node row from the
 // same row of its node operands alone (elementwise ops, a bias, a
@@ -123,8 +124,8 @@ func (p *plan) narrowedRows() []int {
 }
 
 // keepReadable undoes the pushes that would make an op read the first
-// rows of a value that has no rows to read in place: the 16-bit or
-// entry-given input, or a dropout of it (see above). Operands come before
+// rows of a value that has no rows to read in place: the entry-given
+// input, or a dropout of it (see above). Operands come before
 // their readers, so one pass in order settles every op.
 func (p *plan) keepReadable(want []int, plainInput bool) {
 	if plainInput {

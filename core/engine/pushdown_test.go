@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"strata/core/backend"
 	"strata/core/ir"
 	"strata/core/tensor"
 	"strata/internal/floattol"
@@ -176,10 +177,9 @@ func pushTol(g *ir.Graph, f *blockFixture, dt tensor.DType, v float64) float64 {
 
 // TestPushedNarrowsHalfInput binds a layer whose input only products
 // read to 16-bit input rows over large blocks, where the products read
-// the rows directly (half.go): the narrows stay above the products
-// (keepReadable), and two training steps and an evaluation agree with the
-// float32 program over the widened rows, whose narrows are pushed,
-// within the rounding of the sums' other order.
+// the rows directly (half.go): the root's product multiplies the first
+// 16-bit rows, and two training steps and an evaluation agree bit for bit
+// with the float32 program over the widened rows.
 func TestPushedNarrowsHalfInput(t *testing.T) {
 	layer := func(b *ir.Builder, in, out int64, last bool) int32 {
 		x := b.Input("x", in)
@@ -210,15 +210,59 @@ func TestPushedNarrowsHalfInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Release()
-		if k == 0 && (p.wideIn || p.plan.prefix[slices.IndexFunc(p.g.Ops, func(op ir.Op) bool { return op.Kind == ir.OpMatMul })]) {
-			t.Fatalf("16-bit input: widened %v, the first product reads the first rows %v; want neither", p.wideIn, !p.wideIn)
+		root := slices.IndexFunc(p.g.Ops, func(op ir.Op) bool { return op.Kind == ir.OpMatMul })
+		if !p.plan.prefix[root] || k == 0 && (p.wideIn || !p.aux[root].halfX) {
+			t.Fatalf("the root's product reads the first rows: %v; 16-bit rows widened %v, read directly %v; want true, false, true",
+				p.plan.prefix[root], p.wideIn, p.aux[root].halfX)
+		}
+		got[k] = stepTrace(t, context.Background(), f.be, p, 3)
+	}
+	for i := range got[0] {
+		if !slices.Equal(got[0][i], got[1][i]) {
+			t.Fatalf("result %d differs: 16-bit %v, widened %v", i, got[0][i][:min(4, len(got[0][i]))], got[1][i][:min(4, len(got[1][i]))])
+		}
+	}
+}
+
+// TestNarrowsKeptOverEntries binds a root term to blocks whose input is
+// given by its entries (Env.InputEntries: products run as SpMM over
+// them, which has no rows to read in place): the narrow stays above the
+// root's product, and a training step agrees with the dense input's
+// pushed program within the rounding of the sums' other order.
+func TestNarrowsKeptOverEntries(t *testing.T) {
+	g := linkLayers(t, pushModels["sage with the weight first"], []int64{inDim, width, classes})
+	f := newBlockFixture()
+	seeds := []int32{3, 17, 5, 22, 9, 31, 0, 12}
+	var got [2][][]float64
+	for k := range 2 {
+		env := f.blockEnv(t, seeds, tensor.Float64)
+		if k == 0 {
+			m, ok, err := f.be.(backend.SparseInputs).SparseInput(env.Input, int64(env.Input.Numel()), tensor.Host)
+			if err != nil || !ok {
+				t.Fatalf("entries: %v, %v", ok, err)
+			}
+			env.Input, env.InputEntries = nil, &m
+		}
+		ps, err := NewParams(g, f.be, tensor.Float64, tensor.Host, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ps.Release()
+		p, err := Bind(g, env, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Release()
+		root := slices.IndexFunc(p.g.Ops, func(op ir.Op) bool { return op.Kind == ir.OpMatMul })
+		if k == 0 && (p.plan.prefix[root] || !p.aux[root].sparseX) {
+			t.Fatalf("entries: the root's product reads the first rows %v, runs over the entries %v; want false, true", p.plan.prefix[root], p.aux[root].sparseX)
 		}
 		got[k] = stepTrace(t, context.Background(), f.be, p, 3)
 	}
 	for i := range got[0] {
 		for j, w := range got[1][i] {
-			if d := math.Abs(got[0][i][j] - w); d > pushTol(g, f, tensor.Float32, w) {
-				t.Fatalf("result %d[%d]: 16-bit %g, widened %g", i, j, got[0][i][j], w)
+			if d := math.Abs(got[0][i][j] - w); d > pushTol(g, f, tensor.Float64, w) {
+				t.Fatalf("result %d[%d]: entries %g, dense %g", i, j, got[0][i][j], w)
 			}
 		}
 	}

@@ -46,8 +46,8 @@ type sizes interface {
 	layerSources(layer int32) (int, error)
 	layerDestinations(layer int32) (int, error)
 	inputRows() int
-	// plainInput: the input rows are in memory in the compute dtype, so
-	// an op may read their first rows in place (pushNarrows).
+	// plainInput: the input rows are in memory (not given by their
+	// entries), so an op may read their first rows in place (pushNarrows).
 	plainInput() bool
 	// keepNarrows: plan as written, narrows not pushed (tests compare
 	// the two).
@@ -231,9 +231,7 @@ func edgeGraphs(p *plan) []string {
 
 func (e Env) hasBlocks() bool { return e.Blocks != nil }
 func (e Env) numBlocks() int  { return len(e.Blocks) }
-func (e Env) plainInput() bool {
-	return e.InputEntries == nil && (e.Input == nil || !e.Input.DType().IsHalf())
-}
+func (e Env) plainInput() bool { return e.InputEntries == nil }
 func (e Env) keepNarrows() bool { return e.keepAsWritten }
 func (e Env) inputRows() int {
 	if e.InputEntries != nil {
