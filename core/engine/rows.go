@@ -229,9 +229,9 @@ func edgeGraphs(p *plan) []string {
 	return out
 }
 
-func (e Env) hasBlocks() bool { return e.Blocks != nil }
-func (e Env) numBlocks() int  { return len(e.Blocks) }
-func (e Env) plainInput() bool { return e.InputEntries == nil }
+func (e Env) hasBlocks() bool   { return e.Blocks != nil }
+func (e Env) numBlocks() int    { return len(e.Blocks) }
+func (e Env) plainInput() bool  { return e.InputEntries == nil }
 func (e Env) keepNarrows() bool { return e.keepAsWritten }
 func (e Env) inputRows() int {
 	if e.InputEntries != nil {
