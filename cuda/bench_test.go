@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"strata/core/graph"
+	"strata/core/graph/synth"
 	"strata/core/tensor"
 )
 
@@ -32,7 +32,7 @@ func benchScale(b *testing.B) int {
 // are counted every time they are used.
 func BenchmarkSpMM(b *testing.B) {
 	scale := benchScale(b)
-	ds, err := graph.RMAT(graph.RMATOptions{Scale: scale, Seed: 1})
+	ds, err := synth.RMAT(synth.RMATOptions{Scale: scale, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

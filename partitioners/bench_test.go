@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/graph/synth"
 )
 
 // The benchmarks partition an R-MAT graph of scale 16 (65,536 nodes, 2^20
@@ -35,7 +36,7 @@ func benchRMAT(b *testing.B) *graph.CSR {
 	if g, ok := benchGraphs.Load(scale); ok {
 		return g.(*graph.CSR)
 	}
-	d, err := graph.RMAT(graph.RMATOptions{Scale: scale, Seed: 1})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: scale, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"strata/core/backend/cpu"
 	"strata/core/graph"
+	"strata/core/graph/synth"
 	"strata/core/ir"
 	"strata/core/tensor"
 )
@@ -27,7 +28,7 @@ func BenchmarkAggregateComposed(b *testing.B) {
 	if s, err := strconv.Atoi(os.Getenv("STRATA_BENCH_SCALE")); err == nil && s > 0 && s <= 24 {
 		scale = s
 	}
-	ds, err := graph.RMAT(graph.RMATOptions{Scale: scale, EdgeFactor: 8, Seed: 1})
+	ds, err := synth.RMAT(synth.RMATOptions{Scale: scale, EdgeFactor: 8, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -125,6 +125,11 @@ func rowParts(indptr []int64, parts int) []int {
 	return bounds
 }
 
+// RunRowParts runs fn concurrently over ranges of the rows of indptr of
+// about equal work (entries plus rows) and waits for them. fn must write
+// only its own rows' outputs.
+func RunRowParts(indptr []int64, fn func(lo, hi int)) { runRowParts(indptr, fn) }
+
 // runRowParts runs fn concurrently over the row ranges of rowParts.
 func runRowParts(indptr []int64, fn func(lo, hi int)) {
 	b := rowParts(indptr, NumWorkers())

@@ -209,6 +209,15 @@ func Transpose(g *CSR) (*CSR, []int64) {
 	return t, perm
 }
 
+// TransposeIdx returns the structure of the transpose of a rows x ncols
+// CSR (indptr, idx): its row pointers and, for every column, the rows
+// that hold it, ascending; neither values nor the entry permutation
+// (Transpose). Row ids must fit in K.
+func TransposeIdx[K Index](rows, ncols int, indptr []int64, idx []K) ([]int64, []K) {
+	tptr, tidx, _ := transpose(rows, ncols, indptr, idx, false)
+	return tptr, tidx
+}
+
 // transpose is a stable counting sort of the entries of a rows x ... CSR
 // by column into ncols rows (ncols >= every column id + 1). Row ids must
 // fit in K. With wantPerm it also returns the source entry of every output
@@ -476,6 +485,9 @@ func relabelRows[K Index](g *CSR, idx []K, perm, inv []int32, indptr []int64, va
 	})
 	return cols
 }
+
+// SortRows sorts the column ids of every row in place, rows in parallel.
+func SortRows[K Index](indptr []int64, idx []K) { sortRows(indptr, idx) }
 
 // sortRows sorts the column ids of every row in place.
 func sortRows[K Index](indptr []int64, idx []K) {

@@ -53,19 +53,6 @@ func checkCSR(t *testing.T, g *graph.CSR, rows, cols int) {
 	}
 }
 
-// sortedRows reports whether the columns of every row are ascending
-// (strictly when strict).
-func sortedRows(g *graph.CSR, strict bool) bool {
-	for r := 0; r < g.NumRows; r++ {
-		for e := g.Indptr[r] + 1; e < g.Indptr[r+1]; e++ {
-			if a, b := g.Col(e-1), g.Col(e); a > b || strict && a == b {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 func denseEqual(a, b [][]int) bool {
 	if len(a) != len(b) {
 		return false
@@ -101,7 +88,7 @@ func TestSymmetrizeDense(t *testing.T) {
 			if s.Values != nil {
 				t.Error("values made up")
 			}
-			if !sortedRows(s, true) {
+			if !graphtest.SortedRows(s, true) {
 				t.Error("rows not strictly ascending")
 			}
 			a := graphtest.Dense(c.g)
@@ -159,7 +146,7 @@ func TestAddSelfLoopsDense(t *testing.T) {
 			if s.Values != nil {
 				t.Error("values made up")
 			}
-			if !sortedRows(s, false) {
+			if !graphtest.SortedRows(s, false) {
 				t.Error("rows not ascending")
 			}
 			want := graphtest.Dense(c.g)
@@ -246,8 +233,21 @@ func TestTransposeDense(t *testing.T) {
 			var perm []int64
 			transformsKeepInput(t, g, func() { tr, perm = graph.Transpose(g) })
 			checkCSR(t, tr, g.NumCols, g.NumRows)
-			if !sortedRows(tr, false) {
+			if !graphtest.SortedRows(tr, false) {
 				t.Error("transposed rows not ascending")
+			}
+			// TransposeIdx gives the same structure without values or perm.
+			wide := g.Idx64
+			if wide == nil {
+				wide = graph.ConvertIdx[int32, int64](g.Idx32)
+			}
+			ptr, idx := graph.TransposeIdx(g.NumRows, g.NumCols, g.Indptr, wide)
+			cols := make([]int64, tr.NNZ())
+			for e := range cols {
+				cols[e] = tr.Col(int64(e))
+			}
+			if !slices.Equal(ptr, tr.Indptr) || !slices.Equal(idx, cols) {
+				t.Errorf("TransposeIdx = %v %v, want %v %v", ptr, idx, tr.Indptr, cols)
 			}
 			a, b := graphtest.Dense(g), graphtest.Dense(tr)
 			for i := range a {

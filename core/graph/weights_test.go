@@ -50,7 +50,7 @@ func eachWeighted(t *testing.T, transform func(*graph.CSR) *graph.CSR, check fun
 		t.Run(c.name, func(t *testing.T) {
 			var s *graph.CSR
 			transformsKeepInput(t, c.g, func() { s = transform(c.g) })
-			if !sortedRows(s, false) || int64(len(s.Values)) != s.NNZ() {
+			if !graphtest.SortedRows(s, false) || int64(len(s.Values)) != s.NNZ() {
 				t.Fatalf("rows not ascending, or %d values for %d entries", len(s.Values), s.NNZ())
 			}
 			check(t, c.g, s)
@@ -62,7 +62,7 @@ func TestSymmetrizeWeighted(t *testing.T) {
 	eachWeighted(t, graph.Symmetrize, func(t *testing.T, g, s *graph.CSR) {
 		n := g.NumRows
 		checkCSR(t, s, n, n)
-		if !sortedRows(s, true) {
+		if !graphtest.SortedRows(s, true) {
 			t.Fatal("rows not strictly ascending")
 		}
 		w, cnt := denseWeights(g)

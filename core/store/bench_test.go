@@ -9,6 +9,7 @@ import (
 	"strata/core/backend"
 	"strata/core/backend/sim"
 	"strata/core/graph"
+	"strata/core/graph/synth"
 	"strata/core/sampling"
 	"strata/core/store"
 	"strata/core/tensor"
@@ -23,7 +24,7 @@ import (
 // the reads moved over links per batch (32-byte sectors) and the time the
 // simulator predicts for them (links in parallel).
 func BenchmarkSamplersThroughStore(b *testing.B) {
-	d, err := graph.RMAT(graph.RMATOptions{Scale: 16, EdgeFactor: 16, FeatDim: 1, NumClasses: 2, Seed: 1})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: 16, EdgeFactor: 16, FeatDim: 1, NumClasses: 2, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

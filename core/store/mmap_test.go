@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"strata/core/backend/sim"
-	"strata/core/graph"
 	"strata/core/graph/formats"
+	"strata/core/graph/synth"
 	"strata/core/store"
 	"strata/core/tensor"
 	"strata/core/topology"
@@ -18,7 +18,7 @@ import (
 // file: the host matrix is used in place (not copied into backend memory)
 // and gathers still return the exact rows.
 func TestMappedFeatures(t *testing.T) {
-	ds, err := graph.RMAT(graph.RMATOptions{Scale: 10, EdgeFactor: 8, FeatDim: 32, NumClasses: 4, Seed: 3})
+	ds, err := synth.RMAT(synth.RMATOptions{Scale: 10, EdgeFactor: 8, FeatDim: 32, NumClasses: 4, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

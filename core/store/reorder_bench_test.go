@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"strata/core/graph"
+	"strata/core/graph/synth"
 	"strata/core/store"
 )
 
@@ -16,7 +16,7 @@ import (
 // relabelled per second: wall clock, per core (GOMAXPROCS) and per
 // second of CPU time.
 func BenchmarkReorder(b *testing.B) {
-	d, err := graph.RMAT(graph.RMATOptions{Scale: 18, EdgeFactor: 16, FeatDim: 16, NumClasses: 2, Seed: 1})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: 18, EdgeFactor: 16, FeatDim: 16, NumClasses: 2, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/graph/synth"
 	"strata/core/store"
 )
 
@@ -14,7 +15,7 @@ import (
 // becomes (newID[u] -> newID[v]), feature row v becomes row newID[v], and
 // the result is the same for any GOMAXPROCS.
 func TestReorder(t *testing.T) {
-	d, err := graph.RMAT(graph.RMATOptions{Scale: 11, EdgeFactor: 6, FeatDim: 3, NumClasses: 2, Seed: 9})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: 11, EdgeFactor: 6, FeatDim: 3, NumClasses: 2, Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"strata/core/backend/sim"
 	"strata/core/graph"
+	"strata/core/graph/synth"
 	"strata/core/registry"
 	"strata/core/store"
 	"strata/core/tensor"
@@ -18,7 +19,7 @@ import (
 
 func dataset(t *testing.T) *graph.Dataset {
 	t.Helper()
-	d, err := graph.RMAT(graph.RMATOptions{Scale: 9, EdgeFactor: 8, FeatDim: 7, NumClasses: 3, Seed: 5})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: 9, EdgeFactor: 8, FeatDim: 7, NumClasses: 3, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func seq(n int) []int32 {
 }
 
 func BenchmarkGather(b *testing.B) {
-	d, err := graph.RMAT(graph.RMATOptions{Scale: 16, EdgeFactor: 8, FeatDim: 128, NumClasses: 2, Seed: 1})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: 16, EdgeFactor: 8, FeatDim: 128, NumClasses: 2, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/graph/synth"
 	"strata/core/registry"
 	"strata/plugins/sampler"
 
@@ -108,7 +109,7 @@ func TestReversePageRankDirection(t *testing.T) {
 
 func rmat(t testing.TB, scale int) *graph.Dataset {
 	t.Helper()
-	d, err := graph.RMAT(graph.RMATOptions{Scale: scale, EdgeFactor: 8, FeatDim: 4, NumClasses: 2, Seed: 3})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: scale, EdgeFactor: 8, FeatDim: 4, NumClasses: 2, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"strata/core/graph"
+	"strata/core/graph/synth"
 	"strata/core/registry"
 	"strata/core/sampling"
 	"strata/core/sampling/samplertest"
@@ -25,7 +26,7 @@ func rmatGraph(t testing.TB, scale int) *graph.CSR {
 	if g, ok := rmatCache.Load(scale); ok {
 		return g.(*graph.CSR)
 	}
-	d, err := graph.RMAT(graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 7, CentroidScale: -1})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 7, CentroidScale: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

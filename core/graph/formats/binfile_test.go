@@ -13,6 +13,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/graph/graphtest"
+	"strata/core/graph/synth"
 )
 
 // binDatasets returns datasets covering the binary format's variants.
@@ -23,7 +24,7 @@ func binDatasets(t *testing.T) map[string]*graph.Dataset {
 	withValues.Name, withValues.Source, withValues.Citation = "values", "/data/values", "Someone, \"A \u00e9 paper\", 2024"
 	wide := graphtest.ReorderDataset(graphtest.Widen(graph.FromEdges(25, graphtest.RandEdges(4, 25, 0, 90))))
 	wide.Name = "wide"
-	rm, err := graph.RMAT(graph.RMATOptions{Scale: 7, EdgeFactor: 4, FeatDim: 5, NumClasses: 3, Seed: 1})
+	rm, err := synth.RMAT(synth.RMATOptions{Scale: 7, EdgeFactor: 4, FeatDim: 5, NumClasses: 3, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

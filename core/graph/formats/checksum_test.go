@@ -11,6 +11,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/graph/graphtest"
+	_ "strata/core/graph/synth" // format.rmat, for Sources
 )
 
 func TestSources(t *testing.T) {

@@ -44,12 +44,6 @@ func (*embeddedFormat) Examples(string) ([]graph.Example, error) {
 		{Name: "unknown", Spec: "embedded:nope", Kind: graph.ErrMissing, Err: []string{"embedded:nope", "available: cora"}}}, nil
 }
 
-func (*rmatFormat) Examples(string) ([]graph.Example, error) {
-	return []graph.Example{{Name: "small", Spec: "rmat-5-2-3-2-7"},
-		{Name: "bad scale", Spec: "rmat-0", Kind: graph.ErrRange, Err: []string{"rmat-0", "scale 0"}},
-		{Name: "huge", Spec: "rmat-20-16-64-8-0", Kind: graph.ErrRange, Err: []string{"rmat-20", "memory budget"}, Huge: true}}, nil
-}
-
 func (*binaryFormat) Examples(dir string) ([]graph.Example, error) {
 	d := graph.TinyDataset(12, 3)
 	p := filepath.Join(dir, "tiny.strata")

@@ -153,8 +153,3 @@ func TestOpenContextCancel(t *testing.T) {
 	default:
 	}
 }
-
-func TestRMATBudget(t *testing.T) {
-	_, err := graph.OpenContext(graph.WithMaxMemory(context.Background(), 1<<30), "rmat-24-16-1000-8-0")
-	graphtest.WantErr(t, err, graph.ErrRange, "generating the graph would need", "memory budget of 1.0 GiB")
-}

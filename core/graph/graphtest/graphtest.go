@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"strata/core/graph"
+	"strata/core/graph/synth"
 )
 
 // Named is a graph with a name for subtests.
@@ -74,7 +75,7 @@ func WithIsolated(n int, seed uint64) *graph.CSR {
 // RMAT returns a symmetrised R-MAT graph with 2^scale nodes and average
 // degree about 2·edgeFactor (power-law degrees).
 func RMAT(scale, edgeFactor int, seed uint64) *graph.CSR {
-	d, err := graph.RMAT(graph.RMATOptions{Scale: scale, EdgeFactor: edgeFactor, Seed: seed, CentroidScale: -1})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: scale, EdgeFactor: edgeFactor, Seed: seed, CentroidScale: -1})
 	if err != nil {
 		panic(err)
 	}
@@ -156,7 +157,7 @@ func Datasets() []*graph.Dataset {
 	for _, g := range Square() {
 		out = append(out, Dataset(g.Name, g.G, nil))
 	}
-	d, err := graph.RMAT(graph.RMATOptions{Scale: 8, EdgeFactor: 8, Seed: 5, FeatDim: 4, NumClasses: 3})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: 8, EdgeFactor: 8, Seed: 5, FeatDim: 4, NumClasses: 3})
 	if err != nil {
 		panic(err)
 	}

@@ -318,3 +318,16 @@ func CheckCora(t *testing.T, d *graph.Dataset) {
 		}
 	}
 }
+
+// SortedRows reports whether the columns of every row are ascending
+// (strictly when strict).
+func SortedRows(g *graph.CSR, strict bool) bool {
+	for r := 0; r < g.NumRows; r++ {
+		for e := g.Indptr[r] + 1; e < g.Indptr[r+1]; e++ {
+			if a, b := g.Col(e-1), g.Col(e); a > b || strict && a == b {
+				return false
+			}
+		}
+	}
+	return true
+}

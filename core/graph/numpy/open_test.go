@@ -9,6 +9,7 @@ import (
 	"strata/core/graph"
 	"strata/core/graph/formats"
 	"strata/core/graph/graphtest"
+	"strata/core/graph/synth"
 )
 
 // specFormFragments are the parts of the accepted-forms list an unknown
@@ -43,7 +44,7 @@ func TestOpenDispatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rmatWant, err := graph.RMAT(graph.RMATOptions{Scale: 5, EdgeFactor: 2, FeatDim: 3, NumClasses: 2, Seed: 7})
+	rmatWant, err := synth.RMAT(synth.RMATOptions{Scale: 5, EdgeFactor: 2, FeatDim: 3, NumClasses: 2, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"strata/core/graph/formats"
 	"strata/core/graph/graphtest"
 	"strata/core/graph/ogbout"
+	"strata/core/graph/synth"
 	"strata/core/safefile"
 )
 
@@ -33,7 +34,7 @@ var awkward = []float32{
 // rmatDataset is an R-MAT dataset with features (some awkward), labels
 // and a split that leaves a third of the nodes unlabelled (-1).
 func rmatDataset(t *testing.T) *graph.Dataset {
-	d, err := graph.RMAT(graph.RMATOptions{Scale: 9, EdgeFactor: 8, Seed: 3, FeatDim: 7, NumClasses: 5, TrainFrac: .3, ValidFrac: .2, TestFrac: .2})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: 9, EdgeFactor: 8, Seed: 3, FeatDim: 7, NumClasses: 5, TrainFrac: .3, ValidFrac: .2, TestFrac: .2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func widen(v []int32) []int64 {
 // formatting and the compression of convert --to ogb. The MB/s are of
 // the uncompressed text (TextBytes).
 func BenchmarkWriteDir(b *testing.B) {
-	d, err := graph.RMAT(graph.RMATOptions{Scale: 15, EdgeFactor: 25, Seed: 1, FeatDim: 100, NumClasses: 47})
+	d, err := synth.RMAT(synth.RMATOptions{Scale: 15, EdgeFactor: 25, Seed: 1, FeatDim: 100, NumClasses: 47})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,9 +1,11 @@
-package graph
+package synth
 
 import (
 	"fmt"
 	"math"
 	"slices"
+
+	"strata/core/graph"
 )
 
 // DegreeModel is a Chung-Lu expected-degree curve: the node of rank x
@@ -59,9 +61,9 @@ func (m DegreeModel) ranker() func(u float64) float64 {
 // FitDegreeShape returns the model whose top-1% and top-10% shares are
 // those of s. The shares must be those of a graph whose degrees fall with
 // rank: 0.01 <= Top1 and 0.1 <= Top10 <= min(1, 10 Top1).
-func FitDegreeShape(s DegreeShape) (DegreeModel, error) {
+func FitDegreeShape(s graph.DegreeShape) (DegreeModel, error) {
 	if !(s.Top1 >= 0.01 && s.Top10 >= 0.1 && s.Top10 <= 1 && s.Top1 <= s.Top10 && s.Top10 <= 10*s.Top1) {
-		return DegreeModel{}, fmt.Errorf("degree shape: top-1%% share %g and top-10%% share %g are not those of a graph (want 0.01 <= top1, 0.1 <= top10 <= min(1, 10 top1)): %w", s.Top1, s.Top10, ErrRange)
+		return DegreeModel{}, fmt.Errorf("degree shape: top-1%% share %g and top-10%% share %g are not those of a graph (want 0.01 <= top1, 0.1 <= top10 <= min(1, 10 top1)): %w", s.Top1, s.Top10, graph.ErrRange)
 	}
 	if s.Top10-0.1 < 1e-9 {
 		return DegreeModel{Alpha: 0, R: 1}, nil // uniform
@@ -77,10 +79,10 @@ func FitDegreeShape(s DegreeShape) (DegreeModel, error) {
 	}
 	lo, hi := 1-math.Log(s.Top10)/math.Log(0.1), float64(maxAlpha)
 	if s.Top1 > s.Top10*s.Top10 {
-		return DegreeModel{}, fmt.Errorf("degree shape: top-1%% share %g is more than a pure power law with top-10%% share %g gives (%g): %w", s.Top1, s.Top10, s.Top10*s.Top10, ErrRange)
+		return DegreeModel{}, fmt.Errorf("degree shape: top-1%% share %g is more than a pure power law with top-10%% share %g gives (%g): %w", s.Top1, s.Top10, s.Top10*s.Top10, graph.ErrRange)
 	}
 	if v, _, ok := top1(hi); !ok || v > s.Top1 {
-		return DegreeModel{}, fmt.Errorf("degree shape: top-1%% share %g is less than any curve (x+R)^-a with top-10%% share %g gives (%g): %w", s.Top1, s.Top10, v, ErrRange)
+		return DegreeModel{}, fmt.Errorf("degree shape: top-1%% share %g is less than any curve (x+R)^-a with top-10%% share %g gives (%g): %w", s.Top1, s.Top10, v, graph.ErrRange)
 	}
 	for range 200 {
 		mid := math.Sqrt(lo * hi)
@@ -125,7 +127,7 @@ const maxIdleRounds = 16
 // chungLuGraph draws exactly edges distinct edges without self loops on n
 // nodes, both endpoints from m, node ids randomly permuted. An undirected
 // edge is stored once, in a direction drawn from its key.
-func chungLuGraph(m DegreeModel, n int, edges int64, directed bool, seed uint64) (*CSR, error) {
+func chungLuGraph(m DegreeModel, n int, edges int64, directed bool, seed uint64) (*graph.CSR, error) {
 	perm := newCyclePerm(seed, streamPerm, n)
 	keys, err := distinctKeys(make([]uint64, edges), n, func(out []uint64, round uint64) {
 		drawEdgeKeys(m, perm, out, directed, seed, round)
@@ -156,7 +158,7 @@ func distinctKeys(keys []uint64, n int, draw func(out []uint64, round uint64)) (
 		}
 		if idle == maxIdleRounds {
 			return nil, fmt.Errorf("%d edges on %d nodes: %d distinct after %d rounds of redrawing duplicates; the degree shape is too concentrated for this many edges (use a larger graph or fewer edges): %w",
-				edges, n, len(keys), round, ErrRange)
+				edges, n, len(keys), round, graph.ErrRange)
 		}
 	}
 	return keys, nil
@@ -165,9 +167,9 @@ func distinctKeys(keys []uint64, n int, draw func(out []uint64, round uint64)) (
 // keysCSR turns distinct edge keys (src<<32 | dst, in any order) into the
 // CSR of n nodes; an undirected edge is stored in a direction drawn from
 // its key.
-func keysCSR(n int, keys []uint64, directed bool, seed uint64) *CSR {
+func keysCSR(n int, keys []uint64, directed bool, seed uint64) *graph.CSR {
 	src, dst := make([]int32, len(keys)), make([]int32, len(keys))
-	parallelFor(len(keys), 1<<16, func(lo, hi int) {
+	graph.ParallelFor(len(keys), 1<<16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			a, b := int32(keys[i]>>32), int32(keys[i]&0xffffffff)
 			if !directed && mix64(keys[i]^seed)&1 == 1 {
@@ -176,9 +178,9 @@ func keysCSR(n int, keys []uint64, directed bool, seed uint64) *CSR {
 			src[i], dst[i] = a, b
 		}
 	})
-	indptr, cols := GroupEdges(n, dst, src)
-	sortRows(indptr, cols)
-	return MakeCSR(n, n, indptr, cols)
+	indptr, cols := graph.GroupEdges(n, dst, src)
+	graph.SortRows(indptr, cols)
+	return graph.MakeCSR(n, n, indptr, cols)
 }
 
 // mergeNewKeys adds to the sorted distinct keys those of extra that are
@@ -219,7 +221,7 @@ func drawEdgeKeys(m DegreeModel, perm cyclePerm, out []uint64, directed bool, se
 		return perm.apply(min(uint64(rank(u)*n), perm.n-1))
 	}
 	chunks := (len(out) + rmatChunk - 1) / rmatChunk
-	parallelFor(chunks, 1, func(lo, hi int) {
+	graph.ParallelFor(chunks, 1, func(lo, hi int) {
 		for c := lo; c < hi; c++ {
 			r := newRNG(mix3(seed, round, streamEdges), streamEdges, uint64(c))
 			for e := c * rmatChunk; e < min((c+1)*rmatChunk, len(out)); e++ {

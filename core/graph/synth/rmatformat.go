@@ -1,4 +1,4 @@
-package formats
+package synth
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ func (*rmatFormat) Detect(spec string, st fs.FileInfo) int {
 }
 
 func (*rmatFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error) {
-	opts, err := graph.ParseRMATName(spec)
+	opts, err := ParseRMATName(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -41,12 +41,14 @@ func (*rmatFormat) Open(spec string, o graph.LoadOptions) (*graph.Dataset, error
 	if err := graph.CheckBudget(spec, "generating the graph", need, graph.BudgetOr(o.Budget)); err != nil {
 		return nil, err
 	}
-	return graph.RMAT(opts)
+	return RMAT(opts)
 }
 
 // Generator describes the graph with every parameter, for provenance.
+// It keeps the generator's name from before it left core/graph
+// ("graph.RMAT"), so that published provenance stays the same.
 func (*rmatFormat) Generator(spec string) (string, error) {
-	o, err := graph.ParseRMATName(spec)
+	o, err := ParseRMATName(spec)
 	if err != nil {
 		return "", err
 	}
@@ -56,4 +58,10 @@ func (*rmatFormat) Generator(spec string) (string, error) {
 
 func (*rmatFormat) Supports() graph.Support {
 	return graph.Support{Spec: "rmat-<scale>[-<edgefactor>-<feat>-<classes>-<seed>]", Budget: true}
+}
+
+func (*rmatFormat) Examples(string) ([]graph.Example, error) {
+	return []graph.Example{{Name: "small", Spec: "rmat-5-2-3-2-7"},
+		{Name: "bad scale", Spec: "rmat-0", Kind: graph.ErrRange, Err: []string{"rmat-0", "scale 0"}},
+		{Name: "huge", Spec: "rmat-20-16-64-8-0", Kind: graph.ErrRange, Err: []string{"rmat-20", "memory budget"}, Huge: true}}, nil
 }

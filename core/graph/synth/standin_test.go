@@ -1,4 +1,4 @@
-package graph
+package synth
 
 import (
 	"errors"
@@ -7,20 +7,22 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"strata/core/graph"
 )
 
 // Shapes measured on real graphs (formats' catalogue) and the ends of the
 // feasible range.
 var testShapes = []struct {
 	name  string
-	shape DegreeShape
+	shape graph.DegreeShape
 }{
-	{"citation", DegreeShape{0.112, 0.489}},
-	{"co-purchase", DegreeShape{0.141, 0.421}},
-	{"social", DegreeShape{0.230, 0.641}},
-	{"web", DegreeShape{0.313, 0.573}},
-	{"mild", DegreeShape{0.02, 0.15}},
-	{"uniform", DegreeShape{0.01, 0.1}},
+	{"citation", graph.DegreeShape{Top1: 0.112, Top10: 0.489}},
+	{"co-purchase", graph.DegreeShape{Top1: 0.141, Top10: 0.421}},
+	{"social", graph.DegreeShape{Top1: 0.230, Top10: 0.641}},
+	{"web", graph.DegreeShape{Top1: 0.313, Top10: 0.573}},
+	{"mild", graph.DegreeShape{Top1: 0.02, Top10: 0.15}},
+	{"uniform", graph.DegreeShape{Top1: 0.01, Top10: 0.1}},
 }
 
 func TestFitDegreeShape(t *testing.T) {
@@ -45,8 +47,8 @@ func TestFitDegreeShape(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []DegreeShape{{0.005, 0.2}, {0.2, 0.05}, {0.5, 0.4}, {0.02, 0.5}, {0.1, 1.5}, {math.NaN(), 0.2}} {
-		if _, err := FitDegreeShape(bad); !errors.Is(err, ErrRange) {
+	for _, bad := range []graph.DegreeShape{{Top1: 0.005, Top10: 0.2}, {Top1: 0.2, Top10: 0.05}, {Top1: 0.5, Top10: 0.4}, {Top1: 0.02, Top10: 0.5}, {Top1: 0.1, Top10: 1.5}, {Top1: math.NaN(), Top10: 0.2}} {
+		if _, err := FitDegreeShape(bad); !errors.Is(err, graph.ErrRange) {
 			t.Errorf("shape %+v: err %v, want ErrRange", bad, err)
 		}
 	}
@@ -109,13 +111,13 @@ func TestCyclePerm(t *testing.T) {
 }
 
 var testStandIn = StandIn{Name: "test", Nodes: 3001, Edges: 24_000, FeatDim: 6, Classes: 5,
-	Train: 300, Valid: 200, Test: 1000, Shape: DegreeShape{0.141, 0.421}}
+	Train: 300, Valid: 200, Test: 1000, Shape: graph.DegreeShape{Top1: 0.141, Top10: 0.421}}
 
 func TestGenerateStandIn(t *testing.T) {
 	directed := testStandIn
-	directed.Directed, directed.Shape = true, DegreeShape{0.313, 0.573}
+	directed.Directed, directed.Shape = true, graph.DegreeShape{Top1: 0.313, Top10: 0.573}
 	dense := testStandIn
-	dense.Nodes, dense.Edges, dense.Train, dense.Valid, dense.Test, dense.Shape = 200, 5000, 20, 20, 100, DegreeShape{0.23, 0.641}
+	dense.Nodes, dense.Edges, dense.Train, dense.Valid, dense.Test, dense.Shape = 200, 5000, 20, 20, 100, graph.DegreeShape{Top1: 0.23, Top10: 0.641}
 	cases := []struct {
 		name string
 		s    StandIn
@@ -159,7 +161,7 @@ func TestGenerateStandIn(t *testing.T) {
 }
 
 // checkSplit checks the split sizes, order and disjointness and the labels.
-func checkSplit(t *testing.T, d *Dataset, want StandIn) {
+func checkSplit(t *testing.T, d *graph.Dataset, want StandIn) {
 	t.Helper()
 	if int64(len(d.Train)) != want.Train || int64(len(d.Valid)) != want.Valid || int64(len(d.Test)) != want.Test {
 		t.Errorf("split %d/%d/%d, want %d/%d/%d", len(d.Train), len(d.Valid), len(d.Test), want.Train, want.Valid, want.Test)
@@ -217,7 +219,7 @@ func TestStandInTopShare(t *testing.T) {
 }
 
 func TestStandInDeterministic(t *testing.T) {
-	gen := func(procs int, seed uint64) *Dataset {
+	gen := func(procs int, seed uint64) *graph.Dataset {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		d, err := GenerateStandIn(testStandIn, StandInOptions{Seed: seed})
 		if err != nil {
@@ -244,7 +246,7 @@ func TestStandInBadCounts(t *testing.T) {
 		{"one node", func(s *StandIn) { s.Nodes = 1 }, "nodes outside"},
 		{"too dense", func(s *StandIn) { s.Nodes, s.Edges = 100, 4000 }, "too dense"},
 		{"hubs saturate", func(s *StandIn) {
-			s.Nodes, s.Edges, s.Train, s.Valid, s.Test, s.Shape = 100, 2400, 10, 10, 10, DegreeShape{0.3, 0.9}
+			s.Nodes, s.Edges, s.Train, s.Valid, s.Test, s.Shape = 100, 2400, 10, 10, 10, graph.DegreeShape{Top1: 0.3, Top10: 0.9}
 		}, "too concentrated"},
 		{"split too large", func(s *StandIn) { s.Train = s.Nodes }, "does not fit"},
 		{"feature overflow", func(s *StandIn) { s.Nodes, s.FeatDim = 1<<30, 1<<16 }, "too large"},
@@ -254,7 +256,7 @@ func TestStandInBadCounts(t *testing.T) {
 			s := testStandIn
 			c.edit(&s)
 			_, err := GenerateStandIn(s, StandInOptions{})
-			if !errors.Is(err, ErrRange) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, graph.ErrRange) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err %v, want ErrRange with %q", err, c.want)
 			}
 		})

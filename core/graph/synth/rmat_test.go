@@ -1,6 +1,7 @@
-package graph_test
+package synth_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 
 	"strata/core/graph"
 	"strata/core/graph/graphtest"
+	"strata/core/graph/synth"
 )
 
 // ncc returns the test accuracy of a nearest-class-centroid classifier on
@@ -87,10 +89,10 @@ func aggFeatures(d *graph.Dataset) []float32 {
 }
 
 func TestRMATDeterministic(t *testing.T) {
-	o := graph.RMATOptions{Scale: 13, EdgeFactor: 16, FeatDim: 8, NumClasses: 5, Seed: 11}
-	gen := func(procs int, o graph.RMATOptions) *graph.Dataset {
+	o := synth.RMATOptions{Scale: 13, EdgeFactor: 16, FeatDim: 8, NumClasses: 5, Seed: 11}
+	gen := func(procs int, o synth.RMATOptions) *graph.Dataset {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		d, err := graph.RMAT(o)
+		d, err := synth.RMAT(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +114,7 @@ func TestRMATDeterministic(t *testing.T) {
 }
 
 func TestRMATShape(t *testing.T) {
-	cases := []graph.RMATOptions{
+	cases := []synth.RMATOptions{
 		{Scale: 1},
 		{Scale: 4, EdgeFactor: 1},
 		{Scale: 9, EdgeFactor: 3, FeatDim: 7, NumClasses: 2, Seed: 3},
@@ -126,7 +128,7 @@ func TestRMATShape(t *testing.T) {
 	}
 	for i, o := range cases {
 		t.Run(fmt.Sprintf("%d_%s", i, o.Name()), func(t *testing.T) {
-			d, err := graph.RMAT(o)
+			d, err := synth.RMAT(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +143,7 @@ func TestRMATShape(t *testing.T) {
 			if d.NumNodes != n || d.Graph.NumRows != n || d.Graph.NNZ() != int64(n*ef) {
 				t.Errorf("n=%d nnz=%d, want %d and %d", d.NumNodes, d.Graph.NNZ(), n, n*ef)
 			}
-			if !sortedRows(d.Graph, false) {
+			if !graphtest.SortedRows(d.Graph, false) {
 				t.Error("rows not sorted")
 			}
 			if o.A == 1 {
@@ -182,8 +184,8 @@ func TestRMATShape(t *testing.T) {
 // TestRMATSkew checks that Graph500 parameters give a heavy-tailed degree
 // distribution while uniform quadrants (Erdős–Rényi-like) do not.
 func TestRMATSkew(t *testing.T) {
-	ratio := func(o graph.RMATOptions) float64 {
-		d, err := graph.RMAT(o)
+	ratio := func(o synth.RMATOptions) float64 {
+		d, err := synth.RMAT(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,8 +199,8 @@ func TestRMATSkew(t *testing.T) {
 		return float64(maxDeg) / (float64(sum) / float64(len(in)))
 	}
 	for seed := uint64(0); seed < 3; seed++ {
-		g500 := ratio(graph.RMATOptions{Scale: 11, Seed: seed})
-		er := ratio(graph.RMATOptions{Scale: 11, Seed: seed, A: 0.25, B: 0.25, C: 0.25})
+		g500 := ratio(synth.RMATOptions{Scale: 11, Seed: seed})
+		er := ratio(synth.RMATOptions{Scale: 11, Seed: seed, A: 0.25, B: 0.25, C: 0.25})
 		if g500 < 10 {
 			t.Errorf("seed %d: Graph500 max/mean degree %.1f, want a heavy tail (> 10)", seed, g500)
 		}
@@ -215,25 +217,25 @@ func TestRMATSkew(t *testing.T) {
 func TestRMATLearnable(t *testing.T) {
 	cases := []struct {
 		spec      string
-		opts      graph.RMATOptions
+		opts      synth.RMATOptions
 		minRaw    float64
 		aggBetter bool
 	}{
-		{"4 classes", graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4}, 0.35, true},
-		{"4 classes seed 1", graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, Seed: 1}, 0.35, true},
-		{"4 classes half train", graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, Seed: 2, TrainFrac: .5, ValidFrac: .1, TestFrac: .4}, 0.38, true},
-		{"rmat-12 defaults", graph.RMATOptions{}, 0.16, false},
+		{"4 classes", synth.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4}, 0.35, true},
+		{"4 classes seed 1", synth.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, Seed: 1}, 0.35, true},
+		{"4 classes half train", synth.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, Seed: 2, TrainFrac: .5, ValidFrac: .1, TestFrac: .4}, 0.38, true},
+		{"rmat-12 defaults", synth.RMATOptions{}, 0.16, false},
 	}
 	for _, c := range cases {
 		t.Run(c.spec, func(t *testing.T) {
 			o := c.opts
 			if c.spec == "rmat-12 defaults" {
 				var err error
-				if o, err = graph.ParseRMATName("rmat-12"); err != nil {
+				if o, err = synth.ParseRMATName("rmat-12"); err != nil {
 					t.Fatal(err)
 				}
 			}
-			d, err := graph.RMAT(o)
+			d, err := synth.RMAT(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,12 +252,12 @@ func TestRMATLearnable(t *testing.T) {
 		})
 	}
 	// Without centroids the node's own features carry much less signal.
-	o := graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, CentroidScale: -1}
-	d, err := graph.RMAT(o)
+	o := synth.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4, CentroidScale: -1}
+	d, err := synth.RMAT(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	with, err := graph.RMAT(graph.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4})
+	with, err := synth.RMAT(synth.RMATOptions{Scale: 12, FeatDim: 16, NumClasses: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,17 +271,17 @@ func TestRMATLearnable(t *testing.T) {
 
 func TestRMATSplits(t *testing.T) {
 	cases := []struct {
-		o                  graph.RMATOptions
+		o                  synth.RMATOptions
 		train, valid, test float64
 	}{
-		{graph.RMATOptions{Scale: 12, NumClasses: 4}, .1, .1, .8},
-		{graph.RMATOptions{Scale: 12, NumClasses: 4, Seed: 5, TrainFrac: .5, ValidFrac: .25, TestFrac: .25}, .5, .25, .25},
-		{graph.RMATOptions{Scale: 12, NumClasses: 4, TrainFrac: .3, TestFrac: .2}, .3, 0, .2},
-		{graph.RMATOptions{Scale: 12, NumClasses: 4, TrainFrac: 1}, 1, 0, 0},
+		{synth.RMATOptions{Scale: 12, NumClasses: 4}, .1, .1, .8},
+		{synth.RMATOptions{Scale: 12, NumClasses: 4, Seed: 5, TrainFrac: .5, ValidFrac: .25, TestFrac: .25}, .5, .25, .25},
+		{synth.RMATOptions{Scale: 12, NumClasses: 4, TrainFrac: .3, TestFrac: .2}, .3, 0, .2},
+		{synth.RMATOptions{Scale: 12, NumClasses: 4, TrainFrac: 1}, 1, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%g/%g/%g", c.train, c.valid, c.test), func(t *testing.T) {
-			d, err := graph.RMAT(c.o)
+			d, err := synth.RMAT(c.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,25 +316,25 @@ func TestRMATSplits(t *testing.T) {
 
 func TestRMATBadOptions(t *testing.T) {
 	cases := []struct {
-		o    graph.RMATOptions
+		o    synth.RMATOptions
 		want string
 	}{
-		{graph.RMATOptions{Scale: 0}, "scale 0 outside [1,30]"},
-		{graph.RMATOptions{Scale: 31}, "scale 31"},
-		{graph.RMATOptions{Scale: 4, EdgeFactor: -1}, "edge factor -1"},
-		{graph.RMATOptions{Scale: 4, EdgeFactor: 5000}, "edge factor 5000"},
-		{graph.RMATOptions{Scale: 30, EdgeFactor: 32}, "too many"},
-		{graph.RMATOptions{Scale: 4, A: 0.6, B: 0.3, C: 0.2}, "quadrant probabilities"},
-		{graph.RMATOptions{Scale: 4, A: -0.1, B: 0.5}, "quadrant probabilities"},
-		{graph.RMATOptions{Scale: 4, A: math.NaN()}, "quadrant probabilities"},
-		{graph.RMATOptions{Scale: 4, FeatDim: -1}, "feature dimension -1"},
-		{graph.RMATOptions{Scale: 4, NumClasses: -2}, "class count -2"},
-		{graph.RMATOptions{Scale: 4, NumClasses: 2, TrainFrac: .6, ValidFrac: .6}, "split fractions"},
-		{graph.RMATOptions{Scale: 4, NumClasses: 2, TestFrac: -.1}, "split fractions"},
-		{graph.RMATOptions{Scale: 4, CentroidScale: math.Inf(1)}, "centroid scale"},
+		{synth.RMATOptions{Scale: 0}, "scale 0 outside [1,30]"},
+		{synth.RMATOptions{Scale: 31}, "scale 31"},
+		{synth.RMATOptions{Scale: 4, EdgeFactor: -1}, "edge factor -1"},
+		{synth.RMATOptions{Scale: 4, EdgeFactor: 5000}, "edge factor 5000"},
+		{synth.RMATOptions{Scale: 30, EdgeFactor: 32}, "too many"},
+		{synth.RMATOptions{Scale: 4, A: 0.6, B: 0.3, C: 0.2}, "quadrant probabilities"},
+		{synth.RMATOptions{Scale: 4, A: -0.1, B: 0.5}, "quadrant probabilities"},
+		{synth.RMATOptions{Scale: 4, A: math.NaN()}, "quadrant probabilities"},
+		{synth.RMATOptions{Scale: 4, FeatDim: -1}, "feature dimension -1"},
+		{synth.RMATOptions{Scale: 4, NumClasses: -2}, "class count -2"},
+		{synth.RMATOptions{Scale: 4, NumClasses: 2, TrainFrac: .6, ValidFrac: .6}, "split fractions"},
+		{synth.RMATOptions{Scale: 4, NumClasses: 2, TestFrac: -.1}, "split fractions"},
+		{synth.RMATOptions{Scale: 4, CentroidScale: math.Inf(1)}, "centroid scale"},
 	}
 	for _, c := range cases {
-		d, err := graph.RMAT(c.o)
+		d, err := synth.RMAT(c.o)
 		if d != nil {
 			t.Errorf("%+v: dataset returned with an error", c.o)
 		}
@@ -341,26 +343,26 @@ func TestRMATBadOptions(t *testing.T) {
 }
 
 func TestParseRMATName(t *testing.T) {
-	def := graph.RMATOptions{EdgeFactor: 16, FeatDim: 64, NumClasses: 8}
-	with := func(f func(o *graph.RMATOptions)) graph.RMATOptions {
+	def := synth.RMATOptions{EdgeFactor: 16, FeatDim: 64, NumClasses: 8}
+	with := func(f func(o *synth.RMATOptions)) synth.RMATOptions {
 		o := def
 		f(&o)
 		return o
 	}
 	good := []struct {
 		spec string
-		want graph.RMATOptions
+		want synth.RMATOptions
 	}{
-		{"rmat-16", with(func(o *graph.RMATOptions) { o.Scale = 16 })},
-		{"rmat-1", with(func(o *graph.RMATOptions) { o.Scale = 1 })},
-		{"rmat-10-8", with(func(o *graph.RMATOptions) { o.Scale, o.EdgeFactor = 10, 8 })},
-		{"rmat-10-8-0", with(func(o *graph.RMATOptions) { o.Scale, o.EdgeFactor, o.FeatDim = 10, 8, 0 })},
-		{"rmat-10-8-32-0", with(func(o *graph.RMATOptions) { o.Scale, o.EdgeFactor, o.FeatDim, o.NumClasses = 10, 8, 32, 0 })},
-		{"rmat-16-16-64-8-0", with(func(o *graph.RMATOptions) { o.Scale = 16 })},
-		{"rmat-5-2-3-4-18446744073709551615", graph.RMATOptions{Scale: 5, EdgeFactor: 2, FeatDim: 3, NumClasses: 4, Seed: math.MaxUint64}},
+		{"rmat-16", with(func(o *synth.RMATOptions) { o.Scale = 16 })},
+		{"rmat-1", with(func(o *synth.RMATOptions) { o.Scale = 1 })},
+		{"rmat-10-8", with(func(o *synth.RMATOptions) { o.Scale, o.EdgeFactor = 10, 8 })},
+		{"rmat-10-8-0", with(func(o *synth.RMATOptions) { o.Scale, o.EdgeFactor, o.FeatDim = 10, 8, 0 })},
+		{"rmat-10-8-32-0", with(func(o *synth.RMATOptions) { o.Scale, o.EdgeFactor, o.FeatDim, o.NumClasses = 10, 8, 32, 0 })},
+		{"rmat-16-16-64-8-0", with(func(o *synth.RMATOptions) { o.Scale = 16 })},
+		{"rmat-5-2-3-4-18446744073709551615", synth.RMATOptions{Scale: 5, EdgeFactor: 2, FeatDim: 3, NumClasses: 4, Seed: math.MaxUint64}},
 	}
 	for _, c := range good {
-		o, err := graph.ParseRMATName(c.spec)
+		o, err := synth.ParseRMATName(c.spec)
 		if err != nil {
 			t.Errorf("%s: %v", c.spec, err)
 			continue
@@ -369,12 +371,12 @@ func TestParseRMATName(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", c.spec, o, c.want)
 		}
 		// Name is canonical and parses back to the same options.
-		back, err := graph.ParseRMATName(o.Name())
+		back, err := synth.ParseRMATName(o.Name())
 		if err != nil || back != o {
 			t.Errorf("%s: Name %q parses to %+v, %v", c.spec, o.Name(), back, err)
 		}
 	}
-	if got := (graph.RMATOptions{Scale: 3}).Name(); got != "rmat-3-16-0-0-0" {
+	if got := (synth.RMATOptions{Scale: 3}).Name(); got != "rmat-3-16-0-0-0" {
 		t.Errorf("Name of zero options %q", got)
 	}
 	bad := []struct {
@@ -404,7 +406,7 @@ func TestParseRMATName(t *testing.T) {
 		{"rmat-10-8-4-99999", graph.ErrRange, "class count 99999"},
 	}
 	for _, c := range bad {
-		_, err := graph.ParseRMATName(c.spec)
+		_, err := synth.ParseRMATName(c.spec)
 		graphtest.WantErr(t, err, c.kind, fmt.Sprintf("%q", c.spec), c.want)
 		if c.kind == graph.ErrFormat && !strings.Contains(fmt.Sprint(err), "e.g. rmat-16-16-64-8-0") {
 			t.Errorf("%s: error %v does not show the accepted form", c.spec, err)
@@ -413,4 +415,11 @@ func TestParseRMATName(t *testing.T) {
 			t.Errorf("%s: range error %v also wraps ErrFormat", c.spec, err)
 		}
 	}
+}
+
+// TestRMATBudget: format.rmat refuses a spec whose graph would not fit
+// the memory budget before generating anything.
+func TestRMATBudget(t *testing.T) {
+	_, err := graph.OpenContext(graph.WithMaxMemory(context.Background(), 1<<30), "rmat-24-16-1000-8-0")
+	graphtest.WantErr(t, err, graph.ErrRange, "generating the graph would need", "memory budget of 1.0 GiB")
 }

@@ -1,8 +1,10 @@
-package graph
+package synth
 
 import (
 	"fmt"
 	"math"
+
+	"strata/core/graph"
 )
 
 // Community stand-ins: a degree-corrected planted partition on top of the
@@ -54,7 +56,7 @@ func (c communityModel) drawKeys(out []uint64, intra, directed bool, seed, round
 		stream = streamIntra
 	}
 	chunks := (len(out) + rmatChunk - 1) / rmatChunk
-	parallelFor(chunks, 1, func(lo, hi int) {
+	graph.ParallelFor(chunks, 1, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			r := newRNG(mix3(seed, round, stream), stream, uint64(ch))
 			for e := ch * rmatChunk; e < min((ch+1)*rmatChunk, len(out)); e++ {
@@ -86,7 +88,7 @@ func IntraEdges(edges int64, mu float64) int64 {
 
 // communityGraph draws exactly edges distinct edges without self loops,
 // IntraEdges of them inside communities, the rest between.
-func communityGraph(m DegreeModel, n int, edges int64, directed bool, o StandInOptions) (*CSR, error) {
+func communityGraph(m DegreeModel, n int, edges int64, directed bool, o StandInOptions) (*graph.CSR, error) {
 	c := newCommunityModel(m, n, o.Communities, o.Seed)
 	keys := make([]uint64, edges)
 	mi := IntraEdges(edges, o.Mu)
@@ -117,7 +119,7 @@ func StandInCommunities(s StandIn, o StandInOptions) []int32 {
 	perm := newCyclePerm(o.Seed, streamPerm, n)
 	com := make([]int32, n)
 	k := uint64(o.Communities)
-	parallelFor(n, 1<<14, func(lo, hi int) {
+	graph.ParallelFor(n, 1<<14, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			com[perm.apply(uint64(r))] = int32(uint64(r) % k)
 		}
@@ -130,7 +132,7 @@ func StandInCommunities(s StandIn, o StandInOptions) []int32 {
 // communities/classes communities of equal size.
 func communityLabels(com []int32, classes int) []int32 {
 	labels := make([]int32, len(com))
-	parallelFor(len(com), 1<<14, func(lo, hi int) {
+	graph.ParallelFor(len(com), 1<<14, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			labels[i] = com[i] % int32(classes)
 		}
@@ -149,7 +151,7 @@ func (s StandIn) checkCommunities(o StandInOptions) error {
 		return nil
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("stand-in %s: "+format+": %w", append([]any{s.Name}, append(args, ErrRange)...)...)
+		return fmt.Errorf("stand-in %s: "+format+": %w", append([]any{s.Name}, append(args, graph.ErrRange)...)...)
 	}
 	switch {
 	case k == 0:

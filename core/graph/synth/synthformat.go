@@ -1,4 +1,4 @@
-package formats
+package synth
 
 import (
 	"fmt"
@@ -24,65 +24,6 @@ func (*synthFormat) StrataModule() registry.ModuleInfo {
 
 const synthForm = "synth:<name>[:<divisor>[:<seed>]][:communities=<k>:mu=<fraction>]"
 
-// quarterSplit is HongTu's split of graphs without labels (§6: random
-// labels, 25% train, 50% validation, 25% test).
-func quarterSplit(s graph.StandIn) graph.StandIn {
-	s.Train, s.Valid = s.Nodes/4, s.Nodes/2
-	s.Test = s.Nodes - s.Train - s.Valid
-	return s
-}
-
-// standIns returns the graphs of the seed papers, with the counts their
-// papers (and the graphs' own sites) state, and the degree shape of a
-// real graph of the same kind measured in shared/data with `strata
-// inspect` (its shape line: the endpoint shares of the top 1% and 10% of
-// nodes by in- plus out-degree). A function, so that no caller can change
-// the catalogue.
-func standIns() []graph.StandIn {
-	var (
-		citationShape = graph.DegreeShape{Top1: 0.112, Top10: 0.489} // PubMed (citations)
-		purchaseShape = graph.DegreeShape{Top1: 0.141, Top10: 0.421} // Amazon Computers (co-purchases)
-		socialShape   = graph.DegreeShape{Top1: 0.230, Top10: 0.641} // soc-Slashdot0902 (friend/foe links)
-		followShape   = graph.DegreeShape{Top1: 0.144, Top10: 0.490} // ego-Twitter (follows)
-		webShape      = graph.DegreeShape{Top1: 0.313, Top10: 0.573} // cnr-2000 (a LAW web crawl, as it-2004 and uk-2006-05)
-	)
-	return []graph.StandIn{
-		{Name: "ogbn-arxiv", Nodes: 169_343, Edges: 1_166_243, Directed: true, FeatDim: 128, Classes: 40,
-			Train: 90_941, Valid: 29_799, Test: 48_603, Shape: citationShape,
-			Source: "OGB (Hu et al., NeurIPS 2020); Betty Table 4 counts both directions (2,315,598); degree shape of PubMed"},
-		{Name: "ogbn-products", Nodes: 2_449_029, Edges: 61_859_140, FeatDim: 100, Classes: 47,
-			Train: 196_615, Valid: 39_323, Test: 2_213_091, Shape: purchaseShape,
-			Source: "OGB (Hu et al., NeurIPS 2020); HongTu Table 4, HyScale-GNN Table III, Betty Table 4; degree shape of Amazon Computers"},
-		{Name: "reddit", Nodes: 232_965, Edges: 57_307_946, FeatDim: 602, Classes: 41,
-			Train: 153_431, Valid: 23_831, Test: 55_703, Shape: socialShape,
-			Source: "Hamilton et al., NeurIPS 2017; HongTu Table 4 and Betty Table 4 count both directions (114,615,892); degree shape of soc-Slashdot0902"},
-		{Name: "ogbn-papers100M", Nodes: 111_059_956, Edges: 1_615_685_872, Directed: true, FeatDim: 128, Classes: 172,
-			Train: 1_207_179, Valid: 125_265, Test: 214_338, Shape: citationShape,
-			Source: "OGB (Hu et al., NeurIPS 2020); HyScale-GNN Table III, XGNN Table 3, data tiering Table 1 (both directions); degree shape of PubMed"},
-		{Name: "mag240m-homo", Nodes: 121_751_666, Edges: 1_297_748_926, Directed: true, FeatDim: 756, Classes: 153,
-			Train: 1_112_392, Valid: 138_949, Test: 88_092, Shape: citationShape,
-			Source: "OGB-LSC MAG240M, its paper-to-paper graph as HyScale-GNN Table III states it; degree shape of PubMed"},
-		quarterSplit(graph.StandIn{Name: "it-2004", Nodes: 41_291_594, Edges: 1_150_725_436, Directed: true, FeatDim: 256, Classes: 64,
-			Shape: webShape, Source: "LAW (Boldi and Vigna, WWW 2004); HongTu Table 4 (random features and labels, 25/50/25 split); degree shape of cnr-2000"}),
-		quarterSplit(graph.StandIn{Name: "uk-2006-05", Nodes: 77_741_046, Edges: 2_965_197_340, Directed: true, FeatDim: 256, Classes: 64,
-			Shape: webShape, Source: "LAW; XGNN Table 3 (random features; labels and split as HongTu's); degree shape of cnr-2000"}),
-		quarterSplit(graph.StandIn{Name: "friendster", Nodes: 65_608_366, Edges: 1_806_067_135, FeatDim: 256, Classes: 64,
-			Shape: socialShape, Source: "SNAP com-Friendster (Yang and Leskovec, ICDM 2012); HongTu Table 4 (random features and labels, 25/50/25 split); degree shape of soc-Slashdot0902"}),
-		quarterSplit(graph.StandIn{Name: "twitter", Nodes: 41_652_230, Edges: 1_468_365_182, Directed: true, FeatDim: 256, Classes: 64,
-			Shape: followShape, Source: "Kwak et al., WWW 2010; XGNN Table 3 (random features; labels and split as HongTu's); degree shape of ego-Twitter"}),
-	}
-}
-
-// StandInNames lists the stand-ins' names.
-func StandInNames() []string {
-	all := standIns()
-	names := make([]string, len(all))
-	for i, s := range all {
-		names[i] = s.Name
-	}
-	return names
-}
-
 // Detect takes "synth:..." when no file of that name exists; Open
 // applies a split after '@'.
 func (*synthFormat) Detect(spec string, st fs.FileInfo) int {
@@ -94,14 +35,14 @@ func (*synthFormat) Detect(spec string, st fs.FileInfo) int {
 
 // parseSynth parses a synth spec into its stand-in and options: the
 // positional divisor and seed, then the keyed community options.
-func parseSynth(spec string) (graph.StandIn, graph.StandInOptions, error) {
-	o := graph.StandInOptions{Divisor: 1}
+func parseSynth(spec string) (StandIn, StandInOptions, error) {
+	o := StandInOptions{Divisor: 1}
 	rest, _ := strings.CutPrefix(spec, "synth:")
 	fields := strings.Split(rest, ":")
 	all := standIns()
-	i := slices.IndexFunc(all, func(s graph.StandIn) bool { return strings.EqualFold(s.Name, fields[0]) })
+	i := slices.IndexFunc(all, func(s StandIn) bool { return strings.EqualFold(s.Name, fields[0]) })
 	if i < 0 {
-		return graph.StandIn{}, o, graph.FileErrorf(graph.ErrMissing, spec, 0, 0, "no stand-in named %q; the known ones are %s (the form is %s)",
+		return StandIn{}, o, graph.FileErrorf(graph.ErrMissing, spec, 0, 0, "no stand-in named %q; the known ones are %s (the form is %s)",
 			fields[0], strings.Join(StandInNames(), ", "), synthForm)
 	}
 	pos := fields[1:]
@@ -112,31 +53,31 @@ func parseSynth(spec string) (graph.StandIn, graph.StandInOptions, error) {
 		fields = nil
 	}
 	if len(pos) > 2 {
-		return graph.StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "%d fields after the name before the keyed options, at most 2 (divisor, seed); the form is %s", len(pos), synthForm)
+		return StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "%d fields after the name before the keyed options, at most 2 (divisor, seed); the form is %s", len(pos), synthForm)
 	}
 	if len(pos) > 0 {
 		v, err := strconv.ParseInt(pos[0], 10, 64)
 		if err != nil || v < 1 {
-			return graph.StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "divisor %q is not a positive integer; the form is %s, e.g. synth:ogbn-products:16", pos[0], synthForm)
+			return StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "divisor %q is not a positive integer; the form is %s, e.g. synth:ogbn-products:16", pos[0], synthForm)
 		}
 		o.Divisor = v
 	}
 	if len(pos) > 1 {
 		v, err := strconv.ParseUint(pos[1], 10, 64)
 		if err != nil {
-			return graph.StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "seed %q is not a non-negative integer; the form is %s", pos[1], synthForm)
+			return StandIn{}, o, graph.FileErrorf(graph.ErrFormat, spec, 0, 0, "seed %q is not a non-negative integer; the form is %s", pos[1], synthForm)
 		}
 		o.Seed = v
 	}
 	if err := parseCommunities(spec, fields, &o); err != nil {
-		return graph.StandIn{}, o, err
+		return StandIn{}, o, err
 	}
 	return all[i], o, nil
 }
 
 // parseCommunities parses the keyed fields of a synth spec
 // (communities=<k>, mu=<fraction>; both or neither) into o.
-func parseCommunities(spec string, fields []string, o *graph.StandInOptions) error {
+func parseCommunities(spec string, fields []string, o *StandInOptions) error {
 	bad := func(format string, args ...any) error {
 		return graph.FileErrorf(graph.ErrFormat, spec, 0, 0, format+"; the form is %s, e.g. synth:ogbn-products:4:0:communities=1024:mu=0.2", append(args, synthForm)...)
 	}
@@ -175,7 +116,7 @@ func parseCommunities(spec string, fields []string, o *graph.StandInOptions) err
 
 // communitySuffix names the community options in a dataset's name
 // (sep "-") or source (sep ":"); empty without communities.
-func communitySuffix(o graph.StandInOptions, sep string) string {
+func communitySuffix(o StandInOptions, sep string) string {
 	if o.Communities == 0 {
 		return ""
 	}
@@ -191,10 +132,10 @@ func (*synthFormat) Open(spec string, lo graph.LoadOptions) (*graph.Dataset, err
 	if err != nil {
 		return nil, err
 	}
-	if err := graph.CheckBudget(spec, "generating the stand-in", graph.StandInBytes(s, o), graph.BudgetOr(lo.Budget)); err != nil {
+	if err := graph.CheckBudget(spec, "generating the stand-in", StandInBytes(s, o), graph.BudgetOr(lo.Budget)); err != nil {
 		return nil, err
 	}
-	d, err := graph.GenerateStandIn(s, o)
+	d, err := GenerateStandIn(s, o)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec, err)
 	}
@@ -208,7 +149,9 @@ func (*synthFormat) Open(spec string, lo graph.LoadOptions) (*graph.Dataset, err
 	return d, nil
 }
 
-// Generator describes the stand-in with every parameter, for provenance.
+// Generator describes the stand-in with every parameter, for provenance,
+// under the generator's name from before it left core/graph
+// ("graph.GenerateStandIn"), so that published provenance stays the same.
 func (*synthFormat) Generator(spec string) (string, error) {
 	s, o, err := parseSynth(spec)
 	if err != nil {

@@ -1,51 +1,11 @@
-package graph
+package synth
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	mbits "math/bits"
-	"slices"
+
+	"strata/core/graph"
 )
-
-// DegreeShape is how concentrated a graph's edges are: the shares of all
-// edge endpoints (in- plus out-degree) held by the 1% and the 10% of
-// nodes of highest degree. A regular graph has 0.01 and 0.1.
-type DegreeShape struct {
-	Top1  float64 `json:"top1_share"`
-	Top10 float64 `json:"top10_share"`
-}
-
-// Shape returns the degree shape of the stored edges of g.
-func (c *CSR) Shape() DegreeShape {
-	in, out := Degrees(c)
-	return shapeOf(in, out)
-}
-
-// shapeOf returns the degree shape of in- and out-degree sequences.
-func shapeOf(in, out []int32) DegreeShape {
-	total := make([]int64, len(in))
-	var sum int64
-	for i := range in {
-		total[i] = int64(in[i])
-		if i < len(out) {
-			total[i] += int64(out[i])
-		}
-		sum += total[i]
-	}
-	if sum == 0 {
-		return DegreeShape{}
-	}
-	slices.SortFunc(total, func(a, b int64) int { return cmp.Compare(b, a) })
-	share := func(f float64) float64 {
-		var s int64
-		for _, d := range total[:int(math.Ceil(f*float64(len(total))))] {
-			s += d
-		}
-		return float64(s) / float64(sum)
-	}
-	return DegreeShape{Top1: share(0.01), Top10: share(0.1)}
-}
 
 // StandIn describes a published graph that a generated stand-in imitates:
 // its counts as the paper that used it states them, and the degree shape
@@ -60,7 +20,7 @@ type StandIn struct {
 	// Train, Valid and Test are the split's sizes (they sum to at most
 	// Nodes; the rest of the nodes is unlabelled for training purposes).
 	Train, Valid, Test int64
-	Shape              DegreeShape
+	Shape              graph.DegreeShape
 	// Source cites where the counts and the shape come from.
 	Source string
 }
@@ -93,7 +53,7 @@ func (s StandIn) Scaled(div int64) StandIn {
 // check validates the scaled counts before anything is allocated.
 func (s StandIn) check() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("stand-in %s: "+format+": %w", append([]any{s.Name}, append(args, ErrRange)...)...)
+		return fmt.Errorf("stand-in %s: "+format+": %w", append([]any{s.Name}, append(args, graph.ErrRange)...)...)
 	}
 	pairs := s.Nodes * (s.Nodes - 1)
 	if !s.Directed {
@@ -106,7 +66,7 @@ func (s StandIn) check() error {
 		return bad("%d edges outside [1, 2^36]", s.Edges)
 	case s.Edges > pairs/2:
 		return bad("%d edges on %d nodes is more than half of all %d node pairs: too dense for a sparse stand-in", s.Edges, s.Nodes, pairs)
-	case s.FeatDim < 0 || s.FeatDim > 1<<16 || int64(s.FeatDim)*s.Nodes > MaxFeatureValues:
+	case s.FeatDim < 0 || s.FeatDim > 1<<16 || int64(s.FeatDim)*s.Nodes > graph.MaxFeatureValues:
 		return bad("%d nodes x %d features is too large", s.Nodes, s.FeatDim)
 	case s.Classes < 0 || s.Classes > 1<<16:
 		return bad("class count %d outside [0,65536]", s.Classes)
@@ -121,7 +81,7 @@ func (s StandIn) check() error {
 // CSR (twice the edges when they are made undirected by data.symmetrize).
 func StandInBytes(s StandIn, o StandInOptions) int64 {
 	s = s.Scaled(o.Divisor)
-	perNode := int64(s.FeatDim)*4 + BytesPerNode + 16
+	perNode := int64(s.FeatDim)*4 + graph.BytesPerNode + 16
 	if o.Communities > 0 {
 		perNode += 4 // each node's community
 	}
@@ -137,7 +97,7 @@ func StandInBytes(s StandIn, o StandInOptions) int64 {
 // of that many communities with mixing o.Mu (community.go), every node's
 // label is its community's class and its features carry that class's
 // centroid. The output depends only on s and o, not on GOMAXPROCS.
-func GenerateStandIn(s StandIn, o StandInOptions) (*Dataset, error) {
+func GenerateStandIn(s StandIn, o StandInOptions) (*graph.Dataset, error) {
 	s = s.Scaled(o.Divisor)
 	if err := s.check(); err != nil {
 		return nil, err
@@ -150,7 +110,7 @@ func GenerateStandIn(s StandIn, o StandInOptions) (*Dataset, error) {
 		return nil, fmt.Errorf("stand-in %s: %w", s.Name, err)
 	}
 	n := int(s.Nodes)
-	var g *CSR
+	var g *graph.CSR
 	if o.Communities > 0 {
 		g, err = communityGraph(m, n, s.Edges, s.Directed, o)
 	} else {
@@ -159,7 +119,7 @@ func GenerateStandIn(s StandIn, o StandInOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stand-in %s: %w", s.Name, err)
 	}
-	d := &Dataset{NumNodes: n, Graph: g, FeatDim: s.FeatDim}
+	d := &graph.Dataset{NumNodes: n, Graph: g, FeatDim: s.FeatDim}
 	lo := RMATOptions{FeatDim: s.FeatDim, NumClasses: s.Classes, Seed: o.Seed}.withDefaults()
 	if o.Communities > 0 && s.Classes > 0 {
 		d.Labels = communityLabels(StandInCommunities(s, StandInOptions{Communities: o.Communities, Seed: o.Seed}), s.Classes)
@@ -191,23 +151,4 @@ func exactSplits(n int, train, valid, test int64, seed uint64) (tr, va, te []int
 		}
 	}
 	return tr, va, te
-}
-
-// cyclePerm is a keyed bijection of [0, n) for any n: idPerm on the next
-// power of two, applied again while the image falls outside [0, n)
-// (cycle walking; fewer than two steps on average).
-type cyclePerm struct {
-	p idPerm
-	n uint64
-}
-
-func newCyclePerm(seed, stream uint64, n int) cyclePerm {
-	bits := max(1, 64-mbits.LeadingZeros64(uint64(n-1)))
-	return cyclePerm{p: newIDPerm(mix3(seed, stream, 0), bits), n: uint64(n)}
-}
-
-func (c cyclePerm) apply(x uint64) uint64 {
-	for x = c.p.apply(x); x >= c.n; x = c.p.apply(x) {
-	}
-	return x
 }

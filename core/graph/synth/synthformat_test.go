@@ -1,4 +1,4 @@
-package formats
+package synth
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // degree shape is one the model fits.
 func TestStandInsScale(t *testing.T) {
 	for _, s := range standIns() {
-		if _, err := graph.FitDegreeShape(s.Shape); err != nil {
+		if _, err := FitDegreeShape(s.Shape); err != nil {
 			t.Errorf("%s: %v", s.Name, err)
 		}
 		for div := int64(1); div <= 1024; div++ {

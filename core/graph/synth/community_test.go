@@ -1,4 +1,4 @@
-package graph
+package synth
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"strata/core/graph"
 )
 
 // testCommunityStandIn has n and n/10, n/100 multiples of the community
@@ -122,16 +124,16 @@ func TestCommunityMixing(t *testing.T) {
 
 var communityCases = []struct {
 	name     string
-	shape    DegreeShape
+	shape    graph.DegreeShape
 	mu       float64
 	directed bool
 }{
-	{"co-purchase mu 0.2", DegreeShape{0.141, 0.421}, 0.2, false},
-	{"citation mu 0.5 directed", DegreeShape{0.112, 0.489}, 0.5, true},
-	{"social mu 0.1", DegreeShape{0.230, 0.641}, 0.1, false},
-	{"web mu 0.3 directed", DegreeShape{0.313, 0.573}, 0.3, true},
-	{"uniform mu 0", DegreeShape{0.01, 0.1}, 0, false},
-	{"mild mu 1", DegreeShape{0.02, 0.15}, 1, false},
+	{"co-purchase mu 0.2", graph.DegreeShape{Top1: 0.141, Top10: 0.421}, 0.2, false},
+	{"citation mu 0.5 directed", graph.DegreeShape{Top1: 0.112, Top10: 0.489}, 0.5, true},
+	{"social mu 0.1", graph.DegreeShape{Top1: 0.230, Top10: 0.641}, 0.1, false},
+	{"web mu 0.3 directed", graph.DegreeShape{Top1: 0.313, Top10: 0.573}, 0.3, true},
+	{"uniform mu 0", graph.DegreeShape{Top1: 0.01, Top10: 0.1}, 0, false},
+	{"mild mu 1", graph.DegreeShape{Top1: 0.02, Top10: 0.15}, 1, false},
 }
 
 // TestCommunityDraws: the endpoints that each pool draws (inside
@@ -237,7 +239,7 @@ func TestCommunityTopShare(t *testing.T) {
 // the features carry it (each class's mean feature vector lies apart).
 func TestCommunityLabels(t *testing.T) {
 	s := testCommunityStandIn
-	s.Shape = DegreeShape{0.141, 0.421}
+	s.Shape = graph.DegreeShape{Top1: 0.141, Top10: 0.421}
 	o := StandInOptions{Seed: 3, Communities: testCommunities, Mu: 0.2}
 	d, err := GenerateStandIn(s, o)
 	if err != nil {
@@ -262,8 +264,8 @@ func TestCommunityLabels(t *testing.T) {
 
 func TestCommunityDeterministic(t *testing.T) {
 	s := testCommunityStandIn
-	s.Shape = DegreeShape{0.141, 0.421}
-	gen := func(procs int, o StandInOptions) *Dataset {
+	s.Shape = graph.DegreeShape{Top1: 0.141, Top10: 0.421}
+	gen := func(procs int, o StandInOptions) *graph.Dataset {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		d, err := GenerateStandIn(s, o)
 		if err != nil {
@@ -307,10 +309,10 @@ func TestCommunityBadOptions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s, o := testCommunityStandIn, StandInOptions{Communities: testCommunities, Mu: 0.2}
-			s.Shape = DegreeShape{0.141, 0.421}
+			s.Shape = graph.DegreeShape{Top1: 0.141, Top10: 0.421}
 			c.edit(&s, &o)
 			_, err := GenerateStandIn(s, o)
-			if !errors.Is(err, ErrRange) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, graph.ErrRange) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err %v, want ErrRange with %q", err, c.want)
 			}
 		})

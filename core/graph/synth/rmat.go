@@ -1,4 +1,4 @@
-package graph
+package synth
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"strata/core/graph"
 )
 
 // RMATOptions configures the R-MAT generator. Zero values of EdgeFactor,
@@ -43,32 +45,32 @@ func ParseRMATName(spec string) (RMATOptions, error) {
 	o := RMATOptions{EdgeFactor: rmatDefaultEdgeFactor, FeatDim: rmatDefaultFeatDim, NumClasses: rmatDefaultClasses}
 	rest, ok := strings.CutPrefix(spec, "rmat-")
 	if !ok || rest == "" {
-		return o, fmt.Errorf("rmat spec %q: %s: %w", spec, form, ErrFormat)
+		return o, fmt.Errorf("rmat spec %q: %s: %w", spec, form, graph.ErrFormat)
 	}
 	fields := strings.Split(rest, "-")
 	if len(fields) > 5 {
-		return o, fmt.Errorf("rmat spec %q: %d fields, at most 5; %s: %w", spec, len(fields), form, ErrFormat)
+		return o, fmt.Errorf("rmat spec %q: %d fields, at most 5; %s: %w", spec, len(fields), form, graph.ErrFormat)
 	}
 	names := [5]string{"scale", "edgefactor", "feat", "classes", "seed"}
 	for i, f := range fields {
 		if i == 4 {
 			v, err := strconv.ParseUint(f, 10, 64)
 			if err != nil {
-				return o, fmt.Errorf("rmat spec %q: seed %q is not a non-negative integer; %s: %w", spec, f, form, ErrFormat)
+				return o, fmt.Errorf("rmat spec %q: seed %q is not a non-negative integer; %s: %w", spec, f, form, graph.ErrFormat)
 			}
 			o.Seed = v
 			continue
 		}
 		v, err := strconv.Atoi(f)
 		if err != nil || v < 0 {
-			return o, fmt.Errorf("rmat spec %q: %s %q is not a non-negative integer; %s: %w", spec, names[i], f, form, ErrFormat)
+			return o, fmt.Errorf("rmat spec %q: %s %q is not a non-negative integer; %s: %w", spec, names[i], f, form, graph.ErrFormat)
 		}
 		switch i {
 		case 0:
 			o.Scale = v
 		case 1:
 			if v == 0 { // RMATOptions reads 0 as the default: reject it here
-				return o, fmt.Errorf("rmat spec %q: edge factor 0 outside [1,4096]: %w", spec, ErrRange)
+				return o, fmt.Errorf("rmat spec %q: edge factor 0 outside [1,4096]: %w", spec, graph.ErrRange)
 			}
 			o.EdgeFactor = v
 		case 2:
@@ -109,7 +111,7 @@ func (o RMATOptions) withDefaults() RMATOptions {
 // check validates options that have their defaults filled in.
 func (o RMATOptions) check() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf(format+": %w", append(args, ErrRange)...)
+		return fmt.Errorf(format+": %w", append(args, graph.ErrRange)...)
 	}
 	switch {
 	case o.Scale < 1 || o.Scale > 30:
@@ -122,7 +124,7 @@ func (o RMATOptions) check() error {
 		return bad("quadrant probabilities a=%g b=%g c=%g must be >= 0 with a+b+c <= 1", o.A, o.B, o.C)
 	case o.FeatDim < 0 || o.FeatDim > 1<<16:
 		return bad("feature dimension %d outside [0,65536]", o.FeatDim)
-	case int64(o.FeatDim)<<o.Scale > MaxFeatureValues:
+	case int64(o.FeatDim)<<o.Scale > graph.MaxFeatureValues:
 		return bad("%d nodes x %d features is too large", 1<<o.Scale, o.FeatDim)
 	case o.NumClasses < 0 || o.NumClasses > 1<<16:
 		return bad("class count %d outside [0,65536]", o.NumClasses)
@@ -133,18 +135,6 @@ func (o RMATOptions) check() error {
 	}
 	return nil
 }
-
-// RNG streams of the generator, so every part draws independent numbers.
-const (
-	streamEdges = iota + 1
-	streamPerm
-	streamProjection
-	streamCentroids
-	streamFeatures
-	streamSplits
-	streamIntra // community stand-ins: edges inside a community
-	streamInter // and between communities
-)
 
 // rmatChunk is the number of edges generated from one RNG stream.
 const rmatChunk = 1 << 16
@@ -164,7 +154,7 @@ const rmatChunk = 1 << 16
 //     centroids (CentroidScale), so the features alone carry some signal.
 //
 // The output depends only on the options, not on GOMAXPROCS.
-func RMAT(opts RMATOptions) (*Dataset, error) {
+func RMAT(opts RMATOptions) (*graph.Dataset, error) {
 	o := opts.withDefaults()
 	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("rmat: %w", err)
@@ -172,7 +162,7 @@ func RMAT(opts RMATOptions) (*Dataset, error) {
 	n := 1 << o.Scale
 	m := int64(n) * int64(o.EdgeFactor)
 	g := rmatGraph(o, n, m)
-	d := &Dataset{
+	d := &graph.Dataset{
 		Name: o.Name(), NumNodes: n, Graph: g, Source: o.Name(),
 		Citation: `Chakrabarti, Zhan, Faloutsos, "R-MAT: A Recursive Model for Graph Mining", SDM 2004; Graph500 benchmark (graph500.org), parameters a=.57 b=.19 c=.19`,
 	}
@@ -189,7 +179,7 @@ func RMAT(opts RMATOptions) (*Dataset, error) {
 
 // rmatGraph generates the edges in parallel chunks and groups them by
 // destination, with sorted rows.
-func rmatGraph(o RMATOptions, n int, m int64) *CSR {
+func rmatGraph(o RMATOptions, n int, m int64) *graph.CSR {
 	perm := newIDPerm(o.Seed, o.Scale)
 	// Quadrant thresholds on 16-bit uniform draws (four levels per word).
 	ta := uint64(math.Round(o.A * (1 << 16)))
@@ -198,7 +188,7 @@ func rmatGraph(o RMATOptions, n int, m int64) *CSR {
 	src := make([]int32, m)
 	dst := make([]int32, m)
 	chunks := int((m + rmatChunk - 1) / rmatChunk)
-	parallelFor(chunks, 1, func(lo, hi int) {
+	graph.ParallelFor(chunks, 1, func(lo, hi int) {
 		for c := lo; c < hi; c++ {
 			r := newRNG(o.Seed, streamEdges, uint64(c))
 			end := min(int64(c+1)*rmatChunk, m)
@@ -231,46 +221,16 @@ func rmatGraph(o RMATOptions, n int, m int64) *CSR {
 			}
 		}
 	})
-	indptr, cols := GroupEdges(n, dst, src)
-	sortRows(indptr, cols)
-	return MakeCSR(n, n, indptr, cols)
-}
-
-// idPerm is a keyed bijection of [0, 2^bits): odd multiplications and
-// xor-shifts modulo 2^bits, each invertible. It relabels generated nodes
-// without a permutation table (whose random reads would dominate the
-// generator's time).
-type idPerm struct {
-	mask, k1, k2, k3 uint64
-	s1, s2           uint
-}
-
-// newIDPerm derives the permutation of scale-bit ids from the seed.
-func newIDPerm(seed uint64, bits int) idPerm {
-	r := newRNG(seed, streamPerm, 0)
-	return idPerm{
-		mask: 1<<uint(bits) - 1,
-		k1:   r.next() | 1, k2: r.next() | 1, k3: r.next(),
-		s1: uint(bits+1) / 2, s2: uint(bits+2) / 3,
-	}
-}
-
-// apply maps an id to its permuted id.
-func (p idPerm) apply(x uint64) uint64 {
-	x = x * p.k1 & p.mask
-	x ^= x >> p.s1
-	x = (x*p.k2 + p.k3) & p.mask
-	x ^= x >> p.s2
-	x = x * p.k1 & p.mask
-	x ^= x >> p.s1
-	return x
+	indptr, cols := graph.GroupEdges(n, dst, src)
+	graph.SortRows(indptr, cols)
+	return graph.MakeCSR(n, n, indptr, cols)
 }
 
 // rmatLabelsFeatures draws the latent features, derives the labels from
 // the neighbourhood means of their projections and adds the class
 // centroids. It returns nil labels without classes and nil features
 // without FeatDim.
-func rmatLabelsFeatures(o RMATOptions, g *CSR) ([]int32, []float32) {
+func rmatLabelsFeatures(o RMATOptions, g *graph.CSR) ([]int32, []float32) {
 	n, dim, classes := g.NumRows, o.FeatDim, o.NumClasses
 	if classes == 0 && dim == 0 {
 		return nil, nil
@@ -290,7 +250,7 @@ func rmatLabelsFeatures(o RMATOptions, g *CSR) ([]int32, []float32) {
 			w[j] = float32(wd[j] / math.Sqrt(norm))
 		}
 		feats = make([]float32, n*dim)
-		parallelFor(n, 1<<10, func(lo, hi int) {
+		graph.ParallelFor(n, 1<<10, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				r := newRNG(o.Seed, streamFeatures, uint64(i))
 				row := feats[i*dim : (i+1)*dim]
@@ -305,7 +265,7 @@ func rmatLabelsFeatures(o RMATOptions, g *CSR) ([]int32, []float32) {
 			}
 		})
 	} else {
-		parallelFor(n, 1<<14, func(lo, hi int) {
+		graph.ParallelFor(n, 1<<14, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				r := newRNG(o.Seed, streamFeatures, uint64(i))
 				u[i] = float64(r.fastNormal())
@@ -318,9 +278,9 @@ func rmatLabelsFeatures(o RMATOptions, g *CSR) ([]int32, []float32) {
 
 	// Mean of u over the node, its in-neighbours (row i) and its
 	// out-neighbours (row i of the transpose), summed in a fixed order.
-	tptr, tidx, _ := transpose(n, n, g.Indptr, g.Idx32, false)
+	tptr, tidx := graph.TransposeIdx(n, n, g.Indptr, g.Idx32)
 	s := make([]float64, n)
-	runRowParts(g.Indptr, func(lo, hi int) {
+	graph.RunRowParts(g.Indptr, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			sum := u[i]
 			for _, j := range g.Idx32[g.Indptr[i]:g.Indptr[i+1]] {
@@ -340,7 +300,7 @@ func rmatLabelsFeatures(o RMATOptions, g *CSR) ([]int32, []float32) {
 		thresholds[k] = sorted[(k+1)*n/classes]
 	}
 	labels := make([]int32, n)
-	parallelFor(n, 1<<14, func(lo, hi int) {
+	graph.ParallelFor(n, 1<<14, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			k, _ := slices.BinarySearch(thresholds, s[i])
 			labels[i] = int32(k)
@@ -364,7 +324,7 @@ func addCentroids(o RMATOptions, labels []int32, feats []float32) {
 	for i := range cent {
 		cent[i] = float32(r.normal() * scale)
 	}
-	parallelFor(n, 1<<10, func(lo, hi int) {
+	graph.ParallelFor(n, 1<<10, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			l := int(labels[i])
 			c := cent[l*dim : (l+1)*dim]
@@ -393,64 +353,4 @@ func rmatSplits(o RMATOptions, n int) (train, valid, test []int32) {
 		}
 	}
 	return train, valid, test
-}
-
-// rng is a SplitMix64 generator: tiny, fast and good enough for synthetic
-// graphs; every (seed, stream, index) triple gets an independent sequence.
-type rng struct{ s uint64 }
-
-// newRNG returns the generator of one stream.
-func newRNG(seed, stream, index uint64) rng { return rng{s: mix3(seed, stream, index)} }
-
-// mix64 is the SplitMix64 finaliser.
-func mix64(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-// mix3 hashes three words into one.
-func mix3(a, b, c uint64) uint64 {
-	return mix64(mix64(mix64(a+0x9e3779b97f4a7c15)^b+0x632be59bd9b4e019) ^ c + 0x85ebca6b)
-}
-
-func (r *rng) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	return mix64(r.s)
-}
-
-// below returns a uniform integer in [0, n).
-func (r *rng) below(n uint64) uint64 {
-	hi, _ := mulHi(r.next(), n)
-	return hi
-}
-
-// mulHi returns the high and low words of a*b.
-func mulHi(a, b uint64) (uint64, uint64) {
-	const mask = 1<<32 - 1
-	a0, a1 := a&mask, a>>32
-	b0, b1 := b&mask, b>>32
-	w0 := a0 * b0
-	t := a1*b0 + w0>>32
-	w1, w2 := t&mask, t>>32
-	w1 += a0 * b1
-	return a1*b1 + w2 + w1>>32, a * b
-}
-
-// normal returns a standard normal deviate (Box-Muller).
-func (r *rng) normal() float64 {
-	u1 := (float64(r.next()>>11) + 0.5) / (1 << 53)
-	u2 := float64(r.next()>>11) / (1 << 53)
-	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
-}
-
-// fastNormal returns an approximately standard normal deviate: the sum of
-// four uniform 16-bit values, centred and scaled to unit variance (an
-// Irwin-Hall approximation, exact in mean and variance, bounded by ±3.46).
-func (r *rng) fastNormal() float32 {
-	w := r.next()
-	s := w&0xffff + w>>16&0xffff + w>>32&0xffff + w>>48
-	// Each term is uniform on [0, 65535]: mean 32767.5, variance ~ 65536²/12,
-	// so the sum has standard deviation 65536/sqrt(3).
-	return (float32(s) - 4*32767.5) * (1.7320508 / 65536)
 }
