@@ -328,6 +328,17 @@ type SplitSize struct {
 	// RerunDense is Σ K·M over the rerun products with a parameter [K,M]
 	// (a product over R rows is 2·R·K·M flops).
 	RerunDense int64
+	// Buffers are the kept buffers in SplitSaved's order: each one row
+	// per destination of the block, of these columns and dtype.
+	Buffers []KeptBuffer
+}
+
+// KeptBuffer is the shape of one buffer a split keeps: a row per
+// destination, Cols columns of DType (Cols 0: not a matrix of a row per
+// destination).
+type KeptBuffer struct {
+	DType tensor.DType
+	Cols  int
 }
 
 // Split returns the split plan of the training program that Bind would
@@ -347,6 +358,11 @@ func (s *Sizer) Split(block BlockShape, u Usage) (SplitPlan, SplitSize, error) {
 	}
 	for _, t := range p.SplitSaved(sp) {
 		size.Kept += int64(t.Numel()) * int64(t.DType().Size())
+		kb := KeptBuffer{DType: t.DType()}
+		if sh := t.Shape(); len(sh) == 2 && sh[0] == block.Dst {
+			kb.Cols = sh[1]
+		}
+		size.Buffers = append(size.Buffers, kb)
 	}
 	for i, run := range sp.run {
 		if !run {

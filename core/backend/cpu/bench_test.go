@@ -187,6 +187,38 @@ func BenchmarkSpMMTrans(b *testing.B) {
 	report(b, 2*float64(nnz)*float64(f), spmmBytes(n, nnz, f)+8*float64(nnz))
 }
 
+// BenchmarkSpMMTransOnce is one Aᵀ·x on a freshly uploaded graph, as
+// chunked training runs it (a chunk's graph serves one backward product
+// a pass): through the transpose, which the product builds first
+// ("transpose"), and by scattering A's entries (Graph.ScatterTranspose,
+// "scatter"); the same bits. R-MAT 2^16 with 16 columns (GCN's layer 1
+// backward at 2^20 has chunks of this size).
+//
+// go test -run '^$' -bench SpMMTransOnce -benchtime 20x ./core/backend/cpu/
+func BenchmarkSpMMTransOnce(b *testing.B) {
+	for _, mode := range []string{"transpose", "scatter"} {
+		b.Run(mode, func(b *testing.B) {
+			e := newBench(b, 16, "random")
+			n, nnz, f := e.g.NumRows, int(e.g.NNZ()), 16
+			w, x, y := e.alloc(b, tensor.Float32, nnz), e.alloc(b, tensor.Float32, n, f), e.alloc(b, tensor.Float32, n, f)
+			b.ResetTimer()
+			for range b.N {
+				a, err := e.be.UploadGraph(e.g, tensor.Host)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if mode == "scatter" {
+					a.(*Graph).ScatterTranspose()
+				}
+				if err := e.be.SpMM(ctx, a, true, w, x, 0, y); err != nil {
+					b.Fatal(err)
+				}
+				e.be.ReleaseGraph(a)
+			}
+		})
+	}
+}
+
 // BenchmarkSpMMGo is the same SpMM (same chunks and goroutines) with the
 // inner loops in plain Go instead of the C AVX2 kernel.
 func BenchmarkSpMMGo(b *testing.B) {

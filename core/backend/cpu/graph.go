@@ -72,9 +72,19 @@ type Graph struct {
 	sched      *lstmSchedule // made on the first LSTMAggregate
 	bytes      int64
 	released   bool
+	scatterT   bool // Aᵀ·x products scatter A's entries (ScatterTranspose)
 }
 
 var _ backend.Adj = (*Graph)(nil)
+
+// ScatterTranspose makes the graph's Aᵀ·x products (SpMM with trans, no
+// beta) scatter A's entries (k_spmmt) instead of building the transpose:
+// for a graph uploaded for one backward pass (chunked training uploads
+// every chunk's graph each pass), where building the transpose costs more
+// than one product. The sums run in the transpose's order (each output's
+// terms by row, one fused multiply-add each), so the bits are the same;
+// each goroutine reads all of A's entries for its range of outputs.
+func (g *Graph) ScatterTranspose() { g.scatterT = true }
 
 // Rows returns the number of destinations.
 func (g *Graph) Rows() int { return g.rows }

@@ -100,6 +100,39 @@ void FTI(k_spmm)(int64_t r0, int64_t r1, const int64_t *indptr, const I *idx, co
 	}
 }
 
+// k_spmmt: Aᵀ·x by scattering A's entries, for the output rows j in
+// [j0, j1) (those of one goroutine): y[j, h*C:(h+1)*C] = the sum over the
+// entries k with idx[k] = j, rows ascending and entries in order, of
+// w[k, h]·x[i, h*C:(h+1)*C] (w NULL: unit weights), each term one fused
+// multiply-add from zero. That is the order and the arithmetic of k_spmm
+// over the transposed CSR (a stable transpose lists a column's entries
+// by row), so the bits are the same, without building the transpose.
+#if TBITS == 32
+#define SFMA fmaf
+#else
+#define SFMA fma
+#endif
+void FTI(k_spmmt)(int64_t rows, const int64_t *indptr, const I *idx, const T *w, int64_t H,
+		  int64_t C, const T *restrict x, int64_t j0, int64_t j1, T *restrict y) {
+	const int64_t F = H * C;
+	memset(y + j0 * F, 0, (size_t)((j1 - j0) * F) * sizeof(T));
+	for (int64_t i = 0; i < rows; i++) {
+		const T *xr = x + i * F;
+		for (int64_t k = indptr[i]; k < indptr[i + 1]; k++) {
+			const int64_t j = (int64_t)idx[k];
+			if (j < j0 || j >= j1)
+				continue;
+			T *yr = y + j * F;
+			for (int64_t h = 0; h < H; h++) {
+				const T wv = w ? w[k * H + h] : (T)1;
+				for (int64_t c = h * C; c < (h + 1) * C; c++)
+					yr[c] = SFMA(wv, xr[c], yr[c]);
+			}
+		}
+	}
+}
+#undef SFMA
+
 // k_sddmm: out[k,h] = <x[i] head h, y[idx[k]] head h> for the entries of row i.
 void FTI(k_sddmm)(int64_t r0, int64_t r1, const int64_t *indptr, const I *idx, const T *x,
 		  const T *y, int64_t H, int64_t C, T *out) {

@@ -63,6 +63,11 @@ void k_spmm(int dt, int it, int64_t r0, int64_t r1, const int64_t *indptr, const
 		}
 }
 
+void k_spmmt(int dt, int it, int64_t rows, const int64_t *indptr, const void *idx, const void *w,
+	     int64_t H, int64_t C, const void *x, int64_t j0, int64_t j1, void *y) {
+	PICK4(k_spmmt, dt, it, rows, indptr, idx, w, H, C, x, j0, j1, y);
+}
+
 void k_spmm_max(int dt, int it, int at, int64_t r0, int64_t r1, const int64_t *indptr,
 		const void *idx, const void *x, int64_t F, void *y, void *am) {
 	switch (dt * 4 + it * 2 + at) {

@@ -17,6 +17,10 @@ func cSpMM(dt, it int, r0, r1 int64, indptr *int64, idx unsafe.Pointer, perm *in
 	C.k_spmm(C.int(dt), C.int(it), C.int64_t(r0), C.int64_t(r1), i64p(indptr), idx, i64p(perm), w, C.int64_t(h), C.int64_t(c), x, C.double(beta), y)
 }
 
+func cSpMMT(dt, it int, rows int64, indptr *int64, idx, w unsafe.Pointer, h, c int64, x unsafe.Pointer, j0, j1 int64, y unsafe.Pointer) {
+	C.k_spmmt(C.int(dt), C.int(it), C.int64_t(rows), i64p(indptr), idx, w, C.int64_t(h), C.int64_t(c), x, C.int64_t(j0), C.int64_t(j1), y)
+}
+
 func cSpMMMax(dt, it, at int, r0, r1 int64, indptr *int64, idx, x unsafe.Pointer, f int64, y, am unsafe.Pointer) {
 	C.k_spmm_max(C.int(dt), C.int(it), C.int(at), C.int64_t(r0), C.int64_t(r1), i64p(indptr), idx, x, C.int64_t(f), y, am)
 }

@@ -6,6 +6,8 @@
 void k_spmm(int dt, int it, int64_t r0, int64_t r1, const int64_t *indptr, const void *idx,
 	    const int64_t *perm, const void *w, int64_t H, int64_t C, const void *x, double beta,
 	    void *y);
+void k_spmmt(int dt, int it, int64_t rows, const int64_t *indptr, const void *idx, const void *w,
+	     int64_t H, int64_t C, const void *x, int64_t j0, int64_t j1, void *y);
 void k_spmm_max(int dt, int it, int at, int64_t r0, int64_t r1, const int64_t *indptr,
 		const void *idx, const void *x, int64_t F, void *y, void *am);
 void k_sddmm(int dt, int it, int64_t r0, int64_t r1, const int64_t *indptr, const void *idx,

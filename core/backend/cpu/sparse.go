@@ -34,6 +34,9 @@ func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *ten
 	if err != nil {
 		return err
 	}
+	if trans && beta == 0 && g.scatterT && (w != nil || dt == tensor.Float32 || g.vals32 == nil) {
+		return b.spmmScatterT(ctx, g, dt, h, w, x, y)
+	}
 	c, _, out := g.orient(trans)
 	f := x.Cols()
 	var wp unsafe.Pointer
@@ -53,6 +56,34 @@ func (b *Backend) SpMM(ctx context.Context, a backend.Adj, trans bool, w, x *ten
 	idx, ip := c.idxPtr(), &c.indptr[0]
 	return b.parallel(ctx, c.chunks(f), func(lo, hi int64) {
 		cSpMM(dc, it, lo, hi, ip, idx, perm, wp, int64(h), int64(f/h), xp, beta, yp)
+	})
+}
+
+// spmmScatterT computes y = Aᵀ·x by scattering A's entries (k_spmmt),
+// the outputs split among the goroutines in equal ranges, each reading
+// all of A (Graph.ScatterTranspose).
+func (b *Backend) spmmScatterT(ctx context.Context, g *Graph, dt tensor.DType, h int, w, x, y *tensor.Tensor) error {
+	f := x.Cols()
+	if g.cols == 0 || f == 0 {
+		return ctxErr(ctx)
+	}
+	wp := ptr(w)
+	if w == nil {
+		wp = g.values(dt, false)
+	}
+	parts := int64(min(b.threads, g.cols))
+	bounds := make([]int64, parts+1)
+	for i := range bounds {
+		bounds[i] = int64(g.cols) * int64(i) / parts
+	}
+	c := &g.fwd
+	dc, it, xp, yp := dtCode(dt), c.itCode(), ptr(x), ptr(y)
+	var ip *int64
+	if len(c.indptr) > 0 {
+		ip = &c.indptr[0]
+	}
+	return b.parallel(ctx, bounds, func(j0, j1 int64) {
+		cSpMMT(dc, it, int64(g.rows), ip, c.idxPtr(), wp, int64(h), int64(f/h), xp, j0, j1, yp)
 	})
 }
 

@@ -42,10 +42,10 @@ import (
 // so configs without the section keep their hash.
 type Chunked struct {
 	Chunks        int    `toml:"chunks" range:"[0,1073741824]" word:"auto:0:the smallest multiple of the device count whose largest chunk fits devices.memory_bytes" doc:"total number of chunks k of the 2-level partition (METIS into m = device count partitions, each cut into k/m edge-balanced chunks); a multiple of m, at most the number of nodes; 0 = \"auto\""`
-	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid,split" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer among cache, split and recompute by the cost estimate (ties: recompute, split, cache), split = keep only the aggregations' outputs on the host and recompute the rest (HongTu Fig. 4c; layers whose backward reads edge values, attention, recompute)"`
+	Intermediates string `toml:"intermediates" enum:",cache,recompute,hybrid,split" doc:"what backward does with a layer's intermediate results: cache = keep them on the host and load them back, recompute = run the chunk's forward again, hybrid (\"\") = choose per layer among cache, split and recompute by the cost estimate (ties: recompute, split, cache; on the cpu backend every layer that can split splits), split = keep only the aggregations' outputs on the host and recompute the rest (HongTu Fig. 4c; layers whose backward reads edge values, attention, recompute)"`
 	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
 	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
-	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations and vertex gradients in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
+	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations, vertex gradients and the aggregations that split layers keep in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
 	Prefetch      bool   `toml:"prefetch" hash:"omitempty" doc:"cpu backend: read the next batch's rows on another goroutine while a batch computes (HongTu overlaps transfers with compute); helps where a core is idle or the host file waits on the disk, costs one batch's transition buffers more (R-MAT 2^20 on 2 busy cores: the same epoch, 0.23 GB more peak RSS); the results are the same"`
 }
 
@@ -137,7 +137,9 @@ type chunkedRun struct {
 	plan     *chunkplan.Plan        // the chunks and their schedule
 	h, dh    []hosttier.Rows        // the host tier: h[l] (h[0] the features) and dh[l], l ≥ 1
 	cache    []bool                 // per layer: keep the intermediates on the host
-	saved    []map[int][]any        // per layer and chunk: the host copies of the intermediates
+	saved    []map[int][]any        // per layer and chunk: the host copies of the intermediates (nil where keptRows holds them)
+	keptBufs [][]engine.KeptBuffer  // "split" and "hybrid": per layer that can split, the buffers its split keeps
+	keptRows [][]hosttier.Rows      // with chunked.host_file: per split layer, the host file's matrix of each kept buffer (nil: in RAM)
 	needIn   []bool                 // per layer: backward reads the layer's input
 	total    int                    // training nodes
 	comm     chunkplan.CommRows     // neighbour rows per layer pass
@@ -282,10 +284,12 @@ func (r *chunkedRun) allocAll(ctx context.Context, tiers []tensor.Tier) error {
 	if err != nil {
 		return err
 	}
-	if err := r.prep.time(phaseHostTier, func() error { return r.allocHost(ctx) }); err != nil {
+	// The choice comes first: with a host file, the aggregations' outputs
+	// that split layers keep take matrices of their own in it.
+	if err := r.prep.time(phaseIntermediates, func() error { return r.chooseIntermediates(r.opts.Intermediates) }); err != nil {
 		return err
 	}
-	return r.prep.time(phaseIntermediates, func() error { return r.chooseIntermediates(r.opts.Intermediates) })
+	return r.prep.time(phaseHostTier, func() error { return r.allocHost(ctx) })
 }
 
 // fitPlan plans chunked.chunks chunks over m devices, or with "auto" the
@@ -445,6 +449,9 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 		widths = append(widths, w, w)
 	}
 	size := hosttier.Bytes(r.e.DT, n, widths)
+	if r.opts.HostFile != "" {
+		size += hosttier.Bytes(r.e.DT, n, r.keptFileWidths())
+	}
 	if r.opts.HostFile == "" && size > graph.MaxMemory(ctx) {
 		return r.cfg.KeyError(fmt.Sprintf("chunked: the host tier's activations and gradients need %s, more than the memory budget of %s (--max-memory); set chunked.host_file to keep them in a file",
 			graph.FormatBytes(size), graph.FormatBytes(graph.MaxMemory(ctx))), "chunked")
@@ -507,6 +514,11 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 				return err
 			}
 			*into = append(*into, m)
+		}
+	}
+	if arena.File != nil {
+		if err := r.allocKept(arena); err != nil {
+			return err
 		}
 	}
 	r.saved = make([]map[int][]any, len(r.layers))
@@ -886,6 +898,12 @@ func (b *boundChunk) release(be backend.Backend) {
 	}
 }
 
+// scatterTransposer is a graph whose Aᵀ products can scatter its entries
+// instead of building its transpose, with the same bits (the cpu
+// backend's cpu.Graph): a chunk's graph is uploaded for one pass, so at
+// most one backward product reads its transpose.
+type scatterTransposer interface{ ScatterTranspose() }
+
 // bind uploads a chunk's graphs for layer l to device k and binds the
 // layer to them; feed delivers the chunk's input rows (nil: a backward
 // over kept intermediates that does not read them, or with split reads
@@ -906,6 +924,9 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 		a, err := topo.UploadGraph(cg.Csr, d.tier)
 		if err != nil {
 			return fail(fmt.Errorf("upload %s: %w", name, err))
+		}
+		if s, ok := a.(scatterTransposer); ok {
+			s.ScatterTranspose() // bound for one pass: its transpose would serve one product
 		}
 		b.adjs = append(b.adjs, a)
 		eg := &engine.Graph{Adj: a, Host: cg.Csr}
@@ -937,9 +958,16 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 		}
 	} else {
 		var err error
-		if !infer && r.isSplit(l) && r.split[l].DstRows {
+		switch {
+		case !infer && r.isSplit(l) && r.split[l].DstRows:
 			x, err = r.dstInput(l, k, c)
-		} else {
+		case !infer:
+			// A backward that reads no input row (kept intermediates,
+			// or a split that reruns nothing of the input): the rows
+			// are bound, never read, so they come uncleared (at R-MAT
+			// 2^20 a GCN split's layer 0 would clear 2.5 GB an epoch).
+			x, err = r.scratch([]int{len(c.Src), r.widths[l]}, d.tier)
+		default:
 			x, err = r.zeroed([]int{len(c.Src), r.widths[l]}, d.tier)
 		}
 		if err != nil {
@@ -1079,32 +1107,25 @@ func (r *chunkedRun) loadRows(purpose string, m hosttier.Rows, ids []int32, t *t
 	return backend.ForPurpose(r.e.Be, purpose).Upload(t, buf)
 }
 
-// downloadAll copies tensors to new host buffers of their dtypes.
-func downloadAll(be backend.Backend, ts []*tensor.Tensor) ([]any, error) {
-	out := make([]any, len(ts))
-	for i, t := range ts {
-		var v any
-		switch t.DType() {
-		case tensor.Float32:
-			v = make([]float32, t.Numel())
-		case tensor.Float64:
-			v = make([]float64, t.Numel())
-		case tensor.Int32:
-			v = make([]int32, t.Numel())
-		case tensor.Int64:
-			v = make([]int64, t.Numel())
-		default:
-			return nil, fmt.Errorf("intermediate of dtype %s", t.DType())
-		}
-		if err := be.Download(t, v); err != nil {
-			return nil, err
-		}
-		out[i] = v
+// download copies a tensor to a new host buffer of its dtype.
+func download(be backend.Backend, t *tensor.Tensor) (any, error) {
+	var v any
+	switch t.DType() {
+	case tensor.Float32:
+		v = make([]float32, t.Numel())
+	case tensor.Float64:
+		v = make([]float64, t.Numel())
+	case tensor.Int32:
+		v = make([]int32, t.Numel())
+	case tensor.Int64:
+		v = make([]int64, t.Numel())
+	default:
+		return nil, fmt.Errorf("intermediate of dtype %s", t.DType())
 	}
-	return out, nil
+	return v, be.Download(t, v)
 }
 
-// uploadAll copies host buffers from downloadAll back into tensors.
+// uploadAll copies host buffers from download back into tensors.
 func uploadAll(be backend.Backend, ts []*tensor.Tensor, bufs []any) error {
 	if len(ts) != len(bufs) {
 		return fmt.Errorf("%d cached intermediates for %d buffers", len(bufs), len(ts))

@@ -159,16 +159,17 @@ func TestChunkedBeyondDeviceMemory(t *testing.T) {
 	t.Logf("full graph needs %d bytes; %d chunks fit %d (peak %d)", full.PeakTierBytes["device0"], got.Figures["chunked"].(*ChunkedFigures).Chunks, capacity, got.PeakTierBytes["device0"])
 }
 
-// TestChunkedHostFile trains with the host tier in a memory-mapped file
-// on the cpu backend: the same losses and parameters as with the host
+// TestChunkedHostFile trains with the host tier in a file on the cpu
+// backend: the same losses and parameters, bit for bit, as with the host
 // tier in RAM, and the file is gone afterwards; with the default
 // intermediates and with split, whose 3-layer SAGE reads layer 1's
-// destination rows (a root term) from the file in backward.
+// destination rows (a root term) from the file in backward and whose
+// GCN keeps the aggregations in the file instead of RAM.
 func TestChunkedHostFile(t *testing.T) {
-	for _, c := range []struct{ inter, layers string }{{"hybrid", "2"}, {"split", "3"}} {
-		t.Run(c.inter, func(t *testing.T) {
+	for _, c := range []struct{ model, inter, layers string }{{"sage", "hybrid", "2"}, {"sage", "split", "3"}, {"gcn", "split", "2"}} {
+		t.Run(c.model+"/"+c.inter, func(t *testing.T) {
 			path := t.TempDir() + "/host.bin"
-			sets := []string{`train.mode="chunked"`, "chunked.chunks=3", `model.name="sage"`, "model.dropout=0.5", "model.input_dropout=0.3", `train.dtype="float64"`,
+			sets := []string{`train.mode="chunked"`, "chunked.chunks=3", `model.name="` + c.model + `"`, "model.dropout=0.5", "model.input_dropout=0.3", `train.dtype="float64"`,
 				`chunked.intermediates="` + c.inter + `"`, "model.layers=" + c.layers}
 			want := testkit.RunSteps(t, 2, testkit.CoraBase, sets...)
 			got := testkit.RunSteps(t, 2, testkit.CoraBase, append(sets, "chunked.host_file="+path)...)
@@ -176,7 +177,15 @@ func TestChunkedHostFile(t *testing.T) {
 			if _, err := os.Stat(path); !os.IsNotExist(err) {
 				t.Errorf("host file left behind: %v", err)
 			}
-			if c.inter == "split" {
+			if c.model == "gcn" {
+				r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, append(sets, "chunked.host_file="+t.TempDir()+"/host2.bin")...))
+				for l := range r.layers {
+					if r.keptAt(l, 0) == nil {
+						t.Errorf("layer %d keeps its aggregation in RAM, not in the host file (%v)", l, r.modes())
+					}
+				}
+			}
+			if c.model == "sage" && c.inter == "split" {
 				r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, sets...))
 				if !r.isSplit(1) || !r.split[1].DstRows {
 					t.Errorf("layer 1 does not read only its destinations' rows: %v %q", r.modes(), r.splitWhy)

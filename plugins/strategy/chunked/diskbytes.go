@@ -15,9 +15,12 @@ import (
 // intermediates, or a backward that reads its input) and N_T the
 // destinations of the chunks with training nodes:
 //
-//	written = Σ_{l=1}^{L-1} 2·N·w_l·s + N_T·w_L·s
-//	read    = Σ_{l=1}^{L-1} (2 + R_l)·N·w_l·s + N_T·w_L·s
+//	written = Σ_{l=1}^{L-1} 2·N·w_l·s + N_T·w_L·s + K
+//	read    = Σ_{l=1}^{L-1} (2 + R_l)·N·w_l·s + N_T·w_L·s + K
 //
+// where K = Σ N·a·s over the aggregation outputs of width a that layers
+// with split intermediates keep in the file (written by the forward,
+// read by the backward; R_l is then whether the split reloads inputs).
 // The hidden activations h_l are written by forward l−1, read by
 // forward l and again by backward l when R_l; their gradients dh_l are
 // written by backward l and read by backward l−1; the loss gradient
@@ -57,7 +60,11 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 		}
 	}
 	loss := nt * int64(r.widths[last]) * s
-	return read + loss, written + loss
+	var kept int64 // the split layers' aggregations, written by forward, read by backward
+	for _, w := range r.keptFileWidths() {
+		kept += n * int64(w) * s
+	}
+	return read + loss + kept, written + loss + kept
 }
 
 // readsInputBack reports whether layer l's backward pass loads the

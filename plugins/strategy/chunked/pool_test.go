@@ -23,19 +23,27 @@ import (
 // stale one read where the code relied on zeros, changes them. The
 // pooled run must also have reused storage (pool hits).
 func TestChunkedPoolMatchesFresh(t *testing.T) {
-	cases := []struct{ model, dedup, inter, dtype string }{
-		{"gcn", "p2p_reuse", "recompute", "float32"},
-		{"sage", "p2p_reuse", "cache", "float64"},
-		{"gcn", "none", "hybrid", "float32"},
-		{"gat", "p2p", "recompute", "float32"},
+	cases := []struct {
+		model, dedup, inter, dtype string
+		extra                      []string
+	}{
+		{"gcn", "p2p_reuse", "recompute", "float32", nil},
+		{"sage", "p2p_reuse", "cache", "float64", nil},
+		{"gcn", "none", "hybrid", "float32", nil},
+		{"gat", "p2p", "recompute", "float32", nil},
+		// 64 features < 128 hidden: layer 0 aggregates first, so its
+		// split backward reads no input row (bound uncleared) and
+		// restores its aggregation from the host file.
+		{"gcn", "p2p_reuse", "split", "float32", []string{"model.hidden=128"}},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%s/%s/%s", c.model, c.dedup, c.inter, c.dtype), func(t *testing.T) {
 			ctx := context.Background()
 			sets := func(dir string) []string {
-				return append(testkit.ModelSets(c.model), `train.mode="chunked"`, `train.backend="cpu"`, `data.dataset="rmat-12-8-64-5-1"`,
+				s := append(testkit.ModelSets(c.model), `train.mode="chunked"`, `train.backend="cpu"`, `data.dataset="rmat-12-8-64-5-1"`,
 					"chunked.chunks=4", `chunked.dedup="`+c.dedup+`"`, `chunked.intermediates="`+c.inter+`"`, `train.dtype="`+c.dtype+`"`,
 					"model.dropout=0.5", "model.input_dropout=0.3", "chunked.host_file="+filepath.Join(dir, "host.bin"))
+				return append(s, c.extra...)
 			}
 			var pool *cpu.Backend
 			var before int64
@@ -46,6 +54,9 @@ func TestChunkedPoolMatchesFresh(t *testing.T) {
 				}
 				pool = r.e.Be.(*cpu.Backend)
 				before = pool.PoolStats().Hits
+				if sp := r.splitAt(0); c.inter == "split" && (sp == nil || sp.NeedsInput || sp.DstRows || r.keptAt(0, 0) == nil) {
+					t.Fatalf("layer 0 does not split reading no input row, its aggregation in the host file: %v %+v", r.modes(), sp)
+				}
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strata/core/engine"
 	"strata/core/tensor"
 	"strata/plugins/strategy/internal/chunkplan"
+	"strata/plugins/strategy/internal/hosttier"
 )
 
 // chunked.intermediates = "split" is HongTu's recomputation-caching
@@ -34,6 +35,7 @@ func layerUsage(l int) engine.Usage {
 func (r *chunkedRun) planSplit() error {
 	r.canSplit = make([]*engine.SplitPlan, len(r.layers))
 	r.splitWhy = make([]string, len(r.layers))
+	r.keptBufs = make([][]engine.KeptBuffer, len(r.layers))
 	for l, lg := range r.layers {
 		sz, err := engine.NewSizer(lg, r.e.DT)
 		if err != nil {
@@ -43,7 +45,7 @@ func (r *chunkedRun) planSplit() error {
 		for name := range r.used[l] {
 			shape.Edges[name], shape.Degrees[name] = 4, engine.Degrees{Rows1: 2, Rows2: 2, Max: 2}
 		}
-		sp, _, err := sz.Split(shape, layerUsage(l))
+		sp, size, err := sz.Split(shape, layerUsage(l))
 		if err != nil {
 			return fmt.Errorf("chunked: splitting layer %d: %w", l, err)
 		}
@@ -51,7 +53,7 @@ func (r *chunkedRun) planSplit() error {
 			r.splitWhy[l] = sp.Reason
 			continue
 		}
-		r.canSplit[l] = &sp
+		r.canSplit[l], r.keptBufs[l] = &sp, size.Buffers
 	}
 	if r.opts.Intermediates == "split" {
 		r.split = r.canSplit
@@ -124,9 +126,69 @@ func (r *chunkedRun) splitFallback() []string {
 // isSplit reports whether layer l keeps its aggregations' outputs.
 func (r *chunkedRun) isSplit(l int) bool { return r.splitAt(l) != nil }
 
+// keptInFile reports whether a split keeps buffer kb in the host file:
+// with chunked.host_file, a matrix of a row per destination in the run's
+// dtype (a max aggregation's winners, int32, stay in RAM).
+func (r *chunkedRun) keptInFile(kb engine.KeptBuffer) bool {
+	return r.opts.HostFile != "" && kb.Cols > 0 && kb.DType == r.e.DT
+}
+
+// keptFileWidths returns the widths of the host file's matrices for the
+// buffers the split layers keep (keptInFile), in allocKept's order.
+func (r *chunkedRun) keptFileWidths() []int {
+	var out []int
+	for l := range r.layers {
+		if !r.isSplit(l) {
+			continue
+		}
+		for _, kb := range r.keptBufs[l] {
+			if r.keptInFile(kb) {
+				out = append(out, kb.Cols)
+			}
+		}
+	}
+	return out
+}
+
+// allocKept gives every buffer a split layer keeps in the host file
+// (keptInFile) a matrix of a row per node in arena: each chunk's
+// forward writes its destinations' rows, its backward reads them back,
+// so the aggregations' outputs take no RAM (at R-MAT 2^20 GCN's layer
+// 0 keeps 512 MB).
+func (r *chunkedRun) allocKept(arena *hosttier.Arena) error {
+	r.keptRows = make([][]hosttier.Rows, len(r.layers))
+	for l := range r.layers {
+		if !r.isSplit(l) {
+			continue
+		}
+		r.keptRows[l] = make([]hosttier.Rows, len(r.keptBufs[l]))
+		for i, kb := range r.keptBufs[l] {
+			if !r.keptInFile(kb) {
+				continue
+			}
+			m, err := arena.Matrix(r.e.DS.NumNodes, kb.Cols)
+			if err != nil {
+				return err
+			}
+			r.keptRows[l][i] = m
+		}
+	}
+	return nil
+}
+
+// keptAt returns the host file's matrix of layer l's kept buffer i (nil:
+// the buffer is kept in RAM).
+func (r *chunkedRun) keptAt(l, i int) hosttier.Rows {
+	if l >= len(r.keptRows) || i >= len(r.keptRows[l]) {
+		return nil
+	}
+	return r.keptRows[l][i]
+}
+
 // keep copies to the host, after a training forward of layer l over
 // chunk c, what its backward restores: every saved tensor (cache) or the
-// aggregations' outputs (split); nothing when the layer recomputes.
+// aggregations' outputs (split; with a host file, into its matrices);
+// nothing when the layer recomputes.
 func (r *chunkedRun) keep(l int, c *chunkplan.Chunk, p *engine.Program) error {
 	var ts []*tensor.Tensor
 	switch {
@@ -141,9 +203,18 @@ func (r *chunkedRun) keep(l int, c *chunkplan.Chunk, p *engine.Program) error {
 	default:
 		return nil
 	}
-	bufs, err := downloadAll(backend.ForPurpose(r.e.Be, purposeIntermediates), ts)
-	if err != nil {
-		return err
+	be := backend.ForPurpose(r.e.Be, purposeIntermediates)
+	bufs := make([]any, len(ts))
+	for i, t := range ts {
+		var err error
+		if m := r.keptAt(l, i); m != nil && !r.cache[l] {
+			err = r.putRows(m, c.Dst, t)
+		} else {
+			bufs[i], err = download(be, t)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if r.kept == nil {
 		r.kept = make([]int64, len(r.layers))
@@ -182,7 +253,22 @@ func (r *chunkedRun) restore(ctx context.Context, l int, c *chunkplan.Chunk, p *
 	if n := len(p.SplitSaved(sp)); n != len(bufs) {
 		return fmt.Errorf("%d kept buffers for %d tensors", len(bufs), n)
 	}
-	return p.ResumeSplit(ctx, sp, m, func(k int, t *tensor.Tensor) error { return be.Upload(t, bufs[k]) })
+	return p.ResumeSplit(ctx, sp, m, func(k int, t *tensor.Tensor) error {
+		if m := r.keptAt(l, k); m != nil {
+			return r.loadRows(purposeIntermediates, m, c.Dst, t)
+		}
+		return be.Upload(t, bufs[k])
+	})
+}
+
+// putRows writes t's rows (a chunk's, one per destination) into rows
+// ids of the host matrix m.
+func (r *chunkedRun) putRows(m hosttier.Rows, ids []int32, t *tensor.Tensor) error {
+	v, err := r.hostView(purposeIntermediates, m, t)
+	if err != nil {
+		return err
+	}
+	return m.Put(ids, v)
 }
 
 // keptBytes returns the bytes each layer kept on the host in the last

@@ -478,13 +478,42 @@ func (h *hostFileMat[T]) GatherTo(ids []int32, dst any, to []int32) error {
 		}
 		return nil
 	}
-	return h.runs(ids, h.gapRows(), true, func(buf []T, lo int32, rs []uint64) error {
+	return h.runs(ids, h.gapRows(), false, func(buf []T, lo int32, rs []uint64) error {
+		if at, ok := straight(rs, lo, func(i int) int { return rowAt(to, i) }); ok {
+			// Consecutive rows to consecutive places (a chunk's
+			// destinations): read straight into them.
+			return h.readRows(out[at*h.cols:(at+len(rs))*h.cols], lo)
+		}
+		if err := h.readRows(buf, lo); err != nil {
+			return err
+		}
 		for _, e := range rs {
 			r, at := int(int32(e>>32)-lo), rowAt(to, int(uint32(e)))
 			copy(out[at*h.cols:(at+1)*h.cols], buf[r*h.cols:(r+1)*h.cols])
 		}
 		return nil
 	})
+}
+
+// straight reports whether the sorted run rs holds the rows lo, lo+1, …
+// at the places place(position) = first, first+1, … (returning first):
+// then the run moves between the file and those places with no buffer.
+func straight(rs []uint64, lo int32, place func(i int) int) (first int, ok bool) {
+	first = place(int(uint32(rs[0])))
+	for k, e := range rs {
+		if int32(e>>32) != lo+int32(k) || place(int(uint32(e))) != first+k {
+			return 0, false
+		}
+	}
+	return first, true
+}
+
+// readRows reads the file's rows lo, lo+1, … into buf (whole rows).
+func (h *hostFileMat[T]) readRows(buf []T, lo int32) error {
+	if err := h.io.readAt(h.f, asBytes(buf), h.off+int64(lo)*h.rowBytes()); err != nil {
+		return fmt.Errorf("host file: read rows %d-%d: %w", lo, int(lo)+len(buf)/h.cols-1, err)
+	}
+	return nil
 }
 
 // writeRuns writes the rows of rs from buf (holding rows [lo, ...)),
@@ -514,6 +543,14 @@ func (h *hostFileMat[T]) Put(ids []int32, v any) error {
 		return err
 	}
 	return h.runs(ids, 1, false, func(buf []T, lo int32, rs []uint64) error { // adjacent rows: one write
+		if i, ok := straight(rs, lo, func(i int) int { return i }); ok {
+			// Consecutive buffer rows to consecutive rows (a chunk's
+			// destinations): written straight from the buffer.
+			if err := h.io.writeAt(h.f, asBytes(s[i*h.cols:(i+len(rs))*h.cols]), h.off+int64(lo)*h.rowBytes()); err != nil {
+				return fmt.Errorf("host file: write rows %d-%d: %w", lo, int(lo)+len(rs)-1, err)
+			}
+			return nil
+		}
 		for _, e := range rs {
 			r, i := int(int32(e>>32)-lo), int(uint32(e))
 			copy(buf[r*h.cols:(r+1)*h.cols], s[i*h.cols:(i+1)*h.cols])

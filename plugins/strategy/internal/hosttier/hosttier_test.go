@@ -324,7 +324,27 @@ func TestHostFileGapRule(t *testing.T) {
 // and in a host file: row ids[i] lands in row to[i], the other rows keep
 // what they held, and a place outside the buffer is an error.
 func TestGatherTo(t *testing.T) {
-	const n, cols = 50, 3
+	for _, c := range []struct {
+		cols    int
+		ids, to []int32
+	}{
+		// Rows of 12 bytes: every row within the gap, read in one run
+		// through the buffer.
+		{3, []int32{7, 3, 49, 20, 21}, []int32{9, 0, 4, 2, 8}},
+		// Rows of 1200 bytes (each its own run unless adjacent): 20-22
+		// to places 5-7 and 40 to place 0 are read straight into the
+		// destination, 30-31 to places 9 and 8 through the buffer.
+		{300, []int32{21, 40, 31, 20, 30, 22}, []int32{6, 0, 8, 5, 9, 7}},
+	} {
+		t.Run(fmt.Sprint(c.cols), func(t *testing.T) { testGatherTo(t, c.cols, c.ids, c.to) })
+	}
+}
+
+// testGatherTo gathers the rows ids of a 50-row matrix of cols columns
+// into places to of 10 rows, in RAM and in a host file, and checks every
+// place against the rows put.
+func testGatherTo(t *testing.T, cols int, ids, to []int32) {
+	const n = 50
 	size := Bytes(tensor.Float32, n, []int{cols})
 	f, closeFile, err := OpenFile(t.TempDir()+"/host.bin", size)
 	if err != nil {
@@ -343,8 +363,6 @@ func TestGatherTo(t *testing.T) {
 	for i := range vals {
 		vals[i] = float32(i + 1)
 	}
-	ids := []int32{7, 3, 49, 20, 21}
-	to := []int32{9, 0, 4, 2, 8} // of 10 rows
 	for name, h := range map[string]Rows{"ram": inRAM, "file": inFile} {
 		if err := h.Put(steprun.Iota32From(0, n), vals); err != nil {
 			t.Fatal(err)
@@ -357,15 +375,19 @@ func TestGatherTo(t *testing.T) {
 			t.Fatal(err)
 		}
 		for r := range 10 {
-			want := float32(-1)
-			if k := slices.Index(to, int32(r)); k >= 0 {
-				want = vals[int(ids[k])*cols+1]
-			}
-			if got := dst[r*cols+1]; got != want {
-				t.Errorf("%s: row %d holds %v, want %v", name, r, got, want)
+			for j := range cols {
+				want := float32(-1)
+				if k := slices.Index(to, int32(r)); k >= 0 {
+					want = vals[int(ids[k])*cols+j]
+				}
+				if got := dst[r*cols+j]; got != want {
+					t.Fatalf("%s: row %d column %d holds %v, want %v", name, r, j, got, want)
+				}
 			}
 		}
-		if err := h.GatherTo(ids, dst, []int32{9, 0, 4, 2, 10}); err == nil {
+		bad := slices.Clone(to)
+		bad[len(bad)-1] = 10
+		if err := h.GatherTo(ids, dst, bad); err == nil {
 			t.Errorf("%s: a gather to row 10 of 10 gave no error", name)
 		}
 	}
