@@ -15,7 +15,7 @@ import (
 var coreRank = map[string]int{
 	"core/tensor": 0, "core/ir": 0, "core/topology": 0, "core/registry": 0, "core/metrics": 0, "core/internal/mutanttest": 0, "core/safefile": 0, "core/jsonfloat": 0, "models": 0,
 	"core/graph": 1, "core/comm": 1,
-	"core/backend": 2, "core/sampling": 2, "core/negative": 2, "core/partition": 2, "core/caching": 2, "core/modhost": 2, "core/backend/backendtest/ref": 2, "core/graph/formats": 2, "core/graph/ogbout": 2, "core/graph/synth": 2,
+	"core/backend": 2, "core/sampling": 2, "core/negative": 2, "core/partition": 2, "core/caching": 2, "core/modhost": 2, "core/backend/backendtest/ref": 2, "core/graph/formats": 2, "core/graph/ogbout": 2, "core/graph/synth": 2, "core/graph/numpy/pickle": 2,
 	"core/backend/argcheck": 3, "core/backend/backendtest": 3, "core/graph/numpy": 3, "core/graph/formattest": 3, "core/graph/graphtest": 3,
 	"core/backend/cpu": 4, "core/sampling/samplertest": 4, "core/negative/negativetest": 4, "core/partition/partitionertest": 4, "core/caching/cachetest": 4,
 	"core/backend/sim": 5,

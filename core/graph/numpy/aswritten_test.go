@@ -415,21 +415,22 @@ func TestBothDirections(t *testing.T) {
 	}
 }
 
-// TestPickledArrayFortranOrder builds a pickled ndarray's state in
+// TestPickledArrayFortranOrder decodes a pickled ndarray's data in
 // Fortran order, as numpy pickles np.asfortranarray(a): it is read
-// row-major, like the C-order state of the same array.
+// row-major, like the C-order data of the same array.
 func TestPickledArrayFortranOrder(t *testing.T) {
-	shape := pyTuple{int64(2), int64(3)}
+	shape := []int{2, 3}
 	c := leBytes([]int32{0, 1, 2, 3, 4, 5})
-	var got, want pyArray
-	u := &unpickler{budget: 1 << 20}
-	if err := u.buildArray(&want, pyTuple{int64(1), shape, &pyDtype{descr: "i4", order: "<"}, false, c}); err != nil {
+	d := &pickledArrays{budget: 1 << 20}
+	want, err := d.Array("<i4", shape, false, c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u.buildArray(&got, pyTuple{int64(1), shape, &pyDtype{descr: "i4", order: "<"}, true, fortranBytes(c, []int{2, 3}, 4)}); err != nil {
+	got, err := d.Array("<i4", shape, true, fortranBytes(c, []int{2, 3}, 4))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.data.([]int32), []int32{0, 1, 2, 3, 4, 5}) || !reflect.DeepEqual(got, want) {
+	if !slices.Equal(got.([]int32), []int32{0, 1, 2, 3, 4, 5}) || !reflect.DeepEqual(got, want) {
 		t.Errorf("Fortran-order pickle read as %v, want %v", got, want)
 	}
 }

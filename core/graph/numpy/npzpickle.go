@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"strata/core/graph"
+	"strata/core/graph/numpy/pickle"
 	"strata/core/registry"
 )
 
@@ -15,7 +16,7 @@ import (
 // optionally attributes) are pickled scipy.sparse matrices, as
 // numpy.savez(f, adj_matrix=A, attr_matrix=X, labels=y) writes them for
 // Shchur et al.'s graphs. The pickles are read by a restricted unpickler
-// (unpickle.go) that runs no code.
+// (package pickle) that runs no code.
 type npzScipyFormat struct{}
 
 func init() { registry.Register(&npzScipyFormat{}) }
@@ -179,11 +180,11 @@ func (z *npzFile) sparse(name string) (*sparseMatrix, error) {
 	if err != nil {
 		return nil, &graph.FileError{File: z.path, Msg: fmt.Sprintf("array %q: %v", name, err), Err: err}
 	}
-	arr, ok := v.(*pyArray)
-	var sp *pySparse
-	if ok && arr.descr == "|O" && len(arr.shape) == 0 {
-		if items := arr.data.([]any); len(items) == 1 {
-			sp, ok = items[0].(*pySparse)
+	arr, ok := v.(*pickle.Array)
+	var sp *pickle.Sparse
+	if ok && arr.Descr == "|O" && len(arr.Shape) == 0 {
+		if items := arr.Data.([]any); len(items) == 1 {
+			sp, ok = items[0].(*pickle.Sparse)
 		}
 	}
 	if sp == nil {
@@ -194,13 +195,13 @@ func (z *npzFile) sparse(name string) (*sparseMatrix, error) {
 
 // sparseParts reads and checks the shape, indptr, indices and data of an
 // unpickled matrix.
-func (z *npzFile) sparseParts(name string, sp *pySparse) (*sparseMatrix, error) {
+func (z *npzFile) sparseParts(name string, sp *pickle.Sparse) (*sparseMatrix, error) {
 	bad := func(format string, args ...any) error {
-		return graph.FileErrorf(graph.ErrFormat, z.path, 0, 0, "array %q: %s matrix: %s", name, sp.kind, fmt.Sprintf(format, args...))
+		return graph.FileErrorf(graph.ErrFormat, z.path, 0, 0, "array %q: %s matrix: %s", name, sp.Kind, fmt.Sprintf(format, args...))
 	}
-	shape, ok := sp.state["_shape"].(pyTuple)
+	shape, ok := sp.State["_shape"].(pickle.Tuple)
 	if !ok {
-		shape, _ = sp.state["shape"].(pyTuple)
+		shape, _ = sp.State["shape"].(pickle.Tuple)
 	}
 	var dims [2]int
 	for k := range dims {
@@ -215,17 +216,17 @@ func (z *npzFile) sparseParts(name string, sp *pySparse) (*sparseMatrix, error) 
 	}
 	parts := map[string][]int64{}
 	for _, key := range []string{"indptr", "indices"} {
-		a, ok := sp.state[key].(*pyArray)
+		a, ok := sp.State[key].(*pickle.Array)
 		if !ok {
 			return nil, bad("no %s array in its state", key)
 		}
-		ints, err := npyInts(a.data, z.path)
-		if err != nil || len(a.shape) != 1 {
-			return nil, bad("%s is a %v array of %s, want a 1-d integer one", key, a.shape, a.descr)
+		ints, err := npyInts(a.Data, z.path)
+		if err != nil || len(a.Shape) != 1 {
+			return nil, bad("%s is a %v array of %s, want a 1-d integer one", key, a.Shape, a.Descr)
 		}
 		parts[key] = ints
 	}
-	s := &sparseMatrix{csc: sp.kind == "csc", rows: dims[0], cols: dims[1], indptr: parts["indptr"], idx: parts["indices"]}
+	s := &sparseMatrix{csc: sp.Kind == "csc", rows: dims[0], cols: dims[1], indptr: parts["indptr"], idx: parts["indices"]}
 	outer, inner := s.rows, s.cols
 	if s.csc {
 		outer, inner = inner, outer
@@ -234,10 +235,10 @@ func (z *npzFile) sparseParts(name string, sp *pySparse) (*sparseMatrix, error) 
 	if err := checkCSRParts(z.path, what("indptr"), what("indices"), what("shape"), s.indptr, s.idx, outer, inner); err != nil {
 		return nil, err
 	}
-	if a, ok := sp.state["data"].(*pyArray); ok {
-		vals, ok := npyNumeric[float32](a.data)
+	if a, ok := sp.State["data"].(*pickle.Array); ok {
+		vals, ok := npyNumeric[float32](a.Data)
 		if !ok || len(vals) != len(s.idx) {
-			return nil, bad("data is a %v array of %s, want %d numbers like indices", a.shape, a.descr, len(s.idx))
+			return nil, bad("data is a %v array of %s, want %d numbers like indices", a.Shape, a.Descr, len(s.idx))
 		}
 		s.vals = vals
 	}
