@@ -13,10 +13,11 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	_ "strata/plugins/all" // every built-in plugin
 	"strings"
 	"testing"
 	"time"
+
+	_ "strata/plugins/all" // every built-in plugin
 
 	"strata/core/train"
 )
@@ -528,18 +529,5 @@ name = "range"
 	e := mustParse(t, exp("kind = \"partition\"\nmetrics = [\"edge_cut\"]\n[[axis]]\nkey = \"partition.name\"\nvalues = [\"range\"]\n"))
 	if _, err := NewPlan(context.Background(), e, "test", check); err == nil || !strings.Contains(err.Error(), "micro_batches") {
 		t.Errorf("K = 1: %v", err)
-	}
-}
-
-// TestLogTicks: a log axis labels 1, 2 and 5 times each power of ten.
-func TestLogTicks(t *testing.T) {
-	var labels []string
-	for _, tk := range (logTicks{}).Ticks(8, 500) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	if want := []string{"10", "20", "50", "100", "200", "500"}; !slices.Equal(labels, want) {
-		t.Errorf("labels %q, want %q", labels, want)
 	}
 }

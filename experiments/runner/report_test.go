@@ -8,7 +8,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"image"
-	"image/color"
 	"image/png"
 	"io"
 	"math"
@@ -18,11 +17,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/recorder"
 
 	"strata/core/train"
 )
@@ -391,124 +385,5 @@ func TestMeanStd(t *testing.T) {
 	}
 }
 
-// TestTicks: neighbouring tick labels differ, whatever the magnitude.
-func TestTicks(t *testing.T) {
-	for _, r := range [][2]float64{{2.0e8, 2.3e8}, {0.76, 0.83}, {0.00001, 0.00003}, {1, 1000}, {-5, 5}} {
-		seen := map[string]bool{}
-		n := 0
-		for _, tk := range (ticks{}).Ticks(r[0], r[1]) {
-			if tk.Label == "" {
-				continue
-			}
-			n++
-			if seen[tk.Label] {
-				t.Errorf("range %v: label %q repeats", r, tk.Label)
-			}
-			seen[tk.Label] = true
-		}
-		if n < 2 {
-			t.Errorf("range %v: %d labelled ticks", r, n)
-		}
-	}
-}
-
 // pngDecode decodes a PNG image.
 func pngDecode(b []byte) (image.Image, error) { return png.Decode(bytes.NewReader(b)) }
-
-// TestPlotProperties checks how plots are drawn: fonts with fallbacks,
-// dodged series, legend titles, bar baselines, deterministic PDF bytes.
-func TestPlotProperties(t *testing.T) {
-	two := &chart{title: "t", legendTitle: "model.name", series: []chartSeries{
-		{label: "gcn", pts: []chartPoint{{1, 0.5, 0.1, 2}, {2, 0.6, 0.1, 2}}},
-		{label: "sage", pts: []chartPoint{{1, 0.5, 0.1, 2}, {2, 0.6, 0.1, 2}}},
-	}}
-	svg, err := two.draw("svg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(svg, []byte("font-family:Liberation Serif;")) || !bytes.Contains(svg, []byte("serif;")) {
-		t.Errorf("SVG names a font family without a generic fallback")
-	}
-	if !bytes.Contains(svg, []byte("model.name:")) {
-		t.Errorf("SVG has no legend title")
-	}
-	// The error bars of the two series at x = 1 are drawn at different x:
-	// the vertical strokes of series 0 and 1 (by colour) do not overlap.
-	xs := errorBarXs(t, two)
-	if len(xs[0]) == 0 || len(xs[1]) == 0 {
-		t.Fatalf("no error bars found: %v", xs)
-	}
-	for _, a := range xs[0] {
-		for _, b := range xs[1] {
-			if math.Abs(float64(a-b)) < 1 {
-				t.Errorf("series 0 and 1 draw an error bar at the same x %.1f", a)
-			}
-		}
-	}
-	if d := dodge(0, 1); d != 0 {
-		t.Errorf("a single series is offset by %v", d)
-	}
-
-	// Bars: values close together start at a round baseline, others at 0.
-	close := &chart{bar: true, cats: []string{"a", "b"}, series: []chartSeries{{pts: []chartPoint{{0, 0.81, 0.01, 2}, {1, 0.84, 0.01, 2}}}}}
-	if base, ok := close.barBase(); !ok || base <= 0 || base >= 0.80 {
-		t.Errorf("close values: baseline %v %v, want in (0, 0.80)", base, ok)
-	}
-	if !strings.Contains(close.note(), "not 0") {
-		t.Errorf("caption note %q does not say the bars do not start at 0", close.note())
-	}
-	far := &chart{bar: true, cats: []string{"a", "b"}, series: []chartSeries{{pts: []chartPoint{{0, 0.1, 0, 1}, {1, 0.9, 0, 1}}}}}
-	if base, ok := far.barBase(); ok {
-		t.Errorf("spread values: baseline %v, want 0", base)
-	}
-	// The PDF is the same bytes every time.
-	a, err := close.draw("pdf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1100 * time.Millisecond) // the next second: a date would differ
-	b, _ := close.draw("pdf")
-	if !bytes.Equal(a, b) {
-		t.Errorf("two renderings of the same PDF differ")
-	}
-}
-
-// errorBarXs draws c and returns, per series colour, the x of every
-// vertical stroke in that colour (the error bars).
-func errorBarXs(t *testing.T, c *chart) map[int][]vg.Length {
-	t.Helper()
-	pl, err := c.plotOnly()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder.Canvas{}
-	pl.Draw(draw.NewCanvas(rec, 6*vg.Inch, 4*vg.Inch))
-	out := map[int][]vg.Length{}
-	cur := -1
-	for _, a := range rec.Actions {
-		switch x := a.(type) {
-		case *recorder.SetColor:
-			cur = -1
-			for si := range c.series {
-				if colorEq(x.Color, plotutil.Color(si)) {
-					cur = si
-				}
-			}
-		case *recorder.Stroke:
-			p := x.Path
-			if cur >= 0 && len(p) == 2 && p[0].Pos.X == p[1].Pos.X && p[0].Pos.Y != p[1].Pos.Y {
-				out[cur] = append(out[cur], p[0].Pos.X)
-			}
-		}
-	}
-	return out
-}
-
-func colorEq(a, b color.Color) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	r1, g1, b1, a1 := a.RGBA()
-	r2, g2, b2, a2 := b.RGBA()
-	return r1 == r2 && g1 == g2 && b1 == b2 && a1 == a2
-}
