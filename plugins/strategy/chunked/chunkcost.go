@@ -212,7 +212,7 @@ func (r *chunkedRun) chooseIntermediates(mode string) error {
 // layer over one chunk (its graphs with their weights as the cpu kernels
 // keep them, its input rows unless they are the transition buffer, the
 // staging of p2p and reused rows, and the program's buffers as the
-// engine sizes them).
+// engine sizes them), or a node pass over one range of nodes (prePeak).
 func (r *chunkedRun) estimatePeak(plan *chunkplan.Plan, optimizer string, momentum float64) (int64, error) {
 	resident, err := r.residentBytes(plan, optimizer, momentum)
 	if err != nil {
@@ -224,7 +224,11 @@ func (r *chunkedRun) estimatePeak(plan *chunkplan.Plan, optimizer string, moment
 		if err != nil {
 			return 0, err
 		}
-		worst = max(worst, w)
+		pre, err := r.prePeak(plan, l)
+		if err != nil {
+			return 0, err
+		}
+		worst = max(worst, w, pre)
 	}
 	return resident + worst, nil
 }

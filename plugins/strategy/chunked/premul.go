@@ -8,6 +8,7 @@ import (
 	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/ir"
+	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/hosttier"
 )
 
@@ -171,11 +172,39 @@ func (r *chunkedRun) allocPre(arena *hosttier.Arena) error {
 	return nil
 }
 
-// nodeRanges calls fn with the node ids in ranges of about a chunk's
-// destinations, in order (ids is reused from call to call).
+// rangeRows is the rows of a node pass's range: about a chunk's
+// destinations.
+func (r *chunkedRun) rangeRows(plan *chunkplan.Plan) int {
+	return max(1, (r.e.DS.NumNodes+len(plan.Chunks)-1)/len(plan.Chunks))
+}
+
+// prePeak is the device peak of layer l's node pass over plan's ranges
+// above the resident memory (0 without one): the range's input rows and
+// the prefix's training program (no chunk buffer is held between
+// passes).
+func (r *chunkedRun) prePeak(plan *chunkplan.Plan, l int) (int64, error) {
+	if !r.isPre(l) {
+		return 0, nil
+	}
+	sz, err := engine.NewSizer(r.pre[l].g, r.e.DT)
+	if err != nil {
+		return 0, err
+	}
+	rows := r.rangeRows(plan)
+	// The sizer binds blocks, each with a graph: an empty one, unread.
+	shape := engine.BlockShape{Dst: rows, Src: rows, Edges: map[string]int64{"adj": 0}, Degrees: map[string]engine.Degrees{}}
+	fp, err := sz.Blocks([]engine.BlockShape{shape}, rows, engine.Usage{AccumulateGrads: true, InputGrad: l > 0})
+	if err != nil {
+		return 0, fmt.Errorf("chunked: sizing layer %d's node pass: %w", l, err)
+	}
+	return int64(rows)*int64(r.widths[l])*int64(r.e.DT.Size()) + fp.Bytes(), nil
+}
+
+// nodeRanges calls fn with the node ids in ranges of rangeRows, in order
+// (ids is reused from call to call).
 func (r *chunkedRun) nodeRanges(fn func(ids []int32) error) error {
 	n := r.e.DS.NumNodes
-	step := max(1, (n+len(r.plan.Chunks)-1)/len(r.plan.Chunks))
+	step := r.rangeRows(r.plan)
 	ids := make([]int32, 0, step)
 	for a := 0; a < n; a += step {
 		ids = ids[:0]
