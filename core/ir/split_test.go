@@ -53,3 +53,95 @@ func TestSplitLayers(t *testing.T) {
 		t.Error("an empty graph splits")
 	}
 }
+
+// TestRowCut builds layers whose row-wise prefix (the ops computed from
+// the input row by row) ends at one value the rest reads (GCN with W
+// first, GIN's first linear read by its aggregation and its root term),
+// or does not (GCN aggregating its input first: the rest reads the
+// input's dropout, which is no narrower, a cut the strategy may refuse;
+// the input itself; GraphSAGE's two products of one dropout), and checks
+// CutRows: pre computes the cut from the input with the prefix's
+// parameters, post reads it as its input with the rest's, every op kept
+// once with its dropout stream.
+func TestRowCut(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(b *Builder, x, g int32)
+		cut   Kind // the cut op's kind ("": none)
+		pre   []Kind
+		post  []Kind
+	}{
+		{"gcn, W first", func(b *Builder, x, g int32) {
+			h := b.MatMul(b.Dropout(x, 0.5), b.Param("w", []int64{8, 2}, "glorot"))
+			b.Output(b.Bias(b.Aggregate(g, h, "gcn"), b.Param("b", []int64{2}, "zeros")))
+		}, OpMatMul, []Kind{OpInput, OpDropout, OpParam, OpMatMul}, []Kind{OpInput, OpGraph, OpAggregate, OpParam, OpBias}},
+		{"gin, linear first", func(b *Builder, x, g int32) {
+			h := b.MatMul(x, b.Param("w", []int64{8, 2}, "glorot"))
+			b.Output(b.Binary(OpAdd, h, b.Aggregate(g, h, "sum")))
+		}, OpMatMul, []Kind{OpInput, OpParam, OpMatMul}, []Kind{OpInput, OpGraph, OpAggregate, OpAdd}},
+		{"gcn, aggregation first", func(b *Builder, x, g int32) {
+			h := b.Aggregate(g, b.Dropout(x, 0.5), "gcn")
+			b.Output(b.MatMul(h, b.Param("w", []int64{8, 2}, "glorot")))
+		}, OpDropout, []Kind{OpInput, OpDropout}, []Kind{OpInput, OpGraph, OpAggregate, OpParam, OpMatMul}},
+		{"the input", func(b *Builder, x, g int32) {
+			b.Output(b.MatMul(b.Aggregate(g, x, "mean"), b.Param("w", []int64{8, 2}, "glorot")))
+		}, "", nil, nil},
+		{"sage, two products", func(b *Builder, x, g int32) {
+			d := b.Dropout(x, 0.5)
+			root := b.MatMul(d, b.Param("root", []int64{8, 2}, "glorot"))
+			nbr := b.Aggregate(g, b.MatMul(d, b.Param("nbr", []int64{8, 2}, "glorot")), "mean")
+			b.Output(b.Binary(OpAdd, root, nbr))
+		}, "", nil, nil},
+	}
+	kinds := func(g *Graph) []Kind {
+		var out []Kind
+		for _, op := range g.Ops {
+			out = append(out, op.Kind)
+		}
+		return out
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := NewBuilder()
+			c.build(b, b.Input("x", 8), b.Graph("adj"))
+			g, err := b.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range g.Ops {
+				g.Ops[i].Stream = uint64(100 + i)
+			}
+			cut, ok := g.RowCut()
+			if c.cut == "" {
+				if ok {
+					t.Fatalf("cut at op #%d %s, want none", cut, g.Ops[cut].Kind)
+				}
+				return
+			}
+			if !ok || g.Ops[cut].Kind != c.cut {
+				t.Fatalf("cut %d (%v), want a %s", cut, ok, c.cut)
+			}
+			pre, post, err := g.CutRows(cut)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(kinds(pre), c.pre) || !slices.Equal(kinds(post), c.post) {
+				t.Errorf("pre %v, post %v; want %v, %v", kinds(pre), kinds(post), c.pre, c.post)
+			}
+			if o := pre.Ops[pre.Outputs[0]]; o.Kind != c.cut || o.Stream != g.Ops[cut].Stream {
+				t.Errorf("pre's output %v, want the cut", o)
+			}
+			if in := post.Ops[0]; in.Kind != OpInput || in.Shape[1] != g.Ops[cut].Shape[1] {
+				t.Errorf("post's input %v, want the cut's width %d", in, g.Ops[cut].Shape[1])
+			}
+			for _, op := range append(slices.Clone(pre.Ops[1:]), post.Ops[1:]...) {
+				if op.Kind == OpDropout && op.Stream == 0 {
+					t.Errorf("a dropout lost its stream")
+				}
+			}
+			if _, _, err := g.CutRows(0); err == nil {
+				t.Error("cut at the input")
+			}
+		})
+	}
+}

@@ -103,18 +103,18 @@ func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 				cg := c.Graphs[name]
 				shape.Edges[name], shape.Degrees[name] = cg.Csr.NNZ(), engine.DegreesOf(cg.Csr)
 			}
-			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.Src), layerUsage(l))
+			fp, err := sz.Blocks([]engine.BlockShape{shape}, len(c.Src), r.layerUsage(l))
 			if err != nil {
 				return nil, fmt.Errorf("chunked: sizing layer %d: %w", l, err)
 			}
-			src := int64(len(c.Src)) * int64(r.widths[l]) * elt
+			src := int64(len(c.Src)) * int64(r.inWidth(l)) * elt
 			lc.savedBytes += (fp.Values+fp.Masks+fp.Saved)*elt + 4*fp.Index
 			lc.srcBytes += src
 			lc.forwardS += roofline(int64(len(c.Src)), dense, fp.Values)
 			if sp == nil {
 				continue
 			}
-			_, size, err := sz.Split(shape, layerUsage(l))
+			_, size, err := sz.Split(shape, r.layerUsage(l))
 			if err != nil {
 				return nil, fmt.Errorf("chunked: sizing layer %d's split: %w", l, err)
 			}
@@ -124,7 +124,7 @@ func (r *chunkedRun) estimateLayers() ([]layerCost, error) {
 			case sp.NeedsInput:
 				lc.reloadBytes += src
 			case sp.DstRows:
-				lc.reloadBytes += int64(len(c.Dst)) * int64(r.widths[l]) * elt
+				lc.reloadBytes += int64(len(c.Dst)) * int64(r.inWidth(l)) * elt
 			}
 		}
 		if err := r.priceLayer(lc, hostGBps); err != nil {
@@ -212,7 +212,7 @@ func (r *chunkedRun) chooseIntermediates(mode string) error {
 // layer over one chunk (its graphs with their weights as the cpu kernels
 // keep them, its input rows unless they are the transition buffer, the
 // staging of p2p and reused rows, and the program's buffers as the
-// engine sizes them).
+// engine sizes them), or a node pass over one range of nodes (prePeak).
 func (r *chunkedRun) estimatePeak(plan *chunkplan.Plan, optimizer string, momentum float64) (int64, error) {
 	resident, err := r.residentBytes(plan, optimizer, momentum)
 	if err != nil {
@@ -224,7 +224,11 @@ func (r *chunkedRun) estimatePeak(plan *chunkplan.Plan, optimizer string, moment
 		if err != nil {
 			return 0, err
 		}
-		worst = max(worst, w)
+		pre, err := r.prePeak(plan, l)
+		if err != nil {
+			return 0, err
+		}
+		worst = max(worst, w, pre)
 	}
 	return resident + worst, nil
 }
@@ -263,7 +267,7 @@ func (r *chunkedRun) layerPeak(plan *chunkplan.Plan, l int, lg *ir.Graph) (int64
 	if err != nil {
 		return 0, err
 	}
-	ls := layerSizing{l: l, sz: sz, elt: elt, wb: int64(r.widths[l]) * elt, grads: dedup && l > 0}
+	ls := layerSizing{l: l, sz: sz, elt: elt, wb: int64(r.inWidth(l)) * elt, grads: dedup && r.inputGrad(l)}
 	var worst int64
 	prev := make([]map[int32]bool, plan.M)
 	for j, batch := range plan.Sched {
@@ -376,7 +380,7 @@ func (r *chunkedRun) chunkPeak(plan *chunkplan.Plan, c *chunkplan.Chunk, k int, 
 // chunk of this shape: split or not as the layer runs, or, while a
 // "hybrid" run has still to choose (splitOpen), the larger of the two.
 func (r *chunkedRun) programBytes(sz *engine.Sizer, l int, shape engine.BlockShape, src int) (int64, error) {
-	u := layerUsage(l)
+	u := r.layerUsage(l)
 	u.Split = r.isSplit(l)
 	fp, err := sz.Blocks([]engine.BlockShape{shape}, src, u)
 	if err != nil {
@@ -406,7 +410,7 @@ func (r *chunkedRun) commBytes(c chunkplan.CommRows) map[string]int64 {
 	elt := int64(r.e.DT.Size())
 	var w int64
 	for l := range r.layers {
-		w += int64(r.widths[l])
+		w += int64(r.inWidth(l))
 	}
 	return map[string]int64{dedupNone: 2 * c.Ori * w * elt, dedupP2P: 2 * c.P2p * w * elt, dedupReuse: 2 * c.Ru * w * elt}
 }

@@ -46,6 +46,7 @@ type Chunked struct {
 	Dedup         string `toml:"dedup" enum:",none,p2p,p2p_reuse" doc:"how neighbour rows reach the devices: none = every chunk loads its rows from the host, p2p = each row of a batch crosses from the host once and devices share it over peer links, p2p_reuse (\"\") = and rows already on a device from its previous chunk are reused"`
 	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
 	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations, vertex gradients and the aggregations that split layers keep in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
+	Premultiply   string `toml:"premultiply" enum:",off,bytes" hash:"omitempty" doc:"a layer that multiplies its input by a weight before it aggregates (GCN's Â·(X·W) where the weight narrows, GIN's first linear) computes that product (the row-wise ops up to the one value the rest of the layer reads) once per node in a pass over node ranges, and its chunks aggregate the narrower rows: bytes = where that moves fewer host-tier bytes than the chunks multiplying their source rows (docs/hongtu.md), off = never, \"\" = bytes on the cpu backend, off on sim; the same training either way (float rounding)"`
 	Prefetch      bool   `toml:"prefetch" hash:"omitempty" doc:"cpu backend: read the next batch's rows on another goroutine while a batch computes (HongTu overlaps transfers with compute); helps where a core is idle or the host file waits on the disk, costs one batch's transition buffers more (R-MAT 2^20 on 2 busy cores: the same epoch, 0.23 GB more peak RSS); the results are the same"`
 }
 
@@ -146,6 +147,7 @@ type chunkedRun struct {
 	hybrid   bool                   // intermediates chosen per layer by the estimate
 	prices   []layerCost            // with hybrid: each layer's prices, which chose
 	split    []*engine.SplitPlan    // per layer, its split where the layer splits in this run (nil: it caches or recomputes)
+	pre      []*preLayer            // per layer, its row-wise prefix where it runs once per node (chunked.premultiply; nil: none)
 	canSplit []*engine.SplitPlan    // "split" and "hybrid": per layer, its split where it can split (planSplit)
 	splitWhy []string               // "split" and "hybrid": per layer, why it cannot split ("" when it can)
 	kept     []int64                // per layer, the intermediates' bytes kept on the host in the last epoch
@@ -254,6 +256,9 @@ func (r *chunkedRun) planAll(ctx context.Context, m int) error {
 	}
 	err = r.prep.time(phaseComm, func() (err error) {
 		r.comm = r.plan.Comm(r.e.DS.NumNodes)
+		if err := r.replanPremul(); err != nil {
+			return err
+		}
 		r.commS, err = r.commCost(r.plan)
 		return err
 	})
@@ -448,6 +453,7 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 	for _, w := range r.widths[1:] {
 		widths = append(widths, w, w)
 	}
+	widths = append(widths, r.preWidths()...)
 	size := hosttier.Bytes(r.e.DT, n, widths)
 	if r.opts.HostFile != "" {
 		size += hosttier.Bytes(r.e.DT, n, r.keptFileWidths())
@@ -516,6 +522,9 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 			*into = append(*into, m)
 		}
 	}
+	if err := r.allocPre(arena); err != nil {
+		return err
+	}
 	if arena.File != nil {
 		if err := r.allocKept(arena); err != nil {
 			return err
@@ -569,7 +578,7 @@ func backwardReadsInput(g *ir.Graph) bool {
 func (r *chunkedRun) Announce() string {
 	modes := r.modes()
 	return fmt.Sprintf("chunked: %d chunks (%d per device on %d devices), intermediates %v, neighbour rows per layer pass: %d original, %d with p2p, %d with p2p+reuse",
-		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.splitAnnouncement() + r.announceDisk()
+		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.splitAnnouncement() + r.preAnnouncement() + r.announceDisk()
 }
 
 func (r *chunkedRun) modes() []string {
@@ -611,6 +620,9 @@ type ChunkedFigures struct {
 	// the host, over the graph's nodes (HongTu Table 8's V_ori, V_+p2p
 	// and V_+ru normalised by |V|).
 	CommRows map[string]float64 `json:"comm_rows_per_node" doc:"neighbour rows one layer pass loads from the host over |V|: without deduplication (original), with p2p sharing (p2p), with p2p and reuse (p2p_reuse); HongTu Table 8"`
+	// NodePass is, per layer, the width of the rows its node pass writes
+	// where its row-wise prefix runs once per node (0: none).
+	NodePass []int `json:"node_pass,omitempty" doc:"chunked.premultiply: per layer, the width of the value (X·W) its node pass computes once per node and its chunks aggregate, 0 where the chunks run the whole layer; absent when no layer has a node pass"`
 	// HostFile is an epoch's traffic through chunked.host_file, the
 	// least and the measured (nil: the host tier is in RAM).
 	HostFile *HostFileFigures `json:"host_file,omitempty" doc:"with chunked.host_file: an epoch's bytes through the host file, the least the schedule needs and the last epoch's"`
@@ -670,6 +682,7 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 		Intermediates:        r.modes(),
 		IntermediatesBytes:   r.keptBytes(),
 		SplitFallback:        r.splitFallback(),
+		NodePass:             r.preFigure(),
 		CommBytes:            map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
 		CommPredictedS:       map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
 		CommRows:             map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
@@ -721,6 +734,11 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	read0, written0 := r.io.Bytes()
 	var loss float64
 	for l := range r.layers {
+		if r.isPre(l) {
+			if err := r.preForward(ctx, l, seed, true); err != nil {
+				return 0, err
+			}
+		}
 		err := r.pass("forward", l, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
 			lc, err := r.forward(ctx, l, k, c, feed, seed, true)
 			loss += lc
@@ -732,18 +750,23 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		r.clocks.sync() // the layer's forward ends on every device
 	}
 	for l := last; l >= 0; l-- {
-		if l > 0 {
-			if err := r.dh[l].Zero(); err != nil {
-				return 0, err
+		if r.inputGrad(l) {
+			if _, grads := r.chunkIn(l); grads != nil {
+				if err := grads.Zero(); err != nil {
+					return 0, err
+				}
 			}
 		}
 		var sink *gradSink
-		if l > 0 && r.dedup != dedupNone {
+		if r.inputGrad(l) && r.dedup != dedupNone {
 			sink = r.newSink(l)
 		}
 		err := r.pass("backward", l, r.readsInputBack(l), sink, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
 			return r.backward(ctx, l, k, c, feed, sink, seed)
 		})
+		if err == nil && r.isPre(l) {
+			err = r.preBackward(ctx, l, seed)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("backward: %w", err)
 		}
@@ -918,7 +941,7 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 	}
 	topo := backend.ForPurpose(e.Be, backend.PurposeTopology)
 	env := engine.Env{Backend: e.Be, DType: e.DT, Tier: d.tier, Blocks: []map[string]*engine.Graph{{}}, NodeIDs: [][]int32{c.Src},
-		Inference: infer, InputGrad: l > 0 && !infer, Resumable: !infer, Split: r.isSplit(l) && !infer}
+		Inference: infer, InputGrad: r.inputGrad(l) && !infer, Resumable: !infer, Split: r.isSplit(l) && !infer}
 	for name := range r.used[l] {
 		cg := c.Graphs[name]
 		a, err := topo.UploadGraph(cg.Csr, d.tier)
@@ -966,9 +989,9 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 			// or a split that reruns nothing of the input): the rows
 			// are bound, never read, so they come uncleared (at R-MAT
 			// 2^20 a GCN split's layer 0 would clear 2.5 GB an epoch).
-			x, err = r.scratch([]int{len(c.Src), r.widths[l]}, d.tier)
+			x, err = r.scratch([]int{len(c.Src), r.inWidth(l)}, d.tier)
 		default:
-			x, err = r.zeroed([]int{len(c.Src), r.widths[l]}, d.tier)
+			x, err = r.zeroed([]int{len(c.Src), r.inWidth(l)}, d.tier)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("input rows: %w", err))
@@ -1057,7 +1080,7 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk,
 	if err := p.Backward(ctx); err != nil {
 		return err
 	}
-	if l == 0 {
+	if !r.inputGrad(l) {
 		return nil
 	}
 	g, err := p.InputGrad()
@@ -1067,12 +1090,13 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk,
 	if sink != nil {
 		return sink.push(k, c, g)
 	}
-	buf := r.dh[l].Buf(len(c.Src), r.outBuf)
+	_, grads := r.chunkIn(l)
+	buf := grads.Buf(len(c.Src), r.outBuf)
 	r.outBuf = buf
 	if err := backend.ForPurpose(e.Be, purposeVertGrad).Download(g, buf); err != nil {
 		return err
 	}
-	return r.dh[l].Add(c.Src, buf)
+	return grads.Add(c.Src, buf)
 }
 
 // hostView returns the rows of t (a chunk's output or its gradient,
@@ -1155,7 +1179,15 @@ func (r *chunkedRun) PredictScores(ctx context.Context, pred, rows []int32, logi
 		return err
 	}
 	last := len(r.layers) - 1
-	for l := 0; l < last; l++ {
+	for l := range r.layers {
+		if r.isPre(l) {
+			if err := r.preForward(ctx, l, 0, false); err != nil {
+				return err
+			}
+		}
+		if l == last {
+			break
+		}
 		err := r.pass("predict", l, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
 			_, err := r.forward(ctx, l, k, c, feed, 0, false)
 			return err

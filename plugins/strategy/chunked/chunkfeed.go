@@ -83,10 +83,11 @@ func setIndex(idx []int32, old *transition, rows []int32) {
 
 func (r *chunkedRun) newFeed(l int) *rowFeed {
 	purpose := backend.PurposeActivations
-	if l == 0 {
+	if l == 0 && !r.isPre(l) {
 		purpose = backend.PurposeFeatures
 	}
-	return &rowFeed{r: r, src: r.h[l], be: backend.ForPurpose(r.e.Be, purpose), mode: r.dedup, trans: make([]*transition, len(r.devs))}
+	src, _ := r.chunkIn(l)
+	return &rowFeed{r: r, src: src, be: backend.ForPurpose(r.e.Be, purpose), mode: r.dedup, trans: make([]*transition, len(r.devs))}
 }
 
 // release frees the transition buffers.
@@ -362,7 +363,8 @@ type gradSink struct {
 }
 
 func (r *chunkedRun) newSink(l int) *gradSink {
-	return &gradSink{&rowFeed{r: r, src: r.dh[l], be: backend.ForPurpose(r.e.Be, purposeVertGrad), mode: r.dedup, trans: make([]*transition, len(r.devs))}}
+	_, grads := r.chunkIn(l)
+	return &gradSink{&rowFeed{r: r, src: grads, be: backend.ForPurpose(r.e.Be, purposeVertGrad), mode: r.dedup, trans: make([]*transition, len(r.devs))}}
 }
 
 // open makes sure every device has a zero gradient buffer for the rows

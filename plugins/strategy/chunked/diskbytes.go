@@ -15,8 +15,8 @@ import (
 // intermediates, or a backward that reads its input) and N_T the
 // destinations of the chunks with training nodes:
 //
-//	written = Σ_{l=1}^{L-1} 2·N·w_l·s + N_T·w_L·s + K
-//	read    = Σ_{l=1}^{L-1} (2 + R_l)·N·w_l·s + N_T·w_L·s + K
+//	written = Σ_{l=1}^{L-1} 2·N·w_l·s + N_T·w_L·s + K + Σ_{l∈P} 2·N·c_l·s
+//	read    = Σ_{l=1}^{L-1} (2 + R_l)·N·w_l·s + N_T·w_L·s + K + Σ_{l∈P} (2 + R'_l)·N·c_l·s
 //
 // where K = Σ N·a·s over the aggregation outputs of width a that layers
 // with split intermediates keep in the file (written by the forward,
@@ -25,6 +25,13 @@ import (
 // forward l and again by backward l when R_l; their gradients dh_l are
 // written by backward l and read by backward l−1; the loss gradient
 // dh_L is written by the last forward and read by the last backward.
+// A layer whose row-wise prefix runs once per node (chunked.premultiply,
+// premul.go) adds its cut z_l of width c_l and z_l's gradient: written
+// 2·N·c_l·s (z by the forward node pass, dz by the chunks' backward) and
+// read (2 + R'_l)·N·c_l·s (z by the chunks' forward, dz by the backward
+// node pass, z again by the chunks' backward when it reloads its input,
+// R'_l as R_l); its R_l is whether the prefix's backward reads its input
+// (dW = h_lᵀ·dz: the backward node pass reads h_l once more).
 // The features are not in the host file: they are read from the dataset,
 // at least once (N·w_0·4 bytes of float32 rows).
 
@@ -49,8 +56,19 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 		m := n * int64(r.widths[l]) * s
 		written += 2 * m // h_l and dh_l
 		read += 2 * m    // h_l by forward l, dh_l by backward l-1
-		if r.readsInputBack(l) || r.isSplit(l) && r.split[l].DstRows {
+		if r.rereadsInput(l) {
 			read += m // h_l again by backward l (its destinations' rows: all rows once)
+		}
+	}
+	for l := range r.layers {
+		if !r.isPre(l) {
+			continue
+		}
+		z := n * int64(r.pre[l].width) * s
+		written += 2 * z // z_l and dz_l
+		read += 2 * z    // z_l by forward l, dz_l by the backward node pass
+		if r.reloadsChunkRows(l) {
+			read += z
 		}
 	}
 	var nt int64 // destinations of the chunks with training nodes
@@ -67,13 +85,28 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 	return read + loss + kept, written + loss + kept
 }
 
-// readsInputBack reports whether layer l's backward pass loads the
-// layer's input rows again.
+// readsInputBack reports whether layer l's backward pass over the
+// chunks loads their input rows again.
 func (r *chunkedRun) readsInputBack(l int) bool {
 	if r.isSplit(l) {
 		return r.split[l].NeedsInput
 	}
 	return !r.cache[l] || r.needIn[l]
+}
+
+// reloadsChunkRows reports whether layer l's backward pass over the
+// chunks reads rows of their input (all, or the destinations').
+func (r *chunkedRun) reloadsChunkRows(l int) bool {
+	return r.readsInputBack(l) || r.isSplit(l) && r.split[l].DstRows
+}
+
+// rereadsInput reports whether layer l's backward reads h_l: its node
+// pass, when the prefix's backward reads its input, or its chunks.
+func (r *chunkedRun) rereadsInput(l int) bool {
+	if r.isPre(l) {
+		return backwardReadsInput(r.pre[l].g)
+	}
+	return r.reloadsChunkRows(l)
 }
 
 // hostFileFigures returns the host file's figures (nil without one).

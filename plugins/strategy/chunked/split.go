@@ -21,11 +21,6 @@ import (
 // backward reads edge-sized values (attention) falls back to
 // recomputation, as in the paper.
 
-// layerUsage is how layer l's training program over a chunk runs.
-func layerUsage(l int) engine.Usage {
-	return engine.Usage{AccumulateGrads: true, InputGrad: l > 0, Resumable: true}
-}
-
 // planSplit decides, for chunked.intermediates = "split" and "hybrid",
 // which layers can split (r.canSplit[l] non-nil) and why the others
 // cannot (r.splitWhy); with "split" they all split (r.split), with
@@ -45,7 +40,7 @@ func (r *chunkedRun) planSplit() error {
 		for name := range r.used[l] {
 			shape.Edges[name], shape.Degrees[name] = 4, engine.Degrees{Rows1: 2, Rows2: 2, Max: 2}
 		}
-		sp, size, err := sz.Split(shape, layerUsage(l))
+		sp, size, err := sz.Split(shape, r.layerUsage(l))
 		if err != nil {
 			return fmt.Errorf("chunked: splitting layer %d: %w", l, err)
 		}
@@ -287,7 +282,7 @@ func (r *chunkedRun) keptBytes() []int64 {
 // activations), in the first rows, and zeros for the other sources.
 func (r *chunkedRun) dstInput(l, k int, c *chunkplan.Chunk) (*tensor.Tensor, error) {
 	tier := r.devs[k].tier
-	x, err := r.zeroed([]int{len(c.Src), r.widths[l]}, tier)
+	x, err := r.zeroed([]int{len(c.Src), r.inWidth(l)}, tier)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +292,7 @@ func (r *chunkedRun) dstInput(l, k int, c *chunkplan.Chunk) (*tensor.Tensor, err
 		if err != nil {
 			return err
 		}
-		tmp, err := r.scratch([]int{len(c.Dst), r.widths[l]}, tier)
+		tmp, err := r.scratch([]int{len(c.Dst), r.inWidth(l)}, tier)
 		if err != nil {
 			return err
 		}
