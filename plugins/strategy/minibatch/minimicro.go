@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"strata/core/config"
+	"strata/core/sampling"
 	"strata/core/tensor"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
@@ -53,6 +54,7 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 	if err != nil {
 		return nil, err
 	}
+	s.Lazy = true // each micro-batch's blocks and input rows are made when it trains (bind)
 	mm := &miniMicro{split: s, k: opts.MicroBatches, auto: opts.AutoK(), layerwise: opts.Layerwise()}
 	if s.Est, s.Capacity, err = microsplit.NewEstimator(ctx, cfg, e, mm.auto); err != nil {
 		return nil, err
@@ -133,10 +135,10 @@ func (mm *miniMicro) settle(ctx context.Context, e steprun.Env, m *miniBatches) 
 	return nil
 }
 
-// splitShard splits a sampled shard into its micro-batches and, when
-// gather is set, extracts their input rows on the host. It runs on the
-// producer goroutine.
-func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, gather bool) error {
+// splitShard splits a sampled shard into its micro-batches, each with its
+// output rows and estimate; their blocks and input rows are made when each
+// trains (bind). It runs on the producer goroutine.
+func (mm *miniMicro) splitShard(ctx context.Context, sh *shard) error {
 	var worst memest.Estimate
 	var err error
 	if mm.auto {
@@ -152,14 +154,6 @@ func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, g
 		return fmt.Errorf("splitting into micro-batches: %w", err)
 	}
 	mm.curK, mm.curPeak = max(mm.curK, len(sh.micro)), max(mm.curPeak, worst.Peak)
-	if gather {
-		for j := range sh.micro {
-			var err error
-			if sh.micro[j].X, err = e.GatherInput(sh.micro[j].Blocks[0].Src); err != nil {
-				return fmt.Errorf("micro-batch %d: %w", j, err)
-			}
-		}
-	}
 	return nil
 }
 
@@ -185,7 +179,9 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 		}
 		e := r.Env
 		step := microsplit.LinkStep{Micro: sh.micro, Rows: len(sh.nodes), Width: m.link.task.Embedding, Dec: m.link.dec, Be: e.Be, DT: e.DT, Tier: e.Tier,
-			Bind:    func(ctx context.Context, j int) (*steprun.Bound, error) { return mm.bind(ctx, m, r, &sh.micro[j]) },
+			Bind: func(ctx context.Context, j int) (*steprun.Bound, error) {
+				return mm.bind(ctx, m, r, &sh.micro[j], sh.blocks)
+			},
 			Release: func(bb *steprun.Bound) { bb.Release(e) }}
 		return step.Run(ctx, sh.link.pos, sh.link.neg, seed, 1)
 	}
@@ -195,7 +191,7 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 	var loss float64
 	for j := range sh.micro {
 		mb := &sh.micro[j]
-		bb, err := mm.bind(ctx, m, r, mb)
+		bb, err := mm.bind(ctx, m, r, mb, sh.blocks)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
 		}
@@ -209,19 +205,28 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 	return loss, nil
 }
 
-// bind binds micro-batch mb on replica r for training, its input rows
-// gathered through the feature store when there is one (and counted).
-func (mm *miniMicro) bind(ctx context.Context, m *miniBatches, r *steprun.Runner, mb *microsplit.MicroBatch) (*steprun.Bound, error) {
+// bind binds micro-batch mb of a shard's batch blocks on replica r for
+// training: its blocks split from the batch's, its input rows gathered
+// through the feature store when there is one (and counted), otherwise
+// on the host.
+func (mm *miniMicro) bind(ctx context.Context, m *miniBatches, r *steprun.Runner, mb *microsplit.MicroBatch, batch []sampling.Block) (*steprun.Bound, error) {
+	blocks := mb.SplitFrom(batch)
 	var input *tensor.Tensor
+	var x steprun.FeatRows
 	if m.store != nil {
-		in, gs, err := m.store.Gather(ctx, mb.Blocks[0].Src, r.Env.Tier)
+		in, gs, err := m.store.Gather(ctx, blocks[0].Src, r.Env.Tier)
 		if err != nil {
 			return nil, fmt.Errorf("gathering features: %w", err)
 		}
 		input = in
 		mm.hits, mm.rows, mm.peer = mm.hits+int64(gs.Local), mm.rows+int64(gs.Rows), mm.peer+int64(gs.Peer)
+	} else {
+		var err error
+		if x, err = r.Env.GatherInput(blocks[0].Src); err != nil {
+			return nil, err
+		}
 	}
-	return r.Bind(mb.Blocks, mb.X, input, false)
+	return r.Bind(blocks, x, input, false)
 }
 
 // close releases the memory estimator.
