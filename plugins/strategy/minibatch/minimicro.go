@@ -174,16 +174,7 @@ func (mm *miniMicro) endEpoch(m *miniBatches) {
 // microsplit.LinkStep over its micro-batches. It returns the weighed loss.
 func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runner, sh shard, total int, seed uint64) (float64, error) {
 	if sh.link != nil {
-		if err := m.link.params.ZeroGrads(); err != nil {
-			return 0, err
-		}
-		e := r.Env
-		step := microsplit.LinkStep{Micro: sh.micro, Rows: len(sh.nodes), Width: m.link.task.Embedding, Dec: m.link.dec, Be: e.Be, DT: e.DT, Tier: e.Tier,
-			Bind: func(ctx context.Context, j int) (*steprun.Bound, error) {
-				return mm.bind(ctx, m, r, &sh.micro[j], sh.blocks)
-			},
-			Release: func(bb *steprun.Bound) { bb.Release(e) }}
-		return step.Run(ctx, sh.link.pos, sh.link.neg, seed, 1)
+		return mm.trainLink(ctx, m, r, sh, seed)
 	}
 	if err := r.PS.ZeroGrads(); err != nil {
 		return 0, err
@@ -191,7 +182,12 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 	var loss float64
 	for j := range sh.micro {
 		mb := &sh.micro[j]
-		bb, err := mm.bind(ctx, m, r, mb, sh.blocks)
+		blocks := mb.SplitFrom(sh.blocks)
+		x, err := mm.hostRows(m, r, blocks)
+		if err != nil {
+			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
+		}
+		bb, err := mm.bind(ctx, m, r, blocks, x)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
 		}
@@ -205,14 +201,43 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 	return loss, nil
 }
 
-// bind binds micro-batch mb of a shard's batch blocks on replica r for
-// training: its blocks split from the batch's, its input rows gathered
-// through the feature store when there is one (and counted), otherwise
-// on the host.
-func (mm *miniMicro) bind(ctx context.Context, m *miniBatches, r *steprun.Runner, mb *microsplit.MicroBatch, batch []sampling.Block) (*steprun.Bound, error) {
-	blocks := mb.SplitFrom(batch)
+// trainLink runs a shard of edges as one microsplit.LinkStep. The step
+// binds every micro-batch twice (forward, then backward from the pairs'
+// gradients), so their blocks and host rows are made once, before it.
+func (mm *miniMicro) trainLink(ctx context.Context, m *miniBatches, r *steprun.Runner, sh shard, seed uint64) (float64, error) {
+	if err := m.link.params.ZeroGrads(); err != nil {
+		return 0, err
+	}
+	blocks := make([][]sampling.Block, len(sh.micro))
+	xs := make([]steprun.FeatRows, len(sh.micro))
+	for j := range sh.micro {
+		blocks[j] = sh.micro[j].SplitFrom(sh.blocks)
+		var err error
+		if xs[j], err = mm.hostRows(m, r, blocks[j]); err != nil {
+			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
+		}
+	}
+	e := r.Env
+	step := microsplit.LinkStep{Micro: sh.micro, Rows: len(sh.nodes), Width: m.link.task.Embedding, Dec: m.link.dec, Be: e.Be, DT: e.DT, Tier: e.Tier,
+		Bind:    func(ctx context.Context, j int) (*steprun.Bound, error) { return mm.bind(ctx, m, r, blocks[j], xs[j]) },
+		Release: func(bb *steprun.Bound) { bb.Release(e) }}
+	return step.Run(ctx, sh.link.pos, sh.link.neg, seed, 1)
+}
+
+// hostRows gathers the input rows of a micro-batch's blocks on the host,
+// unless the feature store gathers them when it is bound (none then).
+func (mm *miniMicro) hostRows(m *miniBatches, r *steprun.Runner, blocks []sampling.Block) (steprun.FeatRows, error) {
+	if m.store != nil {
+		return steprun.FeatRows{}, nil
+	}
+	return r.Env.GatherInput(blocks[0].Src)
+}
+
+// bind binds a micro-batch's blocks on replica r for training, with its
+// host rows x or, when there is a feature store, its input rows gathered
+// through the store (and counted).
+func (mm *miniMicro) bind(ctx context.Context, m *miniBatches, r *steprun.Runner, blocks []sampling.Block, x steprun.FeatRows) (*steprun.Bound, error) {
 	var input *tensor.Tensor
-	var x steprun.FeatRows
 	if m.store != nil {
 		in, gs, err := m.store.Gather(ctx, blocks[0].Src, r.Env.Tier)
 		if err != nil {
@@ -220,11 +245,6 @@ func (mm *miniMicro) bind(ctx context.Context, m *miniBatches, r *steprun.Runner
 		}
 		input = in
 		mm.hits, mm.rows, mm.peer = mm.hits+int64(gs.Local), mm.rows+int64(gs.Rows), mm.peer+int64(gs.Peer)
-	} else {
-		var err error
-		if x, err = r.Env.GatherInput(blocks[0].Src); err != nil {
-			return nil, err
-		}
 	}
 	return r.Bind(blocks, x, input, false)
 }
