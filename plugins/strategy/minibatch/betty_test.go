@@ -34,7 +34,9 @@ func gradients(t *testing.T, e steprun.Env, ps *engine.Params) map[string][]floa
 }
 
 // TestSplitBlocks checks the sub-blocks of a micro-batch against sampling
-// its nodes' full neighbourhoods afresh: the same nodes and edges.
+// its nodes' full neighbourhoods afresh: the same nodes and edges, from
+// SplitBlocks and from one microsplit.BlockSplitter reused over every
+// split in turn (its table of source ids carried from call to call).
 func TestSplitBlocks(t *testing.T) {
 	ctx := context.Background()
 	e := testkit.TestEnv(t)
@@ -43,8 +45,14 @@ func TestSplitBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rows := range [][]int32{{0}, {3, 1, 7}, steprun.Iota32(len(e.DS.Train))} {
+	var reused microsplit.BlockSplitter
+	for i, rows := range [][]int32{{0}, {3, 1, 7}, steprun.Iota32(len(e.DS.Train)), {5}, {3, 1, 7}, {0}} {
 		sub := microsplit.SplitBlocks(whole, rows)
+		if i%2 == 1 {
+			sub = reused.Split(whole, rows)
+		} else if again := reused.Split(whole, rows); blocksText(again) != blocksText(sub) {
+			t.Errorf("rows %v: a reused BlockSplitter's blocks differ from SplitBlocks'", rows)
+		}
 		nodes := make([]int32, len(rows))
 		for i, r := range rows {
 			nodes[i] = e.DS.Train[r]
@@ -63,6 +71,15 @@ func TestSplitBlocks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// blocksText prints what blocks hold (their graphs by value).
+func blocksText(bs []sampling.Block) string {
+	var b strings.Builder
+	for _, x := range bs {
+		fmt.Fprintln(&b, x.Dst, x.Src, x.Excluded, *x.Adj)
+	}
+	return b.String()
 }
 
 // TestMicroGradientsMatchWholeBatch accumulates the gradients of a batch's
@@ -413,19 +430,28 @@ func TestSplitShardInfeasible(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh := shard{nodes: nodes, blocks: blocks}
-	err = mm.splitShard(ctx, e, &sh, true)
+	err = mm.splitShard(ctx, &sh)
 	var inf *microsplit.InfeasibleError
 	if !errors.As(err, &inf) || !inf.Sampled || inf.MinCapacity <= 800000 || !strings.Contains(err.Error(), "the smallest feasible capacity is at least devices.memory_bytes = ") {
 		t.Fatalf("error %v", err)
 	}
 	// At the capacity it names, the shard splits and every micro-batch fits.
 	mm.split.Capacity = inf.MinCapacity
-	if err := mm.splitShard(ctx, e, &sh, true); err != nil {
+	// Each keeps its rows, not its blocks (split when it trains), and
+	// those rows' blocks are the estimated ones.
+	if err := mm.splitShard(ctx, &sh); err != nil {
 		t.Fatal(err)
 	}
 	for _, mb := range sh.micro {
-		if mb.Est.Peak > inf.MinCapacity || len(mb.X.F32) != len(mb.Blocks[0].Src)*e.Dim {
-			t.Errorf("micro-batch of %d nodes: estimated %d, %d input values", len(mb.Nodes), mb.Est.Peak, len(mb.X.F32))
+		if mb.Blocks != nil {
+			t.Fatalf("micro-batch of %d nodes keeps its blocks", len(mb.Nodes))
+		}
+		est, err := mm.split.Est.Step(mb.SplitFrom(sh.blocks))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mb.Est.Peak > inf.MinCapacity || est != mb.Est {
+			t.Errorf("micro-batch of %d nodes: estimated %d, %+v from its rows' blocks", len(mb.Nodes), mb.Est.Peak, est)
 		}
 	}
 }

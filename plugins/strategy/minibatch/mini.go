@@ -371,7 +371,7 @@ func (p *miniEpoch) sampleBatch(i int, nodes []int32) sampled {
 			}
 		}
 		if m.micro != nil {
-			if b.err = m.micro.splitShard(p.ctx, e, &sh, m.store == nil); b.err != nil {
+			if b.err = m.micro.splitShard(p.ctx, &sh); b.err != nil {
 				break
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"strata/core/config"
+	"strata/core/sampling"
 	"strata/core/tensor"
 	"strata/plugins/strategy/internal/memest"
 	"strata/plugins/strategy/internal/microsplit"
@@ -53,6 +54,7 @@ func newMiniMicro(ctx context.Context, cfg *config.Config, e steprun.Env) (*mini
 	if err != nil {
 		return nil, err
 	}
+	s.Lazy = true // each micro-batch's blocks and input rows are made when it trains (bind)
 	mm := &miniMicro{split: s, k: opts.MicroBatches, auto: opts.AutoK(), layerwise: opts.Layerwise()}
 	if s.Est, s.Capacity, err = microsplit.NewEstimator(ctx, cfg, e, mm.auto); err != nil {
 		return nil, err
@@ -133,10 +135,10 @@ func (mm *miniMicro) settle(ctx context.Context, e steprun.Env, m *miniBatches) 
 	return nil
 }
 
-// splitShard splits a sampled shard into its micro-batches and, when
-// gather is set, extracts their input rows on the host. It runs on the
-// producer goroutine.
-func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, gather bool) error {
+// splitShard splits a sampled shard into its micro-batches, each with its
+// output rows and estimate; their blocks and input rows are made when each
+// trains (bind). It runs on the producer goroutine.
+func (mm *miniMicro) splitShard(ctx context.Context, sh *shard) error {
 	var worst memest.Estimate
 	var err error
 	if mm.auto {
@@ -152,14 +154,6 @@ func (mm *miniMicro) splitShard(ctx context.Context, e steprun.Env, sh *shard, g
 		return fmt.Errorf("splitting into micro-batches: %w", err)
 	}
 	mm.curK, mm.curPeak = max(mm.curK, len(sh.micro)), max(mm.curPeak, worst.Peak)
-	if gather {
-		for j := range sh.micro {
-			var err error
-			if sh.micro[j].X, err = e.GatherInput(sh.micro[j].Blocks[0].Src); err != nil {
-				return fmt.Errorf("micro-batch %d: %w", j, err)
-			}
-		}
-	}
 	return nil
 }
 
@@ -180,14 +174,7 @@ func (mm *miniMicro) endEpoch(m *miniBatches) {
 // microsplit.LinkStep over its micro-batches. It returns the weighed loss.
 func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runner, sh shard, total int, seed uint64) (float64, error) {
 	if sh.link != nil {
-		if err := m.link.params.ZeroGrads(); err != nil {
-			return 0, err
-		}
-		e := r.Env
-		step := microsplit.LinkStep{Micro: sh.micro, Rows: len(sh.nodes), Width: m.link.task.Embedding, Dec: m.link.dec, Be: e.Be, DT: e.DT, Tier: e.Tier,
-			Bind:    func(ctx context.Context, j int) (*steprun.Bound, error) { return mm.bind(ctx, m, r, &sh.micro[j]) },
-			Release: func(bb *steprun.Bound) { bb.Release(e) }}
-		return step.Run(ctx, sh.link.pos, sh.link.neg, seed, 1)
+		return mm.trainLink(ctx, m, r, sh, seed)
 	}
 	if err := r.PS.ZeroGrads(); err != nil {
 		return 0, err
@@ -195,7 +182,12 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 	var loss float64
 	for j := range sh.micro {
 		mb := &sh.micro[j]
-		bb, err := mm.bind(ctx, m, r, mb)
+		blocks := mb.SplitFrom(sh.blocks)
+		x, err := mm.hostRows(m, r, blocks)
+		if err != nil {
+			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
+		}
+		bb, err := mm.bind(ctx, m, r, blocks, x)
 		if err != nil {
 			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
 		}
@@ -209,19 +201,52 @@ func (mm *miniMicro) train(ctx context.Context, m *miniBatches, r *steprun.Runne
 	return loss, nil
 }
 
-// bind binds micro-batch mb on replica r for training, its input rows
-// gathered through the feature store when there is one (and counted).
-func (mm *miniMicro) bind(ctx context.Context, m *miniBatches, r *steprun.Runner, mb *microsplit.MicroBatch) (*steprun.Bound, error) {
+// trainLink runs a shard of edges as one microsplit.LinkStep. The step
+// binds every micro-batch twice (forward, then backward from the pairs'
+// gradients), so their blocks and host rows are made once, before it.
+func (mm *miniMicro) trainLink(ctx context.Context, m *miniBatches, r *steprun.Runner, sh shard, seed uint64) (float64, error) {
+	if err := m.link.params.ZeroGrads(); err != nil {
+		return 0, err
+	}
+	blocks := make([][]sampling.Block, len(sh.micro))
+	xs := make([]steprun.FeatRows, len(sh.micro))
+	for j := range sh.micro {
+		blocks[j] = sh.micro[j].SplitFrom(sh.blocks)
+		var err error
+		if xs[j], err = mm.hostRows(m, r, blocks[j]); err != nil {
+			return 0, fmt.Errorf("micro-batch %d: %w", j, err)
+		}
+	}
+	e := r.Env
+	step := microsplit.LinkStep{Micro: sh.micro, Rows: len(sh.nodes), Width: m.link.task.Embedding, Dec: m.link.dec, Be: e.Be, DT: e.DT, Tier: e.Tier,
+		Bind:    func(ctx context.Context, j int) (*steprun.Bound, error) { return mm.bind(ctx, m, r, blocks[j], xs[j]) },
+		Release: func(bb *steprun.Bound) { bb.Release(e) }}
+	return step.Run(ctx, sh.link.pos, sh.link.neg, seed, 1)
+}
+
+// hostRows gathers the input rows of a micro-batch's blocks on the host,
+// unless the feature store gathers them when it is bound (none then).
+func (mm *miniMicro) hostRows(m *miniBatches, r *steprun.Runner, blocks []sampling.Block) (steprun.FeatRows, error) {
+	if m.store != nil {
+		return steprun.FeatRows{}, nil
+	}
+	return r.Env.GatherInput(blocks[0].Src)
+}
+
+// bind binds a micro-batch's blocks on replica r for training, with its
+// host rows x or, when there is a feature store, its input rows gathered
+// through the store (and counted).
+func (mm *miniMicro) bind(ctx context.Context, m *miniBatches, r *steprun.Runner, blocks []sampling.Block, x steprun.FeatRows) (*steprun.Bound, error) {
 	var input *tensor.Tensor
 	if m.store != nil {
-		in, gs, err := m.store.Gather(ctx, mb.Blocks[0].Src, r.Env.Tier)
+		in, gs, err := m.store.Gather(ctx, blocks[0].Src, r.Env.Tier)
 		if err != nil {
 			return nil, fmt.Errorf("gathering features: %w", err)
 		}
 		input = in
 		mm.hits, mm.rows, mm.peer = mm.hits+int64(gs.Local), mm.rows+int64(gs.Rows), mm.peer+int64(gs.Peer)
 	}
-	return r.Bind(mb.Blocks, mb.X, input, false)
+	return r.Bind(blocks, x, input, false)
 }
 
 // close releases the memory estimator.

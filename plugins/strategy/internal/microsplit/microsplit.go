@@ -27,7 +27,16 @@ type MicroBatch struct {
 	Rows   []int32          // the rows of its outputs among the batch's, ascending
 	Blocks []sampling.Block // its sub-blocks (see splitBlocks)
 	Est    memest.Estimate  // zero unless estimated
-	X      steprun.FeatRows // host-gathered input rows, when the producer gathers
+}
+
+// SplitFrom returns mb's blocks: Blocks when the split kept them,
+// otherwise mb's share of the batch's blocks, split afresh (a Lazy
+// Splitter's micro-batches).
+func (mb *MicroBatch) SplitFrom(batch []sampling.Block) []sampling.Block {
+	if mb.Blocks != nil {
+		return mb.Blocks
+	}
+	return SplitBlocks(batch, mb.Rows)
 }
 
 // SplitBlocks returns the blocks that compute the given destination rows
@@ -37,15 +46,33 @@ type MicroBatch struct {
 // same neighbours as the whole batch, so its outputs equal the batch's.
 // Destinations stay the first sources, in order (the block convention).
 func SplitBlocks(blocks []sampling.Block, rows []int32) []sampling.Block {
+	var s BlockSplitter
+	return s.Split(blocks, rows)
+}
+
+// BlockSplitter splits blocks as SplitBlocks does, keeping between calls
+// a table of the new local id of each old source, so that many splits of
+// one batch (every K that Splitter.Auto tries, and the one-node splits of
+// its feasibility bound) cost what their sub-blocks hold rather than a
+// hash map each. Not safe for concurrent use.
+type BlockSplitter struct {
+	pos []int32 // new local id + 1 of each old local source; 0 = not taken (all 0 between calls)
+}
+
+// Split returns SplitBlocks(blocks, rows).
+func (s *BlockSplitter) Split(blocks []sampling.Block, rows []int32) []sampling.Block {
 	out := make([]sampling.Block, len(blocks))
 	need := rows
 	for l := len(blocks) - 1; l >= 0; l-- {
 		b := blocks[l]
-		pos := make(map[int32]int32, 2*len(need))
+		if len(s.pos) < b.Adj.NumCols {
+			s.pos = make([]int32, b.Adj.NumCols)
+		}
+		pos := s.pos
 		src := make([]int32, 0, 2*len(need)) // old local source ids, in the new order
 		for _, r := range need {
-			pos[r] = int32(len(src))
 			src = append(src, r)
+			pos[r] = int32(len(src))
 		}
 		a := b.Adj
 		indptr := make([]int64, len(need)+1)
@@ -61,11 +88,11 @@ func SplitBlocks(blocks []sampling.Block, rows []int32) []sampling.Block {
 		for i, r := range need {
 			for e := a.Indptr[r]; e < a.Indptr[r+1]; e++ {
 				c := int32(a.Col(e))
-				j, ok := pos[c]
-				if !ok {
+				j := pos[c] - 1
+				if j < 0 {
 					j = int32(len(src))
-					pos[c] = j
 					src = append(src, c)
+					pos[c] = j + 1
 				}
 				idx = append(idx, j)
 				if vals != nil {
@@ -73,6 +100,9 @@ func SplitBlocks(blocks []sampling.Block, rows []int32) []sampling.Block {
 				}
 			}
 			indptr[i+1] = int64(len(idx))
+		}
+		for _, c := range src {
+			pos[c] = 0
 		}
 		nb := sampling.Block{Dst: make([]int32, len(need)), Src: make([]int32, len(src)), Excluded: b.Excluded,
 			Adj: &graph.CSR{NumRows: len(need), NumCols: len(src), Indptr: indptr, Idx32: idx, Values: vals}}
@@ -91,13 +121,20 @@ func SplitBlocks(blocks []sampling.Block, rows []int32) []sampling.Block {
 // Splitter splits batches into micro-batches with the configured
 // partitioner, for a fixed K or, with an estimator and a device capacity,
 // the smallest K whose largest micro-batch's estimated peak fits (Betty's
-// memory-aware repartitioning).
+// memory-aware repartitioning). A Splitter is used by one goroutine at a
+// time.
 type Splitter struct {
 	part     partition.Partitioner
 	id       string // the partitioner's registry ID, for messages
 	square   bool   // the partitioner takes the graph among the outputs
 	Est      *memest.Estimator
 	Capacity int64
+	// Lazy keeps no micro-batch's blocks once it is estimated (Blocks
+	// nil): the caller splits each when it runs it (SplitFrom), so a
+	// batch in K micro-batches holds one micro-batch's blocks at a time,
+	// not K (those of a deep model each reach most of the graph).
+	Lazy   bool
+	blocks BlockSplitter // the sub-blocks of every split
 }
 
 // newSplitter provisions the [partition] plugin; what names what it splits
@@ -216,8 +253,11 @@ func (s *Splitter) microBatches(blocks []sampling.Block, rows [][]int32) ([]Micr
 	var worst memest.Estimate
 	out := make([]MicroBatch, len(rows))
 	for i, r := range rows {
-		sub := SplitBlocks(blocks, r)
-		out[i] = MicroBatch{Nodes: sub[len(sub)-1].Dst, Rows: r, Blocks: sub}
+		sub := s.blocks.Split(blocks, r)
+		out[i] = MicroBatch{Nodes: sub[len(sub)-1].Dst, Rows: r}
+		if !s.Lazy {
+			out[i].Blocks = sub
+		}
 		if s.Est == nil {
 			continue
 		}
@@ -290,7 +330,7 @@ func (s *Splitter) minCapacity(ctx context.Context, blocks []sampling.Block) (me
 		if err := ctx.Err(); err != nil {
 			return worst, 0, err
 		}
-		e, err := s.Est.Step(SplitBlocks(blocks, []int32{int32(r)}))
+		e, err := s.Est.Step(s.blocks.Split(blocks, []int32{int32(r)}))
 		if err != nil {
 			return worst, 0, err
 		}
