@@ -325,18 +325,15 @@ func (r *chunkedRun) preAnnouncement() string {
 // writes (0: none), nil when no layer has one (the result keeps its
 // fields).
 func (r *chunkedRun) preFigure() []int {
-	var out []int
+	out := make([]int, len(r.layers))
+	cut := false
 	for l := range r.layers {
 		if r.isPre(l) {
-			out = make([]int, len(r.layers))
-			break
+			out[l], cut = r.pre[l].width, true
 		}
 	}
-	for l := range out {
-		out[l] = r.inWidth(l)
-		if !r.isPre(l) {
-			out[l] = 0
-		}
+	if !cut {
+		return nil
 	}
 	return out
 }
