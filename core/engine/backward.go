@@ -114,6 +114,15 @@ func (p *Program) backwardOp(ctx context.Context, i int32) error {
 		}
 		return p.be.ScatterAdd(p.grads[i], p.aux[i].rows, dx)
 	}
+	if p.plan.prefix[i] {
+		return p.withPrefixArgs(i, true, func() error { return p.backwardKind(ctx, i) })
+	}
+	return p.backwardKind(ctx, i)
+}
+
+// backwardKind runs op i's backward by its kind.
+func (p *Program) backwardKind(ctx context.Context, i int32) error {
+	op := &p.g.Ops[i]
 	switch s := ir.Spec(op.Kind); {
 	case s == nil:
 		return fmt.Errorf("op kind %q has no backward", op.Kind)

@@ -72,7 +72,8 @@ func (p *Program) groupDropReaders(readers [][]int32, rs []int32) {
 	var group []int32
 	for _, r := range rs {
 		w := p.g.Ops[r].Args[1]
-		if learnable(&p.g.Ops[w]) && len(readers[w]) == 1 {
+		// (a matmul over the first rows alone multiplies its own rows)
+		if learnable(&p.g.Ops[w]) && len(readers[w]) == 1 && !p.plan.prefix[r] {
 			group = append(group, r)
 		}
 	}
@@ -121,11 +122,26 @@ func (p *Program) dropScratchSize(n int) int {
 
 // dropGEMM runs matmul op i over its input's dropout: the forward product
 // (transX false, beta 0, into c) or the weight gradient (transX true).
+//
+// A matmul that reads only the first rows of the dropout (plan.prefix, a
+// root term) multiplies the first rows of the input with their keys, and
+// draws its mask without the recorded bits, which are the whole input's.
 func (p *Program) dropGEMM(i int32, transX bool, b *tensor.Tensor, beta float64, c *tensor.Tensor) error {
 	d := p.aux[i].maskedBy
 	op := &p.g.Ops[d]
-	return p.be.(backend.DropoutGEMMer).DropoutGEMM(p.opStream(p.mode.Seed, d), p.aux[d].dropRows, op.Alpha, transX,
-		p.val(op.Args[0]), b, beta, c, p.aux[i].dropScratch, p.aux[d].dropKeep)
+	x, keys, keep := p.val(op.Args[0]), p.aux[d].dropRows, p.aux[d].dropKeep
+	if p.plan.prefix[i] {
+		var err error
+		if x, err = tensor.Prefix(x, p.plan.rows[i]); err != nil {
+			return err
+		}
+		if keys, err = tensor.Prefix(keys, p.plan.rows[i]); err != nil {
+			return err
+		}
+		keep = nil
+	}
+	return p.be.(backend.DropoutGEMMer).DropoutGEMM(p.opStream(p.mode.Seed, d), keys, op.Alpha, transX,
+		x, b, beta, c, p.aux[i].dropScratch, keep)
 }
 
 // dropGroupForward runs the forward products of the group that matmul op

@@ -42,7 +42,7 @@ func (p *Program) fuseEpilogues(model *ir.Graph) {
 	// only returns the one reader of i, when it is of kind and reads i
 	// as its first argument (and only there).
 	only := func(i int32, kind ir.Kind) (int32, bool) {
-		if len(readers[i]) != 1 || pinned[i] {
+		if len(readers[i]) != 1 || pinned[i] || p.plan.prefix[readers[i][0]] {
 			return 0, false
 		}
 		r := &p.g.Ops[readers[i][0]]

@@ -60,6 +60,15 @@ func (p *Program) forwardOp(ctx context.Context, i int32, m Mode) error {
 	if op.Kind == ir.OpInput && p.wideIn {
 		return p.widenInput(i)
 	}
+	if p.plan.prefix[i] {
+		return p.withPrefixArgs(i, false, func() error { return p.forwardKind(ctx, i, m) })
+	}
+	return p.forwardKind(ctx, i, m)
+}
+
+// forwardKind runs op i by its kind.
+func (p *Program) forwardKind(ctx context.Context, i int32, m Mode) error {
+	op := &p.g.Ops[i]
 	switch s := ir.Spec(op.Kind); {
 	case s == nil:
 		return fmt.Errorf("op kind %q is not supported by the engine", op.Kind)

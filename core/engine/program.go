@@ -85,6 +85,10 @@ type Env struct {
 	// the aggregations' outputs live to the end of the forward (no later
 	// value takes their buffer) and are never fused into an epilogue.
 	Split bool
+	// keepAsWritten plans the narrows where the model meets them, not
+	// pushed below row-wise ops (pushNarrows): the reference tests
+	// compare with.
+	keepAsWritten bool
 }
 
 // Param is a learnable tensor with its gradient.

@@ -46,6 +46,12 @@ type sizes interface {
 	layerSources(layer int32) (int, error)
 	layerDestinations(layer int32) (int, error)
 	inputRows() int
+	// plainInput: the input rows are in memory (not given by their
+	// entries), so an op may read their first rows in place (pushNarrows).
+	plainInput() bool
+	// keepNarrows: plan as written, narrows not pushed (tests compare
+	// the two).
+	keepNarrows() bool
 }
 
 // plan is the graph a Program runs: the model graph with narrow ops
@@ -59,6 +65,10 @@ type plan struct {
 	// edgeOf names, for an edge value, the graph whose edges its rows
 	// are ("" for other values).
 	edgeOf []string
+	// prefix marks the ops that read only the first rows of a node
+	// operand with more rows than their own: the narrows pushNarrows
+	// moved below them.
+	prefix []bool
 }
 
 // makePlan resolves the row count of every node- and edge-valued op for the
@@ -72,11 +82,7 @@ func makePlan(g *ir.Graph, env sizes) (*plan, error) {
 	p := &plan{g: &ir.Graph{}}
 	remap := make([]int32, len(g.Ops))
 	add := func(op ir.Op, rows int, sp Space, orig int32) int32 {
-		p.g.Ops = append(p.g.Ops, op)
-		p.rows = append(p.rows, rows)
-		p.space = append(p.space, sp)
-		p.orig = append(p.orig, orig)
-		return int32(len(p.g.Ops) - 1)
+		return p.push(op, rows, sp, orig, false)
 	}
 	narrow := func(v int32, rows int, layer int32) int32 {
 		src := p.g.Ops[v]
@@ -193,6 +199,9 @@ func makePlan(g *ir.Graph, env sizes) (*plan, error) {
 		}
 		p.g.Outputs[k] = out
 	}
+	if !env.keepNarrows() {
+		p = pushNarrows(p, env.plainInput())
+	}
 	p.edgeOf = edgeGraphs(p)
 	return p, nil
 }
@@ -220,8 +229,10 @@ func edgeGraphs(p *plan) []string {
 	return out
 }
 
-func (e Env) hasBlocks() bool { return e.Blocks != nil }
-func (e Env) numBlocks() int  { return len(e.Blocks) }
+func (e Env) hasBlocks() bool   { return e.Blocks != nil }
+func (e Env) numBlocks() int    { return len(e.Blocks) }
+func (e Env) plainInput() bool  { return e.InputEntries == nil }
+func (e Env) keepNarrows() bool { return e.keepAsWritten }
 func (e Env) inputRows() int {
 	if e.InputEntries != nil {
 		return e.InputEntries.Host.NumRows

@@ -48,7 +48,7 @@ func (p *Program) sides() []byte {
 		case op.Kind == ir.OpInput:
 			out[i] = 's'
 		case op.Kind == ir.OpParam || op.Kind == ir.OpGraph:
-		case op.Kind == opNarrow:
+		case op.Kind == opNarrow || p.plan.prefix[i]:
 			out[i] = 'd'
 		case s != nil && s.Sides != "":
 			out[i] = s.Sides[len(s.Sides)-1]

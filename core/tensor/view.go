@@ -13,3 +13,18 @@ func View(t *Tensor, shape []int) (*Tensor, error) {
 	}
 	return v, nil
 }
+
+// Prefix returns the first rows rows of t on t's storage: the leading
+// rows of a row-major tensor are a prefix of its elements. Writing the
+// prefix writes t. The engine uses it for ops that read only the
+// destination rows of a block's source-row value (a root term x_v·W).
+func Prefix(t *Tensor, rows int) (*Tensor, error) {
+	if t == nil {
+		return nil, nil
+	}
+	if len(t.shape) == 0 || rows < 0 || rows > t.shape[0] {
+		return nil, fmt.Errorf("tensor: a prefix of %d rows of a tensor of shape %v", rows, t.shape)
+	}
+	shape := append([]int{rows}, t.shape[1:]...)
+	return &Tensor{dtype: t.dtype, shape: shape, buf: t.buf}, nil
+}

@@ -21,9 +21,9 @@ func fl[T float](t *tensor.Tensor) []T {
 	bf := t.Buffer().(*buffer)
 	var z T
 	if _, ok := any(z).(float32); ok {
-		return any(bf.f32).([]T)
+		return any(elems(bf.f32, t)).([]T)
 	}
-	return any(bf.f64).([]T)
+	return any(elems(bf.f64, t)).([]T)
 }
 
 // each runs fn over chunks of [0, n) in parallel when n is large.

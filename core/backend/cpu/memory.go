@@ -66,11 +66,17 @@ func hostBuf(t *tensor.Tensor) *buffer {
 	return bf
 }
 
+// elems is the part of a buffer's storage that is t's elements: all of it,
+// or its first elements for a view of the leading rows (tensor.Prefix).
+func elems[T any](s []T, t *tensor.Tensor) []T {
+	return s[:min(len(s), t.Numel())]
+}
+
 // F32 returns the storage of a live cpu Float32 tensor, or nil. It is for
 // other backends and tests; engine code never touches raw slices.
 func F32(t *tensor.Tensor) []float32 {
 	if bf := hostBuf(t); bf != nil {
-		return bf.f32
+		return elems(bf.f32, t)
 	}
 	return nil
 }
@@ -78,7 +84,7 @@ func F32(t *tensor.Tensor) []float32 {
 // F64 returns the storage of a live cpu Float64 tensor, or nil.
 func F64(t *tensor.Tensor) []float64 {
 	if bf := hostBuf(t); bf != nil {
-		return bf.f64
+		return elems(bf.f64, t)
 	}
 	return nil
 }
@@ -86,7 +92,7 @@ func F64(t *tensor.Tensor) []float64 {
 // I32 returns the storage of a live cpu Int32 tensor, or nil.
 func I32(t *tensor.Tensor) []int32 {
 	if bf := hostBuf(t); bf != nil {
-		return bf.i32
+		return elems(bf.i32, t)
 	}
 	return nil
 }
@@ -94,7 +100,7 @@ func I32(t *tensor.Tensor) []int32 {
 // I64 returns the storage of a live cpu Int64 tensor, or nil.
 func I64(t *tensor.Tensor) []int64 {
 	if bf := hostBuf(t); bf != nil {
-		return bf.i64
+		return elems(bf.i64, t)
 	}
 	return nil
 }
@@ -102,7 +108,7 @@ func I64(t *tensor.Tensor) []int64 {
 // U16 returns the bits of a live cpu Float16 or BFloat16 tensor, or nil.
 func U16(t *tensor.Tensor) []uint16 {
 	if bf := hostBuf(t); bf != nil {
-		return bf.u16
+		return elems(bf.u16, t)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"strata/core/backend"
@@ -40,6 +41,10 @@ func unwrap(t *tensor.Tensor) *tensor.Tensor {
 		return nil
 	}
 	if bf, ok := t.Buffer().(*buffer); ok {
+		if in := bf.inner; !slices.Equal(in.Shape(), t.Shape()) {
+			// a view of the leading rows (tensor.Prefix) or a reshape
+			return tensor.New(in.DType(), t.Shape(), in.Buffer())
+		}
 		return bf.inner
 	}
 	return t

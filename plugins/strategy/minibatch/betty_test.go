@@ -252,7 +252,7 @@ func TestMicroBatchDisconnected(t *testing.T) {
 	}{
 		{"betty-reg", []string{"train.micro_batches=16", `partition.name="betty-reg"`}, 16},
 		{"metis", []string{"train.micro_batches=16", `partition.name="metis"`}, 16},
-		{"auto", []string{`train.micro_batches="auto"`, `partition.name="betty-reg"`, "devices.memory_bytes=150000"}, 0},
+		{"auto", []string{`train.micro_batches="auto"`, `partition.name="betty-reg"`, "devices.memory_bytes=110000"}, 0},
 		{"minibatch", []string{`train.mode="minibatch"`, `sampler.name="uniform"`, "sampler.fanouts=[5, 5]", "train.batch_size=40", "train.micro_batches=8", `partition.name="metis"`}, 8},
 	}
 	for _, c := range cases {
