@@ -175,6 +175,7 @@ func (r *chunkedRun) priceLayer(lc *layerCost, hostGBps float64) error {
 // (docs/decisions.md). Layers that cannot split are priced as before.
 func (r *chunkedRun) chooseIntermediates(mode string) error {
 	r.cache = make([]bool, len(r.layers))
+	defer r.dropFixedChoice()
 	switch mode {
 	case "cache":
 		for l := range r.cache {
@@ -230,7 +231,11 @@ func (r *chunkedRun) estimatePeak(plan *chunkplan.Plan, optimizer string, moment
 		}
 		worst = max(worst, w, pre)
 	}
-	return resident + worst, nil
+	fixed, err := r.fixedPeak(plan)
+	if err != nil {
+		return 0, err
+	}
+	return resident + max(worst, fixed), nil
 }
 
 // residentBytes is what stays on a device for the whole epoch: the

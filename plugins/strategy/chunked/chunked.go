@@ -47,6 +47,7 @@ type Chunked struct {
 	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
 	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations, vertex gradients and the aggregations that split layers keep in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
 	Premultiply   string `toml:"premultiply" enum:",off,bytes" hash:"omitempty" doc:"a layer that multiplies its input by a weight before it aggregates (GCN's Â·(X·W) where the weight narrows, GIN's first linear) computes that product (the row-wise ops up to the one value the rest of the layer reads) once per node in a pass over node ranges, and its chunks aggregate the narrower rows: bytes = where that moves fewer host-tier bytes than the chunks multiplying their source rows (docs/hongtu.md), off = never, \"\" = bytes on the cpu backend, off on sim; the same training either way (float rounding)"`
+	Precompute    string `toml:"precompute" enum:",off,input" hash:"omitempty" doc:"a first layer that aggregates its input before anything learned or random touches it (GCN's Â·X·W with model.input_dropout = 0) has the same aggregation every epoch: input = compute it once before the first epoch, over the chunks, into the host tier and run the rest of the layer once per node, without loading neighbour rows (docs/hongtu.md); off = the chunks aggregate every pass; \"\" = input on the cpu backend, off on sim; the same training either way (float rounding)"`
 	Prefetch      bool   `toml:"prefetch" hash:"omitempty" doc:"cpu backend: read the next batch's rows on another goroutine while a batch computes (HongTu overlaps transfers with compute); helps where a core is idle or the host file waits on the disk, costs one batch's transition buffers more (R-MAT 2^20 on 2 busy cores: the same epoch, 0.23 GB more peak RSS); the results are the same"`
 }
 
@@ -148,6 +149,8 @@ type chunkedRun struct {
 	prices   []layerCost            // with hybrid: each layer's prices, which chose
 	split    []*engine.SplitPlan    // per layer, its split where the layer splits in this run (nil: it caches or recomputes)
 	pre      []*preLayer            // per layer, its row-wise prefix where it runs once per node (chunked.premultiply; nil: none)
+	fixed    *fixedAgg              // layer 0's aggregation of the features, computed once (chunked.precompute; nil: none)
+	fixedWhy string                 // why layer 0 has no fixed aggregation ("" where it has one or the key is off)
 	canSplit []*engine.SplitPlan    // "split" and "hybrid": per layer, its split where it can split (planSplit)
 	splitWhy []string               // "split" and "hybrid": per layer, why it cannot split ("" when it can)
 	kept     []int64                // per layer, the intermediates' bytes kept on the host in the last epoch
@@ -210,6 +213,9 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 		r.needIn = append(r.needIn, backwardReadsInput(lg))
 	}
 	r.widths = append(r.widths, int(e.Model.Ops[e.Model.Outputs[0]].Shape[1]))
+	if err := r.planFixed(); err != nil {
+		return nil, err
+	}
 	var cm modhost.CostModel
 	var release func()
 	err = r.prep.time(phaseCostModel, func() (err error) {
@@ -294,7 +300,10 @@ func (r *chunkedRun) allocAll(ctx context.Context, tiers []tensor.Tier) error {
 	if err := r.prep.time(phaseIntermediates, func() error { return r.chooseIntermediates(r.opts.Intermediates) }); err != nil {
 		return err
 	}
-	return r.prep.time(phaseHostTier, func() error { return r.allocHost(ctx) })
+	if err := r.prep.time(phaseHostTier, func() error { return r.allocHost(ctx) }); err != nil {
+		return err
+	}
+	return r.prep.time(phasePrecompute, func() error { return r.precompute(ctx) })
 }
 
 // fitPlan plans chunked.chunks chunks over m devices, or with "auto" the
@@ -454,6 +463,7 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 		widths = append(widths, w, w)
 	}
 	widths = append(widths, r.preWidths()...)
+	widths = append(widths, r.fixedWidths()...)
 	size := hosttier.Bytes(r.e.DT, n, widths)
 	if r.opts.HostFile != "" {
 		size += hosttier.Bytes(r.e.DT, n, r.keptFileWidths())
@@ -525,6 +535,9 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 	if err := r.allocPre(arena); err != nil {
 		return err
 	}
+	if err := r.allocFixed(arena); err != nil {
+		return err
+	}
 	if arena.File != nil {
 		if err := r.allocKept(arena); err != nil {
 			return err
@@ -578,13 +591,15 @@ func backwardReadsInput(g *ir.Graph) bool {
 func (r *chunkedRun) Announce() string {
 	modes := r.modes()
 	return fmt.Sprintf("chunked: %d chunks (%d per device on %d devices), intermediates %v, neighbour rows per layer pass: %d original, %d with p2p, %d with p2p+reuse",
-		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.splitAnnouncement() + r.preAnnouncement() + r.announceDisk()
+		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.splitAnnouncement() + r.preAnnouncement() + r.fixedAnnouncement() + r.announceDisk()
 }
 
 func (r *chunkedRun) modes() []string {
 	out := make([]string, len(r.cache))
 	for l, c := range r.cache {
 		switch {
+		case l == 0 && r.fixed != nil:
+			out[l] = "precomputed"
 		case c:
 			out[l] = "cache"
 		case r.isSplit(l):
@@ -600,7 +615,7 @@ func (r *chunkedRun) modes() []string {
 // "chunked": {...}.
 type ChunkedFigures struct {
 	Chunks        int      `json:"chunks" doc:"chunks of chunked (HongTu) training, all devices together"`
-	Intermediates []string `json:"intermediates" doc:"each layer's handling of its intermediate results: cache, recompute or split"`
+	Intermediates []string `json:"intermediates" doc:"each layer's handling of its intermediate results: cache, recompute or split; precomputed for a first layer whose aggregation is computed once (precomputed_width)"`
 	// IntermediatesBytes are, with chunked.intermediates = "split", the
 	// bytes of each layer's aggregation outputs the last epoch's forward
 	// kept on the host (each crosses twice: down in forward, up in
@@ -623,6 +638,9 @@ type ChunkedFigures struct {
 	// NodePass is, per layer, the width of the rows its node pass writes
 	// where its row-wise prefix runs once per node (0: none).
 	NodePass []int `json:"node_pass,omitempty" doc:"chunked.premultiply: per layer, the width of the value (X·W) its node pass computes once per node and its chunks aggregate, 0 where the chunks run the whole layer; absent when no layer has a node pass"`
+	// PrecomputedWidth is the width of layer 0's aggregation of the
+	// features where the run computes it once (0: it does not).
+	PrecomputedWidth int `json:"precomputed_width,omitempty" doc:"chunked.precompute: the width of layer 0's aggregation of the features, computed once before the first epoch (the rest of layer 0 runs once per node over it); absent when the chunks aggregate every pass"`
 	// HostFile is an epoch's traffic through chunked.host_file, the
 	// least and the measured (nil: the host tier is in RAM).
 	HostFile *HostFileFigures `json:"host_file,omitempty" doc:"with chunked.host_file: an epoch's bytes through the host file, the least the schedule needs and the last epoch's"`
@@ -683,6 +701,7 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 		IntermediatesBytes:   r.keptBytes(),
 		SplitFallback:        r.splitFallback(),
 		NodePass:             r.preFigure(),
+		PrecomputedWidth:     r.fixedFigure(),
 		CommBytes:            map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
 		CommPredictedS:       map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
 		CommRows:             map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
@@ -734,6 +753,13 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	read0, written0 := r.io.Bytes()
 	var loss float64
 	for l := range r.layers {
+		if l == 0 && r.fixed != nil {
+			if err := r.fixedForward(ctx, seed, true); err != nil {
+				return 0, err
+			}
+			r.clocks.sync()
+			continue
+		}
 		if r.isPre(l) {
 			if err := r.preForward(ctx, l, seed, true); err != nil {
 				return 0, err
@@ -750,6 +776,13 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		r.clocks.sync() // the layer's forward ends on every device
 	}
 	for l := last; l >= 0; l-- {
+		if l == 0 && r.fixed != nil {
+			if err := r.fixedBackward(ctx, seed); err != nil {
+				return 0, fmt.Errorf("backward: %w", err)
+			}
+			r.clocks.sync()
+			continue
+		}
 		if r.inputGrad(l) {
 			if _, grads := r.chunkIn(l); grads != nil {
 				if err := grads.Zero(); err != nil {
@@ -932,6 +965,12 @@ type scatterTransposer interface{ ScatterTranspose() }
 // over kept intermediates that does not read them, or with split reads
 // only the destinations' rows, which bind loads).
 func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFeed) (*boundChunk, error) {
+	return r.bindGraph(r.layers[l], l, k, c, infer, feed)
+}
+
+// bindGraph is bind with lg, layer l's graph or a part of it over the
+// same input rows and graphs (the fixed aggregation).
+func (r *chunkedRun) bindGraph(lg *ir.Graph, l, k int, c *chunkplan.Chunk, infer bool, feed *rowFeed) (*boundChunk, error) {
 	d := r.devs[k]
 	e := r.e
 	b := &boundChunk{}
@@ -1000,7 +1039,7 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 	}
 	env.Input = x
 	var err error
-	if b.prog, err = engine.Bind(r.layers[l], env, d.ps); err != nil {
+	if b.prog, err = engine.Bind(lg, env, d.ps); err != nil {
 		return fail(err)
 	}
 	return b, nil
@@ -1180,6 +1219,12 @@ func (r *chunkedRun) PredictScores(ctx context.Context, pred, rows []int32, logi
 	}
 	last := len(r.layers) - 1
 	for l := range r.layers {
+		if l == 0 && r.fixed != nil {
+			if err := r.fixedForward(ctx, 0, false); err != nil {
+				return err
+			}
+			continue
+		}
 		if r.isPre(l) {
 			if err := r.preForward(ctx, l, 0, false); err != nil {
 				return err
