@@ -1,9 +1,6 @@
 package ir
 
-import (
-	"slices"
-	"testing"
-)
+import "testing"
 
 // TestConstCut builds first layers whose aggregation of the input is
 // the same every step (GCN aggregating first with no input dropout, two
@@ -49,24 +46,9 @@ func TestConstCut(t *testing.T) {
 			b.Output(b.MatMul(b.Unary(OpReLU, x, 0), w(b, "w", 8)))
 		}, "", nil, nil},
 	}
-	kinds := func(g *Graph) []Kind {
-		var out []Kind
-		for _, op := range g.Ops {
-			out = append(out, op.Kind)
-		}
-		return out
-	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := NewBuilder()
-			c.build(b, b.Input("x", 8), b.Graph("adj"))
-			g, err := b.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range g.Ops {
-				g.Ops[i].Stream = uint64(100 + i)
-			}
+			g := buildLayer(t, c.build)
 			cut, ok := g.ConstCut()
 			if c.cut == "" {
 				if ok {
@@ -84,15 +66,7 @@ func TestConstCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(kinds(pre), c.pre) || !slices.Equal(kinds(post), c.post) {
-				t.Errorf("pre %v, post %v; want %v, %v", kinds(pre), kinds(post), c.pre, c.post)
-			}
-			if o := pre.Ops[pre.Outputs[0]]; o.Kind != c.cut || o.Stream != g.Ops[cut].Stream {
-				t.Errorf("pre's output %v, want the cut", o)
-			}
-			if in := post.Ops[0]; in.Kind != OpInput || in.Shape[1] != g.Ops[cut].Shape[1] {
-				t.Errorf("post's input %v, want the cut's width %d", in, g.Ops[cut].Shape[1])
-			}
+			checkCut(t, g, cut, pre, post, c.pre, c.post)
 			if len(post.Params()) != len(g.Params()) {
 				t.Errorf("post has %d parameters, the layer %d", len(post.Params()), len(g.Params()))
 			}

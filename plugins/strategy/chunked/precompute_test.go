@@ -2,9 +2,7 @@ package chunked
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -50,20 +48,8 @@ func TestChunkedPrecomputeMatchesFullGraph(t *testing.T) {
 		rows = slices.Delete(rows, 1, 3)
 	}
 	for _, c := range rows {
-		name := fmt.Sprintf("%s/%s/%s/file=%v/%s", c.model, c.data[0][len(`data.dataset="`):len(c.data[0])-1], c.backend, c.file, strings.Join(c.extra, ","))
-		t.Run(name, func(t *testing.T) {
-			sets := append(append(testkit.ModelSets(c.model), "model.dropout=0.5", "model.input_dropout=0", "model.layers=2"), c.data...) // c.data's keys come last
-			sets = append(sets, `train.dtype="float64"`, `train.backend="`+c.backend+`"`)
-			chunked := append(slices.Clone(sets), `train.mode="chunked"`, "chunked.chunks=4")
-			chunked = append(chunked, c.extra...)
-			plan := slices.Clone(chunked)
-			if c.file {
-				dir := t.TempDir()
-				chunked = append(chunked, "chunked.host_file="+filepath.Join(dir, "host.bin"))
-				plan = append(plan, "chunked.host_file="+filepath.Join(dir, "plan.bin"))
-			}
-			r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, plan...))
-			r.Release()
+		sets := append(append(testkit.ModelSets(c.model), "model.dropout=0.5", "model.input_dropout=0", "model.layers=2"), c.data...) // c.data's keys come last
+		runAgainstFullGraph(t, c.model, c.backend, c.file, sets, c.extra, func(t *testing.T, r *chunkedRun) {
 			if got := r.fixedFigure(); got != c.width {
 				t.Fatalf("precomputed width %d, want %d", got, c.width)
 			}
@@ -74,9 +60,6 @@ func TestChunkedPrecomputeMatchesFullGraph(t *testing.T) {
 			if said := strings.Contains(r.Announce(), "no fixed first aggregation"); said != (asked && c.width == 0) {
 				t.Errorf("announcement %q: says there is no fixed aggregation %v, want %v", r.Announce(), said, asked && c.width == 0)
 			}
-			want := testkit.RunSteps(t, 2, testkit.CoraBase, sets...)
-			got := testkit.RunSteps(t, 2, testkit.CoraBase, chunked...)
-			testkit.CompareSteps(t, got, want, testkit.SplitTol, testkit.SplitTol)
 		})
 	}
 }
