@@ -183,4 +183,7 @@ func (r *chunkedRun) dropFixedChoice() {
 	if r.split != nil {
 		r.split[0] = nil
 	}
+	if r.splitWhy != nil {
+		r.splitWhy[0] = "its aggregation is computed once (chunked.precompute)"
+	}
 }

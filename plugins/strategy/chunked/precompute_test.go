@@ -56,6 +56,9 @@ func TestChunkedPrecomputeMatchesFullGraph(t *testing.T) {
 			if c.width > 0 && r.modes()[0] != "precomputed" {
 				t.Errorf("layer 0's intermediates %q, want precomputed", r.modes()[0])
 			}
+			if c.width > 0 && strings.Contains(r.Announce(), "layer 0 recomputes") {
+				t.Errorf("announcement %q: layer 0's chunks do not run", r.Announce())
+			}
 			asked := slices.Contains(c.extra, `chunked.precompute="input"`)
 			if said := strings.Contains(r.Announce(), "no fixed first aggregation"); said != (asked && c.width == 0) {
 				t.Errorf("announcement %q: says there is no fixed aggregation %v, want %v", r.Announce(), said, asked && c.width == 0)

@@ -82,6 +82,7 @@ func (r *chunkedRun) splitAnnouncement() string {
 	var parts []string
 	for l := range r.layers {
 		switch sp := r.splitAt(l); {
+		case l == 0 && r.fixed != nil: // its chunks do not run (precompute.go)
 		case sp == nil && r.opts.Intermediates == "split":
 			parts = append(parts, fmt.Sprintf("layer %d recomputes (%s)", l, r.splitWhy[l]))
 		case sp == nil:
