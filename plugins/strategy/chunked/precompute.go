@@ -7,6 +7,7 @@ import (
 	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/ir"
+	"strata/plugins/strategy/internal/chunkfeed"
 	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/hosttier"
 )
@@ -113,7 +114,7 @@ func (r *chunkedRun) precompute(ctx context.Context) error {
 		return nil
 	}
 	rows := r.fixed.rows
-	err := r.pass("precompute", 0, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+	err := r.pass("precompute", 0, true, nil, func(k int, c *chunkplan.Chunk, feed *chunkfeed.Feed) error {
 		b, err := r.bindGraph(r.fixed.g, 0, k, c, true, feed)
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/ir"
+	"strata/plugins/strategy/internal/chunkfeed"
 	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/hosttier"
 )
@@ -56,9 +57,9 @@ func (r *chunkedRun) premulOn() bool {
 // chunked.dedup (the plan's V_ori, V_+p2p or V_+ru).
 func (r *chunkedRun) passRows() int64 {
 	switch r.dedup {
-	case dedupNone:
+	case chunkfeed.DedupNone:
 		return r.comm.Ori
-	case dedupP2P:
+	case chunkfeed.DedupP2P:
 		return r.comm.P2p
 	}
 	return r.comm.Ru
@@ -254,7 +255,7 @@ func (r *chunkedRun) preNode(l int) nodePass {
 // releases both.
 func (r *chunkedRun) bindNode(np nodePass, ids []int32, infer bool) (p *engine.Program, done func(), err error) {
 	d := r.devs[0]
-	x, err := r.scratch([]int{len(ids), np.width}, d.tier)
+	x, err := r.feed.Scratch([]int{len(ids), np.width}, d.tier)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -335,7 +336,7 @@ func (r *chunkedRun) nodeBackward(ctx context.Context, np nodePass, seed uint64)
 		if err != nil {
 			return err
 		}
-		buf, err := r.hostView(purposeVertGrad, np.inGrad, g)
+		buf, err := r.hostView(chunkfeed.PurposeVertGrad, np.inGrad, g)
 		if err != nil {
 			return err
 		}
