@@ -160,7 +160,15 @@ func (g *Graph) CutRows(cut int32) (pre, post *Graph, err error) {
 	if c, ok := g.RowCut(); !ok || c != cut {
 		return nil, nil, fmt.Errorf("op #%d is not the end of the layer's row-wise prefix", cut)
 	}
-	in := g.rowPrefix()
+	pre, post = g.cutAt(cut, g.rowPrefix())
+	return pre, post, nil
+}
+
+// cutAt splits layer g at cut, the one value of the prefix in (the ops
+// before the cut, the input among them) that the rest of the layer
+// reads: pre computes the cut from the input, post is the rest over the
+// cut's rows.
+func (g *Graph) cutAt(cut int32, in []bool) (pre, post *Graph) {
 	need := make([]bool, len(g.Ops)) // the ops pre computes
 	need[cut] = true
 	used := make([]bool, len(g.Ops)) // the parameters and graphs post reads
@@ -191,7 +199,7 @@ func (g *Graph) CutRows(cut int32) (pre, post *Graph, err error) {
 	for k, o := range g.Outputs {
 		post.Outputs[k] = postAt[o]
 	}
-	return pre, post, nil
+	return pre, post
 }
 
 // appendOp appends a copy of op (op #i of the graph cut) to into, its

@@ -93,24 +93,9 @@ func TestRowCut(t *testing.T) {
 			b.Output(b.Binary(OpAdd, root, nbr))
 		}, "", nil, nil},
 	}
-	kinds := func(g *Graph) []Kind {
-		var out []Kind
-		for _, op := range g.Ops {
-			out = append(out, op.Kind)
-		}
-		return out
-	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := NewBuilder()
-			c.build(b, b.Input("x", 8), b.Graph("adj"))
-			g, err := b.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range g.Ops {
-				g.Ops[i].Stream = uint64(100 + i)
-			}
+			g := buildLayer(t, c.build)
 			cut, ok := g.RowCut()
 			if c.cut == "" {
 				if ok {
@@ -125,15 +110,7 @@ func TestRowCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(kinds(pre), c.pre) || !slices.Equal(kinds(post), c.post) {
-				t.Errorf("pre %v, post %v; want %v, %v", kinds(pre), kinds(post), c.pre, c.post)
-			}
-			if o := pre.Ops[pre.Outputs[0]]; o.Kind != c.cut || o.Stream != g.Ops[cut].Stream {
-				t.Errorf("pre's output %v, want the cut", o)
-			}
-			if in := post.Ops[0]; in.Kind != OpInput || in.Shape[1] != g.Ops[cut].Shape[1] {
-				t.Errorf("post's input %v, want the cut's width %d", in, g.Ops[cut].Shape[1])
-			}
+			checkCut(t, g, cut, pre, post, c.pre, c.post)
 			for _, op := range append(slices.Clone(pre.Ops[1:]), post.Ops[1:]...) {
 				if op.Kind == OpDropout && op.Stream == 0 {
 					t.Errorf("a dropout lost its stream")
@@ -143,5 +120,46 @@ func TestRowCut(t *testing.T) {
 				t.Error("cut at the input")
 			}
 		})
+	}
+}
+
+// buildLayer builds a layer of input "x" (8 wide) and graph "adj" with
+// build, every op given a dropout stream of its own.
+func buildLayer(t *testing.T, build func(b *Builder, x, g int32)) *Graph {
+	t.Helper()
+	b := NewBuilder()
+	build(b, b.Input("x", 8), b.Graph("adj"))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range g.Ops {
+		g.Ops[i].Stream = uint64(100 + i)
+	}
+	return g
+}
+
+// opKinds lists the kinds of g's ops in order.
+func opKinds(g *Graph) []Kind {
+	var out []Kind
+	for _, op := range g.Ops {
+		out = append(out, op.Kind)
+	}
+	return out
+}
+
+// checkCut checks layer g cut at cut into pre and post: their op kinds,
+// pre's output the cut (its dropout stream kept), post's input as wide
+// as the cut.
+func checkCut(t *testing.T, g *Graph, cut int32, pre, post *Graph, wantPre, wantPost []Kind) {
+	t.Helper()
+	if !slices.Equal(opKinds(pre), wantPre) || !slices.Equal(opKinds(post), wantPost) {
+		t.Errorf("pre %v, post %v; want %v, %v", opKinds(pre), opKinds(post), wantPre, wantPost)
+	}
+	if o := pre.Ops[pre.Outputs[0]]; o.Kind != g.Ops[cut].Kind || o.Stream != g.Ops[cut].Stream {
+		t.Errorf("pre's output %v, want the cut", o)
+	}
+	if in := post.Ops[0]; in.Kind != OpInput || in.Shape[1] != g.Ops[cut].Shape[1] {
+		t.Errorf("post's input %v, want the cut's width %d", in, g.Ops[cut].Shape[1])
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strata/core/engine"
 	"strata/core/ir"
 	"strata/core/topology"
+	"strata/plugins/strategy/internal/chunkfeed"
 	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/memest"
 )
@@ -175,6 +176,7 @@ func (r *chunkedRun) priceLayer(lc *layerCost, hostGBps float64) error {
 // (docs/decisions.md). Layers that cannot split are priced as before.
 func (r *chunkedRun) chooseIntermediates(mode string) error {
 	r.cache = make([]bool, len(r.layers))
+	defer r.dropFixedChoice()
 	switch mode {
 	case "cache":
 		for l := range r.cache {
@@ -230,7 +232,11 @@ func (r *chunkedRun) estimatePeak(plan *chunkplan.Plan, optimizer string, moment
 		}
 		worst = max(worst, w, pre)
 	}
-	return resident + worst, nil
+	fixed, err := r.fixedPeak(plan)
+	if err != nil {
+		return 0, err
+	}
+	return resident + max(worst, fixed), nil
 }
 
 // residentBytes is what stays on a device for the whole epoch: the
@@ -262,7 +268,7 @@ type layerSizing struct {
 // the resident memory.
 func (r *chunkedRun) layerPeak(plan *chunkplan.Plan, l int, lg *ir.Graph) (int64, error) {
 	elt := int64(r.e.DT.Size())
-	dedup := r.dedup != dedupNone
+	dedup := r.dedup != chunkfeed.DedupNone
 	sz, err := engine.NewSizer(lg, r.e.DT)
 	if err != nil {
 		return 0, err
@@ -300,7 +306,7 @@ func (r *chunkedRun) transitionPeak(plan *chunkplan.Plan, j int, sets [][]int32,
 		// Closing the batch: its row and gradient buffers, the
 		// next batch's gradient buffer, the rows staged.
 		var next [][]int32
-		if j+1 < len(plan.Sched) && r.dedup == dedupReuse {
+		if j+1 < len(plan.Sched) && r.dedup == chunkfeed.DedupReuse {
 			next = plan.BatchRows(plan.Sched[j+1])
 		}
 		for i, rows := range sets {
@@ -317,7 +323,7 @@ func (r *chunkedRun) transitionPeak(plan *chunkplan.Plan, j int, sets [][]int32,
 		cur := make(map[int32]bool, len(rows))
 		for _, u := range rows {
 			cur[u] = true
-			if prev[i][u] && r.dedup == dedupReuse {
+			if prev[i][u] && r.dedup == chunkfeed.DedupReuse {
 				keep++
 			}
 		}
@@ -352,7 +358,7 @@ func (r *chunkedRun) chunkPeak(plan *chunkplan.Plan, c *chunkplan.Chunk, k int, 
 		return 0, err
 	}
 	input, staging := s*wb, int64(0)
-	if r.dedup != dedupNone {
+	if r.dedup != chunkfeed.DedupNone {
 		if plan.Aliased(k, sets[k], c) {
 			input = 0
 		} else {
@@ -412,7 +418,7 @@ func (r *chunkedRun) commBytes(c chunkplan.CommRows) map[string]int64 {
 	for l := range r.layers {
 		w += int64(r.inWidth(l))
 	}
-	return map[string]int64{dedupNone: 2 * c.Ori * w * elt, dedupP2P: 2 * c.P2p * w * elt, dedupReuse: 2 * c.Ru * w * elt}
+	return map[string]int64{chunkfeed.DedupNone: 2 * c.Ori * w * elt, chunkfeed.DedupP2P: 2 * c.P2p * w * elt, chunkfeed.DedupReuse: 2 * c.Ru * w * elt}
 }
 
 // commCost prices an epoch's neighbour rows under plan with Eq. 4
@@ -427,9 +433,9 @@ func (r *chunkedRun) commCost(plan *chunkplan.Plan) (map[string]float64, error) 
 			dd = t.PeerGBps[0][1]
 		}
 	}
-	ori, p2p, ru := float64(b[dedupNone]), float64(b[dedupP2P]), float64(b[dedupReuse])
+	ori, p2p, ru := float64(b[chunkfeed.DedupNone]), float64(b[chunkfeed.DedupP2P]), float64(b[chunkfeed.DedupReuse])
 	out := map[string]float64{}
-	for mode, v := range map[string][3]float64{dedupNone: {ori, ori, ori}, dedupP2P: {ori, p2p, p2p}, dedupReuse: {ori, p2p, ru}} {
+	for mode, v := range map[string][3]float64{chunkfeed.DedupNone: {ori, ori, ori}, chunkfeed.DedupP2P: {ori, p2p, p2p}, chunkfeed.DedupReuse: {ori, p2p, ru}} {
 		res, err := r.cost.Predict(hongtuOpComm, []float64{hd, dd, dev.MemGBps, v[0], v[1], v[2]})
 		if err != nil {
 			return nil, fmt.Errorf("chunked: %s: %w", CostModel, err)

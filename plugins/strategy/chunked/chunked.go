@@ -22,6 +22,7 @@ import (
 	"strata/core/safefile"
 	"strata/core/tensor"
 	"strata/core/train"
+	"strata/plugins/strategy/internal/chunkfeed"
 	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/hosttier"
 	"strata/plugins/strategy/internal/steprun"
@@ -47,6 +48,7 @@ type Chunked struct {
 	Reorganize    bool   `toml:"reorganize" doc:"reorder the chunks with HongTu's 2-phase reorganisation (Alg. 4) to maximise p2p sharing and reuse"`
 	HostFile      string `toml:"host_file" doc:"cpu backend: keep the host tier's activations, vertex gradients and the aggregations that split layers keep in this scratch file instead of RAM, read and written row run by row run (\"\" = RAM); created, removed at the end; relative like output.csv"`
 	Premultiply   string `toml:"premultiply" enum:",off,bytes" hash:"omitempty" doc:"a layer that multiplies its input by a weight before it aggregates (GCN's Â·(X·W) where the weight narrows, GIN's first linear) computes that product (the row-wise ops up to the one value the rest of the layer reads) once per node in a pass over node ranges, and its chunks aggregate the narrower rows: bytes = where that moves fewer host-tier bytes than the chunks multiplying their source rows (docs/hongtu.md), off = never, \"\" = bytes on the cpu backend, off on sim; the same training either way (float rounding)"`
+	Precompute    string `toml:"precompute" enum:",off,input" hash:"omitempty" doc:"a first layer that aggregates its input before anything learned or random touches it (GCN's Â·X·W with model.input_dropout = 0) has the same aggregation every epoch: input = compute it once before the first epoch, over the chunks, into the host tier (N × its width values more, in RAM or chunked.host_file) and run the rest of the layer once per node, without loading neighbour rows (docs/hongtu.md); off = the chunks aggregate every pass; \"\" = input on the cpu backend, off on sim; the same training either way (float rounding)"`
 	Prefetch      bool   `toml:"prefetch" hash:"omitempty" doc:"cpu backend: read the next batch's rows on another goroutine while a batch computes (HongTu overlaps transfers with compute); helps where a core is idle or the host file waits on the disk, costs one batch's transition buffers more (R-MAT 2^20 on 2 busy cores: the same epoch, 0.23 GB more peak RSS); the results are the same"`
 }
 
@@ -148,6 +150,8 @@ type chunkedRun struct {
 	prices   []layerCost            // with hybrid: each layer's prices, which chose
 	split    []*engine.SplitPlan    // per layer, its split where the layer splits in this run (nil: it caches or recomputes)
 	pre      []*preLayer            // per layer, its row-wise prefix where it runs once per node (chunked.premultiply; nil: none)
+	fixed    *fixedAgg              // layer 0's aggregation of the features, computed once (chunked.precompute; nil: none)
+	fixedWhy string                 // why layer 0 has no fixed aggregation ("" where it has one or the key is off)
 	canSplit []*engine.SplitPlan    // "split" and "hybrid": per layer, its split where it can split (planSplit)
 	splitWhy []string               // "split" and "hybrid": per layer, why it cannot split ("" when it can)
 	kept     []int64                // per layer, the intermediates' bytes kept on the host in the last epoch
@@ -158,6 +162,7 @@ type chunkedRun struct {
 	cacheMax int64                  // the bound on the vertex gradients' ranges added in RAM
 	disk     [2]int64               // the host file's bytes read and written in the last epoch
 	bufs     backend.Backend        // allocates the chunk feed's buffers (see newChunkedRun)
+	feed     chunkfeed.Env          // the chunk feed's view of the run (feedEnv), set once the devices exist
 	rows     backend.RowCopier      // moves the chunk feed's rows by host indices (a host backend; nil: Gather and ScatterAdd)
 	prefetch bool                   // a pass fills the next batch's transition buffers while the batch before computes (host backends)
 	outBuf   any                    // host rows of the last output or loss gradient, reused by the next
@@ -203,13 +208,16 @@ func newChunkedRun(ctx context.Context, cfg *config.Config, opts Chunked, e step
 	// transfers.
 	r.prefetch = r.rows != nil && opts.Prefetch
 	if r.dedup == "" {
-		r.dedup = dedupReuse
+		r.dedup = chunkfeed.DedupReuse
 	}
 	for _, lg := range layers {
 		r.widths = append(r.widths, int(lg.Ops[0].Shape[1]))
 		r.needIn = append(r.needIn, backwardReadsInput(lg))
 	}
 	r.widths = append(r.widths, int(e.Model.Ops[e.Model.Outputs[0]].Shape[1]))
+	if err := r.planFixed(); err != nil {
+		return nil, err
+	}
 	var cm modhost.CostModel
 	var release func()
 	err = r.prep.time(phaseCostModel, func() (err error) {
@@ -262,11 +270,11 @@ func (r *chunkedRun) planAll(ctx context.Context, m int) error {
 		r.commS, err = r.commCost(r.plan)
 		return err
 	})
-	if err != nil || r.dedup == dedupNone {
+	if err != nil || r.dedup == chunkfeed.DedupNone {
 		return err
 	}
 	return r.prep.time(phaseDedup, func() (err error) {
-		r.trans, err = r.plan.Transitions(ctx, r.dedup == dedupReuse)
+		r.trans, err = r.plan.Transitions(ctx, r.dedup == chunkfeed.DedupReuse)
 		return err
 	})
 }
@@ -289,12 +297,48 @@ func (r *chunkedRun) allocAll(ctx context.Context, tiers []tensor.Tier) error {
 	if err != nil {
 		return err
 	}
+	r.feed = r.feedEnv()
 	// The choice comes first: with a host file, the aggregations' outputs
 	// that split layers keep take matrices of their own in it.
 	if err := r.prep.time(phaseIntermediates, func() error { return r.chooseIntermediates(r.opts.Intermediates) }); err != nil {
 		return err
 	}
-	return r.prep.time(phaseHostTier, func() error { return r.allocHost(ctx) })
+	if err := r.prep.time(phaseHostTier, func() error { return r.allocHost(ctx) }); err != nil {
+		return err
+	}
+	return r.prep.time(phasePrecompute, func() error { return r.precompute(ctx) })
+}
+
+// feedEnv returns what the chunk feed uses of the run: its backend and
+// buffers, its devices' tiers, the plan's owner of each node and the
+// deduplication plan.
+func (r *chunkedRun) feedEnv() chunkfeed.Env {
+	tiers := make([]tensor.Tier, len(r.devs))
+	for i, d := range r.devs {
+		tiers[i] = d.tier
+	}
+	return chunkfeed.Env{Be: r.e.Be, DT: r.e.DT, Bufs: r.bufs, Rows: r.rows, Tiers: tiers, Owner: r.plan.Owner, Trans: r.trans, Dedup: r.dedup}
+}
+
+// newFeed returns the feed of layer l's input rows, filed as features
+// (layer 0 without a row-wise prefix) or activations.
+func (r *chunkedRun) newFeed(l int) *chunkfeed.Feed {
+	src, _ := r.chunkIn(l)
+	return chunkfeed.NewFeed(&r.feed, src, r.inPurpose(l))
+}
+
+// inPurpose is the purpose of layer l's input rows from the host.
+func (r *chunkedRun) inPurpose(l int) string {
+	if l == 0 && !r.isPre(l) {
+		return backend.PurposeFeatures
+	}
+	return backend.PurposeActivations
+}
+
+// newSink returns the sink of layer l's input-row gradients.
+func (r *chunkedRun) newSink(l int) *chunkfeed.Sink {
+	_, grads := r.chunkIn(l)
+	return chunkfeed.NewSink(&r.feed, grads)
 }
 
 // fitPlan plans chunked.chunks chunks over m devices, or with "auto" the
@@ -378,7 +422,7 @@ func (r *chunkedRun) reorganize(p *chunkplan.Plan) (*chunkplan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cq[dedupReuse] <= cp[dedupReuse] {
+	if cq[chunkfeed.DedupReuse] <= cp[chunkfeed.DedupReuse] {
 		return q, nil
 	}
 	return p, nil
@@ -454,6 +498,7 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 		widths = append(widths, w, w)
 	}
 	widths = append(widths, r.preWidths()...)
+	widths = append(widths, r.fixedWidths()...)
 	size := hosttier.Bytes(r.e.DT, n, widths)
 	if r.opts.HostFile != "" {
 		size += hosttier.Bytes(r.e.DT, n, r.keptFileWidths())
@@ -525,6 +570,9 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 	if err := r.allocPre(arena); err != nil {
 		return err
 	}
+	if err := r.allocFixed(arena); err != nil {
+		return err
+	}
 	if arena.File != nil {
 		if err := r.allocKept(arena); err != nil {
 			return err
@@ -578,13 +626,15 @@ func backwardReadsInput(g *ir.Graph) bool {
 func (r *chunkedRun) Announce() string {
 	modes := r.modes()
 	return fmt.Sprintf("chunked: %d chunks (%d per device on %d devices), intermediates %v, neighbour rows per layer pass: %d original, %d with p2p, %d with p2p+reuse",
-		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.splitAnnouncement() + r.preAnnouncement() + r.announceDisk()
+		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.splitAnnouncement() + r.preAnnouncement() + r.fixedAnnouncement() + r.announceDisk()
 }
 
 func (r *chunkedRun) modes() []string {
 	out := make([]string, len(r.cache))
 	for l, c := range r.cache {
 		switch {
+		case l == 0 && r.fixed != nil:
+			out[l] = "precomputed"
 		case c:
 			out[l] = "cache"
 		case r.isSplit(l):
@@ -600,7 +650,7 @@ func (r *chunkedRun) modes() []string {
 // "chunked": {...}.
 type ChunkedFigures struct {
 	Chunks        int      `json:"chunks" doc:"chunks of chunked (HongTu) training, all devices together"`
-	Intermediates []string `json:"intermediates" doc:"each layer's handling of its intermediate results: cache, recompute or split"`
+	Intermediates []string `json:"intermediates" doc:"each layer's handling of its intermediate results: cache, recompute or split; precomputed for a first layer whose aggregation is computed once (precomputed_width)"`
 	// IntermediatesBytes are, with chunked.intermediates = "split", the
 	// bytes of each layer's aggregation outputs the last epoch's forward
 	// kept on the host (each crosses twice: down in forward, up in
@@ -623,6 +673,9 @@ type ChunkedFigures struct {
 	// NodePass is, per layer, the width of the rows its node pass writes
 	// where its row-wise prefix runs once per node (0: none).
 	NodePass []int `json:"node_pass,omitempty" doc:"chunked.premultiply: per layer, the width of the value (X·W) its node pass computes once per node and its chunks aggregate, 0 where the chunks run the whole layer; absent when no layer has a node pass"`
+	// PrecomputedWidth is the width of layer 0's aggregation of the
+	// features where the run computes it once (0: it does not).
+	PrecomputedWidth int `json:"precomputed_width,omitempty" doc:"chunked.precompute: the width of layer 0's aggregation of the features, computed once before the first epoch (the rest of layer 0 runs once per node over it); absent when the chunks aggregate every pass"`
 	// HostFile is an epoch's traffic through chunked.host_file, the
 	// least and the measured (nil: the host tier is in RAM).
 	HostFile *HostFileFigures `json:"host_file,omitempty" doc:"with chunked.host_file: an epoch's bytes through the host file, the least the schedule needs and the last epoch's"`
@@ -683,8 +736,9 @@ func (r *chunkedRun) ReportResult(res *train.Result) {
 		IntermediatesBytes:   r.keptBytes(),
 		SplitFallback:        r.splitFallback(),
 		NodePass:             r.preFigure(),
-		CommBytes:            map[string]int64{"original": b[dedupNone], "p2p": b[dedupP2P], "p2p_reuse": b[dedupReuse]},
-		CommPredictedS:       map[string]float64{"original": r.commS[dedupNone], "p2p": r.commS[dedupP2P], "p2p_reuse": r.commS[dedupReuse]},
+		PrecomputedWidth:     r.fixedFigure(),
+		CommBytes:            map[string]int64{"original": b[chunkfeed.DedupNone], "p2p": b[chunkfeed.DedupP2P], "p2p_reuse": b[chunkfeed.DedupReuse]},
+		CommPredictedS:       map[string]float64{"original": r.commS[chunkfeed.DedupNone], "p2p": r.commS[chunkfeed.DedupP2P], "p2p_reuse": r.commS[chunkfeed.DedupReuse]},
 		CommRows:             map[string]float64{"original": float64(r.comm.Ori) / nodes, "p2p": float64(r.comm.P2p) / nodes, "p2p_reuse": float64(r.comm.Ru) / nodes},
 		HostFile:             r.hostFileFigures(),
 		PredictedConcurrentS: r.clocks.ConcurrentS,
@@ -734,12 +788,19 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	read0, written0 := r.io.Bytes()
 	var loss float64
 	for l := range r.layers {
+		if l == 0 && r.fixed != nil {
+			if err := r.fixedForward(ctx, seed, true); err != nil {
+				return 0, err
+			}
+			r.clocks.sync()
+			continue
+		}
 		if r.isPre(l) {
 			if err := r.preForward(ctx, l, seed, true); err != nil {
 				return 0, err
 			}
 		}
-		err := r.pass("forward", l, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+		err := r.pass("forward", l, true, nil, func(k int, c *chunkplan.Chunk, feed *chunkfeed.Feed) error {
 			lc, err := r.forward(ctx, l, k, c, feed, seed, true)
 			loss += lc
 			return err
@@ -750,6 +811,13 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		r.clocks.sync() // the layer's forward ends on every device
 	}
 	for l := last; l >= 0; l-- {
+		if l == 0 && r.fixed != nil {
+			if err := r.fixedBackward(ctx, seed); err != nil {
+				return 0, fmt.Errorf("backward: %w", err)
+			}
+			r.clocks.sync()
+			continue
+		}
 		if r.inputGrad(l) {
 			if _, grads := r.chunkIn(l); grads != nil {
 				if err := grads.Zero(); err != nil {
@@ -757,11 +825,11 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 				}
 			}
 		}
-		var sink *gradSink
-		if r.inputGrad(l) && r.dedup != dedupNone {
+		var sink *chunkfeed.Sink
+		if r.inputGrad(l) && r.dedup != chunkfeed.DedupNone {
 			sink = r.newSink(l)
 		}
-		err := r.pass("backward", l, r.readsInputBack(l), sink, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+		err := r.pass("backward", l, r.readsInputBack(l), sink, func(k int, c *chunkplan.Chunk, feed *chunkfeed.Feed) error {
 			return r.backward(ctx, l, k, c, feed, sink, seed)
 		})
 		if err == nil && r.isPre(l) {
@@ -810,20 +878,20 @@ const chunkLogEvery = 30 * time.Second
 // With a sink, it opens the sink's buffers before each batch and closes
 // them after it. A pass longer than chunkLogEvery reports its progress
 // (what: forward, backward or predict) every chunkLogEvery.
-func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func(k int, c *chunkplan.Chunk, feed *rowFeed) error) error {
+func (r *chunkedRun) pass(what string, l int, load bool, sink *chunkfeed.Sink, fn func(k int, c *chunkplan.Chunk, feed *chunkfeed.Feed) error) error {
 	start := time.Now()
 	last := start
-	var feed *rowFeed
+	var feed *chunkfeed.Feed
 	var ahead *prefetched // batch j+1's buffers, being filled
 	if load {
 		feed = r.newFeed(l)
 		defer func() {
-			feed.drop(ahead.wait())
-			feed.release()
+			feed.Drop(ahead.wait())
+			feed.Release()
 		}()
 	}
 	if sink != nil {
-		defer sink.release()
+		defer sink.Release()
 	}
 	for j, batch := range r.plan.Sched {
 		if feed != nil {
@@ -832,7 +900,7 @@ func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func
 			}
 		}
 		if sink != nil {
-			if err := sink.open(j); err != nil {
+			if err := sink.Open(j); err != nil {
 				return fmt.Errorf("layer %d batch %d: %w", l, j, err)
 			}
 		}
@@ -842,7 +910,7 @@ func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func
 			}
 		}
 		if sink != nil {
-			if err := sink.close(j + 1); err != nil {
+			if err := sink.Close(j + 1); err != nil {
 				return fmt.Errorf("layer %d batch %d: gradients: %w", l, j, err)
 			}
 		}
@@ -857,44 +925,44 @@ func (r *chunkedRun) pass(what string, l int, load bool, sink *gradSink, fn func
 // feedBatch makes batch j's transition buffers the feed's current ones:
 // those *ahead prefetched, or filled now; with prefetch it then starts
 // filling batch j+1's into *ahead.
-func (r *chunkedRun) feedBatch(feed *rowFeed, j int, ahead **prefetched) error {
+func (r *chunkedRun) feedBatch(feed *chunkfeed.Feed, j int, ahead **prefetched) error {
 	if *ahead != nil {
 		nts, err := (*ahead).wait(), (*ahead).err
 		*ahead = nil
 		if err != nil {
 			return err
 		}
-		feed.commit(nts)
-	} else if err := feed.next(j); err != nil {
+		feed.Commit(nts)
+	} else if err := feed.Next(j); err != nil {
 		return err
 	}
-	if r.prefetch && j+1 < len(r.plan.Sched) && feed.mode != dedupNone {
+	if r.prefetch && j+1 < len(r.plan.Sched) && r.dedup != chunkfeed.DedupNone {
 		*ahead = prefetch(feed, j+1)
 	}
 	return nil
 }
 
 // prefetched is a batch's transition buffers filled on another
-// goroutine (rowFeed.prepare).
+// goroutine (chunkfeed.Feed.Prepare).
 type prefetched struct {
 	done chan struct{}
-	nts  []*transition
+	nts  []*chunkfeed.Transition
 	err  error
 }
 
 // prefetch starts filling batch j's transition buffers.
-func prefetch(feed *rowFeed, j int) *prefetched {
+func prefetch(feed *chunkfeed.Feed, j int) *prefetched {
 	p := &prefetched{done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.nts, p.err = feed.prepare(j)
+		p.nts, p.err = feed.Prepare(j)
 	}()
 	return p
 }
 
 // wait returns the buffers once filled (nil for a nil p or a failed
 // fill).
-func (p *prefetched) wait() []*transition {
+func (p *prefetched) wait() []*chunkfeed.Transition {
 	if p == nil {
 		return nil
 	}
@@ -931,7 +999,13 @@ type scatterTransposer interface{ ScatterTranspose() }
 // layer to them; feed delivers the chunk's input rows (nil: a backward
 // over kept intermediates that does not read them, or with split reads
 // only the destinations' rows, which bind loads).
-func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFeed) (*boundChunk, error) {
+func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *chunkfeed.Feed) (*boundChunk, error) {
+	return r.bindGraph(r.layers[l], l, k, c, infer, feed)
+}
+
+// bindGraph is bind with lg, layer l's graph or a part of it over the
+// same input rows and graphs (the fixed aggregation).
+func (r *chunkedRun) bindGraph(lg *ir.Graph, l, k int, c *chunkplan.Chunk, infer bool, feed *chunkfeed.Feed) (*boundChunk, error) {
 	d := r.devs[k]
 	e := r.e
 	b := &boundChunk{}
@@ -973,7 +1047,7 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 	if feed != nil {
 		var owned bool
 		var err error
-		if x, owned, err = feed.input(k, c); err != nil {
+		if x, owned, err = feed.Input(k, c); err != nil {
 			return fail(fmt.Errorf("input rows: %w", err))
 		}
 		if owned {
@@ -989,9 +1063,9 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 			// or a split that reruns nothing of the input): the rows
 			// are bound, never read, so they come uncleared (at R-MAT
 			// 2^20 a GCN split's layer 0 would clear 2.5 GB an epoch).
-			x, err = r.scratch([]int{len(c.Src), r.inWidth(l)}, d.tier)
+			x, err = r.feed.Scratch([]int{len(c.Src), r.inWidth(l)}, d.tier)
 		default:
-			x, err = r.zeroed([]int{len(c.Src), r.inWidth(l)}, d.tier)
+			x, err = r.feed.Zeroed([]int{len(c.Src), r.inWidth(l)}, d.tier)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("input rows: %w", err))
@@ -1000,21 +1074,26 @@ func (r *chunkedRun) bind(l, k int, c *chunkplan.Chunk, infer bool, feed *rowFee
 	}
 	env.Input = x
 	var err error
-	if b.prog, err = engine.Bind(r.layers[l], env, d.ps); err != nil {
+	if b.prog, err = engine.Bind(lg, env, d.ps); err != nil {
 		return fail(err)
 	}
 	return b, nil
 }
 
-// purposeIntermediates files the traffic of cached intermediate results.
-const purposeIntermediates = "intermediates"
+// purposeIntermediates files the traffic of cached intermediate results,
+// purposeOutputs the layer outputs written back to the host (the row
+// feed's own purposes are chunkfeed's).
+const (
+	purposeIntermediates = "intermediates"
+	purposeOutputs       = "outputs"
+)
 
 // forward runs layer l over chunk c on device d and writes its output
 // rows to the host tier. In training it keeps the intermediates on the
 // host when the layer caches them, and at the last layer computes the
 // chunk's share of the loss and leaves its gradient in dh. It returns
 // that share of the loss.
-func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, feed *rowFeed, seed uint64, training bool) (float64, error) {
+func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, feed *chunkfeed.Feed, seed uint64, training bool) (float64, error) {
 	e := r.e
 	d := r.devs[k]
 	b, err := r.bind(l, k, c, !training, feed)
@@ -1063,7 +1142,7 @@ func (r *chunkedRun) forward(ctx context.Context, l, k int, c *chunkplan.Chunk, 
 // intermediates restored from the host or recomputed, the output gradient
 // loaded from dh[l+1], the parameter gradients accumulated on the device
 // and the input gradient added into dh[l] on the host.
-func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk, feed *rowFeed, sink *gradSink, seed uint64) error {
+func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk, feed *chunkfeed.Feed, sink *chunkfeed.Sink, seed uint64) error {
 	e := r.e
 	b, err := r.bind(l, k, c, false, feed)
 	if err != nil {
@@ -1088,12 +1167,12 @@ func (r *chunkedRun) backward(ctx context.Context, l, k int, c *chunkplan.Chunk,
 		return err
 	}
 	if sink != nil {
-		return sink.push(k, c, g)
+		return sink.Push(k, c, g)
 	}
 	_, grads := r.chunkIn(l)
 	buf := grads.Buf(len(c.Src), r.outBuf)
 	r.outBuf = buf
-	if err := backend.ForPurpose(e.Be, purposeVertGrad).Download(g, buf); err != nil {
+	if err := backend.ForPurpose(e.Be, chunkfeed.PurposeVertGrad).Download(g, buf); err != nil {
 		return err
 	}
 	return grads.Add(c.Src, buf)
@@ -1180,6 +1259,12 @@ func (r *chunkedRun) PredictScores(ctx context.Context, pred, rows []int32, logi
 	}
 	last := len(r.layers) - 1
 	for l := range r.layers {
+		if l == 0 && r.fixed != nil {
+			if err := r.fixedForward(ctx, 0, false); err != nil {
+				return err
+			}
+			continue
+		}
 		if r.isPre(l) {
 			if err := r.preForward(ctx, l, 0, false); err != nil {
 				return err
@@ -1188,7 +1273,7 @@ func (r *chunkedRun) PredictScores(ctx context.Context, pred, rows []int32, logi
 		if l == last {
 			break
 		}
-		err := r.pass("predict", l, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+		err := r.pass("predict", l, true, nil, func(k int, c *chunkplan.Chunk, feed *chunkfeed.Feed) error {
 			_, err := r.forward(ctx, l, k, c, feed, 0, false)
 			return err
 		})
@@ -1200,7 +1285,7 @@ func (r *chunkedRun) PredictScores(ctx context.Context, pred, rows []int32, logi
 	for i, v := range rows {
 		at[v] = i
 	}
-	return r.pass("predict", last, true, nil, func(k int, c *chunkplan.Chunk, feed *rowFeed) error {
+	return r.pass("predict", last, true, nil, func(k int, c *chunkplan.Chunk, feed *chunkfeed.Feed) error {
 		b, err := r.bind(last, k, c, true, feed)
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"strata/core/backend"
 	"strata/core/config"
 	"strata/core/train"
+	"strata/plugins/strategy/internal/chunkfeed"
 	"strata/plugins/strategy/internal/steprun"
 	"strata/plugins/strategy/internal/testkit"
 )
@@ -232,11 +233,11 @@ func TestChunkedDedupTraffic(t *testing.T) {
 			for l := 1; l < len(st.layers); l++ {
 				want += rows * int64(st.widths[l]) * 8
 			}
-			if by[purposeVertGrad] != want {
-				t.Errorf("vertex gradients to the host: %d bytes, want %d", by[purposeVertGrad], want)
+			if by[chunkfeed.PurposeVertGrad] != want {
+				t.Errorf("vertex gradients to the host: %d bytes, want %d", by[chunkfeed.PurposeVertGrad], want)
 			}
-			if (by[purposeP2P] > 0) != (mode != "none") {
-				t.Errorf("p2p bytes %d", by[purposeP2P])
+			if (by[chunkfeed.PurposeP2P] > 0) != (mode != "none") {
+				t.Errorf("p2p bytes %d", by[chunkfeed.PurposeP2P])
 			}
 			t.Logf("%s: %v", mode, by)
 		})

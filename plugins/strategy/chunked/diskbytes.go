@@ -30,10 +30,16 @@ import (
 // 2·N·c_l·s (z by the forward node pass, dz by the chunks' backward) and
 // read (2 + R'_l)·N·c_l·s (z by the chunks' forward, dz by the backward
 // node pass, z again by the chunks' backward when it reloads its input,
-// R'_l as R_l); its R_l is whether the prefix's backward reads its input
-// (dW = h_lᵀ·dz: the backward node pass reads h_l once more).
+// R'_l as R_l); its R_l is 1: the backward node pass reruns the prefix
+// from h_l (dW = h_lᵀ·dz, through the prefix's dropout).
+// A first layer whose aggregation of the features is computed once
+// (chunked.precompute, precompute.go) adds that matrix a_0 of width c_0:
+// read (1 + R''_0)·N·c_0·s by the layer's forward node pass and, when the
+// rest's backward reads its input (dW = a_0ᵀ·dh'), by its backward node
+// pass; it is written before the first epoch, not by an epoch.
 // The features are not in the host file: they are read from the dataset,
-// at least once (N·w_0·4 bytes of float32 rows).
+// at least once (N·w_0·4 bytes of float32 rows), and with a precomputed
+// first aggregation only before the first epoch.
 
 // HostFileFigures are an epoch's bytes through chunked.host_file: the
 // least the schedule needs and what the last epoch read and wrote.
@@ -42,7 +48,7 @@ type HostFileFigures struct {
 	MinWrittenBytes int64 `json:"min_written_bytes" doc:"the least bytes an epoch writes to the host file: each hidden activation and each gradient once"`
 	ReadBytes       int64 `json:"read_bytes" doc:"bytes the last epoch read from the host file and its log of gradient additions (every pread)"`
 	WrittenBytes    int64 `json:"written_bytes" doc:"bytes the last epoch wrote to the host file and its log of gradient additions (every pwrite)"`
-	FeatureBytes    int64 `json:"feature_bytes" doc:"the features' bytes (float32 rows), read from the dataset rather than the host file: at least once an epoch from disk when the dataset is a file not in the page cache"`
+	FeatureBytes    int64 `json:"feature_bytes" doc:"the features' bytes (float32 rows), read from the dataset rather than the host file: at least once an epoch from disk when the dataset is a file not in the page cache (with chunked.precompute, once before the first epoch)"`
 	AddCacheBytes   int64 `json:"add_cache_bytes" doc:"the most bytes of vertex-gradient rows the run held in RAM at once while adding into them (at most an eighth of the --max-memory budget; the rest go through the log of additions)"`
 }
 
@@ -69,6 +75,13 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 		read += 2 * z    // z_l by forward l, dz_l by the backward node pass
 		if r.reloadsChunkRows(l) {
 			read += z
+		}
+	}
+	if r.fixed != nil {
+		a := n * int64(r.fixed.width) * s
+		read += a // by layer 0's forward node pass
+		if backwardReadsInput(r.fixed.rest) {
+			read += a // and by its backward node pass
 		}
 	}
 	var nt int64 // destinations of the chunks with training nodes
@@ -101,12 +114,11 @@ func (r *chunkedRun) reloadsChunkRows(l int) bool {
 }
 
 // rereadsInput reports whether layer l's backward reads h_l: its node
-// pass, when the prefix's backward reads its input, or its chunks.
+// pass always does (it reruns the prefix from h_l, whose product's
+// weight gradient h_lᵀ·dz reads the input through the dropout before
+// it), else its chunks when they reload their rows.
 func (r *chunkedRun) rereadsInput(l int) bool {
-	if r.isPre(l) {
-		return backwardReadsInput(r.pre[l].g)
-	}
-	return r.reloadsChunkRows(l)
+	return r.isPre(l) || r.reloadsChunkRows(l)
 }
 
 // hostFileFigures returns the host file's figures (nil without one).
@@ -126,6 +138,10 @@ func (r *chunkedRun) announceDisk() string {
 		return ""
 	}
 	read, written := r.minDiskBytes()
-	return fmt.Sprintf("\nchunked: host file: an epoch reads at least %s and writes at least %s of it (the features, %s, come from the dataset); vertex gradients are added in RAM up to %s (1/%d of --max-memory), beyond it through a log",
-		graph.FormatBytes(read), graph.FormatBytes(written), graph.FormatBytes(int64(r.e.DS.NumNodes)*int64(r.e.Dim)*4), graph.FormatBytes(r.cacheMax), addCacheShare)
+	when := "come from the dataset"
+	if r.fixed != nil {
+		when = "are read from the dataset once, before the first epoch"
+	}
+	return fmt.Sprintf("\nchunked: host file: an epoch reads at least %s and writes at least %s of it (the features, %s, %s); vertex gradients are added in RAM up to %s (1/%d of --max-memory), beyond it through a log",
+		graph.FormatBytes(read), graph.FormatBytes(written), graph.FormatBytes(int64(r.e.DS.NumNodes)*int64(r.e.Dim)*4), when, graph.FormatBytes(r.cacheMax), addCacheShare)
 }

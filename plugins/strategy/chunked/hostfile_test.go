@@ -257,3 +257,55 @@ func TestChunkedHybridSplitsOnHost(t *testing.T) {
 		}
 	}
 }
+
+// TestHostFileTrafficPrecomputed checks the host file's figures after an
+// epoch of GCN on R-MAT 2^10 (32 features, 64 hidden, 5 classes; float32,
+// 4 chunks, recompute) whose layer 0 aggregation is computed once
+// (chunked.precompute): the epoch reads that matrix a_0 (32 columns)
+// twice, by layer 0's forward and backward node passes, and writes none
+// of it; h_1 is written once and read by forward 1 and backward 1, dh_1
+// written and read once, dh_2 the loss gradient of the chunks with
+// training nodes; with layer 1's X·W_1 computed once per node, z_1 and
+// dz_1 (5 columns) are written once and read once, z_1 again by the
+// recomputing backward. All that is written is the bound.
+func TestHostFileTrafficPrecomputed(t *testing.T) {
+	for _, pre := range []string{"off", ""} {
+		sets := append(testkit.ModelSets("gcn"), `data.dataset="rmat-10-8-32-5-1"`, "data.symmetrize=true", "model.hidden=64", "model.input_dropout=0",
+			`train.mode="chunked"`, `train.backend="cpu"`, "chunked.chunks=4", `chunked.intermediates="recompute"`, `train.dtype="float32"`,
+			`chunked.premultiply="`+pre+`"`, "chunked.host_file="+filepath.Join(t.TempDir(), "host.bin"))
+		r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, sets...))
+		if r.fixedFigure() != 32 {
+			t.Fatalf("precomputed width %d, want 32", r.fixedFigure())
+		}
+		if _, err := r.Epoch(context.Background(), 1, func() error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var res train.Result
+		r.ReportResult(&res)
+		got := res.Figures["chunked"].(*ChunkedFigures).HostFile
+		n, s := int64(r.e.DS.NumNodes), int64(4)
+		var nt int64
+		for _, c := range r.plan.Chunks {
+			if len(c.Train) > 0 {
+				nt += int64(len(c.Dst))
+			}
+		}
+		h, a := n*64*s, n*32*s
+		want := HostFileFigures{MinReadBytes: 3*h + nt*5*s + 2*a, MinWrittenBytes: 2*h + nt*5*s, FeatureBytes: n * 32 * 4}
+		if pre == "" {
+			if !r.isPre(1) {
+				t.Fatalf("node passes %v, want layer 1's", r.preFigure())
+			}
+			z := n * 5 * s
+			want.MinReadBytes += 3 * z
+			want.MinWrittenBytes += 2 * z
+		}
+		if got.MinReadBytes != want.MinReadBytes || got.MinWrittenBytes != want.MinWrittenBytes || got.FeatureBytes != want.FeatureBytes {
+			t.Errorf("premultiply %q: bounds %+v, want %+v", pre, *got, want)
+		}
+		if got.ReadBytes < got.MinReadBytes || got.WrittenBytes != got.MinWrittenBytes {
+			t.Errorf("premultiply %q: measured %d read, %d written: below the bound %d, or not the bound %d", pre, got.ReadBytes, got.WrittenBytes, got.MinReadBytes, got.MinWrittenBytes)
+		}
+		t.Logf("premultiply %q: read %d (bound %d), written %d (bound %d)", pre, got.ReadBytes, got.MinReadBytes, got.WrittenBytes, got.MinWrittenBytes)
+	}
+}

@@ -39,6 +39,7 @@ func BenchmarkChunkedEpochHostFile(b *testing.B) {
 			case "log":
 				r.addLog.SetCache(0)
 			}
+			r.feed = r.feedEnv() // the feed's buffers and row copies as set
 			pool := r.e.Be.(*cpu.Backend)
 			runtime.GC()
 			b.ReportAllocs()

@@ -67,6 +67,7 @@ func TestChunkedPoolMatchesFresh(t *testing.T) {
 			want, err := testkit.StepsWith(ctx, t, 2, testkit.MustParse(t, testkit.CoraBase, sets(t.TempDir())...), func(st train.Stepper) {
 				r := st.(*chunkedRun)
 				r.bufs = r.e.Be // every buffer fresh and zero-filled
+				r.feed = r.feedEnv()
 				if _, ok := r.bufs.(backend.Recycler); !ok {
 					t.Fatal("the cpu backend is not a backend.Recycler")
 				}

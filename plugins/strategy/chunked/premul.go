@@ -8,6 +8,7 @@ import (
 	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/ir"
+	"strata/plugins/strategy/internal/chunkfeed"
 	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/hosttier"
 )
@@ -56,9 +57,9 @@ func (r *chunkedRun) premulOn() bool {
 // chunked.dedup (the plan's V_ori, V_+p2p or V_+ru).
 func (r *chunkedRun) passRows() int64 {
 	switch r.dedup {
-	case dedupNone:
+	case chunkfeed.DedupNone:
 		return r.comm.Ori
-	case dedupP2P:
+	case chunkfeed.DedupP2P:
 		return r.comm.P2p
 	}
 	return r.comm.Ru
@@ -96,7 +97,7 @@ func (r *chunkedRun) planPremul() (bool, error) {
 	anyCut := false
 	for l, lg := range r.layers {
 		cut, ok := lg.RowCut()
-		if !ok {
+		if !ok || l == 0 && r.fixed != nil {
 			continue
 		}
 		wz := int(lg.Ops[cut].Shape[1])
@@ -179,25 +180,31 @@ func (r *chunkedRun) rangeRows(plan *chunkplan.Plan) int {
 }
 
 // prePeak is the device peak of layer l's node pass over plan's ranges
-// above the resident memory (0 without one): the range's input rows and
-// the prefix's training program (no chunk buffer is held between
-// passes).
+// above the resident memory (0 without one).
 func (r *chunkedRun) prePeak(plan *chunkplan.Plan, l int) (int64, error) {
 	if !r.isPre(l) {
 		return 0, nil
 	}
-	sz, err := engine.NewSizer(r.pre[l].g, r.e.DT)
+	return r.nodePassPeak(plan, l, r.pre[l].g, r.widths[l], l > 0)
+}
+
+// nodePassPeak is the device peak of a node pass of layer l running g
+// over plan's ranges, its input width wide, above the resident memory:
+// the range's input rows and g's training program (no chunk buffer is
+// held between passes).
+func (r *chunkedRun) nodePassPeak(plan *chunkplan.Plan, l int, g *ir.Graph, width int, inputGrad bool) (int64, error) {
+	sz, err := engine.NewSizer(g, r.e.DT)
 	if err != nil {
 		return 0, err
 	}
 	rows := r.rangeRows(plan)
 	// The sizer binds blocks, each with a graph: an empty one, unread.
 	shape := engine.BlockShape{Dst: rows, Src: rows, Edges: map[string]int64{"adj": 0}, Degrees: map[string]engine.Degrees{}}
-	fp, err := sz.Blocks([]engine.BlockShape{shape}, rows, engine.Usage{AccumulateGrads: true, InputGrad: l > 0})
+	fp, err := sz.Blocks([]engine.BlockShape{shape}, rows, engine.Usage{AccumulateGrads: true, InputGrad: inputGrad})
 	if err != nil {
 		return 0, fmt.Errorf("chunked: sizing layer %d's node pass: %w", l, err)
 	}
-	return int64(rows)*int64(r.widths[l])*int64(r.e.DT.Size()) + fp.Bytes(), nil
+	return int64(rows)*int64(width)*int64(r.e.DT.Size()) + fp.Bytes(), nil
 }
 
 // nodeRanges calls fn with the node ids in ranges of rangeRows, in order
@@ -218,26 +225,47 @@ func (r *chunkedRun) nodeRanges(fn func(ids []int32) error) error {
 	return nil
 }
 
-// bindPre binds layer l's prefix over the nodes ids on device 0, whose
-// parameters (and gradients) it uses, its input rows loaded from h[l];
-// done releases both.
-func (r *chunkedRun) bindPre(l int, ids []int32, infer bool) (p *engine.Program, done func(), err error) {
+// nodePass is a pass of a layer's row-wise part over node ranges: its
+// graph, the host rows it reads (of width), those it writes, those its
+// output's gradient is read from and (nil: none) those its input's
+// gradient is written to, and the traffic purpose of its input rows.
+type nodePass struct {
+	g         *ir.Graph
+	in        hosttier.Rows
+	width     int
+	out, dout hosttier.Rows
+	inGrad    hosttier.Rows
+	purpose   string
+}
+
+// preNode is layer l's prefix as a node pass: h[l] → z, dz → dh[l]
+// above layer 0.
+func (r *chunkedRun) preNode(l int) nodePass {
+	np := nodePass{g: r.pre[l].g, in: r.h[l], width: r.widths[l], out: r.pre[l].z, dout: r.pre[l].dz, purpose: backend.PurposeActivations}
+	if l == 0 {
+		np.purpose = backend.PurposeFeatures
+	} else {
+		np.inGrad = r.dh[l]
+	}
+	return np
+}
+
+// bindNode binds node pass np over the nodes ids on device 0, whose
+// parameters (and gradients) it uses, its input rows loaded; done
+// releases both.
+func (r *chunkedRun) bindNode(np nodePass, ids []int32, infer bool) (p *engine.Program, done func(), err error) {
 	d := r.devs[0]
-	x, err := r.scratch([]int{len(ids), r.widths[l]}, d.tier)
+	x, err := r.feed.Scratch([]int{len(ids), np.width}, d.tier)
 	if err != nil {
 		return nil, nil, err
 	}
-	purpose := backend.PurposeActivations
-	if l == 0 {
-		purpose = backend.PurposeFeatures
-	}
-	if err := r.loadRows(purpose, r.h[l], ids, x); err != nil {
+	if err := r.loadRows(np.purpose, np.in, ids, x); err != nil {
 		r.e.Be.Release(x)
 		return nil, nil, fmt.Errorf("input rows: %w", err)
 	}
 	env := engine.Env{Backend: r.e.Be, DType: r.e.DT, Tier: d.tier, Graphs: map[string]*engine.Graph{}, Input: x,
-		NodeIDs: [][]int32{ids}, Inference: infer, InputGrad: l > 0 && !infer}
-	if p, err = engine.Bind(r.pre[l].g, env, d.ps); err != nil {
+		NodeIDs: [][]int32{ids}, Inference: infer, InputGrad: np.inGrad != nil && !infer}
+	if p, err = engine.Bind(np.g, env, d.ps); err != nil {
 		r.e.Be.Release(x)
 		return nil, nil, err
 	}
@@ -247,9 +275,17 @@ func (r *chunkedRun) bindPre(l int, ids []int32, infer bool) (p *engine.Program,
 // preForward runs layer l's prefix over every node (training: with the
 // step's dropout) and writes z to the host tier.
 func (r *chunkedRun) preForward(ctx context.Context, l int, seed uint64, training bool) error {
-	z := r.pre[l].z
-	err := r.nodeRanges(func(ids []int32) error {
-		p, done, err := r.bindPre(l, ids, !training)
+	if err := r.nodeForward(ctx, r.preNode(l), seed, training); err != nil {
+		return fmt.Errorf("layer %d node pass: %w", l, err)
+	}
+	return nil
+}
+
+// nodeForward runs np over every node (training: with the step's
+// dropout) and writes its output rows.
+func (r *chunkedRun) nodeForward(ctx context.Context, np nodePass, seed uint64, training bool) error {
+	return r.nodeRanges(func(ids []int32) error {
+		p, done, err := r.bindNode(np, ids, !training)
 		if err != nil {
 			return err
 		}
@@ -257,16 +293,12 @@ func (r *chunkedRun) preForward(ctx context.Context, l int, seed uint64, trainin
 		if err := p.Forward(ctx, engine.Mode{Train: training, Seed: seed}); err != nil {
 			return err
 		}
-		out, err := r.hostView(purposeOutputs, z, p.Output())
+		out, err := r.hostView(purposeOutputs, np.out, p.Output())
 		if err != nil {
 			return err
 		}
-		return z.Put(ids, out)
+		return np.out.Put(ids, out)
 	})
-	if err != nil {
-		return fmt.Errorf("layer %d node pass: %w", l, err)
-	}
-	return nil
 }
 
 // preBackward runs layer l's prefix backward over every node once the
@@ -274,9 +306,19 @@ func (r *chunkedRun) preForward(ctx context.Context, l int, seed uint64, trainin
 // accumulated on device 0 and, above layer 0, the input's gradient
 // written to dh[l] (each row once: no addition).
 func (r *chunkedRun) preBackward(ctx context.Context, l int, seed uint64) error {
-	dz := r.pre[l].dz
-	err := r.nodeRanges(func(ids []int32) error {
-		p, done, err := r.bindPre(l, ids, false)
+	if err := r.nodeBackward(ctx, r.preNode(l), seed); err != nil {
+		return fmt.Errorf("layer %d node pass: %w", l, err)
+	}
+	return nil
+}
+
+// nodeBackward runs np backward over every node once its output's
+// gradient is complete: np rerun, its parameters' gradients accumulated
+// on device 0 and, where np has one, its input's gradient written (each
+// row once: no addition).
+func (r *chunkedRun) nodeBackward(ctx context.Context, np nodePass, seed uint64) error {
+	return r.nodeRanges(func(ids []int32) error {
+		p, done, err := r.bindNode(np, ids, false)
 		if err != nil {
 			return err
 		}
@@ -284,26 +326,22 @@ func (r *chunkedRun) preBackward(ctx context.Context, l int, seed uint64) error 
 		if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed, AccumulateGrads: true}); err != nil {
 			return err
 		}
-		if err := r.loadRows(backend.PurposeGradients, dz, ids, p.OutputGrad()); err != nil {
+		if err := r.loadRows(backend.PurposeGradients, np.dout, ids, p.OutputGrad()); err != nil {
 			return err
 		}
-		if err := p.Backward(ctx); err != nil || l == 0 {
+		if err := p.Backward(ctx); err != nil || np.inGrad == nil {
 			return err
 		}
 		g, err := p.InputGrad()
 		if err != nil {
 			return err
 		}
-		buf, err := r.hostView(purposeVertGrad, r.dh[l], g)
+		buf, err := r.hostView(chunkfeed.PurposeVertGrad, np.inGrad, g)
 		if err != nil {
 			return err
 		}
-		return r.dh[l].Put(ids, buf)
+		return np.inGrad.Put(ids, buf)
 	})
-	if err != nil {
-		return fmt.Errorf("layer %d node pass: %w", l, err)
-	}
-	return nil
 }
 
 // preAnnouncement names the layers whose prefix runs once per node ("":

@@ -50,27 +50,44 @@ func TestChunkedPremulMatchesFullGraph(t *testing.T) {
 		rows = slices.Delete(rows, 1, 3)
 	}
 	for _, c := range rows {
-		name := fmt.Sprintf("%s/%s/%s/file=%v/%s", c.model, c.data[0][len(`data.dataset="`):len(c.data[0])-1], c.backend, c.file, strings.Join(c.extra, ","))
-		t.Run(name, func(t *testing.T) {
-			sets := append(append(append(testkit.ModelSets(c.model), testkit.SplitDropouts(c.model)...), "model.layers=2"), c.data...)
-			sets = append(sets, `train.dtype="float64"`, `train.backend="`+c.backend+`"`)
-			chunked := append(slices.Clone(sets), `train.mode="chunked"`, "chunked.chunks=4")
-			chunked = append(chunked, c.extra...)
-			plan := slices.Clone(chunked) // the run that shows the plan, with a host file of its own
-			if c.file {
-				dir := t.TempDir()
-				chunked = append(chunked, "chunked.host_file="+filepath.Join(dir, "host.bin"))
-				plan = append(plan, "chunked.host_file="+filepath.Join(dir, "plan.bin"))
-			}
-			r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, plan...))
-			r.Release()
+		sets := append(append(append(testkit.ModelSets(c.model), testkit.SplitDropouts(c.model)...), "model.layers=2"), c.data...)
+		runAgainstFullGraph(t, c.model, c.backend, c.file, sets, c.extra, func(t *testing.T, r *chunkedRun) {
 			t.Logf("rows a pass %d of %d nodes", r.passRows(), r.e.DS.NumNodes)
 			if got := strings.Trim(fmt.Sprint(r.preFigure()), "[]"); got != c.cut {
 				t.Fatalf("node passes %q, want %q", got, c.cut)
 			}
-			want := testkit.RunSteps(t, 2, testkit.CoraBase, sets...)
-			got := testkit.RunSteps(t, 2, testkit.CoraBase, chunked...)
-			testkit.CompareSteps(t, got, want, testkit.SplitTol, testkit.SplitTol)
 		})
 	}
+}
+
+// runAgainstFullGraph runs, as a subtest named by the case, chunked
+// training (4 chunks, sets then extra, on backend, with a host file of
+// its own when file) against full-graph training of sets on backend, in
+// float64, and compares two steps to testkit.SplitTol; check sees the
+// chunked run's plan first (a run of its own, released).
+func runAgainstFullGraph(t *testing.T, model, backend string, file bool, sets, extra []string, check func(*testing.T, *chunkedRun)) {
+	var data []string // the case's data and model keys, for its name
+	for _, s := range sets {
+		if strings.HasPrefix(s, "data.") || strings.HasPrefix(s, "model.input_dropout") {
+			data = append(data, s)
+		}
+	}
+	name := fmt.Sprintf("%s/%s/%s/file=%v/%s", model, strings.Join(data, ","), backend, file, strings.Join(extra, ","))
+	t.Run(name, func(t *testing.T) {
+		sets := append(slices.Clone(sets), `train.dtype="float64"`, `train.backend="`+backend+`"`)
+		chunked := append(slices.Clone(sets), `train.mode="chunked"`, "chunked.chunks=4")
+		chunked = append(chunked, extra...)
+		plan := slices.Clone(chunked) // the run that shows the plan, with a host file of its own
+		if file {
+			dir := t.TempDir()
+			chunked = append(chunked, "chunked.host_file="+filepath.Join(dir, "host.bin"))
+			plan = append(plan, "chunked.host_file="+filepath.Join(dir, "plan.bin"))
+		}
+		r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, plan...))
+		r.Release()
+		check(t, r)
+		want := testkit.RunSteps(t, 2, testkit.CoraBase, sets...)
+		got := testkit.RunSteps(t, 2, testkit.CoraBase, chunked...)
+		testkit.CompareSteps(t, got, want, testkit.SplitTol, testkit.SplitTol)
+	})
 }

@@ -21,13 +21,14 @@ const (
 	phaseParams        = "params"        // every device's replica of the parameters
 	phaseHostTier      = "host_tier"     // the host tier allocated, the features copied into it
 	phaseIntermediates = "intermediates" // cache, split or recompute per layer (hybrid: by costmodel.hongtu)
+	phasePrecompute    = "precompute"    // chunked.precompute: layer 0's aggregation of the features, once
 	phaseOther         = "other"         // the rest of the set-up, between the phases
 )
 
 // preprocessPhases lists the phases in the order they run, "other" last.
 func preprocessPhases() []string {
 	return []string{phaseCostModel, phaseSplit, phasePartition, phaseChunks, phaseReorganize, phasePeak,
-		phaseComm, phaseDedup, phaseParams, phaseHostTier, phaseIntermediates, phaseOther}
+		phaseComm, phaseDedup, phaseParams, phaseHostTier, phaseIntermediates, phasePrecompute, phaseOther}
 }
 
 // phaseClock measures the preprocessing phases by the wall clock.

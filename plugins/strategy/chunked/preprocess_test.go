@@ -7,6 +7,7 @@ import (
 
 	"strata/core/train"
 	"strata/internal/floattol"
+	"strata/plugins/strategy/internal/chunkfeed"
 	"strata/plugins/strategy/internal/testkit"
 )
 
@@ -72,7 +73,7 @@ func TestPreprocessFigures(t *testing.T) {
 					figs.DedupPreprocessS, figs.DedupPreprocessShare, dp, dp/25)
 			}
 			dedup := tc.name != "none"
-			if (r.trans != nil) != dedup || dedup && (r.trans.Prev != nil) != (r.dedup == dedupReuse) {
+			if (r.trans != nil) != dedup || dedup && (r.trans.Prev != nil) != (r.dedup == chunkfeed.DedupReuse) {
 				t.Errorf("dedup %s: deduplication plan %v", r.dedup, r.trans != nil)
 			}
 		})

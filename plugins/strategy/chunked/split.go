@@ -82,6 +82,7 @@ func (r *chunkedRun) splitAnnouncement() string {
 	var parts []string
 	for l := range r.layers {
 		switch sp := r.splitAt(l); {
+		case l == 0 && r.fixed != nil: // its chunks do not run (precompute.go)
 		case sp == nil && r.opts.Intermediates == "split":
 			parts = append(parts, fmt.Sprintf("layer %d recomputes (%s)", l, r.splitWhy[l]))
 		case sp == nil:
@@ -282,29 +283,29 @@ func (r *chunkedRun) keptBytes() []int64 {
 // activations), in the first rows, and zeros for the other sources.
 func (r *chunkedRun) dstInput(l, k int, c *chunkplan.Chunk) (*tensor.Tensor, error) {
 	tier := r.devs[k].tier
-	x, err := r.zeroed([]int{len(c.Src), r.inWidth(l)}, tier)
+	x, err := r.feed.Zeroed([]int{len(c.Src), r.inWidth(l)}, tier)
 	if err != nil {
 		return nil, err
 	}
-	f := r.newFeed(l)
+	src, _ := r.chunkIn(l)
 	err = func() error {
-		rows, err := f.src.Gather(c.Dst, nil)
+		rows, err := src.Gather(c.Dst, nil)
 		if err != nil {
 			return err
 		}
-		tmp, err := r.scratch([]int{len(c.Dst), r.inWidth(l)}, tier)
+		tmp, err := r.feed.Scratch([]int{len(c.Dst), r.inWidth(l)}, tier)
 		if err != nil {
 			return err
 		}
 		defer r.e.Be.Release(tmp)
-		if err := f.be.Upload(tmp, rows); err != nil {
+		if err := backend.ForPurpose(r.e.Be, r.inPurpose(l)).Upload(tmp, rows); err != nil {
 			return err
 		}
 		first := make([]int32, len(c.Dst))
 		for i := range first {
 			first[i] = int32(i)
 		}
-		return f.scatter(tier, tmp, x, first)
+		return r.feed.Scatter(tier, tmp, x, first)
 	}()
 	if err != nil {
 		r.e.Be.Release(x)
