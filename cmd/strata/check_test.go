@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,7 +93,7 @@ epochs = 2
 			m["numerics"] = map[string]any{"pinned": true, "env": map[string]any{"OPENBLAS_CORETYPE": "Sandybridge"}, "blas_core": "Sandybridge"}
 			b, _ := json.Marshal(m)
 			writeFile(t, provPath, string(b))
-		}, []string{"-c", file, "--check"}, 2, []string{`OPENBLAS_CORETYPE: "Sandybridge" in the committed results, unset here`, "OPENBLAS_CORETYPE=Sandybridge strata experiment", "--native-numerics"}, nil},
+		}, []string{"-c", file, "--check"}, 2, []string{`OPENBLAS_CORETYPE: "Sandybridge" in the committed results, ` + coretypeHere() + " here", "OPENBLAS_CORETYPE=Sandybridge strata experiment", "--native-numerics"}, nil},
 		{"numerics differ, compared anyway", nil, []string{"-c", file, "--check", "--native-numerics"}, 0,
 			[]string{"warning: --native-numerics", "every checked column matches"}, true},
 		{"subset without check", nil, []string{"-c", file, "--subset"}, 2, []string{"--subset selects the runs of --check"}, nil},
@@ -169,4 +170,13 @@ epochs = 2
 	if code, _, stderr := cli(t, "experiment", "--index", readme); code != 2 || !strings.Contains(stderr, "README.md: the generated index needs its two marker lines") {
 		t.Errorf("README without markers: exit %d, %s", code, stderr)
 	}
+}
+
+// coretypeHere is how the check names this process's OPENBLAS_CORETYPE:
+// "unset", or its value quoted (some machines set it for every process).
+func coretypeHere() string {
+	if v, ok := os.LookupEnv("OPENBLAS_CORETYPE"); ok {
+		return strconv.Quote(v)
+	}
+	return "unset"
 }
