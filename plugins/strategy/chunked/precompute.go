@@ -35,17 +35,8 @@ type fixedAgg struct {
 
 // precomputeOn reports whether the run computes a fixed first
 // aggregation once: chunked.precompute = "input", or by default on a
-// host backend (the cpu); simulated devices keep the chunks' passes
-// unless the key asks.
-func (r *chunkedRun) precomputeOn() bool {
-	switch r.opts.Precompute {
-	case "input":
-		return true
-	case "":
-		return r.rows != nil
-	}
-	return false
-}
+// host backend (the cpu).
+func (r *chunkedRun) precomputeOn() bool { return r.hostDefault(r.opts.Precompute, "input") }
 
 // planFixed decides whether layer 0's aggregation is computed once: the
 // key allows it, the model has a layer after it (the last layer's

@@ -41,16 +41,14 @@ type preLayer struct {
 
 // premulOn reports whether the run cuts layers' row-wise prefixes where
 // that moves fewer bytes: chunked.premultiply = "bytes", or by default
-// on a host backend (the cpu); simulated devices keep the chunks'
-// products unless the key asks.
-func (r *chunkedRun) premulOn() bool {
-	switch r.opts.Premultiply {
-	case "bytes":
-		return true
-	case "":
-		return r.rows != nil
-	}
-	return false
+// on a host backend (the cpu).
+func (r *chunkedRun) premulOn() bool { return r.hostDefault(r.opts.Premultiply, "bytes") }
+
+// hostDefault reports whether a key of the cpu's schedule is on: set to
+// on, or left "" on a host backend (simulated devices keep HongTu's
+// schedule unless the key asks; "off" is off everywhere).
+func (r *chunkedRun) hostDefault(value, on string) bool {
+	return value == on || value == "" && r.rows != nil
 }
 
 // passRows is the rows a layer pass loads from the host under the run's
