@@ -193,3 +193,25 @@ func DropsEdges(g *ir.Graph) bool {
 	}
 	return false
 }
+
+// SetNodeIDs rebinds a program bound over the rows Env.NodeIDs[0] names
+// (no blocks: a node pass over node ranges) to the rows ids, as many as
+// before, whose input rows the caller has placed in Env.Input: the
+// dropouts' row keys follow ids. Binding a fresh program for every range
+// cleared all its buffers each time.
+func (p *Program) SetNodeIDs(ids []int32) error {
+	if p.env.Blocks != nil || len(p.env.NodeIDs) != 1 || len(ids) != len(p.env.NodeIDs[0]) {
+		return fmt.Errorf("engine: SetNodeIDs rebinds the %d rows of a program over named node rows to as many, not %d", p.InputRows(), len(ids))
+	}
+	p.env.NodeIDs = [][]int32{ids}
+	for ks, t := range p.keys {
+		keys, err := p.keysOf(ks)
+		if err != nil {
+			return err
+		}
+		if err := p.be.Upload(t, keys); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -152,6 +152,7 @@ type chunkedRun struct {
 	pre      []*preLayer            // per layer, its row-wise prefix where it runs once per node (chunked.premultiply; nil: none)
 	fixed    *fixedAgg              // layer 0's aggregation of the features, computed once (chunked.precompute; nil: none)
 	fixedWhy string                 // why layer 0 has no fixed aggregation ("" where it has one or the key is off)
+	fused    *ir.Graph              // layer 0's rest chained with layer 1's prefix, one node pass (fuse.go; nil: none)
 	canSplit []*engine.SplitPlan    // "split" and "hybrid": per layer, its split where it can split (planSplit)
 	splitWhy []string               // "split" and "hybrid": per layer, why it cannot split ("" when it can)
 	kept     []int64                // per layer, the intermediates' bytes kept on the host in the last epoch
@@ -160,6 +161,7 @@ type chunkedRun struct {
 	io       *hosttier.IOCount      // the host file's reads and writes (nil: no host file)
 	addLog   addCache               // the host file's log of additions (nil: no host file)
 	cacheMax int64                  // the bound on the vertex gradients' ranges added in RAM
+	preInRAM bool                   // with a host file, the node passes' z and dz are kept in RAM (premul.go)
 	disk     [2]int64               // the host file's bytes read and written in the last epoch
 	bufs     backend.Backend        // allocates the chunk feed's buffers (see newChunkedRun)
 	feed     chunkfeed.Env          // the chunk feed's view of the run (feedEnv), set once the devices exist
@@ -494,10 +496,15 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 	n := r.e.DS.NumNodes
 	arena := &hosttier.Arena{DT: r.e.DT}
 	var widths []int // the activations and their gradients
-	for _, w := range r.widths[1:] {
-		widths = append(widths, w, w)
+	for l, w := range r.widths[1:] {
+		if !r.inFused(l + 1) {
+			widths = append(widths, w, w)
+		}
 	}
-	widths = append(widths, r.preWidths()...)
+	r.preInRAM = r.opts.HostFile != "" && hosttier.Bytes(r.e.DT, n, r.preWidths()) <= graph.MaxMemory(ctx)/preRAMShare
+	if !r.preInRAM {
+		widths = append(widths, r.preWidths()...)
+	}
 	widths = append(widths, r.fixedWidths()...)
 	size := hosttier.Bytes(r.e.DT, n, widths)
 	if r.opts.HostFile != "" {
@@ -560,9 +567,11 @@ func (r *chunkedRun) allocHost(ctx context.Context) error {
 	r.dh = []hosttier.Rows{nil}
 	for l := 1; l < len(r.widths); l++ {
 		for _, into := range []*[]hosttier.Rows{&r.h, &r.dh} {
-			m, err := arena.Matrix(n, r.widths[l])
-			if err != nil {
-				return err
+			var m hosttier.Rows
+			if !r.inFused(l) { // else never on the host tier: nil
+				if m, err = arena.Matrix(n, r.widths[l]); err != nil {
+					return err
+				}
 			}
 			*into = append(*into, m)
 		}
@@ -626,7 +635,7 @@ func backwardReadsInput(g *ir.Graph) bool {
 func (r *chunkedRun) Announce() string {
 	modes := r.modes()
 	return fmt.Sprintf("chunked: %d chunks (%d per device on %d devices), intermediates %v, neighbour rows per layer pass: %d original, %d with p2p, %d with p2p+reuse",
-		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.splitAnnouncement() + r.preAnnouncement() + r.fixedAnnouncement() + r.announceDisk()
+		len(r.plan.Chunks), r.plan.N, r.plan.M, modes, r.comm.Ori, r.comm.P2p, r.comm.Ru) + r.splitAnnouncement() + r.preAnnouncement() + r.fixedAnnouncement() + r.fusedAnnouncement() + r.announceDisk()
 }
 
 func (r *chunkedRun) modes() []string {
@@ -788,17 +797,12 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	read0, written0 := r.io.Bytes()
 	var loss float64
 	for l := range r.layers {
+		if err := r.nodeForwardAt(ctx, l, seed, true); err != nil {
+			return 0, err
+		}
 		if l == 0 && r.fixed != nil {
-			if err := r.fixedForward(ctx, seed, true); err != nil {
-				return 0, err
-			}
 			r.clocks.sync()
 			continue
-		}
-		if r.isPre(l) {
-			if err := r.preForward(ctx, l, seed, true); err != nil {
-				return 0, err
-			}
 		}
 		err := r.pass("forward", l, true, nil, func(k int, c *chunkplan.Chunk, feed *chunkfeed.Feed) error {
 			lc, err := r.forward(ctx, l, k, c, feed, seed, true)
@@ -812,7 +816,7 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 	}
 	for l := last; l >= 0; l-- {
 		if l == 0 && r.fixed != nil {
-			if err := r.fixedBackward(ctx, seed); err != nil {
+			if err := r.nodeBackwardAt(ctx, l, seed); err != nil {
 				return 0, fmt.Errorf("backward: %w", err)
 			}
 			r.clocks.sync()
@@ -832,8 +836,8 @@ func (r *chunkedRun) Epoch(ctx context.Context, seed uint64, update func() error
 		err := r.pass("backward", l, r.readsInputBack(l), sink, func(k int, c *chunkplan.Chunk, feed *chunkfeed.Feed) error {
 			return r.backward(ctx, l, k, c, feed, sink, seed)
 		})
-		if err == nil && r.isPre(l) {
-			err = r.preBackward(ctx, l, seed)
+		if err == nil {
+			err = r.nodeBackwardAt(ctx, l, seed)
 		}
 		if err != nil {
 			return 0, fmt.Errorf("backward: %w", err)
@@ -1259,16 +1263,11 @@ func (r *chunkedRun) PredictScores(ctx context.Context, pred, rows []int32, logi
 	}
 	last := len(r.layers) - 1
 	for l := range r.layers {
-		if l == 0 && r.fixed != nil {
-			if err := r.fixedForward(ctx, 0, false); err != nil {
-				return err
-			}
-			continue
+		if err := r.nodeForwardAt(ctx, l, 0, false); err != nil {
+			return err
 		}
-		if r.isPre(l) {
-			if err := r.preForward(ctx, l, 0, false); err != nil {
-				return err
-			}
+		if l == 0 && r.fixed != nil {
+			continue
 		}
 		if l == last {
 			break

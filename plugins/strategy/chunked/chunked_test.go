@@ -295,8 +295,14 @@ func TestTwoLevelCapability(t *testing.T) {
 // the test ends.
 func newTestRun(tb testing.TB, cfg *config.Config) (*chunkedRun, *train.Env) {
 	tb.Helper()
-	ctx := context.Background()
-	env, _, closeEnv, err := train.NewEnv(ctx, cfg, testkit.TestHost(tb))
+	return newTestRunCtx(tb, context.Background(), cfg)
+}
+
+// newTestRunCtx is newTestRun with the run made under ctx (its memory
+// budget: graph.WithMaxMemory); the environment is loaded without it.
+func newTestRunCtx(tb testing.TB, ctx context.Context, cfg *config.Config) (*chunkedRun, *train.Env) {
+	tb.Helper()
+	env, _, closeEnv, err := train.NewEnv(context.Background(), cfg, testkit.TestHost(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"strata/core/graph"
+	"strata/plugins/strategy/internal/hosttier"
 )
 
 // The host file's traffic (chunked.host_file). An epoch must move, at
@@ -36,7 +37,11 @@ import (
 // (chunked.precompute, precompute.go) adds that matrix a_0 of width c_0:
 // read (1 + R''_0)·N·c_0·s by the layer's forward node pass and, when the
 // rest's backward reads its input (dW = a_0ᵀ·dh'), by its backward node
-// pass; it is written before the first epoch, not by an epoch.
+// pass; it is written before the first epoch, not by an epoch. When
+// that pass and layer 1's prefix run as one (fuse.go), h_1 and dh_1
+// leave the sums and a_0 is read twice (R''_0 = 1). The node passes' z_l
+// and dz_l are kept in RAM when they fit an eighth of the memory budget
+// (preRAMShare): their terms then leave the sums too.
 // The features are not in the host file: they are read from the dataset,
 // at least once (N·w_0·4 bytes of float32 rows), and with a precomputed
 // first aggregation only before the first epoch.
@@ -50,6 +55,7 @@ type HostFileFigures struct {
 	WrittenBytes    int64 `json:"written_bytes" doc:"bytes the last epoch wrote to the host file and its log of gradient additions (every pwrite)"`
 	FeatureBytes    int64 `json:"feature_bytes" doc:"the features' bytes (float32 rows), read from the dataset rather than the host file: at least once an epoch from disk when the dataset is a file not in the page cache (with chunked.precompute, once before the first epoch)"`
 	AddCacheBytes   int64 `json:"add_cache_bytes" doc:"the most bytes of vertex-gradient rows the run held in RAM at once while adding into them (at most an eighth of the --max-memory budget; the rest go through the log of additions)"`
+	RAMBytes        int64 `json:"ram_bytes,omitempty" doc:"bytes of the host tier kept in RAM beside the file: the node passes' z and dz, which the chunks gather row by row, when they fit an eighth of the --max-memory budget"`
 }
 
 // minDiskBytes returns the least bytes an epoch reads from and writes to
@@ -59,6 +65,9 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 	s := int64(r.e.DT.Size())
 	last := len(r.layers)
 	for l := 1; l < last; l++ {
+		if r.inFused(l) {
+			continue // h_l and dh_l stay inside the fused node pass
+		}
 		m := n * int64(r.widths[l]) * s
 		written += 2 * m // h_l and dh_l
 		read += 2 * m    // h_l by forward l, dh_l by backward l-1
@@ -67,7 +76,7 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 		}
 	}
 	for l := range r.layers {
-		if !r.isPre(l) {
+		if !r.isPre(l) || r.preInRAM {
 			continue
 		}
 		z := n * int64(r.pre[l].width) * s
@@ -80,8 +89,8 @@ func (r *chunkedRun) minDiskBytes() (read, written int64) {
 	if r.fixed != nil {
 		a := n * int64(r.fixed.width) * s
 		read += a // by layer 0's forward node pass
-		if backwardReadsInput(r.fixed.rest) {
-			read += a // and by its backward node pass
+		if r.fused != nil || backwardReadsInput(r.fixed.rest) {
+			read += a // and by its backward node pass (fused: it reruns layer 0's rest)
 		}
 	}
 	var nt int64 // destinations of the chunks with training nodes
@@ -128,7 +137,16 @@ func (r *chunkedRun) hostFileFigures() *HostFileFigures {
 	}
 	minRead, minWritten := r.minDiskBytes()
 	return &HostFileFigures{MinReadBytes: minRead, MinWrittenBytes: minWritten, ReadBytes: r.disk[0], WrittenBytes: r.disk[1],
-		FeatureBytes: int64(r.e.DS.NumNodes) * int64(r.e.Dim) * 4, AddCacheBytes: r.addLog.CacheBytes()}
+		FeatureBytes: int64(r.e.DS.NumNodes) * int64(r.e.Dim) * 4, AddCacheBytes: r.addLog.CacheBytes(), RAMBytes: r.ramBytes()}
+}
+
+// ramBytes is the bytes of the host tier kept in RAM beside the host
+// file (preInRAM).
+func (r *chunkedRun) ramBytes() int64 {
+	if !r.preInRAM {
+		return 0
+	}
+	return hosttier.Bytes(r.e.DT, r.e.DS.NumNodes, r.preWidths())
 }
 
 // announceDisk is the announcement's line on the host file's traffic
@@ -142,6 +160,10 @@ func (r *chunkedRun) announceDisk() string {
 	if r.fixed != nil {
 		when = "are read from the dataset once, before the first epoch"
 	}
-	return fmt.Sprintf("\nchunked: host file: an epoch reads at least %s and writes at least %s of it (the features, %s, %s); vertex gradients are added in RAM up to %s (1/%d of --max-memory), beyond it through a log",
-		graph.FormatBytes(read), graph.FormatBytes(written), graph.FormatBytes(int64(r.e.DS.NumNodes)*int64(r.e.Dim)*4), when, graph.FormatBytes(r.cacheMax), addCacheShare)
+	ram := ""
+	if r.preInRAM {
+		ram = fmt.Sprintf("; the node passes' z and dz (%s) are kept in RAM", graph.FormatBytes(r.ramBytes()))
+	}
+	return fmt.Sprintf("\nchunked: host file: an epoch reads at least %s and writes at least %s of it (the features, %s, %s); vertex gradients are added in RAM up to %s (1/%d of --max-memory), beyond it through a log%s",
+		graph.FormatBytes(read), graph.FormatBytes(written), graph.FormatBytes(int64(r.e.DS.NumNodes)*int64(r.e.Dim)*4), when, graph.FormatBytes(r.cacheMax), addCacheShare, ram)
 }

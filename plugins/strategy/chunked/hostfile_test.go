@@ -176,22 +176,29 @@ func TestHostFileNotAnOutput(t *testing.T) {
 // columns and Â·h_1·W_1 of 7, each written once and read once; with
 // layer 0's X·W_0 computed once per node, the default on the cpu, z_0 =
 // X·W_0 and dz_0, 16 columns each, written once and read once, and z_0
-// again by a recomputing backward), the measured bytes are at least
-// that, all that is written is the bound, and without a host file the
-// result has no such figures (the published experiments' results keep
-// their fields).
+// again by a recomputing backward, unless they fit an eighth of the
+// memory budget: then they stay in RAM, ram_bytes), the measured bytes
+// are at least that, all that is written is the bound, and without a
+// host file the result has no such figures (the published experiments'
+// results keep their fields).
 func TestHostFileTraffic(t *testing.T) {
 	for _, c := range []struct {
 		file       bool
 		inter, pre string
-	}{{true, "recompute", "off"}, {false, "recompute", ""}, {true, "split", "off"}, {true, "recompute", ""}, {true, "split", ""}} {
+		tight      bool // a 1 MiB memory budget: z_0 and dz_0 do not fit in RAM
+	}{{true, "recompute", "off", false}, {false, "recompute", "", false}, {true, "split", "off", false}, {true, "recompute", "", true},
+		{true, "split", "", true}, {true, "recompute", "", false}} {
 		file := c.file
 		sets := append(testkit.ModelSets("gcn"), `train.mode="chunked"`, `train.backend="cpu"`, "chunked.chunks=3", `chunked.intermediates="`+c.inter+`"`, `train.dtype="float32"`,
 			`chunked.premultiply="`+c.pre+`"`)
 		if file {
 			sets = append(sets, "chunked.host_file="+filepath.Join(t.TempDir(), "host.bin"))
 		}
-		r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, sets...))
+		ctx := context.Background()
+		if c.tight {
+			ctx = graph.WithMaxMemory(ctx, 1<<20)
+		}
+		r, _ := newTestRunCtx(t, ctx, testkit.MustParse(t, testkit.CoraBase, sets...))
 		if _, err := r.Epoch(context.Background(), 1, func() error { return nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -226,13 +233,18 @@ func TestHostFileTraffic(t *testing.T) {
 				t.Fatalf("node passes %v, want layer 0's", r.preFigure())
 			}
 			z := n * hidden * s
-			want.MinReadBytes += 2 * z
-			want.MinWrittenBytes += 2 * z
-			if c.inter == "recompute" {
-				want.MinReadBytes += z
+			switch {
+			case !c.tight:
+				want.RAMBytes = 2 * ((z + 4095) / 4096 * 4096) // page-aligned matrices
+			case c.inter == "recompute":
+				want.MinReadBytes += 3 * z
+				want.MinWrittenBytes += 2 * z
+			default:
+				want.MinReadBytes += 2 * z
+				want.MinWrittenBytes += 2 * z
 			}
 		}
-		if got.MinReadBytes != want.MinReadBytes || got.MinWrittenBytes != want.MinWrittenBytes || got.FeatureBytes != want.FeatureBytes {
+		if got.MinReadBytes != want.MinReadBytes || got.MinWrittenBytes != want.MinWrittenBytes || got.FeatureBytes != want.FeatureBytes || got.RAMBytes != want.RAMBytes {
 			t.Errorf("bounds %+v, want %+v", *got, want)
 		}
 		if got.ReadBytes < got.MinReadBytes || got.WrittenBytes != got.MinWrittenBytes {
@@ -267,13 +279,24 @@ func TestChunkedHybridSplitsOnHost(t *testing.T) {
 // written and read once, dh_2 the loss gradient of the chunks with
 // training nodes; with layer 1's X·W_1 computed once per node, z_1 and
 // dz_1 (5 columns) are written once and read once, z_1 again by the
-// recomputing backward. All that is written is the bound.
+// recomputing backward (in RAM within an eighth of the memory budget,
+// else in the file), and layer 0's rest runs in one node pass with
+// that product (fuse.go): h_1 and dh_1 never reach the file. All that is
+// written is the bound.
 func TestHostFileTrafficPrecomputed(t *testing.T) {
-	for _, pre := range []string{"off", ""} {
+	for _, c := range []struct {
+		pre   string
+		tight bool // a 64 KiB memory budget: z_1 and dz_1 do not fit in RAM
+	}{{"off", false}, {"", true}, {"", false}} {
+		pre := c.pre
 		sets := append(testkit.ModelSets("gcn"), `data.dataset="rmat-10-8-32-5-1"`, "data.symmetrize=true", "model.hidden=64", "model.input_dropout=0",
 			`train.mode="chunked"`, `train.backend="cpu"`, "chunked.chunks=4", `chunked.intermediates="recompute"`, `train.dtype="float32"`,
 			`chunked.premultiply="`+pre+`"`, "chunked.host_file="+filepath.Join(t.TempDir(), "host.bin"))
-		r, _ := newTestRun(t, testkit.MustParse(t, testkit.CoraBase, sets...))
+		ctx := context.Background()
+		if c.tight {
+			ctx = graph.WithMaxMemory(ctx, 64<<10)
+		}
+		r, _ := newTestRunCtx(t, ctx, testkit.MustParse(t, testkit.CoraBase, sets...))
 		if r.fixedFigure() != 32 {
 			t.Fatalf("precomputed width %d, want 32", r.fixedFigure())
 		}
@@ -293,14 +316,20 @@ func TestHostFileTrafficPrecomputed(t *testing.T) {
 		h, a := n*64*s, n*32*s
 		want := HostFileFigures{MinReadBytes: 3*h + nt*5*s + 2*a, MinWrittenBytes: 2*h + nt*5*s, FeatureBytes: n * 32 * 4}
 		if pre == "" {
-			if !r.isPre(1) {
-				t.Fatalf("node passes %v, want layer 1's", r.preFigure())
+			if !r.isPre(1) || r.fused == nil {
+				t.Fatalf("node passes %v (fused %v), want layer 1's, fused with layer 0's", r.preFigure(), r.fused != nil)
 			}
 			z := n * 5 * s
-			want.MinReadBytes += 3 * z
-			want.MinWrittenBytes += 2 * z
+			want.MinReadBytes -= 3 * h
+			want.MinWrittenBytes -= 2 * h
+			if c.tight {
+				want.MinReadBytes += 3 * z
+				want.MinWrittenBytes += 2 * z
+			} else {
+				want.RAMBytes = 2 * ((z + 4095) / 4096 * 4096)
+			}
 		}
-		if got.MinReadBytes != want.MinReadBytes || got.MinWrittenBytes != want.MinWrittenBytes || got.FeatureBytes != want.FeatureBytes {
+		if got.MinReadBytes != want.MinReadBytes || got.MinWrittenBytes != want.MinWrittenBytes || got.FeatureBytes != want.FeatureBytes || got.RAMBytes != want.RAMBytes {
 			t.Errorf("premultiply %q: bounds %+v, want %+v", pre, *got, want)
 		}
 		if got.ReadBytes < got.MinReadBytes || got.WrittenBytes != got.MinWrittenBytes {

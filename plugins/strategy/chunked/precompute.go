@@ -75,7 +75,11 @@ func (r *chunkedRun) fixedPeak(plan *chunkplan.Plan) (int64, error) {
 	if r.fixed == nil {
 		return 0, nil
 	}
-	return r.nodePassPeak(plan, 0, r.fixed.rest, r.fixed.width, false)
+	g := r.fixed.rest
+	if r.fused != nil {
+		g = r.fused
+	}
+	return r.nodePassPeak(plan, 0, g, r.fixed.width, false)
 }
 
 // allocFixed gives the fixed aggregation its matrix in arena.

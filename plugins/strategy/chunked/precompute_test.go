@@ -23,6 +23,8 @@ import (
 // GraphSAGE (its root product reads the input beside the aggregation)
 // nor GCN on Cora (1433 → 16: W first), and not when the key is off;
 // where the key asks and the layer cannot, the announcement says why.
+// Where layer 1 multiplies first (chunked.premultiply), its product and
+// layer 0's rest run as one node pass (fuse.go).
 func TestChunkedPrecomputeMatchesFullGraph(t *testing.T) {
 	rmat := []string{`data.dataset="rmat-10-8-32-5-1"`, "data.symmetrize=true", "model.hidden=64"}
 	cora := []string{`data.dataset="embedded:cora"`}
@@ -32,17 +34,19 @@ func TestChunkedPrecomputeMatchesFullGraph(t *testing.T) {
 		backend string
 		file    bool
 		extra   []string
-		width   int // precomputed_width (0: none)
+		width   int  // precomputed_width (0: none)
+		fused   bool // layer 0's rest and layer 1's product in one node pass
 	}{
-		{"gcn", rmat, "cpu", true, nil, 32},
-		{"gcn", rmat, "cpu", false, []string{`chunked.dedup="none"`, `chunked.intermediates="cache"`}, 32},
-		{"gcn", rmat, "cpu", true, []string{`chunked.intermediates="split"`, `chunked.premultiply="off"`}, 32},
-		{"gcn", rmat, "sim", false, []string{`chunked.precompute="input"`, `devices.preset="pcie-only"`, "devices.count=2"}, 32},
-		{"gcn", rmat, "sim", false, nil, 0},
-		{"gcn", append(slices.Clone(rmat), "model.input_dropout=0.3"), "cpu", false, nil, 0},
-		{"gcn", rmat, "cpu", false, []string{`chunked.precompute="off"`}, 0},
-		{"sage", rmat, "cpu", false, []string{`chunked.precompute="input"`}, 0},
-		{"gcn", cora, "cpu", false, nil, 0},
+		{"gcn", rmat, "cpu", true, nil, 32, true},
+		{"gcn", rmat, "cpu", false, []string{`chunked.dedup="none"`, `chunked.intermediates="cache"`}, 32, true},
+		{"gcn", rmat, "cpu", true, []string{`chunked.intermediates="split"`, `chunked.premultiply="off"`}, 32, false},
+		{"gcn", rmat, "sim", false, []string{`chunked.precompute="input"`, `devices.preset="pcie-only"`, "devices.count=2"}, 32, false},
+		{"gcn", rmat, "cpu", true, []string{`chunked.intermediates="recompute"`}, 32, true},
+		{"gcn", rmat, "sim", false, nil, 0, false},
+		{"gcn", append(slices.Clone(rmat), "model.input_dropout=0.3"), "cpu", false, nil, 0, false},
+		{"gcn", rmat, "cpu", false, []string{`chunked.precompute="off"`}, 0, false},
+		{"sage", rmat, "cpu", false, []string{`chunked.precompute="input"`}, 0, false},
+		{"gcn", cora, "cpu", false, nil, 0, false},
 	}
 	if testing.Short() {
 		rows = slices.Delete(rows, 1, 3)
@@ -52,6 +56,9 @@ func TestChunkedPrecomputeMatchesFullGraph(t *testing.T) {
 		runAgainstFullGraph(t, c.model, c.backend, c.file, sets, c.extra, func(t *testing.T, r *chunkedRun) {
 			if got := r.fixedFigure(); got != c.width {
 				t.Fatalf("precomputed width %d, want %d", got, c.width)
+			}
+			if got := r.fused != nil; got != c.fused {
+				t.Errorf("layers 0 and 1 fused %v, want %v", got, c.fused)
 			}
 			if c.width > 0 && r.modes()[0] != "precomputed" {
 				t.Errorf("layer 0's intermediates %q, want precomputed", r.modes()[0])

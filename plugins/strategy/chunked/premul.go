@@ -3,11 +3,13 @@ package chunked
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"strata/core/backend"
 	"strata/core/engine"
 	"strata/core/ir"
+	"strata/core/tensor"
 	"strata/plugins/strategy/internal/chunkfeed"
 	"strata/plugins/strategy/internal/chunkplan"
 	"strata/plugins/strategy/internal/hosttier"
@@ -155,7 +157,15 @@ func (r *chunkedRun) preWidths() []int {
 	return out
 }
 
-// allocPre gives every node pass its z and dz matrices in arena.
+// preRAMShare is the share of the memory budget (--max-memory) that the
+// node passes' z and dz may take in RAM beside a host file: 1/preRAMShare.
+// The chunks gather their rows at random, a few per node; from the file
+// that was one pread per row of 64 bytes (GCN's 16-wide z at R-MAT 2^24:
+// 122 M rows a pass, most of the epoch's 489 s of system time).
+const preRAMShare = 8
+
+// allocPre gives every node pass its z and dz matrices in arena, or in
+// RAM (preInRAM).
 func (r *chunkedRun) allocPre(arena *hosttier.Arena) error {
 	for l := range r.layers {
 		if !r.isPre(l) {
@@ -163,7 +173,12 @@ func (r *chunkedRun) allocPre(arena *hosttier.Arena) error {
 		}
 		for _, m := range []*hosttier.Rows{&r.pre[l].z, &r.pre[l].dz} {
 			var err error
-			if *m, err = arena.Matrix(r.e.DS.NumNodes, r.pre[l].width); err != nil {
+			if r.preInRAM {
+				*m, err = arena.RAMMatrix(r.e.DS.NumNodes, r.pre[l].width)
+			} else {
+				*m, err = arena.Matrix(r.e.DS.NumNodes, r.pre[l].width)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -180,7 +195,7 @@ func (r *chunkedRun) rangeRows(plan *chunkplan.Plan) int {
 // prePeak is the device peak of layer l's node pass over plan's ranges
 // above the resident memory (0 without one).
 func (r *chunkedRun) prePeak(plan *chunkplan.Plan, l int) (int64, error) {
-	if !r.isPre(l) {
+	if !r.isPre(l) || r.inFused(l) {
 		return 0, nil
 	}
 	return r.nodePassPeak(plan, l, r.pre[l].g, r.widths[l], l > 0)
@@ -248,26 +263,73 @@ func (r *chunkedRun) preNode(l int) nodePass {
 	return np
 }
 
-// bindNode binds node pass np over the nodes ids on device 0, whose
-// parameters (and gradients) it uses, its input rows loaded; done
-// releases both.
-func (r *chunkedRun) bindNode(np nodePass, ids []int32, infer bool) (p *engine.Program, done func(), err error) {
-	d := r.devs[0]
-	x, err := r.feed.Scratch([]int{len(ids), np.width}, d.tier)
-	if err != nil {
-		return nil, nil, err
+// nodeProgs binds a node pass's program on device 0, whose parameters
+// (and gradients) it uses, once per range length (a pass has at most
+// two: its ranges' and the shorter last one's, bound after the first is
+// released) and rebinds it to each range's rows: a program bound afresh
+// for every range cleared all its buffers each time, a fifth of an
+// R-MAT 2^20 epoch.
+type nodeProgs struct {
+	r     *chunkedRun
+	np    nodePass
+	infer bool
+	bound *boundNode
+}
+
+// boundNode is a node pass's program over ranges of len(ids) rows, its
+// input rows x and the ids it is bound to.
+type boundNode struct {
+	p   *engine.Program
+	x   *tensor.Tensor
+	ids []int32
+}
+
+func (r *chunkedRun) nodeProgs(np nodePass, infer bool) *nodeProgs {
+	return &nodeProgs{r: r, np: np, infer: infer}
+}
+
+// bind returns the pass's program over the nodes ids, their input rows
+// loaded.
+func (b *nodeProgs) bind(ids []int32) (*engine.Program, error) {
+	r, np := b.r, b.np
+	bn := b.bound
+	if bn != nil && len(bn.ids) != len(ids) {
+		b.release()
+		bn = nil
 	}
-	if err := r.loadRows(np.purpose, np.in, ids, x); err != nil {
-		r.e.Be.Release(x)
-		return nil, nil, fmt.Errorf("input rows: %w", err)
+	if bn == nil {
+		d := r.devs[0]
+		x, err := r.feed.Scratch([]int{len(ids), np.width}, d.tier)
+		if err != nil {
+			return nil, err
+		}
+		bn = &boundNode{x: x, ids: slices.Clone(ids)}
+		env := engine.Env{Backend: r.e.Be, DType: r.e.DT, Tier: d.tier, Graphs: map[string]*engine.Graph{}, Input: x,
+			NodeIDs: [][]int32{bn.ids}, Inference: b.infer, InputGrad: np.inGrad != nil && !b.infer}
+		if bn.p, err = engine.Bind(np.g, env, d.ps); err != nil {
+			r.e.Be.Release(x)
+			return nil, err
+		}
+		b.bound = bn
+	} else {
+		copy(bn.ids, ids)
+		if err := bn.p.SetNodeIDs(bn.ids); err != nil {
+			return nil, err
+		}
 	}
-	env := engine.Env{Backend: r.e.Be, DType: r.e.DT, Tier: d.tier, Graphs: map[string]*engine.Graph{}, Input: x,
-		NodeIDs: [][]int32{ids}, Inference: infer, InputGrad: np.inGrad != nil && !infer}
-	if p, err = engine.Bind(np.g, env, d.ps); err != nil {
-		r.e.Be.Release(x)
-		return nil, nil, err
+	if err := r.loadRows(np.purpose, np.in, bn.ids, bn.x); err != nil {
+		return nil, fmt.Errorf("input rows: %w", err)
 	}
-	return p, func() { p.Release(); r.e.Be.Release(x) }, nil
+	return bn.p, nil
+}
+
+// release releases the program and its input rows.
+func (b *nodeProgs) release() {
+	if bn := b.bound; bn != nil {
+		bn.p.Release()
+		b.r.e.Be.Release(bn.x)
+		b.bound = nil
+	}
 }
 
 // preForward runs layer l's prefix over every node (training: with the
@@ -282,12 +344,13 @@ func (r *chunkedRun) preForward(ctx context.Context, l int, seed uint64, trainin
 // nodeForward runs np over every node (training: with the step's
 // dropout) and writes its output rows.
 func (r *chunkedRun) nodeForward(ctx context.Context, np nodePass, seed uint64, training bool) error {
+	progs := r.nodeProgs(np, !training)
+	defer progs.release()
 	return r.nodeRanges(func(ids []int32) error {
-		p, done, err := r.bindNode(np, ids, !training)
+		p, err := progs.bind(ids)
 		if err != nil {
 			return err
 		}
-		defer done()
 		if err := p.Forward(ctx, engine.Mode{Train: training, Seed: seed}); err != nil {
 			return err
 		}
@@ -315,12 +378,13 @@ func (r *chunkedRun) preBackward(ctx context.Context, l int, seed uint64) error 
 // on device 0 and, where np has one, its input's gradient written (each
 // row once: no addition).
 func (r *chunkedRun) nodeBackward(ctx context.Context, np nodePass, seed uint64) error {
+	progs := r.nodeProgs(np, false)
+	defer progs.release()
 	return r.nodeRanges(func(ids []int32) error {
-		p, done, err := r.bindNode(np, ids, false)
+		p, err := progs.bind(ids)
 		if err != nil {
 			return err
 		}
-		defer done()
 		if err := p.Forward(ctx, engine.Mode{Train: true, Seed: seed, AccumulateGrads: true}); err != nil {
 			return err
 		}
@@ -380,6 +444,9 @@ func (r *chunkedRun) preFigure() []int {
 // capacity, the peak estimate of the chosen chunks.
 func (r *chunkedRun) replanPremul() error {
 	cut, err := r.planPremul()
+	if err == nil {
+		err = r.planFuse()
+	}
 	if err != nil || !cut {
 		return err
 	}

@@ -332,6 +332,11 @@ func (a *Arena) Matrix(n, cols int) (Rows, error) {
 	return nil, fmt.Errorf("host tier: dtype %s", a.DT)
 }
 
+// RAMMatrix returns an n × cols matrix of the arena's dtype in the Go
+// heap, whatever the arena's block: a matrix kept in RAM beside a host
+// file.
+func (a *Arena) RAMMatrix(n, cols int) (Rows, error) { return newHostRows(a.DT, n, cols, nil) }
+
 // hostFileMat is an n × cols matrix at byte offset off of the host file,
 // read and written with explicit positioned I/O (pread, pwrite) of row
 // runs: a call sorts its rows and moves every run of nearby rows with
