@@ -284,6 +284,8 @@ type boundNode struct {
 	ids []int32
 }
 
+// nodeProgs starts the bindings of node pass np (infer: inference
+// programs); release them when the pass ends.
 func (r *chunkedRun) nodeProgs(np nodePass, infer bool) *nodeProgs {
 	return &nodeProgs{r: r, np: np, infer: infer}
 }
