@@ -265,6 +265,15 @@ type RowCopier interface {
 	HostData(x *tensor.Tensor) (any, error)
 }
 
+// RowViewer is implemented by backends that can view some rows of a
+// tensor in place (the cpu backend): RowView returns rows [lo, hi) of t
+// on t's storage, never to be released. The engine reads a block's
+// destinations there when they are not its first sources
+// (engine.Env.DstFirst).
+type RowViewer interface {
+	RowView(t *tensor.Tensor, lo, hi int) (*tensor.Tensor, error)
+}
+
 // PoolTrimmer is implemented by backends that keep released storage for
 // reuse (Recycler): TrimPool gives it back to the operating system, so
 // that a phase with other shapes (an evaluation after training steps)

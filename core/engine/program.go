@@ -85,6 +85,13 @@ type Env struct {
 	// the aggregations' outputs live to the end of the forward (no later
 	// value takes their buffer) and are never fused into an epilogue.
 	Split bool
+	// DstFirst, on an inference program over one block, places the
+	// block's destinations at its sources DstFirst onward instead of
+	// first (the sampler's convention): a caller that binds every node's
+	// rows in place as the sources of a range of destinations (layer-wise
+	// inference on the host). Its narrows read those rows, in place on a
+	// backend.RowViewer, which it needs.
+	DstFirst int
 	// keepAsWritten plans the narrows where the model meets them, not
 	// pushed below row-wise ops (pushNarrows): the reference tests
 	// compare with.
@@ -223,6 +230,9 @@ func bindShare(g *ir.Graph, env Env, ps *Params, m *meter, share bool) (*Program
 		m = &meter{}
 	}
 	if err := checkInput(env); err != nil {
+		return nil, err
+	}
+	if err := checkDstFirst(env); err != nil {
 		return nil, err
 	}
 	if env.Graphs == nil && env.Blocks == nil {
@@ -443,7 +453,7 @@ func (p *Program) bindAux(i int, op *ir.Op, shape []int) error {
 		}
 		ids := make([]int32, shape[0])
 		for r := range ids {
-			ids[r] = int32(r)
+			ids[r] = int32(p.env.DstFirst + r)
 		}
 		return p.be.Upload(a.rows, ids)
 	}
@@ -537,6 +547,28 @@ func checkInput(env Env) error {
 		return fmt.Errorf("engine: an input given by its entries (Env.InputEntries) takes no gradient and cannot be resumed or split: %w", ErrDenseInput)
 	}
 	return nil
+}
+
+// checkDstFirst checks that destinations placed past the first sources
+// (Env.DstFirst) are in an inference program over one block, on a
+// backend that views rows in place.
+func checkDstFirst(env Env) error {
+	if env.DstFirst == 0 {
+		return nil
+	}
+	if _, ok := env.Backend.(backend.RowViewer); !ok || !env.Inference || len(env.Blocks) != 1 || env.DstFirst < 0 {
+		return fmt.Errorf("engine: destinations from source %d on (Env.DstFirst) need an inference program over one block on a backend that views rows in place", env.DstFirst)
+	}
+	return nil
+}
+
+// dstRows returns the destination rows of a source-row value t, its
+// rows rows from Env.DstFirst on, in place.
+func (p *Program) dstRows(t *tensor.Tensor, rows int) (*tensor.Tensor, error) {
+	if p.env.DstFirst == 0 {
+		return tensor.Prefix(t, rows)
+	}
+	return p.be.(backend.RowViewer).RowView(t, p.env.DstFirst, p.env.DstFirst+rows)
 }
 
 // OutputGrad returns the gradient buffer of the output, which the loss fills.

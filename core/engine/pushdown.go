@@ -163,7 +163,8 @@ func (p *plan) push(op ir.Op, rows int, sp Space, orig int32, prefix bool) int32
 
 // withPrefixArgs runs fn, op i's forward or backward, with the node
 // operands that have more rows than op i (plan.prefix) seen as their
-// first rows: their values and, in a backward pass, their gradients. A
+// destination rows (the first, or those from Env.DstFirst on): their
+// values and, in a backward pass, their gradients (first rows). A
 // gradient that op i contributes to first is cleared whole beforehand,
 // so that its rows past the prefix are zero; op i then writes the prefix.
 func (p *Program) withPrefixArgs(i int32, backward bool, fn func() error) error {
@@ -183,7 +184,7 @@ func (p *Program) withPrefixArgs(i int32, backward bool, fn func() error) error 
 			continue
 		}
 		h := held{a: a, cur: p.cur[a], grad: p.grads[a]}
-		cur, err := tensor.Prefix(p.cur[a], rows)
+		cur, err := p.dstRows(p.cur[a], rows)
 		if err != nil {
 			return err
 		}

@@ -177,6 +177,31 @@ func (b *Backend) WrapHost(v []float32, shape []int) (*tensor.Tensor, error) {
 	return tensor.New(tensor.Float32, shape, &buffer{f32: v, owner: b, wrapped: true}), nil
 }
 
+// RowView returns rows [lo, hi) of a live rank-2 tensor t on t's
+// storage (backend.RowViewer): writing the view writes t. It holds no
+// memory of its own; Release leaves t alone.
+func (b *Backend) RowView(t *tensor.Tensor, lo, hi int) (*tensor.Tensor, error) {
+	bf := hostBuf(t)
+	if bf == nil || len(t.Shape()) != 2 || lo < 0 || hi < lo || hi > t.Rows() {
+		return nil, errf("RowView", "rows [%d, %d) of a tensor of shape %v", lo, hi, t.Shape())
+	}
+	c := t.Cols()
+	v := &buffer{}
+	switch {
+	case bf.f32 != nil:
+		v.f32 = bf.f32[lo*c : hi*c]
+	case bf.f64 != nil:
+		v.f64 = bf.f64[lo*c : hi*c]
+	case bf.i32 != nil:
+		v.i32 = bf.i32[lo*c : hi*c]
+	case bf.i64 != nil:
+		v.i64 = bf.i64[lo*c : hi*c]
+	default:
+		v.u16 = bf.u16[lo*c : hi*c]
+	}
+	return tensor.New(t.DType(), []int{hi - lo, c}, v), nil
+}
+
 // wrapFits reports whether n values fill a rank 1 or 2 shape.
 func wrapFits(n int, shape []int) bool {
 	m := 1

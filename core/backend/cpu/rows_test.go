@@ -121,3 +121,48 @@ func rowsHostVals(v any) []float64 {
 	}
 	return nil
 }
+
+// TestRowView: a view of rows [lo, hi) holds those rows of every dtype,
+// writing it writes the tensor, releasing it leaves the tensor alone,
+// and rows outside the tensor are refused.
+func TestRowView(t *testing.T) {
+	be := New(Options{Threads: 2})
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64, tensor.Float16} {
+		for _, rng := range [][2]int{{0, 5}, {2, 4}, {5, 5}, {4, 5}} {
+			t.Run(fmt.Sprintf("%v/%d-%d", dt, rng[0], rng[1]), func(t *testing.T) {
+				x, err := be.Alloc(dt, []int{5, 3}, tensor.Host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer be.Release(x)
+				v, err := be.RowView(x, rng[0], rng[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(v.Shape(), []int{rng[1] - rng[0], 3}) {
+					t.Fatalf("shape %v, want [%d 3]", v.Shape(), rng[1]-rng[0])
+				}
+				if rng[1] > rng[0] { // the view's first element is the tensor's element lo*3
+					be.Release(v)
+					v, _ = be.RowView(x, rng[0], rng[1])
+					if err := be.Fill(v, 1); err != nil {
+						t.Fatal(err)
+					}
+					for i, w := range get(x) {
+						in := i >= rng[0]*3 && i < rng[1]*3
+						if (w == 1) != in {
+							t.Fatalf("element %d is %v after filling rows [%d, %d)", i, w, rng[0], rng[1])
+						}
+					}
+				}
+			})
+		}
+	}
+	x, _ := be.Alloc(tensor.Float32, []int{5, 3}, tensor.Host)
+	defer be.Release(x)
+	for _, rng := range [][2]int{{-1, 2}, {3, 2}, {0, 6}} {
+		if _, err := be.RowView(x, rng[0], rng[1]); err == nil {
+			t.Errorf("rows [%d, %d) of 5: no error", rng[0], rng[1])
+		}
+	}
+}

@@ -116,18 +116,13 @@ func (r *Runner) bind(g *ir.Graph, first int, blocks []sampling.Block, x FeatRow
 	env := engine.Env{Backend: e.Be, DType: e.DT, Tier: e.Tier, Blocks: make([]map[string]*engine.Graph, len(blocks)),
 		NodeIDs: make([][]int32, len(blocks)), Inference: infer}
 	for l, b := range blocks {
-		env.Blocks[l], env.NodeIDs[l] = map[string]*engine.Graph{}, b.Src
+		env.NodeIDs[l] = b.Src
 		w, err := r.blockWeights(b)
+		if err == nil {
+			env.Blocks[l], err = r.uploadGraphs(bb, first+l, b, func(name string) (*graph.CSR, []float32) { return blockGraph(b, name, w) }, nil)
+		}
 		if err != nil {
 			return fail(fmt.Errorf("block %d: %w", l, err))
-		}
-		for name := range r.Layers[first+l] {
-			adj, ew := blockGraph(b, name, w)
-			eg, err := r.upload(bb, adj, ew, b, r.GCNScale(b, name == "adj_self"))
-			if err != nil {
-				return fail(fmt.Errorf("block %d %s: %w", l, name, err))
-			}
-			env.Blocks[l][name] = eg
 		}
 	}
 	src := blocks[0].Src
@@ -155,6 +150,24 @@ func (r *Runner) bind(g *ir.Graph, first int, blocks []sampling.Block, x FeatRow
 		return fail(err)
 	}
 	return bb, nil
+}
+
+// uploadGraphs uploads the graphs layer l reads in block b, each as
+// graphOf gives it (its adjacency and the edge weights of its entries),
+// with the GCN and mean weights of the reducers that reducers names for
+// it (train.GraphReducers; nil: both).
+func (r *Runner) uploadGraphs(bb *Bound, l int, b sampling.Block, graphOf func(name string) (*graph.CSR, []float32), reducers map[string]map[string]bool) (map[string]*engine.Graph, error) {
+	out := map[string]*engine.Graph{}
+	for name := range r.Layers[l] {
+		adj, ew := graphOf(name)
+		need := normWeights{gcn: reducers == nil || reducers[name]["gcn"], mean: reducers == nil || reducers[name]["mean"]}
+		eg, err := r.upload(bb, adj, ew, b, r.GCNScale(b, name == "adj_self"), need)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = eg
+	}
+	return out, nil
 }
 
 // GatherRows copies the rows of ids from a row-major matrix of dim
@@ -190,9 +203,12 @@ func (r *Runner) GCNScale(b sampling.Block, self bool) func(int32) float64 {
 	}
 }
 
-// upload places one block graph with its GCN and mean weights, scaled
-// by the edge weights ew of its entries (nil: none).
-func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Block, isq func(int32) float64) (*engine.Graph, error) {
+// normWeights says which edge weights a graph's aggregations read.
+type normWeights struct{ gcn, mean bool }
+
+// upload places one block graph with the GCN and mean weights need
+// names, scaled by the edge weights ew of its entries (nil: none).
+func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Block, isq func(int32) float64, need normWeights) (*engine.Graph, error) {
 	e := r.Env
 	be := backend.ForPurpose(e.Be, backend.PurposeTopology)
 	a, err := be.UploadGraph(adj, e.Tier)
@@ -206,7 +222,34 @@ func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Bloc
 			return nil, err
 		}
 	}
-	// Every node's scale once, then per entry two indexed reads.
+	type weights struct {
+		v   []float32
+		dst **tensor.Tensor
+	}
+	var ws []weights
+	if need.gcn {
+		ws = append(ws, weights{gcnWeights(adj, ew, b, isq), &eg.GCNNorm})
+	}
+	if need.mean {
+		mean := adj.Unweighted() // the sampled neighbours' mean, not the sampler's values
+		mean.Values = ew
+		ws = append(ws, weights{graph.MeanNorm(mean), &eg.MeanNorm})
+	}
+	for _, w := range ws {
+		t, err := train.UploadFloat32s(be, w.v, []int{len(w.v)}, e.DT, e.Tier)
+		if err != nil {
+			return nil, err
+		}
+		bb.Tensors = append(bb.Tensors, t)
+		*w.dst = t
+	}
+	return eg, nil
+}
+
+// gcnWeights returns the GCN weight of every entry of block b's graph
+// adj, scaled by the edge weights ew (nil: none): every node's scale
+// once, then per entry two indexed reads.
+func gcnWeights(adj *graph.CSR, ew []float32, b sampling.Block, isq func(int32) float64) []float32 {
 	dst, src := nodeScales(b.Dst, isq), nodeScales(b.Src, isq)
 	gcn := make([]float32, adj.NNZ())
 	for row := 0; row < adj.NumRows; row++ {
@@ -218,20 +261,7 @@ func (r *Runner) upload(bb *Bound, adj *graph.CSR, ew []float32, b sampling.Bloc
 			gcn[k] = float32(w * dst[row] * src[adj.Col(k)])
 		}
 	}
-	mean := adj.Unweighted() // the sampled neighbours' mean, not the sampler's values
-	mean.Values = ew
-	for _, w := range []struct {
-		v   []float32
-		dst **tensor.Tensor
-	}{{gcn, &eg.GCNNorm}, {graph.MeanNorm(mean), &eg.MeanNorm}} {
-		t, err := train.UploadFloat32s(be, w.v, []int{len(w.v)}, e.DT, e.Tier)
-		if err != nil {
-			return nil, err
-		}
-		bb.Tensors = append(bb.Tensors, t)
-		*w.dst = t
-	}
-	return eg, nil
+	return gcn
 }
 
 // nodeScales returns isq of every node of ids, in order.

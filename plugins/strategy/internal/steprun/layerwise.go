@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"strata/core/backend"
 	"strata/core/config"
@@ -28,8 +29,11 @@ type layerwise struct {
 	layers []*ir.Graph
 	widths []int       // each layer's input width, then the output's
 	chunks [][][]int32 // each layer's chunks that fit the device (nil: r.Eval)
-	// budget, when positive, replaces layerwiseBudget (tests).
-	budget int64
+	// budget, when positive, replaces layerwiseBudget and rangeBudget;
+	// sampled runs every chunk over its sampled block, never in place
+	// (tests).
+	budget  int64
+	sampled bool
 }
 
 // purposeInference files every transfer of layer-wise inference (input
@@ -49,26 +53,50 @@ func (r *Runner) EnableLayerwise() error {
 	for _, lg := range layers {
 		lw.widths = append(lw.widths, int(lg.Ops[0].Shape[1]))
 	}
+	last := layers[len(layers)-1]
+	lw.widths = append(lw.widths, int(last.Ops[last.Outputs[0]].Shape[1]))
 	r.lw = lw
 	return nil
 }
 
 // layerRows is one layer's rows of every node on the host, in the
-// precision of the compute dtype (float32 or float64).
+// precision of the compute dtype (float32 or float64), in memory mapped
+// for them (hostRows) until release.
 type layerRows struct {
-	f32 []float32
-	f64 []float64
-	w   int
+	f32  []float32
+	f64  []float64
+	w    int
+	free func()
 }
 
 func newLayerRows(dt tensor.DType, n, w int) (*layerRows, error) {
-	switch dt {
-	case tensor.Float32:
-		return &layerRows{f32: make([]float32, n*w), w: w}, nil
-	case tensor.Float64:
-		return &layerRows{f64: make([]float64, n*w), w: w}, nil
+	if dt != tensor.Float32 && dt != tensor.Float64 {
+		return nil, fmt.Errorf("layer-wise inference keeps layer rows in float32 or float64, not %v", dt)
 	}
-	return nil, fmt.Errorf("layer-wise inference keeps layer rows in float32 or float64, not %v", dt)
+	mem, free, err := hostRows(n * w * dt.Size())
+	if err != nil {
+		return nil, fmt.Errorf("layer-wise inference: %d rows of %d values: %w", n, w, err)
+	}
+	h := &layerRows{w: w, free: free}
+	if n*w == 0 {
+		return h, nil
+	}
+	p := unsafe.Pointer(unsafe.SliceData(mem))
+	if dt == tensor.Float32 {
+		h.f32 = unsafe.Slice((*float32)(p), n*w)
+	} else {
+		h.f64 = unsafe.Slice((*float64)(p), n*w)
+	}
+	return h, nil
+}
+
+// release gives the rows' memory back, once (nil: nothing).
+func (h *layerRows) release() {
+	if h != nil && h.free != nil {
+		h.f32, h.f64 = nil, nil
+		h.free()
+		h.free = nil
+	}
 }
 
 // upload gathers the rows of ids onto the device; consecutive float32
@@ -95,13 +123,20 @@ func (h *layerRows) upload(be backend.Backend, ids []int32, dt tensor.DType, tie
 	return t, nil
 }
 
-// put downloads t, the rows of count nodes from first on.
+// put downloads t, the rows of count nodes from first on: from host
+// memory row by row in parallel where the backend can (RowCopier).
 func (h *layerRows) put(be backend.Backend, t *tensor.Tensor, first, count int) error {
 	lo, hi := first*h.w, (first+count)*h.w
+	var dst any
 	if h.f64 != nil {
-		return be.Download(t, h.f64[lo:hi])
+		dst = h.f64[lo:hi]
+	} else {
+		dst = h.f32[lo:hi]
 	}
-	return be.Download(t, h.f32[lo:hi])
+	if rc, ok := be.(backend.RowCopier); ok && t.Tier() == tensor.Host {
+		return rc.DownloadRows(t, nil, dst)
+	}
+	return be.Download(t, dst)
 }
 
 // UseInference applies the strategy's inference option to r; a model
@@ -121,6 +156,7 @@ func UseInference(cfg *config.Config, r *Runner) error {
 func (r *Runner) layerwiseForward(ctx context.Context, fn func(nodes []int32, out *tensor.Tensor) error) error {
 	e := r.Env
 	var prev *layerRows // the previous layer's rows of every node; nil: the features
+	defer func() { prev.release() }()
 	for l := range r.lw.layers {
 		var next *layerRows
 		if l < len(r.lw.layers)-1 {
@@ -130,11 +166,12 @@ func (r *Runner) layerwiseForward(ctx context.Context, fn func(nodes []int32, ou
 			}
 		}
 		chunks, err := r.layerChunks(ctx, l, prev, next, fn)
+		prev.release()
+		prev = next
 		if err != nil {
 			return fmt.Errorf("layer-wise inference, layer %d: %w", l, err)
 		}
 		r.lw.chunks[l] = chunks
-		prev = next
 	}
 	return nil
 }
@@ -156,18 +193,17 @@ func (r *Runner) layerChunks(ctx context.Context, l int, prev, next *layerRows, 
 	}
 	queue = slices.Clone(queue)
 	var ran [][]int32
-	one := sampling.Full{Hops: 1}
+	var all []int32 // every node's id, when the layer reads its rows in place
+	if r.inPlace(l) {
+		all = Iota32From(0, r.Env.DS.NumNodes)
+	}
 	for len(queue) > 0 {
 		nodes := queue[0]
 		queue = queue[1:]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		blocks, err := one.Sample(ctx, r.Env.Adjs.Adj, nodes, 0)
-		if err != nil {
-			return nil, err
-		}
-		err = r.layerChunk(ctx, l, blocks, prev, next, nodes, fn)
+		err := r.runChunk(ctx, l, all, prev, next, nodes, fn)
 		var oom *backend.OutOfMemoryError
 		if errors.As(err, &oom) && len(nodes) > 1 {
 			h := len(nodes) / 2
@@ -180,6 +216,20 @@ func (r *Runner) layerChunks(ctx context.Context, l int, prev, next *layerRows, 
 		ran = append(ran, nodes)
 	}
 	return ran, nil
+}
+
+// runChunk runs layer l over the destinations nodes: in place when all
+// is set and nodes are a range (rangeChunk), else over their sampled
+// one-hop block.
+func (r *Runner) runChunk(ctx context.Context, l int, all []int32, prev, next *layerRows, nodes []int32, fn func([]int32, *tensor.Tensor) error) error {
+	if all != nil && consecutive(nodes) {
+		return r.rangeChunk(ctx, l, all, prev, next, int(nodes[0]), int(nodes[0])+len(nodes), fn)
+	}
+	blocks, err := sampling.Full{Hops: 1}.Sample(ctx, r.Env.Adjs.Adj, nodes, 0)
+	if err != nil {
+		return err
+	}
+	return r.layerChunk(ctx, l, blocks, prev, next, nodes, fn)
 }
 
 // rangeOf returns the feature rows of ids without a copy when ids are

@@ -142,44 +142,122 @@ func logitDiff(a, b []float64) (diff, scale float64) {
 }
 
 // TestLayerwiseHostRanges: on the host, layer-wise inference over every
-// node in one piece splits each layer into the node ranges its memory
-// budget allows; a budget below the features gives the first layer
-// several ranges; every layer's cover every node once, and the logits of the layer run in one piece to
-// SplitTol relative to the largest logit (each destination row sums the
-// same terms; a GEMM may block fewer rows differently), the same classes
-// but for ties.
+// node in one piece splits each layer into the node ranges its budget
+// allows, reading every node's rows in place or over the ranges' sampled
+// blocks; a small budget gives the first layer several ranges; every
+// layer's cover every node once, and the logits are those of the layer
+// run in one piece to SplitTol relative to the largest logit (each
+// destination row sums the same terms; a GEMM may block fewer rows
+// differently), the same classes but for ties.
 func TestLayerwiseHostRanges(t *testing.T) {
+	tests := []struct {
+		name    string
+		sampled bool
+		budget  int64 // Cora's float64 features are 31 MB; 2,708 destinations of 7 classes 150 KB
+	}{
+		{"in place", false, 256 << 10},
+		{"sampled blocks", true, 4 << 20},
+	}
+	for _, tc := range tests {
+		for _, model := range testkit.BettyModels() {
+			t.Run(tc.name+"/"+model, func(t *testing.T) {
+				e := testkit.TestEnv(t, append(testkit.ModelSets(model), `train.dtype="float64"`)...)
+				pw, lw := scores(t, runner(t, e, 1, true))
+				r := runner(t, e, 1, true)
+				steprun.SetLayerwiseBudget(r, tc.budget)
+				if tc.sampled {
+					steprun.SetLayerwiseSampled(r)
+				}
+				pr, lr := scores(t, r)
+				checkRanges(t, steprun.LayerwiseChunks(r), e.DS.NumNodes)
+				diff, scale := logitDiff(lw, lr)
+				if scale == 0 || diff > testkit.SplitTol*scale {
+					t.Fatalf("logits differ by %.3g (largest %.3g), want <= %.3g relative", diff, scale, testkit.SplitTol)
+				}
+				c := e.DS.NumClasses
+				for i := range pw {
+					if pw[i] != pr[i] && math.Abs(lw[i*c+int(pw[i])]-lw[i*c+int(pr[i])]) > testkit.SplitTol*scale {
+						t.Fatalf("node %d: class %d in ranges, %d in one piece, not a tie", i, pr[i], pw[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkRanges checks that layer 0 ran in several ranges and that every
+// layer's ranges cover the n nodes once, in order.
+func checkRanges(t *testing.T, layers [][][]int32, n int) {
+	t.Helper()
+	for l, chunks := range layers {
+		if l == 0 && len(chunks) < 2 {
+			t.Errorf("layer 0 ran in %d range(s), want several", len(chunks))
+		}
+		next := int32(0)
+		for _, c := range chunks {
+			if c[0] != next {
+				t.Fatalf("layer %d: a range starts at %d, want %d", l, c[0], next)
+			}
+			next = c[len(c)-1] + 1
+		}
+		if int(next) != n {
+			t.Fatalf("layer %d: ranges end at %d, want %d", l, next, n)
+		}
+	}
+}
+
+// TestLayerwiseInPlaceFloat32: in float32, where the rows are used in
+// place (the features, the previous layer's rows), ranges give the
+// logits of one piece to float32 rounding of the longest sum (a GEMM's
+// over the features, testkit.Float32StepTol) relative to the largest.
+func TestLayerwiseInPlaceFloat32(t *testing.T) {
 	for _, model := range testkit.BettyModels() {
 		t.Run(model, func(t *testing.T) {
-			e := testkit.TestEnv(t, append(testkit.ModelSets(model), `train.dtype="float64"`)...)
-			pw, lw := scores(t, runner(t, e, 1, true))
+			e := testkit.TestEnv(t, testkit.ModelSets(model)...)
+			_, lw := scores(t, runner(t, e, 1, true))
 			r := runner(t, e, 1, true)
-			steprun.SetLayerwiseBudget(r, 4<<20) // a quarter of Cora's 1,433 float64 features
-			pr, lr := scores(t, r)
-			for l, chunks := range steprun.LayerwiseChunks(r) {
-				if l == 0 && len(chunks) < 2 {
-					t.Errorf("layer 0 ran in %d range(s) within 4 MiB, want several", len(chunks))
-				}
-				next := int32(0)
-				for _, c := range chunks {
-					if c[0] != next {
-						t.Fatalf("layer %d: a range starts at %d, want %d", l, c[0], next)
-					}
-					next = c[len(c)-1] + 1
-				}
-				if int(next) != e.DS.NumNodes {
-					t.Fatalf("layer %d: ranges end at %d, want %d", l, next, e.DS.NumNodes)
-				}
+			steprun.SetLayerwiseBudget(r, 128<<10)
+			_, lr := scores(t, r)
+			checkRanges(t, steprun.LayerwiseChunks(r), e.DS.NumNodes)
+			tol := testkit.Float32StepTol(e.Dim)
+			if diff, scale := logitDiff(lw, lr); scale == 0 || diff > tol*scale {
+				t.Fatalf("logits differ by %.3g (largest %.3g), want <= %.3g relative", diff, scale, tol)
 			}
-			diff, scale := logitDiff(lw, lr)
-			if scale == 0 || diff > testkit.SplitTol*scale {
-				t.Fatalf("logits differ by %.3g (largest %.3g), want <= %.3g relative", diff, scale, testkit.SplitTol)
+		})
+	}
+}
+
+// TestRowsOf: the rows [lo, hi) of a graph keep their column ids and
+// values in order, start at offset 0, and rows past the graph's are
+// empty.
+func TestRowsOf(t *testing.T) {
+	// rows 0..2 of 5 columns: 0 -> {1, 4}, 1 -> {}, 2 -> {0, 2, 3}
+	g := graph.MakeCSR(3, 5, []int64{0, 2, 2, 5}, []int32{1, 4, 0, 2, 3})
+	g.Values = []float32{1, 2, 3, 4, 5}
+	tests := []struct {
+		lo, hi     int
+		indptr     []int64
+		cols       []int64
+		values     []float32
+		wantValues bool
+	}{
+		{0, 3, []int64{0, 2, 2, 5}, []int64{1, 4, 0, 2, 3}, []float32{1, 2, 3, 4, 5}, true},
+		{1, 3, []int64{0, 0, 3}, []int64{0, 2, 3}, []float32{3, 4, 5}, true},
+		{2, 5, []int64{0, 3, 3, 3}, []int64{0, 2, 3}, []float32{3, 4, 5}, true},
+		{3, 5, []int64{0, 0, 0}, nil, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%d-%d", tc.lo, tc.hi), func(t *testing.T) {
+			got := steprun.RowsOf(g, tc.lo, tc.hi, 5)
+			if got.NumRows != tc.hi-tc.lo || got.NumCols != 5 || !slices.Equal(got.Indptr, tc.indptr) {
+				t.Fatalf("%d×%d, indptr %v; want %d×5, %v", got.NumRows, got.NumCols, got.Indptr, tc.hi-tc.lo, tc.indptr)
 			}
-			c := e.DS.NumClasses
-			for i := range pw {
-				if pw[i] != pr[i] && math.Abs(lw[i*c+int(pw[i])]-lw[i*c+int(pr[i])]) > testkit.SplitTol*scale {
-					t.Fatalf("node %d: class %d in ranges, %d in one piece, not a tie", i, pr[i], pw[i])
-				}
+			var cols []int64
+			for k := range got.NNZ() {
+				cols = append(cols, got.Col(k))
+			}
+			if !slices.Equal(cols, tc.cols) || !slices.Equal(got.Values, tc.values) {
+				t.Fatalf("columns %v values %v, want %v %v", cols, got.Values, tc.cols, tc.values)
 			}
 		})
 	}
@@ -243,6 +321,31 @@ func TestLayerwiseBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := steprun.LayerwiseBudget(tc.maxMemory); got != tc.want {
 				t.Fatalf("LayerwiseBudget(%d) = %d, want %d", tc.maxMemory, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRangeBudget: an in-place range may add an eighth of its layer's
+// rows of every node (input and output widths), never less than 64 MiB
+// nor more than a quarter of the memory budget.
+func TestRangeBudget(t *testing.T) {
+	const mib = int64(1) << 20
+	tests := []struct {
+		name             string
+		n, in, out, size int
+		maxMemory, want  int64
+	}{
+		{"small graph: the floor", 2708, 1433, 16, 8, 18_000_000_000, 64 * mib},
+		{"R-MAT 2^20, layer 0", 1 << 20, 128, 128, 4, 18_000_000_000, 128 * mib},
+		{"R-MAT 2^20, layer 1", 1 << 20, 128, 16, 4, 18_000_000_000, 72 * mib},
+		{"a small memory budget", 1 << 20, 128, 128, 4, 384 * mib, 96 * mib},
+		{"no memory budget", 1 << 20, 128, 128, 4, 0, 64 * mib},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := steprun.RangeBudget(tc.n, tc.in, tc.out, tc.size, tc.maxMemory); got != tc.want {
+				t.Fatalf("rangeBudget = %d, want %d", got, tc.want)
 			}
 		})
 	}
